@@ -1,0 +1,159 @@
+"""compile(): frontend -> passes -> memory planning -> code generation -> toolchain."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ember import __version__
+from ember.codegen.bundle import generate, network_name
+from ember.config import CompileOptions
+from ember.errors import EmberError, OptionError
+from ember.frontends.onnx.loader import InputSpec, LoadOptions, load_onnx, read_model
+from ember.ir.dtypes import DType
+from ember.ir.graph import Graph
+from ember.memory.planner import MemoryPlan, plan_memory
+from ember.ops import registry
+from ember.passes.manager import PassManager
+from ember.passes.pipeline import DEFAULT_PIPELINE
+from ember.runtime.loader import Bundle, load
+from ember.toolchain.cc import compile_object
+from ember.toolchain.targets import get_target
+
+
+def parse_input_spec(name: str, text: str) -> InputSpec:
+    dtype_s, _, shape_s = text.partition(":")
+    try:
+        dtype = DType.parse(dtype_s) if dtype_s else None
+    except KeyError as e:
+        raise OptionError(f"--input {name}: {str(e).strip(chr(39))}") from None
+    s = shape_s.strip().strip("[]()")
+    try:
+        shape = tuple(int(d) for d in s.replace("x", ",").split(",") if d.strip()) if s else ()
+    except ValueError:
+        raise OptionError(f"--input {name}:{text}: shape must be integers like 1x3x224x224") from None
+    if any(d <= 0 for d in shape):
+        raise OptionError(f"--input {name}:{text}: dimensions must be positive")
+    return InputSpec(dtype, shape)
+
+
+def build_graph(model_path: str, options: CompileOptions) -> tuple[Graph, PassManager, str]:
+    """Load, optimize; returns the graph, the pass manager (timings) and the model sha256."""
+    model = read_model(model_path)
+    sha = hashlib.sha256(Path(model_path).read_bytes()).hexdigest()
+    load_opts = LoadOptions(
+        defines=dict(options.defines),
+        inputs={k: parse_input_spec(k, v) for k, v in options.inputs.items()},
+    )
+    name = options.name or network_name(Path(model_path).stem)
+    graph = load_onnx(model, load_opts, name)
+    pm = PassManager(list(DEFAULT_PIPELINE))
+    pm.run(graph)
+    return graph, pm, sha
+
+
+def inlined_constants(graph: Graph) -> set[int]:
+    """Constants that need storage: all except scalars read only by elementwise expressions."""
+    needs: set[int] = set()
+    for n in graph.nodes:
+        op = registry.get(n.op)
+        elementwise = op.expr is not None or n.op == "FusedElementwise"
+        for v in n.inputs:
+            if v is not None and v.is_const and not (elementwise and v.type.numel == 1):
+                needs.add(id(v))
+    return needs
+
+
+def compile(model: str | os.PathLike, out_dir: str | os.PathLike, **options: Any) -> Bundle:  # noqa: A001
+    """Compile an ONNX model into a bundle in `out_dir`; returns it loaded (host targets)."""
+    opts = CompileOptions(**options)
+    write_bundle(str(model), Path(out_dir), opts)
+    return load(out_dir)
+
+
+def write_bundle(model_path: str, out: Path, opts: CompileOptions, command: str = "") -> dict[str, Any]:
+    """Build every bundle file in a temporary folder, then move it into place (no half bundles)."""
+    target = get_target(opts.target)
+    graph, pm, sha = build_graph(model_path, opts)
+    plan = plan_memory(graph, inlined_constants(graph))
+    name = graph.name
+    banner = _banner(name, sha, command)
+    src = generate(graph, plan, name, opts.api, banner)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        (tmp / f"{name}.c").write_text(src.c)
+        (tmp / f"{name}.h").write_text(src.h)
+        (tmp / f"{name}.weights.bin").write_bytes(src.weights)
+        (tmp / f"{name}.weights.txt").write_text(src.weights_txt)
+        cc_cmd = compile_object(tmp / f"{name}.c", tmp / f"{name}.o", target, opts.opt_level, opts.reloc, opts.cc)
+        manifest = _manifest(graph, plan, src, opts, sha, cc_cmd, pm)
+        (tmp / f"{name}.json").write_text(json.dumps(manifest, indent=2) + "\n")
+        if opts.dump_graph:
+            from ember.report.graph_dot import write_dot
+
+            write_dot(graph, opts.dump_graph)
+        if out.exists():
+            _remove_previous_bundle(out)
+        out.mkdir(parents=True, exist_ok=True)
+        for f in sorted(tmp.iterdir()):
+            shutil.move(str(f), out / f.name)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    shutil.rmtree(tmp, ignore_errors=True)
+    return manifest
+
+
+def _remove_previous_bundle(out: Path) -> None:
+    if not out.is_dir():
+        raise EmberError(f"{out}: exists and is not a directory")
+    for f in out.iterdir():
+        if f.is_file() and f.suffix in (".c", ".h", ".o", ".bin", ".txt", ".json", ".so", ".dot"):
+            f.unlink()
+
+
+def _banner(name: str, sha: str, command: str) -> str:
+    from ember.codegen.cwriter import c_comment
+
+    lines = [f"/* {name}: generated by ember {__version__}; do not edit.", f" * model sha256 {sha}"]
+    if command:
+        lines.append(f" * command: {c_comment(command)}")
+    return "\n".join(lines) + " */"
+
+
+def _manifest(graph: Graph, plan: MemoryPlan, src, opts: CompileOptions, sha: str, cc_cmd: list[str],
+              pm: PassManager) -> dict[str, Any]:
+    def entry(e) -> dict[str, Any]:
+        t = e.value.type
+        q = None
+        if t.quant is not None:
+            q = {"scale": list(t.quant.scale), "zero_point": list(t.quant.zero_point), "axis": t.quant.axis}
+        return {"name": e.name, "c_name": e.cname, "dtype": t.dtype.short, "shape": list(t.shape),
+                "offset": e.offset, "bytes": t.nbytes, "quantization": q}
+
+    n_in = len(graph.inputs)
+    return {
+        "name": graph.name,
+        "ember_version": __version__,
+        "model_sha256": sha,
+        "target": opts.target,
+        "options": opts.to_json(),
+        "compiler": cc_cmd,
+        "inputs": [entry(e) for e in src.io[:n_in]],
+        "outputs": [entry(e) for e in src.io[n_in:]],
+        "memory": {
+            "constant": plan.constant_size,
+            "mutable": plan.mutable_size,
+            "activations": plan.activations_size,
+            "activations_lower_bound": plan.lower_bound,
+            "alignment": 64,
+        },
+        "ops": graph.op_counts(),
+        "passes": [{"name": r.name, "seconds": round(r.seconds, 6), "nodes": r.nodes_after} for r in pm.records],
+    }

@@ -1,0 +1,221 @@
+"""The bundle's files: NAME.c (kernels + entry point), NAME.h (Glow's API), weights, manifest."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ember.codegen import library
+from ember.codegen.cwriter import CWriter, NameSupply, c_comment, c_string, sanitize
+from ember.codegen.elementwise import emit_chain
+from ember.codegen.emitter import CodeContext, KernelEmitter
+from ember.ir.graph import Graph, Value
+from ember.memory.planner import MemoryPlan
+from ember.ops import registry
+
+# Header macro suffixes that tensor names must not collide with.
+_RESERVED = {"CONSTANT_MEM_SIZE", "MUTABLE_MEM_SIZE", "ACTIVATIONS_MEM_SIZE", "MEM_ALIGN", "config"}
+
+
+@dataclass
+class IOEntry:
+    value: Value
+    name: str  # original model name
+    cname: str  # sanitized, unique, used in macros
+    offset: int
+
+
+@dataclass
+class BundleSources:
+    c: str
+    h: str
+    weights: bytes
+    weights_txt: str
+    io: list[IOEntry]
+
+
+def io_entries(graph: Graph, plan: MemoryPlan) -> tuple[list[IOEntry], list[IOEntry]]:
+    names = NameSupply(_RESERVED)
+    ins = [IOEntry(v, v.name, names.fresh(v.name), plan.where(v)[1]) for v in graph.inputs]
+    outs = [
+        IOEntry(v, n, names.fresh(n), plan.where(v)[1])
+        for v, n in zip(graph.outputs, graph.output_names, strict=True)
+    ]
+    return ins, outs
+
+
+def generate(graph: Graph, plan: MemoryPlan, name: str, api: str, banner: str) -> BundleSources:
+    ctx = CodeContext(plan)
+    _emit_nodes(graph, ctx)
+    ins, outs = io_entries(graph, plan)
+    weights = _weights(plan)
+    c = _source(graph, ctx, name, api, banner, ins + outs, plan)
+    h = _header(name, api, banner, ins, outs, plan)
+    return BundleSources(c, h, weights, _weights_txt(weights), ins + outs)
+
+
+def _emit_nodes(graph: Graph, ctx: CodeContext) -> None:
+    for node in graph.nodes:
+        op = registry.get(node.op)
+        outs = ", ".join(v.name for v in node.outputs if v is not None)
+        ctx.body.line(f"/* {c_comment(node.name)}: {node.op} -> {c_comment(outs)} */")
+        if node.op == "FusedElementwise":
+            emit_chain(ctx, node.attrs["_steps"], node.inputs, node.outputs[0])
+        elif op.expr is not None:
+            emit_chain(ctx, [node], node.inputs, node.outputs[0])
+        elif op.lower is not None:
+            op.lower(node, KernelEmitter(ctx, node))
+        else:
+            raise AssertionError(f"op {node.op} reached code generation without a lowering")
+
+
+def _weights(plan: MemoryPlan) -> bytes:
+    buf = bytearray(plan.constant_size)
+    for off, raw in plan.constants:
+        buf[off : off + len(raw)] = raw
+    return bytes(buf)
+
+
+def _weights_txt(weights: bytes) -> str:
+    lines = []
+    for i in range(0, len(weights), 16):
+        lines.append(", ".join(f"0x{b:02X}" for b in weights[i : i + 16]) + ",")
+    return "\n".join(lines) + "\n" if lines else "0x00,\n"
+
+
+def _source(graph: Graph, ctx: CodeContext, name: str, api: str, banner: str,
+            io: list[IOEntry], plan: MemoryPlan) -> str:
+    w = CWriter()
+    w.lines(banner)
+    w.line("#include <stdint.h>")
+    w.line("#include <stddef.h>")
+    w.line(f'#include "{name}.h"')
+    w.line()
+    w.raw(library.assemble(ctx.needs))
+    w.line()
+    w.raw(ctx.tables.getvalue())
+    if api == "dynamic":
+        _symbol_table(w, name, io, plan)
+    w.line()
+    with w.block(f"int {name}(uint8_t *constantWeight, uint8_t *mutableWeight, uint8_t *activations)"):
+        w.line("(void)constantWeight;")
+        w.line("(void)mutableWeight;")
+        w.line("(void)activations;")
+        w.raw(_indent(ctx.body.getvalue()))
+        w.line("return 0;")
+    return w.getvalue()
+
+
+def _indent(text: str) -> str:
+    return "\n".join(("    " + ln) if ln else ln for ln in text.splitlines())
+
+
+def _symbol_table(w: CWriter, name: str, io: list[IOEntry], plan: MemoryPlan) -> None:
+    w.line(f"static const SymbolTableEntry {name}_symbols[{max(len(io), 1)}] = {{")
+    for e in io:
+        w.line(f"    {{{c_string(e.name)}, {e.offset}u, {e.value.type.numel}u, 1}},")
+    if not io:
+        w.line('    {"", 0u, 0u, 0},')
+    w.line("};")
+    w.line(f"BundleConfig {name}_config = {{{plan.constant_size}u, {plan.mutable_size}u, "
+           f"{plan.activations_size}u, 64u, {len(io)}u, {name}_symbols}};")
+
+
+def _header(name: str, api: str, banner: str, ins: list[IOEntry], outs: list[IOEntry], plan: MemoryPlan) -> str:
+    up = name.upper()
+    guard = f"EMBER_BUNDLE_{up}_H"
+    w = CWriter()
+    w.lines(banner)
+    w.line(f"#ifndef {guard}")
+    w.line(f"#define {guard}")
+    w.line()
+    w.line("#include <stdint.h>")
+    w.line("#include <stddef.h>")
+    w.line()
+    w.line("// Placeholder address offsets within mutable buffer (bytes)")
+    for e in ins + outs:
+        w.line(f"#define {up}_{e.cname} {e.offset}")
+    w.line()
+    w.line("// Inputs and outputs: element type, shape, element count, bytes (beyond Glow's API)")
+    for e in ins + outs:
+        t = e.value.type
+        p = f"{up}_{e.cname}"
+        w.line(f"// {c_comment(e.name)}: {'input' if e in ins else 'output'} {t}")
+        w.line(f"#define {p}_TYPE {t.dtype.ctype}")
+        w.line(f'#define {p}_DTYPE "{t.dtype.short}"')
+        w.line(f"#define {p}_NUM_DIMS {t.rank}")
+        w.line(f"#define {p}_DIMS {{{', '.join(map(str, t.shape)) or '1'}}}")
+        w.line(f"#define {p}_SIZE {t.numel}")
+        w.line(f"#define {p}_BYTES {t.nbytes}")
+        if t.quant is not None:
+            w.line(f"#define {p}_SCALE {t.quant.scale[0]!r}f")
+            w.line(f"#define {p}_ZERO_POINT {t.quant.zero_point[0]}")
+    w.line()
+    w.line("// Memory sizes (bytes)")
+    w.line(f"#define {up}_CONSTANT_MEM_SIZE {plan.constant_size}")
+    w.line(f"#define {up}_MUTABLE_MEM_SIZE {plan.mutable_size}")
+    w.line(f"#define {up}_ACTIVATIONS_MEM_SIZE {plan.activations_size}")
+    w.line()
+    w.line("// Memory alignment (bytes)")
+    w.line(f"#define {up}_MEM_ALIGN 64")
+    w.line()
+    w.line("#ifndef GLOW_MEM_ALIGN")
+    w.line("#define GLOW_MEM_ALIGN(size) __attribute__((aligned(size)))")
+    w.line("#endif")
+    w.line("#ifndef GLOW_GET_ADDR")
+    w.line("#define GLOW_GET_ADDR(mutableBaseAddr, placeholderOff) "
+           "(((uint8_t*)(mutableBaseAddr)) + placeholderOff)")
+    w.line("#endif")
+    w.line()
+    w.line("#ifdef __cplusplus")
+    w.line('extern "C" {')
+    w.line("#endif")
+    if api == "dynamic":
+        w.lines(_DYNAMIC_TYPES)
+        w.line(f"extern BundleConfig {name}_config;")
+    w.line()
+    w.line("// Bundle entry point (inference function); returns 0 on success. Re-entrant.")
+    w.line(f"int {name}(uint8_t *constantWeight, uint8_t *mutableWeight, uint8_t *activations);")
+    w.line()
+    w.line("#ifdef __cplusplus")
+    w.line("}")
+    w.line("#endif")
+    w.line(f"#endif // {guard}")
+    return w.getvalue()
+
+
+_DYNAMIC_TYPES = """
+#ifndef EMBER_GLOW_BUNDLE_TYPES
+#define EMBER_GLOW_BUNDLE_TYPES
+// Type describing a symbol table entry of a generated bundle.
+typedef struct SymbolTableEntry {
+  // Name of a variable.
+  const char *name;
+  // Offset of the variable inside the memory area.
+  uint64_t offset;
+  // The number of elements inside this variable.
+  uint64_t size;
+  // Variable kind: 1 if it is a mutable variable, 0 otherwise.
+  char kind;
+} SymbolTableEntry;
+
+// Type describing the config of a generated bundle.
+typedef struct BundleConfig {
+  // Size of the constant weight variables memory area.
+  uint64_t constantWeightVarsMemSize;
+  // Size of the mutable weight variables memory area.
+  uint64_t mutableWeightVarsMemSize;
+  // Size of the activations memory area.
+  uint64_t activationsMemSize;
+  // Alignment to be used for weights and activations.
+  uint64_t alignment;
+  // Number of symbols in the symbol table.
+  uint64_t numSymbols;
+  // Symbol table.
+  const SymbolTableEntry *symbolTable;
+} BundleConfig;
+#endif
+"""
+
+
+def network_name(stem: str) -> str:
+    return sanitize(stem)

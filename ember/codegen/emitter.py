@@ -1,0 +1,122 @@
+"""What an OpDef's lowering sees: pointers to its tensors, kernel calls, scratch, static tables."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ember.codegen.cwriter import CWriter, NameSupply, c_float, c_int
+from ember.ir.dtypes import DType
+from ember.ir.graph import Node, Value
+from ember.memory.planner import MemoryPlan, Region
+
+
+def literal(x: float | int | bool, dtype: DType) -> str:
+    """A C literal of `dtype`'s compute type."""
+    if dtype in (DType.FLOAT32, DType.FLOAT16):
+        return c_float(float(x), "float")
+    if dtype is DType.FLOAT64:
+        return c_float(float(x), "double")
+    if dtype is DType.BOOL:
+        return "1" if bool(x) else "0"
+    return c_int(int(x), dtype.ctype)
+
+
+def compute_ctype(dtype: DType) -> str:
+    """The C type arithmetic is done in (half precision is computed in float)."""
+    return "float" if dtype is DType.FLOAT16 else dtype.ctype
+
+
+class CodeContext:
+    """State shared by all lowerings of one bundle: the writer, plan, kernel needs and file-scope tables."""
+
+    def __init__(self, plan: MemoryPlan) -> None:
+        self.plan = plan
+        self.body = CWriter()
+        self.tables = CWriter()
+        self.needs: set[str] = {"ember_prelude"}
+        self.names = NameSupply()
+
+    def need(self, *names: str) -> None:
+        self.needs.update(names)
+
+
+class KernelEmitter:
+    """Handed to `OpDef.lower(node, k)`: builds the C statements that compute one node."""
+
+    def __init__(self, ctx: CodeContext, node: Node) -> None:
+        self.ctx = ctx
+        self.node = node
+
+    def ptr(self, v: Value | None, ctype: str | None = None) -> str:
+        """Typed pointer expression to a tensor's first element (writable unless in the constant region)."""
+        if v is None:
+            return "0"
+        region, off = self.ctx.plan.where(v)
+        ct = ctype if ctype is not None else v.dtype.ctype
+        qual = "const " if region is Region.CONSTANT else ""
+        return f"(({qual}{ct} *)({region.value} + {off}))"
+
+    def out(self, i: int = 0, ctype: str | None = None) -> str:
+        return self.ptr(self.node.outputs[i], ctype)
+
+    def inp(self, i: int, ctype: str | None = None) -> str:
+        return self.ptr(self.node.input(i), ctype)
+
+    def same_buffer(self, a: Value, b: Value) -> bool:
+        return self.ctx.plan.where(a) == self.ctx.plan.where(b)
+
+    def scratch(self, ctype: str = "uint8_t") -> str:
+        off = self.ctx.plan.scratch[id(self.node)]
+        return f"(({ctype} *)(activations + {off}))"
+
+    def need(self, *names: str) -> None:
+        self.ctx.need(*names)
+
+    def call(self, fn: str, *args: object) -> None:
+        self.ctx.need(fn)
+        self.line(f"{fn}({', '.join(str(a) for a in args)});")
+
+    def line(self, text: str) -> None:
+        self.ctx.body.line(text)
+
+    @property
+    def w(self) -> CWriter:
+        return self.ctx.body
+
+    def table(self, values: Sequence[int | float] | np.ndarray, dtype: DType = DType.INT32) -> str:
+        """A file-scope `static const` array (read-only, so the entry point stays re-entrant)."""
+        name = self.ctx.names.fresh("ember_tab")
+        vals = [literal(x, dtype) for x in np.asarray(values).reshape(-1).tolist()] or ["0"]
+        body = ", ".join(vals)
+        self.ctx.tables.line(f"static const {dtype.ctype} {name}[{len(vals)}] = {{{body}}};")
+        return name
+
+
+class ExprHandler:
+    """Given to `OpDef.expr(h, xs, node)`: dtype-aware helpers for building one C expression."""
+
+    def __init__(self, ctx: CodeContext, dtype: DType) -> None:
+        self.ctx = ctx
+        self.dtype = dtype  # the output's dtype
+
+    @property
+    def ctype(self) -> str:
+        return compute_ctype(self.dtype)
+
+    def lit(self, x: float | int | bool, dtype: DType | None = None) -> str:
+        return literal(x, dtype if dtype is not None else self.dtype)
+
+    def fn(self, name: str, *args: str) -> str:
+        """Call ember's float math (`exp`, `log`, `tanh`, ...); double is computed through float."""
+        cname = f"ember_{name}f"
+        block = {"sin": "ember_sincosf", "cos": "ember_sincosf"}.get(name, cname)
+        self.ctx.need(block)
+        if self.dtype is DType.FLOAT64:
+            inner = ", ".join(f"(float)({a})" for a in args)
+            return f"((double){cname}({inner}))"
+        return f"{cname}({', '.join(args)})"
+
+    def need(self, *names: str) -> None:
+        self.ctx.need(*names)

@@ -1,0 +1,57 @@
+"""CompileOptions: every knob of a compile, frozen, and recorded verbatim in NAME.json."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ember.errors import OptionError
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    name: str | None = None  # network name (C prefix); default: model file stem
+    target: str = "host"
+    cpu: str | None = None
+    float_abi: str | None = None
+    reloc: str = "pic"
+    cc: str | None = None  # user's own C compiler
+    api: str = "static"  # Glow's static or dynamic bundle API
+    defines: dict[str, int] = field(default_factory=dict)  # symbolic dim -> value
+    inputs: dict[str, str] = field(default_factory=dict)  # input name -> "DTYPE:SHAPE"
+    dump_graph: str | None = None
+    opt_level: int = 3
+    sanitize: bool = False  # build the host library with AddressSanitizer + UBSan (tests)
+
+    def __post_init__(self) -> None:
+        if self.api not in ("static", "dynamic"):
+            raise OptionError(f"--api must be static or dynamic, not '{self.api}'")
+        if self.reloc not in ("static", "pic"):
+            raise OptionError(f"--reloc must be static or pic, not '{self.reloc}'")
+        for k, v in self.defines.items():
+            if not isinstance(v, int) or v <= 0:
+                raise OptionError(f"--define {k}={v}: the value must be a positive integer")
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def parse_define(text: str) -> tuple[str, int]:
+    """'SYMBOL=VALUE' (also Glow's 'SYMBOL,VALUE')."""
+    sep = "=" if "=" in text else ","
+    name, _, val = text.partition(sep)
+    try:
+        value = int(val)
+    except ValueError:
+        raise OptionError(f"--define {text}: expected SYMBOL=VALUE with an integer VALUE") from None
+    if not name or value <= 0:
+        raise OptionError(f"--define {text}: expected SYMBOL=VALUE with a positive VALUE")
+    return name, value
+
+
+def parse_input(text: str) -> tuple[str, str]:
+    """'NAME:DTYPE:SHAPE' -> (NAME, 'DTYPE:SHAPE'); SHAPE as 1x3x224x224 or [1,3,224,224]."""
+    parts = text.rsplit(":", 2)
+    if len(parts) != 3 or not parts[0]:
+        raise OptionError(f"--input {text}: expected NAME:DTYPE:SHAPE, e.g. data:float32:1x3x224x224")
+    return parts[0], f"{parts[1]}:{parts[2]}"

@@ -1,0 +1,229 @@
+"""Load an ONNX model into ember's IR: fix input shapes, fold shape computations, inline constant Ifs."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+from google.protobuf.message import DecodeError
+from onnx import numpy_helper
+
+from ember.errors import ModelFormatError, ShapeError, SymbolicDimensionError, UnsupportedOperatorError
+from ember.frontends.onnx.protos import attr_to_python, evaluate_with_onnx, infer_with_onnx
+from ember.ir.dtypes import DType, TensorType
+from ember.ir.graph import Graph, Node, Value
+from ember.ops import registry
+
+# Ops whose value changes run to run: never folded even with constant inputs.
+_NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial"}
+
+
+@dataclass
+class InputSpec:
+    dtype: DType | None
+    shape: tuple[int, ...] | None
+
+
+@dataclass
+class LoadOptions:
+    defines: dict[str, int] = field(default_factory=dict)
+    inputs: dict[str, InputSpec] = field(default_factory=dict)
+
+
+def read_model(path: str) -> onnx.ModelProto:
+    if not os.path.exists(path):
+        raise ModelFormatError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise ModelFormatError(f"{path}: is a directory, expected an .onnx file")
+    try:
+        model = onnx.load(path, load_external_data=False)
+    except (DecodeError, ValueError, RuntimeError, UnicodeDecodeError) as e:
+        raise ModelFormatError(f"{path}: not a valid ONNX model ({type(e).__name__}: {_first_line(e)})") from None
+    if not model.HasField("graph") or (len(model.graph.node) == 0 and len(model.graph.output) == 0):
+        raise ModelFormatError(f"{path}: not a valid ONNX model (no graph)")
+    try:
+        onnx.external_data_helper.load_external_data_for_model(model, os.path.dirname(os.path.abspath(path)))
+    except (OSError, ValueError, onnx.checker.ValidationError) as e:
+        raise ModelFormatError(f"{path}: cannot read external data ({_first_line(e)})") from None
+    return model
+
+
+def _first_line(e: BaseException) -> str:
+    s = str(e).strip()
+    return s.splitlines()[0] if s else type(e).__name__
+
+
+def load_onnx(model: onnx.ModelProto | str, options: LoadOptions | None = None, name: str = "model") -> Graph:
+    opts = options if options is not None else LoadOptions()
+    if isinstance(model, str):
+        model = read_model(model)
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    if opset == 0:
+        raise ModelFormatError("model imports no ai.onnx opset")
+    return _Builder(model, opts, name, opset).build()
+
+
+class _Builder:
+    def __init__(self, model: onnx.ModelProto, opts: LoadOptions, name: str, opset: int) -> None:
+        self.model, self.opts, self.opset = model, opts, opset
+        self.graph = Graph(name, opset)
+        self.domains = {o.domain if o.domain != "ai.onnx" else "": o.version for o in model.opset_import}
+
+    def build(self) -> Graph:
+        g = self.model.graph
+        env: dict[str, Value] = {}
+        for init in g.initializer:
+            try:
+                arr = numpy_helper.to_array(init)
+            except Exception as e:
+                raise ModelFormatError(f"initializer '{init.name}': {_first_line(e)}") from None
+            env[init.name] = self._constant(init.name, arr, init.data_type, f"initializer '{init.name}'")
+        unknown = set(self.opts.inputs) - {i.name for i in g.input}
+        if unknown:
+            raise ShapeError(f"--input names unknown input(s): {', '.join(sorted(unknown))}")
+        for inp in g.input:
+            if inp.name in env:
+                continue  # initializer listed as input (old exporters)
+            v = self.graph.value(inp.name, self._input_type(inp))
+            env[inp.name] = v
+            self.graph.inputs.append(v)
+        self._nodes(g.node, env)
+        for out in g.output:
+            if out.name not in env:
+                raise ModelFormatError(f"graph output '{out.name}' is not produced by any node")
+            self.graph.outputs.append(env[out.name])
+            self.graph.output_names.append(out.name)
+        return self.graph
+
+    def _constant(self, name: str, arr: np.ndarray, elem_type: int, where: str) -> Value:
+        try:
+            DType.from_onnx(elem_type)
+        except KeyError as e:
+            raise UnsupportedOperatorError("Constant", where, "", str(e).strip("'\"")) from None
+        return self.graph.constant(name, np.ascontiguousarray(arr))
+
+    def _input_type(self, inp: onnx.ValueInfoProto) -> TensorType:
+        spec = self.opts.inputs.get(inp.name)
+        tt = inp.type.tensor_type
+        if not inp.type.HasField("tensor_type"):
+            raise UnsupportedOperatorError("input", inp.name, "", "only tensor inputs are supported")
+        try:
+            dtype = spec.dtype if spec and spec.dtype else DType.from_onnx(tt.elem_type)
+        except KeyError as e:
+            raise ModelFormatError(f"input '{inp.name}': {str(e).strip(chr(39))}") from None
+        if spec and spec.shape is not None:
+            return TensorType(dtype, spec.shape)
+        if not tt.HasField("shape"):
+            raise SymbolicDimensionError(
+                f"input '{inp.name}' has no shape; give one with --input {inp.name}:{dtype.short}:D0xD1x..."
+            )
+        dims = []
+        for i, d in enumerate(tt.shape.dim):
+            if d.HasField("dim_value") and d.dim_value > 0:
+                dims.append(d.dim_value)
+            elif d.HasField("dim_param") and d.dim_param in self.opts.defines:
+                dims.append(self.opts.defines[d.dim_param])
+            elif d.HasField("dim_param") and d.dim_param:
+                raise SymbolicDimensionError(
+                    f"input '{inp.name}' dimension {i} is the symbol '{d.dim_param}'; "
+                    f"fix it with --define {d.dim_param}=VALUE"
+                )
+            else:
+                raise SymbolicDimensionError(
+                    f"input '{inp.name}' dimension {i} is unknown; give the shape with "
+                    f"--input {inp.name}:{dtype.short}:D0xD1x..."
+                )
+        return TensorType(dtype, tuple(dims))
+
+    # nodes ------------------------------------------------------------------
+    def _nodes(self, nodes: list[onnx.NodeProto], env: dict[str, Value]) -> None:
+        for index, np_node in enumerate(nodes):
+            label = np_node.name or f"{np_node.op_type}_{index}"
+            if np_node.op_type == "If" and np_node.domain in ("", "ai.onnx"):
+                self._inline_if(np_node, label, env)
+                continue
+            inputs: list[Value | None] = []
+            for name in np_node.input:
+                if name == "":
+                    inputs.append(None)
+                elif name not in env:
+                    raise ModelFormatError(f"node '{label}' ({np_node.op_type}) reads undefined tensor '{name}'")
+                else:
+                    inputs.append(env[name])
+            node = self._make_node(np_node, label, inputs)
+            for name, v in zip(np_node.output, node.outputs, strict=True):
+                if v is not None:
+                    env[name] = v
+
+    def _make_node(self, np_node: onnx.NodeProto, label: str, inputs: list[Value | None]) -> Node:
+        domain = "" if np_node.domain in ("", "ai.onnx") else np_node.domain
+        opdef = registry.lookup_onnx(np_node.op_type, domain)
+        if opdef is None:
+            raise UnsupportedOperatorError(np_node.op_type, label, domain)
+        version = self.domains.get(domain, 0)
+        if version < opdef.since:
+            raise UnsupportedOperatorError(
+                np_node.op_type, label, domain, f"opset {version} is older than the oldest supported ({opdef.since})"
+            )
+        attrs = {a.name: attr_to_python(a) for a in np_node.attribute}
+        outputs: list[Value | None] = [
+            self.graph.value(o, TensorType(DType.FLOAT32, ())) if o else None for o in np_node.output
+        ]
+        node = Node(opdef.name, label, inputs, outputs, attrs, domain, version)
+        for o in outputs:
+            if o is not None:
+                o.producer = node
+        folded = self._try_fold(node, opdef)
+        if folded is not None:
+            for v, arr in zip(outputs, folded, strict=False):
+                if v is not None:
+                    v.const = np.ascontiguousarray(arr)
+                    v.type = TensorType(DType.from_numpy(v.const.dtype), tuple(v.const.shape))
+                    v.producer = None
+            return node
+        for i in opdef.shape_inputs:
+            v = node.input(i)
+            if v is not None and not v.is_const:
+                raise ShapeError(
+                    f"node '{label}' ({node.op}): input {i} ('{v.name}') must be a compile-time constant "
+                    "(it sets a shape); fix the input shapes with --define/--input"
+                )
+        types = opdef.infer(node) if opdef.infer is not None else infer_with_onnx(node)
+        for v, t in zip(outputs, types, strict=False):
+            if v is not None and t is not None:
+                v.type = t
+        if opdef.normalize is not None:
+            opdef.normalize(node, self.graph)
+        self.graph.add_node(node)
+        return node
+
+    def _try_fold(self, node: Node, opdef) -> list[np.ndarray] | None:
+        if opdef.fold is not None:
+            res = opdef.fold(node)
+            if res is not None:
+                return res
+        if node.op in _NONDETERMINISTIC or any(v is not None and not v.is_const for v in node.inputs):
+            return None
+        try:
+            return evaluate_with_onnx(node, [v.const if v is not None else None for v in node.inputs])
+        except Exception as e:  # the reference implementation raises many exception types
+            raise ShapeError(f"node '{node.name}' ({node.op}): constant folding failed: {_first_line(e)}") from None
+
+    def _inline_if(self, np_node: onnx.NodeProto, label: str, env: dict[str, Value]) -> None:
+        cond = env.get(np_node.input[0])
+        if cond is None or not cond.is_const:
+            raise UnsupportedOperatorError(
+                "If", label, "", "the condition must fold to a constant (data-dependent control flow)"
+            )
+        branch_name = "then_branch" if bool(np.asarray(cond.const).reshape(-1)[0]) else "else_branch"
+        branch = next(a.g for a in np_node.attribute if a.name == branch_name)
+        inner = dict(env)
+        for init in branch.initializer:
+            inner[init.name] = self._constant(init.name, numpy_helper.to_array(init), init.data_type, label)
+        self._nodes(list(branch.node), inner)
+        for out_name, branch_out in zip(np_node.output, branch.output, strict=False):
+            if branch_out.name not in inner:
+                raise ModelFormatError(f"If node '{label}': branch output '{branch_out.name}' is not produced")
+            env[out_name] = inner[branch_out.name]

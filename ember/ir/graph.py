@@ -1,0 +1,148 @@
+"""Graph / Node / Value. No operator knowledge lives here: that is in ember.ops."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ember.ir.dtypes import DType, TensorType
+
+
+@dataclass(eq=False)
+class Value:
+    """A tensor: a graph input, a constant, or the output of one node."""
+
+    name: str
+    type: TensorType
+    producer: Node | None = None
+    const: np.ndarray | None = None
+
+    @property
+    def is_const(self) -> bool:
+        return self.const is not None
+
+    @property
+    def dtype(self) -> DType:
+        return self.type.dtype
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.type.shape
+
+    def __repr__(self) -> str:
+        return f"%{self.name}:{self.type}"
+
+
+@dataclass(eq=False)
+class Node:
+    """One operation. `op` names an OpDef in ember.ops; `attrs` hold its attributes, defaults filled in."""
+
+    op: str
+    name: str
+    inputs: list[Value | None]
+    outputs: list[Value | None]
+    attrs: dict[str, Any] = field(default_factory=dict)
+    domain: str = ""
+    # Opset version the node is interpreted under (ops changed meaning across versions).
+    version: int = 0
+
+    def input(self, i: int) -> Value | None:
+        return self.inputs[i] if i < len(self.inputs) else None
+
+    def __repr__(self) -> str:
+        ins = ", ".join(repr(v) if v is not None else "_" for v in self.inputs)
+        outs = ", ".join(repr(v) if v is not None else "_" for v in self.outputs)
+        return f"{outs} = {self.op}[{self.name}]({ins})"
+
+
+class Graph:
+    """A topologically ordered list of nodes with named inputs and outputs."""
+
+    def __init__(self, name: str, opset: int = 17) -> None:
+        self.name = name
+        self.opset = opset
+        self.inputs: list[Value] = []
+        self.outputs: list[Value] = []
+        # Model-level output names (values may be renamed or replaced by passes).
+        self.output_names: list[str] = []
+        self.nodes: list[Node] = []
+        self._names: set[str] = set()
+
+    # construction -------------------------------------------------------
+    def unique_name(self, base: str) -> str:
+        name, i = base, 1
+        while name in self._names:
+            name = f"{base}_{i}"
+            i += 1
+        self._names.add(name)
+        return name
+
+    def value(self, name: str, type_: TensorType, const: np.ndarray | None = None) -> Value:
+        return Value(self.unique_name(name), type_, None, const)
+
+    def constant(self, name: str, array: np.ndarray) -> Value:
+        array = np.ascontiguousarray(array)
+        t = TensorType(DType.from_numpy(array.dtype), tuple(int(s) for s in array.shape))
+        return self.value(name, t, array)
+
+    def add_node(self, node: Node, index: int | None = None) -> Node:
+        for o in node.outputs:
+            if o is not None:
+                o.producer = node
+        if index is None:
+            self.nodes.append(node)
+        else:
+            self.nodes.insert(index, node)
+        return node
+
+    def remove_node(self, node: Node) -> None:
+        self.nodes.remove(node)
+
+    # queries ------------------------------------------------------------
+    def values(self) -> Iterator[Value]:
+        seen: set[int] = set()
+        for v in self.inputs:
+            seen.add(id(v))
+            yield v
+        for n in self.nodes:
+            for v in [*n.inputs, *n.outputs]:
+                if v is not None and id(v) not in seen:
+                    seen.add(id(v))
+                    yield v
+
+    def consumers(self) -> dict[int, list[Node]]:
+        """Map id(value) -> nodes reading it (a node appears once per distinct use)."""
+        uses: dict[int, list[Node]] = {}
+        for n in self.nodes:
+            for v in n.inputs:
+                if v is not None:
+                    lst = uses.setdefault(id(v), [])
+                    if not lst or lst[-1] is not n:
+                        lst.append(n)
+        return uses
+
+    def replace_uses(self, old: Value, new: Value) -> None:
+        """Make every reader of `old` (nodes and graph outputs) read `new` instead."""
+        for n in self.nodes:
+            n.inputs = [new if v is old else v for v in n.inputs]
+        self.outputs = [new if v is old else v for v in self.outputs]
+
+    def is_output(self, v: Value) -> bool:
+        return any(o is v for o in self.outputs)
+
+    def is_input(self, v: Value) -> bool:
+        return any(i is v for i in self.inputs)
+
+    def op_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for n in self.nodes:
+            counts[n.op] = counts.get(n.op, 0) + 1
+        return dict(sorted(counts.items()))
+
+    def dump(self) -> str:
+        lines = [f"graph {self.name}({', '.join(map(repr, self.inputs))}) -> ({', '.join(map(repr, self.outputs))})"]
+        lines += [f"  {n!r}" for n in self.nodes]
+        return "\n".join(lines)

@@ -1,0 +1,67 @@
+"""OpDef: everything ember knows about one operator, in one record.
+
+An operator lives in exactly one `ember/ops/<family>.py`: its ONNX names, how to infer its output
+types, which inputs must be compile-time constants, and exactly one lowering: `expr` (an elementwise
+expression that can be fused) or `lower` (a call into a C kernel from `codegen/kernels/`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ember.ir.dtypes import TensorType
+from ember.ir.graph import Graph, Node
+
+if TYPE_CHECKING:
+    from ember.codegen.emitter import ExprHandler, KernelEmitter
+
+InferFn = Callable[[Node], list[TensorType]]
+ExprFn = Callable[["ExprHandler", list[str], Node], str]
+LowerFn = Callable[[Node, "KernelEmitter"], None]
+NormalizeFn = Callable[[Node, Graph], None]
+
+
+@dataclass
+class OpDef:
+    name: str
+    # ONNX op types this OpDef implements (domain ai.onnx unless `domain` is set).
+    onnx: tuple[str, ...] = ()
+    domain: str = ""
+    # Lowest opset version supported; a model below it is rejected loudly (no silent fallback).
+    since: int = 1
+    # Output types; None means ONNX's own schema inference (with constant inputs as data).
+    infer: InferFn | None = None
+    # Computes constant outputs from static types alone (Shape, Size): folds even if inputs vary.
+    fold: Callable[[Node], list[Any]] | None = None
+    # Elementwise lowering: a C expression over the input element expressions (fusable).
+    expr: ExprFn | None = None
+    # Kernel lowering: emits the call(s) to C kernels through the KernelEmitter.
+    lower: LowerFn | None = None
+    # C kernel blocks the lowering may request (the registry test checks they exist).
+    kernels: tuple[str, ...] = ()
+    # Input slots whose values must be known at compile time (shapes, axes, pads, ...).
+    shape_inputs: tuple[int, ...] = ()
+    # Bytes of scratch memory the kernel needs, live only during the node.
+    scratch: Callable[[Node], int] | None = None
+    # Output may overwrite this input's buffer when the input dies here (elementwise ops).
+    inplace: bool = False
+    # Output is the same bytes as input 0 (reshape-like): planned zero-copy.
+    alias: bool = False
+    # Rewrites version-specific forms into the canonical form the lowering expects.
+    normalize: NormalizeFn | None = None
+    # ONNX backend node tests exercising this op (regex, matched against the test name).
+    tests: tuple[str, ...] = ()
+    # Node tests excluded from the pass-rate count: name -> reason.
+    excluded: dict[str, str] = field(default_factory=dict)
+    # Free-form data for the lowering (e.g. which activation a fused node applies).
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if (self.expr is None) == (self.lower is None) and self.name not in _NO_LOWERING:
+            raise ValueError(f"OpDef {self.name}: exactly one of expr= or lower= must be given")
+
+
+# Ops that never reach code generation: folded or removed by the frontend and passes.
+_NO_LOWERING = {"Constant", "Shape", "Size", "ConstantOfShape", "Identity", "Dropout", "If", "Range"}
