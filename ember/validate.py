@@ -1,0 +1,62 @@
+"""`ember validate`: the bundle side by side with onnxruntime on the same inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ember.errors import EmberError
+from ember.runtime.loader import load
+
+
+def random_inputs(bundle, seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for e in bundle.inputs:
+        dt = np.dtype(e["dtype"] if e["dtype"] != "bool" else np.bool_)
+        if dt.kind == "f":
+            feeds[e["name"]] = rng.standard_normal(e["shape"]).astype(dt)
+        elif dt.kind == "b":
+            feeds[e["name"]] = rng.integers(0, 2, e["shape"]).astype(dt)
+        else:
+            feeds[e["name"]] = rng.integers(0, 10, e["shape"]).astype(dt)
+    return feeds
+
+
+def compare(ref: np.ndarray, got: np.ndarray) -> dict[str, float]:
+    r = ref.astype(np.float64).reshape(-1)
+    g = got.astype(np.float64).reshape(-1)
+    span = float(r.max() - r.min()) if r.size else 0.0
+    err = float(np.max(np.abs(r - g))) if r.size else 0.0
+    denom = float(np.linalg.norm(r) * np.linalg.norm(g))
+    cos = float(np.dot(r, g) / denom) if denom > 0 else (1.0 if err == 0 else 0.0)
+    return {"max_abs_error": err, "relative_error": err / span if span > 0 else err, "cosine": cos,
+            "top1_agree": float(np.argmax(r) == np.argmax(g)) if r.size else 1.0}
+
+
+def validate(model: str, bundle_dir: str, input_specs: list[str], seed: int, max_error: float,
+             min_cosine: float) -> bool:
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        raise EmberError("ember validate needs onnxruntime: pip install 'ember[validate]'") from None
+    from ember.cli import _load_arrays
+
+    bundle = load(bundle_dir)
+    feeds = _load_arrays(input_specs, [e["name"] for e in bundle.inputs]) if input_specs else random_inputs(
+        bundle, seed)
+    try:
+        sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    except Exception as e:  # onnxruntime raises its own exception types
+        raise EmberError(f"{model}: onnxruntime cannot load it ({str(e).splitlines()[0]})") from None
+    ref = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds), strict=True))
+    got = bundle.run(feeds)
+    ok = True
+    print(f"{'output':<24} {'max abs err':>12} {'rel err':>10} {'cosine':>10} {'top-1':>6}")
+    for name, r in ref.items():
+        m = compare(np.asarray(r), got[name])
+        good = m["relative_error"] <= max_error and m["cosine"] >= min_cosine
+        ok &= good
+        print(f"{name:<24} {m['max_abs_error']:>12.3g} {m['relative_error']:>10.3g} {m['cosine']:>10.6f} "
+              f"{'yes' if m['top1_agree'] else 'no':>6}  {'PASS' if good else 'FAIL'}")
+    print("PASS" if ok else f"FAIL (thresholds: rel err <= {max_error}, cosine >= {min_cosine})")
+    return ok
