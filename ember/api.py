@@ -17,6 +17,7 @@ from ember.errors import EmberError, OptionError
 from ember.frontends.onnx.loader import InputSpec, LoadOptions, load_onnx, read_model
 from ember.ir.dtypes import DType
 from ember.ir.graph import Graph
+from ember.ir.verify import verify
 from ember.memory.planner import MemoryPlan, plan_memory
 from ember.ops import registry
 from ember.passes.manager import PassManager
@@ -42,8 +43,11 @@ def parse_input_spec(name: str, text: str) -> InputSpec:
     return InputSpec(dtype, shape)
 
 
-def build_graph(model_path: str, options: CompileOptions) -> tuple[Graph, PassManager, str]:
-    """Load, optimize; returns the graph, the pass manager (timings) and the model sha256."""
+def build_graph(model_path: str, options: CompileOptions, check: bool = False) -> tuple[Graph, PassManager, str]:
+    """Load, optimize; returns the graph, the pass manager (timings) and the model sha256.
+
+    `check` runs the IR verifier after every pass (tests do).
+    """
     model = read_model(model_path)
     sha = hashlib.sha256(Path(model_path).read_bytes()).hexdigest()
     load_opts = LoadOptions(
@@ -52,7 +56,9 @@ def build_graph(model_path: str, options: CompileOptions) -> tuple[Graph, PassMa
     )
     name = options.name or network_name(Path(model_path).stem)
     graph = load_onnx(model, load_opts, name)
-    pm = PassManager(list(DEFAULT_PIPELINE))
+    pm = PassManager(list(DEFAULT_PIPELINE), verify=verify if check else None)
+    if check:
+        verify(graph)
     pm.run(graph)
     return graph, pm, sha
 

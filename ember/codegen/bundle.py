@@ -58,9 +58,7 @@ def _emit_nodes(graph: Graph, ctx: CodeContext) -> None:
         op = registry.get(node.op)
         outs = ", ".join(v.name for v in node.outputs if v is not None)
         ctx.body.line(f"/* {c_comment(node.name)}: {node.op} -> {c_comment(outs)} */")
-        if node.op == "FusedElementwise":
-            emit_chain(ctx, node.attrs["_steps"], node.inputs, node.outputs[0])
-        elif op.expr is not None:
+        if op.expr is not None:
             emit_chain(ctx, [node], node.inputs, node.outputs[0])
         elif op.lower is not None:
             op.lower(node, KernelEmitter(ctx, node))
@@ -75,11 +73,15 @@ def _weights(plan: MemoryPlan) -> bytes:
     return bytes(buf)
 
 
+_HEX = [f"0x{b:02X}," for b in range(256)]
+
+
 def _weights_txt(weights: bytes) -> str:
-    lines = []
-    for i in range(0, len(weights), 16):
-        lines.append(", ".join(f"0x{b:02X}" for b in weights[i : i + 16]) + ",")
-    return "\n".join(lines) + "\n" if lines else "0x00,\n"
+    """The weights as a C array body, 16 bytes a line (a lookup table: ResNet weights are 10s of MB)."""
+    if not weights:
+        return "0x00,\n"
+    cells = [_HEX[b] for b in weights]
+    return "\n".join(" ".join(cells[i : i + 16]) for i in range(0, len(cells), 16)) + "\n"
 
 
 def _source(graph: Graph, ctx: CodeContext, name: str, api: str, banner: str,

@@ -120,3 +120,13 @@ class ExprHandler:
 
     def need(self, *names: str) -> None:
         self.ctx.need(*names)
+
+    def let(self, expr: str, ctype: str | None = None) -> str:
+        """Bind `expr` to a fresh local so an expression that uses it twice evaluates it once.
+
+        The declaration lands in the loop body just before the step's own line (emit_chain calls
+        `expr` right before writing that line), so it is in scope wherever the result is used.
+        """
+        name = self.ctx.names.fresh("e")
+        self.ctx.body.line(f"const {ctype if ctype is not None else self.ctype} {name} = {expr};")
+        return name

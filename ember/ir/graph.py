@@ -84,7 +84,7 @@ class Graph:
         return Value(self.unique_name(name), type_, None, const)
 
     def constant(self, name: str, array: np.ndarray) -> Value:
-        array = np.ascontiguousarray(array)
+        array = np.array(array, order="C")  # a copy, and 0-d stays 0-d
         t = TensorType(DType.from_numpy(array.dtype), tuple(int(s) for s in array.shape))
         return self.value(name, t, array)
 

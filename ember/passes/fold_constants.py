@@ -20,7 +20,7 @@ def fold_constants(graph: Graph) -> None:
         results = evaluate_with_onnx(node, [v.const if v is not None else None for v in node.inputs])
         for v, arr in zip(node.outputs, results, strict=False):
             if v is not None:
-                v.const = np.ascontiguousarray(arr)
+                v.const = np.array(arr, order="C")  # keeps 0-d scalars 0-d
                 v.type = TensorType(DType.from_numpy(v.const.dtype), tuple(v.const.shape))
                 v.producer = None
         graph.remove_node(node)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -48,9 +49,14 @@ class Bundle:
 
         if self.manifest.get("target", "host") != "host":
             raise BundleError(f"{self.path}: built for target '{self.manifest['target']}', cannot run on the host")
-        so = self.path / f"{self.name}.so"
         obj = self.path / f"{self.name}.o"
-        if not so.exists() or so.stat().st_mtime < obj.stat().st_mtime:
+        # Named by the object's hash: a process that loaded an older build of this bundle keeps
+        # its mapping of the old library instead of seeing it overwritten underneath.
+        digest = hashlib.sha256(obj.read_bytes()).hexdigest()[:12]
+        so = self.path / f"{self.name}.{digest}.so"
+        if not so.exists():
+            for old in self.path.glob(f"{self.name}.*.so"):
+                old.unlink()
             link_shared([obj], so, self.manifest["options"].get("cc"), sanitize)
         try:
             return ctypes.CDLL(str(so.resolve()))

@@ -29,7 +29,7 @@ def test_node(name: str, tmp_path) -> None:
     got = bundle.run(feeds)
     expected = case.data_sets[0][1]
     for out_name, ref in zip(out_names, expected, strict=True):
-        ref = np.asarray(ref)
+        ref = node_suite.as_array(ref)
         res = got[out_name]
         assert res.shape == ref.shape, f"{out_name}: shape {res.shape} != {ref.shape}"
         assert res.dtype == ref.dtype, f"{out_name}: dtype {res.dtype} != {ref.dtype}"

@@ -102,7 +102,7 @@ class _Builder:
             DType.from_onnx(elem_type)
         except KeyError as e:
             raise UnsupportedOperatorError("Constant", where, "", str(e).strip("'\"")) from None
-        return self.graph.constant(name, np.ascontiguousarray(arr))
+        return self.graph.constant(name, np.array(arr, order="C"))
 
     def _input_type(self, inp: onnx.ValueInfoProto) -> TensorType:
         spec = self.opts.inputs.get(inp.name)
@@ -121,7 +121,7 @@ class _Builder:
             )
         dims = []
         for i, d in enumerate(tt.shape.dim):
-            if d.HasField("dim_value") and d.dim_value > 0:
+            if d.HasField("dim_value") and d.dim_value >= 0:
                 dims.append(d.dim_value)
             elif d.HasField("dim_param") and d.dim_param in self.opts.defines:
                 dims.append(self.opts.defines[d.dim_param])
@@ -179,7 +179,7 @@ class _Builder:
         if folded is not None:
             for v, arr in zip(outputs, folded, strict=False):
                 if v is not None:
-                    v.const = np.ascontiguousarray(arr)
+                    v.const = np.array(arr, order="C")  # keeps 0-d scalars 0-d
                     v.type = TensorType(DType.from_numpy(v.const.dtype), tuple(v.const.shape))
                     v.producer = None
             return node

@@ -1,0 +1,172 @@
+/* Pooling and LRN, NC + 1-3 spatial dims (padded to 3-D with unit dims). Geometry table `p` (int32):
+ *   p[0..2] = input D,H,W, p[3..5] = kernel, p[6..8] = output dims, p[9..11] = strides,
+ *   p[12..14] = dilations, p[15..17] = leading pads, p[18..20] = trailing pads. */
+
+/*@kernel ember_maxpool_tpl requires ember_prelude*/
+/* Max pooling for one element type; `idx` (may be NULL) receives the flat argmax index into the input
+ * (row-major spatial order, or column-major when storage_order is 1), like ONNX MaxPool's Indices. */
+#define EMBER_DEFINE_MAXPOOL(SUFFIX, T, LOWEST)                                                          \
+static void ember_maxpool_##SUFFIX(T *y, int64_t *idx, const T *x, const int32_t *p, ptrdiff_t NC,       \
+                                   int storage_order) {                                                  \
+    const int D = p[0], H = p[1], W = p[2];                                                              \
+    const ptrdiff_t s_in = (ptrdiff_t)D * H * W;                                                         \
+    ptrdiff_t nc;                                                                                        \
+    int od, oh, ow, kd, kh, kw;                                                                          \
+    for (nc = 0; nc < NC; ++nc) {                                                                        \
+        const T *xc = x + nc * s_in;                                                                     \
+        for (od = 0; od < p[6]; ++od)                                                                    \
+            for (oh = 0; oh < p[7]; ++oh)                                                                \
+                for (ow = 0; ow < p[8]; ++ow) {                                                          \
+                    T best = LOWEST;                                                                     \
+                    ptrdiff_t arg = -1;                                                                  \
+                    for (kd = 0; kd < p[3]; ++kd) {                                                      \
+                        int id = od * p[9] - p[15] + kd * p[12];                                         \
+                        if (id < 0 || id >= D) continue;                                                 \
+                        for (kh = 0; kh < p[4]; ++kh) {                                                  \
+                            int ih = oh * p[10] - p[16] + kh * p[13];                                    \
+                            if (ih < 0 || ih >= H) continue;                                             \
+                            for (kw = 0; kw < p[5]; ++kw) {                                              \
+                                int iw = ow * p[11] - p[17] + kw * p[14];                                \
+                                ptrdiff_t at;                                                            \
+                                if (iw < 0 || iw >= W) continue;                                         \
+                                at = ((ptrdiff_t)id * H + ih) * W + iw;                                  \
+                                if (arg < 0 || xc[at] > best) {                                          \
+                                    best = xc[at];                                                       \
+                                    arg = storage_order ? id + (ptrdiff_t)D * (ih + (ptrdiff_t)H * iw) : at; \
+                                }                                                                        \
+                            }                                                                            \
+                        }                                                                                \
+                    }                                                                                    \
+                    *y++ = best;                                                                         \
+                    if (idx) *idx++ = (int64_t)(nc * s_in + (arg < 0 ? 0 : arg));                        \
+                }                                                                                        \
+    }                                                                                                    \
+}
+/*@end*/
+
+/*@kernel ember_maxpool_f32 requires ember_maxpool_tpl*/
+EMBER_DEFINE_MAXPOOL(f32, float, (-__builtin_inff()))
+/*@end*/
+
+/*@kernel ember_maxpool_u8 requires ember_maxpool_tpl*/
+EMBER_DEFINE_MAXPOOL(u8, uint8_t, 0)
+/*@end*/
+
+/*@kernel ember_maxpool_s8 requires ember_maxpool_tpl*/
+EMBER_DEFINE_MAXPOOL(s8, int8_t, (-128))
+/*@end*/
+
+/*@kernel ember_avgpool_f32 requires ember_prelude*/
+/* Average pooling. The divisor counts the window taps inside the input (count_include_pad = 0) or
+ * inside the explicitly padded input (1); taps that only exist because of ceil_mode never count. */
+static void ember_avgpool_f32(float *y, const float *x, const int32_t *p, ptrdiff_t NC, int count_include_pad) {
+    const int D = p[0], H = p[1], W = p[2];
+    const ptrdiff_t s_in = (ptrdiff_t)D * H * W;
+    ptrdiff_t nc;
+    int od, oh, ow, kd, kh, kw;
+    for (nc = 0; nc < NC; ++nc) {
+        const float *xc = x + nc * s_in;
+        for (od = 0; od < p[6]; ++od)
+            for (oh = 0; oh < p[7]; ++oh)
+                for (ow = 0; ow < p[8]; ++ow) {
+                    float sum = 0.0f;
+                    int count = 0, padded = 0;
+                    for (kd = 0; kd < p[3]; ++kd) {
+                        int id = od * p[9] - p[15] + kd * p[12];
+                        int din = id >= 0 && id < D, dpad = id >= -p[15] && id < D + p[18];
+                        for (kh = 0; kh < p[4]; ++kh) {
+                            int ih = oh * p[10] - p[16] + kh * p[13];
+                            int hin = din && ih >= 0 && ih < H, hpad = dpad && ih >= -p[16] && ih < H + p[19];
+                            for (kw = 0; kw < p[5]; ++kw) {
+                                int iw = ow * p[11] - p[17] + kw * p[14];
+                                if (hpad && iw >= -p[17] && iw < W + p[20]) ++padded;
+                                if (hin && iw >= 0 && iw < W) {
+                                    sum += xc[((ptrdiff_t)id * H + ih) * W + iw];
+                                    ++count;
+                                }
+                            }
+                        }
+                    }
+                    count = count_include_pad ? padded : count;
+                    *y++ = count > 0 ? sum / (float)count : 0.0f;
+                }
+    }
+}
+/*@end*/
+
+/*@kernel ember_global_pool_f32 requires ember_prelude*/
+/* Mean (is_max = 0) or max (is_max = 1) over each of NC contiguous planes of S values. */
+static void ember_global_pool_f32(float *y, const float *x, ptrdiff_t NC, ptrdiff_t S, int is_max) {
+    ptrdiff_t nc, i;
+    for (nc = 0; nc < NC; ++nc) {
+        const float *xc = x + nc * S;
+        float acc = is_max ? xc[0] : 0.0f;
+        if (is_max) {
+            for (i = 1; i < S; ++i) acc = xc[i] > acc ? xc[i] : acc;
+        } else {
+            for (i = 0; i < S; ++i) acc += xc[i];
+            acc /= (float)S;
+        }
+        y[nc] = acc;
+    }
+}
+/*@end*/
+
+/*@kernel ember_lrn_f32 requires ember_powf*/
+/* Local response normalization across channels:
+ * y = x / (bias + alpha / size * sum_{c' in window} x[c']^2) ^ beta, window [c - (size-1)/2, c + size/2]. */
+static void ember_lrn_f32(float *y, const float *x, int N, int C, ptrdiff_t S, int size,
+                          float alpha, float beta, float bias) {
+    const int lo = (size - 1) / 2, hi = size / 2;
+    int n, c, j;
+    ptrdiff_t s;
+    for (n = 0; n < N; ++n)
+        for (c = 0; c < C; ++c) {
+            const int c0 = c - lo < 0 ? 0 : c - lo, c1 = c + hi >= C ? C - 1 : c + hi;
+            const float *xn = x + (ptrdiff_t)n * C * S;
+            float *yc = y + ((ptrdiff_t)n * C + c) * S;
+            for (s = 0; s < S; ++s) {
+                float sq = 0.0f;
+                for (j = c0; j <= c1; ++j) {
+                    float v = xn[(ptrdiff_t)j * S + s];
+                    sq += v * v;
+                }
+                yc[s] = xn[(ptrdiff_t)c * S + s] / ember_powf(bias + alpha / (float)size * sq, beta);
+            }
+        }
+}
+/*@end*/
+
+/*@kernel ember_lppool_f32 requires ember_powf ember_fabsf*/
+/* Lp pooling: y = (sum over the window's in-input taps of |x|^P)^(1/P); padding contributes zeros. */
+static void ember_lppool_f32(float *y, const float *x, const int32_t *p, ptrdiff_t NC, float P) {
+    const int D = p[0], H = p[1], W = p[2];
+    const ptrdiff_t s_in = (ptrdiff_t)D * H * W;
+    ptrdiff_t nc;
+    int od, oh, ow, kd, kh, kw;
+    for (nc = 0; nc < NC; ++nc) {
+        const float *xc = x + nc * s_in;
+        for (od = 0; od < p[6]; ++od)
+            for (oh = 0; oh < p[7]; ++oh)
+                for (ow = 0; ow < p[8]; ++ow) {
+                    float sum = 0.0f;
+                    for (kd = 0; kd < p[3]; ++kd) {
+                        int id = od * p[9] - p[15] + kd * p[12];
+                        if (id < 0 || id >= D) continue;
+                        for (kh = 0; kh < p[4]; ++kh) {
+                            int ih = oh * p[10] - p[16] + kh * p[13];
+                            if (ih < 0 || ih >= H) continue;
+                            for (kw = 0; kw < p[5]; ++kw) {
+                                int iw = ow * p[11] - p[17] + kw * p[14];
+                                float v;
+                                if (iw < 0 || iw >= W) continue;
+                                v = ember_fabsf(xc[((ptrdiff_t)id * H + ih) * W + iw]);
+                                sum += P == 2.0f ? v * v : ember_powf(v, P);
+                            }
+                        }
+                    }
+                    *y++ = ember_powf(sum, 1.0f / P);
+                }
+    }
+}
+/*@end*/

@@ -1,0 +1,138 @@
+"""Conv and ConvTranspose (float32, 1-3 spatial dims, groups, dilations, auto_pad), fused activations.
+
+Conv lowers to im2col + the matmul kernel (a 1x1/stride-1 conv skips im2col), depthwise convs to
+direct loops; ConvTranspose to matmul + col2im. The geometry is a static int32 table (see conv.c).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ember.codegen.emitter import KernelEmitter
+from ember.errors import UnsupportedOperatorError
+from ember.ir.dtypes import DType
+from ember.ir.graph import Graph, Node, Value
+from ember.ops.matmul import act_args, float16_via_f32, require_f32
+from ember.ops.opdef import OpDef
+from ember.ops.registry import register
+
+
+def _val(v: Value | None) -> Value:
+    assert v is not None
+    return v
+
+
+def _pad3(xs: list[int], fill: int) -> list[int]:
+    """Spatial values of a 1-D/2-D op as 3-D ones: leading unit dims (the kernels are 3-D)."""
+    return [fill] * (3 - len(xs)) + list(xs)
+
+
+def _same_pads(auto_pad: str, total: list[int]) -> list[int]:
+    """Leading pads of SAME_UPPER (extra padding at the end) / SAME_LOWER (extra at the start)."""
+    total = [max(t, 0) for t in total]
+    return [t // 2 if auto_pad == "SAME_UPPER" else t - t // 2 for t in total]
+
+
+def conv_geometry(node: Node, x_spatial: list[int], k_spatial: list[int], out_spatial: list[int],
+                  transpose: bool = False) -> list[int]:
+    """The kernels' table: [C, in D,H,W, KD,KH,KW, out D,H,W, strides(3), dilations(3), leading pads(3)]."""
+    r = len(x_spatial)
+    strides = list(node.attrs.get("strides", [1] * r))
+    dil = list(node.attrs.get("dilations", [1] * r))
+    auto_pad = node.attrs.get("auto_pad", "NOTSET")
+    if isinstance(auto_pad, bytes):
+        auto_pad = auto_pad.decode()
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        if transpose:
+            opad = list(node.attrs.get("output_padding", [0] * r))
+            target = list(node.attrs.get("output_shape", [x * s for x, s in zip(x_spatial, strides, strict=True)]))
+            total = [s * (i - 1) + op + (k - 1) * d + 1 - o
+                     for s, i, op, k, d, o in zip(strides, x_spatial, opad, k_spatial, dil, target[-r:], strict=True)]
+        else:
+            total = [(o - 1) * s + (k - 1) * d + 1 - i
+                     for o, s, k, d, i in zip(out_spatial, strides, k_spatial, dil, x_spatial, strict=True)]
+        pads = _same_pads(auto_pad, total)
+    elif auto_pad == "VALID":
+        pads = [0] * r
+    else:
+        pads = list(node.attrs.get("pads", [0] * (2 * r)))[:r]
+    x = _val(node.input(0))
+    return [x.shape[1], *_pad3(x_spatial, 1), *_pad3(k_spatial, 1), *_pad3(out_spatial, 1),
+            *_pad3(strides, 1), *_pad3(dil, 1), *_pad3(pads, 0)]
+
+
+def _normalize(node: Node, graph: Graph) -> None:
+    require_f32(node, *node.inputs, node.outputs[0])
+    x = _val(node.input(0))
+    if not 3 <= x.type.rank <= 5:
+        raise UnsupportedOperatorError(node.op, node.name, node.domain,
+                                       f"{x.type.rank - 2}-D input (1-D to 3-D are implemented)")
+
+
+# Conv ------------------------------------------------------------------------------------------
+
+def _conv_parts(node: Node) -> tuple[list[int], int, int, bool, bool]:
+    """(geometry, groups, out channels, depthwise, direct 1x1)."""
+    x, w, y = _val(node.input(0)), _val(node.input(1)), _val(node.outputs[0])
+    geo = conv_geometry(node, list(x.shape[2:]), list(w.shape[2:]), list(y.shape[2:]))
+    group = node.attrs.get("group", 1)
+    depthwise = group == x.shape[1] and group > 1 and w.shape[1] == 1
+    direct = (math.prod(w.shape[2:]) == 1 and x.shape[2:] == y.shape[2:]
+              and all(s == 1 for s in geo[10:13]) and all(p == 0 for p in geo[16:19]))
+    return geo, group, w.shape[0], depthwise, direct
+
+
+def _conv_scratch(node: Node) -> int:
+    geo, group, _, depthwise, direct = _conv_parts(node)
+    if depthwise or direct:
+        return 0
+    k = geo[0] // group * math.prod(geo[4:7])
+    return k * math.prod(geo[7:10]) * 4
+
+
+def _lower_conv(node: Node, k: KernelEmitter) -> None:
+    geo, group, m, depthwise, direct = _conv_parts(node)
+    n = _val(node.input(0)).shape[0]
+    tab = k.table(geo, DType.INT32)
+    bias = k.inp(2) if node.input(2) is not None else "0"
+    if depthwise:
+        k.call("ember_dwconv_f32", k.out(0), k.inp(0), k.inp(1), bias, tab, n, m, *act_args(node))
+        return
+    col = "0" if direct else k.scratch("float")
+    k.call("ember_conv_f32", k.out(0), k.inp(0), k.inp(1), bias, col, tab, n, group, m, int(direct),
+           *act_args(node))
+
+
+register(float16_via_f32(OpDef(
+    "Conv", onnx=("Conv",), lower=_lower_conv, normalize=_normalize, scratch=_conv_scratch,
+    kernels=("ember_conv_f32", "ember_dwconv_f32"),
+    tests=(r"test_(basic_)?conv_with_.*", r"test_basic_conv_.*", r"test_conv_.*"),
+)))
+
+
+# ConvTranspose ---------------------------------------------------------------------------------
+
+def _convt_parts(node: Node) -> tuple[list[int], int, int]:
+    x, w, y = _val(node.input(0)), _val(node.input(1)), _val(node.outputs[0])
+    geo = conv_geometry(node, list(x.shape[2:]), list(w.shape[2:]), list(y.shape[2:]), transpose=True)
+    group = node.attrs.get("group", 1)
+    return geo, group, y.shape[1]
+
+
+def _convt_scratch(node: Node) -> int:
+    geo, group, m = _convt_parts(node)
+    return m // group * math.prod(geo[4:7]) * math.prod(geo[1:4]) * 4
+
+
+def _lower_convt(node: Node, k: KernelEmitter) -> None:
+    geo, group, m = _convt_parts(node)
+    n = _val(node.input(0)).shape[0]
+    bias = k.inp(2) if node.input(2) is not None else "0"
+    k.call("ember_convtranspose_f32", k.out(0), k.inp(0), k.inp(1), bias, k.scratch("float"),
+           k.table(geo, DType.INT32), n, group, m, *act_args(node))
+
+
+register(float16_via_f32(OpDef(
+    "ConvTranspose", onnx=("ConvTranspose",), lower=_lower_convt, normalize=_normalize, scratch=_convt_scratch,
+    kernels=("ember_convtranspose_f32",), tests=(r"test_convtranspose.*",),
+)))

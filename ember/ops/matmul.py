@@ -1,0 +1,203 @@
+"""Gemm and MatMul (float32) on the register-blocked `ember_matmul_f32` kernel, with fused activations.
+
+Also home of the activation-epilogue convention shared by Conv/ConvTranspose/Gemm/MatMul: a node may
+carry `attrs["_act"] = {"op": "Relu", "alpha": float, "beta": float}` (set by
+ember/passes/fuse_activation.py); `act_args(node)` turns it into the kernel's (kind, alpha, beta).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ember.codegen.emitter import KernelEmitter, literal
+from ember.errors import UnsupportedOperatorError
+from ember.ir.dtypes import DType
+from ember.ir.graph import Graph, Node, Value
+from ember.ops.opdef import OpDef
+from ember.ops.registry import register
+
+# Activation kinds understood by `ember_act_f32` (kernels/activation.c: EMBER_ACT_*).
+ACT_KINDS = {
+    "Relu": 1, "LeakyRelu": 2, "Clip": 3, "Sigmoid": 4, "Tanh": 5, "HardSigmoid": 6, "HardSwish": 7, "Elu": 8,
+}
+
+
+def act_args(node: Node) -> tuple[int, str, str]:
+    """C arguments (kind, alpha, beta) of the node's fused activation; kind 0 = none."""
+    act = node.attrs.get("_act")
+    if not act:
+        return 0, "0.0f", "0.0f"
+    f32 = DType.FLOAT32
+    return ACT_KINDS[act["op"]], literal(act.get("alpha", 0.0), f32), literal(act.get("beta", 0.0), f32)
+
+
+def require_f32(node: Node, *values: Value | None) -> None:
+    """Rejects (at load time, with the node's name) element types these kernels do not implement.
+
+    float16 is accepted: `float16_via_f32` computes it in float32.
+    """
+    for v in values:
+        if v is not None and v.dtype not in (DType.FLOAT32, DType.FLOAT16):
+            raise UnsupportedOperatorError(node.op, node.name, node.domain,
+                                           f"element type {v.dtype.short} (only float32/float16 are implemented)")
+
+
+class _F32View(KernelEmitter):
+    """The emitter a float32 lowering sees for a float16 node: its half tensors replaced by float copies."""
+
+    def __init__(self, k: KernelEmitter, remap: dict[int, str], scratch_offset: int) -> None:
+        super().__init__(k.ctx, k.node)
+        self._remap = remap
+        self._base = k
+        self._offset = scratch_offset
+
+    def ptr(self, v: Value | None, ctype: str | None = None) -> str:
+        if v is not None and id(v) in self._remap:
+            return f"((float *)({self._remap[id(v)]}))"
+        return super().ptr(v, ctype)
+
+    def scratch(self, ctype: str = "uint8_t") -> str:
+        return f"(({ctype} *)({self._base.scratch()} + {self._offset}))"
+
+
+def _half_values(node: Node) -> list[Value]:
+    """Run-time float16 tensors of a node (constant ones are converted at compile time)."""
+    seen: dict[int, Value] = {}
+    for v in (*node.inputs, *node.outputs):
+        if v is not None and v.dtype is DType.FLOAT16 and not v.is_const:
+            seen.setdefault(id(v), v)
+    return list(seen.values())
+
+
+def float16_via_f32(op: OpDef) -> OpDef:
+    """Lets a float32-only kernel lowering run float16 nodes: constant halves become float constants,
+    run-time halves are converted into scratch before the kernel and the outputs converted back."""
+    lower, scratch, normalize = op.lower, op.scratch, op.normalize
+    assert lower is not None
+
+    def sizes(node: Node) -> list[int]:
+        return [(v.type.numel * 4 + 15) // 16 * 16 for v in _half_values(node)]
+
+    def new_scratch(node: Node) -> int:
+        return sum(sizes(node)) + (scratch(node) if scratch is not None else 0)
+
+    def new_normalize(node: Node, graph: Graph) -> None:
+        for i, v in enumerate(node.inputs):
+            if v is not None and v.is_const and v.dtype is DType.FLOAT16:
+                node.inputs[i] = graph.constant(f"{v.name}_f32", v.const.astype(np.float32))
+        if normalize is not None:
+            normalize(node, graph)
+
+    def new_lower(node: Node, k: KernelEmitter) -> None:
+        halves = _half_values(node)
+        if not halves:
+            lower(node, k)
+            return
+        k.need("ember_f16_arrays")
+        base, off, remap = k.scratch(), 0, {}
+        for v, size in zip(halves, sizes(node), strict=True):
+            remap[id(v)] = f"{base} + {off}"
+            off += size
+        outs = {id(v) for v in node.outputs if v is not None}
+        for v in halves:
+            if id(v) not in outs:
+                k.line(f"ember_f16_to_f32_n((float *)({remap[id(v)]}), {k.ptr(v, 'uint16_t')}, {v.type.numel});")
+        lower(node, _F32View(k, remap, off))
+        for v in halves:
+            if id(v) in outs:
+                k.line(f"ember_f32_to_f16_n({k.ptr(v, 'uint16_t')}, (const float *)({remap[id(v)]}), {v.type.numel});")
+
+    op.lower, op.scratch, op.normalize = new_lower, new_scratch, new_normalize
+    op.kernels = (*op.kernels, "ember_f16_arrays")
+    return op
+
+
+def _val(v: Value | None) -> Value:
+    assert v is not None
+    return v
+
+
+# Gemm ------------------------------------------------------------------------------------------
+
+def _normalize_gemm(node: Node, graph: Graph) -> None:
+    require_f32(node, *node.inputs, node.outputs[0])
+    b = _val(node.input(1))
+    if node.attrs.get("transB", 0) and b.is_const:
+        # The kernel streams rows of B; a constant B^T is transposed once here instead of at run time.
+        node.inputs[1] = graph.constant(f"{b.name}_T", np.ascontiguousarray(b.const.T))
+        node.attrs["transB"] = 0
+
+
+def _bias_strides(c: Value) -> tuple[int, int]:
+    """(row, column) element strides that broadcast C (rank <= 2) to an m x n matrix."""
+    shape = (1, 1, *c.shape)[-2:]
+    return (shape[1] if shape[0] > 1 else 0), (1 if shape[1] > 1 else 0)
+
+
+def _gemm_scratch(node: Node) -> int:
+    b = _val(node.input(1))
+    return b.type.numel * 4 if node.attrs.get("transB", 0) and not b.is_const else 0
+
+
+def _lower_gemm(node: Node, k: KernelEmitter) -> None:
+    a, c, y = _val(node.input(0)), node.input(2), _val(node.outputs[0])
+    m, n = y.shape
+    trans_a = node.attrs.get("transA", 0)
+    kk = a.shape[0] if trans_a else a.shape[1]
+    a_sm, a_sk = (1, m) if trans_a else (kk, 1)
+    bp = k.inp(1)
+    if node.attrs.get("transB", 0):  # B (N x K) only known at run time: make it K x N in scratch
+        bp = k.scratch("float")
+        k.call("ember_transpose2d_f32", bp, k.inp(1), n, kk)
+    f32 = DType.FLOAT32
+    alpha, beta = literal(node.attrs.get("alpha", 1.0), f32), literal(node.attrs.get("beta", 1.0), f32)
+    bias_sm, bias_sn = _bias_strides(c) if c is not None else (0, 0)
+    k.call("ember_matmul_f32", k.out(0), n, k.inp(0), a_sm, a_sk, bp, n, m, n, kk, alpha,
+           k.inp(2) if c is not None else "0", bias_sm, bias_sn, beta, *act_args(node))
+
+
+register(float16_via_f32(OpDef(
+    "Gemm", onnx=("Gemm",), lower=_lower_gemm, normalize=_normalize_gemm, scratch=_gemm_scratch,
+    kernels=("ember_matmul_f32", "ember_transpose2d_f32"), tests=(r"test_gemm_.*",),
+)))
+
+
+# MatMul ----------------------------------------------------------------------------------------
+
+def _normalize_matmul(node: Node, graph: Graph) -> None:
+    require_f32(node, *node.inputs, node.outputs[0])
+
+
+def _lower_matmul(node: Node, k: KernelEmitter) -> None:
+    a, b = _val(node.input(0)), _val(node.input(1))
+    # 1-D operands: A (K) is a 1 x K matrix, B (K) a K x 1 matrix (numpy.matmul semantics).
+    ash = (1, a.shape[0]) if a.type.rank == 1 else a.shape
+    bsh = (b.shape[0], 1) if b.type.rank == 1 else b.shape
+    m, kk = ash[-2], ash[-1]
+    n = bsh[-1]
+    a_batch, b_batch = ash[:-2], bsh[:-2]
+    out_batch = np.broadcast_shapes(a_batch, b_batch)
+    nb = math.prod(out_batch)
+    act = act_args(node)
+    if math.prod(b_batch) == 1 and a_batch == out_batch:
+        # One shared B: A's batch dims fold into M, a single large matmul.
+        k.call("ember_matmul_f32", k.out(0), n, k.inp(0), kk, 1, k.inp(1), n, nb * m, n, kk, "1.0f",
+               "0", 0, 0, "0.0f", *act)
+        return
+    # Broadcast batch dims: per-batch element offsets of A and B, computed here once.
+    idx_a = np.broadcast_to(np.arange(math.prod(a_batch)).reshape(a_batch), out_batch).reshape(-1) * (m * kk)
+    idx_b = np.broadcast_to(np.arange(math.prod(b_batch)).reshape(b_batch), out_batch).reshape(-1) * (kk * n)
+    ta, tb = k.table(idx_a, DType.INT32), k.table(idx_b, DType.INT32)
+    k.need("ember_matmul_f32")
+    with k.w.block(f"for (int ember_b = 0; ember_b < {nb}; ++ember_b)"):
+        k.call("ember_matmul_f32", f"{k.out(0)} + (ptrdiff_t)ember_b * {m * n}", n,
+               f"{k.inp(0)} + {ta}[ember_b]", kk, 1, f"{k.inp(1)} + {tb}[ember_b]", n, m, n, kk, "1.0f",
+               "0", 0, 0, "0.0f", *act)
+
+
+register(float16_via_f32(OpDef(
+    "MatMul", onnx=("MatMul",), lower=_lower_matmul, normalize=_normalize_matmul,
+    kernels=("ember_matmul_f32",), tests=(r"test_matmul_.*",),
+)))

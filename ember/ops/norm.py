@@ -1,0 +1,132 @@
+"""BatchNormalization, InstanceNormalization, LayerNormalization, GroupNormalization (float32)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ember.codegen.emitter import KernelEmitter, literal
+from ember.errors import UnsupportedOperatorError
+from ember.ir.dtypes import DType
+from ember.ir.graph import Graph, Node, Value
+from ember.ops.matmul import require_f32
+from ember.ops.opdef import OpDef
+from ember.ops.registry import register
+
+F32 = DType.FLOAT32
+
+
+def _val(v: Value | None) -> Value:
+    assert v is not None
+    return v
+
+
+def _eps(node: Node) -> str:
+    return literal(node.attrs.get("epsilon", 1e-5), F32)
+
+
+def _out(k: KernelEmitter, node: Node, i: int) -> str:
+    return k.out(i) if i < len(node.outputs) and node.outputs[i] is not None else "0"
+
+
+def _check(node: Node, graph: Graph) -> None:
+    require_f32(node, *node.inputs, *node.outputs)
+    if _val(node.input(0)).type.rank < 2 and node.op != "LayerNormalization":
+        raise UnsupportedOperatorError(node.op, node.name, node.domain, "input of rank < 2")
+
+
+# BatchNormalization ----------------------------------------------------------------------------
+
+def _bn_training(node: Node) -> bool:
+    if node.version >= 14:
+        return bool(node.attrs.get("training_mode", 0))
+    # Before opset 14 the extra outputs (running statistics) are what asks for training mode.
+    return sum(o is not None for o in node.outputs) > 1
+
+
+def _lower_bn(node: Node, k: KernelEmitter) -> None:
+    x = _val(node.input(0))
+    training = _bn_training(node)
+    k.call("ember_batchnorm_f32", k.out(0), k.inp(0), k.inp(1), k.inp(2), k.inp(3), k.inp(4), x.shape[0],
+           x.shape[1], math.prod(x.shape[2:]), _eps(node), int(training),
+           literal(node.attrs.get("momentum", 0.9), F32),
+           _out(k, node, 1) if training else "0", _out(k, node, 2) if training else "0")
+
+
+register(OpDef(
+    "BatchNormalization", onnx=("BatchNormalization",), since=7, lower=_lower_bn, normalize=_check,
+    kernels=("ember_batchnorm_f32",), tests=(r"test_batchnorm_.*",),
+))
+
+
+# InstanceNormalization -------------------------------------------------------------------------
+
+def _lower_in(node: Node, k: KernelEmitter) -> None:
+    x = _val(node.input(0))
+    c = x.shape[1]
+    k.call("ember_norm_rows_f32", k.out(0), k.inp(0), x.shape[0] * c, math.prod(x.shape[2:]), _eps(node),
+           k.inp(1), k.inp(2), 1, 1, c, 0, "0", "0")
+
+
+register(OpDef(
+    "InstanceNormalization", onnx=("InstanceNormalization",), lower=_lower_in, normalize=_check,
+    kernels=("ember_norm_rows_f32",), tests=(r"test_instancenorm_.*",),
+))
+
+
+# LayerNormalization ----------------------------------------------------------------------------
+
+def _ln_axis(node: Node) -> int:
+    rank = _val(node.input(0)).type.rank
+    axis = node.attrs.get("axis", -1)
+    return axis + rank if axis < 0 else axis
+
+
+def _normalize_ln(node: Node, graph: Graph) -> None:
+    _check(node, graph)
+    x = _val(node.input(0))
+    inner = x.shape[_ln_axis(node):]
+    for i in (1, 2):
+        v = node.input(i)
+        if v is None or v.shape == inner or v.type.numel == math.prod(inner):
+            continue
+        if not v.is_const:
+            raise UnsupportedOperatorError(node.op, node.name, node.domain,
+                                           "run-time scale/bias that broadcast over the normalized axes")
+        # The kernel indexes scale/bias per normalized element: broadcast constants once, here.
+        node.inputs[i] = graph.constant(f"{v.name}_bcast", np.broadcast_to(v.const, inner).copy())
+
+
+def _lower_ln(node: Node, k: KernelEmitter) -> None:
+    x = _val(node.input(0))
+    axis = _ln_axis(node)
+    outer, inner = math.prod(x.shape[:axis]), math.prod(x.shape[axis:])
+    has_bias = node.input(2) is not None
+    k.call("ember_norm_rows_f32", k.out(0), k.inp(0), outer, inner, _eps(node), k.inp(1),
+           k.inp(2) if has_bias else "0", int(has_bias), 0, 1, 1, _out(k, node, 1), _out(k, node, 2))
+
+
+register(OpDef(
+    "LayerNormalization", onnx=("LayerNormalization",), lower=_lower_ln, normalize=_normalize_ln,
+    kernels=("ember_norm_rows_f32",), tests=(r"test_layer_normalization_.*",),
+))
+
+
+# GroupNormalization ----------------------------------------------------------------------------
+
+def _lower_gn(node: Node, k: KernelEmitter) -> None:
+    x = _val(node.input(0))
+    groups = node.attrs["num_groups"]
+    # Opset 18 scales/biases each group; opset 21 each channel.
+    per_group = int(_val(node.input(1)).type.numel == groups and node.version < 21)
+    k.call("ember_groupnorm_f32", k.out(0), k.inp(0), k.inp(1), k.inp(2), x.shape[0], x.shape[1],
+           math.prod(x.shape[2:]), groups, _eps(node), per_group)
+
+
+register(OpDef(
+    "GroupNormalization", onnx=("GroupNormalization",), lower=_lower_gn, normalize=_check,
+    # ONNX defines GroupNormalization as a function with no shape inference: Y is typed like X.
+    infer=lambda n: [_val(n.input(0)).type],
+    kernels=("ember_groupnorm_f32",), tests=(r"test_group_normalization_.*",),
+))

@@ -1,0 +1,255 @@
+"""Reductions (ReduceSum/Mean/Max/Min/Prod/L1/L2/SumSquare/LogSum/LogSumExp) and ArgMax/ArgMin.
+
+Both are generated loops specialised to the static shape: the outer loops walk the kept dims (in
+input order, which is also the output's order, so the output is written contiguously), the inner
+loops walk the reduced dims. Adjacent dims of the same kind are merged to keep the nests shallow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ember.codegen.emitter import KernelEmitter, compute_ctype, literal
+from ember.ir.dtypes import DType
+from ember.ir.graph import Node
+from ember.ops.opdef import OpDef
+from ember.ops.registry import register
+
+
+def reduce_axes(node: Node) -> tuple[int, ...] | None:
+    """Normalized reduced axes, or None when the node is a no-op (noop_with_empty_axes with no axes).
+
+    The axes are an attribute before opset 13 (ReduceSum) / 18 (the others), input 1 after.
+    """
+    x = node.inputs[0]
+    assert x is not None
+    rank = len(x.shape)
+    ax_in = node.input(1)
+    if ax_in is not None:
+        assert ax_in.const is not None
+        axes = [int(a) for a in ax_in.const.reshape(-1)]
+    else:
+        axes = [int(a) for a in node.attrs.get("axes", [])]
+    if not axes:
+        if node.attrs.get("noop_with_empty_axes", 0):
+            return None
+        return tuple(range(rank))
+    return tuple(sorted({a + rank if a < 0 else a for a in axes}))
+
+
+def _merge(dims: list[tuple[int, int, bool]]) -> list[tuple[int, int, bool]]:
+    """Merge adjacent (size, stride, reduced) dims of the same kind that are contiguous together."""
+    out: list[tuple[int, int, bool]] = []
+    for d in dims:
+        if d[0] == 1:
+            continue
+        if out and out[-1][2] == d[2] and out[-1][1] == d[1] * d[0]:
+            out[-1] = (out[-1][0] * d[0], d[1], d[2])
+        else:
+            out.append(d)
+    return out
+
+
+def _acc_ctype(dtype: DType) -> str:
+    """Accumulator type: floats in their compute type, integers widened to 64 bits."""
+    if dtype.is_float:
+        return compute_ctype(dtype)
+    return "int64_t" if dtype.is_signed else "uint64_t"
+
+
+@dataclass(frozen=True)
+class _Reduction:
+    init: str  # "0", "1", "lowest", "highest"
+    step: str  # C statement over acc and x
+    final: str  # C expression over acc and count (n)
+    two_pass: bool = False  # LogSumExp: a max pass first, then a sum of exp(x - max)
+
+
+def _math(dtype: DType, name: str, arg: str) -> str:
+    if dtype is DType.FLOAT64:
+        return f"((double)ember_{name}f((float)({arg})))"
+    return f"ember_{name}f({arg})"
+
+
+def _extreme(dtype: DType, lowest: bool) -> str:
+    if dtype.is_float:
+        inf = "__builtin_inf()" if compute_ctype(dtype) == "double" else "__builtin_inff()"
+        return f"(-{inf})" if lowest else inf
+    if dtype is DType.BOOL:
+        return "0" if lowest else "1"
+    bits = dtype.itemsize * 8
+    if dtype.is_signed:
+        v = -(2 ** (bits - 1)) if lowest else 2 ** (bits - 1) - 1
+    else:
+        v = 0 if lowest else 2**bits - 1
+    return literal(v, dtype)
+
+
+_NAN_OR = "x != x || "  # NaN propagates through max/min (numpy semantics)
+
+_REDUCTIONS: dict[str, _Reduction] = {
+    "ReduceSum": _Reduction("0", "acc += x;", "acc"),
+    "ReduceMean": _Reduction("0", "acc += x;", "acc / n"),
+    "ReduceProd": _Reduction("1", "acc *= x;", "acc"),
+    "ReduceMax": _Reduction("lowest", "if ({nan}x > acc) acc = x;", "acc"),
+    "ReduceMin": _Reduction("highest", "if ({nan}x < acc) acc = x;", "acc"),
+    "ReduceL1": _Reduction("0", "acc += x < 0 ? -x : x;", "acc"),
+    "ReduceL2": _Reduction("0", "acc += x * x;", "{sqrt}(acc)"),
+    "ReduceSumSquare": _Reduction("0", "acc += x * x;", "acc"),
+    "ReduceLogSum": _Reduction("0", "acc += x;", "{log}(acc)"),
+    "ReduceLogSumExp": _Reduction("0", "acc += {exp}(x - m);", "m + {log}(acc)", two_pass=True),
+}
+
+_MATH_BLOCKS = {"ReduceL2": ("ember_sqrtf",), "ReduceLogSum": ("ember_logf",),
+                "ReduceLogSumExp": ("ember_expf", "ember_logf")}
+
+
+def _loops(k: KernelEmitter, dims: list[tuple[int, int, bool]], prefix: str) -> tuple[list[str], str]:
+    """Open one for-loop per dim; returns the index names and the input offset expression."""
+    names, terms = [], []
+    for j, (size, stride, _) in enumerate(dims):
+        i = f"{prefix}{j}"
+        k.w.open(f"for (size_t {i} = 0; {i} < {size}; ++{i})")
+        names.append(i)
+        terms.append(f"{i} * {stride}" if stride != 1 else i)
+    return names, " + ".join(terms) if terms else "0"
+
+
+def _load(k: KernelEmitter, dtype: DType, ref: str) -> str:
+    if dtype is DType.FLOAT16:
+        k.need("ember_f16")
+        return f"ember_f16_to_f32({ref})"
+    return ref
+
+
+def _store(k: KernelEmitter, dtype: DType, expr: str) -> str:
+    if dtype is DType.FLOAT16:
+        k.need("ember_f16")
+        return f"ember_f32_to_f16((float)({expr}))"
+    return f"({dtype.ctype})({expr})"
+
+
+def _split(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[list, list]:
+    strides, acc = [0] * len(shape), 1
+    for d in range(len(shape) - 1, -1, -1):
+        strides[d] = acc
+        acc *= shape[d]
+    dims = _merge([(shape[d], strides[d], d in axes) for d in range(len(shape))])
+    return [d for d in dims if not d[2]], [d for d in dims if d[2]]
+
+
+def _lower_reduce(node: Node, k: KernelEmitter) -> None:
+    x, y = node.inputs[0], node.outputs[0]
+    assert x is not None and y is not None
+    axes = reduce_axes(node)
+    if axes is None:  # noop_with_empty_axes: the output is the input
+        if not k.same_buffer(x, y):
+            k.call("ember_copy", k.out(0, "uint8_t"), k.inp(0, "uint8_t"), y.type.nbytes)
+        return
+    r = _REDUCTIONS[node.op]
+    k.need(*_MATH_BLOCKS.get(node.op, ()))
+    dt = x.dtype
+    act = _acc_ctype(dt)
+    ct = compute_ctype(dt)
+    kept, red = _split(x.shape, axes)
+    count = 1
+    for s, _, _ in red:
+        count *= s
+    subst = {"nan": _NAN_OR if dt.is_float else "", "sqrt": "", "log": "", "exp": ""}
+    step = r.step if dt.is_signed or node.op != "ReduceL1" else "acc += x;"
+    for f in ("sqrt", "log", "exp"):
+        subst[f] = f"ember_{f}f" if dt is not DType.FLOAT64 else f"(double)ember_{f}f"
+    init = {"0": "0", "1": "1", "lowest": _extreme(dt, True), "highest": _extreme(dt, False)}[r.init]
+    acc_t = ct if r.init in ("lowest", "highest") else act
+    if y.type.numel == 0:
+        return
+    src, dst = k.inp(0), k.out(0)
+    w = k.w
+    with w.block():
+        w.line("size_t o = 0;")
+        _, base = _loops(k, kept, "i")
+        with w.block():
+            if count == 0:  # reducing an empty set gives the identity (and `r < 0` loops make C warn)
+                w.line(f"{acc_t} acc = {init};")
+                w.line(f"const {ct} m = 0, n = 0;")
+                w.line("(void)m;")
+                w.line("(void)n;")
+            else:
+                _reduce_body(k, r, step.format(**subst), dt, acc_t, init, count, red, f"{src}[{base} + ", subst)
+            w.line(f"{dst}[o++] = {_store(k, y.dtype, r.final.format(**subst))};")
+        for _ in kept:
+            w.close()
+
+
+def _reduce_body(k: KernelEmitter, r: _Reduction, step: str, dt: DType, acc_t: str, init: str, count: int,
+                 red: list, ref: str, subst: dict[str, str]) -> None:
+    """Declares `acc` (and `m` for LogSumExp) and runs the reduction loops over one output element."""
+    w = k.w
+    ct = compute_ctype(dt)
+    if r.two_pass:
+        w.line(f"{ct} m = {_extreme(dt, True)};")
+        _, off = _loops(k, red, "r")
+        w.line(f"const {ct} x = {_load(k, dt, ref + off + ']')};")
+        w.line("if (x > m) m = x;")
+        for _ in red:
+            w.close()
+        w.line(f"if (m == {_extreme(dt, True)}) m = 0;  /* all -inf: avoid inf - inf */")
+    w.line(f"{acc_t} acc = {init};")
+    w.line(f"const {ct} n = ({ct}){count};")
+    w.line("(void)n;")
+    _, off = _loops(k, red, "r")
+    w.line(f"const {ct} x = {_load(k, dt, ref + off + ']')};")
+    w.line(step)
+    for _ in red:
+        w.close()
+
+
+for _name in _REDUCTIONS:
+    _pat = "".join("_" + c.lower() if c.isupper() else c for c in _name[len("Reduce"):])
+    register(OpDef(
+        _name, onnx=(_name,), lower=_lower_reduce, shape_inputs=(1,),
+        kernels=("ember_copy", *_MATH_BLOCKS.get(_name, ())),
+        tests=(rf"test_reduce{_pat}_.*",),
+    ))
+
+
+# ---- ArgMax / ArgMin ------------------------------------------------------------------------------
+def _lower_arg(node: Node, k: KernelEmitter) -> None:
+    x = node.inputs[0]
+    assert x is not None
+    shape = x.shape
+    axis = int(node.attrs.get("axis", 0))
+    if axis < 0:
+        axis += len(shape)
+    last = bool(node.attrs.get("select_last_index", 0))
+    cmp = ">" if node.op == "ArgMax" else "<"
+    outer = 1
+    for s in shape[:axis]:
+        outer *= s
+    n = shape[axis]
+    inner = 1
+    for s in shape[axis + 1:]:
+        inner *= s
+    dt = x.dtype
+    ct = compute_ctype(dt)
+    src, dst = k.inp(0), k.out(0)
+    # numpy: the first NaN wins (it is both the max and the min); ties go to the first index
+    # unless select_last_index.
+    better = f"x {cmp} best"
+    if last:
+        better += " || x == best"
+    if dt.is_float:
+        better = f"(x != x && best == best) || ({better})"
+    w = k.w
+    with w.block(f"for (size_t o = 0; o < {outer}; ++o)"), w.block(f"for (size_t i = 0; i < {inner}; ++i)"):
+        w.line(f"const size_t b = o * {n * inner} + i;")
+        w.line(f"{ct} best = {_load(k, dt, f'{src}[b]')};")
+        w.line("int64_t idx = 0;")
+        with w.block(f"for (size_t j = 1; j < {n}; ++j)"):
+            w.line(f"const {ct} x = {_load(k, dt, f'{src}[b + j * {inner}]')};")
+            w.line(f"if ({better}) {{ best = x; idx = (int64_t)j; }}")
+        w.line(f"{dst}[o * {inner} + i] = idx;")
+
+
+for _name in ("ArgMax", "ArgMin"):
+    register(OpDef(_name, onnx=(_name,), lower=_lower_arg, tests=(rf"test_{_name.lower()}_.*",)))

@@ -1,0 +1,129 @@
+"""End-to-end: real models compiled by ember, run, and compared with onnxruntime.
+
+Criteria (from the issue): max abs error <= 1e-4 x (max - min) of each output; planned activation
+memory within 10% of its lower bound; two runs and two compiles byte-identical; the generated C
+warning-free as freestanding C99 and clean under AddressSanitizer + UBSan.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ember
+from ember.errors import EmberError
+from tests.support import cdriver
+from tests.support.cache import ArtifactCache
+from tests.support.models import SPECS, assert_close, build, dynamo_builder, onnxruntime_outputs, random_inputs
+
+MODELS = ["lenet", "lenet_batch", "lenet_external", "mobilenet_v2", "resnet18", "transformer", "mlp",
+          "constant_nodes"]
+# The sanitizer runs use the smaller variant of the big architectures (same layers, fewer channels).
+SANITIZED = sorted({SPECS[m].small or m for m in MODELS})
+
+
+def _compare(bundle: ember.Bundle, path: Path, name: str, seed: int = 0) -> dict[str, np.ndarray]:
+    x = random_inputs(path, SPECS[name].defines if name in SPECS else None, seed)
+    got = bundle.run(x)
+    ref = onnxruntime_outputs(path, x)
+    assert sorted(got) == sorted(ref), f"{name}: outputs {sorted(got)} != onnxruntime's {sorted(ref)}"
+    for k in ref:
+        assert_close(got[k], ref[k], f"{name}: output '{k}'")
+    return got
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_matches_onnxruntime(artifacts: ArtifactCache, name: str) -> None:
+    path = artifacts.model(name)
+    bundle = artifacts.bundle(name)
+    first = _compare(bundle, path, name, seed=0)
+    # Same inputs again: byte-identical outputs (no state carried between runs).
+    x = random_inputs(path, SPECS[name].defines, 0)
+    again = bundle.run(x)
+    for k, v in first.items():
+        assert v.tobytes() == again[k].tobytes(), f"{name}: output '{k}' differs between two runs"
+    _compare(bundle, path, name, seed=1)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_activation_memory_near_lower_bound(artifacts: ArtifactCache, name: str) -> None:
+    mem = artifacts.bundle(name).manifest["memory"]
+    assert mem["activations_lower_bound"] <= mem["activations"]
+    assert mem["activations"] <= 1.10 * mem["activations_lower_bound"], (
+        f"{name}: activations {mem['activations']} B > 1.10 x lower bound {mem['activations_lower_bound']} B")
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_source_is_warning_free_freestanding_c99(artifacts: ArtifactCache, name: str, tmp_path: Path) -> None:
+    bundle = artifacts.bundle(name)
+    cdriver.compile_werror(bundle.path, tmp_path / "model.o")
+    # The object ember built needs nothing from libc/libm (no memcpy/memset/expf behind our back).
+    undefined = cdriver.run_cmd(["nm", "-u", str(bundle.path / f"{bundle.name}.o")]).stdout.strip()
+    assert undefined == "", f"{name}: undefined symbols in {bundle.name}.o:\n{undefined}"
+
+
+@pytest.mark.parametrize("name", SANITIZED)
+def test_sanitized_c_driver_matches_onnxruntime(artifacts: ArtifactCache, name: str, tmp_path: Path) -> None:
+    """Built from NAME.h alone with ASan + UBSan (bundle source instrumented too), no Python in the loop."""
+    path = artifacts.model(name)
+    bundle = artifacts.bundle(name)
+    x = random_inputs(path, SPECS[name].defines, 3)
+    got = cdriver.run(bundle.path, tmp_path, x, sanitize=True)
+    ref = onnxruntime_outputs(path, x)
+    for k in ref:
+        assert_close(got[k], ref[k], f"{name} (sanitized C driver): output '{k}'")
+
+
+def test_c_driver_reads_weights_txt_like_python(artifacts: ArtifactCache, tmp_path: Path) -> None:
+    """The #include'd NAME.weights.txt and NAME.weights.bin hold the same bytes: same outputs."""
+    path = artifacts.model("lenet")
+    bundle = artifacts.bundle("lenet")
+    x = random_inputs(path, None, 5)
+    a = cdriver.run(bundle.path, tmp_path / "txt", x, weights_from_file=False)
+    b = cdriver.run(bundle.path, tmp_path / "bin", x, weights_from_file=True)
+    py = bundle.run(x)
+    for k in py:
+        np.testing.assert_array_equal(a[k], py[k])
+        np.testing.assert_array_equal(b[k], py[k])
+
+
+@pytest.mark.parametrize("name", ["lenet", "transformer", "mobilenet_v2_small"])
+def test_compile_is_deterministic(artifacts: ArtifactCache, name: str, tmp_path: Path) -> None:
+    path = artifacts.model(name)
+    ember.compile(path, tmp_path / "a", name="net")
+    ember.compile(path, tmp_path / "b", name="net")
+    for f in ("net.c", "net.h", "net.weights.bin", "net.weights.txt"):
+        assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes(), f"{name}: {f} differs"
+
+
+def test_symbolic_batch_needs_a_value(artifacts: ArtifactCache, tmp_path: Path) -> None:
+    """Without --define the symbolic batch cannot be planned: a clear error naming the symbol."""
+    with pytest.raises(EmberError, match="batch"):
+        ember.compile(artifacts.model("lenet_batch"), tmp_path / "b")
+    assert not (tmp_path / "b").exists() or not any((tmp_path / "b").iterdir())
+
+
+def test_external_data_is_read(artifacts: ArtifactCache) -> None:
+    path = artifacts.model("lenet_external")
+    data = path.with_name("lenet_external.data")
+    assert data.exists() and data.stat().st_size > 200_000, "the builder must put the weights outside"
+    assert path.stat().st_size < 20_000
+    inline = artifacts.bundle("lenet")
+    ext = artifacts.bundle("lenet_external")
+    assert (inline.path / "lenet.weights.bin").read_bytes() == \
+        (ext.path / "lenet_external.weights.bin").read_bytes()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("onnxscript") is None,
+                    reason="torch.onnx.export(dynamo=True) needs the onnxscript package, not installed")
+def test_dynamo_exported_lenet(artifacts: ArtifactCache, tmp_path: Path) -> None:
+    path = build("lenet_dynamo", artifacts.root / "models", dynamo_builder)
+    bundle = ember.compile(path, tmp_path / "b")
+    x = random_inputs(path, None, 0)
+    ref = onnxruntime_outputs(path, x)
+    got = bundle.run(x)
+    for k in ref:
+        assert_close(got[k], ref[k], f"lenet (dynamo export): output '{k}'")
