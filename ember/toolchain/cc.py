@@ -10,8 +10,10 @@ from ember.errors import ToolchainError
 from ember.toolchain.targets import Target
 
 # Freestanding, no math errno (so sqrt is one instruction), no calls to memcpy/memset behind our back.
+# -fno-strict-aliasing: the planner reuses one activation buffer for tensors of different element
+# types over time, which type-based alias analysis would be allowed to reorder across.
 BASE_FLAGS = ("-std=c99", "-ffreestanding", "-fno-math-errno", "-fno-tree-loop-distribute-patterns",
-              "-Wall", "-Wextra")
+              "-fno-strict-aliasing", "-Wall", "-Wextra")
 SANITIZE_FLAGS = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g")
 
 

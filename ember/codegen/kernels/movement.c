@@ -4,14 +4,24 @@
 
 /*@kernel ember_move_units requires ember_prelude*/
 #define EMBER_MAX_RANK 8
+#if defined(__GNUC__) || defined(__clang__)
+/* may_alias: these units copy bytes that were written as float/int types; without it the compiler
+ * may reorder the copy across those stores (strict aliasing) once everything is inlined. */
+typedef uint64_t __attribute__((__may_alias__)) ember_unit64;
+typedef uint32_t __attribute__((__may_alias__)) ember_unit32;
+typedef uint16_t __attribute__((__may_alias__)) ember_unit16;
+#define EMBER_WIDE_UNITS 1
+#endif
 /* Copy `units` units of `unit` bytes (pointers aligned to `unit`). */
 EMBER_INLINE void ember_move_units(uint8_t *d, const uint8_t *s, int32_t unit, int32_t units) {
     int32_t i;
     switch (unit) {
-    case 8: for (i = 0; i < units; ++i) ((uint64_t *)(void *)d)[i] = ((const uint64_t *)(const void *)s)[i]; break;
-    case 4: for (i = 0; i < units; ++i) ((uint32_t *)(void *)d)[i] = ((const uint32_t *)(const void *)s)[i]; break;
-    case 2: for (i = 0; i < units; ++i) ((uint16_t *)(void *)d)[i] = ((const uint16_t *)(const void *)s)[i]; break;
-    default: for (i = 0; i < units; ++i) d[i] = s[i]; break;
+#ifdef EMBER_WIDE_UNITS
+    case 8: for (i = 0; i < units; ++i) ((ember_unit64 *)(void *)d)[i] = ((const ember_unit64 *)(const void *)s)[i]; break;
+    case 4: for (i = 0; i < units; ++i) ((ember_unit32 *)(void *)d)[i] = ((const ember_unit32 *)(const void *)s)[i]; break;
+    case 2: for (i = 0; i < units; ++i) ((ember_unit16 *)(void *)d)[i] = ((const ember_unit16 *)(const void *)s)[i]; break;
+#endif
+    default: for (i = 0; i < units * unit; ++i) d[i] = s[i]; break;
     }
 }
 /*@end*/

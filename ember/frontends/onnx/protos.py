@@ -85,6 +85,11 @@ def evaluate_with_onnx(node: Node, arrays: list[np.ndarray | None]) -> list[np.n
 
     proto = node_to_proto(node)
     feeds = {f"in{i}": a for i, a in enumerate(arrays) if a is not None}
-    ev = ReferenceEvaluator(proto, opsets=_opset(node))
-    res = ev.run(None, feeds)
+    # Wrapped in a model: a bare NodeProto would be evaluated at the newest opset, not the node's.
+    inputs = [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(np.asarray(a).dtype), np.shape(a))
+              for k, a in feeds.items()]
+    outputs = [helper.make_tensor_value_info(o, onnx.TensorProto.UNDEFINED, None) for o in proto.output if o]
+    graph = helper.make_graph([proto], "fold", inputs, outputs)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid(d, v) for d, v in _opset(node).items()])
+    res = ReferenceEvaluator(model).run(None, feeds)
     return [np.asarray(r) for r in res]
