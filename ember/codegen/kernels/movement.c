@@ -103,41 +103,35 @@ static void ember_fill(void *dst, const void *value, int32_t unit, size_t n) {
 }
 /*@end*/
 
-/*@kernel ember_gather_i64 requires ember_copy*/
-/* Gather along one axis with run-time int64 indices: negative ones count from the end, and
- * out-of-range ones are clamped so a bad index never reads outside the tensor. */
+/*@kernel ember_gather_impl requires ember_copy*/
+/* Gather along one axis with run-time indices: negative ones count from the end, and out-of-range
+ * ones are clamped so a bad index never reads outside the tensor. One body for both index types. */
+#define EMBER_GATHER_BODY(IndexT)                                                                   \
+    uint8_t *d = (uint8_t *)dst;                                                                    \
+    const uint8_t *s = (const uint8_t *)src;                                                        \
+    int32_t o, j;                                                                                   \
+    for (o = 0; o < outer; ++o) {                                                                   \
+        for (j = 0; j < n_idx; ++j, d += inner) {                                                   \
+            int64_t v = (int64_t)((const IndexT *)ix)[j];                                           \
+            if (v < 0) v += axis_n;                                                                 \
+            if (v < 0) v = 0;                                                                       \
+            if (v >= axis_n) v = axis_n - 1;                                                        \
+            ember_copy(d, s + ((size_t)o * (size_t)axis_n + (size_t)v) * inner, inner);             \
+        }                                                                                           \
+    }
+/*@end*/
+
+/*@kernel ember_gather_i64 requires ember_gather_impl*/
 static void ember_gather_i64(void *dst, const void *src, const int64_t *ix, int32_t outer, int32_t axis_n,
                              int32_t n_idx, size_t inner) {
-    uint8_t *d = (uint8_t *)dst;
-    const uint8_t *s = (const uint8_t *)src;
-    int32_t o, j;
-    for (o = 0; o < outer; ++o) {
-        for (j = 0; j < n_idx; ++j, d += inner) {
-            int64_t v = ix[j];
-            if (v < 0) v += axis_n;
-            if (v < 0) v = 0;
-            if (v >= axis_n) v = axis_n - 1;
-            ember_copy(d, s + ((size_t)o * (size_t)axis_n + (size_t)v) * inner, inner);
-        }
-    }
+    EMBER_GATHER_BODY(int64_t)
 }
 /*@end*/
 
-/*@kernel ember_gather_i32 requires ember_copy*/
+/*@kernel ember_gather_i32 requires ember_gather_impl*/
 static void ember_gather_i32(void *dst, const void *src, const int32_t *ix, int32_t outer, int32_t axis_n,
                              int32_t n_idx, size_t inner) {
-    uint8_t *d = (uint8_t *)dst;
-    const uint8_t *s = (const uint8_t *)src;
-    int32_t o, j;
-    for (o = 0; o < outer; ++o) {
-        for (j = 0; j < n_idx; ++j, d += inner) {
-            int64_t v = ix[j];
-            if (v < 0) v += axis_n;
-            if (v < 0) v = 0;
-            if (v >= axis_n) v = axis_n - 1;
-            ember_copy(d, s + ((size_t)o * (size_t)axis_n + (size_t)v) * inner, inner);
-        }
-    }
+    EMBER_GATHER_BODY(int32_t)
 }
 /*@end*/
 
