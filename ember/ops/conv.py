@@ -11,23 +11,18 @@ import math
 from ember.codegen.emitter import KernelEmitter
 from ember.errors import UnsupportedOperatorError
 from ember.ir.dtypes import DType
-from ember.ir.graph import Graph, Node, Value
-from ember.ops.matmul import act_args, float16_via_f32, require_f32
+from ember.ir.graph import Graph, Node
+from ember.ops.matmul import act_args, float16_via_f32, present, require_f32
 from ember.ops.opdef import OpDef
 from ember.ops.registry import register
 
 
-def _val(v: Value | None) -> Value:
-    assert v is not None
-    return v
-
-
-def _pad3(xs: list[int], fill: int) -> list[int]:
+def pad3(xs: list[int], fill: int) -> list[int]:
     """Spatial values of a 1-D/2-D op as 3-D ones: leading unit dims (the kernels are 3-D)."""
     return [fill] * (3 - len(xs)) + list(xs)
 
 
-def _same_pads(auto_pad: str, total: list[int]) -> list[int]:
+def same_pads_begin(auto_pad: str, total: list[int]) -> list[int]:
     """Leading pads of SAME_UPPER (extra padding at the end) / SAME_LOWER (extra at the start)."""
     total = [max(t, 0) for t in total]
     return [t // 2 if auto_pad == "SAME_UPPER" else t - t // 2 for t in total]
@@ -40,8 +35,6 @@ def conv_geometry(node: Node, x_spatial: list[int], k_spatial: list[int], out_sp
     strides = list(node.attrs.get("strides", [1] * r))
     dil = list(node.attrs.get("dilations", [1] * r))
     auto_pad = node.attrs.get("auto_pad", "NOTSET")
-    if isinstance(auto_pad, bytes):
-        auto_pad = auto_pad.decode()
     if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
         if transpose:
             opad = list(node.attrs.get("output_padding", [0] * r))
@@ -51,19 +44,19 @@ def conv_geometry(node: Node, x_spatial: list[int], k_spatial: list[int], out_sp
         else:
             total = [(o - 1) * s + (k - 1) * d + 1 - i
                      for o, s, k, d, i in zip(out_spatial, strides, k_spatial, dil, x_spatial, strict=True)]
-        pads = _same_pads(auto_pad, total)
+        pads = same_pads_begin(auto_pad, total)
     elif auto_pad == "VALID":
         pads = [0] * r
     else:
         pads = list(node.attrs.get("pads", [0] * (2 * r)))[:r]
-    x = _val(node.input(0))
-    return [x.shape[1], *_pad3(x_spatial, 1), *_pad3(k_spatial, 1), *_pad3(out_spatial, 1),
-            *_pad3(strides, 1), *_pad3(dil, 1), *_pad3(pads, 0)]
+    x = present(node.input(0))
+    return [x.shape[1], *pad3(x_spatial, 1), *pad3(k_spatial, 1), *pad3(out_spatial, 1),
+            *pad3(strides, 1), *pad3(dil, 1), *pad3(pads, 0)]
 
 
 def _normalize(node: Node, graph: Graph) -> None:
     require_f32(node, *node.inputs, node.outputs[0])
-    x = _val(node.input(0))
+    x = present(node.input(0))
     if not 3 <= x.type.rank <= 5:
         raise UnsupportedOperatorError(node.op, node.name, node.domain,
                                        f"{x.type.rank - 2}-D input (1-D to 3-D are implemented)")
@@ -73,7 +66,7 @@ def _normalize(node: Node, graph: Graph) -> None:
 
 def _conv_parts(node: Node) -> tuple[list[int], int, int, bool, bool]:
     """(geometry, groups, out channels, depthwise, direct 1x1)."""
-    x, w, y = _val(node.input(0)), _val(node.input(1)), _val(node.outputs[0])
+    x, w, y = present(node.input(0)), present(node.input(1)), present(node.outputs[0])
     geo = conv_geometry(node, list(x.shape[2:]), list(w.shape[2:]), list(y.shape[2:]))
     group = node.attrs.get("group", 1)
     depthwise = group == x.shape[1] and group > 1 and w.shape[1] == 1
@@ -92,7 +85,7 @@ def _conv_scratch(node: Node) -> int:
 
 def _lower_conv(node: Node, k: KernelEmitter) -> None:
     geo, group, m, depthwise, direct = _conv_parts(node)
-    n = _val(node.input(0)).shape[0]
+    n = present(node.input(0)).shape[0]
     tab = k.table(geo, DType.INT32)
     bias = k.inp(2) if node.input(2) is not None else "0"
     if depthwise:
@@ -113,7 +106,7 @@ register(float16_via_f32(OpDef(
 # ConvTranspose ---------------------------------------------------------------------------------
 
 def _convt_parts(node: Node) -> tuple[list[int], int, int]:
-    x, w, y = _val(node.input(0)), _val(node.input(1)), _val(node.outputs[0])
+    x, w, y = present(node.input(0)), present(node.input(1)), present(node.outputs[0])
     geo = conv_geometry(node, list(x.shape[2:]), list(w.shape[2:]), list(y.shape[2:]), transpose=True)
     group = node.attrs.get("group", 1)
     return geo, group, y.shape[1]
@@ -126,7 +119,7 @@ def _convt_scratch(node: Node) -> int:
 
 def _lower_convt(node: Node, k: KernelEmitter) -> None:
     geo, group, m = _convt_parts(node)
-    n = _val(node.input(0)).shape[0]
+    n = present(node.input(0)).shape[0]
     bias = k.inp(2) if node.input(2) is not None else "0"
     k.call("ember_convtranspose_f32", k.out(0), k.inp(0), k.inp(1), bias, k.scratch("float"),
            k.table(geo, DType.INT32), n, group, m, *act_args(node))

@@ -114,7 +114,8 @@ def float16_via_f32(op: OpDef) -> OpDef:
     return op
 
 
-def _val(v: Value | None) -> Value:
+def present(v: Value | None) -> Value:
+    """A value the op requires (inputs/outputs that ONNX marks optional are checked by the loader)."""
     assert v is not None
     return v
 
@@ -123,7 +124,7 @@ def _val(v: Value | None) -> Value:
 
 def _normalize_gemm(node: Node, graph: Graph) -> None:
     require_f32(node, *node.inputs, node.outputs[0])
-    b = _val(node.input(1))
+    b = present(node.input(1))
     if node.attrs.get("transB", 0) and b.is_const:
         # The kernel streams rows of B; a constant B^T is transposed once here instead of at run time.
         node.inputs[1] = graph.constant(f"{b.name}_T", np.ascontiguousarray(b.const.T))
@@ -137,12 +138,12 @@ def _bias_strides(c: Value) -> tuple[int, int]:
 
 
 def _gemm_scratch(node: Node) -> int:
-    b = _val(node.input(1))
+    b = present(node.input(1))
     return b.type.numel * 4 if node.attrs.get("transB", 0) and not b.is_const else 0
 
 
 def _lower_gemm(node: Node, k: KernelEmitter) -> None:
-    a, c, y = _val(node.input(0)), node.input(2), _val(node.outputs[0])
+    a, c, y = present(node.input(0)), node.input(2), present(node.outputs[0])
     m, n = y.shape
     trans_a = node.attrs.get("transA", 0)
     kk = a.shape[0] if trans_a else a.shape[1]
@@ -171,7 +172,7 @@ def _normalize_matmul(node: Node, graph: Graph) -> None:
 
 
 def _lower_matmul(node: Node, k: KernelEmitter) -> None:
-    a, b = _val(node.input(0)), _val(node.input(1))
+    a, b = present(node.input(0)), present(node.input(1))
     # 1-D operands: A (K) is a 1 x K matrix, B (K) a K x 1 matrix (numpy.matmul semantics).
     ash = (1, a.shape[0]) if a.type.rank == 1 else a.shape
     bsh = (b.shape[0], 1) if b.type.rank == 1 else b.shape

@@ -9,17 +9,12 @@ import numpy as np
 from ember.codegen.emitter import KernelEmitter, literal
 from ember.errors import UnsupportedOperatorError
 from ember.ir.dtypes import DType
-from ember.ir.graph import Graph, Node, Value
-from ember.ops.matmul import require_f32
+from ember.ir.graph import Graph, Node
+from ember.ops.matmul import present, require_f32
 from ember.ops.opdef import OpDef
 from ember.ops.registry import register
 
 F32 = DType.FLOAT32
-
-
-def _val(v: Value | None) -> Value:
-    assert v is not None
-    return v
 
 
 def _eps(node: Node) -> str:
@@ -32,7 +27,7 @@ def _out(k: KernelEmitter, node: Node, i: int) -> str:
 
 def _check(node: Node, graph: Graph) -> None:
     require_f32(node, *node.inputs, *node.outputs)
-    if _val(node.input(0)).type.rank < 2 and node.op != "LayerNormalization":
+    if present(node.input(0)).type.rank < 2 and node.op != "LayerNormalization":
         raise UnsupportedOperatorError(node.op, node.name, node.domain, "input of rank < 2")
 
 
@@ -46,7 +41,7 @@ def _bn_training(node: Node) -> bool:
 
 
 def _lower_bn(node: Node, k: KernelEmitter) -> None:
-    x = _val(node.input(0))
+    x = present(node.input(0))
     training = _bn_training(node)
     k.call("ember_batchnorm_f32", k.out(0), k.inp(0), k.inp(1), k.inp(2), k.inp(3), k.inp(4), x.shape[0],
            x.shape[1], math.prod(x.shape[2:]), _eps(node), int(training),
@@ -63,7 +58,7 @@ register(OpDef(
 # InstanceNormalization -------------------------------------------------------------------------
 
 def _lower_in(node: Node, k: KernelEmitter) -> None:
-    x = _val(node.input(0))
+    x = present(node.input(0))
     c = x.shape[1]
     k.call("ember_norm_rows_f32", k.out(0), k.inp(0), x.shape[0] * c, math.prod(x.shape[2:]), _eps(node),
            k.inp(1), k.inp(2), 1, 1, c, 0, "0", "0")
@@ -78,14 +73,14 @@ register(OpDef(
 # LayerNormalization ----------------------------------------------------------------------------
 
 def _ln_axis(node: Node) -> int:
-    rank = _val(node.input(0)).type.rank
+    rank = present(node.input(0)).type.rank
     axis = node.attrs.get("axis", -1)
     return axis + rank if axis < 0 else axis
 
 
 def _normalize_ln(node: Node, graph: Graph) -> None:
     _check(node, graph)
-    x = _val(node.input(0))
+    x = present(node.input(0))
     inner = x.shape[_ln_axis(node):]
     for i in (1, 2):
         v = node.input(i)
@@ -99,7 +94,7 @@ def _normalize_ln(node: Node, graph: Graph) -> None:
 
 
 def _lower_ln(node: Node, k: KernelEmitter) -> None:
-    x = _val(node.input(0))
+    x = present(node.input(0))
     axis = _ln_axis(node)
     outer, inner = math.prod(x.shape[:axis]), math.prod(x.shape[axis:])
     has_bias = node.input(2) is not None
@@ -116,10 +111,10 @@ register(OpDef(
 # GroupNormalization ----------------------------------------------------------------------------
 
 def _lower_gn(node: Node, k: KernelEmitter) -> None:
-    x = _val(node.input(0))
+    x = present(node.input(0))
     groups = node.attrs["num_groups"]
     # Opset 18 scales/biases each group; opset 21 each channel.
-    per_group = int(_val(node.input(1)).type.numel == groups and node.version < 21)
+    per_group = int(present(node.input(1)).type.numel == groups and node.version < 21)
     k.call("ember_groupnorm_f32", k.out(0), k.inp(0), k.inp(1), k.inp(2), x.shape[0], x.shape[1],
            math.prod(x.shape[2:]), groups, _eps(node), per_group)
 
@@ -127,6 +122,6 @@ def _lower_gn(node: Node, k: KernelEmitter) -> None:
 register(OpDef(
     "GroupNormalization", onnx=("GroupNormalization",), lower=_lower_gn, normalize=_check,
     # ONNX defines GroupNormalization as a function with no shape inference: Y is typed like X.
-    infer=lambda n: [_val(n.input(0)).type],
+    infer=lambda n: [present(n.input(0)).type],
     kernels=("ember_groupnorm_f32",), tests=(r"test_group_normalization_.*",),
 ))

@@ -7,50 +7,42 @@ import math
 from ember.codegen.emitter import KernelEmitter, literal
 from ember.errors import UnsupportedOperatorError
 from ember.ir.dtypes import DType
-from ember.ir.graph import Graph, Node, Value
+from ember.ir.graph import Graph, Node
+from ember.ops.conv import pad3, same_pads_begin
+from ember.ops.matmul import present
 from ember.ops.opdef import OpDef
 from ember.ops.registry import register
 
 _MAXPOOL_TYPES = {DType.FLOAT32: "f32", DType.UINT8: "u8", DType.INT8: "s8"}
 
 
-def _val(v: Value | None) -> Value:
-    assert v is not None
-    return v
-
-
-def _pad3(xs: list[int], fill: int) -> list[int]:
-    return [fill] * (3 - len(xs)) + list(xs)
 
 
 def pool_geometry(node: Node) -> list[int]:
     """[in D,H,W, kernel(3), out(3), strides(3), dilations(3), leading pads(3), trailing pads(3)]."""
-    x, y = _val(node.input(0)), _val(node.outputs[0])
+    x, y = present(node.input(0)), present(node.outputs[0])
     ins, outs = list(x.shape[2:]), list(y.shape[2:])
     r = len(ins)
     kernel = list(node.attrs["kernel_shape"])
     strides = list(node.attrs.get("strides", [1] * r))
     dil = list(node.attrs.get("dilations", [1] * r))
     auto_pad = node.attrs.get("auto_pad", "NOTSET")
-    if isinstance(auto_pad, bytes):
-        auto_pad = auto_pad.decode()
     if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
         total = [max(0, (o - 1) * s + (k - 1) * d + 1 - i)
                  for o, s, k, d, i in zip(outs, strides, kernel, dil, ins, strict=True)]
-        small = [t // 2 for t in total]
-        big = [t - t // 2 for t in total]
-        begin, end = (small, big) if auto_pad == "SAME_UPPER" else (big, small)
+        begin = same_pads_begin(auto_pad, total)
+        end = [t - b for t, b in zip(total, begin, strict=True)]
     elif auto_pad == "VALID":
         begin, end = [0] * r, [0] * r
     else:
         pads = list(node.attrs.get("pads", [0] * (2 * r)))
         begin, end = pads[:r], pads[r:]
-    return [*_pad3(ins, 1), *_pad3(kernel, 1), *_pad3(outs, 1), *_pad3(strides, 1), *_pad3(dil, 1),
-            *_pad3(begin, 0), *_pad3(end, 0)]
+    return [*pad3(ins, 1), *pad3(kernel, 1), *pad3(outs, 1), *pad3(strides, 1), *pad3(dil, 1),
+            *pad3(begin, 0), *pad3(end, 0)]
 
 
 def _check_rank(node: Node, types: tuple[DType, ...] = (DType.FLOAT32,)) -> None:
-    x = _val(node.input(0))
+    x = present(node.input(0))
     if x.dtype not in types:
         raise UnsupportedOperatorError(node.op, node.name, node.domain, f"element type {x.dtype.short}")
     if not 3 <= x.type.rank <= 5 and node.op in ("MaxPool", "AveragePool"):
@@ -58,12 +50,12 @@ def _check_rank(node: Node, types: tuple[DType, ...] = (DType.FLOAT32,)) -> None
 
 
 def _nc(node: Node) -> int:
-    x = _val(node.input(0))
+    x = present(node.input(0))
     return x.shape[0] * x.shape[1]
 
 
 def _lower_maxpool(node: Node, k: KernelEmitter) -> None:
-    x = _val(node.input(0))
+    x = present(node.input(0))
     idx = k.out(1) if len(node.outputs) > 1 and node.outputs[1] is not None else "0"
     k.call(f"ember_maxpool_{_MAXPOOL_TYPES[x.dtype]}", k.out(0), idx, k.inp(0),
            k.table(pool_geometry(node), DType.INT32), _nc(node), node.attrs.get("storage_order", 0))
@@ -101,7 +93,7 @@ register(OpDef(
 
 def _global(is_max: int):
     def lower(node: Node, k: KernelEmitter) -> None:
-        x = _val(node.input(0))
+        x = present(node.input(0))
         k.call("ember_global_pool_f32", k.out(0), k.inp(0), _nc(node), math.prod(x.shape[2:]), is_max)
 
     return lower
@@ -118,7 +110,7 @@ register(OpDef(
 
 
 def _lower_lrn(node: Node, k: KernelEmitter) -> None:
-    x = _val(node.input(0))
+    x = present(node.input(0))
     f32 = DType.FLOAT32
     k.call("ember_lrn_f32", k.out(0), k.inp(0), x.shape[0], x.shape[1], math.prod(x.shape[2:]),
            node.attrs["size"], literal(node.attrs.get("alpha", 1e-4), f32), literal(node.attrs.get("beta", 0.75), f32),
