@@ -60,13 +60,13 @@ def plan_memory(graph: Graph, needs_storage: set[int] | None = None) -> MemoryPl
     _place_constants(graph, plan, needs_storage)
     buffers, scratch = _buffers(graph)
     _place_mutable(graph, buffers, plan)
-    act = [b for b in buffers if b.region is Region.ACTIVATIONS] + scratch
+    act = [b for b in buffers if b.region is Region.ACTIVATIONS] + [b for b, _ in scratch]
     plan.lower_bound = _lower_bound(act, len(graph.nodes))
     plan.activations_size = _greedy_by_size(act)
     for b in act:
         for v in b.values:
             plan.location[id(v)] = (Region.ACTIVATIONS, b.offset)
-    for b, node in zip(scratch, _scratch_nodes(graph), strict=True):
+    for b, node in scratch:
         plan.scratch[id(node)] = b.offset
     return plan
 
@@ -90,7 +90,7 @@ def _place_constants(graph: Graph, plan: MemoryPlan, needs_storage: set[int] | N
     plan.constant_size = offset
 
 
-def _buffers(graph: Graph) -> tuple[list[Buffer], list[Buffer]]:
+def _buffers(graph: Graph) -> tuple[list[Buffer], list[tuple[Buffer, Node]]]:
     """Group values into buffers (aliasing and in-place) and compute each buffer's live range."""
     last_use: dict[int, int] = {}
     for i, n in enumerate(graph.nodes):
@@ -127,17 +127,8 @@ def _buffers(graph: Graph) -> tuple[list[Buffer], list[Buffer]]:
         if op.scratch is not None:
             size = op.scratch(n)
             if size > 0:
-                scratch.append(Buffer([], size, i, i))
+                scratch.append((Buffer([], size, i, i), n))
     return buffers, scratch
-
-
-def _scratch_nodes(graph: Graph) -> list[Node]:
-    out = []
-    for n in graph.nodes:
-        op = registry.get(n.op)
-        if op.scratch is not None and op.scratch(n) > 0:
-            out.append(n)
-    return out
 
 
 def _shareable_input(graph, node, op, k, out, i, buf_of, last_use) -> Buffer | None:
