@@ -85,6 +85,8 @@ def compile(model: str | os.PathLike, out_dir: str | os.PathLike, **options: Any
 def write_bundle(model_path: str, out: Path, opts: CompileOptions, command: str = "") -> dict[str, Any]:
     """Build every bundle file in a temporary folder, then move it into place (no half bundles)."""
     target = get_target(opts.target)
+    if opts.float_abi is not None and target.float_abi == "none":
+        raise OptionError(f"--float-abi applies to ARM targets, not '{target.name}'")
     graph, pm, sha = build_graph(model_path, opts)
     plan = plan_memory(graph, inlined_constants(graph))
     name = graph.name
@@ -97,7 +99,8 @@ def write_bundle(model_path: str, out: Path, opts: CompileOptions, command: str 
         (tmp / f"{name}.h").write_text(src.h)
         (tmp / f"{name}.weights.bin").write_bytes(src.weights)
         (tmp / f"{name}.weights.txt").write_text(src.weights_txt)
-        cc_cmd = compile_object(tmp / f"{name}.c", tmp / f"{name}.o", target, opts.opt_level, opts.reloc, opts.cc)
+        cc_cmd = compile_object(tmp / f"{name}.c", tmp / f"{name}.o", target, opts.opt_level, opts.reloc, opts.cc,
+                                opts.cpu)
         manifest = _manifest(graph, plan, src, opts, sha, cc_cmd, pm)
         (tmp / f"{name}.json").write_text(json.dumps(manifest, indent=2) + "\n")
         if opts.dump_graph:

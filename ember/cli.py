@@ -114,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("-o", "--output", required=True, help="output bundle directory")
     c.add_argument("--name", help="network name (C prefix); default: model file stem")
     c.add_argument("--target", default="host", help="target (default: host)")
-    c.add_argument("--cpu", help="CPU to tune for, e.g. cortex-a53, znver4")
+    c.add_argument("--cpu", help="CPU to compile for (host default: native), e.g. znver3, skylake-avx512")
     c.add_argument("--float-abi", choices=("hard", "soft"), help="float ABI for ARM targets")
     c.add_argument("--reloc", choices=("static", "pic"), default="pic", help="relocation model of NAME.o")
     c.add_argument("--cc", help="your own C compiler command, e.g. 'arm-none-eabi-gcc -mcpu=cortex-m7'")

@@ -26,9 +26,10 @@ def find_cc(cc: str | None) -> list[str]:
 
 
 def compile_object(src: Path, obj: Path, target: Target, opt_level: int, reloc: str, cc: str | None,
-                   sanitize: bool = False) -> list[str]:
+                   cpu: str | None = None, sanitize: bool = False) -> list[str]:
     """Compile one C file to an object; returns the command used (recorded in NAME.json)."""
-    cmd = [*find_cc(cc), *BASE_FLAGS, f"-O{opt_level}", *target.cflags]
+    cpu_flag = target.cpu_flag.format(cpu=cpu if cpu is not None else target.cpu)
+    cmd = [*find_cc(cc), *BASE_FLAGS, f"-O{opt_level}", *target.cflags, cpu_flag]
     if reloc == "pic":
         cmd.append("-fPIC")
     if sanitize:

@@ -13,6 +13,8 @@ class Target:
     triple: str | None  # None: the host compiler's default
     cflags: tuple[str, ...]
     pointer_bits: int
+    cpu: str = "native"  # default for --cpu
+    cpu_flag: str = "-march={cpu}"  # how --cpu reaches the compiler
     has_fpu: bool = True
     float_abi: str = "hard"
     description: str = ""
@@ -21,7 +23,7 @@ class Target:
 TARGETS: dict[str, Target] = {
     t.name: t
     for t in (
-        Target("host", None, ("-march=native",), 64, description="this machine, system C compiler"),
+        Target("host", None, (), 64, float_abi="none", description="this machine, system C compiler"),
     )
 }
 

@@ -57,6 +57,9 @@ def test_compile_run_info_validate(tmp_path: Path) -> None:
     res = _ember("run", str(tmp_path / "b"), "--input", f"x={tmp_path / 'x.npy'}", "--output", str(tmp_path / "o.npz"))
     assert res.returncode == 0, res.stderr
     np.testing.assert_array_equal(np.load(tmp_path / "o.npz")["y"], x + np.arange(3, dtype=np.float32))
+    res = _ember("compile", str(model), "-o", str(tmp_path / "b86"), "--cpu", "x86-64")
+    assert res.returncode == 0, res.stderr
+    assert "-march=x86-64" in json.loads((tmp_path / "b86" / "m.json").read_text())["compiler"]
     res = _ember("info", str(tmp_path / "b"))
     assert res.returncode == 0 and "float32[2, 3]" in res.stdout and "Add" in res.stdout
     res = _ember("validate", str(model), str(tmp_path / "b"))
@@ -136,6 +139,11 @@ def test_bad_options(tmp_path: Path) -> None:
     assert "--define" in line
     line = _one_error_line(_ember("compile", str(p), "-o", str(tmp_path / "b"), "--target", "pdp11"))
     assert "pdp11" in line
+    line = _one_error_line(_ember("compile", str(p), "-o", str(tmp_path / "b"), "--float-abi", "soft"))
+    assert "--float-abi" in line and "host" in line
+    line = _one_error_line(_ember("compile", str(p), "-o", str(tmp_path / "b"), "--cpu", "no-such-cpu"))
+    assert "no-such-cpu" in line
+    assert not (tmp_path / "b").exists()
     line = _one_error_line(_ember("run", str(tmp_path / "nobundle")))
     assert "nobundle" in line
 
