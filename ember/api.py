@@ -16,15 +16,17 @@ from ember.config import CompileOptions
 from ember.errors import EmberError, OptionError
 from ember.frontends.onnx.loader import InputSpec, LoadOptions, load_onnx, read_model
 from ember.ir.dtypes import DType
-from ember.ir.graph import Graph
+from ember.ir.graph import Graph, Node
 from ember.ir.verify import verify
 from ember.memory.planner import MemoryPlan, plan_memory
 from ember.ops import registry
 from ember.passes.manager import PassManager
 from ember.passes.pipeline import DEFAULT_PIPELINE
+from ember.report.flops import graph_flops
 from ember.runtime.loader import Bundle, load
 from ember.toolchain.cc import compile_object
-from ember.toolchain.targets import get_target
+from ember.toolchain.objfile import ObjectInfo, check_freestanding, inspect_object
+from ember.toolchain.targets import Target, get_target
 
 
 def parse_input_spec(name: str, text: str) -> InputSpec:
@@ -76,7 +78,7 @@ def inlined_constants(graph: Graph) -> set[int]:
 
 
 def compile(model: str | os.PathLike, out_dir: str | os.PathLike, **options: Any) -> Bundle:  # noqa: A001
-    """Compile an ONNX model into a bundle in `out_dir`; returns it loaded (host targets)."""
+    """Compile an ONNX model into a bundle in `out_dir`; returns it loaded (runnable for the host target)."""
     opts = CompileOptions(**options)
     write_bundle(str(model), Path(out_dir), opts)
     return load(out_dir)
@@ -85,8 +87,9 @@ def compile(model: str | os.PathLike, out_dir: str | os.PathLike, **options: Any
 def write_bundle(model_path: str, out: Path, opts: CompileOptions, command: str = "") -> dict[str, Any]:
     """Build every bundle file in a temporary folder, then move it into place (no half bundles)."""
     target = get_target(opts.target)
-    if opts.float_abi is not None and target.float_abi == "none":
-        raise OptionError(f"--float-abi applies to ARM targets, not '{target.name}'")
+    abi = target.float_abi(opts.float_abi)
+    if opts.sanitize and target.kind != "host":
+        raise OptionError(f"sanitizers apply to host bundles, not target '{target.name}'")
     graph, pm, sha = build_graph(model_path, opts)
     plan = plan_memory(graph, inlined_constants(graph))
     name = graph.name
@@ -98,10 +101,17 @@ def write_bundle(model_path: str, out: Path, opts: CompileOptions, command: str 
         (tmp / f"{name}.c").write_text(src.c)
         (tmp / f"{name}.h").write_text(src.h)
         (tmp / f"{name}.weights.bin").write_bytes(src.weights)
-        (tmp / f"{name}.weights.txt").write_text(src.weights_txt)
-        cc_cmd = compile_object(tmp / f"{name}.c", tmp / f"{name}.o", target, opts.opt_level, opts.reloc, opts.cc,
-                                opts.cpu)
+        (tmp / f"{name}.weights.txt").write_bytes(src.weights_txt)
+        obj = tmp / f"{name}.o"
+        cc_cmd = compile_object(tmp / f"{name}.c", obj, target, abi, opts.opt_level, opts.reloc or target.reloc,
+                                opts.cc, opts.cpu)
+        info = inspect_object(obj)
+        check_freestanding(info, f"{name}.o", target.name, allow_double=_uses_float64(graph))
+        # Recorded with the paths the files will have, not the temporary folder's.
+        cc_cmd = [a.replace(str(tmp), str(out)) for a in cc_cmd]
         manifest = _manifest(graph, plan, src, opts, sha, cc_cmd, pm)
+        manifest["target_info"] = _target_info(target, opts)
+        manifest["footprint"] = _footprint(info, plan)
         (tmp / f"{name}.json").write_text(json.dumps(manifest, indent=2) + "\n")
         if opts.dump_graph:
             from ember.report.graph_dot import write_dot
@@ -117,6 +127,35 @@ def write_bundle(model_path: str, out: Path, opts: CompileOptions, command: str 
         raise
     shutil.rmtree(tmp, ignore_errors=True)
     return manifest
+
+
+def _op_label(node: Node) -> str:
+    """Fused nodes are profiled under what they do: Conv+Relu, FusedElementwise(Add,Relu)."""
+    if node.op == "FusedElementwise":
+        return "Fused(" + "+".join(step.op for step in node.attrs["_steps"]) + ")"
+    act = node.attrs.get("_act")
+    return f"{node.op}+{act['op']}" if act else node.op
+
+
+def _uses_float64(graph: Graph) -> bool:
+    values = [*graph.inputs, *(v for n in graph.nodes for v in (*n.inputs, *n.outputs) if v is not None)]
+    return any(v.type.dtype == DType.FLOAT64 for v in values)
+
+
+def _target_info(target: Target, opts: CompileOptions) -> dict[str, Any]:
+    abi = target.float_abi(opts.float_abi)
+    return {"name": target.name, "description": target.description, "cpu": opts.cpu or target.cpu,
+            "float_abi": opts.float_abi or target.default_float_abi, "fpu": abi.fpu,
+            "reloc": opts.reloc or target.reloc, "pointer_bits": target.pointer_bits, "endian": target.endian,
+            "compiler": "cc" if opts.cc else ("system cc" if target.zig_arch is None else "zig cc")}
+
+
+def _footprint(info: ObjectInfo, plan: MemoryPlan) -> dict[str, Any]:
+    """What the bundle costs a device: flash = NAME.o's code and tables + the constant weights;
+    RAM = the mutable and activation regions (+ any writable data of NAME.o, normally none)."""
+    return {"code": info.code, "rodata": info.rodata, "data": info.data, "bss": info.bss,
+            "flash": info.flash + plan.constant_size, "ram": info.ram + plan.mutable_size + plan.activations_size,
+            "undefined_symbols": list(info.undefined)}
 
 
 def _remove_previous_bundle(out: Path) -> None:
@@ -164,5 +203,7 @@ def _manifest(graph: Graph, plan: MemoryPlan, src, opts: CompileOptions, sha: st
             "alignment": 64,
         },
         "ops": graph.op_counts(),
+        "nodes": [{"name": n.name, "op": _op_label(n)} for n in graph.nodes],  # index = profile event id
+        "flops": graph_flops(graph),
         "passes": [{"name": r.name, "seconds": round(r.seconds, 6), "nodes": r.nodes_after} for r in pm.records],
     }

@@ -13,6 +13,7 @@ import numpy as np
 from ember import __version__
 from ember.config import CompileOptions, parse_define, parse_input
 from ember.errors import EmberError
+from ember.toolchain.targets import TARGETS
 
 
 def _compile(args: argparse.Namespace) -> int:
@@ -32,6 +33,48 @@ def _compile(args: argparse.Namespace) -> int:
     print(f"  mutable (in/out) : {mem['mutable']:>12,} bytes")
     print(f"  activations      : {mem['activations']:>12,} bytes "
           f"(lower bound {mem['activations_lower_bound']:,}, ratio {ratio:.3f})")
+    fp = m["footprint"]
+    print(f"  code + tables    : {fp['code'] + fp['rodata'] + fp['data']:>12,} bytes (NAME.o)")
+    print(f"  flash            : {fp['flash']:>12,} bytes (code + tables + constant weights)")
+    print(f"  RAM              : {fp['ram']:>12,} bytes (mutable + activations)")
+    return 0
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from ember.runtime.bench import bench
+
+    r = bench(args.bundle, args.rounds, args.warmup, not args.no_profile)
+    gflops = r["flops"] / (r["median_ms"] * 1e6) if r["flops"] else 0.0
+    print(f"bundle {r['name']}: {r['rounds']} rounds after {r['warmup']} warm-up")
+    print(f"  latency  min {r['min_ms']:.4f} ms  median {r['median_ms']:.4f} ms  p90 {r['p90_ms']:.4f} ms"
+          + (f"  ({gflops:.1f} GFLOP/s)" if gflops else ""))
+    mem, fp = r["memory"], r["footprint"]
+    print(f"  memory   constant {mem['constant']:,} B, mutable {mem['mutable']:,} B, activations "
+          f"{mem['activations']:,} B; code {fp.get('code', 0):,} B")
+    if "profile" in r:
+        prof = r["profile"]
+        total = sum(p["ms"] for p in prof) or 1.0
+        by_op: dict[str, list[float]] = {}
+        for p in prof:
+            by_op.setdefault(p["op"], []).append(p["ms"])
+        print(f"  per operator (instrumented build, mean of runs; total {total:.4f} ms):")
+        print(f"    {'op':<32} {'nodes':>5} {'ms':>10} {'%':>6}")
+        for op, ts in sorted(by_op.items(), key=lambda kv: -sum(kv[1])):
+            print(f"    {op:<32} {len(ts):>5} {sum(ts):>10.4f} {100 * sum(ts) / total:>6.1f}")
+        print("  slowest nodes:")
+        for p in sorted(prof, key=lambda p: -p["ms"])[: args.top]:
+            print(f"    #{p['index']:<4} {p['op']:<24} {p['name'][:40]:<40} {p['ms']:>10.4f} ms")
+    if args.json:
+        Path(args.json).write_text(json.dumps(r, indent=2) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+def _targets(args: argparse.Namespace) -> int:
+    print(f"{'target':<11} {'cpu':<12} {'float ABI':<10} {'bits':>4}  description")
+    for t in TARGETS.values():
+        abis = "/".join(t.float_abis)
+        print(f"{t.name:<11} {t.cpu or '-':<12} {abis:<10} {t.pointer_bits:>4}  {t.description}")
     return 0
 
 
@@ -113,11 +156,14 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("model", help="the .onnx model file")
     c.add_argument("-o", "--output", required=True, help="output bundle directory")
     c.add_argument("--name", help="network name (C prefix); default: model file stem")
-    c.add_argument("--target", default="host", help="target (default: host)")
-    c.add_argument("--cpu", help="CPU to compile for (host default: native), e.g. znver3, skylake-avx512")
-    c.add_argument("--float-abi", choices=("hard", "soft"), help="float ABI for ARM targets")
-    c.add_argument("--reloc", choices=("static", "pic"), default="pic", help="relocation model of NAME.o")
-    c.add_argument("--cc", help="your own C compiler command, e.g. 'arm-none-eabi-gcc -mcpu=cortex-m7'")
+    c.add_argument("--target", default="host", metavar="TARGET",
+                   help="host (default), " + ", ".join(t for t in TARGETS if t != "host") + "; see `ember targets`")
+    c.add_argument("--cpu", help="CPU to compile for (host default: native), e.g. znver4, cortex-a53, cortex-a72")
+    c.add_argument("--float-abi", choices=("hard", "soft"), help="float ABI (ARM and RISC-V targets)")
+    c.add_argument("--reloc", choices=("static", "pic"),
+                   help="relocation model of NAME.o (default: pic for host/Linux targets, static for MCU/wasm)")
+    c.add_argument("--cc", help="your own GCC-compatible C compiler and flags, e.g. 'arm-none-eabi-gcc -O2'; "
+                   "ember adds the target's -mcpu/-mfpu/-mfloat-abi before your flags")
     c.add_argument("--api", choices=("static", "dynamic"), default="static", help="Glow bundle API flavour")
     c.add_argument("--input", action="append", default=[], metavar="NAME:DTYPE:SHAPE",
                    help="fix an input's type and shape, e.g. data:float32:1x3x224x224")
@@ -126,6 +172,18 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--dump-graph", metavar="FILE.dot", help="write the optimized graph as Graphviz")
     c.add_argument("-O", dest="opt_level", type=int, default=3, choices=(0, 1, 2, 3), help="C optimization level")
     c.set_defaults(fn=_compile)
+
+    b = sub.add_parser("bench", help="latency, memory and per-operator time profile of a host bundle")
+    b.add_argument("bundle", help="bundle directory")
+    b.add_argument("--rounds", type=int, default=0, help="timed runs (default: about 2 s worth)")
+    b.add_argument("--warmup", type=int, default=0, help="untimed runs first (default: about 0.3 s worth)")
+    b.add_argument("--no-profile", action="store_true", help="skip the instrumented per-operator build")
+    b.add_argument("--top", type=int, default=10, help="how many of the slowest nodes to list")
+    b.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    b.set_defaults(fn=_bench)
+
+    t = sub.add_parser("targets", help="list the targets --target accepts")
+    t.set_defaults(fn=_targets)
 
     r = sub.add_parser("run", help="run a host bundle on .npy/.npz inputs")
     r.add_argument("bundle", help="bundle directory")

@@ -14,7 +14,7 @@ class CompileOptions:
     target: str = "host"
     cpu: str | None = None
     float_abi: str | None = None
-    reloc: str = "pic"
+    reloc: str | None = None  # static | pic; default: the target's (pic for host/Linux, static for MCU/wasm)
     cc: str | None = None  # user's own C compiler
     api: str = "static"  # Glow's static or dynamic bundle API
     defines: dict[str, int] = field(default_factory=dict)  # symbolic dim -> value
@@ -26,7 +26,7 @@ class CompileOptions:
     def __post_init__(self) -> None:
         if self.api not in ("static", "dynamic"):
             raise OptionError(f"--api must be static or dynamic, not '{self.api}'")
-        if self.reloc not in ("static", "pic"):
+        if self.reloc not in (None, "static", "pic"):
             raise OptionError(f"--reloc must be static or pic, not '{self.reloc}'")
         for k, v in self.defines.items():
             if not isinstance(v, int) or v <= 0:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from ember.codegen import library
 from ember.codegen.cwriter import CWriter, NameSupply, c_comment, c_string, sanitize
 from ember.codegen.elementwise import emit_chain
@@ -29,7 +31,7 @@ class BundleSources:
     c: str
     h: str
     weights: bytes
-    weights_txt: str
+    weights_txt: bytes
     io: list[IOEntry]
 
 
@@ -53,17 +55,30 @@ def generate(graph: Graph, plan: MemoryPlan, name: str, api: str, banner: str) -
     return BundleSources(c, h, weights, _weights_txt(weights), ins + outs)
 
 
+# An instrumented build (`ember bench`: NAME.c compiled with -DEMBER_PROFILE) brackets every node with
+# calls to a timer the benchmark harness provides; a normal build compiles the brackets away.
+_PROFILE_HOOKS = """#ifdef EMBER_PROFILE
+void ember_profile_event(int node, int end);
+#define EMBER_PROFILE_EVENT(node, end) ember_profile_event(node, end)
+#else
+#define EMBER_PROFILE_EVENT(node, end) ((void)0)
+#endif
+"""
+
+
 def _emit_nodes(graph: Graph, ctx: CodeContext) -> None:
-    for node in graph.nodes:
+    for i, node in enumerate(graph.nodes):
         op = registry.get(node.op)
         outs = ", ".join(v.name for v in node.outputs if v is not None)
         ctx.body.line(f"/* {c_comment(node.name)}: {node.op} -> {c_comment(outs)} */")
+        ctx.body.line(f"EMBER_PROFILE_EVENT({i}, 0);")
         if op.expr is not None:
             emit_chain(ctx, [node], node.inputs, node.outputs[0])
         elif op.lower is not None:
             op.lower(node, KernelEmitter(ctx, node))
         else:
             raise AssertionError(f"op {node.op} reached code generation without a lowering")
+        ctx.body.line(f"EMBER_PROFILE_EVENT({i}, 1);")
 
 
 def _weights(plan: MemoryPlan) -> bytes:
@@ -73,15 +88,23 @@ def _weights(plan: MemoryPlan) -> bytes:
     return bytes(buf)
 
 
-_HEX = [f"0x{b:02X}," for b in range(256)]
+# "0xAB, " for every byte value: the text file is a table lookup and a reshape (ResNet-50's 100 MB of
+# weights become 600 MB of text; a Python loop over the bytes took most of the compile time).
+_HEX_CELLS = np.frombuffer(b"".join(f"0x{b:02X}, ".encode() for b in range(256)), np.uint8).reshape(256, 6)
 
 
-def _weights_txt(weights: bytes) -> str:
-    """The weights as a C array body, 16 bytes a line (a lookup table: ResNet weights are 10s of MB)."""
+def _weights_txt(weights: bytes) -> bytes:
+    """The weights as a C array body, 16 bytes a line: `0xAB, 0xCD, ..., 0xEF,`."""
     if not weights:
-        return "0x00,\n"
-    cells = [_HEX[b] for b in weights]
-    return "\n".join(" ".join(cells[i : i + 16]) for i in range(0, len(cells), 16)) + "\n"
+        return b"0x00,\n"
+    cells = _HEX_CELLS[np.frombuffer(weights, np.uint8)]
+    full = len(weights) // 16 * 16
+    lines = cells[:full].reshape(-1, 96)
+    lines[:, -1] = ord("\n")
+    tail = cells[full:].reshape(-1)
+    if tail.size:
+        tail[-1] = ord("\n")
+    return lines.tobytes() + tail.tobytes()
 
 
 def _source(graph: Graph, ctx: CodeContext, name: str, api: str, banner: str,
@@ -92,6 +115,7 @@ def _source(graph: Graph, ctx: CodeContext, name: str, api: str, banner: str,
     w.line("#include <stddef.h>")
     w.line(f'#include "{name}.h"')
     w.line()
+    w.raw(_PROFILE_HOOKS)
     w.raw(library.assemble(ctx.needs))
     w.line()
     w.raw(ctx.tables.getvalue())

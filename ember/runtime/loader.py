@@ -15,6 +15,13 @@ from ember.errors import BundleError, EmberError
 from ember.ir.dtypes import DType
 
 
+def entry_point(lib: ctypes.CDLL, name: str) -> Any:
+    fn = getattr(lib, name)
+    fn.restype = ctypes.c_int
+    fn.argtypes = [ctypes.c_void_p] * 3
+    return fn
+
+
 def _aligned(nbytes: int, align: int = 64) -> np.ndarray:
     raw = np.empty(nbytes + align, dtype=np.uint8)
     start = (-raw.ctypes.data) % align
@@ -22,7 +29,10 @@ def _aligned(nbytes: int, align: int = 64) -> np.ndarray:
 
 
 class Bundle:
-    """A compiled bundle on disk, loaded for running on this machine."""
+    """A compiled bundle on disk: its manifest, and for the host target a function to run it.
+
+    Bundles for other targets load for inspection (inputs, outputs, memory, footprint); running one
+    needs its device (or an emulator: see tests/cross)."""
 
     def __init__(self, path: str | os.PathLike, sanitize: bool = False) -> None:
         self.path = Path(path)
@@ -39,16 +49,12 @@ class Bundle:
         mem = self.manifest["memory"]
         self._weights = _aligned(mem["constant"])
         self._weights[:] = np.frombuffer((self.path / f"{self.name}.weights.bin").read_bytes(), np.uint8)
-        self._lib = self._link(sanitize)
-        self._fn = getattr(self._lib, self.name)
-        self._fn.restype = ctypes.c_int
-        self._fn.argtypes = [ctypes.c_void_p] * 3
+        self.target: str = self.manifest.get("target", "host")
+        self._fn: Any = entry_point(self._link(sanitize), self.name) if self.target == "host" else None
 
     def _link(self, sanitize: bool) -> ctypes.CDLL:
         from ember.toolchain.cc import link_shared
 
-        if self.manifest.get("target", "host") != "host":
-            raise BundleError(f"{self.path}: built for target '{self.manifest['target']}', cannot run on the host")
         obj = self.path / f"{self.name}.o"
         # Named by the object's hash: a process that loaded an older build of this bundle keeps
         # its mapping of the old library instead of seeing it overwritten underneath.
@@ -67,8 +73,21 @@ class Bundle:
     def memory(self) -> dict[str, int]:
         return dict(self.manifest["memory"])
 
+    @property
+    def footprint(self) -> dict[str, Any]:
+        """Flash and RAM the bundle needs on its target (code, tables, weights; regions)."""
+        return dict(self.manifest.get("footprint", {}))
+
     def run(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Run once: inputs by model name (numpy, framework layout); returns outputs by name."""
+        return self.runner(inputs)()
+
+    def runner(self, inputs: dict[str, np.ndarray], entry: Any = None) -> Runner:
+        """Buffers allocated and inputs copied in once; calling the result runs the bundle again on them
+        (what benchmarks time: one C call, no allocation). `entry`: another build of the same entry
+        point (the instrumented one of `ember bench`)."""
+        if entry is None and self._fn is None:
+            raise BundleError(f"{self.path}: built for target '{self.target}'; only host bundles run here")
         mem = self.manifest["memory"]
         mutable = _aligned(mem["mutable"])
         activations = _aligned(mem["activations"])
@@ -87,17 +106,34 @@ class Bundle:
                 raise EmberError(f"input '{e['name']}': dtype {arr.dtype}, the bundle expects {e['dtype']}")
             data = np.ascontiguousarray(arr, dtype=dt).reshape(-1).view(np.uint8)
             mutable[e["offset"] : e["offset"] + data.size] = data
-        rc = self._fn(self._weights.ctypes.data, mutable.ctypes.data, activations.ctypes.data)
+        return Runner(self, entry or self._fn, mutable, activations)
+
+    __call__ = run
+
+
+class Runner:
+    """One bundle bound to its three regions, inputs already in place."""
+
+    def __init__(self, bundle: Bundle, fn: Any, mutable: np.ndarray, activations: np.ndarray) -> None:
+        self.bundle, self.fn, self.mutable, self.activations = bundle, fn, mutable, activations
+        self.args = (bundle._weights.ctypes.data, mutable.ctypes.data, activations.ctypes.data)
+
+    def run_once(self) -> None:
+        rc = self.fn(*self.args)
         if rc != 0:
-            raise EmberError(f"bundle {self.name} returned {rc}")
+            raise EmberError(f"bundle {self.bundle.name} returned {rc}")
+
+    def outputs(self) -> dict[str, np.ndarray]:
         out = {}
-        for e in self.outputs:
+        for e in self.bundle.outputs:
             dt = DType.parse(e["dtype"]).np
-            raw = mutable[e["offset"] : e["offset"] + e["bytes"]]
+            raw = self.mutable[e["offset"] : e["offset"] + e["bytes"]]
             out[e["name"]] = raw.view(dt).reshape(e["shape"]).copy()
         return out
 
-    __call__ = run
+    def __call__(self) -> dict[str, np.ndarray]:
+        self.run_once()
+        return self.outputs()
 
 
 def load(path: str | os.PathLike) -> Bundle:

@@ -1,46 +1,105 @@
-"""Finding and running the C compiler."""
+"""Finding and running the C compiler: the system `cc` for the host, zig's clang for cross targets,
+or the user's own GCC-compatible compiler (`--cc`)."""
 
 from __future__ import annotations
 
+import functools
+import importlib.util
+import shlex
 import shutil
 import subprocess
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from ember.errors import ToolchainError
-from ember.toolchain.targets import Target
+from ember.toolchain.targets import FloatABI, Target
 
-# Freestanding, no math errno (so sqrt is one instruction), no calls to memcpy/memset behind our back.
-# -fno-strict-aliasing: the planner reuses one activation buffer for tensors of different element
-# types over time, which type-based alias analysis would be allowed to reorder across.
-BASE_FLAGS = ("-std=c99", "-ffreestanding", "-fno-math-errno", "-fno-tree-loop-distribute-patterns",
-              "-fno-strict-aliasing", "-Wall", "-Wextra")
+# Freestanding, no math errno (so sqrt is one instruction), no unwind tables or stack protector (both
+# would reference a runtime the bundle does not have). -fno-strict-aliasing: the planner reuses one
+# activation buffer for tensors of different element types, which type-based alias analysis could
+# reorder across.
+BASE_FLAGS = ("-std=c99", "-ffreestanding", "-fno-math-errno", "-fno-strict-aliasing", "-fno-unwind-tables",
+              "-fno-asynchronous-unwind-tables", "-fno-stack-protector", "-Wall", "-Wextra", "-Werror=double-promotion")
+# GCC turns loops into memcpy/memset calls even with -ffreestanding unless told not to; clang does not.
+GCC_ONLY_FLAGS = ("-fno-tree-loop-distribute-patterns",)
 SANITIZE_FLAGS = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g")
+ZIG_HINT = "pip install 'ember[cross]' (the ziglang package), or give your own compiler with --cc"
 
 
-def find_cc(cc: str | None) -> list[str]:
-    cmd = (cc or "cc").split()
-    if shutil.which(cmd[0]) is None:
-        hint = "install gcc or clang (Debian: apt-get install gcc)" if cc is None else "check --cc"
-        raise ToolchainError(f"C compiler '{cmd[0]}' not found; {hint}")
-    return cmd
+@dataclass(frozen=True)
+class Compiler:
+    command: tuple[str, ...]  # program and the user's own flags
+    family: str  # gcc | clang | zig
+
+    @property
+    def program(self) -> str:
+        return self.command[0]
 
 
-def compile_object(src: Path, obj: Path, target: Target, opt_level: int, reloc: str, cc: str | None,
-                   cpu: str | None = None, sanitize: bool = False) -> list[str]:
+def find_compiler(target: Target, cc: str | None) -> Compiler:
+    """--cc if given; else the system cc for the host and zig's clang for every other target."""
+    if cc is not None:
+        cmd = tuple(shlex.split(cc))
+        if not cmd:
+            raise ToolchainError("--cc is empty")
+        return Compiler(cmd, _family(_which(cmd[0], "check --cc")))
+    if target.zig_arch is None:
+        return Compiler(("cc",), _family(_which("cc", "install gcc or clang (Debian: apt-get install gcc)")))
+    if importlib.util.find_spec("ziglang") is None:
+        raise ToolchainError(f"target '{target.name}' needs a cross compiler: {ZIG_HINT}")
+    return Compiler((sys.executable, "-m", "ziglang", "cc"), "zig")
+
+
+def _which(program: str, hint: str) -> str:
+    path = shutil.which(program)
+    if path is None:
+        raise ToolchainError(f"C compiler '{program}' not found; {hint}")
+    return path
+
+
+@functools.cache
+def _family(path: str) -> str:
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return "gcc"
+    return "clang" if "clang" in out.lower() else "gcc"
+
+
+def target_flags(compiler: Compiler, target: Target, abi: FloatABI, cpu: str | None) -> list[str]:
+    """The flags that select the target's CPU and float ABI, in the compiler's own spelling."""
+    if compiler.family == "zig":
+        return ["-target", target.zig_triple(abi), f"-mcpu={target.zig_mcpu(cpu, abi)}"]
+    flags = list(target.gcc_flags)
+    cpu = cpu if cpu is not None else target.cpu
+    if cpu is not None:
+        flags.append(target.cpu_flag.format(cpu=cpu))
+    return flags + list(abi.gcc_flags)
+
+
+def compile_object(src: Path, obj: Path, target: Target, abi: FloatABI, opt_level: int, reloc: str,
+                   cc: str | None, cpu: str | None = None, sanitize: bool = False,
+                   extra: tuple[str, ...] = ()) -> list[str]:
     """Compile one C file to an object; returns the command used (recorded in NAME.json)."""
-    cpu_flag = target.cpu_flag.format(cpu=cpu if cpu is not None else target.cpu)
-    cmd = [*find_cc(cc), *BASE_FLAGS, f"-O{opt_level}", *target.cflags, cpu_flag]
-    if reloc == "pic":
-        cmd.append("-fPIC")
+    compiler = find_compiler(target, cc)
+    user_flags = [] if compiler.family == "zig" else list(compiler.command[1:])
+    cmd = list(compiler.command[: len(compiler.command) - len(user_flags)])
+    cmd += [*BASE_FLAGS, f"-O{opt_level}", *target_flags(compiler, target, abi, cpu)]
+    if compiler.family == "gcc":
+        cmd += GCC_ONLY_FLAGS
+    cmd += ["-fPIC"] if reloc == "pic" else target.static_flags
     if sanitize:
         cmd += SANITIZE_FLAGS
+    cmd += [*extra, *user_flags]  # the user's own flags last, so that they win
     cmd += ["-c", str(src), "-o", str(obj)]
-    _run(cmd, f"compiling {src.name}")
+    _run(cmd, f"compiling {src.name} for {target.name}")
     return cmd
 
 
 def link_shared(objs: list[Path], out: Path, cc: str | None, sanitize: bool = False) -> None:
-    cmd = [*find_cc(cc), "-shared", *(SANITIZE_FLAGS if sanitize else ()), *map(str, objs), "-o", str(out)]
+    cmd = [*shlex.split(cc or "cc"), "-shared", *(SANITIZE_FLAGS if sanitize else ()), *map(str, objs), "-o", str(out)]
+    _which(cmd[0], "install gcc or clang (Debian: apt-get install gcc)")
     _run(cmd, f"linking {out.name}")
 
 

@@ -165,3 +165,20 @@ def test_hostile_names_never_reach_c_unsanitized(tmp_path: Path) -> None:
     assert b.name.isidentifier()
     x = np.arange(4, dtype=np.float32)
     np.testing.assert_array_equal(b.run({evil_in: x})[evil_out], 2 * x)
+
+
+def test_bench_reports_latency_and_a_profile_of_every_node(artifacts, tmp_path: Path) -> None:
+    out = tmp_path / "b"
+    ember.compile(artifacts.model("lenet"), out)
+    man = json.loads((out / "lenet.json").read_text())
+    res = _ember("bench", str(out), "--rounds", "5", "--warmup", "1", "--json", str(tmp_path / "r.json"))
+    assert res.returncode == 0, res.stderr
+    assert re.search(r"latency  min [0-9.]+ ms  median [0-9.]+ ms  p90 [0-9.]+ ms", res.stdout)
+    r = json.loads((tmp_path / "r.json").read_text())
+    assert r["rounds"] == 5 and r["min_ms"] <= r["median_ms"] <= r["p90_ms"]
+    assert [p["op"] for p in r["profile"]] == [n["op"] for n in man["nodes"]]
+    assert "Conv+Relu" in [n["op"] for n in man["nodes"]]  # fused activations are named in the profile
+    conv = sum(p["ms"] for p in r["profile"] if p["op"].startswith("Conv"))
+    # LeNet's two convolutions are most of its work: a profile that timed nothing would fail this.
+    assert conv > 0.3 * sum(p["ms"] for p in r["profile"]) > 0
+    assert r["memory"] == man["memory"]

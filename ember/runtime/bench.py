@@ -1,0 +1,117 @@
+"""`ember bench OUT`: latency of a host bundle over many rounds, and where the time goes per operator.
+
+The per-operator profile comes from an instrumented build of the same NAME.c (-DEMBER_PROFILE turns
+on a timer call before and after every node), linked with a small timer in C; the latency figures
+come from the bundle's own, uninstrumented NAME.o.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ember.errors import ToolchainError
+from ember.ir.dtypes import DType
+from ember.runtime.loader import Bundle, entry_point
+from ember.toolchain.cc import compile_object, link_shared
+from ember.toolchain.targets import get_target
+
+_TIMER_C = """#include <stdint.h>
+#include <time.h>
+uint64_t ember_profile_ns[{n}];
+static uint64_t start_ns;
+void ember_profile_event(int node, int end) {{
+    struct timespec t;
+    uint64_t now;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    now = (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+    if (end) ember_profile_ns[node] += now - start_ns;
+    else start_ns = now;
+}}
+"""
+
+
+def random_inputs(bundle: Bundle, seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for e in bundle.inputs:
+        dt = np.dtype(DType.parse(e["dtype"]).np)
+        if dt.kind == "f":
+            feeds[e["name"]] = rng.standard_normal(e["shape"]).astype(dt)
+        elif dt.kind == "b":
+            feeds[e["name"]] = rng.integers(0, 2, e["shape"]).astype(dt)
+        else:
+            feeds[e["name"]] = rng.integers(0, 10, e["shape"]).astype(dt)
+    return feeds
+
+
+def latency(bundle: Bundle, feeds: dict[str, np.ndarray], rounds: int, warmup: int) -> list[float]:
+    runner = bundle.runner(feeds)
+    for _ in range(warmup):
+        runner.run_once()
+    times = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        runner.run_once()
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def profile(bundle: Bundle, feeds: dict[str, np.ndarray], rounds: int) -> list[dict[str, Any]]:
+    """Mean milliseconds per run of every node, from an instrumented build of the bundle."""
+    man = bundle.manifest
+    nodes = man["nodes"]
+    opts = man["options"]
+    target = get_target("host")
+    with tempfile.TemporaryDirectory(prefix="ember-bench-") as tmp:
+        work = Path(tmp)
+        src = bundle.path / f"{bundle.name}.c"
+        obj, timer_c, timer_o = work / "profiled.o", work / "timer.c", work / "timer.o"
+        compile_object(src, obj, target, target.float_abi(None), opts["opt_level"], "pic", opts.get("cc"),
+                       opts.get("cpu"), extra=("-DEMBER_PROFILE", f"-I{bundle.path}"))
+        timer_c.write_text(_TIMER_C.format(n=max(len(nodes), 1)))
+        _compile_hosted(timer_c, timer_o)
+        so = work / "profiled.so"
+        link_shared([obj, timer_o], so, opts.get("cc"))
+        lib = ctypes.CDLL(str(so))
+        runner = bundle.runner(feeds, entry_point(lib, bundle.name))
+        runner.run_once()
+        counters = (ctypes.c_uint64 * max(len(nodes), 1)).in_dll(lib, "ember_profile_ns")
+        ctypes.memset(counters, 0, ctypes.sizeof(counters))
+        for _ in range(rounds):
+            runner.run_once()
+        ns = list(counters)
+    return [{"index": i, "name": n["name"], "op": n["op"], "ms": ns[i] / rounds / 1e6} for i, n in enumerate(nodes)]
+
+
+def _compile_hosted(src: Path, obj: Path) -> None:
+    """The timer is ordinary hosted C (it calls clock_gettime), unlike the bundle."""
+    res = subprocess.run(["cc", "-O2", "-fPIC", "-c", str(src), "-o", str(obj)], capture_output=True, text=True)
+    if res.returncode != 0:
+        raise ToolchainError(f"compiling the profiling timer failed: {res.stderr.strip()[:300]}")
+
+
+def bench(path: str | Path, rounds: int = 0, warmup: int = 0, with_profile: bool = True) -> dict[str, Any]:
+    bundle = Bundle(path)
+    feeds = random_inputs(bundle)
+    probe = latency(bundle, feeds, 1, 1)[0]
+    warmup = warmup or max(2, min(100, int(0.3 / max(probe, 1e-6))))
+    rounds = rounds or max(10, min(1000, int(2.0 / max(probe, 1e-6))))
+    times = latency(bundle, feeds, rounds, warmup)
+    ms = sorted(t * 1e3 for t in times)
+    result: dict[str, Any] = {
+        "name": bundle.name, "rounds": rounds, "warmup": warmup,
+        "min_ms": ms[0], "median_ms": statistics.median(ms), "p90_ms": ms[min(len(ms) - 1, int(0.9 * len(ms)))],
+        "mean_ms": statistics.fmean(ms), "memory": bundle.memory, "footprint": bundle.footprint,
+        "flops": bundle.manifest.get("flops", 0),
+    }
+    if with_profile:
+        result["profile"] = profile(bundle, feeds, max(3, min(rounds, 200)))
+    return result
