@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 
 from ember.errors import ToolchainError
-from ember.ir.dtypes import DType
 from ember.runtime.loader import Bundle, entry_point
 from ember.toolchain.cc import compile_object, link_shared
 from ember.toolchain.targets import get_target
+from ember.validate import random_inputs
 
 _TIMER_C = """#include <stdint.h>
 #include <time.h>
@@ -36,20 +36,6 @@ void ember_profile_event(int node, int end) {{
     else start_ns = now;
 }}
 """
-
-
-def random_inputs(bundle: Bundle, seed: int = 0) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    feeds = {}
-    for e in bundle.inputs:
-        dt = np.dtype(DType.parse(e["dtype"]).np)
-        if dt.kind == "f":
-            feeds[e["name"]] = rng.standard_normal(e["shape"]).astype(dt)
-        elif dt.kind == "b":
-            feeds[e["name"]] = rng.integers(0, 2, e["shape"]).astype(dt)
-        else:
-            feeds[e["name"]] = rng.integers(0, 10, e["shape"]).astype(dt)
-    return feeds
 
 
 def latency(bundle: Bundle, feeds: dict[str, np.ndarray], rounds: int, warmup: int) -> list[float]:
@@ -100,7 +86,7 @@ def _compile_hosted(src: Path, obj: Path) -> None:
 
 def bench(path: str | Path, rounds: int = 0, warmup: int = 0, with_profile: bool = True) -> dict[str, Any]:
     bundle = Bundle(path)
-    feeds = random_inputs(bundle)
+    feeds = random_inputs(bundle, seed=0)
     probe = latency(bundle, feeds, 1, 1)[0]
     warmup = warmup or max(2, min(100, int(0.3 / max(probe, 1e-6))))
     rounds = rounds or max(10, min(1000, int(2.0 / max(probe, 1e-6))))

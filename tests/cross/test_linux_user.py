@@ -9,7 +9,6 @@ and fused multiply-adds: the rounding may differ, nothing else).
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.cross import require_tools
 from tests.support import crossrun
 from tests.support.cache import ArtifactCache
 from tests.support.models import assert_close, random_inputs
@@ -26,13 +26,7 @@ REL = 1e-4  # of the output's range, as for every model test
 
 
 def _require(target: str) -> None:
-    missing = crossrun.missing_tools(target)
-    if missing:
-        msg = f"{target} needs " + ", ".join(missing)
-        # CI installs every tool (scripts/test.sh): there a missing one is a failure, not a skip.
-        if os.environ.get("CI"):
-            pytest.fail(msg)
-        pytest.skip(msg)
+    require_tools(target, crossrun.missing_tools(target))
 
 
 @pytest.mark.parametrize("model", MODELS)

@@ -11,7 +11,6 @@ Boards, memory maps and run times: tests/cross/README.md. Select them with `pyte
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cross import require_tools
 from tests.support import mcu
 from tests.support.cache import ArtifactCache
 from tests.support.models import assert_close, random_inputs
@@ -50,13 +50,7 @@ def _options(target: str, float_abi: str | None) -> dict[str, str]:
 
 
 def _require(target: str) -> None:
-    missing = mcu.missing_tools(target)
-    if missing:
-        msg = f"{target} needs " + ", ".join(missing)
-        # CI installs every tool (scripts/test.sh): there a missing one is a failure, not a skip.
-        if os.environ.get("CI"):
-            pytest.fail(msg)
-        pytest.skip(msg)
+    require_tools(target, mcu.missing_tools(target))
 
 
 @pytest.mark.parametrize("model", MODELS)

@@ -8,13 +8,13 @@ with max abs error <= 1e-4 x the output's range.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from pathlib import Path
 
 import pytest
 
+from tests.cross import require_tools
 from tests.support import crossrun
 from tests.support.cache import ArtifactCache
 from tests.support.models import assert_close, random_inputs
@@ -25,13 +25,7 @@ REL = 1e-4  # of the output's range, as for every model test
 
 @pytest.fixture(autouse=True)
 def _require() -> None:
-    missing = crossrun.missing_tools("wasm32")
-    if missing:
-        msg = "wasm32 needs " + ", ".join(missing)
-        # CI installs every tool (scripts/test.sh): there a missing one is a failure, not a skip.
-        if os.environ.get("CI"):
-            pytest.fail(msg)
-        pytest.skip(msg)
+    require_tools("wasm32", crossrun.missing_tools("wasm32"))
 
 
 @pytest.mark.parametrize("model", MODELS)

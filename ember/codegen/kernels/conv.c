@@ -56,8 +56,23 @@ static void ember_conv_f32(float *y, const float *x, const float *w, const float
 /*@end*/
 
 /*@kernel ember_dwconv_f32 requires ember_act_apply_f32*/
-/* Depthwise convolution (one input channel per group; M = C * multiplier): direct loops, the kernel
- * window clipped to the input once per output row instead of testing every tap. */
+/* y[ow] += w * x[ow*stride + off] over the outputs whose input column is inside the row: the bounds
+ * are solved once, so the loop is a branch-free axpy (contiguous, vectorized, at stride 1). */
+static void ember_dw_row_axpy(float *EMBER_RESTRICT y, const float *EMBER_RESTRICT x, float w, int W, int OW,
+                              int stride, int off) {
+    int lo = off >= 0 ? 0 : (-off + stride - 1) / stride;
+    int hi = W - 1 - off < 0 ? 0 : (W - 1 - off) / stride + 1;
+    int ow;
+    if (hi > OW) hi = OW;
+    if (stride == 1) {
+        for (ow = lo; ow < hi; ++ow) y[ow] += w * x[ow + off];
+    } else {
+        for (ow = lo; ow < hi; ++ow) y[ow] += w * x[(ptrdiff_t)ow * stride + off];
+    }
+}
+
+/* Depthwise convolution (one input channel per group; M = C * multiplier), one output row at a time:
+ * each kernel tap adds a scaled input row segment (ember_dw_row_axpy), the row staying in L1. */
 static void ember_dwconv_f32(float *y, const float *x, const float *w, const float *bias, const int32_t *p,
                              int N, int M, int act, float act_a, float act_b) {
     const int C = p[0], D = p[1], H = p[2], W = p[3], KD = p[4], KH = p[5], KW = p[6];
@@ -73,24 +88,19 @@ static void ember_dwconv_f32(float *y, const float *x, const float *w, const flo
             for (od = 0; od < OD; ++od)
                 for (oh = 0; oh < OH; ++oh) {
                     float *yr = ym + ((ptrdiff_t)od * OH + oh) * OW;
-                    for (ow = 0; ow < OW; ++ow) {
-                        float acc = b0;
-                        for (kd = 0; kd < KD; ++kd) {
-                            int id = od * p[10] - p[16] + kd * p[13];
-                            if (id < 0 || id >= D) continue;
-                            for (kh = 0; kh < KH; ++kh) {
-                                int ih = oh * p[11] - p[17] + kh * p[14];
-                                const float *xr, *wr;
-                                if (ih < 0 || ih >= H) continue;
-                                xr = xc + ((ptrdiff_t)id * H + ih) * W;
-                                wr = wm + ((ptrdiff_t)kd * KH + kh) * KW;
-                                for (kw = 0; kw < KW; ++kw) {
-                                    int iw = ow * p[12] - p[18] + kw * p[15];
-                                    if (iw >= 0 && iw < W) acc += xr[iw] * wr[kw];
-                                }
-                            }
+                    for (ow = 0; ow < OW; ++ow) yr[ow] = b0;
+                    for (kd = 0; kd < KD; ++kd) {
+                        int id = od * p[10] - p[16] + kd * p[13];
+                        if (id < 0 || id >= D) continue;
+                        for (kh = 0; kh < KH; ++kh) {
+                            int ih = oh * p[11] - p[17] + kh * p[14];
+                            const float *xr, *wr;
+                            if (ih < 0 || ih >= H) continue;
+                            xr = xc + ((ptrdiff_t)id * H + ih) * W;
+                            wr = wm + ((ptrdiff_t)kd * KH + kh) * KW;
+                            for (kw = 0; kw < KW; ++kw)
+                                ember_dw_row_axpy(yr, xr, wr[kw], W, OW, p[12], kw * p[15] - p[18]);
                         }
-                        yr[ow] = acc;
                     }
                     ember_act_apply_f32(yr, OW, act, act_a, act_b);
                 }

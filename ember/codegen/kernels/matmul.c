@@ -1,11 +1,69 @@
 /* Matrix multiplication: the workhorse of Gemm, MatMul, Conv (im2col) and ConvTranspose (col2im). */
 
-/*@kernel ember_matmul_f32 requires ember_act_apply_f32*/
-#define EMBER_MM_MR 4
-#define EMBER_MM_NR 64
+/*@kernel ember_simd requires ember_prelude*/
+/* The widest float vector the compiler targets, from its predefined macros (so --cpu/--target decide):
+ * EMBER_VL floats per vector (1: plain scalar code) and EMBER_MR, the rows of a matmul register tile,
+ * sized so that MR x 2 accumulators + 2 B vectors fit the register file. Vectors are GCC/clang vector
+ * extensions with 4-byte alignment, so loads and stores may be unaligned. */
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512F__)
+#define EMBER_VL 16
+#define EMBER_MR 12
+#elif (defined(__GNUC__) || defined(__clang__)) && defined(__AVX__)
+#define EMBER_VL 8
+#define EMBER_MR 6
+#elif (defined(__GNUC__) || defined(__clang__)) && (defined(__aarch64__) && defined(__ARM_NEON))
+#define EMBER_VL 4
+#define EMBER_MR 8
+#elif (defined(__GNUC__) || defined(__clang__)) && (defined(__SSE2__) || defined(__ARM_NEON) || defined(__wasm_simd128__))
+#define EMBER_VL 4
+#define EMBER_MR 6
+#else
+#define EMBER_VL 1
+#define EMBER_MR 4
+#endif
+#if EMBER_VL > 1
+typedef float ember_vf __attribute__((vector_size(EMBER_VL * 4), aligned(4)));
+#else
+typedef float ember_vf;
+#endif
+/*@end*/
+
+/*@kernel ember_matmul_f32 requires ember_act_apply_f32 ember_simd*/
+#define EMBER_MM_KC 256
+/* acc[R][V] (+)= A[R rows, k0..k1) * B[k0..k1, V vectors of type T]; the tile lives in registers
+ * (R, V constant after inlining). `first`: start from zero instead of the partial sums in C. */
+#define EMBER_MM_TILE(NAME, T, R, V)                                                                   \
+    static void NAME(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A, ptrdiff_t a_sm,       \
+                     ptrdiff_t a_sk, const float *B, ptrdiff_t b_sk, int kn, int first) {            \
+        T acc[R][V];                                                                                 \
+        int i, j, k;                                                                                 \
+        for (i = 0; i < R; ++i)                                                                      \
+            for (j = 0; j < V; ++j)                                                                  \
+                acc[i][j] = first ? (T){0} : *(const T *)(C + i * c_sm + j * (ptrdiff_t)(sizeof(T) / 4)); \
+        for (k = 0; k < kn; ++k) {                                                                   \
+            const float *b = B + (ptrdiff_t)k * b_sk;                                                \
+            T bv[V];                                                                                 \
+            for (j = 0; j < V; ++j) bv[j] = *(const T *)(b + j * (ptrdiff_t)(sizeof(T) / 4));       \
+            for (i = 0; i < R; ++i) {                                                                \
+                const float a = A[i * a_sm + (ptrdiff_t)k * a_sk];                                   \
+                for (j = 0; j < V; ++j) acc[i][j] += a * bv[j];                                      \
+            }                                                                                        \
+        }                                                                                            \
+        for (i = 0; i < R; ++i)                                                                      \
+            for (j = 0; j < V; ++j) *(T *)(C + i * c_sm + j * (ptrdiff_t)(sizeof(T) / 4)) = acc[i][j]; \
+    }
+EMBER_MM_TILE(ember_mm_tile_r2v, ember_vf, EMBER_MR, 2)
+EMBER_MM_TILE(ember_mm_tile_r1v, ember_vf, EMBER_MR, 1)
+EMBER_MM_TILE(ember_mm_tile_r1s, float, EMBER_MR, 1)
+EMBER_MM_TILE(ember_mm_tile_12v, ember_vf, 1, 2)
+EMBER_MM_TILE(ember_mm_tile_11v, ember_vf, 1, 1)
+EMBER_MM_TILE(ember_mm_tile_11s, float, 1, 1)
+
 /* C[m, n] = act(alpha * sum_k A[m*a_sm + k*a_sk] * B[k*b_sk + n] + beta * bias[m*bias_sm + n*bias_sn]).
- * B rows are contiguous (unit n stride), so the inner loop is a vectorizable axpy over a register/L1
- * tile of EMBER_MM_MR x EMBER_MM_NR accumulators; A may be strided (transposed operands).
+ * B rows are contiguous (unit n stride); A may be strided (transposed operands). Columns go in strips
+ * of two vectors, K in blocks of EMBER_MM_KC (a B strip block stays in L1 while all rows of A pass
+ * over it), rows in register tiles of EMBER_MR; partial sums wait in C between K blocks, and the
+ * epilogue (alpha, bias, activation) runs on each strip once its sums are final.
  * `bias` may be NULL; bias_sm / bias_sn of 0 broadcast it along rows / columns. */
 static void ember_matmul_f32(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
                              const float *A, ptrdiff_t a_sm, ptrdiff_t a_sk,
@@ -13,50 +71,41 @@ static void ember_matmul_f32(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
                              int M, int N, int K, float alpha,
                              const float *bias, ptrdiff_t bias_sm, ptrdiff_t bias_sn, float beta,
                              int act, float act_a, float act_b) {
-    float acc[EMBER_MM_MR][EMBER_MM_NR];
-    int m0, n0, k, i, j;
-    for (m0 = 0; m0 < M; m0 += EMBER_MM_MR) {
-        int mr = M - m0 < EMBER_MM_MR ? M - m0 : EMBER_MM_MR;
-        for (n0 = 0; n0 < N; n0 += EMBER_MM_NR) {
-            int nr = N - n0 < EMBER_MM_NR ? N - n0 : EMBER_MM_NR;
-            for (i = 0; i < EMBER_MM_MR; ++i)
-                for (j = 0; j < EMBER_MM_NR; ++j) acc[i][j] = 0.0f;
-            if (mr == EMBER_MM_MR) {
-                const float *a0 = A + (ptrdiff_t)m0 * a_sm;
-                const float *a1 = a0 + a_sm, *a2 = a1 + a_sm, *a3 = a2 + a_sm;
-                for (k = 0; k < K; ++k) {
-                    const float *b = B + (ptrdiff_t)k * b_sk + n0;
-                    ptrdiff_t ak = (ptrdiff_t)k * a_sk;
-                    float v0 = a0[ak], v1 = a1[ak], v2 = a2[ak], v3 = a3[ak];
-                    for (j = 0; j < nr; ++j) {
-                        float bj = b[j];
-                        acc[0][j] += v0 * bj;
-                        acc[1][j] += v1 * bj;
-                        acc[2][j] += v2 * bj;
-                        acc[3][j] += v3 * bj;
-                    }
-                }
-            } else {
-                for (i = 0; i < mr; ++i) {
-                    const float *a = A + (ptrdiff_t)(m0 + i) * a_sm;
-                    for (k = 0; k < K; ++k) {
-                        const float *b = B + (ptrdiff_t)k * b_sk + n0;
-                        float v = a[(ptrdiff_t)k * a_sk];
-                        for (j = 0; j < nr; ++j) acc[i][j] += v * b[j];
-                    }
-                }
-            }
-            for (i = 0; i < mr; ++i) {
-                float *c = C + (ptrdiff_t)(m0 + i) * c_sm + n0;
-                if (bias) {
-                    const float *bp = bias + (ptrdiff_t)(m0 + i) * bias_sm + (ptrdiff_t)n0 * bias_sn;
-                    for (j = 0; j < nr; ++j) c[j] = alpha * acc[i][j] + beta * bp[(ptrdiff_t)j * bias_sn];
+    int n0, k0, m0, i, j;
+    for (n0 = 0; n0 < N;) {
+        /* Strip width: two vectors, else one, else one column (scalar). */
+        const int nv = N - n0 >= 2 * EMBER_VL ? 2 * EMBER_VL : N - n0 >= EMBER_VL ? EMBER_VL : 1;
+        for (k0 = 0; k0 < K || (K == 0 && k0 == 0); k0 += EMBER_MM_KC) {
+            const int kn = K - k0 < EMBER_MM_KC ? K - k0 : EMBER_MM_KC;
+            const float *b = B + (ptrdiff_t)k0 * b_sk + n0;
+            for (m0 = 0; m0 < M;) {
+                const int rows = M - m0 >= EMBER_MR ? EMBER_MR : 1;
+                float *c = C + (ptrdiff_t)m0 * c_sm + n0;
+                const float *a = A + (ptrdiff_t)m0 * a_sm + (ptrdiff_t)k0 * a_sk;
+                if (rows == EMBER_MR) {
+                    if (nv == 2 * EMBER_VL) ember_mm_tile_r2v(c, c_sm, a, a_sm, a_sk, b, b_sk, kn, k0 == 0);
+                    else if (nv == EMBER_VL && EMBER_VL > 1) ember_mm_tile_r1v(c, c_sm, a, a_sm, a_sk, b, b_sk, kn, k0 == 0);
+                    else ember_mm_tile_r1s(c, c_sm, a, a_sm, a_sk, b, b_sk, kn, k0 == 0);
                 } else {
-                    for (j = 0; j < nr; ++j) c[j] = alpha * acc[i][j];
+                    if (nv == 2 * EMBER_VL) ember_mm_tile_12v(c, c_sm, a, a_sm, a_sk, b, b_sk, kn, k0 == 0);
+                    else if (nv == EMBER_VL && EMBER_VL > 1) ember_mm_tile_11v(c, c_sm, a, a_sm, a_sk, b, b_sk, kn, k0 == 0);
+                    else ember_mm_tile_11s(c, c_sm, a, a_sm, a_sk, b, b_sk, kn, k0 == 0);
                 }
-                ember_act_apply_f32(c, nr, act, act_a, act_b);
+                m0 += rows;
             }
+            if (K == 0) break;
         }
+        for (i = 0; i < M; ++i) {
+            float *c = C + (ptrdiff_t)i * c_sm + n0;
+            if (bias) {
+                const float *bp = bias + (ptrdiff_t)i * bias_sm + (ptrdiff_t)n0 * bias_sn;
+                for (j = 0; j < nv; ++j) c[j] = alpha * c[j] + beta * bp[(ptrdiff_t)j * bias_sn];
+            } else if (alpha != 1.0f) {
+                for (j = 0; j < nv; ++j) c[j] = alpha * c[j];
+            }
+            ember_act_apply_f32(c, nv, act, act_a, act_b);
+        }
+        n0 += nv;
     }
 }
 /*@end*/
