@@ -67,22 +67,24 @@ EMBER_INLINE float ember_sqrtf(float x) {
 /*@end*/
 
 /*@kernel ember_expf requires ember_bits*/
-/* e^x = 2^k * e^r, |r| <= ln2/2, degree-7 polynomial; max error ~1 ulp. */
-static float ember_expf(float x) {
-    float k, r, p;
-    int32_t ki;
-    if (ember_isnanf(x)) return x;
-    if (x > 88.72283935546875f) return __builtin_inff();
-    if (x < -103.972084045410f) return 0.0f;
-    k = (float)(int32_t)(x * 1.44269502162933349609f + (x >= 0.0f ? 0.5f : -0.5f));
-    r = x - k * 0.693145751953125f;
+/* e^x = 2^k * e^r, |r| <= ln2/2, degree-7 polynomial; max error ~1 ulp. Branch-free (clamps and
+ * selects only), so loops calling it vectorize: k is rounded with the 1.5*2^23 trick, and 2^k is
+ * applied as two exact power-of-two factors so that results near overflow and in the subnormal
+ * range come out right. NaN propagates through the arithmetic. */
+EMBER_INLINE float ember_expf(float x) {
+    const float shift = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer in the low bits */
+    float xc = x > 88.8f ? 88.8f : x, kf, k, r, p;
+    int32_t ki, half;
+    xc = xc < -104.0f ? -104.0f : xc;
+    kf = xc * 1.44269502162933349609f + shift;
+    ki = (int32_t)(ember_as_u32(kf) - ember_as_u32(shift)); /* the rounded k, from the bits: no UB on NaN */
+    k = kf - shift;
+    r = xc - k * 0.693145751953125f;
     r = r - k * 1.428606765330187045e-06f;
     p = 1.0f + r * (1.0f + r * (0.5f + r * (1.66666666666666667e-1f + r * (4.16666666666666667e-2f +
         r * (8.33333333333333333e-3f + r * (1.38888888888888889e-3f + r * 1.98412698412698413e-4f))))));
-    ki = (int32_t)k;
-    if (ki > 127) { p *= 2.0f; ki -= 1; }
-    if (ki < -126) { p *= 5.9604644775390625e-08f; ki += 24; } /* keep subnormal results */
-    return p * ember_as_f32((uint32_t)(ki + 127) << 23);
+    half = ki / 2;
+    return p * ember_as_f32((uint32_t)(half + 127) << 23) * ember_as_f32((uint32_t)(ki - half + 127) << 23);
 }
 /*@end*/
 
@@ -142,22 +144,19 @@ EMBER_INLINE float ember_sigmoidf(float x) {
 /*@end*/
 
 /*@kernel ember_erff requires ember_expf ember_fabsf*/
-/* Taylor series near 0; elsewhere the Numerical Recipes erfc (fractional error < 1.2e-7). */
-static float ember_erff(float x) {
-    float a = ember_fabsf(x), t, r;
-    if (ember_isnanf(x)) return x;
-    if (a < 0.5f) {
-        float z = x * x;
-        return x * 1.12837916709551257f * (1.0f + z * (-0.333333333333333333f + z * (0.1f + z *
-               (-0.0238095238095238095f + z * (0.00462962962962962963f + z * (-0.000757575757575757576f +
-               z * 0.000106837606837606838f))))));
-    }
-    if (a > 4.0f) return x > 0.0f ? 1.0f : -1.0f;
-    t = 1.0f / (1.0f + 0.5f * a);
-    r = t * ember_expf(-a * a - 1.26551223f + t * (1.00002368f + t * (0.37409196f + t * (0.09678418f +
+/* Taylor series near 0; elsewhere the Numerical Recipes erfc (fractional error < 1.2e-7). Both are
+ * computed and one selected (no branches), so that loops calling it vectorize. */
+EMBER_INLINE float ember_erff(float x) {
+    const float a = ember_fabsf(x), z = x * x;
+    const float t = 1.0f / (1.0f + 0.5f * (a > 4.0f ? 4.0f : a));
+    const float small = x * 1.12837916709551257f * (1.0f + z * (-0.333333333333333333f + z * (0.1f + z *
+        (-0.0238095238095238095f + z * (0.00462962962962962963f + z * (-0.000757575757575757576f +
+        z * 0.000106837606837606838f))))));
+    const float r = t * ember_expf(-a * a - 1.26551223f + t * (1.00002368f + t * (0.37409196f + t * (0.09678418f +
         t * (-0.18628806f + t * (0.27886807f + t * (-1.13520398f + t * (1.48851587f +
         t * (-0.82215223f + t * 0.17087277f)))))))));
-    return x > 0.0f ? 1.0f - r : r - 1.0f;
+    const float big = a > 4.0f ? 1.0f : 1.0f - r;
+    return a < 0.5f ? small : (x < 0.0f ? -big : (x > 0.0f ? big : x));
 }
 /*@end*/
 

@@ -31,7 +31,7 @@ typedef float ember_vf;
 /*@kernel ember_matmul_f32 requires ember_act_apply_f32 ember_simd*/
 #define EMBER_MM_KC 256
 /* acc[R][V] (+)= A[R rows, k0..k1) * B[k0..k1, V vectors of type T]; the tile lives in registers
- * (R, V constant after inlining). `first`: start from zero instead of the partial sums in C. */
+ * (R, V constant per instantiation: MR, 4 or 1 rows x 2 vectors, 1 vector or 1 column). `first`: start from zero instead of the partial sums in C. */
 #define EMBER_MM_TILE(NAME, T, R, V)                                                                   \
     static void NAME(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A, ptrdiff_t a_sm,       \
                      ptrdiff_t a_sk, const float *B, ptrdiff_t b_sk, int kn, int first) {            \
@@ -55,6 +55,9 @@ typedef float ember_vf;
 EMBER_MM_TILE(ember_mm_tile_r2v, ember_vf, EMBER_MR, 2)
 EMBER_MM_TILE(ember_mm_tile_r1v, ember_vf, EMBER_MR, 1)
 EMBER_MM_TILE(ember_mm_tile_r1s, float, EMBER_MR, 1)
+EMBER_MM_TILE(ember_mm_tile_42v, ember_vf, 4, 2)
+EMBER_MM_TILE(ember_mm_tile_41v, ember_vf, 4, 1)
+EMBER_MM_TILE(ember_mm_tile_41s, float, 4, 1)
 EMBER_MM_TILE(ember_mm_tile_12v, ember_vf, 1, 2)
 EMBER_MM_TILE(ember_mm_tile_11v, ember_vf, 1, 1)
 EMBER_MM_TILE(ember_mm_tile_11s, float, 1, 1)
@@ -79,13 +82,17 @@ static void ember_matmul_f32(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
             const int kn = K - k0 < EMBER_MM_KC ? K - k0 : EMBER_MM_KC;
             const float *b = B + (ptrdiff_t)k0 * b_sk + n0;
             for (m0 = 0; m0 < M;) {
-                const int rows = M - m0 >= EMBER_MR ? EMBER_MR : 1;
+                const int rows = M - m0 >= EMBER_MR ? EMBER_MR : M - m0 >= 4 ? 4 : 1;
                 float *c = C + (ptrdiff_t)m0 * c_sm + n0;
                 const float *a = A + (ptrdiff_t)m0 * a_sm + (ptrdiff_t)k0 * a_sk;
                 if (rows == EMBER_MR) {
                     if (nv == 2 * EMBER_VL) ember_mm_tile_r2v(c, c_sm, a, a_sm, a_sk, b, b_sk, kn, k0 == 0);
                     else if (nv == EMBER_VL && EMBER_VL > 1) ember_mm_tile_r1v(c, c_sm, a, a_sm, a_sk, b, b_sk, kn, k0 == 0);
                     else ember_mm_tile_r1s(c, c_sm, a, a_sm, a_sk, b, b_sk, kn, k0 == 0);
+                } else if (rows == 4) {
+                    if (nv == 2 * EMBER_VL) ember_mm_tile_42v(c, c_sm, a, a_sm, a_sk, b, b_sk, kn, k0 == 0);
+                    else if (nv == EMBER_VL && EMBER_VL > 1) ember_mm_tile_41v(c, c_sm, a, a_sm, a_sk, b, b_sk, kn, k0 == 0);
+                    else ember_mm_tile_41s(c, c_sm, a, a_sm, a_sk, b, b_sk, kn, k0 == 0);
                 } else {
                     if (nv == 2 * EMBER_VL) ember_mm_tile_12v(c, c_sm, a, a_sm, a_sk, b, b_sk, kn, k0 == 0);
                     else if (nv == EMBER_VL && EMBER_VL > 1) ember_mm_tile_11v(c, c_sm, a, a_sm, a_sk, b, b_sk, kn, k0 == 0);

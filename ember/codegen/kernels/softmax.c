@@ -23,11 +23,9 @@ static void ember_softmax_f32(float *out, const float *in, ptrdiff_t outer, ptrd
                 for (j = 0; j < n; ++j) y[j * inner] = x[j * inner] - ls;
             } else {
                 float r;
-                for (j = 0; j < n; ++j) {
-                    float e = ember_expf(x[j * inner] - m);
-                    y[j * inner] = e;
-                    s += e;
-                }
+                /* Exponentials first (a loop that vectorizes), then the sum in order. */
+                for (j = 0; j < n; ++j) y[j * inner] = ember_expf(x[j * inner] - m);
+                for (j = 0; j < n; ++j) s += y[j * inner];
                 r = 1.0f / s;
                 for (j = 0; j < n; ++j) y[j * inner] *= r;
             }
