@@ -56,29 +56,27 @@ static void ember_conv_f32(float *y, const float *x, const float *w, const float
 /*@end*/
 
 /*@kernel ember_dwconv_f32 requires ember_act_apply_f32*/
-/* y[ow] += w * x[ow*stride + off] over the outputs whose input column is inside the row: the bounds
- * are solved once, so the loop is a branch-free axpy (contiguous, vectorized, at stride 1). */
-static void ember_dw_row_axpy(float *EMBER_RESTRICT y, const float *EMBER_RESTRICT x, float w, int W, int OW,
-                              int stride, int off) {
-    int lo = off >= 0 ? 0 : (-off + stride - 1) / stride;
-    int hi = W - 1 - off < 0 ? 0 : (W - 1 - off) / stride + 1;
-    int ow;
-    if (hi > OW) hi = OW;
-    if (stride == 1) {
-        for (ow = lo; ow < hi; ++ow) y[ow] += w * x[ow + off];
-    } else {
-        for (ow = lo; ow < hi; ++ow) y[ow] += w * x[(ptrdiff_t)ow * stride + off];
-    }
+/* The outputs [lo, hi) of a row whose input column ow*stride + off lies inside [0, W). */
+static void ember_dw_bounds(int W, int OW, int stride, int off, int *lo, int *hi) {
+    *lo = off >= 0 ? 0 : (-off + stride - 1) / stride;
+    *hi = W - 1 - off < 0 ? 0 : (W - 1 - off) / stride + 1;
+    if (*hi > OW) *hi = OW;
 }
 
 /* Depthwise convolution (one input channel per group; M = C * multiplier), one output row at a time:
- * each kernel tap adds a scaled input row segment (ember_dw_row_axpy), the row staying in L1. */
+ * each kernel tap adds a scaled input row segment, y[ow] += w * x[ow*stride + off] over the outputs
+ * whose input column is inside the row. The segment bounds depend only on the tap's column, so they
+ * are solved once per call; the inner loop is a branch-free axpy (contiguous, vectorized, at stride 1). */
+#define EMBER_DW_MAX_KW 16
 static void ember_dwconv_f32(float *y, const float *x, const float *w, const float *bias, const int32_t *p,
                              int N, int M, int act, float act_a, float act_b) {
     const int C = p[0], D = p[1], H = p[2], W = p[3], KD = p[4], KH = p[5], KW = p[6];
-    const int OD = p[7], OH = p[8], OW = p[9], mult = M / C;
+    const int OD = p[7], OH = p[8], OW = p[9], sw = p[12], mult = M / C;
     const ptrdiff_t s_in = (ptrdiff_t)D * H * W, s_out = (ptrdiff_t)OD * OH * OW;
+    int lo[EMBER_DW_MAX_KW], hi[EMBER_DW_MAX_KW];
     int n, m, od, oh, ow, kd, kh, kw;
+    for (kw = 0; kw < KW && kw < EMBER_DW_MAX_KW; ++kw)
+        ember_dw_bounds(W, OW, sw, kw * p[15] - p[18], &lo[kw], &hi[kw]);
     for (n = 0; n < N; ++n)
         for (m = 0; m < M; ++m) {
             const float *xc = x + ((ptrdiff_t)n * C + m / mult) * s_in;
@@ -87,19 +85,29 @@ static void ember_dwconv_f32(float *y, const float *x, const float *w, const flo
             const float b0 = bias ? bias[m] : 0.0f;
             for (od = 0; od < OD; ++od)
                 for (oh = 0; oh < OH; ++oh) {
-                    float *yr = ym + ((ptrdiff_t)od * OH + oh) * OW;
+                    float *EMBER_RESTRICT yr = ym + ((ptrdiff_t)od * OH + oh) * OW;
                     for (ow = 0; ow < OW; ++ow) yr[ow] = b0;
                     for (kd = 0; kd < KD; ++kd) {
                         int id = od * p[10] - p[16] + kd * p[13];
                         if (id < 0 || id >= D) continue;
                         for (kh = 0; kh < KH; ++kh) {
                             int ih = oh * p[11] - p[17] + kh * p[14];
-                            const float *xr, *wr;
+                            const float *EMBER_RESTRICT xr;
+                            const float *wr;
                             if (ih < 0 || ih >= H) continue;
                             xr = xc + ((ptrdiff_t)id * H + ih) * W;
                             wr = wm + ((ptrdiff_t)kd * KH + kh) * KW;
-                            for (kw = 0; kw < KW; ++kw)
-                                ember_dw_row_axpy(yr, xr, wr[kw], W, OW, p[12], kw * p[15] - p[18]);
+                            for (kw = 0; kw < KW; ++kw) {
+                                const int off = kw * p[15] - p[18];
+                                const float wv = wr[kw];
+                                int l, h;
+                                if (kw < EMBER_DW_MAX_KW) l = lo[kw], h = hi[kw];
+                                else ember_dw_bounds(W, OW, sw, off, &l, &h);
+                                if (sw == 1)
+                                    for (ow = l; ow < h; ++ow) yr[ow] += wv * xr[ow + off];
+                                else
+                                    for (ow = l; ow < h; ++ow) yr[ow] += wv * xr[(ptrdiff_t)ow * sw + off];
+                            }
                         }
                     }
                     ember_act_apply_f32(yr, OW, act, act_a, act_b);
