@@ -36,7 +36,7 @@ def main() -> int:
     ap.add_argument("--core", type=int, default=0, help="CPU core to pin to")
     ap.add_argument("--cpu", default=None, help="ember --cpu (default: the host's, -march=native)")
     ap.add_argument("--work", default="benchmarks/.work", help="models and bundles go here")
-    ap.add_argument("--json", default="benchmarks/results.json", help="write results here")
+    ap.add_argument("--json", default="benchmarks/results/float32.json", help="write results here")
     args = ap.parse_args()
     os.sched_setaffinity(0, {args.core})
     work = Path(args.work)

@@ -130,7 +130,7 @@ def write_bundle(model_path: str, out: Path, opts: CompileOptions, command: str 
 
 
 def _op_label(node: Node) -> str:
-    """Fused nodes are profiled under what they do: Conv+Relu, FusedElementwise(Add,Relu)."""
+    """Fused nodes are profiled under what they do: Conv+Relu, Fused(Add+Relu)."""
     if node.op == "FusedElementwise":
         return "Fused(" + "+".join(step.op for step in node.attrs["_steps"]) + ")"
     act = node.attrs.get("_act")
