@@ -78,7 +78,7 @@ def profile(bundle: Bundle, feeds: dict[str, np.ndarray], rounds: int) -> list[d
 
 
 def _compile_hosted(src: Path, obj: Path) -> None:
-    """The timer is ordinary hosted C (it calls clock_gettime), unlike the bundle."""
+    """The timer is ordinary hosted POSIX C (clock_gettime), so not the bundle's strict C99 flags."""
     res = subprocess.run(["cc", "-O2", "-fPIC", "-c", str(src), "-o", str(obj)], capture_output=True, text=True)
     if res.returncode != 0:
         raise ToolchainError(f"compiling the profiling timer failed: {res.stderr.strip()[:300]}")

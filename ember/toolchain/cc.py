@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ember.errors import ToolchainError
-from ember.toolchain.targets import FloatABI, Target
+from ember.toolchain.targets import TARGETS, FloatABI, Target
 
 # Freestanding, no math errno (so sqrt is one instruction), no unwind tables or stack protector (both
 # would reference a runtime the bundle does not have). -fno-strict-aliasing: the planner reuses one
@@ -29,12 +29,9 @@ ZIG_HINT = "pip install 'ember[cross]' (the ziglang package), or give your own c
 
 @dataclass(frozen=True)
 class Compiler:
-    command: tuple[str, ...]  # program and the user's own flags
+    command: tuple[str, ...]  # how to run it: ("cc",), (python, "-m", "ziglang", "cc")
     family: str  # gcc | clang | zig
-
-    @property
-    def program(self) -> str:
-        return self.command[0]
+    user_flags: tuple[str, ...] = ()  # the flags given with --cc, passed last so that they win
 
 
 def find_compiler(target: Target, cc: str | None) -> Compiler:
@@ -43,7 +40,7 @@ def find_compiler(target: Target, cc: str | None) -> Compiler:
         cmd = tuple(shlex.split(cc))
         if not cmd:
             raise ToolchainError("--cc is empty")
-        return Compiler(cmd, _family(_which(cmd[0], "check --cc")))
+        return Compiler(cmd[:1], _family(_which(cmd[0], "check --cc")), cmd[1:])
     if target.zig_arch is None:
         return Compiler(("cc",), _family(_which("cc", "install gcc or clang (Debian: apt-get install gcc)")))
     if importlib.util.find_spec("ziglang") is None:
@@ -83,23 +80,22 @@ def compile_object(src: Path, obj: Path, target: Target, abi: FloatABI, opt_leve
                    extra: tuple[str, ...] = ()) -> list[str]:
     """Compile one C file to an object; returns the command used (recorded in NAME.json)."""
     compiler = find_compiler(target, cc)
-    user_flags = [] if compiler.family == "zig" else list(compiler.command[1:])
-    cmd = list(compiler.command[: len(compiler.command) - len(user_flags)])
-    cmd += [*BASE_FLAGS, f"-O{opt_level}", *target_flags(compiler, target, abi, cpu)]
+    cmd = [*compiler.command, *BASE_FLAGS, f"-O{opt_level}", *target_flags(compiler, target, abi, cpu)]
     if compiler.family == "gcc":
         cmd += GCC_ONLY_FLAGS
     cmd += ["-fPIC"] if reloc == "pic" else target.static_flags
     if sanitize:
         cmd += SANITIZE_FLAGS
-    cmd += [*extra, *user_flags]  # the user's own flags last, so that they win
+    cmd += [*extra, *compiler.user_flags]
     cmd += ["-c", str(src), "-o", str(obj)]
     _run(cmd, f"compiling {src.name} for {target.name}")
     return cmd
 
 
 def link_shared(objs: list[Path], out: Path, cc: str | None, sanitize: bool = False) -> None:
-    cmd = [*shlex.split(cc or "cc"), "-shared", *(SANITIZE_FLAGS if sanitize else ()), *map(str, objs), "-o", str(out)]
-    _which(cmd[0], "install gcc or clang (Debian: apt-get install gcc)")
+    compiler = find_compiler(TARGETS["host"], cc)
+    cmd = [*compiler.command, *compiler.user_flags, "-shared", *(SANITIZE_FLAGS if sanitize else ()),
+           *map(str, objs), "-o", str(out)]
     _run(cmd, f"linking {out.name}")
 
 

@@ -9,14 +9,12 @@ and fused multiply-adds: the rounding may differ, nothing else).
 
 from __future__ import annotations
 
-import re
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.cross import require_tools
+from tests.cross import copy_bundle, require_tools, understate_activations
 from tests.support import crossrun
 from tests.support.cache import ArtifactCache
 from tests.support.models import assert_close, random_inputs
@@ -47,11 +45,6 @@ def test_bundle_under_qemu_user_matches_host(artifacts: ArtifactCache, tmp_path:
         assert_close(run.outputs[k], ref[k], f"{model} on {target}: output '{k}'", rel=REL)
 
 
-def _copy_bundle(src: Path, dst: Path) -> Path:
-    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("*.so", "*.lock", ".complete"))
-    return dst
-
-
 def test_harness_sees_wrong_weights(artifacts: ArtifactCache, tmp_path: Path) -> None:
     """The comparison can fail: the same bundle with one weight changed gives other outputs on the target."""
     target = "riscv64"
@@ -59,7 +52,7 @@ def test_harness_sees_wrong_weights(artifacts: ArtifactCache, tmp_path: Path) ->
     path = artifacts.model("lenet")
     x = random_inputs(path, None, seed=5)
     ref = artifacts.bundle("lenet").run(x)
-    bundle = _copy_bundle(artifacts.bundle("lenet", target=target).path, tmp_path / "bundle")
+    bundle = copy_bundle(artifacts.bundle("lenet", target=target).path, tmp_path / "bundle")
     weights = bundle / "lenet.weights.bin"
     w = np.frombuffer(weights.read_bytes(), np.float32).copy()
     w[: w.size // 2] *= 1.5  # the first half of the constants: certainly some that every output depends on
@@ -75,11 +68,7 @@ def test_driver_catches_writes_past_a_region(artifacts: ArtifactCache, tmp_path:
     target = "armv7"
     _require(target)
     path = artifacts.model("lenet")
-    bundle = _copy_bundle(artifacts.bundle("lenet", target=target).path, tmp_path / "bundle")
-    header = bundle / "lenet.h"
-    text, n = re.subn(r"(#define LENET_ACTIVATIONS_MEM_SIZE )(\d+)", lambda m: f"{m[1]}{int(m[2]) - 32}",
-                      header.read_text())
-    assert n == 1
-    header.write_text(text)
+    bundle = copy_bundle(artifacts.bundle("lenet", target=target).path, tmp_path / "bundle")
+    understate_activations(bundle, "lenet")
     with pytest.raises(crossrun.CrossRunError, match="exit status 5"):
         crossrun.run_linux(bundle, target, random_inputs(path, None, seed=5), tmp_path / "run")

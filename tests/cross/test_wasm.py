@@ -8,13 +8,11 @@ with max abs error <= 1e-4 x the output's range.
 
 from __future__ import annotations
 
-import re
-import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.cross import require_tools
+from tests.cross import copy_bundle, require_tools, understate_activations
 from tests.support import crossrun
 from tests.support.cache import ArtifactCache
 from tests.support.models import assert_close, random_inputs
@@ -45,13 +43,7 @@ def test_driver_catches_writes_past_a_region(artifacts: ArtifactCache, tmp_path:
     """Told (through NAME.h) that the activation region is 32 bytes smaller than the bundle uses, the
     driver must report the bundle's writes past its end."""
     path = artifacts.model("lenet")
-    bundle = tmp_path / "bundle"
-    shutil.copytree(artifacts.bundle("lenet", target="wasm32").path, bundle,
-                    ignore=shutil.ignore_patterns("*.so", "*.lock", ".complete"))
-    header = bundle / "lenet.h"
-    text, n = re.subn(r"(#define LENET_ACTIVATIONS_MEM_SIZE )(\d+)", lambda m: f"{m[1]}{int(m[2]) - 32}",
-                      header.read_text())
-    assert n == 1
-    header.write_text(text)
+    bundle = copy_bundle(artifacts.bundle("lenet", target="wasm32").path, tmp_path / "bundle")
+    understate_activations(bundle, "lenet")
     with pytest.raises(crossrun.CrossRunError, match="returned 5"):
         crossrun.run_wasm(bundle, random_inputs(path, None, seed=5), tmp_path / "run")

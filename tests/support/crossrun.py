@@ -40,6 +40,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ember.toolchain.objfile import inspect_object
+
 RUN_TIMEOUT = 120.0  # seconds; MobileNet under qemu-user takes about one
 GUARD = 64  # bytes after each region that the bundle must not touch
 WASM_STACK = 1 << 20  # bytes of wasm shadow stack (wasm-ld's default is 64 KiB)
@@ -449,7 +451,7 @@ def _link_linux(bundle_dir: Path, man: dict, work: Path) -> Path:
     exe = work / "driver"
     obj = bundle_dir / f"{name}.o"
     flags = _zig_flags(man)
-    extra = sorted(_undefined(obj) - _DRIVER_PROVIDES - _LINKER_PROVIDES)
+    extra = sorted(set(inspect_object(obj).undefined) - _DRIVER_PROVIDES - _LINKER_PROVIDES)
     if extra:
         # Compiler helpers the driver lacks: link zig's compiler-rt (built once per zig cache, ~10 s).
         # A freestanding OS in the triple makes zig link it without building a C library.
@@ -489,22 +491,6 @@ def _build(cmd: list[str], work: Path, what: str) -> None:
     if res.returncode != 0:
         out = _tail(res.stderr + res.stdout)
         raise CrossRunError(f"{what} failed (exit {res.returncode})\n$ {' '.join(cmd)}\n{out}")
-
-
-def _undefined(obj: Path) -> set[str]:
-    """Undefined symbols of an ELF object (wasm objects: the linker reports them itself)."""
-    from elftools.elf.elffile import ELFFile
-    from elftools.elf.sections import SymbolTableSection
-
-    with open(obj, "rb") as f:
-        if f.read(4) != b"\x7fELF":
-            return set()
-        f.seek(0)
-        found = set()
-        for sec in ELFFile(f).iter_sections():
-            if isinstance(sec, SymbolTableSection):
-                found |= {s.name for s in sec.iter_symbols() if s.name and s["st_shndx"] == "SHN_UNDEF"}
-        return found
 
 
 # ----------------------------------------------------------------------------- data

@@ -56,7 +56,7 @@ def test_missing_cross_compiler_says_what_to_install(monkeypatch: pytest.MonkeyP
 
 
 def test_user_compiler_gets_gcc_spelled_target_flags_before_its_own() -> None:
-    gcc = cc.Compiler(("arm-none-eabi-gcc", "-Os"), "gcc")
+    gcc = cc.Compiler(("arm-none-eabi-gcc",), "gcc", ("-Os",))
     t = get_target("cortex-m4")
     assert cc.target_flags(gcc, t, t.float_abi(None), None) == [
         "-mthumb", "-mcpu=cortex-m4", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"]

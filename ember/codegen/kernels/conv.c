@@ -65,18 +65,14 @@ static void ember_dw_bounds(int W, int OW, int stride, int off, int *lo, int *hi
 
 /* Depthwise convolution (one input channel per group; M = C * multiplier), one output row at a time:
  * each kernel tap adds a scaled input row segment, y[ow] += w * x[ow*stride + off] over the outputs
- * whose input column is inside the row. The segment bounds depend only on the tap's column, so they
- * are solved once per call; the inner loop is a branch-free axpy (contiguous, vectorized, at stride 1). */
-#define EMBER_DW_MAX_KW 16
+ * whose input column is inside the row. With the segment's bounds solved first, the inner loop is a
+ * branch-free axpy (contiguous, vectorized, at stride 1). */
 static void ember_dwconv_f32(float *y, const float *x, const float *w, const float *bias, const int32_t *p,
                              int N, int M, int act, float act_a, float act_b) {
     const int C = p[0], D = p[1], H = p[2], W = p[3], KD = p[4], KH = p[5], KW = p[6];
     const int OD = p[7], OH = p[8], OW = p[9], sw = p[12], mult = M / C;
     const ptrdiff_t s_in = (ptrdiff_t)D * H * W, s_out = (ptrdiff_t)OD * OH * OW;
-    int lo[EMBER_DW_MAX_KW], hi[EMBER_DW_MAX_KW];
     int n, m, od, oh, ow, kd, kh, kw;
-    for (kw = 0; kw < KW && kw < EMBER_DW_MAX_KW; ++kw)
-        ember_dw_bounds(W, OW, sw, kw * p[15] - p[18], &lo[kw], &hi[kw]);
     for (n = 0; n < N; ++n)
         for (m = 0; m < M; ++m) {
             const float *xc = x + ((ptrdiff_t)n * C + m / mult) * s_in;
@@ -101,8 +97,7 @@ static void ember_dwconv_f32(float *y, const float *x, const float *w, const flo
                                 const int off = kw * p[15] - p[18];
                                 const float wv = wr[kw];
                                 int l, h;
-                                if (kw < EMBER_DW_MAX_KW) l = lo[kw], h = hi[kw];
-                                else ember_dw_bounds(W, OW, sw, off, &l, &h);
+                                ember_dw_bounds(W, OW, sw, off, &l, &h);
                                 if (sw == 1)
                                     for (ow = l; ow < h; ++ow) yr[ow] += wv * xr[ow + off];
                                 else

@@ -61,6 +61,22 @@ EMBER_MM_TILE(ember_mm_tile_41s, float, 4, 1)
 EMBER_MM_TILE(ember_mm_tile_12v, ember_vf, 1, 2)
 EMBER_MM_TILE(ember_mm_tile_11v, ember_vf, 1, 1)
 EMBER_MM_TILE(ember_mm_tile_11s, float, 1, 1)
+/* One tile: `tall` picks MR, 4 or 1 rows, `strip` two vectors, one vector or one column. (A switch,
+ * not a table of function pointers: a pointer table needs load-time relocations in PIC objects.) */
+static void ember_mm_tile(int tall, int strip, float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A,
+                          ptrdiff_t a_sm, ptrdiff_t a_sk, const float *B, ptrdiff_t b_sk, int kn, int first) {
+    switch (tall * 3 + strip) {
+    case 0: ember_mm_tile_r2v(C, c_sm, A, a_sm, a_sk, B, b_sk, kn, first); break;
+    case 1: ember_mm_tile_r1v(C, c_sm, A, a_sm, a_sk, B, b_sk, kn, first); break;
+    case 2: ember_mm_tile_r1s(C, c_sm, A, a_sm, a_sk, B, b_sk, kn, first); break;
+    case 3: ember_mm_tile_42v(C, c_sm, A, a_sm, a_sk, B, b_sk, kn, first); break;
+    case 4: ember_mm_tile_41v(C, c_sm, A, a_sm, a_sk, B, b_sk, kn, first); break;
+    case 5: ember_mm_tile_41s(C, c_sm, A, a_sm, a_sk, B, b_sk, kn, first); break;
+    case 6: ember_mm_tile_12v(C, c_sm, A, a_sm, a_sk, B, b_sk, kn, first); break;
+    case 7: ember_mm_tile_11v(C, c_sm, A, a_sm, a_sk, B, b_sk, kn, first); break;
+    default: ember_mm_tile_11s(C, c_sm, A, a_sm, a_sk, B, b_sk, kn, first); break;
+    }
+}
 
 /* C[m, n] = act(alpha * sum_k A[m*a_sm + k*a_sk] * B[k*b_sk + n] + beta * bias[m*bias_sm + n*bias_sn]).
  * B rows are contiguous (unit n stride); A may be strided (transposed operands). Columns go in strips
@@ -77,28 +93,16 @@ static void ember_matmul_f32(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
     int n0, k0, m0, i, j;
     for (n0 = 0; n0 < N;) {
         /* Strip width: two vectors, else one, else one column (scalar). */
-        const int nv = N - n0 >= 2 * EMBER_VL ? 2 * EMBER_VL : N - n0 >= EMBER_VL ? EMBER_VL : 1;
+        const int strip = N - n0 >= 2 * EMBER_VL ? 0 : N - n0 >= EMBER_VL && EMBER_VL > 1 ? 1 : 2;
+        const int nv = strip == 0 ? 2 * EMBER_VL : strip == 1 ? EMBER_VL : 1;
         for (k0 = 0; k0 < K || (K == 0 && k0 == 0); k0 += EMBER_MM_KC) {
             const int kn = K - k0 < EMBER_MM_KC ? K - k0 : EMBER_MM_KC;
             const float *b = B + (ptrdiff_t)k0 * b_sk + n0;
             for (m0 = 0; m0 < M;) {
-                const int rows = M - m0 >= EMBER_MR ? EMBER_MR : M - m0 >= 4 ? 4 : 1;
-                float *c = C + (ptrdiff_t)m0 * c_sm + n0;
-                const float *a = A + (ptrdiff_t)m0 * a_sm + (ptrdiff_t)k0 * a_sk;
-                if (rows == EMBER_MR) {
-                    if (nv == 2 * EMBER_VL) ember_mm_tile_r2v(c, c_sm, a, a_sm, a_sk, b, b_sk, kn, k0 == 0);
-                    else if (nv == EMBER_VL && EMBER_VL > 1) ember_mm_tile_r1v(c, c_sm, a, a_sm, a_sk, b, b_sk, kn, k0 == 0);
-                    else ember_mm_tile_r1s(c, c_sm, a, a_sm, a_sk, b, b_sk, kn, k0 == 0);
-                } else if (rows == 4) {
-                    if (nv == 2 * EMBER_VL) ember_mm_tile_42v(c, c_sm, a, a_sm, a_sk, b, b_sk, kn, k0 == 0);
-                    else if (nv == EMBER_VL && EMBER_VL > 1) ember_mm_tile_41v(c, c_sm, a, a_sm, a_sk, b, b_sk, kn, k0 == 0);
-                    else ember_mm_tile_41s(c, c_sm, a, a_sm, a_sk, b, b_sk, kn, k0 == 0);
-                } else {
-                    if (nv == 2 * EMBER_VL) ember_mm_tile_12v(c, c_sm, a, a_sm, a_sk, b, b_sk, kn, k0 == 0);
-                    else if (nv == EMBER_VL && EMBER_VL > 1) ember_mm_tile_11v(c, c_sm, a, a_sm, a_sk, b, b_sk, kn, k0 == 0);
-                    else ember_mm_tile_11s(c, c_sm, a, a_sm, a_sk, b, b_sk, kn, k0 == 0);
-                }
-                m0 += rows;
+                const int tall = M - m0 >= EMBER_MR ? 0 : M - m0 >= 4 ? 1 : 2;
+                ember_mm_tile(tall, strip, C + (ptrdiff_t)m0 * c_sm + n0, c_sm,
+                              A + (ptrdiff_t)m0 * a_sm + (ptrdiff_t)k0 * a_sk, a_sm, a_sk, b, b_sk, kn, k0 == 0);
+                m0 += tall == 0 ? EMBER_MR : tall == 1 ? 4 : 1;
             }
             if (K == 0) break;
         }
