@@ -22,6 +22,7 @@ from ember.memory.planner import MemoryPlan, plan_memory
 from ember.ops import registry
 from ember.passes.manager import PassManager
 from ember.passes.pipeline import DEFAULT_PIPELINE
+from ember.passes.winograd import winograd_convs
 from ember.report.flops import graph_flops
 from ember.runtime.loader import Bundle, load
 from ember.toolchain.cc import compile_object
@@ -91,6 +92,9 @@ def write_bundle(model_path: str, out: Path, opts: CompileOptions, command: str 
     if opts.sanitize and target.kind != "host":
         raise OptionError(f"sanitizers apply to host bundles, not target '{target.name}'")
     graph, pm, sha = build_graph(model_path, opts)
+    if target.kind in ("host", "linux") and opts.opt_level >= 2:
+        # Winograd trades 16/9 the weight bytes for speed: only where memory is not the constraint.
+        PassManager([("winograd", winograd_convs)], pm.records).run(graph)
     plan = plan_memory(graph, inlined_constants(graph))
     name = graph.name
     banner = _banner(name, sha, command)

@@ -75,9 +75,21 @@ def _conv_parts(node: Node) -> tuple[list[int], int, int, bool, bool]:
     return geo, group, w.shape[0], depthwise, direct
 
 
+def _dw_padded_floats(geo: list[int]) -> int:
+    """Scratch of ember_dwconv_f32: the padded input's stride-phase planes and the output at their pitch."""
+    if geo[1] != 1 or geo[4] != 1 or geo[7] != 1:
+        return 0  # 3-D: the row kernel, no scratch
+    (oh, ow), (kh, kw), (sh, sw), (dh, dw) = geo[8:10], geo[5:7], geo[11:13], geo[14:16]
+    hh = -(-((oh - 1) * sh + (kh - 1) * dh + 1) // sh)
+    wh = -(-((ow - 1) * sw + (kw - 1) * dw + 1) // sw)
+    return sh * sw * hh * wh + oh * wh
+
+
 def _conv_scratch(node: Node) -> int:
     geo, group, _, depthwise, direct = _conv_parts(node)
-    if depthwise or direct:
+    if depthwise:
+        return _dw_padded_floats(geo) * 4
+    if direct:
         return 0
     k = geo[0] // group * math.prod(geo[4:7])
     return k * math.prod(geo[7:10]) * 4
@@ -89,7 +101,8 @@ def _lower_conv(node: Node, k: KernelEmitter) -> None:
     tab = k.table(geo, DType.INT32)
     bias = k.inp(2) if node.input(2) is not None else "0"
     if depthwise:
-        k.call("ember_dwconv_f32", k.out(0), k.inp(0), k.inp(1), bias, tab, n, m, *act_args(node))
+        pad = k.scratch("float") if _dw_padded_floats(geo) else "0"
+        k.call("ember_dwconv_f32", k.out(0), k.inp(0), k.inp(1), bias, pad, tab, n, m, *act_args(node))
         return
     col = "0" if direct else k.scratch("float")
     k.call("ember_conv_f32", k.out(0), k.inp(0), k.inp(1), bias, col, tab, n, group, m, int(direct),
@@ -101,6 +114,34 @@ register(float16_via_f32(OpDef(
     kernels=("ember_conv_f32", "ember_dwconv_f32"),
     tests=(r"test_(basic_)?conv_with_.*", r"test_basic_conv_.*", r"test_conv_.*"),
 )))
+
+
+# ConvWinograd (internal: a Conv rewritten by ember/passes/winograd.py) --------------------------
+
+def _winograd_parts(node: Node) -> tuple[list[int], int, int]:
+    """(geometry with the original 3x3 kernel, out channels M, tiles T)."""
+    x, y = present(node.input(0)), present(node.outputs[0])
+    geo = conv_geometry(node, list(x.shape[2:]), [3, 3], list(y.shape[2:]))
+    tiles = -(-y.shape[2] // 2) * -(-y.shape[3] // 2)
+    return geo, y.shape[1], tiles
+
+
+def _winograd_scratch(node: Node) -> int:
+    geo, m, tiles = _winograd_parts(node)
+    th, tw = -(-geo[8] // 2), -(-geo[9] // 2)
+    return ((2 * th + 2) * 2 * (tw + 1) + 16 * ((geo[0] + m) * tiles + 32) + 4 * tw) * 4
+
+
+def _lower_winograd(node: Node, k: KernelEmitter) -> None:
+    geo, m, _ = _winograd_parts(node)
+    bias = k.inp(2) if node.input(2) is not None else "0"
+    k.call("ember_conv_winograd_f32", k.out(0), k.inp(0), k.inp(1), bias, k.scratch("float"),
+           k.table(geo, DType.INT32), present(node.input(0)).shape[0], m, *act_args(node))
+
+
+register(OpDef(
+    "ConvWinograd", lower=_lower_winograd, scratch=_winograd_scratch, kernels=("ember_conv_winograd_f32",),
+))
 
 
 # ConvTranspose ---------------------------------------------------------------------------------

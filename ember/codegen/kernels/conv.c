@@ -3,27 +3,49 @@
  *   p[0] = C (input channels), p[1..3] = input D,H,W, p[4..6] = kernel KD,KH,KW,
  *   p[7..9] = output OD,OH,OW, p[10..12] = strides, p[13..15] = dilations, p[16..18] = leading pads. */
 
-/*@kernel ember_im2col_f32 requires ember_prelude*/
+/*@kernel ember_window_bounds requires ember_prelude*/
+/* The outputs [lo, hi) of a row whose input column ow*stride + off lies inside [0, W): solving a
+ * window tap's valid range once lets the loop over the row run without bounds checks. */
+static void ember_window_bounds(int W, int OW, int stride, int off, int *lo, int *hi) {
+    *lo = off >= 0 ? 0 : (-off + stride - 1) / stride;
+    *hi = W - 1 - off < 0 ? 0 : (W - 1 - off) / stride + 1;
+    if (*hi > OW) *hi = OW;
+    if (*lo > *hi) *lo = *hi;
+}
+/*@end*/
+
+/*@kernel ember_im2col_f32 requires ember_window_bounds*/
 /* col[(c*KD + kd)*KH*KW + kh*KW + kw][od*OH*OW + oh*OW + ow] = x[c][id][ih][iw] (0 outside the input),
- * the B operand of the convolution-as-matmul. */
+ * the B operand of the convolution-as-matmul. Each output row is zeros, a (strided) copy, zeros. */
 static void ember_im2col_f32(float *EMBER_RESTRICT col, const float *EMBER_RESTRICT x, int C, const int32_t *p) {
     const int D = p[1], H = p[2], W = p[3], KD = p[4], KH = p[5], KW = p[6], OD = p[7], OH = p[8], OW = p[9];
+    const int sw = p[12];
     int c, kd, kh, kw, od, oh, ow;
     for (c = 0; c < C; ++c)
         for (kd = 0; kd < KD; ++kd)
             for (kh = 0; kh < KH; ++kh)
                 for (kw = 0; kw < KW; ++kw) {
                     const float *xc = x + (ptrdiff_t)c * D * H * W;
+                    const int off = kw * p[15] - p[18];
+                    int lo, hi;
+                    ember_window_bounds(W, OW, sw, off, &lo, &hi);
                     for (od = 0; od < OD; ++od) {
                         int id = od * p[10] - p[16] + kd * p[13];
-                        for (oh = 0; oh < OH; ++oh) {
+                        for (oh = 0; oh < OH; ++oh, col += OW) {
                             int ih = oh * p[11] - p[17] + kh * p[14];
-                            int row_ok = id >= 0 && id < D && ih >= 0 && ih < H;
-                            const float *xr = row_ok ? xc + ((ptrdiff_t)id * H + ih) * W : xc;
-                            for (ow = 0; ow < OW; ++ow) {
-                                int iw = ow * p[12] - p[18] + kw * p[15];
-                                *col++ = (row_ok && iw >= 0 && iw < W) ? xr[iw] : 0.0f;
+                            const float *xr = xc + ((ptrdiff_t)id * H + ih) * W + off;
+                            if (id < 0 || id >= D || ih < 0 || ih >= H) {
+                                for (ow = 0; ow < OW; ++ow) col[ow] = 0.0f;
+                                continue;
                             }
+                            for (ow = 0; ow < lo; ++ow) col[ow] = 0.0f;
+                            if (sw == 1)
+                                for (ow = lo; ow < hi; ++ow) col[ow] = xr[ow];
+                            else if (sw == 2)
+                                for (ow = lo; ow < hi; ++ow) col[ow] = xr[2 * (ptrdiff_t)ow];
+                            else
+                                for (ow = lo; ow < hi; ++ow) col[ow] = xr[(ptrdiff_t)ow * sw];
+                            for (ow = hi; ow < OW; ++ow) col[ow] = 0.0f;
                         }
                     }
                 }
@@ -55,19 +77,12 @@ static void ember_conv_f32(float *y, const float *x, const float *w, const float
 }
 /*@end*/
 
-/*@kernel ember_dwconv_f32 requires ember_act_apply_f32*/
-/* The outputs [lo, hi) of a row whose input column ow*stride + off lies inside [0, W). */
-static void ember_dw_bounds(int W, int OW, int stride, int off, int *lo, int *hi) {
-    *lo = off >= 0 ? 0 : (-off + stride - 1) / stride;
-    *hi = W - 1 - off < 0 ? 0 : (W - 1 - off) / stride + 1;
-    if (*hi > OW) *hi = OW;
-}
-
-/* Depthwise convolution (one input channel per group; M = C * multiplier), one output row at a time:
+/*@kernel ember_dwconv_rows_f32 requires ember_act_apply_f32 ember_window_bounds*/
+/* Depthwise convolution (one input channel per group; M = C * multiplier), any rank, one output row at a time:
  * each kernel tap adds a scaled input row segment, y[ow] += w * x[ow*stride + off] over the outputs
  * whose input column is inside the row. With the segment's bounds solved first, the inner loop is a
  * branch-free axpy (contiguous, vectorized, at stride 1). */
-static void ember_dwconv_f32(float *y, const float *x, const float *w, const float *bias, const int32_t *p,
+static void ember_dwconv_rows_f32(float *y, const float *x, const float *w, const float *bias, const int32_t *p,
                              int N, int M, int act, float act_a, float act_b) {
     const int C = p[0], D = p[1], H = p[2], W = p[3], KD = p[4], KH = p[5], KW = p[6];
     const int OD = p[7], OH = p[8], OW = p[9], sw = p[12], mult = M / C;
@@ -97,7 +112,7 @@ static void ember_dwconv_f32(float *y, const float *x, const float *w, const flo
                                 const int off = kw * p[15] - p[18];
                                 const float wv = wr[kw];
                                 int l, h;
-                                ember_dw_bounds(W, OW, sw, off, &l, &h);
+                                ember_window_bounds(W, OW, sw, off, &l, &h);
                                 if (sw == 1)
                                     for (ow = l; ow < h; ++ow) yr[ow] += wv * xr[ow + off];
                                 else
@@ -107,6 +122,86 @@ static void ember_dwconv_f32(float *y, const float *x, const float *w, const flo
                     }
                     ember_act_apply_f32(yr, OW, act, act_a, act_b);
                 }
+        }
+}
+/*@end*/
+
+/*@kernel ember_dwconv_f32 requires ember_dwconv_rows_f32*/
+/* 2-D depthwise convolution over a zero-padded, polyphase copy of each input plane, so that every
+ * tap is one contiguous, bounds-free vector loop over the whole output plane, however narrow its rows.
+ * The padded plane xp (the Hp x Wp extent the windows read) is split by row phase a = r % sh and
+ * column phase b = c % sw into planes P[a][b] of Hh x Wh (Hh = ceil(Hp/sh), Wh = ceil(Wp/sw)); then
+ *   xp[oh*sh + kh*dh][ow*sw + kw*dw] = P[(kh*dh) % sh][(kw*dw) % sw][oh + kh*dh/sh][ow + kw*dw/sw],
+ * i.e. tap t reads its plane at flat index q + off_t for output q = oh*Wh + ow. Outputs are computed
+ * flat at pitch Wh (columns past OW are never copied out); 3x3 windows keep all nine taps in one pass.
+ * `pad`: scratch of sh*sw*Hh*Wh + OH*Wh floats. 3-D inputs use the row kernel. */
+static void ember_dwconv_f32(float *y, const float *x, const float *w, const float *bias, float *pad,
+                             const int32_t *p, int N, int M, int act, float act_a, float act_b) {
+    const int C = p[0], H = p[2], W = p[3], KH = p[5], KW = p[6], OH = p[8], OW = p[9];
+    const int sh = p[11], sw = p[12], dh = p[14], dw = p[15], pt = p[17], pl = p[18], mult = M / C;
+    const int Hp = (OH - 1) * sh + (KH - 1) * dh + 1, Wp = (OW - 1) * sw + (KW - 1) * dw + 1;
+    const int Hh = (Hp + sh - 1) / sh, Wh = (Wp + sw - 1) / sw;
+    const ptrdiff_t plane = (ptrdiff_t)Hh * Wh, len = (ptrdiff_t)(OH - 1) * Wh + OW;
+    float *EMBER_RESTRICT acc = pad + sh * sw * plane;
+    int n, m, a, b, i, j, kh, kw, oh, ow;
+    ptrdiff_t q;
+    if (p[1] != 1 || p[4] != 1 || p[7] != 1) {
+        ember_dwconv_rows_f32(y, x, w, bias, p, N, M, act, act_a, act_b);
+        return;
+    }
+    for (n = 0; n < N; ++n)
+        for (m = 0; m < M; ++m) {
+            const float *EMBER_RESTRICT xc = x + ((ptrdiff_t)n * C + m / mult) * H * W;
+            const float *wm = w + (ptrdiff_t)m * KH * KW;
+            const float b0 = bias ? bias[m] : 0.0f;
+            float *EMBER_RESTRICT ym = y + ((ptrdiff_t)n * M + m) * OH * OW;
+            /* Row i of plane (a, b) holds padded row r = i*sh + a, columns c = j*sw + b: input row r - pt,
+             * column c - pl where those are inside the input (and r, c inside Hp x Wp), else zero. */
+            for (a = 0; a < sh; ++a)
+                for (b = 0; b < sw; ++b)
+                    for (i = 0; i < Hh; ++i) {
+                        float *EMBER_RESTRICT dst = pad + (a * sw + b) * plane + (ptrdiff_t)i * Wh;
+                        const int r = i * sh + a, ih = r - pt, off = b - pl;
+                        const int cols = (Wp - b + sw - 1) / sw; /* j with c < Wp */
+                        int lo = 0, hi = 0;
+                        if (r < Hp && ih >= 0 && ih < H) {
+                            lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
+                            hi = W - 1 - off < 0 ? 0 : (W - 1 - off) / sw + 1;
+                            if (hi > cols) hi = cols;
+                            if (lo > hi) lo = hi;
+                        }
+                        for (j = 0; j < lo; ++j) dst[j] = 0.0f;
+                        if (sw == 1)
+                            for (j = lo; j < hi; ++j) dst[j] = xc[(ptrdiff_t)ih * W + j + off];
+                        else
+                            for (j = lo; j < hi; ++j) dst[j] = xc[(ptrdiff_t)ih * W + (ptrdiff_t)j * sw + off];
+                        for (j = hi; j < Wh; ++j) dst[j] = 0.0f;
+                    }
+#define EMBER_DW_TAP(KH_, KW_)                                                                          \
+    (pad + (((KH_) * dh % sh) * sw + (KW_) * dw % sw) * plane + (ptrdiff_t)((KH_) * dh / sh) * Wh +   \
+     (KW_) * dw / sw)
+            if (KH == 3 && KW == 3) {
+                const float *t0 = EMBER_DW_TAP(0, 0), *t1 = EMBER_DW_TAP(0, 1), *t2 = EMBER_DW_TAP(0, 2);
+                const float *t3 = EMBER_DW_TAP(1, 0), *t4 = EMBER_DW_TAP(1, 1), *t5 = EMBER_DW_TAP(1, 2);
+                const float *t6 = EMBER_DW_TAP(2, 0), *t7 = EMBER_DW_TAP(2, 1), *t8 = EMBER_DW_TAP(2, 2);
+                const float w0 = wm[0], w1 = wm[1], w2 = wm[2], w3 = wm[3], w4 = wm[4], w5 = wm[5];
+                const float w6 = wm[6], w7 = wm[7], w8 = wm[8];
+                for (q = 0; q < len; ++q)
+                    acc[q] = b0 + w0 * t0[q] + w1 * t1[q] + w2 * t2[q] + w3 * t3[q] + w4 * t4[q] + w5 * t5[q] +
+                             w6 * t6[q] + w7 * t7[q] + w8 * t8[q];
+            } else {
+                for (q = 0; q < len; ++q) acc[q] = b0;
+                for (kh = 0; kh < KH; ++kh)
+                    for (kw = 0; kw < KW; ++kw) {
+                        const float *EMBER_RESTRICT t = EMBER_DW_TAP(kh, kw);
+                        const float wv = wm[kh * KW + kw];
+                        for (q = 0; q < len; ++q) acc[q] += wv * t[q];
+                    }
+            }
+#undef EMBER_DW_TAP
+            for (oh = 0; oh < OH; ++oh)
+                for (ow = 0; ow < OW; ++ow) ym[(ptrdiff_t)oh * OW + ow] = acc[(ptrdiff_t)oh * Wh + ow];
+            ember_act_apply_f32(ym, (ptrdiff_t)OH * OW, act, act_a, act_b);
         }
 }
 /*@end*/

@@ -30,11 +30,32 @@ typedef float ember_vf;
 
 /*@kernel ember_matmul_f32 requires ember_act_apply_f32 ember_simd*/
 #define EMBER_MM_KC 256
+/* Clamp to [lo, hi] keeping NaN (the fused Relu/Clip epilogue, applied in registers). */
+EMBER_INLINE float ember_sclamp(float x, float lo, float hi) {
+    x = x < lo ? lo : x;
+    return x > hi ? hi : x;
+}
+#if EMBER_VL > 1
+typedef int32_t ember_vi __attribute__((vector_size(EMBER_VL * 4)));
+EMBER_INLINE ember_vf ember_vclamp(ember_vf x, float lo, float hi) {
+    const ember_vf lv = (ember_vf){0} + lo, hv = (ember_vf){0} + hi;
+    ember_vi m = x < lv;
+    x = (ember_vf)(((ember_vi)lv & m) | ((ember_vi)x & ~m));
+    m = x > hv;
+    return (ember_vf)(((ember_vi)hv & m) | ((ember_vi)x & ~m));
+}
+#else
+#define ember_vclamp ember_sclamp
+#endif
 /* acc[R][V] (+)= A[R rows, k0..k1) * B[k0..k1, V vectors of type T]; the tile lives in registers
- * (R, V constant per instantiation: MR, 4 or 1 rows x 2 vectors, 1 vector or 1 column). `first`: start from zero instead of the partial sums in C. */
-#define EMBER_MM_TILE(NAME, T, R, V)                                                                   \
+ * (R, V constant per instantiation: MR, 4 or 1 rows x 2 vectors, 1 vector or 1 column). `first`:
+ * start from zero instead of the partial sums in C. On the last K block the fused epilogue runs in
+ * registers before the store: `bias` (row i adds bias[i * bias_sm]; NULL for none), then, if
+ * `clamp`, a clamp to [lo, hi] (Relu, Clip). */
+#define EMBER_MM_TILE(NAME, T, CLAMP, R, V)                                                            \
     static void NAME(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A, ptrdiff_t a_sm,       \
-                     ptrdiff_t a_sk, const float *B, ptrdiff_t b_sk, int kn, int first) {            \
+                     ptrdiff_t a_sk, const float *B, ptrdiff_t b_sk, int kn, int first,              \
+                     const float *bias, ptrdiff_t bias_sm, int clamp, float lo, float hi) {          \
         T acc[R][V];                                                                                 \
         int i, j, k;                                                                                 \
         for (i = 0; i < R; ++i)                                                                      \
@@ -49,40 +70,50 @@ typedef float ember_vf;
                 for (j = 0; j < V; ++j) acc[i][j] += a * bv[j];                                      \
             }                                                                                        \
         }                                                                                            \
+        if (bias)                                                                                    \
+            for (i = 0; i < R; ++i)                                                                  \
+                for (j = 0; j < V; ++j) acc[i][j] += bias[i * bias_sm];                              \
+        if (clamp)                                                                                   \
+            for (i = 0; i < R; ++i)                                                                  \
+                for (j = 0; j < V; ++j) acc[i][j] = CLAMP(acc[i][j], lo, hi);                        \
         for (i = 0; i < R; ++i)                                                                      \
             for (j = 0; j < V; ++j) *(T *)(C + i * c_sm + j * (ptrdiff_t)(sizeof(T) / 4)) = acc[i][j]; \
     }
-EMBER_MM_TILE(ember_mm_tile_r2v, ember_vf, EMBER_MR, 2)
-EMBER_MM_TILE(ember_mm_tile_r1v, ember_vf, EMBER_MR, 1)
-EMBER_MM_TILE(ember_mm_tile_r1s, float, EMBER_MR, 1)
-EMBER_MM_TILE(ember_mm_tile_42v, ember_vf, 4, 2)
-EMBER_MM_TILE(ember_mm_tile_41v, ember_vf, 4, 1)
-EMBER_MM_TILE(ember_mm_tile_41s, float, 4, 1)
-EMBER_MM_TILE(ember_mm_tile_12v, ember_vf, 1, 2)
-EMBER_MM_TILE(ember_mm_tile_11v, ember_vf, 1, 1)
-EMBER_MM_TILE(ember_mm_tile_11s, float, 1, 1)
+EMBER_MM_TILE(ember_mm_tile_r2v, ember_vf, ember_vclamp, EMBER_MR, 2)
+EMBER_MM_TILE(ember_mm_tile_r1v, ember_vf, ember_vclamp, EMBER_MR, 1)
+EMBER_MM_TILE(ember_mm_tile_r1s, float, ember_sclamp, EMBER_MR, 1)
+EMBER_MM_TILE(ember_mm_tile_42v, ember_vf, ember_vclamp, 4, 2)
+EMBER_MM_TILE(ember_mm_tile_41v, ember_vf, ember_vclamp, 4, 1)
+EMBER_MM_TILE(ember_mm_tile_41s, float, ember_sclamp, 4, 1)
+EMBER_MM_TILE(ember_mm_tile_12v, ember_vf, ember_vclamp, 1, 2)
+EMBER_MM_TILE(ember_mm_tile_11v, ember_vf, ember_vclamp, 1, 1)
+EMBER_MM_TILE(ember_mm_tile_11s, float, ember_sclamp, 1, 1)
 /* One tile: `tall` picks MR, 4 or 1 rows, `strip` two vectors, one vector or one column. (A switch,
  * not a table of function pointers: a pointer table needs load-time relocations in PIC objects.) */
+#define EMBER_MM_ARGS C, c_sm, A, a_sm, a_sk, B, b_sk, kn, first, bias, bias_sm, clamp, lo, hi
 static void ember_mm_tile(int tall, int strip, float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A,
-                          ptrdiff_t a_sm, ptrdiff_t a_sk, const float *B, ptrdiff_t b_sk, int kn, int first) {
+                          ptrdiff_t a_sm, ptrdiff_t a_sk, const float *B, ptrdiff_t b_sk, int kn, int first,
+                          const float *bias, ptrdiff_t bias_sm, int clamp, float lo, float hi) {
     switch (tall * 3 + strip) {
-    case 0: ember_mm_tile_r2v(C, c_sm, A, a_sm, a_sk, B, b_sk, kn, first); break;
-    case 1: ember_mm_tile_r1v(C, c_sm, A, a_sm, a_sk, B, b_sk, kn, first); break;
-    case 2: ember_mm_tile_r1s(C, c_sm, A, a_sm, a_sk, B, b_sk, kn, first); break;
-    case 3: ember_mm_tile_42v(C, c_sm, A, a_sm, a_sk, B, b_sk, kn, first); break;
-    case 4: ember_mm_tile_41v(C, c_sm, A, a_sm, a_sk, B, b_sk, kn, first); break;
-    case 5: ember_mm_tile_41s(C, c_sm, A, a_sm, a_sk, B, b_sk, kn, first); break;
-    case 6: ember_mm_tile_12v(C, c_sm, A, a_sm, a_sk, B, b_sk, kn, first); break;
-    case 7: ember_mm_tile_11v(C, c_sm, A, a_sm, a_sk, B, b_sk, kn, first); break;
-    default: ember_mm_tile_11s(C, c_sm, A, a_sm, a_sk, B, b_sk, kn, first); break;
+    case 0: ember_mm_tile_r2v(EMBER_MM_ARGS); break;
+    case 1: ember_mm_tile_r1v(EMBER_MM_ARGS); break;
+    case 2: ember_mm_tile_r1s(EMBER_MM_ARGS); break;
+    case 3: ember_mm_tile_42v(EMBER_MM_ARGS); break;
+    case 4: ember_mm_tile_41v(EMBER_MM_ARGS); break;
+    case 5: ember_mm_tile_41s(EMBER_MM_ARGS); break;
+    case 6: ember_mm_tile_12v(EMBER_MM_ARGS); break;
+    case 7: ember_mm_tile_11v(EMBER_MM_ARGS); break;
+    default: ember_mm_tile_11s(EMBER_MM_ARGS); break;
     }
 }
+#undef EMBER_MM_ARGS
 
 /* C[m, n] = act(alpha * sum_k A[m*a_sm + k*a_sk] * B[k*b_sk + n] + beta * bias[m*bias_sm + n*bias_sn]).
  * B rows are contiguous (unit n stride); A may be strided (transposed operands). Columns go in strips
  * of two vectors, K in blocks of EMBER_MM_KC (a B strip block stays in L1 while all rows of A pass
- * over it), rows in register tiles of EMBER_MR; partial sums wait in C between K blocks, and the
- * epilogue (alpha, bias, activation) runs on each strip once its sums are final.
+ * over it), rows in register tiles of EMBER_MR; partial sums wait in C between K blocks. The epilogue
+ * runs in registers on the last K block when it is a per-row bias and/or Relu/Clip (convolutions);
+ * anything else (alpha, beta, a bias varying along n, other activations) runs on each strip after.
  * `bias` may be NULL; bias_sm / bias_sn of 0 broadcast it along rows / columns. */
 static void ember_matmul_f32(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
                              const float *A, ptrdiff_t a_sm, ptrdiff_t a_sk,
@@ -90,32 +121,60 @@ static void ember_matmul_f32(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
                              int M, int N, int K, float alpha,
                              const float *bias, ptrdiff_t bias_sm, ptrdiff_t bias_sn, float beta,
                              int act, float act_a, float act_b) {
+    const int simple = alpha == 1.0f && (!bias || (beta == 1.0f && bias_sn == 0));
+    const int clamp = simple && (act == EMBER_ACT_RELU || act == EMBER_ACT_CLIP);
+    const int in_tile = simple && (clamp || act == EMBER_ACT_NONE);
+    const float lo = act == EMBER_ACT_CLIP ? act_a : 0.0f, hi = act == EMBER_ACT_CLIP ? act_b : __builtin_inff();
     int n0, k0, m0, i, j;
+#if EMBER_VL > 1
+    /* The B strip block, copied contiguous when several row tiles will read it: rows of B that are a
+     * power-of-two bytes apart would otherwise share a few L1 sets and evict each other. */
+    float bpack[EMBER_MM_KC * 2 * EMBER_VL] __attribute__((aligned(64)));
+    const int pack = M > EMBER_MR;
+#endif
     for (n0 = 0; n0 < N;) {
+        int strip, nv;
+        /* A ragged last strip overlaps the previous one instead (N - 2 vectors or N - 1 vector): the
+         * shared columns are recomputed from scratch to the same values, at full vector speed. */
+        if (EMBER_VL > 1 && N - n0 < 2 * EMBER_VL && N >= 2 * EMBER_VL) n0 = N - 2 * EMBER_VL;
+        else if (EMBER_VL > 1 && N - n0 < EMBER_VL && N >= EMBER_VL) n0 = N - EMBER_VL;
         /* Strip width: two vectors, else one, else one column (scalar). */
-        const int strip = N - n0 >= 2 * EMBER_VL ? 0 : N - n0 >= EMBER_VL && EMBER_VL > 1 ? 1 : 2;
-        const int nv = strip == 0 ? 2 * EMBER_VL : strip == 1 ? EMBER_VL : 1;
+        strip = N - n0 >= 2 * EMBER_VL ? 0 : N - n0 >= EMBER_VL && EMBER_VL > 1 ? 1 : 2;
+        nv = strip == 0 ? 2 * EMBER_VL : strip == 1 ? EMBER_VL : 1;
         for (k0 = 0; k0 < K || (K == 0 && k0 == 0); k0 += EMBER_MM_KC) {
             const int kn = K - k0 < EMBER_MM_KC ? K - k0 : EMBER_MM_KC;
+            const int last = in_tile && k0 + kn >= K;
             const float *b = B + (ptrdiff_t)k0 * b_sk + n0;
+            ptrdiff_t bs = b_sk;
+#if EMBER_VL > 1
+            if (pack && strip != 2) {
+                int k;
+                for (k = 0; k < kn; ++k)
+                    for (j = 0; j < nv; ++j) bpack[k * nv + j] = b[(ptrdiff_t)k * b_sk + j];
+                b = bpack;
+                bs = nv;
+            }
+#endif
             for (m0 = 0; m0 < M;) {
                 const int tall = M - m0 >= EMBER_MR ? 0 : M - m0 >= 4 ? 1 : 2;
                 ember_mm_tile(tall, strip, C + (ptrdiff_t)m0 * c_sm + n0, c_sm,
-                              A + (ptrdiff_t)m0 * a_sm + (ptrdiff_t)k0 * a_sk, a_sm, a_sk, b, b_sk, kn, k0 == 0);
+                              A + (ptrdiff_t)m0 * a_sm + (ptrdiff_t)k0 * a_sk, a_sm, a_sk, b, bs, kn, k0 == 0,
+                              last && bias ? bias + (ptrdiff_t)m0 * bias_sm : 0, bias_sm, last && clamp, lo, hi);
                 m0 += tall == 0 ? EMBER_MR : tall == 1 ? 4 : 1;
             }
             if (K == 0) break;
         }
-        for (i = 0; i < M; ++i) {
-            float *c = C + (ptrdiff_t)i * c_sm + n0;
-            if (bias) {
-                const float *bp = bias + (ptrdiff_t)i * bias_sm + (ptrdiff_t)n0 * bias_sn;
-                for (j = 0; j < nv; ++j) c[j] = alpha * c[j] + beta * bp[(ptrdiff_t)j * bias_sn];
-            } else if (alpha != 1.0f) {
-                for (j = 0; j < nv; ++j) c[j] = alpha * c[j];
+        if (!in_tile)
+            for (i = 0; i < M; ++i) {
+                float *c = C + (ptrdiff_t)i * c_sm + n0;
+                if (bias) {
+                    const float *bp = bias + (ptrdiff_t)i * bias_sm + (ptrdiff_t)n0 * bias_sn;
+                    for (j = 0; j < nv; ++j) c[j] = alpha * c[j] + beta * bp[(ptrdiff_t)j * bias_sn];
+                } else if (alpha != 1.0f) {
+                    for (j = 0; j < nv; ++j) c[j] = alpha * c[j];
+                }
+                ember_act_apply_f32(c, nv, act, act_a, act_b);
             }
-            ember_act_apply_f32(c, nv, act, act_a, act_b);
-        }
         n0 += nv;
     }
 }

@@ -37,7 +37,7 @@ static void ember_batchnorm_f32(float *y, const float *x, const float *scale, co
 }
 /*@end*/
 
-/*@kernel ember_norm_rows_f32 requires ember_sqrtf*/
+/*@kernel ember_norm_rows_f32 requires ember_sqrtf ember_row_sum ember_row_sqdev*/
 /* Normalizes `rows` rows of `len` contiguous values: y = (x - mean) * invstd * scale + bias, where
  * scale/bias are indexed per element (elem_step 1, LayerNorm) or one value per row
  * (row_step 1, elem_step 0: InstanceNorm/GroupNorm channel). Writes mean / invstd per row if non-NULL. */
@@ -50,21 +50,18 @@ static void ember_norm_rows_f32(float *y, const float *x, ptrdiff_t rows, ptrdif
         const float *xr = x + r * len;
         float *yr = y + r * len;
         const ptrdiff_t pofs = (r % row_period) * row_step;
-        float mu = 0.0f, var = 0.0f, inv;
-        for (i = 0; i < len; ++i) mu += xr[i];
-        mu /= (float)len;
-        for (i = 0; i < len; ++i) {
-            float d = xr[i] - mu;
-            var += d * d;
-        }
-        var /= (float)len;
-        inv = 1.0f / ember_sqrtf(var + eps);
+        const float mu = ember_row_sum_f32(xr, len) / (float)len;
+        const float var = ember_row_sqdev_f32(xr, len, mu) / (float)len;
+        const float inv = 1.0f / ember_sqrtf(var + eps);
         if (mean_out) mean_out[r] = mu;
         if (invstd_out) invstd_out[r] = inv;
-        for (i = 0; i < len; ++i) {
-            float v = (xr[i] - mu) * inv * scale[pofs + i * elem_step];
-            yr[i] = bias_present ? v + bias[pofs + i * elem_step] : v;
-        }
+        if (elem_step == 1 && bias_present) /* LayerNorm: the loop vectorizes */
+            for (i = 0; i < len; ++i) yr[i] = (xr[i] - mu) * inv * scale[pofs + i] + bias[pofs + i];
+        else
+            for (i = 0; i < len; ++i) {
+                float v = (xr[i] - mu) * inv * scale[pofs + i * elem_step];
+                yr[i] = bias_present ? v + bias[pofs + i * elem_step] : v;
+            }
     }
 }
 /*@end*/

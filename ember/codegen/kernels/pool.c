@@ -2,16 +2,54 @@
  *   p[0..2] = input D,H,W, p[3..5] = kernel, p[6..8] = output dims, p[9..11] = strides,
  *   p[12..14] = dilations, p[15..17] = leading pads, p[18..20] = trailing pads. */
 
-/*@kernel ember_maxpool_tpl requires ember_prelude*/
+/*@kernel ember_maxpool_tpl requires ember_window_bounds*/
 /* Max pooling for one element type; `idx` (may be NULL) receives the flat argmax index into the input
- * (row-major spatial order, or column-major when storage_order is 1), like ONNX MaxPool's Indices. */
+ * (row-major spatial order, or column-major when storage_order is 1), like ONNX MaxPool's Indices.
+ * Without indices, each output row is the running max of its taps' input rows, bounds solved per
+ * tap (the loops over a row vectorize); with indices, one window at a time. */
 #define EMBER_DEFINE_MAXPOOL(SUFFIX, T, LOWEST)                                                          \
+static void ember_maxpool_rows_##SUFFIX(T *y, const T *x, const int32_t *p, ptrdiff_t NC) {              \
+    const int D = p[0], H = p[1], W = p[2], OW = p[8], sw = p[11];                                       \
+    ptrdiff_t nc;                                                                                        \
+    int od, oh, ow, kd, kh, kw, lo, hi;                                                                  \
+    for (nc = 0; nc < NC; ++nc)                                                                          \
+        for (od = 0; od < p[6]; ++od)                                                                    \
+            for (oh = 0; oh < p[7]; ++oh, y += OW) {                                                     \
+                for (ow = 0; ow < OW; ++ow) y[ow] = LOWEST;                                              \
+                for (kd = 0; kd < p[3]; ++kd) {                                                          \
+                    int id = od * p[9] - p[15] + kd * p[12];                                             \
+                    if (id < 0 || id >= D) continue;                                                     \
+                    for (kh = 0; kh < p[4]; ++kh) {                                                      \
+                        int ih = oh * p[10] - p[16] + kh * p[13];                                        \
+                        const T *xr;                                                                     \
+                        if (ih < 0 || ih >= H) continue;                                                 \
+                        xr = x + ((nc * D + id) * (ptrdiff_t)H + ih) * W;                                \
+                        for (kw = 0; kw < p[5]; ++kw) {                                                  \
+                            const int off = kw * p[14] - p[17];                                          \
+                            const T *xo = xr + off;                                                      \
+                            ember_window_bounds(W, OW, sw, off, &lo, &hi);                               \
+                            if (sw == 1)                                                                 \
+                                for (ow = lo; ow < hi; ++ow) y[ow] = xo[ow] > y[ow] ? xo[ow] : y[ow];    \
+                            else                                                                         \
+                                for (ow = lo; ow < hi; ++ow) {                                           \
+                                    const T v = xo[(ptrdiff_t)ow * sw];                                  \
+                                    y[ow] = v > y[ow] ? v : y[ow];                                       \
+                                }                                                                        \
+                        }                                                                                \
+                    }                                                                                    \
+                }                                                                                        \
+            }                                                                                            \
+}                                                                                                        \
 static void ember_maxpool_##SUFFIX(T *y, int64_t *idx, const T *x, const int32_t *p, ptrdiff_t NC,       \
                                    int storage_order) {                                                  \
     const int D = p[0], H = p[1], W = p[2];                                                              \
     const ptrdiff_t s_in = (ptrdiff_t)D * H * W;                                                         \
     ptrdiff_t nc;                                                                                        \
     int od, oh, ow, kd, kh, kw;                                                                          \
+    if (!idx) {                                                                                          \
+        ember_maxpool_rows_##SUFFIX(y, x, p, NC);                                                        \
+        return;                                                                                          \
+    }                                                                                                    \
     for (nc = 0; nc < NC; ++nc) {                                                                        \
         const T *xc = x + nc * s_in;                                                                     \
         for (od = 0; od < p[6]; ++od)                                                                    \

@@ -64,3 +64,33 @@ static uint16_t ember_f32_to_f16(float f) {
     return (uint16_t)(sign | half);
 }
 /*@end*/
+
+/*@kernel ember_row_sum requires ember_prelude*/
+/* Sums of n contiguous floats in 16 fixed lanes: loops that vectorize, in an order set by this code
+ * (not by the vectorizer), so every target rounds alike. ember_row_sqdev_f32 below sums (x - mu)^2. */
+static float ember_row_sum_f32(const float *x, ptrdiff_t n) {
+    const ptrdiff_t full = n - n % 16;
+    float lane[16] = {0}, s = 0.0f;
+    ptrdiff_t j;
+    int l;
+    for (j = 0; j < full; j += 16)
+        for (l = 0; l < 16; ++l) lane[l] += x[j + l];
+    for (l = 0; l < 16; ++l) s += lane[l];
+    for (j = full; j < n; ++j) s += x[j];
+    return s;
+}
+/*@end*/
+
+/*@kernel ember_row_sqdev requires ember_prelude*/
+static float ember_row_sqdev_f32(const float *x, ptrdiff_t n, float mu) {
+    const ptrdiff_t full = n - n % 16;
+    float lane[16] = {0}, s = 0.0f;
+    ptrdiff_t j;
+    int l;
+    for (j = 0; j < full; j += 16)
+        for (l = 0; l < 16; ++l) lane[l] += (x[j + l] - mu) * (x[j + l] - mu);
+    for (l = 0; l < 16; ++l) s += lane[l];
+    for (j = full; j < n; ++j) s += (x[j] - mu) * (x[j] - mu);
+    return s;
+}
+/*@end*/

@@ -1,0 +1,96 @@
+/* Winograd F(2x2, 3x3) convolution for 3x3, stride-1, undilated, ungrouped 2-D convolutions: each
+ * 2x2 output tile costs 16 multiplies per (in, out) channel pair instead of 36. The weights arrive
+ * already transformed at compile time (ember/passes/winograd.py): U[e][m][c] = (G g_mc G^T)[e], e the
+ * 16 positions of the 4x4 transformed tile. Per image:
+ *   V[e][c][t] = (B^T d_ct B)[e]     input transform of each 4x4 input patch d (tile t, channel c)
+ *   Z[e][m][t] = sum_c U[e][m][c] V[e][c][t]    16 matmuls (the matmul kernel)
+ *   y tile     = A^T Z[.][m][t] A + bias, then the fused activation.
+ * Geometry `p` as conv.c's table (C, input D,H,W, kernel, output, strides, dilations, leading pads).
+ * The transforms vectorize across the tiles of a row: the padded input rows are stored split into
+ * even and odd columns (a tile's 4 columns are then E[tw], O[tw], E[tw+1], O[tw+1], all contiguous
+ * in tw), and output rows are produced as even and odd columns and interleaved on the way out.
+ * `scratch`: padded plane (2*TH+2) x 2*(TW+1), V (16*(C*T+16)), Z (16*(M*T+16)) and four output half-rows
+ * (TW each) floats, T = TH*TW tiles, TH = ceil(OH/2), TW = ceil(OW/2). */
+
+/*@kernel ember_conv_winograd_f32 requires ember_matmul_f32*/
+static void ember_conv_winograd_f32(float *y, const float *x, const float *U, const float *bias, float *scratch,
+                                    const int32_t *p, int N, int M, int act, float act_a, float act_b) {
+    const int C = p[0], H = p[2], W = p[3], OH = p[8], OW = p[9], pt = p[17], pl = p[18];
+    const int TH = (OH + 1) / 2, TW = (OW + 1) / 2, Hp = 2 * TH + 2, Wh = TW + 1;
+    /* The 16 matrices of V and Z sit 64 bytes more than their size apart: at a multiple of 4 KiB (e.g.
+     * 64 channels x 784 tiles) their 16 streams would collide in the same L1 sets. */
+    const ptrdiff_t T = (ptrdiff_t)TH * TW, vs = (ptrdiff_t)C * T + 16, zs = (ptrdiff_t)M * T + 16;
+    float *EMBER_RESTRICT xp = scratch;
+    float *EMBER_RESTRICT V = xp + (ptrdiff_t)Hp * 2 * Wh;
+    float *EMBER_RESTRICT Z = V + 16 * vs;
+    float *EMBER_RESTRICT half = Z + 16 * zs;
+    int n, c, m, e, r, j, th, tw, i;
+    for (n = 0; n < N; ++n) {
+        for (c = 0; c < C; ++c) {
+            const float *xc = x + ((ptrdiff_t)n * C + c) * H * W;
+            float *vc = V + (ptrdiff_t)c * T;
+            /* Padded row r (input row r - pt; padded column q is input column q - pl) as its even
+             * columns E[j] = q = 2j and odd columns O[j] = q = 2j + 1, zero outside the input. */
+            for (r = 0; r < Hp; ++r) {
+                float *EMBER_RESTRICT ev = xp + (ptrdiff_t)r * 2 * Wh, *EMBER_RESTRICT od = ev + Wh;
+                const int ih = r - pt;
+                const float *xr = xc + (ptrdiff_t)ih * W;
+                for (j = 0; j < Wh; ++j) {
+                    const int q0 = 2 * j - pl, q1 = q0 + 1;
+                    const int in_row = ih >= 0 && ih < H;
+                    ev[j] = in_row && q0 >= 0 && q0 < W ? xr[q0] : 0.0f;
+                    od[j] = in_row && q1 >= 0 && q1 < W ? xr[q1] : 0.0f;
+                }
+            }
+            for (th = 0; th < TH; ++th) {
+                const float *e0 = xp + (ptrdiff_t)2 * th * 2 * Wh, *e1 = e0 + 2 * Wh, *e2 = e1 + 2 * Wh, *e3 = e2 + 2 * Wh;
+                const float *o0 = e0 + Wh, *o1 = e1 + Wh, *o2 = e2 + Wh, *o3 = e3 + Wh;
+                float *v = vc + (ptrdiff_t)th * TW;
+                for (tw = 0; tw < TW; ++tw) {
+                    /* Each patch row d times B (B^T rows: d0-d2, d1+d2, d2-d1, d1-d3), d = (E, O, E', O'). */
+                    const float a0 = e0[tw] - e0[tw + 1], a1 = o0[tw] + e0[tw + 1], a2 = e0[tw + 1] - o0[tw], a3 = o0[tw] - o0[tw + 1];
+                    const float b0 = e1[tw] - e1[tw + 1], b1 = o1[tw] + e1[tw + 1], b2 = e1[tw + 1] - o1[tw], b3 = o1[tw] - o1[tw + 1];
+                    const float c0 = e2[tw] - e2[tw + 1], c1 = o2[tw] + e2[tw + 1], c2 = e2[tw + 1] - o2[tw], c3 = o2[tw] - o2[tw + 1];
+                    const float d0 = e3[tw] - e3[tw + 1], d1 = o3[tw] + e3[tw + 1], d2 = e3[tw + 1] - o3[tw], d3 = o3[tw] - o3[tw + 1];
+                    /* Then B^T down each column. */
+                    v[0 * vs + tw] = a0 - c0;  v[1 * vs + tw] = a1 - c1;  v[2 * vs + tw] = a2 - c2;  v[3 * vs + tw] = a3 - c3;
+                    v[4 * vs + tw] = b0 + c0;  v[5 * vs + tw] = b1 + c1;  v[6 * vs + tw] = b2 + c2;  v[7 * vs + tw] = b3 + c3;
+                    v[8 * vs + tw] = c0 - b0;  v[9 * vs + tw] = c1 - b1;  v[10 * vs + tw] = c2 - b2; v[11 * vs + tw] = c3 - b3;
+                    v[12 * vs + tw] = b0 - d0; v[13 * vs + tw] = b1 - d1; v[14 * vs + tw] = b2 - d2; v[15 * vs + tw] = b3 - d3;
+                }
+            }
+        }
+        for (e = 0; e < 16; ++e)
+            ember_matmul_f32(Z + e * zs, T, U + e * (ptrdiff_t)M * C, C, 1, V + e * vs, T, M, (int)T, C, 1.0f,
+                             0, 0, 0, 0.0f, 0, 0.0f, 0.0f);
+        for (m = 0; m < M; ++m) {
+            const float b = bias ? bias[m] : 0.0f;
+            float *ym = y + ((ptrdiff_t)n * M + m) * OH * OW;
+            for (th = 0; th < TH; ++th) {
+                const float *z = Z + (ptrdiff_t)m * T + (ptrdiff_t)th * TW;
+                float *EMBER_RESTRICT y0e = half, *EMBER_RESTRICT y0o = half + TW;
+                float *EMBER_RESTRICT y1e = half + 2 * TW, *EMBER_RESTRICT y1o = half + 3 * TW;
+                for (tw = 0; tw < TW; ++tw) {
+                    /* A^T = [1 1 1 0; 0 1 -1 -1] on the rows, then on the columns. */
+                    const float q0 = z[0 * zs + tw] + z[4 * zs + tw] + z[8 * zs + tw];
+                    const float q1 = z[1 * zs + tw] + z[5 * zs + tw] + z[9 * zs + tw];
+                    const float q2 = z[2 * zs + tw] + z[6 * zs + tw] + z[10 * zs + tw];
+                    const float q3 = z[3 * zs + tw] + z[7 * zs + tw] + z[11 * zs + tw];
+                    const float w0 = z[4 * zs + tw] - z[8 * zs + tw] - z[12 * zs + tw];
+                    const float w1 = z[5 * zs + tw] - z[9 * zs + tw] - z[13 * zs + tw];
+                    const float w2 = z[6 * zs + tw] - z[10 * zs + tw] - z[14 * zs + tw];
+                    const float w3 = z[7 * zs + tw] - z[11 * zs + tw] - z[15 * zs + tw];
+                    y0e[tw] = b + q0 + q1 + q2;
+                    y0o[tw] = b + q1 - q2 - q3;
+                    y1e[tw] = b + w0 + w1 + w2;
+                    y1o[tw] = b + w1 - w2 - w3;
+                }
+                for (i = 0; i < OW; ++i) ym[(ptrdiff_t)2 * th * OW + i] = (i & 1 ? y0o : y0e)[i >> 1];
+                if (2 * th + 1 < OH)
+                    for (i = 0; i < OW; ++i) ym[(ptrdiff_t)(2 * th + 1) * OW + i] = (i & 1 ? y1o : y1e)[i >> 1];
+            }
+            ember_act_apply_f32(ym, (ptrdiff_t)OH * OW, act, act_a, act_b);
+        }
+    }
+}
+/*@end*/

@@ -1,0 +1,78 @@
+"""Conv kernel paths the node tests reach only partly, against onnxruntime.
+
+Depthwise convolutions (polyphase padded-plane kernel at any stride and dilation, 3x3 specialised,
+the 3-D row kernel), grouped and im2col convolutions with strides, dilations and asymmetric pads,
+Winograd F(2x2, 3x3) with odd output sizes and asymmetric pads, and the fused Relu/Clip epilogues.
+Each case also runs in a C driver built with AddressSanitizer + UBSan, so a tap read past its
+padded plane or a bad index fails the test.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import ember
+from tests.support import cdriver
+from tests.support.models import assert_close, onnxruntime_outputs
+
+# name: (input shape, out channels, kernel, attrs, activation after the conv)
+CASES: dict[str, tuple[tuple[int, ...], int, tuple[int, ...], dict, str | None]] = {
+    "dw3x3_s1_same": ((1, 8, 14, 14), 8, (3, 3), {"group": 8, "pads": [1, 1, 1, 1]}, "Clip"),
+    "dw3x3_s1_valid_rect": ((1, 4, 9, 17), 4, (3, 3), {"group": 4}, None),
+    "dw3x3_s2_odd": ((1, 6, 15, 15), 6, (3, 3), {"group": 6, "strides": [2, 2], "pads": [1, 1, 1, 1]}, "Relu"),
+    "dw3x3_s2_nopad": ((1, 6, 16, 16), 6, (3, 3), {"group": 6, "strides": [2, 2]}, None),
+    "dw5x5_s1_dilated_asym": ((1, 5, 12, 11), 5, (5, 5),
+                              {"group": 5, "dilations": [2, 1], "pads": [3, 1, 4, 2]}, None),
+    "dw3x3_mult2_s3": ((2, 3, 13, 10), 6, (3, 3), {"group": 3, "strides": [3, 2], "pads": [0, 1, 2, 0]}, None),
+    "dw1x7_row": ((1, 4, 5, 20), 4, (1, 7), {"group": 4, "pads": [0, 3, 0, 3]}, "Relu"),
+    "dw3d": ((1, 3, 4, 6, 6), 3, (2, 3, 3), {"group": 3, "pads": [1, 1, 1, 0, 1, 1]}, None),
+    "im2col_s2_asym": ((1, 3, 23, 21), 20, (7, 7), {"strides": [2, 2], "pads": [3, 2, 3, 4]}, "Relu"),
+    "im2col_dilated_s3": ((1, 5, 19, 19), 33, (3, 3), {"strides": [3, 1], "dilations": [2, 2]}, None),
+    "grouped": ((1, 8, 10, 10), 12, (3, 3), {"group": 4, "pads": [1, 1, 1, 1]}, "Clip"),
+    "pointwise_ragged_n": ((1, 40, 7, 7), 70, (1, 1), {}, "Relu"),
+    "pointwise_n17": ((1, 16, 1, 17), 24, (1, 1), {}, None),
+    "winograd_odd": ((1, 16, 9, 11), 24, (3, 3), {"pads": [1, 1, 1, 1]}, "Relu"),
+    "winograd_asym_pads": ((2, 20, 12, 10), 16, (3, 3), {"pads": [0, 1, 2, 0]}, "Clip"),
+    "winograd_valid": ((1, 32, 10, 13), 17, (3, 3), {}, None),
+}
+# Cases the Winograd pass must take (the others must not).
+WINOGRAD = {"winograd_odd", "winograd_asym_pads", "winograd_valid"}
+
+
+def _model(path: Path, shape: tuple[int, ...], m: int, kernel: tuple[int, ...], attrs: dict, act: str | None) -> None:
+    rng = np.random.default_rng(sum(shape) + m)
+    group = attrs.get("group", 1)
+    w = rng.standard_normal((m, shape[1] // group, *kernel)).astype(np.float32)
+    b = rng.standard_normal(m).astype(np.float32)
+    inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")]
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c" if act else "y"], **attrs)]
+    if act == "Relu":
+        nodes.append(helper.make_node("Relu", ["c"], ["y"]))
+    elif act == "Clip":
+        inits += [numpy_helper.from_array(np.float32(0.0), "lo"), numpy_helper.from_array(np.float32(1.5), "hi")]
+        nodes.append(helper.make_node("Clip", ["c", "lo", "hi"], ["y"]))
+    graph = helper.make_graph(nodes, "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_conv_variant_matches_onnxruntime(case: str, tmp_path: Path) -> None:
+    shape, m, kernel, attrs, act = CASES[case]
+    path = tmp_path / "conv.onnx"
+    _model(path, shape, m, kernel, attrs, act)
+    x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+    ref = onnxruntime_outputs(path, {"x": x})["y"]
+    bundle = ember.compile(path, tmp_path / "out")
+    op = "ConvWinograd" if case in WINOGRAD else "Conv"
+    # The activation is applied in the conv's epilogue, not as its own node.
+    assert [n["op"] for n in bundle.manifest["nodes"]] == [f"{op}+{act}" if act else op]
+    assert_close(bundle.run({"x": x})["y"], ref, case)
+    assert_close(cdriver.run(bundle.path, tmp_path / "drv", {"x": x}, sanitize=True)["y"], ref, f"{case} (ASan)")
