@@ -20,9 +20,9 @@ from ember.ir.graph import Graph, Node
 from ember.ir.verify import verify
 from ember.memory.planner import MemoryPlan, plan_memory
 from ember.ops import registry
+from ember.passes.conv_algorithms import choose_conv_algorithms
 from ember.passes.manager import PassManager
 from ember.passes.pipeline import DEFAULT_PIPELINE
-from ember.passes.winograd import winograd_convs
 from ember.report.flops import graph_flops
 from ember.runtime.loader import Bundle, load
 from ember.toolchain.cc import compile_object
@@ -94,7 +94,7 @@ def write_bundle(model_path: str, out: Path, opts: CompileOptions, command: str 
     graph, pm, sha = build_graph(model_path, opts)
     if target.kind in ("host", "linux") and opts.opt_level >= 2:
         # Winograd trades 16/9 the weight bytes for speed: only where memory is not the constraint.
-        PassManager([("winograd", winograd_convs)], pm.records).run(graph)
+        PassManager([("choose_conv_algorithms", choose_conv_algorithms)], pm.records).run(graph)
     plan = plan_memory(graph, inlined_constants(graph))
     name = graph.name
     banner = _banner(name, sha, command)

@@ -64,15 +64,18 @@ def _normalize(node: Node, graph: Graph) -> None:
 
 # Conv ------------------------------------------------------------------------------------------
 
+def _is_direct(geo: list[int]) -> bool:
+    """A 1x1, stride-1, unpadded conv: its input already is the matmul's B operand (no im2col)."""
+    return math.prod(geo[4:7]) == 1 and geo[1:4] == geo[7:10] and geo[10:13] == [1, 1, 1] and geo[16:19] == [0, 0, 0]
+
+
 def _conv_parts(node: Node) -> tuple[list[int], int, int, bool, bool]:
     """(geometry, groups, out channels, depthwise, direct 1x1)."""
     x, w, y = present(node.input(0)), present(node.input(1)), present(node.outputs[0])
     geo = conv_geometry(node, list(x.shape[2:]), list(w.shape[2:]), list(y.shape[2:]))
     group = node.attrs.get("group", 1)
     depthwise = group == x.shape[1] and group > 1 and w.shape[1] == 1
-    direct = (math.prod(w.shape[2:]) == 1 and x.shape[2:] == y.shape[2:]
-              and all(s == 1 for s in geo[10:13]) and all(p == 0 for p in geo[16:19]))
-    return geo, group, w.shape[0], depthwise, direct
+    return geo, group, w.shape[0], depthwise, _is_direct(geo)
 
 
 def _dw_padded_floats(geo: list[int]) -> int:
@@ -85,14 +88,24 @@ def _dw_padded_floats(geo: list[int]) -> int:
     return sh * sw * hh * wh + oh * wh
 
 
+# im2col runs in blocks of output pixels whose columns fit in about this many bytes (an L2 share).
+IM2COL_BLOCK_BYTES = 1024 * 1024
+
+
+def _im2col_block(geo: list[int], group: int) -> int:
+    """Output pixels per im2col block: a multiple of 64 (whole vector strips), at least 256."""
+    k = geo[0] // group * math.prod(geo[4:7])
+    pixels = math.prod(geo[7:10])
+    return min(pixels, max(256, IM2COL_BLOCK_BYTES // (4 * k) // 64 * 64))
+
+
 def _conv_scratch(node: Node) -> int:
     geo, group, _, depthwise, direct = _conv_parts(node)
     if depthwise:
         return _dw_padded_floats(geo) * 4
     if direct:
         return 0
-    k = geo[0] // group * math.prod(geo[4:7])
-    return k * math.prod(geo[7:10]) * 4
+    return geo[0] // group * math.prod(geo[4:7]) * _im2col_block(geo, group) * 4
 
 
 def _lower_conv(node: Node, k: KernelEmitter) -> None:
@@ -106,7 +119,7 @@ def _lower_conv(node: Node, k: KernelEmitter) -> None:
         return
     col = "0" if direct else k.scratch("float")
     k.call("ember_conv_f32", k.out(0), k.inp(0), k.inp(1), bias, col, tab, n, group, m, int(direct),
-           *act_args(node))
+           _im2col_block(geo, group), *act_args(node))
 
 
 register(float16_via_f32(OpDef(
@@ -116,12 +129,18 @@ register(float16_via_f32(OpDef(
 )))
 
 
-# ConvWinograd (internal: a Conv rewritten by ember/passes/winograd.py) --------------------------
+# ConvWinograd and ConvNarrow (internal: Convs rewritten by ember/passes/conv_algorithms.py) --------
+
+def _chosen_geometry(node: Node) -> list[int]:
+    """conv_geometry of a rewritten Conv: its kernel size is the `kernel_shape` the pass recorded."""
+    x, y = present(node.input(0)), present(node.outputs[0])
+    return conv_geometry(node, list(x.shape[2:]), list(node.attrs["kernel_shape"]), list(y.shape[2:]))
+
 
 def _winograd_parts(node: Node) -> tuple[list[int], int, int]:
-    """(geometry with the original 3x3 kernel, out channels M, tiles T)."""
-    x, y = present(node.input(0)), present(node.outputs[0])
-    geo = conv_geometry(node, list(x.shape[2:]), [3, 3], list(y.shape[2:]))
+    """(geometry, out channels M, tiles T)."""
+    y = present(node.outputs[0])
+    geo = _chosen_geometry(node)
     tiles = -(-y.shape[2] // 2) * -(-y.shape[3] // 2)
     return geo, y.shape[1], tiles
 
@@ -141,6 +160,25 @@ def _lower_winograd(node: Node, k: KernelEmitter) -> None:
 
 register(OpDef(
     "ConvWinograd", lower=_lower_winograd, scratch=_winograd_scratch, kernels=("ember_conv_winograd_f32",),
+))
+
+
+def _narrow_scratch(node: Node) -> int:
+    geo, m = _chosen_geometry(node), present(node.outputs[0]).shape[1]
+    pixels = math.prod(geo[7:10])
+    col = 0 if _is_direct(geo) else geo[0] * math.prod(geo[4:7]) * pixels
+    return (col + pixels * m) * 4
+
+
+def _lower_narrow(node: Node, k: KernelEmitter) -> None:
+    geo, y = _chosen_geometry(node), present(node.outputs[0])
+    bias = k.inp(2) if node.input(2) is not None else "0"
+    k.call("ember_conv_narrow_f32", k.out(0), k.inp(0), k.inp(1), bias, k.scratch("float"),
+           k.table(geo, DType.INT32), y.shape[0], y.shape[1], int(_is_direct(geo)), *act_args(node))
+
+
+register(OpDef(
+    "ConvNarrow", lower=_lower_narrow, scratch=_narrow_scratch, kernels=("ember_conv_narrow_f32",),
 ))
 
 

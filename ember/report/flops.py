@@ -18,11 +18,12 @@ def node_flops(node: Node) -> int:
         # w: (M, C/G, k...) for Conv and (C, M/G, k...) for ConvTranspose: either way one output
         # (or input) element costs prod(w.shape[1:]) MACs per channel of w.shape[0].
         return 2 * x.shape[0] * w.shape[0] * math.prod(w.shape[1:]) * math.prod(spatial)
-    if node.op == "ConvWinograd":  # counted as the direct 3x3 convolution it replaces
+    if node.op in ("ConvWinograd", "ConvNarrow"):  # counted as the direct convolution they replace
         x, y = node.inputs[0], node.outputs[0]
         if x is None or y is None:
             return 0
-        return 2 * x.shape[0] * y.shape[1] * x.shape[1] * 9 * math.prod(y.shape[2:])
+        kernel = math.prod(node.attrs["kernel_shape"])
+        return 2 * x.shape[0] * y.shape[1] * x.shape[1] * kernel * math.prod(y.shape[2:])
     if node.op in ("Gemm", "MatMul"):
         a, y = node.inputs[0], node.outputs[0]
         if a is None or y is None:

@@ -2,7 +2,8 @@
 
 Depthwise convolutions (polyphase padded-plane kernel at any stride and dilation, 3x3 specialised,
 the 3-D row kernel), grouped and im2col convolutions with strides, dilations and asymmetric pads,
-Winograd F(2x2, 3x3) with odd output sizes and asymmetric pads, and the fused Relu/Clip epilogues.
+Winograd F(2x2, 3x3) with odd output sizes and asymmetric pads, pixel-major convolutions with
+transposed weights, and the fused Relu/Clip epilogues.
 Each case also runs in a C driver built with AddressSanitizer + UBSan, so a tap read past its
 padded plane or a bad index fails the test.
 """
@@ -39,9 +40,12 @@ CASES: dict[str, tuple[tuple[int, ...], int, tuple[int, ...], dict, str | None]]
     "winograd_odd": ((1, 16, 9, 11), 24, (3, 3), {"pads": [1, 1, 1, 1]}, "Relu"),
     "winograd_asym_pads": ((2, 20, 12, 10), 16, (3, 3), {"pads": [0, 1, 2, 0]}, "Clip"),
     "winograd_valid": ((1, 32, 10, 13), 17, (3, 3), {}, None),
+    "narrow_3x3": ((1, 48, 7, 7), 96, (3, 3), {"pads": [1, 1, 1, 1]}, "Relu"),
+    "narrow_s2_asym": ((2, 24, 9, 12), 64, (3, 3), {"strides": [2, 2], "pads": [0, 1, 1, 0]}, None),
 }
-# Cases the Winograd pass must take (the others must not).
-WINOGRAD = {"winograd_odd", "winograd_asym_pads", "winograd_valid"}
+# The algorithm ember/passes/conv_algorithms.py must choose (im2col or direct Conv for the others).
+ALGORITHM = {"winograd_odd": "ConvWinograd", "winograd_asym_pads": "ConvWinograd", "winograd_valid": "ConvWinograd",
+             "narrow_3x3": "ConvNarrow", "narrow_s2_asym": "ConvNarrow", "pointwise_ragged_n": "ConvNarrow"}
 
 
 def _model(path: Path, shape: tuple[int, ...], m: int, kernel: tuple[int, ...], attrs: dict, act: str | None) -> None:
@@ -71,7 +75,7 @@ def test_conv_variant_matches_onnxruntime(case: str, tmp_path: Path) -> None:
     x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
     ref = onnxruntime_outputs(path, {"x": x})["y"]
     bundle = ember.compile(path, tmp_path / "out")
-    op = "ConvWinograd" if case in WINOGRAD else "Conv"
+    op = ALGORITHM.get(case, "Conv")
     # The activation is applied in the conv's epilogue, not as its own node.
     assert [n["op"] for n in bundle.manifest["nodes"]] == [f"{op}+{act}" if act else op]
     assert_close(bundle.run({"x": x})["y"], ref, case)

@@ -108,13 +108,43 @@ static void ember_mm_tile(int tall, int strip, float *EMBER_RESTRICT C, ptrdiff_
 }
 #undef EMBER_MM_ARGS
 
+/* The strip at column n0: two vectors, else one, else one column (scalar). A ragged last strip overlaps
+ * the previous one instead (starting at N - 2 vectors or N - 1 vector, so *n0 may move back): the
+ * shared columns are recomputed from scratch to the same values, at full vector speed. */
+static int ember_mm_strip(int N, int *n0, int *nv) {
+    int strip;
+    if (EMBER_VL > 1 && N - *n0 < 2 * EMBER_VL && N >= 2 * EMBER_VL) *n0 = N - 2 * EMBER_VL;
+    else if (EMBER_VL > 1 && N - *n0 < EMBER_VL && N >= EMBER_VL) *n0 = N - EMBER_VL;
+    strip = N - *n0 >= 2 * EMBER_VL ? 0 : N - *n0 >= EMBER_VL && EMBER_VL > 1 ? 1 : 2;
+    *nv = strip == 0 ? 2 * EMBER_VL : strip == 1 ? EMBER_VL : 1;
+    return strip;
+}
+
+/* The general epilogue on columns [n0, n0 + nv): alpha, beta * bias (any broadcast), any activation. */
+static void ember_mm_epilogue(float *C, ptrdiff_t c_sm, int M, int n0, int nv, float alpha, const float *bias,
+                              ptrdiff_t bias_sm, ptrdiff_t bias_sn, float beta, int act, float act_a, float act_b) {
+    int i, j;
+    for (i = 0; i < M; ++i) {
+        float *c = C + (ptrdiff_t)i * c_sm + n0;
+        if (bias) {
+            const float *bp = bias + (ptrdiff_t)i * bias_sm + (ptrdiff_t)n0 * bias_sn;
+            for (j = 0; j < nv; ++j) c[j] = alpha * c[j] + beta * bp[(ptrdiff_t)j * bias_sn];
+        } else if (alpha != 1.0f) {
+            for (j = 0; j < nv; ++j) c[j] = alpha * c[j];
+        }
+        ember_act_apply_f32(c, nv, act, act_a, act_b);
+    }
+}
+
 /* C[m, n] = act(alpha * sum_k A[m*a_sm + k*a_sk] * B[k*b_sk + n] + beta * bias[m*bias_sm + n*bias_sn]).
- * B rows are contiguous (unit n stride); A may be strided (transposed operands). Columns go in strips
- * of two vectors, K in blocks of EMBER_MM_KC (a B strip block stays in L1 while all rows of A pass
- * over it), rows in register tiles of EMBER_MR; partial sums wait in C between K blocks. The epilogue
- * runs in registers on the last K block when it is a per-row bias and/or Relu/Clip (convolutions);
- * anything else (alpha, beta, a bias varying along n, other activations) runs on each strip after.
- * `bias` may be NULL; bias_sm / bias_sn of 0 broadcast it along rows / columns. */
+ * B rows are contiguous (unit n stride); A may be strided (transposed operands). Rows go in register
+ * tiles of EMBER_MR, columns in strips of two vectors, K in blocks of EMBER_MM_KC; partial sums wait in
+ * C between K blocks. Wide products (N > 4 vectors) run strip by strip: a B strip block, packed
+ * contiguous, stays in L1 while all rows of A pass over it. Narrow ones (late CNN layers: 7x7 = 49
+ * columns, big weight matrices) run row tile by row tile, so each block of A is fetched from memory
+ * once for all strips. The epilogue runs in registers on the last K block when it is a per-row bias
+ * and/or Relu/Clip (convolutions); anything else (alpha, beta, a bias varying along n, other
+ * activations) runs on each strip after. `bias` may be NULL; bias_sm / bias_sn of 0 broadcast it. */
 static void ember_matmul_f32(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
                              const float *A, ptrdiff_t a_sm, ptrdiff_t a_sk,
                              const float *B, ptrdiff_t b_sk,
@@ -125,58 +155,59 @@ static void ember_matmul_f32(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
     const int clamp = simple && (act == EMBER_ACT_RELU || act == EMBER_ACT_CLIP);
     const int in_tile = simple && (clamp || act == EMBER_ACT_NONE);
     const float lo = act == EMBER_ACT_CLIP ? act_a : 0.0f, hi = act == EMBER_ACT_CLIP ? act_b : __builtin_inff();
-    int n0, k0, m0, i, j;
+    int n0, nv, k0, m0, strip, tall;
+#define EMBER_MM_CALL(B_, BS_)                                                                            \
+    ember_mm_tile(tall, strip, C + (ptrdiff_t)m0 * c_sm + n0, c_sm, A + (ptrdiff_t)m0 * a_sm + (ptrdiff_t)k0 * a_sk, \
+                  a_sm, a_sk, B_, BS_, kn, k0 == 0, in_tile && k0 + kn >= K && bias ? bias + (ptrdiff_t)m0 * bias_sm : 0, \
+                  bias_sm, in_tile && k0 + kn >= K && clamp, lo, hi)
+#define EMBER_MM_TALL (M - m0 >= EMBER_MR ? 0 : M - m0 >= 4 ? 1 : 2)
+#define EMBER_MM_STEP (tall == 0 ? EMBER_MR : tall == 1 ? 4 : 1)
+    if (N <= 4 * EMBER_VL && M > EMBER_MR) {
+        for (m0 = 0; m0 < M; m0 += EMBER_MM_STEP) {
+            tall = EMBER_MM_TALL;
+            for (n0 = 0; n0 < N; n0 += nv) {
+                strip = ember_mm_strip(N, &n0, &nv);
+                for (k0 = 0; k0 < K || (K == 0 && k0 == 0); k0 += EMBER_MM_KC) {
+                    const int kn = K - k0 < EMBER_MM_KC ? K - k0 : EMBER_MM_KC;
+                    EMBER_MM_CALL(B + (ptrdiff_t)k0 * b_sk + n0, b_sk);
+                    if (K == 0) break;
+                }
+            }
+        }
+        if (!in_tile) ember_mm_epilogue(C, c_sm, M, 0, N, alpha, bias, bias_sm, bias_sn, beta, act, act_a, act_b);
+        return;
+    }
+    for (n0 = 0; n0 < N; n0 += nv) {
 #if EMBER_VL > 1
-    /* The B strip block, copied contiguous when several row tiles will read it: rows of B that are a
-     * power-of-two bytes apart would otherwise share a few L1 sets and evict each other. */
-    float bpack[EMBER_MM_KC * 2 * EMBER_VL] __attribute__((aligned(64)));
-    const int pack = M > EMBER_MR;
+        /* The B strip block, copied contiguous when several row tiles will read it: rows of B that are
+         * a power-of-two bytes apart would otherwise share a few L1 sets and evict each other. */
+        float bpack[EMBER_MM_KC * 2 * EMBER_VL] __attribute__((aligned(64)));
 #endif
-    for (n0 = 0; n0 < N;) {
-        int strip, nv;
-        /* A ragged last strip overlaps the previous one instead (N - 2 vectors or N - 1 vector): the
-         * shared columns are recomputed from scratch to the same values, at full vector speed. */
-        if (EMBER_VL > 1 && N - n0 < 2 * EMBER_VL && N >= 2 * EMBER_VL) n0 = N - 2 * EMBER_VL;
-        else if (EMBER_VL > 1 && N - n0 < EMBER_VL && N >= EMBER_VL) n0 = N - EMBER_VL;
-        /* Strip width: two vectors, else one, else one column (scalar). */
-        strip = N - n0 >= 2 * EMBER_VL ? 0 : N - n0 >= EMBER_VL && EMBER_VL > 1 ? 1 : 2;
-        nv = strip == 0 ? 2 * EMBER_VL : strip == 1 ? EMBER_VL : 1;
+        strip = ember_mm_strip(N, &n0, &nv);
         for (k0 = 0; k0 < K || (K == 0 && k0 == 0); k0 += EMBER_MM_KC) {
             const int kn = K - k0 < EMBER_MM_KC ? K - k0 : EMBER_MM_KC;
-            const int last = in_tile && k0 + kn >= K;
             const float *b = B + (ptrdiff_t)k0 * b_sk + n0;
             ptrdiff_t bs = b_sk;
 #if EMBER_VL > 1
-            if (pack && strip != 2) {
-                int k;
+            if (M > EMBER_MR && strip != 2) {
+                int k, j;
                 for (k = 0; k < kn; ++k)
                     for (j = 0; j < nv; ++j) bpack[k * nv + j] = b[(ptrdiff_t)k * b_sk + j];
                 b = bpack;
                 bs = nv;
             }
 #endif
-            for (m0 = 0; m0 < M;) {
-                const int tall = M - m0 >= EMBER_MR ? 0 : M - m0 >= 4 ? 1 : 2;
-                ember_mm_tile(tall, strip, C + (ptrdiff_t)m0 * c_sm + n0, c_sm,
-                              A + (ptrdiff_t)m0 * a_sm + (ptrdiff_t)k0 * a_sk, a_sm, a_sk, b, bs, kn, k0 == 0,
-                              last && bias ? bias + (ptrdiff_t)m0 * bias_sm : 0, bias_sm, last && clamp, lo, hi);
-                m0 += tall == 0 ? EMBER_MR : tall == 1 ? 4 : 1;
+            for (m0 = 0; m0 < M; m0 += EMBER_MM_STEP) {
+                tall = EMBER_MM_TALL;
+                EMBER_MM_CALL(b, bs);
             }
             if (K == 0) break;
         }
-        if (!in_tile)
-            for (i = 0; i < M; ++i) {
-                float *c = C + (ptrdiff_t)i * c_sm + n0;
-                if (bias) {
-                    const float *bp = bias + (ptrdiff_t)i * bias_sm + (ptrdiff_t)n0 * bias_sn;
-                    for (j = 0; j < nv; ++j) c[j] = alpha * c[j] + beta * bp[(ptrdiff_t)j * bias_sn];
-                } else if (alpha != 1.0f) {
-                    for (j = 0; j < nv; ++j) c[j] = alpha * c[j];
-                }
-                ember_act_apply_f32(c, nv, act, act_a, act_b);
-            }
-        n0 += nv;
+        if (!in_tile) ember_mm_epilogue(C, c_sm, M, n0, nv, alpha, bias, bias_sm, bias_sn, beta, act, act_a, act_b);
     }
+#undef EMBER_MM_CALL
+#undef EMBER_MM_TALL
+#undef EMBER_MM_STEP
 }
 /*@end*/
 

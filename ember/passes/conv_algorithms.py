@@ -1,0 +1,81 @@
+"""Pick each float convolution's algorithm and lay its weights out for it, once, at compile time.
+
+- Winograd F(2x2, 3x3): a 3x3, stride-1, undilated, ungrouped 2-D Conv becomes `ConvWinograd`, whose
+  weight input is U[e][m][c] = (G g_mc G^T)[e] (16 x M x C); its kernel (kernels/winograd.c) does 16
+  multiplies per 2x2 output tile and channel pair instead of 36.
+- Pixel-major: a Conv with few output pixels (the 7x7 maps at the end of a CNN) but many channels
+  becomes `ConvNarrow`, whose weights are stored transposed (K x M). Its matmul then runs with the
+  output channels along the vectors and the pixels broadcast, so 49 pixels waste no vector lanes,
+  and the weights, the big operand there, stream from memory once, in order (kernels/conv.c).
+Both keep the original Conv's attributes (pads, the fused `_act`) and add `kernel_shape`.
+Winograd weights are 16/9 the size of the originals, so api.py runs this pass only for targets
+with memory to spare (host and Linux).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ember.ir.dtypes import DType
+from ember.ir.graph import Graph, Node
+
+# Below these sizes the transforms cost more than the multiplies they save (measured, issue 4).
+WINOGRAD_MIN_CHANNELS = 16
+WINOGRAD_MIN_PIXELS = 64
+# Pixel-major pays where the pixels fill at most 4 AVX-512 vectors and the channels fill many.
+NARROW_MAX_PIXELS = 64
+NARROW_MIN_CHANNELS = 64
+
+# F(2x2, 3x3) weight transform: U = G g G^T.
+_G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
+
+
+def winograd_weights(w: np.ndarray) -> np.ndarray:
+    """(M, C, 3, 3) weights -> (16, M, C) transformed weights, computed in float64."""
+    u = np.einsum("ik,mckl,jl->ijmc", _G, w.astype(np.float64), _G)
+    return u.reshape(16, w.shape[0], w.shape[1]).astype(w.dtype)
+
+
+def _plain_conv(node: Node) -> bool:
+    """An ungrouped float32 Conv with constant weights (the cases both algorithms handle)."""
+    if node.op != "Conv" or len(node.inputs) < 2:
+        return False
+    x, w, y = node.input(0), node.input(1), node.outputs[0]
+    return (x is not None and w is not None and y is not None and w.is_const and x.dtype is DType.FLOAT32
+            and node.attrs.get("group", 1) == 1)
+
+
+def _winograd_fits(node: Node) -> bool:
+    x, w, y = node.inputs[0], node.inputs[1], node.outputs[0]
+    assert x is not None and w is not None and y is not None
+    if x.type.rank != 4 or w.shape[2:] != (3, 3):
+        return False
+    strides, dilations = node.attrs.get("strides", [1, 1]), node.attrs.get("dilations", [1, 1])
+    if any(s != 1 for s in strides) or any(d != 1 for d in dilations):
+        return False
+    m, c = w.shape[0], w.shape[1]
+    return min(m, c) >= WINOGRAD_MIN_CHANNELS and y.shape[2] * y.shape[3] >= WINOGRAD_MIN_PIXELS
+
+
+def _narrow_fits(node: Node) -> bool:
+    w, y = node.inputs[1], node.outputs[0]
+    assert w is not None and y is not None
+    return math.prod(y.shape[2:]) <= NARROW_MAX_PIXELS and w.shape[0] >= NARROW_MIN_CHANNELS
+
+
+def choose_conv_algorithms(graph: Graph) -> None:
+    for node in graph.nodes:
+        if not _plain_conv(node):
+            continue
+        w = node.inputs[1]
+        assert w is not None and w.const is not None
+        if _winograd_fits(node):
+            node.op, data, suffix = "ConvWinograd", winograd_weights(w.const), "winograd"
+        elif _narrow_fits(node):
+            node.op, data, suffix = "ConvNarrow", w.const.reshape(w.shape[0], -1).T, "kxm"
+        else:
+            continue
+        node.attrs["kernel_shape"] = list(w.shape[2:])
+        node.inputs[1] = graph.constant(f"{node.name}_w_{suffix}", np.ascontiguousarray(data))
