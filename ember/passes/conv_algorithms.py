@@ -4,9 +4,10 @@
   weight input is U[e][m][c] = (G g_mc G^T)[e] (16 x M x C); its kernel (kernels/winograd.c) does 16
   multiplies per 2x2 output tile and channel pair instead of 36.
 - Pixel-major: a Conv with few output pixels (the 7x7 maps at the end of a CNN) but many channels
-  becomes `ConvNarrow`, whose weights are stored transposed (K x M). Its matmul then runs with the
-  output channels along the vectors and the pixels broadcast, so 49 pixels waste no vector lanes,
-  and the weights, the big operand there, stream from memory once, in order (kernels/conv.c).
+  becomes `ConvNarrow`, whose weights are stored transposed and packed in panels of 32 output
+  channels (M/32 x K x 32). Its matmul then runs with the output channels along the vectors and the
+  pixels broadcast, so 49 pixels waste no vector lanes, and the weights, the big operand there,
+  stream from memory once, in order (kernels/conv.c, matmul.c `panels`).
 Both keep the original Conv's attributes (pads, the fused `_act`) and add `kernel_shape`.
 Winograd weights are 16/9 the size of the originals, so api.py runs this pass only for targets
 with memory to spare (host and Linux).
@@ -27,6 +28,7 @@ WINOGRAD_MIN_PIXELS = 64
 # Pixel-major pays where the pixels fill at most 4 AVX-512 vectors and the channels fill many.
 NARROW_MAX_PIXELS = 64
 NARROW_MIN_CHANNELS = 64
+PANEL = 32  # EMBER_MM_PANEL in kernels/matmul.c
 
 # F(2x2, 3x3) weight transform: U = G g G^T.
 _G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
@@ -36,6 +38,12 @@ def winograd_weights(w: np.ndarray) -> np.ndarray:
     """(M, C, 3, 3) weights -> (16, M, C) transformed weights, computed in float64."""
     u = np.einsum("ik,mckl,jl->ijmc", _G, w.astype(np.float64), _G)
     return u.reshape(16, w.shape[0], w.shape[1]).astype(w.dtype)
+
+
+def narrow_panels(w: np.ndarray) -> np.ndarray:
+    """(M, C, k...) weights -> their K x M transpose in panels of 32 columns: (M/32, K, 32)."""
+    m = w.shape[0]
+    return w.reshape(m // PANEL, PANEL, -1).transpose(0, 2, 1)
 
 
 def _plain_conv(node: Node) -> bool:
@@ -62,7 +70,8 @@ def _winograd_fits(node: Node) -> bool:
 def _narrow_fits(node: Node) -> bool:
     w, y = node.inputs[1], node.outputs[0]
     assert w is not None and y is not None
-    return math.prod(y.shape[2:]) <= NARROW_MAX_PIXELS and w.shape[0] >= NARROW_MIN_CHANNELS
+    m = w.shape[0]
+    return math.prod(y.shape[2:]) <= NARROW_MAX_PIXELS and m >= NARROW_MIN_CHANNELS and m % PANEL == 0
 
 
 def choose_conv_algorithms(graph: Graph) -> None:
@@ -74,7 +83,7 @@ def choose_conv_algorithms(graph: Graph) -> None:
         if _winograd_fits(node):
             node.op, data, suffix = "ConvWinograd", winograd_weights(w.const), "winograd"
         elif _narrow_fits(node):
-            node.op, data, suffix = "ConvNarrow", w.const.reshape(w.shape[0], -1).T, "kxm"
+            node.op, data, suffix = "ConvNarrow", narrow_panels(w.const), "panels"
         else:
             continue
         node.attrs["kernel_shape"] = list(w.shape[2:])

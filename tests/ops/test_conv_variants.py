@@ -42,10 +42,11 @@ CASES: dict[str, tuple[tuple[int, ...], int, tuple[int, ...], dict, str | None]]
     "winograd_valid": ((1, 32, 10, 13), 17, (3, 3), {}, None),
     "narrow_3x3": ((1, 48, 7, 7), 96, (3, 3), {"pads": [1, 1, 1, 1]}, "Relu"),
     "narrow_s2_asym": ((2, 24, 9, 12), 64, (3, 3), {"strides": [2, 2], "pads": [0, 1, 1, 0]}, None),
+    "narrow_pointwise": ((1, 40, 5, 6), 128, (1, 1), {}, "Clip"),
 }
 # The algorithm ember/passes/conv_algorithms.py must choose (im2col or direct Conv for the others).
 ALGORITHM = {"winograd_odd": "ConvWinograd", "winograd_asym_pads": "ConvWinograd", "winograd_valid": "ConvWinograd",
-             "narrow_3x3": "ConvNarrow", "narrow_s2_asym": "ConvNarrow", "pointwise_ragged_n": "ConvNarrow"}
+             "narrow_3x3": "ConvNarrow", "narrow_s2_asym": "ConvNarrow", "narrow_pointwise": "ConvNarrow"}
 
 
 def _model(path: Path, shape: tuple[int, ...], m: int, kernel: tuple[int, ...], attrs: dict, act: str | None) -> None:

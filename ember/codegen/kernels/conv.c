@@ -90,12 +90,13 @@ static void ember_conv_f32(float *y, const float *x, const float *w, const float
 }
 /*@end*/
 
-/*@kernel ember_conv_narrow_f32 requires ember_matmul_f32 ember_im2col_f32 ember_transpose2d_f32*/
+/*@kernel ember_conv_narrow_f32 requires ember_matmul_panels_f32 ember_im2col_f32 ember_transpose2d_f32*/
 /* Pixel-major convolution for few output pixels P and many channels M (ember/passes/conv_algorithms.py):
- * yt (P x M) = col^T (P x K) * wt (K x M), with the weights stored transposed at compile time, then
- * y = yt^T. The vectors run along the output channels and the pixels are broadcast, so P = 49 wastes
- * no lanes and the weights stream once, in order. `scratch`: im2col (K x P, unless `direct`) then yt. */
-static void ember_conv_narrow_f32(float *y, const float *x, const float *wt, const float *bias, float *scratch,
+ * yt (P x M) = col^T (P x K) * w^T (K x M), then y = yt^T. The vectors run along the output channels
+ * and the pixels are broadcast, so P = 49 wastes no lanes. The weights, the big operand here, were
+ * transposed and packed in 32-channel panels at compile time, so they stream from memory once, in
+ * order. `scratch`: im2col (K x P, unless `direct`) then yt. */
+static void ember_conv_narrow_f32(float *y, const float *x, const float *wp, const float *bias, float *scratch,
                                   const int32_t *p, int N, int M, int direct, int act, float act_a, float act_b) {
     const int C = p[0], K = C * p[4] * p[5] * p[6], P = p[7] * p[8] * p[9];
     const ptrdiff_t s_in = (ptrdiff_t)p[1] * p[2] * p[3];
@@ -107,7 +108,7 @@ static void ember_conv_narrow_f32(float *y, const float *x, const float *wt, con
             ember_im2col_f32(scratch, P, col, C, p, 0, P);
             col = scratch;
         }
-        ember_matmul_f32(yt, M, col, 1, P, wt, M, P, M, K, 1.0f, bias, 0, 1, 1.0f, act, act_a, act_b);
+        ember_matmul_panels_f32(yt, M, col, 1, P, wp, P, M, K, bias, 0, 1, act, act_a, act_b);
         ember_transpose2d_f32(y + (ptrdiff_t)n * M * P, yt, P, M);
     }
 }

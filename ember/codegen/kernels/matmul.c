@@ -28,8 +28,9 @@ typedef float ember_vf;
 #endif
 /*@end*/
 
-/*@kernel ember_matmul_f32 requires ember_act_apply_f32 ember_simd*/
+/*@kernel ember_matmul_core requires ember_act_apply_f32 ember_simd*/
 #define EMBER_MM_KC 256
+#define EMBER_MM_PANEL 32 /* columns per compile-time packed B panel (a multiple of every 2*EMBER_VL) */
 /* Clamp to [lo, hi] keeping NaN (the fused Relu/Clip epilogue, applied in registers). */
 EMBER_INLINE float ember_sclamp(float x, float lo, float hi) {
     x = x < lo ? lo : x;
@@ -144,13 +145,16 @@ static void ember_mm_epilogue(float *C, ptrdiff_t c_sm, int M, int n0, int nv, f
  * columns, big weight matrices) run row tile by row tile, so each block of A is fetched from memory
  * once for all strips. The epilogue runs in registers on the last K block when it is a per-row bias
  * and/or Relu/Clip (convolutions); anything else (alpha, beta, a bias varying along n, other
- * activations) runs on each strip after. `bias` may be NULL; bias_sm / bias_sn of 0 broadcast it. */
-static void ember_matmul_f32(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
-                             const float *A, ptrdiff_t a_sm, ptrdiff_t a_sk,
-                             const float *B, ptrdiff_t b_sk,
-                             int M, int N, int K, float alpha,
-                             const float *bias, ptrdiff_t bias_sm, ptrdiff_t bias_sn, float beta,
-                             int act, float act_a, float act_b) {
+ * activations) runs on each strip after. `bias` may be NULL; bias_sm / bias_sn of 0 broadcast it.
+ * `panels`: B was packed at compile time in panels of EMBER_MM_PANEL columns (panel j holds columns
+ * [32j, 32j + 32) as K rows of 32, contiguous; N is a multiple of 32), so no strip is packed here and
+ * the whole B streams from memory in order. b_sk is then unused. */
+static void ember_matmul_core(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
+                              const float *A, ptrdiff_t a_sm, ptrdiff_t a_sk,
+                              const float *B, ptrdiff_t b_sk, int panels,
+                              int M, int N, int K, float alpha,
+                              const float *bias, ptrdiff_t bias_sm, ptrdiff_t bias_sn, float beta,
+                              int act, float act_a, float act_b) {
     const int simple = alpha == 1.0f && (!bias || (beta == 1.0f && bias_sn == 0));
     const int clamp = simple && (act == EMBER_ACT_RELU || act == EMBER_ACT_CLIP);
     const int in_tile = simple && (clamp || act == EMBER_ACT_NONE);
@@ -160,6 +164,8 @@ static void ember_matmul_f32(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
     ember_mm_tile(tall, strip, C + (ptrdiff_t)m0 * c_sm + n0, c_sm, A + (ptrdiff_t)m0 * a_sm + (ptrdiff_t)k0 * a_sk, \
                   a_sm, a_sk, B_, BS_, kn, k0 == 0, in_tile && k0 + kn >= K && bias ? bias + (ptrdiff_t)m0 * bias_sm : 0, \
                   bias_sm, in_tile && k0 + kn >= K && clamp, lo, hi)
+#define EMBER_MM_PANEL_AT(N0, K0) \
+    (B + (ptrdiff_t)((N0) / EMBER_MM_PANEL) * K * EMBER_MM_PANEL + (ptrdiff_t)(K0) * EMBER_MM_PANEL + (N0) % EMBER_MM_PANEL)
 #define EMBER_MM_TALL (M - m0 >= EMBER_MR ? 0 : M - m0 >= 4 ? 1 : 2)
 #define EMBER_MM_STEP (tall == 0 ? EMBER_MR : tall == 1 ? 4 : 1)
     if (N <= 4 * EMBER_VL && M > EMBER_MR) {
@@ -169,7 +175,10 @@ static void ember_matmul_f32(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
                 strip = ember_mm_strip(N, &n0, &nv);
                 for (k0 = 0; k0 < K || (K == 0 && k0 == 0); k0 += EMBER_MM_KC) {
                     const int kn = K - k0 < EMBER_MM_KC ? K - k0 : EMBER_MM_KC;
-                    EMBER_MM_CALL(B + (ptrdiff_t)k0 * b_sk + n0, b_sk);
+                    if (panels)
+                        EMBER_MM_CALL(EMBER_MM_PANEL_AT(n0, k0), EMBER_MM_PANEL);
+                    else
+                        EMBER_MM_CALL(B + (ptrdiff_t)k0 * b_sk + n0, b_sk);
                     if (K == 0) break;
                 }
             }
@@ -186,10 +195,10 @@ static void ember_matmul_f32(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
         strip = ember_mm_strip(N, &n0, &nv);
         for (k0 = 0; k0 < K || (K == 0 && k0 == 0); k0 += EMBER_MM_KC) {
             const int kn = K - k0 < EMBER_MM_KC ? K - k0 : EMBER_MM_KC;
-            const float *b = B + (ptrdiff_t)k0 * b_sk + n0;
-            ptrdiff_t bs = b_sk;
+            const float *b = panels ? EMBER_MM_PANEL_AT(n0, k0) : B + (ptrdiff_t)k0 * b_sk + n0;
+            ptrdiff_t bs = panels ? EMBER_MM_PANEL : b_sk;
 #if EMBER_VL > 1
-            if (M > EMBER_MR && strip != 2) {
+            if (!panels && M > EMBER_MR && strip != 2) {
                 int k, j;
                 for (k = 0; k < kn; ++k)
                     for (j = 0; j < nv; ++j) bpack[k * nv + j] = b[(ptrdiff_t)k * b_sk + j];
@@ -206,8 +215,29 @@ static void ember_matmul_f32(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
         if (!in_tile) ember_mm_epilogue(C, c_sm, M, n0, nv, alpha, bias, bias_sm, bias_sn, beta, act, act_a, act_b);
     }
 #undef EMBER_MM_CALL
+#undef EMBER_MM_PANEL_AT
 #undef EMBER_MM_TALL
 #undef EMBER_MM_STEP
+}
+
+/*@end*/
+
+/*@kernel ember_matmul_f32 requires ember_matmul_core*/
+static void ember_matmul_f32(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A, ptrdiff_t a_sm, ptrdiff_t a_sk,
+                             const float *B, ptrdiff_t b_sk, int M, int N, int K, float alpha, const float *bias,
+                             ptrdiff_t bias_sm, ptrdiff_t bias_sn, float beta, int act, float act_a, float act_b) {
+    ember_matmul_core(C, c_sm, A, a_sm, a_sk, B, b_sk, 0, M, N, K, alpha, bias, bias_sm, bias_sn, beta, act, act_a,
+                      act_b);
+}
+/*@end*/
+
+/*@kernel ember_matmul_panels_f32 requires ember_matmul_core*/
+/* The same with B packed in 32-column panels (see `panels` above); N must be a multiple of 32. */
+static void ember_matmul_panels_f32(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A, ptrdiff_t a_sm,
+                                    ptrdiff_t a_sk, const float *Bp, int M, int N, int K, const float *bias,
+                                    ptrdiff_t bias_sm, ptrdiff_t bias_sn, int act, float act_a, float act_b) {
+    ember_matmul_core(C, c_sm, A, a_sm, a_sk, Bp, 0, 1, M, N, K, 1.0f, bias, bias_sm, bias_sn, 1.0f, act, act_a,
+                      act_b);
 }
 /*@end*/
 
