@@ -21,7 +21,7 @@ from ember.ir.verify import verify
 from ember.memory.planner import MemoryPlan, plan_memory
 from ember.ops import registry
 from ember.passes.conv_algorithms import choose_conv_algorithms
-from ember.passes.manager import PassManager
+from ember.passes.manager import PassFn, PassManager
 from ember.passes.pipeline import DEFAULT_PIPELINE
 from ember.report.flops import graph_flops
 from ember.runtime.loader import Bundle, load
@@ -46,10 +46,12 @@ def parse_input_spec(name: str, text: str) -> InputSpec:
     return InputSpec(dtype, shape)
 
 
-def build_graph(model_path: str, options: CompileOptions, check: bool = False) -> tuple[Graph, PassManager, str]:
+def build_graph(model_path: str, options: CompileOptions, check: bool = False,
+                pipeline: list[tuple[str, PassFn]] | None = None) -> tuple[Graph, PassManager, str]:
     """Load, optimize; returns the graph, the pass manager (timings) and the model sha256.
 
-    `check` runs the IR verifier after every pass (tests do).
+    `check` runs the IR verifier after every pass (tests do). `pipeline` replaces the passes (default:
+    DEFAULT_PIPELINE, or the quantizing one of ember/quant when the options ask for quantization).
     """
     model = read_model(model_path)
     sha = hashlib.sha256(Path(model_path).read_bytes()).hexdigest()
@@ -59,7 +61,11 @@ def build_graph(model_path: str, options: CompileOptions, check: bool = False) -
     )
     name = options.name or network_name(Path(model_path).stem)
     graph = load_onnx(model, load_opts, name)
-    pm = PassManager(list(DEFAULT_PIPELINE), verify=verify if check else None)
+    if pipeline is None and (options.quantize or options.weights):
+        from ember.quant.pipeline import compile_pipeline
+
+        pipeline = compile_pipeline(options, sha)
+    pm = PassManager(list(DEFAULT_PIPELINE if pipeline is None else pipeline), verify=verify if check else None)
     if check:
         verify(graph)
     pm.run(graph)

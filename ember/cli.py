@@ -23,6 +23,10 @@ def _compile(args: argparse.Namespace) -> int:
         name=args.name, target=args.target, cpu=args.cpu, float_abi=args.float_abi, reloc=args.reloc, cc=args.cc,
         api=args.api, defines=dict(parse_define(d) for d in args.define),
         inputs=dict(parse_input(i) for i in args.input), dump_graph=args.dump_graph, opt_level=args.opt_level,
+        quantize=args.quantize, profile=args.profile, schema=args.schema, precision=args.precision, bias=args.bias,
+        per_channel=args.per_channel, calibration=args.calibration, percentile=args.percentile,
+        keep_float=tuple(op.strip() for op in ",".join(args.keep_float).split(",") if op.strip()), io=args.io,
+        weights=args.weights,
     )
     command = "ember " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     m = write_bundle(args.model, Path(args.output), opts, command)
@@ -37,6 +41,25 @@ def _compile(args: argparse.Namespace) -> int:
     print(f"  code + tables    : {fp['code'] + fp['rodata'] + fp['data']:>12,} bytes (NAME.o)")
     print(f"  flash            : {fp['flash']:>12,} bytes (code + tables + constant weights)")
     print(f"  RAM              : {fp['ram']:>12,} bytes (mutable + activations)")
+    if opts.quantize:
+        ops = m["ops"]
+        print(f"  quantized        : {opts.quantize}/{opts.precision}, schema {opts.schema}, calibration "
+              f"{opts.calibration}; QuantizeLinear x{ops.get('QuantizeLinear', 0)}, "
+              f"DequantizeLinear x{ops.get('DequantizeLinear', 0)} left after folding")
+    return 0
+
+
+def _profile(args: argparse.Namespace) -> int:
+    from ember.quant.data import Preprocess, parse_floats
+    from ember.quant.profile import profile_model
+
+    prep = Preprocess(args.image_mode, args.channel_order, args.layout,
+                      parse_floats(args.mean, "--mean") if args.mean else (),
+                      parse_floats(args.std, "--std") if args.std else ())
+    opts = CompileOptions(defines=dict(parse_define(d) for d in args.define),
+                          inputs=dict(parse_input(i) for i in args.model_input))
+    doc = profile_model(args.model, args.data, args.output, prep, args.input, opts)
+    print(f"profile of {len(doc['tensors'])} tensors from {doc['samples']} sample(s) -> {args.output}")
     return 0
 
 
@@ -147,6 +170,28 @@ def _validate(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def _quant_args(c: argparse.ArgumentParser) -> None:
+    q = c.add_argument_group("quantization (see `ember profile`)")
+    q.add_argument("--quantize", choices=("int8",), help="quantize the bundle; needs --profile")
+    q.add_argument("--profile", metavar="PROFILE.yaml", help="tensor ranges from `ember profile`")
+    q.add_argument("--schema", default="asymmetric",
+                   choices=("asymmetric", "symmetric", "symmetric_with_uint8", "symmetric_with_power2_scale"),
+                   help="how ranges become scale and zero point (Glow's schemas; default asymmetric)")
+    q.add_argument("--precision", default="int8", choices=("int8", "int16"), help="activation and weight type")
+    q.add_argument("--bias", default="int32", choices=("int32", "int8"), help="bias type (default int32)")
+    q.add_argument("--per-channel", dest="per_channel", action=argparse.BooleanOptionalAction, default=None,
+                   help="one weight scale per output channel (default: for convolutions only)")
+    q.add_argument("--calibration", default="minmax", choices=("minmax", "percentile", "kl", "mse"),
+                   help="range from the histogram: minmax (Glow), percentile, kl (entropy), mse (default minmax)")
+    q.add_argument("--percentile", type=float, default=99.99, help="for --calibration percentile (default 99.99)")
+    q.add_argument("--keep-float", action="append", default=[], metavar="OP,...",
+                   help="op types left in float, e.g. Add,Softmax")
+    q.add_argument("--io", default="float", choices=("float", "int8"),
+                   help="float (default): (de)quantize inside the bundle; int8: inputs and outputs are int8")
+    q.add_argument("--weights", choices=("fp16", "int8"),
+                   help="weight-only compression of a float bundle: stored fp16/int8, computed float")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ember", description="Ahead-of-time compiler: ONNX models to C bundles.")
     p.add_argument("--version", action="version", version=f"ember {__version__}")
@@ -171,7 +216,31 @@ def build_parser() -> argparse.ArgumentParser:
                    help="value of a symbolic dimension, e.g. batch=1")
     c.add_argument("--dump-graph", metavar="FILE.dot", help="write the optimized graph as Graphviz")
     c.add_argument("-O", dest="opt_level", type=int, default=3, choices=(0, 1, 2, 3), help="C optimization level")
+    _quant_args(c)
     c.set_defaults(fn=_compile)
+
+    pr = sub.add_parser("profile", help="calibration ranges for --quantize: run the float model on sample data",
+                        description="Run the float model (an instrumented build of its bundle) on images or arrays "
+                        "and record every tensor's min, max and histogram in a YAML file for "
+                        "`ember compile --profile FILE --quantize int8`.")
+    pr.add_argument("model", help="the .onnx model file")
+    pr.add_argument("data", nargs="+", help="images (.png/.jpg/.jpeg), arrays (.npy, or .npz keyed by input "
+                    "name), or folders of them (sorted by name)")
+    pr.add_argument("-o", "--output", required=True, metavar="PROFILE.yaml", help="where to write the profile")
+    pr.add_argument("--input", metavar="NAME", help="the model input images and .npy files feed (multi-input models)")
+    pr.add_argument("--image-mode", default="0to1", choices=("0to1", "neg1to1", "0to255", "neg128to127"),
+                    help="pixel value range after scaling (default 0to1)")
+    pr.add_argument("--channel-order", default="RGB", choices=("RGB", "BGR"), help="channel order the model expects")
+    pr.add_argument("--layout", default="NCHW", choices=("NCHW", "NHWC"), help="the model input's layout")
+    pr.add_argument("--mean", metavar="M[,M,M]",
+                    help="per-channel mean subtracted after scaling, e.g. 0.485,0.456,0.406")
+    pr.add_argument("--std", metavar="S[,S,S]",
+                    help="per-channel std divided by after the mean, e.g. 0.229,0.224,0.225")
+    pr.add_argument("--model-input", action="append", default=[], metavar="NAME:DTYPE:SHAPE",
+                    help="fix an input's type and shape (as compile's --input; use the same at compile time)")
+    pr.add_argument("--define", action="append", default=[], metavar="SYMBOL=VALUE",
+                    help="value of a symbolic dimension (use the same at compile time)")
+    pr.set_defaults(fn=_profile)
 
     b = sub.add_parser("bench", help="latency, memory and per-operator time profile of a host bundle")
     b.add_argument("bundle", help="bundle directory")

@@ -22,18 +22,36 @@ class CompileOptions:
     dump_graph: str | None = None
     opt_level: int = 3
     sanitize: bool = False  # build the host library with AddressSanitizer + UBSan (tests)
+    # Quantization (ember/quant): `ember profile` output + target precision and how to choose parameters.
+    quantize: str | None = None  # int8
+    profile: str | None = None  # profile.yaml
+    schema: str = "asymmetric"  # asymmetric | symmetric | symmetric_with_uint8 | symmetric_with_power2_scale
+    precision: str = "int8"  # int8 | int16 (activations and weights)
+    bias: str = "int32"  # int32 | int8
+    per_channel: bool | None = None  # per-channel weight scales; None = for convolutions only
+    calibration: str = "minmax"  # minmax | percentile | kl | mse
+    percentile: float = 99.99
+    keep_float: tuple[str, ...] = ()  # op types left in float
+    io: str = "float"  # float | int8: the bundle's inputs and outputs
+    weights: str | None = None  # fp16 | int8: weight-only compression of a float bundle
 
     def __post_init__(self) -> None:
         if self.api not in ("static", "dynamic"):
             raise OptionError(f"--api must be static or dynamic, not '{self.api}'")
         if self.reloc not in (None, "static", "pic"):
             raise OptionError(f"--reloc must be static or pic, not '{self.reloc}'")
+        if self.quantize or self.profile or self.weights or self.keep_float or self.io != "float":
+            from ember.quant.quantize import check_options
+
+            check_options(self)
         for k, v in self.defines.items():
             if not isinstance(v, int) or v <= 0:
                 raise OptionError(f"--define {k}={v}: the value must be a positive integer")
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        d["keep_float"] = list(self.keep_float)
+        return d
 
 
 def parse_define(text: str) -> tuple[str, int]:

@@ -57,16 +57,25 @@ def generate(graph: Graph, plan: MemoryPlan, name: str, api: str, banner: str) -
 
 # An instrumented build (`ember bench`: NAME.c compiled with -DEMBER_PROFILE) brackets every node with
 # calls to a timer the benchmark harness provides; a normal build compiles the brackets away.
+# A capture build (`ember profile`: -DEMBER_CAPTURE) hands every node output to a hosted copier after
+# the node; value indices count node outputs in graph order (ember.quant.profile.captured_values).
 _PROFILE_HOOKS = """#ifdef EMBER_PROFILE
 void ember_profile_event(int node, int end);
 #define EMBER_PROFILE_EVENT(node, end) ember_profile_event(node, end)
 #else
 #define EMBER_PROFILE_EVENT(node, end) ((void)0)
 #endif
+#ifdef EMBER_CAPTURE
+void ember_capture_tensor(int value, const void *data, size_t bytes);
+#define EMBER_CAPTURE_TENSOR(value, data, bytes) ember_capture_tensor(value, data, bytes)
+#else
+#define EMBER_CAPTURE_TENSOR(value, data, bytes) ((void)0)
+#endif
 """
 
 
 def _emit_nodes(graph: Graph, ctx: CodeContext) -> None:
+    captured = 0
     for i, node in enumerate(graph.nodes):
         op = registry.get(node.op)
         outs = ", ".join(v.name for v in node.outputs if v is not None)
@@ -79,6 +88,11 @@ def _emit_nodes(graph: Graph, ctx: CodeContext) -> None:
         else:
             raise AssertionError(f"op {node.op} reached code generation without a lowering")
         ctx.body.line(f"EMBER_PROFILE_EVENT({i}, 1);")
+        for v in node.outputs:
+            if v is not None:
+                region, off = ctx.plan.where(v)
+                ctx.body.line(f"EMBER_CAPTURE_TENSOR({captured}, {region.value} + {off}, {v.type.nbytes}u);")
+                captured += 1
 
 
 def _weights(plan: MemoryPlan) -> bytes:

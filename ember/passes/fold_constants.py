@@ -13,7 +13,7 @@ from ember.ops import registry
 def fold_constants(graph: Graph) -> None:
     for node in list(graph.nodes):
         op = registry.get(node.op)
-        if not op.onnx or any(v is not None and not v.is_const for v in node.inputs):
+        if not op.onnx or op.data.get("fold_late") or any(v is not None and not v.is_const for v in node.inputs):
             continue
         if any(v is not None and graph.is_output(v) for v in node.outputs):
             continue  # outputs are written at run time

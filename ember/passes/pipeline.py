@@ -5,6 +5,7 @@ from __future__ import annotations
 from ember.passes.dce import remove_dead_nodes
 from ember.passes.fold_batchnorm import fold_batchnorm
 from ember.passes.fold_constants import fold_constants
+from ember.passes.fold_qdq import fold_qdq
 from ember.passes.fuse_activation import fuse_activation
 from ember.passes.fuse_elementwise import fuse_elementwise
 from ember.passes.manager import PassFn
@@ -21,6 +22,8 @@ DEFAULT_PIPELINE: list[tuple[str, PassFn]] = [
     ("fold_batchnorm", fold_batchnorm),
     # An activation on a Conv/Gemm/MatMul output is applied in the kernel epilogue: one pass, one buffer fewer.
     ("fuse_activation", fuse_activation),
+    # QDQ models: DequantizeLinear -> Conv/Gemm/Add/... -> QuantizeLinear become integer kernels on int8 tensors.
+    ("fold_qdq", fold_qdq),
     # Nodes whose results nobody reads cost time and memory.
     ("remove_dead_nodes", remove_dead_nodes),
     # Chains of elementwise ops become one loop: intermediates stay in registers instead of memory.

@@ -204,7 +204,9 @@ class _Builder:
             res = opdef.fold(node)
             if res is not None:
                 return res
-        if node.op in _NONDETERMINISTIC or any(v is not None and not v.is_const for v in node.inputs):
+        # `fold_late` ops (DequantizeLinear of int8 weights) stay nodes: a pass turns them into integer kernels.
+        if (node.op in _NONDETERMINISTIC or opdef.data.get("fold_late")
+                or any(v is not None and not v.is_const for v in node.inputs)):
             return None
         try:
             return evaluate_with_onnx(node, [v.const if v is not None else None for v in node.inputs])

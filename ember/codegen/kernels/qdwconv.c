@@ -1,0 +1,240 @@
+/* Depthwise integer convolution (one input channel per group), direct: no packing, no int8 product. */
+
+/*@kernel ember_qdwconv requires ember_qround ember_qbounds*/
+/* Depthwise integer convolution (one input channel per group, M = C * multiplier), one output row at a
+ * time as in ember_dwconv_f32: each tap adds w * (x - xz) over the row segment whose input column is
+ * inside the input (outside it, x - xz would be 0). w: M x kvol int16, the weights minus their zero
+ * point. The input channel is first converted to (x - xz) values of the accumulator type: float where
+ * there is an FPU and the caller says every partial sum stays below 2^24 (`exact`: the sums are
+ * integers, exact in float, so the result is the integer one, at float speed), else int32.
+ * scratch (4-byte values): for 2-D the stride-phase planes and the flat sums (EMBER_QDW_PLANES), for
+ * 3-D the channel's values and one output row. */
+#define EMBER_QDW_ROWS(NAME, T)                                                                          \
+    static void NAME(T *EMBER_RESTRICT acc, const T *EMBER_RESTRICT xs, const int16_t *wm, const int32_t *p,  \
+                     int od, int oh, const int *kwb) {                                                   \
+        const int D = p[1], H = p[2], W = p[3], KD = p[4], KH = p[5], KW = p[6], OW = p[9], sw = p[12];   \
+        int kd, kh, kw, ow, lo, hi;                                                                      \
+        for (ow = 0; ow < OW; ++ow) acc[ow] = (T)0;                                                      \
+        for (kd = 0; kd < KD; ++kd) {                                                                    \
+            const int id = od * p[10] - p[16] + kd * p[13];                                              \
+            if (id < 0 || id >= D) continue;                                                             \
+            for (kh = 0; kh < KH; ++kh) {                                                                \
+                const int ih = oh * p[11] - p[17] + kh * p[14];                                          \
+                const T *xr = xs + ((ptrdiff_t)id * H + ih) * W;                                         \
+                if (ih < 0 || ih >= H) continue;                                                         \
+                for (kw = 0; kw < KW; ++kw) {                                                            \
+                    const int off = kw * p[15] - p[18];                                                  \
+                    const T wv = (T)wm[((ptrdiff_t)kd * KH + kh) * KW + kw];                             \
+                    if (kw < 16) {                                                                       \
+                        lo = kwb[2 * kw];                                                                \
+                        hi = kwb[2 * kw + 1];                                                            \
+                    } else {                                                                             \
+                        ember_qbounds(W, OW, sw, off, &lo, &hi);                                         \
+                    }                                                                                    \
+                    if (sw == 1)                                                                         \
+                        for (ow = lo; ow < hi; ++ow) acc[ow] += wv * xr[ow + off];                       \
+                    else                                                                                 \
+                        for (ow = lo; ow < hi; ++ow) acc[ow] += wv * xr[(ptrdiff_t)ow * sw + off];       \
+                }                                                                                        \
+            }                                                                                            \
+        }                                                                                                \
+    }
+/* 2-D: the channel as zero-padded planes, one per stride phase (a, b) = (row % sh, column % sw), so
+ * that every tap reads one plane at a fixed offset from the output's flat index q = oh*Wh + ow: the
+ * whole channel is then one long multiply-add loop per tap (for 3x3 one loop for all nine).
+ * xc: the channel's bytes (int8 if sgn), zero point xz; returns acc (len values, row oh at oh*Wh). */
+/* d[j] = x[j * step] - xz for n bytes (int8 if sgn): a padded plane row; constant steps 1 and 2 so
+ * that the loops vectorize, and not inlined, which keeps the restrict qualifiers that let them. */
+#if defined(__GNUC__) || defined(__clang__)
+#define EMBER_QNOINLINE __attribute__((noinline))
+#else
+#define EMBER_QNOINLINE
+#endif
+#define EMBER_QDW_FILL_LOOP(T, LOAD)                                                                     \
+    for (; j + 16 <= n; j += 16) /* in runs of 16 and 4: vectorized whole, not left to a remainder */    \
+        for (t = j; t < j + 16; ++t) d[t] = (T)((int32_t)LOAD(t) - xz);                                \
+    for (; j + 4 <= n; j += 4)                                                                           \
+        for (t = j; t < j + 4; ++t) d[t] = (T)((int32_t)LOAD(t) - xz);                                 \
+    for (; j < n; ++j) d[j] = (T)((int32_t)LOAD(j) - xz);
+#define EMBER_QDW_S1(i) ((int8_t)x[i])
+#define EMBER_QDW_S2(i) ((int8_t)x[2 * (i)])
+#define EMBER_QDW_SN(i) ((int8_t)x[(ptrdiff_t)(i) * step])
+#define EMBER_QDW_U1(i) (x[i])
+#define EMBER_QDW_U2(i) (x[2 * (i)])
+#define EMBER_QDW_UN(i) (x[(ptrdiff_t)(i) * step])
+#define EMBER_QDW_FILL(NAME, T)                                                                          \
+    EMBER_QNOINLINE static void NAME(T *EMBER_RESTRICT d, const uint8_t *EMBER_RESTRICT x, int n, int step, int sgn, \
+                                     int32_t xz) {                                                      \
+        int j = 0, t;                                                                                    \
+        if (sgn && step == 1) {                                                                          \
+            EMBER_QDW_FILL_LOOP(T, EMBER_QDW_S1)                                                         \
+        } else if (sgn && step == 2) {                                                                   \
+            EMBER_QDW_FILL_LOOP(T, EMBER_QDW_S2)                                                         \
+        } else if (sgn) {                                                                                \
+            EMBER_QDW_FILL_LOOP(T, EMBER_QDW_SN)                                                         \
+        } else if (step == 1) {                                                                          \
+            EMBER_QDW_FILL_LOOP(T, EMBER_QDW_U1)                                                         \
+        } else if (step == 2) {                                                                          \
+            EMBER_QDW_FILL_LOOP(T, EMBER_QDW_U2)                                                         \
+        } else {                                                                                         \
+            EMBER_QDW_FILL_LOOP(T, EMBER_QDW_UN)                                                         \
+        }                                                                                                \
+    }
+#define EMBER_QDW_PLANES(NAME, T, FILL)                                                                  \
+    static const T *NAME(T *EMBER_RESTRICT buf, const uint8_t *xc, int sgn, int32_t xz, const int16_t *wm,  \
+                         const int32_t *p) {                                                              \
+        const int H = p[2], W = p[3], KH = p[5], KW = p[6], OH = p[8], OW = p[9];                        \
+        const int sh = p[11], sw = p[12], dh = p[14], dw = p[15], pt = p[17], pl = p[18];                \
+        const int Hh = ((OH - 1) * sh + (KH - 1) * dh + 1 + sh - 1) / sh;                                \
+        const int Wh = ((OW - 1) * sw + (KW - 1) * dw + 1 + sw - 1) / sw;                                \
+        const ptrdiff_t plane = (ptrdiff_t)Hh * Wh, len = (ptrdiff_t)(OH - 1) * Wh + OW;                 \
+        T *EMBER_RESTRICT acc = buf + (ptrdiff_t)sh * sw * plane;                                        \
+        int a, b, i, j, kh, kw;                                                                          \
+        ptrdiff_t q;                                                                                     \
+        for (b = 0; b < sw; ++b) {                                                                       \
+            int blo, bhi;                                                                                \
+            ember_qbounds(W, Wh, sw, b - pl, &blo, &bhi);                                                \
+            for (a = 0; a < sh; ++a)                                                                     \
+                for (i = 0; i < Hh; ++i) {                                                               \
+                    T *EMBER_RESTRICT d = buf + ((ptrdiff_t)a * sw + b) * plane + (ptrdiff_t)i * Wh;     \
+                    const int ih = i * sh + a - pt, in = ih >= 0 && ih < H;                              \
+                    const int lo = in ? blo : 0, hi = in ? bhi : 0;                                      \
+                    for (j = 0; j < lo; ++j) d[j] = (T)0;                                                \
+                    if (in) FILL(d + lo, xc + (ptrdiff_t)ih * W + b - pl + (ptrdiff_t)lo * sw, hi - lo, sw, sgn, xz); \
+                    for (j = hi; j < Wh; ++j) d[j] = (T)0;                                               \
+                }                                                                                        \
+        }                                                                                                \
+        if (KH == 3 && KW == 3) { /* the usual kernel: all taps in one pass */                            \
+            const T *EMBER_RESTRICT t[9];                                                                \
+            T c[9];                                                                                      \
+            for (kh = 0; kh < 9; ++kh) {                                                                 \
+                const int r = kh / 3 * dh, cc = kh % 3 * dw;                                             \
+                t[kh] = buf + ((ptrdiff_t)(r % sh) * sw + cc % sw) * plane + (ptrdiff_t)(r / sh) * Wh + cc / sw; \
+                c[kh] = (T)wm[kh];                                                                       \
+            }                                                                                            \
+            for (q = 0; q < len; ++q)                                                                    \
+                acc[q] = c[0] * t[0][q] + c[1] * t[1][q] + c[2] * t[2][q] + c[3] * t[3][q] + c[4] * t[4][q] + \
+                         c[5] * t[5][q] + c[6] * t[6][q] + c[7] * t[7][q] + c[8] * t[8][q];               \
+            return acc;                                                                                  \
+        }                                                                                                \
+        for (q = 0; q < len; ++q) acc[q] = (T)0;                                                         \
+        for (kh = 0; kh < KH; ++kh)                                                                      \
+            for (kw = 0; kw < KW; ++kw) {                                                                \
+                const T wv = (T)wm[kh * KW + kw];                                                        \
+                const T *EMBER_RESTRICT t = buf + ((ptrdiff_t)(kh * dh % sh) * sw + kw * dw % sw) * plane + \
+                                            (ptrdiff_t)(kh * dh / sh) * Wh + kw * dw / sw;               \
+                for (q = 0; q < len; ++q) acc[q] += wv * t[q];                                           \
+            }                                                                                            \
+        return acc;                                                                                      \
+    }
+EMBER_QDW_ROWS(ember_qdw_rows_i32, int32_t)
+EMBER_QDW_FILL(ember_qdw_fill_i32, int32_t)
+EMBER_QDW_PLANES(ember_qdw_planes_i32, int32_t, ember_qdw_fill_i32)
+#if defined(__SSE2__) || defined(__aarch64__) || (defined(__ARM_FP) && (__ARM_FP & 4)) || \
+    (defined(__riscv_flen) && __riscv_flen >= 32) || defined(__wasm__)
+#define EMBER_QDW_FLOAT 1
+EMBER_QDW_ROWS(ember_qdw_rows_f32, float)
+EMBER_QDW_FILL(ember_qdw_fill_f32, float)
+EMBER_QDW_PLANES(ember_qdw_planes_f32, float, ember_qdw_fill_f32)
+#endif
+
+#ifdef EMBER_QDW_FLOAT
+/* q[i] = requantised (int32)acc[i] + b0: the exact float sums of a whole channel at once. */
+EMBER_QNOINLINE static void ember_qdw_requant(uint8_t *EMBER_RESTRICT q, const float *EMBER_RESTRICT acc, ptrdiff_t n,
+                                              int32_t b0, int32_t mu, int32_t sh, const int32_t *out) {
+    const int32_t zp = out[0], lo = out[1], hi = out[2];
+    ptrdiff_t i;
+    for (i = 0; i < n; ++i) q[i] = (uint8_t)ember_q_requant((int64_t)(int32_t)acc[i] + b0, mu, sh, zp, lo, hi);
+}
+static void ember_qdw_copy(uint8_t *EMBER_RESTRICT d, const uint8_t *EMBER_RESTRICT s, int n) {
+    int i;
+    for (i = 0; i < n; ++i) d[i] = s[i];
+}
+#endif
+
+/* The requantised (kind 1) or int32 outputs of one output row from its sums. */
+static void ember_qdw_store(void *y, int kind, ptrdiff_t at, const int32_t *EMBER_RESTRICT sums, int OW, int32_t b0,
+                            int32_t mu, int32_t sh, const int32_t *out) {
+    const int32_t zp = out[0], lo = out[1], hi = out[2];
+    int ow;
+    if (kind == 0) {
+        int32_t *EMBER_RESTRICT yo = (int32_t *)y + at;
+        for (ow = 0; ow < OW; ++ow) yo[ow] = sums[ow] + b0;
+    } else {
+        uint8_t *EMBER_RESTRICT yo = (uint8_t *)y + at;
+        for (ow = 0; ow < OW; ++ow) yo[ow] = (uint8_t)ember_q_requant((int64_t)sums[ow] + b0, mu, sh, zp, lo, hi);
+    }
+}
+
+static void ember_qdwconv(void *y, int kind, const void *x, int x_sgn, int32_t xz, const int32_t *p, int N, int M,
+                          const int16_t *w, const int32_t *bias, const int32_t *mult, const int32_t *shift,
+                          const int32_t *out, int exact, void *scratch) {
+    const int C = p[0], KW = p[6], OD = p[7], OH = p[8], OW = p[9], mult_c = M / C;
+    const int planar = p[1] == 1 && p[4] == 1 && p[7] == 1; /* 2-D */
+    const int Wh = ((OW - 1) * p[12] + (KW - 1) * p[15] + 1 + p[12] - 1) / p[12];
+    const ptrdiff_t s_in = (ptrdiff_t)p[1] * p[2] * p[3], s_out = (ptrdiff_t)OD * OH * OW;
+    int32_t *xi = (int32_t *)scratch, *ai = xi + s_in;
+    int n, m, od, oh, ow, kw, kwb[32];
+    ptrdiff_t i;
+#ifdef EMBER_QDW_FLOAT
+    float *xf = (float *)scratch, *af = xf + s_in;
+#else
+    (void)exact;
+#endif
+    for (kw = 0; kw < KW && kw < 16; ++kw)
+        ember_qbounds(p[3], OW, p[12], kw * p[15] - p[18], &kwb[2 * kw], &kwb[2 * kw + 1]);
+    for (n = 0; n < N; ++n)
+        for (m = 0; m < M; ++m) {
+            const uint8_t *xc = (const uint8_t *)x + ((ptrdiff_t)n * C + m / mult_c) * s_in;
+            const int16_t *wm = w + (ptrdiff_t)m * p[4] * p[5] * KW;
+            const int32_t b0 = bias ? bias[m] : 0, mu = mult ? mult[m] : 0, sh = shift ? shift[m] : 1;
+            const ptrdiff_t ym = ((ptrdiff_t)n * M + m) * s_out;
+            if (m % mult_c == 0 && !planar) /* a new input channel: its values minus the zero point */
+                for (i = 0; i < s_in; ++i) {
+                    const int32_t v = (x_sgn ? (int32_t)(int8_t)xc[i] : (int32_t)xc[i]) - xz;
+#ifdef EMBER_QDW_FLOAT
+                    if (exact) xf[i] = (float)v;
+                    else
+#endif
+                    xi[i] = v;
+                }
+            if (planar) {
+                const ptrdiff_t len = (ptrdiff_t)(OH - 1) * Wh + OW;
+                const int32_t *sums;
+#ifdef EMBER_QDW_FLOAT
+                if (exact) { /* integer sums below 2^24: exact in float */
+                    const float *EMBER_RESTRICT accf = ember_qdw_planes_f32(xf, xc, x_sgn, xz, wm, p);
+                    if (kind == 1) { /* requantised in one pass over the flat sums, into the dead planes */
+                        uint8_t *q8 = (uint8_t *)(void *)xf;
+                        ember_qdw_requant(q8, accf, len, b0, mu, sh, out);
+                        for (oh = 0; oh < OH; ++oh)
+                            ember_qdw_copy((uint8_t *)y + ym + (ptrdiff_t)oh * OW, q8 + (ptrdiff_t)oh * Wh, OW);
+                        continue;
+                    }
+                    {
+                        int32_t *EMBER_RESTRICT conv = (int32_t *)(void *)xf; /* over the dead planes (len <= plane) */
+                        for (i = 0; i < len; ++i) conv[i] = (int32_t)accf[i];
+                        sums = conv;
+                    }
+                } else
+#endif
+                sums = ember_qdw_planes_i32(xi, xc, x_sgn, xz, wm, p);
+                for (oh = 0; oh < OH; ++oh)
+                    ember_qdw_store(y, kind, ym + (ptrdiff_t)oh * OW, sums + (ptrdiff_t)oh * Wh, OW, b0, mu, sh, out);
+                continue;
+            }
+            for (od = 0; od < OD; ++od)
+                for (oh = 0; oh < OH; ++oh) {
+                    const ptrdiff_t yr = ym + ((ptrdiff_t)od * OH + oh) * OW;
+#ifdef EMBER_QDW_FLOAT
+                    if (exact) {
+                        ember_qdw_rows_f32(af, xf, wm, p, od, oh, kwb);
+                        for (ow = 0; ow < OW; ++ow) ai[ow] = (int32_t)af[ow];
+                    } else
+#endif
+                    ember_qdw_rows_i32(ai, xi, wm, p, od, oh, kwb);
+                    ember_qdw_store(y, kind, yr, ai, OW, b0, mu, sh, out);
+                }
+        }
+}
+/*@end*/

@@ -1,0 +1,336 @@
+/* The int8 matrix product behind every integer convolution and matmul (qconv.c): int32 sums of int8
+ * weights times packed activation bytes, and the epilogue that turns them into outputs.
+ *
+ * Weights W are M rows (output channels) x Kp int8 (K rounded up to 4, zero padded), packed at compile
+ * time (or by ember_qpack_b at run time); the real weight is W + wofs[m] (wofs = 0 for symmetric int8
+ * weights). Activations are packed per block of EMBER_QPB pixels as X[k/4][pixel][k%4] bytes, so that
+ * four consecutive k of one pixel are one 32-bit word: the operand of the 4-way byte dot-product
+ * instructions. The bytes are the activations seen as uint8 where the instruction multiplies unsigned by
+ * signed bytes (x86 VPDPBUSD) and as int8 elsewhere; `flip` (0x80) turns one into the other, moving the
+ * zero point by 128. With zv the activations' zero point in that view:
+ *   sum_k (W + wofs)(X - zv) = acc - zv*rowsum - wofs*K*zv + wofs*colsum,   acc = sum_k W*X,
+ * rowsum (sum_k W) is a compile-time table and colsum (sum_k X per pixel) is only needed when wofs != 0.
+ *
+ * The sums are exact int32 on every path, so every target gives the same bits. Paths, from the
+ * compiler's predefined macros (so --target/--cpu decide): AVX-512 VNNI or AVX-VNNI (VPDPBUSD), AVX2 or
+ * SSE2 ((V)PMADDWD on sign-extended bytes), AArch64 dot product (SDOT), Cortex-M DSP (SMLAD on SXTB16
+ * pairs), other 128-bit SIMD (NEON, wasm: widened int16 products in generic vector code), portable C. A tile is R rows x V vectors of pixels kept in registers over all of K. */
+
+/*@kernel ember_qgemm requires ember_qround*/
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512VNNI__) && defined(__AVX512BW__)
+#define EMBER_Q_PATH 1
+#define EMBER_QVL 16 /* int32 lanes of a vector = pixels per vector */
+#elif (defined(__GNUC__) || defined(__clang__)) && defined(__AVXVNNI__)
+#define EMBER_Q_PATH 1
+#define EMBER_QVL 8
+#elif (defined(__GNUC__) || defined(__clang__)) && defined(__AVX2__)
+#define EMBER_Q_PATH 2
+#define EMBER_QVL 4 /* VPMADDWD: 8 lanes, two per pixel */
+#elif (defined(__GNUC__) || defined(__clang__)) && defined(__SSE2__)
+#define EMBER_Q_PATH 2
+#define EMBER_QVL 2 /* PMADDWD: 4 lanes, two per pixel */
+#define EMBER_QMR 4
+#define EMBER_QNV 2
+#elif (defined(__GNUC__) || defined(__clang__)) && defined(__aarch64__) && defined(__ARM_FEATURE_DOTPROD)
+#define EMBER_Q_PATH 3
+#define EMBER_QVL 4
+#elif (defined(__GNUC__) || defined(__clang__)) && defined(__ARM_FEATURE_DSP) && !defined(__aarch64__)
+#define EMBER_Q_PATH 4
+#define EMBER_QVL 2 /* SMLAD: two pixels per step */
+#elif (defined(__GNUC__) || defined(__clang__)) && (defined(__ARM_NEON) || defined(__wasm_simd128__))
+#define EMBER_Q_PATH 5
+#define EMBER_QVL 4 /* 128-bit SIMD: int8 products widened to int16, summed in int32 */
+#define EMBER_QMR 2
+#define EMBER_QNV 2
+#else
+#define EMBER_Q_PATH 0
+#define EMBER_QVL 4
+#endif
+#define EMBER_Q_UVIEW (EMBER_Q_PATH == 1) /* activations as uint8 (else int8) */
+#ifndef EMBER_QMR
+#define EMBER_QMR 4 /* rows of a full tile */
+#define EMBER_QNV 4 /* vectors of pixels of a full tile; a narrow tile has 1 */
+#endif
+#define EMBER_QNR (EMBER_QNV * EMBER_QVL) /* pixels of a full tile */
+#define EMBER_QPB 64                      /* pixels per packed activation block */
+#if EMBER_Q_UVIEW
+typedef uint8_t ember_qx;
+#else
+typedef int8_t ember_qx;
+#endif
+typedef int32_t ember_qi32u __attribute__((may_alias, aligned(1)));
+/* The 4 weight bytes W[r][4g .. 4g+3] as one word. */
+#define EMBER_QW(W, r, Kp, g) (*(const ember_qi32u *)(const void *)((W) + (ptrdiff_t)(r) * (Kp) + 4 * (g)))
+#define EMBER_QXG(X, g) ((X) + (ptrdiff_t)(g) * EMBER_QPB * 4)
+
+#if EMBER_Q_PATH == 1 || EMBER_Q_PATH == 3
+typedef int32_t ember_qv __attribute__((vector_size(EMBER_QVL * 4), aligned(4)));
+/* acc += the 4-byte dot products of x and w, lane by lane. */
+EMBER_INLINE ember_qv ember_qdot(ember_qv acc, ember_qv x, ember_qv w) {
+#if EMBER_Q_PATH == 3
+    __asm__("sdot %0.4s, %1.16b, %2.16b" : "+w"(acc) : "w"(x), "w"(w));
+#elif EMBER_QVL == 16
+    __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(x), "v"(w));
+#else
+    __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(x), "x"(w));
+#endif
+    return acc;
+}
+#define EMBER_QTILE(NAME, R, V)                                                                         \
+    static void NAME(int32_t *acc, const int8_t *W, int Kp, const uint8_t *X) {                        \
+        ember_qv a[R][V], x[V];                                                                         \
+        int r, v, g;                                                                                    \
+        for (r = 0; r < R; ++r)                                                                         \
+            for (v = 0; v < V; ++v) a[r][v] = (ember_qv){0};                                            \
+        for (g = 0; g < Kp / 4; ++g) {                                                                  \
+            for (v = 0; v < V; ++v) x[v] = ((const ember_qv *)(const void *)EMBER_QXG(X, g))[v];        \
+            for (r = 0; r < R; ++r) {                                                                   \
+                const ember_qv w = (ember_qv){0} + EMBER_QW(W, r, Kp, g);                               \
+                for (v = 0; v < V; ++v) a[r][v] = ember_qdot(a[r][v], x[v], w);                         \
+            }                                                                                           \
+        }                                                                                               \
+        for (r = 0; r < R; ++r)                                                                         \
+            for (v = 0; v < V; ++v) *(ember_qv *)(void *)(acc + r * EMBER_QNR + v * EMBER_QVL) = a[r][v]; \
+    }
+#elif EMBER_Q_PATH == 2
+/* Sign-extended: QVL pixels x 4 bytes as int16; one (V)PMADDWD gives each pixel two pair sums. */
+#if EMBER_QVL == 4
+#define EMBER_QPMADDWD __builtin_ia32_pmaddwd256
+#else
+#define EMBER_QPMADDWD __builtin_ia32_pmaddwd128
+#endif
+typedef int32_t ember_qv __attribute__((vector_size(EMBER_QVL * 8)));
+typedef int32_t ember_qvx __attribute__((vector_size(EMBER_QVL * 4), aligned(4)));
+typedef int8_t ember_qbx __attribute__((vector_size(EMBER_QVL * 4)));
+typedef short ember_qhx __attribute__((vector_size(EMBER_QVL * 8)));
+#define EMBER_QWIDEN(v) __builtin_convertvector((ember_qbx)(v), ember_qhx)
+#define EMBER_QTILE(NAME, R, V)                                                                         \
+    static void NAME(int32_t *acc, const int8_t *W, int Kp, const uint8_t *X) {                        \
+        ember_qv a[R][V];                                                                               \
+        ember_qhx x[V];                                                                                 \
+        int r, v, g, p;                                                                                 \
+        for (r = 0; r < R; ++r)                                                                         \
+            for (v = 0; v < V; ++v) a[r][v] = (ember_qv){0};                                            \
+        for (g = 0; g < Kp / 4; ++g) {                                                                  \
+            for (v = 0; v < V; ++v) x[v] = EMBER_QWIDEN(((const ember_qvx *)(const void *)EMBER_QXG(X, g))[v]); \
+            for (r = 0; r < R; ++r) {                                                                   \
+                const ember_qhx w = EMBER_QWIDEN((ember_qvx){0} + EMBER_QW(W, r, Kp, g));              \
+                for (v = 0; v < V; ++v) a[r][v] += (ember_qv)EMBER_QPMADDWD(x[v], w);                   \
+            }                                                                                           \
+        }                                                                                               \
+        for (r = 0; r < R; ++r)                                                                         \
+            for (v = 0; v < V; ++v)                                                                     \
+                for (p = 0; p < EMBER_QVL; ++p)                                                         \
+                    acc[r * EMBER_QNR + v * EMBER_QVL + p] = a[r][v][2 * p] + a[r][v][2 * p + 1];       \
+    }
+#elif EMBER_Q_PATH == 5
+typedef int8_t ember_qb16 __attribute__((vector_size(16)));
+typedef int32_t ember_qv4 __attribute__((vector_size(16), aligned(4)));
+typedef int16_t ember_qh16 __attribute__((vector_size(32)));
+typedef int32_t ember_qw16 __attribute__((vector_size(64)));
+/* 4 pixels x 4 bytes widened to int16 and multiplied by the row's 4 weights repeated (int8 x int8 fits
+ * int16), the products widened into 16 int32 lanes: pixel p's sum is lanes 4p .. 4p+3. */
+#define EMBER_QWIDEN(v4) __builtin_convertvector((ember_qb16)(v4), ember_qh16)
+#define EMBER_QTILE(NAME, R, V)                                                                         \
+    static void NAME(int32_t *acc, const int8_t *W, int Kp, const uint8_t *X) {                        \
+        ember_qw16 a[R][V];                                                                             \
+        ember_qh16 x[V];                                                                                \
+        int r, v, g, p;                                                                                 \
+        for (r = 0; r < R; ++r)                                                                         \
+            for (v = 0; v < V; ++v) a[r][v] = (ember_qw16){0};                                          \
+        for (g = 0; g < Kp / 4; ++g) {                                                                  \
+            for (v = 0; v < V; ++v) x[v] = EMBER_QWIDEN(((const ember_qv4 *)(const void *)EMBER_QXG(X, g))[v]); \
+            for (r = 0; r < R; ++r) {                                                                   \
+                const ember_qh16 w = EMBER_QWIDEN((ember_qv4){0} + EMBER_QW(W, r, Kp, g));             \
+                for (v = 0; v < V; ++v) a[r][v] += __builtin_convertvector(x[v] * w, ember_qw16);       \
+            }                                                                                           \
+        }                                                                                               \
+        for (r = 0; r < R; ++r)                                                                         \
+            for (v = 0; v < V; ++v)                                                                     \
+                for (p = 0; p < 4; ++p)                                                                 \
+                    acc[r * EMBER_QNR + v * 4 + p] =                                                    \
+                        a[r][v][4 * p] + a[r][v][4 * p + 1] + a[r][v][4 * p + 2] + a[r][v][4 * p + 3];  \
+    }
+#elif EMBER_Q_PATH == 4
+EMBER_INLINE uint32_t ember_qsx02(uint32_t x) {
+    uint32_t r;
+    __asm__("sxtb16 %0, %1" : "=r"(r) : "r"(x));
+    return r;
+}
+EMBER_INLINE uint32_t ember_qsx13(uint32_t x) {
+    uint32_t r;
+    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
+    return r;
+}
+EMBER_INLINE int32_t ember_qsmlad(uint32_t a, uint32_t b, int32_t acc) {
+    int32_t r;
+    __asm__("smlad %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(acc));
+    return r;
+}
+/* R (1 or 2) rows x pixel pairs: each word of 4 bytes split into two halfword pairs (bytes 0,2 and
+ * 1,3) that SMLAD multiplies and adds; a pair's unpacking serves two rows, a row's two pixels. */
+#define EMBER_QTILE(NAME, R, V)                                                                         \
+    static void NAME(int32_t *acc, const int8_t *W, int Kp, const uint8_t *X) {                        \
+        int r, j, g;                                                                                    \
+        for (j = 0; j < V * EMBER_QVL; j += 2)                                                          \
+            for (r = 0; r < R; r += 2) {                                                                \
+                int32_t a00 = 0, a01 = 0, a10 = 0, a11 = 0;                                             \
+                for (g = 0; g < Kp / 4; ++g) {                                                          \
+                    const ember_qi32u *xg = (const ember_qi32u *)(const void *)(EMBER_QXG(X, g) + 4 * j); \
+                    const uint32_t x0 = (uint32_t)xg[0], x1 = (uint32_t)xg[1];                          \
+                    const uint32_t x002 = ember_qsx02(x0), x013 = ember_qsx13(x0);                      \
+                    const uint32_t x102 = ember_qsx02(x1), x113 = ember_qsx13(x1);                      \
+                    const uint32_t w0 = (uint32_t)EMBER_QW(W, r, Kp, g);                                \
+                    const uint32_t w002 = ember_qsx02(w0), w013 = ember_qsx13(w0);                      \
+                    a00 = ember_qsmlad(w013, x013, ember_qsmlad(w002, x002, a00));                      \
+                    a01 = ember_qsmlad(w013, x113, ember_qsmlad(w002, x102, a01));                      \
+                    if (R > 1) {                                                                        \
+                        const uint32_t w1 = (uint32_t)EMBER_QW(W, r + 1, Kp, g);                        \
+                        const uint32_t w102 = ember_qsx02(w1), w113 = ember_qsx13(w1);                  \
+                        a10 = ember_qsmlad(w113, x013, ember_qsmlad(w102, x002, a10));                  \
+                        a11 = ember_qsmlad(w113, x113, ember_qsmlad(w102, x102, a11));                  \
+                    }                                                                                   \
+                }                                                                                       \
+                acc[r * EMBER_QNR + j] = a00;                                                           \
+                acc[r * EMBER_QNR + j + 1] = a01;                                                       \
+                if (R > 1) {                                                                            \
+                    acc[(r + 1) * EMBER_QNR + j] = a10;                                                 \
+                    acc[(r + 1) * EMBER_QNR + j + 1] = a11;                                             \
+                }                                                                                       \
+            }                                                                                           \
+    }
+#else
+/* Portable: one dot product over K per (row, pixel), so that a few registers suffice (microcontrollers)
+ * and compilers do not unroll a whole tile into one huge block. */
+#define EMBER_QTILE(NAME, R, V)                                                                         \
+    static void NAME(int32_t *acc, const int8_t *W, int Kp, const uint8_t *X) {                        \
+        int r, j, g;                                                                                    \
+        for (r = 0; r < R; ++r)                                                                         \
+            for (j = 0; j < V * EMBER_QVL; ++j) {                                                       \
+                const int8_t *w = W + (ptrdiff_t)r * Kp;                                                \
+                const ember_qx *x = (const ember_qx *)X + 4 * j;                                        \
+                int32_t s = 0;                                                                          \
+                for (g = 0; g < Kp / 4; ++g, w += 4, x += EMBER_QPB * 4)                                \
+                    s += w[0] * x[0] + w[1] * x[1] + w[2] * x[2] + w[3] * x[3];                         \
+                acc[r * EMBER_QNR + j] = s;                                                             \
+            }                                                                                           \
+    }
+#endif
+EMBER_QTILE(ember_qtile_full, EMBER_QMR, EMBER_QNV)
+EMBER_QTILE(ember_qtile_narrow, EMBER_QMR, 1)
+EMBER_QTILE(ember_qtile_row, 1, 4)
+EMBER_QTILE(ember_qtile_row_narrow, 1, 1)
+
+/* Where and how a product's int32 sums become outputs. kind 0: int32 sums; 1: requantised bytes. */
+typedef struct {
+    uint8_t *y;
+    int kind;
+    ptrdiff_t rs, ps;      /* element strides of an output row (channel) and pixel */
+    const int32_t *corr;   /* per row: bias - zv*rowsum - wofs*K*zv */
+    const int32_t *wofs;   /* per row weight offset, or NULL */
+    const int32_t *colsum; /* per pixel of the block (when wofs) */
+    const int32_t *mult, *shift;
+    int32_t zp, lo, hi;
+} ember_qout;
+
+/* Row m's sums acc[0 .. n) for the pixels from `pix` (j0 of the block) become outputs. */
+static void ember_qstore(const ember_qout *o, int m, ptrdiff_t pix, int j0, const int32_t *acc, int n) {
+    const int32_t c = o->corr[m], wo = o->wofs ? o->wofs[m] : 0;
+    const int32_t *cs = o->colsum + j0;
+    const ptrdiff_t ps = o->ps, at = m * o->rs + pix * ps;
+    int j;
+    if (o->kind == 0) {
+        int32_t *y = (int32_t *)(void *)o->y + at;
+        for (j = 0; j < n; ++j) y[j * ps] = acc[j] + c + (wo ? wo * cs[j] : 0);
+    } else {
+        uint8_t *EMBER_RESTRICT y = o->y + at;
+        const int32_t mult = o->mult[m], shift = o->shift[m], zp = o->zp, lo = o->lo, hi = o->hi;
+        if (ps == 1 && !wo) { /* the common case, written for the vectorizer: a 32 x 32 -> 64-bit multiply,
+                               * the clamp before the zero point (the sums fit int32: see qlinear.py) */
+            const int64_t rnd = (((int64_t)1) << (shift - 1)) - 1, l = lo - zp, h = hi - zp;
+            for (j = 0; j < n; ++j) {
+                const int64_t p = (int64_t)(acc[j] + c) * mult;
+                int64_t r = (p + rnd + ((p >> shift) & 1)) >> shift;
+                r = r < l ? l : r;
+                r = r > h ? h : r;
+                y[j] = (uint8_t)(r + zp);
+            }
+        } else
+            for (j = 0; j < n; ++j)
+                y[j * ps] = (uint8_t)ember_q_requant((int64_t)acc[j] + c + (int64_t)wo * cs[j], mult, shift, zp, lo,
+                                                     hi);
+    }
+}
+
+/* All M output rows for the pb (<= EMBER_QPB) pixels of a packed block starting at pixel `pix`. */
+static void ember_qgemm_block(const ember_qout *o, const int8_t *W, int M, int Kp, const uint8_t *X,
+                              ptrdiff_t pix, int pb) {
+    int32_t acc[EMBER_QMR * EMBER_QNR];
+    int m0, j0, r;
+    for (m0 = 0; m0 < M;) {
+        const int R = M - m0 >= EMBER_QMR ? EMBER_QMR : 1;
+        const int8_t *w = W + (ptrdiff_t)m0 * Kp;
+        for (j0 = 0; j0 < pb;) {
+            /* A full tile unless fewer pixels are left than it has (it would compute mostly waste). */
+            const int full = pb - j0 > (EMBER_QNV - 1) * EMBER_QVL, width = full ? EMBER_QNR : EMBER_QVL;
+            const int n = pb - j0 < width ? pb - j0 : width;
+            const uint8_t *x = X + j0 * 4;
+            if (R > 1) {
+                if (full) ember_qtile_full(acc, w, Kp, x);
+                else ember_qtile_narrow(acc, w, Kp, x);
+            } else {
+                if (full) ember_qtile_row(acc, w, Kp, x);
+                else ember_qtile_row_narrow(acc, w, Kp, x);
+            }
+            for (r = 0; r < R; ++r) ember_qstore(o, m0 + r, pix + j0, j0, acc + r * EMBER_QNR, n);
+            j0 += width;
+        }
+        m0 += R;
+    }
+}
+
+/* Rows of the product for one pixel whose Kp view bytes are contiguous at x (a matrix-vector product,
+ * so vectorized along K instead of across pixels): sums -> ember_qstore as pixel `pix` (j0 in the block). */
+static void ember_qgemv(const ember_qout *o, const int8_t *W, int M, int Kp, const uint8_t *x, ptrdiff_t pix, int j0) {
+    int m, k;
+    for (m = 0; m < M; ++m) {
+        const int8_t *w = W + (ptrdiff_t)m * Kp;
+        int32_t sum = 0;
+        k = 0;
+#if EMBER_Q_PATH == 1 || EMBER_Q_PATH == 3
+        {
+            ember_qv acc = (ember_qv){0};
+            for (; k + 4 * EMBER_QVL <= Kp; k += 4 * EMBER_QVL)
+                acc = ember_qdot(acc, *(const ember_qv *)(const void *)(x + k),
+                                 *(const ember_qv *)(const void *)(w + k));
+            for (int l = 0; l < EMBER_QVL; ++l) sum += acc[l];
+        }
+#endif
+        for (; k < Kp; ++k) sum += w[k] * ((const ember_qx *)x)[k];
+        ember_qstore(o, m, pix, j0, &sum, 1);
+    }
+}
+
+/* The view of activations of signedness x_sgn: *flip to apply to their bytes; returns their zero point. */
+static int32_t ember_qview(int x_sgn, int32_t xz, uint8_t *flip) {
+    const int view_sgn = !EMBER_Q_UVIEW;
+    *flip = x_sgn != view_sgn ? 0x80 : 0;
+    return *flip ? (view_sgn ? xz - 128 : xz + 128) : xz;
+}
+
+/* Per-row constant part of the sums; each block pixel's activation sum (needed when wofs). */
+static void ember_qcorr(int32_t *corr, int M, int K, int32_t zv, const int32_t *bias, const int32_t *rowsum,
+                        const int32_t *wofs) {
+    int m;
+    for (m = 0; m < M; ++m) corr[m] = (bias ? bias[m] : 0) - zv * rowsum[m] - (wofs ? wofs[m] * K * zv : 0);
+}
+static void ember_qcolsum(int32_t *colsum, const uint8_t *X, int Kp, int pb) {
+    int j, g;
+    for (j = 0; j < pb; ++j) colsum[j] = 0;
+    for (g = 0; g < Kp / 4; ++g) {
+        const ember_qx *xg = (const ember_qx *)EMBER_QXG(X, g);
+        for (j = 0; j < pb; ++j) colsum[j] += xg[4 * j] + xg[4 * j + 1] + xg[4 * j + 2] + xg[4 * j + 3];
+    }
+}
+#define EMBER_QSCRATCH_X(Kp) ((ptrdiff_t)(Kp) * EMBER_QPB)
+/*@end*/

@@ -1,0 +1,215 @@
+/* Quantization kernels: ONNX QuantizeLinear / DequantizeLinear / DynamicQuantizeLinear, and the integer
+ * element-wise, pooling and lookup kernels of folded QDQ models. Integer results never depend on the
+ * target: requantisation is a 64-bit fixed-point product (see ember_q_scale), no float. */
+
+/*@kernel ember_qsaturate requires ember_prelude*/
+/* round-half-to-even(v) + zp saturated to [lo, hi]: ONNX QuantizeLinear's rint-then-saturate, exact
+ * for any float (after clamping to a small range, truncation and the fraction are exact) and
+ * independent of the FPU rounding mode; NaN gives lo. Branch-free, so loops over it vectorize. */
+EMBER_INLINE int32_t ember_q_saturate(float v, int32_t zp, int32_t lo, int32_t hi) {
+    const float flo = (float)(lo - zp) - 1.0f, fhi = (float)(hi - zp) + 1.0f;
+    const float c = v >= flo ? (v <= fhi ? v : fhi) : flo;
+    const int32_t i = (int32_t)c;
+    const float f = c - (float)i;
+    const int32_t odd = i & 1;
+    const int32_t r = i + zp + ((f > 0.5f) | ((f == 0.5f) & odd)) - ((f < -0.5f) | ((f == -0.5f) & odd));
+    return r < lo ? lo : r > hi ? hi : r;
+}
+/*@end*/
+
+/*@kernel ember_qround requires ember_prelude*/
+/* acc * mult * 2^-shift, rounded half to even: the requantisation of every integer kernel. The real
+ * multiplier (e.g. x_scale * w_scale / y_scale) is mult * 2^-shift with mult < 2^31 and 1 <= shift <= 62,
+ * made at compile time from the float32 value exactly, so the result is the float computation's
+ * correctly rounded value, with no float at run time. */
+EMBER_INLINE int64_t ember_q_scale(int64_t acc, int32_t mult, int shift) {
+    const int64_t p = acc * mult;
+    return (p + ((((int64_t)1) << (shift - 1)) - 1) + ((p >> shift) & 1)) >> shift;
+}
+/* ember_q_scale + zero point, clamped to [lo, hi]. */
+EMBER_INLINE int32_t ember_q_requant(int64_t acc, int32_t mult, int shift, int32_t zp, int32_t lo, int32_t hi) {
+    const int64_t r = ember_q_scale(acc, mult, shift) + zp;
+    return (int32_t)(r < lo ? lo : r > hi ? hi : r);
+}
+/* Element i of int8 (sgn = 1) or uint8 (sgn = 0) bytes, as an int. */
+EMBER_INLINE int32_t ember_q_load(const uint8_t *p, ptrdiff_t i, int sgn) {
+    return sgn ? (int32_t)(int8_t)p[i] : (int32_t)p[i];
+}
+/*@end*/
+
+/*@kernel ember_quantize_tpl requires ember_prelude*/
+/* Scale / zero-point layout `q` = [outer, A, inner, block, s_o, s_a, s_i]: the tensor is outer x A x inner
+ * (A = the quantization axis) and element (o, a, i) uses parameter o*s_o + (a/block)*s_a + i*s_i
+ * (all strides 0: per tensor; s_a = 1: per axis; blocked otherwise). zp may be NULL (zero). */
+#define EMBER_QUANT_LOOP(BODY)                                                                       \
+    int o, a, i;                                                                                     \
+    for (o = 0; o < q[0]; ++o)                                                                       \
+        for (a = 0; a < q[1]; ++a) {                                                                 \
+            const ptrdiff_t base = (ptrdiff_t)o * q[4] + (ptrdiff_t)(a / q[3]) * q[5];               \
+            const ptrdiff_t e0 = ((ptrdiff_t)o * q[1] + a) * q[2];                                   \
+            if (q[6] == 0) { /* one scale for the run: a loop that vectorizes */                      \
+                const float sc = scale[base];                                                        \
+                const int32_t z = zp ? (int32_t)zp[base] : 0;                                        \
+                for (i = 0; i < q[2]; ++i) {                                                         \
+                    const ptrdiff_t e = e0 + i;                                                      \
+                    BODY;                                                                            \
+                }                                                                                    \
+            } else {                                                                                 \
+                for (i = 0; i < q[2]; ++i) {                                                         \
+                    const ptrdiff_t e = e0 + i;                                                      \
+                    const float sc = scale[base + (ptrdiff_t)i * q[6]];                              \
+                    const int32_t z = zp ? (int32_t)zp[base + (ptrdiff_t)i * q[6]] : 0;              \
+                    BODY;                                                                            \
+                }                                                                                    \
+            }                                                                                        \
+        }
+#define EMBER_QUANTIZE(SUFFIX, T, LO, HI)                                                            \
+    static void ember_quantize_##SUFFIX(T *EMBER_RESTRICT y, const float *EMBER_RESTRICT x, const float *scale, \
+                                        const T *zp, const int32_t *q) {                             \
+        EMBER_QUANT_LOOP(y[e] = (T)ember_q_saturate(x[e] / sc, z, LO, HI))                           \
+    }
+/* (x - zp) * scale, the subtraction in float as ONNX's reference does it (exact below 2^24). */
+#define EMBER_DEQUANTIZE(SUFFIX, T)                                                                  \
+    static void ember_dequantize_##SUFFIX(float *EMBER_RESTRICT y, const T *EMBER_RESTRICT x, const float *scale, \
+                                          const T *zp, const int32_t *q) {                           \
+        EMBER_QUANT_LOOP(y[e] = ((float)x[e] - (float)z) * sc)                                      \
+    }
+/*@end*/
+
+/*@kernel ember_quantize_s8 requires ember_quantize_tpl ember_qsaturate*/
+EMBER_QUANTIZE(s8, int8_t, -128, 127)
+/*@end*/
+/*@kernel ember_quantize_u8 requires ember_quantize_tpl ember_qsaturate*/
+EMBER_QUANTIZE(u8, uint8_t, 0, 255)
+/*@end*/
+/*@kernel ember_quantize_s16 requires ember_quantize_tpl ember_qsaturate*/
+EMBER_QUANTIZE(s16, int16_t, -32768, 32767)
+/*@end*/
+/*@kernel ember_quantize_u16 requires ember_quantize_tpl ember_qsaturate*/
+EMBER_QUANTIZE(u16, uint16_t, 0, 65535)
+/*@end*/
+/*@kernel ember_dequantize_s8 requires ember_quantize_tpl*/
+EMBER_DEQUANTIZE(s8, int8_t)
+/*@end*/
+/*@kernel ember_dequantize_u8 requires ember_quantize_tpl*/
+EMBER_DEQUANTIZE(u8, uint8_t)
+/*@end*/
+/*@kernel ember_dequantize_s16 requires ember_quantize_tpl*/
+EMBER_DEQUANTIZE(s16, int16_t)
+/*@end*/
+/*@kernel ember_dequantize_u16 requires ember_quantize_tpl*/
+EMBER_DEQUANTIZE(u16, uint16_t)
+/*@end*/
+/*@kernel ember_dequantize_s32 requires ember_quantize_tpl*/
+EMBER_DEQUANTIZE(s32, int32_t)
+/*@end*/
+
+/*@kernel ember_dynquant_u8 requires ember_qsaturate*/
+/* DynamicQuantizeLinear: uint8 with the range of x widened to include 0, step by step as ONNX's
+ * reference computes it (float32). */
+static void ember_dynquant_u8(uint8_t *y, float *scale, uint8_t *zp, const float *x, ptrdiff_t n) {
+    float mx = 0.0f, mn = 0.0f, s, izp;
+    int32_t z;
+    ptrdiff_t i;
+    for (i = 0; i < n; ++i) {
+        mx = x[i] > mx ? x[i] : mx;
+        mn = x[i] < mn ? x[i] : mn;
+    }
+    s = (mx == mn ? 1.0f : mx - mn) / 255.0f;
+    izp = 0.0f - mn / s;
+    z = ember_q_saturate(izp < 0.0f ? 0.0f : izp > 255.0f ? 255.0f : izp, 0, 0, 255);
+    for (i = 0; i < n; ++i) y[i] = (uint8_t)ember_q_saturate(x[i] / s, z, 0, 255);
+    *scale = s;
+    *zp = (uint8_t)z;
+}
+/*@end*/
+
+/*@kernel ember_qadd requires ember_qround*/
+/* Folded QDQ Add (and Sub, with mb < 0) on int8 (sgn = 1) or uint8 bytes, each input rescaled to the
+ * output's scale: y = zy + round(((a - za) * ma + (b - zb) * mb) * 2^-shift) clamped to [lo, hi];
+ * r = [za, zb, ma, mb, shift, zy, lo, hi]. `b` may broadcast: element i of y reads b[(i / b_div) % b_mod]
+ * (b_div = 1, b_mod = n: same shape; b_mod = 1: one value; else one axis of y). */
+static void ember_qadd(uint8_t *y, const uint8_t *a, const uint8_t *b, ptrdiff_t n, ptrdiff_t b_div,
+                       ptrdiff_t b_mod, int sgn, const int32_t *r) {
+    ptrdiff_t i;
+    for (i = 0; i < n; ++i) {
+        const int64_t s = (int64_t)(ember_q_load(a, i, sgn) - r[0]) * r[2] +
+                          (int64_t)(ember_q_load(b, (i / b_div) % b_mod, sgn) - r[1]) * r[3];
+        y[i] = (uint8_t)ember_q_requant(s, 1, r[4], r[5], r[6], r[7]);
+    }
+}
+/*@end*/
+
+/*@kernel ember_qmul requires ember_qround*/
+/* Folded QDQ Mul: y = zy + round((a - za) * (b - zb) * mult * 2^-shift); r = [za, zb, mult, shift, zy, lo, hi],
+ * broadcasting as ember_qadd. */
+static void ember_qmul(uint8_t *y, const uint8_t *a, const uint8_t *b, ptrdiff_t n, ptrdiff_t b_div,
+                       ptrdiff_t b_mod, int sgn, const int32_t *r) {
+    ptrdiff_t i;
+    for (i = 0; i < n; ++i) {
+        const int32_t p = (ember_q_load(a, i, sgn) - r[0]) * (ember_q_load(b, (i / b_div) % b_mod, sgn) - r[1]);
+        y[i] = (uint8_t)ember_q_requant(p, r[2], r[3], r[4], r[5], r[6]);
+    }
+}
+/*@end*/
+
+/*@kernel ember_qlut requires ember_prelude*/
+/* y = table[x]: any function of one quantized value (sigmoid, tanh, hard-swish, a change of scale). */
+static void ember_qlut(uint8_t *y, const uint8_t *x, ptrdiff_t n, const uint8_t *table) {
+    ptrdiff_t i;
+    for (i = 0; i < n; ++i) y[i] = table[x[i]];
+}
+/*@end*/
+
+/*@kernel ember_qavgpool requires ember_qround*/
+/* Average pooling of int8 (sgn = 1) / uint8 bytes with the pool.c geometry table p: the window sum of
+ * (x - zx) requantised with the multiplier of its divisor, the count of taps inside the input
+ * (include_pad = 0) or inside the padded input (1), as ember_avgpool_f32 counts them; the tables
+ * mult/shift are indexed by that count (0 .. kernel volume). Padding adds 0 to the sum. */
+static void ember_qavgpool(uint8_t *y, const uint8_t *x, const int32_t *p, ptrdiff_t NC, int sgn, int zx,
+                           int include_pad, const int32_t *mult, const int32_t *shift, const int32_t *out) {
+    const int D = p[0], H = p[1], W = p[2];
+    ptrdiff_t nc;
+    int od, oh, ow, kd, kh, kw;
+    for (nc = 0; nc < NC; ++nc) {
+        const uint8_t *xc = x + nc * (ptrdiff_t)D * H * W;
+        for (od = 0; od < p[6]; ++od)
+            for (oh = 0; oh < p[7]; ++oh)
+                for (ow = 0; ow < p[8]; ++ow) {
+                    int32_t sum = 0, count = 0, padded = 0;
+                    for (kd = 0; kd < p[3]; ++kd) {
+                        const int id = od * p[9] - p[15] + kd * p[12];
+                        const int din = id >= 0 && id < D, dpad = id >= -p[15] && id < D + p[18];
+                        for (kh = 0; kh < p[4]; ++kh) {
+                            const int ih = oh * p[10] - p[16] + kh * p[13];
+                            const int hin = din && ih >= 0 && ih < H, hpad = dpad && ih >= -p[16] && ih < H + p[19];
+                            for (kw = 0; kw < p[5]; ++kw) {
+                                const int iw = ow * p[11] - p[17] + kw * p[14];
+                                if (hpad && iw >= -p[17] && iw < W + p[20]) ++padded;
+                                if (hin && iw >= 0 && iw < W) {
+                                    sum += ember_q_load(xc, ((ptrdiff_t)id * H + ih) * W + iw, sgn) - zx;
+                                    ++count;
+                                }
+                            }
+                        }
+                    }
+                    count = include_pad ? padded : count;
+                    *y++ = (uint8_t)ember_q_requant(sum, mult[count], shift[count], out[0], out[1], out[2]);
+                }
+    }
+}
+/*@end*/
+
+/*@kernel ember_qmean requires ember_qround*/
+/* GlobalAveragePool / ReduceMean over each of NC planes of S int8 (sgn = 1) / uint8 bytes:
+ * zy + round((sum - S*zx) * mult * 2^-shift), the multiplier folding x_scale / (y_scale * S). */
+static void ember_qmean(uint8_t *y, const uint8_t *x, ptrdiff_t NC, ptrdiff_t S, int sgn, int zx, int32_t mult,
+                        int shift, const int32_t *out) {
+    ptrdiff_t nc, i;
+    for (nc = 0; nc < NC; ++nc) {
+        int64_t sum = 0;
+        for (i = 0; i < S; ++i) sum += ember_q_load(x, nc * S + i, sgn);
+        y[nc] = (uint8_t)ember_q_requant(sum - (int64_t)S * zx, mult, shift, out[0], out[1], out[2]);
+    }
+}
+/*@end*/

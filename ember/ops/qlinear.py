@@ -1,0 +1,275 @@
+"""Integer convolution and matrix product on kernels/qconv.c: int8/uint8 operands, int32 sums, integer
+requantisation. Two internal ops do the work, made from ONNX's operator-format ops (ConvInteger,
+QLinearConv, MatMulInteger, QLinearMatMul, in ember/ops/quantize.py) and from QDQ patterns
+(ember/passes/fold_qdq.py):
+
+- QConv: inputs [x, x zero point (run time) or None, packed weights]; the Conv attributes; `_q`: QSpec.
+- QMatMul: inputs [a, a zero point (run time) or None, packed weights or a run-time B]; `_q`: QSpec.
+
+Weights are packed at compile time (`pack_weights`): the real integer weight w - w_zero_point is
+stored as int8 plus a per-row offset `wofs` when it does not fit, with the row sums the kernels need to
+apply the activations' zero point after the int8 dot products (qconv.c explains the algebra).
+Requantisation uses `fixed_point`: the float32 multiplier (x_scale * w_scale / y_scale, computed in
+float32 as ONNX's reference and onnxruntime do) as mult * 2^-shift, exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ember.codegen.emitter import KernelEmitter
+from ember.errors import UnsupportedOperatorError
+from ember.ir.dtypes import DType, TensorType
+from ember.ir.graph import Graph, Node, Value
+from ember.ops.conv import conv_geometry
+from ember.ops.matmul import present
+from ember.ops.opdef import OpDef
+from ember.ops.registry import register
+
+QPB = 64  # EMBER_QPB of qgemm.c: pixels per packed activation block
+BYTE_TYPES = (DType.INT8, DType.UINT8)
+
+
+@dataclass(frozen=True)
+class Requant:
+    """Per output channel fixed-point multipliers, and the output's zero point and clamp range."""
+
+    mult: tuple[int, ...]
+    shift: tuple[int, ...]
+    zp: int
+    lo: int
+    hi: int
+
+
+@dataclass(frozen=True)
+class QSpec:
+    x_zp: int  # the activations' zero point when it is a compile-time constant (input 1 absent)
+    bias: tuple[int, ...] | None  # int32 per output channel, added to the sums
+    rowsum: tuple[int, ...] | None  # per row of the packed weights (None: computed at run time)
+    wofs: tuple[int, ...] | None  # per row weight offsets (None: all 0)
+    requant: Requant | None  # None: int32 sums are the output
+    depthwise: bool = False
+    channels_last: bool = False  # packed K order (kernel taps, channels): channels % 4 == 0
+
+
+def fixed_point(m: float) -> tuple[int, int]:
+    """(mult, shift), mult < 2^31 and 1 <= shift <= 62, with mult * 2^-shift == float32(m) (or its
+    nearest representable value for multipliers outside about [2^-31, 2^30])."""
+    m = float(np.float32(m))
+    if not m > 0.0 or not math.isfinite(m):
+        return 0, 1
+    mant, exp = math.frexp(m)
+    mult, shift = int(mant * (1 << 31)), 31 - exp  # exact: a float32 has a 24-bit mantissa
+    if shift < 1:
+        return (1 << 31) - 1, 1  # |result| >= 2^30 * |acc|: saturates for any acc != 0
+    if shift > 62:
+        mult, shift = (mult + (1 << (shift - 63))) >> (shift - 62), 62
+    return mult, shift
+
+
+def make_requant(multipliers: np.ndarray, out_dtype: DType, zp: int, lo: int | None = None,
+                 hi: int | None = None) -> Requant:
+    qlo, qhi = (-128, 127) if out_dtype is DType.INT8 else (0, 255)
+    pairs = [fixed_point(m) for m in np.asarray(multipliers, np.float32).reshape(-1)]
+    return Requant(tuple(p[0] for p in pairs), tuple(p[1] for p in pairs), int(zp),
+                   qlo if lo is None else max(qlo, lo), qhi if hi is None else min(qhi, hi))
+
+
+def pack_weights(w: np.ndarray) -> tuple[np.ndarray, tuple[int, ...], tuple[int, ...] | None]:
+    """Integer weights M x K (real values, minus their zero point) -> (int8 M x Kp, rowsum, wofs)."""
+    w = np.asarray(w, np.int64)
+    m, k = w.shape
+    lo, hi = (w.min(axis=1), w.max(axis=1)) if k else (np.zeros(m, np.int64), np.zeros(m, np.int64))
+    ofs = np.where((lo >= -128) & (hi <= 127), 0, hi - 127)  # rows of 8-bit range [lo, hi] fit after this
+    packed = np.zeros((m, (k + 3) // 4 * 4), np.int8)
+    packed[:, :k] = (w - ofs[:, None]).astype(np.int8)
+    rowsum = tuple(int(v) for v in packed.astype(np.int64).sum(axis=1))
+    return packed, rowsum, (tuple(int(v) for v in ofs) if ofs.any() else None)
+
+
+def check_sums(node: Node, k: int, bias: tuple[int, ...] | None) -> None:
+    """The kernels add in int32: every sum of k products of 8-bit values (each at most 255 * 255 in
+    magnitude) plus the bias must fit, as it does for any reduction under about 33,000 terms."""
+    if k * 255 * 255 + max((abs(b) for b in bias or ()), default=0) >= 2**31:
+        raise _fail(node, f"a reduction over {k} values (int32 sums are implemented up to about 33,000)")
+
+
+def _table(k: KernelEmitter, values: tuple[int, ...] | None) -> str:
+    return "0" if values is None else k.table(list(values), DType.INT32)
+
+
+def _out_args(k: KernelEmitter, q: QSpec) -> list[str]:
+    """kind, then (after the caller's own arguments) mult, shift, out tables."""
+    rq = q.requant
+    if rq is None:
+        return ["0", "0", k.table([0, 0, 0], DType.INT32)]
+    return [_table(k, rq.mult), _table(k, rq.shift), k.table([rq.zp, rq.lo, rq.hi], DType.INT32)]
+
+
+def _zp_arg(node: Node, k: KernelEmitter, q: QSpec) -> str:
+    return f"(int32_t){k.inp(1)}[0]" if node.input(1) is not None else str(q.x_zp)
+
+
+def _fail(node: Node, detail: str) -> UnsupportedOperatorError:
+    return UnsupportedOperatorError(node.op, node.name, node.domain, detail)
+
+
+# QConv -----------------------------------------------------------------------------------------
+
+def qconv_inputs(graph: Graph, node: Node, x: Value, x_zp: Value | int | None, w: np.ndarray,
+                 bias: np.ndarray | None, requant: Requant | None) -> tuple[list[Value | None], QSpec]:
+    """Inputs and spec of a QConv computing conv(x - x_zp, w) + bias (w: the real integer weights,
+    M x C/group x kernel); `node` holds the Conv attributes."""
+    if x.dtype not in BYTE_TYPES:
+        raise _fail(node, f"input type {x.dtype.short} (int8 and uint8 are implemented)")
+    if not 3 <= x.type.rank <= 5:
+        raise _fail(node, f"{x.type.rank - 2}-D input (1-D to 3-D are implemented)")
+    group = int(node.attrs.get("group", 1))
+    m = w.shape[0]
+    node.attrs["kernel_shape"] = list(w.shape[2:])
+    bias_t = None if bias is None else tuple(int(v) for v in np.asarray(bias).reshape(-1))
+    zp_value = x_zp if isinstance(x_zp, Value) else None
+    zp_int = x_zp if isinstance(x_zp, int) else 0
+    if zp_value is not None and zp_value.type.numel != 1:
+        raise _fail(node, "a per-channel activation zero point (one zero point is implemented)")
+    check_sums(node, math.prod(w.shape[1:]), bias_t)
+    if group == x.shape[1] and group > 1 and w.shape[1] == 1:
+        wq = graph.constant(f"{node.name}_wq", np.asarray(w, np.int16).reshape(m, -1))
+        return [x, zp_value, wq], QSpec(zp_int, bias_t, None, None, requant, depthwise=True)
+    # Four channels at one tap make one packed word when the group's channels come in fours: the
+    # activations then pack straight from four input planes (qconv.c ember_qpack_conv_cl).
+    cl = w.shape[1] % 4 == 0 and math.prod(w.shape[2:]) > 1
+    rows = np.asarray(w).reshape(m, w.shape[1], -1)
+    packed, rowsum, wofs = pack_weights((rows.transpose(0, 2, 1) if cl else rows).reshape(m, -1))
+    wq = graph.constant(f"{node.name}_wq", packed)
+    return [x, zp_value, wq], QSpec(zp_int, bias_t, rowsum, wofs, requant, channels_last=cl)
+
+
+def _qconv_geometry(node: Node) -> list[int]:
+    x, y = present(node.input(0)), present(node.outputs[0])
+    return conv_geometry(node, list(x.shape[2:]), list(node.attrs["kernel_shape"]), list(y.shape[2:]))
+
+
+def _qconv_scratch(node: Node) -> int:
+    q: QSpec = node.attrs["_q"]
+    y = present(node.outputs[0])
+    if q.depthwise:
+        return 4 * _dw_work(node)
+    kp = present(node.input(2)).shape[1]
+    return kp * QPB + 4 * QPB + 4 * y.shape[1] + kp
+
+
+def _dw_work(node: Node) -> int:
+    """4-byte values of ember_qdwconv's scratch: stride-phase planes and sums (2-D), or the input
+    channel and one output row (3-D)."""
+    g = _qconv_geometry(node)
+    if g[1] != 1 or g[4] != 1 or g[7] != 1:
+        return g[1] * g[2] * g[3] + g[9]
+    kh, kw, oh, ow, sh, sw, dh, dw = g[5], g[6], g[8], g[9], g[11], g[12], g[14], g[15]
+    hh = ((oh - 1) * sh + (kh - 1) * dh + sh) // sh
+    wh = ((ow - 1) * sw + (kw - 1) * dw + sw) // sw
+    return sh * sw * hh * wh + (oh - 1) * wh + ow
+
+
+def _lower_qconv(node: Node, k: KernelEmitter) -> None:
+    q: QSpec = node.attrs["_q"]
+    x, y = present(node.input(0)), present(node.outputs[0])
+    geo = k.table(_qconv_geometry(node), DType.INT32)
+    kind = "0" if q.requant is None else "1"
+    mult, shift, out = _out_args(k, q)
+    head = [k.out(0), kind, k.inp(0), int(x.dtype is DType.INT8), _zp_arg(node, k, q), geo, x.shape[0]]
+    if q.depthwise:
+        # Sums of kvol products of |w| <= max|w| and |x - x_zp| <= 255 below 2^24 are exact in float.
+        wq = present(node.input(2))
+        exact = int(wq.shape[1] * int(np.abs(wq.const.astype(np.int64)).max(initial=0)) * 255 < 2**24)
+        k.call("ember_qdwconv", *head, y.shape[1], k.inp(2), _table(k, q.bias), mult, shift, out, exact,
+               k.scratch())
+        return
+    k.call("ember_qconv", *head, int(node.attrs.get("group", 1)), y.shape[1], int(q.channels_last), k.inp(2),
+           _table(k, q.bias),
+           _table(k, q.rowsum), _table(k, q.wofs), mult, shift, out, k.scratch())
+
+
+register(OpDef("QConv", lower=_lower_qconv, scratch=_qconv_scratch, kernels=("ember_qconv", "ember_qdwconv")))
+
+
+# QMatMul ---------------------------------------------------------------------------------------
+
+def qmatmul_inputs(graph: Graph, node: Node, a: Value, a_zp: Value | int | None, b: Value | np.ndarray,
+                   b_zp: np.ndarray | None, bias: np.ndarray | None,
+                   requant: Requant | None) -> tuple[list[Value | None], QSpec]:
+    """Inputs and spec of a QMatMul computing (a - a_zp) @ (b - b_zp) + bias. b: the real integer
+    weights K x N (compile time), or a run-time int8/uint8 Value with b_zp its zero points."""
+    if a.dtype not in BYTE_TYPES:
+        raise _fail(node, f"input type {a.dtype.short} (int8 and uint8 are implemented)")
+    if a.type.rank < 2:
+        raise _fail(node, "a 1-D first operand (2-D and higher are implemented)")
+    zp_value = a_zp if isinstance(a_zp, Value) else None
+    zp_int = a_zp if isinstance(a_zp, int) else 0
+    if zp_value is not None and zp_value.type.numel != 1:
+        raise _fail(node, "a per-row zero point of A (one zero point is implemented)")
+    bias_t = None if bias is None else tuple(int(v) for v in np.asarray(bias).reshape(-1))
+    check_sums(node, a.shape[-1], bias_t)
+    if isinstance(b, np.ndarray):
+        packed, rowsum, wofs = pack_weights(np.asarray(b).T)
+        return [a, zp_value, graph.constant(f"{node.name}_wq", packed)], QSpec(zp_int, bias_t, rowsum, wofs, requant)
+    if b.dtype not in BYTE_TYPES or b.type.rank < 2:
+        raise _fail(node, f"second operand {b.dtype.short}[{b.type.rank}-D] (int8/uint8, 2-D or more)")
+    n = b.shape[-1]
+    bz = np.zeros(n, np.int64) if b_zp is None else np.broadcast_to(np.asarray(b_zp, np.int64).reshape(-1), (n,))
+    # ember_qpack_b stores uint8 B minus 128: that and the zero point are the offset back to B - b_zp.
+    wofs = tuple(int(v) for v in ((0 if b.dtype is DType.INT8 else 128) - bz))
+    return [a, zp_value, b], QSpec(zp_int, bias_t, None, wofs, requant)
+
+
+def _kp(k_dim: int) -> int:
+    return (k_dim + 3) // 4 * 4
+
+
+def _qmatmul_scratch(node: Node) -> int:
+    a, w, y = present(node.input(0)), present(node.input(2)), present(node.outputs[0])
+    kk, n = a.shape[-1], y.shape[-1]
+    base = _kp(kk) * QPB + 4 * QPB + 4 * n
+    return base if w.is_const else base + (n * _kp(kk) + 63) // 64 * 64 + 4 * n
+
+
+def _lower_qmatmul(node: Node, k: KernelEmitter) -> None:
+    q: QSpec = node.attrs["_q"]
+    a, b, y = present(node.input(0)), present(node.input(2)), present(node.outputs[0])
+    m, kk, n = a.shape[-2], a.shape[-1], y.shape[-1]
+    kind = "0" if q.requant is None else "1"
+    mult, shift, out = _out_args(k, q)
+    sgn, zp, bias = int(a.dtype is DType.INT8), _zp_arg(node, k, q), _table(k, q.bias)
+    ysize = 4 if q.requant is None else 1
+    if b.is_const:  # one weight matrix: A's batch dimensions fold into M
+        rows = math.prod(a.shape[:-1])
+        k.call("ember_qmatmul", k.out(0), kind, k.inp(0), sgn, zp, rows, n, kk, k.inp(2), bias, _table(k, q.rowsum),
+               _table(k, q.wofs), mult, shift, out, k.scratch())
+        return
+    a_batch, b_batch = a.shape[:-2], b.shape[:-2]
+    out_batch = np.broadcast_shapes(a_batch, b_batch)
+    nb = math.prod(out_batch)
+    idx_a = np.broadcast_to(np.arange(math.prod(a_batch)).reshape(a_batch), out_batch).reshape(-1) * (m * kk)
+    idx_b = np.broadcast_to(np.arange(math.prod(b_batch)).reshape(b_batch), out_batch).reshape(-1) * (kk * n)
+    ta, tb = k.table(idx_a, DType.INT32), k.table(idx_b, DType.INT32)
+    base = _kp(kk) * QPB + 4 * QPB + 4 * n
+    wbuf = f"(int8_t *)({k.scratch()} + {base})"
+    rowsum = f"(int32_t *)(void *)({k.scratch()} + {base + (n * _kp(kk) + 63) // 64 * 64})"
+    k.need("ember_qmatmul", "ember_qpack_b")
+    with k.w.block(f"for (int ember_b = 0; ember_b < {nb}; ++ember_b)"):
+        k.line(f"ember_qpack_b({wbuf}, {rowsum}, (const uint8_t *){k.inp(2)} + {tb}[ember_b], "
+               f"{int(b.dtype is DType.INT8)}, {kk}, {n});")
+        k.call("ember_qmatmul", f"(uint8_t *){k.out(0)} + (ptrdiff_t)ember_b * {m * n * ysize}", kind,
+               f"(const uint8_t *){k.inp(0)} + {ta}[ember_b]", sgn, zp, m, n, kk, wbuf, bias, rowsum,
+               _table(k, q.wofs), mult, shift, out, k.scratch())
+
+
+register(OpDef("QMatMul", lower=_lower_qmatmul, scratch=_qmatmul_scratch, kernels=("ember_qmatmul", "ember_qpack_b")))
+
+
+def retype(v: Value, dtype: DType) -> None:
+    """Gives an output value the element type its integer kernel writes."""
+    v.type = TensorType(dtype, v.shape, v.type.quant)

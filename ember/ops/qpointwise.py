@@ -1,0 +1,86 @@
+"""Integer element-wise and pooling kernels of folded QDQ models (made by ember/passes/fold_qdq.py), on
+kernels/quant.c. All take and give int8 or uint8 tensors with compile-time scales and zero points:
+
+- QLut: y = table[x], 256 entries computed at compile time (sigmoid, tanh, hard-swish, relu, any
+  change of scale), so it is exactly the float op between dequantize and quantize.
+- QAdd / QMul: each input rescaled to the output's scale in 64-bit fixed point.
+- QAvgPool / QMean: window (or whole-plane) sums requantised with the divisor folded in.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ember.codegen.emitter import KernelEmitter
+from ember.ir.dtypes import DType
+from ember.ir.graph import Node
+from ember.ops.matmul import present
+from ember.ops.opdef import OpDef
+from ember.ops.pool import pool_geometry
+from ember.ops.registry import register
+
+
+def _sgn(node: Node) -> int:
+    return int(present(node.input(0)).dtype is DType.INT8)
+
+
+def _bytes(k: KernelEmitter, i: int) -> str:
+    return k.inp(i, "uint8_t")
+
+
+def _lower_lut(node: Node, k: KernelEmitter) -> None:
+    tab = k.table(np.asarray(node.attrs["_table"], np.uint8), DType.UINT8)
+    k.call("ember_qlut", k.out(0, "uint8_t"), _bytes(k, 0), present(node.outputs[0]).type.numel, tab)
+
+
+register(OpDef("QLut", lower=_lower_lut, inplace=True, kernels=("ember_qlut",)))
+
+
+def broadcast_args(node: Node) -> tuple[int, int]:
+    """(b_div, b_mod): element i of the output reads b[(i / b_div) % b_mod] (see ember_qadd)."""
+    y, b = present(node.outputs[0]), present(node.input(1))
+    n = y.type.numel
+    if b.type.numel == n:
+        return 1, n
+    if b.type.numel == 1:
+        return 1, 1
+    # b is one axis of y (per-channel constants): its extent and the product of the dims after it.
+    shape = (1,) * (y.type.rank - b.type.rank) + b.shape
+    axis = next(i for i, s in enumerate(shape) if s != 1)
+    return math.prod(y.shape[axis + 1:]), shape[axis]
+
+
+def _lower_binary(fn: str):
+    def lower(node: Node, k: KernelEmitter) -> None:
+        div, mod = broadcast_args(node)
+        k.call(fn, k.out(0, "uint8_t"), _bytes(k, 0), _bytes(k, 1), present(node.outputs[0]).type.numel, div, mod,
+               _sgn(node), k.table(node.attrs["_r"], DType.INT32))
+
+    return lower
+
+
+register(OpDef("QAdd", lower=_lower_binary("ember_qadd"), inplace=True, kernels=("ember_qadd",)))
+register(OpDef("QMul", lower=_lower_binary("ember_qmul"), inplace=True, kernels=("ember_qmul",)))
+
+
+def _lower_avgpool(node: Node, k: KernelEmitter) -> None:
+    x = present(node.input(0))
+    q = node.attrs["_q"]
+    k.call("ember_qavgpool", k.out(0, "uint8_t"), _bytes(k, 0), k.table(pool_geometry(node), DType.INT32),
+           x.shape[0] * x.shape[1], _sgn(node), q["zx"], int(node.attrs.get("count_include_pad", 0)),
+           k.table(q["mult"], DType.INT32), k.table(q["shift"], DType.INT32), k.table(q["out"], DType.INT32))
+
+
+register(OpDef("QAvgPool", lower=_lower_avgpool, kernels=("ember_qavgpool",)))
+
+
+def _lower_mean(node: Node, k: KernelEmitter) -> None:
+    x = present(node.input(0))
+    q = node.attrs["_q"]
+    k.call("ember_qmean", k.out(0, "uint8_t"), _bytes(k, 0), x.shape[0] * x.shape[1], math.prod(x.shape[2:]),
+           _sgn(node), q["zx"], q["mult"], q["shift"], k.table(q["out"], DType.INT32))
+
+
+register(OpDef("QMean", lower=_lower_mean, kernels=("ember_qmean",)))

@@ -1,0 +1,234 @@
+"""Pattern matching for passes/fold_qdq.py (the DequantizeLinear inputs and QuantizeLinear output of a
+float op), and its element-wise, movement, pooling and concatenation patterns.
+
+Each float op F reading DequantizeLinear outputs and read only by one QuantizeLinear becomes an op on
+the int8/uint8 tensors: the same op when F only moves values and the scale does not change, a QLut
+table for a unary function, QAdd/QMul/QAvgPool/QMean with fixed-point rescaling otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ember.frontends.onnx.protos import evaluate_with_onnx
+from ember.ir.dtypes import DType, TensorType
+from ember.ir.graph import Graph, Node, Value
+from ember.ops.qlinear import BYTE_TYPES, fixed_point
+
+
+@dataclass
+class DQ:
+    """A DequantizeLinear input: the integer tensor and its compile-time scale / zero point."""
+
+    q: Value
+    scale: np.ndarray  # float32, one or per axis
+    zp: np.ndarray  # int64, same size
+    axis: int | None
+    node: Node
+
+    @property
+    def per_tensor(self) -> bool:
+        return self.scale.size == 1
+
+
+@dataclass
+class Q:
+    """The QuantizeLinear that alone reads a float op's output."""
+
+    node: Node
+    out: Value
+    scale: np.float32
+    zp: int
+
+    @property
+    def dtype(self) -> DType:
+        return self.out.dtype
+
+    def quantize(self, real: np.ndarray | float) -> np.ndarray:
+        """ONNX QuantizeLinear of float values with these parameters (float32 division, rint, saturate)."""
+        lo, hi = (-128, 127) if self.dtype is DType.INT8 else (0, 255)
+        v = np.rint(np.asarray(real, np.float32) / self.scale)
+        return np.clip(np.nan_to_num(v, nan=0.0, posinf=hi + 1.0, neginf=lo - 1.0) + self.zp, lo, hi).astype(np.int64)
+
+
+def dq_of(v: Value | None, activation: bool = False) -> DQ | None:
+    """The DequantizeLinear producing v, if its scale and zero point are compile-time constants.
+    `activation`: also require an int8/uint8 run-time tensor with one scale."""
+    if v is None or v.producer is None or v.producer.op != "DequantizeLinear":
+        return None
+    d = v.producer
+    x, s, z = d.inputs[0], d.input(1), d.input(2)
+    if x is None or s is None or not s.is_const or (z is not None and not z.is_const) or d.attrs.get("block_size"):
+        return None
+    scale = np.asarray(s.const, np.float32).reshape(-1)
+    zp = np.zeros(scale.size, np.int64) if z is None else np.asarray(z.const).astype(np.int64).reshape(-1)
+    axis = None
+    if scale.size > 1:
+        axis = int(d.attrs.get("axis", 1))
+        axis = axis + x.type.rank if axis < 0 else axis
+    dq = DQ(x, scale, zp, axis, d)
+    if activation and (x.dtype not in BYTE_TYPES or x.is_const or not dq.per_tensor):
+        return None
+    return dq
+
+
+def q_of(graph: Graph, v: Value | None, uses: dict[int, list[Node]]) -> Q | None:
+    """The QuantizeLinear (int8/uint8, one compile-time scale) that is the only reader of v."""
+    if v is None or graph.is_output(v):
+        return None
+    users = uses.get(id(v), [])
+    if len(users) != 1 or users[0].op != "QuantizeLinear" or users[0].inputs[0] is not v:
+        return None
+    q = users[0]
+    s, z, out = q.input(1), q.input(2), q.outputs[0]
+    if (out is None or out.dtype not in BYTE_TYPES or s is None or not s.is_const or s.type.numel != 1
+            or (z is not None and not z.is_const)):
+        return None
+    zp = 0 if z is None else int(np.asarray(z.const).reshape(-1)[0])
+    return Q(q, out, np.float32(np.asarray(s.const).reshape(-1)[0]), zp)
+
+
+def replace(graph: Graph, old: list[Node], new: list[Node]) -> None:
+    """Put `new` where the first of `old` was, and drop `old`."""
+    at = min(graph.nodes.index(n) for n in old)
+    for n in old:
+        graph.remove_node(n)
+    for i, n in enumerate(new):
+        graph.add_node(n, at + i)
+
+
+# Ops that only move or select values: on int8 they give what dequantize -> op -> quantize gives.
+_MOVE = ("Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "MaxPool", "Identity")
+# Unary functions computed once per int8 code into a 256-entry table.
+_UNARY = ("Relu", "Clip", "Sigmoid", "Tanh", "HardSwish", "HardSigmoid", "LeakyRelu", "Elu", "Selu", "Gelu",
+          "Softplus", "Neg", "Abs", "Exp", "Sqrt", "Erf", "Mish", "Celu", "ThresholdedRelu", "Softsign")
+
+
+def fold_pointwise(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
+    if node.op not in (*_MOVE, *_UNARY, "Add", "Sub", "Mul", "Concat", "AveragePool", "GlobalAveragePool"):
+        return
+    if node.op != "MaxPool" and len([o for o in node.outputs if o is not None]) != 1:
+        return
+    if node.op == "MaxPool" and any(o is not None for o in node.outputs[1:]):
+        return
+    q = q_of(graph, node.outputs[0], uses)
+    if q is None:
+        return
+    data = [i for i, v in enumerate(node.inputs) if v is not None and not v.is_const]
+    if node.op == "Concat":
+        _fold_concat(graph, node, q, [dq_of(v, activation=True) for v in node.inputs])
+        return
+    if node.op in ("Add", "Sub", "Mul"):
+        a, b = dq_of(node.input(0)), dq_of(node.input(1))
+        if a is not None and b is not None:
+            _fold_binary(graph, node, q, a, b)
+        return
+    x = dq_of(node.input(0), activation=True)
+    if x is None or data != [0] or x.q.dtype is not q.dtype:
+        return
+    same = x.scale[0] == q.scale and int(x.zp[0]) == q.zp
+    if node.op in _MOVE and same:
+        new = Node(node.op, graph.unique_name(f"{node.name}_int8"), [x.q, *node.inputs[1:]], [q.out],
+                   dict(node.attrs), node.domain, node.version)
+    elif node.op in _UNARY:
+        new = _lut_node(graph, f"{node.name}_int8", x, q, node)
+        new.outputs = [q.out]
+    elif node.op == "AveragePool" and 3 <= x.q.type.rank <= 5:
+        new = _avgpool(graph, node, x, q)
+    elif node.op == "GlobalAveragePool":
+        s = math.prod(x.q.shape[2:])
+        mult, shift = fixed_point(float(x.scale[0]) / (float(q.scale) * s))
+        new = Node("QMean", graph.unique_name(f"{node.name}_int8"), [x.q], [q.out],
+                   {"_q": {"zx": int(x.zp[0]), "mult": mult, "shift": shift, "out": _out(q)}}, "", node.version)
+    else:
+        return
+    _swap(graph, node, q, new)
+
+
+def _swap(graph: Graph, node: Node, q: Q, new: Node, before: list[Node] | None = None) -> None:
+    replace(graph, [node, q.node], [*(before or []), new])
+
+
+def _out(q: Q) -> list[int]:
+    lo, hi = (-128, 127) if q.dtype is DType.INT8 else (0, 255)
+    return [q.zp, lo, hi]
+
+
+def _codes(dtype: DType) -> np.ndarray:
+    """The 256 values of a byte type, indexed by the byte (so int8 -1 is entry 255)."""
+    b = np.arange(256, dtype=np.int64)
+    return b - 256 * (b >= 128) if dtype is DType.INT8 else b
+
+
+def _lut_node(graph: Graph, name: str, x: DQ, q: Q, fn: Node | None) -> Node:
+    """QLut y = quantize(fn(dequantize(x))), fn None for a change of scale only."""
+    real = ((_codes(x.q.dtype).astype(np.float32) - np.float32(x.zp[0])) * x.scale[0]).astype(np.float32)
+    if fn is not None:
+        consts = [real] + [v.const if v is not None else None for v in fn.inputs[1:]]
+        real = np.asarray(evaluate_with_onnx(fn, consts)[0], np.float32)
+    table = (q.quantize(real) & 0xFF).astype(np.uint8)
+    out = graph.value(name, TensorType(q.dtype, x.q.shape))
+    return Node("QLut", graph.unique_name(name), [x.q], [out], {"_table": table}, "", 0)
+
+
+def _fold_concat(graph: Graph, node: Node, q: Q, xs: list[DQ | None]) -> None:
+    if any(x is None or x.q.dtype is not q.dtype for x in xs):
+        return
+    luts, ins = [], []
+    for x in xs:
+        if x.scale[0] == q.scale and int(x.zp[0]) == q.zp:
+            ins.append(x.q)
+        else:
+            luts.append(_lut_node(graph, f"{node.name}_rescale", x, q, None))
+            ins.append(luts[-1].outputs[0])
+    new = Node("Concat", graph.unique_name(f"{node.name}_int8"), ins, [q.out], dict(node.attrs), node.domain,
+               node.version)
+    _swap(graph, node, q, new, luts)
+
+
+def _broadcastable(b: Value, y: Value) -> bool:
+    """b is y's shape, a single value, or spans exactly one axis of y (see QAdd's broadcast)."""
+    if b.shape == y.shape or b.type.numel == 1:
+        return True
+    shape = (1,) * (y.type.rank - b.type.rank) + b.shape
+    if len(shape) != y.type.rank:
+        return False
+    big = [i for i, s in enumerate(shape) if s != 1]
+    return len(big) == 1 and shape[big[0]] == y.shape[big[0]]
+
+
+def _fold_binary(graph: Graph, node: Node, q: Q, a: DQ, b: DQ) -> None:
+    y = node.outputs[0]
+    assert y is not None
+    if not (a.per_tensor and b.per_tensor and a.q.dtype is q.dtype and b.q.dtype is q.dtype):
+        return
+    if a.q.shape != y.shape and node.op != "Sub":
+        a, b = b, a
+    if a.q.shape != y.shape or not _broadcastable(b.q, y):
+        return
+    za, zb = int(a.zp[0]), int(b.zp[0])
+    lo, hi = _out(q)[1:]
+    if node.op == "Mul":
+        mult, shift = fixed_point(float(np.float32(a.scale[0]) * np.float32(b.scale[0]) / q.scale))
+        r, op = [za, zb, mult, shift, q.zp, lo, hi], "QMul"
+    else:
+        ra, rb = float(a.scale[0]) / float(q.scale), float(b.scale[0]) / float(q.scale)
+        big = max(ra, rb)
+        if not 0 < big < 2.0**20:
+            return
+        shift = min(62, 30 - math.ceil(math.log2(big)))
+        ma, mb = round(ra * 2.0**shift), round(rb * 2.0**shift)
+        r, op = [za, zb, ma, -mb if node.op == "Sub" else mb, shift, q.zp, lo, hi], "QAdd"
+    new = Node(op, graph.unique_name(f"{node.name}_int8"), [a.q, b.q], [q.out], {"_r": r}, "", node.version)
+    _swap(graph, node, q, new)
+
+
+def _avgpool(graph: Graph, node: Node, x: DQ, q: Q) -> Node:
+    kvol = math.prod(node.attrs["kernel_shape"])
+    pairs = [(0, 1)] + [fixed_point(float(x.scale[0]) / (float(q.scale) * c)) for c in range(1, kvol + 1)]
+    spec = {"zx": int(x.zp[0]), "mult": [p[0] for p in pairs], "shift": [p[1] for p in pairs], "out": _out(q)}
+    return Node("QAvgPool", graph.unique_name(f"{node.name}_int8"), [x.q], [q.out], {**node.attrs, "_q": spec}, "",
+                node.version)

@@ -1,0 +1,65 @@
+"""Weight-only compression (MACE's option): weights stored small, computed in float.
+
+- fp16: each large float32 weight of Conv/Gemm/MatMul is stored as float16 and widened by a Cast node.
+- int8: stored as int8 with one symmetric scale per output channel, widened by DequantizeLinear.
+
+The widened weight is computed into the activation region on every run: NAME.weights.bin (flash)
+shrinks 2x / ~4x, at the cost of RAM for the largest widened weight and the time to widen it.
+bf16 is not offered: no operator widens bfloat16 without a bit-level reinterpretation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ember.ir.dtypes import DType, TensorType
+from ember.ir.graph import Graph, Node, Value
+from ember.quant import schema as qs
+
+_WEIGHTED = ("Conv", "ConvTranspose", "Gemm", "MatMul")
+_MIN_ELEMENTS = 64  # smaller tensors cost more in nodes than they save in bytes
+
+
+def _output_axis(node: Node, w: Value) -> int:
+    if node.op == "Conv":
+        return 0
+    if node.op == "ConvTranspose":
+        return 1
+    if node.op == "Gemm" and node.attrs.get("transB", 0):
+        return 0
+    return w.type.rank - 1
+
+
+def compress_weights(graph: Graph, kind: str) -> None:
+    version = max(graph.opset, 13)
+    widened: dict[int, Value] = {}  # a weight shared by several nodes is widened once
+    nodes: list[Node] = []
+    for n in graph.nodes:
+        w = n.input(1)
+        if (n.op in _WEIGHTED and w is not None and w.is_const and w.dtype is DType.FLOAT32
+                and w.type.numel >= _MIN_ELEMENTS and w.type.rank >= 2):
+            if id(w) not in widened:
+                out = graph.value(f"{w.name}_widened", TensorType(DType.FLOAT32, w.shape))
+                nodes.append(_widen(graph, w, out, kind, _output_axis(n, w), version))
+                widened[id(w)] = out
+            n.inputs[1] = widened[id(w)]
+        nodes.append(n)
+    graph.nodes = nodes
+
+
+def _widen(graph: Graph, w: Value, out: Value, kind: str, axis: int, version: int) -> Node:
+    a = np.asarray(w.const, np.float32)
+    if kind == "fp16":
+        stored = graph.constant(f"{w.name}_fp16", a.astype(np.float16))
+        node = Node("Cast", graph.unique_name(f"{w.name}_Cast"), [stored], [out], {"to": DType.FLOAT32.onnx}, "",
+                    graph.opset)
+    else:
+        p = qs.weight_params(a, axis, "symmetric", "int8")
+        stored = graph.constant(f"{w.name}_int8", qs.quantize(a, p))
+        stored.type = TensorType(stored.type.dtype, stored.type.shape, p.quant())
+        scale = graph.constant(f"{w.name}_int8_scale", p.scale)
+        zero = graph.constant(f"{w.name}_int8_zero_point", p.zero_point)
+        node = Node("DequantizeLinear", graph.unique_name(f"{w.name}_DequantizeLinear"), [stored, scale, zero],
+                    [out], {"axis": axis}, "", version)
+    out.producer = node
+    return node
