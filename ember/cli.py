@@ -188,8 +188,8 @@ def _quant_args(c: argparse.ArgumentParser) -> None:
                    help="op types left in float, e.g. Add,Softmax")
     q.add_argument("--io", default="float", choices=("float", "int8"),
                    help="float (default): (de)quantize inside the bundle; int8: inputs and outputs are int8")
-    q.add_argument("--weights", choices=("fp16", "int8"),
-                   help="weight-only compression of a float bundle: stored fp16/int8, computed float")
+    q.add_argument("--weights", choices=("fp16", "bf16", "int8"),
+                   help="weight-only compression of a float bundle: stored fp16/bf16/int8, computed float")
 
 
 def build_parser() -> argparse.ArgumentParser:

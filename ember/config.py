@@ -33,7 +33,7 @@ class CompileOptions:
     percentile: float = 99.99
     keep_float: tuple[str, ...] = ()  # op types left in float
     io: str = "float"  # float | int8: the bundle's inputs and outputs
-    weights: str | None = None  # fp16 | int8: weight-only compression of a float bundle
+    weights: str | None = None  # fp16 | bf16 | int8: weight-only compression of a float bundle
 
     def __post_init__(self) -> None:
         if self.api not in ("static", "dynamic"):

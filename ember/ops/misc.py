@@ -1,4 +1,4 @@
-"""Ops folded away or removed before code generation, and the internal Copy."""
+"""Ops folded away or removed before code generation, and the internal Copy and BFloat16ToFloat."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import numpy as np
 
 from ember.codegen.emitter import KernelEmitter
 from ember.errors import UnsupportedOperatorError
+from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node
 from ember.ops.opdef import OpDef
 from ember.ops.registry import register
@@ -20,6 +21,22 @@ def _lower_copy(node: Node, k: KernelEmitter) -> None:
 
 # Internal: copies a tensor into a graph output's own slot.
 register(OpDef("Copy", lower=_lower_copy, kernels=("ember_copy",)))
+
+
+def _infer_bf16(node: Node) -> list[TensorType]:
+    x = node.inputs[0]
+    assert x is not None
+    return [TensorType(DType.FLOAT32, x.shape)]
+
+
+def _lower_bf16(node: Node, k: KernelEmitter) -> None:
+    out = node.outputs[0]
+    assert out is not None
+    k.call("ember_bf16_to_f32", k.out(0, "uint32_t"), k.inp(0, "uint16_t"), out.type.numel)
+
+
+# Internal (--weights bf16, ember/quant/weights.py): bfloat16 bits stored as uint16, widened to float32.
+register(OpDef("BFloat16ToFloat", infer=_infer_bf16, lower=_lower_bf16, kernels=("ember_bf16_to_f32",)))
 
 register(OpDef("Constant", onnx=("Constant",), tests=(r"test_constant$",)))
 register(OpDef("Identity", onnx=("Identity",), tests=(r"test_identity$",), excluded={

@@ -7,5 +7,5 @@ calibrate.py clipping ranges from a histogram: minmax, percentile, kl (entropy),
 schema.py    ranges -> scale and zero point for Glow's four schemas; weight and bias parameters
 quantize.py  the graph rewrite into ONNX QDQ form (QuantizeLinear/DequantizeLinear)
 pipeline.py  the pass lists used for profiling and for quantized compiles
-weights.py   weight-only compression (--weights fp16|int8)
+weights.py   weight-only compression (--weights fp16|bf16|int8)
 """

@@ -44,7 +44,7 @@ SAME_PARAMS = frozenset({"Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueez
                          "GlobalMaxPool", "Copy"})
 # Ops whose constant float operands are quantized with their own range.
 _CONST_OPERANDS = frozenset({"Add", "Sub", "Mul", "Concat"})
-WEIGHT_OPTIONS = ("fp16", "int8")
+WEIGHT_OPTIONS = ("fp16", "bf16", "int8")
 
 
 class ProfileError(EmberError):

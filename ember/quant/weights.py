@@ -1,11 +1,13 @@
 """Weight-only compression (MACE's option): weights stored small, computed in float.
 
 - fp16: each large float32 weight of Conv/Gemm/MatMul is stored as float16 and widened by a Cast node.
+- bf16: stored as bfloat16 bits (uint16, rounded to nearest even), widened by the internal
+  BFloat16ToFloat node (a 16-bit shift, ember/ops/misc.py). Same size as fp16, float32's exponent range
+  (no overflow to inf, no flush of tiny weights), 8 significant bits instead of 11.
 - int8: stored as int8 with one symmetric scale per output channel, widened by DequantizeLinear.
 
 The widened weight is computed into the activation region on every run: NAME.weights.bin (flash)
 shrinks 2x / ~4x, at the cost of RAM for the largest widened weight and the time to widen it.
-bf16 is not offered: no operator widens bfloat16 without a bit-level reinterpretation.
 """
 
 from __future__ import annotations
@@ -53,6 +55,10 @@ def _widen(graph: Graph, w: Value, out: Value, kind: str, axis: int, version: in
         stored = graph.constant(f"{w.name}_fp16", a.astype(np.float16))
         node = Node("Cast", graph.unique_name(f"{w.name}_Cast"), [stored], [out], {"to": DType.FLOAT32.onnx}, "",
                     graph.opset)
+    elif kind == "bf16":
+        stored = graph.constant(f"{w.name}_bf16", to_bfloat16_bits(a))
+        node = Node("BFloat16ToFloat", graph.unique_name(f"{w.name}_BFloat16ToFloat"), [stored], [out], {}, "",
+                    graph.opset)
     else:
         p = qs.weight_params(a, axis, "symmetric", "int8")
         stored = graph.constant(f"{w.name}_int8", qs.quantize(a, p))
@@ -63,3 +69,12 @@ def _widen(graph: Graph, w: Value, out: Value, kind: str, axis: int, version: in
                     [out], {"axis": axis}, "", version)
     out.producer = node
     return node
+
+
+def to_bfloat16_bits(a: np.ndarray) -> np.ndarray:
+    """float32 -> bfloat16 bit patterns (uint16), rounded to nearest, ties to even; NaN stays a quiet NaN."""
+    bits = np.ascontiguousarray(a, np.float32).view(np.uint32).astype(np.uint64)
+    # Adding 0x7fff plus the lowest kept bit rounds the dropped half: up above 0x8000, to even at it.
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    nan = np.isnan(a)
+    return np.where(nan, (bits >> 16) | 0x0040, rounded).astype(np.uint16)

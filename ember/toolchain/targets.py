@@ -67,13 +67,13 @@ _ARM_SOFT = FloatABI("eabi", gcc_flags=("-mfloat-abi=soft",), fpu="none")
 
 
 def _cortex_m(core: str, arch: str, description: str, fpu_features: str, fpu_flag: str | None,
-              fpu: str = "sp") -> Target:
+              fpu: str = "sp", zig_cpu: str | None = None) -> Target:
     abis = {"soft": _ARM_SOFT}
     if fpu_flag is not None:
         hard = FloatABI("eabihf", fpu_features, ("-mfloat-abi=hard", f"-mfpu={fpu_flag}"), fpu)
         abis = {"hard": hard, "soft": _ARM_SOFT}
-    return Target(f"cortex-{core}", description, "mcu", arch, cpu=f"cortex-{core}", gcc_flags=("-mthumb",),
-                  float_abis=abis)
+    return Target(f"cortex-{core}", description, "mcu", arch, cpu=f"cortex-{core}", zig_cpu=zig_cpu,
+                  gcc_flags=("-mthumb",), float_abis=abis)
 
 
 _TARGET_LIST = (
@@ -94,8 +94,10 @@ _TARGET_LIST = (
     _cortex_m("m0", "thumb", "Cortex-M0/M0+ (ARMv6-M, no FPU)", "", None),
     _cortex_m("m4", "thumb", "Cortex-M4F (ARMv7E-M, single-precision FPv4)", "+vfp4d16sp", "fpv4-sp-d16"),
     _cortex_m("m7", "thumb", "Cortex-M7 (ARMv7E-M, FPv5 used single precision)", "+fp_armv8d16sp", "fpv5-sp-d16"),
-    _cortex_m("m33", "thumb", "Cortex-M33 (ARMv8-M mainline, single-precision FPv5)", "+fp_armv8d16sp",
-              "fpv5-sp-d16"),
+    # zig's cortex_m33 leaves out the optional DSP extension that GCC's -mcpu=cortex-m33 (and the usual
+    # M33 parts) have: int8 kernels need it for SMLAD.
+    _cortex_m("m33", "thumb", "Cortex-M33 (ARMv8-M mainline, DSP, single-precision FPv5)", "+fp_armv8d16sp",
+              "fpv5-sp-d16", zig_cpu="cortex_m33+dsp"),
     _cortex_m("m55", "thumb", "Cortex-M55 (ARMv8.1-M, Helium MVE with float)", "+mve_fp+fp_armv8d16",
               "fpv5-d16", fpu="dp"),
     Target("riscv32", "32-bit RISC-V bare metal: rv32imac (soft float); --float-abi hard: rv32imafc", "mcu",
