@@ -101,12 +101,39 @@ def _table(k: KernelEmitter, values: tuple[int, ...] | None) -> str:
     return "0" if values is None else k.table(list(values), DType.INT32)
 
 
-def _out_args(k: KernelEmitter, q: QSpec) -> list[str]:
-    """kind, then (after the caller's own arguments) mult, shift, out tables."""
+def exact_in_float(rq: Requant, bound: np.ndarray) -> bool:
+    """Whether sums v with |v| <= bound (per row) take qvec.c's float requantisation, which equals the
+    integer one there: |v| < 2^24 (exact as floats), multipliers of at most 24 significant bits, and
+    |v| * mult * 2^-shift < 2^22 (rounded by adding 1.5 * 2^23)."""
+    mult, shift = np.asarray(rq.mult, np.int64), np.asarray(rq.shift, np.float64)
+    bound = np.broadcast_to(np.asarray(bound, np.float64), mult.shape)
+    odd = mult // (mult & -mult).clip(min=1)  # mult without its trailing zero bits
+    return bool(np.all(bound < 2.0**24) and np.all(odd < 2**24)
+                and np.all(bound * mult * np.exp2(-shift) < 2.0**22))
+
+
+def sum_bound(w_abs_rowsum: np.ndarray, bias: tuple[int, ...] | None) -> np.ndarray:
+    """The largest |sum_k w (x - x_zp) + bias| per row: |x - x_zp| <= 255 for 8-bit x and zero point."""
+    b = np.abs(np.asarray(bias, np.float64)) if bias is not None else 0.0
+    return np.asarray(w_abs_rowsum, np.float64) * 255.0 + b
+
+
+def _out_args(k: KernelEmitter, q: QSpec, bound: np.ndarray | None = None) -> list[str]:
+    """kind, then (after the caller's own arguments) mult, shift, out tables; out = [zp, lo, hi, f] with
+    f = exact_in_float for sums within `bound` (None: unknown, f = 0)."""
     rq = q.requant
     if rq is None:
-        return ["0", "0", k.table([0, 0, 0], DType.INT32)]
-    return [_table(k, rq.mult), _table(k, rq.shift), k.table([rq.zp, rq.lo, rq.hi], DType.INT32)]
+        return ["0", "0", k.table([0, 0, 0, 0], DType.INT32)]
+    f = int(bound is not None and exact_in_float(rq, bound))
+    return [_table(k, rq.mult), _table(k, rq.shift), k.table([rq.zp, rq.lo, rq.hi, f], DType.INT32)]
+
+
+def _packed_bound(q: QSpec, packed: np.ndarray) -> np.ndarray:
+    """sum_bound of packed weight rows (int8 plus the row's offset wofs)."""
+    w = np.asarray(packed, np.int64)
+    if q.wofs is not None:
+        w = w + np.asarray(q.wofs, np.int64)[:, None]
+    return sum_bound(np.abs(w).sum(axis=1), q.bias)
 
 
 def _zp_arg(node: Node, k: KernelEmitter, q: QSpec) -> str:
@@ -159,19 +186,36 @@ def _qconv_scratch(node: Node) -> int:
     if q.depthwise:
         return 4 * _dw_work(node)
     kp = present(node.input(2)).shape[1]
-    return kp * QPB + 4 * QPB + 4 * y.shape[1] + kp
+    base = kp * QPB + 4 * QPB + 4 * y.shape[1] + kp
+    g = _qconv_geometry(node)
+    direct = (g[4] * g[5] * g[6] == 1 and g[10:13] == [1, 1, 1] and g[16:19] == [0, 0, 0]
+              and g[1:4] == g[7:10])
+    if direct or g[1] != 1 or g[4] != 1 or g[7] != 1:
+        return base
+    # qpack.c ember_qrows_geometry: the block's input rows as words split by column phase, and one more row
+    # (channels in fours); otherwise each (channel, kernel row)'s input row split by phase (bytes)
+    kh, kw, oh, ow, sh, sw, dh, dw = g[5], g[6], g[8], g[9], g[11], g[12], g[14], g[15]
+    rows = (min((QPB - 1) // ow + 2, oh) - 1) * sh + (kh - 1) * dh + 1
+    wq = ((ow - 1) * sw + (kw - 1) * dw + sw) // sw
+    cg = g[0] // int(node.attrs.get("group", 1))
+    words = 4 * (rows + 1) * sw * wq if cg % 4 == 0 else cg * kh * sw * wq
+    return (base + 63) // 64 * 64 + words
 
 
 def _dw_work(node: Node) -> int:
     """4-byte values of ember_qdwconv's scratch: stride-phase planes and sums (2-D), or the input
-    channel and one output row (3-D)."""
+    channel and one output row (3-D); at least a band of 8 output rows of qdwvnni.c's pixel-major
+    input block where the image has them (one band when it is all of the image)."""
     g = _qconv_geometry(node)
     if g[1] != 1 or g[4] != 1 or g[7] != 1:
         return g[1] * g[2] * g[3] + g[9]
     kh, kw, oh, ow, sh, sw, dh, dw = g[5], g[6], g[8], g[9], g[11], g[12], g[14], g[15]
     hh = ((oh - 1) * sh + (kh - 1) * dh + sh) // sh
     wh = ((ow - 1) * sw + (kw - 1) * dw + sw) // sw
-    return sh * sw * hh * wh + (oh - 1) * wh + ow
+    planes = sh * sw * hh * wh + (oh - 1) * wh + ow
+    band_row = ((ow - 1) * sw + 4 * ((kw + 3) // 4)) * 16  # ember_qdv_conv: Wp pixels of 16 bytes
+    band = ((min(oh, 8) - 1) * sh + (kh - 1) * dh + 1) * band_row
+    return max(planes, (band + 3) // 4)
 
 
 def _lower_qconv(node: Node, k: KernelEmitter) -> None:
@@ -179,18 +223,22 @@ def _lower_qconv(node: Node, k: KernelEmitter) -> None:
     x, y = present(node.input(0)), present(node.outputs[0])
     geo = k.table(_qconv_geometry(node), DType.INT32)
     kind = "0" if q.requant is None else "1"
-    mult, shift, out = _out_args(k, q)
+    wq = present(node.input(2))
+    bound = (sum_bound(np.abs(wq.const.astype(np.int64)).sum(axis=1), q.bias) if q.depthwise
+             else _packed_bound(q, wq.const))
+    mult, shift, out = _out_args(k, q, bound)
     head = [k.out(0), kind, k.inp(0), int(x.dtype is DType.INT8), _zp_arg(node, k, q), geo, x.shape[0]]
     if q.depthwise:
-        # Sums of kvol products of |w| <= max|w| and |x - x_zp| <= 255 below 2^24 are exact in float.
-        wq = present(node.input(2))
-        exact = int(wq.shape[1] * int(np.abs(wq.const.astype(np.int64)).max(initial=0)) * 255 < 2**24)
+        # Bit 0: sums of kvol products of |w| <= max|w| and |x - x_zp| <= 255 below 2^24 are exact in
+        # float. Bit 1: the weights fit int8 (the byte dot-product path, qdwvnni.c).
+        w = wq.const.astype(np.int64)
+        exact = int(wq.shape[1] * int(np.abs(w).max(initial=0)) * 255 < 2**24)
+        exact |= 2 * int(w.size == 0 or (w.min() >= -128 and w.max() <= 127))
         k.call("ember_qdwconv", *head, y.shape[1], k.inp(2), _table(k, q.bias), mult, shift, out, exact,
-               k.scratch())
+               k.scratch(), 4 * _dw_work(node))
         return
     k.call("ember_qconv", *head, int(node.attrs.get("group", 1)), y.shape[1], int(q.channels_last), k.inp(2),
-           _table(k, q.bias),
-           _table(k, q.rowsum), _table(k, q.wofs), mult, shift, out, k.scratch())
+           _table(k, q.bias), _table(k, q.rowsum), _table(k, q.wofs), mult, shift, out, k.scratch())
 
 
 register(OpDef("QConv", lower=_lower_qconv, scratch=_qconv_scratch, kernels=("ember_qconv", "ember_qdwconv")))
@@ -241,7 +289,9 @@ def _lower_qmatmul(node: Node, k: KernelEmitter) -> None:
     a, b, y = present(node.input(0)), present(node.input(2)), present(node.outputs[0])
     m, kk, n = a.shape[-2], a.shape[-1], y.shape[-1]
     kind = "0" if q.requant is None else "1"
-    mult, shift, out = _out_args(k, q)
+    # Run-time B: any 8-bit values, offsets up to 255 (wofs) included.
+    bound = _packed_bound(q, b.const) if b.is_const else sum_bound(np.full(n, 255.0 * kk), q.bias)
+    mult, shift, out = _out_args(k, q, bound)
     sgn, zp, bias = int(a.dtype is DType.INT8), _zp_arg(node, k, q), _table(k, q.bias)
     ysize = 4 if q.requant is None else 1
     if b.is_const:  # one weight matrix: A's batch dimensions fold into M

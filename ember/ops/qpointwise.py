@@ -5,6 +5,7 @@ kernels/quant.c. All take and give int8 or uint8 tensors with compile-time scale
   change of scale), so it is exactly the float op between dequantize and quantize.
 - QAdd / QMul: each input rescaled to the output's scale in 64-bit fixed point.
 - QAvgPool / QMean: window (or whole-plane) sums requantised with the divisor folded in.
+- QMaxPool: 2-D MaxPool on the bytes (the scale unchanged), separable over rows and columns.
 """
 
 from __future__ import annotations
@@ -63,6 +64,22 @@ def _lower_binary(fn: str):
 
 register(OpDef("QAdd", lower=_lower_binary("ember_qadd"), inplace=True, kernels=("ember_qadd",)))
 register(OpDef("QMul", lower=_lower_binary("ember_qmul"), inplace=True, kernels=("ember_qmul",)))
+
+
+def _lower_maxpool(node: Node, k: KernelEmitter) -> None:
+    x = present(node.input(0))
+    k.call("ember_qmaxpool", k.out(0, "uint8_t"), _bytes(k, 0), k.table(pool_geometry(node), DType.INT32),
+           x.shape[0] * x.shape[1], _sgn(node), k.scratch())
+
+
+def _maxpool_row(node: Node) -> int:
+    """ember_qmaxpool's padded row and its stride phases: 2 * sw * ember_qmaxpool_phase bytes."""
+    g = pool_geometry(node)
+    sw = g[11]
+    return 2 * sw * (((g[8] - 1) * sw + (g[5] - 1) * g[14] + sw) // sw)
+
+
+register(OpDef("QMaxPool", lower=_lower_maxpool, scratch=_maxpool_row, kernels=("ember_qmaxpool",)))
 
 
 def _lower_avgpool(node: Node, k: KernelEmitter) -> None:

@@ -116,6 +116,8 @@ def fold_pointwise(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> Non
         return
     q = q_of(graph, node.outputs[0], uses)
     if q is None:
+        if node.op in ("Add", "Sub"):
+            _fold_binary_activation(graph, node, uses)
         return
     data = [i for i, v in enumerate(node.inputs) if v is not None and not v.is_const]
     if node.op == "Concat":
@@ -131,8 +133,10 @@ def fold_pointwise(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> Non
         return
     same = x.scale[0] == q.scale and int(x.zp[0]) == q.zp
     if node.op in _MOVE and same:
-        new = Node(node.op, graph.unique_name(f"{node.name}_int8"), [x.q, *node.inputs[1:]], [q.out],
-                   dict(node.attrs), node.domain, node.version)
+        # 2-D MaxPool: QMaxPool (qpointwise.py); other movements: the same op on the bytes
+        op = "QMaxPool" if node.op == "MaxPool" and x.q.type.rank == 4 else node.op
+        new = Node(op, graph.unique_name(f"{node.name}_int8"), [x.q, *node.inputs[1:]], [q.out],
+                   dict(node.attrs), node.domain if op == node.op else "", node.version)
     elif node.op in _UNARY:
         new = _lut_node(graph, f"{node.name}_int8", x, q, node)
         new.outputs = [q.out]
@@ -200,7 +204,27 @@ def _broadcastable(b: Value, y: Value) -> bool:
     return len(big) == 1 and shape[big[0]] == y.shape[big[0]]
 
 
-def _fold_binary(graph: Graph, node: Node, q: Q, a: DQ, b: DQ) -> None:
+def _fold_binary_activation(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
+    """Add/Sub -> Relu/Clip (constant bounds) -> QuantizeLinear: one QAdd whose clamp is the activation."""
+    from ember.passes.fuse_activation import activation_spec
+
+    readers = uses.get(id(node.outputs[0]), []) if node.outputs[0] is not None else []
+    if len(readers) != 1 or readers[0].op not in ("Relu", "Clip") or graph.is_output(node.outputs[0]):
+        return
+    act = readers[0]
+    spec, q = activation_spec(act), q_of(graph, act.outputs[0], uses)
+    a, b = dq_of(node.input(0), activation=True), dq_of(node.input(1), activation=True)
+    # two run-time tensors (a residual connection); a bias Add stays float, as onnxruntime runs it
+    if spec is None or q is None or a is None or b is None or act.inputs[0] is not node.outputs[0]:
+        return
+    lo = float(spec["alpha"]) if spec["op"] == "Clip" else 0.0
+    hi = float(spec["beta"]) if spec["op"] == "Clip" else math.inf
+    _fold_binary(graph, node, q, a, b, (lo, hi), act)
+
+
+def _fold_binary(graph: Graph, node: Node, q: Q, a: DQ, b: DQ, bounds: tuple[float, float] | None = None,
+                 act: Node | None = None) -> None:
+    """QAdd/QMul for node (then `act`, an activation clamping to real `bounds`) -> q."""
     y = node.outputs[0]
     assert y is not None
     if not (a.per_tensor and b.per_tensor and a.q.dtype is q.dtype and b.q.dtype is q.dtype):
@@ -211,6 +235,9 @@ def _fold_binary(graph: Graph, node: Node, q: Q, a: DQ, b: DQ) -> None:
         return
     za, zb = int(a.zp[0]), int(b.zp[0])
     lo, hi = _out(q)[1:]
+    if bounds is not None:  # clamping the real value commutes with the monotone quantization
+        lo = max(lo, int(q.quantize(bounds[0]))) if bounds[0] > -math.inf else lo
+        hi = min(hi, int(q.quantize(bounds[1]))) if bounds[1] < math.inf else hi
     if node.op == "Mul":
         mult, shift = fixed_point(float(np.float32(a.scale[0]) * np.float32(b.scale[0]) / q.scale))
         r, op = [za, zb, mult, shift, q.zp, lo, hi], "QMul"
@@ -223,7 +250,7 @@ def _fold_binary(graph: Graph, node: Node, q: Q, a: DQ, b: DQ) -> None:
         ma, mb = round(ra * 2.0**shift), round(rb * 2.0**shift)
         r, op = [za, zb, ma, -mb if node.op == "Sub" else mb, shift, q.zp, lo, hi], "QAdd"
     new = Node(op, graph.unique_name(f"{node.name}_int8"), [a.q, b.q], [q.out], {"_r": r}, "", node.version)
-    _swap(graph, node, q, new)
+    replace(graph, [node, *([act] if act is not None else []), q.node], [new])
 
 
 def _avgpool(graph: Graph, node: Node, x: DQ, q: Q) -> Node:

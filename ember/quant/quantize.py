@@ -262,7 +262,16 @@ class _Rewriter:
             return False
         io = self.cfg.io == "int8" and (self.g.is_input(v) or self.g.is_output(v))
         p = v.producer
+        if not io and self.fused_activation(v, uses):
+            return False
         return io or (p is not None and self.quantized(p)) or any(self.quantized(c) for c in uses.get(id(v), []))
+
+    def fused_activation(self, v: Value, uses: dict[int, list[Node]]) -> bool:
+        """An Add/Sub output read only by a Relu or Clip: quantized after the activation only, as
+        onnxruntime's quantizer does (fold_qdq makes the pair one QAdd with a clamp)."""
+        p, readers = v.producer, uses.get(id(v), [])
+        return (p is not None and p.op in ("Add", "Sub") and self.quantized(p) and len(readers) == 1
+                and readers[0].op in ("Relu", "Clip") and self.quantized(readers[0]) and not self.g.is_output(v))
 
     def run(self) -> None:
         g = self.g

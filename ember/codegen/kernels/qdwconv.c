@@ -1,6 +1,6 @@
 /* Depthwise integer convolution (one input channel per group), direct: no packing, no int8 product. */
 
-/*@kernel ember_qdwconv requires ember_qround ember_qbounds*/
+/*@kernel ember_qdwconv requires ember_qround ember_qbounds ember_qrun ember_qdw_vnni*/
 /* Depthwise integer convolution (one input channel per group, M = C * multiplier), one output row at a
  * time as in ember_dwconv_f32: each tap adds w * (x - xz) over the row segment whose input column is
  * inside the input (outside it, x - xz would be 0). w: M x kvol int16, the weights minus their zero
@@ -161,14 +161,13 @@ static void ember_qdw_store(void *y, int kind, ptrdiff_t at, const int32_t *EMBE
         int32_t *EMBER_RESTRICT yo = (int32_t *)y + at;
         for (ow = 0; ow < OW; ++ow) yo[ow] = sums[ow] + b0;
     } else {
-        uint8_t *EMBER_RESTRICT yo = (uint8_t *)y + at;
-        for (ow = 0; ow < OW; ++ow) yo[ow] = (uint8_t)ember_q_requant((int64_t)sums[ow] + b0, mu, sh, zp, lo, hi);
+        ember_qrun((uint8_t *)y + at, sums, OW, b0, mu, sh, zp, lo, hi);
     }
 }
 
 static void ember_qdwconv(void *y, int kind, const void *x, int x_sgn, int32_t xz, const int32_t *p, int N, int M,
                           const int16_t *w, const int32_t *bias, const int32_t *mult, const int32_t *shift,
-                          const int32_t *out, int exact, void *scratch) {
+                          const int32_t *out, int exact, void *scratch, ptrdiff_t room) {
     const int C = p[0], KW = p[6], OD = p[7], OH = p[8], OW = p[9], mult_c = M / C;
     const int planar = p[1] == 1 && p[4] == 1 && p[7] == 1; /* 2-D */
     const int Wh = ((OW - 1) * p[12] + (KW - 1) * p[15] + 1 + p[12] - 1) / p[12];
@@ -181,6 +180,16 @@ static void ember_qdwconv(void *y, int kind, const void *x, int x_sgn, int32_t x
 #else
     (void)exact;
 #endif
+#ifdef EMBER_QDW_VNNI
+    if ((exact & 2) && kind == 1 && out[3] && ember_qdv_fits(p)) { /* qdwvnni.c */
+        ember_qdv_conv((uint8_t *)y, (const uint8_t *)x, x_sgn, xz, p, N, M, w, bias, mult, shift, out,
+                       (uint8_t *)scratch, room);
+        return;
+    }
+#else
+    (void)room;
+#endif
+    exact &= 1;
     for (kw = 0; kw < KW && kw < 16; ++kw)
         ember_qbounds(p[3], OW, p[12], kw * p[15] - p[18], &kwb[2 * kw], &kwb[2 * kw + 1]);
     for (n = 0; n < N; ++n)

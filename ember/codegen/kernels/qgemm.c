@@ -14,9 +14,11 @@
  * The sums are exact int32 on every path, so every target gives the same bits. Paths, from the
  * compiler's predefined macros (so --target/--cpu decide): AVX-512 VNNI or AVX-VNNI (VPDPBUSD), AVX2 or
  * SSE2 ((V)PMADDWD on sign-extended bytes), AArch64 dot product (SDOT), Cortex-M DSP (SMLAD on SXTB16
- * pairs), other 128-bit SIMD (NEON, wasm: widened int16 products in generic vector code), portable C. A tile is R rows x V vectors of pixels kept in registers over all of K. */
+ * pairs), other 128-bit SIMD (NEON, wasm: widened int16 products in generic vector code), portable C. A
+ * tile is R rows x V vectors of pixels kept in registers over all of K; on AVX-512 its sums are
+ * requantised there too (qvec.c) where the compile-time check of qlinear.py allows. */
 
-/*@kernel ember_qgemm requires ember_qround*/
+/*@kernel ember_qgemm requires ember_qround ember_qrun ember_qv16*/
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512VNNI__) && defined(__AVX512BW__)
 #define EMBER_Q_PATH 1
 #define EMBER_QVL 16 /* int32 lanes of a vector = pixels per vector */
@@ -221,6 +223,33 @@ EMBER_QTILE(ember_qtile_narrow, EMBER_QMR, 1)
 EMBER_QTILE(ember_qtile_row, 1, 4)
 EMBER_QTILE(ember_qtile_row_narrow, 1, 1)
 
+#if EMBER_Q_PATH == 1 && EMBER_QVL == 16 && defined(EMBER_QV16)
+/* The tile of EMBER_QTILE requantised in registers (qvec.c) and stored as bytes: tile row r is output
+ * row m0 + r at pixels pix .. pix + n - 1 (n <= V * 16). Where the caller's float check holds. */
+#define EMBER_QRQ 1
+#define EMBER_QTILE_RQ(NAME, R, V)                                                                      \
+    static void NAME(const ember_qout *o, int m0, const int8_t *W, int Kp, const uint8_t *X,           \
+                     ptrdiff_t pix, int n, const ember_qv16_out *range) {                               \
+        ember_qv a[R][V], x[V];                                                                         \
+        int r, v, g;                                                                                    \
+        for (r = 0; r < R; ++r) /* the sums start at the row's corrections */                          \
+            for (v = 0; v < V; ++v) a[r][v] = (ember_qv){0} + o->corr[m0 + r];                          \
+        for (g = 0; g < Kp / 4; ++g) {                                                                  \
+            for (v = 0; v < V; ++v) x[v] = ((const ember_qv *)(const void *)EMBER_QXG(X, g))[v];        \
+            for (r = 0; r < R; ++r) {                                                                   \
+                const ember_qv w = (ember_qv){0} + EMBER_QW(W, r, Kp, g);                               \
+                for (v = 0; v < V; ++v) a[r][v] = ember_qdot(a[r][v], x[v], w);                         \
+            }                                                                                           \
+        }                                                                                               \
+        for (r = 0; r < R; ++r) {                                                                       \
+            const int m = m0 + r;                                                                       \
+            const ember_qv16_f mf = (ember_qv16_f){0} + ember_qv16_mult(o->mult[m], o->shift[m]);        \
+            for (v = 0; v < V; ++v)                                                                     \
+                if (16 * v < n) ember_qrq_put(o, m, pix + 16 * v, n - 16 * v, (ember_qv16_i)a[r][v], mf, range); \
+        }                                                                                               \
+    }
+#endif
+
 /* Where and how a product's int32 sums become outputs. kind 0: int32 sums; 1: requantised bytes. */
 typedef struct {
     uint8_t *y;
@@ -231,6 +260,7 @@ typedef struct {
     const int32_t *colsum; /* per pixel of the block (when wofs) */
     const int32_t *mult, *shift;
     int32_t zp, lo, hi;
+    const int32_t *out; /* [zp, lo, hi, sums proven below 2^24 (qvec.c's float path)] */
 } ember_qout;
 
 /* Row m's sums acc[0 .. n) for the pixels from `pix` (j0 of the block) become outputs. */
@@ -245,16 +275,8 @@ static void ember_qstore(const ember_qout *o, int m, ptrdiff_t pix, int j0, cons
     } else {
         uint8_t *EMBER_RESTRICT y = o->y + at;
         const int32_t mult = o->mult[m], shift = o->shift[m], zp = o->zp, lo = o->lo, hi = o->hi;
-        if (ps == 1 && !wo) { /* the common case, written for the vectorizer: a 32 x 32 -> 64-bit multiply,
-                               * the clamp before the zero point (the sums fit int32: see qlinear.py) */
-            const int64_t rnd = (((int64_t)1) << (shift - 1)) - 1, l = lo - zp, h = hi - zp;
-            for (j = 0; j < n; ++j) {
-                const int64_t p = (int64_t)(acc[j] + c) * mult;
-                int64_t r = (p + rnd + ((p >> shift) & 1)) >> shift;
-                r = r < l ? l : r;
-                r = r > h ? h : r;
-                y[j] = (uint8_t)(r + zp);
-            }
+        if (ps == 1 && !wo) {
+            ember_qrun(y, acc, n, c, mult, shift, zp, lo, hi);
         } else
             for (j = 0; j < n; ++j)
                 y[j * ps] = (uint8_t)ember_q_requant((int64_t)acc[j] + c + (int64_t)wo * cs[j], mult, shift, zp, lo,
@@ -262,11 +284,48 @@ static void ember_qstore(const ember_qout *o, int m, ptrdiff_t pix, int j0, cons
     }
 }
 
+#ifdef EMBER_QRQ
+/* Sums v (corrections included) of output row m at pixels pix .. pix + min(n, 16) - 1, requantised. */
+EMBER_INLINE void ember_qrq_put(const ember_qout *o, int m, ptrdiff_t pix, int n, ember_qv16_i v, ember_qv16_f mf,
+                                const ember_qv16_out *range) {
+    ember_qv16_store(o->y + m * o->rs + pix, ember_qv16_requant(v, mf, range),
+                     n < 16 ? n : 16);
+}
+EMBER_QTILE_RQ(ember_qtile_full_rq, EMBER_QMR, EMBER_QNV)
+EMBER_QTILE_RQ(ember_qtile_narrow_rq, EMBER_QMR, 1)
+EMBER_QTILE_RQ(ember_qtile_row_rq, 1, 4)
+EMBER_QTILE_RQ(ember_qtile_row_narrow_rq, 1, 1)
+#endif
+
 /* All M output rows for the pb (<= EMBER_QPB) pixels of a packed block starting at pixel `pix`. */
 static void ember_qgemm_block(const ember_qout *o, const int8_t *W, int M, int Kp, const uint8_t *X,
                               ptrdiff_t pix, int pb) {
     int32_t acc[EMBER_QMR * EMBER_QNR];
     int m0, j0, r;
+#ifdef EMBER_QRQ
+    if (o->kind == 1 && o->ps == 1 && !o->wofs && o->out[3]) { /* requantised in registers */
+        const ember_qv16_out range = ember_qv16_range(o->out);
+        for (m0 = 0; m0 < M;) {
+            const int R = M - m0 >= EMBER_QMR ? EMBER_QMR : 1;
+            const int8_t *w = W + (ptrdiff_t)m0 * Kp;
+            for (j0 = 0; j0 < pb;) {
+                const int full = pb - j0 > (EMBER_QNV - 1) * EMBER_QVL, width = full ? EMBER_QNR : EMBER_QVL;
+                const int n = pb - j0 < width ? pb - j0 : width;
+                const uint8_t *x = X + j0 * 4;
+                if (R > 1) {
+                    if (full) ember_qtile_full_rq(o, m0, w, Kp, x, pix + j0, n, &range);
+                    else ember_qtile_narrow_rq(o, m0, w, Kp, x, pix + j0, n, &range);
+                } else {
+                    if (full) ember_qtile_row_rq(o, m0, w, Kp, x, pix + j0, n, &range);
+                    else ember_qtile_row_narrow_rq(o, m0, w, Kp, x, pix + j0, n, &range);
+                }
+                j0 += width;
+            }
+            m0 += R;
+        }
+        return;
+    }
+#endif
     for (m0 = 0; m0 < M;) {
         const int R = M - m0 >= EMBER_QMR ? EMBER_QMR : 1;
         const int8_t *w = W + (ptrdiff_t)m0 * Kp;
