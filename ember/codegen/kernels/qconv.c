@@ -1,18 +1,7 @@
 /* Integer convolution (im2col into the packed layout of qgemm.c by qpack.c, then the int8 product) and
  * integer matrix product. Depthwise convolution is in qdwconv.c. */
 
-
-/*@kernel ember_qbounds requires ember_prelude*/
-/* The outputs [lo, hi) of a row whose input column ow*stride + off lies inside [0, W). */
-static void ember_qbounds(int W, int OW, int stride, int off, int *lo, int *hi) {
-    *lo = off >= 0 ? 0 : (-off + stride - 1) / stride;
-    *hi = W - 1 - off < 0 ? 0 : (W - 1 - off) / stride + 1;
-    if (*hi > OW) *hi = OW;
-    if (*lo > *hi) *lo = *hi;
-}
-/*@end*/
-
-/*@kernel ember_qconv requires ember_qgemm ember_qbounds ember_qpack*/
+/*@kernel ember_qconv requires ember_qgemm ember_window_bounds ember_qpack*/
 /* Integer convolution, groups G, NC(D)HW, on packed weights W (M x Kp; group g's rows from g*M/G).
  * x: int8 (x_sgn) or uint8 bytes with zero point xz. Per-row tables (offset by group): bias (or NULL),
  * rowsum, wofs (or NULL), mult/shift (kind 1); out = [zp, lo, hi, the sums are below 2^24 (qvec.c)]. cl: the
@@ -39,7 +28,7 @@ static void ember_qconv(void *y, int kind, const void *x, int x_sgn, int32_t xz,
     int n, g, kw;
     ptrdiff_t pix;
     for (kw = 0; kw < p[6] && kw < 16; ++kw)
-        ember_qbounds(p[3], p[9], p[12], kw * p[15] - p[18], &kwb[2 * kw], &kwb[2 * kw + 1]);
+        ember_window_bounds(p[3], p[9], p[12], kw * p[15] - p[18], &kwb[2 * kw], &kwb[2 * kw + 1]);
     o.kind = kind;
     o.rs = P;
     o.ps = 1;

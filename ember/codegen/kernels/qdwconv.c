@@ -1,6 +1,6 @@
 /* Depthwise integer convolution (one input channel per group), direct: no packing, no int8 product. */
 
-/*@kernel ember_qdwconv requires ember_qround ember_qbounds ember_qrun ember_qdw_vnni*/
+/*@kernel ember_qdwconv requires ember_qround ember_window_bounds ember_qrun ember_qdw_vnni*/
 /* Depthwise integer convolution (one input channel per group, M = C * multiplier), one output row at a
  * time as in ember_dwconv_f32: each tap adds w * (x - xz) over the row segment whose input column is
  * inside the input (outside it, x - xz would be 0). w: M x kvol int16, the weights minus their zero
@@ -29,7 +29,7 @@
                         lo = kwb[2 * kw];                                                                \
                         hi = kwb[2 * kw + 1];                                                            \
                     } else {                                                                             \
-                        ember_qbounds(W, OW, sw, off, &lo, &hi);                                         \
+                        ember_window_bounds(W, OW, sw, off, &lo, &hi);                                         \
                     }                                                                                    \
                     if (sw == 1)                                                                         \
                         for (ow = lo; ow < hi; ++ow) acc[ow] += wv * xr[ow + off];                       \
@@ -93,7 +93,7 @@
         ptrdiff_t q;                                                                                     \
         for (b = 0; b < sw; ++b) {                                                                       \
             int blo, bhi;                                                                                \
-            ember_qbounds(W, Wh, sw, b - pl, &blo, &bhi);                                                \
+            ember_window_bounds(W, Wh, sw, b - pl, &blo, &bhi);                                                \
             for (a = 0; a < sh; ++a)                                                                     \
                 for (i = 0; i < Hh; ++i) {                                                               \
                     T *EMBER_RESTRICT d = buf + ((ptrdiff_t)a * sw + b) * plane + (ptrdiff_t)i * Wh;     \
@@ -191,7 +191,7 @@ static void ember_qdwconv(void *y, int kind, const void *x, int x_sgn, int32_t x
 #endif
     exact &= 1;
     for (kw = 0; kw < KW && kw < 16; ++kw)
-        ember_qbounds(p[3], OW, p[12], kw * p[15] - p[18], &kwb[2 * kw], &kwb[2 * kw + 1]);
+        ember_window_bounds(p[3], OW, p[12], kw * p[15] - p[18], &kwb[2 * kw], &kwb[2 * kw + 1]);
     for (n = 0; n < N; ++n)
         for (m = 0; m < M; ++m) {
             const uint8_t *xc = (const uint8_t *)x + ((ptrdiff_t)n * C + m / mult_c) * s_in;

@@ -1,7 +1,7 @@
 /* Packing of convolution inputs into the activation blocks of qgemm.c (X[k/4][pixel][k%4] bytes, the
  * uint8 or int8 view): im2col by taps, or by rows of words for channels in fours. */
 
-/*@kernel ember_qpack requires ember_qgemm ember_qbounds*/
+/*@kernel ember_qpack requires ember_qgemm ember_window_bounds*/
 typedef uint32_t ember_qu32a __attribute__((may_alias, aligned(4)));
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__SSE2__) || defined(__ARM_NEON) || defined(__wasm_simd128__))
 typedef uint8_t ember_qzip __attribute__((vector_size(16)));
@@ -163,7 +163,7 @@ static void ember_qpack_conv(uint8_t *X, const uint8_t *x, const int32_t *p, ptr
                     lo = kwb[2 * kw];
                     hi = kwb[2 * kw + 1];
                 } else {
-                    ember_qbounds(p[3], OW, p[12], off, &lo, &hi);
+                    ember_window_bounds(p[3], OW, p[12], off, &lo, &hi);
                 }
                 rows[t] = ember_qtap(tmp[t], xc, p, od, oh, ow0, pb, kd, kh, off, lo, hi, xz);
             }
@@ -201,7 +201,7 @@ static void ember_qpack_conv_cl(uint8_t *X, const uint8_t *x, int Cg, const int3
                     lo = kwb[2 * kw];
                     hi = kwb[2 * kw + 1];
                 } else {
-                    ember_qbounds(W, OW, sw, off, &lo, &hi);
+                    ember_window_bounds(W, OW, sw, off, &lo, &hi);
                 }
                 while (j < pb) {
                     const int n = OW - ow0 < pb - j ? OW - ow0 : pb - j;
