@@ -1,0 +1,158 @@
+/* Float depthwise convolution kernels (one input channel per group). Geometry table `p` as in conv.c. */
+
+/*@kernel ember_dwconv_rows_f32 requires ember_act_apply_f32 ember_window_bounds*/
+/* Depthwise convolution (one input channel per group; M = C * multiplier), any rank, one output row at a time:
+ * each kernel tap adds a scaled input row segment, y[ow] += w * x[ow*stride + off] over the outputs
+ * whose input column is inside the row. With the segment's bounds solved first, the inner loop is a
+ * branch-free axpy (contiguous, vectorized, at stride 1). */
+static void ember_dwconv_rows_f32(float *y, const float *x, const float *w, const float *bias, const int32_t *p,
+                             int N, int M, int act, float act_a, float act_b) {
+    const int C = p[0], D = p[1], H = p[2], W = p[3], KD = p[4], KH = p[5], KW = p[6];
+    const int OD = p[7], OH = p[8], OW = p[9], sw = p[12], mult = M / C;
+    const ptrdiff_t s_in = (ptrdiff_t)D * H * W, s_out = (ptrdiff_t)OD * OH * OW;
+    int n, m, od, oh, ow, kd, kh, kw;
+    for (n = 0; n < N; ++n)
+        for (m = 0; m < M; ++m) {
+            const float *xc = x + ((ptrdiff_t)n * C + m / mult) * s_in;
+            const float *wm = w + (ptrdiff_t)m * KD * KH * KW;
+            float *ym = y + ((ptrdiff_t)n * M + m) * s_out;
+            const float b0 = bias ? bias[m] : 0.0f;
+            for (od = 0; od < OD; ++od)
+                for (oh = 0; oh < OH; ++oh) {
+                    float *EMBER_RESTRICT yr = ym + ((ptrdiff_t)od * OH + oh) * OW;
+                    for (ow = 0; ow < OW; ++ow) yr[ow] = b0;
+                    for (kd = 0; kd < KD; ++kd) {
+                        int id = od * p[10] - p[16] + kd * p[13];
+                        if (id < 0 || id >= D) continue;
+                        for (kh = 0; kh < KH; ++kh) {
+                            int ih = oh * p[11] - p[17] + kh * p[14];
+                            const float *EMBER_RESTRICT xr;
+                            const float *wr;
+                            if (ih < 0 || ih >= H) continue;
+                            xr = xc + ((ptrdiff_t)id * H + ih) * W;
+                            wr = wm + ((ptrdiff_t)kd * KH + kh) * KW;
+                            for (kw = 0; kw < KW; ++kw) {
+                                const int off = kw * p[15] - p[18];
+                                const float wv = wr[kw];
+                                int l, h;
+                                ember_window_bounds(W, OW, sw, off, &l, &h);
+                                if (sw == 1)
+                                    for (ow = l; ow < h; ++ow) yr[ow] += wv * xr[ow + off];
+                                else
+                                    for (ow = l; ow < h; ++ow) yr[ow] += wv * xr[(ptrdiff_t)ow * sw + off];
+                            }
+                        }
+                    }
+                    ember_act_apply_f32(yr, OW, act, act_a, act_b);
+                }
+        }
+}
+/*@end*/
+
+/*@kernel ember_dwconv_f32 requires ember_dwconv_rows_f32*/
+/* 2-D depthwise convolution over a zero-padded, polyphase copy of each input plane, so that every
+ * tap is one contiguous, bounds-free vector loop over the whole output plane, however narrow its rows.
+ * The padded plane xp (the Hp x Wp extent the windows read) is split by row phase a = r % sh and
+ * column phase b = c % sw into planes P[a][b] of Hh x Wh (Hh = ceil(Hp/sh), Wh = ceil(Wp/sw)); then
+ *   xp[oh*sh + kh*dh][ow*sw + kw*dw] = P[(kh*dh) % sh][(kw*dw) % sw][oh + kh*dh/sh][ow + kw*dw/sw],
+ * i.e. tap t reads its plane at flat index q + off_t for output q = oh*Wh + ow. Outputs are computed
+ * flat at pitch Wh (columns past OW are never copied out); 3x3 windows keep all nine taps in one pass.
+ * `pad`: scratch of sh*sw*Hh*Wh + OH*Wh floats. 3-D inputs use the row kernel. */
+static void ember_dwconv_f32(float *y, const float *x, const float *w, const float *bias, float *pad,
+                             const int32_t *p, int N, int M, int act, float act_a, float act_b) {
+    const int C = p[0], H = p[2], W = p[3], KH = p[5], KW = p[6], OH = p[8], OW = p[9];
+    const int sh = p[11], sw = p[12], dh = p[14], dw = p[15], pt = p[17], pl = p[18], mult = M / C;
+    const int Hp = (OH - 1) * sh + (KH - 1) * dh + 1, Wp = (OW - 1) * sw + (KW - 1) * dw + 1;
+    const int Hh = (Hp + sh - 1) / sh, Wh = (Wp + sw - 1) / sw;
+    const ptrdiff_t plane = (ptrdiff_t)Hh * Wh, len = (ptrdiff_t)(OH - 1) * Wh + OW;
+    float *EMBER_RESTRICT acc = pad + sh * sw * plane;
+    int n, m, a, b, i, j, kh, kw, oh, ow;
+    ptrdiff_t q;
+    if (p[1] != 1 || p[4] != 1 || p[7] != 1) {
+        ember_dwconv_rows_f32(y, x, w, bias, p, N, M, act, act_a, act_b);
+        return;
+    }
+    for (n = 0; n < N; ++n)
+        for (m = 0; m < M; ++m) {
+            const float *EMBER_RESTRICT xc = x + ((ptrdiff_t)n * C + m / mult) * H * W;
+            const float *wm = w + (ptrdiff_t)m * KH * KW;
+            const float b0 = bias ? bias[m] : 0.0f;
+            float *EMBER_RESTRICT ym = y + ((ptrdiff_t)n * M + m) * OH * OW;
+            /* Row i of plane (a, b) holds padded row r = i*sh + a, columns c = j*sw + b: input row r - pt,
+             * column c - pl where those are inside the input, else zero (columns at c >= Wp are never read
+             * for a valid output). At sw == 2 both column phases of a row are filled in one pass over it
+             * (a deinterleave, which vectorizes), elsewhere one phase at a time. */
+            for (a = 0; a < sh; ++a)
+                for (i = 0; i < Hh; ++i) {
+                    const int ih = i * sh + a - pt, in_row = i * sh + a < Hp && ih >= 0 && ih < H;
+                    const float *xr = xc + (ptrdiff_t)ih * W - pl;
+                    if (sw == 2) {
+                        float *EMBER_RESTRICT ev = pad + (a * 2) * plane + (ptrdiff_t)i * Wh, *EMBER_RESTRICT od = ev + plane;
+                        int lo = in_row ? (pl + 1) / 2 : 0, hi = in_row ? (W - 2 + pl) / 2 + 1 : 0;
+                        if (hi > Wh) hi = Wh;
+                        if (lo > hi) lo = hi;
+                        for (j = 0; j < lo; ++j) {
+                            const int c = 2 * j - pl;
+                            ev[j] = in_row && c >= 0 && c < W ? xr[2 * j] : 0.0f;
+                            od[j] = in_row && c + 1 >= 0 && c + 1 < W ? xr[2 * j + 1] : 0.0f;
+                        }
+                        for (j = lo; j < hi; ++j) {
+                            ev[j] = xr[2 * (ptrdiff_t)j];
+                            od[j] = xr[2 * (ptrdiff_t)j + 1];
+                        }
+                        for (j = hi; j < Wh; ++j) {
+                            const int c = 2 * j - pl;
+                            ev[j] = in_row && c >= 0 && c < W ? xr[2 * j] : 0.0f;
+                            od[j] = in_row && c + 1 >= 0 && c + 1 < W ? xr[2 * j + 1] : 0.0f;
+                        }
+                        continue;
+                    }
+                    for (b = 0; b < sw; ++b) {
+                        float *EMBER_RESTRICT dst = pad + (a * sw + b) * plane + (ptrdiff_t)i * Wh;
+                        int lo = 0, hi = 0;
+                        if (in_row) {
+                            lo = b - pl >= 0 ? 0 : (pl - b + sw - 1) / sw;
+                            hi = W - 1 - b + pl < 0 ? 0 : (W - 1 - b + pl) / sw + 1;
+                            if (hi > Wh) hi = Wh;
+                            if (lo > hi) lo = hi;
+                        }
+                        for (j = 0; j < lo; ++j) dst[j] = 0.0f;
+                        for (j = lo; j < hi; ++j) dst[j] = xr[(ptrdiff_t)j * sw + b];
+                        for (j = hi; j < Wh; ++j) dst[j] = 0.0f;
+                    }
+                }
+#define EMBER_DW_TAP(KH_, KW_)                                                                          \
+    (pad + (((KH_) * dh % sh) * sw + (KW_) * dw % sw) * plane + (ptrdiff_t)((KH_) * dh / sh) * Wh +   \
+     (KW_) * dw / sw)
+            /* 3x3, undilated, stride 1 or 2: all nine taps in one pass, addressed from few base pointers
+             * (nine separate pointers would not fit the registers). */
+            if (KH == 3 && KW == 3 && dh == 1 && dw == 1 && sh == sw && sh <= 2) {
+                const float w0 = wm[0], w1 = wm[1], w2 = wm[2], w3 = wm[3], w4 = wm[4], w5 = wm[5];
+                const float w6 = wm[6], w7 = wm[7], w8 = wm[8];
+                if (sh == 1) {
+                    const float *r0 = pad, *r1 = pad + Wh, *r2 = pad + 2 * (ptrdiff_t)Wh;
+                    for (q = 0; q < len; ++q)
+                        acc[q] = b0 + w0 * r0[q] + w1 * r0[q + 1] + w2 * r0[q + 2] + w3 * r1[q] + w4 * r1[q + 1] +
+                                 w5 * r1[q + 2] + w6 * r2[q] + w7 * r2[q + 1] + w8 * r2[q + 2];
+                } else { /* planes (row phase, column phase): 00, 01, 10, 11 */
+                    const float *p00 = pad, *p01 = pad + plane, *p10 = pad + 2 * plane, *p11 = pad + 3 * plane;
+                    for (q = 0; q < len; ++q)
+                        acc[q] = b0 + w0 * p00[q] + w1 * p01[q] + w2 * p00[q + 1] + w3 * p10[q] + w4 * p11[q] +
+                                 w5 * p10[q + 1] + w6 * p00[q + Wh] + w7 * p01[q + Wh] + w8 * p00[q + Wh + 1];
+                }
+            } else {
+                for (q = 0; q < len; ++q) acc[q] = b0;
+                for (kh = 0; kh < KH; ++kh)
+                    for (kw = 0; kw < KW; ++kw) {
+                        const float *EMBER_RESTRICT t = EMBER_DW_TAP(kh, kw);
+                        const float wv = wm[kh * KW + kw];
+                        for (q = 0; q < len; ++q) acc[q] += wv * t[q];
+                    }
+            }
+#undef EMBER_DW_TAP
+            for (oh = 0; oh < OH; ++oh)
+                for (ow = 0; ow < OW; ++ow) ym[(ptrdiff_t)oh * OW + ow] = acc[(ptrdiff_t)oh * Wh + ow];
+            ember_act_apply_f32(ym, (ptrdiff_t)OH * OW, act, act_a, act_b);
+        }
+}
+/*@end*/
