@@ -18,9 +18,11 @@ from ember.toolchain.targets import TARGETS, FloatABI, Target
 # Freestanding, no math errno (so sqrt is one instruction), no unwind tables or stack protector (both
 # would reference a runtime the bundle does not have). -fno-strict-aliasing: the planner reuses one
 # activation buffer for tensors of different element types, which type-based alias analysis could
-# reorder across.
-BASE_FLAGS = ("-std=c99", "-ffreestanding", "-fno-math-errno", "-fno-strict-aliasing", "-fno-unwind-tables",
-              "-fno-asynchronous-unwind-tables", "-fno-stack-protector", "-Wall", "-Wextra", "-Werror=double-promotion")
+# reorder across. -ffp-contract=fast: a*b+c as one fused multiply-add where the CPU has it (GCC's
+# -std=c99 turns contraction off; the matmul tiles run ~6% faster with it).
+BASE_FLAGS = ("-std=c99", "-ffp-contract=fast", "-ffreestanding", "-fno-math-errno", "-fno-strict-aliasing",
+              "-fno-unwind-tables", "-fno-asynchronous-unwind-tables", "-fno-stack-protector", "-Wall", "-Wextra",
+              "-Werror=double-promotion")
 # GCC turns loops into memcpy/memset calls even with -ffreestanding unless told not to; clang does not.
 GCC_ONLY_FLAGS = ("-fno-tree-loop-distribute-patterns",)
 SANITIZE_FLAGS = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g")

@@ -78,7 +78,9 @@ def test_sanitized_c_driver_matches_onnxruntime(artifacts: ArtifactCache, name: 
 
 
 def test_c_driver_reads_weights_txt_like_python(artifacts: ArtifactCache, tmp_path: Path) -> None:
-    """The #include'd NAME.weights.txt and NAME.weights.bin hold the same bytes: same outputs."""
+    """The #include'd NAME.weights.txt and NAME.weights.bin hold the same bytes: same outputs. (The
+    driver builds NAME.c with plain `cc -O1`, no -march: against the bundle's own object, which may use
+    fused multiply-adds, only rounding may differ.)"""
     path = artifacts.model("lenet")
     bundle = artifacts.bundle("lenet")
     x = random_inputs(path, None, 5)
@@ -86,8 +88,8 @@ def test_c_driver_reads_weights_txt_like_python(artifacts: ArtifactCache, tmp_pa
     b = cdriver.run(bundle.path, tmp_path / "bin", x, weights_from_file=True)
     py = bundle.run(x)
     for k in py:
-        np.testing.assert_array_equal(a[k], py[k])
-        np.testing.assert_array_equal(b[k], py[k])
+        np.testing.assert_array_equal(a[k], b[k])
+        np.testing.assert_allclose(a[k], py[k], rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("name", ["lenet", "transformer", "mobilenet_v2_small"])
