@@ -137,29 +137,40 @@ def _chosen_geometry(node: Node) -> list[int]:
     return conv_geometry(node, list(x.shape[2:]), list(node.attrs["kernel_shape"]), list(y.shape[2:]))
 
 
-def _winograd_parts(node: Node) -> tuple[list[int], int, int]:
-    """(geometry, out channels M, tiles T)."""
+def _winograd_parts(node: Node) -> tuple[list[int], int, int, int]:
+    """(geometry, out channels M, output tile size: 2 or 4, tiles T)."""
     y = present(node.outputs[0])
     geo = _chosen_geometry(node)
-    tiles = -(-y.shape[2] // 2) * -(-y.shape[3] // 2)
-    return geo, y.shape[1], tiles
+    size = 4 if node.op == "ConvWinograd4" else 2
+    tiles = -(-y.shape[2] // size) * -(-y.shape[3] // size)
+    return geo, y.shape[1], size, tiles
 
 
 def _winograd_scratch(node: Node) -> int:
-    geo, m, tiles = _winograd_parts(node)
-    th, tw = -(-geo[8] // 2), -(-geo[9] // 2)
-    return ((2 * th + 2) * 2 * (tw + 1) + 16 * ((geo[0] + m) * tiles + 32) + 4 * tw) * 4
+    """The scratch the comments of kernels/winograd.c list, for F(2x2) or F(4x4)."""
+    geo, m, size, tiles = _winograd_parts(node)
+    th, tw = -(-geo[8] // size), -(-geo[9] // size)
+    positions = (size + 2) ** 2
+    plane = (size * th + 2) * size * (tw + 1)
+    if size == 2:  # + four output half-rows
+        return (plane + positions * ((geo[0] + m) * tiles + 32) + 4 * tw) * 4
+    # + the gathered patches D and the output phase planes O
+    return (plane + 36 * tiles + positions * ((geo[0] + m) * tiles + 32) + 16 * tiles) * 4
 
 
 def _lower_winograd(node: Node, k: KernelEmitter) -> None:
-    geo, m, _ = _winograd_parts(node)
+    geo, m, size, _ = _winograd_parts(node)
     bias = k.inp(2) if node.input(2) is not None else "0"
-    k.call("ember_conv_winograd_f32", k.out(0), k.inp(0), k.inp(1), bias, k.scratch("float"),
-           k.table(geo, DType.INT32), present(node.input(0)).shape[0], m, *act_args(node))
+    k.call("ember_conv_winograd4_f32" if size == 4 else "ember_conv_winograd_f32", k.out(0), k.inp(0), k.inp(1),
+           bias, k.scratch("float"), k.table(geo, DType.INT32), present(node.input(0)).shape[0], m,
+           *act_args(node))
 
 
 register(OpDef(
     "ConvWinograd", lower=_lower_winograd, scratch=_winograd_scratch, kernels=("ember_conv_winograd_f32",),
+))
+register(OpDef(
+    "ConvWinograd4", lower=_lower_winograd, scratch=_winograd_scratch, kernels=("ember_conv_winograd4_f32",),
 ))
 
 

@@ -2,14 +2,16 @@
 
 - Winograd F(2x2, 3x3): a 3x3, stride-1, undilated, ungrouped 2-D Conv becomes `ConvWinograd`, whose
   weight input is U[e][m][c] = (G g_mc G^T)[e] (16 x M x C); its kernel (kernels/winograd.c) does 16
-  multiplies per 2x2 output tile and channel pair instead of 36.
+  multiplies per 2x2 output tile and channel pair instead of 36. On maps with at least
+  WINOGRAD4_MIN_TILES 4x4 tiles it becomes `ConvWinograd4` instead: F(4x4, 3x3), 36 multiplies per
+  4x4 tile (U is 36 x M x C), which halves the matmul work again.
 - Pixel-major: a Conv with few output pixels (the 7x7 maps at the end of a CNN) but many channels
   becomes `ConvNarrow`, whose weights are stored transposed and packed in panels of 32 output
   channels (M/32 x K x 32). Its matmul then runs with the output channels along the vectors and the
   pixels broadcast, so 49 pixels waste no vector lanes, and the weights, the big operand there,
   stream from memory once, in order (kernels/conv.c, matmul.c `panels`).
 Both keep the original Conv's attributes (pads, the fused `_act`) and add `kernel_shape`.
-Winograd weights are 16/9 the size of the originals, so api.py runs this pass only for targets
+Winograd weights are 16/9 (F(4x4): 4x) the size of the originals, so api.py runs this pass only for targets
 with memory to spare (host and Linux).
 """
 
@@ -25,19 +27,25 @@ from ember.ir.graph import Graph, Node
 # Below these sizes the transforms cost more than the multiplies they save (measured, issue 4).
 WINOGRAD_MIN_CHANNELS = 16
 WINOGRAD_MIN_PIXELS = 64
+# F(4x4, 3x3) where its tiles fill the matmul's columns (28x28 maps and up: 49 tiles); smaller maps
+# would leave its matmuls one vector wide (measured, issue 4).
+WINOGRAD4_MIN_TILES = 49
 # Pixel-major pays where the pixels fill at most 4 AVX-512 vectors and the channels fill many.
 NARROW_MAX_PIXELS = 64
 NARROW_MIN_CHANNELS = 64
 PANEL = 32  # EMBER_MM_PANEL in kernels/matmul.c
 
-# F(2x2, 3x3) weight transform: U = G g G^T.
-_G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
+# Winograd weight transforms U = G g G^T: F(2x2, 3x3) and F(4x4, 3x3) (points 0, +-1, +-2).
+_G2 = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
+_G4 = np.array([[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6], [1 / 24, 1 / 12, 1 / 6],
+                [1 / 24, -1 / 12, 1 / 6], [0, 0, 1]])
 
 
-def winograd_weights(w: np.ndarray) -> np.ndarray:
-    """(M, C, 3, 3) weights -> (16, M, C) transformed weights, computed in float64."""
-    u = np.einsum("ik,mckl,jl->ijmc", _G, w.astype(np.float64), _G)
-    return u.reshape(16, w.shape[0], w.shape[1]).astype(w.dtype)
+def winograd_weights(w: np.ndarray, tile: int = 2) -> np.ndarray:
+    """(M, C, 3, 3) weights -> ((tile+2)^2, M, C) transformed weights, computed in float64."""
+    g = _G2 if tile == 2 else _G4
+    u = np.einsum("ik,mckl,jl->ijmc", g, w.astype(np.float64), g)
+    return u.reshape(len(g) ** 2, w.shape[0], w.shape[1]).astype(w.dtype)
 
 
 def narrow_panels(w: np.ndarray) -> np.ndarray:
@@ -67,6 +75,12 @@ def _winograd_fits(node: Node) -> bool:
     return min(m, c) >= WINOGRAD_MIN_CHANNELS and y.shape[2] * y.shape[3] >= WINOGRAD_MIN_PIXELS
 
 
+def _winograd4_tiles(node: Node) -> int:
+    y = node.outputs[0]
+    assert y is not None
+    return -(-y.shape[2] // 4) * -(-y.shape[3] // 4)
+
+
 def _narrow_fits(node: Node) -> bool:
     w, y = node.inputs[1], node.outputs[0]
     assert w is not None and y is not None
@@ -80,7 +94,9 @@ def choose_conv_algorithms(graph: Graph) -> None:
             continue
         w = node.inputs[1]
         assert w is not None and w.const is not None
-        if _winograd_fits(node):
+        if _winograd_fits(node) and _winograd4_tiles(node) >= WINOGRAD4_MIN_TILES:
+            node.op, data, suffix = "ConvWinograd4", winograd_weights(w.const, 4), "winograd4"
+        elif _winograd_fits(node):
             node.op, data, suffix = "ConvWinograd", winograd_weights(w.const), "winograd"
         elif _narrow_fits(node):
             node.op, data, suffix = "ConvNarrow", narrow_panels(w.const), "panels"

@@ -2,7 +2,7 @@
 
 Depthwise convolutions (polyphase padded-plane kernel at any stride and dilation, 3x3 specialised,
 the 3-D row kernel), grouped and im2col convolutions with strides, dilations and asymmetric pads,
-Winograd F(2x2, 3x3) with odd output sizes and asymmetric pads, pixel-major convolutions with
+Winograd F(2x2, 3x3) and F(4x4, 3x3) with odd output sizes and asymmetric pads, pixel-major convolutions with
 transposed weights, and the fused Relu/Clip epilogues.
 Each case also runs in a C driver built with AddressSanitizer + UBSan, so a tap read past its
 padded plane or a bad index fails the test.
@@ -40,12 +40,17 @@ CASES: dict[str, tuple[tuple[int, ...], int, tuple[int, ...], dict, str | None]]
     "winograd_odd": ((1, 16, 9, 11), 24, (3, 3), {"pads": [1, 1, 1, 1]}, "Relu"),
     "winograd_asym_pads": ((2, 20, 12, 10), 16, (3, 3), {"pads": [0, 1, 2, 0]}, "Clip"),
     "winograd_valid": ((1, 32, 10, 13), 17, (3, 3), {}, None),
+    "winograd4_odd": ((1, 16, 29, 27), 20, (3, 3), {"pads": [1, 1, 1, 1]}, "Relu"),
+    "winograd4_asym_pads": ((2, 17, 28, 30), 16, (3, 3), {"pads": [2, 0, 0, 1]}, "Clip"),
+    "winograd4_valid": ((1, 24, 30, 31), 33, (3, 3), {}, None),
     "narrow_3x3": ((1, 48, 7, 7), 96, (3, 3), {"pads": [1, 1, 1, 1]}, "Relu"),
     "narrow_s2_asym": ((2, 24, 9, 12), 64, (3, 3), {"strides": [2, 2], "pads": [0, 1, 1, 0]}, None),
     "narrow_pointwise": ((1, 40, 5, 6), 128, (1, 1), {}, "Clip"),
 }
 # The algorithm ember/passes/conv_algorithms.py must choose (im2col or direct Conv for the others).
 ALGORITHM = {"winograd_odd": "ConvWinograd", "winograd_asym_pads": "ConvWinograd", "winograd_valid": "ConvWinograd",
+             "winograd4_odd": "ConvWinograd4", "winograd4_asym_pads": "ConvWinograd4",
+             "winograd4_valid": "ConvWinograd4",
              "narrow_3x3": "ConvNarrow", "narrow_s2_asym": "ConvNarrow", "narrow_pointwise": "ConvNarrow"}
 
 

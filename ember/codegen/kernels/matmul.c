@@ -49,7 +49,7 @@ EMBER_INLINE ember_vf ember_vclamp(ember_vf x, float lo, float hi) {
 #define ember_vclamp ember_sclamp
 #endif
 /* acc[R][V] (+)= A[R rows, k0..k1) * B[k0..k1, V vectors of type T]; the tile lives in registers
- * (R, V constant per instantiation: MR, 4 or 1 rows x 2 vectors, 1 vector or 1 column). `first`:
+ * (R, V constant per instantiation: MR, 8, 6, 4 or 1 rows x 2 vectors, 1 vector or 1 column). `first`:
  * start from zero instead of the partial sums in C. On the last K block the fused epilogue runs in
  * registers before the store: `bias` (row i adds bias[i * bias_sm]; NULL for none), then, if
  * `clamp`, a clamp to [lo, hi] (Relu, Clip). */
@@ -83,39 +83,71 @@ EMBER_INLINE ember_vf ember_vclamp(ember_vf x, float lo, float hi) {
 EMBER_MM_TILE(ember_mm_tile_r2v, ember_vf, ember_vclamp, EMBER_MR, 2)
 EMBER_MM_TILE(ember_mm_tile_r1v, ember_vf, ember_vclamp, EMBER_MR, 1)
 EMBER_MM_TILE(ember_mm_tile_r1s, float, ember_sclamp, EMBER_MR, 1)
+#if EMBER_MR > 8
+EMBER_MM_TILE(ember_mm_tile_82v, ember_vf, ember_vclamp, 8, 2)
+EMBER_MM_TILE(ember_mm_tile_81v, ember_vf, ember_vclamp, 8, 1)
+EMBER_MM_TILE(ember_mm_tile_81s, float, ember_sclamp, 8, 1)
+#endif
+#if EMBER_MR > 6
+EMBER_MM_TILE(ember_mm_tile_62v, ember_vf, ember_vclamp, 6, 2)
+EMBER_MM_TILE(ember_mm_tile_61v, ember_vf, ember_vclamp, 6, 1)
+EMBER_MM_TILE(ember_mm_tile_61s, float, ember_sclamp, 6, 1)
+#endif
 EMBER_MM_TILE(ember_mm_tile_42v, ember_vf, ember_vclamp, 4, 2)
 EMBER_MM_TILE(ember_mm_tile_41v, ember_vf, ember_vclamp, 4, 1)
 EMBER_MM_TILE(ember_mm_tile_41s, float, ember_sclamp, 4, 1)
 EMBER_MM_TILE(ember_mm_tile_12v, ember_vf, ember_vclamp, 1, 2)
 EMBER_MM_TILE(ember_mm_tile_11v, ember_vf, ember_vclamp, 1, 1)
 EMBER_MM_TILE(ember_mm_tile_11s, float, ember_sclamp, 1, 1)
-/* One tile: `tall` picks MR, 4 or 1 rows, `strip` two vectors, one vector or one column. (A switch,
- * not a table of function pointers: a pointer table needs load-time relocations in PIC objects.) */
+/* Rows of the next register tile when r rows are left: EMBER_MR while the rest is 0 or at least 6, then
+ * 8 or 6 (still >= 12 accumulators, full speed), and only then 4 and 1 (too few independent
+ * accumulators to hide the FMA latency). M = 64 goes 12, 12, 12, 12, 8, 8 instead of 5 x 12 + 4. */
+static int ember_mm_rows(int r) {
+    if (r >= EMBER_MR && (r == EMBER_MR || r - EMBER_MR >= 6)) return EMBER_MR;
+#if EMBER_MR > 8
+    if (r >= 8) return 8;
+#endif
+#if EMBER_MR > 6
+    if (r >= 6) return 6;
+#endif
+    if (r >= EMBER_MR) return EMBER_MR;
+    return r >= 4 ? 4 : 1;
+}
+/* One tile: `rows` from ember_mm_rows, `strip` two vectors, one vector or one column. (Branches, not a
+ * table of function pointers: a pointer table needs load-time relocations in PIC objects.) */
 #define EMBER_MM_ARGS C, c_sm, A, a_sm, a_sk, B, b_sk, kn, first, bias, bias_sm, clamp, lo, hi
-static void ember_mm_tile(int tall, int strip, float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A,
+#define EMBER_MM_PICK(R_)                                             \
+    do {                                                              \
+        if (strip == 0) ember_mm_tile_##R_##2v(EMBER_MM_ARGS);        \
+        else if (strip == 1) ember_mm_tile_##R_##1v(EMBER_MM_ARGS);   \
+        else ember_mm_tile_##R_##1s(EMBER_MM_ARGS);                   \
+        return;                                                       \
+    } while (0)
+static void ember_mm_tile(int rows, int strip, float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A,
                           ptrdiff_t a_sm, ptrdiff_t a_sk, const float *B, ptrdiff_t b_sk, int kn, int first,
                           const float *bias, ptrdiff_t bias_sm, int clamp, float lo, float hi) {
-    switch (tall * 3 + strip) {
-    case 0: ember_mm_tile_r2v(EMBER_MM_ARGS); break;
-    case 1: ember_mm_tile_r1v(EMBER_MM_ARGS); break;
-    case 2: ember_mm_tile_r1s(EMBER_MM_ARGS); break;
-    case 3: ember_mm_tile_42v(EMBER_MM_ARGS); break;
-    case 4: ember_mm_tile_41v(EMBER_MM_ARGS); break;
-    case 5: ember_mm_tile_41s(EMBER_MM_ARGS); break;
-    case 6: ember_mm_tile_12v(EMBER_MM_ARGS); break;
-    case 7: ember_mm_tile_11v(EMBER_MM_ARGS); break;
-    default: ember_mm_tile_11s(EMBER_MM_ARGS); break;
-    }
+    if (rows == EMBER_MR) EMBER_MM_PICK(r);
+#if EMBER_MR > 8
+    if (rows == 8) EMBER_MM_PICK(8);
+#endif
+#if EMBER_MR > 6
+    if (rows == 6) EMBER_MM_PICK(6);
+#endif
+    if (rows == 4) EMBER_MM_PICK(4);
+    EMBER_MM_PICK(1);
 }
+#undef EMBER_MM_PICK
 #undef EMBER_MM_ARGS
 
 /* The strip at column n0: two vectors, else one, else one column (scalar). A ragged last strip overlaps
  * the previous one instead (starting at N - 2 vectors or N - 1 vector, so *n0 may move back): the
- * shared columns are recomputed from scratch to the same values, at full vector speed. */
+ * shared columns are recomputed from scratch to the same values, at full vector speed. A rest of at
+ * most one vector takes a one-vector strip, so fewer columns are computed twice (N = 196: 208, not 224). */
 static int ember_mm_strip(int N, int *n0, int *nv) {
+    const int rest = N - *n0;
     int strip;
-    if (EMBER_VL > 1 && N - *n0 < 2 * EMBER_VL && N >= 2 * EMBER_VL) *n0 = N - 2 * EMBER_VL;
-    else if (EMBER_VL > 1 && N - *n0 < EMBER_VL && N >= EMBER_VL) *n0 = N - EMBER_VL;
+    if (EMBER_VL > 1 && rest < 2 * EMBER_VL && rest > EMBER_VL && N >= 2 * EMBER_VL) *n0 = N - 2 * EMBER_VL;
+    else if (EMBER_VL > 1 && rest < EMBER_VL && N >= EMBER_VL) *n0 = N - EMBER_VL;
     strip = N - *n0 >= 2 * EMBER_VL ? 0 : N - *n0 >= EMBER_VL && EMBER_VL > 1 ? 1 : 2;
     *nv = strip == 0 ? 2 * EMBER_VL : strip == 1 ? EMBER_VL : 1;
     return strip;
@@ -159,18 +191,16 @@ static void ember_matmul_core(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
     const int clamp = simple && (act == EMBER_ACT_RELU || act == EMBER_ACT_CLIP);
     const int in_tile = simple && (clamp || act == EMBER_ACT_NONE);
     const float lo = act == EMBER_ACT_CLIP ? act_a : 0.0f, hi = act == EMBER_ACT_CLIP ? act_b : __builtin_inff();
-    int n0, nv, k0, m0, strip, tall;
+    int n0, nv, k0, m0, strip, rows;
 #define EMBER_MM_CALL(B_, BS_)                                                                            \
-    ember_mm_tile(tall, strip, C + (ptrdiff_t)m0 * c_sm + n0, c_sm, A + (ptrdiff_t)m0 * a_sm + (ptrdiff_t)k0 * a_sk, \
+    ember_mm_tile(rows, strip, C + (ptrdiff_t)m0 * c_sm + n0, c_sm, A + (ptrdiff_t)m0 * a_sm + (ptrdiff_t)k0 * a_sk, \
                   a_sm, a_sk, B_, BS_, kn, k0 == 0, in_tile && k0 + kn >= K && bias ? bias + (ptrdiff_t)m0 * bias_sm : 0, \
                   bias_sm, in_tile && k0 + kn >= K && clamp, lo, hi)
 #define EMBER_MM_PANEL_AT(N0, K0) \
     (B + (ptrdiff_t)((N0) / EMBER_MM_PANEL) * K * EMBER_MM_PANEL + (ptrdiff_t)(K0) * EMBER_MM_PANEL + (N0) % EMBER_MM_PANEL)
-#define EMBER_MM_TALL (M - m0 >= EMBER_MR ? 0 : M - m0 >= 4 ? 1 : 2)
-#define EMBER_MM_STEP (tall == 0 ? EMBER_MR : tall == 1 ? 4 : 1)
     if (N <= 4 * EMBER_VL && M > EMBER_MR) {
-        for (m0 = 0; m0 < M; m0 += EMBER_MM_STEP) {
-            tall = EMBER_MM_TALL;
+        for (m0 = 0; m0 < M; m0 += rows) {
+            rows = ember_mm_rows(M - m0);
             for (n0 = 0; n0 < N; n0 += nv) {
                 strip = ember_mm_strip(N, &n0, &nv);
                 for (k0 = 0; k0 < K || (K == 0 && k0 == 0); k0 += EMBER_MM_KC) {
@@ -206,8 +236,8 @@ static void ember_matmul_core(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
                 bs = nv;
             }
 #endif
-            for (m0 = 0; m0 < M; m0 += EMBER_MM_STEP) {
-                tall = EMBER_MM_TALL;
+            for (m0 = 0; m0 < M; m0 += rows) {
+                rows = ember_mm_rows(M - m0);
                 EMBER_MM_CALL(b, bs);
             }
             if (K == 0) break;
@@ -216,8 +246,6 @@ static void ember_matmul_core(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
     }
 #undef EMBER_MM_CALL
 #undef EMBER_MM_PANEL_AT
-#undef EMBER_MM_TALL
-#undef EMBER_MM_STEP
 }
 
 /*@end*/

@@ -94,3 +94,111 @@ static void ember_conv_winograd_f32(float *y, const float *x, const float *U, co
     }
 }
 /*@end*/
+
+/*@kernel ember_conv_winograd4_f32 requires ember_matmul_f32*/
+/* Winograd F(4x4, 3x3): 36 multiplies per 4x4 output tile and channel pair, 2.25 per output against
+ * F(2x2, 3x3)'s 4, for maps big enough to fill the matmuls' vectors with whole tiles (the choice is in
+ * ember/passes/conv_algorithms.py, which also guarantees T >= EMBER_VL). U[e][m][c] = (G g G^T)[e],
+ * e = 6i + j over the 36 positions. Transforms (Lavin and Gray's points 0, +-1, +-2):
+ *   B^T rows (4,0,-5,0,1,0) (0,-4,-4,1,1,0) (0,4,-4,-1,1,0) (0,-2,-1,2,1,0) (0,2,-1,-2,1,0) (0,4,0,-5,0,1)
+ *   A^T rows (1,1,1,1,1,0) (0,1,-1,2,-2,0) (0,1,1,4,4,0) (0,1,-1,8,-8,1)
+ * Both transforms run in vectors across tiles, over the flat tile index t = th*TW + tw, so 28x28 maps
+ * (7 tiles a row) fill 16 lanes too. For that, each channel's padded input is first stored as four
+ * column phases P_r[j] = row[4j + r] (then a tile's six columns are contiguous runs in tw) and
+ * gathered into D[6i + k][t] = patch t's element (i, k); the outputs go through 16 planes O[4r + k][t]
+ * on their way back to rows. `scratch`: padded plane (4*TH+2) x 4*(TW+1), D (36*T), V (36*(C*T+16)),
+ * Z (36*(M*T+16)), O (16*T) floats, T = TH*TW tiles, TH = ceil(OH/4), TW = ceil(OW/4). */
+EMBER_INLINE void ember_wino4_bt(const ember_vf x[6], ember_vf t[6]) {
+    t[0] = 4.0f * x[0] - 5.0f * x[2] + x[4];
+    t[1] = x[3] + x[4] - 4.0f * (x[1] + x[2]);
+    t[2] = x[4] - x[3] + 4.0f * (x[1] - x[2]);
+    t[3] = x[4] - x[2] + 2.0f * (x[3] - x[1]);
+    t[4] = x[4] - x[2] + 2.0f * (x[1] - x[3]);
+    t[5] = 4.0f * x[1] - 5.0f * x[3] + x[5];
+}
+EMBER_INLINE void ember_wino4_at(const ember_vf x[6], ember_vf o[4]) {
+    const ember_vf s12 = x[1] + x[2], d12 = x[1] - x[2], s34 = x[3] + x[4], d34 = x[3] - x[4];
+    o[0] = x[0] + s12 + s34;
+    o[1] = d12 + 2.0f * d34;
+    o[2] = s12 + 4.0f * s34;
+    o[3] = d12 + 8.0f * d34 + x[5];
+}
+static void ember_conv_winograd4_f32(float *y, const float *x, const float *U, const float *bias, float *scratch,
+                                     const int32_t *p, int N, int M, int act, float act_a, float act_b) {
+    const int C = p[0], H = p[2], W = p[3], OH = p[8], OW = p[9], pt = p[17], pl = p[18];
+    const int TH = (OH + 3) / 4, TW = (OW + 3) / 4, Hp = 4 * TH + 2, Wq = TW + 1;
+    /* 64 bytes more than their size apart, as above: no 4 KiB-aligned streams. */
+    const ptrdiff_t T = (ptrdiff_t)TH * TW, vs = (ptrdiff_t)C * T + 16, zs = (ptrdiff_t)M * T + 16;
+    float *EMBER_RESTRICT xp = scratch;
+    float *EMBER_RESTRICT D = xp + (ptrdiff_t)Hp * 4 * Wq;
+    float *EMBER_RESTRICT V = D + 36 * T;
+    float *EMBER_RESTRICT Z = V + 36 * vs;
+    float *EMBER_RESTRICT O = Z + 36 * zs;
+    ptrdiff_t t0, t;
+    int n, c, m, e, r, i, j, k, th, tw, ow;
+    for (n = 0; n < N; ++n) {
+        for (c = 0; c < C; ++c) {
+            const float *xc = x + ((ptrdiff_t)n * C + c) * H * W;
+            for (r = 0; r < Hp; ++r) {
+                float *EMBER_RESTRICT row = xp + (ptrdiff_t)r * 4 * Wq;
+                const int ih = r - pt, in_row = ih >= 0 && ih < H;
+                const float *xr = xc + (ptrdiff_t)ih * W;
+                for (j = 0; j < Wq; ++j)
+                    for (i = 0; i < 4; ++i) {
+                        const int q = 4 * j + i - pl;
+                        row[i * Wq + j] = in_row && q >= 0 && q < W ? xr[q] : 0.0f;
+                    }
+            }
+            for (i = 0; i < 6; ++i)
+                for (k = 0; k < 6; ++k)
+                    for (th = 0; th < TH; ++th) {
+                        const float *src = xp + (ptrdiff_t)(4 * th + i) * 4 * Wq + (k & 3) * Wq + (k >> 2);
+                        float *EMBER_RESTRICT dst = D + (6 * i + k) * T + (ptrdiff_t)th * TW;
+                        for (tw = 0; tw < TW; ++tw) dst[tw] = src[tw];
+                    }
+            /* V = B^T d B for EMBER_VL tiles at a time; a ragged last group overlaps the one before. */
+            for (t0 = 0; t0 < T; t0 += EMBER_VL) {
+                ember_vf d[6], tr[6][6], col[6], o[6];
+                float *EMBER_RESTRICT v = V + (ptrdiff_t)c * T;
+                t = t0 + EMBER_VL > T ? T - EMBER_VL : t0;
+                for (i = 0; i < 6; ++i) {
+                    for (k = 0; k < 6; ++k) d[k] = *(const ember_vf *)(D + (6 * i + k) * T + t);
+                    ember_wino4_bt(d, tr[i]);
+                }
+                for (j = 0; j < 6; ++j) {
+                    for (i = 0; i < 6; ++i) col[i] = tr[i][j];
+                    ember_wino4_bt(col, o);
+                    for (i = 0; i < 6; ++i) *(ember_vf *)(v + (6 * i + j) * vs + t) = o[i];
+                }
+            }
+        }
+        for (e = 0; e < 36; ++e)
+            ember_matmul_f32(Z + e * zs, T, U + e * (ptrdiff_t)M * C, C, 1, V + e * vs, T, M, (int)T, C, 1.0f,
+                             0, 0, 0, 0.0f, 0, 0.0f, 0.0f);
+        for (m = 0; m < M; ++m) {
+            const float b = bias ? bias[m] : 0.0f;
+            float *ym = y + ((ptrdiff_t)n * M + m) * OH * OW;
+            for (t0 = 0; t0 < T; t0 += EMBER_VL) {
+                ember_vf z[6], s[6][4], col[6], o[4];
+                t = t0 + EMBER_VL > T ? T - EMBER_VL : t0;
+                for (i = 0; i < 6; ++i) { /* A^T on the rows of each tile's Z, then down the columns */
+                    for (j = 0; j < 6; ++j) z[j] = *(const ember_vf *)(Z + (6 * i + j) * zs + (ptrdiff_t)m * T + t);
+                    ember_wino4_at(z, s[i]);
+                }
+                for (k = 0; k < 4; ++k) {
+                    for (i = 0; i < 6; ++i) col[i] = s[i][k];
+                    ember_wino4_at(col, o);
+                    for (r = 0; r < 4; ++r) *(ember_vf *)(O + (4 * r + k) * T + t) = o[r] + b;
+                }
+            }
+            for (th = 0; th < TH; ++th)
+                for (r = 0; r < 4 && 4 * th + r < OH; ++r) {
+                    float *EMBER_RESTRICT yr = ym + (ptrdiff_t)(4 * th + r) * OW;
+                    const float *orow = O + 4 * r * T + (ptrdiff_t)th * TW;
+                    for (ow = 0; ow < OW; ++ow) yr[ow] = orow[(ow & 3) * T + (ow >> 2)];
+                }
+            ember_act_apply_f32(ym, (ptrdiff_t)OH * OW, act, act_a, act_b);
+        }
+    }
+}
+/*@end*/
