@@ -30,6 +30,7 @@ from ember.ops.opdef import OpDef
 from ember.ops.registry import register
 
 QPB = 64  # EMBER_QPB of qgemm.c: pixels per packed activation block
+QTAIL = 8  # EMBER_QTAIL of qblock.c: a block's last pixels done as matrix-vector products (Kp bytes each)
 BYTE_TYPES = (DType.INT8, DType.UINT8)
 
 
@@ -186,7 +187,7 @@ def _qconv_scratch(node: Node) -> int:
     if q.depthwise:
         return 4 * _dw_work(node)
     kp = present(node.input(2)).shape[1]
-    base = kp * QPB + 4 * QPB + 4 * y.shape[1] + kp
+    base = kp * QPB + 4 * QPB + 4 * y.shape[1] + QTAIL * kp
     g = _qconv_geometry(node)
     direct = (g[4] * g[5] * g[6] == 1 and g[10:13] == [1, 1, 1] and g[16:19] == [0, 0, 0]
               and g[1:4] == g[7:10])

@@ -44,6 +44,13 @@ CONVS = {
     "rows_c8_1x1_stride2": (np.int8, (1, 8, 20, 21), np.int8, (12, 8, 1, 1), {"strides": [2, 2]}, False),
     "rows_c8_3x3_dilated_stride2": (np.uint8, (1, 8, 19, 26), np.int8, (20, 8, 3, 3),
                                     {"strides": [2, 2], "dilations": [2, 2], "pads": [2, 1, 2, 1]}, False),
+    # qgemm.c: 49 pixels = 3 vectors and 1 pixel as a matrix-vector product (rows in fours and one more)
+    "gemv_tail_7x7": (np.int8, (1, 32, 7, 7), np.int8, (21, 32, 3, 3), {"pads": [1, 1, 1, 1]}, False),
+    "gemv_tail_7x7_offsets": (np.uint8, (1, 32, 7, 7), np.uint8, (8, 32, 3, 3), {"pads": [1, 1, 1, 1]}, True),
+    # 196 pixels: three full blocks and 4 pixels as matrix-vector products; 42 and 25 pixels: 3 and 2 vectors
+    "gemv_tail_14x14_1x1": (np.uint8, (1, 512, 14, 14), np.int8, (12, 512, 1, 1), {}, False),
+    "tiles_3_vectors": (np.int8, (1, 8, 6, 7), np.int8, (8, 8, 3, 3), {"pads": [1, 1, 1, 1]}, False),
+    "tiles_2_vectors": (np.uint8, (1, 12, 5, 5), np.int8, (9, 12, 3, 3), {"pads": [1, 1, 1, 1]}, True),
 }
 
 

@@ -1,13 +1,14 @@
 /* Integer convolution (im2col into the packed layout of qgemm.c by qpack.c, then the int8 product) and
  * integer matrix product. Depthwise convolution is in qdwconv.c. */
 
-/*@kernel ember_qconv requires ember_qgemm ember_window_bounds ember_qpack*/
+/*@kernel ember_qconv requires ember_qgemm ember_qblock ember_window_bounds ember_qpack*/
 /* Integer convolution, groups G, NC(D)HW, on packed weights W (M x Kp; group g's rows from g*M/G).
  * x: int8 (x_sgn) or uint8 bytes with zero point xz. Per-row tables (offset by group): bias (or NULL),
  * rowsum, wofs (or NULL), mult/shift (kind 1); out = [zp, lo, hi, the sums are below 2^24 (qvec.c)]. cl: the
  * weights' K order is (kd, kh, kw, c) (Cg % 4 == 0), else (c, kd, kh, kw). scratch: Kp * EMBER_QPB bytes,
- * EMBER_QPB + M int32, Kp bytes, then (from a 64-byte boundary) ember_qpack_rows' words for a 2-D
- * convolution (channels in fours: ember_qpack_rows; others: ember_qpack_rows1). */
+ * EMBER_QPB + M int32, EMBER_QTAIL * Kp bytes (qblock.c's tail pixels), then (from a 64-byte boundary)
+ * ember_qpack_rows' words for a 2-D convolution (channels in fours: ember_qpack_rows; others:
+ * ember_qpack_rows1). */
 static void ember_qconv(void *y, int kind, const void *x, int x_sgn, int32_t xz, const int32_t *p, int N, int G,
                         int M, int cl, const int8_t *W, const int32_t *bias, const int32_t *rowsum, const int32_t *wofs,
                         const int32_t *mult, const int32_t *shift, const int32_t *out, uint8_t *scratch) {
@@ -22,7 +23,7 @@ static void ember_qconv(void *y, int kind, const void *x, int x_sgn, int32_t xz,
                        p[17] == 0 && p[18] == 0 && p[1] == p[7] && p[2] == p[8] && p[3] == p[9];
     /* by rows of words (qpack.c): 2-D, channels in fours (a 1x1's K order is the same either way) */
     const int rows = Cg % 4 == 0 && !direct && p[1] == 1 && p[4] == 1 && p[7] == 1;
-    uint32_t *wr = (uint32_t *)(void *)(scratch + ((EMBER_QSCRATCH_X(Kp) + 4 * EMBER_QPB + 4 * M + Kp + 63) & ~63));
+    uint32_t *wr = (uint32_t *)(void *)(scratch + ((EMBER_QSCRATCH_X(Kp) + 4 * EMBER_QPB + 4 * M + EMBER_QTAIL * Kp + 63) & ~63));
     int kwb[32];
     ember_qout o;
     int n, g, kw;
@@ -38,6 +39,7 @@ static void ember_qconv(void *y, int kind, const void *x, int x_sgn, int32_t xz,
     o.lo = out[1];
     o.hi = out[2];
     o.out = out;
+    o.row = (uint8_t *)(corr + M);
     for (n = 0; n < N; ++n)
         for (g = 0; g < G; ++g) {
             const ptrdiff_t m0 = (ptrdiff_t)g * Mg;
@@ -75,7 +77,7 @@ static void ember_qconv(void *y, int kind, const void *x, int x_sgn, int32_t xz,
 }
 /*@end*/
 
-/*@kernel ember_qmatmul requires ember_qgemm*/
+/*@kernel ember_qmatmul requires ember_qgemm ember_qblock*/
 /* Y (M x N, row-major) = A (M x K, row-major bytes, int8 if a_sgn, zero point az) times the weights W
  * packed N x Kp (tables per output column n as for ember_qconv). Pixels of the product are A's rows. */
 static void ember_qmatmul(void *y, int kind, const void *a, int a_sgn, int32_t az, int M, int N, int K,
@@ -102,6 +104,7 @@ static void ember_qmatmul(void *y, int kind, const void *a, int a_sgn, int32_t a
     o.lo = out[1];
     o.hi = out[2];
     o.out = out;
+    o.row = 0;
     ember_qcorr(corr, N, K, zv, bias, rowsum, wofs);
     if (M <= 2) { /* one or two rows of A: matrix-vector products, each row packed as plain view bytes */
         for (m0 = 0; m0 < M; ++m0) {

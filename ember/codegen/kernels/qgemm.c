@@ -222,13 +222,23 @@ EMBER_QTILE(ember_qtile_full, EMBER_QMR, EMBER_QNV)
 EMBER_QTILE(ember_qtile_narrow, EMBER_QMR, 1)
 EMBER_QTILE(ember_qtile_row, 1, 4)
 EMBER_QTILE(ember_qtile_row_narrow, 1, 1)
+#if EMBER_Q_PATH == 1 && EMBER_QNV == 4
+/* Tiles of 2 and 3 vectors, so that a block of 33 .. 48 pixels (a 7x7 map has 49) does not compute
+ * a whole vector of idle lanes; only where the wide registers make that vector expensive. */
+#define EMBER_QTILE23 1
+/* not inlined: the full tile inlined alone keeps its registers (with these too, it spills) */
+__attribute__((noinline)) static void ember_qtile_v2(int32_t *acc, const int8_t *W, int Kp, const uint8_t *X);
+__attribute__((noinline)) static void ember_qtile_v3(int32_t *acc, const int8_t *W, int Kp, const uint8_t *X);
+EMBER_QTILE(ember_qtile_v2, EMBER_QMR, 2)
+EMBER_QTILE(ember_qtile_v3, EMBER_QMR, 3)
+#endif
 
 #if EMBER_Q_PATH == 1 && EMBER_QVL == 16 && defined(EMBER_QV16)
 /* The tile of EMBER_QTILE requantised in registers (qvec.c) and stored as bytes: tile row r is output
  * row m0 + r at pixels pix .. pix + n - 1 (n <= V * 16). Where the caller's float check holds. */
 #define EMBER_QRQ 1
 #define EMBER_QTILE_RQ(NAME, R, V)                                                                      \
-    static void NAME(const ember_qout *o, int m0, const int8_t *W, int Kp, const uint8_t *X,           \
+    static void NAME(const ember_qout *o, int m0, const int8_t *W, int Kp, const uint8_t *X,            \
                      ptrdiff_t pix, int n, const ember_qv16_out *range) {                               \
         ember_qv a[R][V], x[V];                                                                         \
         int r, v, g;                                                                                    \
@@ -261,6 +271,7 @@ typedef struct {
     const int32_t *mult, *shift;
     int32_t zp, lo, hi;
     const int32_t *out; /* [zp, lo, hi, sums proven below 2^24 (qvec.c's float path)] */
+    uint8_t *row;       /* EMBER_QTAIL * Kp bytes for qblock.c's tail pixels, or NULL */
 } ember_qout;
 
 /* Row m's sums acc[0 .. n) for the pixels from `pix` (j0 of the block) become outputs. */
@@ -275,7 +286,7 @@ static void ember_qstore(const ember_qout *o, int m, ptrdiff_t pix, int j0, cons
     } else {
         uint8_t *EMBER_RESTRICT y = o->y + at;
         const int32_t mult = o->mult[m], shift = o->shift[m], zp = o->zp, lo = o->lo, hi = o->hi;
-        if (ps == 1 && !wo) {
+        if (ps == 1 && !wo && n > 8) { /* vectorized in runs of 64: not worth it for a few sums */
             ember_qrun(y, acc, n, c, mult, shift, zp, lo, hi);
         } else
             for (j = 0; j < n; ++j)
@@ -295,101 +306,13 @@ EMBER_QTILE_RQ(ember_qtile_full_rq, EMBER_QMR, EMBER_QNV)
 EMBER_QTILE_RQ(ember_qtile_narrow_rq, EMBER_QMR, 1)
 EMBER_QTILE_RQ(ember_qtile_row_rq, 1, 4)
 EMBER_QTILE_RQ(ember_qtile_row_narrow_rq, 1, 1)
+#define EMBER_QTILE_RQ_DECL(NAME)                                                                       \
+    __attribute__((noinline)) static void NAME(const ember_qout *o, int m0, const int8_t *W, int Kp,    \
+                                               const uint8_t *X, ptrdiff_t pix, int n, const ember_qv16_out *range)
+EMBER_QTILE_RQ_DECL(ember_qtile_v2_rq);
+EMBER_QTILE_RQ_DECL(ember_qtile_v3_rq);
+EMBER_QTILE_RQ(ember_qtile_v2_rq, EMBER_QMR, 2)
+EMBER_QTILE_RQ(ember_qtile_v3_rq, EMBER_QMR, 3)
 #endif
 
-/* All M output rows for the pb (<= EMBER_QPB) pixels of a packed block starting at pixel `pix`. */
-static void ember_qgemm_block(const ember_qout *o, const int8_t *W, int M, int Kp, const uint8_t *X,
-                              ptrdiff_t pix, int pb) {
-    int32_t acc[EMBER_QMR * EMBER_QNR];
-    int m0, j0, r;
-#ifdef EMBER_QRQ
-    if (o->kind == 1 && o->ps == 1 && !o->wofs && o->out[3]) { /* requantised in registers */
-        const ember_qv16_out range = ember_qv16_range(o->out);
-        for (m0 = 0; m0 < M;) {
-            const int R = M - m0 >= EMBER_QMR ? EMBER_QMR : 1;
-            const int8_t *w = W + (ptrdiff_t)m0 * Kp;
-            for (j0 = 0; j0 < pb;) {
-                const int full = pb - j0 > (EMBER_QNV - 1) * EMBER_QVL, width = full ? EMBER_QNR : EMBER_QVL;
-                const int n = pb - j0 < width ? pb - j0 : width;
-                const uint8_t *x = X + j0 * 4;
-                if (R > 1) {
-                    if (full) ember_qtile_full_rq(o, m0, w, Kp, x, pix + j0, n, &range);
-                    else ember_qtile_narrow_rq(o, m0, w, Kp, x, pix + j0, n, &range);
-                } else {
-                    if (full) ember_qtile_row_rq(o, m0, w, Kp, x, pix + j0, n, &range);
-                    else ember_qtile_row_narrow_rq(o, m0, w, Kp, x, pix + j0, n, &range);
-                }
-                j0 += width;
-            }
-            m0 += R;
-        }
-        return;
-    }
-#endif
-    for (m0 = 0; m0 < M;) {
-        const int R = M - m0 >= EMBER_QMR ? EMBER_QMR : 1;
-        const int8_t *w = W + (ptrdiff_t)m0 * Kp;
-        for (j0 = 0; j0 < pb;) {
-            /* A full tile unless fewer pixels are left than it has (it would compute mostly waste). */
-            const int full = pb - j0 > (EMBER_QNV - 1) * EMBER_QVL, width = full ? EMBER_QNR : EMBER_QVL;
-            const int n = pb - j0 < width ? pb - j0 : width;
-            const uint8_t *x = X + j0 * 4;
-            if (R > 1) {
-                if (full) ember_qtile_full(acc, w, Kp, x);
-                else ember_qtile_narrow(acc, w, Kp, x);
-            } else {
-                if (full) ember_qtile_row(acc, w, Kp, x);
-                else ember_qtile_row_narrow(acc, w, Kp, x);
-            }
-            for (r = 0; r < R; ++r) ember_qstore(o, m0 + r, pix + j0, j0, acc + r * EMBER_QNR, n);
-            j0 += width;
-        }
-        m0 += R;
-    }
-}
-
-/* Rows of the product for one pixel whose Kp view bytes are contiguous at x (a matrix-vector product,
- * so vectorized along K instead of across pixels): sums -> ember_qstore as pixel `pix` (j0 in the block). */
-static void ember_qgemv(const ember_qout *o, const int8_t *W, int M, int Kp, const uint8_t *x, ptrdiff_t pix, int j0) {
-    int m, k;
-    for (m = 0; m < M; ++m) {
-        const int8_t *w = W + (ptrdiff_t)m * Kp;
-        int32_t sum = 0;
-        k = 0;
-#if EMBER_Q_PATH == 1 || EMBER_Q_PATH == 3
-        {
-            ember_qv acc = (ember_qv){0};
-            for (; k + 4 * EMBER_QVL <= Kp; k += 4 * EMBER_QVL)
-                acc = ember_qdot(acc, *(const ember_qv *)(const void *)(x + k),
-                                 *(const ember_qv *)(const void *)(w + k));
-            for (int l = 0; l < EMBER_QVL; ++l) sum += acc[l];
-        }
-#endif
-        for (; k < Kp; ++k) sum += w[k] * ((const ember_qx *)x)[k];
-        ember_qstore(o, m, pix, j0, &sum, 1);
-    }
-}
-
-/* The view of activations of signedness x_sgn: *flip to apply to their bytes; returns their zero point. */
-static int32_t ember_qview(int x_sgn, int32_t xz, uint8_t *flip) {
-    const int view_sgn = !EMBER_Q_UVIEW;
-    *flip = x_sgn != view_sgn ? 0x80 : 0;
-    return *flip ? (view_sgn ? xz - 128 : xz + 128) : xz;
-}
-
-/* Per-row constant part of the sums; each block pixel's activation sum (needed when wofs). */
-static void ember_qcorr(int32_t *corr, int M, int K, int32_t zv, const int32_t *bias, const int32_t *rowsum,
-                        const int32_t *wofs) {
-    int m;
-    for (m = 0; m < M; ++m) corr[m] = (bias ? bias[m] : 0) - zv * rowsum[m] - (wofs ? wofs[m] * K * zv : 0);
-}
-static void ember_qcolsum(int32_t *colsum, const uint8_t *X, int Kp, int pb) {
-    int j, g;
-    for (j = 0; j < pb; ++j) colsum[j] = 0;
-    for (g = 0; g < Kp / 4; ++g) {
-        const ember_qx *xg = (const ember_qx *)EMBER_QXG(X, g);
-        for (j = 0; j < pb; ++j) colsum[j] += xg[4 * j] + xg[4 * j + 1] + xg[4 * j + 2] + xg[4 * j + 3];
-    }
-}
-#define EMBER_QSCRATCH_X(Kp) ((ptrdiff_t)(Kp) * EMBER_QPB)
 /*@end*/

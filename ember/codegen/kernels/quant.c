@@ -295,7 +295,12 @@ static void ember_qmaxpool(uint8_t *y, const uint8_t *x, const int32_t *p, ptrdi
                 const int ih = oh * sh - pt + kh * dh;
                 if (ih >= 0 && ih < H) ember_qmaxpool_max(row + c0, xc + (ptrdiff_t)ih * W + c0 - pl, c1 - c0, flip);
             }
-            if (sw > 1)
+            if (sw == 2) /* a constant stride, which compilers vectorize */
+                for (c = 0; c < wq; ++c) {
+                    phases[c] = row[2 * c];
+                    phases[wq + c] = row[2 * c + 1];
+                }
+            else if (sw > 1)
                 for (ph = 0; ph < sw; ++ph)
                     for (c = 0; c < wq; ++c) phases[ph * wq + c] = row[c * sw + ph];
             for (ow = 0; ow < OW; ++ow) yr[ow] = 0;

@@ -1,0 +1,223 @@
+/* Block-level drivers of the int8 product (qgemm.c's tiles): all output rows for one packed block of
+ * pixels, matrix-vector products for one pixel, and the per-row and per-pixel corrections of the zero
+ * points (qgemm.c explains the algebra). */
+
+/*@kernel ember_qblock requires ember_qgemm*/
+/* Rows m0 .. m1-1 of the product (W: all rows) for one pixel whose Kp view bytes are contiguous at x (a
+ * matrix-vector product, so vectorized along K instead of across pixels): sums -> ember_qstore as pixel
+ * `pix` (j0 in the block). */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((noinline)) /* kept out of ember_qgemm_block, whose inlined tile then keeps its registers */
+#endif
+static void ember_qgemv_rows(const ember_qout *o, const int8_t *W, int m0, int m1, int Kp, const uint8_t *x,
+                             ptrdiff_t pix, int j0, int quads) {
+    int m = m0, k;
+    (void)quads;
+#if EMBER_Q_PATH == 1 || EMBER_Q_PATH == 3
+    for (; quads && m + 4 <= m1; m += 4) { /* four rows (weights in cache) share each load of x */
+        const int8_t *w = W + (ptrdiff_t)m * Kp;
+        ember_qv acc[4] = {{0}, {0}, {0}, {0}};
+        int32_t sum[4] = {0, 0, 0, 0};
+        int r;
+        for (k = 0; k + 4 * EMBER_QVL <= Kp; k += 4 * EMBER_QVL) {
+            const ember_qv xv = *(const ember_qv *)(const void *)(x + k);
+            for (r = 0; r < 4; ++r)
+                acc[r] = ember_qdot(acc[r], xv, *(const ember_qv *)(const void *)(w + (ptrdiff_t)r * Kp + k));
+        }
+        for (r = 0; r < 4; ++r) {
+            int l, kk;
+            for (l = 0; l < EMBER_QVL; ++l) sum[r] += acc[r][l];
+            for (kk = k; kk < Kp; ++kk) sum[r] += w[(ptrdiff_t)r * Kp + kk] * ((const ember_qx *)x)[kk];
+            ember_qstore(o, m + r, pix, j0, &sum[r], 1);
+        }
+    }
+#endif
+    for (; m < m1; ++m) {
+        const int8_t *w = W + (ptrdiff_t)m * Kp;
+        int32_t sum = 0;
+        k = 0;
+#if EMBER_Q_PATH == 1 || EMBER_Q_PATH == 3
+        {
+            ember_qv acc = (ember_qv){0};
+            int l;
+            for (; k + 4 * EMBER_QVL <= Kp; k += 4 * EMBER_QVL)
+                acc = ember_qdot(acc, *(const ember_qv *)(const void *)(x + k),
+                                 *(const ember_qv *)(const void *)(w + k));
+            for (l = 0; l < EMBER_QVL; ++l) sum += acc[l];
+        }
+#endif
+        for (; k < Kp; ++k) sum += w[k] * ((const ember_qx *)x)[k];
+        ember_qstore(o, m, pix, j0, &sum, 1);
+    }
+}
+static void ember_qgemv(const ember_qout *o, const int8_t *W, int M, int Kp, const uint8_t *x, ptrdiff_t pix, int j0) {
+    ember_qgemv_rows(o, W, 0, M, Kp, x, pix, j0, 0);
+}
+
+#define EMBER_QTAIL 8 /* most pixels of a block that ember_qgemm_block leaves to matrix-vector products */
+/* How many of the last pixels of a block of pb go to matrix-vector products (their bytes in o->row,
+ * EMBER_QTAIL rows of Kp) instead of a vector of mostly idle lanes: where that takes less time, counting
+ * a lane vector Kp/4 dot products a row and a pixel Kp/64 plus about 40 for its sum and store (measured:
+ * the lane vector wins below about 256 K values for one pixel, 1024 for four). */
+static int ember_qgemv_tail(const ember_qout *o, int Kp, int pb) {
+#if EMBER_Q_PATH == 1 && EMBER_QVL == 16
+    const int rest = pb % EMBER_QVL;
+    return o->row && rest && rest <= EMBER_QTAIL && rest * (Kp / 64 + 40) < Kp / 4 ? rest : 0;
+#else
+    (void)o;
+    (void)Kp;
+    (void)pb;
+    return 0;
+#endif
+}
+
+/* ember_qgemm_block for a block of pixels that full tiles do not cover: tiles of as many vectors as
+ * are left, the last few pixels as matrix-vector products where they cost less (ember_qgemv_tail). */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((noinline)) /* its own registers: inlined, the full tiles' loop of ember_qgemm_block spills */
+#endif
+static void ember_qgemm_part(const ember_qout *o, const int8_t *W, int M, int Kp, const uint8_t *X,
+                              ptrdiff_t pix, int pb) {
+    int32_t acc[EMBER_QMR * EMBER_QNR];
+    const int tail = ember_qgemv_tail(o, Kp, pb), pt = pb - tail;
+    int m0, j0, r, j, g;
+    for (j = 0; j < tail; ++j) /* the tail pixels' words as rows of bytes */
+        for (g = 0; g < Kp / 4; ++g)
+            *(ember_qi32u *)(void *)(o->row + (ptrdiff_t)j * Kp + 4 * g) =
+                *(const ember_qi32u *)(const void *)(EMBER_QXG(X, g) + 4 * (pt + j));
+#ifdef EMBER_QRQ
+    if (o->kind == 1 && o->ps == 1 && !o->wofs && o->out[3]) { /* requantised in registers */
+        const ember_qv16_out range = ember_qv16_range(o->out);
+        for (m0 = 0; m0 < M;) {
+            const int R = M - m0 >= EMBER_QMR ? EMBER_QMR : 1;
+            const int8_t *w = W + (ptrdiff_t)m0 * Kp;
+            for (j0 = 0; j0 < pt;) {
+                const int nv = (pt - j0 + EMBER_QVL - 1) / EMBER_QVL, width = nv >= EMBER_QNV ? EMBER_QNR : EMBER_QVL;
+                const int n = pt - j0 < width ? pt - j0 : width;
+                const uint8_t *x = X + j0 * 4;
+                if (R > 1) {
+                    if (nv >= EMBER_QNV) ember_qtile_full_rq(o, m0, w, Kp, x, pix + j0, n, &range);
+                    else if (nv == 3) ember_qtile_v3_rq(o, m0, w, Kp, x, pix + j0, pt - j0, &range);
+                    else if (nv == 2) ember_qtile_v2_rq(o, m0, w, Kp, x, pix + j0, pt - j0, &range);
+                    else ember_qtile_narrow_rq(o, m0, w, Kp, x, pix + j0, n, &range);
+                    j0 += nv >= EMBER_QNV ? width : nv * EMBER_QVL;
+                } else {
+                    if (nv >= EMBER_QNV) ember_qtile_row_rq(o, m0, w, Kp, x, pix + j0, n, &range);
+                    else ember_qtile_row_narrow_rq(o, m0, w, Kp, x, pix + j0, n, &range);
+                    j0 += width;
+                }
+            }
+            for (j = 0; j < tail; ++j) /* while the rows' weights are in cache */
+                ember_qgemv_rows(o, W, m0, m0 + R, Kp, o->row + (ptrdiff_t)j * Kp, pix + pt + j, pt + j, 1);
+            m0 += R;
+        }
+        return;
+    }
+#endif
+    for (m0 = 0; m0 < M;) {
+        const int R = M - m0 >= EMBER_QMR ? EMBER_QMR : 1;
+        const int8_t *w = W + (ptrdiff_t)m0 * Kp;
+        for (j0 = 0; j0 < pt;) {
+            /* A full tile unless fewer pixels are left than it has (it would compute mostly waste). */
+            const int full = pt - j0 > (EMBER_QNV - 1) * EMBER_QVL;
+            int width = full ? EMBER_QNR : EMBER_QVL;
+            const uint8_t *x = X + j0 * 4;
+            if (R > 1) {
+                if (full) ember_qtile_full(acc, w, Kp, x);
+#ifdef EMBER_QTILE23
+                else if (pt - j0 > 2 * EMBER_QVL) ember_qtile_v3(acc, w, Kp, x), width = 3 * EMBER_QVL;
+                else if (pt - j0 > EMBER_QVL) ember_qtile_v2(acc, w, Kp, x), width = 2 * EMBER_QVL;
+#endif
+                else ember_qtile_narrow(acc, w, Kp, x);
+            } else {
+                if (full) ember_qtile_row(acc, w, Kp, x);
+                else ember_qtile_row_narrow(acc, w, Kp, x);
+            }
+            for (r = 0; r < R; ++r)
+                ember_qstore(o, m0 + r, pix + j0, j0, acc + r * EMBER_QNR, pt - j0 < width ? pt - j0 : width);
+            j0 += width;
+        }
+        for (j = 0; j < tail; ++j)
+            ember_qgemv_rows(o, W, m0, m0 + R, Kp, o->row + (ptrdiff_t)j * Kp, pix + pt + j, pt + j, 1);
+        m0 += R;
+    }
+}
+
+/* All M output rows for the pb (<= EMBER_QPB) pixels of a packed block starting at pixel `pix`. */
+static void ember_qgemm_block(const ember_qout *o, const int8_t *W, int M, int Kp, const uint8_t *X,
+                              ptrdiff_t pix, int pb) {
+    int32_t acc[EMBER_QMR * EMBER_QNR];
+    int m0, j0, r;
+    if (pb % EMBER_QNR) {
+        ember_qgemm_part(o, W, M, Kp, X, pix, pb);
+        return;
+    }
+#ifdef EMBER_QRQ
+    if (o->kind == 1 && o->ps == 1 && !o->wofs && o->out[3]) { /* requantised in registers */
+        const ember_qv16_out range = ember_qv16_range(o->out);
+        for (m0 = 0; m0 < M;) {
+            const int R = M - m0 >= EMBER_QMR ? EMBER_QMR : 1;
+            const int8_t *w = W + (ptrdiff_t)m0 * Kp;
+            for (j0 = 0; j0 < pb;) {
+                const int full = pb - j0 > (EMBER_QNV - 1) * EMBER_QVL, width = full ? EMBER_QNR : EMBER_QVL;
+                const int n = pb - j0 < width ? pb - j0 : width;
+                const uint8_t *x = X + j0 * 4;
+                if (R > 1) {
+                    if (full) ember_qtile_full_rq(o, m0, w, Kp, x, pix + j0, n, &range);
+                    else ember_qtile_narrow_rq(o, m0, w, Kp, x, pix + j0, n, &range);
+                } else {
+                    if (full) ember_qtile_row_rq(o, m0, w, Kp, x, pix + j0, n, &range);
+                    else ember_qtile_row_narrow_rq(o, m0, w, Kp, x, pix + j0, n, &range);
+                }
+                j0 += width;
+            }
+            m0 += R;
+        }
+        return;
+    }
+#endif
+    for (m0 = 0; m0 < M;) {
+        const int R = M - m0 >= EMBER_QMR ? EMBER_QMR : 1;
+        const int8_t *w = W + (ptrdiff_t)m0 * Kp;
+        for (j0 = 0; j0 < pb;) {
+            /* A full tile unless fewer pixels are left than it has (it would compute mostly waste). */
+            const int full = pb - j0 > (EMBER_QNV - 1) * EMBER_QVL, width = full ? EMBER_QNR : EMBER_QVL;
+            const int n = pb - j0 < width ? pb - j0 : width;
+            const uint8_t *x = X + j0 * 4;
+            if (R > 1) {
+                if (full) ember_qtile_full(acc, w, Kp, x);
+                else ember_qtile_narrow(acc, w, Kp, x);
+            } else {
+                if (full) ember_qtile_row(acc, w, Kp, x);
+                else ember_qtile_row_narrow(acc, w, Kp, x);
+            }
+            for (r = 0; r < R; ++r) ember_qstore(o, m0 + r, pix + j0, j0, acc + r * EMBER_QNR, n);
+            j0 += width;
+        }
+        m0 += R;
+    }
+}
+
+/* The view of activations of signedness x_sgn: *flip to apply to their bytes; returns their zero point. */
+static int32_t ember_qview(int x_sgn, int32_t xz, uint8_t *flip) {
+    const int view_sgn = !EMBER_Q_UVIEW;
+    *flip = x_sgn != view_sgn ? 0x80 : 0;
+    return *flip ? (view_sgn ? xz - 128 : xz + 128) : xz;
+}
+
+/* Per-row constant part of the sums; each block pixel's activation sum (needed when wofs). */
+static void ember_qcorr(int32_t *corr, int M, int K, int32_t zv, const int32_t *bias, const int32_t *rowsum,
+                        const int32_t *wofs) {
+    int m;
+    for (m = 0; m < M; ++m) corr[m] = (bias ? bias[m] : 0) - zv * rowsum[m] - (wofs ? wofs[m] * K * zv : 0);
+}
+static void ember_qcolsum(int32_t *colsum, const uint8_t *X, int Kp, int pb) {
+    int j, g;
+    for (j = 0; j < pb; ++j) colsum[j] = 0;
+    for (g = 0; g < Kp / 4; ++g) {
+        const ember_qx *xg = (const ember_qx *)EMBER_QXG(X, g);
+        for (j = 0; j < pb; ++j) colsum[j] += xg[4 * j] + xg[4 * j + 1] + xg[4 * j + 2] + xg[4 * j + 3];
+    }
+}
+#define EMBER_QSCRATCH_X(Kp) ((ptrdiff_t)(Kp) * EMBER_QPB)
+/*@end*/
