@@ -79,13 +79,25 @@ def _conv_parts(node: Node) -> tuple[list[int], int, int, bool, bool]:
 
 
 def _dw_padded_floats(geo: list[int]) -> int:
-    """Scratch of ember_dwconv_f32: the padded input's stride-phase planes and the output at their pitch."""
+    """Scratch of ember_dwconv_f32: the padded input's stride-phase planes and the output at their pitch,
+    or, if larger, what the 3x3 pad-1 stride-1/2 fast paths (dwconv3.c) use: a column table, two input
+    buffers (zero-bordered copies or phase planes) and, for small planes, the channel-blocked grid."""
     if geo[1] != 1 or geo[4] != 1 or geo[7] != 1:
         return 0  # 3-D: the row kernel, no scratch
-    (oh, ow), (kh, kw), (sh, sw), (dh, dw) = geo[8:10], geo[5:7], geo[11:13], geo[14:16]
+    (h, w), (oh, ow), (kh, kw), (sh, sw), (dh, dw) = geo[2:4], geo[8:10], geo[5:7], geo[11:13], geo[14:16]
     hh = -(-((oh - 1) * sh + (kh - 1) * dh + 1) // sh)
     wh = -(-((ow - 1) * sw + (kw - 1) * dw + 1) // sw)
-    return sh * sw * hh * wh + oh * wh
+    planes = sh * sw * hh * wh + oh * wh
+    fast, n, g, vl = 0, oh * ow, ow + 1, 16  # vl: the widest EMBER_VL
+    if (kh, kw, dh, dw, geo[17], geo[18]) == (3, 3, 1, 1, 1, 1):
+        if (sh, sw) == (1, 1) and (oh, ow) == (h, w):
+            guard = w + vl + 1
+            fast = g + vl + 2 * max(n + 2 * guard, 2 * (guard + 2 * guard))
+        elif (sh, sw) == (2, 2) and h in (2 * oh, 2 * oh - 1) and w in (2 * ow, 2 * ow - 1):
+            fast = g + vl + 2 * 4 * (ow + vl + 1 + n + vl)
+    if fast and h * w <= 256 * sh * sh:  # ember_dw3_blocked: a bordered grid of channel vectors, outputs, weights
+        fast += (h + 2) * (w + 2) * vl + n * vl + 10 * vl + vl
+    return max(planes, fast)
 
 
 # im2col runs in blocks of output pixels whose columns fit in about this many bytes (an L2 share).
@@ -190,6 +202,38 @@ def _lower_narrow(node: Node, k: KernelEmitter) -> None:
 
 register(OpDef(
     "ConvNarrow", lower=_lower_narrow, scratch=_narrow_scratch, kernels=("ember_conv_narrow_f32",),
+))
+
+
+def _shifted_parts(node: Node) -> tuple[list[int], bool, int, int]:
+    """(geometry, padded, padded plane rows Hp, pitch Wp) of ember_conv_shifted_f32."""
+    geo = _chosen_geometry(node)
+    (oh, ow), (kh, kw), (dh, dw) = geo[8:10], geo[5:7], geo[14:16]
+    hp, wp = oh + (kh - 1) * dh, ow + (kw - 1) * dw
+    # Unpadded (explicitly or by auto_pad): the windows read exactly the input plane.
+    padded = bool(geo[17] or geo[18]) or (hp, wp) != (geo[2], geo[3])
+    return geo, padded, hp, wp
+
+
+def _shifted_scratch(node: Node) -> int:
+    geo, padded, hp, wp = _shifted_parts(node)
+    m = present(node.outputs[0]).shape[1]
+    return ((geo[0] * hp * wp if padded else 0) + m * ((geo[8] - 1) * wp + geo[9])) * 4
+
+
+def _lower_shifted(node: Node, k: KernelEmitter) -> None:
+    geo, padded, hp, wp = _shifted_parts(node)
+    y = present(node.outputs[0])
+    c, kh, kw, dh, dw = geo[0], geo[5], geo[6], geo[14], geo[15]
+    rows = [ci * hp * wp + i * dh * wp + j * dw for ci in range(c) for i in range(kh) for j in range(kw)]
+    bias = k.inp(2) if node.input(2) is not None else "0"
+    k.call("ember_conv_shifted_f32", k.out(0), k.inp(0), k.inp(1), bias, k.scratch("float"),
+           k.table(geo, DType.INT32), k.table(rows, DType.INT32), y.shape[0], y.shape[1], int(padded),
+           *act_args(node))
+
+
+register(OpDef(
+    "ConvShifted", lower=_lower_shifted, scratch=_shifted_scratch, kernels=("ember_conv_shifted_f32",),
 ))
 
 

@@ -1,4 +1,5 @@
-/* Float depthwise convolution kernels (one input channel per group). Geometry table `p` as in conv.c. */
+/* Float depthwise convolution kernels (one input channel per group). Geometry table `p` as in conv.c.
+ * The 3x3 pad-1 stride-1/2 fast paths are in dwconv3.c; ember_dwconv_f32 here tries them first. */
 
 /*@kernel ember_dwconv_rows_f32 requires ember_act_apply_f32 ember_window_bounds*/
 /* Depthwise convolution (one input channel per group; M = C * multiplier), any rank, one output row at a time:
@@ -49,7 +50,84 @@ static void ember_dwconv_rows_f32(float *y, const float *x, const float *w, cons
 }
 /*@end*/
 
-/*@kernel ember_dwconv_f32 requires ember_dwconv_rows_f32*/
+/*@kernel ember_dw3_blocked requires ember_dw3_common ember_act_apply_f32*/
+#if EMBER_VL > 1
+#if EMBER_VL == 16
+#define EMBER_DW_ZIPLO 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23
+#define EMBER_DW_ZIPHI 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31
+#elif EMBER_VL == 8
+#define EMBER_DW_ZIPLO 0, 8, 1, 9, 2, 10, 3, 11
+#define EMBER_DW_ZIPHI 4, 12, 5, 13, 6, 14, 7, 15
+#else
+#define EMBER_DW_ZIPLO 0, 4, 1, 5
+#define EMBER_DW_ZIPHI 2, 6, 3, 7
+#endif
+#define EMBER_DW3_BLOCKED_PIXELS 256 /* stride-1 input planes up to this size (4x at stride 2) go blocked */
+/* v[0..EMBER_VL) as the rows of a square matrix, transposed: log2(EMBER_VL) rounds of zipping row i with
+ * row i + EMBER_VL/2 into rows 2i, 2i + 1. */
+EMBER_INLINE void ember_dw_transpose(ember_vf *v) {
+    ember_vf u[EMBER_VL];
+    int round, i;
+    for (round = 1; round < EMBER_VL; round *= 2) {
+        for (i = 0; i < EMBER_VL / 2; ++i) {
+            u[2 * i] = EMBER_DW_PICK(v[i], v[i + EMBER_VL / 2], EMBER_DW_ZIPLO);
+            u[2 * i + 1] = EMBER_DW_PICK(v[i], v[i + EMBER_VL / 2], EMBER_DW_ZIPHI);
+        }
+        for (i = 0; i < EMBER_VL; ++i) v[i] = u[i];
+    }
+}
+
+/* EMBER_VL consecutive planes j0.. of the N*C input planes (multiplier 1) at once, a channel per vector
+ * lane, for small planes where per-plane overheads would dominate: the planes transposed into `grid`, a
+ * (H + 2) x (W + 2) grid of channel vectors whose zero border is the padding (written once per call by
+ * the caller), then every output is nine aligned vector products, with no masks and no phase planes at
+ * stride 2; the outputs (`out`, n vectors) are transposed back into the planes. wt: 10 vectors. */
+static void ember_dw3_blocked(float *y, const float *x, const float *w, const float *bias, float *grid, float *out,
+                              float *wt, const int32_t *p, ptrdiff_t j0, int clamp, float lo, float hi, int act,
+                              float act_a, float act_b) {
+    const int C = p[0], H = p[2], W = p[3], OH = p[8], OW = p[9], s = p[11];
+    const ptrdiff_t hw = (ptrdiff_t)H * W, n = (ptrdiff_t)OH * OW, row = (ptrdiff_t)(W + 2) * EMBER_VL;
+    ember_vf v[EMBER_VL], wv[9], bv, acc;
+    ptrdiff_t p0;
+    int c, k, r, col, oh, ow;
+    for (c = 0; c < EMBER_VL; ++c) {
+        const ptrdiff_t m = (j0 + c) % C;
+        for (k = 0; k < 9; ++k) wt[k * EMBER_VL + c] = w[m * 9 + k];
+        wt[9 * EMBER_VL + c] = bias ? bias[m] : 0.0f;
+    }
+    for (k = 0; k < 9; ++k) wv[k] = EMBER_DW_LD(wt + k * EMBER_VL);
+    bv = EMBER_DW_LD(wt + 9 * EMBER_VL);
+    for (p0 = 0; p0 < hw; p0 += EMBER_VL) {
+        if (p0 > hw - EMBER_VL) p0 = hw - EMBER_VL;
+        for (c = 0; c < EMBER_VL; ++c) v[c] = EMBER_DW_LD(x + (j0 + c) * hw + p0);
+        ember_dw_transpose(v);
+        r = (int)(p0 / W), col = (int)(p0 % W);
+        for (k = 0; k < EMBER_VL; ++k) {
+            EMBER_DW_ST(grid + (r + 1) * row + (ptrdiff_t)(col + 1) * EMBER_VL, v[k]);
+            if (++col == W) col = 0, ++r;
+        }
+    }
+    for (oh = 0; oh < OH; ++oh)
+        for (ow = 0; ow < OW; ++ow) {
+            const float *a = grid + (ptrdiff_t)oh * s * row + (ptrdiff_t)ow * s * EMBER_VL, *b = a + row, *d = b + row;
+            acc = bv + wv[0] * EMBER_DW_LD(a) + wv[1] * EMBER_DW_LD(a + EMBER_VL) + wv[2] * EMBER_DW_LD(a + 2 * EMBER_VL);
+            acc += wv[3] * EMBER_DW_LD(b) + wv[4] * EMBER_DW_LD(b + EMBER_VL) + wv[5] * EMBER_DW_LD(b + 2 * EMBER_VL);
+            acc += wv[6] * EMBER_DW_LD(d) + wv[7] * EMBER_DW_LD(d + EMBER_VL) + wv[8] * EMBER_DW_LD(d + 2 * EMBER_VL);
+            EMBER_DW_ST(out + ((ptrdiff_t)oh * OW + ow) * EMBER_VL, ember_dw_clamp(acc, clamp, lo, hi));
+        }
+    for (p0 = 0; p0 < n; p0 += EMBER_VL) {
+        if (p0 > n - EMBER_VL) p0 = n - EMBER_VL;
+        for (k = 0; k < EMBER_VL; ++k) v[k] = EMBER_DW_LD(out + (p0 + k) * EMBER_VL);
+        ember_dw_transpose(v);
+        for (c = 0; c < EMBER_VL; ++c) EMBER_DW_ST(y + (j0 + c) * n + p0, v[c]);
+    }
+    if (!clamp)
+        for (c = 0; c < EMBER_VL; ++c) ember_act_apply_f32(y + (j0 + c) * n, n, act, act_a, act_b);
+}
+#endif
+/*@end*/
+
+/*@kernel ember_dwconv_f32 requires ember_dwconv_rows_f32 ember_dwconv3_f32*/
 /* 2-D depthwise convolution over a zero-padded, polyphase copy of each input plane, so that every
  * tap is one contiguous, bounds-free vector loop over the whole output plane, however narrow its rows.
  * The padded plane xp (the Hp x Wp extent the windows read) is split by row phase a = r % sh and
@@ -57,9 +135,9 @@ static void ember_dwconv_rows_f32(float *y, const float *x, const float *w, cons
  *   xp[oh*sh + kh*dh][ow*sw + kw*dw] = P[(kh*dh) % sh][(kw*dw) % sw][oh + kh*dh/sh][ow + kw*dw/sw],
  * i.e. tap t reads its plane at flat index q + off_t for output q = oh*Wh + ow. Outputs are computed
  * flat at pitch Wh (columns past OW are never copied out); 3x3 windows keep all nine taps in one pass.
- * `pad`: scratch of sh*sw*Hh*Wh + OH*Wh floats. 3-D inputs use the row kernel. */
-static void ember_dwconv_f32(float *y, const float *x, const float *w, const float *bias, float *pad,
-                             const int32_t *p, int N, int M, int act, float act_a, float act_b) {
+ * `pad`: scratch of sh*sw*Hh*Wh + OH*Wh floats. 2-D only. */
+static void ember_dwconv_planes_f32(float *y, const float *x, const float *w, const float *bias, float *pad,
+                                    const int32_t *p, int N, int M, int act, float act_a, float act_b) {
     const int C = p[0], H = p[2], W = p[3], KH = p[5], KW = p[6], OH = p[8], OW = p[9];
     const int sh = p[11], sw = p[12], dh = p[14], dw = p[15], pt = p[17], pl = p[18], mult = M / C;
     const int Hp = (OH - 1) * sh + (KH - 1) * dh + 1, Wp = (OW - 1) * sw + (KW - 1) * dw + 1;
@@ -68,10 +146,6 @@ static void ember_dwconv_f32(float *y, const float *x, const float *w, const flo
     float *EMBER_RESTRICT acc = pad + sh * sw * plane;
     int n, m, a, b, i, j, kh, kw, oh, ow;
     ptrdiff_t q;
-    if (p[1] != 1 || p[4] != 1 || p[7] != 1) {
-        ember_dwconv_rows_f32(y, x, w, bias, p, N, M, act, act_a, act_b);
-        return;
-    }
     for (n = 0; n < N; ++n)
         for (m = 0; m < M; ++m) {
             const float *EMBER_RESTRICT xc = x + ((ptrdiff_t)n * C + m / mult) * H * W;
@@ -154,5 +228,13 @@ static void ember_dwconv_f32(float *y, const float *x, const float *w, const flo
                 for (ow = 0; ow < OW; ++ow) ym[(ptrdiff_t)oh * OW + ow] = acc[(ptrdiff_t)oh * Wh + ow];
             ember_act_apply_f32(ym, (ptrdiff_t)OH * OW, act, act_a, act_b);
         }
+}
+
+static void ember_dwconv_f32(float *y, const float *x, const float *w, const float *bias, float *pad,
+                             const int32_t *p, int N, int M, int act, float act_a, float act_b) {
+    if (p[1] != 1 || p[4] != 1 || p[7] != 1)
+        ember_dwconv_rows_f32(y, x, w, bias, p, N, M, act, act_a, act_b);
+    else if (!ember_dwconv3_f32(y, x, w, bias, pad, p, N, M, act, act_a, act_b))
+        ember_dwconv_planes_f32(y, x, w, bias, pad, p, N, M, act, act_a, act_b);
 }
 /*@end*/
