@@ -10,7 +10,10 @@
   channels (M/32 x K x 32). Its matmul then runs with the output channels along the vectors and the
   pixels broadcast, so 49 pixels waste no vector lanes, and the weights, the big operand there,
   stream from memory once, in order (kernels/conv.c, matmul.c `panels`).
-Both keep the original Conv's attributes (pads, the fused `_act`) and add `kernel_shape`.
+- Shifted: a stride-1 Conv on a small map (output rows of at most SHIFTED_MAX_WIDTH) becomes
+  `ConvShifted` (weights unchanged): its matmul reads B as shifted views of the (padded) input
+  plane instead of an im2col copy, whose many short row copies cost more than the matmul there.
+All keep the original Conv's attributes (pads, the fused `_act`) and add `kernel_shape`.
 Winograd weights are 16/9 (F(4x4): 4x) the size of the originals, so api.py runs this pass only for targets
 with memory to spare (host and Linux).
 """
@@ -30,6 +33,9 @@ WINOGRAD_MIN_PIXELS = 64
 # F(4x4, 3x3) where its tiles fill the matmul's columns (28x28 maps and up: 49 tiles); smaller maps
 # would leave its matmuls one vector wide (measured, issue 4).
 WINOGRAD4_MIN_TILES = 49
+# Shifted pays where im2col's rows are short; it computes (KW-1)*dilation extra columns per output
+# row, so it also needs those to be at most half a row (measured on LeNet, issue 4).
+SHIFTED_MAX_WIDTH = 32
 # Pixel-major pays where the pixels fill at most 4 AVX-512 vectors and the channels fill many.
 NARROW_MAX_PIXELS = 64
 NARROW_MIN_CHANNELS = 64
@@ -88,6 +94,15 @@ def _narrow_fits(node: Node) -> bool:
     return math.prod(y.shape[2:]) <= NARROW_MAX_PIXELS and m >= NARROW_MIN_CHANNELS and m % PANEL == 0
 
 
+def _shifted_fits(node: Node) -> bool:
+    x, w, y = node.inputs[0], node.inputs[1], node.outputs[0]
+    assert x is not None and w is not None and y is not None
+    if x.type.rank != 4 or any(s != 1 for s in node.attrs.get("strides", [1, 1])) or w.shape[2:] == (1, 1):
+        return False
+    extra = (w.shape[3] - 1) * node.attrs.get("dilations", [1, 1])[1]
+    return y.shape[3] <= SHIFTED_MAX_WIDTH and 2 * extra <= y.shape[3]
+
+
 def choose_conv_algorithms(graph: Graph) -> None:
     for node in graph.nodes:
         if not _plain_conv(node):
@@ -100,6 +115,9 @@ def choose_conv_algorithms(graph: Graph) -> None:
             node.op, data, suffix = "ConvWinograd", winograd_weights(w.const), "winograd"
         elif _narrow_fits(node):
             node.op, data, suffix = "ConvNarrow", narrow_panels(w.const), "panels"
+        elif _shifted_fits(node):
+            node.op, node.attrs["kernel_shape"] = "ConvShifted", list(w.shape[2:])
+            continue
         else:
             continue
         node.attrs["kernel_shape"] = list(w.shape[2:])

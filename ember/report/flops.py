@@ -18,7 +18,8 @@ def node_flops(node: Node) -> int:
         # w: (M, C/G, k...) for Conv and (C, M/G, k...) for ConvTranspose: either way one output
         # (or input) element costs prod(w.shape[1:]) MACs per channel of w.shape[0].
         return 2 * x.shape[0] * w.shape[0] * math.prod(w.shape[1:]) * math.prod(spatial)
-    if node.op in ("ConvWinograd", "ConvWinograd4", "ConvNarrow"):  # counted as the direct convolution they replace
+    # The algorithm variants count as the direct convolution they replace.
+    if node.op in ("ConvWinograd", "ConvWinograd4", "ConvNarrow", "ConvShifted"):
         x, y = node.inputs[0], node.outputs[0]
         if x is None or y is None:
             return 0

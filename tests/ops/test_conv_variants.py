@@ -3,7 +3,7 @@
 Depthwise convolutions (polyphase padded-plane kernel at any stride and dilation, 3x3 specialised,
 the 3-D row kernel), grouped and im2col convolutions with strides, dilations and asymmetric pads,
 Winograd F(2x2, 3x3) and F(4x4, 3x3) with odd output sizes and asymmetric pads, pixel-major convolutions with
-transposed weights, and the fused Relu/Clip epilogues.
+transposed weights, stride-1 convolutions over shifted views of the input, and the fused Relu/Clip epilogues.
 Each case also runs in a C driver built with AddressSanitizer + UBSan, so a tap read past its
 padded plane or a bad index fails the test.
 """
@@ -46,11 +46,17 @@ CASES: dict[str, tuple[tuple[int, ...], int, tuple[int, ...], dict, str | None]]
     "narrow_3x3": ((1, 48, 7, 7), 96, (3, 3), {"pads": [1, 1, 1, 1]}, "Relu"),
     "narrow_s2_asym": ((2, 24, 9, 12), 64, (3, 3), {"strides": [2, 2], "pads": [0, 1, 1, 0]}, None),
     "narrow_pointwise": ((1, 40, 5, 6), 128, (1, 1), {}, "Clip"),
+    "shifted_valid": ((1, 6, 14, 14), 16, (5, 5), {}, "Relu"),
+    "shifted_padded_asym": ((2, 3, 11, 13), 7, (5, 3), {"pads": [2, 0, 1, 1]}, None),
+    "shifted_dilated": ((1, 5, 12, 20), 9, (3, 3), {"dilations": [2, 3], "pads": [1, 2, 3, 4]}, "Clip"),
+    "shifted_same_upper": ((1, 4, 7, 8), 6, (3, 3), {"auto_pad": "SAME_UPPER"}, None),
 }
 # The algorithm ember/passes/conv_algorithms.py must choose (im2col or direct Conv for the others).
 ALGORITHM = {"winograd_odd": "ConvWinograd", "winograd_asym_pads": "ConvWinograd", "winograd_valid": "ConvWinograd",
              "winograd4_odd": "ConvWinograd4", "winograd4_asym_pads": "ConvWinograd4",
-             "winograd4_valid": "ConvWinograd4",
+             "winograd4_valid": "ConvWinograd4", "shifted_valid": "ConvShifted",
+             "shifted_padded_asym": "ConvShifted", "shifted_dilated": "ConvShifted",
+             "shifted_same_upper": "ConvShifted",
              "narrow_3x3": "ConvNarrow", "narrow_s2_asym": "ConvNarrow", "narrow_pointwise": "ConvNarrow"}
 
 

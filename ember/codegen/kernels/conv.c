@@ -14,7 +14,33 @@ static void ember_window_bounds(int W, int OW, int stride, int off, int *lo, int
 }
 /*@end*/
 
-/*@kernel ember_im2col_f32 requires ember_window_bounds*/
+/*@kernel ember_copy_run_f32 requires ember_simd*/
+/* dst[0..n) = src[0..n) for the short runs im2col copies (output rows of 7 to 56 floats): whole
+ * vectors, the last one overlapping the one before, instead of a vector loop with a scalar tail. */
+EMBER_INLINE void ember_copy_run_f32(float *EMBER_RESTRICT dst, const float *EMBER_RESTRICT src, int n) {
+    int i = 0;
+#if EMBER_VL > 4
+    if (n >= EMBER_VL) {
+        for (; i + EMBER_VL <= n; i += EMBER_VL) *(ember_vf *)(dst + i) = *(const ember_vf *)(src + i);
+        if (i < n) *(ember_vf *)(dst + n - EMBER_VL) = *(const ember_vf *)(src + n - EMBER_VL);
+        return;
+    }
+#endif
+#if EMBER_VL > 1
+    {
+        typedef float ember_v4 __attribute__((vector_size(16), aligned(4)));
+        if (n >= 4) {
+            for (; i + 4 <= n; i += 4) *(ember_v4 *)(dst + i) = *(const ember_v4 *)(src + i);
+            if (i < n) *(ember_v4 *)(dst + n - 4) = *(const ember_v4 *)(src + n - 4);
+            return;
+        }
+    }
+#endif
+    for (; i < n; ++i) dst[i] = src[i];
+}
+/*@end*/
+
+/*@kernel ember_im2col_f32 requires ember_window_bounds ember_copy_run_f32*/
 /* Columns [q0, q0 + nq) of the convolution-as-matmul's B operand (ldc floats per row):
  *   col[(c*KD + kd)*KH*KW + kh*KW + kw][q - q0] = x[c][id][ih][iw] (0 outside the input), q = (od*OH + oh)*OW + ow.
  * Each output-row run is zeros, a (strided) copy, zeros, with the copy's bounds solved per tap. */
@@ -46,7 +72,7 @@ static void ember_im2col_f32(float *EMBER_RESTRICT col, ptrdiff_t ldc, const flo
                         }
                         for (ow = ow0; ow < l; ++ow) dst[ow] = 0.0f;
                         if (sw == 1)
-                            for (ow = l; ow < h; ++ow) dst[ow] = xr[ow];
+                            ember_copy_run_f32(dst + l, xr + l, h - l);
                         else if (sw == 2)
                             for (ow = l; ow < h; ++ow) dst[ow] = xr[2 * (ptrdiff_t)ow];
                         else
@@ -87,6 +113,50 @@ static void ember_conv_f32(float *y, const float *x, const float *w, const float
                                  act_b);
             }
         }
+}
+/*@end*/
+
+/*@kernel ember_conv_shifted_f32 requires ember_matmul_core ember_copy_run_f32*/
+/* Stride-1 2-D convolution without im2col, for small maps (LeNet's 10x10), where im2col's many short
+ * row copies cost more than the matmul (ember/passes/conv_algorithms.py). With the input at pitch Wp
+ * (zero-padded first when the conv pads), output pixel q = oh*Wp + ow reads input element
+ * q + kh*dh*Wp + kw*dw of each channel plane: row k = (c, kh, kw) of the matmul's B is the plane itself,
+ * shifted by b_row[k] (a compile-time table). The matmul computes all Wp columns of each output row
+ * into `scratch` (the last (KW-1)*dw of each are discarded) and the rows are then copied out.
+ * `scratch`: the padded input (C*Hp*Wp floats, only if `padded`) then M*((OH-1)*Wp + OW) floats. */
+static void ember_conv_shifted_f32(float *y, const float *x, const float *w, const float *bias, float *scratch,
+                                   const int32_t *p, const int32_t *b_row, int N, int M, int padded, int act,
+                                   float act_a, float act_b) {
+    const int C = p[0], H = p[2], W = p[3], KH = p[5], KW = p[6], OH = p[8], OW = p[9];
+    const int pt = p[17], pl = p[18], Hp = OH + (KH - 1) * p[14], Wp = OW + (KW - 1) * p[15];
+    const ptrdiff_t nq = (ptrdiff_t)(OH - 1) * Wp + OW;
+    float *EMBER_RESTRICT out = padded ? scratch + (ptrdiff_t)C * Hp * Wp : scratch;
+    int n, c, r, j, m;
+    for (n = 0; n < N; ++n) {
+        const float *src = x + (ptrdiff_t)n * C * H * W;
+        if (padded) {
+            /* Padded column j is input column j - pl: inside for j in [lo, hi). */
+            const int lo = pl < Wp ? pl : Wp, hi = pl + W < Wp ? pl + W : Wp;
+            for (c = 0; c < C; ++c)
+                for (r = 0; r < Hp; ++r) {
+                    float *EMBER_RESTRICT row = scratch + ((ptrdiff_t)c * Hp + r) * Wp;
+                    const int ih = r - pt;
+                    if (ih < 0 || ih >= H) {
+                        for (j = 0; j < Wp; ++j) row[j] = 0.0f;
+                        continue;
+                    }
+                    for (j = 0; j < lo; ++j) row[j] = 0.0f;
+                    ember_copy_run_f32(row + lo, src + ((ptrdiff_t)c * H + ih) * W + lo - pl, hi - lo);
+                    for (j = hi; j < Wp; ++j) row[j] = 0.0f;
+                }
+            src = scratch;
+        }
+        ember_matmul_core(out, nq, w, C * KH * KW, 1, src, 0, b_row, 0, M, (int)nq, C * KH * KW, 1.0f, bias, 1, 0,
+                          1.0f, act, act_a, act_b);
+        for (m = 0; m < M; ++m)
+            for (r = 0; r < OH; ++r)
+                ember_copy_run_f32(y + (((ptrdiff_t)n * M + m) * OH + r) * OW, out + m * nq + (ptrdiff_t)r * Wp, OW);
+    }
 }
 /*@end*/
 

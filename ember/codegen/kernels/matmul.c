@@ -49,7 +49,7 @@ EMBER_INLINE ember_vf ember_vclamp(ember_vf x, float lo, float hi) {
 #define ember_vclamp ember_sclamp
 #endif
 /* acc[R][V] (+)= A[R rows, k0..k1) * B[k0..k1, V vectors of type T]; the tile lives in registers
- * (R, V constant per instantiation: MR, 8, 6, 4 or 1 rows x 2 vectors, 1 vector or 1 column). `first`:
+ * (R, V constant per instantiation: MR, 13, 8, 6, 4 or 1 rows x 2 vectors, 1 vector or 1 column). `first`:
  * start from zero instead of the partial sums in C. On the last K block the fused epilogue runs in
  * registers before the store: `bias` (row i adds bias[i * bias_sm]; NULL for none), then, if
  * `clamp`, a clamp to [lo, hi] (Relu, Clip). */
@@ -83,6 +83,11 @@ EMBER_INLINE ember_vf ember_vclamp(ember_vf x, float lo, float hi) {
 EMBER_MM_TILE(ember_mm_tile_r2v, ember_vf, ember_vclamp, EMBER_MR, 2)
 EMBER_MM_TILE(ember_mm_tile_r1v, ember_vf, ember_vclamp, EMBER_MR, 1)
 EMBER_MM_TILE(ember_mm_tile_r1s, float, ember_sclamp, EMBER_MR, 1)
+#if EMBER_MR == 12 /* 13 x 2 vectors: 26 accumulators, still no spills in 32 registers */
+EMBER_MM_TILE(ember_mm_tile_132v, ember_vf, ember_vclamp, 13, 2)
+EMBER_MM_TILE(ember_mm_tile_131v, ember_vf, ember_vclamp, 13, 1)
+EMBER_MM_TILE(ember_mm_tile_131s, float, ember_sclamp, 13, 1)
+#endif
 #if EMBER_MR > 8
 EMBER_MM_TILE(ember_mm_tile_82v, ember_vf, ember_vclamp, 8, 2)
 EMBER_MM_TILE(ember_mm_tile_81v, ember_vf, ember_vclamp, 8, 1)
@@ -101,8 +106,12 @@ EMBER_MM_TILE(ember_mm_tile_11v, ember_vf, ember_vclamp, 1, 1)
 EMBER_MM_TILE(ember_mm_tile_11s, float, ember_sclamp, 1, 1)
 /* Rows of the next register tile when r rows are left: EMBER_MR while the rest is 0 or at least 6, then
  * 8 or 6 (still >= 12 accumulators, full speed), and only then 4 and 1 (too few independent
- * accumulators to hide the FMA latency). M = 64 goes 12, 12, 12, 12, 8, 8 instead of 5 x 12 + 4. */
+ * accumulators to hide the FMA latency). M = 64 goes 12, 12, 12, 12, 8, 8 instead of 5 x 12 + 4, and
+ * with AVX-512 the 49 pixels of a 7x7 map 12, 12, 12, 13. */
 static int ember_mm_rows(int r) {
+#if EMBER_MR == 12
+    if (r == 13) return 13;
+#endif
     if (r >= EMBER_MR && (r == EMBER_MR || r - EMBER_MR >= 6)) return EMBER_MR;
 #if EMBER_MR > 8
     if (r >= 8) return 8;
@@ -127,6 +136,9 @@ static void ember_mm_tile(int rows, int strip, float *EMBER_RESTRICT C, ptrdiff_
                           ptrdiff_t a_sm, ptrdiff_t a_sk, const float *B, ptrdiff_t b_sk, int kn, int first,
                           const float *bias, ptrdiff_t bias_sm, int clamp, float lo, float hi) {
     if (rows == EMBER_MR) EMBER_MM_PICK(r);
+#if EMBER_MR == 12
+    if (rows == 13) EMBER_MM_PICK(13);
+#endif
 #if EMBER_MR > 8
     if (rows == 8) EMBER_MM_PICK(8);
 #endif
@@ -180,10 +192,13 @@ static void ember_mm_epilogue(float *C, ptrdiff_t c_sm, int M, int n0, int nv, f
  * activations) runs on each strip after. `bias` may be NULL; bias_sm / bias_sn of 0 broadcast it.
  * `panels`: B was packed at compile time in panels of EMBER_MM_PANEL columns (panel j holds columns
  * [32j, 32j + 32) as K rows of 32, contiguous; N is a multiple of 32), so no strip is packed here and
- * the whole B streams from memory in order. b_sk is then unused. */
+ * the whole B streams from memory in order. b_sk is then unused.
+ * `b_row` (else NULL): B row k starts at B + b_row[k] instead of B + k * b_sk, e.g. the shifted views
+ * of one input plane that make up a stride-1 convolution's B (conv.c, ember_conv_shifted_f32). Each
+ * strip of B is then always packed. */
 static void ember_matmul_core(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
                               const float *A, ptrdiff_t a_sm, ptrdiff_t a_sk,
-                              const float *B, ptrdiff_t b_sk, int panels,
+                              const float *B, ptrdiff_t b_sk, const int32_t *b_row, int panels,
                               int M, int N, int K, float alpha,
                               const float *bias, ptrdiff_t bias_sm, ptrdiff_t bias_sn, float beta,
                               int act, float act_a, float act_b) {
@@ -198,7 +213,7 @@ static void ember_matmul_core(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
                   bias_sm, in_tile && k0 + kn >= K && clamp, lo, hi)
 #define EMBER_MM_PANEL_AT(N0, K0) \
     (B + (ptrdiff_t)((N0) / EMBER_MM_PANEL) * K * EMBER_MM_PANEL + (ptrdiff_t)(K0) * EMBER_MM_PANEL + (N0) % EMBER_MM_PANEL)
-    if (N <= 4 * EMBER_VL && M > EMBER_MR) {
+    if (N <= 4 * EMBER_VL && M > EMBER_MR && !b_row) {
         for (m0 = 0; m0 < M; m0 += rows) {
             rows = ember_mm_rows(M - m0);
             for (n0 = 0; n0 < N; n0 += nv) {
@@ -217,25 +232,23 @@ static void ember_matmul_core(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
         return;
     }
     for (n0 = 0; n0 < N; n0 += nv) {
-#if EMBER_VL > 1
         /* The B strip block, copied contiguous when several row tiles will read it: rows of B that are
          * a power-of-two bytes apart would otherwise share a few L1 sets and evict each other. */
         float bpack[EMBER_MM_KC * 2 * EMBER_VL] __attribute__((aligned(64)));
-#endif
         strip = ember_mm_strip(N, &n0, &nv);
         for (k0 = 0; k0 < K || (K == 0 && k0 == 0); k0 += EMBER_MM_KC) {
             const int kn = K - k0 < EMBER_MM_KC ? K - k0 : EMBER_MM_KC;
             const float *b = panels ? EMBER_MM_PANEL_AT(n0, k0) : B + (ptrdiff_t)k0 * b_sk + n0;
             ptrdiff_t bs = panels ? EMBER_MM_PANEL : b_sk;
-#if EMBER_VL > 1
-            if (!panels && M > EMBER_MR && strip != 2) {
+            if (b_row || (EMBER_VL > 1 && !panels && M > EMBER_MR && strip != 2)) {
                 int k, j;
-                for (k = 0; k < kn; ++k)
-                    for (j = 0; j < nv; ++j) bpack[k * nv + j] = b[(ptrdiff_t)k * b_sk + j];
+                for (k = 0; k < kn; ++k) {
+                    const float *bk = b_row ? B + b_row[k0 + k] + n0 : b + (ptrdiff_t)k * b_sk;
+                    for (j = 0; j < nv; ++j) bpack[k * nv + j] = bk[j];
+                }
                 b = bpack;
                 bs = nv;
             }
-#endif
             for (m0 = 0; m0 < M; m0 += rows) {
                 rows = ember_mm_rows(M - m0);
                 EMBER_MM_CALL(b, bs);
@@ -254,7 +267,7 @@ static void ember_matmul_core(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
 static void ember_matmul_f32(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A, ptrdiff_t a_sm, ptrdiff_t a_sk,
                              const float *B, ptrdiff_t b_sk, int M, int N, int K, float alpha, const float *bias,
                              ptrdiff_t bias_sm, ptrdiff_t bias_sn, float beta, int act, float act_a, float act_b) {
-    ember_matmul_core(C, c_sm, A, a_sm, a_sk, B, b_sk, 0, M, N, K, alpha, bias, bias_sm, bias_sn, beta, act, act_a,
+    ember_matmul_core(C, c_sm, A, a_sm, a_sk, B, b_sk, 0, 0, M, N, K, alpha, bias, bias_sm, bias_sn, beta, act, act_a,
                       act_b);
 }
 /*@end*/
@@ -264,7 +277,7 @@ static void ember_matmul_f32(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const floa
 static void ember_matmul_panels_f32(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A, ptrdiff_t a_sm,
                                     ptrdiff_t a_sk, const float *Bp, int M, int N, int K, const float *bias,
                                     ptrdiff_t bias_sm, ptrdiff_t bias_sn, int act, float act_a, float act_b) {
-    ember_matmul_core(C, c_sm, A, a_sm, a_sk, Bp, 0, 1, M, N, K, 1.0f, bias, bias_sm, bias_sn, 1.0f, act, act_a,
+    ember_matmul_core(C, c_sm, A, a_sm, a_sk, Bp, 0, 0, 1, M, N, K, 1.0f, bias, bias_sm, bias_sn, 1.0f, act, act_a,
                       act_b);
 }
 /*@end*/
