@@ -54,7 +54,7 @@ EMBER_INLINE ember_vf ember_vclamp(ember_vf x, float lo, float hi) {
  * registers before the store: `bias` (row i adds bias[i * bias_sm]; NULL for none), then, if
  * `clamp`, a clamp to [lo, hi] (Relu, Clip). */
 #define EMBER_MM_TILE(NAME, T, CLAMP, R, V)                                                            \
-    static void NAME(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A, ptrdiff_t a_sm,       \
+    EMBER_NOINLINE static void NAME(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A, ptrdiff_t a_sm, \
                      ptrdiff_t a_sk, const float *B, ptrdiff_t b_sk, int kn, int first,              \
                      const float *bias, ptrdiff_t bias_sm, int clamp, float lo, float hi) {          \
         T acc[R][V];                                                                                 \

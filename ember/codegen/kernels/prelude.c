@@ -5,10 +5,12 @@
 #define EMBER_RESTRICT __restrict__
 #define EMBER_INLINE static inline __attribute__((always_inline))
 #define EMBER_UNUSED __attribute__((unused))
+#define EMBER_NOINLINE __attribute__((noinline))
 #else
 #define EMBER_RESTRICT
 #define EMBER_INLINE static inline
 #define EMBER_UNUSED
+#define EMBER_NOINLINE
 #endif
 /*@end*/
 
