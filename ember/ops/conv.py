@@ -205,30 +205,37 @@ register(OpDef(
 ))
 
 
-def _shifted_parts(node: Node) -> tuple[list[int], bool, int, int]:
-    """(geometry, padded, padded plane rows Hp, pitch Wp) of ember_conv_shifted_f32."""
+# ConvShifted's output row blocks: about this many bytes of matmul output at a time (an L2 share).
+SHIFTED_BLOCK_BYTES = 512 * 1024
+
+
+def _shifted_parts(node: Node) -> tuple[list[int], bool, int, int, int]:
+    """(geometry, polyphase planes needed, plane rows Hh, plane pitch Wh, output rows per block)."""
     geo = _chosen_geometry(node)
-    (oh, ow), (kh, kw), (dh, dw) = geo[8:10], geo[5:7], geo[14:16]
-    hp, wp = oh + (kh - 1) * dh, ow + (kw - 1) * dw
-    # Unpadded (explicitly or by auto_pad): the windows read exactly the input plane.
-    padded = bool(geo[17] or geo[18]) or (hp, wp) != (geo[2], geo[3])
-    return geo, padded, hp, wp
+    (oh, ow), (kh, kw), (sh, sw), (dh, dw) = geo[8:10], geo[5:7], geo[11:13], geo[14:16]
+    hh, wh = oh + (kh - 1) * dh // sh, ow + (kw - 1) * dw // sw
+    # Stride 1 and unpadded (explicitly or by auto_pad): the windows read exactly the input plane.
+    planes = (sh, sw) != (1, 1) or bool(geo[17] or geo[18]) or (hh, wh) != (geo[2], geo[3])
+    m = present(node.outputs[0]).shape[1]
+    rows = max(1, min(oh, SHIFTED_BLOCK_BYTES // (4 * m * wh)))
+    return geo, planes, hh, wh, rows
 
 
 def _shifted_scratch(node: Node) -> int:
-    geo, padded, hp, wp = _shifted_parts(node)
+    geo, planes, hh, wh, rows = _shifted_parts(node)
     m = present(node.outputs[0]).shape[1]
-    return ((geo[0] * hp * wp if padded else 0) + m * ((geo[8] - 1) * wp + geo[9])) * 4
+    return ((geo[0] * geo[11] * geo[12] * hh * wh if planes else 0) + m * ((rows - 1) * wh + geo[9])) * 4
 
 
 def _lower_shifted(node: Node, k: KernelEmitter) -> None:
-    geo, padded, hp, wp = _shifted_parts(node)
+    geo, planes, hh, wh, rows = _shifted_parts(node)
     y = present(node.outputs[0])
-    c, kh, kw, dh, dw = geo[0], geo[5], geo[6], geo[14], geo[15]
-    rows = [ci * hp * wp + i * dh * wp + j * dw for ci in range(c) for i in range(kh) for j in range(kw)]
+    c, kh, kw, sh, sw, dh, dw = geo[0], geo[5], geo[6], geo[11], geo[12], geo[14], geo[15]
+    b_row = [((ci * sh + i * dh % sh) * sw + j * dw % sw) * hh * wh + i * dh // sh * wh + j * dw // sw
+             for ci in range(c) for i in range(kh) for j in range(kw)]
     bias = k.inp(2) if node.input(2) is not None else "0"
     k.call("ember_conv_shifted_f32", k.out(0), k.inp(0), k.inp(1), bias, k.scratch("float"),
-           k.table(geo, DType.INT32), k.table(rows, DType.INT32), y.shape[0], y.shape[1], int(padded),
+           k.table(geo, DType.INT32), k.table(b_row, DType.INT32), y.shape[0], y.shape[1], int(planes), rows,
            *act_args(node))
 
 

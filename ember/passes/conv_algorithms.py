@@ -10,9 +10,10 @@
   channels (M/32 x K x 32). Its matmul then runs with the output channels along the vectors and the
   pixels broadcast, so 49 pixels waste no vector lanes, and the weights, the big operand there,
   stream from memory once, in order (kernels/conv.c, matmul.c `panels`).
-- Shifted: a stride-1 Conv on a small map (output rows of at most SHIFTED_MAX_WIDTH) becomes
-  `ConvShifted` (weights unchanged): its matmul reads B as shifted views of the (padded) input
-  plane instead of an im2col copy, whose many short row copies cost more than the matmul there.
+- Shifted: a strided Conv, or a stride-1 Conv on a small map (output rows of at most
+  SHIFTED_MAX_WIDTH), becomes `ConvShifted` (weights unchanged): its matmul reads B as shifted views
+  of the input's zero-padded polyphase planes instead of an im2col copy (whose per-tap strided
+  gathers and short row copies cost more there).
 All keep the original Conv's attributes (pads, the fused `_act`) and add `kernel_shape`.
 Winograd weights are 16/9 (F(4x4): 4x) the size of the originals, so api.py runs this pass only for targets
 with memory to spare (host and Linux).
@@ -36,6 +37,12 @@ WINOGRAD4_MIN_TILES = 49
 # Shifted pays where im2col's rows are short; it computes (KW-1)*dilation extra columns per output
 # row, so it also needs those to be at most half a row (measured on LeNet, issue 4).
 SHIFTED_MAX_WIDTH = 32
+# Strided convs pay too (im2col gathers every tap with a stride; the polyphase planes are one pass over
+# the input), where the extra columns are at most 1/SHIFTED_MAX_EXTRA of a row. Not 1x1 ones (their
+# im2col is one subsampling pass already) nor tiny K (MobileNet's 3-channel 3x3 stem): no gain there.
+SHIFTED_STRIDED = True
+SHIFTED_STRIDED_MIN_K = 64
+SHIFTED_MAX_EXTRA = 8
 # Pixel-major pays where the pixels fill at most 4 AVX-512 vectors and the channels fill many.
 NARROW_MAX_PIXELS = 64
 NARROW_MIN_CHANNELS = 64
@@ -97,10 +104,14 @@ def _narrow_fits(node: Node) -> bool:
 def _shifted_fits(node: Node) -> bool:
     x, w, y = node.inputs[0], node.inputs[1], node.outputs[0]
     assert x is not None and w is not None and y is not None
-    if x.type.rank != 4 or any(s != 1 for s in node.attrs.get("strides", [1, 1])) or w.shape[2:] == (1, 1):
+    if x.type.rank != 4:
         return False
-    extra = (w.shape[3] - 1) * node.attrs.get("dilations", [1, 1])[1]
-    return y.shape[3] <= SHIFTED_MAX_WIDTH and 2 * extra <= y.shape[3]
+    stride = node.attrs.get("strides", [1, 1])[1]
+    extra = (w.shape[3] - 1) * node.attrs.get("dilations", [1, 1])[1] // stride  # columns computed per row
+    if node.attrs.get("strides", [1, 1]) != [1, 1]:
+        return (SHIFTED_STRIDED and w.shape[2:] != (1, 1) and math.prod(w.shape[1:]) >= SHIFTED_STRIDED_MIN_K
+                and SHIFTED_MAX_EXTRA * extra <= y.shape[3])
+    return w.shape[2:] != (1, 1) and y.shape[3] <= SHIFTED_MAX_WIDTH and 2 * extra <= y.shape[3]
 
 
 def choose_conv_algorithms(graph: Graph) -> None:

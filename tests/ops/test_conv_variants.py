@@ -50,13 +50,18 @@ CASES: dict[str, tuple[tuple[int, ...], int, tuple[int, ...], dict, str | None]]
     "shifted_padded_asym": ((2, 3, 11, 13), 7, (5, 3), {"pads": [2, 0, 1, 1]}, None),
     "shifted_dilated": ((1, 5, 12, 20), 9, (3, 3), {"dilations": [2, 3], "pads": [1, 2, 3, 4]}, "Clip"),
     "shifted_same_upper": ((1, 4, 7, 8), 6, (3, 3), {"auto_pad": "SAME_UPPER"}, None),
+    "shifted_s2_stem": ((1, 3, 61, 59), 16, (7, 7), {"strides": [2, 2], "pads": [3, 3, 3, 3]}, "Relu"),
+    "shifted_s2_3x3_blocks": ((2, 24, 29, 30), 40, (3, 3), {"strides": [2, 2], "pads": [1, 0, 0, 1]}, "Clip"),
+    "shifted_s3x2_dilated": ((1, 8, 26, 31), 12, (3, 5), {"strides": [3, 2], "dilations": [2, 1],
+                                                           "pads": [2, 1, 0, 3]}, None),
 }
 # The algorithm ember/passes/conv_algorithms.py must choose (im2col or direct Conv for the others).
 ALGORITHM = {"winograd_odd": "ConvWinograd", "winograd_asym_pads": "ConvWinograd", "winograd_valid": "ConvWinograd",
              "winograd4_odd": "ConvWinograd4", "winograd4_asym_pads": "ConvWinograd4",
              "winograd4_valid": "ConvWinograd4", "shifted_valid": "ConvShifted",
              "shifted_padded_asym": "ConvShifted", "shifted_dilated": "ConvShifted",
-             "shifted_same_upper": "ConvShifted",
+             "shifted_same_upper": "ConvShifted", "shifted_s2_stem": "ConvShifted",
+             "shifted_s2_3x3_blocks": "ConvShifted", "shifted_s3x2_dilated": "ConvShifted",
              "narrow_3x3": "ConvNarrow", "narrow_s2_asym": "ConvNarrow", "narrow_pointwise": "ConvNarrow"}
 
 

@@ -117,45 +117,61 @@ static void ember_conv_f32(float *y, const float *x, const float *w, const float
 /*@end*/
 
 /*@kernel ember_conv_shifted_f32 requires ember_matmul_core ember_copy_run_f32*/
-/* Stride-1 2-D convolution without im2col, for small maps (LeNet's 10x10), where im2col's many short
- * row copies cost more than the matmul (ember/passes/conv_algorithms.py). With the input at pitch Wp
- * (zero-padded first when the conv pads), output pixel q = oh*Wp + ow reads input element
- * q + kh*dh*Wp + kw*dw of each channel plane: row k = (c, kh, kw) of the matmul's B is the plane itself,
- * shifted by b_row[k] (a compile-time table). The matmul computes all Wp columns of each output row
- * into `scratch` (the last (KW-1)*dw of each are discarded) and the rows are then copied out.
- * `scratch`: the padded input (C*Hp*Wp floats, only if `padded`) then M*((OH-1)*Wp + OW) floats. */
+/* 2-D convolution without im2col (ember/passes/conv_algorithms.py picks it for strided convolutions and
+ * for stride-1 ones on small maps, where im2col's many short row copies cost more than the matmul).
+ * The input is stored (zero-padded) as sh*sw polyphase planes per channel, plane (a, b) holding padded
+ * rows i*sh + a and columns j*sw + b (Hh x Wh). Then output pixel q = oh*Wh + ow reads, for tap
+ * (kh, kw), plane (kh*dh % sh, kw*dw % sw) at q + (kh*dh / sh)*Wh + kw*dw / sw: row k = (c, kh, kw) of
+ * the matmul's B is a plane shifted by b_row[k] (a compile-time table), and nothing is copied per tap.
+ * A stride-1 unpadded conv reads the input itself (`planes` = 0). The matmul runs over blocks of `rb`
+ * output rows, computing all Wh columns of each row into `scratch` (the last Wh - OW are discarded)
+ * while the block stays in cache; its rows are then copied out.
+ * `scratch`: the planes (C*sh*sw*Hh*Wh floats, only if `planes`) then M*((rb-1)*Wh + OW) floats. */
 static void ember_conv_shifted_f32(float *y, const float *x, const float *w, const float *bias, float *scratch,
-                                   const int32_t *p, const int32_t *b_row, int N, int M, int padded, int act,
-                                   float act_a, float act_b) {
+                                   const int32_t *p, const int32_t *b_row, int N, int M, int planes, int rb,
+                                   int act, float act_a, float act_b) {
     const int C = p[0], H = p[2], W = p[3], KH = p[5], KW = p[6], OH = p[8], OW = p[9];
-    const int pt = p[17], pl = p[18], Hp = OH + (KH - 1) * p[14], Wp = OW + (KW - 1) * p[15];
-    const ptrdiff_t nq = (ptrdiff_t)(OH - 1) * Wp + OW;
-    float *EMBER_RESTRICT out = padded ? scratch + (ptrdiff_t)C * Hp * Wp : scratch;
-    int n, c, r, j, m;
+    const int sh = p[11], sw = p[12], pt = p[17], pl = p[18];
+    const int Hh = (OH - 1 + ((KH - 1) * p[14]) / sh) + 1, Wh = (OW - 1 + ((KW - 1) * p[15]) / sw) + 1;
+    const ptrdiff_t plane = (ptrdiff_t)Hh * Wh;
+    float *EMBER_RESTRICT out = planes ? scratch + (ptrdiff_t)C * sh * sw * plane : scratch;
+    int n, c, a, b, i, j, m, r, oh0;
     for (n = 0; n < N; ++n) {
         const float *src = x + (ptrdiff_t)n * C * H * W;
-        if (padded) {
-            /* Padded column j is input column j - pl: inside for j in [lo, hi). */
-            const int lo = pl < Wp ? pl : Wp, hi = pl + W < Wp ? pl + W : Wp;
+        if (planes) {
             for (c = 0; c < C; ++c)
-                for (r = 0; r < Hp; ++r) {
-                    float *EMBER_RESTRICT row = scratch + ((ptrdiff_t)c * Hp + r) * Wp;
-                    const int ih = r - pt;
-                    if (ih < 0 || ih >= H) {
-                        for (j = 0; j < Wp; ++j) row[j] = 0.0f;
-                        continue;
-                    }
-                    for (j = 0; j < lo; ++j) row[j] = 0.0f;
-                    ember_copy_run_f32(row + lo, src + ((ptrdiff_t)c * H + ih) * W + lo - pl, hi - lo);
-                    for (j = hi; j < Wp; ++j) row[j] = 0.0f;
-                }
+                for (a = 0; a < sh; ++a)
+                    for (b = 0; b < sw; ++b)
+                        for (i = 0; i < Hh; ++i) {
+                            /* Plane column j is input column j*sw + b - pl: inside for j in [lo, hi). */
+                            float *EMBER_RESTRICT row = scratch + ((ptrdiff_t)(c * sh + a) * sw + b) * plane + (ptrdiff_t)i * Wh;
+                            const int ih = i * sh + a - pt;
+                            const float *xr = src + ((ptrdiff_t)c * H + ih) * W + b - pl;
+                            int lo = 0, hi = 0;
+                            if (ih >= 0 && ih < H) {
+                                lo = pl - b <= 0 ? 0 : (pl - b + sw - 1) / sw;
+                                hi = W - 1 + pl - b < 0 ? 0 : (W - 1 + pl - b) / sw + 1;
+                                if (hi > Wh) hi = Wh;
+                                if (lo > hi) lo = hi;
+                            }
+                            for (j = 0; j < lo; ++j) row[j] = 0.0f;
+                            if (sw == 1) ember_copy_run_f32(row + lo, xr + lo, hi - lo);
+                            else
+                                for (j = lo; j < hi; ++j) row[j] = xr[(ptrdiff_t)j * sw];
+                            for (j = hi; j < Wh; ++j) row[j] = 0.0f;
+                        }
             src = scratch;
         }
-        ember_matmul_core(out, nq, w, C * KH * KW, 1, src, 0, b_row, 0, M, (int)nq, C * KH * KW, 1.0f, bias, 1, 0,
-                          1.0f, act, act_a, act_b);
-        for (m = 0; m < M; ++m)
-            for (r = 0; r < OH; ++r)
-                ember_copy_run_f32(y + (((ptrdiff_t)n * M + m) * OH + r) * OW, out + m * nq + (ptrdiff_t)r * Wp, OW);
+        for (oh0 = 0; oh0 < OH; oh0 += rb) {
+            const int nr = OH - oh0 < rb ? OH - oh0 : rb;
+            const ptrdiff_t nq = (ptrdiff_t)(nr - 1) * Wh + OW;
+            ember_matmul_core(out, nq, w, C * KH * KW, 1, src + (ptrdiff_t)oh0 * Wh, 0, b_row, 0, M, (int)nq,
+                              C * KH * KW, 1.0f, bias, 1, 0, 1.0f, act, act_a, act_b);
+            for (m = 0; m < M; ++m)
+                for (r = 0; r < nr; ++r)
+                    ember_copy_run_f32(y + (((ptrdiff_t)n * M + m) * OH + oh0 + r) * OW, out + m * nq + (ptrdiff_t)r * Wh,
+                                       OW);
+        }
     }
 }
 /*@end*/

@@ -283,11 +283,19 @@ static void ember_matmul_panels_f32(float *EMBER_RESTRICT C, ptrdiff_t c_sm, con
 /*@end*/
 
 /*@kernel ember_transpose2d_f32 requires ember_prelude*/
-/* dst[c][r] = src[r][c] for a rows x cols matrix (makes a run-time B operand row-contiguous). */
+/* dst[c][r] = src[r][c] for a rows x cols matrix (makes a run-time B operand row-contiguous, and turns
+ * ConvNarrow's pixel-major result back to NCHW). In 16 x 16 blocks, so the lines both sides touch stay
+ * in L1 (49 x 1280: 17.5 -> 11.9 us). */
 static void ember_transpose2d_f32(float *EMBER_RESTRICT dst, const float *EMBER_RESTRICT src, int rows, int cols) {
-    int r, c;
-    for (r = 0; r < rows; ++r)
-        for (c = 0; c < cols; ++c) dst[(ptrdiff_t)c * rows + r] = src[(ptrdiff_t)r * cols + c];
+    int r, c, r0, c0;
+    for (r0 = 0; r0 < rows; r0 += 16) {
+        const int r1 = r0 + 16 < rows ? r0 + 16 : rows;
+        for (c0 = 0; c0 < cols; c0 += 16) {
+            const int c1 = c0 + 16 < cols ? c0 + 16 : cols;
+            for (c = c0; c < c1; ++c)
+                for (r = r0; r < r1; ++r) dst[(ptrdiff_t)c * rows + r] = src[(ptrdiff_t)r * cols + c];
+        }
+    }
 }
 /*@end*/
 
