@@ -240,6 +240,15 @@ static void ember_matmul_core(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
             const int kn = K - k0 < EMBER_MM_KC ? K - k0 : EMBER_MM_KC;
             const float *b = panels ? EMBER_MM_PANEL_AT(n0, k0) : B + (ptrdiff_t)k0 * b_sk + n0;
             ptrdiff_t bs = panels ? EMBER_MM_PANEL : b_sk;
+#if defined(__GNUC__) || defined(__clang__)
+            /* Compile-time panels stream through memory in this loop's order: ask for the next block
+             * while this one is multiplied (the weights of late layers come from L3 or DRAM). */
+            if (panels && (n0 + nv < N || k0 + kn < K)) {
+                const float *next = b + (ptrdiff_t)kn * EMBER_MM_PANEL;
+                int line;
+                for (line = 0; line < kn * EMBER_MM_PANEL; line += 16) __builtin_prefetch(next + line);
+            }
+#endif
             if (b_row || (EMBER_VL > 1 && !panels && M > EMBER_MR && strip != 2)) {
                 int k, j;
                 for (k = 0; k < kn; ++k) {
