@@ -40,7 +40,6 @@ SHIFTED_MAX_WIDTH = 32
 # Strided convs pay too (im2col gathers every tap with a stride; the polyphase planes are one pass over
 # the input), where the extra columns are at most 1/SHIFTED_MAX_EXTRA of a row. Not 1x1 ones (their
 # im2col is one subsampling pass already) nor tiny K (MobileNet's 3-channel 3x3 stem): no gain there.
-SHIFTED_STRIDED = True
 SHIFTED_STRIDED_MIN_K = 64
 SHIFTED_MAX_EXTRA = 8
 # Pixel-major pays where the pixels fill at most 4 AVX-512 vectors and the channels fill many.
@@ -106,10 +105,10 @@ def _shifted_fits(node: Node) -> bool:
     assert x is not None and w is not None and y is not None
     if x.type.rank != 4:
         return False
-    stride = node.attrs.get("strides", [1, 1])[1]
-    extra = (w.shape[3] - 1) * node.attrs.get("dilations", [1, 1])[1] // stride  # columns computed per row
-    if node.attrs.get("strides", [1, 1]) != [1, 1]:
-        return (SHIFTED_STRIDED and w.shape[2:] != (1, 1) and math.prod(w.shape[1:]) >= SHIFTED_STRIDED_MIN_K
+    strides = node.attrs.get("strides", [1, 1])
+    extra = (w.shape[3] - 1) * node.attrs.get("dilations", [1, 1])[1] // strides[1]  # columns computed per row
+    if strides != [1, 1]:
+        return (w.shape[2:] != (1, 1) and math.prod(w.shape[1:]) >= SHIFTED_STRIDED_MIN_K
                 and SHIFTED_MAX_EXTRA * extra <= y.shape[3])
     return w.shape[2:] != (1, 1) and y.shape[3] <= SHIFTED_MAX_WIDTH and 2 * extra <= y.shape[3]
 

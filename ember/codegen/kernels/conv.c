@@ -116,7 +116,7 @@ static void ember_conv_f32(float *y, const float *x, const float *w, const float
 }
 /*@end*/
 
-/*@kernel ember_conv_shifted_f32 requires ember_matmul_core ember_copy_run_f32*/
+/*@kernel ember_conv_shifted_f32 requires ember_matmul_core ember_copy_run_f32 ember_window_bounds*/
 /* 2-D convolution without im2col (ember/passes/conv_algorithms.py picks it for strided convolutions and
  * for stride-1 ones on small maps, where im2col's many short row copies cost more than the matmul).
  * The input is stored (zero-padded) as sh*sw polyphase planes per channel, plane (a, b) holding padded
@@ -148,12 +148,7 @@ static void ember_conv_shifted_f32(float *y, const float *x, const float *w, con
                             const int ih = i * sh + a - pt;
                             const float *xr = src + ((ptrdiff_t)c * H + ih) * W + b - pl;
                             int lo = 0, hi = 0;
-                            if (ih >= 0 && ih < H) {
-                                lo = pl - b <= 0 ? 0 : (pl - b + sw - 1) / sw;
-                                hi = W - 1 + pl - b < 0 ? 0 : (W - 1 + pl - b) / sw + 1;
-                                if (hi > Wh) hi = Wh;
-                                if (lo > hi) lo = hi;
-                            }
+                            if (ih >= 0 && ih < H) ember_window_bounds(W, Wh, sw, b - pl, &lo, &hi);
                             for (j = 0; j < lo; ++j) row[j] = 0.0f;
                             if (sw == 1) ember_copy_run_f32(row + lo, xr + lo, hi - lo);
                             else

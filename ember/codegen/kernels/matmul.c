@@ -194,7 +194,7 @@ static void ember_mm_epilogue(float *C, ptrdiff_t c_sm, int M, int n0, int nv, f
  * [32j, 32j + 32) as K rows of 32, contiguous; N is a multiple of 32), so no strip is packed here and
  * the whole B streams from memory in order. b_sk is then unused.
  * `b_row` (else NULL): B row k starts at B + b_row[k] instead of B + k * b_sk, e.g. the shifted views
- * of one input plane that make up a stride-1 convolution's B (conv.c, ember_conv_shifted_f32). Each
+ * of the input's polyphase planes that make up a convolution's B (conv.c, ember_conv_shifted_f32). Each
  * strip of B is then always packed. */
 static void ember_matmul_core(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
                               const float *A, ptrdiff_t a_sm, ptrdiff_t a_sk,
