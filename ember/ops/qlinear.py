@@ -119,14 +119,39 @@ def sum_bound(w_abs_rowsum: np.ndarray, bias: tuple[int, ...] | None) -> np.ndar
     return np.asarray(w_abs_rowsum, np.float64) * 255.0 + b
 
 
+def float_limit(rq: Requant, bound: np.ndarray | None) -> tuple[int, int]:
+    """(ok, L): whether qgemm.c's tiles may requantise sums v with |v| <= bound (None: any int32) in
+    float, after clamping them to [-L, L] where L > 0. Sums past L_r, where L_r times row r's multiplier
+    reaches past [lo, hi] from the zero point, all saturate: so sums past 2^24 (inexact as floats, but
+    in order) may go through unclamped where L_r < 2^24, and where |v| * m may pass 2^22 a clamp to the
+    largest L_r changes no output."""
+    mult, shift = np.asarray(rq.mult, np.int64), np.asarray(rq.shift, np.int64)
+    t = max(rq.hi - rq.zp, rq.zp - rq.lo) + 1
+    odd = mult // (mult & -mult).clip(min=1)
+    if not len(mult) or np.any(odd >= 2**24):
+        return 0, 0
+    live = mult > 0  # rows of multiplier 0 give the zero point in float too
+    # L_r * m_r >= t, exactly (in integers)
+    lims = [-(-(t << int(s)) // int(m)) for m, s in zip(mult[live], shift[live], strict=True)]
+    lim_r = np.asarray(lims, np.float64)
+    m = mult[live] * np.exp2(-shift[live].astype(np.float64))
+    b = np.full(len(m), 2.0**31) if bound is None else np.broadcast_to(np.asarray(bound, np.float64),
+                                                                        mult.shape)[live]
+    if np.all((b < 2.0**24) | (lim_r < 2.0**24)) and np.all(b * m < 2.0**22):
+        return 1, 0
+    lim = max(lims, default=0)
+    return (1, lim) if 0 < lim < 2**24 and np.all(lim * m < 2.0**22) else (0, 0)
+
+
 def _out_args(k: KernelEmitter, q: QSpec, bound: np.ndarray | None = None) -> list[str]:
-    """kind, then (after the caller's own arguments) mult, shift, out tables; out = [zp, lo, hi, f] with
-    f = exact_in_float for sums within `bound` (None: unknown, f = 0)."""
+    """kind, then (after the caller's own arguments) mult, shift, out tables; out = [zp, lo, hi, f, ok, L]
+    with f = exact_in_float for sums within `bound` (None: unknown, f = 0), and (ok, L) float_limit's."""
     rq = q.requant
     if rq is None:
-        return ["0", "0", k.table([0, 0, 0, 0], DType.INT32)]
+        return ["0", "0", k.table([0, 0, 0, 0, 0, 0], DType.INT32)]
     f = int(bound is not None and exact_in_float(rq, bound))
-    return [_table(k, rq.mult), _table(k, rq.shift), k.table([rq.zp, rq.lo, rq.hi, f], DType.INT32)]
+    ok, lim = (1, 0) if f else float_limit(rq, bound)
+    return [_table(k, rq.mult), _table(k, rq.shift), k.table([rq.zp, rq.lo, rq.hi, f, ok, lim], DType.INT32)]
 
 
 def _packed_bound(q: QSpec, packed: np.ndarray) -> np.ndarray:

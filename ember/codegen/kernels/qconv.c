@@ -4,7 +4,8 @@
 /*@kernel ember_qconv requires ember_qgemm ember_qblock ember_window_bounds ember_qpack*/
 /* Integer convolution, groups G, NC(D)HW, on packed weights W (M x Kp; group g's rows from g*M/G).
  * x: int8 (x_sgn) or uint8 bytes with zero point xz. Per-row tables (offset by group): bias (or NULL),
- * rowsum, wofs (or NULL), mult/shift (kind 1); out = [zp, lo, hi, the sums are below 2^24 (qvec.c)]. cl: the
+ * rowsum, wofs (or NULL), mult/shift (kind 1); out = [zp, lo, hi, the sums are below 2^24 (qvec.c), then
+ * qgemm.c's float requantisation holds, after a clamp to +-out[5] if out[5] (qlinear.py float_limit)]. cl: the
  * weights' K order is (kd, kh, kw, c) (Cg % 4 == 0), else (c, kd, kh, kw). scratch: Kp * EMBER_QPB bytes,
  * EMBER_QPB + M int32, EMBER_QTAIL * Kp bytes (qblock.c's tail pixels), then (from a 64-byte boundary)
  * ember_qpack_rows' words for a 2-D convolution (channels in fours: ember_qpack_rows; others:

@@ -67,12 +67,15 @@ typedef int32_t ember_qi32u __attribute__((may_alias, aligned(1)));
 
 #if EMBER_Q_PATH == 1 || EMBER_Q_PATH == 3
 typedef int32_t ember_qv __attribute__((vector_size(EMBER_QVL * 4), aligned(4)));
+typedef int ember_qv16i __attribute__((vector_size(64))); /* the builtins' operand type */
 /* acc += the 4-byte dot products of x and w, lane by lane. */
 EMBER_INLINE ember_qv ember_qdot(ember_qv acc, ember_qv x, ember_qv w) {
 #if EMBER_Q_PATH == 3
     __asm__("sdot %0.4s, %1.16b, %2.16b" : "+w"(acc) : "w"(x), "w"(w));
-#elif EMBER_QVL == 16
-    __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(x), "v"(w));
+#elif EMBER_QVL == 16 && defined(__clang__)
+    acc = (ember_qv)__builtin_ia32_vpdpbusd512((ember_qv16i)acc, (ember_qv16i)x, (ember_qv16i)w);
+#elif EMBER_QVL == 16 /* the builtin, not asm: GCC then keeps each sum in one register (no copies) */
+    acc = (ember_qv)__builtin_ia32_vpdpbusd_v16si((ember_qv16i)acc, (ember_qv16i)x, (ember_qv16i)w);
 #else
     __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(x), "x"(w));
 #endif
@@ -237,25 +240,35 @@ EMBER_QTILE(ember_qtile_v3, EMBER_QMR, 3)
 /* The tile of EMBER_QTILE requantised in registers (qvec.c) and stored as bytes: tile row r is output
  * row m0 + r at pixels pix .. pix + n - 1 (n <= V * 16). Where the caller's float check holds. */
 #define EMBER_QRQ 1
+/* The layer's requantisation constants; limit: the sums are first clamped to [-lim, lim], which changes
+ * no output (qlinear.py `float_limit`: every sum beyond saturates) and keeps them in the float path's range. */
+typedef struct {
+    ember_qv16_out q;
+    ember_qv16_i lim;
+    int limit;
+} ember_qrq_out;
 #define EMBER_QTILE_RQ(NAME, R, V)                                                                      \
     static void NAME(const ember_qout *o, int m0, const int8_t *W, int Kp, const uint8_t *X,            \
-                     ptrdiff_t pix, int n, const ember_qv16_out *range) {                               \
+                     ptrdiff_t pix, int n, const ember_qrq_out *range) {                                \
         ember_qv a[R][V], x[V];                                                                         \
-        int r, v, g;                                                                                    \
+        const uint8_t *xg = X, *const end = X + (ptrdiff_t)Kp * EMBER_QPB;                             \
+        const int8_t *w = W;                                                                            \
+        int r, v;                                                                                       \
         for (r = 0; r < R; ++r) /* the sums start at the row's corrections */                          \
             for (v = 0; v < V; ++v) a[r][v] = (ember_qv){0} + o->corr[m0 + r];                          \
-        for (g = 0; g < Kp / 4; ++g) {                                                                  \
-            for (v = 0; v < V; ++v) x[v] = ((const ember_qv *)(const void *)EMBER_QXG(X, g))[v];        \
+        do { /* Kp >= 4: a loop with no zero-trip path keeps the sums in registers */                  \
+            for (v = 0; v < V; ++v) x[v] = ((const ember_qv *)(const void *)xg)[v];                     \
             for (r = 0; r < R; ++r) {                                                                   \
-                const ember_qv w = (ember_qv){0} + EMBER_QW(W, r, Kp, g);                               \
-                for (v = 0; v < V; ++v) a[r][v] = ember_qdot(a[r][v], x[v], w);                         \
+                const ember_qv wr = (ember_qv){0} + *(const ember_qi32u *)(const void *)(w + (ptrdiff_t)r * Kp); \
+                for (v = 0; v < V; ++v) a[r][v] = ember_qdot(a[r][v], x[v], wr);                        \
             }                                                                                           \
-        }                                                                                               \
+            xg += 4 * EMBER_QPB;                                                                        \
+            w += 4;                                                                                     \
+        } while (xg != end);                                                                            \
         for (r = 0; r < R; ++r) {                                                                       \
             const int m = m0 + r;                                                                       \
             const ember_qv16_f mf = (ember_qv16_f){0} + ember_qv16_mult(o->mult[m], o->shift[m]);        \
-            for (v = 0; v < V; ++v)                                                                     \
-                if (16 * v < n) ember_qrq_put(o, m, pix + 16 * v, n - 16 * v, (ember_qv16_i)a[r][v], mf, range); \
+            for (v = 0; v < V; ++v) ember_qrq_put(o, m, pix + 16 * v, n - 16 * v, (ember_qv16_i)a[r][v], mf, range); \
         }                                                                                               \
     }
 #endif
@@ -270,7 +283,7 @@ typedef struct {
     const int32_t *colsum; /* per pixel of the block (when wofs) */
     const int32_t *mult, *shift;
     int32_t zp, lo, hi;
-    const int32_t *out; /* [zp, lo, hi, sums proven below 2^24 (qvec.c's float path)] */
+    const int32_t *out; /* [zp, lo, hi, sums below 2^24, float path holds, its clamp] (ember_qrq_setup) */
     uint8_t *row;       /* EMBER_QTAIL * Kp bytes for qblock.c's tail pixels, or NULL */
 } ember_qout;
 
@@ -296,11 +309,20 @@ static void ember_qstore(const ember_qout *o, int m, ptrdiff_t pix, int j0, cons
 }
 
 #ifdef EMBER_QRQ
-/* Sums v (corrections included) of output row m at pixels pix .. pix + min(n, 16) - 1, requantised. */
+/* Sums v (corrections included) of output row m at pixels pix .. pix + min(n, 16) - 1 (none if n <= 0),
+ * requantised. */
 EMBER_INLINE void ember_qrq_put(const ember_qout *o, int m, ptrdiff_t pix, int n, ember_qv16_i v, ember_qv16_f mf,
-                                const ember_qv16_out *range) {
-    ember_qv16_store(o->y + m * o->rs + pix, ember_qv16_requant(v, mf, range),
-                     n < 16 ? n : 16);
+                                const ember_qrq_out *range) {
+    if (range->limit) v = ember_qv16_limit(v, range->lim);
+    ember_qv16_store(o->y + m * o->rs + pix, ember_qv16_requant(v, mf, &range->q), n < 0 ? 0 : n < 16 ? n : 16);
+}
+/* From out = [zp, lo, hi, exact, ok, lim] (qlinear.py `float_limit`): whether the float path applies, and
+ * its constants. */
+static int ember_qrq_setup(const int32_t *out, ember_qrq_out *r) {
+    r->q = ember_qv16_range(out);
+    r->limit = out[5] != 0;
+    r->lim = (ember_qv16_i){0} + out[5];
+    return out[4];
 }
 EMBER_QTILE_RQ(ember_qtile_full_rq, EMBER_QMR, EMBER_QNV)
 EMBER_QTILE_RQ(ember_qtile_narrow_rq, EMBER_QMR, 1)
@@ -308,7 +330,7 @@ EMBER_QTILE_RQ(ember_qtile_row_rq, 1, 4)
 EMBER_QTILE_RQ(ember_qtile_row_narrow_rq, 1, 1)
 #define EMBER_QTILE_RQ_DECL(NAME)                                                                       \
     __attribute__((noinline)) static void NAME(const ember_qout *o, int m0, const int8_t *W, int Kp,    \
-                                               const uint8_t *X, ptrdiff_t pix, int n, const ember_qv16_out *range)
+                                               const uint8_t *X, ptrdiff_t pix, int n, const ember_qrq_out *range)
 EMBER_QTILE_RQ_DECL(ember_qtile_v2_rq);
 EMBER_QTILE_RQ_DECL(ember_qtile_v3_rq);
 EMBER_QTILE_RQ(ember_qtile_v2_rq, EMBER_QMR, 2)

@@ -53,6 +53,12 @@ EMBER_INLINE ember_qv16_b ember_qv16_requant(ember_qv16_i v, ember_qv16_f m, con
     __asm__("vpmovsdb %1, %0" : "=v"(b) : "v"(r)); /* the int8 range: saturation is the clamp */
     return b;
 }
+/* v clamped to [-lim, lim]. */
+EMBER_INLINE ember_qv16_i ember_qv16_limit(ember_qv16_i v, ember_qv16_i lim) {
+    __asm__("vpminsd %2, %1, %0" : "=v"(v) : "v"(v), "v"(lim));
+    __asm__("vpmaxsd %2, %1, %0" : "=v"(v) : "v"(v), "v"(-lim));
+    return v;
+}
 /* 16 int8 (sgn) or uint8 bytes at p as int32 lanes. */
 EMBER_INLINE ember_qv16_i ember_qv16_widen(const uint8_t *p, int sgn) {
     ember_qv16_i r;
