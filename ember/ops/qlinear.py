@@ -102,14 +102,19 @@ def _table(k: KernelEmitter, values: tuple[int, ...] | None) -> str:
     return "0" if values is None else k.table(list(values), DType.INT32)
 
 
+def _mults_exact_in_float(mult: np.ndarray) -> bool:
+    """Whether every multiplier has at most 24 significant bits (exact as a float)."""
+    odd = mult // (mult & -mult).clip(min=1)  # mult without its trailing zero bits
+    return bool(np.all(odd < 2**24))
+
+
 def exact_in_float(rq: Requant, bound: np.ndarray) -> bool:
     """Whether sums v with |v| <= bound (per row) take qvec.c's float requantisation, which equals the
     integer one there: |v| < 2^24 (exact as floats), multipliers of at most 24 significant bits, and
     |v| * mult * 2^-shift < 2^22 (rounded by adding 1.5 * 2^23)."""
     mult, shift = np.asarray(rq.mult, np.int64), np.asarray(rq.shift, np.float64)
     bound = np.broadcast_to(np.asarray(bound, np.float64), mult.shape)
-    odd = mult // (mult & -mult).clip(min=1)  # mult without its trailing zero bits
-    return bool(np.all(bound < 2.0**24) and np.all(odd < 2**24)
+    return bool(np.all(bound < 2.0**24) and _mults_exact_in_float(mult)
                 and np.all(bound * mult * np.exp2(-shift) < 2.0**22))
 
 
@@ -127,8 +132,7 @@ def float_limit(rq: Requant, bound: np.ndarray | None) -> tuple[int, int]:
     largest L_r changes no output."""
     mult, shift = np.asarray(rq.mult, np.int64), np.asarray(rq.shift, np.int64)
     t = max(rq.hi - rq.zp, rq.zp - rq.lo) + 1
-    odd = mult // (mult & -mult).clip(min=1)
-    if not len(mult) or np.any(odd >= 2**24):
+    if not len(mult) or not _mults_exact_in_float(mult):
         return 0, 0
     live = mult > 0  # rows of multiplier 0 give the zero point in float too
     # L_r * m_r >= t, exactly (in integers)

@@ -87,7 +87,7 @@ static void ember_qgemm_part(const ember_qout *o, const int8_t *W, int M, int Kp
                 *(const ember_qi32u *)(const void *)(EMBER_QXG(X, g) + 4 * (pt + j));
 #ifdef EMBER_QRQ
     ember_qrq_out range;
-    if (o->kind == 1 && o->ps == 1 && !o->wofs && ember_qrq_setup(o->out, &range)) { /* requantised in registers */
+    if (ember_qrq_setup(o, &range)) { /* requantised in registers */
         for (m0 = 0; m0 < M;) {
             const int R = M - m0 >= EMBER_QMR ? EMBER_QMR : 1;
             const int8_t *w = W + (ptrdiff_t)m0 * Kp;
@@ -154,7 +154,7 @@ static void ember_qgemm_block(const ember_qout *o, const int8_t *W, int M, int K
     }
 #ifdef EMBER_QRQ
     ember_qrq_out range;
-    if (o->kind == 1 && o->ps == 1 && !o->wofs && ember_qrq_setup(o->out, &range)) { /* requantised in registers */
+    if (ember_qrq_setup(o, &range)) { /* requantised in registers */
         for (m0 = 0; m0 < M;) {
             const int R = M - m0 >= EMBER_QMR ? EMBER_QMR : 1;
             const int8_t *w = W + (ptrdiff_t)m0 * Kp;

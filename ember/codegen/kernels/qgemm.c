@@ -316,13 +316,14 @@ EMBER_INLINE void ember_qrq_put(const ember_qout *o, int m, ptrdiff_t pix, int n
     if (range->limit) v = ember_qv16_limit(v, range->lim);
     ember_qv16_store(o->y + m * o->rs + pix, ember_qv16_requant(v, mf, &range->q), n < 0 ? 0 : n < 16 ? n : 16);
 }
-/* From out = [zp, lo, hi, exact, ok, lim] (qlinear.py `float_limit`): whether the float path applies, and
- * its constants. */
-static int ember_qrq_setup(const int32_t *out, ember_qrq_out *r) {
+/* Whether the float path applies to the product o (requantised bytes, pixels contiguous, no weight
+ * offsets, and out = [zp, lo, hi, exact, ok, lim] saying so: qlinear.py `float_limit`), and its constants. */
+static int ember_qrq_setup(const ember_qout *o, ember_qrq_out *r) {
+    const int32_t *out = o->out;
     r->q = ember_qv16_range(out);
     r->limit = out[5] != 0;
     r->lim = (ember_qv16_i){0} + out[5];
-    return out[4];
+    return o->kind == 1 && o->ps == 1 && !o->wofs && out[4];
 }
 EMBER_QTILE_RQ(ember_qtile_full_rq, EMBER_QMR, EMBER_QNV)
 EMBER_QTILE_RQ(ember_qtile_narrow_rq, EMBER_QMR, 1)
