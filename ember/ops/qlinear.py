@@ -267,11 +267,55 @@ def _lower_qconv(node: Node, k: KernelEmitter) -> None:
         k.call("ember_qdwconv", *head, y.shape[1], k.inp(2), _table(k, q.bias), mult, shift, out, exact,
                k.scratch(), 4 * _dw_work(node))
         return
+    if node.op == "QConvShifted":
+        k.call("ember_qconv_shifted", *head, y.shape[1], k.inp(2), _table(k, q.bias), _table(k, q.rowsum), mult,
+               shift, out, k.scratch())
+        return
     k.call("ember_qconv", *head, int(node.attrs.get("group", 1)), y.shape[1], int(q.channels_last), k.inp(2),
            _table(k, q.bias), _table(k, q.rowsum), _table(k, q.wofs), mult, shift, out, k.scratch())
 
 
+SHIFTED_MAX_TAPS = 64  # qshift.c EMBER_QSH_TAPS
+# The padded width's extra columns are computed and dropped: at most 1/SHIFTED_MAX_WASTE of the work (a
+# 28-wide 3x3 wastes 2/30 and runs 8% faster than im2col; a 14-wide wastes 2/16 and gains nothing).
+SHIFTED_MAX_WASTE = 10
+
+
+def qconv_shifted_fits(node: Node) -> bool:
+    """Whether QConv `node` may become QConvShifted (qshift.c): 2-D, stride 1, one group, channels in
+    fours (the (kh, kw, c) weight order), 2 to SHIFTED_MAX_TAPS taps, output rows wide enough for the
+    padding columns to cost little, requantised output without weight offsets, and sums that qgemm.c's
+    float requantisation takes (so that AVX-512 tiles may)."""
+    q: QSpec = node.attrs["_q"]
+    if node.op != "QConv" or q.depthwise or not q.channels_last or q.requant is None or q.wofs is not None:
+        return False
+    g = _qconv_geometry(node)
+    extra = (g[6] - 1) * g[15]  # padding columns per output row
+    if (g[1] != 1 or g[4] != 1 or g[7] != 1 or g[11:13] != [1, 1] or int(node.attrs.get("group", 1)) != 1
+            or g[5] * g[6] > SHIFTED_MAX_TAPS or SHIFTED_MAX_WASTE * extra > g[9] + extra):
+        return False
+    return bool(float_limit(q.requant, _packed_bound(q, present(node.input(2)).const))[0])
+
+
+def shifted_weights(packed: np.ndarray, channels: int) -> np.ndarray:
+    """QConv weights M x (taps * C) in the (kh, kw, c) order -> qshift.c's (c/4, kh, kw, c%4) order."""
+    m = packed.shape[0]
+    return np.ascontiguousarray(packed.reshape(m, -1, channels // 4, 4).transpose(0, 2, 1, 3).reshape(m, -1))
+
+
+def _qconv_shifted_scratch(node: Node) -> int:
+    """ember_qconv_shifted: a packed block, its sums and corrections, then (64-byte aligned) the input's
+    padded word planes (qshift.c ember_qsh_plane)."""
+    g = _qconv_geometry(node)
+    kp, m = present(node.input(2)).shape[1], present(node.outputs[0]).shape[1]
+    hp, wp = g[8] + (g[5] - 1) * g[14], g[9] + (g[6] - 1) * g[15]
+    plane = hp * wp + 64 + (g[6] - 1) * g[15]
+    return (kp * QPB + 4 * QPB + 4 * m + 63) // 64 * 64 + 4 * (g[0] // 4) * plane
+
+
 register(OpDef("QConv", lower=_lower_qconv, scratch=_qconv_scratch, kernels=("ember_qconv", "ember_qdwconv")))
+register(OpDef("QConvShifted", lower=_lower_qconv, scratch=_qconv_shifted_scratch,
+               kernels=("ember_qconv_shifted",)))
 
 
 # QMatMul ---------------------------------------------------------------------------------------

@@ -14,6 +14,9 @@
   SHIFTED_MAX_WIDTH), becomes `ConvShifted` (weights unchanged): its matmul reads B as shifted views
   of the input's zero-padded polyphase planes instead of an im2col copy (whose per-tap strided
   gathers and short row copies cost more there).
+- Integer (QConv): a stride-1 2-D convolution whose channels come in fours, on output rows wide
+  enough, becomes `QConvShifted` (qlinear.py `qconv_shifted_fits`), its weights reordered to
+  (c/4, kh, kw, c%4): its tiles read the input's padded word planes instead of an im2col copy.
 All keep the original Conv's attributes (pads, the fused `_act`) and add `kernel_shape`.
 Winograd weights are 16/9 (F(4x4): 4x) the size of the originals, so api.py runs this pass only for targets
 with memory to spare (host and Linux).
@@ -27,6 +30,7 @@ import numpy as np
 
 from ember.ir.dtypes import DType
 from ember.ir.graph import Graph, Node
+from ember.ops.qlinear import qconv_shifted_fits, shifted_weights
 
 # Below these sizes the transforms cost more than the multiplies they save (measured, issue 4).
 WINOGRAD_MIN_CHANNELS = 16
@@ -115,6 +119,13 @@ def _shifted_fits(node: Node) -> bool:
 
 def choose_conv_algorithms(graph: Graph) -> None:
     for node in graph.nodes:
+        if node.op == "QConv" and qconv_shifted_fits(node):
+            wq = node.inputs[2]
+            assert wq is not None and wq.const is not None
+            node.op = "QConvShifted"
+            channels = wq.shape[1] // math.prod(node.attrs["kernel_shape"])
+            node.inputs[2] = graph.constant(f"{node.name}_wq_shifted", shifted_weights(wq.const, channels))
+            continue
         if not _plain_conv(node):
             continue
         w = node.inputs[1]

@@ -95,7 +95,7 @@ def run_cmd(cmd: list[str], cwd: Path | None = None, timeout: float = 600) -> su
 
 
 def build(bundle: Path, work: Path, sanitize: bool = False, weights_from_file: bool | None = None,
-          opt: str = "-O1") -> tuple[Path, bool]:
+          opt: str = "-O1", cflags: tuple[str, ...] = ()) -> tuple[Path, bool]:
     """Compile main.c + NAME.c into an executable; returns it and whether it reads weights.bin."""
     bundle = Path(bundle)
     man = manifest(bundle)
@@ -105,7 +105,7 @@ def build(bundle: Path, work: Path, sanitize: bool = False, weights_from_file: b
     main_c = work / "main.c"
     main_c.write_text(driver_source(man, weights_from_file))
     exe = work / "driver"
-    cmd = ["cc", "-std=c99", opt, "-Wall", "-Wextra", "-Werror", "-I", str(bundle)]
+    cmd = ["cc", "-std=c99", opt, *cflags, "-Wall", "-Wextra", "-Werror", "-I", str(bundle)]
     if sanitize:
         cmd += SANITIZE
     # The bundle's own source, so that it is instrumented too when sanitizing.
@@ -115,11 +115,11 @@ def build(bundle: Path, work: Path, sanitize: bool = False, weights_from_file: b
 
 
 def run(bundle: Path, work: Path, inputs: dict[str, np.ndarray], sanitize: bool = False,
-        weights_from_file: bool | None = None) -> dict[str, np.ndarray]:
+        weights_from_file: bool | None = None, cflags: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
     """Build the driver, run it on `inputs` (by model name), return the outputs by model name."""
     bundle = Path(bundle)
     man = manifest(bundle)
-    exe, from_file = build(bundle, work, sanitize, weights_from_file)
+    exe, from_file = build(bundle, work, sanitize, weights_from_file, cflags=cflags)
     args: list[str] = [str(exe)]
     if from_file:
         args.append(str(bundle / f"{man['name']}.weights.bin"))

@@ -50,7 +50,7 @@ static void ember_qgemv_rows(const ember_qout *o, const int8_t *W, int m0, int m
         ember_qstore(o, m, pix, j0, &sum, 1);
     }
 }
-static void ember_qgemv(const ember_qout *o, const int8_t *W, int M, int Kp, const uint8_t *x, ptrdiff_t pix, int j0) {
+EMBER_INLINE void ember_qgemv(const ember_qout *o, const int8_t *W, int M, int Kp, const uint8_t *x, ptrdiff_t pix, int j0) {
     ember_qgemv_rows(o, W, 0, M, Kp, x, pix, j0, 0);
 }
 
@@ -211,7 +211,7 @@ static void ember_qcorr(int32_t *corr, int M, int K, int32_t zv, const int32_t *
     int m;
     for (m = 0; m < M; ++m) corr[m] = (bias ? bias[m] : 0) - zv * rowsum[m] - (wofs ? wofs[m] * K * zv : 0);
 }
-static void ember_qcolsum(int32_t *colsum, const uint8_t *X, int Kp, int pb) {
+EMBER_INLINE void ember_qcolsum(int32_t *colsum, const uint8_t *X, int Kp, int pb) {
     int j, g;
     for (j = 0; j < pb; ++j) colsum[j] = 0;
     for (g = 0; g < Kp / 4; ++g) {

@@ -31,15 +31,11 @@ static void ember_qconv(void *y, int kind, const void *x, int x_sgn, int32_t xz,
     ptrdiff_t pix;
     for (kw = 0; kw < p[6] && kw < 16; ++kw)
         ember_window_bounds(p[3], p[9], p[12], kw * p[15] - p[18], &kwb[2 * kw], &kwb[2 * kw + 1]);
-    o.kind = kind;
+    ember_qout_init(&o, kind, mult, shift, out);
     o.rs = P;
     o.ps = 1;
     o.corr = corr;
     o.colsum = colsum;
-    o.zp = out[0];
-    o.lo = out[1];
-    o.hi = out[2];
-    o.out = out;
     o.row = (uint8_t *)(corr + M);
     for (n = 0; n < N; ++n)
         for (g = 0; g < G; ++g) {
@@ -92,19 +88,13 @@ static void ember_qmatmul(void *y, int kind, const void *a, int a_sgn, int32_t a
     const uint32_t flip4 = flip * 0x01010101u;
     ember_qout o;
     int m0, j, k;
+    ember_qout_init(&o, kind, mult, shift, out);
     o.y = (uint8_t *)y;
-    o.kind = kind;
     o.rs = 1;
     o.ps = N;
     o.corr = corr;
     o.wofs = wofs;
     o.colsum = colsum;
-    o.mult = mult;
-    o.shift = shift;
-    o.zp = out[0];
-    o.lo = out[1];
-    o.hi = out[2];
-    o.out = out;
     o.row = 0;
     ember_qcorr(corr, N, K, zv, bias, rowsum, wofs);
     if (M <= 2) { /* one or two rows of A: matrix-vector products, each row packed as plain view bytes */

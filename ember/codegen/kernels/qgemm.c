@@ -286,6 +286,16 @@ typedef struct {
     const int32_t *out; /* [zp, lo, hi, sums below 2^24, float path holds, its clamp] (ember_qrq_setup) */
     uint8_t *row;       /* EMBER_QTAIL * Kp bytes for qblock.c's tail pixels, or NULL */
 } ember_qout;
+/* The output kind and requantisation of o (its other fields are the caller's). */
+static void ember_qout_init(ember_qout *o, int kind, const int32_t *mult, const int32_t *shift, const int32_t *out) {
+    o->kind = kind;
+    o->mult = mult;
+    o->shift = shift;
+    o->zp = out[0];
+    o->lo = out[1];
+    o->hi = out[2];
+    o->out = out;
+}
 
 /* Row m's sums acc[0 .. n) for the pixels from `pix` (j0 of the block) become outputs. */
 static void ember_qstore(const ember_qout *o, int m, ptrdiff_t pix, int j0, const int32_t *acc, int n) {

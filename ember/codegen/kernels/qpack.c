@@ -1,7 +1,7 @@
 /* Packing of convolution inputs into the activation blocks of qgemm.c (X[k/4][pixel][k%4] bytes, the
  * uint8 or int8 view): im2col by taps, or by rows of words for channels in fours. */
 
-/*@kernel ember_qpack requires ember_qgemm ember_window_bounds*/
+/*@kernel ember_qinterleave requires ember_qgemm*/
 typedef uint32_t ember_qu32a __attribute__((may_alias, aligned(4)));
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__SSE2__) || defined(__ARM_NEON) || defined(__wasm_simd128__))
 typedef uint8_t ember_qzip __attribute__((vector_size(16)));
@@ -24,20 +24,6 @@ typedef uint8_t ember_qz64u __attribute__((vector_size(64), may_alias, aligned(1
 EMBER_INLINE ember_qz64 ember_qz_perm2(ember_qz64 a, ember_qz64 idx, ember_qz64 b) {
     __asm__("vpermt2b %2, %1, %0" : "+v"(a) : "v"(idx), "v"(b));
     return a;
-}
-/* r[i] = x[2i] for i < count, 32 at a time (a masked 64-byte load, VPERMB, a masked store). */
-#define EMBER_QGATHER2 1
-static void ember_qgather2(uint8_t *r, const uint8_t *x, int count) {
-    ember_qz64 idx, v;
-    int i;
-    for (i = 0; i < 64; ++i) idx[i] = (uint8_t)(2 * i % 64);
-    for (i = 0; i < count; i += 32) {
-        const int n = count - i < 32 ? count - i : 32;
-        const unsigned long long in = (1ull << (2 * n - 1)) - 1; /* bytes 0 .. 2n-2 */
-        __asm__("vmovdqu8 %1, %0%{%2%}%{z%}" : "=v"(v) : "m"(*(const ember_qz64u *)(x + 2 * i)), "Yk"(in));
-        __asm__("vpermb %1, %2, %0" : "=v"(v) : "v"(v), "v"(idx));
-        __asm__("vmovdqu8 %1, %0%{%2%}" : "+m"(*(ember_qz64u *)(r + i)) : "v"(v), "Yk"((1ull << n) - 1));
-    }
 }
 #endif
 
@@ -93,6 +79,43 @@ static void ember_qinterleave(uint8_t *EMBER_RESTRICT X, const uint8_t *r0, cons
     for (; j < pb; ++j)
         d[j] = ((uint32_t)r0[j] | (uint32_t)r1[j] << 8 | (uint32_t)r2[j] << 16 | (uint32_t)r3[j] << 24) ^ flip4;
 }
+
+/* d[i] = s[i] for i < n (<= EMBER_QPB): 16 words per masked AVX-512 move where there are such. */
+EMBER_INLINE void ember_qwords(uint32_t *EMBER_RESTRICT d, const uint32_t *EMBER_RESTRICT s, int n) {
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512F__)
+    typedef uint32_t ember_qw16 __attribute__((vector_size(64), may_alias, aligned(4)));
+    int i;
+    for (i = 0; i < n; i += 16) {
+        const unsigned short m = n - i >= 16 ? 0xFFFF : (unsigned short)((1u << (n - i)) - 1);
+        ember_qw16 v;
+        __asm__("vmovdqu32 %1, %0%{%2%}%{z%}" : "=v"(v) : "m"(*(const ember_qw16 *)(const void *)(s + i)), "Yk"(m));
+        __asm__("vmovdqu32 %1, %0%{%2%}" : "+m"(*(ember_qw16 *)(void *)(d + i)) : "v"(v), "Yk"(m));
+    }
+#else
+    int i;
+    for (i = 0; i < n; ++i) d[i] = s[i];
+#endif
+}
+
+/*@end*/
+
+/*@kernel ember_qpack requires ember_qinterleave ember_window_bounds*/
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512VBMI__)
+/* r[i] = x[2i] for i < count, 32 at a time (a masked 64-byte load, VPERMB, a masked store). */
+#define EMBER_QGATHER2 1
+static void ember_qgather2(uint8_t *r, const uint8_t *x, int count) {
+    ember_qz64 idx, v;
+    int i;
+    for (i = 0; i < 64; ++i) idx[i] = (uint8_t)(2 * i % 64);
+    for (i = 0; i < count; i += 32) {
+        const int n = count - i < 32 ? count - i : 32;
+        const unsigned long long in = (1ull << (2 * n - 1)) - 1; /* bytes 0 .. 2n-2 */
+        __asm__("vmovdqu8 %1, %0%{%2%}%{z%}" : "=v"(v) : "m"(*(const ember_qz64u *)(x + 2 * i)), "Yk"(in));
+        __asm__("vpermb %1, %2, %0" : "=v"(v) : "v"(v), "v"(idx));
+        __asm__("vmovdqu8 %1, %0%{%2%}" : "+m"(*(ember_qz64u *)(r + i)) : "v"(v), "Yk"((1ull << n) - 1));
+    }
+}
+#endif
 
 /* One tap's im2col row for the pb pixels from output pixel (od, oh, ow0): each output row's segment
  * is padding, a copy, padding ([lo, hi): the outputs whose input column is inside the row).
@@ -236,23 +259,6 @@ static void ember_qpack_conv_cl(uint8_t *X, const uint8_t *x, int Cg, const int3
                 }
             }
 }
-/* d[i] = s[i] for i < n (<= EMBER_QPB): 16 words per masked AVX-512 move where there are such. */
-EMBER_INLINE void ember_qwords(uint32_t *EMBER_RESTRICT d, const uint32_t *EMBER_RESTRICT s, int n) {
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512F__)
-    typedef uint32_t ember_qw16 __attribute__((vector_size(64), may_alias, aligned(4)));
-    int i;
-    for (i = 0; i < n; i += 16) {
-        const unsigned short m = n - i >= 16 ? 0xFFFF : (unsigned short)((1u << (n - i)) - 1);
-        ember_qw16 v;
-        __asm__("vmovdqu32 %1, %0%{%2%}%{z%}" : "=v"(v) : "m"(*(const ember_qw16 *)(const void *)(s + i)), "Yk"(m));
-        __asm__("vmovdqu32 %1, %0%{%2%}" : "+m"(*(ember_qw16 *)(void *)(d + i)) : "v"(v), "Yk"(m));
-    }
-#else
-    int i;
-    for (i = 0; i < n; ++i) d[i] = s[i];
-#endif
-}
-
 /* X block for a 2-D convolution with the (kh, kw, c) K order (Cg % 4 == 0) by rows of words: for each
  * channel quad, every input row the block's taps read is interleaved once into a padded row of words
  * (padding: the zero point), split by column phase (column c at c % sw, index c / sw; each phase's bytes

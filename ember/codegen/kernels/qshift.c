@@ -1,0 +1,193 @@
+/* Integer stride-1 convolution with no im2col copy (QConvShifted; the int8 form of ConvShifted): the
+ * input is laid out once, zero-point padded, as words of four channels, Xp[c/4][row][col][c%4] (the
+ * qgemm.c byte view), in rows of the padded width Wp. Output position q = oh * Wp + ow (ow < Wp) then
+ * reads tap (kh, kw) at word q + kh*dh*Wp + kw*dw of every channel quad's plane: for each tap and quad,
+ * the 64 positions of a block are one contiguous run of words, which the tile loads directly, as it
+ * loads a packed block (qgemm.c), with K in the weights' (kh, kw, c) order. Positions with ow >= OW
+ * (the width that padding adds) are computed and dropped: the valid ones of a vector are compressed
+ * into consecutive output pixels before the store, since raster order skips exactly them. The price is
+ * (KW-1)*dw wasted columns per output row (4% of a 56-wide map, 22% of a 7-wide one), against an
+ * im2col copy of KH*KW times the input per block. Needs AVX-512 VNNI and qgemm.c's float
+ * requantisation (qlinear.py decides: no weight offsets, one group, channels in fours); elsewhere, or
+ * where the layer's float check fails, it is ember_qconv. */
+
+/*@kernel ember_qconv_shifted requires ember_qgemm ember_qblock ember_qinterleave*/
+#define EMBER_QSH_TAPS 64 /* most kernel taps (qlinear.py checks) */
+#if defined(EMBER_QRQ) && EMBER_QMR == 4
+/* Sums of rows m0 .. m0+R-1 for the V*16 positions whose first words are at xq (plane stride qs bytes,
+ * tap offsets toff), requantised; the positions whose bit of `valid` is set go to consecutive output
+ * pixels from y + m * P. */
+#define EMBER_QSH_TILE(NAME, R, V)                                                                      \
+    static void NAME(const ember_qout *o, int m0, const int8_t *W, int Kp, const uint8_t *xq,          \
+                     const ptrdiff_t *toff, int taps, ptrdiff_t qs, int quads, unsigned long long valid, \
+                     ptrdiff_t pix, const ember_qrq_out *range) {                                       \
+        ember_qv a[R][V], x[V];                                                                         \
+        const int8_t *w = W;                                                                            \
+        int r, v, t, q;                                                                                 \
+        for (r = 0; r < R; ++r)                                                                         \
+            for (v = 0; v < V; ++v) a[r][v] = (ember_qv){0} + o->corr[m0 + r];                          \
+        for (q = 0; q < quads; ++q, xq += qs) { /* K order (c/4, kh, kw, c%4): a quad's taps re-read   \
+                                                    the same few lines, then the walk moves on */        \
+            t = 0;                                                                                      \
+            do { /* taps >= 2: no zero-trip path, so the sums stay in registers */                     \
+                for (v = 0; v < V; ++v) x[v] = *(const ember_qv *)(const void *)(xq + toff[t] + 64 * v); \
+                for (r = 0; r < R; ++r) {                                                               \
+                    const ember_qv wr = (ember_qv){0} + *(const ember_qi32u *)(const void *)(w + (ptrdiff_t)r * Kp); \
+                    for (v = 0; v < V; ++v) a[r][v] = ember_qdot(a[r][v], x[v], wr);                    \
+                }                                                                                       \
+                w += 4;                                                                                 \
+            } while (++t < taps);                                                                       \
+        }                                                                                               \
+        for (r = 0; r < R; ++r) {                                                                       \
+            const int m = m0 + r;                                                                       \
+            const ember_qv16_f mf = (ember_qv16_f){0} + ember_qv16_mult(o->mult[m], o->shift[m]);        \
+            uint8_t *y = o->y + m * o->rs + pix;                                                        \
+            for (v = 0; v < V; ++v) {                                                                   \
+                const unsigned short k = (unsigned short)(valid >> (16 * v));                           \
+                ember_qv16_i s = (ember_qv16_i)a[r][v];                                                 \
+                if (range->limit) s = ember_qv16_limit(s, range->lim);                                  \
+                if (k != 0xFFFF) /* drop the padding columns' lanes: the rest are consecutive pixels */ \
+                    s = (ember_qv16_i)__builtin_ia32_compresssi512_mask((ember_qv16i)s, (ember_qv16i){0}, k); \
+                ember_qv16_store(y, ember_qv16_requant(s, mf, &range->q), __builtin_popcount(k));       \
+                y += __builtin_popcount(k);                                                             \
+            }                                                                                           \
+        }                                                                                               \
+    }
+/* not inlined: each keeps its own registers */
+#define EMBER_QSH_DECL(NAME)                                                                            \
+    __attribute__((noinline)) static void NAME(const ember_qout *o, int m0, const int8_t *W, int Kp,    \
+                                               const uint8_t *xq, const ptrdiff_t *toff, int taps,      \
+                                               ptrdiff_t qs, int quads, unsigned long long valid,       \
+                                               ptrdiff_t pix, const ember_qrq_out *range)
+EMBER_QSH_DECL(ember_qsh_tile4);
+EMBER_QSH_DECL(ember_qsh_tile3);
+EMBER_QSH_DECL(ember_qsh_tile2);
+EMBER_QSH_DECL(ember_qsh_tile1);
+EMBER_QSH_DECL(ember_qsh_row);
+EMBER_QSH_TILE(ember_qsh_tile4, 4, 4)
+EMBER_QSH_TILE(ember_qsh_tile3, 4, 3)
+EMBER_QSH_TILE(ember_qsh_tile2, 4, 2)
+EMBER_QSH_TILE(ember_qsh_tile1, 4, 1)
+EMBER_QSH_TILE(ember_qsh_row, 1, 4)
+#endif
+
+/* Plane words of the padded layout: the padded image, then room for the last block's reads past it. */
+EMBER_INLINE ptrdiff_t ember_qsh_plane(const int32_t *p) {
+    const ptrdiff_t Hp = p[8] + (ptrdiff_t)(p[5] - 1) * p[14], Wp = p[9] + (ptrdiff_t)(p[6] - 1) * p[15];
+    return Hp * Wp + 64 + (ptrdiff_t)(p[6] - 1) * p[15];
+}
+/* Xp for the C channels of one image x (zero point in the view: pad4's bytes). */
+static void ember_qsh_fill(uint32_t *xp, const uint8_t *x, const int32_t *p, uint32_t flip4, uint32_t pad4) {
+    const int C = p[0], H = p[2], W = p[3], pt = p[17], pl = p[18];
+    const int Hp = p[8] + (p[5] - 1) * p[14], Wp = p[9] + (p[6] - 1) * p[15];
+    const ptrdiff_t s_in = (ptrdiff_t)H * W, plane = ember_qsh_plane(p);
+    int cq, r, c;
+    for (cq = 0; cq < C / 4; ++cq) {
+        uint32_t *d = xp + cq * plane;
+        const uint8_t *xc = x + 4 * cq * s_in;
+        for (r = 0; r < Hp; ++r, d += Wp) {
+            const int ih = r - pt;
+            if (ih < 0 || ih >= H) {
+                for (c = 0; c < Wp; ++c) d[c] = pad4;
+                continue;
+            }
+            for (c = 0; c < pl; ++c) d[c] = pad4;
+            ember_qinterleave((uint8_t *)(void *)(d + pl), xc + (ptrdiff_t)ih * W, xc + s_in + (ptrdiff_t)ih * W,
+                              xc + 2 * s_in + (ptrdiff_t)ih * W, xc + 3 * s_in + (ptrdiff_t)ih * W, W, flip4);
+            for (c = pl + W; c < Wp; ++c) d[c] = pad4;
+        }
+        for (c = 0; c < plane - (ptrdiff_t)Hp * Wp; ++c) d[c] = pad4; /* the margin */
+    }
+}
+
+/* X block (qgemm.c) of output pixels pix .. pix + pb - 1 from the planes: for each (quad, tap) row
+ * of K, the pixels' words as one run per output row. */
+static void ember_qsh_gather(uint8_t *X, const uint32_t *xp, const int32_t *p, const ptrdiff_t *toff, ptrdiff_t pix,
+                             int pb) {
+    const int C = p[0], KH = p[5], KW = p[6], OW = p[9], Wp = OW + (KW - 1) * p[15];
+    const ptrdiff_t plane = ember_qsh_plane(p);
+    int cq, t;
+    for (cq = 0; cq < C / 4; ++cq)
+        for (t = 0; t < KH * KW; ++t, X += 4 * EMBER_QPB) {
+            const uint32_t *src = xp + cq * plane + toff[t] / 4;
+            int j = 0, oh = (int)(pix / OW), ow = (int)(pix % OW);
+            while (j < pb) {
+                const int n = OW - ow < pb - j ? OW - ow : pb - j;
+                ember_qwords((uint32_t *)(void *)X + j, src + (ptrdiff_t)oh * Wp + ow, n);
+                j += n;
+                ow = 0;
+                ++oh;
+            }
+        }
+}
+
+/* ember_qconv's arguments for a 2-D, stride-1, one-group convolution with C % 4 == 0, requantised, no
+ * weight offsets, its weights in the K order (c/4, kh, kw, c%4) (qlinear.py qconv_shifted_fits);
+ * scratch: Kp * EMBER_QPB bytes, EMBER_QPB + M int32, then (from a 64-byte boundary) C/4 planes of
+ * ember_qsh_plane words. With AVX-512 VNNI and the float requantisation, tiles read the planes
+ * directly; elsewhere each block of pixels is gathered from them (still no per-tap bounds) and
+ * multiplied as ember_qconv does. */
+static void ember_qconv_shifted(void *y, int kind, const void *x, int x_sgn, int32_t xz, const int32_t *p, int N,
+                                int M, const int8_t *W, const int32_t *bias, const int32_t *rowsum,
+                                const int32_t *mult, const int32_t *shift, const int32_t *out, uint8_t *scratch) {
+    const int C = p[0], H = p[2], KH = p[5], KW = p[6], OH = p[8], OW = p[9], taps = KH * KW, Kp = C * taps;
+    const int Wp = OW + (KW - 1) * p[15];
+    const ptrdiff_t P = (ptrdiff_t)OH * OW;
+    uint8_t *X = scratch;
+    int32_t *colsum = (int32_t *)(void *)(scratch + EMBER_QSCRATCH_X(Kp)), *corr = colsum + EMBER_QPB;
+    uint32_t *xp = (uint32_t *)(void *)(scratch + ((EMBER_QSCRATCH_X(Kp) + 4 * EMBER_QPB + 4 * M + 63) & ~63));
+    ptrdiff_t toff[EMBER_QSH_TAPS], pix;
+    ember_qout o;
+    uint8_t flip;
+    const int32_t zv = ember_qview(x_sgn, xz, &flip);
+    int n, t;
+    ember_qout_init(&o, kind, mult, shift, out);
+    o.rs = P;
+    o.ps = 1;
+    o.corr = corr;
+    o.wofs = 0;
+    o.colsum = colsum; /* unread (no weight offsets), but a real array */
+    o.row = 0;
+    for (t = 0; t < taps; ++t) /* tap (kh, kw): bytes from a position's word to its input word */
+        toff[t] = 4 * ((ptrdiff_t)(t / KW) * p[14] * Wp + (ptrdiff_t)(t % KW) * p[15]);
+    ember_qcorr(corr, M, Kp, zv, bias, rowsum, 0);
+    for (n = 0; n < N; ++n) {
+        o.y = (uint8_t *)y + (ptrdiff_t)n * M * P;
+        ember_qsh_fill(xp, (const uint8_t *)x + (ptrdiff_t)n * C * H * p[3], p, flip * 0x01010101u,
+                       (uint32_t)(uint8_t)(xz ^ flip) * 0x01010101u);
+#if defined(EMBER_QRQ) && EMBER_QMR == 4
+        {
+            ember_qrq_out range;
+            const ptrdiff_t Q = (ptrdiff_t)OH * Wp, qs = 4 * ember_qsh_plane(p); /* positions; bytes between planes */
+            ptrdiff_t q0;
+            if (ember_qrq_setup(&o, &range)) {
+                for (q0 = 0, pix = 0; q0 < Q; q0 += 64) {
+                    const uint8_t *xq = (const uint8_t *)(xp + q0);
+                    const int nv = Q - q0 >= 64 ? 4 : (int)((Q - q0 + 15) / 16);
+                    unsigned long long valid = 0;
+                    int j, m0;
+                    for (j = 0; j < 64; ++j) /* positions inside the output (not past it, not a padding column) */
+                        if (q0 + j < Q && (q0 + j) % Wp < OW) valid |= 1ull << j;
+                    for (m0 = 0; m0 + 4 <= M; m0 += 4) {
+                        const int8_t *w = W + (ptrdiff_t)m0 * Kp;
+                        if (nv == 4) ember_qsh_tile4(&o, m0, w, Kp, xq, toff, taps, qs, C / 4, valid, pix, &range);
+                        else if (nv == 3) ember_qsh_tile3(&o, m0, w, Kp, xq, toff, taps, qs, C / 4, valid, pix, &range);
+                        else if (nv == 2) ember_qsh_tile2(&o, m0, w, Kp, xq, toff, taps, qs, C / 4, valid, pix, &range);
+                        else ember_qsh_tile1(&o, m0, w, Kp, xq, toff, taps, qs, C / 4, valid, pix, &range);
+                    }
+                    for (; m0 < M; ++m0)
+                        ember_qsh_row(&o, m0, W + (ptrdiff_t)m0 * Kp, Kp, xq, toff, taps, qs, C / 4, valid, pix, &range);
+                    pix += __builtin_popcountll(valid);
+                }
+                continue;
+            }
+        }
+#endif
+        for (pix = 0; pix < P; pix += EMBER_QPB) {
+            const int pb = P - pix < EMBER_QPB ? (int)(P - pix) : EMBER_QPB;
+            ember_qsh_gather(X, xp, p, toff, pix, pb);
+            ember_qgemm_block(&o, W, M, Kp, X, pix, pb);
+        }
+    }
+}
+/*@end*/

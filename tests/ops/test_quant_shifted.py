@@ -1,0 +1,97 @@
+"""QConvShifted (qshift.c): stride-1 integer convolutions that read the input's padded word planes
+instead of an im2col copy. Both of its paths must equal ONNX's reference bit for bit: the AVX-512
+tiles (padding columns computed and dropped, partial last blocks of 1 to 4 vectors, 4-row tiles and
+single rows, the +-L clamp of sums past 2^24), and the portable path that gathers blocks from the planes
+(a build without AVX-512, under ASan and UBSan). Also: which convolutions take it, and their weights'
+(c/4, kh, kw, c%4) order."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+from onnx.reference import ReferenceEvaluator
+
+import ember
+from tests.ops.test_quant_kernels import _f32, _model
+from tests.ops.test_quant_speedpaths import _large_sum_case
+from tests.support import cdriver
+
+RNG = np.random.default_rng(23)
+NATIVE = cdriver.run_cmd(["cc", "-march=native", "-dM", "-E", "-x", "c", "/dev/null"]).stdout
+HAS_VNNI = "__AVX512VNNI__" in NATIVE and "__AVX512BW__" in NATIVE
+
+CASES = {
+    # name: (x dtype, x shape, w shape (M, C, kh, kw), attrs): M = 7 and 5 give 4-row tiles and single rows
+    "u8_3x3_pad1": (np.uint8, (1, 8, 9, 20), (7, 8, 3, 3), {"pads": [1, 1, 1, 1]}),
+    "s8_5x5_dil2_asym_pads": (np.int8, (2, 4, 5, 76), (5, 4, 5, 5), {"dilations": [2, 2], "pads": [2, 4, 1, 3]}),
+    "u8_3x2_valid": (np.uint8, (1, 12, 6, 33), (4, 12, 3, 2), {}),
+}
+
+
+def _qconv_model(xdt: type, xshape: tuple[int, ...], wshape: tuple[int, ...],
+                 attrs: dict) -> tuple[onnx.ModelProto, dict]:
+    info = np.iinfo(xdt)
+    m = wshape[0]
+    feeds = {"x": RNG.integers(info.min, info.max + 1, xshape).astype(xdt)}
+    consts = {"xs": _f32(0.03), "xz": np.array(7 if xdt is np.uint8 else -3, xdt),
+              "w": RNG.integers(-127, 128, wshape).astype(np.int8),
+              "ws": RNG.uniform(0.002, 0.01, m).astype(np.float32),
+              "wz": np.zeros(m, np.int8), "ys": _f32(0.4), "yz": np.array(5, xdt),
+              "b": RNG.integers(-3000, 3000, m).astype(np.int32)}
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"], **attrs)
+    return _model([node], feeds, consts, ("y",), 21), feeds
+
+
+def _compile(tmp_path: Path, model: onnx.ModelProto, **opts: object) -> ember.Bundle:
+    onnx.save(model, tmp_path / "m.onnx")
+    return ember.compile(tmp_path / "m.onnx", tmp_path / "out", **opts)
+
+
+def _ops(bundle: ember.Bundle) -> list[str]:
+    return [n["op"] for n in json.loads((Path(bundle.path) / "m.json").read_text())["nodes"]]
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_shifted_conv_matches_reference(tmp_path: Path, case: str) -> None:
+    model, feeds = _qconv_model(*CASES[case])
+    ref = ReferenceEvaluator(model).run(None, feeds)[0]
+    bundle = _compile(tmp_path, model)
+    assert _ops(bundle) == ["QConvShifted"]
+    np.testing.assert_array_equal(bundle.run(feeds)["y"], ref)  # the host build: AVX-512 tiles where there are
+    # the portable path (no -march: SSE2), sanitized
+    got = cdriver.run(bundle.path, tmp_path / "drv", feeds, sanitize=True)
+    np.testing.assert_array_equal(got["y"], ref)
+
+
+@pytest.mark.skipif(not HAS_VNNI, reason="needs a host with AVX-512 VNNI")
+def test_shifted_tiles_sanitized_with_clamp(tmp_path: Path) -> None:
+    """The AVX-512 tiles under ASan/UBSan (they read up to a block past the last position: the planes'
+    margin), on sums past 2^24 that take the +-L clamp."""
+    feeds, consts, _ = _large_sum_case(7, 64, (5, 30), 0.00003)
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"],
+                            pads=[1, 1, 1, 1])
+    model = _model([node], feeds, consts, ("y",), 21)
+    ref = ReferenceEvaluator(model).run(None, feeds)[0]
+    bundle = _compile(tmp_path, model)
+    assert _ops(bundle) == ["QConvShifted"]
+    got = cdriver.run(bundle.path, tmp_path / "drv", feeds, sanitize=True, cflags=("-march=native",))
+    np.testing.assert_array_equal(got["y"], ref)
+    assert (ref == 127).any() and (ref == -128).any()
+
+
+def test_which_convolutions_are_shifted(tmp_path: Path) -> None:
+    """Strided, narrow (a 14-wide 3x3 would waste 2/16 of its work), 1x1 and --opt-level 1 convolutions
+    keep im2col (QConv)."""
+    for i, (xshape, attrs, opts) in enumerate([((1, 8, 9, 20), {"strides": [2, 1]}, {}),
+                                               ((1, 8, 9, 14), {"pads": [1, 1, 1, 1]}, {}),
+                                               ((1, 8, 9, 40), {"pads": [1, 1, 1, 1]}, {"opt_level": 1})]):
+        model, feeds = _qconv_model(np.uint8, xshape, (4, 8, 3, 3), attrs)
+        (tmp_path / str(i)).mkdir()
+        bundle = _compile(tmp_path / str(i), model, **opts)
+        assert _ops(bundle) == ["QConv"]
+        np.testing.assert_array_equal(bundle.run(feeds)["y"], ReferenceEvaluator(model).run(None, feeds)[0])
