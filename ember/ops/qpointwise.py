@@ -1,11 +1,13 @@
 """Integer element-wise and pooling kernels of folded QDQ models (made by ember/passes/fold_qdq.py), on
-kernels/quant.c. All take and give int8 or uint8 tensors with compile-time scales and zero points:
+kernels/quant.c and kernels/qpointwise.c. All take and give int8 or uint8 tensors with compile-time
+scales and zero points:
 
 - QLut: y = table[x], 256 entries computed at compile time (sigmoid, tanh, hard-swish, relu, any
   change of scale), so it is exactly the float op between dequantize and quantize.
-- QAdd / QMul: each input rescaled to the output's scale in 64-bit fixed point.
+- QAdd / QMul: each input rescaled to the output's scale in 64-bit fixed point (QAdd computes it in
+  int32 pieces, kernels/qpointwise.c).
 - QAvgPool / QMean: window (or whole-plane) sums requantised with the divisor folded in.
-- QMaxPool: 2-D MaxPool on the bytes (the scale unchanged), separable over rows and columns.
+- QMaxPool: 2-D MaxPool on the bytes (the scale unchanged), over rows then columns.
 """
 
 from __future__ import annotations
@@ -73,10 +75,13 @@ def _lower_maxpool(node: Node, k: KernelEmitter) -> None:
 
 
 def _maxpool_row(node: Node) -> int:
-    """ember_qmaxpool's padded row and its stride phases: 2 * sw * ember_qmaxpool_phase bytes."""
+    """ember_qmaxpool's scratch: the padded row and its stride phases (2 * sw * ember_qmaxpool_phase
+    bytes), or on AVX-512 (strides 1 and 2) EMBER_QMP_ROWS = 8 rows in whole vectors (ember_qmaxpool_vrow)."""
     g = pool_geometry(node)
-    sw = g[11]
-    return 2 * sw * (((g[8] - 1) * sw + (g[5] - 1) * g[14] + sw) // sw)
+    ow, kw, sw, dw = g[8], g[5], g[11], g[14]
+    phases = 2 * sw * (((ow - 1) * sw + (kw - 1) * dw + sw) // sw)
+    vectors = 8 * (((ow - 1) // (64 // sw) * 64 + (kw - 1) * dw + 127) // 64 * 64) if sw <= 2 else 0
+    return max(phases, vectors)
 
 
 register(OpDef("QMaxPool", lower=_lower_maxpool, scratch=_maxpool_row, kernels=("ember_qmaxpool",)))

@@ -1,6 +1,7 @@
 /* Quantization kernels: ONNX QuantizeLinear / DequantizeLinear / DynamicQuantizeLinear, and the integer
- * element-wise, pooling and lookup kernels of folded QDQ models. Integer results never depend on the
- * target: requantisation is a 64-bit fixed-point product (see ember_q_scale), no float. */
+ * element-wise, pooling and lookup kernels of folded QDQ models (QAdd and QMaxPool: qpointwise.c).
+ * Integer results never depend on the target: requantisation is a 64-bit fixed-point product (see
+ * ember_q_scale), no float. */
 
 /*@kernel ember_qsaturate requires ember_prelude*/
 /* round-half-to-even(v) + zp saturated to [lo, hi]: ONNX QuantizeLinear's rint-then-saturate, exact
@@ -156,51 +157,6 @@ static void ember_dynquant_u8(uint8_t *y, float *scale, uint8_t *zp, const float
 }
 /*@end*/
 
-/*@kernel ember_qadd requires ember_qround ember_qv16*/
-/* Folded QDQ Add (and Sub, with mb < 0) on int8 (sgn = 1) or uint8 bytes, each input rescaled to the
- * output's scale: y = zy + round(((a - za) * ma + (b - zb) * mb) * 2^-shift) clamped to [lo, hi];
- * r = [za, zb, ma, mb, shift, zy, lo, hi]. `b` may broadcast: element i of y reads b[(i / b_div) % b_mod]
- * (b_div = 1, b_mod = n: same shape; b_mod = 1: one value; else one axis of y). On AVX-512, 16 elements
- * at a time in 64-bit lanes (VPMULDQ of the even and odd int32 lanes): the same integers. */
-#ifdef EMBER_QV16
-typedef int64_t ember_qa_q8 __attribute__((vector_size(64)));
-EMBER_INLINE ember_qa_q8 ember_qa_muldq(ember_qa_q8 a, ember_qa_q8 b) { /* low int32 of each lane, widened */
-    __asm__("vpmuldq %2, %1, %0" : "=v"(a) : "v"(a), "v"(b));
-    return a;
-}
-#endif
-static void ember_qadd(uint8_t *y, const uint8_t *a, const uint8_t *b, ptrdiff_t n, ptrdiff_t b_div,
-                       ptrdiff_t b_mod, int sgn, const int32_t *r) {
-    ptrdiff_t i = 0;
-#ifdef EMBER_QV16
-    if (b_div == 1 && b_mod == n && r[4] >= 1 && r[4] <= 62) {
-        const ember_qa_q8 ma = (ember_qa_q8){0} + r[2], mb = (ember_qa_q8){0} + r[3];
-        const ember_qa_q8 rnd = (ember_qa_q8){0} + ((((int64_t)1) << (r[4] - 1)) - 1), lo = (ember_qa_q8){0} + (r[6] - r[5]);
-        const ember_qa_q8 hi = (ember_qa_q8){0} + (r[7] - r[5]), even = (ember_qa_q8){0} + 0xFFFFFFFFll;
-        const ember_qv16_i za = (ember_qv16_i){0} + r[0], zb = (ember_qv16_i){0} + r[1], zy = (ember_qv16_i){0} + r[5];
-        const int shift = r[4];
-        for (; i + 16 <= n; i += 16) {
-            const ember_qa_q8 va = (ember_qa_q8)(ember_qv16_widen(a + i, sgn) - za);
-            const ember_qa_q8 vb = (ember_qa_q8)(ember_qv16_widen(b + i, sgn) - zb);
-            ember_qa_q8 pe = ember_qa_muldq(va, ma) + ember_qa_muldq(vb, mb);
-            ember_qa_q8 po = ember_qa_muldq(va >> 32, ma) + ember_qa_muldq(vb >> 32, mb);
-            pe = (pe + rnd + ((pe >> shift) & 1)) >> shift;
-            po = (po + rnd + ((po >> shift) & 1)) >> shift;
-            __asm__("vpmaxsq %2, %1, %0\n\tvpminsq %3, %0, %0" : "=&v"(pe) : "v"(pe), "v"(lo), "v"(hi));
-            __asm__("vpmaxsq %2, %1, %0\n\tvpminsq %3, %0, %0" : "=&v"(po) : "v"(po), "v"(lo), "v"(hi));
-            *(ember_qv16_bu *)(void *)(y + i) =
-                __builtin_convertvector((ember_qv16_i)(pe & even) + (ember_qv16_i)(po << 32) + zy, ember_qv16_b);
-        }
-    }
-#endif
-    for (; i < n; ++i) {
-        const int64_t s = (int64_t)(ember_q_load(a, i, sgn) - r[0]) * r[2] +
-                          (int64_t)(ember_q_load(b, (i / b_div) % b_mod, sgn) - r[1]) * r[3];
-        y[i] = (uint8_t)ember_q_requant(s, 1, r[4], r[5], r[6], r[7]);
-    }
-}
-/*@end*/
-
 /*@kernel ember_qmul requires ember_qround*/
 /* Folded QDQ Mul: y = zy + round((a - za) * (b - zb) * mult * 2^-shift); r = [za, zb, mult, shift, zy, lo, hi],
  * broadcasting as ember_qadd. */
@@ -258,58 +214,6 @@ static void ember_qavgpool(uint8_t *y, const uint8_t *x, const int32_t *p, ptrdi
                     *y++ = (uint8_t)ember_q_requant(sum, mult[count], shift[count], out[0], out[1], out[2]);
                 }
     }
-}
-/*@end*/
-
-/*@kernel ember_qmaxpool requires ember_prelude*/
-/* 2-D max pooling of int8 (sgn) or uint8 planes (pool.c's geometry table p; no indices). Per output row,
- * the input rows under the window are maxed column by column into one padded row, which is split into
- * its stride phases (column c at phase c % sw, index c / sw); then each window column is one contiguous
- * run of a phase, so every loop vectorizes. Bytes compare in the uint8 view (int8 ^ 0x80 keeps the
- * order); padding is the lowest value, as ONNX MaxPool ignores it. row: 2 * sw * ember_qmaxpool_phase bytes
- * (the row, then its phases). */
-static int ember_qmaxpool_phase(const int32_t *p) { /* columns per stride phase */
-    return ((p[8] - 1) * p[11] + (p[5] - 1) * p[14] + p[11]) / p[11];
-}
-static void ember_qmaxpool_max(uint8_t *EMBER_RESTRICT d, const uint8_t *EMBER_RESTRICT s, int n, uint8_t flip) {
-    int i;
-    for (i = 0; i < n; ++i) {
-        const uint8_t v = s[i] ^ flip;
-        d[i] = v > d[i] ? v : d[i];
-    }
-}
-static void ember_qmaxpool(uint8_t *y, const uint8_t *x, const int32_t *p, ptrdiff_t NC, int sgn, uint8_t *row) {
-    const int H = p[1], W = p[2], KH = p[4], KW = p[5], OH = p[7], OW = p[8], sh = p[10], sw = p[11];
-    const int dh = p[13], dw = p[14], pt = p[16], pl = p[17], wq = ember_qmaxpool_phase(p);
-    const int wpad = sw * wq, c0 = pl < wpad ? pl : wpad, c1 = pl + W < wpad ? pl + W : wpad;
-    const uint8_t flip = sgn ? 0x80 : 0;
-    uint8_t *phases = row + wpad;
-    ptrdiff_t nc;
-    int oh, ow, kh, kw, c, ph;
-    for (nc = 0; nc < NC; ++nc)
-        for (oh = 0; oh < OH; ++oh) {
-            const uint8_t *xc = x + nc * H * W;
-            uint8_t *yr = y + (nc * OH + oh) * OW;
-            for (c = 0; c < wpad; ++c) row[c] = 0;
-            for (kh = 0; kh < KH; ++kh) {
-                const int ih = oh * sh - pt + kh * dh;
-                if (ih >= 0 && ih < H) ember_qmaxpool_max(row + c0, xc + (ptrdiff_t)ih * W + c0 - pl, c1 - c0, flip);
-            }
-            if (sw == 2) /* a constant stride, which compilers vectorize */
-                for (c = 0; c < wq; ++c) {
-                    phases[c] = row[2 * c];
-                    phases[wq + c] = row[2 * c + 1];
-                }
-            else if (sw > 1)
-                for (ph = 0; ph < sw; ++ph)
-                    for (c = 0; c < wq; ++c) phases[ph * wq + c] = row[c * sw + ph];
-            for (ow = 0; ow < OW; ++ow) yr[ow] = 0;
-            for (kw = 0; kw < KW; ++kw) {
-                const int off = kw * dw;
-                ember_qmaxpool_max(yr, sw > 1 ? phases + (off % sw) * wq + off / sw : row + off, OW, 0);
-            }
-            for (ow = 0; ow < OW; ++ow) yr[ow] ^= flip;
-        }
 }
 /*@end*/
 
