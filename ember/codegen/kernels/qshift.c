@@ -1,15 +1,16 @@
 /* Integer stride-1 convolution with no im2col copy (QConvShifted; the int8 form of ConvShifted): the
  * input is laid out once, zero-point padded, as words of four channels, Xp[c/4][row][col][c%4] (the
  * qgemm.c byte view), in rows of the padded width Wp. Output position q = oh * Wp + ow (ow < Wp) then
- * reads tap (kh, kw) at word q + kh*dh*Wp + kw*dw of every channel quad's plane: for each tap and quad,
- * the 64 positions of a block are one contiguous run of words, which the tile loads directly, as it
- * loads a packed block (qgemm.c), with K in the weights' (kh, kw, c) order. Positions with ow >= OW
- * (the width that padding adds) are computed and dropped: the valid ones of a vector are compressed
- * into consecutive output pixels before the store, since raster order skips exactly them. The price is
- * (KW-1)*dw wasted columns per output row (4% of a 56-wide map, 22% of a 7-wide one), against an
- * im2col copy of KH*KW times the input per block. Needs AVX-512 VNNI and qgemm.c's float
- * requantisation (qlinear.py decides: no weight offsets, one group, channels in fours); elsewhere, or
- * where the layer's float check fails, it is ember_qconv. */
+ * reads tap (kh, kw) at word q + kh*dh*Wp + kw*dw of every channel quad's plane: for each quad and tap,
+ * the 64 positions of a block are one contiguous run of words, which the AVX-512 tiles load directly,
+ * as they load a packed block (qgemm.c), with K in the order (c/4, kh, kw, c%4) (a quad's taps re-read
+ * the same few cache lines). Positions with ow >= OW (the width that padding adds) are computed and
+ * dropped: the valid lanes of a vector are compressed into consecutive output pixels before the store,
+ * since raster order skips exactly them. The price is (KW-1)*dw wasted columns per output row (4% of a
+ * 56-wide map; qlinear.py takes only rows where it is under a tenth), against an im2col copy of KH*KW
+ * times the input per block. The tiles need AVX-512 VNNI and qgemm.c's float requantisation (qlinear.py
+ * checks that the layer takes it); elsewhere each block's pixels are gathered from the planes into a
+ * packed block (runs of words, no per-tap bounds) for ember_qgemm_block. */
 
 /*@kernel ember_qconv_shifted requires ember_qgemm ember_qblock ember_qinterleave*/
 #define EMBER_QSH_TAPS 64 /* most kernel taps (qlinear.py checks) */
