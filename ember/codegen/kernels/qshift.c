@@ -72,15 +72,17 @@ EMBER_QSH_TILE(ember_qsh_tile1, 4, 1)
 EMBER_QSH_TILE(ember_qsh_row, 1, 4)
 #endif
 
+/* The padded input's rows and columns (stride 1: the output's plus the kernel's reach). */
+EMBER_INLINE int ember_qsh_rows(const int32_t *p) { return p[8] + (p[5] - 1) * p[14]; }
+EMBER_INLINE int ember_qsh_cols(const int32_t *p) { return p[9] + (p[6] - 1) * p[15]; }
 /* Plane words of the padded layout: the padded image, then room for the last block's reads past it. */
 EMBER_INLINE ptrdiff_t ember_qsh_plane(const int32_t *p) {
-    const ptrdiff_t Hp = p[8] + (ptrdiff_t)(p[5] - 1) * p[14], Wp = p[9] + (ptrdiff_t)(p[6] - 1) * p[15];
-    return Hp * Wp + 64 + (ptrdiff_t)(p[6] - 1) * p[15];
+    return (ptrdiff_t)ember_qsh_rows(p) * ember_qsh_cols(p) + 64 + (ptrdiff_t)(p[6] - 1) * p[15];
 }
 /* Xp for the C channels of one image x (zero point in the view: pad4's bytes). */
 static void ember_qsh_fill(uint32_t *xp, const uint8_t *x, const int32_t *p, uint32_t flip4, uint32_t pad4) {
     const int C = p[0], H = p[2], W = p[3], pt = p[17], pl = p[18];
-    const int Hp = p[8] + (p[5] - 1) * p[14], Wp = p[9] + (p[6] - 1) * p[15];
+    const int Hp = ember_qsh_rows(p), Wp = ember_qsh_cols(p);
     const ptrdiff_t s_in = (ptrdiff_t)H * W, plane = ember_qsh_plane(p);
     int cq, r, c;
     for (cq = 0; cq < C / 4; ++cq) {
@@ -105,7 +107,7 @@ static void ember_qsh_fill(uint32_t *xp, const uint8_t *x, const int32_t *p, uin
  * of K, the pixels' words as one run per output row. */
 static void ember_qsh_gather(uint8_t *X, const uint32_t *xp, const int32_t *p, const ptrdiff_t *toff, ptrdiff_t pix,
                              int pb) {
-    const int C = p[0], KH = p[5], KW = p[6], OW = p[9], Wp = OW + (KW - 1) * p[15];
+    const int C = p[0], KH = p[5], KW = p[6], OW = p[9], Wp = ember_qsh_cols(p);
     const ptrdiff_t plane = ember_qsh_plane(p);
     int cq, t;
     for (cq = 0; cq < C / 4; ++cq)
@@ -132,7 +134,7 @@ static void ember_qconv_shifted(void *y, int kind, const void *x, int x_sgn, int
                                 int M, const int8_t *W, const int32_t *bias, const int32_t *rowsum,
                                 const int32_t *mult, const int32_t *shift, const int32_t *out, uint8_t *scratch) {
     const int C = p[0], H = p[2], KH = p[5], KW = p[6], OH = p[8], OW = p[9], taps = KH * KW, Kp = C * taps;
-    const int Wp = OW + (KW - 1) * p[15];
+    const int Wp = ember_qsh_cols(p);
     const ptrdiff_t P = (ptrdiff_t)OH * OW;
     uint8_t *X = scratch;
     int32_t *colsum = (int32_t *)(void *)(scratch + EMBER_QSCRATCH_X(Kp)), *corr = colsum + EMBER_QPB;
