@@ -158,7 +158,7 @@ def _out_args(k: KernelEmitter, q: QSpec, bound: np.ndarray | None = None) -> li
     return [_table(k, rq.mult), _table(k, rq.shift), k.table([rq.zp, rq.lo, rq.hi, f, ok, lim], DType.INT32)]
 
 
-def _packed_bound(q: QSpec, packed: np.ndarray) -> np.ndarray:
+def packed_bound(q: QSpec, packed: np.ndarray) -> np.ndarray:
     """sum_bound of packed weight rows (int8 plus the row's offset wofs)."""
     w = np.asarray(packed, np.int64)
     if q.wofs is not None:
@@ -205,7 +205,7 @@ def qconv_inputs(graph: Graph, node: Node, x: Value, x_zp: Value | int | None, w
     return [x, zp_value, wq], QSpec(zp_int, bias_t, rowsum, wofs, requant, channels_last=cl)
 
 
-def _qconv_geometry(node: Node) -> list[int]:
+def qconv_geometry(node: Node) -> list[int]:
     x, y = present(node.input(0)), present(node.outputs[0])
     return conv_geometry(node, list(x.shape[2:]), list(node.attrs["kernel_shape"]), list(y.shape[2:]))
 
@@ -217,7 +217,7 @@ def _qconv_scratch(node: Node) -> int:
         return 4 * _dw_work(node)
     kp = present(node.input(2)).shape[1]
     base = kp * QPB + 4 * QPB + 4 * y.shape[1] + QTAIL * kp
-    g = _qconv_geometry(node)
+    g = qconv_geometry(node)
     direct = (g[4] * g[5] * g[6] == 1 and g[10:13] == [1, 1, 1] and g[16:19] == [0, 0, 0]
               and g[1:4] == g[7:10])
     if direct or g[1] != 1 or g[4] != 1 or g[7] != 1:
@@ -236,7 +236,7 @@ def _dw_work(node: Node) -> int:
     """4-byte values of ember_qdwconv's scratch: stride-phase planes and sums (2-D), or the input
     channel and one output row (3-D); at least a band of 8 output rows of qdwvnni.c's pixel-major
     input block where the image has them (one band when it is all of the image)."""
-    g = _qconv_geometry(node)
+    g = qconv_geometry(node)
     if g[1] != 1 or g[4] != 1 or g[7] != 1:
         return g[1] * g[2] * g[3] + g[9]
     kh, kw, oh, ow, sh, sw, dh, dw = g[5], g[6], g[8], g[9], g[11], g[12], g[14], g[15]
@@ -248,14 +248,14 @@ def _dw_work(node: Node) -> int:
     return max(planes, (band + 3) // 4)
 
 
-def _lower_qconv(node: Node, k: KernelEmitter) -> None:
+def lower_qconv(node: Node, k: KernelEmitter) -> None:
     q: QSpec = node.attrs["_q"]
     x, y = present(node.input(0)), present(node.outputs[0])
-    geo = k.table(_qconv_geometry(node), DType.INT32)
+    geo = k.table(qconv_geometry(node), DType.INT32)
     kind = "0" if q.requant is None else "1"
     wq = present(node.input(2))
     bound = (sum_bound(np.abs(wq.const.astype(np.int64)).sum(axis=1), q.bias) if q.depthwise
-             else _packed_bound(q, wq.const))
+             else packed_bound(q, wq.const))
     mult, shift, out = _out_args(k, q, bound)
     head = [k.out(0), kind, k.inp(0), int(x.dtype is DType.INT8), _zp_arg(node, k, q), geo, x.shape[0]]
     if q.depthwise:
@@ -275,47 +275,7 @@ def _lower_qconv(node: Node, k: KernelEmitter) -> None:
            _table(k, q.bias), _table(k, q.rowsum), _table(k, q.wofs), mult, shift, out, k.scratch())
 
 
-SHIFTED_MAX_TAPS = 64  # qshift.c EMBER_QSH_TAPS
-# The padded width's extra columns are computed and dropped: at most 1/SHIFTED_MAX_WASTE of the work (a
-# 28-wide 3x3 wastes 2/30 and runs 8% faster than im2col; a 14-wide wastes 2/16 and gains nothing).
-SHIFTED_MAX_WASTE = 10
-
-
-def qconv_shifted_fits(node: Node) -> bool:
-    """Whether QConv `node` may become QConvShifted (qshift.c): 2-D, stride 1, one group, channels in
-    fours (the (kh, kw, c) weight order), 2 to SHIFTED_MAX_TAPS taps, output rows wide enough for the
-    padding columns to cost little, requantised output without weight offsets, and sums that qgemm.c's
-    float requantisation takes (so that AVX-512 tiles may)."""
-    q: QSpec = node.attrs["_q"]
-    if node.op != "QConv" or q.depthwise or not q.channels_last or q.requant is None or q.wofs is not None:
-        return False
-    g = _qconv_geometry(node)
-    extra = (g[6] - 1) * g[15]  # padding columns per output row
-    if (g[1] != 1 or g[4] != 1 or g[7] != 1 or g[11:13] != [1, 1] or int(node.attrs.get("group", 1)) != 1
-            or g[5] * g[6] > SHIFTED_MAX_TAPS or SHIFTED_MAX_WASTE * extra > g[9] + extra):
-        return False
-    return bool(float_limit(q.requant, _packed_bound(q, present(node.input(2)).const))[0])
-
-
-def shifted_weights(packed: np.ndarray, channels: int) -> np.ndarray:
-    """QConv weights M x (taps * C) in the (kh, kw, c) order -> qshift.c's (c/4, kh, kw, c%4) order."""
-    m = packed.shape[0]
-    return np.ascontiguousarray(packed.reshape(m, -1, channels // 4, 4).transpose(0, 2, 1, 3).reshape(m, -1))
-
-
-def _qconv_shifted_scratch(node: Node) -> int:
-    """ember_qconv_shifted: a packed block, its sums and corrections, then (64-byte aligned) the input's
-    padded word planes (qshift.c ember_qsh_plane)."""
-    g = _qconv_geometry(node)
-    kp, m = present(node.input(2)).shape[1], present(node.outputs[0]).shape[1]
-    hp, wp = g[8] + (g[5] - 1) * g[14], g[9] + (g[6] - 1) * g[15]
-    plane = hp * wp + 64 + (g[6] - 1) * g[15]
-    return (kp * QPB + 4 * QPB + 4 * m + 63) // 64 * 64 + 4 * (g[0] // 4) * plane
-
-
-register(OpDef("QConv", lower=_lower_qconv, scratch=_qconv_scratch, kernels=("ember_qconv", "ember_qdwconv")))
-register(OpDef("QConvShifted", lower=_lower_qconv, scratch=_qconv_shifted_scratch,
-               kernels=("ember_qconv_shifted",)))
+register(OpDef("QConv", lower=lower_qconv, scratch=_qconv_scratch, kernels=("ember_qconv", "ember_qdwconv")))
 
 
 # QMatMul ---------------------------------------------------------------------------------------
@@ -364,7 +324,7 @@ def _lower_qmatmul(node: Node, k: KernelEmitter) -> None:
     m, kk, n = a.shape[-2], a.shape[-1], y.shape[-1]
     kind = "0" if q.requant is None else "1"
     # Run-time B: any 8-bit values, offsets up to 255 (wofs) included.
-    bound = _packed_bound(q, b.const) if b.is_const else sum_bound(np.full(n, 255.0 * kk), q.bias)
+    bound = packed_bound(q, b.const) if b.is_const else sum_bound(np.full(n, 255.0 * kk), q.bias)
     mult, shift, out = _out_args(k, q, bound)
     sgn, zp, bias = int(a.dtype is DType.INT8), _zp_arg(node, k, q), _table(k, q.bias)
     ysize = 4 if q.requant is None else 1

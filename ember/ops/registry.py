@@ -12,7 +12,7 @@ _ONNX: dict[tuple[str, str], OpDef] = {}
 # Each family module registers its ops on import. Adding a family = one line here.
 FAMILIES = (
     "elementwise", "activation", "matmul", "conv", "pool", "norm", "reduce", "shape", "movement",
-    "resize", "misc", "quantize", "qlinear", "qpointwise",
+    "resize", "misc", "quantize", "qlinear", "qshifted", "qpointwise",
 )
 
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from ember.ir.dtypes import DType
 from ember.ir.graph import Graph, Node
-from ember.ops.qlinear import qconv_shifted_fits, shifted_weights
+from ember.ops.qshifted import qconv_shifted_fits, shifted_weights
 
 # Below these sizes the transforms cost more than the multiplies they save (measured, issue 4).
 WINOGRAD_MIN_CHANNELS = 16

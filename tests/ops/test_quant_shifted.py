@@ -1,5 +1,5 @@
-"""QConvShifted (qshift.c): stride-1 integer convolutions that read the input's padded word planes
-instead of an im2col copy. Both of its paths must equal ONNX's reference bit for bit: the AVX-512
+"""QConvShifted (qshift.c): integer convolutions that read the input's padded word planes, split by
+stride phase, instead of an im2col copy. Both of its paths must equal ONNX's reference bit for bit: the AVX-512
 tiles (padding columns computed and dropped, partial last blocks of 1 to 4 vectors, 4-row tiles and
 single rows, the +-L clamp of sums past 2^24), and the portable path that gathers blocks from the planes
 (a build without AVX-512, under ASan and UBSan). Also: which convolutions take it, and their weights'
@@ -17,6 +17,8 @@ from onnx import helper
 from onnx.reference import ReferenceEvaluator
 
 import ember
+from ember.ops import qshifted
+from ember.passes import conv_algorithms
 from tests.ops.test_quant_kernels import _f32, _model
 from tests.ops.test_quant_speedpaths import _large_sum_case
 from tests.support import cdriver
@@ -30,6 +32,12 @@ CASES = {
     "u8_3x3_pad1": (np.uint8, (1, 8, 9, 20), (7, 8, 3, 3), {"pads": [1, 1, 1, 1]}),
     "s8_5x5_dil2_asym_pads": (np.int8, (2, 4, 5, 76), (5, 4, 5, 5), {"dilations": [2, 2], "pads": [2, 4, 1, 3]}),
     "u8_3x2_valid": (np.uint8, (1, 12, 6, 33), (4, 12, 3, 2), {}),
+    # strided: both phases of each dimension, one phase (a 1x1: the input subsampled), three row phases
+    # with dilated columns that all read phase 0
+    "u8_3x3_s2_pad1": (np.uint8, (1, 8, 23, 40), (7, 8, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    "s8_1x1_s2": (np.int8, (2, 12, 9, 37), (5, 12, 1, 1), {"strides": [2, 2]}),
+    "u8_3x3_s3x2_dil_cols": (np.uint8, (1, 4, 20, 45), (6, 4, 3, 3),
+                             {"strides": [3, 2], "dilations": [1, 2], "pads": [2, 1, 0, 3]}),
 }
 
 
@@ -56,8 +64,15 @@ def _ops(bundle: ember.Bundle) -> list[str]:
     return [n["op"] for n in json.loads((Path(bundle.path) / "m.json").read_text())["nodes"]]
 
 
+@pytest.fixture
+def every_takeable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every convolution qshift.c can compute becomes QConvShifted, whether or not it pays (the kernel's
+    geometry, not the choice, is under test)."""
+    monkeypatch.setattr(conv_algorithms, "qconv_shifted_fits", qshifted.qconv_shifted_takes)
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_shifted_conv_matches_reference(tmp_path: Path, case: str) -> None:
+def test_shifted_conv_matches_reference(tmp_path: Path, case: str, every_takeable: None) -> None:
     model, feeds = _qconv_model(*CASES[case])
     ref = ReferenceEvaluator(model).run(None, feeds)[0]
     bundle = _compile(tmp_path, model)
@@ -69,12 +84,13 @@ def test_shifted_conv_matches_reference(tmp_path: Path, case: str) -> None:
 
 
 @pytest.mark.skipif(not HAS_VNNI, reason="needs a host with AVX-512 VNNI")
-def test_shifted_tiles_sanitized_with_clamp(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stride", [1, 2])
+def test_shifted_tiles_sanitized_with_clamp(tmp_path: Path, stride: int, every_takeable: None) -> None:
     """The AVX-512 tiles under ASan/UBSan (they read up to a block past the last position: the planes'
-    margin), on sums past 2^24 that take the +-L clamp."""
+    margin; of stride 2, the last phase plane's), on sums past 2^24 that take the +-L clamp."""
     feeds, consts, _ = _large_sum_case(7, 64, (5, 30), 0.00003)
     node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"],
-                            pads=[1, 1, 1, 1])
+                            pads=[1, 1, 1, 1], strides=[stride, stride])
     model = _model([node], feeds, consts, ("y",), 21)
     ref = ReferenceEvaluator(model).run(None, feeds)[0]
     bundle = _compile(tmp_path, model)
@@ -85,13 +101,19 @@ def test_shifted_tiles_sanitized_with_clamp(tmp_path: Path) -> None:
 
 
 def test_which_convolutions_are_shifted(tmp_path: Path) -> None:
-    """Strided, narrow (a 14-wide 3x3 would waste 2/16 of its work), 1x1 and --opt-level 1 convolutions
-    keep im2col (QConv)."""
-    for i, (xshape, attrs, opts) in enumerate([((1, 8, 9, 20), {"strides": [2, 1]}, {}),
-                                               ((1, 8, 9, 14), {"pads": [1, 1, 1, 1]}, {}),
-                                               ((1, 8, 9, 40), {"pads": [1, 1, 1, 1]}, {"opt_level": 1})]):
-        model, feeds = _qconv_model(np.uint8, xshape, (4, 8, 3, 3), attrs)
+    """Stride-1 convolutions with several taps and strided 1x1s are shifted where little work is wasted;
+    narrow ones (a 14-wide 3x3 would waste 2/16, a 1x1 of stride 2 onto 3x3 lanes for 9 pixels),
+    strided ones with several taps, stride-1 1x1s and --opt-level 1 keep im2col (QConv)."""
+    for i, (xshape, kernel, attrs, opts, op) in enumerate([
+            ((1, 8, 9, 40), 3, {"pads": [1, 1, 1, 1]}, {}, "QConvShifted"),
+            ((1, 8, 18, 36), 1, {"strides": [2, 2]}, {}, "QConvShifted"),
+            ((1, 8, 9, 14), 3, {"pads": [1, 1, 1, 1]}, {}, "QConv"),
+            ((1, 8, 6, 6), 1, {"strides": [2, 2]}, {}, "QConv"),
+            ((1, 8, 14, 40), 3, {"pads": [1, 1, 1, 1], "strides": [2, 2]}, {}, "QConv"),
+            ((1, 8, 9, 40), 1, {}, {}, "QConv"),
+            ((1, 8, 9, 40), 3, {"pads": [1, 1, 1, 1]}, {"opt_level": 1}, "QConv")]):
+        model, feeds = _qconv_model(np.uint8, xshape, (4, 8, kernel, kernel), attrs)
         (tmp_path / str(i)).mkdir()
         bundle = _compile(tmp_path / str(i), model, **opts)
-        assert _ops(bundle) == ["QConv"]
+        assert _ops(bundle) == [op], (xshape, kernel, attrs, opts)
         np.testing.assert_array_equal(bundle.run(feeds)["y"], ReferenceEvaluator(model).run(None, feeds)[0])

@@ -265,10 +265,17 @@ typedef struct {
             xg += 4 * EMBER_QPB;                                                                        \
             w += 4;                                                                                     \
         } while (xg != end);                                                                            \
-        for (r = 0; r < R; ++r) {                                                                       \
-            const int m = m0 + r;                                                                       \
-            const ember_qv16_f mf = (ember_qv16_f){0} + ember_qv16_mult(o->mult[m], o->shift[m]);        \
-            for (v = 0; v < V; ++v) ember_qrq_put(o, m, pix + 16 * v, n - 16 * v, (ember_qv16_i)a[r][v], mf, range); \
+        { /* the layer's constants copied first: stores through byte pointers may alias anything not \
+             visibly local, and the compiler would reload them after every vector */                   \
+            const ember_qrq_out rg = *range;                                                            \
+            uint8_t *const y = o->y + m0 * o->rs + pix;                                                 \
+            const ptrdiff_t rs = o->rs;                                                                 \
+            const int32_t *const mult = o->mult + m0, *const shift = o->shift + m0;                     \
+            EMBER_UNROLL for (r = 0; r < R; ++r) { /* unrolled: the sums stay in registers */         \
+                const ember_qv16_f mf = (ember_qv16_f){0} + ember_qv16_mult(mult[r], shift[r]);          \
+                EMBER_UNROLL for (v = 0; v < V; ++v)                                                    \
+                    ember_qrq_put(y + r * rs + 16 * v, n - 16 * v, (ember_qv16_i)a[r][v], mf, &rg);      \
+            }                                                                                           \
         }                                                                                               \
     }
 #endif
@@ -319,13 +326,6 @@ static void ember_qstore(const ember_qout *o, int m, ptrdiff_t pix, int j0, cons
 }
 
 #ifdef EMBER_QRQ
-/* Sums v (corrections included) of output row m at pixels pix .. pix + min(n, 16) - 1 (none if n <= 0),
- * requantised. */
-EMBER_INLINE void ember_qrq_put(const ember_qout *o, int m, ptrdiff_t pix, int n, ember_qv16_i v, ember_qv16_f mf,
-                                const ember_qrq_out *range) {
-    if (range->limit) v = ember_qv16_limit(v, range->lim);
-    ember_qv16_store(o->y + m * o->rs + pix, ember_qv16_requant(v, mf, &range->q), n < 0 ? 0 : n < 16 ? n : 16);
-}
 /* Whether the float path applies to the product o (requantised bytes, pixels contiguous, no weight
  * offsets, and out = [zp, lo, hi, exact, ok, lim] saying so: qlinear.py `float_limit`), and its constants. */
 static int ember_qrq_setup(const ember_qout *o, ember_qrq_out *r) {
@@ -334,6 +334,17 @@ static int ember_qrq_setup(const ember_qout *o, ember_qrq_out *r) {
     r->limit = out[5] != 0;
     r->lim = (ember_qv16_i){0} + out[5];
     return o->kind == 1 && o->ps == 1 && !o->wofs && out[4];
+}
+#if defined(__clang__)
+#define EMBER_UNROLL _Pragma("clang loop unroll(full)")
+#else
+#define EMBER_UNROLL _Pragma("GCC unroll 16")
+#endif
+/* Sums v (corrections included) of one output row requantised and stored at y: min(n, 16) of them
+ * (none if n <= 0). */
+EMBER_INLINE void ember_qrq_put(uint8_t *y, int n, ember_qv16_i v, ember_qv16_f mf, const ember_qrq_out *range) {
+    if (range->limit) v = ember_qv16_limit(v, range->lim);
+    ember_qv16_store(y, ember_qv16_requant(v, mf, &range->q), n < 0 ? 0 : n < 16 ? n : 16);
 }
 EMBER_QTILE_RQ(ember_qtile_full_rq, EMBER_QMR, EMBER_QNV)
 EMBER_QTILE_RQ(ember_qtile_narrow_rq, EMBER_QMR, 1)

@@ -97,9 +97,6 @@ EMBER_INLINE void ember_qwords(uint32_t *EMBER_RESTRICT d, const uint32_t *EMBER
 #endif
 }
 
-/*@end*/
-
-/*@kernel ember_qpack requires ember_qinterleave ember_window_bounds*/
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512VBMI__)
 /* r[i] = x[2i] for i < count, 32 at a time (a masked 64-byte load, VPERMB, a masked store). */
 #define EMBER_QGATHER2 1
@@ -116,6 +113,9 @@ static void ember_qgather2(uint8_t *r, const uint8_t *x, int count) {
     }
 }
 #endif
+/*@end*/
+
+/*@kernel ember_qpack requires ember_qinterleave ember_window_bounds*/
 
 /* One tap's im2col row for the pb pixels from output pixel (od, oh, ow0): each output row's segment
  * is padding, a copy, padding ([lo, hi): the outputs whose input column is inside the row).

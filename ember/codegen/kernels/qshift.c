@@ -1,19 +1,22 @@
-/* Integer stride-1 convolution with no im2col copy (QConvShifted; the int8 form of ConvShifted): the
- * input is laid out once, zero-point padded, as words of four channels, Xp[c/4][row][col][c%4] (the
- * qgemm.c byte view), in rows of the padded width Wp. Output position q = oh * Wp + ow (ow < Wp) then
- * reads tap (kh, kw) at word q + kh*dh*Wp + kw*dw of every channel quad's plane: for each quad and tap,
- * the 64 positions of a block are one contiguous run of words, which the AVX-512 tiles load directly,
- * as they load a packed block (qgemm.c), with K in the order (c/4, kh, kw, c%4) (a quad's taps re-read
- * the same few cache lines). Positions with ow >= OW (the width that padding adds) are computed and
+/* Integer convolution with no im2col copy (QConvShifted; the int8 form of ConvShifted): the input is
+ * laid out once, zero-point padded, as words of four channels (the qgemm.c byte view) split by stride
+ * phase, Xp[c/4][phase][row][col][c%4]: padded input row r is row r / sh of row phase r % sh, column c
+ * is column c / sw of column phase c % sw, and every phase plane has Wq columns. Output position
+ * q = oh * Wq + ow (ow < Wq) then reads tap (kh, kw) at word q + (kh*dh / sh) * Wq + kw*dw / sw of the
+ * plane of phase (kh*dh % sh, kw*dw % sw): for each quad and tap, the 64 positions of a block are one
+ * contiguous run of words, which the AVX-512 tiles load directly, as they load a packed block (qgemm.c),
+ * with K in the order (c/4, kh, kw, c%4) (a quad's taps re-read the same few cache lines). A strided
+ * convolution is so a stride-1 one over its phases, and a 1x1 of stride 2 reads one phase: the input
+ * subsampled once. Positions with ow >= OW (the columns the kernel's reach adds) are computed and
  * dropped: the valid lanes of a vector are compressed into consecutive output pixels before the store,
- * since raster order skips exactly them. The price is (KW-1)*dw wasted columns per output row (4% of a
- * 56-wide map; qlinear.py takes only rows where it is under a tenth), against an im2col copy of KH*KW
- * times the input per block. The tiles need AVX-512 VNNI and qgemm.c's float requantisation (qlinear.py
- * checks that the layer takes it); elsewhere each block's pixels are gathered from the planes into a
- * packed block (runs of words, no per-tap bounds) for ember_qgemm_block. */
+ * since raster order skips exactly them. The price is Wq - OW wasted columns per output row (2 of a
+ * 56-wide 3x3's 58; qshifted.py takes only rows where it is under a tenth), against an im2col copy of
+ * KH*KW times the input per block. The tiles need AVX-512 VNNI and qgemm.c's float requantisation
+ * (qshifted.py checks that the layer takes it); elsewhere each block's pixels are gathered from the
+ * planes into a packed block (runs of words, no per-tap bounds) for ember_qgemm_block. */
 
 /*@kernel ember_qconv_shifted requires ember_qgemm ember_qblock ember_qinterleave*/
-#define EMBER_QSH_TAPS 64 /* most kernel taps (qlinear.py checks) */
+#define EMBER_QSH_TAPS 64 /* most kernel taps (qshifted.py checks) */
 #if defined(EMBER_QRQ) && EMBER_QMR == 4
 /* Sums of rows m0 .. m0+R-1 for the V*16 positions whose first words are at xq (plane stride qs bytes,
  * tap offsets toff), requantised; the positions whose bit of `valid` is set go to consecutive output
@@ -39,18 +42,23 @@
                 w += 4;                                                                                 \
             } while (++t < taps);                                                                       \
         }                                                                                               \
-        for (r = 0; r < R; ++r) {                                                                       \
-            const int m = m0 + r;                                                                       \
-            const ember_qv16_f mf = (ember_qv16_f){0} + ember_qv16_mult(o->mult[m], o->shift[m]);        \
-            uint8_t *y = o->y + m * o->rs + pix;                                                        \
-            for (v = 0; v < V; ++v) {                                                                   \
-                const unsigned short k = (unsigned short)(valid >> (16 * v));                           \
-                ember_qv16_i s = (ember_qv16_i)a[r][v];                                                 \
-                if (range->limit) s = ember_qv16_limit(s, range->lim);                                  \
-                if (k != 0xFFFF) /* drop the padding columns' lanes: the rest are consecutive pixels */ \
-                    s = (ember_qv16_i)__builtin_ia32_compresssi512_mask((ember_qv16i)s, (ember_qv16i){0}, k); \
-                ember_qv16_store(y, ember_qv16_requant(s, mf, &range->q), __builtin_popcount(k));       \
-                y += __builtin_popcount(k);                                                             \
+        { /* the constants copied first, as in qgemm.c's tiles */                                     \
+            const ember_qrq_out rg = *range;                                                            \
+            const int32_t *const mult = o->mult + m0, *const shift = o->shift + m0;                     \
+            uint8_t *const y0 = o->y + m0 * o->rs + pix;                                                \
+            const ptrdiff_t rs = o->rs;                                                                 \
+            EMBER_UNROLL for (r = 0; r < R; ++r) {                                                      \
+                const ember_qv16_f mf = (ember_qv16_f){0} + ember_qv16_mult(mult[r], shift[r]);          \
+                uint8_t *y = y0 + r * rs;                                                               \
+                EMBER_UNROLL for (v = 0; v < V; ++v) {                                                  \
+                    const unsigned short k = (unsigned short)(valid >> (16 * v));                       \
+                    ember_qv16_i s = (ember_qv16_i)a[r][v];                                             \
+                    if (rg.limit) s = ember_qv16_limit(s, rg.lim);                                      \
+                    if (k != 0xFFFF) /* drop the padding columns' lanes: the rest are consecutive pixels */ \
+                        s = (ember_qv16_i)__builtin_ia32_compresssi512_mask((ember_qv16i)s, (ember_qv16i){0}, k); \
+                    ember_qv16_store(y, ember_qv16_requant(s, mf, &rg.q), __builtin_popcount(k));       \
+                    y += __builtin_popcount(k);                                                         \
+                }                                                                                       \
             }                                                                                           \
         }                                                                                               \
     }
@@ -72,34 +80,81 @@ EMBER_QSH_TILE(ember_qsh_tile1, 4, 1)
 EMBER_QSH_TILE(ember_qsh_row, 1, 4)
 #endif
 
-/* The padded input's rows and columns (stride 1: the output's plus the kernel's reach). */
-EMBER_INLINE int ember_qsh_rows(const int32_t *p) { return p[8] + (p[5] - 1) * p[14]; }
-EMBER_INLINE int ember_qsh_cols(const int32_t *p) { return p[9] + (p[6] - 1) * p[15]; }
-/* Plane words of the padded layout: the padded image, then room for the last block's reads past it. */
-EMBER_INLINE ptrdiff_t ember_qsh_plane(const int32_t *p) {
-    return (ptrdiff_t)ember_qsh_rows(p) * ember_qsh_cols(p) + 64 + (ptrdiff_t)(p[6] - 1) * p[15];
-}
-/* Xp for the C channels of one image x (zero point in the view: pad4's bytes). */
-static void ember_qsh_fill(uint32_t *xp, const uint8_t *x, const int32_t *p, uint32_t flip4, uint32_t pad4) {
-    const int C = p[0], H = p[2], W = p[3], pt = p[17], pl = p[18];
-    const int Hp = ember_qsh_rows(p), Wp = ember_qsh_cols(p);
-    const ptrdiff_t s_in = (ptrdiff_t)H * W, plane = ember_qsh_plane(p);
-    int cq, r, c;
-    for (cq = 0; cq < C / 4; ++cq) {
-        uint32_t *d = xp + cq * plane;
-        const uint8_t *xc = x + 4 * cq * s_in;
-        for (r = 0; r < Hp; ++r, d += Wp) {
-            const int ih = r - pt;
-            if (ih < 0 || ih >= H) {
-                for (c = 0; c < Wp; ++c) d[c] = pad4;
-                continue;
+/* Stride phases: input row r (of the zero-point-padded image) is row r / sh of phase r % sh, column c
+ * is column c / sw of phase c % sw. A tap (kh, kw) reads phase (kh*dh % sh, kw*dw % sw) at offset
+ * (kh*dh / sh, kw*dw / sw) from the output position. Only the phases some tap reads get a plane: phase
+ * ph's place among those of a dimension (k taps, dilation d, stride s); ph = s gives their count. */
+EMBER_INLINE int ember_qsh_rank(int k, int d, int s, int ph) {
+    int n = 0, f, t;
+    for (f = 0; f < ph; ++f)
+        for (t = 0; t < k; ++t)
+            if (t * d % s == f) {
+                ++n;
+                break;
             }
-            for (c = 0; c < pl; ++c) d[c] = pad4;
-            ember_qinterleave((uint8_t *)(void *)(d + pl), xc + (ptrdiff_t)ih * W, xc + s_in + (ptrdiff_t)ih * W,
-                              xc + 2 * s_in + (ptrdiff_t)ih * W, xc + 3 * s_in + (ptrdiff_t)ih * W, W, flip4);
-            for (c = pl + W; c < Wp; ++c) d[c] = pad4;
+    return n;
+}
+EMBER_INLINE int ember_qsh_planes(const int32_t *p) {
+    return ember_qsh_rank(p[5], p[14], p[11], p[11]) * ember_qsh_rank(p[6], p[15], p[12], p[12]);
+}
+/* A phase plane's rows and columns: the output's plus the kernel's reach in that phase. */
+EMBER_INLINE int ember_qsh_rows(const int32_t *p) { return p[8] + (p[5] - 1) * p[14] / p[11]; }
+EMBER_INLINE int ember_qsh_cols(const int32_t *p) { return p[9] + (p[6] - 1) * p[15] / p[12]; }
+/* Words of a plane: its image, then room for the last block's reads past it. */
+EMBER_INLINE ptrdiff_t ember_qsh_plane(const int32_t *p) {
+    return (ptrdiff_t)ember_qsh_rows(p) * ember_qsh_cols(p) + 64 + (p[6] - 1) * p[15] / p[12];
+}
+/* r[i] = x[i * s] for i < n. */
+static void ember_qsh_stride(uint8_t *r, const uint8_t *x, int n, int s) {
+    int i;
+#ifdef EMBER_QGATHER2
+    if (s == 2) {
+        ember_qgather2(r, x, n);
+        return;
+    }
+#endif
+    for (i = 0; i < n; ++i) r[i] = x[(ptrdiff_t)i * s];
+}
+/* Xp for the C channels of one image x (zero point in the view: pad4's bytes): per channel quad, the
+ * planes of the phases taps read, in row-phase then column-phase order. tmp: 4 * cols bytes. */
+static void ember_qsh_fill(uint32_t *xp, const uint8_t *x, const int32_t *p, uint32_t flip4, uint32_t pad4,
+                           uint8_t *tmp) {
+    const int C = p[0], H = p[2], W = p[3], sh = p[11], sw = p[12], pt = p[17], pl = p[18];
+    const int Hq = ember_qsh_rows(p), Wq = ember_qsh_cols(p);
+    const ptrdiff_t s_in = (ptrdiff_t)H * W, plane = ember_qsh_plane(p);
+    int cq, a, b, r, c, t;
+    for (cq = 0; cq < C / 4; ++cq) {
+        const uint8_t *xc = x + 4 * cq * s_in;
+        uint32_t *d = xp + (ptrdiff_t)cq * ember_qsh_planes(p) * plane;
+        for (a = 0; a < sh; ++a) {
+            if (ember_qsh_rank(p[5], p[14], sh, a + 1) == ember_qsh_rank(p[5], p[14], sh, a)) continue; /* unread */
+            for (b = 0; b < sw; ++b) {
+                /* columns [c0, c1) hold input columns c * sw + b - pl */
+                const int c00 = pl > b ? (pl - b + sw - 1) / sw : 0, c0 = c00 < Wq ? c00 : Wq;
+                const int last = (W - 1 + pl - b) / sw, c1 = W - 1 + pl - b < 0 ? 0 : last + 1 < Wq ? last + 1 : Wq;
+                if (ember_qsh_rank(p[6], p[15], sw, b + 1) == ember_qsh_rank(p[6], p[15], sw, b)) continue;
+                for (r = 0; r < Hq; ++r, d += Wq) {
+                    const int ih = r * sh + a - pt;
+                    const uint8_t *src = xc + (ptrdiff_t)ih * W + (ptrdiff_t)c0 * sw + b - pl;
+                    if (ih < 0 || ih >= H || c1 <= c0) {
+                        for (c = 0; c < Wq; ++c) d[c] = pad4;
+                        continue;
+                    }
+                    for (c = 0; c < c0; ++c) d[c] = pad4;
+                    if (sw == 1) {
+                        ember_qinterleave((uint8_t *)(void *)(d + c0), src, src + s_in, src + 2 * s_in, src + 3 * s_in,
+                                          c1 - c0, flip4);
+                    } else { /* every sw-th byte of the four channel rows first */
+                        for (t = 0; t < 4; ++t) ember_qsh_stride(tmp + t * Wq, src + t * s_in, c1 - c0, sw);
+                        ember_qinterleave((uint8_t *)(void *)(d + c0), tmp, tmp + Wq, tmp + 2 * Wq, tmp + 3 * Wq,
+                                          c1 - c0, flip4);
+                    }
+                    for (c = c1; c < Wq; ++c) d[c] = pad4;
+                }
+                for (c = 0; c < plane - (ptrdiff_t)Hq * Wq; ++c) d[c] = pad4; /* the margin */
+                d += plane - (ptrdiff_t)Hq * Wq;
+            }
         }
-        for (c = 0; c < plane - (ptrdiff_t)Hp * Wp; ++c) d[c] = pad4; /* the margin */
     }
 }
 
@@ -107,16 +162,16 @@ static void ember_qsh_fill(uint32_t *xp, const uint8_t *x, const int32_t *p, uin
  * of K, the pixels' words as one run per output row. */
 static void ember_qsh_gather(uint8_t *X, const uint32_t *xp, const int32_t *p, const ptrdiff_t *toff, ptrdiff_t pix,
                              int pb) {
-    const int C = p[0], KH = p[5], KW = p[6], OW = p[9], Wp = ember_qsh_cols(p);
-    const ptrdiff_t plane = ember_qsh_plane(p);
+    const int C = p[0], KH = p[5], KW = p[6], OW = p[9], Wq = ember_qsh_cols(p);
+    const ptrdiff_t qs = ember_qsh_planes(p) * ember_qsh_plane(p);
     int cq, t;
     for (cq = 0; cq < C / 4; ++cq)
         for (t = 0; t < KH * KW; ++t, X += 4 * EMBER_QPB) {
-            const uint32_t *src = xp + cq * plane + toff[t] / 4;
+            const uint32_t *src = xp + cq * qs + toff[t] / 4;
             int j = 0, oh = (int)(pix / OW), ow = (int)(pix % OW);
             while (j < pb) {
                 const int n = OW - ow < pb - j ? OW - ow : pb - j;
-                ember_qwords((uint32_t *)(void *)X + j, src + (ptrdiff_t)oh * Wp + ow, n);
+                ember_qwords((uint32_t *)(void *)X + j, src + (ptrdiff_t)oh * Wq + ow, n);
                 j += n;
                 ow = 0;
                 ++oh;
@@ -124,21 +179,22 @@ static void ember_qsh_gather(uint8_t *X, const uint32_t *xp, const int32_t *p, c
         }
 }
 
-/* ember_qconv's arguments for a 2-D, stride-1, one-group convolution with C % 4 == 0, requantised, no
- * weight offsets, its weights in the K order (c/4, kh, kw, c%4) (qlinear.py qconv_shifted_fits);
- * scratch: Kp * EMBER_QPB bytes, EMBER_QPB + M int32, then (from a 64-byte boundary) C/4 planes of
- * ember_qsh_plane words. With AVX-512 VNNI and the float requantisation, tiles read the planes
- * directly; elsewhere each block of pixels is gathered from them (still no per-tap bounds) and
- * multiplied as ember_qconv does. */
+/* ember_qconv's arguments for a 2-D, one-group convolution with C % 4 == 0, requantised, no weight
+ * offsets, its weights in the K order (c/4, kh, kw, c%4) (qshifted.py qconv_shifted_fits); scratch:
+ * Kp * EMBER_QPB bytes, EMBER_QPB + M int32, then (from a 64-byte boundary) C/4 times ember_qsh_planes
+ * planes of ember_qsh_plane words, then 4 * ember_qsh_cols bytes. With AVX-512 VNNI and the float
+ * requantisation, tiles read the planes directly; elsewhere each block of pixels is gathered from them
+ * (still no per-tap bounds) and multiplied as ember_qconv does. */
 static void ember_qconv_shifted(void *y, int kind, const void *x, int x_sgn, int32_t xz, const int32_t *p, int N,
                                 int M, const int8_t *W, const int32_t *bias, const int32_t *rowsum,
                                 const int32_t *mult, const int32_t *shift, const int32_t *out, uint8_t *scratch) {
     const int C = p[0], H = p[2], KH = p[5], KW = p[6], OH = p[8], OW = p[9], taps = KH * KW, Kp = C * taps;
-    const int Wp = ember_qsh_cols(p);
-    const ptrdiff_t P = (ptrdiff_t)OH * OW;
+    const int sh = p[11], sw = p[12], Wq = ember_qsh_cols(p), ncol = ember_qsh_rank(KW, p[15], sw, sw);
+    const ptrdiff_t P = (ptrdiff_t)OH * OW, plane = ember_qsh_plane(p), qs = ember_qsh_planes(p) * plane;
     uint8_t *X = scratch;
     int32_t *colsum = (int32_t *)(void *)(scratch + EMBER_QSCRATCH_X(Kp)), *corr = colsum + EMBER_QPB;
     uint32_t *xp = (uint32_t *)(void *)(scratch + ((EMBER_QSCRATCH_X(Kp) + 4 * EMBER_QPB + 4 * M + 63) & ~63));
+    uint8_t *tmp = (uint8_t *)(xp + C / 4 * qs);
     ptrdiff_t toff[EMBER_QSH_TAPS], pix;
     ember_qout o;
     uint8_t flip;
@@ -151,17 +207,20 @@ static void ember_qconv_shifted(void *y, int kind, const void *x, int x_sgn, int
     o.wofs = 0;
     o.colsum = colsum; /* unread (no weight offsets), but a real array */
     o.row = 0;
-    for (t = 0; t < taps; ++t) /* tap (kh, kw): bytes from a position's word to its input word */
-        toff[t] = 4 * ((ptrdiff_t)(t / KW) * p[14] * Wp + (ptrdiff_t)(t % KW) * p[15]);
+    for (t = 0; t < taps; ++t) { /* tap (kh, kw): bytes from a position's word to its input word */
+        const int rh = t / KW * p[14], rw = t % KW * p[15];
+        const int slot = ember_qsh_rank(KH, p[14], sh, rh % sh) * ncol + ember_qsh_rank(KW, p[15], sw, rw % sw);
+        toff[t] = 4 * (slot * plane + (ptrdiff_t)(rh / sh) * Wq + rw / sw);
+    }
     ember_qcorr(corr, M, Kp, zv, bias, rowsum, 0);
     for (n = 0; n < N; ++n) {
         o.y = (uint8_t *)y + (ptrdiff_t)n * M * P;
         ember_qsh_fill(xp, (const uint8_t *)x + (ptrdiff_t)n * C * H * p[3], p, flip * 0x01010101u,
-                       (uint32_t)(uint8_t)(xz ^ flip) * 0x01010101u);
+                       (uint32_t)(uint8_t)(xz ^ flip) * 0x01010101u, tmp);
 #if defined(EMBER_QRQ) && EMBER_QMR == 4
         {
             ember_qrq_out range;
-            const ptrdiff_t Q = (ptrdiff_t)OH * Wp, qs = 4 * ember_qsh_plane(p); /* positions; bytes between planes */
+            const ptrdiff_t Q = (ptrdiff_t)OH * Wq, qb = 4 * qs; /* positions; bytes between quads */
             ptrdiff_t q0;
             if (ember_qrq_setup(&o, &range)) {
                 for (q0 = 0, pix = 0; q0 < Q; q0 += 64) {
@@ -170,16 +229,17 @@ static void ember_qconv_shifted(void *y, int kind, const void *x, int x_sgn, int
                     unsigned long long valid = 0;
                     int j, m0;
                     for (j = 0; j < 64; ++j) /* positions inside the output (not past it, not a padding column) */
-                        if (q0 + j < Q && (q0 + j) % Wp < OW) valid |= 1ull << j;
+                        if (q0 + j < Q && (q0 + j) % Wq < OW) valid |= 1ull << j;
                     for (m0 = 0; m0 + 4 <= M; m0 += 4) {
                         const int8_t *w = W + (ptrdiff_t)m0 * Kp;
-                        if (nv == 4) ember_qsh_tile4(&o, m0, w, Kp, xq, toff, taps, qs, C / 4, valid, pix, &range);
-                        else if (nv == 3) ember_qsh_tile3(&o, m0, w, Kp, xq, toff, taps, qs, C / 4, valid, pix, &range);
-                        else if (nv == 2) ember_qsh_tile2(&o, m0, w, Kp, xq, toff, taps, qs, C / 4, valid, pix, &range);
-                        else ember_qsh_tile1(&o, m0, w, Kp, xq, toff, taps, qs, C / 4, valid, pix, &range);
+                        if (nv == 4) ember_qsh_tile4(&o, m0, w, Kp, xq, toff, taps, qb, C / 4, valid, pix, &range);
+                        else if (nv == 3) ember_qsh_tile3(&o, m0, w, Kp, xq, toff, taps, qb, C / 4, valid, pix, &range);
+                        else if (nv == 2) ember_qsh_tile2(&o, m0, w, Kp, xq, toff, taps, qb, C / 4, valid, pix, &range);
+                        else ember_qsh_tile1(&o, m0, w, Kp, xq, toff, taps, qb, C / 4, valid, pix, &range);
                     }
                     for (; m0 < M; ++m0)
-                        ember_qsh_row(&o, m0, W + (ptrdiff_t)m0 * Kp, Kp, xq, toff, taps, qs, C / 4, valid, pix, &range);
+                        ember_qsh_row(&o, m0, W + (ptrdiff_t)m0 * Kp, Kp, xq, toff, taps, qb, C / 4, valid, pix,
+                                      &range);
                     pix += __builtin_popcountll(valid);
                 }
                 continue;

@@ -1,0 +1,83 @@
+"""QConvShifted: an integer 2-D convolution that reads the input's zero-point-padded word planes, split
+by stride phase, instead of an im2col copy (kernels/qshift.c explains the layout). The
+conv_algorithms pass picks it for QConv nodes where `qconv_shifted_fits` and reorders their weights
+with `shifted_weights`; it lowers through qlinear.py's QConv lowering.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ember.ir.graph import Node
+from ember.ops.matmul import present
+from ember.ops.opdef import OpDef
+from ember.ops.qlinear import QPB, QSpec, float_limit, lower_qconv, packed_bound, qconv_geometry
+from ember.ops.registry import register
+
+SHIFTED_MAX_TAPS = 64  # qshift.c EMBER_QSH_TAPS
+# The planes' extra columns, and the idle lanes of the last vector, are computed and dropped: at most
+# 1/SHIFTED_MAX_WASTE of the work (a 28-wide 3x3 wastes 2/30 and runs 8% faster than im2col; a 14-wide
+# wastes 2/16 and gains nothing; a 1x1 of stride 2 onto 7x7 computes 64 lanes for 49 pixels and runs
+# 46% slower, one onto 28x28 or 14x14 7% faster). Strided convolutions with more than one tap keep
+# im2col: ResNet's 3x3 ones of stride 2 ran no faster, and their planes take more memory.
+SHIFTED_MAX_WASTE = 10
+
+
+def _phases(taps: int, dilation: int, stride: int) -> int:
+    """How many of a dimension's stride phases some tap reads (qshift.c ember_qsh_rank)."""
+    return len({t * dilation % stride for t in range(taps)})
+
+
+def _plane_shape(g: list[int]) -> tuple[int, int]:
+    """Rows and columns of one phase plane (qshift.c ember_qsh_rows, ember_qsh_cols)."""
+    return g[8] + (g[5] - 1) * g[14] // g[11], g[9] + (g[6] - 1) * g[15] // g[12]
+
+
+def qconv_shifted_takes(node: Node) -> bool:
+    """Whether qshift.c can compute QConv `node`: 2-D, one group, channels in fours (in the (kh, kw, c)
+    weight order where there are several taps), at most SHIFTED_MAX_TAPS taps, requantised output
+    without weight offsets, and sums that qgemm.c's float requantisation takes (so that AVX-512 tiles
+    may)."""
+    q: QSpec = node.attrs["_q"]
+    if node.op != "QConv" or q.depthwise or q.requant is None or q.wofs is not None:
+        return False
+    g = qconv_geometry(node)
+    taps = g[5] * g[6]
+    if (g[1] != 1 or g[4] != 1 or g[7] != 1 or int(node.attrs.get("group", 1)) != 1 or g[0] % 4
+            or taps > SHIFTED_MAX_TAPS or not (q.channels_last or taps == 1)):
+        return False
+    return bool(float_limit(q.requant, packed_bound(q, present(node.input(2)).const))[0])
+
+
+def qconv_shifted_fits(node: Node) -> bool:
+    """Whether QConv `node` should become QConvShifted: qshift.c takes it, and it is a stride-1
+    convolution with several taps (a 1x1's im2col is a plain copy) or a strided 1x1, wasting little
+    work (SHIFTED_MAX_WASTE)."""
+    if not qconv_shifted_takes(node):
+        return False
+    g = qconv_geometry(node)
+    if (g[5] * g[6] > 1) == (g[11:13] != [1, 1]):
+        return False
+    computed = -(-g[8] * _plane_shape(g)[1] // 16) * 16  # positions: whole vectors over the planes' rows
+    return SHIFTED_MAX_WASTE * (computed - g[8] * g[9]) <= computed
+
+
+def shifted_weights(packed: np.ndarray, channels: int) -> np.ndarray:
+    """QConv weights M x (taps * C) in the (kh, kw, c) order -> qshift.c's (c/4, kh, kw, c%4) order."""
+    m = packed.shape[0]
+    return np.ascontiguousarray(packed.reshape(m, -1, channels // 4, 4).transpose(0, 2, 1, 3).reshape(m, -1))
+
+
+def _scratch(node: Node) -> int:
+    """ember_qconv_shifted: a packed block, its sums and corrections, then (64-byte aligned) the input's
+    word planes (qshift.c ember_qsh_plane words, ember_qsh_planes of them per channel quad), then four
+    rows of plane columns for strided fills."""
+    g = qconv_geometry(node)
+    kp, m = present(node.input(2)).shape[1], present(node.outputs[0]).shape[1]
+    rows, cols = _plane_shape(g)
+    plane = rows * cols + 64 + (g[6] - 1) * g[15] // g[12]
+    planes = _phases(g[5], g[14], g[11]) * _phases(g[6], g[15], g[12])
+    return (kp * QPB + 4 * QPB + 4 * m + 63) // 64 * 64 + 4 * (g[0] // 4) * planes * plane + 4 * cols
+
+
+register(OpDef("QConvShifted", lower=lower_qconv, scratch=_scratch, kernels=("ember_qconv_shifted",)))
