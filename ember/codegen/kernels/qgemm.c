@@ -49,6 +49,12 @@
 #define EMBER_QVL 4
 #endif
 #define EMBER_Q_UVIEW (EMBER_Q_PATH == 1) /* activations as uint8 (else int8) */
+/* Loops over a tile's rows and vectors, fully unrolled so that its sums stay in registers. */
+#if defined(__clang__)
+#define EMBER_UNROLL _Pragma("clang loop unroll(full)")
+#else
+#define EMBER_UNROLL _Pragma("GCC unroll 16")
+#endif
 #ifndef EMBER_QMR
 #define EMBER_QMR 4 /* rows of a full tile */
 #define EMBER_QNV 4 /* vectors of pixels of a full tile; a narrow tile has 1 */
@@ -254,13 +260,13 @@ typedef struct {
         const uint8_t *xg = X, *const end = X + (ptrdiff_t)Kp * EMBER_QPB;                             \
         const int8_t *w = W;                                                                            \
         int r, v;                                                                                       \
-        for (r = 0; r < R; ++r) /* the sums start at the row's corrections */                          \
-            for (v = 0; v < V; ++v) a[r][v] = (ember_qv){0} + o->corr[m0 + r];                          \
+        EMBER_UNROLL for (r = 0; r < R; ++r) /* the sums start at the row's corrections */             \
+            EMBER_UNROLL for (v = 0; v < V; ++v) a[r][v] = (ember_qv){0} + o->corr[m0 + r];             \
         do { /* Kp >= 4: a loop with no zero-trip path keeps the sums in registers */                  \
-            for (v = 0; v < V; ++v) x[v] = ((const ember_qv *)(const void *)xg)[v];                     \
-            for (r = 0; r < R; ++r) {                                                                   \
+            EMBER_UNROLL for (v = 0; v < V; ++v) x[v] = ((const ember_qv *)(const void *)xg)[v];        \
+            EMBER_UNROLL for (r = 0; r < R; ++r) {                                                      \
                 const ember_qv wr = (ember_qv){0} + *(const ember_qi32u *)(const void *)(w + (ptrdiff_t)r * Kp); \
-                for (v = 0; v < V; ++v) a[r][v] = ember_qdot(a[r][v], x[v], wr);                        \
+                EMBER_UNROLL for (v = 0; v < V; ++v) a[r][v] = ember_qdot(a[r][v], x[v], wr);           \
             }                                                                                           \
             xg += 4 * EMBER_QPB;                                                                        \
             w += 4;                                                                                     \
@@ -271,7 +277,7 @@ typedef struct {
             uint8_t *const y = o->y + m0 * o->rs + pix;                                                 \
             const ptrdiff_t rs = o->rs;                                                                 \
             const int32_t *const mult = o->mult + m0, *const shift = o->shift + m0;                     \
-            EMBER_UNROLL for (r = 0; r < R; ++r) { /* unrolled: the sums stay in registers */         \
+            EMBER_UNROLL for (r = 0; r < R; ++r) {                                                      \
                 const ember_qv16_f mf = (ember_qv16_f){0} + ember_qv16_mult(mult[r], shift[r]);          \
                 EMBER_UNROLL for (v = 0; v < V; ++v)                                                    \
                     ember_qrq_put(y + r * rs + 16 * v, n - 16 * v, (ember_qv16_i)a[r][v], mf, &rg);      \
@@ -335,11 +341,6 @@ static int ember_qrq_setup(const ember_qout *o, ember_qrq_out *r) {
     r->lim = (ember_qv16_i){0} + out[5];
     return o->kind == 1 && o->ps == 1 && !o->wofs && out[4];
 }
-#if defined(__clang__)
-#define EMBER_UNROLL _Pragma("clang loop unroll(full)")
-#else
-#define EMBER_UNROLL _Pragma("GCC unroll 16")
-#endif
 /* Sums v (corrections included) of one output row requantised and stored at y: min(n, 16) of them
  * (none if n <= 0). */
 EMBER_INLINE void ember_qrq_put(uint8_t *y, int n, ember_qv16_i v, ember_qv16_f mf, const ember_qrq_out *range) {
@@ -357,6 +358,7 @@ EMBER_QTILE_RQ_DECL(ember_qtile_v2_rq);
 EMBER_QTILE_RQ_DECL(ember_qtile_v3_rq);
 EMBER_QTILE_RQ(ember_qtile_v2_rq, EMBER_QMR, 2)
 EMBER_QTILE_RQ(ember_qtile_v3_rq, EMBER_QMR, 3)
+
 #endif
 
 /*@end*/
