@@ -34,38 +34,44 @@ def _plane_shape(g: list[int]) -> tuple[int, int]:
 
 
 def qconv_shifted_takes(node: Node) -> bool:
-    """Whether qshift.c can compute QConv `node`: 2-D, one group, channels in fours (in the (kh, kw, c)
-    weight order where there are several taps), at most SHIFTED_MAX_TAPS taps, requantised output
-    without weight offsets, and sums that qgemm.c's float requantisation takes (so that AVX-512 tiles
-    may)."""
+    """Whether qshift.c can compute QConv `node`: 2-D, one group, at most SHIFTED_MAX_TAPS taps,
+    requantised output without weight offsets, and sums that qgemm.c's float requantisation takes (so
+    that AVX-512 tiles may). Channels not in fours are padded to fours (with weights of 0)."""
     q: QSpec = node.attrs["_q"]
     if node.op != "QConv" or q.depthwise or q.requant is None or q.wofs is not None:
         return False
     g = qconv_geometry(node)
-    taps = g[5] * g[6]
-    if (g[1] != 1 or g[4] != 1 or g[7] != 1 or int(node.attrs.get("group", 1)) != 1 or g[0] % 4
-            or taps > SHIFTED_MAX_TAPS or not (q.channels_last or taps == 1)):
+    if g[1] != 1 or g[4] != 1 or g[7] != 1 or int(node.attrs.get("group", 1)) != 1 or g[5] * g[6] > SHIFTED_MAX_TAPS:
         return False
     return bool(float_limit(q.requant, packed_bound(q, present(node.input(2)).const))[0])
 
 
 def qconv_shifted_fits(node: Node) -> bool:
     """Whether QConv `node` should become QConvShifted: qshift.c takes it, and it is a stride-1
-    convolution with several taps (a 1x1's im2col is a plain copy) or a strided 1x1, wasting little
-    work (SHIFTED_MAX_WASTE)."""
+    convolution with several taps and channels in fours (a 1x1's im2col is a plain copy), a strided 1x1,
+    or a strided convolution whose channels are not in fours (im2col then packs byte by byte: a CNN's
+    RGB stem), wasting little work (SHIFTED_MAX_WASTE)."""
     if not qconv_shifted_takes(node):
         return False
     g = qconv_geometry(node)
-    if (g[5] * g[6] > 1) == (g[11:13] != [1, 1]):
+    taps, strided, quads = g[5] * g[6], g[11:13] != [1, 1], g[0] % 4 == 0
+    if not (taps > 1 and not strided and quads or taps == 1 and strided and quads or strided and not quads):
         return False
     computed = -(-g[8] * _plane_shape(g)[1] // 16) * 16  # positions: whole vectors over the planes' rows
     return SHIFTED_MAX_WASTE * (computed - g[8] * g[9]) <= computed
 
 
-def shifted_weights(packed: np.ndarray, channels: int) -> np.ndarray:
-    """QConv weights M x (taps * C) in the (kh, kw, c) order -> qshift.c's (c/4, kh, kw, c%4) order."""
-    m = packed.shape[0]
-    return np.ascontiguousarray(packed.reshape(m, -1, channels // 4, 4).transpose(0, 2, 1, 3).reshape(m, -1))
+def shifted_weights(node: Node, packed: np.ndarray) -> np.ndarray:
+    """QConv `node`'s packed weights (M x Kp, K in the (kh, kw, c) order for channels in fours, else
+    (c, kh, kw)) -> qshift.c's (c/4, kh, kw, c%4) order, channels padded to fours with zeros."""
+    q: QSpec = node.attrs["_q"]
+    g = qconv_geometry(node)
+    m, c, taps = packed.shape[0], g[0], g[5] * g[6]
+    k = packed[:, :c * taps]
+    by_channel = k.reshape(m, taps, c).transpose(0, 2, 1) if q.channels_last else k.reshape(m, c, taps)
+    padded = np.zeros((m, -(-c // 4) * 4, taps), packed.dtype)
+    padded[:, :c] = by_channel
+    return np.ascontiguousarray(padded.reshape(m, -1, 4, taps).transpose(0, 1, 3, 2).reshape(m, -1))
 
 
 def _scratch(node: Node) -> int:
@@ -73,11 +79,11 @@ def _scratch(node: Node) -> int:
     word planes (qshift.c ember_qsh_plane words, ember_qsh_planes of them per channel quad), then four
     rows of plane columns for strided fills."""
     g = qconv_geometry(node)
-    kp, m = present(node.input(2)).shape[1], present(node.outputs[0]).shape[1]
+    kp, m = -(-g[0] // 4) * 4 * g[5] * g[6], present(node.outputs[0]).shape[1]
     rows, cols = _plane_shape(g)
     plane = rows * cols + 64 + (g[6] - 1) * g[15] // g[12]
     planes = _phases(g[5], g[14], g[11]) * _phases(g[6], g[15], g[12])
-    return (kp * QPB + 4 * QPB + 4 * m + 63) // 64 * 64 + 4 * (g[0] // 4) * planes * plane + 4 * cols
+    return (kp * QPB + 4 * QPB + 4 * m + 63) // 64 * 64 + 4 * -(-g[0] // 4) * planes * plane + 4 * cols
 
 
 register(OpDef("QConvShifted", lower=lower_qconv, scratch=_scratch, kernels=("ember_qconv_shifted",)))

@@ -122,9 +122,8 @@ def choose_conv_algorithms(graph: Graph) -> None:
         if node.op == "QConv" and qconv_shifted_fits(node):
             wq = node.inputs[2]
             assert wq is not None and wq.const is not None
+            node.inputs[2] = graph.constant(f"{node.name}_wq_shifted", shifted_weights(node, wq.const))
             node.op = "QConvShifted"
-            channels = wq.shape[1] // math.prod(node.attrs["kernel_shape"])
-            node.inputs[2] = graph.constant(f"{node.name}_wq_shifted", shifted_weights(wq.const, channels))
             continue
         if not _plain_conv(node):
             continue

@@ -38,6 +38,9 @@ CASES = {
     "s8_1x1_s2": (np.int8, (2, 12, 9, 37), (5, 12, 1, 1), {"strides": [2, 2]}),
     "u8_3x3_s3x2_dil_cols": (np.uint8, (1, 4, 20, 45), (6, 4, 3, 3),
                              {"strides": [3, 2], "dilations": [1, 2], "pads": [2, 1, 0, 3]}),
+    # channels not in fours, padded with zero weights: an RGB stem, and a quad and a half
+    "u8_rgb_stem_s2": (np.uint8, (1, 3, 31, 64), (8, 3, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    "s8_6ch_3x3": (np.int8, (1, 6, 7, 40), (5, 6, 3, 3), {"pads": [1, 1, 1, 1]}),
 }
 
 
@@ -101,18 +104,21 @@ def test_shifted_tiles_sanitized_with_clamp(tmp_path: Path, stride: int, every_t
 
 
 def test_which_convolutions_are_shifted(tmp_path: Path) -> None:
-    """Stride-1 convolutions with several taps and strided 1x1s are shifted where little work is wasted;
-    narrow ones (a 14-wide 3x3 would waste 2/16, a 1x1 of stride 2 onto 3x3 lanes for 9 pixels),
-    strided ones with several taps, stride-1 1x1s and --opt-level 1 keep im2col (QConv)."""
+    """Stride-1 convolutions with several taps, strided 1x1s and strided ones whose channels are not in
+    fours are shifted where little work is wasted; narrow ones (a 14-wide 3x3 would waste 2/16, a 1x1 of
+    stride 2 onto 3x3 lanes for 9 pixels), other strided ones, stride-1 ones with channels not in
+    fours, stride-1 1x1s and --opt-level 1 keep im2col (QConv)."""
     for i, (xshape, kernel, attrs, opts, op) in enumerate([
             ((1, 8, 9, 40), 3, {"pads": [1, 1, 1, 1]}, {}, "QConvShifted"),
             ((1, 8, 18, 36), 1, {"strides": [2, 2]}, {}, "QConvShifted"),
+            ((1, 3, 18, 36), 3, {"strides": [2, 2], "pads": [1, 1, 1, 1]}, {}, "QConvShifted"),
+            ((1, 3, 9, 40), 3, {"pads": [1, 1, 1, 1]}, {}, "QConv"),
             ((1, 8, 9, 14), 3, {"pads": [1, 1, 1, 1]}, {}, "QConv"),
             ((1, 8, 6, 6), 1, {"strides": [2, 2]}, {}, "QConv"),
             ((1, 8, 14, 40), 3, {"pads": [1, 1, 1, 1], "strides": [2, 2]}, {}, "QConv"),
             ((1, 8, 9, 40), 1, {}, {}, "QConv"),
             ((1, 8, 9, 40), 3, {"pads": [1, 1, 1, 1]}, {"opt_level": 1}, "QConv")]):
-        model, feeds = _qconv_model(np.uint8, xshape, (4, 8, kernel, kernel), attrs)
+        model, feeds = _qconv_model(np.uint8, xshape, (4, xshape[1], kernel, kernel), attrs)
         (tmp_path / str(i)).mkdir()
         bundle = _compile(tmp_path / str(i), model, **opts)
         assert _ops(bundle) == [op], (xshape, kernel, attrs, opts)

@@ -123,33 +123,35 @@ static void ember_qsh_fill(uint32_t *xp, const uint8_t *x, const int32_t *p, uin
     const int Hq = ember_qsh_rows(p), Wq = ember_qsh_cols(p);
     const ptrdiff_t s_in = (ptrdiff_t)H * W, plane = ember_qsh_plane(p);
     int cq, a, b, r, c, t;
-    for (cq = 0; cq < C / 4; ++cq) {
+    for (cq = 0; cq < (C + 3) / 4; ++cq) {
         const uint8_t *xc = x + 4 * cq * s_in;
         uint32_t *d = xp + (ptrdiff_t)cq * ember_qsh_planes(p) * plane;
+        ptrdiff_t ch[4]; /* the quad's channels from xc; those past C (their weights are 0) read the first */
+        for (t = 0; t < 4; ++t) ch[t] = 4 * cq + t < C ? t * s_in : 0;
         for (a = 0; a < sh; ++a) {
             if (ember_qsh_rank(p[5], p[14], sh, a + 1) == ember_qsh_rank(p[5], p[14], sh, a)) continue; /* unread */
             for (b = 0; b < sw; ++b) {
-                /* columns [c0, c1) hold input columns c * sw + b - pl */
+                /* columns [c0, e1) hold input columns c * sw + b - pl */
                 const int c00 = pl > b ? (pl - b + sw - 1) / sw : 0, c0 = c00 < Wq ? c00 : Wq;
-                const int last = (W - 1 + pl - b) / sw, c1 = W - 1 + pl - b < 0 ? 0 : last + 1 < Wq ? last + 1 : Wq;
+                const int last = (W - 1 + pl - b) / sw, e1 = W - 1 + pl - b < 0 ? 0 : last + 1 < Wq ? last + 1 : Wq;
                 if (ember_qsh_rank(p[6], p[15], sw, b + 1) == ember_qsh_rank(p[6], p[15], sw, b)) continue;
                 for (r = 0; r < Hq; ++r, d += Wq) {
                     const int ih = r * sh + a - pt;
                     const uint8_t *src = xc + (ptrdiff_t)ih * W + (ptrdiff_t)c0 * sw + b - pl;
-                    if (ih < 0 || ih >= H || c1 <= c0) {
+                    if (ih < 0 || ih >= H || e1 <= c0) {
                         for (c = 0; c < Wq; ++c) d[c] = pad4;
                         continue;
                     }
                     for (c = 0; c < c0; ++c) d[c] = pad4;
                     if (sw == 1) {
-                        ember_qinterleave((uint8_t *)(void *)(d + c0), src, src + s_in, src + 2 * s_in, src + 3 * s_in,
-                                          c1 - c0, flip4);
+                        ember_qinterleave((uint8_t *)(void *)(d + c0), src, src + ch[1], src + ch[2], src + ch[3],
+                                          e1 - c0, flip4);
                     } else { /* every sw-th byte of the four channel rows first */
-                        for (t = 0; t < 4; ++t) ember_qsh_stride(tmp + t * Wq, src + t * s_in, c1 - c0, sw);
+                        for (t = 0; t < 4; ++t) ember_qsh_stride(tmp + t * Wq, src + ch[t], e1 - c0, sw);
                         ember_qinterleave((uint8_t *)(void *)(d + c0), tmp, tmp + Wq, tmp + 2 * Wq, tmp + 3 * Wq,
-                                          c1 - c0, flip4);
+                                          e1 - c0, flip4);
                     }
-                    for (c = c1; c < Wq; ++c) d[c] = pad4;
+                    for (c = e1; c < Wq; ++c) d[c] = pad4;
                 }
                 for (c = 0; c < plane - (ptrdiff_t)Hq * Wq; ++c) d[c] = pad4; /* the margin */
                 d += plane - (ptrdiff_t)Hq * Wq;
@@ -162,10 +164,10 @@ static void ember_qsh_fill(uint32_t *xp, const uint8_t *x, const int32_t *p, uin
  * of K, the pixels' words as one run per output row. */
 static void ember_qsh_gather(uint8_t *X, const uint32_t *xp, const int32_t *p, const ptrdiff_t *toff, ptrdiff_t pix,
                              int pb) {
-    const int C = p[0], KH = p[5], KW = p[6], OW = p[9], Wq = ember_qsh_cols(p);
+    const int KH = p[5], KW = p[6], OW = p[9], Wq = ember_qsh_cols(p);
     const ptrdiff_t qs = ember_qsh_planes(p) * ember_qsh_plane(p);
     int cq, t;
-    for (cq = 0; cq < C / 4; ++cq)
+    for (cq = 0; cq < (p[0] + 3) / 4; ++cq)
         for (t = 0; t < KH * KW; ++t, X += 4 * EMBER_QPB) {
             const uint32_t *src = xp + cq * qs + toff[t] / 4;
             int j = 0, oh = (int)(pix / OW), ow = (int)(pix % OW);
@@ -188,13 +190,14 @@ static void ember_qsh_gather(uint8_t *X, const uint32_t *xp, const int32_t *p, c
 static void ember_qconv_shifted(void *y, int kind, const void *x, int x_sgn, int32_t xz, const int32_t *p, int N,
                                 int M, const int8_t *W, const int32_t *bias, const int32_t *rowsum,
                                 const int32_t *mult, const int32_t *shift, const int32_t *out, uint8_t *scratch) {
-    const int C = p[0], H = p[2], KH = p[5], KW = p[6], OH = p[8], OW = p[9], taps = KH * KW, Kp = C * taps;
+    const int C = p[0], H = p[2], KH = p[5], KW = p[6], OH = p[8], OW = p[9], taps = KH * KW, quads = (C + 3) / 4;
+    const int Kp = 4 * quads * taps;
     const int sh = p[11], sw = p[12], Wq = ember_qsh_cols(p), ncol = ember_qsh_rank(KW, p[15], sw, sw);
     const ptrdiff_t P = (ptrdiff_t)OH * OW, plane = ember_qsh_plane(p), qs = ember_qsh_planes(p) * plane;
     uint8_t *X = scratch;
     int32_t *colsum = (int32_t *)(void *)(scratch + EMBER_QSCRATCH_X(Kp)), *corr = colsum + EMBER_QPB;
     uint32_t *xp = (uint32_t *)(void *)(scratch + ((EMBER_QSCRATCH_X(Kp) + 4 * EMBER_QPB + 4 * M + 63) & ~63));
-    uint8_t *tmp = (uint8_t *)(xp + C / 4 * qs);
+    uint8_t *tmp = (uint8_t *)(xp + quads * qs);
     ptrdiff_t toff[EMBER_QSH_TAPS], pix;
     ember_qout o;
     uint8_t flip;
@@ -232,13 +235,13 @@ static void ember_qconv_shifted(void *y, int kind, const void *x, int x_sgn, int
                         if (q0 + j < Q && (q0 + j) % Wq < OW) valid |= 1ull << j;
                     for (m0 = 0; m0 + 4 <= M; m0 += 4) {
                         const int8_t *w = W + (ptrdiff_t)m0 * Kp;
-                        if (nv == 4) ember_qsh_tile4(&o, m0, w, Kp, xq, toff, taps, qb, C / 4, valid, pix, &range);
-                        else if (nv == 3) ember_qsh_tile3(&o, m0, w, Kp, xq, toff, taps, qb, C / 4, valid, pix, &range);
-                        else if (nv == 2) ember_qsh_tile2(&o, m0, w, Kp, xq, toff, taps, qb, C / 4, valid, pix, &range);
-                        else ember_qsh_tile1(&o, m0, w, Kp, xq, toff, taps, qb, C / 4, valid, pix, &range);
+                        if (nv == 4) ember_qsh_tile4(&o, m0, w, Kp, xq, toff, taps, qb, quads, valid, pix, &range);
+                        else if (nv == 3) ember_qsh_tile3(&o, m0, w, Kp, xq, toff, taps, qb, quads, valid, pix, &range);
+                        else if (nv == 2) ember_qsh_tile2(&o, m0, w, Kp, xq, toff, taps, qb, quads, valid, pix, &range);
+                        else ember_qsh_tile1(&o, m0, w, Kp, xq, toff, taps, qb, quads, valid, pix, &range);
                     }
                     for (; m0 < M; ++m0)
-                        ember_qsh_row(&o, m0, W + (ptrdiff_t)m0 * Kp, Kp, xq, toff, taps, qb, C / 4, valid, pix,
+                        ember_qsh_row(&o, m0, W + (ptrdiff_t)m0 * Kp, Kp, xq, toff, taps, qb, quads, valid, pix,
                                       &range);
                     pix += __builtin_popcountll(valid);
                 }
