@@ -12,6 +12,14 @@
 #define EMBER_UNUSED
 #define EMBER_NOINLINE
 #endif
+/* Before a loop of constant trip count that must be unrolled whole (register arrays, lane indices). */
+#if defined(__clang__)
+#define EMBER_UNROLL _Pragma("clang loop unroll(full)")
+#elif defined(__GNUC__)
+#define EMBER_UNROLL _Pragma("GCC unroll 16")
+#else
+#define EMBER_UNROLL
+#endif
 /*@end*/
 
 /*@kernel ember_copy requires ember_prelude*/

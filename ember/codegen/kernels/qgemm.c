@@ -49,12 +49,6 @@
 #define EMBER_QVL 4
 #endif
 #define EMBER_Q_UVIEW (EMBER_Q_PATH == 1) /* activations as uint8 (else int8) */
-/* Loops over a tile's rows and vectors, fully unrolled so that its sums stay in registers. */
-#if defined(__clang__)
-#define EMBER_UNROLL _Pragma("clang loop unroll(full)")
-#else
-#define EMBER_UNROLL _Pragma("GCC unroll 16")
-#endif
 #ifndef EMBER_QMR
 #define EMBER_QMR 4 /* rows of a full tile */
 #define EMBER_QNV 4 /* vectors of pixels of a full tile; a narrow tile has 1 */
