@@ -14,9 +14,11 @@
   SHIFTED_MAX_WIDTH), becomes `ConvShifted` (weights unchanged): its matmul reads B as shifted views
   of the input's zero-padded polyphase planes instead of an im2col copy (whose per-tap strided
   gathers and short row copies cost more there).
-- Integer (QConv): a stride-1 2-D convolution whose channels come in fours, on output rows wide
-  enough, becomes `QConvShifted` (qlinear.py `qconv_shifted_fits`), its weights reordered to
-  (c/4, kh, kw, c%4): its tiles read the input's padded word planes instead of an im2col copy.
+- Integer (QConv): a stride-1 2-D convolution whose channels come in fours, a strided 1x1, or a
+  strided convolution whose channels do not come in fours, where little work is wasted, becomes
+  `QConvShifted` (qshifted.py `qconv_shifted_fits`), its weights reordered to (c/4, kh, kw, c%4) with
+  channels padded to fours: its tiles read the input's padded stride-phase word planes instead of an
+  im2col copy.
 All keep the original Conv's attributes (pads, the fused `_act`) and add `kernel_shape`.
 Winograd weights are 16/9 (F(4x4): 4x) the size of the originals, so api.py runs this pass only for targets
 with memory to spare (host and Linux).

@@ -352,7 +352,6 @@ EMBER_QTILE_RQ_DECL(ember_qtile_v2_rq);
 EMBER_QTILE_RQ_DECL(ember_qtile_v3_rq);
 EMBER_QTILE_RQ(ember_qtile_v2_rq, EMBER_QMR, 2)
 EMBER_QTILE_RQ(ember_qtile_v3_rq, EMBER_QMR, 3)
-
 #endif
 
 /*@end*/

@@ -116,7 +116,6 @@ static void ember_qgather2(uint8_t *r, const uint8_t *x, int count) {
 /*@end*/
 
 /*@kernel ember_qpack requires ember_qinterleave ember_window_bounds*/
-
 /* One tap's im2col row for the pb pixels from output pixel (od, oh, ow0): each output row's segment
  * is padding, a copy, padding ([lo, hi): the outputs whose input column is inside the row).
  * Returns the row: the input itself when the whole block is one stride-1 copy, else tmp. */
