@@ -93,7 +93,8 @@ static void ember_qrun(uint8_t *EMBER_RESTRICT y, const int32_t *EMBER_RESTRICT 
 /*@kernel ember_quantize_tpl requires ember_qsaturate*/
 /* Scale / zero-point layout `q` = [outer, A, inner, block, s_o, s_a, s_i]: the tensor is outer x A x inner
  * (A = the quantization axis) and element (o, a, i) uses parameter o*s_o + (a/block)*s_a + i*s_i
- * (all strides 0: per tensor; s_a = 1: per axis; blocked otherwise). zp may be NULL (zero). */
+ * (all strides 0: per tensor; s_a = 1: per axis; blocked otherwise). zp may be NULL (zero). Requires
+ * ember_qsaturate so that EMBER_QSAT16 is known where this block's #ifdef reads it. */
 #define EMBER_QUANT_LOOP(BODY)                                                                       \
     int o, a, i;                                                                                     \
     for (o = 0; o < q[0]; ++o)                                                                       \
