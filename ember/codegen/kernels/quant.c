@@ -176,12 +176,12 @@ EMBER_DEQUANTIZE(u16, uint16_t)
 EMBER_DEQUANTIZE(s32, int32_t)
 /*@end*/
 
-/*@kernel ember_dynquant_u8 requires ember_qsaturate*/
+/*@kernel ember_dynquant_u8 requires ember_quantize_u8*/
 /* DynamicQuantizeLinear: uint8 with the range of x widened to include 0, step by step as ONNX's
- * reference computes it (float32). */
+ * reference computes it (float32); then QuantizeLinear's per-tensor path. */
 static void ember_dynquant_u8(uint8_t *y, float *scale, uint8_t *zp, const float *x, ptrdiff_t n) {
+    const int32_t per_tensor[7] = {1, 1, (int32_t)n, 1, 0, 0, 0};
     float mx = 0.0f, mn = 0.0f, s, izp;
-    int32_t z;
     ptrdiff_t i;
     for (i = 0; i < n; ++i) {
         mx = x[i] > mx ? x[i] : mx;
@@ -189,10 +189,9 @@ static void ember_dynquant_u8(uint8_t *y, float *scale, uint8_t *zp, const float
     }
     s = (mx == mn ? 1.0f : mx - mn) / 255.0f;
     izp = 0.0f - mn / s;
-    z = ember_q_saturate(izp < 0.0f ? 0.0f : izp > 255.0f ? 255.0f : izp, 0, 0, 255);
-    for (i = 0; i < n; ++i) y[i] = (uint8_t)ember_q_saturate(x[i] / s, z, 0, 255);
+    *zp = (uint8_t)ember_q_saturate(izp < 0.0f ? 0.0f : izp > 255.0f ? 255.0f : izp, 0, 0, 255);
     *scale = s;
-    *zp = (uint8_t)z;
+    ember_quantize_u8(y, x, &s, zp, per_tensor);
 }
 /*@end*/
 
