@@ -21,6 +21,7 @@ from ember.ir.verify import verify
 from ember.memory.planner import MemoryPlan, plan_memory
 from ember.ops import registry
 from ember.passes.conv_algorithms import choose_conv_algorithms
+from ember.passes.int8_layout import choose_int8_layout
 from ember.passes.manager import PassFn, PassManager
 from ember.passes.pipeline import DEFAULT_PIPELINE
 from ember.report.flops import graph_flops
@@ -100,7 +101,8 @@ def write_bundle(model_path: str, out: Path, opts: CompileOptions, command: str 
     graph, pm, sha = build_graph(model_path, opts)
     if target.kind in ("host", "linux") and opts.opt_level >= 2:
         # Winograd trades 16/9 the weight bytes for speed: only where memory is not the constraint.
-        PassManager([("choose_conv_algorithms", choose_conv_algorithms)], pm.records).run(graph)
+        PassManager([("choose_conv_algorithms", choose_conv_algorithms),
+                     ("choose_int8_layout", choose_int8_layout)], pm.records).run(graph)
     plan = plan_memory(graph, inlined_constants(graph))
     name = graph.name
     banner = _banner(name, sha, command)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -9,6 +10,8 @@ from typing import Any
 import numpy as np
 
 from ember.ir.dtypes import DType, TensorType
+
+BLOCK_PIXELS = 64  # EMBER_QPB of kernels/qgemm.c: a channel-blocked tensor's pixels per block
 
 
 @dataclass(eq=False)
@@ -19,10 +22,21 @@ class Value:
     type: TensorType
     producer: Node | None = None
     const: np.ndarray | None = None
+    # Stored channel-blocked (passes/int8_layout.py): a 4-D byte tensor as words of four channels in
+    # blocks of BLOCK_PIXELS pixels, the last block padded.
+    blocked: bool = False
 
     @property
     def is_const(self) -> bool:
         return self.const is not None
+
+    @property
+    def storage_bytes(self) -> int:
+        """Bytes its buffer holds: the tensor's, or whole blocks of pixels when blocked."""
+        if not self.blocked:
+            return self.type.nbytes
+        n, c, *spatial = self.shape
+        return n * c * -(-math.prod(spatial) // BLOCK_PIXELS) * BLOCK_PIXELS
 
     @property
     def dtype(self) -> DType:

@@ -118,7 +118,7 @@ def _buffers(graph: Graph) -> tuple[list[Buffer], list[tuple[Buffer, Node]]]:
                 buf_of[id(out)] = shared
                 continue
             region = Region.MUTABLE if graph.is_output(out) else Region.ACTIVATIONS
-            b = Buffer([out], out.type.nbytes, i, max(last_use.get(id(out), i), i), region)
+            b = Buffer([out], out.storage_bytes, i, max(last_use.get(id(out), i), i), region)
             buf_of[id(out)] = b
             buffers.append(b)
     scratch = []
@@ -149,6 +149,7 @@ def _shareable_input(graph, node, op, k, out, i, buf_of, last_use) -> Buffer | N
             b.region is Region.ACTIVATIONS
             and v.shape == out.shape
             and v.dtype.itemsize == out.dtype.itemsize
+            and v.blocked == out.blocked
             and b.end == i
             and all(last_use.get(id(m), -1) <= i for m in b.values)
         ):

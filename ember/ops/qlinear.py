@@ -267,12 +267,13 @@ def lower_qconv(node: Node, k: KernelEmitter) -> None:
         k.call("ember_qdwconv", *head, y.shape[1], k.inp(2), _table(k, q.bias), mult, shift, out, exact,
                k.scratch(), 4 * _dw_work(node))
         return
+    lay = int(x.blocked) | 2 * int(y.blocked)  # passes/int8_layout.py
     if node.op == "QConvShifted":
         k.call("ember_qconv_shifted", *head, y.shape[1], k.inp(2), _table(k, q.bias), _table(k, q.rowsum), mult,
-               shift, out, k.scratch())
+               shift, out, lay, k.scratch())
         return
     k.call("ember_qconv", *head, int(node.attrs.get("group", 1)), y.shape[1], int(q.channels_last), k.inp(2),
-           _table(k, q.bias), _table(k, q.rowsum), _table(k, q.wofs), mult, shift, out, k.scratch())
+           _table(k, q.bias), _table(k, q.rowsum), _table(k, q.wofs), mult, shift, out, lay, k.scratch())
 
 
 register(OpDef("QConv", lower=lower_qconv, scratch=_qconv_scratch, kernels=("ember_qconv", "ember_qdwconv")))

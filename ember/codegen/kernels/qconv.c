@@ -9,13 +9,17 @@
  * weights' K order is (kd, kh, kw, c) (Cg % 4 == 0), else (c, kd, kh, kw). scratch: Kp * EMBER_QPB bytes,
  * EMBER_QPB + M int32, EMBER_QTAIL * Kp bytes (qblock.c's tail pixels), then (from a 64-byte boundary)
  * ember_qpack_rows' words for a 2-D convolution (channels in fours: ember_qpack_rows; others:
- * ember_qpack_rows1). */
+ * ember_qpack_rows1). lay: bit 0, x is channel-blocked (qgemm.c ember_qblk_at; one group, channels in
+ * fours, 2-D); bit 1, y is (requantised, M % 4 == 0). */
 static void ember_qconv(void *y, int kind, const void *x, int x_sgn, int32_t xz, const int32_t *p, int N, int G,
                         int M, int cl, const int8_t *W, const int32_t *bias, const int32_t *rowsum, const int32_t *wofs,
-                        const int32_t *mult, const int32_t *shift, const int32_t *out, uint8_t *scratch) {
+                        const int32_t *mult, const int32_t *shift, const int32_t *out, int lay, uint8_t *scratch) {
     const int C = p[0], Cg = C / G, Mg = M / G, K = Cg * p[4] * p[5] * p[6], Kp = (K + 3) & ~3;
     const ptrdiff_t s_in = (ptrdiff_t)p[1] * p[2] * p[3], P = (ptrdiff_t)p[7] * p[8] * p[9];
+    /* bytes per image: channel-blocked ones are whole blocks of pixels */
+    const ptrdiff_t x_img = lay & 1 ? (s_in + 63) / 64 * 64 * C : C * s_in, y_img = lay & 2 ? (P + 63) / 64 * 64 * M : M * P;
     uint8_t *X = scratch;
+    const uint8_t *Xb;
     int32_t *colsum = (int32_t *)(void *)(scratch + EMBER_QSCRATCH_X(Kp)), *corr = colsum + EMBER_QPB;
     uint8_t flip;
     const int32_t zv = ember_qview(x_sgn, xz, &flip);
@@ -32,43 +36,49 @@ static void ember_qconv(void *y, int kind, const void *x, int x_sgn, int32_t xz,
     for (kw = 0; kw < p[6] && kw < 16; ++kw)
         ember_window_bounds(p[3], p[9], p[12], kw * p[15] - p[18], &kwb[2 * kw], &kwb[2 * kw + 1]);
     ember_qout_init(&o, kind, mult, shift, out);
-    o.rs = P;
-    o.ps = 1;
+    o.blk = lay >> 1 & 1;
+    o.rs = o.blk ? 64 * M : P;
+    o.ps = o.blk ? 4 : 1;
     o.corr = corr;
     o.colsum = colsum;
     o.row = (uint8_t *)(corr + M);
     for (n = 0; n < N; ++n)
         for (g = 0; g < G; ++g) {
             const ptrdiff_t m0 = (ptrdiff_t)g * Mg;
-            const uint8_t *xg = (const uint8_t *)x + ((ptrdiff_t)n * C + (ptrdiff_t)g * Cg) * s_in;
+            const uint8_t *xg = (const uint8_t *)x + n * x_img + (ptrdiff_t)g * Cg * s_in;
             ember_qcorr(corr, Mg, K, zv, bias ? bias + m0 : bias, rowsum + m0, wofs ? wofs + m0 : wofs);
-            o.y = (uint8_t *)y + ((ptrdiff_t)n * M + m0) * P * (kind == 0 ? 4 : 1);
+            o.y = (uint8_t *)y + (n * y_img + m0 * P) * (kind == 0 ? 4 : 1);
             o.wofs = wofs ? wofs + m0 : wofs;
             o.mult = mult ? mult + m0 : mult;
             o.shift = shift ? shift + m0 : shift;
             for (pix = 0; pix < P; pix += EMBER_QPB) {
                 const int pb = P - pix < EMBER_QPB ? (int)(P - pix) : EMBER_QPB;
-                if (rows)
-                    ember_qpack_rows(X, xg, Cg, p, pix, pb, flip, (uint8_t)xz, wr);
+                Xb = X;
+                if (lay & 1 && direct) { /* the input's block is the packed block */
+                    if (flip) ember_qwords((uint32_t *)(void *)X, (const uint32_t *)(const void *)(xg + pix * C),
+                                           Kp * EMBER_QPB / 4, flip * 0x01010101u);
+                    else Xb = xg + pix * C;
+                } else if (rows)
+                    ember_qpack_rows(X, xg, Cg, p, pix, pb, flip, (uint8_t)xz, wr, lay & 1);
                 else if (!direct && p[1] == 1 && p[4] == 1 && p[7] == 1)
                     ember_qpack_rows1(X, xg, Cg, p, pix, pb, K, Kp, flip, (uint8_t)xz, (uint8_t *)wr);
                 else if (cl && !direct)
                     ember_qpack_conv_cl(X, xg, Cg, p, pix, pb, flip, (uint8_t)xz, p[6] <= 16 ? kwb : 0);
                 else
                     ember_qpack_conv(X, xg, p, pix, pb, K, Kp, flip, (uint8_t)xz, p[6] <= 16 ? kwb : 0, direct);
-                if (wofs || P <= 2) ember_qcolsum(colsum, X, Kp, pb);
+                if (wofs || P <= 2) ember_qcolsum(colsum, Xb, Kp, pb);
                 if (P <= 2) { /* one or two pixels: matrix-vector products on each pixel's words */
                     uint8_t *row = (uint8_t *)(corr + M);
                     int j, k;
                     for (j = 0; j < pb; ++j) {
                         for (k = 0; k < Kp; k += 4)
                             *(ember_qu32a *)(void *)(row + k) =
-                                *(const ember_qu32a *)(const void *)(X + (ptrdiff_t)k * EMBER_QPB + 4 * j);
+                                *(const ember_qu32a *)(const void *)(Xb + (ptrdiff_t)k * EMBER_QPB + 4 * j);
                         ember_qgemv(&o, W + m0 * Kp, Mg, Kp, row, pix + j, j);
                     }
                     continue;
                 }
-                ember_qgemm_block(&o, W + m0 * Kp, Mg, Kp, X, pix, pb);
+                ember_qgemm_block(&o, W + m0 * Kp, Mg, Kp, Xb, pix, pb);
             }
         }
 }

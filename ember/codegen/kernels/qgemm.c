@@ -268,13 +268,22 @@ typedef struct {
         { /* the layer's constants copied first: stores through byte pointers may alias anything not \
              visibly local, and the compiler would reload them after every vector */                   \
             const ember_qrq_out rg = *range;                                                            \
-            uint8_t *const y = o->y + m0 * o->rs + pix;                                                 \
             const ptrdiff_t rs = o->rs;                                                                 \
             const int32_t *const mult = o->mult + m0, *const shift = o->shift + m0;                     \
-            EMBER_UNROLL for (r = 0; r < R; ++r) {                                                      \
-                const ember_qv16_f mf = (ember_qv16_f){0} + ember_qv16_mult(mult[r], shift[r]);          \
+            if (R == 4 && o->blk) { /* a channel quad's words (m0 % 4 == 0), one vector per 16 pixels */ \
+                uint8_t *const y = ember_qblk_at(o, m0, pix);                                           \
+                ember_qv16_f mf[4];                                                                     \
+                EMBER_UNROLL for (r = 0; r < 4; ++r) mf[r] = (ember_qv16_f){0} + ember_qv16_mult(mult[r], shift[r]); \
                 EMBER_UNROLL for (v = 0; v < V; ++v)                                                    \
-                    ember_qrq_put(y + r * rs + 16 * v, n - 16 * v, (ember_qv16_i)a[r][v], mf, &rg);      \
+                    ember_qv16_store_words(y + 64 * v, ember_qrq_words(a[0][v], a[1 % R][v], a[2 % R][v], \
+                                                                       a[3 % R][v], mf, &rg), n - 16 * v); \
+            } else {                                                                                    \
+                uint8_t *const y = o->y + m0 * rs + pix;                                                \
+                EMBER_UNROLL for (r = 0; r < R; ++r) {                                                  \
+                    const ember_qv16_f mf = (ember_qv16_f){0} + ember_qv16_mult(mult[r], shift[r]);      \
+                    EMBER_UNROLL for (v = 0; v < V; ++v)                                                \
+                        ember_qrq_put(y + r * rs + 16 * v, n - 16 * v, (ember_qv16_i)a[r][v], mf, &rg);  \
+                }                                                                                       \
             }                                                                                           \
         }                                                                                               \
     }
@@ -292,6 +301,7 @@ typedef struct {
     int32_t zp, lo, hi;
     const int32_t *out; /* [zp, lo, hi, sums below 2^24, float path holds, its clamp] (ember_qrq_setup) */
     uint8_t *row;       /* EMBER_QTAIL * Kp bytes for qblock.c's tail pixels, or NULL */
+    int blk;            /* y is channel-blocked (ember_qblk_at; rs: bytes per block of pixels), else rows */
 } ember_qout;
 /* The output kind and requantisation of o (its other fields are the caller's). */
 static void ember_qout_init(ember_qout *o, int kind, const int32_t *mult, const int32_t *shift, const int32_t *out) {
@@ -302,13 +312,20 @@ static void ember_qout_init(ember_qout *o, int kind, const int32_t *mult, const 
     o->lo = out[1];
     o->hi = out[2];
     o->out = out;
+    o->blk = 0;
+}
+/* A channel-blocked tensor (qpack.c) stores channel c of pixel p at byte (p / 64) * 64C + (c / 4) * 256 +
+ * (p % 64) * 4 + c % 4: blocks of 64 pixels, in them the words of four channels that a product's
+ * packed block (X) holds. The byte of output row m at pixel pix of o (o->blk). */
+EMBER_INLINE uint8_t *ember_qblk_at(const ember_qout *o, int m, ptrdiff_t pix) {
+    return o->y + (pix >> 6) * o->rs + (m >> 2) * 256 + (m & 3) + (pix & 63) * 4;
 }
 
 /* Row m's sums acc[0 .. n) for the pixels from `pix` (j0 of the block) become outputs. */
 static void ember_qstore(const ember_qout *o, int m, ptrdiff_t pix, int j0, const int32_t *acc, int n) {
     const int32_t c = o->corr[m], wo = o->wofs ? o->wofs[m] : 0;
     const int32_t *cs = o->colsum + j0;
-    const ptrdiff_t ps = o->ps, at = m * o->rs + pix * ps;
+    const ptrdiff_t ps = o->ps, at = o->blk ? ember_qblk_at(o, m, pix) - o->y : m * o->rs + pix * ps;
     int j;
     if (o->kind == 0) {
         int32_t *y = (int32_t *)(void *)o->y + at;
@@ -333,13 +350,24 @@ static int ember_qrq_setup(const ember_qout *o, ember_qrq_out *r) {
     r->q = ember_qv16_range(out);
     r->limit = out[5] != 0;
     r->lim = (ember_qv16_i){0} + out[5];
-    return o->kind == 1 && o->ps == 1 && !o->wofs && out[4];
+    return o->kind == 1 && (o->ps == 1 || o->blk) && !o->wofs && out[4];
 }
 /* Sums v (corrections included) of one output row requantised and stored at y: min(n, 16) of them
  * (none if n <= 0). */
 EMBER_INLINE void ember_qrq_put(uint8_t *y, int n, ember_qv16_i v, ember_qv16_f mf, const ember_qrq_out *range) {
     if (range->limit) v = ember_qv16_limit(v, range->lim);
     ember_qv16_store(y, ember_qv16_requant(v, mf, &range->q), n < 0 ? 0 : n < 16 ? n : 16);
+}
+/* Sums v0 .. v3 of a channel quad requantised into the quad's words (ember_qv16_words). */
+EMBER_INLINE ember_qv16_i ember_qrq_words(ember_qv v0, ember_qv v1, ember_qv v2, ember_qv v3, const ember_qv16_f *mf,
+                                          const ember_qrq_out *range) {
+    ember_qv16_i q[4] = {(ember_qv16_i)v0, (ember_qv16_i)v1, (ember_qv16_i)v2, (ember_qv16_i)v3};
+    int t;
+    for (t = 0; t < 4; ++t) {
+        if (range->limit) q[t] = ember_qv16_limit(q[t], range->lim);
+        q[t] = ember_qv16_clamp(ember_qv16_scaled(q[t], mf[t], &range->q), &range->q);
+    }
+    return ember_qv16_words(q[0], q[1], q[2], q[3]);
 }
 EMBER_QTILE_RQ(ember_qtile_full_rq, EMBER_QMR, EMBER_QNV)
 EMBER_QTILE_RQ(ember_qtile_narrow_rq, EMBER_QMR, 1)

@@ -80,21 +80,65 @@ static void ember_qinterleave(uint8_t *EMBER_RESTRICT X, const uint8_t *r0, cons
         d[j] = ((uint32_t)r0[j] | (uint32_t)r1[j] << 8 | (uint32_t)r2[j] << 16 | (uint32_t)r3[j] << 24) ^ flip4;
 }
 
-/* d[i] = s[i] for i < n (<= EMBER_QPB): 16 words per masked AVX-512 move where there are such. */
-EMBER_INLINE void ember_qwords(uint32_t *EMBER_RESTRICT d, const uint32_t *EMBER_RESTRICT s, int n) {
+/* d[i] = s[i] ^ flip4 for i < n: 16 words per masked AVX-512 move where there are such. */
+EMBER_INLINE void ember_qwords(uint32_t *EMBER_RESTRICT d, const uint32_t *EMBER_RESTRICT s, ptrdiff_t n, uint32_t flip4) {
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512F__)
     typedef uint32_t ember_qw16 __attribute__((vector_size(64), may_alias, aligned(4)));
-    int i;
+    ptrdiff_t i;
     for (i = 0; i < n; i += 16) {
         const unsigned short m = n - i >= 16 ? 0xFFFF : (unsigned short)((1u << (n - i)) - 1);
         ember_qw16 v;
         __asm__("vmovdqu32 %1, %0%{%2%}%{z%}" : "=v"(v) : "m"(*(const ember_qw16 *)(const void *)(s + i)), "Yk"(m));
+        v ^= flip4;
         __asm__("vmovdqu32 %1, %0%{%2%}" : "+m"(*(ember_qw16 *)(void *)(d + i)) : "v"(v), "Yk"(m));
     }
 #else
-    int i;
-    for (i = 0; i < n; ++i) d[i] = s[i];
+    ptrdiff_t i;
+    for (i = 0; i < n; ++i) d[i] = s[i] ^ flip4;
 #endif
+}
+
+/* d[i] = word (XOR flip4) of pixel p0 + i * s (i < n) of one channel quad of a channel-blocked tensor
+ * (qgemm.c ember_qblk_at): xq is the quad's first word, bs the bytes per block of 64 pixels. */
+static void ember_qblk_words(uint32_t *EMBER_RESTRICT d, const uint8_t *xq, ptrdiff_t bs, ptrdiff_t p0, int n, int s,
+                             uint32_t flip4) {
+    int i = 0;
+    if (s == 1)
+        while (i < n) { /* runs within a block are contiguous words */
+            const ptrdiff_t q = p0 + i;
+            const int k = n - i < 64 - (int)(q & 63) ? n - i : 64 - (int)(q & 63);
+            ember_qwords(d + i, (const uint32_t *)(const void *)(xq + (q >> 6) * bs) + (q & 63), k, flip4);
+            i += k;
+        }
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512F__)
+    if (s == 2) { /* within a block, 16 words at a time from 32 by a two-table permute */
+        typedef uint32_t ember_qw16 __attribute__((vector_size(64), may_alias, aligned(4)));
+        const ember_qw16 idx = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
+        while (i < n) {
+            const ptrdiff_t q = p0 + 2 * (ptrdiff_t)i;
+            const int left = 64 - (int)(q & 63), k0 = (left + 1) / 2, k = n - i < k0 ? n - i : k0;
+            const uint32_t *src = (const uint32_t *)(const void *)(xq + (q >> 6) * bs) + (q & 63);
+            int j;
+            for (j = 0; j < k; j += 16) {
+                const int m = k - j < 16 ? k - j : 16, words = 2 * m - 1; /* read: words 0 .. 2m-2 */
+                const unsigned short lo = words >= 16 ? 0xFFFF : (unsigned short)((1u << words) - 1);
+                const unsigned short hi = words <= 16 ? 0 : (unsigned short)((1u << (words - 16)) - 1);
+                ember_qw16 a, b;
+                __asm__("vmovdqu32 %1, %0%{%2%}%{z%}" : "=v"(a) : "m"(*(const ember_qw16 *)(src + 2 * j)), "Yk"(lo));
+                __asm__("vmovdqu32 %1, %0%{%2%}%{z%}" : "=v"(b) : "m"(*(const ember_qw16 *)(src + 2 * j + 16)), "Yk"(hi));
+                __asm__("vpermt2d %2, %1, %0" : "+v"(a) : "v"(idx), "v"(b));
+                a ^= flip4;
+                __asm__("vmovdqu32 %1, %0%{%2%}" : "+m"(*(ember_qw16 *)(void *)(d + i + j)) : "v"(a),
+                        "Yk"((unsigned short)(m == 16 ? 0xFFFF : (1u << m) - 1)));
+            }
+            i += k;
+        }
+    }
+#endif
+    for (; i < n; ++i) {
+        const ptrdiff_t q = p0 + (ptrdiff_t)i * s;
+        d[i] = *(const ember_qu32a *)(const void *)(xq + (q >> 6) * bs + (q & 63) * 4) ^ flip4;
+    }
 }
 
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512VBMI__)
@@ -272,7 +316,7 @@ static void ember_qrows_geometry(const int32_t *p, int *rows, int *wq) {
     *wq = ((OW - 1) * sw + (KW - 1) * dw + 1 + sw - 1) / sw; /* words per phase */
 }
 static void ember_qpack_rows(uint8_t *X, const uint8_t *x, int Cg, const int32_t *p, ptrdiff_t pix, int pb,
-                             uint8_t flip, uint8_t xz, uint32_t *EMBER_RESTRICT wr) {
+                             uint8_t flip, uint8_t xz, uint32_t *EMBER_RESTRICT wr, int blk) {
     const int H = p[2], W = p[3], KH = p[5], KW = p[6], OW = p[9], sh = p[11], sw = p[12], dh = p[14], dw = p[15];
     const int pt = p[17], pl = p[18], oh0 = (int)(pix / OW), ow0 = (int)(pix % OW), oh1 = (int)((pix + pb - 1) / OW);
     const int nrows = (oh1 - oh0) * sh + (KH - 1) * dh + 1, ih0 = oh0 * sh - pt;
@@ -284,6 +328,8 @@ static void ember_qpack_rows(uint8_t *X, const uint8_t *x, int Cg, const int32_t
     tmp = wr + (ptrdiff_t)rows * sw * wq; /* stride > 1: four channel rows' bytes of one phase */
     for (cq = 0; cq < Cg / 4; ++cq) {
         const uint8_t *r = x + (ptrdiff_t)4 * cq * s_in;
+        const uint8_t *xq = x + (ptrdiff_t)256 * cq; /* blk: the quad's words */
+        const ptrdiff_t bs = (ptrdiff_t)64 * Cg;
         for (i = 0; i < nrows; ++i) {
             const int ih = ih0 + i, len = sw * wq;
             uint32_t *row = wr + (ptrdiff_t)i * len;
@@ -303,7 +349,9 @@ static void ember_qpack_rows(uint8_t *X, const uint8_t *x, int Cg, const int32_t
                 const int c1 = last + 1 < wq ? last + 1 : wq;
                 const uint8_t *src = xr + (ptrdiff_t)c0 * sw + ph - pl;
                 for (c = 0; c < c0 && c < wq; ++c) row[c] = pad4;
-                if (c1 > c0 && sw == 1) {
+                if (c1 > c0 && blk) {
+                    ember_qblk_words(row + c0, xq, bs, (ptrdiff_t)ih * W + (ptrdiff_t)c0 * sw + ph - pl, c1 - c0, sw, flip4);
+                } else if (c1 > c0 && sw == 1) {
                     ember_qinterleave((uint8_t *)(void *)(row + c0), src, src + s_in, src + 2 * s_in, src + 3 * s_in,
                                       c1 - c0, flip4);
                 } else if (c1 > c0) { /* every sw-th byte of the four channel rows first (tmp: 4 rows of wq) */
@@ -328,7 +376,7 @@ static void ember_qpack_rows(uint8_t *X, const uint8_t *x, int Cg, const int32_t
                 while (j < pb) {
                     const int n = OW - ow < pb - j ? OW - ow : pb - j;
                     const uint32_t *src = src0 + (ptrdiff_t)(oh - oh0) * sh * sw * wq + ow;
-                    ember_qwords(dst + j, src, n);
+                    ember_qwords(dst + j, src, n, 0);
                     j += n;
                     ow = 0;
                     ++oh;

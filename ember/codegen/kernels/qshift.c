@@ -18,6 +18,18 @@
 /*@kernel ember_qconv_shifted requires ember_qgemm ember_qblock ember_qinterleave*/
 #define EMBER_QSH_TAPS 64 /* most kernel taps (qshifted.py checks) */
 #if defined(EMBER_QRQ) && EMBER_QMR == 4
+/* The first n words of w to channel quad m0 / 4 of the channel-blocked o at pixels pix .. pix + n - 1,
+ * which may run into the next block of pixels. */
+EMBER_INLINE void ember_qsh_put_words(const ember_qout *o, int m0, ptrdiff_t pix, ember_qv16_i w, int n) {
+    const int room = 64 - (int)(pix & 63);
+    ember_qv16_store_words(ember_qblk_at(o, m0, pix), w, n < room ? n : room);
+    if (n > room) { /* the rest: lanes room .. n-1 moved down, to the next block's first pixels */
+        ember_qv16_i idx = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+        idx += room;
+        __asm__("vpermd %1, %2, %0" : "=v"(w) : "v"(w), "v"(idx));
+        ember_qv16_store_words(ember_qblk_at(o, m0, pix + room), w, n - room);
+    }
+}
 /* Sums of rows m0 .. m0+R-1 for the V*16 positions whose first words are at xq (plane stride qs bytes,
  * tap offsets toff), requantised; the positions whose bit of `valid` is set go to consecutive output
  * pixels from y + m * P. */
@@ -42,7 +54,20 @@
                 w += 4;                                                                                 \
             } while (++t < taps);                                                                       \
         }                                                                                               \
-        { /* the constants copied first, as in qgemm.c's tiles */                                     \
+        if (R == 4 && o->blk) { /* a channel quad's words, compressed once (m0 % 4 == 0) */            \
+            const ember_qrq_out rg = *range;                                                            \
+            const int32_t *const mult = o->mult + m0, *const shift = o->shift + m0;                     \
+            ember_qv16_f mf[4];                                                                         \
+            EMBER_UNROLL for (r = 0; r < 4; ++r) mf[r] = (ember_qv16_f){0} + ember_qv16_mult(mult[r], shift[r]); \
+            EMBER_UNROLL for (v = 0; v < V; ++v) {                                                      \
+                const unsigned short k = (unsigned short)(valid >> (16 * v));                           \
+                ember_qv16_i w = ember_qrq_words(a[0][v], a[1 % R][v], a[2 % R][v], a[3 % R][v], mf, &rg); \
+                if (k != 0xFFFF)                                                                        \
+                    w = (ember_qv16_i)__builtin_ia32_compresssi512_mask((ember_qv16i)w, (ember_qv16i){0}, k); \
+                ember_qsh_put_words(o, m0, pix, w, __builtin_popcount(k));                              \
+                pix += __builtin_popcount(k);                                                           \
+            }                                                                                           \
+        } else { /* the constants copied first, as in qgemm.c's tiles */                              \
             const ember_qrq_out rg = *range;                                                            \
             const int32_t *const mult = o->mult + m0, *const shift = o->shift + m0;                     \
             uint8_t *const y0 = o->y + m0 * o->rs + pix;                                                \
@@ -116,9 +141,10 @@ static void ember_qsh_stride(uint8_t *r, const uint8_t *x, int n, int s) {
     for (i = 0; i < n; ++i) r[i] = x[(ptrdiff_t)i * s];
 }
 /* Xp for the C channels of one image x (zero point in the view: pad4's bytes): per channel quad, the
- * planes of the phases taps read, in row-phase then column-phase order. tmp: 4 * cols bytes. */
+ * planes of the phases taps read, in row-phase then column-phase order. tmp: 4 * cols bytes. blk: x is
+ * channel-blocked (qgemm.c ember_qblk_at; C % 4 == 0), its words copied instead of interleaved. */
 static void ember_qsh_fill(uint32_t *xp, const uint8_t *x, const int32_t *p, uint32_t flip4, uint32_t pad4,
-                           uint8_t *tmp) {
+                           uint8_t *tmp, int blk) {
     const int C = p[0], H = p[2], W = p[3], sh = p[11], sw = p[12], pt = p[17], pl = p[18];
     const int Hq = ember_qsh_rows(p), Wq = ember_qsh_cols(p);
     const ptrdiff_t s_in = (ptrdiff_t)H * W, plane = ember_qsh_plane(p);
@@ -143,7 +169,10 @@ static void ember_qsh_fill(uint32_t *xp, const uint8_t *x, const int32_t *p, uin
                         continue;
                     }
                     for (c = 0; c < c0; ++c) d[c] = pad4;
-                    if (sw == 1) {
+                    if (blk) {
+                        ember_qblk_words(d + c0, x + (ptrdiff_t)256 * cq, (ptrdiff_t)64 * C,
+                                         (ptrdiff_t)ih * W + (ptrdiff_t)c0 * sw + b - pl, e1 - c0, sw, flip4);
+                    } else if (sw == 1) {
                         ember_qinterleave((uint8_t *)(void *)(d + c0), src, src + ch[1], src + ch[2], src + ch[3],
                                           e1 - c0, flip4);
                     } else { /* every sw-th byte of the four channel rows first */
@@ -173,7 +202,7 @@ static void ember_qsh_gather(uint8_t *X, const uint32_t *xp, const int32_t *p, c
             int j = 0, oh = (int)(pix / OW), ow = (int)(pix % OW);
             while (j < pb) {
                 const int n = OW - ow < pb - j ? OW - ow : pb - j;
-                ember_qwords((uint32_t *)(void *)X + j, src + (ptrdiff_t)oh * Wq + ow, n);
+                ember_qwords((uint32_t *)(void *)X + j, src + (ptrdiff_t)oh * Wq + ow, n, 0);
                 j += n;
                 ow = 0;
                 ++oh;
@@ -182,14 +211,15 @@ static void ember_qsh_gather(uint8_t *X, const uint32_t *xp, const int32_t *p, c
 }
 
 /* ember_qconv's arguments for a 2-D, one-group convolution with C % 4 == 0, requantised, no weight
- * offsets, its weights in the K order (c/4, kh, kw, c%4) (qshifted.py qconv_shifted_fits); scratch:
+ * offsets, its weights in the K order (c/4, kh, kw, c%4) (qshifted.py qconv_shifted_fits); lay as for
+ * ember_qconv (x channel-blocked: C % 4 == 0; y: M % 4 == 0); scratch:
  * Kp * EMBER_QPB bytes, EMBER_QPB + M int32, then (from a 64-byte boundary) C/4 times ember_qsh_planes
  * planes of ember_qsh_plane words, then 4 * ember_qsh_cols bytes. With AVX-512 VNNI and the float
  * requantisation, tiles read the planes directly; elsewhere each block of pixels is gathered from them
  * (still no per-tap bounds) and multiplied as ember_qconv does. */
 static void ember_qconv_shifted(void *y, int kind, const void *x, int x_sgn, int32_t xz, const int32_t *p, int N,
                                 int M, const int8_t *W, const int32_t *bias, const int32_t *rowsum,
-                                const int32_t *mult, const int32_t *shift, const int32_t *out, uint8_t *scratch) {
+                                const int32_t *mult, const int32_t *shift, const int32_t *out, int lay, uint8_t *scratch) {
     const int C = p[0], H = p[2], KH = p[5], KW = p[6], OH = p[8], OW = p[9], taps = KH * KW, quads = (C + 3) / 4;
     const int Kp = 4 * quads * taps;
     const int sh = p[11], sw = p[12], Wq = ember_qsh_cols(p), ncol = ember_qsh_rank(KW, p[15], sw, sw);
@@ -204,8 +234,9 @@ static void ember_qconv_shifted(void *y, int kind, const void *x, int x_sgn, int
     const int32_t zv = ember_qview(x_sgn, xz, &flip);
     int n, t;
     ember_qout_init(&o, kind, mult, shift, out);
-    o.rs = P;
-    o.ps = 1;
+    o.blk = lay >> 1 & 1;
+    o.rs = o.blk ? 64 * M : P;
+    o.ps = o.blk ? 4 : 1;
     o.corr = corr;
     o.wofs = 0;
     o.colsum = colsum; /* unread (no weight offsets), but a real array */
@@ -217,9 +248,10 @@ static void ember_qconv_shifted(void *y, int kind, const void *x, int x_sgn, int
     }
     ember_qcorr(corr, M, Kp, zv, bias, rowsum, 0);
     for (n = 0; n < N; ++n) {
-        o.y = (uint8_t *)y + (ptrdiff_t)n * M * P;
-        ember_qsh_fill(xp, (const uint8_t *)x + (ptrdiff_t)n * C * H * p[3], p, flip * 0x01010101u,
-                       (uint32_t)(uint8_t)(xz ^ flip) * 0x01010101u, tmp);
+        const ptrdiff_t s_in = (ptrdiff_t)H * p[3];
+        o.y = (uint8_t *)y + n * (o.blk ? (P + 63) / 64 * 64 : P) * M;
+        ember_qsh_fill(xp, (const uint8_t *)x + n * (lay & 1 ? (s_in + 63) / 64 * 64 : s_in) * C, p,
+                       flip * 0x01010101u, (uint32_t)(uint8_t)(xz ^ flip) * 0x01010101u, tmp, lay & 1);
 #if defined(EMBER_QRQ) && EMBER_QMR == 4
         {
             ember_qrq_out range;

@@ -37,21 +37,37 @@ EMBER_INLINE ember_qv16_out ember_qv16_range(const int32_t *out) {
     r.clamp = out[1] != -128 || out[2] != 127;
     return r;
 }
-/* ember_q_requant of the 16 sums v (bias and corrections included) as bytes; m: the lanes'
- * ember_qv16_mult. */
-EMBER_INLINE ember_qv16_b ember_qv16_requant(ember_qv16_i v, ember_qv16_f m, const ember_qv16_out *o) {
+/* The rounded, unclamped ember_q_requant of the 16 sums v (bias and corrections included) plus the zero
+ * point; m: the lanes' ember_qv16_mult. */
+EMBER_INLINE ember_qv16_i ember_qv16_scaled(ember_qv16_i v, ember_qv16_f m, const ember_qv16_out *o) {
     ember_qv16_f t = __builtin_convertvector(v, ember_qv16_f);
-    ember_qv16_i r;
-    ember_qv16_b b;
     __asm__("vfmadd213ps %{rn-sae%}, %2, %1, %0" : "+v"(t) : "v"(m), "v"((ember_qv16_f){0} + 12582912.0f));
-    r = (ember_qv16_i)t - o->off;
-    if (o->clamp) {
-        __asm__("vpmaxsd %2, %1, %0" : "=v"(r) : "v"(r), "v"(o->lo));
-        __asm__("vpminsd %2, %1, %0" : "=v"(r) : "v"(r), "v"(o->hi));
-        return __builtin_convertvector(r, ember_qv16_b);
-    }
+    return (ember_qv16_i)t - o->off;
+}
+EMBER_INLINE ember_qv16_i ember_qv16_clamp(ember_qv16_i r, const ember_qv16_out *o) {
+    __asm__("vpmaxsd %2, %1, %0" : "=v"(r) : "v"(r), "v"(o->lo));
+    __asm__("vpminsd %2, %1, %0" : "=v"(r) : "v"(r), "v"(o->hi));
+    return r;
+}
+/* ember_q_requant of the 16 sums v as bytes. */
+EMBER_INLINE ember_qv16_b ember_qv16_requant(ember_qv16_i v, ember_qv16_f m, const ember_qv16_out *o) {
+    ember_qv16_i r = ember_qv16_scaled(v, m, o);
+    ember_qv16_b b;
+    if (o->clamp) return __builtin_convertvector(ember_qv16_clamp(r, o), ember_qv16_b);
     __asm__("vpmovsdb %1, %0" : "=v"(b) : "v"(r)); /* the int8 range: saturation is the clamp */
     return b;
+}
+/* Four output channels' requantised lanes (ember_qv16_clamp'ed) as the words of a channel-blocked
+ * tensor: byte t of word j is q[t]'s lane j. */
+EMBER_INLINE ember_qv16_i ember_qv16_words(ember_qv16_i q0, ember_qv16_i q1, ember_qv16_i q2, ember_qv16_i q3) {
+    typedef uint32_t u16v __attribute__((vector_size(64)));
+    const u16v b = (u16v){0} + 255u;
+    return (ember_qv16_i)(((u16v)q0 & b) | ((u16v)q1 & b) << 8 | ((u16v)q2 & b) << 16 | (u16v)q3 << 24);
+}
+/* The first n (none if n <= 0, at most 16) words of w to y. */
+EMBER_INLINE void ember_qv16_store_words(uint8_t *y, ember_qv16_i w, int n) {
+    const unsigned short k = n <= 0 ? 0 : n >= 16 ? 0xFFFF : (unsigned short)((1u << n) - 1);
+    __asm__("vmovdqu32 %1, %0%{%2%}" : "+m"(*(ember_qv16_iu *)(void *)y) : "v"(w), "Yk"(k));
 }
 /* v clamped to [-lim, lim]. */
 EMBER_INLINE ember_qv16_i ember_qv16_limit(ember_qv16_i v, ember_qv16_i lim) {

@@ -1,0 +1,80 @@
+"""Store int8 activations between integer convolutions channel-blocked, so that no convolution packs them.
+
+An integer convolution multiplies packed blocks of 64 pixels whose 32-bit words hold four consecutive
+channels of one pixel (kernels/qgemm.c). Stored as NCHW planes, its input is interleaved into that
+layout by every consumer, once per block and tap (kernels/qpack.c: a tenth of ResNet-50's time). A
+channel-blocked value is stored as those blocks themselves (Value.blocked, qgemm.c ember_qblk_at): the
+producer's tile writes one 64-byte vector of words per 16 pixels of a channel quad, a 1x1 stride-1
+consumer multiplies the blocks in place, and the others copy words instead of interleaving bytes.
+
+A value is blocked when its producer can write the layout, every consumer can read it, and it is no
+graph input or output; a QAdd (elementwise, so layout-blind) needs both inputs and its output in the same
+layout. No conversion nodes exist: values that do not qualify stay NCHW.
+"""
+
+from __future__ import annotations
+
+from ember.ir.dtypes import DType
+from ember.ir.graph import Graph, Node, Value
+from ember.ops.matmul import present
+from ember.ops.qlinear import QSpec, qconv_geometry
+
+_BYTES = (DType.UINT8, DType.INT8)
+
+
+def _plain_qconv(node: Node) -> bool:
+    """A 2-D, one-group, non-depthwise integer convolution (ember_qconv or ember_qconv_shifted)."""
+    if node.op not in ("QConv", "QConvShifted"):
+        return False
+    q: QSpec = node.attrs["_q"]
+    x = present(node.input(0))
+    return not q.depthwise and int(node.attrs.get("group", 1)) == 1 and x.type.rank == 4
+
+
+def writes_blocked(node: Node) -> bool:
+    """Whether the producer `node` can write its output channel-blocked: requantised, channels in fours
+    (its tiles write a channel quad at a time)."""
+    y = present(node.outputs[0])
+    if node.op == "QAdd":
+        return True
+    return _plain_qconv(node) and node.attrs["_q"].requant is not None and y.shape[1] % 4 == 0
+
+
+def reads_blocked(node: Node, v: Value) -> bool:
+    """Whether `node` can read its input `v` channel-blocked: a convolution's data input with channels
+    in fours (a 1x1 of stride 1 reads its blocks in place, the others copy words, qconv.c and qshift.c),
+    or either input of a QAdd of equal shapes."""
+    if node.op == "QAdd":
+        a, b = present(node.input(0)), present(node.input(1))
+        return not a.is_const and not b.is_const and a.shape == b.shape
+    if not _plain_qconv(node) or node.input(0) is not v or any(w is v for w in node.inputs[1:]):
+        return False
+    g = qconv_geometry(node)
+    return g[0] % 4 == 0 and g[1] == 1 and g[4] == 1 and g[7] == 1
+
+
+def choose_int8_layout(graph: Graph) -> None:
+    uses = graph.consumers()
+    blocked: set[int] = set()
+    values: dict[int, Value] = {}
+    for node in graph.nodes:
+        y = node.outputs[0] if node.outputs else None
+        if (y is None or y.dtype not in _BYTES or y.type.rank != 4 or y.shape[1] % 4 or graph.is_output(y)
+                or not writes_blocked(node)):
+            continue
+        readers = uses.get(id(y), [])
+        if readers and all(reads_blocked(r, y) for r in readers):
+            blocked.add(id(y))
+            values[id(y)] = y
+    # A QAdd's three values share one layout: drop all three while any is not blocked, to a fixed point.
+    adds = [n for n in graph.nodes if n.op == "QAdd"]
+    changed = True
+    while changed:
+        changed = False
+        for n in adds:
+            trio = [present(n.input(0)), present(n.input(1)), present(n.outputs[0])]
+            if any(id(v) in blocked for v in trio) and not all(id(v) in blocked for v in trio):
+                blocked.difference_update(id(v) for v in trio)
+                changed = True
+    for i in blocked:
+        values[i].blocked = True

@@ -1,0 +1,97 @@
+"""Channel-blocked int8 activations (passes/int8_layout.py): values between integer convolutions stored as
+words of four channels in blocks of 64 pixels. Every producer and reader of the layout must give the
+bits of the NCHW build (--opt-level 1, which neither blocks values nor shifts convolutions, and whose
+kernels the other integer tests hold to the reference): 1x1s that read blocks in place (uint8) or
+flipped (int8), shifted 3x3s that read and write it (stores that run into the next block), im2col
+ones of strides 1 and 2, a strided 1x1, a residual QAdd, two images, a last partial block. On the host
+build, the portable path under ASan/UBSan and the AVX-512 tiles under them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+
+import ember
+from ember.api import CompileOptions, build_graph
+from ember.passes.conv_algorithms import choose_conv_algorithms
+from ember.passes.int8_layout import choose_int8_layout
+from tests.ops.test_quant_kernels import _f32, _model
+from tests.ops.test_quant_shifted import HAS_VNNI
+from tests.support import cdriver
+
+RNG = np.random.default_rng(41)
+
+# name, input channels, output channels, kernel, stride: a chain from the input x; "sum" adds a and c.
+LAYERS = [("a", "x", 8, 12, 1, 1), ("b", "a", 12, 8, 3, 1), ("c", "b", 8, 12, 1, 1), ("d", "sum", 12, 8, 3, 2),
+          ("e", "d", 8, 16, 1, 2), ("f", "e", 16, 8, 3, 1), ("g", "f", 8, 4, 3, 1)]
+
+
+def _chain(xdt: type, batch: int) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """QLinearConvs on a 9x84 map (756 pixels: eleven blocks and a part) with a QDQ residual Add; g is
+    the output. The 3x3 on 9x84 and the stride-2 1x1 are shifted; the stride-2 3x3 and the 3x3s on 3x21
+    take im2col."""
+    info = np.iinfo(xdt)
+    zp = np.array(120 if xdt is np.uint8 else -5, xdt)
+    feeds = {"x": RNG.integers(info.min, info.max + 1, (batch, 8, 9, 84)).astype(xdt)}
+    consts: dict[str, np.ndarray] = {"s": _f32(0.05), "zp": zp}
+    nodes = []
+    for name, src, c, m, k, stride in LAYERS:
+        consts[f"w_{name}"] = RNG.integers(-60, 61, (m, c, k, k)).astype(np.int8)
+        # about the input's spread in, the output's out (weights' spread about 35, K = c * k * k terms)
+        consts[f"ws_{name}"] = (RNG.uniform(0.9, 1.4, m) / (35 * np.sqrt(c * k * k))).astype(np.float32)
+        consts[f"wz_{name}"] = np.zeros(m, np.int8)
+        consts[f"b_{name}"] = RNG.integers(-200, 200, m).astype(np.int32)
+        nodes.append(helper.make_node(
+            "QLinearConv", [src, "s", "zp", f"w_{name}", f"ws_{name}", f"wz_{name}", "s", "zp", f"b_{name}"],
+            [name], pads=[k // 2] * 4, strides=[stride, stride]))
+        if name == "c":  # sum = a + c, in QDQ form (a QAdd)
+            nodes += [helper.make_node("DequantizeLinear", ["a", "s", "zp"], ["a_f"]),
+                      helper.make_node("DequantizeLinear", ["c", "s", "zp"], ["c_f"]),
+                      helper.make_node("Add", ["a_f", "c_f"], ["sum_f"]),
+                      helper.make_node("QuantizeLinear", ["sum_f", "s", "zp"], ["sum"])]
+    return _model(nodes, feeds, consts, ("g",), 21), feeds
+
+
+def _blocked_values(path: Path) -> set[str]:
+    graph, _, _ = build_graph(str(path), CompileOptions())
+    choose_conv_algorithms(graph)
+    choose_int8_layout(graph)
+    return {v.name for v in graph.values() if v.blocked}
+
+
+@pytest.mark.parametrize(("xdt", "batch"), [(np.uint8, 1), (np.int8, 2)], ids=["uint8", "int8-batch2"])
+def test_blocked_chain_is_bit_identical_to_nchw(tmp_path: Path, xdt: type, batch: int) -> None:
+    model, feeds = _chain(xdt, batch)
+    onnx.save(model, tmp_path / "m.onnx")
+    blocked = _blocked_values(tmp_path / "m.onnx")
+    assert len(blocked) >= 6, blocked  # a, b, c, the sum, d, e, f: everything but the input and g
+    assert not any("g" == name.split("_")[0] for name in blocked), blocked
+    ref = ember.compile(tmp_path / "m.onnx", tmp_path / "nchw", opt_level=1).run(feeds)["g"]
+    assert len(np.unique(ref)) > 20  # not saturated into a few values
+    bundle = ember.compile(tmp_path / "m.onnx", tmp_path / "blocked")
+    np.testing.assert_array_equal(bundle.run(feeds)["g"], ref)
+    # the portable path (no -march: SSE2), sanitized
+    np.testing.assert_array_equal(cdriver.run(bundle.path, tmp_path / "drv", feeds, sanitize=True)["g"], ref)
+    if HAS_VNNI:  # the AVX-512 tiles' word stores, sanitized
+        got = cdriver.run(bundle.path, tmp_path / "drv_native", feeds, sanitize=True, cflags=("-march=native",))
+        np.testing.assert_array_equal(got["g"], ref)
+
+
+def test_which_values_are_blocked(tmp_path: Path) -> None:
+    """Graph inputs and outputs stay NCHW, as do values that a reader without the layout reads (here a
+    MaxPool), the QAdd's inputs when its output cannot be blocked, and values whose channels are not in
+    fours."""
+    model, _ = _chain(np.uint8, 1)
+    graph = model.graph
+    # the sum also feeds a MaxPool: so neither it nor the Add's inputs a and c can be blocked
+    graph.node.append(helper.make_node("MaxPool", ["sum"], ["pooled"], kernel_shape=[2, 2]))
+    graph.output.append(onnx.ValueInfoProto(name="pooled"))
+    onnx.save(model, tmp_path / "m.onnx")
+    blocked = _blocked_values(tmp_path / "m.onnx")
+    names = {n.split("_")[0] for n in blocked}
+    assert {"d", "e", "f", "b"} <= names, blocked
+    assert not names & {"x", "a", "c", "sum", "g", "pooled"}, blocked
