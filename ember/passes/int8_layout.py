@@ -5,7 +5,8 @@ channels of one pixel (kernels/qgemm.c). Stored as NCHW planes, its input is int
 layout by every consumer, once per block and tap (kernels/qpack.c: a tenth of ResNet-50's time). A
 channel-blocked value is stored as those blocks themselves (Value.blocked, qgemm.c ember_qblk_at): the
 producer's tile writes one 64-byte vector of words per 16 pixels of a channel quad, a 1x1 stride-1
-consumer multiplies the blocks in place, and the others copy words instead of interleaving bytes.
+consumer multiplies the blocks in place, other convolutions gather each tap's words (16 per AVX-512
+gather) and shifted ones copy words into their planes, instead of interleaving bytes.
 
 A value is blocked when its producer can write the layout, every consumer can read it, and it is no
 graph input or output; a QAdd (elementwise, so layout-blind) needs both inputs and its output in the same

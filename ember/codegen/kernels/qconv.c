@@ -58,8 +58,10 @@ static void ember_qconv(void *y, int kind, const void *x, int x_sgn, int32_t xz,
                     if (flip) ember_qwords((uint32_t *)(void *)X, (const uint32_t *)(const void *)(xg + pix * C),
                                            Kp * EMBER_QPB / 4, flip * 0x01010101u);
                     else Xb = xg + pix * C;
-                } else if (rows)
-                    ember_qpack_rows(X, xg, Cg, p, pix, pb, flip, (uint8_t)xz, wr, lay & 1);
+                } else if (lay & 1)
+                    ember_qpack_gather(X, xg, C, p, pix, pb, flip * 0x01010101u, (uint32_t)(uint8_t)(xz ^ flip) * 0x01010101u);
+                else if (rows)
+                    ember_qpack_rows(X, xg, Cg, p, pix, pb, flip, (uint8_t)xz, wr);
                 else if (!direct && p[1] == 1 && p[4] == 1 && p[7] == 1)
                     ember_qpack_rows1(X, xg, Cg, p, pix, pb, K, Kp, flip, (uint8_t)xz, (uint8_t *)wr);
                 else if (cl && !direct)

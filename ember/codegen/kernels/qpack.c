@@ -98,49 +98,6 @@ EMBER_INLINE void ember_qwords(uint32_t *EMBER_RESTRICT d, const uint32_t *EMBER
 #endif
 }
 
-/* d[i] = word (XOR flip4) of pixel p0 + i * s (i < n) of one channel quad of a channel-blocked tensor
- * (qgemm.c ember_qblk_at): xq is the quad's first word, bs the bytes per block of 64 pixels. */
-static void ember_qblk_words(uint32_t *EMBER_RESTRICT d, const uint8_t *xq, ptrdiff_t bs, ptrdiff_t p0, int n, int s,
-                             uint32_t flip4) {
-    int i = 0;
-    if (s == 1)
-        while (i < n) { /* runs within a block are contiguous words */
-            const ptrdiff_t q = p0 + i;
-            const int k = n - i < 64 - (int)(q & 63) ? n - i : 64 - (int)(q & 63);
-            ember_qwords(d + i, (const uint32_t *)(const void *)(xq + (q >> 6) * bs) + (q & 63), k, flip4);
-            i += k;
-        }
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512F__)
-    if (s == 2) { /* within a block, 16 words at a time from 32 by a two-table permute */
-        typedef uint32_t ember_qw16 __attribute__((vector_size(64), may_alias, aligned(4)));
-        const ember_qw16 idx = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
-        while (i < n) {
-            const ptrdiff_t q = p0 + 2 * (ptrdiff_t)i;
-            const int left = 64 - (int)(q & 63), k0 = (left + 1) / 2, k = n - i < k0 ? n - i : k0;
-            const uint32_t *src = (const uint32_t *)(const void *)(xq + (q >> 6) * bs) + (q & 63);
-            int j;
-            for (j = 0; j < k; j += 16) {
-                const int m = k - j < 16 ? k - j : 16, words = 2 * m - 1; /* read: words 0 .. 2m-2 */
-                const unsigned short lo = words >= 16 ? 0xFFFF : (unsigned short)((1u << words) - 1);
-                const unsigned short hi = words <= 16 ? 0 : (unsigned short)((1u << (words - 16)) - 1);
-                ember_qw16 a, b;
-                __asm__("vmovdqu32 %1, %0%{%2%}%{z%}" : "=v"(a) : "m"(*(const ember_qw16 *)(src + 2 * j)), "Yk"(lo));
-                __asm__("vmovdqu32 %1, %0%{%2%}%{z%}" : "=v"(b) : "m"(*(const ember_qw16 *)(src + 2 * j + 16)), "Yk"(hi));
-                __asm__("vpermt2d %2, %1, %0" : "+v"(a) : "v"(idx), "v"(b));
-                a ^= flip4;
-                __asm__("vmovdqu32 %1, %0%{%2%}" : "+m"(*(ember_qw16 *)(void *)(d + i + j)) : "v"(a),
-                        "Yk"((unsigned short)(m == 16 ? 0xFFFF : (1u << m) - 1)));
-            }
-            i += k;
-        }
-    }
-#endif
-    for (; i < n; ++i) {
-        const ptrdiff_t q = p0 + (ptrdiff_t)i * s;
-        d[i] = *(const ember_qu32a *)(const void *)(xq + (q >> 6) * bs + (q & 63) * 4) ^ flip4;
-    }
-}
-
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512VBMI__)
 /* r[i] = x[2i] for i < count, 32 at a time (a masked 64-byte load, VPERMB, a masked store). */
 #define EMBER_QGATHER2 1
@@ -316,7 +273,7 @@ static void ember_qrows_geometry(const int32_t *p, int *rows, int *wq) {
     *wq = ((OW - 1) * sw + (KW - 1) * dw + 1 + sw - 1) / sw; /* words per phase */
 }
 static void ember_qpack_rows(uint8_t *X, const uint8_t *x, int Cg, const int32_t *p, ptrdiff_t pix, int pb,
-                             uint8_t flip, uint8_t xz, uint32_t *EMBER_RESTRICT wr, int blk) {
+                             uint8_t flip, uint8_t xz, uint32_t *EMBER_RESTRICT wr) {
     const int H = p[2], W = p[3], KH = p[5], KW = p[6], OW = p[9], sh = p[11], sw = p[12], dh = p[14], dw = p[15];
     const int pt = p[17], pl = p[18], oh0 = (int)(pix / OW), ow0 = (int)(pix % OW), oh1 = (int)((pix + pb - 1) / OW);
     const int nrows = (oh1 - oh0) * sh + (KH - 1) * dh + 1, ih0 = oh0 * sh - pt;
@@ -328,8 +285,6 @@ static void ember_qpack_rows(uint8_t *X, const uint8_t *x, int Cg, const int32_t
     tmp = wr + (ptrdiff_t)rows * sw * wq; /* stride > 1: four channel rows' bytes of one phase */
     for (cq = 0; cq < Cg / 4; ++cq) {
         const uint8_t *r = x + (ptrdiff_t)4 * cq * s_in;
-        const uint8_t *xq = x + (ptrdiff_t)256 * cq; /* blk: the quad's words */
-        const ptrdiff_t bs = (ptrdiff_t)64 * Cg;
         for (i = 0; i < nrows; ++i) {
             const int ih = ih0 + i, len = sw * wq;
             uint32_t *row = wr + (ptrdiff_t)i * len;
@@ -349,9 +304,7 @@ static void ember_qpack_rows(uint8_t *X, const uint8_t *x, int Cg, const int32_t
                 const int c1 = last + 1 < wq ? last + 1 : wq;
                 const uint8_t *src = xr + (ptrdiff_t)c0 * sw + ph - pl;
                 for (c = 0; c < c0 && c < wq; ++c) row[c] = pad4;
-                if (c1 > c0 && blk) {
-                    ember_qblk_words(row + c0, xq, bs, (ptrdiff_t)ih * W + (ptrdiff_t)c0 * sw + ph - pl, c1 - c0, sw, flip4);
-                } else if (c1 > c0 && sw == 1) {
+                if (c1 > c0 && sw == 1) {
                     ember_qinterleave((uint8_t *)(void *)(row + c0), src, src + s_in, src + 2 * s_in, src + 3 * s_in,
                                       c1 - c0, flip4);
                 } else if (c1 > c0) { /* every sw-th byte of the four channel rows first (tmp: 4 rows of wq) */
@@ -383,6 +336,44 @@ static void ember_qpack_rows(uint8_t *X, const uint8_t *x, int Cg, const int32_t
                 }
             }
     }
+}
+/* X block for a 2-D convolution with the (kh, kw, c) K order from a channel-blocked input x (qgemm.c
+ * ember_qblk_at; C % 4 == 0, one group): for each tap, the block's pixels' input word offsets (or -1:
+ * padding, the zero point's word pad4) once, then each channel quad's words gathered by them, 16 at a
+ * time on AVX-512. */
+static void ember_qpack_gather(uint8_t *X, const uint8_t *x, int C, const int32_t *p, ptrdiff_t pix, int pb,
+                               uint32_t flip4, uint32_t pad4) {
+    const int H = p[2], W = p[3], KH = p[5], KW = p[6], OW = p[9], sh = p[11], sw = p[12], dh = p[14], dw = p[15];
+    int32_t offs[EMBER_QPB];
+    unsigned long long in; /* bit j: pixel j's tap is inside the input */
+    int kh, kw, cq, j;
+    for (kh = 0; kh < KH; ++kh)
+        for (kw = 0; kw < KW; ++kw) {
+            uint32_t *d = (uint32_t *)(void *)(X + (ptrdiff_t)(kh * KW + kw) * (C / 4) * EMBER_QPB * 4);
+            for (j = 0, in = 0; j < pb; ++j) {
+                const int oh = (int)((pix + j) / OW), ow = (int)((pix + j) % OW);
+                const int ih = oh * sh - p[17] + kh * dh, iw = ow * sw - p[18] + kw * dw;
+                const int q = ih * W + iw, inside = ih >= 0 && ih < H && iw >= 0 && iw < W;
+                offs[j] = inside ? (q >> 6) * 64 * C + (q & 63) * 4 : -1;
+                in |= (unsigned long long)inside << j;
+            }
+            for (cq = 0; cq < C / 4; ++cq, d += EMBER_QPB) {
+                const uint8_t *xq = x + (ptrdiff_t)256 * cq;
+                j = 0;
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512F__)
+                for (; j + 16 <= pb; j += 16) {
+                    typedef int ember_qg16 __attribute__((vector_size(64)));
+                    typedef int ember_qg16u __attribute__((vector_size(64), may_alias, aligned(4)));
+                    const ember_qg16 o16 = *(const ember_qg16u *)(const void *)(offs + j);
+                    ember_qg16 v = (ember_qg16){0} + (int)(pad4 ^ flip4); /* padding: pad4 after the flip */
+                    v = __builtin_ia32_gathersiv16si(v, xq, o16, (unsigned short)(in >> j), 1);
+                    *(ember_qg16u *)(void *)(d + j) = v ^ (int)flip4;
+                }
+#endif
+                for (; j < pb; ++j)
+                    d[j] = offs[j] < 0 ? pad4 : *(const ember_qu32a *)(const void *)(xq + offs[j]) ^ flip4;
+            }
+        }
 }
 /* X block for a 2-D convolution with the (c, kh, kw) K order (any channel count) by rows: per output row
  * segment of the block, each (channel, kernel row) input row is split once into its column phases

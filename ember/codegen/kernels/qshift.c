@@ -140,6 +140,49 @@ static void ember_qsh_stride(uint8_t *r, const uint8_t *x, int n, int s) {
 #endif
     for (i = 0; i < n; ++i) r[i] = x[(ptrdiff_t)i * s];
 }
+/* d[i] = word (XOR flip4) of pixel p0 + i * s (i < n) of one channel quad of a channel-blocked tensor
+ * (qgemm.c ember_qblk_at): xq is the quad's first word, bs the bytes per block of 64 pixels. */
+static void ember_qblk_words(uint32_t *EMBER_RESTRICT d, const uint8_t *xq, ptrdiff_t bs, ptrdiff_t p0, int n, int s,
+                             uint32_t flip4) {
+    int i = 0;
+    if (s == 1)
+        while (i < n) { /* runs within a block are contiguous words */
+            const ptrdiff_t q = p0 + i;
+            const int k = n - i < 64 - (int)(q & 63) ? n - i : 64 - (int)(q & 63);
+            ember_qwords(d + i, (const uint32_t *)(const void *)(xq + (q >> 6) * bs) + (q & 63), k, flip4);
+            i += k;
+        }
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512F__)
+    if (s == 2) { /* within a block, 16 words at a time from 32 by a two-table permute */
+        typedef uint32_t ember_qw16 __attribute__((vector_size(64), may_alias, aligned(4)));
+        const ember_qw16 idx = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
+        while (i < n) {
+            const ptrdiff_t q = p0 + 2 * (ptrdiff_t)i;
+            const int left = 64 - (int)(q & 63), k0 = (left + 1) / 2, k = n - i < k0 ? n - i : k0;
+            const uint32_t *src = (const uint32_t *)(const void *)(xq + (q >> 6) * bs) + (q & 63);
+            int j;
+            for (j = 0; j < k; j += 16) {
+                const int m = k - j < 16 ? k - j : 16, words = 2 * m - 1; /* read: words 0 .. 2m-2 */
+                const unsigned short lo = words >= 16 ? 0xFFFF : (unsigned short)((1u << words) - 1);
+                const unsigned short hi = words <= 16 ? 0 : (unsigned short)((1u << (words - 16)) - 1);
+                ember_qw16 a, b;
+                __asm__("vmovdqu32 %1, %0%{%2%}%{z%}" : "=v"(a) : "m"(*(const ember_qw16 *)(src + 2 * j)), "Yk"(lo));
+                __asm__("vmovdqu32 %1, %0%{%2%}%{z%}" : "=v"(b) : "m"(*(const ember_qw16 *)(src + 2 * j + 16)), "Yk"(hi));
+                __asm__("vpermt2d %2, %1, %0" : "+v"(a) : "v"(idx), "v"(b));
+                a ^= flip4;
+                __asm__("vmovdqu32 %1, %0%{%2%}" : "+m"(*(ember_qw16 *)(void *)(d + i + j)) : "v"(a),
+                        "Yk"((unsigned short)(m == 16 ? 0xFFFF : (1u << m) - 1)));
+            }
+            i += k;
+        }
+    }
+#endif
+    for (; i < n; ++i) {
+        const ptrdiff_t q = p0 + (ptrdiff_t)i * s;
+        d[i] = *(const ember_qu32a *)(const void *)(xq + (q >> 6) * bs + (q & 63) * 4) ^ flip4;
+    }
+}
+
 /* Xp for the C channels of one image x (zero point in the view: pad4's bytes): per channel quad, the
  * planes of the phases taps read, in row-phase then column-phase order. tmp: 4 * cols bytes. blk: x is
  * channel-blocked (qgemm.c ember_qblk_at; C % 4 == 0), its words copied instead of interleaved. */
