@@ -58,9 +58,8 @@ def broadcast_args(node: Node) -> tuple[int, int]:
 def _lower_binary(fn: str):
     def lower(node: Node, k: KernelEmitter) -> None:
         y = present(node.outputs[0])
-        div, mod = broadcast_args(node)
-        if y.blocked:  # inputs and output alike (passes/int8_layout.py): elementwise over the padded blocks
-            div, mod = 1, y.storage_bytes
+        # blocked: inputs and output alike (passes/int8_layout.py), elementwise over the padded blocks
+        div, mod = (1, y.storage_bytes) if y.blocked else broadcast_args(node)
         k.call(fn, k.out(0, "uint8_t"), _bytes(k, 0), _bytes(k, 1), y.storage_bytes, div, mod, _sgn(node),
                k.table(node.attrs["_r"], DType.INT32))
 

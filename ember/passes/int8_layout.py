@@ -33,18 +33,15 @@ def _plain_qconv(node: Node) -> bool:
 
 
 def writes_blocked(node: Node) -> bool:
-    """Whether the producer `node` can write its output channel-blocked: requantised, channels in fours
-    (its tiles write a channel quad at a time)."""
-    y = present(node.outputs[0])
-    if node.op == "QAdd":
-        return True
-    return _plain_qconv(node) and node.attrs["_q"].requant is not None and y.shape[1] % 4 == 0
+    """Whether the producer `node` can write its output channel-blocked (one whose channels come in
+    fours: its tiles write a channel quad at a time): a requantising convolution, or a QAdd."""
+    return node.op == "QAdd" or _plain_qconv(node) and node.attrs["_q"].requant is not None
 
 
 def reads_blocked(node: Node, v: Value) -> bool:
     """Whether `node` can read its input `v` channel-blocked: a convolution's data input with channels
-    in fours (a 1x1 of stride 1 reads its blocks in place, the others copy words, qconv.c and qshift.c),
-    or either input of a QAdd of equal shapes."""
+    in fours (a 1x1 of stride 1 reads its blocks in place, other convolutions gather words, shifted
+    ones copy them: qconv.c, qpack.c, qshift.c), or either input of a QAdd of equal shapes."""
     if node.op == "QAdd":
         a, b = present(node.input(0)), present(node.input(1))
         return not a.is_const and not b.is_const and a.shape == b.shape
@@ -56,8 +53,7 @@ def reads_blocked(node: Node, v: Value) -> bool:
 
 def choose_int8_layout(graph: Graph) -> None:
     uses = graph.consumers()
-    blocked: set[int] = set()
-    values: dict[int, Value] = {}
+    blocked: dict[int, Value] = {}
     for node in graph.nodes:
         y = node.outputs[0] if node.outputs else None
         if (y is None or y.dtype not in _BYTES or y.type.rank != 4 or y.shape[1] % 4 or graph.is_output(y)
@@ -65,8 +61,7 @@ def choose_int8_layout(graph: Graph) -> None:
             continue
         readers = uses.get(id(y), [])
         if readers and all(reads_blocked(r, y) for r in readers):
-            blocked.add(id(y))
-            values[id(y)] = y
+            blocked[id(y)] = y
     # A QAdd's three values share one layout: drop all three while any is not blocked, to a fixed point.
     adds = [n for n in graph.nodes if n.op == "QAdd"]
     changed = True
@@ -75,7 +70,8 @@ def choose_int8_layout(graph: Graph) -> None:
         for n in adds:
             trio = [present(n.input(0)), present(n.input(1)), present(n.outputs[0])]
             if any(id(v) in blocked for v in trio) and not all(id(v) in blocked for v in trio):
-                blocked.difference_update(id(v) for v in trio)
+                for v in trio:
+                    blocked.pop(id(v), None)
                 changed = True
-    for i in blocked:
-        values[i].blocked = True
+    for v in blocked.values():
+        v.blocked = True

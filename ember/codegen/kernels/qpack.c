@@ -1,5 +1,6 @@
 /* Packing of convolution inputs into the activation blocks of qgemm.c (X[k/4][pixel][k%4] bytes, the
- * uint8 or int8 view): im2col by taps, or by rows of words for channels in fours. */
+ * uint8 or int8 view): im2col by taps, by rows of words for channels in fours, or gathered words from a
+ * channel-blocked input. */
 
 /*@kernel ember_qinterleave requires ember_qgemm*/
 typedef uint32_t ember_qu32a __attribute__((may_alias, aligned(4)));
@@ -344,15 +345,18 @@ static void ember_qpack_rows(uint8_t *X, const uint8_t *x, int Cg, const int32_t
 static void ember_qpack_gather(uint8_t *X, const uint8_t *x, int C, const int32_t *p, ptrdiff_t pix, int pb,
                                uint32_t flip4, uint32_t pad4) {
     const int H = p[2], W = p[3], KH = p[5], KW = p[6], OW = p[9], sh = p[11], sw = p[12], dh = p[14], dw = p[15];
-    int32_t offs[EMBER_QPB];
+    int32_t offs[EMBER_QPB], ih0[EMBER_QPB], iw0[EMBER_QPB]; /* ih0, iw0: pixel j's window corner */
     unsigned long long in; /* bit j: pixel j's tap is inside the input */
     int kh, kw, cq, j;
+    for (j = 0; j < pb; ++j) {
+        ih0[j] = (int)((pix + j) / OW) * sh - p[17];
+        iw0[j] = (int)((pix + j) % OW) * sw - p[18];
+    }
     for (kh = 0; kh < KH; ++kh)
         for (kw = 0; kw < KW; ++kw) {
             uint32_t *d = (uint32_t *)(void *)(X + (ptrdiff_t)(kh * KW + kw) * (C / 4) * EMBER_QPB * 4);
             for (j = 0, in = 0; j < pb; ++j) {
-                const int oh = (int)((pix + j) / OW), ow = (int)((pix + j) % OW);
-                const int ih = oh * sh - p[17] + kh * dh, iw = ow * sw - p[18] + kw * dw;
+                const int ih = ih0[j] + kh * dh, iw = iw0[j] + kw * dw;
                 const int q = ih * W + iw, inside = ih >= 0 && ih < H && iw >= 0 && iw < W;
                 offs[j] = inside ? (q >> 6) * 64 * C + (q & 63) * 4 : -1;
                 in |= (unsigned long long)inside << j;
