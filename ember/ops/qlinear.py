@@ -234,8 +234,9 @@ def _qconv_scratch(node: Node) -> int:
 
 def _dw_work(node: Node) -> int:
     """4-byte values of ember_qdwconv's scratch: stride-phase planes and sums (2-D), or the input
-    channel and one output row (3-D); at least a band of 8 output rows of qdwvnni.c's pixel-major
-    input block where the image has them (one band when it is all of the image)."""
+    channel and one output row (3-D), and a channel-blocked input's plane and output's row in bytes;
+    at least a band of 8 output rows of qdwvnni.c's pixel-major input block where the image has them
+    (one band when it is all of the image)."""
     g = qconv_geometry(node)
     if g[1] != 1 or g[4] != 1 or g[7] != 1:
         return g[1] * g[2] * g[3] + g[9]
@@ -243,6 +244,9 @@ def _dw_work(node: Node) -> int:
     hh = ((oh - 1) * sh + (kh - 1) * dh + sh) // sh
     wh = ((ow - 1) * sw + (kw - 1) * dw + sw) // sw
     planes = sh * sw * hh * wh + (oh - 1) * wh + ow
+    x, y = present(node.input(0)), present(node.outputs[0])
+    if x.blocked or y.blocked:  # then also a channel plane of the input and a row of the output, in bytes
+        planes += (x.blocked * g[2] * g[3] + y.blocked * ow + 3) // 4
     band_row = ((ow - 1) * sw + 4 * ((kw + 3) // 4)) * 16  # ember_qdv_conv: Wp pixels of 16 bytes
     band = ((min(oh, 8) - 1) * sh + (kh - 1) * dh + 1) * band_row
     return max(planes, (band + 3) // 4)
@@ -258,16 +262,16 @@ def lower_qconv(node: Node, k: KernelEmitter) -> None:
              else packed_bound(q, wq.const))
     mult, shift, out = _out_args(k, q, bound)
     head = [k.out(0), kind, k.inp(0), int(x.dtype is DType.INT8), _zp_arg(node, k, q), geo, x.shape[0]]
+    lay = int(x.blocked) | 2 * int(y.blocked)  # passes/int8_layout.py
     if q.depthwise:
         # Bit 0: sums of kvol products of |w| <= max|w| and |x - x_zp| <= 255 below 2^24 are exact in
         # float. Bit 1: the weights fit int8 (the byte dot-product path, qdwvnni.c).
         w = wq.const.astype(np.int64)
         exact = int(wq.shape[1] * int(np.abs(w).max(initial=0)) * 255 < 2**24)
         exact |= 2 * int(w.size == 0 or (w.min() >= -128 and w.max() <= 127))
-        k.call("ember_qdwconv", *head, y.shape[1], k.inp(2), _table(k, q.bias), mult, shift, out, exact,
+        k.call("ember_qdwconv", *head, y.shape[1], k.inp(2), _table(k, q.bias), mult, shift, out, exact, lay,
                k.scratch(), 4 * _dw_work(node))
         return
-    lay = int(x.blocked) | 2 * int(y.blocked)  # passes/int8_layout.py
     if node.op == "QConvShifted":
         k.call("ember_qconv_shifted", *head, y.shape[1], k.inp(2), _table(k, q.bias), _table(k, q.rowsum), mult,
                shift, out, lay, k.scratch())

@@ -6,7 +6,9 @@ layout by every consumer, once per block and tap (kernels/qpack.c: a tenth of Re
 channel-blocked value is stored as those blocks themselves (Value.blocked, qgemm.c ember_qblk_at): the
 producer's tile writes one 64-byte vector of words per 16 pixels of a channel quad, a 1x1 stride-1
 consumer multiplies the blocks in place, other convolutions gather each tap's words (16 per AVX-512
-gather) and shifted ones copy words into their planes, instead of interleaving bytes.
+gather) and shifted ones copy words into their planes, instead of interleaving bytes. A depthwise
+convolution (multiplier 1) works on pixels of 16 channels: it reads and writes four quads' words of 16
+pixels by dword transposes (kernels/qdwvnni.c), not byte transposes of 16 planes.
 
 A value is blocked when its producer can write the layout, every consumer can read it, and it is no
 graph input or output; a QAdd (elementwise, so layout-blind) needs both inputs and its output in the same
@@ -32,20 +34,30 @@ def _plain_qconv(node: Node) -> bool:
     return not q.depthwise and int(node.attrs.get("group", 1)) == 1 and x.type.rank == 4
 
 
+def _depthwise(node: Node) -> bool:
+    """A 2-D depthwise integer convolution of channel multiplier 1 (ember_qdwconv)."""
+    if node.op != "QConv" or not node.attrs["_q"].depthwise:
+        return False
+    x, y = present(node.input(0)), present(node.outputs[0])
+    return x.type.rank == 4 and x.shape[1] == y.shape[1]
+
+
 def writes_blocked(node: Node) -> bool:
     """Whether the producer `node` can write its output channel-blocked (one whose channels come in
     fours: its tiles write a channel quad at a time): a requantising convolution, or a QAdd."""
-    return node.op == "QAdd" or _plain_qconv(node) and node.attrs["_q"].requant is not None
+    return node.op == "QAdd" or (_plain_qconv(node) or _depthwise(node)) and node.attrs["_q"].requant is not None
 
 
 def reads_blocked(node: Node, v: Value) -> bool:
     """Whether `node` can read its input `v` channel-blocked: a convolution's data input with channels
     in fours (a 1x1 of stride 1 reads its blocks in place, other convolutions gather words, shifted
-    ones copy them: qconv.c, qpack.c, qshift.c), or either input of a QAdd of equal shapes."""
+    ones copy them, depthwise ones transpose quads' words: qconv.c, qpack.c, qshift.c, qdwvnni.c), or
+    either input of a QAdd of equal shapes."""
     if node.op == "QAdd":
         a, b = present(node.input(0)), present(node.input(1))
         return not a.is_const and not b.is_const and a.shape == b.shape
-    if not _plain_qconv(node) or node.input(0) is not v or any(w is v for w in node.inputs[1:]):
+    if (not (_plain_qconv(node) or _depthwise(node)) or node.input(0) is not v
+            or any(w is v for w in node.inputs[1:])):
         return False
     g = qconv_geometry(node)
     return g[0] % 4 == 0 and g[1] == 1 and g[4] == 1 and g[7] == 1

@@ -146,11 +146,27 @@ EMBER_QNOINLINE static void ember_qdw_requant(uint8_t *EMBER_RESTRICT q, const f
     ptrdiff_t i;
     for (i = 0; i < n; ++i) q[i] = (uint8_t)ember_q_requant((int64_t)(int32_t)acc[i] + b0, mu, sh, zp, lo, hi);
 }
-static void ember_qdw_copy(uint8_t *EMBER_RESTRICT d, const uint8_t *EMBER_RESTRICT s, int n) {
-    int i;
-    for (i = 0; i < n; ++i) d[i] = s[i];
-}
 #endif
+
+/* Byte (pixel i, channel c) of one image of a channel-blocked tensor, bs bytes per block (qgemm.c
+ * ember_qblk_at). */
+#define EMBER_QDW_BLK(i, c, bs) (((i) >> 6) * (bs) + ((c) >> 2) * 256 + ((i) & 63) * 4 + ((c) & 3))
+/* Channel c's n pixels of the channel-blocked image xi as a plane d. */
+static void ember_qdw_unblock(uint8_t *EMBER_RESTRICT d, const uint8_t *EMBER_RESTRICT xi, ptrdiff_t bs, int c,
+                              ptrdiff_t n) {
+    ptrdiff_t i;
+    for (i = 0; i < n; ++i) d[i] = xi[EMBER_QDW_BLK(i, c, bs)];
+}
+/* n bytes s to channel m of the image yi from pixel pix: its plane of P pixels, or channel-blocked
+ * (bs > 0 bytes per block). */
+static void ember_qdw_put(uint8_t *EMBER_RESTRICT yi, ptrdiff_t bs, int m, ptrdiff_t P, ptrdiff_t pix,
+                          const uint8_t *EMBER_RESTRICT s, int n) {
+    int j;
+    if (bs)
+        for (j = 0; j < n; ++j) yi[EMBER_QDW_BLK(pix + j, m, bs)] = s[j];
+    else
+        for (j = 0; j < n; ++j) yi[m * P + pix + j] = s[j];
+}
 
 /* The requantised (kind 1) or int32 outputs of one output row from its sums. */
 static void ember_qdw_store(void *y, int kind, ptrdiff_t at, const int32_t *EMBER_RESTRICT sums, int OW, int32_t b0,
@@ -165,13 +181,22 @@ static void ember_qdw_store(void *y, int kind, ptrdiff_t at, const int32_t *EMBE
     }
 }
 
+/* lay (2-D, kind 1 for y; passes/int8_layout.py): bit 0, x is channel-blocked (multiplier 1), bit 1, y;
+ * scratch then also holds the input plane and one output row, past the planes and sums. */
 static void ember_qdwconv(void *y, int kind, const void *x, int x_sgn, int32_t xz, const int32_t *p, int N, int M,
                           const int16_t *w, const int32_t *bias, const int32_t *mult, const int32_t *shift,
-                          const int32_t *out, int exact, void *scratch, ptrdiff_t room) {
-    const int C = p[0], KW = p[6], OD = p[7], OH = p[8], OW = p[9], mult_c = M / C;
+                          const int32_t *out, int exact, int lay, void *scratch, ptrdiff_t room) {
+    const int C = p[0], KH = p[5], KW = p[6], OD = p[7], OH = p[8], OW = p[9], mult_c = M / C;
     const int planar = p[1] == 1 && p[4] == 1 && p[7] == 1; /* 2-D */
     const int Wh = ((OW - 1) * p[12] + (KW - 1) * p[15] + 1 + p[12] - 1) / p[12];
+    const int Hh = ((OH - 1) * p[11] + (KH - 1) * p[14] + 1 + p[11] - 1) / p[11];
     const ptrdiff_t s_in = (ptrdiff_t)p[1] * p[2] * p[3], s_out = (ptrdiff_t)OD * OH * OW;
+    const ptrdiff_t xbs = lay & 1 ? 64 * (ptrdiff_t)C : 0, ybs = lay & 2 ? 64 * (ptrdiff_t)M : 0;
+    const ptrdiff_t x_img = xbs ? (s_in + 63) / 64 * xbs : C * s_in, y_img = ybs ? (s_out + 63) / 64 * ybs : M * s_out;
+    /* past EMBER_QDW_PLANES's planes and sums: a blocked input's channel plane, a blocked output's row */
+    uint8_t *const xplane = lay ? (uint8_t *)scratch + 4 * ((ptrdiff_t)p[11] * p[12] * Hh * Wh + (ptrdiff_t)(OH - 1) * Wh + OW)
+                                : (uint8_t *)scratch;
+    uint8_t *const yrow = xplane + (lay & 1 ? s_in : 0);
     int32_t *xi = (int32_t *)scratch, *ai = xi + s_in;
     int n, m, od, oh, ow, kw, kwb[32];
     ptrdiff_t i;
@@ -182,7 +207,7 @@ static void ember_qdwconv(void *y, int kind, const void *x, int x_sgn, int32_t x
 #endif
 #ifdef EMBER_QDW_VNNI
     if ((exact & 2) && kind == 1 && out[3] && ember_qdv_fits(p)) { /* qdwvnni.c */
-        ember_qdv_conv((uint8_t *)y, (const uint8_t *)x, x_sgn, xz, p, N, M, w, bias, mult, shift, out,
+        ember_qdv_conv((uint8_t *)y, (const uint8_t *)x, x_sgn, xz, p, N, M, w, bias, mult, shift, out, lay,
                        (uint8_t *)scratch, room);
         return;
     }
@@ -194,10 +219,12 @@ static void ember_qdwconv(void *y, int kind, const void *x, int x_sgn, int32_t x
         ember_window_bounds(p[3], OW, p[12], kw * p[15] - p[18], &kwb[2 * kw], &kwb[2 * kw + 1]);
     for (n = 0; n < N; ++n)
         for (m = 0; m < M; ++m) {
-            const uint8_t *xc = (const uint8_t *)x + ((ptrdiff_t)n * C + m / mult_c) * s_in;
+            const uint8_t *xc = xbs ? xplane : (const uint8_t *)x + n * x_img + (ptrdiff_t)(m / mult_c) * s_in;
             const int16_t *wm = w + (ptrdiff_t)m * p[4] * p[5] * KW;
             const int32_t b0 = bias ? bias[m] : 0, mu = mult ? mult[m] : 0, sh = shift ? shift[m] : 1;
             const ptrdiff_t ym = ((ptrdiff_t)n * M + m) * s_out;
+            uint8_t *const yi = (uint8_t *)y + n * y_img;
+            if (xbs) ember_qdw_unblock(xplane, (const uint8_t *)x + n * x_img, xbs, m / mult_c, s_in);
             if (m % mult_c == 0 && !planar) /* a new input channel: its values minus the zero point */
                 for (i = 0; i < s_in; ++i) {
                     const int32_t v = (x_sgn ? (int32_t)(int8_t)xc[i] : (int32_t)xc[i]) - xz;
@@ -217,7 +244,7 @@ static void ember_qdwconv(void *y, int kind, const void *x, int x_sgn, int32_t x
                         uint8_t *q8 = (uint8_t *)(void *)xf;
                         ember_qdw_requant(q8, accf, len, b0, mu, sh, out);
                         for (oh = 0; oh < OH; ++oh)
-                            ember_qdw_copy((uint8_t *)y + ym + (ptrdiff_t)oh * OW, q8 + (ptrdiff_t)oh * Wh, OW);
+                            ember_qdw_put(yi, ybs, m, s_out, (ptrdiff_t)oh * OW, q8 + (ptrdiff_t)oh * Wh, OW);
                         continue;
                     }
                     {
@@ -229,7 +256,12 @@ static void ember_qdwconv(void *y, int kind, const void *x, int x_sgn, int32_t x
 #endif
                 sums = ember_qdw_planes_i32(xi, xc, x_sgn, xz, wm, p);
                 for (oh = 0; oh < OH; ++oh)
-                    ember_qdw_store(y, kind, ym + (ptrdiff_t)oh * OW, sums + (ptrdiff_t)oh * Wh, OW, b0, mu, sh, out);
+                    if (ybs) { /* kind 1 */
+                        ember_qrun(yrow, sums + (ptrdiff_t)oh * Wh, OW, b0, mu, sh, out[0], out[1], out[2]);
+                        ember_qdw_put(yi, ybs, m, s_out, (ptrdiff_t)oh * OW, yrow, OW);
+                    } else {
+                        ember_qdw_store(y, kind, ym + (ptrdiff_t)oh * OW, sums + (ptrdiff_t)oh * Wh, OW, b0, mu, sh, out);
+                    }
                 continue;
             }
             for (od = 0; od < OD; ++od)

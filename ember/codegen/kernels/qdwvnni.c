@@ -9,7 +9,11 @@
  * for 3-wide kernels). Sixteen output pixels' sums are requantised in registers (exact 64-bit fixed point,
  * per channel multiplier and shift), transposed back with two-table permutes and stored channel by
  * channel. Needs: 2-D, kernel column dilation 1, weights that fit int8; anything else takes qdwconv.c's
- * general path. */
+ * general path.
+ * Channel-blocked tensors (passes/int8_layout.py, qgemm.c ember_qblk_at; multiplier 1): the four channel
+ * quads' words of 16 pixels are read as four vectors and transposed by dword permutes into Xb, and the
+ * 16 pixels' outputs are transposed back into four quads' words, one store each, instead of the byte
+ * transposes of NCHW planes. */
 
 /*@kernel ember_qdw_vnni requires ember_qv16*/
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512VBMI__) && defined(__AVX512VNNI__) && \
@@ -66,10 +70,71 @@ EMBER_INLINE void ember_qdv_transpose(ember_qdv_b64 *b, const ember_qdv_b64 *a) 
                                0xFF00FF00FF00FF00ull);
 }
 
+/* Dword i of the result: dword idx[i] % 16 of a (idx[i] < 16) or of b. */
+EMBER_INLINE ember_qdv_i16 ember_qdv_perm2d(ember_qdv_i16 a, ember_qdv_i16 idx, ember_qdv_i16 b) {
+    __asm__("vpermt2d %2, %1, %0" : "+v"(a) : "v"(idx), "v"(b));
+    return a;
+}
+/* Dwords of b where mask is set, else of a. */
+EMBER_INLINE ember_qdv_i16 ember_qdv_blendd(ember_qdv_i16 a, ember_qdv_i16 b, unsigned short mask) {
+    ember_qdv_i16 r;
+    __asm__("vpblendmd %2, %1, %0%{%3%}" : "=v"(r) : "v"(a), "v"(b), "Yk"(mask));
+    return r;
+}
+/* Four channel quads' words of 16 pixels (w[q], lane j: pixel j) as pixels of 16 bytes (b[h]: pixels
+ * 4h .. 4h+3, quad q's word at dword q of each). */
+EMBER_INLINE void ember_qdv_quads_to_pixels(ember_qdv_b64 *b, const ember_qdv_i16 *w) {
+    ember_qdv_i16 idx;
+    int i, h;
+    for (h = 0; h < 4; ++h) {
+        for (i = 0; i < 16; ++i) idx[i] = i % 4 % 2 * 16 + 4 * h + i / 4; /* dword 4i' + q: quad q, pixel 4h + i' */
+        b[h] = (ember_qdv_b64)ember_qdv_blendd(ember_qdv_perm2d(w[0], idx, w[1]), ember_qdv_perm2d(w[2], idx, w[3]), 0xCCCC);
+    }
+}
+/* The inverse: pixels of 16 bytes (a[h]: pixels 4h .. 4h+3) as the four quads' words (w[q], lane j: pixel j). */
+EMBER_INLINE void ember_qdv_pixels_to_quads(ember_qdv_i16 *w, const ember_qdv_b64 *a) {
+    ember_qdv_i16 idx;
+    int j, q;
+    for (q = 0; q < 4; ++q) {
+        for (j = 0; j < 16; ++j) idx[j] = j % 8 / 4 * 16 + j % 4 * 4 + q; /* lanes 0-7 from a[0..1], 8-15 from a[2..3] */
+        w[q] = ember_qdv_blendd(ember_qdv_perm2d((ember_qdv_i16)a[0], idx, (ember_qdv_i16)a[1]),
+                                ember_qdv_perm2d((ember_qdv_i16)a[2], idx, (ember_qdv_i16)a[3]), 0xFF00);
+    }
+}
+/* The words of pixels pix .. pix + n - 1 (0 < n <= 16) of the channel quad of a channel-blocked tensor
+ * whose first block is at xq (bs bytes per block of 64 pixels): lane j for pixel pix + j, the rest 0.
+ * Pixels past the block are the next block's first: a load masked to their lanes from as many words
+ * before it (masked-off lanes are not read). */
+EMBER_INLINE ember_qdv_i16 ember_qdv_words(const uint8_t *xq, ptrdiff_t bs, ptrdiff_t pix, int n) {
+    const int room = 64 - (int)(pix & 63), k = n < room ? n : room;
+    const uint8_t *at = xq + (pix >> 6) * bs + (pix & 63) * 4;
+    ember_qdv_i16 r;
+    __asm__("vmovdqu32 %1, %0%{%2%}%{z%}" : "=v"(r) : "m"(*(const ember_qv16_iu *)(const void *)at),
+            "Yk"((unsigned short)((1u << k) - 1)));
+    if (n > k) {
+        const uint8_t *next = xq + ((pix >> 6) + 1) * bs - 4 * k;
+        __asm__("vmovdqu32 %1, %0%{%2%}" : "+v"(r) : "m"(*(const ember_qv16_iu *)(const void *)next),
+                "Yk"((unsigned short)((1u << n) - (1u << k))));
+    }
+    return r;
+}
+/* The first n lanes of w to those pixels' words, the same way. */
+EMBER_INLINE void ember_qdv_put_words(uint8_t *yq, ptrdiff_t bs, ptrdiff_t pix, ember_qdv_i16 w, int n) {
+    const int room = 64 - (int)(pix & 63), k = n < room ? n : room;
+    uint8_t *at = yq + (pix >> 6) * bs + (pix & 63) * 4;
+    __asm__("vmovdqu32 %1, %0%{%2%}" : "+m"(*(ember_qv16_iu *)(void *)at) : "v"(w), "Yk"((unsigned short)((1u << k) - 1)));
+    if (n > k) {
+        uint8_t *next = yq + ((pix >> 6) + 1) * bs - 4 * k;
+        __asm__("vmovdqu32 %1, %0%{%2%}" : "+m"(*(ember_qv16_iu *)(void *)next) : "v"(w),
+                "Yk"((unsigned short)((1u << n) - (1u << k))));
+    }
+}
+
 /* Xb: Hp x Wp pixels of 16 bytes, padded rows r0 .. r0 + Hp - 1, for the channels whose planes start at
- * rows[l]: input row ih, column iw at padded pixel (ih + pt, iw + pl); everything else zv. */
-static void ember_qdv_fill(uint8_t *EMBER_RESTRICT xb, const uint8_t *const *rows, const int32_t *p, int r0, int Hp,
-                           int Wp, uint8_t flip, uint8_t zv) {
+ * rows[l]: input row ih, column iw at padded pixel (ih + pt, iw + pl); everything else zv. bs > 0: the
+ * input is channel-blocked (bs bytes per block), rows[q] the first blocks of the four channel quads. */
+static void ember_qdv_fill(uint8_t *EMBER_RESTRICT xb, const uint8_t *const *rows, ptrdiff_t bs, const int32_t *p,
+                           int r0, int Hp, int Wp, uint8_t flip, uint8_t zv) {
     const int H = p[2], W = p[3], pt = p[17], pl = p[18];
     const int w1 = pl + W < Wp ? pl + W : Wp;
     const ember_qdv_b64 fz = (ember_qdv_b64){0} + zv, ff = (ember_qdv_b64){0} + flip;
@@ -89,12 +154,19 @@ static void ember_qdv_fill(uint8_t *EMBER_RESTRICT xb, const uint8_t *const *row
             const unsigned short in = (unsigned short)((1u << n) - 1);
             const ptrdiff_t at = (ptrdiff_t)ih * W + (c - pl);
             ember_qdv_b64 a[4], b[4];
-            for (g = 0; g < 4; ++g) { /* channel 4g + t's 16 bytes into 128-bit lane t */
-                a[g] = (ember_qdv_b64){0};
-                for (t = 0; t < 4; ++t)
-                    a[g] = ember_qdv_put16(a[g], ember_qdv_load16(rows[4 * g + t] + at, in), (unsigned short)(0xF << (4 * t)));
+            if (bs) {
+                ember_qdv_i16 w[4];
+                for (g = 0; g < 4; ++g) w[g] = ember_qdv_words(rows[g], bs, at, n);
+                ember_qdv_quads_to_pixels(b, w);
+            } else {
+                for (g = 0; g < 4; ++g) { /* channel 4g + t's 16 bytes into 128-bit lane t */
+                    a[g] = (ember_qdv_b64){0};
+                    for (t = 0; t < 4; ++t)
+                        a[g] = ember_qdv_put16(a[g], ember_qdv_load16(rows[4 * g + t] + at, in),
+                                               (unsigned short)(0xF << (4 * t)));
+                }
+                ember_qdv_transpose(b, a);
             }
-            ember_qdv_transpose(b, a);
             for (g = 0; g < 4 && 4 * g < n; ++g) { /* pixels c + 4g .. c + 4g + 3 */
                 const int k = n - 4 * g < 4 ? n - 4 * g : 4;
                 ember_qdv_store(d + 16 * (c + 4 * g), b[g] ^ ff, k == 4 ? ~0ull : (1ull << (16 * k)) - 1);
@@ -150,15 +222,22 @@ EMBER_INLINE ember_qdv_b64 ember_qdv_join(ember_qv16_b p0, ember_qv16_b p1, embe
 }
 #define EMBER_QDV_PX(j) ember_qdv_pixel(px[j], k, k3)
 /* Sixteen output pixels (first taps at px[j]) of the block's L channels, the first nq stored at y
- * (channel l at y + l * P). */
-EMBER_INLINE void ember_qdv_tile(uint8_t *y, ptrdiff_t P, int L, int nq, const uint8_t *const *px,
-                                 const ember_qdv_blk *k, int k3) {
+ * (channel l at y + l * P); bs > 0: y is channel-blocked (bs bytes per block), y the first block of the
+ * first quad, the pixels from pix. */
+EMBER_INLINE void ember_qdv_tile(uint8_t *y, ptrdiff_t P, ptrdiff_t bs, ptrdiff_t pix, int L, int nq,
+                                 const uint8_t *const *px, const ember_qdv_blk *k, int k3) {
     ember_qdv_b64 a[4], b[4];
     int l;
     a[0] = ember_qdv_join(EMBER_QDV_PX(0), EMBER_QDV_PX(1), EMBER_QDV_PX(2), EMBER_QDV_PX(3));
     a[1] = ember_qdv_join(EMBER_QDV_PX(4), EMBER_QDV_PX(5), EMBER_QDV_PX(6), EMBER_QDV_PX(7));
     a[2] = ember_qdv_join(EMBER_QDV_PX(8), EMBER_QDV_PX(9), EMBER_QDV_PX(10), EMBER_QDV_PX(11));
     a[3] = ember_qdv_join(EMBER_QDV_PX(12), EMBER_QDV_PX(13), EMBER_QDV_PX(14), EMBER_QDV_PX(15));
+    if (bs) {
+        ember_qdv_i16 w[4];
+        ember_qdv_pixels_to_quads(w, a);
+        for (l = 0; l < L; l += 4) ember_qdv_put_words(y + 64 * l, bs, pix, w[l / 4], nq);
+        return;
+    }
     ember_qdv_transpose(b, a);
     for (l = 0; l < L; ++l) ember_qdv_put(y + l * P, b, l, nq);
 }
@@ -169,14 +248,18 @@ static int ember_qdv_fits(const int32_t *p) {
 }
 /* Depthwise, kind 1 (requantised int8/uint8 outputs), M = C * multiplier channels; w: M x kh x kw int16
  * weights (minus their zero point) that fit int8; out = [zp, lo, hi, sums below 2^24 (qvec.c)]. scratch: `room` bytes, at least
- * one band of input rows (Xb pixel rows for one output row). */
+ * one band of input rows (Xb pixel rows for one output row). lay: bit 0, x is channel-blocked, bit 1, y
+ * (channels in fours; for x, multiplier 1). */
 static void ember_qdv_conv(uint8_t *y, const uint8_t *x, int x_sgn, int32_t xz, const int32_t *p, int N, int M,
                            const int16_t *w, const int32_t *bias, const int32_t *mult, const int32_t *shift,
-                           const int32_t *out, uint8_t *scratch, ptrdiff_t room) {
+                           const int32_t *out, int lay, uint8_t *scratch, ptrdiff_t room) {
     const int C = p[0], H = p[2], W = p[3], KH = p[5], KW = p[6], OH = p[8], OW = p[9];
     const int sh = p[11], sw = p[12], dh = p[14], G = (KW + 3) / 4, mult_c = M / C;
     const int Wp = (OW - 1) * sw + 4 * G, span = (KH - 1) * dh + 1; /* Xb width; input rows of one output row */
     const ptrdiff_t P = (ptrdiff_t)OH * OW, prow = (ptrdiff_t)Wp * 16;
+    const ptrdiff_t xbs = lay & 1 ? 64 * (ptrdiff_t)C : 0, ybs = lay & 2 ? 64 * (ptrdiff_t)M : 0; /* bytes per block */
+    const ptrdiff_t x_img = xbs ? ((ptrdiff_t)H * W + 63) / 64 * xbs : (ptrdiff_t)C * H * W;
+    const ptrdiff_t y_img = ybs ? (P + 63) / 64 * ybs : M * P;
     const int band = (int)((room / prow - span) / sh + 1) < OH ? (int)((room / prow - span) / sh + 1) : OH;
     const uint8_t flip = x_sgn ? 0x80 : 0, zv = (uint8_t)(xz + (x_sgn ? 128 : 0));
     ember_qdv_blk blk, *k = &blk;
@@ -195,7 +278,8 @@ static void ember_qdv_conv(uint8_t *y, const uint8_t *x, int x_sgn, int32_t xz, 
             for (l = 0; l < 16; ++l) {
                 const int m = m0 + (l < L ? l : 0);
                 const int16_t *wm = w + (ptrdiff_t)m * KH * KW;
-                rows[l] = x + ((ptrdiff_t)n * C + m / mult_c) * H * W;
+                rows[l] = xbs ? x + n * x_img + (l < 4 ? (m0 + 4 * l < M ? m0 + 4 * l : m0) : 0) / 4 * 256
+                              : x + n * x_img + (ptrdiff_t)(m / mult_c) * H * W;
                 sumw = 0;
                 for (kh = 0; kh < KH; ++kh)
                     for (t = 0; t < G; ++t) {
@@ -213,12 +297,12 @@ static void ember_qdv_conv(uint8_t *y, const uint8_t *x, int x_sgn, int32_t xz, 
                 const int nr = OH - oh0 < band ? OH - oh0 : band;
                 const ptrdiff_t q0 = (ptrdiff_t)oh0 * OW, q1 = q0 + (ptrdiff_t)nr * OW;
                 ptrdiff_t qb;
-                ember_qdv_fill(scratch, rows, p, oh0 * sh, (nr - 1) * sh + span, Wp, flip, zv);
+                ember_qdv_fill(scratch, rows, xbs, p, oh0 * sh, (nr - 1) * sh + span, Wp, flip, zv);
                 for (qb = q0; qb < q1; qb += 16) {
                     const int nq = q1 - qb < 16 ? (int)(q1 - qb) : 16;
                     const uint8_t *px[16]; /* each pixel's first tap (past nq: the last pixel again) */
                     int oh = (int)(qb / OW) - oh0, ow = (int)(qb % OW);
-                    uint8_t *yb = y + ((ptrdiff_t)n * M + m0) * P + qb;
+                    uint8_t *yb = ybs ? y + n * y_img + m0 / 4 * 256 : y + n * y_img + m0 * P + qb;
                     for (j = 0; j < 16; ++j) {
                         px[j] = scratch + (ptrdiff_t)oh * sh * prow + (ptrdiff_t)ow * sw * 16;
                         if (j + 1 < nq && ++ow == OW) {
@@ -226,8 +310,8 @@ static void ember_qdv_conv(uint8_t *y, const uint8_t *x, int x_sgn, int32_t xz, 
                             ++oh;
                         }
                     }
-                    if (KH == 3 && G == 1) ember_qdv_tile(yb, P, L, nq, px, k, 1);
-                    else ember_qdv_tile(yb, P, L, nq, px, k, 0);
+                    if (KH == 3 && G == 1) ember_qdv_tile(yb, P, ybs, qb, L, nq, px, k, 1);
+                    else ember_qdv_tile(yb, P, ybs, qb, L, nq, px, k, 0);
                 }
             }
         }
