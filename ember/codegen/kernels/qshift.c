@@ -38,14 +38,18 @@ EMBER_INLINE void ember_qsh_put_words(const ember_qout *o, int m0, ptrdiff_t pix
                      const ptrdiff_t *toff, int taps, ptrdiff_t qs, int quads, unsigned long long valid, \
                      ptrdiff_t pix, const ember_qrq_out *range) {                                       \
         ember_qv a[R][V], x[V];                                                                         \
-        const int8_t *w = W;                                                                            \
-        int r, v, t, q;                                                                                 \
+        const int8_t *w = W, *pf = W + (ptrdiff_t)R * Kp;                                              \
+        int r, v, t, q, step = 0;                                                                       \
         for (r = 0; r < R; ++r)                                                                         \
             for (v = 0; v < V; ++v) a[r][v] = (ember_qv){0} + o->corr[m0 + r];                          \
         for (q = 0; q < quads; ++q, xq += qs) { /* K order (c/4, kh, kw, c%4): a quad's taps re-read   \
                                                     the same few lines, then the walk moves on */        \
             t = 0;                                                                                      \
             do { /* taps >= 2: no zero-trip path, so the sums stay in registers */                     \
+                if ((step++ & 3) == 0) { /* the next tile's weights, as qgemm.c's tiles do */          \
+                    __builtin_prefetch(pf, 0, 2);                                                       \
+                    pf += 64;                                                                           \
+                }                                                                                       \
                 for (v = 0; v < V; ++v) x[v] = *(const ember_qv *)(const void *)(xq + toff[t] + 64 * v); \
                 for (r = 0; r < R; ++r) {                                                               \
                     const ember_qv wr = (ember_qv){0} + *(const ember_qi32u *)(const void *)(w + (ptrdiff_t)r * Kp); \
