@@ -1,6 +1,6 @@
 /* Depthwise integer convolution (one input channel per group), direct: no packing, no int8 product. */
 
-/*@kernel ember_qdwconv requires ember_qround ember_window_bounds ember_qrun ember_qdw_vnni*/
+/*@kernel ember_qdwconv requires ember_qround ember_window_bounds ember_qrun ember_qdw_vnni ember_qblk*/
 /* Depthwise integer convolution (one input channel per group, M = C * multiplier), one output row at a
  * time as in ember_dwconv_f32: each tap adds w * (x - xz) over the row segment whose input column is
  * inside the input (outside it, x - xz would be 0). w: M x kvol int16, the weights minus their zero
@@ -148,14 +148,11 @@ EMBER_QNOINLINE static void ember_qdw_requant(uint8_t *EMBER_RESTRICT q, const f
 }
 #endif
 
-/* Byte (pixel i, channel c) of one image of a channel-blocked tensor, bs bytes per block (qgemm.c
- * ember_qblk_at). */
-#define EMBER_QDW_BLK(i, c, bs) (((i) >> 6) * (bs) + ((c) >> 2) * 256 + ((i) & 63) * 4 + ((c) & 3))
-/* Channel c's n pixels of the channel-blocked image xi as a plane d. */
+/* Channel c's n pixels of the channel-blocked image xi (bs bytes per block) as a plane d. */
 static void ember_qdw_unblock(uint8_t *EMBER_RESTRICT d, const uint8_t *EMBER_RESTRICT xi, ptrdiff_t bs, int c,
                               ptrdiff_t n) {
     ptrdiff_t i;
-    for (i = 0; i < n; ++i) d[i] = xi[EMBER_QDW_BLK(i, c, bs)];
+    for (i = 0; i < n; ++i) d[i] = xi[ember_qblk_off(i, c, bs)];
 }
 /* n bytes s to channel m of the image yi from pixel pix: its plane of P pixels, or channel-blocked
  * (bs > 0 bytes per block). */
@@ -163,7 +160,7 @@ static void ember_qdw_put(uint8_t *EMBER_RESTRICT yi, ptrdiff_t bs, int m, ptrdi
                           const uint8_t *EMBER_RESTRICT s, int n) {
     int j;
     if (bs)
-        for (j = 0; j < n; ++j) yi[EMBER_QDW_BLK(pix + j, m, bs)] = s[j];
+        for (j = 0; j < n; ++j) yi[ember_qblk_off(pix + j, m, bs)] = s[j];
     else
         for (j = 0; j < n; ++j) yi[m * P + pix + j] = s[j];
 }

@@ -15,7 +15,7 @@
  * 16 pixels' outputs are transposed back into four quads' words, one store each, instead of the byte
  * transposes of NCHW planes. */
 
-/*@kernel ember_qdw_vnni requires ember_qv16*/
+/*@kernel ember_qdw_vnni requires ember_qv16 ember_qblk*/
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512VBMI__) && defined(__AVX512VNNI__) && \
     defined(EMBER_QV16)
 #define EMBER_QDW_VNNI 1
@@ -107,7 +107,7 @@ EMBER_INLINE void ember_qdv_pixels_to_quads(ember_qdv_i16 *w, const ember_qdv_b6
  * before it (masked-off lanes are not read). */
 EMBER_INLINE ember_qdv_i16 ember_qdv_words(const uint8_t *xq, ptrdiff_t bs, ptrdiff_t pix, int n) {
     const int room = 64 - (int)(pix & 63), k = n < room ? n : room;
-    const uint8_t *at = xq + (pix >> 6) * bs + (pix & 63) * 4;
+    const uint8_t *at = xq + ember_qblk_off(pix, 0, bs);
     ember_qdv_i16 r;
     __asm__("vmovdqu32 %1, %0%{%2%}%{z%}" : "=v"(r) : "m"(*(const ember_qv16_iu *)(const void *)at),
             "Yk"((unsigned short)((1u << k) - 1)));
@@ -121,7 +121,7 @@ EMBER_INLINE ember_qdv_i16 ember_qdv_words(const uint8_t *xq, ptrdiff_t bs, ptrd
 /* The first n lanes of w to those pixels' words, the same way. */
 EMBER_INLINE void ember_qdv_put_words(uint8_t *yq, ptrdiff_t bs, ptrdiff_t pix, ember_qdv_i16 w, int n) {
     const int room = 64 - (int)(pix & 63), k = n < room ? n : room;
-    uint8_t *at = yq + (pix >> 6) * bs + (pix & 63) * 4;
+    uint8_t *at = yq + ember_qblk_off(pix, 0, bs);
     __asm__("vmovdqu32 %1, %0%{%2%}" : "+m"(*(ember_qv16_iu *)(void *)at) : "v"(w), "Yk"((unsigned short)((1u << k) - 1)));
     if (n > k) {
         uint8_t *next = yq + ((pix >> 6) + 1) * bs - 4 * k;

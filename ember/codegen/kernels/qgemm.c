@@ -18,7 +18,16 @@
  * tile is R rows x V vectors of pixels kept in registers over all of K; on AVX-512 its sums are
  * requantised there too (qvec.c) where the compile-time check of qlinear.py allows. */
 
-/*@kernel ember_qgemm requires ember_qround ember_qrun ember_qv16*/
+/*@kernel ember_qblk requires ember_prelude*/
+/* Byte offset of (pixel pix, channel c) in one image of a channel-blocked int8 tensor
+ * (passes/int8_layout.py), bs bytes per block of 64 pixels: a block holds each channel quad's 64 words
+ * in turn, a word the quad's four channels of one pixel. */
+EMBER_INLINE ptrdiff_t ember_qblk_off(ptrdiff_t pix, int c, ptrdiff_t bs) {
+    return (pix >> 6) * bs + (c >> 2) * 256 + (pix & 63) * 4 + (c & 3);
+}
+/*@end*/
+
+/*@kernel ember_qgemm requires ember_qround ember_qrun ember_qv16 ember_qblk*/
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512VNNI__) && defined(__AVX512BW__)
 #define EMBER_Q_PATH 1
 #define EMBER_QVL 16 /* int32 lanes of a vector = pixels per vector */
@@ -327,7 +336,7 @@ static void ember_qout_init(ember_qout *o, int kind, const int32_t *mult, const 
  * (p % 64) * 4 + c % 4: blocks of 64 pixels, in them the words of four channels that a product's
  * packed block (X) holds. The byte of output row m at pixel pix of o (o->blk). */
 EMBER_INLINE uint8_t *ember_qblk_at(const ember_qout *o, int m, ptrdiff_t pix) {
-    return o->y + (pix >> 6) * o->rs + (m >> 2) * 256 + (m & 3) + (pix & 63) * 4;
+    return o->y + ember_qblk_off(pix, m, o->rs);
 }
 
 /* Row m's sums acc[0 .. n) for the pixels from `pix` (j0 of the block) become outputs. */

@@ -358,7 +358,7 @@ static void ember_qpack_gather(uint8_t *X, const uint8_t *x, int C, const int32_
             for (j = 0, in = 0; j < pb; ++j) {
                 const int ih = ih0[j] + kh * dh, iw = iw0[j] + kw * dw;
                 const int q = ih * W + iw, inside = ih >= 0 && ih < H && iw >= 0 && iw < W;
-                offs[j] = inside ? (q >> 6) * 64 * C + (q & 63) * 4 : -1;
+                offs[j] = inside ? (int32_t)ember_qblk_off(q, 0, 64 * (ptrdiff_t)C) : -1;
                 in |= (unsigned long long)inside << j;
             }
             for (cq = 0; cq < C / 4; ++cq, d += EMBER_QPB) {

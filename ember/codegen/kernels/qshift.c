@@ -153,7 +153,7 @@ static void ember_qblk_words(uint32_t *EMBER_RESTRICT d, const uint8_t *xq, ptrd
         while (i < n) { /* runs within a block are contiguous words */
             const ptrdiff_t q = p0 + i;
             const int k = n - i < 64 - (int)(q & 63) ? n - i : 64 - (int)(q & 63);
-            ember_qwords(d + i, (const uint32_t *)(const void *)(xq + (q >> 6) * bs) + (q & 63), k, flip4);
+            ember_qwords(d + i, (const uint32_t *)(const void *)(xq + ember_qblk_off(q, 0, bs)), k, flip4);
             i += k;
         }
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512F__)
@@ -163,7 +163,7 @@ static void ember_qblk_words(uint32_t *EMBER_RESTRICT d, const uint8_t *xq, ptrd
         while (i < n) {
             const ptrdiff_t q = p0 + 2 * (ptrdiff_t)i;
             const int left = 64 - (int)(q & 63), k0 = (left + 1) / 2, k = n - i < k0 ? n - i : k0;
-            const uint32_t *src = (const uint32_t *)(const void *)(xq + (q >> 6) * bs) + (q & 63);
+            const uint32_t *src = (const uint32_t *)(const void *)(xq + ember_qblk_off(q, 0, bs));
             int j;
             for (j = 0; j < k; j += 16) {
                 const int m = k - j < 16 ? k - j : 16, words = 2 * m - 1; /* read: words 0 .. 2m-2 */
@@ -183,7 +183,7 @@ static void ember_qblk_words(uint32_t *EMBER_RESTRICT d, const uint8_t *xq, ptrd
 #endif
     for (; i < n; ++i) {
         const ptrdiff_t q = p0 + (ptrdiff_t)i * s;
-        d[i] = *(const ember_qu32a *)(const void *)(xq + (q >> 6) * bs + (q & 63) * 4) ^ flip4;
+        d[i] = *(const ember_qu32a *)(const void *)(xq + ember_qblk_off(q, 0, bs)) ^ flip4;
     }
 }
 
