@@ -1,8 +1,7 @@
-"""compile(): frontend -> passes -> memory planning -> code generation -> toolchain."""
+"""compile(): the lowering driver (frontend -> passes -> memory plan -> C), then the toolchain and the bundle files."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -10,79 +9,20 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ember import __version__
-from ember.codegen.bundle import generate, network_name
 from ember.config import CompileOptions
+from ember.driver import lower
 from ember.errors import EmberError, OptionError
-from ember.frontends.onnx.loader import InputSpec, LoadOptions, load_onnx, read_model
 from ember.ir.dtypes import DType
 from ember.ir.graph import Graph, Node
-from ember.ir.verify import verify
-from ember.memory.planner import MemoryPlan, plan_memory
-from ember.ops import registry
-from ember.passes.conv_algorithms import choose_conv_algorithms
-from ember.passes.int8_layout import choose_int8_layout
-from ember.passes.manager import PassFn, PassManager
-from ember.passes.pipeline import DEFAULT_PIPELINE
+from ember.memory.plan import MemoryPlan
+from ember.passes.manager import PassManager
+from ember.passes.pipeline import Purpose
 from ember.report.flops import graph_flops
 from ember.runtime.loader import Bundle, load
 from ember.toolchain.cc import compile_object
 from ember.toolchain.objfile import ObjectInfo, check_freestanding, inspect_object
 from ember.toolchain.targets import Target, get_target
-
-
-def parse_input_spec(name: str, text: str) -> InputSpec:
-    dtype_s, _, shape_s = text.partition(":")
-    try:
-        dtype = DType.parse(dtype_s) if dtype_s else None
-    except KeyError as e:
-        raise OptionError(f"--input {name}: {str(e).strip(chr(39))}") from None
-    s = shape_s.strip().strip("[]()")
-    try:
-        shape = tuple(int(d) for d in s.replace("x", ",").split(",") if d.strip()) if s else ()
-    except ValueError:
-        raise OptionError(f"--input {name}:{text}: shape must be integers like 1x3x224x224") from None
-    if any(d <= 0 for d in shape):
-        raise OptionError(f"--input {name}:{text}: dimensions must be positive")
-    return InputSpec(dtype, shape)
-
-
-def build_graph(model_path: str, options: CompileOptions, check: bool = False,
-                pipeline: list[tuple[str, PassFn]] | None = None) -> tuple[Graph, PassManager, str]:
-    """Load, optimize; returns the graph, the pass manager (timings) and the model sha256.
-
-    `check` runs the IR verifier after every pass (tests do). `pipeline` replaces the passes (default:
-    DEFAULT_PIPELINE, or the quantizing one of ember/quant when the options ask for quantization).
-    """
-    model = read_model(model_path)
-    sha = hashlib.sha256(Path(model_path).read_bytes()).hexdigest()
-    load_opts = LoadOptions(
-        defines=dict(options.defines),
-        inputs={k: parse_input_spec(k, v) for k, v in options.inputs.items()},
-    )
-    name = options.name or network_name(Path(model_path).stem)
-    graph = load_onnx(model, load_opts, name)
-    if pipeline is None and (options.quantize or options.weights):
-        from ember.quant.pipeline import compile_pipeline
-
-        pipeline = compile_pipeline(options, sha)
-    pm = PassManager(list(DEFAULT_PIPELINE if pipeline is None else pipeline), verify=verify if check else None)
-    if check:
-        verify(graph)
-    pm.run(graph)
-    return graph, pm, sha
-
-
-def inlined_constants(graph: Graph) -> set[int]:
-    """Constants that need storage: all except scalars read only by elementwise expressions."""
-    needs: set[int] = set()
-    for n in graph.nodes:
-        op = registry.get(n.op)
-        elementwise = op.expr is not None or n.op == "FusedElementwise"
-        for v in n.inputs:
-            if v is not None and v.is_const and not (elementwise and v.type.numel == 1):
-                needs.add(id(v))
-    return needs
+from ember.version import __version__
 
 
 def compile(model: str | os.PathLike, out_dir: str | os.PathLike, **options: Any) -> Bundle:  # noqa: A001
@@ -98,15 +38,9 @@ def write_bundle(model_path: str, out: Path, opts: CompileOptions, command: str 
     abi = target.float_abi(opts.float_abi)
     if opts.sanitize and target.kind != "host":
         raise OptionError(f"sanitizers apply to host bundles, not target '{target.name}'")
-    graph, pm, sha = build_graph(model_path, opts)
-    if target.kind in ("host", "linux") and opts.opt_level >= 2:
-        # Winograd trades 16/9 the weight bytes for speed: only where memory is not the constraint.
-        PassManager([("choose_conv_algorithms", choose_conv_algorithms),
-                     ("choose_int8_layout", choose_int8_layout)], pm.records).run(graph)
-    plan = plan_memory(graph, inlined_constants(graph))
+    lowered = lower(model_path, opts, Purpose.BUNDLE, target.kind, command)
+    graph, plan, src, pm, sha = lowered.graph, lowered.plan, lowered.sources, lowered.passes, lowered.model_sha
     name = graph.name
-    banner = _banner(name, sha, command)
-    src = generate(graph, plan, name, opts.api, banner)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
@@ -176,15 +110,6 @@ def _remove_previous_bundle(out: Path) -> None:
     for f in out.iterdir():
         if f.is_file() and f.suffix in (".c", ".h", ".o", ".bin", ".txt", ".json", ".so", ".dot"):
             f.unlink()
-
-
-def _banner(name: str, sha: str, command: str) -> str:
-    from ember.codegen.cwriter import c_comment
-
-    lines = [f"/* {name}: generated by ember {__version__}; do not edit.", f" * model sha256 {sha}"]
-    if command:
-        lines.append(f" * command: {c_comment(command)}")
-    return "\n".join(lines) + " */"
 
 
 def _manifest(graph: Graph, plan: MemoryPlan, src, opts: CompileOptions, sha: str, cc_cmd: list[str],

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ember import __version__
 from ember.config import CompileOptions, parse_define, parse_input
 from ember.errors import EmberError
 from ember.toolchain.targets import TARGETS
+from ember.version import __version__
 
 
 def _compile(args: argparse.Namespace) -> int:
@@ -51,7 +51,7 @@ def _compile(args: argparse.Namespace) -> int:
 
 def _profile(args: argparse.Namespace) -> int:
     from ember.quant.data import Preprocess, parse_floats
-    from ember.quant.profile import profile_model
+    from ember.runtime.profile import profile_model
 
     prep = Preprocess(args.image_mode, args.channel_order, args.layout,
                       parse_floats(args.mean, "--mean") if args.mean else (),

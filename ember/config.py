@@ -6,6 +6,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ember.errors import OptionError
+from ember.quant import schema as qs
+from ember.quant.calibrate import METHODS
+
+WEIGHT_OPTIONS = ("fp16", "bf16", "int8")
 
 
 @dataclass(frozen=True)
@@ -41,9 +45,7 @@ class CompileOptions:
         if self.reloc not in (None, "static", "pic"):
             raise OptionError(f"--reloc must be static or pic, not '{self.reloc}'")
         if self.quantize or self.profile or self.weights or self.keep_float or self.io != "float":
-            from ember.quant.quantize import check_options
-
-            check_options(self)
+            _check_quantization(self)
         for k, v in self.defines.items():
             if not isinstance(v, int) or v <= 0:
                 raise OptionError(f"--define {k}={v}: the value must be a positive integer")
@@ -52,6 +54,40 @@ class CompileOptions:
         d = asdict(self)
         d["keep_float"] = list(self.keep_float)
         return d
+
+
+def _check_quantization(o: CompileOptions) -> None:
+    """The quantization options of a compile, checked together."""
+    from ember.ops import registry
+
+    object.__setattr__(o, "keep_float", tuple(o.keep_float))
+    if o.quantize not in (None, "int8"):
+        raise OptionError(f"--quantize must be int8, not '{o.quantize}' (int16 activations: --precision int16)")
+    if o.quantize and not o.profile:
+        raise OptionError("--quantize int8 needs --profile FILE (make one with `ember profile MODEL DATA...`)")
+    if o.profile and not o.quantize:
+        raise OptionError("--profile needs --quantize int8")
+    if o.weights is not None and o.weights not in WEIGHT_OPTIONS:
+        raise OptionError(f"--weights must be one of {', '.join(WEIGHT_OPTIONS)}, not '{o.weights}'")
+    if o.weights and o.quantize:
+        raise OptionError("--weights compresses a float bundle's weights; --quantize int8 stores int8 weights already")
+    qs.check(o.schema, o.precision)
+    if o.bias not in ("int32", "int8"):
+        raise OptionError(f"--bias must be int32 or int8, not '{o.bias}'")
+    if o.calibration not in METHODS:
+        raise OptionError(f"--calibration must be one of {', '.join(METHODS)}, not '{o.calibration}'")
+    if not 50.0 < o.percentile <= 100.0:
+        raise OptionError(f"--percentile must be in (50, 100], not {o.percentile}")
+    if o.io not in ("float", "int8"):
+        raise OptionError(f"--io must be float or int8, not '{o.io}'")
+    if o.io == "int8" and not o.quantize:
+        raise OptionError("--io int8 needs --quantize int8")
+    if o.keep_float and not o.quantize:
+        raise OptionError("--keep-float needs --quantize int8")
+    ops = registry.load_all()
+    for op in o.keep_float:
+        if op not in ops:
+            raise OptionError(f"--keep-float: unknown operator '{op}'")
 
 
 def parse_define(text: str) -> tuple[str, int]:

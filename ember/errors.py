@@ -45,3 +45,10 @@ class ToolchainError(EmberError):
 
 class BundleError(EmberError):
     """A bundle directory is missing files or cannot be loaded or run."""
+
+
+def warn(message: str) -> None:
+    """A one-line warning on stderr: something the user should know that does not stop the compile."""
+    import sys
+
+    print(f"ember: warning: {message}", file=sys.stderr)

@@ -11,7 +11,7 @@ from ember.codegen.cwriter import CWriter, NameSupply, c_comment, c_string, sani
 from ember.codegen.elementwise import emit_chain
 from ember.codegen.emitter import CodeContext, KernelEmitter
 from ember.ir.graph import Graph, Value
-from ember.memory.planner import MemoryPlan
+from ember.memory.plan import MemoryPlan
 from ember.ops import registry
 
 # Header macro suffixes that tensor names must not collide with.
@@ -58,7 +58,7 @@ def generate(graph: Graph, plan: MemoryPlan, name: str, api: str, banner: str) -
 # An instrumented build (`ember bench`: NAME.c compiled with -DEMBER_PROFILE) brackets every node with
 # calls to a timer the benchmark harness provides; a normal build compiles the brackets away.
 # A capture build (`ember profile`: -DEMBER_CAPTURE) hands every node output to a hosted copier after
-# the node; value indices count node outputs in graph order (ember.quant.profile.captured_values).
+# the node; value indices count node outputs in graph order (ember.runtime.profile.captured_values).
 _PROFILE_HOOKS = """#ifdef EMBER_PROFILE
 void ember_profile_event(int node, int end);
 #define EMBER_PROFILE_EVENT(node, end) ember_profile_event(node, end)

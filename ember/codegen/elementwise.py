@@ -9,7 +9,7 @@ from __future__ import annotations
 from ember.codegen.emitter import CodeContext, ExprHandler, compute_ctype, literal
 from ember.ir.dtypes import DType
 from ember.ir.graph import Node, Value
-from ember.memory.planner import Region
+from ember.memory.plan import Region
 from ember.ops import registry
 
 

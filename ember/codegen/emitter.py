@@ -9,7 +9,7 @@ import numpy as np
 from ember.codegen.cwriter import CWriter, NameSupply, c_float, c_int
 from ember.ir.dtypes import DType
 from ember.ir.graph import Node, Value
-from ember.memory.planner import MemoryPlan, Region
+from ember.memory.plan import MemoryPlan, Region
 
 
 def literal(x: float | int | bool, dtype: DType) -> str:

@@ -9,23 +9,11 @@ activations: every intermediate, placed by liveness with offset reuse (greedy by
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
-from enum import Enum
+from dataclasses import dataclass
 
 from ember.ir.graph import Graph, Node, Value
+from ember.memory.plan import MemoryPlan, Region, align
 from ember.ops import registry
-
-ALIGN = 64
-
-
-def align(n: int, a: int = ALIGN) -> int:
-    return (n + a - 1) // a * a
-
-
-class Region(Enum):
-    CONSTANT = "constantWeight"
-    MUTABLE = "mutableWeight"
-    ACTIVATIONS = "activations"
 
 
 @dataclass
@@ -40,18 +28,17 @@ class Buffer:
     offset: int = -1
 
 
-@dataclass
-class MemoryPlan:
-    location: dict[int, tuple[Region, int]] = field(default_factory=dict)
-    scratch: dict[int, int] = field(default_factory=dict)  # id(node) -> activations offset
-    constants: list[tuple[int, bytes]] = field(default_factory=list)  # (offset, raw bytes)
-    constant_size: int = 0
-    mutable_size: int = 0
-    activations_size: int = 0
-    lower_bound: int = 0  # peak of simultaneously live activation bytes for this node order
-
-    def where(self, v: Value) -> tuple[Region, int]:
-        return self.location[id(v)]
+def inlined_constants(graph: Graph) -> set[int]:
+    """Constants that need storage: all except scalars read only by elementwise expressions
+    (codegen writes those as literals)."""
+    needs: set[int] = set()
+    for n in graph.nodes:
+        op = registry.get(n.op)
+        elementwise = op.expr is not None or n.op == "FusedElementwise"
+        for v in n.inputs:
+            if v is not None and v.is_const and not (elementwise and v.type.numel == 1):
+                needs.add(id(v))
+    return needs
 
 
 def plan_memory(graph: Graph, needs_storage: set[int] | None = None) -> MemoryPlan:

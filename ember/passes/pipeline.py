@@ -1,33 +1,102 @@
-"""The default optimization pipeline: an ordered list of named passes, each with its reason."""
+"""The one place that decides which passes run, in which order, for a compile's options and target.
+
+Each entry is (name, pass, why). `build_pipeline` is used by every lowering (a bundle, a profiling
+build, the tests), so a pass added here runs everywhere it should and nowhere else.
+"""
 
 from __future__ import annotations
 
+from enum import Enum
+from typing import TYPE_CHECKING
+
+from ember.errors import OptionError
+from ember.passes.conv_algorithms import choose_conv_algorithms
 from ember.passes.dce import remove_dead_nodes
 from ember.passes.fold_batchnorm import fold_batchnorm
 from ember.passes.fold_constants import fold_constants
 from ember.passes.fold_qdq import fold_qdq
 from ember.passes.fuse_activation import fuse_activation
 from ember.passes.fuse_elementwise import fuse_elementwise
+from ember.passes.int8_layout import choose_int8_layout
 from ember.passes.manager import PassFn
 from ember.passes.simplify import materialize_outputs, remove_identities
 
-DEFAULT_PIPELINE: list[tuple[str, PassFn]] = [
-    # Identity/Dropout are no-ops at inference; removing them lets producers write consumers' inputs.
-    ("remove_identities", remove_identities),
-    # Anything computable from weights alone is computed once, here, instead of on every inference.
-    ("fold_constants", fold_constants),
-    # Inference BatchNorm (and per-channel constant Mul/Add) after Conv/Gemm rescales weights and bias: fold it.
-    # Runs before fuse_activation (a fused activation blocks the fold) and no folding may follow fusion
-    # (the `_act` attribute does not survive conversion back to ONNX).
-    ("fold_batchnorm", fold_batchnorm),
-    # An activation on a Conv/Gemm/MatMul output is applied in the kernel epilogue: one pass, one buffer fewer.
-    ("fuse_activation", fuse_activation),
-    # QDQ models: DequantizeLinear -> Conv/Gemm/Add/... -> QuantizeLinear become integer kernels on int8 tensors.
-    ("fold_qdq", fold_qdq),
-    # Nodes whose results nobody reads cost time and memory.
-    ("remove_dead_nodes", remove_dead_nodes),
-    # Chains of elementwise ops become one loop: intermediates stay in registers instead of memory.
-    ("fuse_elementwise", fuse_elementwise),
-    # Every output needs its own slot in the mutable region, written by some node.
-    ("materialize_outputs", materialize_outputs),
+if TYPE_CHECKING:
+    from ember.config import CompileOptions
+
+
+class Purpose(Enum):
+    # A bundle to ship: every optimization the target can afford.
+    BUNDLE = "bundle"
+    # An instrumented float build for `ember profile`: every tensor the quantizer may want keeps its
+    # name and its own buffer (no elementwise fusion, no algorithm rewrites).
+    PROFILE = "profile"
+    # The float graph as the quantizer sees it (tests of the quantizer use it).
+    FLOAT = "float"
+
+
+# Targets with memory to spare: Winograd trades 16/9 the weight bytes for speed, blocked int8 tensors pad.
+SPEED_TARGET_KINDS = ("host", "linux")
+
+Pipeline = list[tuple[str, PassFn]]
+
+_FLOAT: list[tuple[str, PassFn, str]] = [
+    ("remove_identities", remove_identities,
+     "Identity/Dropout are no-ops at inference; removing them lets producers write consumers' inputs."),
+    ("fold_constants", fold_constants,
+     "Anything computable from weights alone is computed once, here, instead of on every inference."),
+    ("fold_batchnorm", fold_batchnorm,
+     "Inference BatchNorm (and per-channel constant Mul/Add) after a weighted op rescales its weights "
+     "and bias; runs before fuse_activation, since a fused activation blocks the fold."),
+    ("fuse_activation", fuse_activation,
+     "An activation on a weighted op's output is applied in the kernel epilogue: one pass, one buffer fewer."),
 ]
+
+
+def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, target_kind: str = "host",
+                   model_sha: str = "") -> Pipeline:
+    """The passes of one lowering, in order.
+
+    float passes -> [quantize: QDQ rewrite] -> fold_qdq -> dead nodes -> [weight compression]
+    -> elementwise fusion -> outputs -> [conv algorithms, int8 layout: host/Linux at -O2 and up].
+    """
+    passes: Pipeline = [(name, fn) for name, fn, _ in _FLOAT]
+    if purpose is Purpose.FLOAT:
+        return passes
+    if purpose is Purpose.PROFILE:
+        # Outputs still need their own slots; everything else stays as the quantizer will see it.
+        return [*passes, ("materialize_outputs", materialize_outputs)]
+    if options.quantize:
+        passes.append(("quantize", _quantize_pass(options, model_sha)))
+    # QDQ models: DequantizeLinear -> Conv/Gemm/Add/... -> QuantizeLinear become integer kernels on int8 tensors.
+    passes.append(("fold_qdq", fold_qdq))
+    # Nodes whose results nobody reads cost time and memory.
+    passes.append(("remove_dead_nodes", remove_dead_nodes))
+    if options.weights:
+        # After fold_qdq, which would turn the widening DequantizeLinear nodes back into float constants.
+        passes.append(("compress_weights", _compress_pass(options.weights)))
+    # Chains of elementwise ops become one loop: intermediates stay in registers instead of memory.
+    passes.append(("fuse_elementwise", fuse_elementwise))
+    # Every output needs its own slot in the mutable region, written by some node.
+    passes.append(("materialize_outputs", materialize_outputs))
+    if target_kind in SPEED_TARGET_KINDS and options.opt_level >= 2:
+        passes.append(("choose_conv_algorithms", choose_conv_algorithms))
+        passes.append(("choose_int8_layout", choose_int8_layout))
+    return passes
+
+
+def _quantize_pass(options: CompileOptions, model_sha: str) -> PassFn:
+    from ember.quant.quantize import QuantConfig, quantize_graph, read_profile
+
+    if not options.profile:
+        raise OptionError("--quantize int8 needs --profile FILE (make one with `ember profile MODEL DATA...`)")
+    profile = read_profile(options.profile, model_sha)
+    config = QuantConfig(options.schema, options.precision, options.bias, options.per_channel,
+                         options.calibration, options.percentile, frozenset(options.keep_float), options.io)
+    return lambda g: quantize_graph(g, profile, config)
+
+
+def _compress_pass(kind: str) -> PassFn:
+    from ember.quant.weights import compress_weights
+
+    return lambda g: compress_weights(g, kind)

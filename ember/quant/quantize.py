@@ -17,21 +17,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import yaml
 
-from ember.errors import EmberError, OptionError
+from ember.errors import EmberError, warn
 from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node, Value
 from ember.quant import schema as qs
-from ember.quant.calibrate import METHODS, clip_range
+from ember.quant.calibrate import clip_range
 from ember.quant.histogram import Histogram
-from ember.quant.pipeline import warn
-
-if TYPE_CHECKING:
-    from ember.config import CompileOptions
 
 # Ops with integer kernels (planned or present); every other op stays float between DQ and Q.
 QUANTIZABLE = frozenset({
@@ -44,7 +39,6 @@ SAME_PARAMS = frozenset({"Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueez
                          "GlobalMaxPool", "Copy"})
 # Ops whose constant float operands are quantized with their own range.
 _CONST_OPERANDS = frozenset({"Add", "Sub", "Mul", "Concat"})
-WEIGHT_OPTIONS = ("fp16", "bf16", "int8")
 
 
 class ProfileError(EmberError):
@@ -62,51 +56,12 @@ class QuantConfig:
     keep_float: frozenset[str] = frozenset()
     io: str = "float"
 
-    @staticmethod
-    def from_options(o: CompileOptions) -> QuantConfig:
-        return QuantConfig(o.schema, o.precision, o.bias, o.per_channel, o.calibration, o.percentile,
-                           frozenset(o.keep_float), o.io)
-
 
 @dataclass
 class Profile:
     path: str
     sha: str
     tensors: dict[str, Histogram]
-
-
-def check_options(o: CompileOptions) -> None:
-    """The quantization options of a compile, checked together (CompileOptions.__post_init__ calls this)."""
-    from ember.ops import registry
-
-    object.__setattr__(o, "keep_float", tuple(o.keep_float))
-    if o.quantize not in (None, "int8"):
-        raise OptionError(f"--quantize must be int8, not '{o.quantize}' (int16 activations: --precision int16)")
-    if o.quantize and not o.profile:
-        raise OptionError("--quantize int8 needs --profile FILE (make one with `ember profile MODEL DATA...`)")
-    if o.profile and not o.quantize:
-        raise OptionError("--profile needs --quantize int8")
-    if o.weights is not None and o.weights not in WEIGHT_OPTIONS:
-        raise OptionError(f"--weights must be one of {', '.join(WEIGHT_OPTIONS)}, not '{o.weights}'")
-    if o.weights and o.quantize:
-        raise OptionError("--weights compresses a float bundle's weights; --quantize int8 stores int8 weights already")
-    qs.check(o.schema, o.precision)
-    if o.bias not in ("int32", "int8"):
-        raise OptionError(f"--bias must be int32 or int8, not '{o.bias}'")
-    if o.calibration not in METHODS:
-        raise OptionError(f"--calibration must be one of {', '.join(METHODS)}, not '{o.calibration}'")
-    if not 50.0 < o.percentile <= 100.0:
-        raise OptionError(f"--percentile must be in (50, 100], not {o.percentile}")
-    if o.io not in ("float", "int8"):
-        raise OptionError(f"--io must be float or int8, not '{o.io}'")
-    if o.io == "int8" and not o.quantize:
-        raise OptionError("--io int8 needs --quantize int8")
-    if o.keep_float and not o.quantize:
-        raise OptionError("--keep-float needs --quantize int8")
-    ops = registry.load_all()
-    for op in o.keep_float:
-        if op not in ops:
-            raise OptionError(f"--keep-float: unknown operator '{op}'")
 
 
 def read_profile(path: str, model_sha: str) -> Profile:

@@ -16,9 +16,8 @@ import pytest
 from onnx import helper
 
 import ember
-from ember.api import CompileOptions, build_graph
-from ember.passes.conv_algorithms import choose_conv_algorithms
-from ember.passes.int8_layout import choose_int8_layout
+from ember.config import CompileOptions
+from ember.driver import build_graph
 from tests.ops.test_quant_kernels import _f32, _model
 from tests.ops.test_quant_shifted import HAS_VNNI
 from tests.support import cdriver
@@ -65,9 +64,7 @@ def _chain(xdt: type, batch: int, layers: list[tuple[str, str, int, int, int, in
 
 
 def _blocked_values(path: Path) -> set[str]:
-    graph, _, _ = build_graph(str(path), CompileOptions())
-    choose_conv_algorithms(graph)
-    choose_int8_layout(graph)
+    graph, _, _ = build_graph(str(path), CompileOptions())  # host target: conv algorithms and int8 layout run
     blocked = [v for v in graph.values() if v.blocked]
     for v in blocked:  # the planner's size: whole blocks of 64 pixels
         n, c, h, w = v.shape

@@ -20,9 +20,9 @@ import pytest
 from onnx import helper, numpy_helper
 
 import ember
-from ember.api import build_graph
 from ember.codegen import library
 from ember.config import CompileOptions
+from ember.driver import build_graph
 from tests.support import cdriver
 
 RNG = np.random.default_rng(23)

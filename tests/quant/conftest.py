@@ -61,7 +61,7 @@ def cnn(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def cnn_profile(cnn: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The CNN's profile over 24 samples given as one stacked .npy file."""
-    from ember.quant.profile import profile_model
+    from ember.runtime.profile import profile_model
 
     folder = tmp_path_factory.mktemp("cnn_profile")
     np.save(folder / "calib.npy", calibration_data(24))

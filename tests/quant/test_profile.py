@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import yaml
 from PIL import Image
 
 import ember
-from ember.quant.profile import Progress, profile_model
+from ember.runtime.profile import Progress, profile_model
 from tests.quant.conftest import calibration_data
 
 
@@ -34,7 +35,7 @@ def _all_tensors(model: Path, names: list[str], samples: np.ndarray) -> dict[str
 
 def test_profile_matches_onnxruntime(cnn: Path, cnn_profile: Path) -> None:
     doc = yaml.safe_load(cnn_profile.read_text())
-    assert doc["model_sha256"] == ember.api.hashlib.sha256(cnn.read_bytes()).hexdigest()
+    assert doc["model_sha256"] == hashlib.sha256(cnn.read_bytes()).hexdigest()
     assert doc["samples"] == 24 and doc["preprocessing"]["image_mode"] == "0to1"
     tensors = doc["tensors"]
     # IR names after the float pipeline: BN folded and Relu fused into the first Conv (its value is r1).

@@ -11,11 +11,11 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import ember
-from ember.api import build_graph
 from ember.config import CompileOptions
+from ember.driver import build_graph
 from ember.ir.dtypes import DType
 from ember.ir.graph import Graph
-from ember.quant.pipeline import float_passes
+from ember.passes.pipeline import Purpose
 from ember.quant.quantize import QuantConfig, quantize_graph, read_profile
 from ember.quant.schema import SCHEMAS, is_power_of_two
 from tests.quant.conftest import calibration_data
@@ -23,7 +23,7 @@ from tests.quant.ir_onnx import to_onnx
 
 
 def _quantized(model: Path, profile: Path, **config) -> Graph:
-    graph, _, sha = build_graph(str(model), CompileOptions(), pipeline=float_passes())
+    graph, _, sha = build_graph(str(model), CompileOptions(), Purpose.FLOAT)
     quantize_graph(graph, read_profile(str(profile), sha), QuantConfig(**config))
     return graph
 

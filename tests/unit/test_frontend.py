@@ -10,8 +10,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import ember
-from ember.api import build_graph
 from ember.config import CompileOptions
+from ember.driver import build_graph
 from ember.errors import UnsupportedOperatorError
 
 

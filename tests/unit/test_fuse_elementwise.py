@@ -6,16 +6,13 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import ember
-import ember.api
 from ember.frontends.onnx.loader import LoadOptions, load_onnx
 from ember.ir.graph import Graph
 from ember.passes.fold_constants import fold_constants
 from ember.passes.fuse_elementwise import fuse_elementwise
-from ember.passes.pipeline import DEFAULT_PIPELINE
 
 RNG = np.random.default_rng(3)
 F = TensorProto.FLOAT
@@ -34,13 +31,8 @@ def _fused(model: onnx.ModelProto) -> Graph:
     return graph
 
 
-def _compile(model: onnx.ModelProto, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """Compile with fuse_elementwise in the pipeline (before outputs are materialized)."""
-    names = [n for n, _ in DEFAULT_PIPELINE]
-    if "fuse_elementwise" not in names:
-        pipe = list(DEFAULT_PIPELINE)
-        pipe.insert(names.index("materialize_outputs"), ("fuse_elementwise", fuse_elementwise))
-        monkeypatch.setattr(ember.api, "DEFAULT_PIPELINE", pipe)
+def _compile(model: onnx.ModelProto, tmp_path: Path):
+    """Compile with the default pipeline (fuse_elementwise runs before outputs are materialized)."""
     path = tmp_path / "m.onnx"
     onnx.save(model, path)
     return ember.compile(path, tmp_path / "out")
@@ -69,10 +61,10 @@ def test_chain_becomes_one_node() -> None:
     assert node.outputs[0] is g.outputs[0]
 
 
-def test_chain_numerics(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_chain_numerics(tmp_path: Path) -> None:
     x = RNG.standard_normal((3, 4)).astype(np.float32)
     w = RNG.standard_normal(4).astype(np.float32)
-    got = _compile(_chain_model(), tmp_path, monkeypatch).run({"x": x, "w": w})["y"]
+    got = _compile(_chain_model(), tmp_path).run({"x": x, "w": w})["y"]
     ref = np.maximum(x * w + 0.25, 0) - np.exp(-x)
     np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6)
 
@@ -95,7 +87,7 @@ def test_broadcast_producer_is_not_recomputed() -> None:
     assert [n.op for n in g.nodes] == ["Exp", "Add"]
 
 
-def test_stops_at_kernels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stops_at_kernels(tmp_path: Path) -> None:
     # Softmax is a kernel: the chain before it and the chain after it fuse separately.
     nodes = [
         helper.make_node("Mul", ["x", "x"], ["a"]),
@@ -109,13 +101,13 @@ def test_stops_at_kernels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     g = _fused(model)
     assert [n.op for n in g.nodes] == ["FusedElementwise", "Softmax", "FusedElementwise"]
     x = RNG.standard_normal((2, 5)).astype(np.float32)
-    got = _compile(model, tmp_path, monkeypatch).run({"x": x})["y"]
+    got = _compile(model, tmp_path).run({"x": x})["y"]
     b = 1 / (1 + np.exp(-(x * x).astype(np.float64)))
     ref = b - np.log(np.exp(b).sum(-1, keepdims=True))
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
 
 
-def test_mixed_dtypes_and_where(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_mixed_dtypes_and_where(tmp_path: Path) -> None:
     # A comparison (bool) and an int cast inside one chain: each step keeps its own C type.
     nodes = [
         helper.make_node("Greater", ["x", "z"], ["c"]),
@@ -128,5 +120,5 @@ def test_mixed_dtypes_and_where(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     g = _fused(model)
     assert [n.op for n in g.nodes] == ["FusedElementwise"]
     x = (RNG.standard_normal(16) * 4).astype(np.float32)
-    got = _compile(model, tmp_path, monkeypatch).run({"x": x})["y"]
+    got = _compile(model, tmp_path).run({"x": x})["y"]
     np.testing.assert_array_equal(got, np.where(x > 0, np.trunc(x), x))

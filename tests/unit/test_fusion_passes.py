@@ -11,13 +11,11 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import ember
-import ember.api
 from ember.frontends.onnx.loader import LoadOptions, load_onnx
 from ember.ir.graph import Graph
 from ember.passes.fold_batchnorm import fold_batchnorm
 from ember.passes.fold_constants import fold_constants
 from ember.passes.fuse_activation import fuse_activation
-from ember.passes.pipeline import DEFAULT_PIPELINE
 
 RNG = np.random.default_rng(7)
 F = TensorProto.FLOAT
@@ -49,22 +47,18 @@ def _optimized(model: onnx.ModelProto) -> Graph:
     return graph
 
 
-def _check_numerics(model: onnx.ModelProto, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _check_numerics(model: onnx.ModelProto, tmp_path: Path) -> None:
     path = tmp_path / "m.onnx"
     onnx.save(model, path)
     feeds = {i.name: RNG.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim]).astype(np.float32)
              for i in model.graph.input}
     ref = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)
-    pipeline = list(DEFAULT_PIPELINE)
-    at = [n for n, _ in pipeline].index("fold_constants") + 1
-    pipeline[at:at] = [("fold_batchnorm", fold_batchnorm), ("fuse_activation", fuse_activation)]
-    monkeypatch.setattr(ember.api, "DEFAULT_PIPELINE", pipeline)
     got = ember.compile(path, tmp_path / "out").run(feeds)
     for o, r in zip(model.graph.output, ref, strict=True):
         np.testing.assert_allclose(got[o.name], r, rtol=1e-4, atol=1e-4)
 
 
-def test_conv_bn_relu_becomes_one_conv(tmp_path, monkeypatch) -> None:
+def test_conv_bn_relu_becomes_one_conv(tmp_path) -> None:
     inits = [numpy_helper.from_array(_w(8, 3, 3, 3), "w"), numpy_helper.from_array(_w(8), "b")]
     nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1], strides=[2, 2]),
              _bn("bn", "c", "n", 8, inits), helper.make_node("Relu", ["n"], ["y"])]
@@ -73,10 +67,10 @@ def test_conv_bn_relu_becomes_one_conv(tmp_path, monkeypatch) -> None:
     assert g.op_counts() == {"Conv": 1}
     conv = g.nodes[0]
     assert conv.attrs["_act"]["op"] == "Relu" and conv.outputs[0].name == "y"
-    _check_numerics(model, tmp_path, monkeypatch)
+    _check_numerics(model, tmp_path)
 
 
-def test_conv_without_bias_bn_mul_add_leakyrelu(tmp_path, monkeypatch) -> None:
+def test_conv_without_bias_bn_mul_add_leakyrelu(tmp_path) -> None:
     inits = [numpy_helper.from_array(_w(6, 4, 3, 3), "w"), numpy_helper.from_array(_w(6, 1, 1), "mul"),
              numpy_helper.from_array(_w(1, 6, 1, 1), "add")]
     nodes = [helper.make_node("Conv", ["x", "w"], ["c"], auto_pad="SAME_UPPER"), _bn("bn", "c", "n", 6, inits),
@@ -86,10 +80,10 @@ def test_conv_without_bias_bn_mul_add_leakyrelu(tmp_path, monkeypatch) -> None:
     g = _optimized(model)
     assert g.op_counts() == {"Conv": 1}
     assert g.nodes[0].attrs["_act"] == {"op": "LeakyRelu", "alpha": pytest.approx(0.2), "beta": 0.0}
-    _check_numerics(model, tmp_path, monkeypatch)
+    _check_numerics(model, tmp_path)
 
 
-def test_depthwise_bn_clip6(tmp_path, monkeypatch) -> None:
+def test_depthwise_bn_clip6(tmp_path) -> None:
     inits = [numpy_helper.from_array(_w(8, 1, 3, 3), "w"), numpy_helper.from_array(np.float32(0.0), "lo"),
              numpy_helper.from_array(np.float32(6.0), "hi")]
     nodes = [helper.make_node("Conv", ["x", "w"], ["c"], group=8, pads=[1, 1, 1, 1]),
@@ -98,7 +92,7 @@ def test_depthwise_bn_clip6(tmp_path, monkeypatch) -> None:
     g = _optimized(model)
     assert g.op_counts() == {"Conv": 1}
     assert g.nodes[0].attrs["_act"] == {"op": "Clip", "alpha": 0.0, "beta": 6.0}
-    _check_numerics(model, tmp_path, monkeypatch)
+    _check_numerics(model, tmp_path)
 
 
 @pytest.mark.parametrize("trans_b", [0, 1])
@@ -110,40 +104,40 @@ def test_gemm_bias_bn_sigmoid(tmp_path, monkeypatch, trans_b: int) -> None:
     g = _optimized(model)
     assert g.op_counts() == {"Gemm": 1}
     assert g.nodes[0].attrs["_act"]["op"] == "Sigmoid"
-    _check_numerics(model, tmp_path, monkeypatch)
+    _check_numerics(model, tmp_path)
 
 
-def test_matmul_bn_becomes_gemm_tanh(tmp_path, monkeypatch) -> None:
+def test_matmul_bn_becomes_gemm_tanh(tmp_path) -> None:
     inits = [numpy_helper.from_array(_w(6, 4), "w")]
     nodes = [helper.make_node("MatMul", ["x", "w"], ["g"]), _bn("bn", "g", "n", 4, inits),
              helper.make_node("Tanh", ["n"], ["y"])]
     model = _model(nodes, [("x", [3, 6])], inits)
     g = _optimized(model)
     assert g.op_counts() == {"Gemm": 1}
-    _check_numerics(model, tmp_path, monkeypatch)
+    _check_numerics(model, tmp_path)
 
 
-def test_convtranspose_group_bn_hardsigmoid(tmp_path, monkeypatch) -> None:
+def test_convtranspose_group_bn_hardsigmoid(tmp_path) -> None:
     inits = [numpy_helper.from_array(_w(4, 3, 3, 3), "w"), numpy_helper.from_array(_w(6), "b")]
     nodes = [helper.make_node("ConvTranspose", ["x", "w", "b"], ["c"], group=2, strides=[2, 2]),
              _bn("bn", "c", "n", 6, inits), helper.make_node("HardSigmoid", ["n"], ["y"])]
     model = _model(nodes, [("x", [1, 4, 5, 5])], inits)
     g = _optimized(model)
     assert g.op_counts() == {"ConvTranspose": 1}
-    _check_numerics(model, tmp_path, monkeypatch)
+    _check_numerics(model, tmp_path)
 
 
-def test_batched_matmul_hardswish_elu(tmp_path, monkeypatch) -> None:
+def test_batched_matmul_hardswish_elu(tmp_path) -> None:
     nodes = [helper.make_node("MatMul", ["a", "b"], ["m"]), helper.make_node("HardSwish", ["m"], ["h"]),
              helper.make_node("MatMul", ["h", "w"], ["m2"]), helper.make_node("Elu", ["m2"], ["y"], alpha=0.7)]
     model = _model(nodes, [("a", [2, 3, 4, 5]), ("b", [3, 5, 6])], [numpy_helper.from_array(_w(6, 2), "w")])
     g = _optimized(model)
     assert g.op_counts() == {"MatMul": 2}
     assert [n.attrs["_act"]["op"] for n in g.nodes] == ["HardSwish", "Elu"]
-    _check_numerics(model, tmp_path, monkeypatch)
+    _check_numerics(model, tmp_path)
 
 
-def test_shared_or_output_values_are_not_fused(tmp_path, monkeypatch) -> None:
+def test_shared_or_output_values_are_not_fused(tmp_path) -> None:
     inits = [numpy_helper.from_array(_w(4, 2, 1, 1), "w")]
     nodes = [helper.make_node("Conv", ["x", "w"], ["c"]), _bn("bn", "c", "n", 4, inits),
              helper.make_node("Relu", ["c"], ["r"]),  # c has two readers: BN cannot fold into the Conv
@@ -152,7 +146,7 @@ def test_shared_or_output_values_are_not_fused(tmp_path, monkeypatch) -> None:
     g = _optimized(model)
     assert g.op_counts() == {"BatchNormalization": 1, "Conv": 1, "Relu": 2}
     assert all("_act" not in n.attrs for n in g.nodes)
-    _check_numerics(model, tmp_path, monkeypatch)
+    _check_numerics(model, tmp_path)
 
 
 def test_training_mode_bn_is_kept() -> None:
@@ -166,7 +160,7 @@ def test_training_mode_bn_is_kept() -> None:
     assert g.op_counts() == {"BatchNormalization": 1, "Conv": 1}
 
 
-def test_float16_conv_relu_and_matmul(tmp_path, monkeypatch) -> None:
+def test_float16_conv_relu_and_matmul(tmp_path) -> None:
     """float16 nodes compute in float32 (converted weights, run-time halves converted in scratch)."""
     h = TensorProto.FLOAT16
     inits = [numpy_helper.from_array(_w(4, 3, 3, 3).astype(np.float16), "w"),
@@ -183,8 +177,6 @@ def test_float16_conv_relu_and_matmul(tmp_path, monkeypatch) -> None:
     onnx.save(model, path)
     feeds = {"x": _w(1, 3, 5, 5).astype(np.float16), "m": _w(2, 3, 5).astype(np.float16)}
     ref = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)
-    pipeline = [*DEFAULT_PIPELINE, ("fuse_activation", fuse_activation)]
-    monkeypatch.setattr(ember.api, "DEFAULT_PIPELINE", pipeline)
     got = ember.compile(path, tmp_path / "out").run(feeds)
     for name, r in zip(("y", "z"), ref, strict=True):
         assert got[name].dtype == np.float16

@@ -17,12 +17,12 @@ from typing import IO, Any
 import numpy as np
 import yaml
 
-from ember import __version__
 from ember.config import CompileOptions
 from ember.ir.dtypes import DType
 from ember.ir.graph import Graph, Value
 from ember.quant.data import DataSource, InputInfo, Preprocess, collect_files
 from ember.quant.histogram import BINS, Histogram
+from ember.version import __version__
 
 FORMAT = 1
 _BATCH_BYTES = 64 << 20  # capture buffer size: how many runs are reduced together
@@ -64,20 +64,17 @@ def profile_model(model: str, data: list[str], output: str | Path, prep: Preproc
                   select: str | None = None, options: CompileOptions | None = None,
                   stream: IO[str] | None = None) -> dict[str, Any]:
     """Profile `model` on `data` (files/folders); writes the YAML to `output` and returns it as a dict."""
-    from ember.api import build_graph, inlined_constants
-    from ember.codegen.bundle import generate
-    from ember.memory.planner import plan_memory
-    from ember.quant.pipeline import profiling_pipeline
+    from ember.driver import lower
+    from ember.passes.pipeline import Purpose
     from ember.runtime.capture import CaptureLibrary
 
     prep = prep or Preprocess()
     options = options or CompileOptions()
     files = collect_files(data)
-    graph, _, sha = build_graph(model, options, pipeline=profiling_pipeline())
+    lowered = lower(model, options, Purpose.PROFILE, command="ember profile (capture build)")
+    graph, plan, src, sha = lowered.graph, lowered.plan, lowered.sources, lowered.model_sha
     inputs = [InputInfo(v.name, v.shape, v.dtype.np) for v in graph.inputs]
     source = DataSource(files, inputs, prep, select)
-    plan = plan_memory(graph, inlined_constants(graph))
-    src = generate(graph, plan, graph.name, "static", f"/* {graph.name}: ember profile capture build */")
     values = captured_values(graph)
     float_values = [(i, v) for i, v in enumerate(values) if v.dtype is DType.FLOAT32]
     offsets = np.full(len(values), -1, np.int64)
