@@ -15,6 +15,7 @@ from ember.errors import EmberError, OptionError
 from ember.ir.dtypes import DType
 from ember.ir.graph import Graph, Node
 from ember.memory.plan import MemoryPlan
+from ember.ops.epilogue import epilogue_of
 from ember.passes.manager import PassManager
 from ember.passes.pipeline import Purpose
 from ember.report.flops import graph_flops
@@ -79,8 +80,8 @@ def _op_label(node: Node) -> str:
     """Fused nodes are profiled under what they do: Conv+Relu, Fused(Add+Relu)."""
     if node.op == "FusedElementwise":
         return "Fused(" + "+".join(step.op for step in node.attrs["_steps"]) + ")"
-    act = node.attrs.get("_act")
-    return f"{node.op}+{act['op']}" if act else node.op
+    act = epilogue_of(node)
+    return f"{node.op}+{act.kind}" if act else node.op
 
 
 def _uses_float64(graph: Graph) -> bool:

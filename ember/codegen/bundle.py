@@ -82,7 +82,7 @@ def _emit_nodes(graph: Graph, ctx: CodeContext) -> None:
         ctx.body.line(f"/* {c_comment(node.name)}: {node.op} -> {c_comment(outs)} */")
         ctx.body.line(f"EMBER_PROFILE_EVENT({i}, 0);")
         if op.expr is not None:
-            emit_chain(ctx, [node], node.inputs, node.outputs[0])
+            emit_chain(ctx, [(node, op.expr)], node.inputs, node.outputs[0])
         elif op.lower is not None:
             op.lower(node, KernelEmitter(ctx, node))
         else:

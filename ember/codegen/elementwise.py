@@ -6,11 +6,12 @@ live in registers (C locals) instead of memory, which is what elementwise fusion
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ember.codegen.emitter import CodeContext, ExprHandler, compute_ctype, literal
 from ember.ir.dtypes import DType
 from ember.ir.graph import Node, Value
 from ember.memory.plan import Region
-from ember.ops import registry
 
 
 def broadcast_strides(shape: tuple[int, ...], out_shape: tuple[int, ...]) -> list[int]:
@@ -40,8 +41,12 @@ def _collapse(shape: list[int], strides: list[list[int]]) -> tuple[list[int], li
     return dims, sts
 
 
-def emit_chain(ctx: CodeContext, steps: list[Node], leaves: list[Value | None], out: Value) -> None:
-    """One loop nest computing `out` from `leaves` through the `expr` of each step in order."""
+# An operator's C expression over its inputs' element expressions (OpDef.expr).
+StepExpr = Callable[[ExprHandler, list[str], Node], str]
+
+
+def emit_chain(ctx: CodeContext, steps: list[tuple[Node, StepExpr]], leaves: list[Value | None], out: Value) -> None:
+    """One loop nest computing `out` from `leaves` through each step's expression in order."""
     out_shape = out.shape
     w = ctx.body
     leaf_ptrs: list[tuple[Value, str]] = []
@@ -72,13 +77,12 @@ def emit_chain(ctx: CodeContext, steps: list[Node], leaves: list[Value | None], 
         env: dict[int, str] = dict(scalar_exprs)
         for (v, p), st in zip(leaf_ptrs, sts, strict=False):
             env[id(v)] = _load(ctx, v.dtype, f"{p}[{index(st)}]")
-        for n, step in enumerate(steps):
-            op = registry.get(step.op)
+        for n, (step, step_expr) in enumerate(steps):
             out_v = step.outputs[0]
-            assert op.expr is not None and out_v is not None
+            assert out_v is not None
             h = ExprHandler(ctx, out_v.dtype)
             xs = [env[id(v)] if v is not None else "" for v in step.inputs]
-            expr = op.expr(h, xs, step)
+            expr = step_expr(h, xs, step)
             tmp = f"t{n}"
             w.line(f"const {compute_ctype(out_v.dtype)} {tmp} = ({compute_ctype(out_v.dtype)})({expr});")
             env[id(out_v)] = tmp

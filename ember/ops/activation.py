@@ -8,17 +8,18 @@ from ember.codegen.emitter import ExprHandler, KernelEmitter
 from ember.errors import UnsupportedOperatorError
 from ember.ir.dtypes import DType
 from ember.ir.graph import Node
-from ember.ops.opdef import OpDef
+from ember.ops.epilogue import Epilogue
+from ember.ops.opdef import Int8, OpDef
 from ember.ops.registry import register
 
 
-def _act(name: str, fn, tests: tuple[str, ...] = ()) -> OpDef:
+def _act(name: str, fn, tests: tuple[str, ...] = (), **facts) -> OpDef:
     def expr(h: ExprHandler, xs: list[str], n: Node) -> str:
         return fn(h, xs[0], n)
 
     pattern = name.lower()
     return register(OpDef(name, onnx=(name,), expr=expr, inplace=True,
-                          tests=tests or (rf"test_{pattern}(_.*)?$",)))
+                          tests=tests or (rf"test_{pattern}(_.*)?$",), **facts))
 
 
 def _attr(n: Node, key: str, default: float) -> float:
@@ -33,20 +34,24 @@ def _clamp01(h: ExprHandler, y: str) -> str:
 
 
 # `x < 0 ? 0 : x` rather than `x > 0 ? x : 0`: NaN must pass through like numpy.maximum(x, 0).
-_act("Relu", lambda h, x, n: f"({x} < {h.lit(0)} ? {h.lit(0)} : {x})")
-_act("LeakyRelu", lambda h, x, n: f"({x} < {h.lit(0)} ? {x} * {h.lit(_attr(n, 'alpha', 0.01))} : {x})")
+_act("Relu", lambda h, x, n: f"({x} < {h.lit(0)} ? {h.lit(0)} : {x})",
+     epilogue=lambda n: Epilogue("Relu"), int8=Int8.ACTIVATION)
+_act("LeakyRelu", lambda h, x, n: f"({x} < {h.lit(0)} ? {x} * {h.lit(_attr(n, 'alpha', 0.01))} : {x})",
+     epilogue=lambda n: Epilogue("LeakyRelu", _attr(n, "alpha", 0.01)), int8=Int8.ACTIVATION)
 _act("Elu", lambda h, x, n: f"({x} < {h.lit(0)} ? {h.lit(_attr(n, 'alpha', 1.0))} * {h.fn('expm1', x)} : {x})",
-     tests=(r"test_elu(_.*)?$",))
+     tests=(r"test_elu(_.*)?$",), epilogue=lambda n: Epilogue("Elu", _attr(n, "alpha", 1.0)), int8=Int8.LUT)
 _act("Selu", lambda h, x, n: (
     f"({x} > {h.lit(0)} ? {h.lit(_attr(n, 'gamma', 1.05070102214813232421875))} * {x} : "
     f"{h.lit(_attr(n, 'gamma', 1.05070102214813232421875) * _attr(n, 'alpha', 1.67326319217681884765625))}"
-    f" * {h.fn('expm1', x)})"))
-_act("Sigmoid", lambda h, x, n: h.fn("sigmoid", x))
-_act("Tanh", lambda h, x, n: h.fn("tanh", x))
+    f" * {h.fn('expm1', x)})"), int8=Int8.LUT)
+_act("Sigmoid", lambda h, x, n: h.fn("sigmoid", x), epilogue=lambda n: Epilogue("Sigmoid"), int8=Int8.ACTIVATION)
+_act("Tanh", lambda h, x, n: h.fn("tanh", x), epilogue=lambda n: Epilogue("Tanh"), int8=Int8.ACTIVATION)
 _act("HardSigmoid", lambda h, x, n: _clamp01(
-    h, f"({h.lit(_attr(n, 'alpha', 0.2))} * {x} + {h.lit(_attr(n, 'beta', 0.5))})"))
+    h, f"({h.lit(_attr(n, 'alpha', 0.2))} * {x} + {h.lit(_attr(n, 'beta', 0.5))})"),
+    epilogue=lambda n: Epilogue("HardSigmoid", _attr(n, "alpha", 0.2), _attr(n, "beta", 0.5)), int8=Int8.ACTIVATION)
 # HardSwish = x * HardSigmoid(x) with alpha = 1/6, beta = 0.5 (fixed by the spec).
-_act("HardSwish", lambda h, x, n: f"({x} * {_clamp01(h, f'({h.lit(1.0 / 6.0)} * {x} + {h.lit(0.5)})')})")
+_act("HardSwish", lambda h, x, n: f"({x} * {_clamp01(h, f'({h.lit(1.0 / 6.0)} * {x} + {h.lit(0.5)})')})",
+     epilogue=lambda n: Epilogue("HardSwish"), int8=Int8.ACTIVATION)
 
 
 def _softplus(h: ExprHandler, x: str, n: Node) -> str:
@@ -57,7 +62,7 @@ def _softplus(h: ExprHandler, x: str, n: Node) -> str:
     return f"(({t} > {zero} ? {t} : {zero}) + {h.fn('log1p', h.fn('exp', f'-{ax}'))})"
 
 
-_act("Softplus", _softplus)
+_act("Softplus", _softplus, int8=Int8.LUT)
 
 
 def _gelu(h: ExprHandler, x: str, n: Node) -> str:
@@ -70,7 +75,7 @@ def _gelu(h: ExprHandler, x: str, n: Node) -> str:
     return f"({h.lit(0.5)} * {x} * ({h.lit(1)} + {h.fn('erf', f'{x} * {h.lit(1.0 / math.sqrt(2.0))}')}))"
 
 
-_act("Gelu", _gelu)
+_act("Gelu", _gelu, int8=Int8.LUT)
 
 
 def _prelu(h: ExprHandler, xs: list[str], n: Node) -> str:
@@ -117,6 +122,6 @@ def _lower_softmax(log: bool):
 
 # The kernel reads each row before writing it, so the output may overwrite the input.
 register(OpDef("Softmax", onnx=("Softmax",), lower=_lower_softmax(False), kernels=("ember_softmax_f32",),
-               inplace=True, tests=(r"test_softmax_.*",)))
+               inplace=True, tests=(r"test_softmax_.*",), int8=Int8.FLOAT))
 register(OpDef("LogSoftmax", onnx=("LogSoftmax",), lower=_lower_softmax(True), kernels=("ember_softmax_f32",),
                inplace=True, tests=(r"test_logsoftmax_.*",)))

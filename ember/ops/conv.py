@@ -12,8 +12,9 @@ from ember.codegen.emitter import KernelEmitter
 from ember.errors import UnsupportedOperatorError
 from ember.ir.dtypes import DType
 from ember.ir.graph import Graph, Node
-from ember.ops.matmul import act_args, float16_via_f32, present, require_f32
-from ember.ops.opdef import OpDef
+from ember.ops.epilogue import epilogue_args
+from ember.ops.matmul import float16_via_f32, present, require_f32
+from ember.ops.opdef import Int8, OpDef, WeightLayout
 from ember.ops.registry import register
 
 
@@ -60,6 +61,24 @@ def _normalize(node: Node, graph: Graph) -> None:
     if not 3 <= x.type.rank <= 5:
         raise UnsupportedOperatorError(node.op, node.name, node.domain,
                                        f"{x.type.rank - 2}-D input (1-D to 3-D are implemented)")
+
+
+def _conv_flops(node: Node) -> int:
+    x, w, y = node.inputs[0], node.inputs[1], node.outputs[0]
+    if x is None or w is None or y is None:
+        return 0
+    spatial = y.shape[2:] if node.op == "Conv" else x.shape[2:]
+    # w: (M, C/G, k...) for Conv and (C, M/G, k...) for ConvTranspose: either way one output
+    # (or input) element costs prod(w.shape[1:]) MACs per channel of w.shape[0].
+    return 2 * x.shape[0] * w.shape[0] * math.prod(w.shape[1:]) * math.prod(spatial)
+
+
+def _rewritten_conv_flops(node: Node) -> int:
+    """An algorithm variant counts as the direct convolution it replaces."""
+    x, y = node.inputs[0], node.outputs[0]
+    if x is None or y is None:
+        return 0
+    return 2 * x.shape[0] * y.shape[1] * x.shape[1] * math.prod(node.attrs["kernel_shape"]) * math.prod(y.shape[2:])
 
 
 # Conv ------------------------------------------------------------------------------------------
@@ -127,17 +146,19 @@ def _lower_conv(node: Node, k: KernelEmitter) -> None:
     bias = k.inp(2) if node.input(2) is not None else "0"
     if depthwise:
         pad = k.scratch("float") if _dw_padded_floats(geo) else "0"
-        k.call("ember_dwconv_f32", k.out(0), k.inp(0), k.inp(1), bias, pad, tab, n, m, *act_args(node))
+        k.call("ember_dwconv_f32", k.out(0), k.inp(0), k.inp(1), bias, pad, tab, n, m, *epilogue_args(node))
         return
     col = "0" if direct else k.scratch("float")
     k.call("ember_conv_f32", k.out(0), k.inp(0), k.inp(1), bias, col, tab, n, group, m, int(direct),
-           _im2col_block(geo, group), *act_args(node))
+           _im2col_block(geo, group), *epilogue_args(node))
 
 
 register(float16_via_f32(OpDef(
     "Conv", onnx=("Conv",), lower=_lower_conv, normalize=_normalize, scratch=_conv_scratch,
     kernels=("ember_conv_f32", "ember_dwconv_f32"),
     tests=(r"test_(basic_)?conv_with_.*", r"test_basic_conv_.*", r"test_conv_.*"),
+    takes_epilogue=True, weights=WeightLayout(lambda n, w: 0, per_channel_default=True), flops=_conv_flops,
+    int8=Int8.LINEAR,
 )))
 
 
@@ -175,14 +196,16 @@ def _lower_winograd(node: Node, k: KernelEmitter) -> None:
     bias = k.inp(2) if node.input(2) is not None else "0"
     k.call("ember_conv_winograd4_f32" if size == 4 else "ember_conv_winograd_f32", k.out(0), k.inp(0), k.inp(1),
            bias, k.scratch("float"), k.table(geo, DType.INT32), present(node.input(0)).shape[0], m,
-           *act_args(node))
+           *epilogue_args(node))
 
 
 register(OpDef(
     "ConvWinograd", lower=_lower_winograd, scratch=_winograd_scratch, kernels=("ember_conv_winograd_f32",),
+    takes_epilogue=True, flops=_rewritten_conv_flops,
 ))
 register(OpDef(
     "ConvWinograd4", lower=_lower_winograd, scratch=_winograd_scratch, kernels=("ember_conv_winograd4_f32",),
+    takes_epilogue=True, flops=_rewritten_conv_flops,
 ))
 
 
@@ -197,11 +220,12 @@ def _lower_narrow(node: Node, k: KernelEmitter) -> None:
     geo, y = _chosen_geometry(node), present(node.outputs[0])
     bias = k.inp(2) if node.input(2) is not None else "0"
     k.call("ember_conv_narrow_f32", k.out(0), k.inp(0), k.inp(1), bias, k.scratch("float"),
-           k.table(geo, DType.INT32), y.shape[0], y.shape[1], int(_is_direct(geo)), *act_args(node))
+           k.table(geo, DType.INT32), y.shape[0], y.shape[1], int(_is_direct(geo)), *epilogue_args(node))
 
 
 register(OpDef(
     "ConvNarrow", lower=_lower_narrow, scratch=_narrow_scratch, kernels=("ember_conv_narrow_f32",),
+    takes_epilogue=True, flops=_rewritten_conv_flops,
 ))
 
 
@@ -236,11 +260,12 @@ def _lower_shifted(node: Node, k: KernelEmitter) -> None:
     bias = k.inp(2) if node.input(2) is not None else "0"
     k.call("ember_conv_shifted_f32", k.out(0), k.inp(0), k.inp(1), bias, k.scratch("float"),
            k.table(geo, DType.INT32), k.table(b_row, DType.INT32), y.shape[0], y.shape[1], int(planes), rows,
-           *act_args(node))
+           *epilogue_args(node))
 
 
 register(OpDef(
     "ConvShifted", lower=_lower_shifted, scratch=_shifted_scratch, kernels=("ember_conv_shifted_f32",),
+    takes_epilogue=True, flops=_rewritten_conv_flops,
 ))
 
 
@@ -263,10 +288,12 @@ def _lower_convt(node: Node, k: KernelEmitter) -> None:
     n = present(node.input(0)).shape[0]
     bias = k.inp(2) if node.input(2) is not None else "0"
     k.call("ember_convtranspose_f32", k.out(0), k.inp(0), k.inp(1), bias, k.scratch("float"),
-           k.table(geo, DType.INT32), n, group, m, *act_args(node))
+           k.table(geo, DType.INT32), n, group, m, *epilogue_args(node))
 
 
 register(float16_via_f32(OpDef(
     "ConvTranspose", onnx=("ConvTranspose",), lower=_lower_convt, normalize=_normalize, scratch=_convt_scratch,
     kernels=("ember_convtranspose_f32",), tests=(r"test_convtranspose.*",),
+    # W is (C, M/group, k...): output channels along axis 1 (within each group).
+    takes_epilogue=True, weights=WeightLayout(lambda n, w: 1), flops=_conv_flops,
 )))

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import math
+
 from ember.codegen.elementwise import emit_chain
 from ember.codegen.emitter import ExprHandler, KernelEmitter, compute_ctype
 from ember.ir.dtypes import DType
 from ember.ir.graph import Node
-from ember.ops.opdef import OpDef
+from ember.ops import registry
+from ember.ops.epilogue import Epilogue
+from ember.ops.opdef import Int8, OpDef
 from ember.ops.registry import register
 
 
@@ -32,9 +36,9 @@ def _unary(name: str, fn, tests: tuple[str, ...] = (), **kw) -> OpDef:
                           tests=tests or (rf"test_{name.lower()}(_example)?$",), **kw))
 
 
-_binary("Add", "({a} + {b})")
-_binary("Sub", "({a} - {b})")
-_binary("Mul", "({a} * {b})")
+_binary("Add", "({a} + {b})", int8=Int8.ARITH)
+_binary("Sub", "({a} - {b})", int8=Int8.ARITH)
+_binary("Mul", "({a} * {b})", int8=Int8.ARITH)
 # C integer division truncates toward zero, which is what ONNX Div specifies for integers.
 _binary("Div", "({a} / {b})")
 _binary("Equal", "({a} == {b})", tests=(r"test_equal(_.*)?$",))
@@ -57,19 +61,19 @@ def _abs(h: ExprHandler, a: str) -> str:
     return f"({a} < 0 ? -{a} : {a})"
 
 
-_unary("Sqrt", lambda h, a: h.fn("sqrt", a))
-_unary("Exp", lambda h, a: h.fn("exp", a))
+_unary("Sqrt", lambda h, a: h.fn("sqrt", a), int8=Int8.LUT)
+_unary("Exp", lambda h, a: h.fn("exp", a), int8=Int8.LUT)
 _unary("Log", lambda h, a: h.fn("log", a))
 _unary("Sin", lambda h, a: h.fn("sin", a))
 _unary("Cos", lambda h, a: h.fn("cos", a))
-_unary("Erf", lambda h, a: h.fn("erf", a), tests=(r"test_erf$",))
+_unary("Erf", lambda h, a: h.fn("erf", a), tests=(r"test_erf$",), int8=Int8.LUT)
 _unary("Floor", lambda h, a: h.fn("floor", a) if h.dtype.is_float else a)
 _unary("Ceil", lambda h, a: h.fn("ceil", a) if h.dtype.is_float else a)
 # ONNX Round is half to even (numpy.round), which is what rintf does in the default rounding mode.
 _unary("Round", lambda h, a: h.fn("rint", a) if h.dtype.is_float else a, tests=(r"test_round$",))
 _unary("Reciprocal", lambda h, a: f"({h.lit(1)} / {a})")
-_unary("Neg", lambda h, a: f"(-{a})")
-_unary("Abs", _abs, tests=(r"test_abs$",))
+_unary("Neg", lambda h, a: f"(-{a})", int8=Int8.LUT)
+_unary("Abs", _abs, tests=(r"test_abs$",), int8=Int8.LUT)
 _unary("Not", lambda h, a: f"(!{a})", tests=(r"test_not_\dd$",))
 
 
@@ -146,7 +150,24 @@ def _clip(h: ExprHandler, xs: list[str], n: Node) -> str:
     return y
 
 
-register(OpDef("Clip", onnx=("Clip",), expr=_clip, inplace=True, tests=(r"test_clip(_.*)?$",)))
+def _clip_epilogue(n: Node) -> Epilogue | None:
+    """Clip as an epilogue: only with compile-time bounds (absent ones are infinite)."""
+    if "min" in n.attrs or "max" in n.attrs:  # attribute form, before opset 11
+        return Epilogue("Clip", float(n.attrs.get("min", -math.inf)), float(n.attrs.get("max", math.inf)))
+    bounds = []
+    for i, default in ((1, -math.inf), (2, math.inf)):
+        v = n.input(i)
+        if v is None:
+            bounds.append(default)
+        elif v.is_const and v.type.numel == 1:
+            bounds.append(float(v.const.reshape(-1)[0]))
+        else:
+            return None  # run-time bounds
+    return Epilogue("Clip", bounds[0], bounds[1])
+
+
+register(OpDef("Clip", onnx=("Clip",), expr=_clip, inplace=True, tests=(r"test_clip(_.*)?$",),
+               epilogue=_clip_epilogue, int8=Int8.ACTIVATION))
 
 
 # ---- Cast / CastLike -------------------------------------------------------------------------------
@@ -193,7 +214,12 @@ register(OpDef("CastLike", onnx=("CastLike",), expr=_cast, inplace=True, normali
 def _lower_fused(node: Node, k: KernelEmitter) -> None:
     out = node.outputs[0]
     assert out is not None
-    emit_chain(k.ctx, node.attrs["_steps"], node.inputs, out)
+    steps = []
+    for step in node.attrs["_steps"]:
+        expr = registry.get(step.op).expr
+        assert expr is not None, f"{step.op} in a fused chain has no C expression"
+        steps.append((step, expr))
+    emit_chain(k.ctx, steps, node.inputs, out)
 
 
 register(OpDef("FusedElementwise", lower=_lower_fused, inplace=True))

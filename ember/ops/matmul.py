@@ -2,7 +2,7 @@
 
 Also home of the activation-epilogue convention shared by Conv/ConvTranspose/Gemm/MatMul: a node may
 carry `attrs["_act"] = {"op": "Relu", "alpha": float, "beta": float}` (set by
-ember/passes/fuse_activation.py); `act_args(node)` turns it into the kernel's (kind, alpha, beta).
+ember/passes/fuse_activation.py); `epilogue_args(node)` turns it into the kernel's (kind, alpha, beta).
 """
 
 from __future__ import annotations
@@ -15,22 +15,19 @@ from ember.codegen.emitter import KernelEmitter, literal
 from ember.errors import UnsupportedOperatorError
 from ember.ir.dtypes import DType
 from ember.ir.graph import Graph, Node, Value
-from ember.ops.opdef import OpDef
+from ember.ops.epilogue import epilogue_args
+from ember.ops.opdef import Int8, OpDef, WeightLayout
 from ember.ops.registry import register
 
-# Activation kinds understood by `ember_act_f32` (kernels/activation.c: EMBER_ACT_*).
-ACT_KINDS = {
-    "Relu": 1, "LeakyRelu": 2, "Clip": 3, "Sigmoid": 4, "Tanh": 5, "HardSigmoid": 6, "HardSwish": 7, "Elu": 8,
-}
 
-
-def act_args(node: Node) -> tuple[int, str, str]:
-    """C arguments (kind, alpha, beta) of the node's fused activation; kind 0 = none."""
-    act = node.attrs.get("_act")
-    if not act:
-        return 0, "0.0f", "0.0f"
-    f32 = DType.FLOAT32
-    return ACT_KINDS[act["op"]], literal(act.get("alpha", 0.0), f32), literal(act.get("beta", 0.0), f32)
+def matmul_flops(node: Node) -> int:
+    """2 x M x N x K of Gemm / MatMul (batched: times the batch)."""
+    a, y = node.inputs[0], node.outputs[0]
+    if a is None or y is None:
+        return 0
+    trans_a = node.op == "Gemm" and node.attrs.get("transA", 0)
+    k = a.shape[-2] if trans_a else a.shape[-1]
+    return 2 * math.prod(y.shape) * k
 
 
 def require_f32(node: Node, *values: Value | None) -> None:
@@ -156,12 +153,15 @@ def _lower_gemm(node: Node, k: KernelEmitter) -> None:
     alpha, beta = literal(node.attrs.get("alpha", 1.0), f32), literal(node.attrs.get("beta", 1.0), f32)
     bias_sm, bias_sn = _bias_strides(c) if c is not None else (0, 0)
     k.call("ember_matmul_f32", k.out(0), n, k.inp(0), a_sm, a_sk, bp, n, m, n, kk, alpha,
-           k.inp(2) if c is not None else "0", bias_sm, bias_sn, beta, *act_args(node))
+           k.inp(2) if c is not None else "0", bias_sm, bias_sn, beta, *epilogue_args(node))
 
 
 register(float16_via_f32(OpDef(
     "Gemm", onnx=("Gemm",), lower=_lower_gemm, normalize=_normalize_gemm, scratch=_gemm_scratch,
     kernels=("ember_matmul_f32", "ember_transpose2d_f32"), tests=(r"test_gemm_.*",),
+    # Y's columns are op(B)'s: B's rows when transposed, else its columns.
+    takes_epilogue=True, weights=WeightLayout(lambda n, w: 0 if n.attrs.get("transB", 0) else 1),
+    flops=matmul_flops, int8=Int8.LINEAR,
 )))
 
 
@@ -181,7 +181,7 @@ def _lower_matmul(node: Node, k: KernelEmitter) -> None:
     a_batch, b_batch = ash[:-2], bsh[:-2]
     out_batch = np.broadcast_shapes(a_batch, b_batch)
     nb = math.prod(out_batch)
-    act = act_args(node)
+    act = epilogue_args(node)
     if math.prod(b_batch) == 1 and a_batch == out_batch:
         # One shared B: A's batch dims fold into M, a single large matmul.
         k.call("ember_matmul_f32", k.out(0), n, k.inp(0), kk, 1, k.inp(1), n, nb * m, n, kk, "1.0f",
@@ -201,4 +201,7 @@ def _lower_matmul(node: Node, k: KernelEmitter) -> None:
 register(float16_via_f32(OpDef(
     "MatMul", onnx=("MatMul",), lower=_lower_matmul, normalize=_normalize_matmul,
     kernels=("ember_matmul_f32",), tests=(r"test_matmul_.*",),
+    # B is [..., K, N]: output channels along its last axis; no bias input.
+    takes_epilogue=True, weights=WeightLayout(lambda n, w: w.type.rank - 1, bias=None),
+    flops=matmul_flops, int8=Int8.LINEAR,
 )))

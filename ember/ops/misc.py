@@ -8,7 +8,7 @@ from ember.codegen.emitter import KernelEmitter
 from ember.errors import UnsupportedOperatorError
 from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node
-from ember.ops.opdef import OpDef
+from ember.ops.opdef import Int8, OpDef
 from ember.ops.registry import register
 
 
@@ -20,7 +20,7 @@ def _lower_copy(node: Node, k: KernelEmitter) -> None:
 
 
 # Internal: copies a tensor into a graph output's own slot.
-register(OpDef("Copy", lower=_lower_copy, kernels=("ember_copy",)))
+register(OpDef("Copy", lower=_lower_copy, kernels=("ember_copy",), int8=Int8.SELECT))
 
 
 def _infer_bf16(node: Node) -> list[TensorType]:
@@ -42,7 +42,7 @@ register(OpDef("Constant", onnx=("Constant",), tests=(r"test_constant$",)))
 register(OpDef("Identity", onnx=("Identity",), tests=(r"test_identity$",), excluded={
     r"test_identity_opt": "optional types are not supported (ember compiles tensors only)",
     r"test_identity_sequence": "sequence types are not supported (ember compiles tensors only)",
-}))
+}, int8=Int8.MOVE))
 # Only Ifs whose condition folds to a constant are compiled: the loader inlines the taken branch.
 register(OpDef("If", onnx=("If",), tests=(r"test_if$",), excluded={
     r"test_if(_seq|_opt)?": "the condition is a run-time input: data-dependent control flow is not compiled",

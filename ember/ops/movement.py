@@ -16,7 +16,7 @@ from ember.codegen.emitter import KernelEmitter
 from ember.errors import ShapeError, UnsupportedOperatorError
 from ember.ir.dtypes import DType
 from ember.ir.graph import Graph, Node, Value
-from ember.ops.opdef import OpDef
+from ember.ops.opdef import Int8, OpDef
 from ember.ops.registry import register
 
 MAX_RANK = 8  # EMBER_MAX_RANK in kernels/movement.c
@@ -136,7 +136,7 @@ def _lower_transpose(node: Node, k: KernelEmitter) -> None:
 
 _MOVE = ("ember_strided_copy", "ember_copy")
 register(OpDef("Transpose", onnx=("Transpose",), lower=_lower_transpose, kernels=_MOVE,
-               tests=(r"test_transpose.*",)))
+               tests=(r"test_transpose.*",), int8=Int8.MOVE))
 
 
 # Concat / Split ------------------------------------------------------------
@@ -153,7 +153,8 @@ def _lower_concat(node: Node, k: KernelEmitter) -> None:
         pos += x.shape[axis]
 
 
-register(OpDef("Concat", onnx=("Concat",), lower=_lower_concat, kernels=_MOVE, tests=(r"test_concat_.*",)))
+register(OpDef("Concat", onnx=("Concat",), lower=_lower_concat, kernels=_MOVE, tests=(r"test_concat_.*",),
+               int8=Int8.CONCAT))
 
 
 def _normalize_split(node: Node, graph: Graph) -> None:
@@ -179,7 +180,7 @@ def _lower_split_at(node: Node, k: KernelEmitter) -> None:
 
 
 register(OpDef("Split", onnx=("Split",), lower=_lower_split_at, kernels=_MOVE, shape_inputs=(1,),
-               normalize=_normalize_split, tests=(r"test_split_(equal|variable|zero|1d|2d).*",)))
+               normalize=_normalize_split, tests=(r"test_split_(equal|variable|zero|1d|2d).*",), int8=Int8.SELECT))
 
 
 # Slice ---------------------------------------------------------------------
@@ -216,7 +217,7 @@ def _lower_slice(node: Node, k: KernelEmitter) -> None:
 
 
 register(OpDef("Slice", onnx=("Slice",), lower=_lower_slice, kernels=_MOVE, shape_inputs=(1, 2, 3, 4),
-               tests=(r"test_slice.*",)))
+               tests=(r"test_slice.*",), int8=Int8.SELECT))
 
 
 # Gather --------------------------------------------------------------------

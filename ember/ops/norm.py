@@ -11,7 +11,7 @@ from ember.errors import UnsupportedOperatorError
 from ember.ir.dtypes import DType
 from ember.ir.graph import Graph, Node
 from ember.ops.matmul import present, require_f32
-from ember.ops.opdef import OpDef
+from ember.ops.opdef import Int8, OpDef
 from ember.ops.registry import register
 
 F32 = DType.FLOAT32
@@ -104,7 +104,7 @@ def _lower_ln(node: Node, k: KernelEmitter) -> None:
 
 register(OpDef(
     "LayerNormalization", onnx=("LayerNormalization",), lower=_lower_ln, normalize=_normalize_ln,
-    kernels=("ember_norm_rows_f32",), tests=(r"test_layer_normalization_.*",),
+    kernels=("ember_norm_rows_f32",), tests=(r"test_layer_normalization_.*",), int8=Int8.FLOAT,
 ))
 
 

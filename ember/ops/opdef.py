@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from ember.ir.dtypes import TensorType
-from ember.ir.graph import Graph, Node
+from ember.ir.graph import Graph, Node, Value
+from ember.ops.epilogue import Epilogue
 
 if TYPE_CHECKING:
     from ember.codegen.emitter import ExprHandler, KernelEmitter
@@ -21,6 +23,45 @@ InferFn = Callable[[Node], list[TensorType]]
 ExprFn = Callable[["ExprHandler", list[str], Node], str]
 LowerFn = Callable[[Node, "KernelEmitter"], None]
 NormalizeFn = Callable[[Node, Graph], None]
+
+
+@dataclass(frozen=True)
+class WeightLayout:
+    """Where a weighted op keeps its weights: batch-norm folding rescales, quantization gives per-channel
+    scales and weight compression widens along `out_axis`."""
+
+    # The weight's axis that indexes output channels, given the node and its weight value.
+    out_axis: Callable[[Node, Value], int]
+    input: int = 1
+    bias: int | None = 2
+    # int8: scales per output channel unless --per-channel says otherwise (convolutions).
+    per_channel_default: bool = False
+
+
+class Int8(Enum):
+    """How an op takes part in int8 quantization (quant/quantize.py, passes/fold_qdq*.py)."""
+
+    # int8 weights, int32 bias, one requantisation: QConv / QMatMul.
+    LINEAR = "linear"
+    # Only moves or selects values: the same op on the bytes, the input's scale and zero point.
+    MOVE = "move"
+    # Only selects values too (the input's parameters), but runs in float between DQ and Q.
+    SELECT = "select"
+    # An activation the quantizer wraps in QDQ: a 256-entry table (QLut), or the clamp of a requantisation
+    # when it follows an integer Add or a weighted op (Relu, Clip).
+    ACTIVATION = "activation"
+    # A function of input 0 alone (other inputs compile-time constants): a 256-entry table (QLut) where
+    # a QDQ model has it between DequantizeLinear and QuantizeLinear; ember's quantizer leaves it float.
+    LUT = "lut"
+    # Add / Sub / Mul: both operands rescaled in fixed point (QAdd / QMul); constant operands get their
+    # own range.
+    ARITH = "arith"
+    # Concatenation: inputs of other scales go through a table first.
+    CONCAT = "concat"
+    # Averaging over windows or whole maps: QAvgPool / QMean.
+    AVERAGE = "average"
+    # Quantized around (QDQ on its input and output) but computed in float: no integer kernel yet.
+    FLOAT = "float"
 
 
 @dataclass
@@ -57,6 +98,17 @@ class OpDef:
     excluded: dict[str, str] = field(default_factory=dict)
     # Free-form data for the lowering (e.g. which activation a fused node applies).
     data: dict[str, Any] = field(default_factory=dict)
+    # An activation: what it is as a kernel epilogue (None where this node cannot be one, e.g. a Clip
+    # with run-time bounds). See ember/ops/epilogue.py.
+    epilogue: Callable[[Node], Epilogue | None] | None = None
+    # Its kernel applies an activation epilogue to each output tile (attrs["_act"]).
+    takes_epilogue: bool = False
+    # A weighted op: where its weights and bias are.
+    weights: WeightLayout | None = None
+    # Floating-point work of one node (2 x multiply-accumulates; 0 for ops that are not counted).
+    flops: Callable[[Node], int] | None = None
+    # Its part in int8 quantization; None: it stays float and the quantizer leaves it alone.
+    int8: Int8 | None = None
 
     def __post_init__(self) -> None:
         if (self.expr is None) == (self.lower is None) and self.name not in _NO_LOWERING:

@@ -10,7 +10,7 @@ from ember.ir.dtypes import DType
 from ember.ir.graph import Graph, Node
 from ember.ops.conv import pad3, same_pads_begin
 from ember.ops.matmul import present
-from ember.ops.opdef import OpDef
+from ember.ops.opdef import Int8, OpDef
 from ember.ops.registry import register
 
 _MAXPOOL_TYPES = {DType.FLOAT32: "f32", DType.UINT8: "u8", DType.INT8: "s8"}
@@ -65,7 +65,7 @@ register(OpDef(
     "MaxPool", onnx=("MaxPool",), lower=_lower_maxpool,
     normalize=lambda n, g: _check_rank(n, tuple(_MAXPOOL_TYPES)),
     kernels=tuple(f"ember_maxpool_{s}" for s in _MAXPOOL_TYPES.values()),
-    tests=(r"test_maxpool_.*",),
+    tests=(r"test_maxpool_.*",), int8=Int8.MOVE,
 ))
 
 
@@ -76,7 +76,7 @@ def _lower_avgpool(node: Node, k: KernelEmitter) -> None:
 
 register(OpDef(
     "AveragePool", onnx=("AveragePool",), lower=_lower_avgpool, normalize=lambda n, g: _check_rank(n),
-    kernels=("ember_avgpool_f32",), tests=(r"test_averagepool_.*",),
+    kernels=("ember_avgpool_f32",), tests=(r"test_averagepool_.*",), int8=Int8.AVERAGE,
 ))
 
 
@@ -101,11 +101,11 @@ def _global(is_max: int):
 
 register(OpDef(
     "GlobalAveragePool", onnx=("GlobalAveragePool",), lower=_global(0), normalize=lambda n, g: _check_rank(n),
-    kernels=("ember_global_pool_f32",), tests=(r"test_globalaveragepool.*",),
+    kernels=("ember_global_pool_f32",), tests=(r"test_globalaveragepool.*",), int8=Int8.AVERAGE,
 ))
 register(OpDef(
     "GlobalMaxPool", onnx=("GlobalMaxPool",), lower=_global(1), normalize=lambda n, g: _check_rank(n),
-    kernels=("ember_global_pool_f32",), tests=(r"test_globalmaxpool.*",),
+    kernels=("ember_global_pool_f32",), tests=(r"test_globalmaxpool.*",), int8=Int8.SELECT,
 ))
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 
+from ember.ir.graph import Node
+from ember.ops.epilogue import Epilogue
 from ember.ops.opdef import OpDef
 
 OPS: dict[str, OpDef] = {}
@@ -50,3 +52,15 @@ def lookup_onnx(op_type: str, domain: str) -> OpDef | None:
 def get(name: str) -> OpDef:
     load_all()
     return OPS[name]
+
+
+def as_epilogue(node: Node) -> Epilogue | None:
+    """What an activation node is as a kernel epilogue (None: not an activation a kernel can apply)."""
+    fn = get(node.op).epilogue
+    return fn(node) if fn is not None else None
+
+
+def activation_clamp(node: Node) -> tuple[float, float] | None:
+    """The real interval an activation node clamps to, if clamping is all it does (Relu, Clip)."""
+    spec = as_epilogue(node)
+    return spec.clamp if spec is not None else None

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ember.codegen.emitter import KernelEmitter
 from ember.ir.graph import Node
 from ember.ops.movement import contiguous_strides, emit_strided
-from ember.ops.opdef import OpDef
+from ember.ops.opdef import Int8, OpDef
 from ember.ops.registry import register
 
 
@@ -22,7 +22,7 @@ def _lower_view(node: Node, k: KernelEmitter) -> None:
 
 def _view(name: str, tests: tuple[str, ...], shape_inputs: tuple[int, ...] = ()) -> None:
     register(OpDef(name, onnx=(name,), lower=_lower_view, alias=True, kernels=("ember_copy",),
-                   shape_inputs=shape_inputs, tests=tests))
+                   shape_inputs=shape_inputs, tests=tests, int8=Int8.MOVE))
 
 
 # Output shapes come from ONNX inference (allowzero, -1, 0, negative axes, attr vs input axes).

@@ -1,4 +1,4 @@
-"""Fold inference BatchNormalization (and per-channel constant Mul/Add) into the preceding Conv/Gemm.
+"""Fold inference BatchNormalization (and per-channel constant Mul/Add) into the preceding weighted op.
 
 BN(y) = a * y + b per channel with a = scale / sqrt(var + eps), b = bias - mean * a. When y is the
 single-use output of a Conv / ConvTranspose / Gemm (or a 2-D MatMul with constant weights, which
@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from ember.ir.graph import Graph, Node, Value
-
-_PRODUCERS = ("Conv", "ConvTranspose", "Gemm", "MatMul")
+from ember.ops import registry
+from ember.ops.epilogue import epilogue_of
 
 
 def _per_channel(c: np.ndarray, out_shape: tuple[int, ...]) -> np.ndarray | None:
@@ -31,7 +31,7 @@ def _foldable_producer(graph: Graph, x: Value | None, uses: dict[int, list[Node]
     if x is None or x.producer is None or graph.is_output(x) or len(uses.get(id(x), [])) != 1:
         return None
     p = x.producer
-    if p.op not in _PRODUCERS or p.outputs[0] is not x or p.attrs.get("_act"):
+    if registry.get(p.op).weights is None or p.outputs[0] is not x or epilogue_of(p) is not None:
         return None
     w = p.input(1)
     if w is None or not w.is_const or not p.inputs[0] or p.inputs[0].is_const:

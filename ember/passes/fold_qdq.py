@@ -29,11 +29,10 @@ from ember.errors import UnsupportedOperatorError
 from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node, Value
 from ember.ops import registry
+from ember.ops.epilogue import EPILOGUE_ATTR, epilogue_of
+from ember.ops.opdef import Int8
 from ember.ops.qlinear import BYTE_TYPES, make_requant, qconv_inputs, qmatmul_inputs
 from ember.passes.fold_qdq_ops import DQ, Q, dq_of, fold_pointwise, q_of, replace
-
-# Ops whose normalization depends on which inputs are constant: redone when a weight becomes one.
-_RENORMALIZE = ("Conv", "ConvTranspose", "Gemm", "MatMul")
 
 
 def fold_qdq(graph: Graph) -> None:
@@ -41,7 +40,7 @@ def fold_qdq(graph: Graph) -> None:
         if not any(n is node for n in graph.nodes):
             continue
         uses = graph.consumers()
-        if node.op in ("Conv", "Gemm", "MatMul"):
+        if registry.get(node.op).int8 is Int8.LINEAR:
             _fold_linear(graph, node, uses)
         else:
             fold_pointwise(graph, node, uses)
@@ -52,14 +51,8 @@ def fold_qdq(graph: Graph) -> None:
 
 def _act_bounds(node: Node) -> tuple[float, float] | None:
     """The real-valued clamp of the node's fused activation (None: one a clamp cannot express)."""
-    act = node.attrs.get("_act")
-    if not act:
-        return -math.inf, math.inf
-    if act["op"] == "Relu":
-        return 0.0, math.inf
-    if act["op"] == "Clip":
-        return float(act["alpha"]), float(act["beta"])
-    return None
+    act = epilogue_of(node)
+    return (-math.inf, math.inf) if act is None else act.clamp
 
 
 def _bias(v: Value | None, target: np.ndarray) -> np.ndarray | None | bool:
@@ -117,7 +110,8 @@ def _fold_linear(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
         if got is None:
             return
         real, wscale = got
-        new = Node("QConv", name, [], [q.out], {k: v for k, v in node.attrs.items() if k != "_act"}, "", node.version)
+        attrs = {k: v for k, v in node.attrs.items() if k != EPILOGUE_ATTR}
+        new = Node("QConv", name, [], [q.out], attrs, "", node.version)
     else:
         a = node.attrs
         trans_b = node.op == "Gemm" and a.get("transB", 0)
@@ -180,5 +174,6 @@ def _materialize_constant_dequantize(graph: Graph) -> None:
         graph.remove_node(node)
         for user in uses.get(id(out), []):
             op = registry.get(user.op)
-            if user.op in _RENORMALIZE and op.normalize is not None:
+            # A weighted op's normalization depends on which inputs are constant: redone now a weight is one.
+            if op.weights is not None and op.normalize is not None:
                 op.normalize(user, graph)

@@ -16,6 +16,8 @@ import numpy as np
 from ember.frontends.onnx.protos import evaluate_with_onnx
 from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node, Value
+from ember.ops import registry
+from ember.ops.opdef import Int8
 from ember.ops.qlinear import BYTE_TYPES, fixed_point
 
 
@@ -100,15 +102,14 @@ def replace(graph: Graph, old: list[Node], new: list[Node]) -> None:
         graph.add_node(n, at + i)
 
 
-# Ops that only move or select values: on int8 they give what dequantize -> op -> quantize gives.
-_MOVE = ("Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "MaxPool", "Identity")
-# Unary functions computed once per int8 code into a 256-entry table.
-_UNARY = ("Relu", "Clip", "Sigmoid", "Tanh", "HardSwish", "HardSigmoid", "LeakyRelu", "Elu", "Selu", "Gelu",
-          "Softplus", "Neg", "Abs", "Exp", "Sqrt", "Erf", "Mish", "Celu", "ThresholdedRelu", "Softsign")
+# Int8 kinds folded here (Int8.LINEAR is fold_qdq's own; SELECT and FLOAT ops stay float between DQ and Q).
+# MOVE ops on int8 give what dequantize -> op -> quantize gives; table ops are computed once per int8 code.
+_FOLDED = (Int8.MOVE, Int8.ACTIVATION, Int8.LUT, Int8.ARITH, Int8.CONCAT, Int8.AVERAGE)
 
 
 def fold_pointwise(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
-    if node.op not in (*_MOVE, *_UNARY, "Add", "Sub", "Mul", "Concat", "AveragePool", "GlobalAveragePool"):
+    kind = registry.get(node.op).int8
+    if kind not in _FOLDED:
         return
     if node.op != "MaxPool" and len([o for o in node.outputs if o is not None]) != 1:
         return
@@ -120,10 +121,10 @@ def fold_pointwise(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> Non
             _fold_binary_activation(graph, node, uses)
         return
     data = [i for i, v in enumerate(node.inputs) if v is not None and not v.is_const]
-    if node.op == "Concat":
+    if kind is Int8.CONCAT:
         _fold_concat(graph, node, q, [dq_of(v, activation=True) for v in node.inputs])
         return
-    if node.op in ("Add", "Sub", "Mul"):
+    if kind is Int8.ARITH:
         a, b = dq_of(node.input(0)), dq_of(node.input(1))
         if a is not None and b is not None:
             _fold_binary(graph, node, q, a, b)
@@ -132,12 +133,12 @@ def fold_pointwise(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> Non
     if x is None or data != [0] or x.q.dtype is not q.dtype:
         return
     same = x.scale[0] == q.scale and int(x.zp[0]) == q.zp
-    if node.op in _MOVE and same:
+    if kind is Int8.MOVE and same:
         # 2-D MaxPool: QMaxPool (qpointwise.py); other movements: the same op on the bytes
         op = "QMaxPool" if node.op == "MaxPool" and x.q.type.rank == 4 else node.op
         new = Node(op, graph.unique_name(f"{node.name}_int8"), [x.q, *node.inputs[1:]], [q.out],
                    dict(node.attrs), node.domain if op == node.op else "", node.version)
-    elif node.op in _UNARY:
+    elif kind in (Int8.ACTIVATION, Int8.LUT):
         new = _lut_node(graph, f"{node.name}_int8", x, q, node)
         new.outputs = [q.out]
     elif node.op == "AveragePool" and 3 <= x.q.type.rank <= 5:
@@ -205,21 +206,21 @@ def _broadcastable(b: Value, y: Value) -> bool:
 
 
 def _fold_binary_activation(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
-    """Add/Sub -> Relu/Clip (constant bounds) -> QuantizeLinear: one QAdd whose clamp is the activation."""
-    from ember.passes.fuse_activation import activation_spec
-
+    """Add/Sub -> a clamping activation (Relu, Clip with constant bounds) -> QuantizeLinear: one QAdd whose
+    clamp is the activation."""
     readers = uses.get(id(node.outputs[0]), []) if node.outputs[0] is not None else []
-    if len(readers) != 1 or readers[0].op not in ("Relu", "Clip") or graph.is_output(node.outputs[0]):
+    if len(readers) != 1 or graph.is_output(node.outputs[0]):
         return
     act = readers[0]
-    spec, q = activation_spec(act), q_of(graph, act.outputs[0], uses)
+    bounds = registry.activation_clamp(act)
+    if bounds is None:
+        return
+    q = q_of(graph, act.outputs[0], uses)
     a, b = dq_of(node.input(0), activation=True), dq_of(node.input(1), activation=True)
     # two run-time tensors (a residual connection); a bias Add stays float, as onnxruntime runs it
-    if spec is None or q is None or a is None or b is None or act.inputs[0] is not node.outputs[0]:
+    if q is None or a is None or b is None or act.inputs[0] is not node.outputs[0]:
         return
-    lo = float(spec["alpha"]) if spec["op"] == "Clip" else 0.0
-    hi = float(spec["beta"]) if spec["op"] == "Clip" else math.inf
-    _fold_binary(graph, node, q, a, b, (lo, hi), act)
+    _fold_binary(graph, node, q, a, b, bounds, act)
 
 
 def _fold_binary(graph: Graph, node: Node, q: Q, a: DQ, b: DQ, bounds: tuple[float, float] | None = None,

@@ -24,21 +24,20 @@ import yaml
 from ember.errors import EmberError, warn
 from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node, Value
+from ember.ops import registry
+from ember.ops.opdef import Int8, WeightLayout
 from ember.quant import schema as qs
 from ember.quant.calibrate import clip_range
 from ember.quant.histogram import Histogram
 
-# Ops with integer kernels (planned or present); every other op stays float between DQ and Q.
-QUANTIZABLE = frozenset({
-    "Conv", "Gemm", "MatMul", "Add", "Sub", "Mul", "Concat", "MaxPool", "AveragePool", "GlobalAveragePool",
-    "GlobalMaxPool", "Relu", "Clip", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Softmax",
-    "LayerNormalization", "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Slice", "Split", "Copy",
-})
+# The ops the quantizer wraps in QDQ, by their OpDef.int8 kind: those with integer kernels (planned or
+# present) and the activations; every other op (Int8.LUT, None) stays float between DQ and Q.
+QUANTIZED_KINDS = frozenset({Int8.LINEAR, Int8.MOVE, Int8.SELECT, Int8.ACTIVATION, Int8.ARITH, Int8.CONCAT,
+                             Int8.AVERAGE, Int8.FLOAT})
 # Outputs are some of the input's values: they keep the input's parameters.
-SAME_PARAMS = frozenset({"Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Slice", "Split", "MaxPool",
-                         "GlobalMaxPool", "Copy"})
-# Ops whose constant float operands are quantized with their own range.
-_CONST_OPERANDS = frozenset({"Add", "Sub", "Mul", "Concat"})
+SAME_PARAMS_KINDS = frozenset({Int8.MOVE, Int8.SELECT})
+# Constant float operands are quantized with their own range.
+CONST_OPERAND_KINDS = frozenset({Int8.ARITH, Int8.CONCAT})
 
 
 class ProfileError(EmberError):
@@ -99,14 +98,15 @@ class _Rewriter:
         self.version = max(graph.opset, 21 if config.precision == "int16" else 13)
 
     def quantized(self, n: Node) -> bool:
-        return n.op in QUANTIZABLE and n.op not in self.cfg.keep_float
+        return registry.get(n.op).int8 in QUANTIZED_KINDS and n.op not in self.cfg.keep_float
 
     # parameters ----------------------------------------------------------------------------------
     def activation(self, v: Value) -> qs.Params:
         if id(v) in self.params:
             return self.params[id(v)]
         p = v.producer
-        src = p.input(0) if p is not None and p.op in SAME_PARAMS and self.quantized(p) else None
+        keeps = p is not None and registry.get(p.op).int8 in SAME_PARAMS_KINDS and self.quantized(p)
+        src = p.input(0) if keeps and p is not None else None
         if src is not None and id(src) in self.params:
             params = self.params[id(src)]
         else:
@@ -163,30 +163,33 @@ class _Rewriter:
         return [node]
 
     # weights -------------------------------------------------------------------------------------
-    def weight_axis(self, n: Node, w: Value) -> int | None:
+    def weight_axis(self, n: Node, w: Value, layout: WeightLayout) -> int | None:
+        """The weight's output-channel axis where its scales are per channel (--per-channel, or by default
+        for ops whose layout says so: convolutions), else None."""
         per_channel = self.cfg.per_channel
-        if n.op == "Conv":
-            return 0 if per_channel is None or per_channel else None
+        if per_channel is None:
+            per_channel = layout.per_channel_default
         if not per_channel or w.type.rank < 2:
             return None
-        if n.op == "Gemm":
-            return 0 if n.attrs.get("transB", 0) else 1
-        return w.type.rank - 1  # MatMul: B is [..., K, N]
+        return layout.out_axis(n, w)
 
     def weights(self, n: Node) -> list[Node]:
         """Quantized weight (and bias) constants with their DequantizeLinear nodes, for node `n`."""
-        w, x = n.input(1), n.input(0)
-        if n.op not in ("Conv", "Gemm", "MatMul") or w is None or x is None or not w.is_const \
-                or w.dtype is not DType.FLOAT32:
+        op = registry.get(n.op)
+        layout = op.weights
+        if op.int8 is not Int8.LINEAR or layout is None:
             return self.const_operands(n)
-        wp = qs.weight_params(np.asarray(w.const, np.float32), self.weight_axis(n, w), self.cfg.schema,
-                              self.cfg.precision)
+        w, x = n.input(layout.input), n.input(0)
+        if w is None or x is None or not w.is_const or w.dtype is not DType.FLOAT32:
+            return self.const_operands(n)
+        axis = self.weight_axis(n, w, layout)
+        wp = qs.weight_params(np.asarray(w.const, np.float32), axis, self.cfg.schema, self.cfg.precision)
         w_dq, w_node = self.dequantized_const(w, wp, "quantized")
-        n.inputs[1] = w_dq
+        n.inputs[layout.input] = w_dq
         nodes = [w_node]
-        b = n.input(2)
+        b = n.input(layout.bias) if layout.bias is not None else None
         plain_gemm = n.op != "Gemm" or (n.attrs.get("alpha", 1.0) == 1.0 and n.attrs.get("beta", 1.0) == 1.0)
-        channels = w.shape[0] if n.op == "Conv" or n.attrs.get("transB", 0) else w.shape[-1]
+        channels = w.shape[layout.out_axis(n, w)]
         if (b is not None and b.is_const and b.dtype is DType.FLOAT32 and plain_gemm and not x.is_const
                 and b.type.rank >= 1 and b.type.numel == b.shape[-1] == channels):
             bp = qs.bias_params(np.asarray(b.const, np.float32), self.activation(x).scale, wp, self.cfg.bias,
@@ -194,12 +197,12 @@ class _Rewriter:
             if bp.axis is not None:
                 bp = qs.Params(bp.dtype, bp.scale, bp.zero_point, b.type.rank - 1)
             b_dq, b_node = self.dequantized_const(b, bp, "quantized")
-            n.inputs[2] = b_dq
+            n.inputs[layout.bias] = b_dq
             nodes.append(b_node)
         return nodes
 
     def const_operands(self, n: Node) -> list[Node]:
-        if n.op not in _CONST_OPERANDS:
+        if registry.get(n.op).int8 not in CONST_OPERAND_KINDS:
             return []
         nodes = []
         for i, v in enumerate(n.inputs):
@@ -226,7 +229,8 @@ class _Rewriter:
         onnxruntime's quantizer does (fold_qdq makes the pair one QAdd with a clamp)."""
         p, readers = v.producer, uses.get(id(v), [])
         return (p is not None and p.op in ("Add", "Sub") and self.quantized(p) and len(readers) == 1
-                and readers[0].op in ("Relu", "Clip") and self.quantized(readers[0]) and not self.g.is_output(v))
+                and registry.activation_clamp(readers[0]) is not None and self.quantized(readers[0])
+                and not self.g.is_output(v))
 
     def run(self) -> None:
         g = self.g

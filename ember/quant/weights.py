@@ -1,6 +1,7 @@
 """Weight-only compression (MACE's option): weights stored small, computed in float.
 
-- fp16: each large float32 weight of Conv/Gemm/MatMul is stored as float16 and widened by a Cast node.
+- fp16: each large float32 weight of a weighted op (OpDef.weights: Conv, ConvTranspose, Gemm, MatMul) is
+  stored as float16 and widened by a Cast node.
 - bf16: stored as bfloat16 bits (uint16, rounded to nearest even), widened by the internal
   BFloat16ToFloat node (a 16-bit shift, ember/ops/misc.py). Same size as fp16, float32's exponent range
   (no overflow to inf, no flush of tiny weights), 8 significant bits instead of 11.
@@ -16,20 +17,10 @@ import numpy as np
 
 from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node, Value
+from ember.ops import registry
 from ember.quant import schema as qs
 
-_WEIGHTED = ("Conv", "ConvTranspose", "Gemm", "MatMul")
 _MIN_ELEMENTS = 64  # smaller tensors cost more in nodes than they save in bytes
-
-
-def _output_axis(node: Node, w: Value) -> int:
-    if node.op == "Conv":
-        return 0
-    if node.op == "ConvTranspose":
-        return 1
-    if node.op == "Gemm" and node.attrs.get("transB", 0):
-        return 0
-    return w.type.rank - 1
 
 
 def compress_weights(graph: Graph, kind: str) -> None:
@@ -37,14 +28,15 @@ def compress_weights(graph: Graph, kind: str) -> None:
     widened: dict[int, Value] = {}  # a weight shared by several nodes is widened once
     nodes: list[Node] = []
     for n in graph.nodes:
-        w = n.input(1)
-        if (n.op in _WEIGHTED and w is not None and w.is_const and w.dtype is DType.FLOAT32
+        layout = registry.get(n.op).weights
+        w = n.input(layout.input) if layout is not None else None
+        if (layout is not None and w is not None and w.is_const and w.dtype is DType.FLOAT32
                 and w.type.numel >= _MIN_ELEMENTS and w.type.rank >= 2):
             if id(w) not in widened:
                 out = graph.value(f"{w.name}_widened", TensorType(DType.FLOAT32, w.shape))
-                nodes.append(_widen(graph, w, out, kind, _output_axis(n, w), version))
+                nodes.append(_widen(graph, w, out, kind, layout.out_axis(n, w), version))
                 widened[id(w)] = out
-            n.inputs[1] = widened[id(w)]
+            n.inputs[layout.input] = widened[id(w)]
         nodes.append(n)
     graph.nodes = nodes
 

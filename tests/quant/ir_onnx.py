@@ -12,16 +12,17 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ember.ir.graph import Graph, Node, Value
+from ember.ops.epilogue import Epilogue, epilogue_of
 
 
-def _act_node(act: dict, src: str, dst: str) -> tuple[onnx.NodeProto, list[onnx.TensorProto]]:
-    op = act["op"]
+def _act_node(act: Epilogue, src: str, dst: str) -> tuple[onnx.NodeProto, list[onnx.TensorProto]]:
+    op = act.kind
     if op == "Clip":
-        lo = numpy_helper.from_array(np.float32(act["alpha"]), f"{dst}_min")
-        hi = numpy_helper.from_array(np.float32(act["beta"]), f"{dst}_max")
+        lo = numpy_helper.from_array(np.float32(act.alpha), f"{dst}_min")
+        hi = numpy_helper.from_array(np.float32(act.beta), f"{dst}_max")
         return helper.make_node("Clip", [src, lo.name, hi.name], [dst]), [lo, hi]
-    attrs = {"LeakyRelu": {"alpha": act["alpha"]}, "Elu": {"alpha": act["alpha"]},
-             "HardSigmoid": {"alpha": act["alpha"], "beta": act["beta"]}}.get(op, {})
+    attrs = {"LeakyRelu": {"alpha": act.alpha}, "Elu": {"alpha": act.alpha},
+             "HardSigmoid": {"alpha": act.alpha, "beta": act.beta}}.get(op, {})
     return helper.make_node(op, [src], [dst], **attrs), []
 
 
@@ -65,10 +66,10 @@ def _node(n: Node, name, extra: list[onnx.TensorProto]) -> list[onnx.NodeProto]:
     attrs = {k: (numpy_helper.from_array(v) if isinstance(v, np.ndarray) else v)
              for k, v in n.attrs.items() if not k.startswith("_")}
     op = "Identity" if n.op == "Copy" else n.op
-    act = n.attrs.get("_act")
-    if not act:
+    act = epilogue_of(n)
+    if act is None:
         return [helper.make_node(op, ins, outs, name=n.name, **attrs)]
-    pre = f"{outs[0]}_before_{act['op']}"
+    pre = f"{outs[0]}_before_{act.kind}"
     act_proto, consts = _act_node(act, pre, outs[0])
     extra += consts
     return [helper.make_node(op, ins, [pre, *outs[1:]], name=n.name, **attrs), act_proto]

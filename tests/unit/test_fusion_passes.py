@@ -13,6 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 import ember
 from ember.frontends.onnx.loader import LoadOptions, load_onnx
 from ember.ir.graph import Graph
+from ember.ops.epilogue import Epilogue
 from ember.passes.fold_batchnorm import fold_batchnorm
 from ember.passes.fold_constants import fold_constants
 from ember.passes.fuse_activation import fuse_activation
@@ -66,7 +67,7 @@ def test_conv_bn_relu_becomes_one_conv(tmp_path) -> None:
     g = _optimized(model)
     assert g.op_counts() == {"Conv": 1}
     conv = g.nodes[0]
-    assert conv.attrs["_act"]["op"] == "Relu" and conv.outputs[0].name == "y"
+    assert conv.attrs["_act"] == Epilogue("Relu") and conv.outputs[0].name == "y"
     _check_numerics(model, tmp_path)
 
 
@@ -79,7 +80,7 @@ def test_conv_without_bias_bn_mul_add_leakyrelu(tmp_path) -> None:
     model = _model(nodes, [("x", [1, 4, 7, 7])], inits)
     g = _optimized(model)
     assert g.op_counts() == {"Conv": 1}
-    assert g.nodes[0].attrs["_act"] == {"op": "LeakyRelu", "alpha": pytest.approx(0.2), "beta": 0.0}
+    assert g.nodes[0].attrs["_act"].kind == "LeakyRelu" and g.nodes[0].attrs["_act"].alpha == pytest.approx(0.2)
     _check_numerics(model, tmp_path)
 
 
@@ -91,7 +92,7 @@ def test_depthwise_bn_clip6(tmp_path) -> None:
     model = _model(nodes, [("x", [1, 8, 6, 6])], inits)
     g = _optimized(model)
     assert g.op_counts() == {"Conv": 1}
-    assert g.nodes[0].attrs["_act"] == {"op": "Clip", "alpha": 0.0, "beta": 6.0}
+    assert g.nodes[0].attrs["_act"] == Epilogue("Clip", 0.0, 6.0)
     _check_numerics(model, tmp_path)
 
 
@@ -103,7 +104,7 @@ def test_gemm_bias_bn_sigmoid(tmp_path, monkeypatch, trans_b: int) -> None:
     model = _model(nodes, [("x", [3, 7])], inits)
     g = _optimized(model)
     assert g.op_counts() == {"Gemm": 1}
-    assert g.nodes[0].attrs["_act"]["op"] == "Sigmoid"
+    assert g.nodes[0].attrs["_act"] == Epilogue("Sigmoid")
     _check_numerics(model, tmp_path)
 
 
@@ -133,7 +134,7 @@ def test_batched_matmul_hardswish_elu(tmp_path) -> None:
     model = _model(nodes, [("a", [2, 3, 4, 5]), ("b", [3, 5, 6])], [numpy_helper.from_array(_w(6, 2), "w")])
     g = _optimized(model)
     assert g.op_counts() == {"MatMul": 2}
-    assert [n.attrs["_act"]["op"] for n in g.nodes] == ["HardSwish", "Elu"]
+    assert [n.attrs["_act"].kind for n in g.nodes] == ["HardSwish", "Elu"]
     _check_numerics(model, tmp_path)
 
 
