@@ -31,18 +31,18 @@ def _foldable_producer(graph: Graph, x: Value | None, uses: dict[int, list[Node]
     if x is None or x.producer is None or graph.is_output(x) or len(uses.get(id(x), [])) != 1:
         return None
     p = x.producer
-    if registry.get(p.op).weights is None or p.outputs[0] is not x or epilogue_of(p) is not None:
+    layout = registry.get(p.op).weights
+    if layout is None or p.outputs[0] is not x or epilogue_of(p) is not None:
         return None
-    w = p.input(1)
+    w = p.input(layout.input)
     if w is None or not w.is_const or not p.inputs[0] or p.inputs[0].is_const:
         return None
+    bias = p.input(layout.bias) if layout.bias is not None else None
+    if bias is not None and not bias.is_const:
+        return None  # the folded bias must be a constant
     if p.op == "MatMul" and (x.type.rank != 2 or w.type.rank != 2 or p.inputs[0].type.rank != 2):
         return None  # only a 2-D MatMul has its channels on axis 1 and can become a Gemm
     if p.op == "Gemm" and len(x.shape) != 2:
-        return None
-    if p.op == "Gemm" and p.input(2) is not None and not p.input(2).is_const:
-        return None
-    if p.op in ("Conv", "ConvTranspose") and p.input(2) is not None and not p.input(2).is_const:
         return None
     return p
 
