@@ -117,7 +117,7 @@ def _fold_linear(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
         if got is None:
             return
         real, wscale = got
-        new = Node("QConv", name, [], [q.out], {k: v for k, v in node.attrs.items() if k != "_act"}, "", node.version)
+        new = Node("QConv", name, [], [q.out], {k: v for k, v in node.attrs.items() if k != "_act"})
     else:
         a = node.attrs
         trans_b = node.op == "Gemm" and a.get("transB", 0)
@@ -129,7 +129,7 @@ def _fold_linear(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
             return
         real, wscale = got
         real = real.T if trans_b else real
-        new = Node("QMatMul", name, [], [q.out], {}, "", node.version)
+        new = Node("QMatMul", name, [], [q.out], {})
     bias = _bias(node.input(2), (np.float32(x.scale[0]) * wscale).astype(np.float32))
     rq = _requant(q, x, wscale, node)
     if bias is False or rq is None:
@@ -143,6 +143,7 @@ def _fold_linear(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
     except UnsupportedOperatorError:
         return  # a shape the integer kernels do not take: the float op stays, still correct
     new.attrs["_q"] = spec
+    new.attrs["_dtype"] = q.out.dtype
     replace(graph, [node, q.node], [new])
 
 

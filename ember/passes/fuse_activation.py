@@ -30,19 +30,16 @@ def activation_spec(node: Node) -> dict[str, object] | None:
     if node.op == "HardSigmoid":
         return {"op": "HardSigmoid", "alpha": float(a.get("alpha", 0.2)), "beta": float(a.get("beta", 0.5))}
     if node.op == "Clip":
-        if node.version < 11:
-            lo, hi = a.get("min", -math.inf), a.get("max", math.inf)
-        else:
-            bounds = []
-            for i, default in ((1, -math.inf), (2, math.inf)):
-                v = node.input(i)
-                if v is None:
-                    bounds.append(default)
-                elif v.is_const and v.type.numel == 1:
-                    bounds.append(float(v.const.reshape(-1)[0]))
-                else:
-                    return None  # run-time bounds
-            lo, hi = bounds
+        bounds = []
+        for i, default in ((1, -math.inf), (2, math.inf)):
+            v = node.input(i)
+            if v is None:
+                bounds.append(default)
+            elif v.is_const and v.type.numel == 1:
+                bounds.append(float(v.const.reshape(-1)[0]))
+            else:
+                return None  # run-time bounds
+        lo, hi = bounds
         return {"op": "Clip", "alpha": float(lo), "beta": float(hi)}
     return None
 
