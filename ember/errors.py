@@ -14,13 +14,14 @@ class ModelFormatError(EmberError):
 class UnsupportedOperatorError(EmberError):
     """The model uses an operator (or an attribute value) ember cannot compile."""
 
-    def __init__(self, op: str, node: str, domain: str = "", detail: str = "") -> None:
-        dom = domain if domain else "ai.onnx"
-        msg = f"unsupported operator '{op}' (domain '{dom}') at node '{node}'"
+    def __init__(self, op: str, node: str, detail: str = "", *, domain: str | None = None) -> None:
+        # `domain`: the frontend's operator namespace, named when the frontend rejects an op it does not know.
+        where = f" (domain '{domain}')" if domain is not None else ""
+        msg = f"unsupported operator '{op}'{where} at node '{node}'"
         if detail:
             msg += f": {detail}"
         super().__init__(msg)
-        self.op, self.node, self.domain = op, node, dom
+        self.op, self.node, self.domain = op, node, domain
 
 
 # Short alias used in the style guide.

@@ -7,23 +7,22 @@ from dataclasses import dataclass
 from enum import Enum
 
 import numpy as np
-from onnx import TensorProto
 
 
 class DType(Enum):
-    # value: (name, numpy dtype, C type, ONNX element type)
-    FLOAT32 = ("float32", np.float32, "float", TensorProto.FLOAT)
-    FLOAT64 = ("float64", np.float64, "double", TensorProto.DOUBLE)
-    FLOAT16 = ("float16", np.float16, "uint16_t", TensorProto.FLOAT16)
-    INT8 = ("int8", np.int8, "int8_t", TensorProto.INT8)
-    INT16 = ("int16", np.int16, "int16_t", TensorProto.INT16)
-    INT32 = ("int32", np.int32, "int32_t", TensorProto.INT32)
-    INT64 = ("int64", np.int64, "int64_t", TensorProto.INT64)
-    UINT8 = ("uint8", np.uint8, "uint8_t", TensorProto.UINT8)
-    UINT16 = ("uint16", np.uint16, "uint16_t", TensorProto.UINT16)
-    UINT32 = ("uint32", np.uint32, "uint32_t", TensorProto.UINT32)
-    UINT64 = ("uint64", np.uint64, "uint64_t", TensorProto.UINT64)
-    BOOL = ("bool", np.bool_, "uint8_t", TensorProto.BOOL)
+    # value: (name, numpy dtype, C type)
+    FLOAT32 = ("float32", np.float32, "float")
+    FLOAT64 = ("float64", np.float64, "double")
+    FLOAT16 = ("float16", np.float16, "uint16_t")
+    INT8 = ("int8", np.int8, "int8_t")
+    INT16 = ("int16", np.int16, "int16_t")
+    INT32 = ("int32", np.int32, "int32_t")
+    INT64 = ("int64", np.int64, "int64_t")
+    UINT8 = ("uint8", np.uint8, "uint8_t")
+    UINT16 = ("uint16", np.uint16, "uint16_t")
+    UINT32 = ("uint32", np.uint32, "uint32_t")
+    UINT64 = ("uint64", np.uint64, "uint64_t")
+    BOOL = ("bool", np.bool_, "uint8_t")
 
     @property
     def short(self) -> str:
@@ -36,10 +35,6 @@ class DType(Enum):
     @property
     def ctype(self) -> str:
         return self.value[2]
-
-    @property
-    def onnx(self) -> int:
-        return self.value[3]
 
     @property
     def itemsize(self) -> int:
@@ -57,14 +52,6 @@ class DType(Enum):
     def suffix(self) -> str:
         """Kernel name suffix, e.g. ember_conv2d_f32."""
         return _SUFFIX[self]
-
-    @staticmethod
-    def from_onnx(elem_type: int) -> DType:
-        for d in DType:
-            if d.onnx == elem_type:
-                return d
-        name = TensorProto.DataType.Name(elem_type) if elem_type in TensorProto.DataType.values() else elem_type
-        raise KeyError(f"element type {name} is not supported")
 
     @staticmethod
     def from_numpy(dt: np.dtype) -> DType:

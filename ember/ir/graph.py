@@ -59,9 +59,6 @@ class Node:
     inputs: list[Value | None]
     outputs: list[Value | None]
     attrs: dict[str, Any] = field(default_factory=dict)
-    domain: str = ""
-    # Opset version the node is interpreted under (ops changed meaning across versions).
-    version: int = 0
 
     def input(self, i: int) -> Value | None:
         return self.inputs[i] if i < len(self.inputs) else None
@@ -75,9 +72,8 @@ class Node:
 class Graph:
     """A topologically ordered list of nodes with named inputs and outputs."""
 
-    def __init__(self, name: str, opset: int = 17) -> None:
+    def __init__(self, name: str) -> None:
         self.name = name
-        self.opset = opset
         self.inputs: list[Value] = []
         self.outputs: list[Value] = []
         # Model-level output names (values may be renamed or replaced by passes).

@@ -3,27 +3,61 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+
+import numpy as np
 
 from ember.codegen.emitter import ExprHandler, KernelEmitter
 from ember.errors import UnsupportedOperatorError
 from ember.ir.dtypes import DType
 from ember.ir.graph import Node
+from ember.ops.elementwise import erf
 from ember.ops.epilogue import Epilogue
+from ember.ops.infer import same_as_input
 from ember.ops.opdef import Int8, OpDef
 from ember.ops.registry import register
 
+Activation = Callable[[np.ndarray, Node], np.ndarray]
 
-def _act(name: str, fn, tests: tuple[str, ...] = (), **facts) -> OpDef:
+
+def _act(name: str, fn, np_fn: Activation, **facts) -> OpDef:
     def expr(h: ExprHandler, xs: list[str], n: Node) -> str:
         return fn(h, xs[0], n)
 
-    pattern = name.lower()
-    return register(OpDef(name, onnx=(name,), expr=expr, inplace=True,
-                          tests=tests or (rf"test_{pattern}(_.*)?$",), **facts))
+    def evaluate(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
+        x = np.asarray(xs[0])
+        with np.errstate(all="ignore"):
+            return [np.asarray(np_fn(x, node)).astype(x.dtype)]
+
+    return register(OpDef(name, expr=expr, inplace=True, infer=same_as_input, evaluate=evaluate, **facts))
 
 
 def _attr(n: Node, key: str, default: float) -> float:
     return float(n.attrs.get(key, default))
+
+
+# numpy forms, computed in the input's type in the same order of operations as ONNX's reference.
+def _np_leaky(x: np.ndarray, n: Node) -> np.ndarray:
+    sign = (x > 0).astype(x.dtype)
+    sign -= ((sign - 1) * _attr(n, "alpha", 0.01)).astype(x.dtype)
+    return x * sign
+
+
+def _np_sigmoid(x: np.ndarray, n: Node) -> np.ndarray:
+    e = np.exp(x)
+    return np.where(x > 0, 1.0 / (1.0 + np.exp(-x)), e / (1.0 + e))
+
+
+def _np_hardsigmoid(x: np.ndarray, alpha: float, beta: float) -> np.ndarray:
+    return np.maximum(0, np.minimum(1, x * alpha + beta)).astype(x.dtype)
+
+
+def _np_gelu(x: np.ndarray, n: Node) -> np.ndarray:
+    t = x.dtype.type
+    if n.attrs.get("approximate", "none") == "tanh":
+        inner = np.sqrt(t(0.63661975)) * (x + t(0.044715) * np.power(x, t(3)))
+        return (t(0.5) * x) * (t(1) + np.tanh(inner))
+    return (t(0.5) * x) * (t(1) + erf(x / np.sqrt(t(2))))
 
 
 def _clamp01(h: ExprHandler, y: str) -> str:
@@ -34,25 +68,34 @@ def _clamp01(h: ExprHandler, y: str) -> str:
 
 
 # `x < 0 ? 0 : x` rather than `x > 0 ? x : 0`: NaN must pass through like numpy.maximum(x, 0).
-_act("Relu", lambda h, x, n: f"({x} < {h.lit(0)} ? {h.lit(0)} : {x})",
+_SELU_ALPHA, _SELU_GAMMA = 1.67326319217681884765625, 1.05070102214813232421875
+
+_act("Relu", lambda h, x, n: f"({x} < {h.lit(0)} ? {h.lit(0)} : {x})", lambda x, n: np.maximum(x, 0),
      epilogue=lambda n: Epilogue("Relu"), int8=Int8.ACTIVATION)
-_act("LeakyRelu", lambda h, x, n: f"({x} < {h.lit(0)} ? {x} * {h.lit(_attr(n, 'alpha', 0.01))} : {x})",
+_act("LeakyRelu", lambda h, x, n: f"({x} < {h.lit(0)} ? {x} * {h.lit(_attr(n, 'alpha', 0.01))} : {x})", _np_leaky,
      epilogue=lambda n: Epilogue("LeakyRelu", _attr(n, "alpha", 0.01)), int8=Int8.ACTIVATION)
 _act("Elu", lambda h, x, n: f"({x} < {h.lit(0)} ? {h.lit(_attr(n, 'alpha', 1.0))} * {h.fn('expm1', x)} : {x})",
-     tests=(r"test_elu(_.*)?$",), epilogue=lambda n: Epilogue("Elu", _attr(n, "alpha", 1.0)), int8=Int8.LUT)
+     lambda x, n: np.where(x > 0, x, _attr(n, "alpha", 1.0) * np.expm1(x)),
+     epilogue=lambda n: Epilogue("Elu", _attr(n, "alpha", 1.0)), int8=Int8.LUT)
 _act("Selu", lambda h, x, n: (
-    f"({x} > {h.lit(0)} ? {h.lit(_attr(n, 'gamma', 1.05070102214813232421875))} * {x} : "
-    f"{h.lit(_attr(n, 'gamma', 1.05070102214813232421875) * _attr(n, 'alpha', 1.67326319217681884765625))}"
-    f" * {h.fn('expm1', x)})"), int8=Int8.LUT)
-_act("Sigmoid", lambda h, x, n: h.fn("sigmoid", x), epilogue=lambda n: Epilogue("Sigmoid"), int8=Int8.ACTIVATION)
-_act("Tanh", lambda h, x, n: h.fn("tanh", x), epilogue=lambda n: Epilogue("Tanh"), int8=Int8.ACTIVATION)
+    f"({x} > {h.lit(0)} ? {h.lit(_attr(n, 'gamma', _SELU_GAMMA))} * {x} : "
+    f"{h.lit(_attr(n, 'gamma', _SELU_GAMMA) * _attr(n, 'alpha', _SELU_ALPHA))}"
+    f" * {h.fn('expm1', x)})"),
+     lambda x, n: np.where(x > 0, x, _attr(n, "alpha", _SELU_ALPHA) * np.expm1(x)) * _attr(n, "gamma", _SELU_GAMMA),
+     int8=Int8.LUT)
+_act("Sigmoid", lambda h, x, n: h.fn("sigmoid", x), _np_sigmoid,
+     epilogue=lambda n: Epilogue("Sigmoid"), int8=Int8.ACTIVATION)
+_act("Tanh", lambda h, x, n: h.fn("tanh", x), lambda x, n: np.tanh(x),
+     epilogue=lambda n: Epilogue("Tanh"), int8=Int8.ACTIVATION)
 _act("HardSigmoid", lambda h, x, n: _clamp01(
     h, f"({h.lit(_attr(n, 'alpha', 0.2))} * {x} + {h.lit(_attr(n, 'beta', 0.5))})"),
-    epilogue=lambda n: Epilogue("HardSigmoid", _attr(n, "alpha", 0.2), _attr(n, "beta", 0.5)), int8=Int8.ACTIVATION)
+     lambda x, n: _np_hardsigmoid(x, _attr(n, "alpha", 0.2), _attr(n, "beta", 0.5)),
+     epilogue=lambda n: Epilogue("HardSigmoid", _attr(n, "alpha", 0.2), _attr(n, "beta", 0.5)),
+     int8=Int8.ACTIVATION)
 # HardSwish = x * HardSigmoid(x) with alpha = 1/6, beta = 0.5 (fixed by the spec).
 _act("HardSwish", lambda h, x, n: f"({x} * {_clamp01(h, f'({h.lit(1.0 / 6.0)} * {x} + {h.lit(0.5)})')})",
+     lambda x, n: x * _np_hardsigmoid(x, float(np.float32(1.0 / 6.0)), 0.5),
      epilogue=lambda n: Epilogue("HardSwish"), int8=Int8.ACTIVATION)
-
 
 def _softplus(h: ExprHandler, x: str, n: Node) -> str:
     # log(1 + e^x) = max(x, 0) + log1p(e^-|x|): no overflow for large x, no lost digits for small e^x.
@@ -62,7 +105,7 @@ def _softplus(h: ExprHandler, x: str, n: Node) -> str:
     return f"(({t} > {zero} ? {t} : {zero}) + {h.fn('log1p', h.fn('exp', f'-{ax}'))})"
 
 
-_act("Softplus", _softplus, int8=Int8.LUT)
+_act("Softplus", _softplus, lambda x, n: np.logaddexp(0, x), int8=Int8.LUT)
 
 
 def _gelu(h: ExprHandler, x: str, n: Node) -> str:
@@ -71,11 +114,11 @@ def _gelu(h: ExprHandler, x: str, n: Node) -> str:
         inner = f"{h.lit(math.sqrt(2.0 / math.pi))} * ({x} + {h.lit(0.044715)} * {x} * {x} * {x})"
         return f"({h.lit(0.5)} * {x} * ({h.lit(1)} + {h.fn('tanh', inner)}))"
     if approx != "none":
-        raise UnsupportedOperatorError("Gelu", n.name, "", f"approximate='{approx}' is not defined by ONNX")
+        raise UnsupportedOperatorError("Gelu", n.name, f"approximate='{approx}' is not defined by ONNX")
     return f"({h.lit(0.5)} * {x} * ({h.lit(1)} + {h.fn('erf', f'{x} * {h.lit(1.0 / math.sqrt(2.0))}')}))"
 
 
-_act("Gelu", _gelu, int8=Int8.LUT)
+_act("Gelu", _gelu, _np_gelu, int8=Int8.LUT)
 
 
 def _prelu(h: ExprHandler, xs: list[str], n: Node) -> str:
@@ -83,29 +126,24 @@ def _prelu(h: ExprHandler, xs: list[str], n: Node) -> str:
 
 
 # The slope broadcasts to X (unidirectional numpy broadcasting): the fused loop's broadcasting.
-register(OpDef("PRelu", onnx=("PRelu",), expr=_prelu, inplace=True, tests=(r"test_prelu_.*",)))
+register(OpDef("PRelu", expr=_prelu, inplace=True, infer=same_as_input,
+               evaluate=lambda n, xs: [np.where(xs[0] > 0, xs[0], xs[0] * xs[1]).astype(xs[0].dtype)]))
 
 
 # ---- Softmax / LogSoftmax -----------------------------------------------------------------------
 def softmax_dims(node: Node) -> tuple[int, int, int]:
-    """(outer, n, inner): the softmax runs over `n` elements at stride `inner`, outer*inner times.
-
-    Before opset 13 the input is coerced to 2-D at `axis` (default 1) and the softmax covers all of
-    the trailing dims; from 13 on it runs along the single `axis` (default -1).
-    """
+    """(outer, n, inner): the softmax runs along the single `axis` (default -1): over `n` elements at
+    stride `inner`, outer*inner times."""
     x = node.inputs[0]
     assert x is not None
     shape = x.shape
     rank = len(shape)
-    axis = int(node.attrs.get("axis", 1 if node.version < 13 else -1))
+    axis = int(node.attrs.get("axis", -1))
     if axis < 0:
         axis += rank
     if rank == 0:
         return 1, 1, 1
-    outer = math.prod(shape[:axis])
-    if node.version < 13:
-        return outer, math.prod(shape[axis:]), 1
-    return outer, shape[axis], math.prod(shape[axis + 1:])
+    return math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
 
 
 def _lower_softmax(log: bool):
@@ -113,15 +151,28 @@ def _lower_softmax(log: bool):
         x = node.inputs[0]
         assert x is not None
         if x.dtype is not DType.FLOAT32:
-            raise UnsupportedOperatorError(node.op, node.name, "", f"{x.dtype.short} input (float32 only)")
+            raise UnsupportedOperatorError(node.op, node.name, f"{x.dtype.short} input (float32 only)")
         outer, n, inner = softmax_dims(node)
         k.call("ember_softmax_f32", k.out(0), k.inp(0), outer, n, inner, 1 if log else 0)
 
     return lower
 
 
+def _eval_softmax(log: bool):
+    def evaluate(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
+        x = np.asarray(xs[0])
+        if x.size == 0:
+            return [x.copy()]
+        axis = int(node.attrs.get("axis", -1))
+        y = np.exp(x - x.max(axis=axis, keepdims=True))
+        y /= y.sum(axis=axis, keepdims=True)
+        return [(np.log(y) if log else y).astype(x.dtype)]
+
+    return evaluate
+
+
 # The kernel reads each row before writing it, so the output may overwrite the input.
-register(OpDef("Softmax", onnx=("Softmax",), lower=_lower_softmax(False), kernels=("ember_softmax_f32",),
-               inplace=True, tests=(r"test_softmax_.*",), int8=Int8.FLOAT))
-register(OpDef("LogSoftmax", onnx=("LogSoftmax",), lower=_lower_softmax(True), kernels=("ember_softmax_f32",),
-               inplace=True, tests=(r"test_logsoftmax_.*",)))
+register(OpDef("Softmax", lower=_lower_softmax(False), kernels=("ember_softmax_f32",),
+               inplace=True, infer=same_as_input, evaluate=_eval_softmax(False), int8=Int8.FLOAT))
+register(OpDef("LogSoftmax", lower=_lower_softmax(True), kernels=("ember_softmax_f32",),
+               inplace=True, infer=same_as_input, evaluate=_eval_softmax(True)))

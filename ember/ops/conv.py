@@ -9,10 +9,11 @@ from __future__ import annotations
 import math
 
 from ember.codegen.emitter import KernelEmitter
-from ember.errors import UnsupportedOperatorError
-from ember.ir.dtypes import DType
+from ember.errors import ShapeError, UnsupportedOperatorError
+from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node
 from ember.ops.epilogue import epilogue_args
+from ember.ops.infer import conv_out, inp, typed
 from ember.ops.matmul import float16_via_f32, present, require_f32
 from ember.ops.opdef import Int8, OpDef, WeightLayout
 from ember.ops.registry import register
@@ -59,7 +60,7 @@ def _normalize(node: Node, graph: Graph) -> None:
     require_f32(node, *node.inputs, node.outputs[0])
     x = present(node.input(0))
     if not 3 <= x.type.rank <= 5:
-        raise UnsupportedOperatorError(node.op, node.name, node.domain,
+        raise UnsupportedOperatorError(node.op, node.name,
                                        f"{x.type.rank - 2}-D input (1-D to 3-D are implemented)")
 
 
@@ -153,10 +154,29 @@ def _lower_conv(node: Node, k: KernelEmitter) -> None:
            _im2col_block(geo, group), *epilogue_args(node))
 
 
+def conv_infer(channels):
+    """Conv's output type: [N, M, spatial...], M given by `channels(node)` (the weights' layout differs per
+    algorithm), the spatial dims from `kernel_shape` (else the weights' trailing dims)."""
+
+    def infer(node: Node) -> list[TensorType | None]:
+        x, w = inp(node, 0), inp(node, 1)
+        if x.type.rank < 3:
+            raise ShapeError(f"node '{node.name}' ({node.op}): input {list(x.shape)} has no spatial dims")
+        kernel = list(node.attrs.get("kernel_shape", w.shape[2:]))
+        if node.op == "Conv" and x.shape[1] != w.shape[1] * node.attrs.get("group", 1):
+            raise ShapeError(f"node '{node.name}' (Conv): {x.shape[1]} input channels do not match weights "
+                             f"{list(w.shape)} in {node.attrs.get('group', 1)} group(s)")
+        return [typed(x.dtype, [x.shape[0], channels(node), *conv_out(node, x.shape[2:], kernel)])]
+
+    return infer
+
+
+# Inputs: (X [N, C, spatial...], W [M, C/group, kernel...], B (optional, [M])).
+# Attributes: auto_pad, dilations, group, kernel_shape, pads, strides.
 register(float16_via_f32(OpDef(
-    "Conv", onnx=("Conv",), lower=_lower_conv, normalize=_normalize, scratch=_conv_scratch,
+    "Conv", lower=_lower_conv, normalize=_normalize, scratch=_conv_scratch,
+    infer=conv_infer(lambda n: inp(n, 1).shape[0]),
     kernels=("ember_conv_f32", "ember_dwconv_f32"),
-    tests=(r"test_(basic_)?conv_with_.*", r"test_basic_conv_.*", r"test_conv_.*"),
     takes_epilogue=True, weights=WeightLayout(lambda n, w: 0, per_channel_default=True), flops=_conv_flops,
     int8=Int8.LINEAR,
 )))
@@ -199,12 +219,16 @@ def _lower_winograd(node: Node, k: KernelEmitter) -> None:
            *epilogue_args(node))
 
 
+# Internal (passes/conv_algorithms.py): a Conv with its weights rearranged for the algorithm.
 register(OpDef(
-    "ConvWinograd", lower=_lower_winograd, scratch=_winograd_scratch, kernels=("ember_conv_winograd_f32",),
+    "ConvWinograd", infer=conv_infer(lambda n: inp(n, 1).shape[1]),
+    lower=_lower_winograd, scratch=_winograd_scratch, kernels=("ember_conv_winograd_f32",),
     takes_epilogue=True, flops=_rewritten_conv_flops,
 ))
+# Internal (passes/conv_algorithms.py): a Conv with its weights rearranged for the algorithm.
 register(OpDef(
-    "ConvWinograd4", lower=_lower_winograd, scratch=_winograd_scratch, kernels=("ember_conv_winograd4_f32",),
+    "ConvWinograd4", infer=conv_infer(lambda n: inp(n, 1).shape[1]),
+    lower=_lower_winograd, scratch=_winograd_scratch, kernels=("ember_conv_winograd4_f32",),
     takes_epilogue=True, flops=_rewritten_conv_flops,
 ))
 
@@ -223,8 +247,10 @@ def _lower_narrow(node: Node, k: KernelEmitter) -> None:
            k.table(geo, DType.INT32), y.shape[0], y.shape[1], int(_is_direct(geo)), *epilogue_args(node))
 
 
+# Internal (passes/conv_algorithms.py): a Conv with its weights rearranged for the algorithm.
 register(OpDef(
-    "ConvNarrow", lower=_lower_narrow, scratch=_narrow_scratch, kernels=("ember_conv_narrow_f32",),
+    "ConvNarrow", infer=conv_infer(lambda n: inp(n, 1).shape[0] * inp(n, 1).shape[2]),
+    lower=_lower_narrow, scratch=_narrow_scratch, kernels=("ember_conv_narrow_f32",),
     takes_epilogue=True, flops=_rewritten_conv_flops,
 ))
 
@@ -263,8 +289,10 @@ def _lower_shifted(node: Node, k: KernelEmitter) -> None:
            *epilogue_args(node))
 
 
+# Internal (passes/conv_algorithms.py): a Conv with its weights rearranged for the algorithm.
 register(OpDef(
-    "ConvShifted", lower=_lower_shifted, scratch=_shifted_scratch, kernels=("ember_conv_shifted_f32",),
+    "ConvShifted", infer=conv_infer(lambda n: inp(n, 1).shape[0]),
+    lower=_lower_shifted, scratch=_shifted_scratch, kernels=("ember_conv_shifted_f32",),
     takes_epilogue=True, flops=_rewritten_conv_flops,
 ))
 
@@ -291,9 +319,29 @@ def _lower_convt(node: Node, k: KernelEmitter) -> None:
            k.table(geo, DType.INT32), n, group, m, *epilogue_args(node))
 
 
+def _infer_convt(node: Node) -> list[TensorType | None]:
+    x, w = inp(node, 0), inp(node, 1)
+    r = x.type.rank - 2
+    kernel = list(node.attrs.get("kernel_shape", w.shape[2:]))
+    strides = list(node.attrs.get("strides", [1] * r))
+    dil = list(node.attrs.get("dilations", [1] * r))
+    opad = list(node.attrs.get("output_padding", [0] * r))
+    m = w.shape[1] * node.attrs.get("group", 1)
+    if "output_shape" in node.attrs:
+        spatial = list(node.attrs["output_shape"])[-r:]
+    elif node.attrs.get("auto_pad", "NOTSET") in ("SAME_UPPER", "SAME_LOWER"):
+        spatial = [i * s for i, s in zip(x.shape[2:], strides, strict=True)]
+    else:
+        pads = [0] * (2 * r) if node.attrs.get("auto_pad") == "VALID" else list(node.attrs.get("pads", [0] * 2 * r))
+        spatial = [s * (i - 1) + op + (k - 1) * d + 1 - pads[j] - pads[r + j]
+                   for j, (s, i, op, k, d) in enumerate(zip(strides, x.shape[2:], opad, kernel, dil, strict=True))]
+    return [typed(x.dtype, [x.shape[0], m, *spatial])]
+
+
+# Inputs: (X, W [C, M/group, kernel...], B (optional)). Attributes as Conv, and output_padding, output_shape.
 register(float16_via_f32(OpDef(
-    "ConvTranspose", onnx=("ConvTranspose",), lower=_lower_convt, normalize=_normalize, scratch=_convt_scratch,
-    kernels=("ember_convtranspose_f32",), tests=(r"test_convtranspose.*",),
+    "ConvTranspose", lower=_lower_convt, infer=_infer_convt, normalize=_normalize, scratch=_convt_scratch,
+    kernels=("ember_convtranspose_f32",),
     # W is (C, M/group, k...): output channels along axis 1 (within each group).
     takes_epilogue=True, weights=WeightLayout(lambda n, w: 1), flops=_conv_flops,
 )))

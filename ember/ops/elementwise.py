@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import math
+import warnings
+from collections.abc import Callable
+
+import numpy as np
 
 from ember.codegen.elementwise import emit_chain
 from ember.codegen.emitter import ExprHandler, KernelEmitter, compute_ctype
-from ember.ir.dtypes import DType
+from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Node
 from ember.ops import registry
 from ember.ops.epilogue import Epilogue
+from ember.ops.infer import broadcast_infer, inp, same_as_input
 from ember.ops.opdef import Int8, OpDef
 from ember.ops.registry import register
 
@@ -20,34 +25,54 @@ def _in_dtype(n: Node, i: int) -> DType:
     return v.dtype
 
 
-def _binary(name: str, fmt: str, tests: tuple[str, ...] = (), **kw) -> OpDef:
+def numpy_fn(fn: Callable[..., np.ndarray], keep_dtype: bool = True):
+    """An `evaluate` applying a numpy function to the present inputs, cast back to input 0's dtype."""
+
+    def evaluate(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
+        args = [np.asarray(x) for x in xs if x is not None]
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            y = np.asarray(fn(*args))
+        return [y.astype(args[0].dtype) if keep_dtype else y]
+
+    return evaluate
+
+
+def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype.kind in "iu":  # integer division truncates toward zero
+        q = np.floor_divide(a, b)
+        return q + ((np.remainder(a, b) != 0) & ((a < 0) ^ (b < 0))).astype(q.dtype)
+    return np.divide(a, b)
+
+
+def _binary(name: str, fmt: str, fn: Callable[..., np.ndarray], logical: bool = False, **facts) -> OpDef:
     def expr(h: ExprHandler, xs: list[str], n: Node) -> str:
         return fmt.format(a=xs[0], b=xs[1])
 
-    return register(OpDef(name, onnx=(name,), expr=expr, inplace=True,
-                          tests=tests or (rf"test_{name.lower()}(_.*)?$",), **kw))
+    return register(OpDef(name, expr=expr, inplace=True, infer=broadcast_infer(DType.BOOL if logical else 0),
+                          evaluate=numpy_fn(fn, keep_dtype=not logical), **facts))
 
 
-def _unary(name: str, fn, tests: tuple[str, ...] = (), **kw) -> OpDef:
+def _unary(name: str, fn, np_fn: Callable[..., np.ndarray], **facts) -> OpDef:
     def expr(h: ExprHandler, xs: list[str], n: Node) -> str:
         return fn(h, xs[0])
 
-    return register(OpDef(name, onnx=(name,), expr=expr, inplace=True,
-                          tests=tests or (rf"test_{name.lower()}(_example)?$",), **kw))
+    return register(OpDef(name, expr=expr, inplace=True, infer=same_as_input, evaluate=numpy_fn(np_fn), **facts))
 
 
-_binary("Add", "({a} + {b})", int8=Int8.ARITH)
-_binary("Sub", "({a} - {b})", int8=Int8.ARITH)
-_binary("Mul", "({a} * {b})", int8=Int8.ARITH)
+# Inputs: (A, B), broadcast together (numpy rules).
+_binary("Add", "({a} + {b})", np.add, int8=Int8.ARITH)
+_binary("Sub", "({a} - {b})", np.subtract, int8=Int8.ARITH)
+_binary("Mul", "({a} * {b})", np.multiply, int8=Int8.ARITH)
 # C integer division truncates toward zero, which is what ONNX Div specifies for integers.
-_binary("Div", "({a} / {b})")
-_binary("Equal", "({a} == {b})", tests=(r"test_equal(_.*)?$",))
-_binary("Less", "({a} < {b})", tests=(r"test_less(_bcast|_int|_uint|$|_expanded)",))
-_binary("Greater", "({a} > {b})", tests=(r"test_greater(_bcast|_int|_uint|$|_expanded)",))
-_binary("LessOrEqual", "({a} <= {b})", tests=(r"test_less_equal.*",))
-_binary("GreaterOrEqual", "({a} >= {b})", tests=(r"test_greater_equal.*",))
-_binary("And", "({a} && {b})")
-_binary("Or", "({a} || {b})")
+_binary("Div", "({a} / {b})", _div)
+_binary("Equal", "({a} == {b})", np.equal, logical=True)
+_binary("Less", "({a} < {b})", np.less, logical=True)
+_binary("Greater", "({a} > {b})", np.greater, logical=True)
+_binary("LessOrEqual", "({a} <= {b})", np.less_equal, logical=True)
+_binary("GreaterOrEqual", "({a} >= {b})", np.greater_equal, logical=True)
+_binary("And", "({a} && {b})", np.logical_and, logical=True)
+_binary("Or", "({a} || {b})", np.logical_or, logical=True)
 
 
 # ---- unary math -------------------------------------------------------------------------------
@@ -61,20 +86,25 @@ def _abs(h: ExprHandler, a: str) -> str:
     return f"({a} < 0 ? -{a} : {a})"
 
 
-_unary("Sqrt", lambda h, a: h.fn("sqrt", a), int8=Int8.LUT)
-_unary("Exp", lambda h, a: h.fn("exp", a), int8=Int8.LUT)
-_unary("Log", lambda h, a: h.fn("log", a))
-_unary("Sin", lambda h, a: h.fn("sin", a))
-_unary("Cos", lambda h, a: h.fn("cos", a))
-_unary("Erf", lambda h, a: h.fn("erf", a), tests=(r"test_erf$",), int8=Int8.LUT)
-_unary("Floor", lambda h, a: h.fn("floor", a) if h.dtype.is_float else a)
-_unary("Ceil", lambda h, a: h.fn("ceil", a) if h.dtype.is_float else a)
+def erf(x: np.ndarray) -> np.ndarray:
+    """Elementwise erf in double precision, rounded to x's type."""
+    return np.vectorize(math.erf, otypes=[x.dtype])(x) if x.size else x.copy()
+
+
+_unary("Sqrt", lambda h, a: h.fn("sqrt", a), np.sqrt, int8=Int8.LUT)
+_unary("Exp", lambda h, a: h.fn("exp", a), np.exp, int8=Int8.LUT)
+_unary("Log", lambda h, a: h.fn("log", a), np.log)
+_unary("Sin", lambda h, a: h.fn("sin", a), np.sin)
+_unary("Cos", lambda h, a: h.fn("cos", a), np.cos)
+_unary("Erf", lambda h, a: h.fn("erf", a), erf, int8=Int8.LUT)
+_unary("Floor", lambda h, a: h.fn("floor", a) if h.dtype.is_float else a, np.floor)
+_unary("Ceil", lambda h, a: h.fn("ceil", a) if h.dtype.is_float else a, np.ceil)
 # ONNX Round is half to even (numpy.round), which is what rintf does in the default rounding mode.
-_unary("Round", lambda h, a: h.fn("rint", a) if h.dtype.is_float else a, tests=(r"test_round$",))
-_unary("Reciprocal", lambda h, a: f"({h.lit(1)} / {a})")
-_unary("Neg", lambda h, a: f"(-{a})", int8=Int8.LUT)
-_unary("Abs", _abs, tests=(r"test_abs$",), int8=Int8.LUT)
-_unary("Not", lambda h, a: f"(!{a})", tests=(r"test_not_\dd$",))
+_unary("Round", lambda h, a: h.fn("rint", a) if h.dtype.is_float else a, np.round)
+_unary("Reciprocal", lambda h, a: f"({h.lit(1)} / {a})", np.reciprocal)
+_unary("Neg", lambda h, a: f"(-{a})", np.negative, int8=Int8.LUT)
+_unary("Abs", _abs, np.absolute, int8=Int8.LUT)
+_unary("Not", lambda h, a: f"(!{a})", np.logical_not)
 
 
 # ---- Pow: the base's type is the output's; the exponent may be any numeric type ------------------
@@ -91,7 +121,8 @@ def _pow(h: ExprHandler, xs: list[str], n: Node) -> str:
     return f"ember_powf((float)({a}), (float)({b}))"
 
 
-register(OpDef("Pow", onnx=("Pow",), expr=_pow, inplace=True, tests=(r"test_pow(_.*)?$",)))
+# The output has the base's type and the broadcast shape.
+register(OpDef("Pow", expr=_pow, inplace=True, infer=broadcast_infer(0), evaluate=numpy_fn(np.power)))
 
 
 # ---- variadic Min/Max/Sum/Mean (numpy broadcasting over all inputs) ----------------------------
@@ -118,10 +149,22 @@ def _mean(h: ExprHandler, xs: list[str], n: Node) -> str:
     return f"({_sum(h, xs, n)} / {h.lit(len(xs))})"
 
 
-register(OpDef("Max", onnx=("Max",), expr=_minmax(">"), inplace=True, tests=(r"test_max_(?!pool).*",)))
-register(OpDef("Min", onnx=("Min",), expr=_minmax("<"), inplace=True, tests=(r"test_min_.*",)))
-register(OpDef("Sum", onnx=("Sum",), expr=_sum, inplace=True, tests=(r"test_sum_.*",)))
-register(OpDef("Mean", onnx=("Mean",), expr=_mean, inplace=True, tests=(r"test_mean_.*",)))
+def _fold(fn: Callable[[np.ndarray, np.ndarray], np.ndarray], mean: bool = False):
+    def variadic(*xs: np.ndarray) -> np.ndarray:
+        acc = xs[0].copy()
+        for x in xs[1:]:
+            acc = fn(acc, x)
+        return acc / len(xs) if mean else acc
+
+    return variadic
+
+
+# Variadic: any number of inputs broadcast together.
+register(OpDef("Max", expr=_minmax(">"), inplace=True, infer=broadcast_infer(0), evaluate=numpy_fn(_fold(np.maximum))))
+register(OpDef("Min", expr=_minmax("<"), inplace=True, infer=broadcast_infer(0), evaluate=numpy_fn(_fold(np.minimum))))
+register(OpDef("Sum", expr=_sum, inplace=True, infer=broadcast_infer(0), evaluate=numpy_fn(_fold(np.add))))
+register(OpDef("Mean", expr=_mean, inplace=True, infer=broadcast_infer(0),
+               evaluate=numpy_fn(_fold(np.add, mean=True))))
 
 
 # ---- Where / Clip --------------------------------------------------------------------------------
@@ -129,18 +172,14 @@ def _where(h: ExprHandler, xs: list[str], n: Node) -> str:
     return f"({xs[0]} ? {xs[1]} : {xs[2]})"
 
 
-register(OpDef("Where", onnx=("Where",), expr=_where, inplace=True, tests=(r"test_where_.*",)))
+# Inputs: (condition, X, Y), broadcast together; typed like X.
+register(OpDef("Where", expr=_where, inplace=True, infer=broadcast_infer(1),
+               evaluate=lambda n, xs: [np.where(xs[0], xs[1], xs[2]).astype(np.asarray(xs[1]).dtype)]))
 
 
 def _clip(h: ExprHandler, xs: list[str], n: Node) -> str:
-    if n.version < 11:
-        lo = n.attrs.get("min", float("-inf"))
-        hi = n.attrs.get("max", float("inf"))
-        lo_s: str | None = h.lit(lo)
-        hi_s: str | None = h.lit(hi)
-    else:
-        lo_s = xs[1] if len(xs) > 1 and xs[1] else None
-        hi_s = xs[2] if len(xs) > 2 and xs[2] else None
+    lo_s = xs[1] if len(xs) > 1 and xs[1] else None
+    hi_s = xs[2] if len(xs) > 2 and xs[2] else None
     y = xs[0]
     # numpy.clip order: max first, then min, so min > max gives max; NaN passes through both.
     if lo_s is not None:
@@ -150,10 +189,16 @@ def _clip(h: ExprHandler, xs: list[str], n: Node) -> str:
     return y
 
 
+def _eval_clip(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
+    x = np.asarray(xs[0])
+    lo = xs[1] if len(xs) > 1 else None
+    hi = xs[2] if len(xs) > 2 else None
+    return [x.copy() if lo is None and hi is None else np.clip(x, lo, hi).astype(x.dtype)]
+
+
+# Inputs: (X, min (optional scalar), max (optional scalar)).
 def _clip_epilogue(n: Node) -> Epilogue | None:
     """Clip as an epilogue: only with compile-time bounds (absent ones are infinite)."""
-    if "min" in n.attrs or "max" in n.attrs:  # attribute form, before opset 11
-        return Epilogue("Clip", float(n.attrs.get("min", -math.inf)), float(n.attrs.get("max", math.inf)))
     bounds = []
     for i, default in ((1, -math.inf), (2, math.inf)):
         v = n.input(i)
@@ -166,11 +211,11 @@ def _clip_epilogue(n: Node) -> Epilogue | None:
     return Epilogue("Clip", bounds[0], bounds[1])
 
 
-register(OpDef("Clip", onnx=("Clip",), expr=_clip, inplace=True, tests=(r"test_clip(_.*)?$",),
-               epilogue=_clip_epilogue, int8=Int8.ACTIVATION))
+register(OpDef("Clip", expr=_clip, inplace=True, infer=same_as_input, evaluate=_eval_clip, epilogue=_clip_epilogue,
+               int8=Int8.ACTIVATION))
 
 
-# ---- Cast / CastLike -------------------------------------------------------------------------------
+# ---- Cast -----------------------------------------------------------------------------------
 def convert(h: ExprHandler, x: str, src: DType, dst: DType) -> str:
     """`x` (in `src`'s compute type) converted to `dst`'s compute type, with no undefined behaviour."""
     if dst is DType.BOOL:
@@ -195,19 +240,18 @@ def _cast(h: ExprHandler, xs: list[str], n: Node) -> str:
     return convert(h, xs[0], _in_dtype(n, 0), h.dtype)
 
 
-register(OpDef("Cast", onnx=("Cast",), expr=_cast, inplace=True, tests=(r"test_cast_.*",)))
-def _castlike_to_cast(node: Node, graph) -> None:
-    # Only the element type of `target_type` matters: rewriting to Cast frees its buffer, and keeps
-    # the node foldable by the reference implementation if its input later becomes constant.
-    out = node.outputs[0]
-    assert out is not None
-    node.op = "Cast"
-    node.inputs = node.inputs[:1]
-    node.attrs = {**node.attrs, "to": out.dtype.onnx}
+def _infer_cast(node: Node) -> list[TensorType | None]:
+    return [TensorType(node.attrs["to"], inp(node, 0).shape)]
 
 
-register(OpDef("CastLike", onnx=("CastLike",), expr=_cast, inplace=True, normalize=_castlike_to_cast,
-               tests=(r"test_castlike_.*",)))
+def _eval_cast(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return [np.asarray(xs[0]).astype(node.attrs["to"].np)]
+
+
+# Attribute `to`: the DType of the output.
+register(OpDef("Cast", expr=_cast, inplace=True, infer=_infer_cast, evaluate=_eval_cast))
 
 
 # ---- internal: a fused elementwise chain (made by passes/fuse_elementwise.py) --------------------
@@ -222,4 +266,13 @@ def _lower_fused(node: Node, k: KernelEmitter) -> None:
     emit_chain(k.ctx, steps, node.inputs, out)
 
 
-register(OpDef("FusedElementwise", lower=_lower_fused, inplace=True))
+def _infer_fused(node: Node) -> list[TensorType | None]:
+    from ember.ops.registry import get
+
+    last = node.attrs["_steps"][-1]  # the chain's last step computes the output
+    infer = get(last.op).infer
+    assert infer is not None
+    return infer(last)[:1]
+
+
+register(OpDef("FusedElementwise", lower=_lower_fused, inplace=True, infer=_infer_fused))

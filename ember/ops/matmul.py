@@ -12,10 +12,11 @@ import math
 import numpy as np
 
 from ember.codegen.emitter import KernelEmitter, literal
-from ember.errors import UnsupportedOperatorError
-from ember.ir.dtypes import DType
+from ember.errors import ShapeError, UnsupportedOperatorError
+from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node, Value
 from ember.ops.epilogue import epilogue_args
+from ember.ops.infer import broadcast, inp, typed
 from ember.ops.opdef import Int8, OpDef, WeightLayout
 from ember.ops.registry import register
 
@@ -37,7 +38,7 @@ def require_f32(node: Node, *values: Value | None) -> None:
     """
     for v in values:
         if v is not None and v.dtype not in (DType.FLOAT32, DType.FLOAT16):
-            raise UnsupportedOperatorError(node.op, node.name, node.domain,
+            raise UnsupportedOperatorError(node.op, node.name,
                                            f"element type {v.dtype.short} (only float32/float16 are implemented)")
 
 
@@ -156,9 +157,33 @@ def _lower_gemm(node: Node, k: KernelEmitter) -> None:
            k.inp(2) if c is not None else "0", bias_sm, bias_sn, beta, *epilogue_args(node))
 
 
+def _infer_gemm(node: Node) -> list[TensorType | None]:
+    a, b = inp(node, 0), inp(node, 1)
+    if a.type.rank != 2 or b.type.rank != 2:
+        raise ShapeError(f"node '{node.name}' (Gemm): A and B must be matrices, not {list(a.shape)}, {list(b.shape)}")
+    m, ka = a.shape[::-1] if node.attrs.get("transA", 0) else a.shape
+    kb, n = b.shape[::-1] if node.attrs.get("transB", 0) else b.shape
+    if ka != kb:
+        raise ShapeError(f"node '{node.name}' (Gemm): inner dimensions {ka} and {kb} differ")
+    return [typed(a.dtype, (m, n))]
+
+
+def _eval_gemm(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
+    a, b = np.asarray(xs[0]), np.asarray(xs[1])
+    c = xs[2] if len(xs) > 2 else None
+    a = a.T if node.attrs.get("transA", 0) else a
+    b = b.T if node.attrs.get("transB", 0) else b
+    y = np.dot(a, b) * node.attrs.get("alpha", 1.0)
+    beta = node.attrs.get("beta", 1.0)
+    if c is not None and beta != 0:
+        y = y + np.asarray(c) * beta
+    return [np.asarray(y).astype(a.dtype)]
+
+
+# Inputs: (A, B, C (optional, broadcast to M x N)). Attributes: alpha, beta, transA, transB.
 register(float16_via_f32(OpDef(
-    "Gemm", onnx=("Gemm",), lower=_lower_gemm, normalize=_normalize_gemm, scratch=_gemm_scratch,
-    kernels=("ember_matmul_f32", "ember_transpose2d_f32"), tests=(r"test_gemm_.*",),
+    "Gemm", lower=_lower_gemm, normalize=_normalize_gemm, scratch=_gemm_scratch,
+    kernels=("ember_matmul_f32", "ember_transpose2d_f32"), infer=_infer_gemm, evaluate=_eval_gemm,
     # Y's columns are op(B)'s: B's rows when transposed, else its columns.
     takes_epilogue=True, weights=WeightLayout(lambda n, w: 0 if n.attrs.get("transB", 0) else 1),
     flops=matmul_flops, int8=Int8.LINEAR,
@@ -198,9 +223,31 @@ def _lower_matmul(node: Node, k: KernelEmitter) -> None:
                "0", 0, 0, "0.0f", *act)
 
 
+def matmul_shape(node: Node, a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    """numpy.matmul's output shape (1-D operands promoted, then their added dim dropped)."""
+    if not a or not b:
+        raise ShapeError(f"node '{node.name}' ({node.op}): scalar operand")
+    ash = (1, *a) if len(a) == 1 else a
+    bsh = (*b, 1) if len(b) == 1 else b
+    if ash[-1] != bsh[-2]:
+        raise ShapeError(f"node '{node.name}' ({node.op}): inner dimensions of {list(a)} and {list(b)} differ")
+    out = (*broadcast(node, ash[:-2], bsh[:-2]), ash[-2], bsh[-1])
+    if len(a) == 1:
+        out = out[:-2] + out[-1:]
+    if len(b) == 1:
+        out = out[:-1]
+    return out
+
+
+def _infer_matmul(node: Node) -> list[TensorType | None]:
+    a, b = inp(node, 0), inp(node, 1)
+    return [typed(a.dtype, matmul_shape(node, a.shape, b.shape))]
+
+
 register(float16_via_f32(OpDef(
-    "MatMul", onnx=("MatMul",), lower=_lower_matmul, normalize=_normalize_matmul,
-    kernels=("ember_matmul_f32",), tests=(r"test_matmul_.*",),
+    "MatMul", lower=_lower_matmul, normalize=_normalize_matmul,
+    kernels=("ember_matmul_f32",), infer=_infer_matmul,
+    evaluate=lambda n, xs: [np.asarray(np.matmul(xs[0], xs[1]))],
     # B is [..., K, N]: output channels along its last axis; no bias input.
     takes_epilogue=True, weights=WeightLayout(lambda n, w: w.type.rank - 1, bias=None),
     flops=matmul_flops, int8=Int8.LINEAR,

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from ember.codegen.emitter import KernelEmitter
-from ember.errors import UnsupportedOperatorError
+from ember.errors import ShapeError, UnsupportedOperatorError
 from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node
+from ember.ops.infer import const_ints, inp, same_as_input, scalar, typed
 from ember.ops.opdef import Int8, OpDef
 from ember.ops.registry import register
 
@@ -20,7 +21,7 @@ def _lower_copy(node: Node, k: KernelEmitter) -> None:
 
 
 # Internal: copies a tensor into a graph output's own slot.
-register(OpDef("Copy", lower=_lower_copy, kernels=("ember_copy",), int8=Int8.SELECT))
+register(OpDef("Copy", lower=_lower_copy, kernels=("ember_copy",), infer=same_as_input, int8=Int8.SELECT))
 
 
 def _infer_bf16(node: Node) -> list[TensorType]:
@@ -38,41 +39,38 @@ def _lower_bf16(node: Node, k: KernelEmitter) -> None:
 # Internal (--weights bf16, ember/quant/weights.py): bfloat16 bits stored as uint16, widened to float32.
 register(OpDef("BFloat16ToFloat", infer=_infer_bf16, lower=_lower_bf16, kernels=("ember_bf16_to_f32",)))
 
-register(OpDef("Constant", onnx=("Constant",), tests=(r"test_constant$",)))
-register(OpDef("Identity", onnx=("Identity",), tests=(r"test_identity$",), excluded={
-    r"test_identity_opt": "optional types are not supported (ember compiles tensors only)",
-    r"test_identity_sequence": "sequence types are not supported (ember compiles tensors only)",
-}, int8=Int8.MOVE))
-# Only Ifs whose condition folds to a constant are compiled: the loader inlines the taken branch.
-register(OpDef("If", onnx=("If",), tests=(r"test_if$",), excluded={
-    r"test_if(_seq|_opt)?": "the condition is a run-time input: data-dependent control flow is not compiled",
-}))
+def _constant_value(node: Node) -> np.ndarray:
+    return np.asarray(node.attrs["value"])
 
 
-def _scalar(node: Node, i: int, default: float) -> float:
-    v = node.input(i)
-    return default if v is None or v.const is None else float(np.asarray(v.const).reshape(-1)[0])
+# Attribute `value`: the tensor (a numpy array).
+register(OpDef("Constant", infer=lambda n: [typed(DType.from_numpy(_constant_value(n).dtype),
+                                                  _constant_value(n).shape)],
+               evaluate=lambda n, xs: [_constant_value(n).copy()]))
+register(OpDef("Identity", infer=same_as_input, evaluate=lambda n, xs: [np.asarray(xs[0]).copy()], int8=Int8.MOVE))
+
+
+def _infer_dropout(node: Node) -> list[TensorType | None]:
+    x = inp(node, 0)
+    mask = node.outputs[1] if len(node.outputs) > 1 else None
+    return [TensorType(x.dtype, x.shape), TensorType(DType.BOOL, x.shape) if mask is not None else None]
 
 
 def _normalize_dropout(node: Node, graph: Graph) -> None:
     """Inference Dropout is the identity (removed by a pass); its optional mask is all true."""
-    training = node.version >= 12 and bool(_scalar(node, 2, 0.0))
-    ratio = _scalar(node, 1, 0.5) if node.version >= 12 else float(node.attrs.get("ratio", 0.5))
-    if node.version < 7 and not node.attrs.get("is_test", 0):
-        training = True
+    training = bool(scalar(node.input(2), False))
+    ratio = float(scalar(node.input(1), 0.5))
     if training and ratio != 0.0:
-        raise UnsupportedOperatorError("Dropout", node.name, "", "training mode (random masks) is not compiled")
+        raise UnsupportedOperatorError("Dropout", node.name, "training mode (random masks) is not compiled")
     mask = node.outputs[1] if len(node.outputs) > 1 else None
     if mask is not None:
         mask.const = np.ones(mask.shape, dtype=mask.dtype.np)
         mask.producer = None
 
 
-register(OpDef("Dropout", onnx=("Dropout",), shape_inputs=(1, 2), normalize=_normalize_dropout,
-               tests=(r"test_(training_)?dropout.*",), excluded={
-    r"test_training_dropout(_default)?(_mask)?": "training-mode Dropout draws a random mask: not reproducible",
-    r"test_dropout_random_old": "training-mode Dropout draws a random mask: not reproducible",
-}))
+# Inputs: (X, ratio (optional scalar), training_mode (optional bool scalar)); outputs (Y, mask).
+register(OpDef("Dropout", shape_inputs=(1, 2), normalize=_normalize_dropout, infer=_infer_dropout,
+               evaluate=lambda n, xs: [np.asarray(xs[0]).copy(), np.ones(np.shape(xs[0]), bool)][:len(n.outputs)]))
 
 
 def _fold_shape(node: Node) -> list[np.ndarray]:
@@ -92,11 +90,38 @@ def _fold_size(node: Node) -> list[np.ndarray]:
     return [np.array(x.type.numel, dtype=np.int64)]
 
 
-register(OpDef("Shape", onnx=("Shape",), fold=_fold_shape, tests=(r"test_shape.*",)))
-register(OpDef("Size", onnx=("Size",), fold=_fold_size, tests=(r"test_size.*",)))
-register(OpDef("ConstantOfShape", onnx=("ConstantOfShape",), shape_inputs=(0,),
-               tests=(r"test_constantofshape.*",)))
-register(OpDef("Range", onnx=("Range",), shape_inputs=(0, 1, 2), tests=(r"test_range.*",), excluded={
-    r"test_(blackman|hamming|hann)window(_symmetric)?_expanded": (
-        "the window size is a run-time graph input feeding Range: a data-dependent output shape"),
-}))
+def _typed_fold(fold):
+    def infer(node: Node) -> list[TensorType | None]:
+        (arr,) = fold(node)
+        return [typed(DType.INT64, arr.shape)]
+
+    return infer
+
+
+def _fill(node: Node) -> np.ndarray:
+    value = np.asarray(node.attrs.get("value", np.zeros(1, np.float32))).reshape(-1)[:1]
+    return np.full(const_ints(node, 0) or [], value[0] if value.size else 0, value.dtype)
+
+
+def _range(node: Node, xs: list[np.ndarray | None]) -> np.ndarray:
+    start, limit, delta = (np.asarray(x).reshape(-1)[0] for x in xs[:3])
+    n = max(int(np.ceil((limit - start) / delta)), 0)
+    return (start + np.arange(n) * delta).astype(np.asarray(xs[0]).dtype)
+
+
+def _infer_range(node: Node) -> list[TensorType | None]:
+    xs = [inp(node, i) for i in range(3)]
+    for v in xs:
+        if v.const is None:
+            raise ShapeError(f"node '{node.name}' (Range): input '{v.name}' must be a compile-time constant")
+    return [typed(xs[0].dtype, _range(node, [v.const for v in xs]).shape)]
+
+
+register(OpDef("Shape", fold=_fold_shape, infer=_typed_fold(_fold_shape), evaluate=lambda n, xs: _fold_shape(n)))
+register(OpDef("Size", fold=_fold_size, infer=_typed_fold(_fold_size), evaluate=lambda n, xs: _fold_size(n)))
+# Input: the shape (int64). Attribute `value`: a one-element array giving value and dtype (float32 0).
+register(OpDef("ConstantOfShape", shape_inputs=(0,),
+               infer=lambda n: [typed(DType.from_numpy(_fill(n).dtype), _fill(n).shape)],
+               evaluate=lambda n, xs: [_fill(n)]))
+# Inputs: (start, limit, delta) scalars.
+register(OpDef("Range", shape_inputs=(0, 1, 2), infer=_infer_range, evaluate=lambda n, xs: [_range(n, xs)]))

@@ -8,8 +8,9 @@ import numpy as np
 
 from ember.codegen.emitter import KernelEmitter, literal
 from ember.errors import UnsupportedOperatorError
-from ember.ir.dtypes import DType
+from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node
+from ember.ops.infer import inp, same_as_input
 from ember.ops.matmul import present, require_f32
 from ember.ops.opdef import Int8, OpDef
 from ember.ops.registry import register
@@ -28,16 +29,20 @@ def _out(k: KernelEmitter, node: Node, i: int) -> str:
 def _check(node: Node, graph: Graph) -> None:
     require_f32(node, *node.inputs, *node.outputs)
     if present(node.input(0)).type.rank < 2 and node.op != "LayerNormalization":
-        raise UnsupportedOperatorError(node.op, node.name, node.domain, "input of rank < 2")
+        raise UnsupportedOperatorError(node.op, node.name, "input of rank < 2")
 
 
 # BatchNormalization ----------------------------------------------------------------------------
 
 def _bn_training(node: Node) -> bool:
-    if node.version >= 14:
-        return bool(node.attrs.get("training_mode", 0))
-    # Before opset 14 the extra outputs (running statistics) are what asks for training mode.
-    return sum(o is not None for o in node.outputs) > 1
+    return bool(node.attrs.get("training_mode", 0))
+
+
+def _infer_bn(node: Node) -> list[TensorType | None]:
+    """Y like X; in training mode the running mean and variance (and any further statistics) like `mean`."""
+    x, mean = inp(node, 0), inp(node, 3)
+    stats = [TensorType(mean.dtype, mean.shape) if o is not None else None for o in node.outputs[1:]]
+    return [TensorType(x.dtype, x.shape), *stats]
 
 
 def _lower_bn(node: Node, k: KernelEmitter) -> None:
@@ -49,9 +54,10 @@ def _lower_bn(node: Node, k: KernelEmitter) -> None:
            _out(k, node, 1) if training else "0", _out(k, node, 2) if training else "0")
 
 
+# Inputs: (X, scale, bias, mean, var). Attribute `training_mode`: batch statistics, running ones updated.
 register(OpDef(
-    "BatchNormalization", onnx=("BatchNormalization",), since=7, lower=_lower_bn, normalize=_check,
-    kernels=("ember_batchnorm_f32",), tests=(r"test_batchnorm_.*",),
+    "BatchNormalization", lower=_lower_bn, normalize=_check, infer=_infer_bn,
+    kernels=("ember_batchnorm_f32",),
 ))
 
 
@@ -65,8 +71,8 @@ def _lower_in(node: Node, k: KernelEmitter) -> None:
 
 
 register(OpDef(
-    "InstanceNormalization", onnx=("InstanceNormalization",), lower=_lower_in, normalize=_check,
-    kernels=("ember_norm_rows_f32",), tests=(r"test_instancenorm_.*",),
+    "InstanceNormalization", lower=_lower_in, normalize=_check, infer=same_as_input,
+    kernels=("ember_norm_rows_f32",),
 ))
 
 
@@ -87,7 +93,7 @@ def _normalize_ln(node: Node, graph: Graph) -> None:
         if v is None or v.shape == inner or v.type.numel == math.prod(inner):
             continue
         if not v.is_const:
-            raise UnsupportedOperatorError(node.op, node.name, node.domain,
+            raise UnsupportedOperatorError(node.op, node.name,
                                            "run-time scale/bias that broadcast over the normalized axes")
         # The kernel indexes scale/bias per normalized element: broadcast constants once, here.
         node.inputs[i] = graph.constant(f"{v.name}_bcast", np.broadcast_to(v.const, inner).copy())
@@ -102,9 +108,18 @@ def _lower_ln(node: Node, k: KernelEmitter) -> None:
            k.inp(2) if has_bias else "0", int(has_bias), 0, 1, 1, _out(k, node, 1), _out(k, node, 2))
 
 
+def _infer_ln(node: Node) -> list[TensorType | None]:
+    """Y like X; Mean and InvStdDev keep X's leading dims (1 for the normalized ones), in `stash_type`."""
+    x = inp(node, 0)
+    axis = _ln_axis(node)
+    stat = TensorType(node.attrs.get("stash_type", DType.FLOAT32), (*x.shape[:axis], *[1] * (x.type.rank - axis)))
+    return [TensorType(x.dtype, x.shape), *[stat if o is not None else None for o in node.outputs[1:3]]]
+
+
+# Inputs: (X, scale, bias (optional)). Attributes: axis (-1), epsilon, stash_type (a DType).
 register(OpDef(
-    "LayerNormalization", onnx=("LayerNormalization",), lower=_lower_ln, normalize=_normalize_ln,
-    kernels=("ember_norm_rows_f32",), tests=(r"test_layer_normalization_.*",), int8=Int8.FLOAT,
+    "LayerNormalization", lower=_lower_ln, normalize=_normalize_ln, infer=_infer_ln,
+    kernels=("ember_norm_rows_f32",), int8=Int8.FLOAT,
 ))
 
 
@@ -113,15 +128,14 @@ register(OpDef(
 def _lower_gn(node: Node, k: KernelEmitter) -> None:
     x = present(node.input(0))
     groups = node.attrs["num_groups"]
-    # Opset 18 scales/biases each group; opset 21 each channel.
-    per_group = int(present(node.input(1)).type.numel == groups and node.version < 21)
+    # The scale and bias hold one value per group or one per channel (the same thing when they are equal).
+    per_group = int(present(node.input(1)).type.numel == groups != x.shape[1])
     k.call("ember_groupnorm_f32", k.out(0), k.inp(0), k.inp(1), k.inp(2), x.shape[0], x.shape[1],
            math.prod(x.shape[2:]), groups, _eps(node), per_group)
 
 
 register(OpDef(
-    "GroupNormalization", onnx=("GroupNormalization",), lower=_lower_gn, normalize=_check,
-    # ONNX defines GroupNormalization as a function with no shape inference: Y is typed like X.
-    infer=lambda n: [present(n.input(0)).type],
-    kernels=("ember_groupnorm_f32",), tests=(r"test_group_normalization_.*",),
+    "GroupNormalization", lower=_lower_gn, normalize=_check,
+    infer=same_as_input,
+    kernels=("ember_groupnorm_f32",),
 ))

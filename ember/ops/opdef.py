@@ -1,8 +1,10 @@
 """OpDef: everything ember knows about one operator, in one record.
 
-An operator lives in exactly one `ember/ops/<family>.py`: its ONNX names, how to infer its output
-types, which inputs must be compile-time constants, and exactly one lowering: `expr` (an elementwise
-expression that can be fused) or `lower` (a call into a C kernel from `codegen/kernels/`).
+An operator lives in exactly one `ember/ops/<family>.py`: how to infer its output types, which inputs
+must be compile-time constants, how to evaluate it on constants (numpy), and exactly one lowering: `expr`
+(an elementwise expression that can be fused) or `lower` (a call into a C kernel from `codegen/kernels/`).
+The IR knows no frontend: each frontend (ember/frontends/<format>/) maps its operators onto these,
+rewriting every version-specific form into the one canonical form an OpDef documents.
 """
 
 from __future__ import annotations
@@ -17,9 +19,12 @@ from ember.ir.graph import Graph, Node, Value
 from ember.ops.epilogue import Epilogue
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from ember.codegen.emitter import ExprHandler, KernelEmitter
 
-InferFn = Callable[[Node], list[TensorType]]
+InferFn = Callable[[Node], list[TensorType | None]]
+EvaluateFn = Callable[[Node, list["np.ndarray | None"]], list["np.ndarray"]]
 ExprFn = Callable[["ExprHandler", list[str], Node], str]
 LowerFn = Callable[[Node, "KernelEmitter"], None]
 NormalizeFn = Callable[[Node, Graph], None]
@@ -67,13 +72,10 @@ class Int8(Enum):
 @dataclass
 class OpDef:
     name: str
-    # ONNX op types this OpDef implements (domain ai.onnx unless `domain` is set).
-    onnx: tuple[str, ...] = ()
-    domain: str = ""
-    # Lowest opset version supported; a model below it is rejected loudly (no silent fallback).
-    since: int = 1
-    # Output types; None means ONNX's own schema inference (with constant inputs as data).
+    # Output types from the input types, constant inputs and attributes (None for an absent output).
     infer: InferFn | None = None
+    # numpy: the outputs for constant inputs (passes fold a node with all-constant inputs when given).
+    evaluate: EvaluateFn | None = None
     # Computes constant outputs from static types alone (Shape, Size): folds even if inputs vary.
     fold: Callable[[Node], list[Any]] | None = None
     # Elementwise lowering: a C expression over the input element expressions (fusable).
@@ -90,12 +92,8 @@ class OpDef:
     inplace: bool = False
     # Output is the same bytes as input 0 (reshape-like): planned zero-copy.
     alias: bool = False
-    # Rewrites version-specific forms into the canonical form the lowering expects.
+    # Checks and rewrites the canonical node into what the lowering expects (once types are known).
     normalize: NormalizeFn | None = None
-    # ONNX backend node tests exercising this op (regex, matched against the test name).
-    tests: tuple[str, ...] = ()
-    # Node tests excluded from the pass-rate count: name -> reason.
-    excluded: dict[str, str] = field(default_factory=dict)
     # Free-form data for the lowering (e.g. which activation a fused node applies).
     data: dict[str, Any] = field(default_factory=dict)
     # An activation: what it is as a kernel epilogue (None where this node cannot be one, e.g. a Clip

@@ -5,16 +5,31 @@ from __future__ import annotations
 import math
 
 from ember.codegen.emitter import KernelEmitter, literal
-from ember.errors import UnsupportedOperatorError
-from ember.ir.dtypes import DType
+from ember.errors import ShapeError, UnsupportedOperatorError
+from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node
 from ember.ops.conv import pad3, same_pads_begin
+from ember.ops.infer import conv_out, inp, same_as_input, typed
 from ember.ops.matmul import present
 from ember.ops.opdef import Int8, OpDef
 from ember.ops.registry import register
 
 _MAXPOOL_TYPES = {DType.FLOAT32: "f32", DType.UINT8: "u8", DType.INT8: "s8"}
 
+
+def infer_pool(node: Node) -> list[TensorType | None]:
+    """[N, C, windows...] (ceil_mode rounds the window count up); MaxPool's Indices (int64) alike."""
+    x = inp(node, 0)
+    if x.type.rank < 3:
+        raise ShapeError(f"node '{node.name}' ({node.op}): input {list(x.shape)} has no spatial dims")
+    spatial = conv_out(node, x.shape[2:], node.attrs["kernel_shape"], bool(node.attrs.get("ceil_mode", 0)))
+    shape = [*x.shape[:2], *spatial]
+    return [typed(x.dtype, shape), *[typed(DType.INT64, shape) if o is not None else None for o in node.outputs[1:2]]]
+
+
+def infer_global(node: Node) -> list[TensorType | None]:
+    x = inp(node, 0)
+    return [typed(x.dtype, [*x.shape[:2], *[1] * (x.type.rank - 2)])]
 
 
 
@@ -44,9 +59,9 @@ def pool_geometry(node: Node) -> list[int]:
 def _check_rank(node: Node, types: tuple[DType, ...] = (DType.FLOAT32,)) -> None:
     x = present(node.input(0))
     if x.dtype not in types:
-        raise UnsupportedOperatorError(node.op, node.name, node.domain, f"element type {x.dtype.short}")
+        raise UnsupportedOperatorError(node.op, node.name, f"element type {x.dtype.short}")
     if not 3 <= x.type.rank <= 5 and node.op in ("MaxPool", "AveragePool"):
-        raise UnsupportedOperatorError(node.op, node.name, node.domain, f"{x.type.rank - 2}-D input")
+        raise UnsupportedOperatorError(node.op, node.name, f"{x.type.rank - 2}-D input")
 
 
 def _nc(node: Node) -> int:
@@ -62,10 +77,9 @@ def _lower_maxpool(node: Node, k: KernelEmitter) -> None:
 
 
 register(OpDef(
-    "MaxPool", onnx=("MaxPool",), lower=_lower_maxpool,
+    "MaxPool", infer=infer_pool, lower=_lower_maxpool,
     normalize=lambda n, g: _check_rank(n, tuple(_MAXPOOL_TYPES)),
-    kernels=tuple(f"ember_maxpool_{s}" for s in _MAXPOOL_TYPES.values()),
-    tests=(r"test_maxpool_.*",), int8=Int8.MOVE,
+    kernels=tuple(f"ember_maxpool_{s}" for s in _MAXPOOL_TYPES.values()), int8=Int8.MOVE,
 ))
 
 
@@ -75,8 +89,8 @@ def _lower_avgpool(node: Node, k: KernelEmitter) -> None:
 
 
 register(OpDef(
-    "AveragePool", onnx=("AveragePool",), lower=_lower_avgpool, normalize=lambda n, g: _check_rank(n),
-    kernels=("ember_avgpool_f32",), tests=(r"test_averagepool_.*",), int8=Int8.AVERAGE,
+    "AveragePool", infer=infer_pool, lower=_lower_avgpool, normalize=lambda n, g: _check_rank(n),
+    kernels=("ember_avgpool_f32",), int8=Int8.AVERAGE,
 ))
 
 
@@ -86,8 +100,8 @@ def _lower_lppool(node: Node, k: KernelEmitter) -> None:
 
 
 register(OpDef(
-    "LpPool", onnx=("LpPool",), lower=_lower_lppool, normalize=lambda n, g: _check_rank(n),
-    kernels=("ember_lppool_f32",), tests=(r"test_lppool_.*",),
+    "LpPool", infer=infer_pool, lower=_lower_lppool, normalize=lambda n, g: _check_rank(n),
+    kernels=("ember_lppool_f32",),
 ))
 
 
@@ -100,12 +114,12 @@ def _global(is_max: int):
 
 
 register(OpDef(
-    "GlobalAveragePool", onnx=("GlobalAveragePool",), lower=_global(0), normalize=lambda n, g: _check_rank(n),
-    kernels=("ember_global_pool_f32",), tests=(r"test_globalaveragepool.*",), int8=Int8.AVERAGE,
+    "GlobalAveragePool", infer=infer_global, lower=_global(0), normalize=lambda n, g: _check_rank(n),
+    kernels=("ember_global_pool_f32",), int8=Int8.AVERAGE,
 ))
 register(OpDef(
-    "GlobalMaxPool", onnx=("GlobalMaxPool",), lower=_global(1), normalize=lambda n, g: _check_rank(n),
-    kernels=("ember_global_pool_f32",), tests=(r"test_globalmaxpool.*",), int8=Int8.SELECT,
+    "GlobalMaxPool", infer=infer_global, lower=_global(1), normalize=lambda n, g: _check_rank(n),
+    kernels=("ember_global_pool_f32",), int8=Int8.SELECT,
 ))
 
 
@@ -122,6 +136,5 @@ def _check_lrn(node: Node, graph: Graph) -> None:
 
 
 register(OpDef(
-    "LRN", onnx=("LRN",), lower=_lower_lrn, normalize=_check_lrn, kernels=("ember_lrn_f32",),
-    tests=(r"test_lrn.*",),
+    "LRN", infer=same_as_input, lower=_lower_lrn, normalize=_check_lrn, kernels=("ember_lrn_f32",),
 ))

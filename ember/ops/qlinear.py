@@ -25,7 +25,8 @@ from ember.errors import UnsupportedOperatorError
 from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node, Value
 from ember.ops.conv import conv_geometry
-from ember.ops.matmul import present
+from ember.ops.infer import conv_out
+from ember.ops.matmul import matmul_shape, present
 from ember.ops.opdef import OpDef
 from ember.ops.registry import register
 
@@ -171,7 +172,7 @@ def _zp_arg(node: Node, k: KernelEmitter, q: QSpec) -> str:
 
 
 def _fail(node: Node, detail: str) -> UnsupportedOperatorError:
-    return UnsupportedOperatorError(node.op, node.name, node.domain, detail)
+    return UnsupportedOperatorError(node.op, node.name, detail)
 
 
 # QConv -----------------------------------------------------------------------------------------
@@ -280,7 +281,20 @@ def lower_qconv(node: Node, k: KernelEmitter) -> None:
            _table(k, q.bias), _table(k, q.rowsum), _table(k, q.wofs), mult, shift, out, lay, k.scratch())
 
 
-register(OpDef("QConv", lower=lower_qconv, scratch=_qconv_scratch, kernels=("ember_qconv", "ember_qdwconv")))
+def _out_dtype(node: Node) -> DType:
+    """int32 sums, or the requantised type its creator recorded in `_dtype`."""
+    return DType.INT32 if node.attrs["_q"].requant is None else node.attrs["_dtype"]
+
+
+def infer_qconv(node: Node) -> list[TensorType | None]:
+    """[N, M, windows...]: M rows of packed weights (input 2), windows from the Conv attributes."""
+    x, w = present(node.input(0)), present(node.input(2))
+    return [TensorType(_out_dtype(node), (x.shape[0], w.shape[0],
+                                          *conv_out(node, x.shape[2:], node.attrs["kernel_shape"])))]
+
+
+register(OpDef("QConv", lower=lower_qconv, scratch=_qconv_scratch, kernels=("ember_qconv", "ember_qdwconv"),
+               infer=infer_qconv))
 
 
 # QMatMul ---------------------------------------------------------------------------------------
@@ -356,7 +370,16 @@ def _lower_qmatmul(node: Node, k: KernelEmitter) -> None:
                _table(k, q.wofs), mult, shift, out, k.scratch())
 
 
-register(OpDef("QMatMul", lower=_lower_qmatmul, scratch=_qmatmul_scratch, kernels=("ember_qmatmul", "ember_qpack_b")))
+def _infer_qmatmul(node: Node) -> list[TensorType | None]:
+    """A's rows times N: the rows of packed weights (constant input 2), else a run-time B's columns."""
+    a, b = present(node.input(0)), present(node.input(2))
+    if b.is_const:
+        return [TensorType(_out_dtype(node), (*a.shape[:-1], b.shape[0]))]
+    return [TensorType(_out_dtype(node), matmul_shape(node, a.shape, b.shape))]
+
+
+register(OpDef("QMatMul", lower=_lower_qmatmul, scratch=_qmatmul_scratch, kernels=("ember_qmatmul", "ember_qpack_b"),
+               infer=_infer_qmatmul))
 
 
 def retype(v: Value, dtype: DType) -> None:

@@ -19,9 +19,10 @@ import numpy as np
 from ember.codegen.emitter import KernelEmitter
 from ember.ir.dtypes import DType
 from ember.ir.graph import Node
+from ember.ops.infer import broadcast_infer, same_as_input
 from ember.ops.matmul import present
 from ember.ops.opdef import OpDef
-from ember.ops.pool import pool_geometry
+from ember.ops.pool import infer_global, infer_pool, pool_geometry
 from ember.ops.registry import register
 
 
@@ -38,7 +39,7 @@ def _lower_lut(node: Node, k: KernelEmitter) -> None:
     k.call("ember_qlut", k.out(0, "uint8_t"), _bytes(k, 0), present(node.outputs[0]).type.numel, tab)
 
 
-register(OpDef("QLut", lower=_lower_lut, inplace=True, kernels=("ember_qlut",)))
+register(OpDef("QLut", infer=same_as_input, lower=_lower_lut, inplace=True, kernels=("ember_qlut",)))
 
 
 def broadcast_args(node: Node) -> tuple[int, int]:
@@ -66,8 +67,10 @@ def _lower_binary(fn: str):
     return lower
 
 
-register(OpDef("QAdd", lower=_lower_binary("ember_qadd"), inplace=True, kernels=("ember_qadd",)))
-register(OpDef("QMul", lower=_lower_binary("ember_qmul"), inplace=True, kernels=("ember_qmul",)))
+register(OpDef("QAdd", infer=broadcast_infer(0), lower=_lower_binary("ember_qadd"), inplace=True,
+               kernels=("ember_qadd",)))
+register(OpDef("QMul", infer=broadcast_infer(0), lower=_lower_binary("ember_qmul"), inplace=True,
+               kernels=("ember_qmul",)))
 
 
 def _lower_maxpool(node: Node, k: KernelEmitter) -> None:
@@ -86,7 +89,7 @@ def _maxpool_row(node: Node) -> int:
     return max(phases, vectors)
 
 
-register(OpDef("QMaxPool", lower=_lower_maxpool, scratch=_maxpool_row, kernels=("ember_qmaxpool",)))
+register(OpDef("QMaxPool", infer=infer_pool, lower=_lower_maxpool, scratch=_maxpool_row, kernels=("ember_qmaxpool",)))
 
 
 def _lower_avgpool(node: Node, k: KernelEmitter) -> None:
@@ -97,7 +100,7 @@ def _lower_avgpool(node: Node, k: KernelEmitter) -> None:
            k.table(q["mult"], DType.INT32), k.table(q["shift"], DType.INT32), k.table(q["out"], DType.INT32))
 
 
-register(OpDef("QAvgPool", lower=_lower_avgpool, kernels=("ember_qavgpool",)))
+register(OpDef("QAvgPool", infer=infer_pool, lower=_lower_avgpool, kernels=("ember_qavgpool",)))
 
 
 def _lower_mean(node: Node, k: KernelEmitter) -> None:
@@ -107,4 +110,4 @@ def _lower_mean(node: Node, k: KernelEmitter) -> None:
            _sgn(node), q["zx"], q["mult"], q["shift"], k.table(q["out"], DType.INT32))
 
 
-register(OpDef("QMean", lower=_lower_mean, kernels=("ember_qmean",)))
+register(OpDef("QMean", infer=infer_global, lower=_lower_mean, kernels=("ember_qmean",)))

@@ -11,7 +11,7 @@ import numpy as np
 from ember.ir.graph import Node
 from ember.ops.matmul import present
 from ember.ops.opdef import OpDef
-from ember.ops.qlinear import QPB, QSpec, float_limit, lower_qconv, packed_bound, qconv_geometry
+from ember.ops.qlinear import QPB, QSpec, float_limit, infer_qconv, lower_qconv, packed_bound, qconv_geometry
 from ember.ops.registry import register
 
 SHIFTED_MAX_TAPS = 64  # qshift.c EMBER_QSH_TAPS
@@ -86,4 +86,5 @@ def _scratch(node: Node) -> int:
     return (kp * QPB + 4 * QPB + 4 * m + 63) // 64 * 64 + 4 * -(-g[0] // 4) * planes * plane + 4 * cols
 
 
-register(OpDef("QConvShifted", lower=lower_qconv, scratch=_scratch, kernels=("ember_qconv_shifted",)))
+register(OpDef("QConvShifted", lower=lower_qconv, scratch=_scratch, kernels=("ember_qconv_shifted",),
+               infer=infer_qconv))

@@ -18,7 +18,9 @@ from ember.codegen.emitter import KernelEmitter
 from ember.errors import UnsupportedOperatorError
 from ember.ir.dtypes import DType, QuantParams, TensorType
 from ember.ir.graph import Graph, Node, Value
-from ember.ops.matmul import present
+from ember.ops.conv import conv_infer
+from ember.ops.infer import inp, typed
+from ember.ops.matmul import matmul_shape, present
 from ember.ops.opdef import OpDef
 from ember.ops.qlinear import make_requant, qconv_inputs, qmatmul_inputs
 from ember.ops.registry import register
@@ -36,7 +38,7 @@ def qrange(dtype: DType) -> tuple[int, int]:
 
 
 def _fail(node: Node, detail: str) -> UnsupportedOperatorError:
-    return UnsupportedOperatorError(node.op, node.name, node.domain, detail)
+    return UnsupportedOperatorError(node.op, node.name, detail)
 
 
 def _axis(node: Node, rank: int) -> int:
@@ -105,10 +107,17 @@ def _lower_q(node: Node, k: KernelEmitter) -> None:
     k.call(f"ember_quantize_{QTYPES[y.dtype][0]}", k.out(0), k.inp(0), k.inp(1), k.inp(2), tab)
 
 
+def _infer_q(node: Node) -> list[TensorType | None]:
+    zp = node.input(2)
+    dtype = zp.dtype if zp is not None else node.attrs.get("output_dtype", DType.UINT8)
+    return [typed(dtype, inp(node, 0).shape)]
+
+
+# Inputs: (X, scale, zero_point (optional; its type is the output's)). Attributes: axis (1), block_size (0),
+# output_dtype (a DType; used when there is no zero point, default uint8).
 register(OpDef(
-    "QuantizeLinear", onnx=("QuantizeLinear",), since=10, normalize=_normalize_q, lower=_lower_q,
+    "QuantizeLinear", normalize=_normalize_q, lower=_lower_q, infer=_infer_q,
     kernels=tuple(f"ember_quantize_{s}" for s, _, _ in QTYPES.values()),
-    tests=(r"test_quantizelinear.*",),
 ))
 
 
@@ -137,10 +146,14 @@ def _lower_dq(node: Node, k: KernelEmitter) -> None:
     k.call(f"ember_dequantize_{sfx}", k.out(0), k.inp(0), k.inp(1), k.inp(2), tab)
 
 
+def _infer_dq(node: Node) -> list[TensorType | None]:
+    return [typed(node.attrs.get("output_dtype", inp(node, 1).dtype), inp(node, 0).shape)]
+
+
+# Inputs: (X, scale, zero_point (optional)); output typed like the scale (or attribute output_dtype).
 register(OpDef(
-    "DequantizeLinear", onnx=("DequantizeLinear",), since=10, normalize=_normalize_dq, lower=_lower_dq,
-    kernels=tuple(f"ember_dequantize_{s}" for s in ("s8", "u8", "s16", "u16", "s32")),
-    tests=(r"test_dequantizelinear.*",), data={"fold_late": True},
+    "DequantizeLinear", normalize=_normalize_dq, lower=_lower_dq, infer=_infer_dq,
+    kernels=tuple(f"ember_dequantize_{s}" for s in ("s8", "u8", "s16", "u16", "s32")), data={"fold_late": True},
 ))
 
 
@@ -158,10 +171,15 @@ def _lower_dynq(node: Node, k: KernelEmitter) -> None:
     k.call("ember_dynquant_u8", k.out(0), scale, zp, k.inp(0), present(node.input(0)).type.numel)
 
 
+def _infer_dynq(node: Node) -> list[TensorType | None]:
+    types = [typed(DType.UINT8, inp(node, 0).shape), typed(DType.FLOAT32, ()), typed(DType.UINT8, ())]
+    return [t if o is not None else None for t, o in zip(types, node.outputs, strict=False)]
+
+
+# Outputs: (Y uint8, scale float32 scalar, zero point uint8 scalar).
 register(OpDef(
-    "DynamicQuantizeLinear", onnx=("DynamicQuantizeLinear",), since=11, normalize=_normalize_dynq,
+    "DynamicQuantizeLinear", normalize=_normalize_dynq, infer=_infer_dynq,
     lower=_lower_dynq, scratch=lambda n: 8, kernels=("ember_dynquant_u8",),
-    tests=(r"test_dynamicquantizelinear.*",),
 ))
 
 
@@ -193,6 +211,7 @@ def _per_row(z: np.ndarray | None, rank: int) -> np.ndarray | int:
 def _become(node: Node, op: str, inputs: list[Value | None], spec: object) -> None:
     node.op, node.inputs = op, inputs
     node.attrs["_q"] = spec
+    node.attrs["_dtype"] = present(node.outputs[0]).dtype  # the requantised output's type
 
 
 def _multipliers(node: Node, first: int, second: int, out: int) -> np.ndarray:
@@ -254,11 +273,44 @@ def _converted(node: Node, k: KernelEmitter) -> None:
 
 # Scales and zero points (and convolution weights) are compile-time inputs: the requantisation
 # multipliers and packed weights are made from them here, once.
-register(OpDef("ConvInteger", onnx=("ConvInteger",), since=10, normalize=_normalize_convinteger, lower=_converted,
-               shape_inputs=(1, 3), tests=(r"test_convinteger_.*",)))
-register(OpDef("QLinearConv", onnx=("QLinearConv",), since=10, normalize=_normalize_qlinearconv, lower=_converted,
-               shape_inputs=(1, 2, 3, 4, 5, 6, 7, 8), tests=(r"test_qlinearconv$",)))
-register(OpDef("MatMulInteger", onnx=("MatMulInteger",), since=10, normalize=_normalize_matmulinteger,
-               lower=_converted, shape_inputs=(3,), tests=(r"test_matmulinteger$",)))
-register(OpDef("QLinearMatMul", onnx=("QLinearMatMul",), since=10, normalize=_normalize_qlinearmatmul,
-               lower=_converted, shape_inputs=(1, 2, 4, 5, 6, 7), tests=(r"test_qlinearmatmul_.*",)))
+def _qconv_infer(w: int, out_dtype):
+    infer = conv_infer(lambda n: inp(n, 1).shape[0])  # on the (x, weights) view below
+
+    def run(node: Node) -> list[TensorType | None]:
+        x = inp(node, 0)
+        view = Node(node.op, node.name, [x, inp(node, w)], node.outputs, node.attrs)
+        return [typed(out_dtype(node), infer(view)[0].shape)]
+
+    return run
+
+
+def _qmatmul_infer(b: int, out_dtype):
+    def run(node: Node) -> list[TensorType | None]:
+        return [typed(out_dtype(node), matmul_shape(node, inp(node, 0).shape, inp(node, b).shape))]
+
+    return run
+
+
+def _int32(node: Node) -> DType:
+    return DType.INT32
+
+
+def _zp_type(i: int):
+    def dtype(node: Node) -> DType:
+        zp = node.input(i)
+        return zp.dtype if zp is not None else DType.UINT8
+
+    return dtype
+
+
+# ConvInteger: (x, w, x_zero_point, w_zero_point) -> int32. QLinearConv: (x, x_scale, x_zp, w, w_scale, w_zp,
+# y_scale, y_zp, B) -> y_zp's type. MatMulInteger: (a, b, a_zp, b_zp) -> int32. QLinearMatMul: (a, a_scale,
+# a_zp, b, b_scale, b_zp, y_scale, y_zp) -> y_zp's type. Conv attributes as Conv's.
+register(OpDef("ConvInteger", normalize=_normalize_convinteger, lower=_converted,
+               shape_inputs=(1, 3), infer=_qconv_infer(1, _int32)))
+register(OpDef("QLinearConv", normalize=_normalize_qlinearconv, lower=_converted,
+               shape_inputs=(1, 2, 3, 4, 5, 6, 7, 8), infer=_qconv_infer(3, _zp_type(7))))
+register(OpDef("MatMulInteger", normalize=_normalize_matmulinteger,
+               lower=_converted, shape_inputs=(3,), infer=_qmatmul_infer(1, _int32)))
+register(OpDef("QLinearMatMul", normalize=_normalize_qlinearmatmul,
+               lower=_converted, shape_inputs=(1, 2, 4, 5, 6, 7), infer=_qmatmul_infer(3, _zp_type(7))))

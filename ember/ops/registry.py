@@ -9,7 +9,6 @@ from ember.ops.epilogue import Epilogue
 from ember.ops.opdef import OpDef
 
 OPS: dict[str, OpDef] = {}
-_ONNX: dict[tuple[str, str], OpDef] = {}
 
 # Each family module registers its ops on import. Adding a family = one line here.
 FAMILIES = (
@@ -21,15 +20,7 @@ FAMILIES = (
 def register(op: OpDef) -> OpDef:
     if op.name in OPS:
         raise ValueError(f"op {op.name} registered twice")
-    if op.onnx and op.onnx != (op.name,):
-        # ONNX ops keep their ONNX name in the IR, so folding and inference can rebuild the NodeProto.
-        raise ValueError(f"op {op.name}: an ONNX OpDef is named after its ONNX op")
     OPS[op.name] = op
-    for t in op.onnx:
-        key = (op.domain, t)
-        if key in _ONNX:
-            raise ValueError(f"ONNX op {t} mapped twice")
-        _ONNX[key] = op
     return op
 
 
@@ -41,12 +32,6 @@ def load_all() -> dict[str, OpDef]:
             if e.name != f"ember.ops.{fam}":
                 raise
     return OPS
-
-
-def lookup_onnx(op_type: str, domain: str) -> OpDef | None:
-    load_all()
-    dom = "" if domain in ("", "ai.onnx") else domain
-    return _ONNX.get((dom, op_type))
 
 
 def get(name: str) -> OpDef:

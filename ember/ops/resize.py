@@ -18,7 +18,7 @@ import numpy as np
 
 from ember.codegen.emitter import KernelEmitter
 from ember.errors import ShapeError, UnsupportedOperatorError
-from ember.ir.dtypes import DType
+from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Node, Value
 from ember.ops.movement import emit_index_copy
 from ember.ops.opdef import OpDef
@@ -142,22 +142,21 @@ def resize_plan(node: Node) -> tuple[list[AxisPlan], tuple[int, ...]]:
     assert x is not None
     r, shape = x.type.rank, x.shape
     a = node.attrs
-    v10 = node.version < 11
-    roi_in = None if v10 else _consts(node.input(1))
-    scales_in = _consts(node.input(1 if v10 else 2))
-    sizes_in = None if v10 else _consts(node.input(3))
+    roi_in = _consts(node.input(1))
+    scales_in = _consts(node.input(2))
+    sizes_in = _consts(node.input(3))
     axes = [ax + r if ax < 0 else ax for ax in a.get("axes", range(r))]
     mode = a.get("mode", "nearest")
-    ctm = a.get("coordinate_transformation_mode", "asymmetric" if v10 else "half_pixel")
+    ctm = a.get("coordinate_transformation_mode", "half_pixel")
     antialias = bool(a.get("antialias", 0))
     if mode == "nearest":
-        fn = _nearest(a.get("nearest_mode", "floor" if v10 else "round_prefer_floor"))
+        fn = _nearest(a.get("nearest_mode", "round_prefer_floor"))
     elif mode in ("linear", "bilinear", "trilinear"):
         fn = _linear(antialias)
     elif mode in ("cubic", "bicubic"):
         fn = _cubic(antialias, float(a.get("cubic_coeff_a", -0.75)))
     else:
-        raise UnsupportedOperatorError("Resize", node.name, "", f"mode '{mode}'")
+        raise UnsupportedOperatorError("Resize", node.name, f"mode '{mode}'")
     roi = [0.0] * r + [1.0] * r
     if roi_in is not None:
         for i, ax in enumerate(axes):
@@ -232,7 +231,7 @@ def _lower(node: Node, k: KernelEmitter) -> None:
         emit_index_copy(k, y, x, maps)
         return
     if x.dtype is not DType.FLOAT32:
-        raise UnsupportedOperatorError("Resize", node.name, "", f"interpolating {x.dtype.short} (float32 only)")
+        raise UnsupportedOperatorError("Resize", node.name, f"interpolating {x.dtype.short} (float32 only)")
     passes = _passes(node)
     half = max((math.prod(o) for _, _, o in passes[:-1]), default=0)
     bufs = [k.scratch("float"), f"({k.scratch('float')} + {half})"] if len(passes) > 1 else []
@@ -253,5 +252,14 @@ def _lower(node: Node, k: KernelEmitter) -> None:
         src = dst
 
 
-register(OpDef("Resize", onnx=("Resize",), since=10, lower=_lower, scratch=_scratch, shape_inputs=(1, 2, 3),
-               kernels=("ember_resize_axis_f32", "ember_index_copy", "ember_copy"), tests=(r"test_resize_.*",)))
+def _infer(node: Node) -> list[TensorType | None]:
+    x = node.inputs[0]
+    assert x is not None
+    return [TensorType(x.dtype, resize_plan(node)[1])]
+
+
+# Inputs: (X, roi (optional), scales (optional), sizes (optional)), one of scales/sizes given. Attributes:
+# mode (nearest), coordinate_transformation_mode (half_pixel), nearest_mode (round_prefer_floor), axes,
+# antialias, cubic_coeff_a, exclude_outside, extrapolation_value, keep_aspect_ratio_policy.
+register(OpDef("Resize", lower=_lower, scratch=_scratch, shape_inputs=(1, 2, 3), infer=_infer,
+               kernels=("ember_resize_axis_f32", "ember_index_copy", "ember_copy")))

@@ -6,8 +6,15 @@ lowering emits nothing unless the planner had to separate them (e.g. the output 
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from ember.codegen.emitter import KernelEmitter
+from ember.errors import ShapeError
+from ember.ir.dtypes import TensorType
 from ember.ir.graph import Node
+from ember.ops.infer import axis, broadcast, const_ints, inp, typed
 from ember.ops.movement import contiguous_strides, emit_strided
 from ember.ops.opdef import Int8, OpDef
 from ember.ops.registry import register
@@ -20,16 +27,77 @@ def _lower_view(node: Node, k: KernelEmitter) -> None:
         k.call("ember_copy", k.out(0, "uint8_t"), k.inp(0, "uint8_t"), y.type.nbytes)
 
 
-def _view(name: str, tests: tuple[str, ...], shape_inputs: tuple[int, ...] = ()) -> None:
-    register(OpDef(name, onnx=(name,), lower=_lower_view, alias=True, kernels=("ember_copy",),
-                   shape_inputs=shape_inputs, tests=tests, int8=Int8.MOVE))
+def _view(name: str, infer, shape_inputs: tuple[int, ...] = ()) -> None:
+    def evaluate(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
+        t = infer(node)[0]
+        return [np.asarray(xs[0]).reshape(t.shape).copy()]
+
+    register(OpDef(name, lower=_lower_view, alias=True, kernels=("ember_copy",),
+                   shape_inputs=shape_inputs, infer=infer, evaluate=evaluate, int8=Int8.MOVE))
 
 
-# Output shapes come from ONNX inference (allowzero, -1, 0, negative axes, attr vs input axes).
-_view("Reshape", (r"test_reshape_.*",), (1,))
-_view("Flatten", (r"test_flatten_.*",))
-_view("Squeeze", (r"test_squeeze.*",), (1,))
-_view("Unsqueeze", (r"test_unsqueeze.*",), (1,))
+def _fail(node: Node, detail: str) -> ShapeError:
+    return ShapeError(f"node '{node.name}' ({node.op}): {detail}")
+
+
+def _infer_reshape(node: Node) -> list[TensorType | None]:
+    x = inp(node, 0)
+    shape = const_ints(node, 1)
+    if shape is None:
+        raise _fail(node, "needs a constant shape")
+    allowzero = node.attrs.get("allowzero", 0)
+    out = [x.shape[i] if d == 0 and not allowzero else d for i, d in enumerate(shape)]
+    if out.count(-1) > 1:
+        raise _fail(node, f"shape {shape} has more than one -1")
+    if -1 in out:
+        known = math.prod(d for d in out if d != -1)
+        if known == 0 or x.type.numel % known:
+            raise _fail(node, f"cannot reshape {list(x.shape)} to {shape}")
+        out[out.index(-1)] = x.type.numel // known
+    if math.prod(out) != x.type.numel or any(d < 0 for d in out):
+        raise _fail(node, f"cannot reshape {list(x.shape)} to {shape}")
+    return [typed(x.dtype, out)]
+
+
+def _infer_flatten(node: Node) -> list[TensorType | None]:
+    x = inp(node, 0)
+    a = int(node.attrs.get("axis", 1))
+    if not -x.type.rank <= a <= x.type.rank:
+        raise _fail(node, f"axis {a} out of range for rank {x.type.rank}")
+    a = a + x.type.rank if a < 0 else a
+    return [typed(x.dtype, [math.prod(x.shape[:a]), math.prod(x.shape[a:])])]
+
+
+def _infer_squeeze(node: Node) -> list[TensorType | None]:
+    x = inp(node, 0)
+    axes = const_ints(node, 1)
+    drop = ({axis(node, a, x.type.rank) for a in axes} if axes is not None
+            else {i for i, d in enumerate(x.shape) if d == 1})
+    if any(x.shape[a] != 1 for a in drop):
+        raise _fail(node, f"cannot squeeze axes {sorted(drop)} of {list(x.shape)}")
+    return [typed(x.dtype, [d for i, d in enumerate(x.shape) if i not in drop])]
+
+
+def _infer_unsqueeze(node: Node) -> list[TensorType | None]:
+    x = inp(node, 0)
+    axes = const_ints(node, 1)
+    if axes is None:
+        raise _fail(node, "needs constant axes")
+    rank = x.type.rank + len(axes)
+    new = {axis(node, a, rank) for a in axes}
+    if len(new) != len(axes):
+        raise _fail(node, f"repeated axes {axes}")
+    dims = iter(x.shape)
+    return [typed(x.dtype, [1 if i in new else next(dims) for i in range(rank)])]
+
+
+# Reshape inputs: (data, shape (int64; 0 copies the input dim unless `allowzero`, one -1 is inferred)).
+_view("Reshape", _infer_reshape, (1,))
+# Flatten attribute `axis` (1): 2-D [prod(dims before axis), prod(dims from axis)].
+_view("Flatten", _infer_flatten)
+# Squeeze/Unsqueeze inputs: (data, axes (int64; Squeeze: optional, absent = every unit dim)).
+_view("Squeeze", _infer_squeeze, (1,))
+_view("Unsqueeze", _infer_unsqueeze, (1,))
 
 
 def _lower_expand(node: Node, k: KernelEmitter) -> None:
@@ -55,8 +123,23 @@ def _lower_tile(node: Node, k: KernelEmitter) -> None:
     emit_strided(k, y, 0, x, 0, shape, dstr, sstr)
 
 
+def _infer_expand(node: Node) -> list[TensorType | None]:
+    x, shape = inp(node, 0), const_ints(node, 1)
+    if shape is None:
+        raise _fail(node, "needs a constant shape")
+    return [typed(x.dtype, broadcast(node, x.shape, shape))]
+
+
+def _infer_tile(node: Node) -> list[TensorType | None]:
+    x, reps = inp(node, 0), const_ints(node, 1)
+    if reps is None or len(reps) != x.type.rank or any(r < 0 for r in reps):
+        raise _fail(node, f"repeats {reps} do not fit rank {x.type.rank}")
+    return [typed(x.dtype, [d * r for d, r in zip(x.shape, reps, strict=True)])]
+
+
 _MOVE = ("ember_strided_copy", "ember_copy")
-register(OpDef("Expand", onnx=("Expand",), lower=_lower_expand, kernels=_MOVE, shape_inputs=(1,),
-               tests=(r"test_expand_.*",)))
-register(OpDef("Tile", onnx=("Tile",), lower=_lower_tile, kernels=_MOVE, shape_inputs=(1,),
-               tests=(r"test_tile.*",)))
+# Expand inputs: (X, shape (int64)), broadcast together. Tile inputs: (X, repeats (int64, one per dim)).
+register(OpDef("Expand", lower=_lower_expand, kernels=_MOVE, shape_inputs=(1,), infer=_infer_expand,
+               evaluate=lambda n, xs: [xs[0] * np.ones(np.asarray(xs[1]).reshape(-1), xs[0].dtype)]))
+register(OpDef("Tile", lower=_lower_tile, kernels=_MOVE, shape_inputs=(1,), infer=_infer_tile,
+               evaluate=lambda n, xs: [np.tile(xs[0], [int(r) for r in np.asarray(xs[1]).reshape(-1)])]))

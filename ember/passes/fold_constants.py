@@ -1,10 +1,9 @@
-"""Constant folding: a node whose inputs are all constants is evaluated now (ONNX reference)."""
+"""Constant folding: a node whose inputs are all constants is evaluated now, by its OpDef's `evaluate`."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ember.frontends.onnx.protos import evaluate_with_onnx
 from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph
 from ember.ops import registry
@@ -13,11 +12,12 @@ from ember.ops import registry
 def fold_constants(graph: Graph) -> None:
     for node in list(graph.nodes):
         op = registry.get(node.op)
-        if not op.onnx or op.data.get("fold_late") or any(v is not None and not v.is_const for v in node.inputs):
+        if (op.evaluate is None or op.data.get("fold_late")
+                or any(v is not None and not v.is_const for v in node.inputs)):
             continue
         if any(v is not None and graph.is_output(v) for v in node.outputs):
             continue  # outputs are written at run time
-        results = evaluate_with_onnx(node, [v.const if v is not None else None for v in node.inputs])
+        results = op.evaluate(node, [v.const if v is not None else None for v in node.inputs])
         for v, arr in zip(node.outputs, results, strict=False):
             if v is not None:
                 v.const = np.array(arr, order="C")  # keeps 0-d scalars 0-d

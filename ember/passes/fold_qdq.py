@@ -111,7 +111,7 @@ def _fold_linear(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
             return
         real, wscale = got
         attrs = {k: v for k, v in node.attrs.items() if k != EPILOGUE_ATTR}
-        new = Node("QConv", name, [], [q.out], attrs, "", node.version)
+        new = Node("QConv", name, [], [q.out], attrs)
     else:
         a = node.attrs
         trans_b = node.op == "Gemm" and a.get("transB", 0)
@@ -123,7 +123,7 @@ def _fold_linear(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
             return
         real, wscale = got
         real = real.T if trans_b else real
-        new = Node("QMatMul", name, [], [q.out], {}, "", node.version)
+        new = Node("QMatMul", name, [], [q.out], {})
     bias = _bias(node.input(2), (np.float32(x.scale[0]) * wscale).astype(np.float32))
     rq = _requant(q, x, wscale, node)
     if bias is False or rq is None:
@@ -137,6 +137,7 @@ def _fold_linear(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
     except UnsupportedOperatorError:
         return  # a shape the integer kernels do not take: the float op stays, still correct
     new.attrs["_q"] = spec
+    new.attrs["_dtype"] = q.out.dtype
     replace(graph, [node, q.node], [new])
 
 

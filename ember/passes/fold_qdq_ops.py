@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ember.frontends.onnx.protos import evaluate_with_onnx
 from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node, Value
 from ember.ops import registry
@@ -137,7 +136,7 @@ def fold_pointwise(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> Non
         # 2-D MaxPool: QMaxPool (qpointwise.py); other movements: the same op on the bytes
         op = "QMaxPool" if node.op == "MaxPool" and x.q.type.rank == 4 else node.op
         new = Node(op, graph.unique_name(f"{node.name}_int8"), [x.q, *node.inputs[1:]], [q.out],
-                   dict(node.attrs), node.domain if op == node.op else "", node.version)
+                   dict(node.attrs))
     elif kind in (Int8.ACTIVATION, Int8.LUT):
         new = _lut_node(graph, f"{node.name}_int8", x, q, node)
         new.outputs = [q.out]
@@ -147,7 +146,7 @@ def fold_pointwise(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> Non
         s = math.prod(x.q.shape[2:])
         mult, shift = fixed_point(float(x.scale[0]) / (float(q.scale) * s))
         new = Node("QMean", graph.unique_name(f"{node.name}_int8"), [x.q], [q.out],
-                   {"_q": {"zx": int(x.zp[0]), "mult": mult, "shift": shift, "out": _out(q)}}, "", node.version)
+                   {"_q": {"zx": int(x.zp[0]), "mult": mult, "shift": shift, "out": _out(q)}})
     else:
         return
     _swap(graph, node, q, new)
@@ -173,10 +172,12 @@ def _lut_node(graph: Graph, name: str, x: DQ, q: Q, fn: Node | None) -> Node:
     real = ((_codes(x.q.dtype).astype(np.float32) - np.float32(x.zp[0])) * x.scale[0]).astype(np.float32)
     if fn is not None:
         consts = [real] + [v.const if v is not None else None for v in fn.inputs[1:]]
-        real = np.asarray(evaluate_with_onnx(fn, consts)[0], np.float32)
+        evaluate = registry.get(fn.op).evaluate
+        assert evaluate is not None, f"{fn.op} has no evaluate"
+        real = np.asarray(evaluate(fn, consts)[0], np.float32)
     table = (q.quantize(real) & 0xFF).astype(np.uint8)
     out = graph.value(name, TensorType(q.dtype, x.q.shape))
-    return Node("QLut", graph.unique_name(name), [x.q], [out], {"_table": table}, "", 0)
+    return Node("QLut", graph.unique_name(name), [x.q], [out], {"_table": table})
 
 
 def _fold_concat(graph: Graph, node: Node, q: Q, xs: list[DQ | None]) -> None:
@@ -189,8 +190,7 @@ def _fold_concat(graph: Graph, node: Node, q: Q, xs: list[DQ | None]) -> None:
         else:
             luts.append(_lut_node(graph, f"{node.name}_rescale", x, q, None))
             ins.append(luts[-1].outputs[0])
-    new = Node("Concat", graph.unique_name(f"{node.name}_int8"), ins, [q.out], dict(node.attrs), node.domain,
-               node.version)
+    new = Node("Concat", graph.unique_name(f"{node.name}_int8"), ins, [q.out], dict(node.attrs))
     _swap(graph, node, q, new, luts)
 
 
@@ -250,7 +250,7 @@ def _fold_binary(graph: Graph, node: Node, q: Q, a: DQ, b: DQ, bounds: tuple[flo
         shift = min(62, 30 - math.ceil(math.log2(big)))
         ma, mb = round(ra * 2.0**shift), round(rb * 2.0**shift)
         r, op = [za, zb, ma, -mb if node.op == "Sub" else mb, shift, q.zp, lo, hi], "QAdd"
-    new = Node(op, graph.unique_name(f"{node.name}_int8"), [a.q, b.q], [q.out], {"_r": r}, "", node.version)
+    new = Node(op, graph.unique_name(f"{node.name}_int8"), [a.q, b.q], [q.out], {"_r": r})
     replace(graph, [node, *([act] if act is not None else []), q.node], [new])
 
 
@@ -258,5 +258,4 @@ def _avgpool(graph: Graph, node: Node, x: DQ, q: Q) -> Node:
     kvol = math.prod(node.attrs["kernel_shape"])
     pairs = [(0, 1)] + [fixed_point(float(x.scale[0]) / (float(q.scale) * c)) for c in range(1, kvol + 1)]
     spec = {"zx": int(x.zp[0]), "mult": [p[0] for p in pairs], "shift": [p[1] for p in pairs], "out": _out(q)}
-    return Node("QAvgPool", graph.unique_name(f"{node.name}_int8"), [x.q], [q.out], {**node.attrs, "_q": spec}, "",
-                node.version)
+    return Node("QAvgPool", graph.unique_name(f"{node.name}_int8"), [x.q], [q.out], {**node.attrs, "_q": spec})

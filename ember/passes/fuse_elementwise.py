@@ -67,7 +67,7 @@ def fuse_elementwise(graph: Graph) -> None:
             if not any(leaf is u for u in uniq):
                 uniq.append(leaf)
         fused = Node("FusedElementwise", graph.unique_name(f"fused_{node.name}"), list(uniq), [out],
-                     {"_steps": steps}, node.domain, node.version)
+                     {"_steps": steps})
         position = graph.nodes.index(node)
         for p in absorbed:
             graph.remove_node(p)

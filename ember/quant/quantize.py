@@ -94,8 +94,6 @@ class _Rewriter:
         self.dq: dict[int, Value] = {}  # id(float value) -> its dequantized stand-in
         self.q: dict[int, Value] = {}  # id(float value) -> its quantized form
         self.inserted: set[int] = set()  # ids of the nodes that read the original float (or int) value
-        # Per-channel QDQ needs opset 13; 16-bit QDQ types came with opset 21.
-        self.version = max(graph.opset, 21 if config.precision == "int16" else 13)
 
     def quantized(self, n: Node) -> bool:
         return registry.get(n.op).int8 in QUANTIZED_KINDS and n.op not in self.cfg.keep_float
@@ -129,7 +127,7 @@ class _Rewriter:
 
     def _node(self, op: str, base: str, inputs: list[Value], out: Value, axis: int | None) -> Node:
         attrs = {"axis": axis} if axis is not None else {}
-        node = Node(op, self.g.unique_name(f"{base}_{op}"), list(inputs), [out], attrs, "", self.version)
+        node = Node(op, self.g.unique_name(f"{base}_{op}"), list(inputs), [out], attrs)
         out.producer = node
         return node
 

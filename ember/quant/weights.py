@@ -24,7 +24,6 @@ _MIN_ELEMENTS = 64  # smaller tensors cost more in nodes than they save in bytes
 
 
 def compress_weights(graph: Graph, kind: str) -> None:
-    version = max(graph.opset, 13)
     widened: dict[int, Value] = {}  # a weight shared by several nodes is widened once
     nodes: list[Node] = []
     for n in graph.nodes:
@@ -34,23 +33,21 @@ def compress_weights(graph: Graph, kind: str) -> None:
                 and w.type.numel >= _MIN_ELEMENTS and w.type.rank >= 2):
             if id(w) not in widened:
                 out = graph.value(f"{w.name}_widened", TensorType(DType.FLOAT32, w.shape))
-                nodes.append(_widen(graph, w, out, kind, layout.out_axis(n, w), version))
+                nodes.append(_widen(graph, w, out, kind, layout.out_axis(n, w)))
                 widened[id(w)] = out
             n.inputs[layout.input] = widened[id(w)]
         nodes.append(n)
     graph.nodes = nodes
 
 
-def _widen(graph: Graph, w: Value, out: Value, kind: str, axis: int, version: int) -> Node:
+def _widen(graph: Graph, w: Value, out: Value, kind: str, axis: int) -> Node:
     a = np.asarray(w.const, np.float32)
     if kind == "fp16":
         stored = graph.constant(f"{w.name}_fp16", a.astype(np.float16))
-        node = Node("Cast", graph.unique_name(f"{w.name}_Cast"), [stored], [out], {"to": DType.FLOAT32.onnx}, "",
-                    graph.opset)
+        node = Node("Cast", graph.unique_name(f"{w.name}_Cast"), [stored], [out], {"to": DType.FLOAT32})
     elif kind == "bf16":
         stored = graph.constant(f"{w.name}_bf16", to_bfloat16_bits(a))
-        node = Node("BFloat16ToFloat", graph.unique_name(f"{w.name}_BFloat16ToFloat"), [stored], [out], {}, "",
-                    graph.opset)
+        node = Node("BFloat16ToFloat", graph.unique_name(f"{w.name}_BFloat16ToFloat"), [stored], [out], {})
     else:
         p = qs.weight_params(a, axis, "symmetric", "int8")
         stored = graph.constant(f"{w.name}_int8", qs.quantize(a, p))
@@ -58,7 +55,7 @@ def _widen(graph: Graph, w: Value, out: Value, kind: str, axis: int, version: in
         scale = graph.constant(f"{w.name}_int8_scale", p.scale)
         zero = graph.constant(f"{w.name}_int8_zero_point", p.zero_point)
         node = Node("DequantizeLinear", graph.unique_name(f"{w.name}_DequantizeLinear"), [stored, scale, zero],
-                    [out], {"axis": axis}, "", version)
+                    [out], {"axis": axis})
     out.producer = node
     return node
 

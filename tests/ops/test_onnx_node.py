@@ -1,6 +1,12 @@
-"""ONNX backend node tests: ember's bundle vs the expected outputs shipped with the onnx package."""
+"""ONNX backend node tests: ember's bundle vs the expected outputs shipped with the onnx package.
+
+When every counted test runs, at least 97% must pass: tests/conftest.py measures it from the outcomes
+(known failures, run as strict xfails, count as failures) and fails the session below the bar.
+"""
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import onnx
@@ -39,15 +45,17 @@ def test_node(name: str, tmp_path) -> None:
             np.testing.assert_allclose(res, ref, rtol=case.rtol, atol=case.atol)
 
 
-def test_pass_rate_at_least_97_percent() -> None:
-    failing = [n for n in COUNTED if n in node_suite.KNOWN_FAILURES]
+def test_scope() -> None:
+    # The pass rate itself is measured from this run's outcomes of test_node (tests/conftest.py).
     assert len(COUNTED) >= 700, f"only {len(COUNTED)} node tests in scope"
-    assert len(failing) <= 0.03 * len(COUNTED), f"{len(failing)} of {len(COUNTED)} node tests are known failures"
 
 
 def test_exclusions_have_reasons() -> None:
-    for name in node_suite.EXCLUDED.keys() | node_suite.KNOWN_FAILURES.keys():
-        assert name in node_suite.all_node_tests(), f"{name} is not an ONNX node test"
+    names = node_suite.all_node_tests()
+    for name in node_suite.KNOWN_FAILURES:
+        assert name in names, f"{name} is not an ONNX node test"
+    for pattern in node_suite.EXCLUDED:
+        assert any(re.fullmatch(pattern, n) for n in names), f"exclusion {pattern} matches no ONNX node test"
     for name in SCOPE:
         reason = node_suite.exclusion_reason(name)
         assert reason is None or len(reason) > 10

@@ -11,8 +11,13 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from ember.frontends.onnx.dtypes import dtype_to_onnx
+from ember.ir.dtypes import DType
 from ember.ir.graph import Graph, Node, Value
 from ember.ops.epilogue import Epilogue, epilogue_of
+
+# The IR's canonical forms are those of the newest ONNX opsets: written back at this one.
+OPSET = 21
 
 
 def _act_node(act: Epilogue, src: str, dst: str) -> tuple[onnx.NodeProto, list[onnx.TensorProto]]:
@@ -46,25 +51,29 @@ def to_onnx(graph: Graph) -> onnx.ModelProto:
         name(v)
     for n in graph.nodes:
         protos += _node(n, name, extra)
-    inputs = [helper.make_tensor_value_info(v.name, v.dtype.onnx, list(v.shape)) for v in graph.inputs]
+    inputs = [helper.make_tensor_value_info(v.name, dtype_to_onnx(v.dtype), list(v.shape)) for v in graph.inputs]
     outputs = []
     for v, out_name in zip(graph.outputs, graph.output_names, strict=True):
         if name(v) != out_name:
             protos.append(helper.make_node("Identity", [name(v)], [out_name]))
-        outputs.append(helper.make_tensor_value_info(out_name, v.dtype.onnx, list(v.shape)))
-    version = max([graph.opset] + [n.version for n in graph.nodes])
+        outputs.append(helper.make_tensor_value_info(out_name, dtype_to_onnx(v.dtype), list(v.shape)))
     g = helper.make_graph(protos, graph.name, inputs, outputs, list(inits.values()) + extra)
-    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", version)])
-    model.ir_version = 8 if version <= 17 else 10
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = 10
     return model
+
+
+def _attr(v: object) -> object:
+    if isinstance(v, np.ndarray):
+        return numpy_helper.from_array(v)
+    return dtype_to_onnx(v) if isinstance(v, DType) else v
 
 
 def _node(n: Node, name, extra: list[onnx.TensorProto]) -> list[onnx.NodeProto]:
     assert n.op != "FusedElementwise", "export the graph before elementwise fusion"
     ins = [name(v) if v is not None else "" for v in n.inputs]
     outs = [name(v) if v is not None else "" for v in n.outputs]
-    attrs = {k: (numpy_helper.from_array(v) if isinstance(v, np.ndarray) else v)
-             for k, v in n.attrs.items() if not k.startswith("_")}
+    attrs = {k: _attr(v) for k, v in n.attrs.items() if not k.startswith("_")}
     op = "Identity" if n.op == "Copy" else n.op
     act = epilogue_of(n)
     if act is None:

@@ -11,7 +11,9 @@ from google.protobuf.message import DecodeError
 from onnx import numpy_helper
 
 from ember.errors import ModelFormatError, ShapeError, SymbolicDimensionError, UnsupportedOperatorError
-from ember.frontends.onnx.protos import attr_to_python, evaluate_with_onnx, infer_with_onnx
+from ember.frontends.onnx.dtypes import dtype_from_onnx
+from ember.frontends.onnx.ops import AdaptContext, lookup
+from ember.frontends.onnx.protos import attr_to_python, evaluate_with_onnx
 from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node, Value
 from ember.ops import registry
@@ -68,7 +70,7 @@ def load_onnx(model: onnx.ModelProto | str, options: LoadOptions | None = None, 
 class _Builder:
     def __init__(self, model: onnx.ModelProto, opts: LoadOptions, name: str, opset: int) -> None:
         self.model, self.opts, self.opset = model, opts, opset
-        self.graph = Graph(name, opset)
+        self.graph = Graph(name)
         self.domains = {o.domain if o.domain != "ai.onnx" else "": o.version for o in model.opset_import}
 
     def build(self) -> Graph:
@@ -99,18 +101,18 @@ class _Builder:
 
     def _constant(self, name: str, arr: np.ndarray, elem_type: int, where: str) -> Value:
         try:
-            DType.from_onnx(elem_type)
+            dtype_from_onnx(elem_type)
         except KeyError as e:
-            raise UnsupportedOperatorError("Constant", where, "", str(e).strip("'\"")) from None
+            raise UnsupportedOperatorError("Constant", where, str(e).strip("'\"")) from None
         return self.graph.constant(name, np.array(arr, order="C"))
 
     def _input_type(self, inp: onnx.ValueInfoProto) -> TensorType:
         spec = self.opts.inputs.get(inp.name)
         tt = inp.type.tensor_type
         if not inp.type.HasField("tensor_type"):
-            raise UnsupportedOperatorError("input", inp.name, "", "only tensor inputs are supported")
+            raise UnsupportedOperatorError("input", inp.name, "only tensor inputs are supported")
         try:
-            dtype = spec.dtype if spec and spec.dtype else DType.from_onnx(tt.elem_type)
+            dtype = spec.dtype if spec and spec.dtype else dtype_from_onnx(tt.elem_type)
         except KeyError as e:
             raise ModelFormatError(f"input '{inp.name}': {str(e).strip(chr(39))}") from None
         if spec and spec.shape is not None:
@@ -152,64 +154,73 @@ class _Builder:
                     raise ModelFormatError(f"node '{label}' ({np_node.op_type}) reads undefined tensor '{name}'")
                 else:
                     inputs.append(env[name])
-            node = self._make_node(np_node, label, inputs)
-            for name, v in zip(np_node.output, node.outputs, strict=True):
+            outputs = self._make_node(np_node, label, inputs)
+            for name, v in zip(np_node.output, outputs, strict=True):
                 if v is not None:
                     env[name] = v
 
-    def _make_node(self, np_node: onnx.NodeProto, label: str, inputs: list[Value | None]) -> Node:
+    def _make_node(self, np_node: onnx.NodeProto, label: str, inputs: list[Value | None]) -> list[Value | None]:
+        """The IR node(s) of one ONNX node; returns the values of its outputs."""
         domain = "" if np_node.domain in ("", "ai.onnx") else np_node.domain
-        opdef = registry.lookup_onnx(np_node.op_type, domain)
-        if opdef is None:
-            raise UnsupportedOperatorError(np_node.op_type, label, domain)
+        entry = lookup(np_node.op_type, domain)
+        if entry is None or not entry.ir:
+            raise UnsupportedOperatorError(np_node.op_type, label, domain=domain or "ai.onnx")
         version = self.domains.get(domain, 0)
-        if version < opdef.since:
-            raise UnsupportedOperatorError(
-                np_node.op_type, label, domain, f"opset {version} is older than the oldest supported ({opdef.since})"
-            )
+        if version < entry.since:
+            raise UnsupportedOperatorError(np_node.op_type, label, f"opset {version} is older than the oldest "
+                                           f"supported ({entry.since})", domain=domain or "ai.onnx")
+        opdef = registry.get(entry.ir)
         attrs = {a.name: attr_to_python(a) for a in np_node.attribute}
         outputs: list[Value | None] = [
             self.graph.value(o, TensorType(DType.FLOAT32, ())) if o else None for o in np_node.output
         ]
-        node = Node(opdef.name, label, inputs, outputs, attrs, domain, version)
+        node = Node(entry.ir, label, inputs, outputs, attrs)
         for o in outputs:
             if o is not None:
                 o.producer = node
-        folded = self._try_fold(node, opdef)
+        folded = self._try_fold(np_node, node, opdef)
         if folded is not None:
             for v, arr in zip(outputs, folded, strict=False):
                 if v is not None:
                     v.const = np.array(arr, order="C")  # keeps 0-d scalars 0-d
                     v.type = TensorType(DType.from_numpy(v.const.dtype), tuple(v.const.shape))
                     v.producer = None
-            return node
+            return outputs
+        nodes = entry.adapt(node, AdaptContext(self.graph, version)) if entry.adapt is not None else [node]
+        for n in nodes:
+            self._add(n)
+        return outputs
+
+    def _add(self, node: Node) -> None:
+        """Types a canonical node's outputs with its OpDef's `infer`, normalizes it, and appends it."""
+        opdef = registry.get(node.op)
         for i in opdef.shape_inputs:
             v = node.input(i)
             if v is not None and not v.is_const:
                 raise ShapeError(
-                    f"node '{label}' ({node.op}): input {i} ('{v.name}') must be a compile-time constant "
+                    f"node '{node.name}' ({node.op}): input {i} ('{v.name}') must be a compile-time constant "
                     "(it sets a shape); fix the input shapes with --define/--input"
                 )
-        types = opdef.infer(node) if opdef.infer is not None else infer_with_onnx(node)
-        for v, t in zip(outputs, types, strict=False):
+        assert opdef.infer is not None, f"{node.op} has no infer"
+        for v, t in zip(node.outputs, opdef.infer(node), strict=False):
             if v is not None and t is not None:
                 v.type = t
+                v.producer = node
         if opdef.normalize is not None:
             opdef.normalize(node, self.graph)
         self.graph.add_node(node)
-        return node
 
-    def _try_fold(self, node: Node, opdef) -> list[np.ndarray] | None:
+    def _try_fold(self, np_node: onnx.NodeProto, node: Node, opdef) -> list[np.ndarray] | None:
         if opdef.fold is not None:
             res = opdef.fold(node)
             if res is not None:
                 return res
         # `fold_late` ops (DequantizeLinear of int8 weights) stay nodes: a pass turns them into integer kernels.
-        if (node.op in _NONDETERMINISTIC or opdef.data.get("fold_late")
+        if (np_node.op_type in _NONDETERMINISTIC or opdef.data.get("fold_late")
                 or any(v is not None and not v.is_const for v in node.inputs)):
             return None
         try:
-            return evaluate_with_onnx(node, [v.const if v is not None else None for v in node.inputs])
+            return evaluate_with_onnx(np_node, self.domains, [v.const if v is not None else None for v in node.inputs])
         except Exception as e:  # the reference implementation raises many exception types
             raise ShapeError(f"node '{node.name}' ({node.op}): constant folding failed: {_first_line(e)}") from None
 
@@ -217,7 +228,7 @@ class _Builder:
         cond = env.get(np_node.input[0])
         if cond is None or not cond.is_const:
             raise UnsupportedOperatorError(
-                "If", label, "", "the condition must fold to a constant (data-dependent control flow)"
+                "If", label, "the condition must fold to a constant (data-dependent control flow)"
             )
         branch_name = "then_branch" if bool(np.asarray(cond.const).reshape(-1)[0]) else "else_branch"
         branch = next(a.g for a in np_node.attribute if a.name == branch_name)

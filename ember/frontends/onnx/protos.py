@@ -1,4 +1,5 @@
-"""Conversions between ember IR nodes and ONNX protos, used for type inference and constant folding."""
+"""ONNX protos <-> Python values, and onnx's own reference evaluation and shape inference of one NodeProto
+(the loader folds constant nodes with the reference; the tests compare ember's inference with onnx's)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ember.errors import ShapeError
-from ember.ir.dtypes import DType, TensorType
-from ember.ir.graph import Node
+from ember.frontends.onnx.dtypes import dtype_from_onnx, dtype_to_onnx
+from ember.ir.dtypes import TensorType
 
 
 def attr_to_python(a: onnx.AttributeProto) -> Any:
@@ -24,72 +25,60 @@ def attr_to_python(a: onnx.AttributeProto) -> Any:
     return v
 
 
-def _attr_to_proto_value(v: Any) -> Any:
-    if isinstance(v, np.ndarray):
-        return numpy_helper.from_array(v)
-    return v
+def _positional(proto: onnx.NodeProto) -> onnx.NodeProto:
+    """A copy of `proto` with inputs named in0, in1, ... and outputs out0, ... ('' where absent)."""
+    node = onnx.NodeProto()
+    node.CopyFrom(proto)
+    node.ClearField("input")
+    node.ClearField("output")
+    node.input.extend(f"in{i}" if n else "" for i, n in enumerate(proto.input))
+    node.output.extend(f"out{i}" if n else "" for i, n in enumerate(proto.output))
+    return node
 
 
-def node_to_proto(node: Node) -> onnx.NodeProto:
-    """An ONNX NodeProto for `node`, inputs named by position (in0, in1, ...; '' when absent)."""
-    ins = [f"in{i}" if v is not None else "" for i, v in enumerate(node.inputs)]
-    outs = [f"out{i}" if v is not None else "" for i, v in enumerate(node.outputs)]
-    attrs = {k: _attr_to_proto_value(v) for k, v in node.attrs.items() if not k.startswith("_")}
-    return helper.make_node(node.op, ins, outs, domain=node.domain or None, **attrs)
-
-
-def _opset(node: Node) -> dict[str, int]:
-    return {node.domain or "": node.version}
-
-
-def infer_with_onnx(node: Node) -> list[TensorType | None]:
-    """Output types from ONNX's schema inference, constant inputs passed as data."""
-    proto = node_to_proto(node)
-    schema = onnx.defs.get_schema(node.op, max_inclusive_version=node.version, domain=node.domain or "")
-    types, data = {}, {}
-    for i, v in enumerate(node.inputs):
-        if v is None:
-            continue
-        types[f"in{i}"] = helper.make_tensor_type_proto(v.dtype.onnx, list(v.shape))
-        if v.const is not None and v.const.size <= 1 << 16:
-            data[f"in{i}"] = numpy_helper.from_array(v.const, f"in{i}")
-    opsets = [helper.make_opsetid(d, ver) for d, ver in _opset(node).items()]
-    try:
-        res = onnx.shape_inference.infer_node_outputs(schema, proto, types, data, opset_imports=opsets)
-    except Exception as e:  # onnx raises several exception types for inference errors
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ShapeError(f"node '{node.name}' ({node.op}): {first}") from None
-    out: list[TensorType | None] = []
-    for i, v in enumerate(node.outputs):
-        if v is None:
-            out.append(None)
-            continue
-        tp = res.get(f"out{i}")
-        if tp is None or not tp.tensor_type.HasField("shape"):
-            raise ShapeError(f"node '{node.name}' ({node.op}): output {i} has no static shape")
-        dims = []
-        for d in tp.tensor_type.shape.dim:
-            if not d.HasField("dim_value"):
-                raise ShapeError(
-                    f"node '{node.name}' ({node.op}): output '{v.name}' has a data-dependent dimension;"
-                    " ember needs static shapes"
-                )
-            dims.append(d.dim_value)
-        out.append(TensorType(DType.from_onnx(tp.tensor_type.elem_type), tuple(dims)))
-    return out
-
-
-def evaluate_with_onnx(node: Node, arrays: list[np.ndarray | None]) -> list[np.ndarray]:
-    """Run one node on constant inputs with the ONNX reference implementation."""
+def evaluate_with_onnx(proto: onnx.NodeProto, opsets: dict[str, int],
+                       arrays: list[np.ndarray | None]) -> list[np.ndarray]:
+    """Run one node on constant inputs with the ONNX reference implementation, at the model's opsets."""
     from onnx.reference import ReferenceEvaluator
 
-    proto = node_to_proto(node)
+    node = _positional(proto)
     feeds = {f"in{i}": a for i, a in enumerate(arrays) if a is not None}
-    # Wrapped in a model: a bare NodeProto would be evaluated at the newest opset, not the node's.
+    # Wrapped in a model: a bare NodeProto would be evaluated at the newest opset, not the model's.
     inputs = [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(np.asarray(a).dtype), np.shape(a))
               for k, a in feeds.items()]
-    outputs = [helper.make_tensor_value_info(o, onnx.TensorProto.UNDEFINED, None) for o in proto.output if o]
-    graph = helper.make_graph([proto], "fold", inputs, outputs)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid(d, v) for d, v in _opset(node).items()])
+    outputs = [helper.make_tensor_value_info(o, onnx.TensorProto.UNDEFINED, None) for o in node.output if o]
+    graph = helper.make_graph([node], "fold", inputs, outputs)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid(d, v) for d, v in opsets.items()])
     res = ReferenceEvaluator(model).run(None, feeds)
     return [np.asarray(r) for r in res]
+
+
+def infer_with_onnx(proto: onnx.NodeProto, opset: int, types: list[TensorType | None],
+                    consts: list[np.ndarray | None]) -> list[TensorType | None]:
+    """Output types from ONNX's schema inference of one node (constant inputs passed as data)."""
+    node = _positional(proto)
+    domain = "" if proto.domain in ("", "ai.onnx") else proto.domain
+    schema = onnx.defs.get_schema(proto.op_type, max_inclusive_version=opset, domain=domain)
+    tps, data = {}, {}
+    for i, (t, c) in enumerate(zip(types, consts, strict=True)):
+        if t is None:
+            continue
+        tps[f"in{i}"] = helper.make_tensor_type_proto(dtype_to_onnx(t.dtype), list(t.shape))
+        if c is not None and c.size <= 1 << 16:
+            data[f"in{i}"] = numpy_helper.from_array(np.asarray(c), f"in{i}")
+    try:
+        res = onnx.shape_inference.infer_node_outputs(schema, node, tps, data,
+                                                      opset_imports=[helper.make_opsetid(domain, opset)])
+    except Exception as e:  # onnx raises several exception types for inference errors
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ShapeError(f"node '{proto.name}' ({proto.op_type}): {first}") from None
+    out: list[TensorType | None] = []
+    for name in node.output:
+        tp = res.get(name) if name else None
+        if tp is None or not tp.tensor_type.HasField("shape") or any(
+                not d.HasField("dim_value") for d in tp.tensor_type.shape.dim):
+            out.append(None)
+            continue
+        out.append(TensorType(dtype_from_onnx(tp.tensor_type.elem_type),
+                              tuple(d.dim_value for d in tp.tensor_type.shape.dim)))
+    return out

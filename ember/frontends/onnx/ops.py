@@ -1,0 +1,298 @@
+"""The ONNX operator table: (domain, op_type) -> IR op, oldest supported opset, and the adapter that
+rewrites a node of any supported opset into the IR's one canonical form (ember/ops documents each form).
+
+Canonical forms follow the newest ONNX opset: values that older opsets carry as attributes become
+constant inputs (Clip's bounds, Split's sizes, Squeeze/Unsqueeze/Reduce* axes, Pad, Slice, Reshape,
+Dropout's ratio), defaults that changed between versions are written out (Concat's axis, Resize v10's
+coordinate mode, BatchNormalization's training_mode), ONNX enums become IR values (Cast's `to` is a DType),
+and semantics that changed are rebuilt from canonical ops (Softmax < 13 coerces its input to 2-D: a
+Softmax over the last axis between two zero-copy Reshapes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ember.errors import UnsupportedOperatorError
+from ember.frontends.onnx.dtypes import dtype_from_onnx, dtype_from_onnx_name
+from ember.ir.dtypes import DType, TensorType
+from ember.ir.graph import Graph, Node, Value
+
+
+@dataclass
+class AdaptContext:
+    """What an adapter may use: the graph (for constants and new values) and the node's opset."""
+
+    graph: Graph
+    opset: int
+
+    def const(self, node: Node, what: str, array: np.ndarray) -> Value:
+        return self.graph.constant(f"{node.name}_{what}", array)
+
+    def value(self, node: Node, what: str) -> Value:
+        """A new intermediate value; its type is inferred when its producer is added."""
+        return self.graph.value(f"{node.name}_{what}", TensorType(DType.FLOAT32, ()))
+
+
+Adapter = Callable[[Node, AdaptContext], list[Node]]
+
+
+@dataclass(frozen=True)
+class OnnxOp:
+    ir: str  # the IR op ("" for ops the loader handles itself: If)
+    since: int = 1  # oldest opset supported; older ones are rejected loudly (no silent fallback)
+    adapt: Adapter | None = None  # rewrites the node into the canonical form (may add nodes around it)
+
+
+def _x(node: Node) -> Value:
+    x = node.inputs[0]
+    assert x is not None
+    return x
+
+
+def _set_input(node: Node, i: int, v: Value | None) -> None:
+    while len(node.inputs) <= i:
+        node.inputs.append(None)
+    node.inputs[i] = v
+
+
+def _attr_to_input(name: str, slot: int, dtype: np.dtype | None = None, until: int = 10**9) -> Adapter:
+    """Before opset `until`, attribute `name` becomes the constant input `slot` (int64 unless `dtype`)."""
+
+    def adapt(node: Node, ctx: AdaptContext) -> list[Node]:
+        if ctx.opset < until and name in node.attrs:
+            value = np.asarray(node.attrs.pop(name), dtype or np.int64)
+            _set_input(node, slot, ctx.const(node, name, value))
+        return [node]
+
+    return adapt
+
+
+# Binary ops before opset 7: `broadcast=1` with `axis` aligns B's dims at A's `axis` (not at the end).
+def _legacy_broadcast(node: Node, ctx: AdaptContext) -> list[Node]:
+    broadcast, axis = node.attrs.pop("broadcast", 0), node.attrs.pop("axis", None)
+    node.attrs.pop("consumed_inputs", None)
+    b = node.input(1)
+    if ctx.opset >= 7 or not broadcast or axis is None or b is None:
+        return [node]
+    rank = _x(node).type.rank
+    trailing = rank - (axis + rank if axis < 0 else axis) - b.type.rank
+    if trailing <= 0:
+        return [node]
+    shape = np.array([*b.shape, *[1] * trailing], np.int64)
+    if b.is_const:
+        node.inputs[1] = ctx.const(node, "b", np.asarray(b.const).reshape(shape))
+        return [node]
+    view = ctx.value(node, "b_aligned")
+    reshape = Node("Reshape", ctx.graph.unique_name(f"{node.name}_align"), [b, ctx.const(node, "b_shape", shape)],
+                   [view])
+    node.inputs[1] = view
+    return [reshape, node]
+
+
+def _clip(node: Node, ctx: AdaptContext) -> list[Node]:
+    if ctx.opset < 11:
+        dt = _x(node).dtype.np
+        lo, hi = node.attrs.pop("min", None), node.attrs.pop("max", None)
+        node.inputs = [node.inputs[0], None if lo is None else ctx.const(node, "min", np.asarray(lo, dt)),
+                       None if hi is None else ctx.const(node, "max", np.asarray(hi, dt))]
+    return [node]
+
+
+def _cast(node: Node, ctx: AdaptContext) -> list[Node]:
+    to = node.attrs["to"]
+    try:
+        node.attrs["to"] = dtype_from_onnx_name(to) if isinstance(to, str) else dtype_from_onnx(int(to))
+    except KeyError as e:
+        raise UnsupportedOperatorError("Cast", node.name, str(e).strip("'\"")) from None
+    return [node]
+
+
+def _castlike(node: Node, ctx: AdaptContext) -> list[Node]:
+    # Only the element type of `target_type` matters: a Cast to it (frees the target's buffer).
+    target = node.inputs[1]
+    assert target is not None
+    node.inputs, node.attrs = node.inputs[:1], {"to": target.dtype}
+    return [node]
+
+
+def _dtype_attr(*names: str) -> Adapter:
+    def adapt(node: Node, ctx: AdaptContext) -> list[Node]:
+        for name in names:
+            if name in node.attrs:
+                node.attrs[name] = dtype_from_onnx(int(node.attrs[name]))
+        return [node]
+
+    return adapt
+
+
+def _concat(node: Node, ctx: AdaptContext) -> list[Node]:
+    node.attrs.setdefault("axis", 1)  # Concat-1's default; required from opset 4
+    return [node]
+
+
+def _split(node: Node, ctx: AdaptContext) -> list[Node]:
+    """Sizes always as input 1: from the `split` attribute (< 13), `num_outputs` (>= 18) or equal parts."""
+    x = _x(node)
+    axis = int(node.attrs.get("axis", 0))
+    n = x.shape[axis + x.type.rank if axis < 0 else axis] if -x.type.rank <= axis < x.type.rank else 0
+    sizes = node.attrs.pop("split", None)
+    parts = int(node.attrs.pop("num_outputs", len(node.outputs)))
+    if node.input(1) is not None:
+        return [node]
+    if sizes is None:
+        if parts == len(node.outputs) and n % parts == 0:
+            sizes = [n // parts] * parts
+        else:  # num_outputs: ceil-sized chunks, the last smaller
+            chunk = -(-n // parts)
+            sizes = [min(chunk, n - i * chunk) for i in range(parts)]
+    _set_input(node, 1, ctx.const(node, "split", np.asarray(sizes, np.int64)))
+    return [node]
+
+
+def _pad(node: Node, ctx: AdaptContext) -> list[Node]:
+    if ctx.opset < 11:
+        pads = node.attrs.pop("pads", node.attrs.pop("paddings", None))
+        value = node.attrs.pop("value", 0.0)
+        node.inputs = [node.inputs[0], None if pads is None else ctx.const(node, "pads", np.asarray(pads, np.int64)),
+                       ctx.const(node, "value", np.asarray(value, _x(node).dtype.np))]
+    return [node]
+
+
+def _slice(node: Node, ctx: AdaptContext) -> list[Node]:
+    if ctx.opset < 10:
+        starts, ends = node.attrs.pop("starts"), node.attrs.pop("ends")
+        axes = node.attrs.pop("axes", None)
+        node.inputs = [node.inputs[0], ctx.const(node, "starts", np.asarray(starts, np.int64)),
+                       ctx.const(node, "ends", np.asarray(ends, np.int64)),
+                       None if axes is None else ctx.const(node, "axes", np.asarray(axes, np.int64))]
+    return [node]
+
+
+def _resize(node: Node, ctx: AdaptContext) -> list[Node]:
+    if ctx.opset < 11:  # Resize-10: (X, scales), asymmetric coordinates, nearest rounds down
+        node.inputs = [node.inputs[0], None, node.input(1), None]
+        node.attrs.setdefault("coordinate_transformation_mode", "asymmetric")
+        node.attrs.setdefault("nearest_mode", "floor")
+    return [node]
+
+
+def _softmax(node: Node, ctx: AdaptContext) -> list[Node]:
+    """Before opset 13, (Log)Softmax coerces X to 2-D [prod(dims before axis), prod(the rest)]: the same as a
+    last-axis softmax of that 2-D view, between two reshapes (zero-copy views)."""
+    if ctx.opset >= 13:
+        return [node]
+    x, y = _x(node), node.outputs[0]
+    assert y is not None
+    rank = x.type.rank
+    axis = int(node.attrs.get("axis", 1))
+    axis = axis + rank if axis < 0 else axis
+    node.attrs["axis"] = -1
+    if axis == rank - 1 or rank == 0:
+        return [node]
+    flat = np.array([int(np.prod(x.shape[:axis])), int(np.prod(x.shape[axis:]))], np.int64)
+    x2, y2 = ctx.value(node, "2d"), ctx.value(node, "2d_out")
+    before = Node("Reshape", ctx.graph.unique_name(f"{node.name}_to2d"), [x, ctx.const(node, "shape2d", flat)], [x2])
+    shape = ctx.const(node, "shape", np.array(x.shape, np.int64))
+    after = Node("Reshape", ctx.graph.unique_name(f"{node.name}_from2d"), [y2, shape], [y])
+    node.inputs, node.outputs = [x2], [y2]
+    return [before, node, after]
+
+
+def _dropout(node: Node, ctx: AdaptContext) -> list[Node]:
+    """Inputs (X, ratio, training_mode) whatever the opset: `ratio` was an attribute before 12, and before 7
+    `is_test=0` asked for training mode."""
+    if ctx.opset < 12:
+        ratio = float(node.attrs.pop("ratio", 0.5))
+        training = ctx.opset < 7 and not node.attrs.pop("is_test", 0)
+        node.inputs = [node.inputs[0], ctx.const(node, "ratio", np.asarray(ratio, np.float32)),
+                       ctx.const(node, "training_mode", np.asarray(training))]
+    return [node]
+
+
+def _batchnorm(node: Node, ctx: AdaptContext) -> list[Node]:
+    if ctx.opset < 14:  # the running-statistics outputs are what asked for training mode
+        node.attrs["training_mode"] = int(sum(o is not None for o in node.outputs) > 1)
+    for legacy in ("spatial", "is_test", "consumed_inputs"):
+        node.attrs.pop(legacy, None)
+    return [node]
+
+
+def _upsample(node: Node, ctx: AdaptContext) -> list[Node]:
+    """Upsample (7-9) is Resize-10: scales (an attribute in 7, an input from 9), asymmetric, floor."""
+    scales = node.attrs.pop("scales", None)
+    if scales is not None:
+        _set_input(node, 1, ctx.const(node, "scales", np.asarray(scales, np.float32)))
+    mode = node.attrs.get("mode", "nearest")
+    node.attrs["mode"] = "linear" if mode == "bilinear" else mode
+    node.inputs = [node.inputs[0], None, node.input(1), None]
+    node.attrs["coordinate_transformation_mode"] = "asymmetric"
+    node.attrs["nearest_mode"] = "floor"
+    return [node]
+
+
+def _no_legacy(*names: str) -> Adapter:
+    def adapt(node: Node, ctx: AdaptContext) -> list[Node]:
+        for name in names:
+            node.attrs.pop(name, None)
+        return [node]
+
+    return adapt
+
+
+_BINARY = ("Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Equal", "Less", "Greater")
+
+ONNX_OPS: dict[tuple[str, str], OnnxOp] = {}
+
+
+def _add(op_type: str, ir: str | None = None, since: int = 1, adapt: Adapter | None = None) -> None:
+    ONNX_OPS[("", op_type)] = OnnxOp(op_type if ir is None else ir, since, adapt)
+
+
+for _name in _BINARY:
+    _add(_name, adapt=_legacy_broadcast)
+for _name in ("LessOrEqual", "GreaterOrEqual", "Where", "Max", "Min", "Sum", "Mean", "Sqrt", "Exp", "Log", "Sin",
+              "Cos", "Erf", "Floor", "Ceil", "Round", "Reciprocal", "Neg", "Abs", "Not", "Relu", "LeakyRelu", "Elu",
+              "Selu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Softplus", "Gelu", "PRelu", "MatMul", "Conv",
+              "ConvTranspose", "MaxPool", "AveragePool", "LpPool", "GlobalAveragePool", "GlobalMaxPool", "LRN",
+              "InstanceNormalization", "LayerNormalization", "GroupNormalization", "ArgMax", "ArgMin", "Transpose",
+              "Gather", "Trilu", "Flatten", "Expand", "Constant", "Identity", "Shape", "Size", "ConstantOfShape",
+              "Range"):
+    _add(_name, adapt=_no_legacy("consumed_inputs"))
+_add("LayerNormalization", adapt=_dtype_attr("stash_type"))
+_add("Gemm", adapt=_no_legacy("broadcast"))
+_add("Clip", adapt=_clip)
+_add("Cast", adapt=_cast)
+_add("CastLike", ir="Cast", adapt=_castlike)
+_add("Softmax", adapt=_softmax)
+_add("LogSoftmax", adapt=_softmax)
+_add("BatchNormalization", since=7, adapt=_batchnorm)
+_add("Dropout", adapt=_dropout)
+_add("Concat", adapt=_concat)
+_add("Split", adapt=_split)
+_add("Slice", adapt=_slice)
+_add("Pad", adapt=_pad)
+_add("Reshape", adapt=_attr_to_input("shape", 1, until=5))
+_add("Squeeze", adapt=_attr_to_input("axes", 1, until=13))
+_add("Unsqueeze", adapt=_attr_to_input("axes", 1, until=13))
+_add("Tile", since=6)
+_add("Resize", since=10, adapt=_resize)
+_add("Upsample", ir="Resize", since=7, adapt=_upsample)
+for _name in ("ReduceSum", "ReduceMean", "ReduceProd", "ReduceMax", "ReduceMin", "ReduceL1", "ReduceL2",
+              "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"):
+    _add(_name, adapt=_attr_to_input("axes", 1, until=13 if _name == "ReduceSum" else 18))
+_add("QuantizeLinear", since=10, adapt=_dtype_attr("output_dtype"))
+_add("DequantizeLinear", since=10, adapt=_dtype_attr("output_dtype"))
+_add("DynamicQuantizeLinear", since=11)
+for _name in ("ConvInteger", "QLinearConv", "MatMulInteger", "QLinearMatMul"):
+    _add(_name, since=10)
+# The loader inlines an If whose condition folds to a constant (the taken branch's nodes).
+_add("If", ir="")
+
+
+def lookup(op_type: str, domain: str) -> OnnxOp | None:
+    return ONNX_OPS.get(("" if domain in ("", "ai.onnx") else domain, op_type))
+
