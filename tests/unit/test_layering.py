@@ -32,7 +32,8 @@ def test_importing_the_neutral_core_loads_no_onnx() -> None:
     # ember/__init__.py is the API (it picks the ONNX frontend): skipped, to see what the core itself loads.
     code = (
         "import importlib, pkgutil, sys, types\n"
-        f"pkg = types.ModuleType('ember'); pkg.__path__ = [{str(_ROOT)!r}]; pkg.__version__ = '0'; sys.modules['ember'] = pkg\n"
+        f"pkg = types.ModuleType('ember'); pkg.__path__ = [{str(_ROOT)!r}]; pkg.__version__ = '0'\n"
+        "sys.modules['ember'] = pkg\n"
         f"for pkg in {_NEUTRAL!r}:\n"
         "    mod = importlib.import_module('ember.' + pkg)\n"
         "    for info in pkgutil.walk_packages(mod.__path__, mod.__name__ + '.'):\n"
