@@ -32,7 +32,7 @@ typedef int ember_dw_vi_u __attribute__((vector_size(EMBER_VL * 4), aligned(4)))
 #endif
 /* EMBER_VL of the 2*EMBER_VL floats of vectors a, b: the even or odd ones (a row's column phases), or
  * those one before or one after b's (the row shifted right or left by one column). */
-#if defined(__clang__)
+#if EMBER_CLANG
 #define EMBER_DW_PICK(a, b, IDX) __builtin_shufflevector(a, b, IDX)
 #else
 #define EMBER_DW_PICK(a, b, IDX) __builtin_shuffle(a, b, (ember_dw_vi){IDX})

@@ -45,7 +45,7 @@
  * xc: the channel's bytes (int8 if sgn), zero point xz; returns acc (len values, row oh at oh*Wh). */
 /* d[j] = x[j * step] - xz for n bytes (int8 if sgn): a padded plane row; constant steps 1 and 2 so
  * that the loops vectorize, and not inlined, which keeps the restrict qualifiers that let them. */
-#if defined(__GNUC__) || defined(__clang__)
+#if EMBER_GNUC
 #define EMBER_QNOINLINE __attribute__((noinline))
 #else
 #define EMBER_QNOINLINE
@@ -130,8 +130,7 @@
 EMBER_QDW_ROWS(ember_qdw_rows_i32, int32_t)
 EMBER_QDW_FILL(ember_qdw_fill_i32, int32_t)
 EMBER_QDW_PLANES(ember_qdw_planes_i32, int32_t, ember_qdw_fill_i32)
-#if defined(__SSE2__) || defined(__aarch64__) || (defined(__ARM_FP) && (__ARM_FP & 4)) || \
-    (defined(__riscv_flen) && __riscv_flen >= 32) || defined(__wasm__)
+#if EMBER_HAVE_FPU32
 #define EMBER_QDW_FLOAT 1
 EMBER_QDW_ROWS(ember_qdw_rows_f32, float)
 EMBER_QDW_FILL(ember_qdw_fill_f32, float)

@@ -16,8 +16,7 @@
  * transposes of NCHW planes. */
 
 /*@kernel ember_qdw_vnni requires ember_qv16 ember_qblk*/
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512VBMI__) && defined(__AVX512VNNI__) && \
-    defined(EMBER_QV16)
+#if EMBER_HAVE_AVX512_VBMI && EMBER_HAVE_AVX512_VNNI && defined(EMBER_QV16)
 #define EMBER_QDW_VNNI 1
 typedef uint8_t ember_qdv_b64 __attribute__((vector_size(64)));
 typedef uint8_t ember_qdv_b64u __attribute__((vector_size(64), aligned(1), may_alias));

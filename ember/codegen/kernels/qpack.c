@@ -4,10 +4,10 @@
 
 /*@kernel ember_qinterleave requires ember_qgemm*/
 typedef uint32_t ember_qu32a __attribute__((may_alias, aligned(4)));
-#if (defined(__GNUC__) || defined(__clang__)) && (defined(__SSE2__) || defined(__ARM_NEON) || defined(__wasm_simd128__))
+#if EMBER_HAVE_SIMD128
 typedef uint8_t ember_qzip __attribute__((vector_size(16)));
 typedef uint8_t ember_qzipu __attribute__((vector_size(16), may_alias, aligned(1)));
-#if defined(__clang__)
+#if EMBER_CLANG
 #define EMBER_QSHUF(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
 #else
 #define EMBER_QSHUF(a, b, ...) __builtin_shuffle(a, b, (ember_qzip){__VA_ARGS__})
@@ -18,7 +18,7 @@ typedef uint8_t ember_qzipu __attribute__((vector_size(16), may_alias, aligned(1
                                           8*h+4, 8*h+5, 20+8*h, 21+8*h, 8*h+6, 8*h+7, 22+8*h, 23+8*h)
 #endif
 
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512VBMI__)
+#if EMBER_HAVE_AVX512_VBMI
 typedef uint8_t ember_qz64 __attribute__((vector_size(64)));
 typedef uint8_t ember_qz64u __attribute__((vector_size(64), may_alias, aligned(1)));
 /* Bytes idx[i] % 64 of a (idx[i] < 64) or b. */
@@ -33,7 +33,7 @@ static void ember_qinterleave(uint8_t *EMBER_RESTRICT X, const uint8_t *r0, cons
                               const uint8_t *r3, int pb, uint32_t flip4) {
     ember_qu32a *d = (ember_qu32a *)(void *)X;
     int j = 0;
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512VBMI__)
+#if EMBER_HAVE_AVX512_VBMI
     /* 64 pixels at a time (the last ones under a mask): words 16k .. 16k+15 from rows (0, 1) and
      * (2, 3) by two-table permutes */
     {
@@ -83,7 +83,7 @@ static void ember_qinterleave(uint8_t *EMBER_RESTRICT X, const uint8_t *r0, cons
 
 /* d[i] = s[i] ^ flip4 for i < n: 16 words per masked AVX-512 move where there are such. */
 EMBER_INLINE void ember_qwords(uint32_t *EMBER_RESTRICT d, const uint32_t *EMBER_RESTRICT s, ptrdiff_t n, uint32_t flip4) {
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512F__)
+#if EMBER_HAVE_AVX512
     typedef uint32_t ember_qw16 __attribute__((vector_size(64), may_alias, aligned(4)));
     ptrdiff_t i;
     for (i = 0; i < n; i += 16) {
@@ -99,7 +99,7 @@ EMBER_INLINE void ember_qwords(uint32_t *EMBER_RESTRICT d, const uint32_t *EMBER
 #endif
 }
 
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512VBMI__)
+#if EMBER_HAVE_AVX512_VBMI
 /* r[i] = x[2i] for i < count, 32 at a time (a masked 64-byte load, VPERMB, a masked store). */
 #define EMBER_QGATHER2 1
 static void ember_qgather2(uint8_t *r, const uint8_t *x, int count) {
@@ -364,7 +364,7 @@ static void ember_qpack_gather(uint8_t *X, const uint8_t *x, int C, const int32_
             for (cq = 0; cq < C / 4; ++cq, d += EMBER_QPB) {
                 const uint8_t *xq = x + (ptrdiff_t)256 * cq;
                 j = 0;
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512F__)
+#if EMBER_HAVE_AVX512
                 for (; j + 16 <= pb; j += 16) {
                     typedef int ember_qg16 __attribute__((vector_size(64)));
                     typedef int ember_qg16u __attribute__((vector_size(64), may_alias, aligned(4)));

@@ -49,8 +49,7 @@ EMBER_INLINE void ember_qadd_run32(uint8_t *y, const uint8_t *a, const uint8_t *
         y[i] = (uint8_t)(v + zy);
     }
 }
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512F__) && defined(__AVX512BW__) && \
-    defined(__AVX512VL__)
+#if EMBER_HAVE_AVX512_BWVL
 #define EMBER_QADD_V 1
 typedef int32_t ember_qa_d __attribute__((vector_size(64)));
 typedef float ember_qa_f __attribute__((vector_size(64)));
@@ -76,7 +75,7 @@ EMBER_INLINE ember_qa_w ember_qa_widen(const uint8_t *p, int sgn) {
 }
 /* acc + the dot products of the word pairs p and m. */
 EMBER_INLINE ember_qa_d ember_qa_dot(ember_qa_d acc, ember_qa_w p, ember_qa_d m) {
-#ifdef __AVX512VNNI__
+#if EMBER_HAVE_AVX512_VNNI
     __asm__("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(p), "v"(m));
 #else
     ember_qa_d d;
@@ -235,8 +234,7 @@ static void ember_qadd(uint8_t *y, const uint8_t *a, const uint8_t *b, ptrdiff_t
 static int ember_qmaxpool_phase(const int32_t *p) { /* columns per stride phase */
     return ((p[8] - 1) * p[11] + (p[5] - 1) * p[14] + p[11]) / p[11];
 }
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512F__) && defined(__AVX512BW__) && \
-    defined(__AVX512VL__)
+#if EMBER_HAVE_AVX512_BWVL
 #define EMBER_QMAXPOOL_V 1
 #define EMBER_QMP_ROWS 8 /* output rows per batch: see ember_qmaxpool_v */
 /* Bytes of one padded row that the AVX-512 path writes and reads: the last 64 row bytes' outputs

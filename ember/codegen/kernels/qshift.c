@@ -156,7 +156,7 @@ static void ember_qblk_words(uint32_t *EMBER_RESTRICT d, const uint8_t *xq, ptrd
             ember_qwords(d + i, (const uint32_t *)(const void *)(xq + ember_qblk_off(q, 0, bs)), k, flip4);
             i += k;
         }
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512F__)
+#if EMBER_HAVE_AVX512
     if (s == 2) { /* within a block, 16 words at a time from 32 by a two-table permute */
         typedef uint32_t ember_qw16 __attribute__((vector_size(64), may_alias, aligned(4)));
         const ember_qw16 idx = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};

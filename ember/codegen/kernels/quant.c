@@ -16,7 +16,7 @@ EMBER_INLINE int32_t ember_q_saturate(float v, int32_t zp, int32_t lo, int32_t h
     const int32_t r = i + zp + ((f > 0.5f) | ((f == 0.5f) & odd)) - ((f < -0.5f) | ((f == -0.5f) & odd));
     return r < lo ? lo : r > hi ? hi : r;
 }
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512F__)
+#if EMBER_HAVE_AVX512
 #define EMBER_QSAT16 1
 typedef float ember_qsat_f __attribute__((vector_size(64), aligned(4)));
 typedef int32_t ember_qsat_i __attribute__((vector_size(64)));

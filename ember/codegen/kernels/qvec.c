@@ -8,8 +8,7 @@
  * leaves it plus the zero point, which is clamped (or saturated to int8 by the narrowing). */
 
 /*@kernel ember_qv16 requires ember_qround*/
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512F__) && defined(__AVX512BW__) && \
-    defined(__AVX512VL__)
+#if EMBER_HAVE_AVX512_BWVL
 #define EMBER_QV16 1
 typedef int32_t ember_qv16_i __attribute__((vector_size(64)));
 typedef int32_t ember_qv16_iu __attribute__((vector_size(64), aligned(1), may_alias));
