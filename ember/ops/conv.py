@@ -1,12 +1,14 @@
 """Conv and ConvTranspose (float32, 1-3 spatial dims, groups, dilations, auto_pad), fused activations.
 
 Conv lowers to im2col + the matmul kernel (a 1x1/stride-1 conv skips im2col), depthwise convs to
-direct loops; ConvTranspose to matmul + col2im. The geometry is a static int32 table (see conv.c).
+direct loops; ConvTranspose to matmul + col2im. The geometry is a ConvGeometry, which the kernels read
+as a static int32 table (kernels/conv.c names its entries EMBER_GEO_*).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import astuple, dataclass
 
 from ember.codegen.emitter import KernelEmitter
 from ember.errors import ShapeError, UnsupportedOperatorError
@@ -30,9 +32,53 @@ def same_pads_begin(auto_pad: str, total: list[int]) -> list[int]:
     return [t // 2 if auto_pad == "SAME_UPPER" else t - t // 2 for t in total]
 
 
+Dims = tuple[int, int, int]  # depth, height, width
+
+
+@dataclass(frozen=True)
+class ConvGeometry:
+    """A convolution's shape, 3-D (1-D and 2-D ones get leading unit dims). `table()` is the kernels'
+    int32 table: the fields in this order, entry i named by conv.c's EMBER_GEO_* macros."""
+
+    channels: int  # input channels C
+    in_size: Dims
+    kernel: Dims
+    out_size: Dims
+    strides: Dims
+    dilations: Dims
+    pads_begin: Dims  # the leading pads (the trailing ones follow from the sizes)
+
+    def table(self) -> list[int]:
+        return [self.channels, *(v for dims in astuple(self)[1:] for v in dims)]
+
+    @property
+    def taps(self) -> int:
+        return math.prod(self.kernel)
+
+    @property
+    def pixels(self) -> int:
+        return math.prod(self.out_size)
+
+    @property
+    def planar(self) -> bool:
+        """2-D (or 1-D): depth 1 in, kernel and out."""
+        return self.in_size[0] == 1 and self.kernel[0] == 1 and self.out_size[0] == 1
+
+    @property
+    def direct(self) -> bool:
+        """A 1x1, stride-1, unpadded conv: its input already is the matmul's B operand (no im2col)."""
+        return (self.taps == 1 and self.in_size == self.out_size and self.strides == (1, 1, 1)
+                and self.pads_begin == (0, 0, 0))
+
+
+def _dims(xs: list[int], fill: int) -> Dims:
+    a, b, c = pad3(xs, fill)
+    return a, b, c
+
+
 def conv_geometry(node: Node, x_spatial: list[int], k_spatial: list[int], out_spatial: list[int],
-                  transpose: bool = False) -> list[int]:
-    """The kernels' table: [C, in D,H,W, KD,KH,KW, out D,H,W, strides(3), dilations(3), leading pads(3)]."""
+                  transpose: bool = False) -> ConvGeometry:
+    """`node`'s geometry from its spatial input, kernel and output sizes and its attributes."""
     r = len(x_spatial)
     strides = list(node.attrs.get("strides", [1] * r))
     dil = list(node.attrs.get("dilations", [1] * r))
@@ -52,8 +98,8 @@ def conv_geometry(node: Node, x_spatial: list[int], k_spatial: list[int], out_sp
     else:
         pads = list(node.attrs.get("pads", [0] * (2 * r)))[:r]
     x = present(node.input(0))
-    return [x.shape[1], *pad3(x_spatial, 1), *pad3(k_spatial, 1), *pad3(out_spatial, 1),
-            *pad3(strides, 1), *pad3(dil, 1), *pad3(pads, 0)]
+    return ConvGeometry(x.shape[1], _dims(x_spatial, 1), _dims(k_spatial, 1), _dims(out_spatial, 1),
+                        _dims(strides, 1), _dims(dil, 1), _dims(pads, 0))
 
 
 def _normalize(node: Node, graph: Graph) -> None:
@@ -84,32 +130,28 @@ def _rewritten_conv_flops(node: Node) -> int:
 
 # Conv ------------------------------------------------------------------------------------------
 
-def _is_direct(geo: list[int]) -> bool:
-    """A 1x1, stride-1, unpadded conv: its input already is the matmul's B operand (no im2col)."""
-    return math.prod(geo[4:7]) == 1 and geo[1:4] == geo[7:10] and geo[10:13] == [1, 1, 1] and geo[16:19] == [0, 0, 0]
-
-
-def _conv_parts(node: Node) -> tuple[list[int], int, int, bool, bool]:
+def _conv_parts(node: Node) -> tuple[ConvGeometry, int, int, bool, bool]:
     """(geometry, groups, out channels, depthwise, direct 1x1)."""
     x, w, y = present(node.input(0)), present(node.input(1)), present(node.outputs[0])
     geo = conv_geometry(node, list(x.shape[2:]), list(w.shape[2:]), list(y.shape[2:]))
     group = node.attrs.get("group", 1)
     depthwise = group == x.shape[1] and group > 1 and w.shape[1] == 1
-    return geo, group, w.shape[0], depthwise, _is_direct(geo)
+    return geo, group, w.shape[0], depthwise, geo.direct
 
 
-def _dw_padded_floats(geo: list[int]) -> int:
+def _dw_padded_floats(geo: ConvGeometry) -> int:
     """Scratch of ember_dwconv_f32: the padded input's stride-phase planes and the output at their pitch,
     or, if larger, what the 3x3 pad-1 stride-1/2 fast paths (dwconv3.c) use: a column table, two input
     buffers (zero-bordered copies or phase planes) and, for small planes, the channel-blocked grid."""
-    if geo[1] != 1 or geo[4] != 1 or geo[7] != 1:
+    if not geo.planar:
         return 0  # 3-D: the row kernel, no scratch
-    (h, w), (oh, ow), (kh, kw), (sh, sw), (dh, dw) = geo[2:4], geo[8:10], geo[5:7], geo[11:13], geo[14:16]
+    (h, w), (oh, ow), (kh, kw) = geo.in_size[1:], geo.out_size[1:], geo.kernel[1:]
+    (sh, sw), (dh, dw) = geo.strides[1:], geo.dilations[1:]
     hh = -(-((oh - 1) * sh + (kh - 1) * dh + 1) // sh)
     wh = -(-((ow - 1) * sw + (kw - 1) * dw + 1) // sw)
     planes = sh * sw * hh * wh + oh * wh
     fast, n, g, vl = 0, oh * ow, ow + 1, 16  # vl: the widest EMBER_VL
-    if (kh, kw, dh, dw, geo[17], geo[18]) == (3, 3, 1, 1, 1, 1):
+    if (kh, kw, dh, dw, *geo.pads_begin[1:]) == (3, 3, 1, 1, 1, 1):
         if (sh, sw) == (1, 1) and (oh, ow) == (h, w):
             guard = w + vl + 1
             fast = g + vl + 2 * max(n + 2 * guard, 2 * (guard + 2 * guard))
@@ -124,11 +166,10 @@ def _dw_padded_floats(geo: list[int]) -> int:
 IM2COL_BLOCK_BYTES = 1024 * 1024
 
 
-def _im2col_block(geo: list[int], group: int) -> int:
+def _im2col_block(geo: ConvGeometry, group: int) -> int:
     """Output pixels per im2col block: a multiple of 64 (whole vector strips), at least 256."""
-    k = geo[0] // group * math.prod(geo[4:7])
-    pixels = math.prod(geo[7:10])
-    return min(pixels, max(256, IM2COL_BLOCK_BYTES // (4 * k) // 64 * 64))
+    k = geo.channels // group * geo.taps
+    return min(geo.pixels, max(256, IM2COL_BLOCK_BYTES // (4 * k) // 64 * 64))
 
 
 def _conv_scratch(node: Node) -> int:
@@ -137,13 +178,13 @@ def _conv_scratch(node: Node) -> int:
         return _dw_padded_floats(geo) * 4
     if direct:
         return 0
-    return geo[0] // group * math.prod(geo[4:7]) * _im2col_block(geo, group) * 4
+    return geo.channels // group * geo.taps * _im2col_block(geo, group) * 4
 
 
 def _lower_conv(node: Node, k: KernelEmitter) -> None:
     geo, group, m, depthwise, direct = _conv_parts(node)
     n = present(node.input(0)).shape[0]
-    tab = k.table(geo, DType.INT32)
+    tab = k.table(geo.table(), DType.INT32)
     bias = k.inp(2) if node.input(2) is not None else "0"
     if depthwise:
         pad = k.scratch("float") if _dw_padded_floats(geo) else "0"
@@ -184,13 +225,13 @@ register(float16_via_f32(OpDef(
 
 # ConvWinograd and ConvNarrow (internal: Convs rewritten by ember/passes/conv_algorithms.py) --------
 
-def _chosen_geometry(node: Node) -> list[int]:
+def _chosen_geometry(node: Node) -> ConvGeometry:
     """conv_geometry of a rewritten Conv: its kernel size is the `kernel_shape` the pass recorded."""
     x, y = present(node.input(0)), present(node.outputs[0])
     return conv_geometry(node, list(x.shape[2:]), list(node.attrs["kernel_shape"]), list(y.shape[2:]))
 
 
-def _winograd_parts(node: Node) -> tuple[list[int], int, int, int]:
+def _winograd_parts(node: Node) -> tuple[ConvGeometry, int, int, int]:
     """(geometry, out channels M, output tile size: 2 or 4, tiles T)."""
     y = present(node.outputs[0])
     geo = _chosen_geometry(node)
@@ -202,20 +243,20 @@ def _winograd_parts(node: Node) -> tuple[list[int], int, int, int]:
 def _winograd_scratch(node: Node) -> int:
     """The scratch the comments of kernels/winograd.c list, for F(2x2) or F(4x4)."""
     geo, m, size, tiles = _winograd_parts(node)
-    th, tw = -(-geo[8] // size), -(-geo[9] // size)
+    th, tw = -(-geo.out_size[1] // size), -(-geo.out_size[2] // size)
     positions = (size + 2) ** 2
     plane = (size * th + 2) * size * (tw + 1)
     if size == 2:  # + four output half-rows
-        return (plane + positions * ((geo[0] + m) * tiles + 32) + 4 * tw) * 4
+        return (plane + positions * ((geo.channels + m) * tiles + 32) + 4 * tw) * 4
     # + the gathered patches D and the output phase planes O
-    return (plane + 36 * tiles + positions * ((geo[0] + m) * tiles + 32) + 16 * tiles) * 4
+    return (plane + 36 * tiles + positions * ((geo.channels + m) * tiles + 32) + 16 * tiles) * 4
 
 
 def _lower_winograd(node: Node, k: KernelEmitter) -> None:
     geo, m, size, _ = _winograd_parts(node)
     bias = k.inp(2) if node.input(2) is not None else "0"
     k.call("ember_conv_winograd4_f32" if size == 4 else "ember_conv_winograd_f32", k.out(0), k.inp(0), k.inp(1),
-           bias, k.scratch("float"), k.table(geo, DType.INT32), present(node.input(0)).shape[0], m,
+           bias, k.scratch("float"), k.table(geo.table(), DType.INT32), present(node.input(0)).shape[0], m,
            *epilogue_args(node))
 
 
@@ -235,16 +276,15 @@ register(OpDef(
 
 def _narrow_scratch(node: Node) -> int:
     geo, m = _chosen_geometry(node), present(node.outputs[0]).shape[1]
-    pixels = math.prod(geo[7:10])
-    col = 0 if _is_direct(geo) else geo[0] * math.prod(geo[4:7]) * pixels
-    return (col + pixels * m) * 4
+    col = 0 if geo.direct else geo.channels * geo.taps * geo.pixels
+    return (col + geo.pixels * m) * 4
 
 
 def _lower_narrow(node: Node, k: KernelEmitter) -> None:
     geo, y = _chosen_geometry(node), present(node.outputs[0])
     bias = k.inp(2) if node.input(2) is not None else "0"
     k.call("ember_conv_narrow_f32", k.out(0), k.inp(0), k.inp(1), bias, k.scratch("float"),
-           k.table(geo, DType.INT32), y.shape[0], y.shape[1], int(_is_direct(geo)), *epilogue_args(node))
+           k.table(geo.table(), DType.INT32), y.shape[0], y.shape[1], int(geo.direct), *epilogue_args(node))
 
 
 # Internal (passes/conv_algorithms.py): a Conv with its weights rearranged for the algorithm.
@@ -259,13 +299,13 @@ register(OpDef(
 SHIFTED_BLOCK_BYTES = 512 * 1024
 
 
-def _shifted_parts(node: Node) -> tuple[list[int], bool, int, int, int]:
+def _shifted_parts(node: Node) -> tuple[ConvGeometry, bool, int, int, int]:
     """(geometry, polyphase planes needed, plane rows Hh, plane pitch Wh, output rows per block)."""
     geo = _chosen_geometry(node)
-    (oh, ow), (kh, kw), (sh, sw), (dh, dw) = geo[8:10], geo[5:7], geo[11:13], geo[14:16]
+    (oh, ow), (kh, kw), (sh, sw), (dh, dw) = geo.out_size[1:], geo.kernel[1:], geo.strides[1:], geo.dilations[1:]
     hh, wh = oh + (kh - 1) * dh // sh, ow + (kw - 1) * dw // sw
     # Stride 1 and unpadded (explicitly or by auto_pad): the windows read exactly the input plane.
-    planes = (sh, sw) != (1, 1) or bool(geo[17] or geo[18]) or (hh, wh) != (geo[2], geo[3])
+    planes = (sh, sw) != (1, 1) or geo.pads_begin[1:] != (0, 0) or (hh, wh) != geo.in_size[1:]
     m = present(node.outputs[0]).shape[1]
     rows = max(1, min(oh, SHIFTED_BLOCK_BYTES // (4 * m * wh)))
     return geo, planes, hh, wh, rows
@@ -274,18 +314,19 @@ def _shifted_parts(node: Node) -> tuple[list[int], bool, int, int, int]:
 def _shifted_scratch(node: Node) -> int:
     geo, planes, hh, wh, rows = _shifted_parts(node)
     m = present(node.outputs[0]).shape[1]
-    return ((geo[0] * geo[11] * geo[12] * hh * wh if planes else 0) + m * ((rows - 1) * wh + geo[9])) * 4
+    sh, sw = geo.strides[1:]
+    return ((geo.channels * sh * sw * hh * wh if planes else 0) + m * ((rows - 1) * wh + geo.out_size[2])) * 4
 
 
 def _lower_shifted(node: Node, k: KernelEmitter) -> None:
     geo, planes, hh, wh, rows = _shifted_parts(node)
     y = present(node.outputs[0])
-    c, kh, kw, sh, sw, dh, dw = geo[0], geo[5], geo[6], geo[11], geo[12], geo[14], geo[15]
+    c, (kh, kw), (sh, sw), (dh, dw) = geo.channels, geo.kernel[1:], geo.strides[1:], geo.dilations[1:]
     b_row = [((ci * sh + i * dh % sh) * sw + j * dw % sw) * hh * wh + i * dh // sh * wh + j * dw // sw
              for ci in range(c) for i in range(kh) for j in range(kw)]
     bias = k.inp(2) if node.input(2) is not None else "0"
     k.call("ember_conv_shifted_f32", k.out(0), k.inp(0), k.inp(1), bias, k.scratch("float"),
-           k.table(geo, DType.INT32), k.table(b_row, DType.INT32), y.shape[0], y.shape[1], int(planes), rows,
+           k.table(geo.table(), DType.INT32), k.table(b_row, DType.INT32), y.shape[0], y.shape[1], int(planes), rows,
            *epilogue_args(node))
 
 
@@ -299,7 +340,7 @@ register(OpDef(
 
 # ConvTranspose ---------------------------------------------------------------------------------
 
-def _convt_parts(node: Node) -> tuple[list[int], int, int]:
+def _convt_parts(node: Node) -> tuple[ConvGeometry, int, int]:
     x, w, y = present(node.input(0)), present(node.input(1)), present(node.outputs[0])
     geo = conv_geometry(node, list(x.shape[2:]), list(w.shape[2:]), list(y.shape[2:]), transpose=True)
     group = node.attrs.get("group", 1)
@@ -308,7 +349,7 @@ def _convt_parts(node: Node) -> tuple[list[int], int, int]:
 
 def _convt_scratch(node: Node) -> int:
     geo, group, m = _convt_parts(node)
-    return m // group * math.prod(geo[4:7]) * math.prod(geo[1:4]) * 4
+    return m // group * geo.taps * math.prod(geo.in_size) * 4
 
 
 def _lower_convt(node: Node, k: KernelEmitter) -> None:
@@ -316,7 +357,7 @@ def _lower_convt(node: Node, k: KernelEmitter) -> None:
     n = present(node.input(0)).shape[0]
     bias = k.inp(2) if node.input(2) is not None else "0"
     k.call("ember_convtranspose_f32", k.out(0), k.inp(0), k.inp(1), bias, k.scratch("float"),
-           k.table(geo, DType.INT32), n, group, m, *epilogue_args(node))
+           k.table(geo.table(), DType.INT32), n, group, m, *epilogue_args(node))
 
 
 def _infer_convt(node: Node) -> list[TensorType | None]:

@@ -24,7 +24,7 @@ from ember.codegen.emitter import KernelEmitter
 from ember.errors import UnsupportedOperatorError
 from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node, Value
-from ember.ops.conv import conv_geometry
+from ember.ops.conv import ConvGeometry, conv_geometry
 from ember.ops.infer import conv_out
 from ember.ops.matmul import matmul_shape, present
 from ember.ops.opdef import OpDef
@@ -206,7 +206,7 @@ def qconv_inputs(graph: Graph, node: Node, x: Value, x_zp: Value | int | None, w
     return [x, zp_value, wq], QSpec(zp_int, bias_t, rowsum, wofs, requant, channels_last=cl)
 
 
-def qconv_geometry(node: Node) -> list[int]:
+def qconv_geometry(node: Node) -> ConvGeometry:
     x, y = present(node.input(0)), present(node.outputs[0])
     return conv_geometry(node, list(x.shape[2:]), list(node.attrs["kernel_shape"]), list(y.shape[2:]))
 
@@ -219,16 +219,14 @@ def _qconv_scratch(node: Node) -> int:
     kp = present(node.input(2)).shape[1]
     base = kp * QPB + 4 * QPB + 4 * y.shape[1] + QTAIL * kp
     g = qconv_geometry(node)
-    direct = (g[4] * g[5] * g[6] == 1 and g[10:13] == [1, 1, 1] and g[16:19] == [0, 0, 0]
-              and g[1:4] == g[7:10])
-    if direct or g[1] != 1 or g[4] != 1 or g[7] != 1:
+    if g.direct or not g.planar:
         return base
     # qpack.c ember_qrows_geometry: the block's input rows as words split by column phase, and one more row
     # (channels in fours); otherwise each (channel, kernel row)'s input row split by phase (bytes)
-    kh, kw, oh, ow, sh, sw, dh, dw = g[5], g[6], g[8], g[9], g[11], g[12], g[14], g[15]
+    (kh, kw), (oh, ow), (sh, sw), (dh, dw) = g.kernel[1:], g.out_size[1:], g.strides[1:], g.dilations[1:]
     rows = (min((QPB - 1) // ow + 2, oh) - 1) * sh + (kh - 1) * dh + 1
     wq = ((ow - 1) * sw + (kw - 1) * dw + sw) // sw
-    cg = g[0] // int(node.attrs.get("group", 1))
+    cg = g.channels // int(node.attrs.get("group", 1))
     words = 4 * (rows + 1) * sw * wq if cg % 4 == 0 else cg * kh * sw * wq
     return (base + 63) // 64 * 64 + words
 
@@ -239,15 +237,15 @@ def _dw_work(node: Node) -> int:
     at least a band of 8 output rows of qdwvnni.c's pixel-major input block where the image has them
     (one band when it is all of the image)."""
     g = qconv_geometry(node)
-    if g[1] != 1 or g[4] != 1 or g[7] != 1:
-        return g[1] * g[2] * g[3] + g[9]
-    kh, kw, oh, ow, sh, sw, dh, dw = g[5], g[6], g[8], g[9], g[11], g[12], g[14], g[15]
+    if not g.planar:
+        return math.prod(g.in_size) + g.out_size[2]
+    (kh, kw), (oh, ow), (sh, sw), (dh, dw) = g.kernel[1:], g.out_size[1:], g.strides[1:], g.dilations[1:]
     hh = ((oh - 1) * sh + (kh - 1) * dh + sh) // sh
     wh = ((ow - 1) * sw + (kw - 1) * dw + sw) // sw
     planes = sh * sw * hh * wh + (oh - 1) * wh + ow
     x, y = present(node.input(0)), present(node.outputs[0])
     if x.blocked or y.blocked:  # then also a channel plane of the input and a row of the output, in bytes
-        planes += (x.blocked * g[2] * g[3] + y.blocked * ow + 3) // 4
+        planes += (x.blocked * g.in_size[1] * g.in_size[2] + y.blocked * ow + 3) // 4
     band_row = ((ow - 1) * sw + 4 * ((kw + 3) // 4)) * 16  # ember_qdv_conv: Wp pixels of 16 bytes
     band = ((min(oh, 8) - 1) * sh + (kh - 1) * dh + 1) * band_row
     return max(planes, (band + 3) // 4)
@@ -256,7 +254,7 @@ def _dw_work(node: Node) -> int:
 def lower_qconv(node: Node, k: KernelEmitter) -> None:
     q: QSpec = node.attrs["_q"]
     x, y = present(node.input(0)), present(node.outputs[0])
-    geo = k.table(qconv_geometry(node), DType.INT32)
+    geo = k.table(qconv_geometry(node).table(), DType.INT32)
     kind = "0" if q.requant is None else "1"
     wq = present(node.input(2))
     bound = (sum_bound(np.abs(wq.const.astype(np.int64)).sum(axis=1), q.bias) if q.depthwise

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember.ir.graph import Node
+from ember.ops.conv import ConvGeometry
 from ember.ops.matmul import present
 from ember.ops.opdef import OpDef
 from ember.ops.qlinear import QPB, QSpec, float_limit, infer_qconv, lower_qconv, packed_bound, qconv_geometry
@@ -28,9 +29,10 @@ def _phases(taps: int, dilation: int, stride: int) -> int:
     return len({t * dilation % stride for t in range(taps)})
 
 
-def _plane_shape(g: list[int]) -> tuple[int, int]:
+def _plane_shape(g: ConvGeometry) -> tuple[int, int]:
     """Rows and columns of one phase plane (qshift.c ember_qsh_rows, ember_qsh_cols)."""
-    return g[8] + (g[5] - 1) * g[14] // g[11], g[9] + (g[6] - 1) * g[15] // g[12]
+    (oh, ow), (kh, kw), (sh, sw), (dh, dw) = g.out_size[1:], g.kernel[1:], g.strides[1:], g.dilations[1:]
+    return oh + (kh - 1) * dh // sh, ow + (kw - 1) * dw // sw
 
 
 def qconv_shifted_takes(node: Node) -> bool:
@@ -41,7 +43,7 @@ def qconv_shifted_takes(node: Node) -> bool:
     if node.op != "QConv" or q.depthwise or q.requant is None or q.wofs is not None:
         return False
     g = qconv_geometry(node)
-    if g[1] != 1 or g[4] != 1 or g[7] != 1 or int(node.attrs.get("group", 1)) != 1 or g[5] * g[6] > SHIFTED_MAX_TAPS:
+    if not g.planar or int(node.attrs.get("group", 1)) != 1 or g.taps > SHIFTED_MAX_TAPS:
         return False
     return bool(float_limit(q.requant, packed_bound(q, present(node.input(2)).const))[0])
 
@@ -54,11 +56,12 @@ def qconv_shifted_fits(node: Node) -> bool:
     if not qconv_shifted_takes(node):
         return False
     g = qconv_geometry(node)
-    taps, strided, quads = g[5] * g[6], g[11:13] != [1, 1], g[0] % 4 == 0
+    taps, strided, quads = g.taps, g.strides[1:] != (1, 1), g.channels % 4 == 0
     if not (taps > 1 and not strided and quads or taps == 1 and strided and quads or strided and not quads):
         return False
-    computed = -(-g[8] * _plane_shape(g)[1] // 16) * 16  # positions: whole vectors over the planes' rows
-    return SHIFTED_MAX_WASTE * (computed - g[8] * g[9]) <= computed
+    oh, ow = g.out_size[1:]
+    computed = -(-oh * _plane_shape(g)[1] // 16) * 16  # positions: whole vectors over the planes' rows
+    return SHIFTED_MAX_WASTE * (computed - oh * ow) <= computed
 
 
 def shifted_weights(node: Node, packed: np.ndarray) -> np.ndarray:
@@ -66,7 +69,7 @@ def shifted_weights(node: Node, packed: np.ndarray) -> np.ndarray:
     (c, kh, kw)) -> qshift.c's (c/4, kh, kw, c%4) order, channels padded to fours with zeros."""
     q: QSpec = node.attrs["_q"]
     g = qconv_geometry(node)
-    m, c, taps = packed.shape[0], g[0], g[5] * g[6]
+    m, c, taps = packed.shape[0], g.channels, g.taps
     k = packed[:, :c * taps]
     by_channel = k.reshape(m, taps, c).transpose(0, 2, 1) if q.channels_last else k.reshape(m, c, taps)
     padded = np.zeros((m, -(-c // 4) * 4, taps), packed.dtype)
@@ -79,11 +82,13 @@ def _scratch(node: Node) -> int:
     word planes (qshift.c ember_qsh_plane words, ember_qsh_planes of them per channel quad), then four
     rows of plane columns for strided fills."""
     g = qconv_geometry(node)
-    kp, m = -(-g[0] // 4) * 4 * g[5] * g[6], present(node.outputs[0]).shape[1]
+    quads, m = -(-g.channels // 4), present(node.outputs[0]).shape[1]
+    (kh, kw), (sh, sw), (dh, dw) = g.kernel[1:], g.strides[1:], g.dilations[1:]
+    kp = quads * 4 * g.taps
     rows, cols = _plane_shape(g)
-    plane = rows * cols + 64 + (g[6] - 1) * g[15] // g[12]
-    planes = _phases(g[5], g[14], g[11]) * _phases(g[6], g[15], g[12])
-    return (kp * QPB + 4 * QPB + 4 * m + 63) // 64 * 64 + 4 * -(-g[0] // 4) * planes * plane + 4 * cols
+    plane = rows * cols + 64 + (kw - 1) * dw // sw
+    planes = _phases(kh, dh, sh) * _phases(kw, dw, sw)
+    return (kp * QPB + 4 * QPB + 4 * m + 63) // 64 * 64 + 4 * quads * planes * plane + 4 * cols
 
 
 register(OpDef("QConvShifted", lower=lower_qconv, scratch=_scratch, kernels=("ember_qconv_shifted",),

@@ -60,7 +60,7 @@ def reads_blocked(node: Node, v: Value) -> bool:
             or any(w is v for w in node.inputs[1:])):
         return False
     g = qconv_geometry(node)
-    return g[0] % 4 == 0 and g[1] == 1 and g[4] == 1 and g[7] == 1
+    return g.channels % 4 == 0 and g.planar
 
 
 def choose_int8_layout(graph: Graph) -> None:

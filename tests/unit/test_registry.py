@@ -3,12 +3,18 @@ frontend's table maps to a registered OpDef and matches some ONNX node test."""
 
 from __future__ import annotations
 
+import platform
 import re
+import shutil
+import subprocess
+
+import pytest
 
 from ember.codegen import library
 from ember.frontends.onnx.ops import ONNX_OPS
 from ember.ops import registry
 from ember.ops.opdef import _NO_LOWERING
+from ember.toolchain.cc import BASE_FLAGS
 from tests.ops import node_suite
 
 
@@ -35,6 +41,25 @@ def test_every_onnx_op_matches_a_node_test() -> None:
         assert any(re.match(p, n) for p in patterns for n in names), f"ONNX {op_type}: tests match nothing"
 
 
-def test_kernel_blocks_resolve() -> None:
-    src = library.assemble(set(library.blocks()))
-    assert "ember_prelude" not in src or "#define EMBER_RESTRICT" in src
+def _syntax_errors(src: str, cpu: str) -> str:
+    """The host compiler's complaints about `src` as one translation unit (empty: none), with the bundle's
+    flags as errors, plus -Wundef: a feature macro tested where ember_prelude was not assembled first."""
+    cmd = ["cc", *BASE_FLAGS, "-O2", f"-march={cpu}", "-Werror", "-Wundef", "-fsyntax-only", "-x", "c", "-"]
+    res = subprocess.run(cmd, input="#include <stdint.h>\n#include <stddef.h>\n" + src, capture_output=True,
+                         text=True, timeout=120)
+    return res.stderr if res.returncode else ""
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="needs the host C compiler")
+@pytest.mark.parametrize("cpu", ["native", "x86-64"] if platform.machine() in ("x86_64", "AMD64") else ["native"])
+def test_kernel_blocks_compile_alone(cpu: str) -> None:
+    """Every block, assembled with only what it requires, is C that compiles warning-free: its `requires`
+    name blocks, and every function, type and macro it uses is defined in it or in them."""
+    lib = library.blocks()
+    failed = {}
+    for name, block in lib.items():
+        assert all(d in lib for d in block.requires), f"{name} requires an unknown block: {block.requires}"
+        errors = _syntax_errors(library.assemble({name}), cpu)
+        if errors:
+            failed[name] = errors.strip().splitlines()[:3]
+    assert not failed, failed

@@ -1,7 +1,30 @@
 /* Convolution and transposed convolution, float32, NCHW with 1-3 spatial dims (lower ranks are
- * padded to 3-D with unit dims). Geometry comes in one static table `p` (int32):
- *   p[0] = C (input channels), p[1..3] = input D,H,W, p[4..6] = kernel KD,KH,KW,
- *   p[7..9] = output OD,OH,OW, p[10..12] = strides, p[13..15] = dilations, p[16..18] = leading pads. */
+ * padded to 3-D with unit dims). Geometry comes in one static table `p` (int32) of the fields below. */
+
+/*@kernel ember_conv_geo requires ember_prelude*/
+/* The convolution geometry table's entries (ember/ops/conv.py ConvGeometry writes it): input channels,
+ * input D,H,W, kernel D,H,W, output D,H,W, strides, dilations, leading pads (each D,H,W). */
+#define EMBER_GEO_C 0
+#define EMBER_GEO_IN_D 1
+#define EMBER_GEO_IN_H 2
+#define EMBER_GEO_IN_W 3
+#define EMBER_GEO_K_D 4
+#define EMBER_GEO_K_H 5
+#define EMBER_GEO_K_W 6
+#define EMBER_GEO_OUT_D 7
+#define EMBER_GEO_OUT_H 8
+#define EMBER_GEO_OUT_W 9
+#define EMBER_GEO_STRIDE_D 10
+#define EMBER_GEO_STRIDE_H 11
+#define EMBER_GEO_STRIDE_W 12
+#define EMBER_GEO_DIL_D 13
+#define EMBER_GEO_DIL_H 14
+#define EMBER_GEO_DIL_W 15
+#define EMBER_GEO_PAD_D 16
+#define EMBER_GEO_PAD_H 17
+#define EMBER_GEO_PAD_W 18
+#define EMBER_GEO_SIZE 19
+/*@end*/
 
 /*@kernel ember_window_bounds requires ember_prelude*/
 /* The outputs [lo, hi) of a row whose input column ow*stride + off lies inside [0, W): solving a
@@ -40,28 +63,31 @@ EMBER_INLINE void ember_copy_run_f32(float *EMBER_RESTRICT dst, const float *EMB
 }
 /*@end*/
 
-/*@kernel ember_im2col_f32 requires ember_window_bounds ember_copy_run_f32*/
+/*@kernel ember_im2col_f32 requires ember_window_bounds ember_copy_run_f32 ember_conv_geo*/
 /* Columns [q0, q0 + nq) of the convolution-as-matmul's B operand (ldc floats per row):
  *   col[(c*KD + kd)*KH*KW + kh*KW + kw][q - q0] = x[c][id][ih][iw] (0 outside the input), q = (od*OH + oh)*OW + ow.
  * Each output-row run is zeros, a (strided) copy, zeros, with the copy's bounds solved per tap. */
 static void ember_im2col_f32(float *EMBER_RESTRICT col, ptrdiff_t ldc, const float *EMBER_RESTRICT x, int C,
                              const int32_t *p, ptrdiff_t q0, ptrdiff_t nq) {
-    const int D = p[1], H = p[2], W = p[3], KD = p[4], KH = p[5], KW = p[6], OH = p[8], OW = p[9];
-    const int sw = p[12], start_ow = (int)(q0 % OW), start_oh = (int)(q0 / OW % OH), start_od = (int)(q0 / OW / OH);
+    const int D = p[EMBER_GEO_IN_D], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], KD = p[EMBER_GEO_K_D],
+              KH = p[EMBER_GEO_K_H], KW = p[EMBER_GEO_K_W], OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W];
+    const int sw = p[EMBER_GEO_STRIDE_W], start_ow = (int)(q0 % OW), start_oh = (int)(q0 / OW % OH),
+              start_od = (int)(q0 / OW / OH);
     int c, kd, kh, kw, ow;
     for (c = 0; c < C; ++c)
         for (kd = 0; kd < KD; ++kd)
             for (kh = 0; kh < KH; ++kh)
                 for (kw = 0; kw < KW; ++kw, col += ldc) {
                     const float *xc = x + (ptrdiff_t)c * D * H * W;
-                    const int off = kw * p[15] - p[18];
+                    const int off = kw * p[EMBER_GEO_DIL_W] - p[EMBER_GEO_PAD_W];
                     int lo, hi, ow0 = start_ow, oh = start_oh, od = start_od;
                     ptrdiff_t q = q0;
                     ember_window_bounds(W, OW, sw, off, &lo, &hi);
                     /* Runs of one output row each: (od, oh, ow0) advance with q, no divisions. */
                     for (; q < q0 + nq; ow0 = 0, oh = oh + 1 == OH ? 0 : oh + 1, od += oh == 0) {
                         const int ow1 = q0 + nq - q < OW - ow0 ? ow0 + (int)(q0 + nq - q) : OW;
-                        const int id = od * p[10] - p[16] + kd * p[13], ih = oh * p[11] - p[17] + kh * p[14];
+                        const int id = od * p[EMBER_GEO_STRIDE_D] - p[EMBER_GEO_PAD_D] + kd * p[EMBER_GEO_DIL_D],
+                                  ih = oh * p[EMBER_GEO_STRIDE_H] - p[EMBER_GEO_PAD_H] + kh * p[EMBER_GEO_DIL_H];
                         float *EMBER_RESTRICT dst = col + (q - q0) - ow0; /* dst[ow] for ow in [ow0, ow1) */
                         const float *xr = xc + ((ptrdiff_t)id * H + ih) * W + off;
                         const int l = lo > ow0 ? (lo < ow1 ? lo : ow1) : ow0, h = hi < ow1 ? (hi > l ? hi : l) : ow1;
@@ -83,7 +109,7 @@ static void ember_im2col_f32(float *EMBER_RESTRICT col, ptrdiff_t ldc, const flo
 }
 /*@end*/
 
-/*@kernel ember_conv_f32 requires ember_matmul_f32 ember_im2col_f32*/
+/*@kernel ember_conv_f32 requires ember_matmul_f32 ember_im2col_f32 ember_conv_geo*/
 /* Grouped convolution as matmuls per (image, group): y_g (Mg x OD*OH*OW) = w_g (Mg x K) * col (K x ...),
  * K = C/G * KD*KH*KW; bias and the fused activation are applied in the matmul epilogue. im2col runs
  * in blocks of `qb` output pixels (col holds K x qb floats, sized to stay in L2), each followed by
@@ -91,9 +117,10 @@ static void ember_im2col_f32(float *EMBER_RESTRICT col, ptrdiff_t ldc, const flo
 static void ember_conv_f32(float *y, const float *x, const float *w, const float *bias, float *col,
                            const int32_t *p, int N, int G, int M, int direct, int qb, int act, float act_a,
                            float act_b) {
-    const int C = p[0], Cg = C / G, Mg = M / G;
-    const int K = Cg * p[4] * p[5] * p[6];
-    const ptrdiff_t s_in = (ptrdiff_t)p[1] * p[2] * p[3], s_out = (ptrdiff_t)p[7] * p[8] * p[9];
+    const int C = p[EMBER_GEO_C], Cg = C / G, Mg = M / G;
+    const int K = Cg * p[EMBER_GEO_K_D] * p[EMBER_GEO_K_H] * p[EMBER_GEO_K_W];
+    const ptrdiff_t s_in = (ptrdiff_t)p[EMBER_GEO_IN_D] * p[EMBER_GEO_IN_H] * p[EMBER_GEO_IN_W],
+                    s_out = (ptrdiff_t)p[EMBER_GEO_OUT_D] * p[EMBER_GEO_OUT_H] * p[EMBER_GEO_OUT_W];
     ptrdiff_t q0;
     int n, g;
     for (n = 0; n < N; ++n)
@@ -116,7 +143,7 @@ static void ember_conv_f32(float *y, const float *x, const float *w, const float
 }
 /*@end*/
 
-/*@kernel ember_conv_shifted_f32 requires ember_matmul_core ember_copy_run_f32 ember_window_bounds*/
+/*@kernel ember_conv_shifted_f32 requires ember_matmul_core ember_copy_run_f32 ember_window_bounds ember_conv_geo*/
 /* 2-D convolution without im2col (ember/passes/conv_algorithms.py picks it for strided convolutions and
  * for stride-1 ones on small maps, where im2col's many short row copies cost more than the matmul).
  * The input is stored (zero-padded) as sh*sw polyphase planes per channel, plane (a, b) holding padded
@@ -130,9 +157,11 @@ static void ember_conv_f32(float *y, const float *x, const float *w, const float
 static void ember_conv_shifted_f32(float *y, const float *x, const float *w, const float *bias, float *scratch,
                                    const int32_t *p, const int32_t *b_row, int N, int M, int planes, int rb,
                                    int act, float act_a, float act_b) {
-    const int C = p[0], H = p[2], W = p[3], KH = p[5], KW = p[6], OH = p[8], OW = p[9];
-    const int sh = p[11], sw = p[12], pt = p[17], pl = p[18];
-    const int Hh = (OH - 1 + ((KH - 1) * p[14]) / sh) + 1, Wh = (OW - 1 + ((KW - 1) * p[15]) / sw) + 1;
+    const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], KH = p[EMBER_GEO_K_H],
+              KW = p[EMBER_GEO_K_W], OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W];
+    const int sh = p[EMBER_GEO_STRIDE_H], sw = p[EMBER_GEO_STRIDE_W], pt = p[EMBER_GEO_PAD_H], pl = p[EMBER_GEO_PAD_W];
+    const int Hh = (OH - 1 + ((KH - 1) * p[EMBER_GEO_DIL_H]) / sh) + 1,
+              Wh = (OW - 1 + ((KW - 1) * p[EMBER_GEO_DIL_W]) / sw) + 1;
     const ptrdiff_t plane = (ptrdiff_t)Hh * Wh;
     float *EMBER_RESTRICT out = planes ? scratch + (ptrdiff_t)C * sh * sw * plane : scratch;
     int n, c, a, b, i, j, m, r, oh0;
@@ -171,7 +200,7 @@ static void ember_conv_shifted_f32(float *y, const float *x, const float *w, con
 }
 /*@end*/
 
-/*@kernel ember_conv_narrow_f32 requires ember_matmul_panels_f32 ember_im2col_f32 ember_transpose2d_f32*/
+/*@kernel ember_conv_narrow_f32 requires ember_matmul_panels_f32 ember_im2col_f32 ember_transpose2d_f32 ember_conv_geo*/
 /* Pixel-major convolution for few output pixels P and many channels M (ember/passes/conv_algorithms.py):
  * yt (P x M) = col^T (P x K) * w^T (K x M), then y = yt^T. The vectors run along the output channels
  * and the pixels are broadcast, so P = 49 wastes no lanes. The weights, the big operand here, were
@@ -179,8 +208,9 @@ static void ember_conv_shifted_f32(float *y, const float *x, const float *w, con
  * order. `scratch`: im2col (K x P, unless `direct`) then yt. */
 static void ember_conv_narrow_f32(float *y, const float *x, const float *wp, const float *bias, float *scratch,
                                   const int32_t *p, int N, int M, int direct, int act, float act_a, float act_b) {
-    const int C = p[0], K = C * p[4] * p[5] * p[6], P = p[7] * p[8] * p[9];
-    const ptrdiff_t s_in = (ptrdiff_t)p[1] * p[2] * p[3];
+    const int C = p[EMBER_GEO_C], K = C * p[EMBER_GEO_K_D] * p[EMBER_GEO_K_H] * p[EMBER_GEO_K_W],
+              P = p[EMBER_GEO_OUT_D] * p[EMBER_GEO_OUT_H] * p[EMBER_GEO_OUT_W];
+    const ptrdiff_t s_in = (ptrdiff_t)p[EMBER_GEO_IN_D] * p[EMBER_GEO_IN_H] * p[EMBER_GEO_IN_W];
     float *yt = direct ? scratch : scratch + (ptrdiff_t)K * P;
     int n;
     for (n = 0; n < N; ++n) {
@@ -195,14 +225,16 @@ static void ember_conv_narrow_f32(float *y, const float *x, const float *wp, con
 }
 /*@end*/
 
-/*@kernel ember_convtranspose_f32 requires ember_matmul_f32*/
+/*@kernel ember_convtranspose_f32 requires ember_matmul_f32 ember_conv_geo*/
 /* Transposed convolution: per (image, group) col (Mg*KD*KH*KW x D*H*W) = w_g^T * x_g by the matmul kernel
  * (w_g is Cg x Mg*kvol, read transposed through strides), then col2im scatters-adds col into y, which
  * starts at the bias. Here p[1..3] are the input dims and p[7..9] the output dims. */
 static void ember_convtranspose_f32(float *y, const float *x, const float *w, const float *bias, float *col,
                                     const int32_t *p, int N, int G, int M, int act, float act_a, float act_b) {
-    const int C = p[0], D = p[1], H = p[2], W = p[3], KD = p[4], KH = p[5], KW = p[6];
-    const int OD = p[7], OH = p[8], OW = p[9], Cg = C / G, Mg = M / G, kvol = KD * KH * KW;
+    const int C = p[EMBER_GEO_C], D = p[EMBER_GEO_IN_D], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W],
+              KD = p[EMBER_GEO_K_D], KH = p[EMBER_GEO_K_H], KW = p[EMBER_GEO_K_W];
+    const int OD = p[EMBER_GEO_OUT_D], OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W], Cg = C / G, Mg = M / G,
+              kvol = KD * KH * KW;
     const ptrdiff_t s_in = (ptrdiff_t)D * H * W, s_out = (ptrdiff_t)OD * OH * OW;
     int n, g, m, kd, kh, kw, id, ih, iw;
     ptrdiff_t i;
@@ -223,17 +255,18 @@ static void ember_convtranspose_f32(float *y, const float *x, const float *w, co
                     for (kh = 0; kh < KH; ++kh)
                         for (kw = 0; kw < KW; ++kw, row += s_in)
                             for (id = 0; id < D; ++id) {
-                                int od = id * p[10] - p[16] + kd * p[13];
+                                int od = id * p[EMBER_GEO_STRIDE_D] - p[EMBER_GEO_PAD_D] + kd * p[EMBER_GEO_DIL_D];
                                 if (od < 0 || od >= OD) continue;
                                 for (ih = 0; ih < H; ++ih) {
-                                    int oh = ih * p[11] - p[17] + kh * p[14];
+                                    int oh = ih * p[EMBER_GEO_STRIDE_H] - p[EMBER_GEO_PAD_H] + kh * p[EMBER_GEO_DIL_H];
                                     const float *r;
                                     float *yr;
                                     if (oh < 0 || oh >= OH) continue;
                                     r = row + ((ptrdiff_t)id * H + ih) * W;
                                     yr = ym + ((ptrdiff_t)od * OH + oh) * OW;
                                     for (iw = 0; iw < W; ++iw) {
-                                        int ow = iw * p[12] - p[18] + kw * p[15];
+                                        int ow =
+                                            iw * p[EMBER_GEO_STRIDE_W] - p[EMBER_GEO_PAD_W] + kw * p[EMBER_GEO_DIL_W];
                                         if (ow >= 0 && ow < OW) yr[ow] += r[iw];
                                     }
                                 }

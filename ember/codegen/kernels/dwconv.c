@@ -1,15 +1,17 @@
 /* Float depthwise convolution kernels (one input channel per group). Geometry table `p` as in conv.c.
  * The 3x3 pad-1 stride-1/2 fast paths are in dwconv3.c; ember_dwconv_f32 here tries them first. */
 
-/*@kernel ember_dwconv_rows_f32 requires ember_act_apply_f32 ember_window_bounds*/
+/*@kernel ember_dwconv_rows_f32 requires ember_act_apply_f32 ember_window_bounds ember_conv_geo*/
 /* Depthwise convolution (one input channel per group; M = C * multiplier), any rank, one output row at a time:
  * each kernel tap adds a scaled input row segment, y[ow] += w * x[ow*stride + off] over the outputs
  * whose input column is inside the row. With the segment's bounds solved first, the inner loop is a
  * branch-free axpy (contiguous, vectorized, at stride 1). */
 static void ember_dwconv_rows_f32(float *y, const float *x, const float *w, const float *bias, const int32_t *p,
                              int N, int M, int act, float act_a, float act_b) {
-    const int C = p[0], D = p[1], H = p[2], W = p[3], KD = p[4], KH = p[5], KW = p[6];
-    const int OD = p[7], OH = p[8], OW = p[9], sw = p[12], mult = M / C;
+    const int C = p[EMBER_GEO_C], D = p[EMBER_GEO_IN_D], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W],
+              KD = p[EMBER_GEO_K_D], KH = p[EMBER_GEO_K_H], KW = p[EMBER_GEO_K_W];
+    const int OD = p[EMBER_GEO_OUT_D], OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W], sw = p[EMBER_GEO_STRIDE_W],
+              mult = M / C;
     const ptrdiff_t s_in = (ptrdiff_t)D * H * W, s_out = (ptrdiff_t)OD * OH * OW;
     int n, m, od, oh, ow, kd, kh, kw;
     for (n = 0; n < N; ++n)
@@ -23,17 +25,17 @@ static void ember_dwconv_rows_f32(float *y, const float *x, const float *w, cons
                     float *EMBER_RESTRICT yr = ym + ((ptrdiff_t)od * OH + oh) * OW;
                     for (ow = 0; ow < OW; ++ow) yr[ow] = b0;
                     for (kd = 0; kd < KD; ++kd) {
-                        int id = od * p[10] - p[16] + kd * p[13];
+                        int id = od * p[EMBER_GEO_STRIDE_D] - p[EMBER_GEO_PAD_D] + kd * p[EMBER_GEO_DIL_D];
                         if (id < 0 || id >= D) continue;
                         for (kh = 0; kh < KH; ++kh) {
-                            int ih = oh * p[11] - p[17] + kh * p[14];
+                            int ih = oh * p[EMBER_GEO_STRIDE_H] - p[EMBER_GEO_PAD_H] + kh * p[EMBER_GEO_DIL_H];
                             const float *EMBER_RESTRICT xr;
                             const float *wr;
                             if (ih < 0 || ih >= H) continue;
                             xr = xc + ((ptrdiff_t)id * H + ih) * W;
                             wr = wm + ((ptrdiff_t)kd * KH + kh) * KW;
                             for (kw = 0; kw < KW; ++kw) {
-                                const int off = kw * p[15] - p[18];
+                                const int off = kw * p[EMBER_GEO_DIL_W] - p[EMBER_GEO_PAD_W];
                                 const float wv = wr[kw];
                                 int l, h;
                                 ember_window_bounds(W, OW, sw, off, &l, &h);
@@ -50,7 +52,7 @@ static void ember_dwconv_rows_f32(float *y, const float *x, const float *w, cons
 }
 /*@end*/
 
-/*@kernel ember_dw3_blocked requires ember_dw3_common ember_act_apply_f32*/
+/*@kernel ember_dw3_blocked requires ember_dw3_common ember_act_apply_f32 ember_conv_geo*/
 #if EMBER_VL > 1
 #if EMBER_VL == 16
 #define EMBER_DW_ZIPLO 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23
@@ -85,7 +87,8 @@ EMBER_INLINE void ember_dw_transpose(ember_vf *v) {
 static void ember_dw3_blocked(float *y, const float *x, const float *w, const float *bias, float *grid, float *out,
                               float *wt, const int32_t *p, ptrdiff_t j0, int clamp, float lo, float hi, int act,
                               float act_a, float act_b) {
-    const int C = p[0], H = p[2], W = p[3], OH = p[8], OW = p[9], s = p[11];
+    const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], OH = p[EMBER_GEO_OUT_H],
+              OW = p[EMBER_GEO_OUT_W], s = p[EMBER_GEO_STRIDE_H];
     const ptrdiff_t hw = (ptrdiff_t)H * W, n = (ptrdiff_t)OH * OW, row = (ptrdiff_t)(W + 2) * EMBER_VL;
     ember_vf v[EMBER_VL], wv[9], bv, acc;
     ptrdiff_t p0;
@@ -127,7 +130,7 @@ static void ember_dw3_blocked(float *y, const float *x, const float *w, const fl
 #endif
 /*@end*/
 
-/*@kernel ember_dwconv_f32 requires ember_dwconv_rows_f32 ember_dwconv3_f32*/
+/*@kernel ember_dwconv_f32 requires ember_dwconv_rows_f32 ember_dwconv3_f32 ember_conv_geo*/
 /* 2-D depthwise convolution over a zero-padded, polyphase copy of each input plane, so that every
  * tap is one contiguous, bounds-free vector loop over the whole output plane, however narrow its rows.
  * The padded plane xp (the Hp x Wp extent the windows read) is split by row phase a = r % sh and
@@ -138,8 +141,10 @@ static void ember_dw3_blocked(float *y, const float *x, const float *w, const fl
  * `pad`: scratch of sh*sw*Hh*Wh + OH*Wh floats. 2-D only. */
 static void ember_dwconv_planes_f32(float *y, const float *x, const float *w, const float *bias, float *pad,
                                     const int32_t *p, int N, int M, int act, float act_a, float act_b) {
-    const int C = p[0], H = p[2], W = p[3], KH = p[5], KW = p[6], OH = p[8], OW = p[9];
-    const int sh = p[11], sw = p[12], dh = p[14], dw = p[15], pt = p[17], pl = p[18], mult = M / C;
+    const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], KH = p[EMBER_GEO_K_H],
+              KW = p[EMBER_GEO_K_W], OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W];
+    const int sh = p[EMBER_GEO_STRIDE_H], sw = p[EMBER_GEO_STRIDE_W], dh = p[EMBER_GEO_DIL_H], dw = p[EMBER_GEO_DIL_W],
+              pt = p[EMBER_GEO_PAD_H], pl = p[EMBER_GEO_PAD_W], mult = M / C;
     const int Hp = (OH - 1) * sh + (KH - 1) * dh + 1, Wp = (OW - 1) * sw + (KW - 1) * dw + 1;
     const int Hh = (Hp + sh - 1) / sh, Wh = (Wp + sw - 1) / sw;
     const ptrdiff_t plane = (ptrdiff_t)Hh * Wh, len = (ptrdiff_t)(OH - 1) * Wh + OW;
@@ -232,7 +237,7 @@ static void ember_dwconv_planes_f32(float *y, const float *x, const float *w, co
 
 static void ember_dwconv_f32(float *y, const float *x, const float *w, const float *bias, float *pad,
                              const int32_t *p, int N, int M, int act, float act_a, float act_b) {
-    if (p[1] != 1 || p[4] != 1 || p[7] != 1)
+    if (p[EMBER_GEO_IN_D] != 1 || p[EMBER_GEO_K_D] != 1 || p[EMBER_GEO_OUT_D] != 1)
         ember_dwconv_rows_f32(y, x, w, bias, p, N, M, act, act_a, act_b);
     else if (!ember_dwconv3_f32(y, x, w, bias, pad, p, N, M, act, act_a, act_b))
         ember_dwconv_planes_f32(y, x, w, bias, pad, p, N, M, act, act_a, act_b);

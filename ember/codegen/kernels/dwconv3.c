@@ -32,7 +32,7 @@ typedef int ember_dw_vi_u __attribute__((vector_size(EMBER_VL * 4), aligned(4)))
 #endif
 /* EMBER_VL of the 2*EMBER_VL floats of vectors a, b: the even or odd ones (a row's column phases), or
  * those one before or one after b's (the row shifted right or left by one column). */
-#if defined(__clang__)
+#if EMBER_CLANG
 #define EMBER_DW_PICK(a, b, IDX) __builtin_shufflevector(a, b, IDX)
 #else
 #define EMBER_DW_PICK(a, b, IDX) __builtin_shuffle(a, b, (ember_dw_vi){IDX})
@@ -80,7 +80,7 @@ EMBER_INLINE void ember_dw_copy(float *EMBER_RESTRICT dst, const float *EMBER_RE
 }
 /*@end*/
 
-/*@kernel ember_dwconv3_f32 requires ember_dw3_common ember_dw3_blocked ember_act_apply_f32*/
+/*@kernel ember_dwconv3_f32 requires ember_dw3_common ember_dw3_blocked ember_act_apply_f32 ember_conv_geo*/
 /* What every run of one call shares: col[k] = (k % W != 0) for k <= W + EMBER_VL, which masks the taps
  * left of column 0 (col + r, r = the column of a vector's first output) and, at stride 1, right of
  * column W - 1 (col + r + 1); step = EMBER_VL % W; the clamp. */
@@ -265,7 +265,8 @@ EMBER_INLINE void ember_dw_split_rows(float *buf, ptrdiff_t ps, ptrdiff_t g, con
  * flight; after those buffers come the blocked path's grid, outputs and weights. */
 static int ember_dwconv3_f32(float *y, const float *x, const float *w, const float *bias, float *scratch,
                              const int32_t *p, int N, int M, int act, float act_a, float act_b) {
-    const int C = p[0], H = p[2], W = p[3], OH = p[8], OW = p[9], s = p[11], mult = M / C;
+    const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], OH = p[EMBER_GEO_OUT_H],
+              OW = p[EMBER_GEO_OUT_W], s = p[EMBER_GEO_STRIDE_H], mult = M / C;
     const ptrdiff_t n = (ptrdiff_t)OH * OW, in_plane = (ptrdiff_t)H * W, count = (ptrdiff_t)N * C;
     const float *x_end = x + count * in_plane;
     float *buf = scratch + OW + EMBER_VL + 1;
@@ -282,8 +283,8 @@ static int ember_dwconv3_f32(float *y, const float *x, const float *w, const flo
     ember_dw3_ctx cx;
     ember_dw3_taps t;
     ptrdiff_t q, j, j0 = 0;
-    if (p[5] != 3 || p[6] != 3 || p[14] != 1 || p[15] != 1 || p[17] != 1 || p[18] != 1 || p[12] != s ||
-        n < EMBER_VL)
+    if (p[EMBER_GEO_K_H] != 3 || p[EMBER_GEO_K_W] != 3 || p[EMBER_GEO_DIL_H] != 1 || p[EMBER_GEO_DIL_W] != 1 ||
+        p[EMBER_GEO_PAD_H] != 1 || p[EMBER_GEO_PAD_W] != 1 || p[EMBER_GEO_STRIDE_W] != s || n < EMBER_VL)
         return 0;
     if (s == 1 && OH == H && OW == W) {
         r_top = (int)((T - EMBER_VL) % OW), r_mid = (int)(T % OW);

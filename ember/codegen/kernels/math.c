@@ -52,7 +52,7 @@ EMBER_INLINE float ember_rintf(float x) {
 
 /*@kernel ember_sqrtf requires ember_bits*/
 EMBER_INLINE float ember_sqrtf(float x) {
-#if defined(__GNUC__) && defined(__NO_MATH_ERRNO__) && (defined(__SSE__) || defined(__ARM_FP) || defined(__riscv_flen) || defined(__wasm__) || defined(__aarch64__))
+#if EMBER_HAVE_SQRT_INSN
     return __builtin_sqrtf(x); /* one instruction when math errno is off */
 #else
     float y;

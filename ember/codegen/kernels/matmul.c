@@ -5,16 +5,16 @@
  * EMBER_VL floats per vector (1: plain scalar code) and EMBER_MR, the rows of a matmul register tile,
  * sized so that MR x 2 accumulators + 2 B vectors fit the register file. Vectors are GCC/clang vector
  * extensions with 4-byte alignment, so loads and stores may be unaligned. */
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512F__)
+#if EMBER_HAVE_AVX512
 #define EMBER_VL 16
 #define EMBER_MR 12
-#elif (defined(__GNUC__) || defined(__clang__)) && defined(__AVX__)
+#elif EMBER_HAVE_AVX
 #define EMBER_VL 8
 #define EMBER_MR 6
-#elif (defined(__GNUC__) || defined(__clang__)) && (defined(__aarch64__) && defined(__ARM_NEON))
+#elif EMBER_HAVE_NEON64
 #define EMBER_VL 4
 #define EMBER_MR 8
-#elif (defined(__GNUC__) || defined(__clang__)) && (defined(__SSE2__) || defined(__ARM_NEON) || defined(__wasm_simd128__))
+#elif EMBER_HAVE_SIMD128
 #define EMBER_VL 4
 #define EMBER_MR 6
 #else
@@ -240,7 +240,7 @@ static void ember_matmul_core(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
             const int kn = K - k0 < EMBER_MM_KC ? K - k0 : EMBER_MM_KC;
             const float *b = panels ? EMBER_MM_PANEL_AT(n0, k0) : B + (ptrdiff_t)k0 * b_sk + n0;
             ptrdiff_t bs = panels ? EMBER_MM_PANEL : b_sk;
-#if defined(__GNUC__) || defined(__clang__)
+#if EMBER_GNUC
             /* Compile-time panels stream through memory in this loop's order: ask for the next block
              * while this one is multiplied (the weights of late layers come from L3 or DRAM). */
             if (panels && (n0 + nv < N || k0 + kn < K)) {

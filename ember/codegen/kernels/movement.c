@@ -4,7 +4,7 @@
 
 /*@kernel ember_move_units requires ember_prelude*/
 #define EMBER_MAX_RANK 8
-#if defined(__GNUC__) || defined(__clang__)
+#if EMBER_GNUC
 /* may_alias: these units copy bytes that were written as float/int types; without it the compiler
  * may reorder the copy across those stores (strict aliasing) once everything is inlined. */
 typedef uint64_t __attribute__((__may_alias__)) ember_unit64;

@@ -1,7 +1,109 @@
 /* ember kernel library: common definitions. Freestanding C99: only <stdint.h> and <stddef.h>. */
 
 /*@kernel ember_prelude*/
+/* What the compiler and the target CPU offer, stated once from their predefined macros (so --cpu and
+ * --target decide); every kernel tests these, never the compilers' own macros. Each is 1 or 0 (for #if;
+ * not `defined` inside a macro, which -Wextra rejects as unportable).
+ * EMBER_GNUC: GCC or clang (vector extensions, inline asm, attributes). The SIMD ones need it too:
+ * the kernels reach every instruction set through those extensions. */
 #if defined(__GNUC__) || defined(__clang__)
+#define EMBER_GNUC 1
+#else
+#define EMBER_GNUC 0
+#endif
+#if defined(__clang__)
+#define EMBER_CLANG 1 /* __builtin_shufflevector and clang's builtins' names */
+#else
+#define EMBER_CLANG 0
+#endif
+/* x86: AVX-512 F, with BW and VL, VNNI (with BW), VBMI; AVX-VNNI; AVX2; AVX; SSE2. */
+#if EMBER_GNUC && defined(__AVX512F__)
+#define EMBER_HAVE_AVX512 1
+#else
+#define EMBER_HAVE_AVX512 0
+#endif
+#if EMBER_HAVE_AVX512 && defined(__AVX512BW__) && defined(__AVX512VL__)
+#define EMBER_HAVE_AVX512_BWVL 1
+#else
+#define EMBER_HAVE_AVX512_BWVL 0
+#endif
+#if EMBER_GNUC && defined(__AVX512VNNI__) && defined(__AVX512BW__)
+#define EMBER_HAVE_AVX512_VNNI 1
+#else
+#define EMBER_HAVE_AVX512_VNNI 0
+#endif
+#if EMBER_GNUC && defined(__AVX512VBMI__)
+#define EMBER_HAVE_AVX512_VBMI 1
+#else
+#define EMBER_HAVE_AVX512_VBMI 0
+#endif
+#if EMBER_GNUC && defined(__AVXVNNI__)
+#define EMBER_HAVE_AVX_VNNI 1
+#else
+#define EMBER_HAVE_AVX_VNNI 0
+#endif
+#if EMBER_GNUC && defined(__AVX2__)
+#define EMBER_HAVE_AVX2 1
+#else
+#define EMBER_HAVE_AVX2 0
+#endif
+#if EMBER_GNUC && defined(__AVX__)
+#define EMBER_HAVE_AVX 1
+#else
+#define EMBER_HAVE_AVX 0
+#endif
+#if EMBER_GNUC && defined(__SSE2__)
+#define EMBER_HAVE_SSE2 1
+#else
+#define EMBER_HAVE_SSE2 0
+#endif
+/* ARM: NEON (any, and AArch64's), AArch64's SDOT, 32-bit ARM's DSP extension (SMLAD). */
+#if EMBER_GNUC && defined(__ARM_NEON)
+#define EMBER_HAVE_NEON 1
+#else
+#define EMBER_HAVE_NEON 0
+#endif
+#if EMBER_HAVE_NEON && defined(__aarch64__)
+#define EMBER_HAVE_NEON64 1
+#else
+#define EMBER_HAVE_NEON64 0
+#endif
+#if EMBER_GNUC && defined(__aarch64__) && defined(__ARM_FEATURE_DOTPROD)
+#define EMBER_HAVE_NEON_DOTPROD 1
+#else
+#define EMBER_HAVE_NEON_DOTPROD 0
+#endif
+#if EMBER_GNUC && defined(__ARM_FEATURE_DSP) && !defined(__aarch64__)
+#define EMBER_HAVE_ARM_DSP 1
+#else
+#define EMBER_HAVE_ARM_DSP 0
+#endif
+/* WebAssembly's 128-bit SIMD; any 128-bit SIMD that the vector extensions compile to. */
+#if EMBER_GNUC && defined(__wasm_simd128__)
+#define EMBER_HAVE_WASM_SIMD 1
+#else
+#define EMBER_HAVE_WASM_SIMD 0
+#endif
+#if EMBER_HAVE_SSE2 || EMBER_HAVE_NEON || EMBER_HAVE_WASM_SIMD
+#define EMBER_HAVE_SIMD128 1
+#else
+#define EMBER_HAVE_SIMD128 0
+#endif
+/* Single-precision float in hardware. */
+#if defined(__SSE2__) || defined(__aarch64__) || (defined(__ARM_FP) && (__ARM_FP & 4)) || \
+    (defined(__riscv_flen) && __riscv_flen >= 32) || defined(__wasm__)
+#define EMBER_HAVE_FPU32 1
+#else
+#define EMBER_HAVE_FPU32 0
+#endif
+/* A square root instruction that __builtin_sqrtf becomes once math errno is off. */
+#if EMBER_GNUC && defined(__NO_MATH_ERRNO__) && \
+    (defined(__SSE__) || defined(__ARM_FP) || defined(__riscv_flen) || defined(__wasm__) || defined(__aarch64__))
+#define EMBER_HAVE_SQRT_INSN 1
+#else
+#define EMBER_HAVE_SQRT_INSN 0
+#endif
+#if EMBER_GNUC
 #define EMBER_RESTRICT __restrict__
 #define EMBER_INLINE static inline __attribute__((always_inline))
 #define EMBER_UNUSED __attribute__((unused))
@@ -13,9 +115,9 @@
 #define EMBER_NOINLINE
 #endif
 /* Before a loop of constant trip count that must be unrolled whole (register arrays, lane indices). */
-#if defined(__clang__)
+#if EMBER_CLANG
 #define EMBER_UNROLL _Pragma("clang loop unroll(full)")
-#elif defined(__GNUC__)
+#elif EMBER_GNUC
 #define EMBER_UNROLL _Pragma("GCC unroll 16")
 #else
 #define EMBER_UNROLL

@@ -6,7 +6,7 @@
 /* Rows m0 .. m1-1 of the product (W: all rows) for one pixel whose Kp view bytes are contiguous at x (a
  * matrix-vector product, so vectorized along K instead of across pixels): sums -> ember_qstore as pixel
  * `pix` (j0 in the block). */
-#if defined(__GNUC__) || defined(__clang__)
+#if EMBER_GNUC
 __attribute__((noinline)) /* kept out of ember_qgemm_block, whose inlined tile then keeps its registers */
 #endif
 static void ember_qgemv_rows(const ember_qout *o, const int8_t *W, int m0, int m1, int Kp, const uint8_t *x,
@@ -73,7 +73,7 @@ static int ember_qgemv_tail(const ember_qout *o, int Kp, int pb) {
 
 /* ember_qgemm_block for a block of pixels that full tiles do not cover: tiles of as many vectors as
  * are left, the last few pixels as matrix-vector products where they cost less (ember_qgemv_tail). */
-#if defined(__GNUC__) || defined(__clang__)
+#if EMBER_GNUC
 __attribute__((noinline)) /* its own registers: inlined, the full tiles' loop of ember_qgemm_block spills */
 #endif
 static void ember_qgemm_part(const ember_qout *o, const int8_t *W, int M, int Kp, const uint8_t *X,

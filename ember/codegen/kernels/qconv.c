@@ -1,7 +1,7 @@
 /* Integer convolution (im2col into the packed layout of qgemm.c by qpack.c, then the int8 product) and
  * integer matrix product. Depthwise convolution is in qdwconv.c. */
 
-/*@kernel ember_qconv requires ember_qgemm ember_qblock ember_window_bounds ember_qpack*/
+/*@kernel ember_qconv requires ember_qgemm ember_qblock ember_window_bounds ember_qpack ember_conv_geo*/
 /* Integer convolution, groups G, NC(D)HW, on packed weights W (M x Kp; group g's rows from g*M/G).
  * x: int8 (x_sgn) or uint8 bytes with zero point xz. Per-row tables (offset by group): bias (or NULL),
  * rowsum, wofs (or NULL), mult/shift (kind 1); out = [zp, lo, hi, the sums are below 2^24 (qvec.c), then
@@ -14,8 +14,10 @@
 static void ember_qconv(void *y, int kind, const void *x, int x_sgn, int32_t xz, const int32_t *p, int N, int G,
                         int M, int cl, const int8_t *W, const int32_t *bias, const int32_t *rowsum, const int32_t *wofs,
                         const int32_t *mult, const int32_t *shift, const int32_t *out, int lay, uint8_t *scratch) {
-    const int C = p[0], Cg = C / G, Mg = M / G, K = Cg * p[4] * p[5] * p[6], Kp = (K + 3) & ~3;
-    const ptrdiff_t s_in = (ptrdiff_t)p[1] * p[2] * p[3], P = (ptrdiff_t)p[7] * p[8] * p[9];
+    const int C = p[EMBER_GEO_C], Cg = C / G, Mg = M / G,
+              K = Cg * p[EMBER_GEO_K_D] * p[EMBER_GEO_K_H] * p[EMBER_GEO_K_W], Kp = (K + 3) & ~3;
+    const ptrdiff_t s_in = (ptrdiff_t)p[EMBER_GEO_IN_D] * p[EMBER_GEO_IN_H] * p[EMBER_GEO_IN_W],
+                    P = (ptrdiff_t)p[EMBER_GEO_OUT_D] * p[EMBER_GEO_OUT_H] * p[EMBER_GEO_OUT_W];
     /* bytes per image: channel-blocked ones are whole blocks of pixels */
     const ptrdiff_t x_img = lay & 1 ? (s_in + 63) / 64 * 64 * C : C * s_in, y_img = lay & 2 ? (P + 63) / 64 * 64 * M : M * P;
     uint8_t *X = scratch;
@@ -24,17 +26,21 @@ static void ember_qconv(void *y, int kind, const void *x, int x_sgn, int32_t xz,
     uint8_t flip;
     const int32_t zv = ember_qview(x_sgn, xz, &flip);
     /* 1x1, stride 1, no padding, same size: the input channels are the im2col rows */
-    const int direct = p[4] * p[5] * p[6] == 1 && p[10] == 1 && p[11] == 1 && p[12] == 1 && p[16] == 0 &&
-                       p[17] == 0 && p[18] == 0 && p[1] == p[7] && p[2] == p[8] && p[3] == p[9];
+    const int direct = p[EMBER_GEO_K_D] * p[EMBER_GEO_K_H] * p[EMBER_GEO_K_W] == 1 && p[EMBER_GEO_STRIDE_D] == 1 &&
+                       p[EMBER_GEO_STRIDE_H] == 1 && p[EMBER_GEO_STRIDE_W] == 1 && p[EMBER_GEO_PAD_D] == 0 &&
+                       p[EMBER_GEO_PAD_H] == 0 && p[EMBER_GEO_PAD_W] == 0 && p[EMBER_GEO_IN_D] == p[EMBER_GEO_OUT_D] &&
+                       p[EMBER_GEO_IN_H] == p[EMBER_GEO_OUT_H] && p[EMBER_GEO_IN_W] == p[EMBER_GEO_OUT_W];
     /* by rows of words (qpack.c): 2-D, channels in fours (a 1x1's K order is the same either way) */
-    const int rows = Cg % 4 == 0 && !direct && p[1] == 1 && p[4] == 1 && p[7] == 1;
+    const int rows =
+        Cg % 4 == 0 && !direct && p[EMBER_GEO_IN_D] == 1 && p[EMBER_GEO_K_D] == 1 && p[EMBER_GEO_OUT_D] == 1;
     uint32_t *wr = (uint32_t *)(void *)(scratch + ((EMBER_QSCRATCH_X(Kp) + 4 * EMBER_QPB + 4 * M + EMBER_QTAIL * Kp + 63) & ~63));
     int kwb[32];
     ember_qout o;
     int n, g, kw;
     ptrdiff_t pix;
-    for (kw = 0; kw < p[6] && kw < 16; ++kw)
-        ember_window_bounds(p[3], p[9], p[12], kw * p[15] - p[18], &kwb[2 * kw], &kwb[2 * kw + 1]);
+    for (kw = 0; kw < p[EMBER_GEO_K_W] && kw < 16; ++kw)
+        ember_window_bounds(p[EMBER_GEO_IN_W], p[EMBER_GEO_OUT_W], p[EMBER_GEO_STRIDE_W],
+                            kw * p[EMBER_GEO_DIL_W] - p[EMBER_GEO_PAD_W], &kwb[2 * kw], &kwb[2 * kw + 1]);
     ember_qout_init(&o, kind, mult, shift, out);
     o.blk = lay >> 1 & 1;
     o.rs = o.blk ? 64 * M : P;
@@ -62,12 +68,13 @@ static void ember_qconv(void *y, int kind, const void *x, int x_sgn, int32_t xz,
                     ember_qpack_gather(X, xg, C, p, pix, pb, flip * 0x01010101u, (uint32_t)(uint8_t)(xz ^ flip) * 0x01010101u);
                 else if (rows)
                     ember_qpack_rows(X, xg, Cg, p, pix, pb, flip, (uint8_t)xz, wr);
-                else if (!direct && p[1] == 1 && p[4] == 1 && p[7] == 1)
+                else if (!direct && p[EMBER_GEO_IN_D] == 1 && p[EMBER_GEO_K_D] == 1 && p[EMBER_GEO_OUT_D] == 1)
                     ember_qpack_rows1(X, xg, Cg, p, pix, pb, K, Kp, flip, (uint8_t)xz, (uint8_t *)wr);
                 else if (cl && !direct)
-                    ember_qpack_conv_cl(X, xg, Cg, p, pix, pb, flip, (uint8_t)xz, p[6] <= 16 ? kwb : 0);
+                    ember_qpack_conv_cl(X, xg, Cg, p, pix, pb, flip, (uint8_t)xz, p[EMBER_GEO_K_W] <= 16 ? kwb : 0);
                 else
-                    ember_qpack_conv(X, xg, p, pix, pb, K, Kp, flip, (uint8_t)xz, p[6] <= 16 ? kwb : 0, direct);
+                    ember_qpack_conv(X, xg, p, pix, pb, K, Kp, flip, (uint8_t)xz, p[EMBER_GEO_K_W] <= 16 ? kwb : 0,
+                                     direct);
                 if (wofs || P <= 2) ember_qcolsum(colsum, Xb, Kp, pb);
                 if (P <= 2) { /* one or two pixels: matrix-vector products on each pixel's words */
                     uint8_t *row = (uint8_t *)(corr + M);

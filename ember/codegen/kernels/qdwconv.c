@@ -1,6 +1,6 @@
 /* Depthwise integer convolution (one input channel per group), direct: no packing, no int8 product. */
 
-/*@kernel ember_qdwconv requires ember_qround ember_window_bounds ember_qrun ember_qdw_vnni ember_qblk*/
+/*@kernel ember_qdwconv requires ember_qround ember_window_bounds ember_qrun ember_qdw_vnni ember_qblk ember_conv_geo*/
 /* Depthwise integer convolution (one input channel per group, M = C * multiplier), one output row at a
  * time as in ember_dwconv_f32: each tap adds w * (x - xz) over the row segment whose input column is
  * inside the input (outside it, x - xz would be 0). w: M x kvol int16, the weights minus their zero
@@ -9,35 +9,36 @@
  * integers, exact in float, so the result is the integer one, at float speed), else int32.
  * scratch (4-byte values): for 2-D the stride-phase planes and the flat sums (EMBER_QDW_PLANES), for
  * 3-D the channel's values and one output row. */
-#define EMBER_QDW_ROWS(NAME, T)                                                                          \
-    static void NAME(T *EMBER_RESTRICT acc, const T *EMBER_RESTRICT xs, const int16_t *wm, const int32_t *p,  \
-                     int od, int oh, const int *kwb) {                                                   \
-        const int D = p[1], H = p[2], W = p[3], KD = p[4], KH = p[5], KW = p[6], OW = p[9], sw = p[12];   \
-        int kd, kh, kw, ow, lo, hi;                                                                      \
-        for (ow = 0; ow < OW; ++ow) acc[ow] = (T)0;                                                      \
-        for (kd = 0; kd < KD; ++kd) {                                                                    \
-            const int id = od * p[10] - p[16] + kd * p[13];                                              \
-            if (id < 0 || id >= D) continue;                                                             \
-            for (kh = 0; kh < KH; ++kh) {                                                                \
-                const int ih = oh * p[11] - p[17] + kh * p[14];                                          \
-                const T *xr = xs + ((ptrdiff_t)id * H + ih) * W;                                         \
-                if (ih < 0 || ih >= H) continue;                                                         \
-                for (kw = 0; kw < KW; ++kw) {                                                            \
-                    const int off = kw * p[15] - p[18];                                                  \
-                    const T wv = (T)wm[((ptrdiff_t)kd * KH + kh) * KW + kw];                             \
-                    if (kw < 16) {                                                                       \
-                        lo = kwb[2 * kw];                                                                \
-                        hi = kwb[2 * kw + 1];                                                            \
-                    } else {                                                                             \
-                        ember_window_bounds(W, OW, sw, off, &lo, &hi);                                         \
-                    }                                                                                    \
-                    if (sw == 1)                                                                         \
-                        for (ow = lo; ow < hi; ++ow) acc[ow] += wv * xr[ow + off];                       \
-                    else                                                                                 \
-                        for (ow = lo; ow < hi; ++ow) acc[ow] += wv * xr[(ptrdiff_t)ow * sw + off];       \
-                }                                                                                        \
-            }                                                                                            \
-        }                                                                                                \
+#define EMBER_QDW_ROWS(NAME, T)                                                                                        \
+    static void NAME(T *EMBER_RESTRICT acc, const T *EMBER_RESTRICT xs, const int16_t *wm, const int32_t *p, int od,   \
+                     int oh, const int *kwb) {                                                                         \
+        const int D = p[EMBER_GEO_IN_D], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], KD = p[EMBER_GEO_K_D],          \
+                  KH = p[EMBER_GEO_K_H], KW = p[EMBER_GEO_K_W], OW = p[EMBER_GEO_OUT_W], sw = p[EMBER_GEO_STRIDE_W];   \
+        int kd, kh, kw, ow, lo, hi;                                                                                    \
+        for (ow = 0; ow < OW; ++ow) acc[ow] = (T)0;                                                                    \
+        for (kd = 0; kd < KD; ++kd) {                                                                                  \
+            const int id = od * p[EMBER_GEO_STRIDE_D] - p[EMBER_GEO_PAD_D] + kd * p[EMBER_GEO_DIL_D];                  \
+            if (id < 0 || id >= D) continue;                                                                           \
+            for (kh = 0; kh < KH; ++kh) {                                                                              \
+                const int ih = oh * p[EMBER_GEO_STRIDE_H] - p[EMBER_GEO_PAD_H] + kh * p[EMBER_GEO_DIL_H];              \
+                const T *xr = xs + ((ptrdiff_t)id * H + ih) * W;                                                       \
+                if (ih < 0 || ih >= H) continue;                                                                       \
+                for (kw = 0; kw < KW; ++kw) {                                                                          \
+                    const int off = kw * p[EMBER_GEO_DIL_W] - p[EMBER_GEO_PAD_W];                                      \
+                    const T wv = (T)wm[((ptrdiff_t)kd * KH + kh) * KW + kw];                                           \
+                    if (kw < 16) {                                                                                     \
+                        lo = kwb[2 * kw];                                                                              \
+                        hi = kwb[2 * kw + 1];                                                                          \
+                    } else {                                                                                           \
+                        ember_window_bounds(W, OW, sw, off, &lo, &hi);                                                 \
+                    }                                                                                                  \
+                    if (sw == 1)                                                                                       \
+                        for (ow = lo; ow < hi; ++ow) acc[ow] += wv * xr[ow + off];                                     \
+                    else                                                                                               \
+                        for (ow = lo; ow < hi; ++ow) acc[ow] += wv * xr[(ptrdiff_t)ow * sw + off];                     \
+                }                                                                                                      \
+            }                                                                                                          \
+        }                                                                                                              \
     }
 /* 2-D: the channel as zero-padded planes, one per stride phase (a, b) = (row % sh, column % sw), so
  * that every tap reads one plane at a fixed offset from the output's flat index q = oh*Wh + ow: the
@@ -45,7 +46,7 @@
  * xc: the channel's bytes (int8 if sgn), zero point xz; returns acc (len values, row oh at oh*Wh). */
 /* d[j] = x[j * step] - xz for n bytes (int8 if sgn): a padded plane row; constant steps 1 and 2 so
  * that the loops vectorize, and not inlined, which keeps the restrict qualifiers that let them. */
-#if defined(__GNUC__) || defined(__clang__)
+#if EMBER_GNUC
 #define EMBER_QNOINLINE __attribute__((noinline))
 #else
 #define EMBER_QNOINLINE
@@ -80,58 +81,59 @@
             EMBER_QDW_FILL_LOOP(T, EMBER_QDW_UN)                                                         \
         }                                                                                                \
     }
-#define EMBER_QDW_PLANES(NAME, T, FILL)                                                                  \
-    static const T *NAME(T *EMBER_RESTRICT buf, const uint8_t *xc, int sgn, int32_t xz, const int16_t *wm,  \
-                         const int32_t *p) {                                                              \
-        const int H = p[2], W = p[3], KH = p[5], KW = p[6], OH = p[8], OW = p[9];                        \
-        const int sh = p[11], sw = p[12], dh = p[14], dw = p[15], pt = p[17], pl = p[18];                \
-        const int Hh = ((OH - 1) * sh + (KH - 1) * dh + 1 + sh - 1) / sh;                                \
-        const int Wh = ((OW - 1) * sw + (KW - 1) * dw + 1 + sw - 1) / sw;                                \
-        const ptrdiff_t plane = (ptrdiff_t)Hh * Wh, len = (ptrdiff_t)(OH - 1) * Wh + OW;                 \
-        T *EMBER_RESTRICT acc = buf + (ptrdiff_t)sh * sw * plane;                                        \
-        int a, b, i, j, kh, kw;                                                                          \
-        ptrdiff_t q;                                                                                     \
-        for (b = 0; b < sw; ++b) {                                                                       \
-            int blo, bhi;                                                                                \
-            ember_window_bounds(W, Wh, sw, b - pl, &blo, &bhi);                                                \
-            for (a = 0; a < sh; ++a)                                                                     \
-                for (i = 0; i < Hh; ++i) {                                                               \
-                    T *EMBER_RESTRICT d = buf + ((ptrdiff_t)a * sw + b) * plane + (ptrdiff_t)i * Wh;     \
-                    const int ih = i * sh + a - pt, in = ih >= 0 && ih < H;                              \
-                    const int lo = in ? blo : 0, hi = in ? bhi : 0;                                      \
-                    for (j = 0; j < lo; ++j) d[j] = (T)0;                                                \
-                    if (in) FILL(d + lo, xc + (ptrdiff_t)ih * W + b - pl + (ptrdiff_t)lo * sw, hi - lo, sw, sgn, xz); \
-                    for (j = hi; j < Wh; ++j) d[j] = (T)0;                                               \
-                }                                                                                        \
-        }                                                                                                \
-        if (KH == 3 && KW == 3) { /* the usual kernel: all taps in one pass */                            \
-            const T *EMBER_RESTRICT t[9];                                                                \
-            T c[9];                                                                                      \
-            for (kh = 0; kh < 9; ++kh) {                                                                 \
-                const int r = kh / 3 * dh, cc = kh % 3 * dw;                                             \
-                t[kh] = buf + ((ptrdiff_t)(r % sh) * sw + cc % sw) * plane + (ptrdiff_t)(r / sh) * Wh + cc / sw; \
-                c[kh] = (T)wm[kh];                                                                       \
-            }                                                                                            \
-            for (q = 0; q < len; ++q)                                                                    \
-                acc[q] = c[0] * t[0][q] + c[1] * t[1][q] + c[2] * t[2][q] + c[3] * t[3][q] + c[4] * t[4][q] + \
-                         c[5] * t[5][q] + c[6] * t[6][q] + c[7] * t[7][q] + c[8] * t[8][q];               \
-            return acc;                                                                                  \
-        }                                                                                                \
-        for (q = 0; q < len; ++q) acc[q] = (T)0;                                                         \
-        for (kh = 0; kh < KH; ++kh)                                                                      \
-            for (kw = 0; kw < KW; ++kw) {                                                                \
-                const T wv = (T)wm[kh * KW + kw];                                                        \
-                const T *EMBER_RESTRICT t = buf + ((ptrdiff_t)(kh * dh % sh) * sw + kw * dw % sw) * plane + \
-                                            (ptrdiff_t)(kh * dh / sh) * Wh + kw * dw / sw;               \
-                for (q = 0; q < len; ++q) acc[q] += wv * t[q];                                           \
-            }                                                                                            \
-        return acc;                                                                                      \
+#define EMBER_QDW_PLANES(NAME, T, FILL)                                                                                \
+    static const T *NAME(T *EMBER_RESTRICT buf, const uint8_t *xc, int sgn, int32_t xz, const int16_t *wm,             \
+                         const int32_t *p) {                                                                           \
+        const int H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], KH = p[EMBER_GEO_K_H], KW = p[EMBER_GEO_K_W],          \
+                  OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W];                                                    \
+        const int sh = p[EMBER_GEO_STRIDE_H], sw = p[EMBER_GEO_STRIDE_W], dh = p[EMBER_GEO_DIL_H],                     \
+                  dw = p[EMBER_GEO_DIL_W], pt = p[EMBER_GEO_PAD_H], pl = p[EMBER_GEO_PAD_W];                           \
+        const int Hh = ((OH - 1) * sh + (KH - 1) * dh + 1 + sh - 1) / sh;                                              \
+        const int Wh = ((OW - 1) * sw + (KW - 1) * dw + 1 + sw - 1) / sw;                                              \
+        const ptrdiff_t plane = (ptrdiff_t)Hh * Wh, len = (ptrdiff_t)(OH - 1) * Wh + OW;                               \
+        T *EMBER_RESTRICT acc = buf + (ptrdiff_t)sh * sw * plane;                                                      \
+        int a, b, i, j, kh, kw;                                                                                        \
+        ptrdiff_t q;                                                                                                   \
+        for (b = 0; b < sw; ++b) {                                                                                     \
+            int blo, bhi;                                                                                              \
+            ember_window_bounds(W, Wh, sw, b - pl, &blo, &bhi);                                                        \
+            for (a = 0; a < sh; ++a)                                                                                   \
+                for (i = 0; i < Hh; ++i) {                                                                             \
+                    T *EMBER_RESTRICT d = buf + ((ptrdiff_t)a * sw + b) * plane + (ptrdiff_t)i * Wh;                   \
+                    const int ih = i * sh + a - pt, in = ih >= 0 && ih < H;                                            \
+                    const int lo = in ? blo : 0, hi = in ? bhi : 0;                                                    \
+                    for (j = 0; j < lo; ++j) d[j] = (T)0;                                                              \
+                    if (in) FILL(d + lo, xc + (ptrdiff_t)ih * W + b - pl + (ptrdiff_t)lo * sw, hi - lo, sw, sgn, xz);  \
+                    for (j = hi; j < Wh; ++j) d[j] = (T)0;                                                             \
+                }                                                                                                      \
+        }                                                                                                              \
+        if (KH == 3 && KW == 3) { /* the usual kernel: all taps in one pass */                                         \
+            const T *EMBER_RESTRICT t[9];                                                                              \
+            T c[9];                                                                                                    \
+            for (kh = 0; kh < 9; ++kh) {                                                                               \
+                const int r = kh / 3 * dh, cc = kh % 3 * dw;                                                           \
+                t[kh] = buf + ((ptrdiff_t)(r % sh) * sw + cc % sw) * plane + (ptrdiff_t)(r / sh) * Wh + cc / sw;       \
+                c[kh] = (T)wm[kh];                                                                                     \
+            }                                                                                                          \
+            for (q = 0; q < len; ++q)                                                                                  \
+                acc[q] = c[0] * t[0][q] + c[1] * t[1][q] + c[2] * t[2][q] + c[3] * t[3][q] + c[4] * t[4][q] +          \
+                         c[5] * t[5][q] + c[6] * t[6][q] + c[7] * t[7][q] + c[8] * t[8][q];                            \
+            return acc;                                                                                                \
+        }                                                                                                              \
+        for (q = 0; q < len; ++q) acc[q] = (T)0;                                                                       \
+        for (kh = 0; kh < KH; ++kh)                                                                                    \
+            for (kw = 0; kw < KW; ++kw) {                                                                              \
+                const T wv = (T)wm[kh * KW + kw];                                                                      \
+                const T *EMBER_RESTRICT t = buf + ((ptrdiff_t)(kh * dh % sh) * sw + kw * dw % sw) * plane +            \
+                                            (ptrdiff_t)(kh * dh / sh) * Wh + kw * dw / sw;                             \
+                for (q = 0; q < len; ++q) acc[q] += wv * t[q];                                                         \
+            }                                                                                                          \
+        return acc;                                                                                                    \
     }
 EMBER_QDW_ROWS(ember_qdw_rows_i32, int32_t)
 EMBER_QDW_FILL(ember_qdw_fill_i32, int32_t)
 EMBER_QDW_PLANES(ember_qdw_planes_i32, int32_t, ember_qdw_fill_i32)
-#if defined(__SSE2__) || defined(__aarch64__) || (defined(__ARM_FP) && (__ARM_FP & 4)) || \
-    (defined(__riscv_flen) && __riscv_flen >= 32) || defined(__wasm__)
+#if EMBER_HAVE_FPU32
 #define EMBER_QDW_FLOAT 1
 EMBER_QDW_ROWS(ember_qdw_rows_f32, float)
 EMBER_QDW_FILL(ember_qdw_fill_f32, float)
@@ -183,16 +185,22 @@ static void ember_qdw_store(void *y, int kind, ptrdiff_t at, const int32_t *EMBE
 static void ember_qdwconv(void *y, int kind, const void *x, int x_sgn, int32_t xz, const int32_t *p, int N, int M,
                           const int16_t *w, const int32_t *bias, const int32_t *mult, const int32_t *shift,
                           const int32_t *out, int exact, int lay, void *scratch, ptrdiff_t room) {
-    const int C = p[0], KH = p[5], KW = p[6], OD = p[7], OH = p[8], OW = p[9], mult_c = M / C;
-    const int planar = p[1] == 1 && p[4] == 1 && p[7] == 1; /* 2-D */
-    const int Wh = ((OW - 1) * p[12] + (KW - 1) * p[15] + 1 + p[12] - 1) / p[12];
-    const int Hh = ((OH - 1) * p[11] + (KH - 1) * p[14] + 1 + p[11] - 1) / p[11];
-    const ptrdiff_t s_in = (ptrdiff_t)p[1] * p[2] * p[3], s_out = (ptrdiff_t)OD * OH * OW;
+    const int C = p[EMBER_GEO_C], KH = p[EMBER_GEO_K_H], KW = p[EMBER_GEO_K_W], OD = p[EMBER_GEO_OUT_D],
+              OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W], mult_c = M / C;
+    const int planar = p[EMBER_GEO_IN_D] == 1 && p[EMBER_GEO_K_D] == 1 && p[EMBER_GEO_OUT_D] == 1; /* 2-D */
+    const int Wh = ((OW - 1) * p[EMBER_GEO_STRIDE_W] + (KW - 1) * p[EMBER_GEO_DIL_W] + 1 + p[EMBER_GEO_STRIDE_W] - 1) /
+                   p[EMBER_GEO_STRIDE_W];
+    const int Hh = ((OH - 1) * p[EMBER_GEO_STRIDE_H] + (KH - 1) * p[EMBER_GEO_DIL_H] + 1 + p[EMBER_GEO_STRIDE_H] - 1) /
+                   p[EMBER_GEO_STRIDE_H];
+    const ptrdiff_t s_in = (ptrdiff_t)p[EMBER_GEO_IN_D] * p[EMBER_GEO_IN_H] * p[EMBER_GEO_IN_W],
+                    s_out = (ptrdiff_t)OD * OH * OW;
     const ptrdiff_t xbs = lay & 1 ? 64 * (ptrdiff_t)C : 0, ybs = lay & 2 ? 64 * (ptrdiff_t)M : 0;
     const ptrdiff_t x_img = xbs ? (s_in + 63) / 64 * xbs : C * s_in, y_img = ybs ? (s_out + 63) / 64 * ybs : M * s_out;
     /* past EMBER_QDW_PLANES's planes and sums: a blocked input's channel plane, a blocked output's row */
-    uint8_t *const xplane = lay ? (uint8_t *)scratch + 4 * ((ptrdiff_t)p[11] * p[12] * Hh * Wh + (ptrdiff_t)(OH - 1) * Wh + OW)
-                                : (uint8_t *)scratch;
+    uint8_t *const xplane =
+        lay ? (uint8_t *)scratch + 4 * ((ptrdiff_t)p[EMBER_GEO_STRIDE_H] * p[EMBER_GEO_STRIDE_W] * Hh * Wh +
+                                        (ptrdiff_t)(OH - 1) * Wh + OW)
+            : (uint8_t *)scratch;
     uint8_t *const yrow = xplane + (lay & 1 ? s_in : 0);
     int32_t *xi = (int32_t *)scratch, *ai = xi + s_in;
     int n, m, od, oh, ow, kw, kwb[32];
@@ -213,11 +221,12 @@ static void ember_qdwconv(void *y, int kind, const void *x, int x_sgn, int32_t x
 #endif
     exact &= 1;
     for (kw = 0; kw < KW && kw < 16; ++kw)
-        ember_window_bounds(p[3], OW, p[12], kw * p[15] - p[18], &kwb[2 * kw], &kwb[2 * kw + 1]);
+        ember_window_bounds(p[EMBER_GEO_IN_W], OW, p[EMBER_GEO_STRIDE_W], kw * p[EMBER_GEO_DIL_W] - p[EMBER_GEO_PAD_W],
+                            &kwb[2 * kw], &kwb[2 * kw + 1]);
     for (n = 0; n < N; ++n)
         for (m = 0; m < M; ++m) {
             const uint8_t *xc = xbs ? xplane : (const uint8_t *)x + n * x_img + (ptrdiff_t)(m / mult_c) * s_in;
-            const int16_t *wm = w + (ptrdiff_t)m * p[4] * p[5] * KW;
+            const int16_t *wm = w + (ptrdiff_t)m * p[EMBER_GEO_K_D] * p[EMBER_GEO_K_H] * KW;
             const int32_t b0 = bias ? bias[m] : 0, mu = mult ? mult[m] : 0, sh = shift ? shift[m] : 1;
             const ptrdiff_t ym = ((ptrdiff_t)n * M + m) * s_out;
             uint8_t *const yi = (uint8_t *)y + n * y_img;

@@ -15,9 +15,8 @@
  * 16 pixels' outputs are transposed back into four quads' words, one store each, instead of the byte
  * transposes of NCHW planes. */
 
-/*@kernel ember_qdw_vnni requires ember_qv16 ember_qblk*/
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512VBMI__) && defined(__AVX512VNNI__) && \
-    defined(EMBER_QV16)
+/*@kernel ember_qdw_vnni requires ember_qv16 ember_qblk ember_conv_geo*/
+#if EMBER_HAVE_AVX512_VBMI && EMBER_HAVE_AVX512_VNNI && defined(EMBER_QV16)
 #define EMBER_QDW_VNNI 1
 typedef uint8_t ember_qdv_b64 __attribute__((vector_size(64)));
 typedef uint8_t ember_qdv_b64u __attribute__((vector_size(64), aligned(1), may_alias));
@@ -135,7 +134,7 @@ EMBER_INLINE void ember_qdv_put_words(uint8_t *yq, ptrdiff_t bs, ptrdiff_t pix, 
  * input is channel-blocked (bs bytes per block), rows[q] the first blocks of the four channel quads. */
 static void ember_qdv_fill(uint8_t *EMBER_RESTRICT xb, const uint8_t *const *rows, ptrdiff_t bs, const int32_t *p,
                            int r0, int Hp, int Wp, uint8_t flip, uint8_t zv) {
-    const int H = p[2], W = p[3], pt = p[17], pl = p[18];
+    const int H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], pt = p[EMBER_GEO_PAD_H], pl = p[EMBER_GEO_PAD_W];
     const int w1 = pl + W < Wp ? pl + W : Wp;
     const ember_qdv_b64 fz = (ember_qdv_b64){0} + zv, ff = (ember_qdv_b64){0} + flip;
     int r, c, g, t;
@@ -244,7 +243,8 @@ EMBER_INLINE void ember_qdv_tile(uint8_t *y, ptrdiff_t P, ptrdiff_t bs, ptrdiff_
 
 /* Whether ember_qdv_conv takes geometry p. */
 static int ember_qdv_fits(const int32_t *p) {
-    return p[1] == 1 && p[4] == 1 && p[7] == 1 && p[15] == 1 && p[5] * ((p[6] + 3) / 4) <= 16;
+    return p[EMBER_GEO_IN_D] == 1 && p[EMBER_GEO_K_D] == 1 && p[EMBER_GEO_OUT_D] == 1 && p[EMBER_GEO_DIL_W] == 1 &&
+           p[EMBER_GEO_K_H] * ((p[EMBER_GEO_K_W] + 3) / 4) <= 16;
 }
 /* Depthwise, kind 1 (requantised int8/uint8 outputs), M = C * multiplier channels; w: M x kh x kw int16
  * weights (minus their zero point) that fit int8; out = [zp, lo, hi, sums below 2^24 (qvec.c)]. scratch: `room` bytes, at least
@@ -253,8 +253,10 @@ static int ember_qdv_fits(const int32_t *p) {
 static void ember_qdv_conv(uint8_t *y, const uint8_t *x, int x_sgn, int32_t xz, const int32_t *p, int N, int M,
                            const int16_t *w, const int32_t *bias, const int32_t *mult, const int32_t *shift,
                            const int32_t *out, int lay, uint8_t *scratch, ptrdiff_t room) {
-    const int C = p[0], H = p[2], W = p[3], KH = p[5], KW = p[6], OH = p[8], OW = p[9];
-    const int sh = p[11], sw = p[12], dh = p[14], G = (KW + 3) / 4, mult_c = M / C;
+    const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], KH = p[EMBER_GEO_K_H],
+              KW = p[EMBER_GEO_K_W], OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W];
+    const int sh = p[EMBER_GEO_STRIDE_H], sw = p[EMBER_GEO_STRIDE_W], dh = p[EMBER_GEO_DIL_H], G = (KW + 3) / 4,
+              mult_c = M / C;
     const int Wp = (OW - 1) * sw + 4 * G, span = (KH - 1) * dh + 1; /* Xb width; input rows of one output row */
     const ptrdiff_t P = (ptrdiff_t)OH * OW, prow = (ptrdiff_t)Wp * 16;
     const ptrdiff_t xbs = lay & 1 ? 64 * (ptrdiff_t)C : 0, ybs = lay & 2 ? 64 * (ptrdiff_t)M : 0; /* bytes per block */

@@ -28,27 +28,27 @@ EMBER_INLINE ptrdiff_t ember_qblk_off(ptrdiff_t pix, int c, ptrdiff_t bs) {
 /*@end*/
 
 /*@kernel ember_qgemm requires ember_qround ember_qrun ember_qv16 ember_qblk*/
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512VNNI__) && defined(__AVX512BW__)
+#if EMBER_HAVE_AVX512_VNNI
 #define EMBER_Q_PATH 1
 #define EMBER_QVL 16 /* int32 lanes of a vector = pixels per vector */
-#elif (defined(__GNUC__) || defined(__clang__)) && defined(__AVXVNNI__)
+#elif EMBER_HAVE_AVX_VNNI
 #define EMBER_Q_PATH 1
 #define EMBER_QVL 8
-#elif (defined(__GNUC__) || defined(__clang__)) && defined(__AVX2__)
+#elif EMBER_HAVE_AVX2
 #define EMBER_Q_PATH 2
 #define EMBER_QVL 4 /* VPMADDWD: 8 lanes, two per pixel */
-#elif (defined(__GNUC__) || defined(__clang__)) && defined(__SSE2__)
+#elif EMBER_HAVE_SSE2
 #define EMBER_Q_PATH 2
 #define EMBER_QVL 2 /* PMADDWD: 4 lanes, two per pixel */
 #define EMBER_QMR 4
 #define EMBER_QNV 2
-#elif (defined(__GNUC__) || defined(__clang__)) && defined(__aarch64__) && defined(__ARM_FEATURE_DOTPROD)
+#elif EMBER_HAVE_NEON_DOTPROD
 #define EMBER_Q_PATH 3
 #define EMBER_QVL 4
-#elif (defined(__GNUC__) || defined(__clang__)) && defined(__ARM_FEATURE_DSP) && !defined(__aarch64__)
+#elif EMBER_HAVE_ARM_DSP
 #define EMBER_Q_PATH 4
 #define EMBER_QVL 2 /* SMLAD: two pixels per step */
-#elif (defined(__GNUC__) || defined(__clang__)) && (defined(__ARM_NEON) || defined(__wasm_simd128__))
+#elif EMBER_HAVE_NEON || EMBER_HAVE_WASM_SIMD
 #define EMBER_Q_PATH 5
 #define EMBER_QVL 4 /* 128-bit SIMD: int8 products widened to int16, summed in int32 */
 #define EMBER_QMR 2
@@ -81,7 +81,7 @@ typedef int ember_qv16i __attribute__((vector_size(64))); /* the builtins' opera
 EMBER_INLINE ember_qv ember_qdot(ember_qv acc, ember_qv x, ember_qv w) {
 #if EMBER_Q_PATH == 3
     __asm__("sdot %0.4s, %1.16b, %2.16b" : "+w"(acc) : "w"(x), "w"(w));
-#elif EMBER_QVL == 16 && defined(__clang__)
+#elif EMBER_QVL == 16 && EMBER_CLANG
     acc = (ember_qv)__builtin_ia32_vpdpbusd512((ember_qv16i)acc, (ember_qv16i)x, (ember_qv16i)w);
 #elif EMBER_QVL == 16 /* the builtin, not asm: GCC then keeps each sum in one register (no copies) */
     acc = (ember_qv)__builtin_ia32_vpdpbusd_v16si((ember_qv16i)acc, (ember_qv16i)x, (ember_qv16i)w);

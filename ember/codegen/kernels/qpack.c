@@ -4,10 +4,10 @@
 
 /*@kernel ember_qinterleave requires ember_qgemm*/
 typedef uint32_t ember_qu32a __attribute__((may_alias, aligned(4)));
-#if (defined(__GNUC__) || defined(__clang__)) && (defined(__SSE2__) || defined(__ARM_NEON) || defined(__wasm_simd128__))
+#if EMBER_HAVE_SIMD128
 typedef uint8_t ember_qzip __attribute__((vector_size(16)));
 typedef uint8_t ember_qzipu __attribute__((vector_size(16), may_alias, aligned(1)));
-#if defined(__clang__)
+#if EMBER_CLANG
 #define EMBER_QSHUF(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
 #else
 #define EMBER_QSHUF(a, b, ...) __builtin_shuffle(a, b, (ember_qzip){__VA_ARGS__})
@@ -18,7 +18,7 @@ typedef uint8_t ember_qzipu __attribute__((vector_size(16), may_alias, aligned(1
                                           8*h+4, 8*h+5, 20+8*h, 21+8*h, 8*h+6, 8*h+7, 22+8*h, 23+8*h)
 #endif
 
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512VBMI__)
+#if EMBER_HAVE_AVX512_VBMI
 typedef uint8_t ember_qz64 __attribute__((vector_size(64)));
 typedef uint8_t ember_qz64u __attribute__((vector_size(64), may_alias, aligned(1)));
 /* Bytes idx[i] % 64 of a (idx[i] < 64) or b. */
@@ -33,7 +33,7 @@ static void ember_qinterleave(uint8_t *EMBER_RESTRICT X, const uint8_t *r0, cons
                               const uint8_t *r3, int pb, uint32_t flip4) {
     ember_qu32a *d = (ember_qu32a *)(void *)X;
     int j = 0;
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512VBMI__)
+#if EMBER_HAVE_AVX512_VBMI
     /* 64 pixels at a time (the last ones under a mask): words 16k .. 16k+15 from rows (0, 1) and
      * (2, 3) by two-table permutes */
     {
@@ -83,7 +83,7 @@ static void ember_qinterleave(uint8_t *EMBER_RESTRICT X, const uint8_t *r0, cons
 
 /* d[i] = s[i] ^ flip4 for i < n: 16 words per masked AVX-512 move where there are such. */
 EMBER_INLINE void ember_qwords(uint32_t *EMBER_RESTRICT d, const uint32_t *EMBER_RESTRICT s, ptrdiff_t n, uint32_t flip4) {
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512F__)
+#if EMBER_HAVE_AVX512
     typedef uint32_t ember_qw16 __attribute__((vector_size(64), may_alias, aligned(4)));
     ptrdiff_t i;
     for (i = 0; i < n; i += 16) {
@@ -99,7 +99,7 @@ EMBER_INLINE void ember_qwords(uint32_t *EMBER_RESTRICT d, const uint32_t *EMBER
 #endif
 }
 
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512VBMI__)
+#if EMBER_HAVE_AVX512_VBMI
 /* r[i] = x[2i] for i < count, 32 at a time (a masked 64-byte load, VPERMB, a masked store). */
 #define EMBER_QGATHER2 1
 static void ember_qgather2(uint8_t *r, const uint8_t *x, int count) {
@@ -117,17 +117,19 @@ static void ember_qgather2(uint8_t *r, const uint8_t *x, int count) {
 #endif
 /*@end*/
 
-/*@kernel ember_qpack requires ember_qinterleave ember_window_bounds*/
+/*@kernel ember_qpack requires ember_qinterleave ember_window_bounds ember_conv_geo*/
 /* One tap's im2col row for the pb pixels from output pixel (od, oh, ow0): each output row's segment
  * is padding, a copy, padding ([lo, hi): the outputs whose input column is inside the row).
  * Returns the row: the input itself when the whole block is one stride-1 copy, else tmp. */
 static const uint8_t *ember_qtap(uint8_t *tmp, const uint8_t *xc, const int32_t *p, int od, int oh, int ow0, int pb,
                                  int kd, int kh, int off, int lo, int hi, uint8_t pad) {
-    const int D = p[1], H = p[2], W = p[3], OH = p[8], OW = p[9], sw = p[12];
+    const int D = p[EMBER_GEO_IN_D], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], OH = p[EMBER_GEO_OUT_H],
+              OW = p[EMBER_GEO_OUT_W], sw = p[EMBER_GEO_STRIDE_W];
     int j = 0, ow;
     while (j < pb) {
         const int n = OW - ow0 < pb - j ? OW - ow0 : pb - j;
-        const int id = od * p[10] - p[16] + kd * p[13], ih = oh * p[11] - p[17] + kh * p[14];
+        const int id = od * p[EMBER_GEO_STRIDE_D] - p[EMBER_GEO_PAD_D] + kd * p[EMBER_GEO_DIL_D],
+                  ih = oh * p[EMBER_GEO_STRIDE_H] - p[EMBER_GEO_PAD_H] + kh * p[EMBER_GEO_DIL_H];
         uint8_t *r = tmp + j - ow0; /* output ow at r[ow] */
         ow = ow0;
         if (id >= 0 && id < D && ih >= 0 && ih < H) {
@@ -164,8 +166,9 @@ static const uint8_t *ember_qtap(uint8_t *tmp, const uint8_t *xc, const int32_t 
  * convolution, whose rows are the input channels themselves. */
 static void ember_qpack_conv(uint8_t *X, const uint8_t *x, const int32_t *p, ptrdiff_t pix, int pb, int K,
                              int Kp, uint8_t flip, uint8_t xz, const int *kwb, int direct) {
-    const int KD = p[4], KH = p[5], KW = p[6], OH = p[8], OW = p[9];
-    const ptrdiff_t s_in = (ptrdiff_t)p[1] * p[2] * p[3];
+    const int KD = p[EMBER_GEO_K_D], KH = p[EMBER_GEO_K_H], KW = p[EMBER_GEO_K_W], OH = p[EMBER_GEO_OUT_H],
+              OW = p[EMBER_GEO_OUT_W];
+    const ptrdiff_t s_in = (ptrdiff_t)p[EMBER_GEO_IN_D] * p[EMBER_GEO_IN_H] * p[EMBER_GEO_IN_W];
     const int od = (int)(pix / OW / OH), oh = (int)(pix / OW % OH), ow0 = (int)(pix % OW);
     uint8_t tmp[4][EMBER_QPB];
     const uint8_t *rows[4];
@@ -181,13 +184,13 @@ static void ember_qpack_conv(uint8_t *X, const uint8_t *x, const int32_t *p, ptr
             if (direct) {
                 rows[t] = xc + pix;
             } else {
-                const int off = kw * p[15] - p[18];
+                const int off = kw * p[EMBER_GEO_DIL_W] - p[EMBER_GEO_PAD_W];
                 int lo, hi;
                 if (kwb) {
                     lo = kwb[2 * kw];
                     hi = kwb[2 * kw + 1];
                 } else {
-                    ember_window_bounds(p[3], OW, p[12], off, &lo, &hi);
+                    ember_window_bounds(p[EMBER_GEO_IN_W], OW, p[EMBER_GEO_STRIDE_W], off, &lo, &hi);
                 }
                 rows[t] = ember_qtap(tmp[t], xc, p, od, oh, ow0, pb, kd, kh, off, lo, hi, xz);
             }
@@ -211,7 +214,9 @@ static void ember_qpack_conv(uint8_t *X, const uint8_t *x, const int32_t *p, ptr
  * words interleave four input planes directly (padding words hold the zero point). */
 static void ember_qpack_conv_cl(uint8_t *X, const uint8_t *x, int Cg, const int32_t *p, ptrdiff_t pix, int pb,
                                 uint8_t flip, uint8_t xz, const int *kwb) {
-    const int D = p[1], H = p[2], W = p[3], KD = p[4], KH = p[5], KW = p[6], OH = p[8], OW = p[9], sw = p[12];
+    const int D = p[EMBER_GEO_IN_D], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], KD = p[EMBER_GEO_K_D],
+              KH = p[EMBER_GEO_K_H], KW = p[EMBER_GEO_K_W], OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W],
+              sw = p[EMBER_GEO_STRIDE_W];
     const ptrdiff_t s_in = (ptrdiff_t)D * H * W;
     const uint32_t flip4 = flip * 0x01010101u, pad4 = (uint32_t)(uint8_t)(xz ^ flip) * 0x01010101u;
     const int od0 = (int)(pix / OW / OH), oh0 = (int)(pix / OW % OH), ow00 = (int)(pix % OW);
@@ -219,7 +224,7 @@ static void ember_qpack_conv_cl(uint8_t *X, const uint8_t *x, int Cg, const int3
     for (kd = 0; kd < KD; ++kd)
         for (kh = 0; kh < KH; ++kh)
             for (kw = 0; kw < KW; ++kw, X += (ptrdiff_t)Cg * EMBER_QPB) {
-                const int off = kw * p[15] - p[18];
+                const int off = kw * p[EMBER_GEO_DIL_W] - p[EMBER_GEO_PAD_W];
                 int lo, hi, j = 0, od = od0, oh = oh0, ow0 = ow00;
                 if (kwb) {
                     lo = kwb[2 * kw];
@@ -229,7 +234,8 @@ static void ember_qpack_conv_cl(uint8_t *X, const uint8_t *x, int Cg, const int3
                 }
                 while (j < pb) {
                     const int n = OW - ow0 < pb - j ? OW - ow0 : pb - j;
-                    const int id = od * p[10] - p[16] + kd * p[13], ih = oh * p[11] - p[17] + kh * p[14];
+                    const int id = od * p[EMBER_GEO_STRIDE_D] - p[EMBER_GEO_PAD_D] + kd * p[EMBER_GEO_DIL_D],
+                              ih = oh * p[EMBER_GEO_STRIDE_H] - p[EMBER_GEO_PAD_H] + kh * p[EMBER_GEO_DIL_H];
                     const int valid = id >= 0 && id < D && ih >= 0 && ih < H;
                     const int a = !valid ? ow0 : lo > ow0 ? (lo < ow0 + n ? lo : ow0 + n) : ow0;
                     const int b = !valid ? ow0 : hi < ow0 + n ? (hi > a ? hi : a) : ow0 + n;
@@ -268,15 +274,19 @@ static void ember_qpack_conv_cl(uint8_t *X, const uint8_t *x, int Cg, const int3
  * each row once instead of once per tap (qpack_conv_cl) is what makes it fast. wr: ember_qrows_words
  * words of scratch. */
 static void ember_qrows_geometry(const int32_t *p, int *rows, int *wq) {
-    const int KH = p[5], KW = p[6], OH = p[8], OW = p[9], sh = p[11], sw = p[12], dh = p[14], dw = p[15];
+    const int KH = p[EMBER_GEO_K_H], KW = p[EMBER_GEO_K_W], OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W],
+              sh = p[EMBER_GEO_STRIDE_H], sw = p[EMBER_GEO_STRIDE_W], dh = p[EMBER_GEO_DIL_H], dw = p[EMBER_GEO_DIL_W];
     const int out_rows = (EMBER_QPB - 1) / OW + 2 < OH ? (EMBER_QPB - 1) / OW + 2 : OH;
     *rows = (out_rows - 1) * sh + (KH - 1) * dh + 1;
     *wq = ((OW - 1) * sw + (KW - 1) * dw + 1 + sw - 1) / sw; /* words per phase */
 }
 static void ember_qpack_rows(uint8_t *X, const uint8_t *x, int Cg, const int32_t *p, ptrdiff_t pix, int pb,
                              uint8_t flip, uint8_t xz, uint32_t *EMBER_RESTRICT wr) {
-    const int H = p[2], W = p[3], KH = p[5], KW = p[6], OW = p[9], sh = p[11], sw = p[12], dh = p[14], dw = p[15];
-    const int pt = p[17], pl = p[18], oh0 = (int)(pix / OW), ow0 = (int)(pix % OW), oh1 = (int)((pix + pb - 1) / OW);
+    const int H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], KH = p[EMBER_GEO_K_H], KW = p[EMBER_GEO_K_W],
+              OW = p[EMBER_GEO_OUT_W], sh = p[EMBER_GEO_STRIDE_H], sw = p[EMBER_GEO_STRIDE_W], dh = p[EMBER_GEO_DIL_H],
+              dw = p[EMBER_GEO_DIL_W];
+    const int pt = p[EMBER_GEO_PAD_H], pl = p[EMBER_GEO_PAD_W], oh0 = (int)(pix / OW), ow0 = (int)(pix % OW),
+              oh1 = (int)((pix + pb - 1) / OW);
     const int nrows = (oh1 - oh0) * sh + (KH - 1) * dh + 1, ih0 = oh0 * sh - pt;
     const ptrdiff_t s_in = (ptrdiff_t)H * W;
     const uint32_t flip4 = flip * 0x01010101u, pad4 = (uint32_t)(uint8_t)(xz ^ flip) * 0x01010101u;
@@ -344,13 +354,15 @@ static void ember_qpack_rows(uint8_t *X, const uint8_t *x, int Cg, const int32_t
  * time on AVX-512. */
 static void ember_qpack_gather(uint8_t *X, const uint8_t *x, int C, const int32_t *p, ptrdiff_t pix, int pb,
                                uint32_t flip4, uint32_t pad4) {
-    const int H = p[2], W = p[3], KH = p[5], KW = p[6], OW = p[9], sh = p[11], sw = p[12], dh = p[14], dw = p[15];
+    const int H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], KH = p[EMBER_GEO_K_H], KW = p[EMBER_GEO_K_W],
+              OW = p[EMBER_GEO_OUT_W], sh = p[EMBER_GEO_STRIDE_H], sw = p[EMBER_GEO_STRIDE_W], dh = p[EMBER_GEO_DIL_H],
+              dw = p[EMBER_GEO_DIL_W];
     int32_t offs[EMBER_QPB], ih0[EMBER_QPB], iw0[EMBER_QPB]; /* ih0, iw0: pixel j's window corner */
     unsigned long long in; /* bit j: pixel j's tap is inside the input */
     int kh, kw, cq, j;
     for (j = 0; j < pb; ++j) {
-        ih0[j] = (int)((pix + j) / OW) * sh - p[17];
-        iw0[j] = (int)((pix + j) % OW) * sw - p[18];
+        ih0[j] = (int)((pix + j) / OW) * sh - p[EMBER_GEO_PAD_H];
+        iw0[j] = (int)((pix + j) % OW) * sw - p[EMBER_GEO_PAD_W];
     }
     for (kh = 0; kh < KH; ++kh)
         for (kw = 0; kw < KW; ++kw) {
@@ -364,7 +376,7 @@ static void ember_qpack_gather(uint8_t *X, const uint8_t *x, int C, const int32_
             for (cq = 0; cq < C / 4; ++cq, d += EMBER_QPB) {
                 const uint8_t *xq = x + (ptrdiff_t)256 * cq;
                 j = 0;
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512F__)
+#if EMBER_HAVE_AVX512
                 for (; j + 16 <= pb; j += 16) {
                     typedef int ember_qg16 __attribute__((vector_size(64)));
                     typedef int ember_qg16u __attribute__((vector_size(64), may_alias, aligned(4)));
@@ -385,8 +397,10 @@ static void ember_qpack_gather(uint8_t *X, const uint8_t *x, int C, const int32_
  * a slice of a phase row, and four taps' slices interleave into the block's words. rowbuf: Cg * KH * sw * ember_qrows_geometry's wq bytes. */
 static void ember_qpack_rows1(uint8_t *X, const uint8_t *x, int Cg, const int32_t *p, ptrdiff_t pix, int pb, int K,
                               int Kp, uint8_t flip, uint8_t xz, uint8_t *EMBER_RESTRICT rowbuf) {
-    const int H = p[2], W = p[3], KH = p[5], KW = p[6], OW = p[9], sh = p[11], sw = p[12], dh = p[14], dw = p[15];
-    const int pt = p[17], pl = p[18];
+    const int H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], KH = p[EMBER_GEO_K_H], KW = p[EMBER_GEO_K_W],
+              OW = p[EMBER_GEO_OUT_W], sh = p[EMBER_GEO_STRIDE_H], sw = p[EMBER_GEO_STRIDE_W], dh = p[EMBER_GEO_DIL_H],
+              dw = p[EMBER_GEO_DIL_W];
+    const int pt = p[EMBER_GEO_PAD_H], pl = p[EMBER_GEO_PAD_W];
     const ptrdiff_t s_in = (ptrdiff_t)H * W;
     const uint8_t *rows[4];
     uint8_t zero[EMBER_QPB]; /* rows past K: bytes that the flip turns into 0 (the column sums need them) */

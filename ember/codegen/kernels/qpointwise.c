@@ -2,7 +2,7 @@
  * in quant.c): QAdd (ember_qadd) and 2-D QMaxPool (ember_qmaxpool); see ember/ops/qpointwise.py. Every
  * target computes the same bytes as the portable path, which tests compare bit for bit. */
 
-/*@kernel ember_qadd requires ember_qround*/
+/*@kernel ember_qadd requires ember_qround ember_qv16_round*/
 /* Folded QDQ Add (and Sub, with mb < 0) on int8 (sgn = 1) or uint8 bytes, each input rescaled to the
  * output's scale: y = zy + round_half_even(((a - za) * ma + (b - zb) * mb) * 2^-shift) clamped to [lo, hi];
  * r = [za, zb, ma, mb, shift, zy, lo, hi]. `b` may broadcast: element i of y reads b[(i / b_div) % b_mod]
@@ -29,7 +29,7 @@ static int ember_qadd_split(const int32_t *r, int sgn, ember_qadd_k *q) {
     q->za = r[0] + 128 * sgn; /* int8 x read as the byte x ^ 0x80 = x + 128 */
     q->zb = r[1] + 128 * sgn;
     q->k = r[4] - 16;
-    q->rnd = (((int32_t)1) << (q->k - 1)) - 1;
+    q->rnd = EMBER_Q_RND(int32_t, q->k);
     return 1;
 }
 /* y = zy + the rounded sum, clamped, for a run of n elements whose b advances with a (bstep = 1) or
@@ -43,14 +43,13 @@ EMBER_INLINE void ember_qadd_run32(uint8_t *y, const uint8_t *a, const uint8_t *
     for (i = 0; i < n; ++i) {
         const int32_t ap = (a[i] ^ flip) - za, bp = (b[i * bstep] ^ flip) - zb, L = ap * mla + bp * mlb;
         const int32_t G = (ap * mha + bp * mhb + (L >> 16)) | ((L & 0xFFFF) != 0);
-        int32_t v = (G + rnd + ((G >> k) & 1)) >> k;
+        int32_t v = EMBER_Q_ROUND_SHIFT(G, k, rnd);
         v = v < lo ? lo : v;
         v = v > hi ? hi : v;
         y[i] = (uint8_t)(v + zy);
     }
 }
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512F__) && defined(__AVX512BW__) && \
-    defined(__AVX512VL__)
+#ifdef EMBER_QV16_ROUND /* AVX-512 F, BW and VL: qvec.c's rounding */
 #define EMBER_QADD_V 1
 typedef int32_t ember_qa_d __attribute__((vector_size(64)));
 typedef float ember_qa_f __attribute__((vector_size(64)));
@@ -76,7 +75,7 @@ EMBER_INLINE ember_qa_w ember_qa_widen(const uint8_t *p, int sgn) {
 }
 /* acc + the dot products of the word pairs p and m. */
 EMBER_INLINE ember_qa_d ember_qa_dot(ember_qa_d acc, ember_qa_w p, ember_qa_d m) {
-#ifdef __AVX512VNNI__
+#if EMBER_HAVE_AVX512_VNNI
     __asm__("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(p), "v"(m));
 #else
     ember_qa_d d;
@@ -87,7 +86,7 @@ EMBER_INLINE ember_qa_d ember_qa_dot(ember_qa_d acc, ember_qa_w p, ember_qa_d m)
 }
 /* The rounded sums of 16 (a, b) word pairs (the raw bytes: the zero points' part starts the sums).
  * G is ember_qadd_split's, or, narrow, the whole sum: an integer below 2^24 in magnitude, exact as a
- * float, which one FMA rounds exactly, as qvec.c's ember_qv16_requant does. */
+ * float, which one FMA rounds exactly: qvec.c's ember_qv16_round. */
 EMBER_INLINE ember_qa_d ember_qa_round(ember_qa_w pairs, const ember_qa_k *k, int narrow) {
     ember_qa_d G = ember_qa_dot(k->ch, pairs, k->mh);
     ember_qa_f t;
@@ -99,8 +98,7 @@ EMBER_INLINE ember_qa_d ember_qa_round(ember_qa_w pairs, const ember_qa_k *k, in
         __asm__("vpord %2, %1, %0%{%3%}" : "+v"(G) : "v"(G), "v"((ember_qa_d){0} + 1), "Yk"(f));
     }
     t = __builtin_convertvector(G, ember_qa_f);
-    __asm__("vfmadd213ps %{rn-sae%}, %2, %1, %0" : "+v"(t) : "v"(k->scale), "v"((ember_qa_f){0} + 12582912.0f));
-    return (ember_qa_d)t - 0x4B400000;
+    return ember_qv16_round(t, k->scale) - EMBER_QV16_BIAS;
 }
 /* 32 results as int16 in order, plus zy: the word unpacks pair a_i with b_i in 128-bit lanes
  * (elements 0-3 of each lane's eight in lo, 4-7 in hi) and the pack puts each lane's eight back. */
@@ -235,8 +233,7 @@ static void ember_qadd(uint8_t *y, const uint8_t *a, const uint8_t *b, ptrdiff_t
 static int ember_qmaxpool_phase(const int32_t *p) { /* columns per stride phase */
     return ((p[8] - 1) * p[11] + (p[5] - 1) * p[14] + p[11]) / p[11];
 }
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512F__) && defined(__AVX512BW__) && \
-    defined(__AVX512VL__)
+#if EMBER_HAVE_AVX512_BWVL
 #define EMBER_QMAXPOOL_V 1
 #define EMBER_QMP_ROWS 8 /* output rows per batch: see ember_qmaxpool_v */
 /* Bytes of one padded row that the AVX-512 path writes and reads: the last 64 row bytes' outputs

@@ -15,7 +15,7 @@
  * (qshifted.py checks that the layer takes it); elsewhere each block's pixels are gathered from the
  * planes into a packed block (runs of words, no per-tap bounds) for ember_qgemm_block. */
 
-/*@kernel ember_qconv_shifted requires ember_qgemm ember_qblock ember_qinterleave*/
+/*@kernel ember_qconv_shifted requires ember_qgemm ember_qblock ember_qinterleave ember_conv_geo*/
 #define EMBER_QSH_TAPS 64 /* most kernel taps (qshifted.py checks) */
 #if defined(EMBER_QRQ) && EMBER_QMR == 4
 /* The first n words of w to channel quad m0 / 4 of the channel-blocked o at pixels pix .. pix + n - 1,
@@ -124,14 +124,20 @@ EMBER_INLINE int ember_qsh_rank(int k, int d, int s, int ph) {
     return n;
 }
 EMBER_INLINE int ember_qsh_planes(const int32_t *p) {
-    return ember_qsh_rank(p[5], p[14], p[11], p[11]) * ember_qsh_rank(p[6], p[15], p[12], p[12]);
+    return ember_qsh_rank(p[EMBER_GEO_K_H], p[EMBER_GEO_DIL_H], p[EMBER_GEO_STRIDE_H], p[EMBER_GEO_STRIDE_H]) *
+           ember_qsh_rank(p[EMBER_GEO_K_W], p[EMBER_GEO_DIL_W], p[EMBER_GEO_STRIDE_W], p[EMBER_GEO_STRIDE_W]);
 }
 /* A phase plane's rows and columns: the output's plus the kernel's reach in that phase. */
-EMBER_INLINE int ember_qsh_rows(const int32_t *p) { return p[8] + (p[5] - 1) * p[14] / p[11]; }
-EMBER_INLINE int ember_qsh_cols(const int32_t *p) { return p[9] + (p[6] - 1) * p[15] / p[12]; }
+EMBER_INLINE int ember_qsh_rows(const int32_t *p) {
+    return p[EMBER_GEO_OUT_H] + (p[EMBER_GEO_K_H] - 1) * p[EMBER_GEO_DIL_H] / p[EMBER_GEO_STRIDE_H];
+}
+EMBER_INLINE int ember_qsh_cols(const int32_t *p) {
+    return p[EMBER_GEO_OUT_W] + (p[EMBER_GEO_K_W] - 1) * p[EMBER_GEO_DIL_W] / p[EMBER_GEO_STRIDE_W];
+}
 /* Words of a plane: its image, then room for the last block's reads past it. */
 EMBER_INLINE ptrdiff_t ember_qsh_plane(const int32_t *p) {
-    return (ptrdiff_t)ember_qsh_rows(p) * ember_qsh_cols(p) + 64 + (p[6] - 1) * p[15] / p[12];
+    return (ptrdiff_t)ember_qsh_rows(p) * ember_qsh_cols(p) + 64 +
+           (p[EMBER_GEO_K_W] - 1) * p[EMBER_GEO_DIL_W] / p[EMBER_GEO_STRIDE_W];
 }
 /* r[i] = x[i * s] for i < n. */
 static void ember_qsh_stride(uint8_t *r, const uint8_t *x, int n, int s) {
@@ -156,7 +162,7 @@ static void ember_qblk_words(uint32_t *EMBER_RESTRICT d, const uint8_t *xq, ptrd
             ember_qwords(d + i, (const uint32_t *)(const void *)(xq + ember_qblk_off(q, 0, bs)), k, flip4);
             i += k;
         }
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512F__)
+#if EMBER_HAVE_AVX512
     if (s == 2) { /* within a block, 16 words at a time from 32 by a two-table permute */
         typedef uint32_t ember_qw16 __attribute__((vector_size(64), may_alias, aligned(4)));
         const ember_qw16 idx = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
@@ -192,7 +198,8 @@ static void ember_qblk_words(uint32_t *EMBER_RESTRICT d, const uint8_t *xq, ptrd
  * channel-blocked (qgemm.c ember_qblk_at; C % 4 == 0), its words copied instead of interleaved. */
 static void ember_qsh_fill(uint32_t *xp, const uint8_t *x, const int32_t *p, uint32_t flip4, uint32_t pad4,
                            uint8_t *tmp, int blk) {
-    const int C = p[0], H = p[2], W = p[3], sh = p[11], sw = p[12], pt = p[17], pl = p[18];
+    const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], sh = p[EMBER_GEO_STRIDE_H],
+              sw = p[EMBER_GEO_STRIDE_W], pt = p[EMBER_GEO_PAD_H], pl = p[EMBER_GEO_PAD_W];
     const int Hq = ember_qsh_rows(p), Wq = ember_qsh_cols(p);
     const ptrdiff_t s_in = (ptrdiff_t)H * W, plane = ember_qsh_plane(p);
     int cq, a, b, r, c, t;
@@ -202,12 +209,16 @@ static void ember_qsh_fill(uint32_t *xp, const uint8_t *x, const int32_t *p, uin
         ptrdiff_t ch[4]; /* the quad's channels from xc; those past C (their weights are 0) read the first */
         for (t = 0; t < 4; ++t) ch[t] = 4 * cq + t < C ? t * s_in : 0;
         for (a = 0; a < sh; ++a) {
-            if (ember_qsh_rank(p[5], p[14], sh, a + 1) == ember_qsh_rank(p[5], p[14], sh, a)) continue; /* unread */
+            if (ember_qsh_rank(p[EMBER_GEO_K_H], p[EMBER_GEO_DIL_H], sh, a + 1) ==
+                ember_qsh_rank(p[EMBER_GEO_K_H], p[EMBER_GEO_DIL_H], sh, a))
+                continue; /* unread */
             for (b = 0; b < sw; ++b) {
                 /* columns [c0, e1) hold input columns c * sw + b - pl */
                 const int c00 = pl > b ? (pl - b + sw - 1) / sw : 0, c0 = c00 < Wq ? c00 : Wq;
                 const int last = (W - 1 + pl - b) / sw, e1 = W - 1 + pl - b < 0 ? 0 : last + 1 < Wq ? last + 1 : Wq;
-                if (ember_qsh_rank(p[6], p[15], sw, b + 1) == ember_qsh_rank(p[6], p[15], sw, b)) continue;
+                if (ember_qsh_rank(p[EMBER_GEO_K_W], p[EMBER_GEO_DIL_W], sw, b + 1) ==
+                    ember_qsh_rank(p[EMBER_GEO_K_W], p[EMBER_GEO_DIL_W], sw, b))
+                    continue;
                 for (r = 0; r < Hq; ++r, d += Wq) {
                     const int ih = r * sh + a - pt;
                     const uint8_t *src = xc + (ptrdiff_t)ih * W + (ptrdiff_t)c0 * sw + b - pl;
@@ -240,10 +251,10 @@ static void ember_qsh_fill(uint32_t *xp, const uint8_t *x, const int32_t *p, uin
  * of K, the pixels' words as one run per output row. */
 static void ember_qsh_gather(uint8_t *X, const uint32_t *xp, const int32_t *p, const ptrdiff_t *toff, ptrdiff_t pix,
                              int pb) {
-    const int KH = p[5], KW = p[6], OW = p[9], Wq = ember_qsh_cols(p);
+    const int KH = p[EMBER_GEO_K_H], KW = p[EMBER_GEO_K_W], OW = p[EMBER_GEO_OUT_W], Wq = ember_qsh_cols(p);
     const ptrdiff_t qs = ember_qsh_planes(p) * ember_qsh_plane(p);
     int cq, t;
-    for (cq = 0; cq < (p[0] + 3) / 4; ++cq)
+    for (cq = 0; cq < (p[EMBER_GEO_C] + 3) / 4; ++cq)
         for (t = 0; t < KH * KW; ++t, X += 4 * EMBER_QPB) {
             const uint32_t *src = xp + cq * qs + toff[t] / 4;
             int j = 0, oh = (int)(pix / OW), ow = (int)(pix % OW);
@@ -267,9 +278,11 @@ static void ember_qsh_gather(uint8_t *X, const uint32_t *xp, const int32_t *p, c
 static void ember_qconv_shifted(void *y, int kind, const void *x, int x_sgn, int32_t xz, const int32_t *p, int N,
                                 int M, const int8_t *W, const int32_t *bias, const int32_t *rowsum,
                                 const int32_t *mult, const int32_t *shift, const int32_t *out, int lay, uint8_t *scratch) {
-    const int C = p[0], H = p[2], KH = p[5], KW = p[6], OH = p[8], OW = p[9], taps = KH * KW, quads = (C + 3) / 4;
+    const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], KH = p[EMBER_GEO_K_H], KW = p[EMBER_GEO_K_W],
+              OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W], taps = KH * KW, quads = (C + 3) / 4;
     const int Kp = 4 * quads * taps;
-    const int sh = p[11], sw = p[12], Wq = ember_qsh_cols(p), ncol = ember_qsh_rank(KW, p[15], sw, sw);
+    const int sh = p[EMBER_GEO_STRIDE_H], sw = p[EMBER_GEO_STRIDE_W], Wq = ember_qsh_cols(p),
+              ncol = ember_qsh_rank(KW, p[EMBER_GEO_DIL_W], sw, sw);
     const ptrdiff_t P = (ptrdiff_t)OH * OW, plane = ember_qsh_plane(p), qs = ember_qsh_planes(p) * plane;
     uint8_t *X = scratch;
     int32_t *colsum = (int32_t *)(void *)(scratch + EMBER_QSCRATCH_X(Kp)), *corr = colsum + EMBER_QPB;
@@ -289,13 +302,14 @@ static void ember_qconv_shifted(void *y, int kind, const void *x, int x_sgn, int
     o.colsum = colsum; /* unread (no weight offsets), but a real array */
     o.row = 0;
     for (t = 0; t < taps; ++t) { /* tap (kh, kw): bytes from a position's word to its input word */
-        const int rh = t / KW * p[14], rw = t % KW * p[15];
-        const int slot = ember_qsh_rank(KH, p[14], sh, rh % sh) * ncol + ember_qsh_rank(KW, p[15], sw, rw % sw);
+        const int rh = t / KW * p[EMBER_GEO_DIL_H], rw = t % KW * p[EMBER_GEO_DIL_W];
+        const int slot = ember_qsh_rank(KH, p[EMBER_GEO_DIL_H], sh, rh % sh) * ncol +
+                         ember_qsh_rank(KW, p[EMBER_GEO_DIL_W], sw, rw % sw);
         toff[t] = 4 * (slot * plane + (ptrdiff_t)(rh / sh) * Wq + rw / sw);
     }
     ember_qcorr(corr, M, Kp, zv, bias, rowsum, 0);
     for (n = 0; n < N; ++n) {
-        const ptrdiff_t s_in = (ptrdiff_t)H * p[3];
+        const ptrdiff_t s_in = (ptrdiff_t)H * p[EMBER_GEO_IN_W];
         o.y = (uint8_t *)y + n * (o.blk ? (P + 63) / 64 * 64 : P) * M;
         ember_qsh_fill(xp, (const uint8_t *)x + n * (lay & 1 ? (s_in + 63) / 64 * 64 : s_in) * C, p,
                        flip * 0x01010101u, (uint32_t)(uint8_t)(xz ^ flip) * 0x01010101u, tmp, lay & 1);

@@ -16,7 +16,7 @@ EMBER_INLINE int32_t ember_q_saturate(float v, int32_t zp, int32_t lo, int32_t h
     const int32_t r = i + zp + ((f > 0.5f) | ((f == 0.5f) & odd)) - ((f < -0.5f) | ((f == -0.5f) & odd));
     return r < lo ? lo : r > hi ? hi : r;
 }
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512F__)
+#if EMBER_HAVE_AVX512
 #define EMBER_QSAT16 1
 typedef float ember_qsat_f __attribute__((vector_size(64), aligned(4)));
 typedef int32_t ember_qsat_i __attribute__((vector_size(64)));
@@ -43,9 +43,15 @@ EMBER_INLINE ember_qsat_i ember_q_saturate16(const float *x, float sc, int32_t z
  * multiplier (e.g. x_scale * w_scale / y_scale) is mult * 2^-shift with mult < 2^31 and 1 <= shift <= 62,
  * made at compile time from the float32 value exactly, so the result is the float computation's
  * correctly rounded value, with no float at run time. */
+/* p * 2^-k rounded half to even, for p of any signed integer type (int64 here, int32 in QAdd's vector
+ * loop): the one rounding of every portable integer path (AVX-512's: qvec.c's ember_qv16_round).
+ * rnd = 2^(k-1) - 1, as EMBER_Q_RND gives it (loops hoist it): adding it and p's bit k carries past bit
+ * k - 1 exactly when the dropped fraction is above one half, or is one half and the kept part odd. */
+#define EMBER_Q_RND(T, k) ((((T)1) << ((k) - 1)) - 1)
+#define EMBER_Q_ROUND_SHIFT(p, k, rnd) (((p) + (rnd) + (((p) >> (k)) & 1)) >> (k))
 EMBER_INLINE int64_t ember_q_scale(int64_t acc, int32_t mult, int shift) {
     const int64_t p = acc * mult;
-    return (p + ((((int64_t)1) << (shift - 1)) - 1) + ((p >> shift) & 1)) >> shift;
+    return EMBER_Q_ROUND_SHIFT(p, shift, EMBER_Q_RND(int64_t, shift));
 }
 /* ember_q_scale + zero point, clamped to [lo, hi]. */
 EMBER_INLINE int32_t ember_q_requant(int64_t acc, int32_t mult, int shift, int32_t zp, int32_t lo, int32_t hi) {
@@ -64,11 +70,11 @@ EMBER_INLINE int32_t ember_q_load(const uint8_t *p, ptrdiff_t i, int sgn) {
  * the last partial run through a zero-padded copy instead of a scalar remainder loop. */
 EMBER_INLINE void ember_qrun64(uint8_t *EMBER_RESTRICT y, const int32_t *EMBER_RESTRICT acc, int32_t c, int32_t mult,
                                int shift, int32_t zp, int64_t l, int64_t h) {
-    const int64_t rnd = (((int64_t)1) << (shift - 1)) - 1;
+    const int64_t rnd = EMBER_Q_RND(int64_t, shift);
     int j;
     for (j = 0; j < 64; ++j) {
         const int64_t p = (int64_t)(acc[j] + c) * mult; /* the sums plus c fit int32: see qlinear.py */
-        int64_t r = (p + rnd + ((p >> shift) & 1)) >> shift;
+        int64_t r = EMBER_Q_ROUND_SHIFT(p, shift, rnd);
         r = r < l ? l : r;
         r = r > h ? h : r;
         y[j] = (uint8_t)(r + zp);

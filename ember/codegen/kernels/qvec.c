@@ -7,13 +7,26 @@
  * The integer is then the low mantissa bits: subtracting the bits of 1.5 * 2^23 (minus the zero point)
  * leaves it plus the zero point, which is clamped (or saturated to int8 by the narrowing). */
 
-/*@kernel ember_qv16 requires ember_qround*/
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512F__) && defined(__AVX512BW__) && \
-    defined(__AVX512VL__)
-#define EMBER_QV16 1
+/*@kernel ember_qv16_round requires ember_prelude*/
+#if EMBER_HAVE_AVX512_BWVL
+#define EMBER_QV16_ROUND 1
+#define EMBER_QV16_BIAS 0x4B400000 /* the bits of 1.5 * 2^23 */
 typedef int32_t ember_qv16_i __attribute__((vector_size(64)));
-typedef int32_t ember_qv16_iu __attribute__((vector_size(64), aligned(1), may_alias));
 typedef float ember_qv16_f __attribute__((vector_size(64)));
+/* EMBER_QV16_BIAS + round_half_even(t * m) in each lane (t, m, |t * m| < 2^22 as above): the one
+ * rounding of AVX-512's integer paths (ember_qv16's and QAdd's); callers subtract the bias (less a zero
+ * point). */
+EMBER_INLINE ember_qv16_i ember_qv16_round(ember_qv16_f t, ember_qv16_f m) {
+    __asm__("vfmadd213ps %{rn-sae%}, %2, %1, %0" : "+v"(t) : "v"(m), "v"((ember_qv16_f){0} + 12582912.0f));
+    return (ember_qv16_i)t;
+}
+#endif
+/*@end*/
+
+/*@kernel ember_qv16 requires ember_qround ember_qv16_round*/
+#ifdef EMBER_QV16_ROUND
+#define EMBER_QV16 1
+typedef int32_t ember_qv16_iu __attribute__((vector_size(64), aligned(1), may_alias));
 typedef uint8_t ember_qv16_b __attribute__((vector_size(16)));
 typedef uint8_t ember_qv16_bu __attribute__((vector_size(16), aligned(1), may_alias));
 
@@ -33,16 +46,14 @@ EMBER_INLINE ember_qv16_out ember_qv16_range(const int32_t *out) {
     ember_qv16_out r;
     r.lo = (ember_qv16_i){0} + out[1];
     r.hi = (ember_qv16_i){0} + out[2];
-    r.off = (ember_qv16_i){0} + (0x4B400000 - out[0]);
+    r.off = (ember_qv16_i){0} + (EMBER_QV16_BIAS - out[0]);
     r.clamp = out[1] != -128 || out[2] != 127;
     return r;
 }
 /* The rounded, unclamped ember_q_requant of the 16 sums v (bias and corrections included) plus the zero
  * point; m: the lanes' ember_qv16_mult. */
 EMBER_INLINE ember_qv16_i ember_qv16_scaled(ember_qv16_i v, ember_qv16_f m, const ember_qv16_out *o) {
-    ember_qv16_f t = __builtin_convertvector(v, ember_qv16_f);
-    __asm__("vfmadd213ps %{rn-sae%}, %2, %1, %0" : "+v"(t) : "v"(m), "v"((ember_qv16_f){0} + 12582912.0f));
-    return (ember_qv16_i)t - o->off;
+    return ember_qv16_round(__builtin_convertvector(v, ember_qv16_f), m) - o->off;
 }
 EMBER_INLINE ember_qv16_i ember_qv16_clamp(ember_qv16_i r, const ember_qv16_out *o) {
     __asm__("vpmaxsd %2, %1, %0" : "=v"(r) : "v"(r), "v"(o->lo));

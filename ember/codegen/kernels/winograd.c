@@ -12,10 +12,11 @@
  * `scratch`: padded plane (2*TH+2) x 2*(TW+1), V (16*(C*T+16)), Z (16*(M*T+16)) and four output half-rows
  * (TW each) floats, T = TH*TW tiles, TH = ceil(OH/2), TW = ceil(OW/2). */
 
-/*@kernel ember_conv_winograd_f32 requires ember_matmul_f32*/
+/*@kernel ember_conv_winograd_f32 requires ember_matmul_f32 ember_conv_geo*/
 static void ember_conv_winograd_f32(float *y, const float *x, const float *U, const float *bias, float *scratch,
                                     const int32_t *p, int N, int M, int act, float act_a, float act_b) {
-    const int C = p[0], H = p[2], W = p[3], OH = p[8], OW = p[9], pt = p[17], pl = p[18];
+    const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], OH = p[EMBER_GEO_OUT_H],
+              OW = p[EMBER_GEO_OUT_W], pt = p[EMBER_GEO_PAD_H], pl = p[EMBER_GEO_PAD_W];
     const int TH = (OH + 1) / 2, TW = (OW + 1) / 2, Hp = 2 * TH + 2, Wh = TW + 1;
     /* The 16 matrices of V and Z sit 64 bytes more than their size apart: at a multiple of 4 KiB (e.g.
      * 64 channels x 784 tiles) their 16 streams would collide in the same L1 sets. */
@@ -95,7 +96,7 @@ static void ember_conv_winograd_f32(float *y, const float *x, const float *U, co
 }
 /*@end*/
 
-/*@kernel ember_conv_winograd4_f32 requires ember_matmul_f32*/
+/*@kernel ember_conv_winograd4_f32 requires ember_matmul_f32 ember_conv_geo*/
 /* Winograd F(4x4, 3x3): 36 multiplies per 4x4 output tile and channel pair, 2.25 per output against
  * F(2x2, 3x3)'s 4, for maps big enough to fill the matmuls' vectors with whole tiles (the choice is in
  * ember/passes/conv_algorithms.py, which also guarantees T >= EMBER_VL). U[e][m][c] = (G g G^T)[e],
@@ -125,7 +126,8 @@ EMBER_INLINE void ember_wino4_at(const ember_vf x[6], ember_vf o[4]) {
 }
 static void ember_conv_winograd4_f32(float *y, const float *x, const float *U, const float *bias, float *scratch,
                                      const int32_t *p, int N, int M, int act, float act_a, float act_b) {
-    const int C = p[0], H = p[2], W = p[3], OH = p[8], OW = p[9], pt = p[17], pl = p[18];
+    const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], OH = p[EMBER_GEO_OUT_H],
+              OW = p[EMBER_GEO_OUT_W], pt = p[EMBER_GEO_PAD_H], pl = p[EMBER_GEO_PAD_W];
     const int TH = (OH + 3) / 4, TW = (OW + 3) / 4, Hp = 4 * TH + 2, Wq = TW + 1;
     /* 64 bytes more than their size apart, as above: no 4 KiB-aligned streams. */
     const ptrdiff_t T = (ptrdiff_t)TH * TW, vs = (ptrdiff_t)C * T + 16, zs = (ptrdiff_t)M * T + 16;

@@ -1,0 +1,26 @@
+"""The int32 tables Python writes for the kernels and the C macros that name their entries agree: each
+macro's index holds the field of the same name (a table reordered on one side only fails here)."""
+
+from __future__ import annotations
+
+import re
+
+from ember.codegen import library
+from ember.ops.conv import ConvGeometry
+
+
+def _macros(block: str, prefix: str) -> dict[str, int]:
+    return {m[1]: int(m[2]) for m in re.finditer(rf"#define {prefix}(\w+) (\d+)", library.blocks()[block].text)}
+
+
+def test_conv_geometry_table_matches_ember_geo_macros() -> None:
+    geo = ConvGeometry(3, (4, 5, 6), (7, 8, 9), (10, 11, 12), (13, 14, 15), (16, 17, 18), (19, 20, 21))
+    fields = {"IN": geo.in_size, "K": geo.kernel, "OUT": geo.out_size, "STRIDE": geo.strides, "DIL": geo.dilations,
+              "PAD": geo.pads_begin}
+    macros = _macros("ember_conv_geo", "EMBER_GEO_")
+    table = geo.table()
+    assert len(table) == macros.pop("SIZE") == 19
+    assert table[macros.pop("C")] == geo.channels
+    for name, index in macros.items():
+        field, dim = name.rsplit("_", 1)
+        assert table[index] == fields[field]["DHW".index(dim)], name
