@@ -45,3 +45,7 @@ class ToolchainError(EmberError):
 
 class BundleError(EmberError):
     """A bundle directory is missing files or cannot be loaded or run."""
+
+
+class ResourceLimitError(EmberError):
+    """The bundle would need more memory than --max-memory or the target's address space allows."""

@@ -11,6 +11,7 @@ from google.protobuf.message import DecodeError
 from onnx import numpy_helper
 
 from ember.errors import ModelFormatError, ShapeError, SymbolicDimensionError, UnsupportedOperatorError
+from ember.frontends.onnx.check import check_model, check_types
 from ember.frontends.onnx.protos import attr_to_python, evaluate_with_onnx, infer_with_onnx
 from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node, Value
@@ -62,7 +63,10 @@ def load_onnx(model: onnx.ModelProto | str, options: LoadOptions | None = None, 
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
     if opset == 0:
         raise ModelFormatError("model imports no ai.onnx opset")
-    return _Builder(model, opts, name, opset).build()
+    check_model(model)
+    graph = _Builder(model, opts, name, opset).build()
+    check_types(model, graph, inputs_overridden=any(s.dtype is not None for s in opts.inputs.values()))
+    return graph
 
 
 class _Builder:

@@ -8,7 +8,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from ember.errors import ShapeError
+from ember.errors import ModelFormatError, ShapeError, UnsupportedOperatorError
 from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Node
 
@@ -18,7 +18,10 @@ def attr_to_python(a: onnx.AttributeProto) -> Any:
     if isinstance(v, bytes):
         return v.decode("utf-8", errors="replace")
     if isinstance(v, onnx.TensorProto):
-        return numpy_helper.to_array(v)
+        try:
+            return numpy_helper.to_array(v)
+        except (TypeError, ValueError) as e:
+            raise ModelFormatError(f"attribute '{a.name}': unreadable tensor ({e})") from None
     if isinstance(v, list) and v and isinstance(v[0], bytes):
         return [x.decode("utf-8", errors="replace") for x in v]
     return v
@@ -35,7 +38,20 @@ def node_to_proto(node: Node) -> onnx.NodeProto:
     ins = [f"in{i}" if v is not None else "" for i, v in enumerate(node.inputs)]
     outs = [f"out{i}" if v is not None else "" for i, v in enumerate(node.outputs)]
     attrs = {k: _attr_to_proto_value(v) for k, v in node.attrs.items() if not k.startswith("_")}
-    return helper.make_node(node.op, ins, outs, domain=node.domain or None, **attrs)
+    # An empty list has no element type to infer: the operator's schema gives it.
+    empty = {k for k, v in attrs.items() if isinstance(v, list) and not v}
+    proto = helper.make_node(node.op, ins, outs, domain=node.domain or None,
+                             **{k: v for k, v in attrs.items() if k not in empty})
+    proto.attribute.extend(helper.make_attribute(k, [], attr_type=_schema_attr_type(node, k)) for k in sorted(empty))
+    return proto
+
+
+def _schema_attr_type(node: Node, attr: str) -> onnx.AttributeProto.AttributeType:
+    try:
+        schema = onnx.defs.get_schema(node.op, max_inclusive_version=node.version, domain=node.domain or "")
+        return schema.attributes[attr].type
+    except (onnx.defs.SchemaError, KeyError):
+        raise UnsupportedOperatorError(node.op, node.name, node.domain, f"attribute '{attr}' is empty") from None
 
 
 def _opset(node: Node) -> dict[str, int]:
