@@ -20,8 +20,8 @@ def attr_to_python(a: onnx.AttributeProto) -> Any:
     if isinstance(v, onnx.TensorProto):
         try:
             return numpy_helper.to_array(v)
-        except (TypeError, ValueError) as e:
-            raise ModelFormatError(f"attribute '{a.name}': unreadable tensor ({e})") from None
+        except (TypeError, ValueError, KeyError) as e:
+            raise ModelFormatError(f"attribute '{a.name}': unreadable tensor ({type(e).__name__}: {e})") from None
     if isinstance(v, list) and v and isinstance(v[0], bytes):
         return [x.decode("utf-8", errors="replace") for x in v]
     return v
@@ -49,9 +49,17 @@ def node_to_proto(node: Node) -> onnx.NodeProto:
 def _schema_attr_type(node: Node, attr: str) -> onnx.AttributeProto.AttributeType:
     try:
         schema = onnx.defs.get_schema(node.op, max_inclusive_version=node.version, domain=node.domain or "")
-        return schema.attributes[attr].type
+        kind = schema.attributes[attr].type
     except (onnx.defs.SchemaError, KeyError):
         raise UnsupportedOperatorError(node.op, node.name, node.domain, f"attribute '{attr}' is empty") from None
+    if kind not in _LIST_TYPES:
+        raise ModelFormatError(f"node '{node.name}' ({node.op}): attribute '{attr}' is an empty list, the operator "
+                               f"takes {onnx.AttributeProto.AttributeType.Name(kind)}")
+    return kind
+
+
+_LIST_TYPES = {onnx.AttributeProto.INTS, onnx.AttributeProto.FLOATS, onnx.AttributeProto.STRINGS,
+               onnx.AttributeProto.TENSORS, onnx.AttributeProto.GRAPHS}
 
 
 def _opset(node: Node) -> dict[str, int]:
