@@ -147,3 +147,11 @@ def test_empty_ints_attribute(tmp_path: Path, attr: str) -> None:
         got = ember.runtime.loader.load(tmp_path / "b").run({"x": x})["y"]
         if op == "Transpose":  # an empty perm reverses the axes, like no perm
             np.testing.assert_array_equal(got, x.T)
+
+
+def test_operator_newer_than_the_models_opset(tmp_path: Path) -> None:
+    # Found by scripts/fuzz.py: Where (opset 9) in an opset-8 model reached onnx's schema lookup unguarded.
+    model = save_model(tmp_path / "m.onnx", [helper.make_node("Where", ["c", "x", "x"], ["y"], name="w")],
+                       [_vi("c", [2], TensorProto.BOOL), _vi("x", [2])], [_vi("y", [2])], opset=8)
+    line = _compile_error(tmp_path, model)
+    assert "'Where'" in line and "'w'" in line and "opset 8" in line

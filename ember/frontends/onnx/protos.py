@@ -69,7 +69,11 @@ def _opset(node: Node) -> dict[str, int]:
 def infer_with_onnx(node: Node) -> list[TensorType | None]:
     """Output types from ONNX's schema inference, constant inputs passed as data."""
     proto = node_to_proto(node)
-    schema = onnx.defs.get_schema(node.op, max_inclusive_version=node.version, domain=node.domain or "")
+    try:
+        schema = onnx.defs.get_schema(node.op, max_inclusive_version=node.version, domain=node.domain or "")
+    except onnx.defs.SchemaError:
+        detail = f"not defined at opset {node.version}"
+        raise UnsupportedOperatorError(node.op, node.name, node.domain, detail) from None
     types, data = {}, {}
     for i, v in enumerate(node.inputs):
         if v is None:
