@@ -28,12 +28,34 @@ def check_model(model: onnx.ModelProto) -> None:
     _check_producers(g)
     _check_outputs(g)
     if model.ByteSize() <= _CHECKER_MAX_BYTES:
-        try:
-            onnx.checker.check_model(model)
-        except (onnx.checker.ValidationError, ValueError) as e:
-            text = " ".join(str(e).split())
-            if not any(s in text for s in _LEFT_TO_LOADER):
-                raise ModelFormatError(f"invalid ONNX model: {text[:300]}") from None
+        _run_checker(model)
+
+
+def _run_checker(model: onnx.ModelProto) -> None:
+    """onnx.checker.check_model, minus its complaint about outputs and value_info without a type: exporters
+    and quantization tools write those (onnxruntime runs such models; ember infers the types). The model is
+    left as it was."""
+    g = model.graph
+    saved = onnx.GraphProto()
+    saved.output.extend(g.output)
+    saved.value_info.extend(g.value_info)
+    untyped = any(not vi.HasField("type") for vi in (*g.output, *g.value_info))
+    if untyped:
+        for field in ("output", "value_info"):
+            typed = [vi for vi in getattr(saved, field) if vi.HasField("type")]
+            del getattr(g, field)[:]
+            getattr(g, field).extend(typed)
+    try:
+        onnx.checker.check_model(model)
+    except (onnx.checker.ValidationError, ValueError) as e:
+        text = " ".join(str(e).split())
+        if not any(s in text for s in _LEFT_TO_LOADER):
+            raise ModelFormatError(f"invalid ONNX model: {text[:300]}") from None
+    finally:
+        if untyped:
+            for field in ("output", "value_info"):
+                del getattr(g, field)[:]
+                getattr(g, field).extend(getattr(saved, field))
 
 
 def _check_opsets(model: onnx.ModelProto) -> None:
