@@ -155,3 +155,12 @@ def test_operator_newer_than_the_models_opset(tmp_path: Path) -> None:
                        [_vi("c", [2], TensorProto.BOOL), _vi("x", [2])], [_vi("y", [2])], opset=8)
     line = _compile_error(tmp_path, model)
     assert "'Where'" in line and "'w'" in line and "opset 8" in line
+
+
+@pytest.mark.parametrize("axis", [1 << 62, 1 << 40])
+def test_impossible_axis(tmp_path: Path, axis: int) -> None:
+    # Found by scripts/fuzz.py: onnx's inference reads axis as int32 (2**40 passes as 0), ember's lowering did not.
+    model = save_model(tmp_path / "m.onnx", [helper.make_node("Softmax", ["x"], ["y"], axis=axis, name="s")],
+                       [_vi("x", [1, 10])], [_vi("y", [1, 10])])
+    line = _compile_error(tmp_path, model)
+    assert "'s'" in line and "'axis'" in line and str(axis) in line

@@ -24,7 +24,7 @@ def check_model(model: onnx.ModelProto) -> None:
     """Structure first (named errors), then the ONNX checker for everything else."""
     _check_opsets(model)
     g = model.graph
-    _check_tensor_attributes(g)
+    _check_attributes(g)
     _check_producers(g)
     _check_outputs(g)
     if model.ByteSize() <= _CHECKER_MAX_BYTES:
@@ -66,17 +66,25 @@ def _check_opsets(model: onnx.ModelProto) -> None:
                                    f"knows opsets 1 to {newest}")
 
 
-def _check_tensor_attributes(g: onnx.GraphProto) -> None:
-    """A tensor attribute must say its element type (a fuzzed model reached numpy with UNDEFINED)."""
+# Attributes that index axes: ONNX's C++ inference reads them as 32-bit ints, so 2**40 would pass as axis 0.
+_AXIS_ATTRIBUTES = {"axis", "axes", "perm"}
+
+
+def _check_attributes(g: onnx.GraphProto) -> None:
+    """A tensor attribute must say its element type (a fuzzed model reached numpy with UNDEFINED); an axis
+    must be a plausible one."""
     for n in g.node:
         for a in n.attribute:
+            if a.name in _AXIS_ATTRIBUTES and any(abs(v) > 1 << 16 for v in (a.i, *a.ints)):
+                raise ModelFormatError(f"node '{n.name or n.op_type}' ({n.op_type}): attribute '{a.name}' "
+                                       f"holds an impossible axis {max((a.i, *a.ints), key=abs)}")
             tensors = [a.t] if a.type == AttributeProto.TENSOR else list(a.tensors)
             for t in tensors:
                 if t.data_type == TensorProto.UNDEFINED or t.data_type not in TensorProto.DataType.values():
                     raise ModelFormatError(f"node '{n.name or n.op_type}' ({n.op_type}): attribute '{a.name}' "
                                            f"holds a tensor of undefined element type {t.data_type}")
             for sub in ([a.g] if a.type == AttributeProto.GRAPH else list(a.graphs)):
-                _check_tensor_attributes(sub)
+                _check_attributes(sub)
 
 
 def _check_producers(g: onnx.GraphProto) -> None:
