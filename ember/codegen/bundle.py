@@ -55,6 +55,15 @@ def check_network_name(name: str) -> None:
         raise OptionError(f"--name {name!r}: {problem}")
 
 
+def entry_symbols(name: str) -> set[str]:
+    return {name, f"{name}_symbols", f"{name}_config"}
+
+
+def io_macros(name: str, entries: list[IOEntry]) -> set[str]:
+    up = name.upper()
+    return {f"{up}_{e.cname}{suf}" for e in entries for suf in ("", *_IO_SUFFIXES)}
+
+
 def header_macros(name: str) -> set[str]:
     """Every macro name NAME.h and NAME.c define or take from the C headers, before the inputs' and outputs'."""
     up = name.upper()
@@ -63,8 +72,10 @@ def header_macros(name: str) -> set[str]:
 
 def io_entries(graph: Graph, plan: MemoryPlan, name: str | None = None) -> tuple[list[IOEntry], list[IOEntry]]:
     """Inputs and outputs with their C names: each NAME_x family of macros distinct from every other macro."""
-    up = (name or graph.name).upper()
-    names = NameSupply(header_macros(up))
+    name = name or graph.name
+    up = name.upper()
+    # The entry point and its tables are C symbols a macro must not rename either (NET_config when NET).
+    names = NameSupply(header_macros(name) | entry_symbols(name))
     prefix = f"{up}_"
 
     def cname(tensor: str) -> str:
@@ -77,11 +88,12 @@ def io_entries(graph: Graph, plan: MemoryPlan, name: str | None = None) -> tuple
 
 def generate(graph: Graph, plan: MemoryPlan, name: str, api: str, banner: str) -> BundleSources:
     check_network_name(name)
-    ctx = CodeContext(plan)
-    # One supply for NAME.c's identifiers: locals and tables never shadow the entry point or its symbols.
-    ctx.names.reserve({name, f"{name}_symbols", f"{name}_config"})
-    _emit_nodes(graph, ctx)
     ins, outs = io_entries(graph, plan, name)
+    ctx = CodeContext(plan)
+    # One supply for every identifier of NAME.c and NAME.h: the kernels' locals and tables are kept apart
+    # from the entry point, its symbols and every macro the header defines.
+    ctx.names.reserve(entry_symbols(name) | header_macros(name) | io_macros(name, ins + outs))
+    _emit_nodes(graph, ctx)
     weights = _weights(plan)
     c = _source(graph, ctx, name, api, banner, ins + outs, plan)
     h = _header(name, api, banner, ins, outs, plan)

@@ -164,3 +164,14 @@ def test_impossible_axis(tmp_path: Path, axis: int) -> None:
                        [_vi("x", [1, 10])], [_vi("y", [1, 10])])
     line = _compile_error(tmp_path, model)
     assert "'s'" in line and "'axis'" in line and str(axis) in line
+
+
+def test_macros_never_rename_the_entry_points_symbols(tmp_path: Path) -> None:
+    # Network NET, dynamic API: NET_config and NET_symbols are C symbols; outputs named config/symbols
+    # must get other macros, or `BundleConfig NET_config` would expand to a number.
+    model = save_model(tmp_path / "m.onnx", [helper.make_node("Relu", ["x"], ["config"]),
+                                             helper.make_node("Neg", ["x"], ["symbols"])],
+                       [_vi("x", [2])], [_vi("config", [2]), _vi("symbols", [2])])
+    b = ember.compile(model, tmp_path / "b", name="NET", api="dynamic")
+    assert {e["c_name"] for e in b.outputs}.isdisjoint({"config", "symbols"})
+    np.testing.assert_array_equal(b.run({"x": np.array([-1, 2], np.float32)})["symbols"], [1, -2])
