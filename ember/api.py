@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -13,14 +12,16 @@ from typing import Any
 
 from ember import __version__
 from ember.codegen.bundle import check_network_name, generate, network_name
-from ember.config import MAX_DIM, CompileOptions
-from ember.errors import OptionError, ResourceLimitError, ShapeError
+from ember.config import CompileOptions
+from ember.errors import OptionError
 from ember.frontends.onnx.loader import InputSpec, LoadOptions, load_onnx, read_model
 from ember.ir.dtypes import DType
 from ember.ir.graph import Graph, Node
 from ember.ir.verify import verify
+from ember.limits import check_limits, check_memory
 from ember.memory.planner import MemoryPlan, plan_memory
 from ember.ops import registry
+from ember.output import check_writable_file, claim, make_dirs, remove_empty_dirs, replace_bundle
 from ember.passes.conv_algorithms import choose_conv_algorithms
 from ember.passes.int8_layout import choose_int8_layout
 from ember.passes.manager import PassFn, PassManager
@@ -30,8 +31,6 @@ from ember.runtime.loader import Bundle, load
 from ember.toolchain.cc import compile_object
 from ember.toolchain.objfile import ObjectInfo, check_freestanding, inspect_object
 from ember.toolchain.targets import Target, get_target
-
-DEFAULT_HOST_MAX_MEMORY = 4 << 30
 
 
 def parse_input_spec(name: str, text: str) -> InputSpec:
@@ -107,13 +106,13 @@ def write_bundle(model_path: str, out: str | os.PathLike, opts: CompileOptions, 
     if out.exists() and not out.is_dir():
         raise OptionError(f"{out}: exists and is not a directory")
     if opts.dump_graph is not None:
-        _check_writable_file(opts.dump_graph, "--dump-graph")
+        check_writable_file(opts.dump_graph, "--dump-graph")
     target = get_target(opts.target)
     abi = target.float_abi(opts.float_abi)
     if opts.sanitize and target.kind != "host":
         raise OptionError(f"sanitizers apply to host bundles, not target '{target.name}'")
     # Files already there that are not this bundle's: refused before the slow part (again once it is named).
-    _claim(out, opts.name or network_name(Path(model_path).stem))
+    claim(out, opts.name or network_name(Path(model_path).stem))
     graph, pm, sha = build_graph(model_path, opts)
     if target.kind in ("host", "linux") and opts.opt_level >= 2:
         # Winograd trades 16/9 the weight bytes for speed: only where memory is not the constraint.
@@ -124,10 +123,10 @@ def write_bundle(model_path: str, out: str | os.PathLike, opts: CompileOptions, 
     check_limits(graph)
     plan = plan_memory(graph, inlined_constants(graph))
     check_memory(plan, target, opts)
-    previous = _claim(out, name)
+    previous = claim(out, name)
     banner = _banner(name, sha, command)
     src = generate(graph, plan, name, opts.api, banner)
-    created = _make_dirs(out)
+    created = make_dirs(out)
     tmp = Path(tempfile.mkdtemp(prefix=f".ember-{name}-", dir=out))
     try:
         (tmp / f"{name}.c").write_text(src.c)
@@ -149,121 +148,14 @@ def write_bundle(model_path: str, out: str | os.PathLike, opts: CompileOptions, 
             from ember.report.graph_dot import write_dot
 
             write_dot(graph, opts.dump_graph)
-        _replace_bundle(tmp, out, name, previous)
+        replace_bundle(tmp, out, name, previous)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         if created is not None:
-            _remove_empty_dirs(out, created)
+            remove_empty_dirs(out, created)
         raise
     shutil.rmtree(tmp, ignore_errors=True)
     return manifest
-
-
-# The files of a bundle named NAME; the runtime adds NAME.<12 hex digits>.so, its linked library.
-BUNDLE_SUFFIXES = (".c", ".h", ".o", ".weights.bin", ".weights.txt", ".json")
-_LIBRARY = re.compile(r"\.[0-9a-f]{12}\.so")
-
-
-def bundle_files(out: Path, name: str) -> list[Path]:
-    """The files of bundle `name` present in `out` (its own, by name: nothing else there)."""
-    if not out.is_dir():
-        return []
-    found = [out / f"{name}{s}" for s in BUNDLE_SUFFIXES if (out / f"{name}{s}").exists()]
-    found += sorted(f for f in out.glob(f"{name}.*.so") if _LIBRARY.fullmatch(f.name[len(name):]))
-    return found
-
-
-def is_own_manifest(path: Path, name: str) -> bool:
-    """Whether `path` is the NAME.json of an ember bundle named `name`."""
-    try:
-        m = json.loads(path.read_text())
-    except (OSError, ValueError, UnicodeDecodeError):
-        return False
-    return isinstance(m, dict) and m.get("name") == name and "ember_version" in m
-
-
-def _claim(out: Path, name: str) -> list[Path]:
-    """The files of a previous bundle `name` in `out` that this build replaces; refuses anyone else's."""
-    existing = bundle_files(out, name)
-    if not existing:
-        return []
-    if not is_own_manifest(out / f"{name}.json", name):
-        raise OptionError(f"{existing[0]}: already exists and is not part of an ember bundle named '{name}' "
-                          f"(no {name}.json of one); choose another --name or output directory")
-    for f in existing:
-        if not f.is_file() or f.is_symlink():
-            raise OptionError(f"{f}: not a regular file; ember will not replace it")
-    return existing
-
-
-def _replace_bundle(tmp: Path, out: Path, name: str, previous: list[Path]) -> None:
-    """Rename the new files over the old bundle's (one rename each), NAME.json last; then drop the old
-    bundle's linked libraries, which were linked from the old NAME.o."""
-    new = sorted(tmp.iterdir(), key=lambda f: f.name == f"{name}.json")
-    for f in new:
-        os.replace(f, out / f.name)
-    for f in previous:
-        if f.name not in {g.name for g in new} and f.exists():
-            f.unlink()
-
-
-def _make_dirs(out: Path) -> Path | None:
-    """Create `out` (and missing parents); returns the topmost folder created, or None if `out` existed."""
-    top = None
-    for d in (out, *out.parents):
-        if d.exists():
-            break
-        top = d
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise OptionError(f"{out}: cannot create the output directory ({e.strerror})") from None
-    return top
-
-
-def _remove_empty_dirs(out: Path, top: Path) -> None:
-    """Undo _make_dirs after a failed build: remove the folders it created, if still empty."""
-    d = out
-    while True:
-        try:
-            d.rmdir()
-        except OSError:
-            return
-        if d == top:
-            return
-        d = d.parent
-
-
-def _check_writable_file(path: str, flag: str) -> None:
-    p = Path(path)
-    if not path or p.is_dir():
-        raise OptionError(f"{flag} {path!r}: expected a file path")
-    if not p.parent.is_dir():
-        raise OptionError(f"{flag} {path}: no such directory {p.parent}")
-
-
-def check_limits(graph: Graph) -> None:
-    """Every dimension and element count fits the C int the kernels take them as."""
-    values = {id(v): v for v in [*graph.inputs, *(v for n in graph.nodes for v in (*n.inputs, *n.outputs))]
-              if v is not None}
-    for v in values.values():
-        t = v.type
-        big = [d for d in t.shape if d > MAX_DIM]
-        if big or t.numel > MAX_DIM:
-            what = f"dimension {big[0]:,}" if big else f"{t.numel:,} elements"
-            raise ShapeError(f"tensor '{v.name}' {t}: {what}; ember's C takes counts as int (at most {MAX_DIM:,})")
-
-
-def check_memory(plan: MemoryPlan, target: Target, opts: CompileOptions) -> None:
-    """The three regions together within --max-memory (default 4 GiB on the host) and the address space."""
-    space = 2**target.pointer_bits - 1
-    limit = min(opts.max_memory or (DEFAULT_HOST_MAX_MEMORY if target.kind == "host" else space), space)
-    total = plan.constant_size + plan.mutable_size + plan.activations_size
-    if total > limit:
-        hint = "raise --max-memory to allow it" if limit < space else f"the {target.name} address space"
-        raise ResourceLimitError(
-            f"the bundle needs {total:,} bytes (constant {plan.constant_size:,} + mutable {plan.mutable_size:,} + "
-            f"activations {plan.activations_size:,}), more than the limit of {limit:,} ({hint})")
 
 
 def _op_label(node: Node) -> str:

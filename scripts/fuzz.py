@@ -222,9 +222,10 @@ def mutant(r: random.Random, seeds: list[tuple[str, onnx.ModelProto]]) -> tuple[
 
 def compile_front(path: str) -> None:
     """What `ember compile` does before the C compiler: load, passes, limits, memory plan, C text."""
-    from ember.api import build_graph, check_limits, check_memory, inlined_constants
+    from ember.api import build_graph, inlined_constants
     from ember.codegen.bundle import check_network_name, generate
     from ember.config import CompileOptions
+    from ember.limits import check_limits, check_memory
     from ember.memory.planner import plan_memory
     from ember.toolchain.targets import get_target
 
