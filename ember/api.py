@@ -9,13 +9,15 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ember.codegen.bundle import network_name
 from ember.config import CompileOptions
 from ember.driver import lower
-from ember.errors import EmberError, OptionError
+from ember.errors import OptionError
 from ember.ir.dtypes import DType
 from ember.ir.graph import Graph, Node
 from ember.memory.plan import MemoryPlan
 from ember.ops.epilogue import epilogue_of
+from ember.output import check_writable_file, claim, make_dirs, remove_empty_dirs, replace_bundle
 from ember.passes.manager import PassManager
 from ember.passes.pipeline import Purpose
 from ember.report.flops import graph_flops
@@ -29,21 +31,35 @@ from ember.version import __version__
 def compile(model: str | os.PathLike, out_dir: str | os.PathLike, **options: Any) -> Bundle:  # noqa: A001
     """Compile an ONNX model into a bundle in `out_dir`; returns it loaded (runnable for the host target)."""
     opts = CompileOptions(**options)
-    write_bundle(str(model), Path(out_dir), opts)
-    return load(out_dir)
+    manifest = write_bundle(str(model), out_dir, opts)
+    return load(out_dir, manifest["name"])
 
 
-def write_bundle(model_path: str, out: Path, opts: CompileOptions, command: str = "") -> dict[str, Any]:
-    """Build every bundle file in a temporary folder, then move it into place (no half bundles)."""
+def write_bundle(model_path: str, out: str | os.PathLike, opts: CompileOptions, command: str = "") -> dict[str, Any]:
+    """Build every bundle file in a temporary folder inside `out`, then rename them into place.
+
+    Only the files of this bundle are ever written or replaced: NAME.c/.h/.o/.weights.bin/.weights.txt/.json
+    and the runtime's NAME.<hash>.so. A directory that already holds a file of those names which is not
+    part of an ember bundle of the same name (recognised by its NAME.json) is refused, not overwritten."""
+    if not str(out):
+        raise OptionError("-o/--output: the output directory must not be empty")
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise OptionError(f"{out}: exists and is not a directory")
+    if opts.dump_graph is not None:
+        check_writable_file(opts.dump_graph, "--dump-graph")
     target = get_target(opts.target)
     abi = target.float_abi(opts.float_abi)
     if opts.sanitize and target.kind != "host":
         raise OptionError(f"sanitizers apply to host bundles, not target '{target.name}'")
-    lowered = lower(model_path, opts, Purpose.BUNDLE, target.kind, command)
+    # Files already there that are not this bundle's: refused before the slow part (again once it is named).
+    claim(out, opts.name or network_name(Path(model_path).stem))
+    lowered = lower(model_path, opts, Purpose.BUNDLE, target, command)
     graph, plan, src, pm, sha = lowered.graph, lowered.plan, lowered.sources, lowered.passes, lowered.model_sha
     name = graph.name
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    previous = claim(out, name)
+    created = make_dirs(out)
+    tmp = Path(tempfile.mkdtemp(prefix=f".ember-{name}-", dir=out))
     try:
         (tmp / f"{name}.c").write_text(src.c)
         (tmp / f"{name}.h").write_text(src.h)
@@ -64,13 +80,11 @@ def write_bundle(model_path: str, out: Path, opts: CompileOptions, command: str 
             from ember.report.graph_dot import write_dot
 
             write_dot(graph, opts.dump_graph)
-        if out.exists():
-            _remove_previous_bundle(out)
-        out.mkdir(parents=True, exist_ok=True)
-        for f in sorted(tmp.iterdir()):
-            shutil.move(str(f), out / f.name)
+        replace_bundle(tmp, out, name, previous)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
+        if created is not None:
+            remove_empty_dirs(out, created)
         raise
     shutil.rmtree(tmp, ignore_errors=True)
     return manifest
@@ -105,12 +119,6 @@ def _footprint(info: ObjectInfo, plan: MemoryPlan) -> dict[str, Any]:
             "undefined_symbols": list(info.undefined)}
 
 
-def _remove_previous_bundle(out: Path) -> None:
-    if not out.is_dir():
-        raise EmberError(f"{out}: exists and is not a directory")
-    for f in out.iterdir():
-        if f.is_file() and f.suffix in (".c", ".h", ".o", ".bin", ".txt", ".json", ".so", ".dot"):
-            f.unlink()
 
 
 def _manifest(graph: Graph, plan: MemoryPlan, src, opts: CompileOptions, sha: str, cc_cmd: list[str],

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ember.config import CompileOptions, parse_define, parse_input
-from ember.errors import EmberError
+from ember.config import CompileOptions, parse_defines, parse_inputs, parse_size
+from ember.errors import EmberError, OptionError
+from ember.runtime.inputs import load_arrays
 from ember.toolchain.targets import TARGETS
 from ember.version import __version__
 
@@ -21,15 +22,15 @@ def _compile(args: argparse.Namespace) -> int:
 
     opts = CompileOptions(
         name=args.name, target=args.target, cpu=args.cpu, float_abi=args.float_abi, reloc=args.reloc, cc=args.cc,
-        api=args.api, defines=dict(parse_define(d) for d in args.define),
-        inputs=dict(parse_input(i) for i in args.input), dump_graph=args.dump_graph, opt_level=args.opt_level,
+        api=args.api, defines=parse_defines(args.define),
+        inputs=parse_inputs(args.input), dump_graph=args.dump_graph, opt_level=args.opt_level,
         quantize=args.quantize, profile=args.profile, schema=args.schema, precision=args.precision, bias=args.bias,
         per_channel=args.per_channel, calibration=args.calibration, percentile=args.percentile,
         keep_float=tuple(op.strip() for op in ",".join(args.keep_float).split(",") if op.strip()), io=args.io,
-        weights=args.weights,
+        weights=args.weights, max_memory=parse_size(args.max_memory) if args.max_memory else None,
     )
     command = "ember " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    m = write_bundle(args.model, Path(args.output), opts, command)
+    m = write_bundle(args.model, args.output, opts, command)
     mem = m["memory"]
     ratio = mem["activations"] / mem["activations_lower_bound"] if mem["activations_lower_bound"] else 1.0
     print(f"bundle {m['name']} -> {args.output} (target {m['target']})")
@@ -56,8 +57,7 @@ def _profile(args: argparse.Namespace) -> int:
     prep = Preprocess(args.image_mode, args.channel_order, args.layout,
                       parse_floats(args.mean, "--mean") if args.mean else (),
                       parse_floats(args.std, "--std") if args.std else ())
-    opts = CompileOptions(defines=dict(parse_define(d) for d in args.define),
-                          inputs=dict(parse_input(i) for i in args.model_input))
+    opts = CompileOptions(defines=parse_defines(args.define), inputs=parse_inputs(args.model_input))
     doc = profile_model(args.model, args.data, args.output, prep, args.input, opts)
     print(f"profile of {len(doc['tensors'])} tensors from {doc['samples']} sample(s) -> {args.output}")
     return 0
@@ -66,6 +66,11 @@ def _profile(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     from ember.runtime.bench import bench
 
+    _at_least(args.rounds, 0, "--rounds")
+    _at_least(args.warmup, 0, "--warmup")
+    _at_least(args.top, 0, "--top")
+    if args.json:
+        _check_output_file(args.json, "--json")
     r = bench(args.bundle, args.rounds, args.warmup, not args.no_profile)
     gflops = r["flops"] / (r["median_ms"] * 1e6) if r["flops"] else 0.0
     print(f"bundle {r['name']}: {r['rounds']} rounds after {r['warmup']} warm-up")
@@ -101,37 +106,29 @@ def _targets(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load_arrays(specs: list[str], names: list[str]) -> dict[str, np.ndarray]:
-    """--input NAME=FILE (.npy or .npz); a lone FILE feeds the only input; a .npz maps its keys."""
-    feeds: dict[str, np.ndarray] = {}
-    for spec in specs:
-        name, sep, path = spec.partition("=")
-        if not sep:
-            name, path = "", spec
-        p = Path(path)
-        if not p.exists():
-            raise EmberError(f"{path}: no such file")
-        try:
-            data = np.load(p, allow_pickle=False)
-        except (OSError, ValueError) as e:
-            raise EmberError(f"{path}: not a .npy/.npz file ({e})") from None
-        if isinstance(data, np.lib.npyio.NpzFile):
-            feeds.update({k: data[k] for k in data.files} if not name else {name: data[data.files[0]]})
-        elif name:
-            feeds[name] = data
-        elif len(names) == 1:
-            feeds[names[0]] = data
-        else:
-            raise EmberError(f"{path}: the bundle has {len(names)} inputs; write --input NAME={path}")
-    return feeds
+def _at_least(value: int, low: int, flag: str) -> None:
+    if value < low:
+        raise OptionError(f"{flag} {value}: must be at least {low}")
+
+
+def _check_output_file(path: str, flag: str) -> None:
+    """An output file's folder must exist: checked before the work, not after it."""
+    p = Path(path)
+    if not path or p.is_dir():
+        raise OptionError(f"{flag} {path!r}: expected a file path")
+    if not p.parent.is_dir():
+        raise OptionError(f"{flag} {path}: no such directory {p.parent}")
 
 
 def _run(args: argparse.Namespace) -> int:
     from ember.runtime.loader import load
 
+    _at_least(args.top_k, 0, "--top-k")
+    if args.output:
+        _check_output_file(args.output, "--output")
     bundle = load(args.bundle)
-    feeds = _load_arrays(args.input, [e["name"] for e in bundle.inputs])
-    outs = bundle.run(feeds)
+    feeds = load_arrays(args.input, [e["name"] for e in bundle.inputs])
+    outs = bundle.run(feeds, cast=args.cast)
     if args.output:
         np.savez(args.output, **outs)
         print(f"wrote {len(outs)} output(s) to {args.output}")
@@ -147,11 +144,9 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
-    path = Path(args.bundle)
-    manifests = sorted(path.glob("*.json")) if path.is_dir() else []
-    if not manifests:
-        raise EmberError(f"{path}: not a bundle directory (no NAME.json)")
-    m = json.loads(manifests[0].read_text())
+    from ember.runtime.loader import find_manifest, read_manifest
+
+    m = read_manifest(find_manifest(Path(args.bundle)))
     print(f"bundle {m['name']}  (ember {m['ember_version']}, target {m['target']})")
     for kind in ("inputs", "outputs"):
         for e in m[kind]:
@@ -166,6 +161,10 @@ def _info(args: argparse.Namespace) -> int:
 def _validate(args: argparse.Namespace) -> int:
     from ember.validate import validate
 
+    if args.max_error < 0:
+        raise OptionError(f"--max-error {args.max_error}: must not be negative")
+    if not -1 <= args.min_cosine <= 1:
+        raise OptionError(f"--min-cosine {args.min_cosine}: must lie in [-1, 1]")
     ok = validate(args.model, args.bundle, args.input, args.seed, args.max_error, args.min_cosine)
     return 0 if ok else 1
 
@@ -195,6 +194,7 @@ def _quant_args(c: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ember", description="Ahead-of-time compiler: ONNX models to C bundles.")
     p.add_argument("--version", action="version", version=f"ember {__version__}")
+    p.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
     sub = p.add_subparsers(dest="command", required=True)
 
     c = sub.add_parser("compile", help="compile a model into a bundle")
@@ -215,6 +215,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--define", action="append", default=[], metavar="SYMBOL=VALUE",
                    help="value of a symbolic dimension, e.g. batch=1")
     c.add_argument("--dump-graph", metavar="FILE.dot", help="write the optimized graph as Graphviz")
+    c.add_argument("--max-memory", metavar="SIZE",
+                   help="refuse bundles whose three memory regions together need more, e.g. 512M, 16G "
+                   "(default 4G for host, the target's address space otherwise)")
     c.add_argument("-O", dest="opt_level", type=int, default=3, choices=(0, 1, 2, 3), help="C optimization level")
     _quant_args(c)
     c.set_defaults(fn=_compile)
@@ -259,6 +262,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--input", action="append", default=[], metavar="NAME=FILE", help="input array (.npy/.npz)")
     r.add_argument("--output", metavar="FILE.npz", help="save outputs here")
     r.add_argument("--top-k", type=int, default=0, help="print the top-k classes of each output")
+    r.add_argument("--cast", action="store_true",
+                   help="convert inputs to the bundle's dtypes (default: a dtype mismatch is an error)")
     r.set_defaults(fn=_run)
 
     i = sub.add_parser("info", help="inputs, outputs, memory and ops of a bundle")
@@ -281,11 +286,25 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.fn(args))
-    except EmberError as e:
-        print(f"ember: error: {e}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
         return 130
+    except Exception as e:  # every error is one line; --debug shows where it came from
+        if args.debug:
+            raise
+        print(f"ember: error: {_one_line(e)}", file=sys.stderr)
+        return 1 if isinstance(e, EmberError) else 2
+
+
+def _one_line(e: BaseException) -> str:
+    """An error as one line: ember's own as they are; anything else (a bug) with its type and a hint."""
+    text = " ".join(str(e).split()) or type(e).__name__
+    if isinstance(e, EmberError):
+        return text
+    if isinstance(e, MemoryError):
+        return f"out of memory ({text})"
+    if isinstance(e, OSError) and e.filename:
+        return f"{e.filename}: {e.strerror or text}"
+    return f"internal error: {type(e).__name__}: {text} (rerun with --debug for the traceback)"
 
 
 if __name__ == "__main__":

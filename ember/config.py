@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -38,6 +39,8 @@ class CompileOptions:
     keep_float: tuple[str, ...] = ()  # op types left in float
     io: str = "float"  # float | int8: the bundle's inputs and outputs
     weights: str | None = None  # fp16 | bf16 | int8: weight-only compression of a float bundle
+    # Largest total of the three memory regions, bytes; None: 4 GiB for host, the address space otherwise.
+    max_memory: int | None = None
 
     def __post_init__(self) -> None:
         if self.api not in ("static", "dynamic"):
@@ -46,9 +49,17 @@ class CompileOptions:
             raise OptionError(f"--reloc must be static or pic, not '{self.reloc}'")
         if self.quantize or self.profile or self.weights or self.keep_float or self.io != "float":
             _check_quantization(self)
+        if self.name is not None:
+            from ember.codegen.bundle import check_network_name
+
+            check_network_name(self.name)
         for k, v in self.defines.items():
-            if not isinstance(v, int) or v <= 0:
+            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
                 raise OptionError(f"--define {k}={v}: the value must be a positive integer")
+            if v > MAX_DIM:
+                raise OptionError(f"--define {k}={v}: dimensions are at most {MAX_DIM} (C int)")
+        if self.max_memory is not None and (not isinstance(self.max_memory, int) or self.max_memory <= 0):
+            raise OptionError(f"--max-memory {self.max_memory}: must be a positive number of bytes")
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -90,6 +101,22 @@ def _check_quantization(o: CompileOptions) -> None:
             raise OptionError(f"--keep-float: unknown operator '{op}'")
 
 
+# Dimensions and element counts reach the generated C as `int`.
+MAX_DIM = 2**31 - 1
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_size(text: str, flag: str = "--max-memory") -> int:
+    """'4G', '512M', '64K', '123456' (bytes; K/M/G/T are powers of 1024, an optional trailing B or iB)."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*", text, re.IGNORECASE)
+    if not m:
+        raise OptionError(f"{flag} {text}: expected a size such as 4G, 512M or 1000000 (bytes)")
+    value = int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+    if value <= 0:
+        raise OptionError(f"{flag} {text}: must be positive")
+    return value
+
+
 def parse_define(text: str) -> tuple[str, int]:
     """'SYMBOL=VALUE' (also Glow's 'SYMBOL,VALUE')."""
     sep = "=" if "=" in text else ","
@@ -100,7 +127,31 @@ def parse_define(text: str) -> tuple[str, int]:
         raise OptionError(f"--define {text}: expected SYMBOL=VALUE with an integer VALUE") from None
     if not name or value <= 0:
         raise OptionError(f"--define {text}: expected SYMBOL=VALUE with a positive VALUE")
+    if value > MAX_DIM:
+        raise OptionError(f"--define {text}: dimensions are at most {MAX_DIM} (C int)")
     return name, value
+
+
+def parse_defines(texts: list[str]) -> dict[str, int]:
+    """Every --define, each symbol once."""
+    out: dict[str, int] = {}
+    for t in texts:
+        k, v = parse_define(t)
+        if k in out:
+            raise OptionError(f"--define {k} given twice ({k}={out[k]} and {t})")
+        out[k] = v
+    return out
+
+
+def parse_inputs(texts: list[str]) -> dict[str, str]:
+    """Every compile-time --input NAME:DTYPE:SHAPE, each name once."""
+    out: dict[str, str] = {}
+    for t in texts:
+        k, v = parse_input(t)
+        if k in out:
+            raise OptionError(f"--input {k} given twice")
+        out[k] = v
+    return out
 
 
 def parse_input(text: str) -> tuple[str, str]:

@@ -11,18 +11,20 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from ember.codegen.bundle import BundleSources, generate, network_name
+from ember.codegen.bundle import BundleSources, check_network_name, generate, network_name
 from ember.codegen.cwriter import c_comment
 from ember.config import CompileOptions
 from ember.errors import OptionError
 from ember.frontends.onnx.loader import InputSpec, LoadOptions, load_onnx, read_model
 from ember.ir.dtypes import DType
 from ember.ir.graph import Graph
+from ember.limits import check_limits, check_memory
 from ember.memory.plan import MemoryPlan
 from ember.memory.planner import inlined_constants, plan_memory
 from ember.passes.manager import PassManager
 from ember.passes.pipeline import Pipeline, Purpose, build_pipeline
 from ember.passes.verify import verify
+from ember.toolchain.targets import Target, get_target
 from ember.version import __version__
 
 
@@ -82,13 +84,19 @@ def build_graph(model_path: str, options: CompileOptions, purpose: Purpose = Pur
     return graph, pm, sha
 
 
-def lower(model_path: str, options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, target_kind: str = "host",
+def lower(model_path: str, options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, target: Target | None = None,
           command: str = "") -> Lowered:
-    """Everything up to the C text: graph, memory plan and the bundle's sources.
+    """Everything up to the C text: graph, memory plan and the bundle's sources, each checked against the
+    limits of the C it becomes (names, counts as int, --max-memory and the target's address space).
 
-    `command`: the command line that asked for the build, recorded in the sources' banner."""
-    graph, pm, sha = build_graph(model_path, options, purpose, target_kind)
+    `target`: the one the bundle is for (default: the host). `command`: the command line that asked for
+    the build, recorded in the sources' banner."""
+    target = target if target is not None else get_target("host")
+    graph, pm, sha = build_graph(model_path, options, purpose, target.kind)
+    check_network_name(graph.name)
+    check_limits(graph)
     plan = plan_memory(graph, inlined_constants(graph))
+    check_memory(plan, target, options)
     sources = generate(graph, plan, graph.name, options.api, _banner(graph.name, sha, command))
     return Lowered(graph, plan, sources, pm, sha)
 

@@ -48,6 +48,10 @@ class BundleError(EmberError):
     """A bundle directory is missing files or cannot be loaded or run."""
 
 
+class ResourceLimitError(EmberError):
+    """The bundle would need more memory than --max-memory or the target's address space allows."""
+
+
 def warn(message: str) -> None:
     """A one-line warning on stderr: something the user should know that does not stop the compile."""
     import sys

@@ -5,21 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ember.errors import EmberError
+from ember.runtime.inputs import load_arrays, random_inputs
 from ember.runtime.loader import load
-
-
-def random_inputs(bundle, seed: int) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    feeds = {}
-    for e in bundle.inputs:
-        dt = np.dtype(e["dtype"] if e["dtype"] != "bool" else np.bool_)
-        if dt.kind == "f":
-            feeds[e["name"]] = rng.standard_normal(e["shape"]).astype(dt)
-        elif dt.kind == "b":
-            feeds[e["name"]] = rng.integers(0, 2, e["shape"]).astype(dt)
-        else:
-            feeds[e["name"]] = rng.integers(0, 10, e["shape"]).astype(dt)
-    return feeds
 
 
 def compare(ref: np.ndarray, got: np.ndarray) -> dict[str, float]:
@@ -39,10 +26,9 @@ def validate(model: str, bundle_dir: str, input_specs: list[str], seed: int, max
         import onnxruntime as ort
     except ImportError:
         raise EmberError("ember validate needs onnxruntime: pip install 'ember[validate]'") from None
-    from ember.cli import _load_arrays
 
     bundle = load(bundle_dir)
-    feeds = _load_arrays(input_specs, [e["name"] for e in bundle.inputs]) if input_specs else random_inputs(
+    feeds = load_arrays(input_specs, [e["name"] for e in bundle.inputs]) if input_specs else random_inputs(
         bundle, seed)
     try:
         sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])

@@ -7,15 +7,29 @@ from dataclasses import dataclass
 import numpy as np
 
 from ember.codegen import library
-from ember.codegen.cwriter import CWriter, NameSupply, c_comment, c_string, sanitize
+from ember.codegen.cwriter import (
+    MAX_NAME_LENGTH,
+    STD_MACROS,
+    CWriter,
+    NameSupply,
+    c_comment,
+    c_string,
+    network_name_problem,
+    sanitize,
+)
 from ember.codegen.elementwise import emit_chain
 from ember.codegen.emitter import CodeContext, KernelEmitter
+from ember.errors import OptionError
 from ember.ir.graph import Graph, Value
 from ember.memory.plan import MemoryPlan
 from ember.ops import registry
 
-# Header macro suffixes that tensor names must not collide with.
-_RESERVED = {"CONSTANT_MEM_SIZE", "MUTABLE_MEM_SIZE", "ACTIVATIONS_MEM_SIZE", "MEM_ALIGN", "config"}
+# The macros NAME.h defines for each input and output NAME_x: NAME_x itself (its offset) and these.
+_IO_SUFFIXES = ("_TYPE", "_DTYPE", "_NUM_DIMS", "_DIMS", "_SIZE", "_BYTES", "_SCALE", "_ZERO_POINT")
+# Macros NAME.h and NAME.c define besides those of the inputs and outputs (NAME_... ones given the prefix).
+_NAMED_MACROS = ("CONSTANT_MEM_SIZE", "MUTABLE_MEM_SIZE", "ACTIVATIONS_MEM_SIZE", "MEM_ALIGN")
+_FIXED_MACROS = {"GLOW_MEM_ALIGN", "GLOW_GET_ADDR", "EMBER_GLOW_BUNDLE_TYPES", "EMBER_PROFILE", "EMBER_CAPTURE",
+                 "EMBER_PROFILE_EVENT", "EMBER_CAPTURE_TENSOR"}
 
 
 @dataclass
@@ -35,20 +49,51 @@ class BundleSources:
     io: list[IOEntry]
 
 
-def io_entries(graph: Graph, plan: MemoryPlan) -> tuple[list[IOEntry], list[IOEntry]]:
-    names = NameSupply(_RESERVED)
-    ins = [IOEntry(v, v.name, names.fresh(v.name), plan.where(v)[1]) for v in graph.inputs]
-    outs = [
-        IOEntry(v, n, names.fresh(n), plan.where(v)[1])
-        for v, n in zip(graph.outputs, graph.output_names, strict=True)
-    ]
+def check_network_name(name: str) -> None:
+    problem = network_name_problem(name)
+    if problem:
+        raise OptionError(f"--name {name!r}: {problem}")
+
+
+def entry_symbols(name: str) -> set[str]:
+    return {name, f"{name}_symbols", f"{name}_config"}
+
+
+def io_macros(name: str, entries: list[IOEntry]) -> set[str]:
+    up = name.upper()
+    return {f"{up}_{e.cname}{suf}" for e in entries for suf in ("", *_IO_SUFFIXES)}
+
+
+def header_macros(name: str) -> set[str]:
+    """Every macro name NAME.h and NAME.c define or take from the C headers, before the inputs' and outputs'."""
+    up = name.upper()
+    return {f"EMBER_BUNDLE_{up}_H", *(f"{up}_{m}" for m in _NAMED_MACROS), *_FIXED_MACROS, *STD_MACROS}
+
+
+def io_entries(graph: Graph, plan: MemoryPlan, name: str | None = None) -> tuple[list[IOEntry], list[IOEntry]]:
+    """Inputs and outputs with their C names: each NAME_x family of macros distinct from every other macro."""
+    name = name or graph.name
+    up = name.upper()
+    # The entry point and its tables are C symbols a macro must not rename either (NET_config when NET).
+    names = NameSupply(header_macros(name) | entry_symbols(name))
+    prefix = f"{up}_"
+
+    def cname(tensor: str) -> str:
+        return names.family(tensor, prefix, _IO_SUFFIXES)
+
+    ins = [IOEntry(v, v.name, cname(v.name), plan.where(v)[1]) for v in graph.inputs]
+    outs = [IOEntry(v, n, cname(n), plan.where(v)[1]) for v, n in zip(graph.outputs, graph.output_names, strict=True)]
     return ins, outs
 
 
 def generate(graph: Graph, plan: MemoryPlan, name: str, api: str, banner: str) -> BundleSources:
+    check_network_name(name)
+    ins, outs = io_entries(graph, plan, name)
     ctx = CodeContext(plan)
+    # One supply for every identifier of NAME.c and NAME.h: the kernels' locals and tables are kept apart
+    # from the entry point, its symbols and every macro the header defines.
+    ctx.names.reserve(entry_symbols(name) | header_macros(name) | io_macros(name, ins + outs))
     _emit_nodes(graph, ctx)
-    ins, outs = io_entries(graph, plan)
     weights = _weights(plan)
     c = _source(graph, ctx, name, api, banner, ins + outs, plan)
     h = _header(name, api, banner, ins, outs, plan)
@@ -258,4 +303,10 @@ typedef struct BundleConfig {
 
 
 def network_name(stem: str) -> str:
-    return sanitize(stem)
+    """The default network name from a model file's stem, made a valid one (see network_name_problem)."""
+    s = sanitize(stem).strip("_")[:MAX_NAME_LENGTH - 8] or "net"
+    if s[0].isdigit() or s.upper().startswith(("EMBER", "GLOW")):
+        s = "net_" + s
+    if s.endswith("_t") or network_name_problem(s):
+        s += "_net"
+    return s

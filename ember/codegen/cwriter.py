@@ -12,7 +12,23 @@ _C_KEYWORDS = {
     "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return", "short", "signed",
     "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while",
     "_Bool", "_Complex", "_Imaginary", "main",
+    # C11 and C23 keywords, and the macros <stdbool.h>/<stdalign.h> spell them with.
+    "_Alignas", "_Alignof", "_Atomic", "_Generic", "_Noreturn", "_Static_assert", "_Thread_local", "alignas",
+    "alignof", "bool", "constexpr", "false", "nullptr", "static_assert", "thread_local", "true", "typeof",
+    "typeof_unqual", "_BitInt", "_Decimal32", "_Decimal64", "_Decimal128", "asm", "NULL", "offsetof",
 }
+
+# Macros of <stdint.h>/<stddef.h> (which NAME.h and NAME.c include): a tensor's macro must not redefine one.
+STD_MACROS = {
+    *(f"{p}INT{k}{n}_{s}" for p in ("", "U") for k in ("", "_LEAST", "_FAST") for n in (8, 16, 32, 64)
+      for s in ("MIN", "MAX", "C")),
+    *(f"{p}{n}_{s}" for p in ("INT", "UINT") for n in ("PTR", "MAX") for s in ("MIN", "MAX", "C")),
+    *(f"{n}_{s}" for n in ("PTRDIFF", "SIG_ATOMIC", "SIZE", "WCHAR", "WINT") for s in ("MIN", "MAX")),
+}
+
+# Prefixes of the macros and functions ember's own C uses (kernel library, profiling hooks, Glow's macros).
+_OWN_PREFIXES = ("EMBER", "GLOW")
+MAX_NAME_LENGTH = 64
 
 
 def sanitize(name: str) -> str:
@@ -25,20 +41,43 @@ def sanitize(name: str) -> str:
     return s
 
 
+def network_name_problem(name: str) -> str | None:
+    """Why `name` cannot be a network name (the entry point and the prefix of every macro), or None."""
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        return "it must be a C identifier (letters, digits and _, not starting with a digit)"
+    if len(name) > MAX_NAME_LENGTH:
+        return f"it must be at most {MAX_NAME_LENGTH} characters"
+    if name in _C_KEYWORDS or name.upper() in STD_MACROS:
+        return "it is a C keyword or a name the C library reserves"
+    if name.startswith("_") or name.endswith("_t"):
+        return "names starting with _ or ending in _t are reserved by C"
+    if any(name.upper() == p or name.upper().startswith(p + "_") for p in _OWN_PREFIXES):
+        return "the prefixes ember_ and glow_ belong to ember's generated code"
+    return None
+
+
 class NameSupply:
-    """Hands out unique, sanitized identifiers."""
+    """Hands out unique, sanitized identifiers; `family` reserves an identifier together with the names
+    derived from it (the header's NAME_x, NAME_x_SIZE, NAME_x_TYPE, ...) so no two families overlap."""
 
     def __init__(self, reserved: set[str] | None = None) -> None:
         self._used: set[str] = set(reserved or ())
 
     def fresh(self, base: str) -> str:
+        return self.family(base)
+
+    def family(self, base: str, prefix: str = "", suffixes: tuple[str, ...] = ()) -> str:
+        """A fresh identifier `s` such that prefix+s and every prefix+s+suffix are unused; reserves them all."""
         s = sanitize(base)
         name, i = s, 1
-        while name in self._used:
+        while any(f"{prefix}{name}{suf}" in self._used for suf in ("", *suffixes)):
             name = f"{s}_{i}"
             i += 1
-        self._used.add(name)
+        self._used.update(f"{prefix}{name}{suf}" for suf in ("", *suffixes))
         return name
+
+    def reserve(self, names: set[str] | list[str]) -> None:
+        self._used.update(names)
 
 
 def c_comment(text: str) -> str:

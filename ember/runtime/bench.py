@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 
 from ember.errors import ToolchainError
+from ember.runtime.inputs import random_inputs
 from ember.runtime.loader import Bundle, entry_point
 from ember.toolchain.cc import compile_object, link_shared
 from ember.toolchain.targets import get_target
-from ember.validate import random_inputs
 
 _TIMER_C = """#include <stdint.h>
 #include <time.h>

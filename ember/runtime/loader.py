@@ -6,6 +6,9 @@ import ctypes
 import hashlib
 import json
 import os
+import re
+import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,27 +31,112 @@ def _aligned(nbytes: int, align: int = 64) -> np.ndarray:
     return raw[start : start + nbytes]
 
 
+def find_manifest(path: Path, name: str | None = None) -> Path:
+    """NAME.json of the bundle at `path`: that file itself, DIR/NAME.json, or a folder's only bundle."""
+    if path.is_file() and path.suffix == ".json":
+        return path
+    if not path.is_dir():
+        raise BundleError(f"{path}: no such bundle directory")
+    if name is not None:
+        return path / f"{name}.json"
+    found = [m for m in sorted(path.glob("*.json")) if _names_itself(m)]
+    if not found:
+        raise BundleError(f"{path}: not a bundle directory (no NAME.json)")
+    if len(found) > 1:
+        raise BundleError(f"{path}: holds {len(found)} bundles ({', '.join(m.stem for m in found)}); "
+                          f"name one as {path / found[0].name}")
+    return found[0]
+
+
+def _names_itself(manifest: Path) -> bool:
+    """Whether a .json file is an ember manifest (NAME.json whose name is NAME): others are not bundles."""
+    try:
+        with manifest.open("rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    return b'"ember_version"' in head or f'"name": "{manifest.stem}"'.encode() in head
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    """The manifest, checked field by field: a damaged one is a one-line BundleError, not a KeyError later."""
+    try:
+        m = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise BundleError(f"{path}: no such file") from None
+    except (OSError, ValueError, UnicodeDecodeError) as e:
+        raise BundleError(f"{path}: not a valid bundle manifest ({type(e).__name__}; truncated?)") from None
+    try:
+        _check_manifest(m)
+    except (KeyError, TypeError, ValueError) as e:
+        detail = f"missing field {e}" if isinstance(e, KeyError) else str(e)
+        raise BundleError(f"{path}: not a valid bundle manifest ({detail})") from None
+    return m
+
+
+def _count(x: Any, what: str) -> int:
+    if not isinstance(x, int) or isinstance(x, bool) or x < 0:
+        raise ValueError(f"{what} is {x!r}, not a byte count")
+    return x
+
+
+def _check_manifest(m: Any) -> None:
+    if not isinstance(m, dict):
+        raise TypeError("not a JSON object")
+    if not isinstance(m["name"], str) or not m["name"].isidentifier():
+        raise ValueError(f"name {m['name']!r} is not a C identifier")
+    for key in ("ember_version", "ops"):
+        m[key]  # noqa: B018 - the KeyError names the field
+    mem = m["memory"]
+    for region in ("constant", "mutable", "activations"):
+        _count(mem[region], f"memory.{region}")
+    for kind in ("inputs", "outputs"):
+        if not isinstance(m[kind], list):
+            raise TypeError(f"{kind} is not a list")
+        for e in m[kind]:
+            what = f"{kind} '{e['name']}'"
+            try:
+                dt = DType.parse(e["dtype"])
+            except (KeyError, ValueError, AttributeError):
+                raise ValueError(f"{what}: unknown dtype {e['dtype']!r}") from None
+            if not isinstance(e["shape"], list) or not all(isinstance(d, int) and d >= 0 for d in e["shape"]):
+                raise ValueError(f"{what}: shape {e['shape']!r} is not a list of sizes")
+            offset, nbytes = _count(e["offset"], f"{what} offset"), _count(e["bytes"], f"{what} bytes")
+            if nbytes != int(np.prod(e["shape"], dtype=np.int64)) * dt.np.itemsize:
+                raise ValueError(f"{what}: {nbytes} bytes do not hold {dt.short}{e['shape']}")
+            if offset + nbytes > mem["mutable"]:
+                raise ValueError(f"{what}: bytes {offset}..{offset + nbytes} lie outside the mutable region "
+                                 f"({mem['mutable']} bytes)")
+
+
 class Bundle:
     """A compiled bundle on disk: its manifest, and for the host target a function to run it.
 
     Bundles for other targets load for inspection (inputs, outputs, memory, footprint); running one
-    needs its device (or an emulator: see tests/cross)."""
+    needs its device (or an emulator: see tests/cross).
 
-    def __init__(self, path: str | os.PathLike, sanitize: bool = False) -> None:
-        self.path = Path(path)
-        manifests = sorted(self.path.glob("*.json")) if self.path.is_dir() else []
-        if not manifests:
-            raise BundleError(f"{self.path}: not a bundle directory (no NAME.json)")
-        self.manifest: dict[str, Any] = json.loads(manifests[0].read_text())
+    Threads: `run` is safe to call from many threads at once (each call has its own regions; the entry
+    point is re-entrant). A `Runner` owns one set of regions, so it runs one call at a time (a lock)."""
+
+    def __init__(self, path: str | os.PathLike, sanitize: bool = False, name: str | None = None) -> None:
+        manifest = find_manifest(Path(path), name)
+        self.path = manifest.parent
+        self.manifest: dict[str, Any] = read_manifest(manifest)
         self.name: str = self.manifest["name"]
+        if manifest.stem != self.name:
+            raise BundleError(f"{manifest}: the manifest is of bundle '{self.name}', not '{manifest.stem}'")
         for suffix in (".o", ".weights.bin"):
             if not (self.path / f"{self.name}{suffix}").exists():
                 raise BundleError(f"{self.path}: missing {self.name}{suffix}")
         self.inputs = self.manifest["inputs"]
         self.outputs = self.manifest["outputs"]
         mem = self.manifest["memory"]
-        self._weights = _aligned(mem["constant"])
-        self._weights[:] = np.frombuffer((self.path / f"{self.name}.weights.bin").read_bytes(), np.uint8)
+        weights = self.path / f"{self.name}.weights.bin"
+        if weights.stat().st_size != mem["constant"]:
+            raise BundleError(f"{weights}: {weights.stat().st_size:,} bytes, the manifest says {mem['constant']:,} "
+                              "(truncated or from another build)")
+        self._weights = _allocate(mem["constant"], "constant weights")
+        self._weights[:] = np.frombuffer(weights.read_bytes(), np.uint8)
         self.target: str = self.manifest.get("target", "host")
         self._fn: Any = entry_point(self._link(sanitize), self.name) if self.target == "host" else None
 
@@ -62,7 +150,8 @@ class Bundle:
         so = self.path / f"{self.name}.{digest}.so"
         if not so.exists():
             for old in self.path.glob(f"{self.name}.*.so"):
-                old.unlink()
+                if re.fullmatch(r"[0-9a-f]{12}", old.name[len(self.name) + 1 : -3]):
+                    old.unlink()
             link_shared([obj], so, self.manifest["options"].get("cc"), sanitize)
         try:
             return ctypes.CDLL(str(so.resolve()))
@@ -78,52 +167,87 @@ class Bundle:
         """Flash and RAM the bundle needs on its target (code, tables, weights; regions)."""
         return dict(self.manifest.get("footprint", {}))
 
-    def run(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Run once: inputs by model name (numpy, framework layout); returns outputs by name."""
-        return self.runner(inputs)()
+    def run(self, inputs: dict[str, np.ndarray], cast: bool = False) -> dict[str, np.ndarray]:
+        """Run once: inputs by model name (numpy, framework layout); returns outputs by name.
 
-    def runner(self, inputs: dict[str, np.ndarray], entry: Any = None) -> Runner:
+        Inputs must have the bundle's dtypes exactly; `cast=True` converts them (numpy's rules)."""
+        return self.runner(inputs, cast=cast)()
+
+    def check_inputs(self, inputs: Any, cast: bool = False) -> dict[str, np.ndarray]:
+        """The inputs as contiguous arrays of the bundle's dtypes, or a one-line error naming the input."""
+        if not isinstance(inputs, Mapping):
+            raise BundleError(f"bundle {self.name}: inputs must be a dict of arrays by input name, "
+                              f"not {type(inputs).__name__}")
+        names = {e["name"] for e in self.inputs}
+        unknown = set(inputs) - names
+        if unknown:
+            raise BundleError(f"unknown input(s) {sorted(map(str, unknown))}; the bundle takes {sorted(names)}")
+        arrays = {}
+        for e in self.inputs:
+            if e["name"] not in inputs:
+                raise BundleError(f"missing input '{e['name']}' ({e['dtype']}{e['shape']})")
+            dt = DType.parse(e["dtype"]).np
+            arr = np.asarray(inputs[e["name"]])
+            if tuple(arr.shape) != tuple(e["shape"]):
+                raise BundleError(f"input '{e['name']}': shape {list(arr.shape)}, the bundle expects {e['shape']}")
+            if arr.dtype != dt:
+                if not cast:
+                    raise BundleError(f"input '{e['name']}': dtype {arr.dtype}, the bundle expects {e['dtype']} "
+                                      "(convert it, or pass cast=True / --cast)")
+                if arr.dtype.kind not in "biuf" or (arr.dtype.kind == "f" and dt.kind in "biu"
+                                                    and not np.all(np.isfinite(arr))):
+                    raise BundleError(f"input '{e['name']}': cannot cast {arr.dtype} to {e['dtype']}")
+            arrays[e["name"]] = np.ascontiguousarray(arr, dtype=dt)
+        return arrays
+
+    def runner(self, inputs: dict[str, np.ndarray], entry: Any = None, cast: bool = False) -> Runner:
         """Buffers allocated and inputs copied in once; calling the result runs the bundle again on them
         (what benchmarks time: one C call, no allocation). `entry`: another build of the same entry
         point (the instrumented one of `ember bench`)."""
         if entry is None and self._fn is None:
             raise BundleError(f"{self.path}: built for target '{self.target}'; only host bundles run here")
+        arrays = self.check_inputs(inputs, cast)
         mem = self.manifest["memory"]
-        mutable = _aligned(mem["mutable"])
-        activations = _aligned(mem["activations"])
-        names = {e["name"] for e in self.inputs}
-        unknown = set(inputs) - names
-        if unknown:
-            raise EmberError(f"unknown input(s) {sorted(unknown)}; the bundle takes {sorted(names)}")
+        mutable = _allocate(mem["mutable"], "mutable region")
+        activations = _allocate(mem["activations"], "activations region")
         for e in self.inputs:
-            if e["name"] not in inputs:
-                raise EmberError(f"missing input '{e['name']}' ({e['dtype']}{e['shape']})")
-            dt = DType.parse(e["dtype"]).np
-            arr = np.asarray(inputs[e["name"]])
-            if tuple(arr.shape) != tuple(e["shape"]):
-                raise EmberError(f"input '{e['name']}': shape {list(arr.shape)}, the bundle expects {e['shape']}")
-            if arr.dtype != dt and not np.can_cast(arr.dtype, dt, "same_kind"):
-                raise EmberError(f"input '{e['name']}': dtype {arr.dtype}, the bundle expects {e['dtype']}")
-            data = np.ascontiguousarray(arr, dtype=dt).reshape(-1).view(np.uint8)
+            data = arrays[e["name"]].reshape(-1).view(np.uint8)
             mutable[e["offset"] : e["offset"] + data.size] = data
         return Runner(self, entry or self._fn, mutable, activations)
 
     __call__ = run
 
 
+def _allocate(nbytes: int, what: str) -> np.ndarray:
+    try:
+        return _aligned(nbytes)
+    except MemoryError:
+        raise BundleError(f"cannot allocate the {what}: {nbytes:,} bytes") from None
+
+
 class Runner:
-    """One bundle bound to its three regions, inputs already in place."""
+    """One bundle bound to its three regions, inputs already in place. Calls from several threads take
+    turns (a lock): they share the regions, so running two at once would mix their activations."""
 
     def __init__(self, bundle: Bundle, fn: Any, mutable: np.ndarray, activations: np.ndarray) -> None:
         self.bundle, self.fn, self.mutable, self.activations = bundle, fn, mutable, activations
         self.args = (bundle._weights.ctypes.data, mutable.ctypes.data, activations.ctypes.data)
+        self.lock = threading.Lock()
 
     def run_once(self) -> None:
+        with self.lock:
+            self._run()
+
+    def _run(self) -> None:
         rc = self.fn(*self.args)
         if rc != 0:
             raise EmberError(f"bundle {self.bundle.name} returned {rc}")
 
     def outputs(self) -> dict[str, np.ndarray]:
+        with self.lock:
+            return self._outputs()
+
+    def _outputs(self) -> dict[str, np.ndarray]:
         out = {}
         for e in self.bundle.outputs:
             dt = DType.parse(e["dtype"]).np
@@ -132,9 +256,11 @@ class Runner:
         return out
 
     def __call__(self) -> dict[str, np.ndarray]:
-        self.run_once()
-        return self.outputs()
+        with self.lock:
+            self._run()
+            return self._outputs()
 
 
-def load(path: str | os.PathLike) -> Bundle:
-    return Bundle(path)
+def load(path: str | os.PathLike, name: str | None = None) -> Bundle:
+    """The bundle in folder `path` (its only one, or the one named `name`), or at `path` = DIR/NAME.json."""
+    return Bundle(path, name=name)

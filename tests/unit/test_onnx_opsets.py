@@ -64,8 +64,10 @@ def _model(opset: int, nodes: list[onnx.NodeProto], extra: dict[str, np.ndarray]
     out_type = TensorProto.INT32 if nodes[-1].op_type == "Cast" else F
     outs = [o for n in nodes for o in n.output if o in ("y", "z")]
     inits = [onnx.numpy_helper.from_array(a, k) for k, a in extra.items()]
-    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, list(X.shape))],
-                          [helper.make_tensor_value_info(o, out_type, None) for o in outs], inits)
+    inputs = [helper.make_tensor_value_info("x", F, list(X.shape))]
+    if opset < 8:  # IR version 3 lists every initializer among the graph inputs
+        inputs += [helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)) for t in inits]
+    g = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info(o, out_type, None) for o in outs], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
     m.ir_version = 3 if opset < 8 else 7
     return m

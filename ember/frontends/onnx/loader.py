@@ -11,6 +11,7 @@ from google.protobuf.message import DecodeError
 from onnx import numpy_helper
 
 from ember.errors import ModelFormatError, ShapeError, SymbolicDimensionError, UnsupportedOperatorError
+from ember.frontends.onnx.check import check_model, check_types
 from ember.frontends.onnx.dtypes import dtype_from_onnx
 from ember.frontends.onnx.ops import AdaptContext, lookup
 from ember.frontends.onnx.protos import attr_to_python, evaluate_with_onnx
@@ -64,7 +65,10 @@ def load_onnx(model: onnx.ModelProto | str, options: LoadOptions | None = None, 
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
     if opset == 0:
         raise ModelFormatError("model imports no ai.onnx opset")
-    return _Builder(model, opts, name, opset).build()
+    check_model(model)
+    graph = _Builder(model, opts, name, opset).build()
+    check_types(model, graph, inputs_overridden=any(s.dtype is not None for s in opts.inputs.values()))
+    return graph
 
 
 class _Builder:
@@ -169,6 +173,9 @@ class _Builder:
         if version < entry.since:
             raise UnsupportedOperatorError(np_node.op_type, label, f"opset {version} is older than the oldest "
                                            f"supported ({entry.since})", domain=domain or "ai.onnx")
+        if not domain and not onnx.defs.has(np_node.op_type, version):
+            raise UnsupportedOperatorError(np_node.op_type, label, f"it is not defined at opset {version}, the "
+                                           "model's (it came in a later opset)", domain="ai.onnx")
         opdef = registry.get(entry.ir)
         attrs = {a.name: attr_to_python(a) for a in np_node.attribute}
         outputs: list[Value | None] = [

@@ -9,7 +9,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from ember.errors import ShapeError
+from ember.errors import ModelFormatError, ShapeError
 from ember.frontends.onnx.dtypes import dtype_from_onnx, dtype_to_onnx
 from ember.ir.dtypes import TensorType
 
@@ -19,7 +19,10 @@ def attr_to_python(a: onnx.AttributeProto) -> Any:
     if isinstance(v, bytes):
         return v.decode("utf-8", errors="replace")
     if isinstance(v, onnx.TensorProto):
-        return numpy_helper.to_array(v)
+        try:
+            return numpy_helper.to_array(v)
+        except (TypeError, ValueError, KeyError) as e:
+            raise ModelFormatError(f"attribute '{a.name}': unreadable tensor ({type(e).__name__}: {e})") from None
     if isinstance(v, list) and v and isinstance(v[0], bytes):
         return [x.decode("utf-8", errors="replace") for x in v]
     return v
