@@ -16,5 +16,7 @@ fi
 python -m pip install -q -e '.[test]'
 # PyTorch builds the model-test networks; 2.13.0 is a CPU build (never a plain `pip install torch`).
 python -m pip install -q torch==2.13.0
-python -m ruff check ember tests examples benchmarks
+python -m ruff check ember tests examples benchmarks scripts
+# The layer contract of ARCHITECTURE.md (pyproject.toml [tool.importlinter]).
+lint-imports
 python -m pytest -q -n 2 tests
