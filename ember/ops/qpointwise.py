@@ -8,11 +8,15 @@ scales and zero points:
   int32 pieces, kernels/qpointwise.c).
 - QAvgPool / QMean: window (or whole-plane) sums requantised with the divisor folded in.
 - QMaxPool: 2-D MaxPool on the bytes (the scale unchanged), over rows then columns.
+
+Each op's parameters (made by fold_qdq_ops.py) are one of the dataclasses below, in its own attribute;
+those the kernels read as an int32 table name its entries as the C macros there do.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -26,6 +30,78 @@ from ember.ops.pool import infer_global, infer_pool, pool_geometry
 from ember.ops.registry import register
 
 
+@dataclass(frozen=True)
+class QOut:
+    """An integer result's zero point and clamp [lo, hi] (the byte type's range, or narrower where an
+    activation was folded in): quant.c's `out` tables, entries EMBER_QOUT_ZP, _LO, _HI."""
+
+    zp: int
+    lo: int
+    hi: int
+
+    def table(self) -> list[int]:
+        return [self.zp, self.lo, self.hi]
+
+
+@dataclass(frozen=True)
+class QAddParams:
+    """QAdd (attribute `_qadd`): y = out.zp + round_half_even(((a - za) * ma + (b - zb) * mb) * 2^-shift),
+    clamped to [out.lo, out.hi]; Sub has mb < 0. Table: qpointwise.c's EMBER_QADD_* entries."""
+
+    za: int
+    zb: int
+    ma: int
+    mb: int
+    shift: int
+    out: QOut
+
+    def table(self) -> list[int]:
+        return [self.za, self.zb, self.ma, self.mb, self.shift, *self.out.table()]
+
+
+@dataclass(frozen=True)
+class QMulParams:
+    """QMul (attribute `_qmul`): y = out.zp + round_half_even((a - za) * (b - zb) * mult * 2^-shift),
+    clamped. Table: quant.c's EMBER_QMUL_* entries."""
+
+    za: int
+    zb: int
+    mult: int
+    shift: int
+    out: QOut
+
+    def table(self) -> list[int]:
+        return [self.za, self.zb, self.mult, self.shift, *self.out.table()]
+
+
+@dataclass(frozen=True)
+class QAvgPoolParams:
+    """QAvgPool (attribute `_qpool`): the window sum of x - zx times mult[n] * 2^-shift[n], n the window's
+    divisor (entry 0 unused), so each count of taps has its own multiplier."""
+
+    zx: int
+    mult: tuple[int, ...]
+    shift: tuple[int, ...]
+    out: QOut
+
+
+@dataclass(frozen=True)
+class QMeanParams:
+    """QMean (attribute `_qmean`): the plane's sum of x - zx times mult * 2^-shift (the size folded in)."""
+
+    zx: int
+    mult: int
+    shift: int
+    out: QOut
+
+
+@dataclass(frozen=True)
+class QLutTable:
+    """QLut (attribute `_lut`): y = values[x], indexed by x's byte (int8 -1 is entry 255)."""
+
+    values: tuple[int, ...]  # 256 bytes
+
+
 def _sgn(node: Node) -> int:
     return int(present(node.input(0)).dtype is DType.INT8)
 
@@ -35,7 +111,8 @@ def _bytes(k: KernelEmitter, i: int) -> str:
 
 
 def _lower_lut(node: Node, k: KernelEmitter) -> None:
-    tab = k.table(np.asarray(node.attrs["_table"], np.uint8), DType.UINT8)
+    lut: QLutTable = node.attrs["_lut"]
+    tab = k.table(np.asarray(lut.values, np.uint8), DType.UINT8)
     k.call("ember_qlut", k.out(0, "uint8_t"), _bytes(k, 0), present(node.outputs[0]).type.numel, tab)
 
 
@@ -56,20 +133,21 @@ def broadcast_args(node: Node) -> tuple[int, int]:
     return math.prod(y.shape[axis + 1:]), shape[axis]
 
 
-def _lower_binary(fn: str):
+def _lower_binary(fn: str, attr: str):
     def lower(node: Node, k: KernelEmitter) -> None:
         y = present(node.outputs[0])
+        params: QAddParams | QMulParams = node.attrs[attr]
         # blocked: inputs and output alike (passes/int8_layout.py), elementwise over the padded blocks
         div, mod = (1, y.storage_bytes) if y.blocked else broadcast_args(node)
         k.call(fn, k.out(0, "uint8_t"), _bytes(k, 0), _bytes(k, 1), y.storage_bytes, div, mod, _sgn(node),
-               k.table(node.attrs["_r"], DType.INT32))
+               k.table(params.table(), DType.INT32))
 
     return lower
 
 
-register(OpDef("QAdd", infer=broadcast_infer(0), lower=_lower_binary("ember_qadd"), inplace=True,
+register(OpDef("QAdd", infer=broadcast_infer(0), lower=_lower_binary("ember_qadd", "_qadd"), inplace=True,
                kernels=("ember_qadd",)))
-register(OpDef("QMul", infer=broadcast_infer(0), lower=_lower_binary("ember_qmul"), inplace=True,
+register(OpDef("QMul", infer=broadcast_infer(0), lower=_lower_binary("ember_qmul", "_qmul"), inplace=True,
                kernels=("ember_qmul",)))
 
 
@@ -94,10 +172,10 @@ register(OpDef("QMaxPool", infer=infer_pool, lower=_lower_maxpool, scratch=_maxp
 
 def _lower_avgpool(node: Node, k: KernelEmitter) -> None:
     x = present(node.input(0))
-    q = node.attrs["_q"]
+    q: QAvgPoolParams = node.attrs["_qpool"]
     k.call("ember_qavgpool", k.out(0, "uint8_t"), _bytes(k, 0), k.table(pool_geometry(node), DType.INT32),
-           x.shape[0] * x.shape[1], _sgn(node), q["zx"], int(node.attrs.get("count_include_pad", 0)),
-           k.table(q["mult"], DType.INT32), k.table(q["shift"], DType.INT32), k.table(q["out"], DType.INT32))
+           x.shape[0] * x.shape[1], _sgn(node), q.zx, int(node.attrs.get("count_include_pad", 0)),
+           k.table(q.mult, DType.INT32), k.table(q.shift, DType.INT32), k.table(q.out.table(), DType.INT32))
 
 
 register(OpDef("QAvgPool", infer=infer_pool, lower=_lower_avgpool, kernels=("ember_qavgpool",)))
@@ -105,9 +183,9 @@ register(OpDef("QAvgPool", infer=infer_pool, lower=_lower_avgpool, kernels=("emb
 
 def _lower_mean(node: Node, k: KernelEmitter) -> None:
     x = present(node.input(0))
-    q = node.attrs["_q"]
+    q: QMeanParams = node.attrs["_qmean"]
     k.call("ember_qmean", k.out(0, "uint8_t"), _bytes(k, 0), x.shape[0] * x.shape[1], math.prod(x.shape[2:]),
-           _sgn(node), q["zx"], q["mult"], q["shift"], k.table(q["out"], DType.INT32))
+           _sgn(node), q.zx, q.mult, q.shift, k.table(q.out.table(), DType.INT32))
 
 
 register(OpDef("QMean", infer=infer_global, lower=_lower_mean, kernels=("ember_qmean",)))

@@ -18,6 +18,7 @@ from ember.ir.graph import Graph, Node, Value
 from ember.ops import registry
 from ember.ops.opdef import Int8
 from ember.ops.qlinear import BYTE_TYPES, fixed_point
+from ember.ops.qpointwise import QAddParams, QAvgPoolParams, QLutTable, QMeanParams, QMulParams, QOut
 
 
 @dataclass
@@ -146,7 +147,7 @@ def fold_pointwise(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> Non
         s = math.prod(x.q.shape[2:])
         mult, shift = fixed_point(float(x.scale[0]) / (float(q.scale) * s))
         new = Node("QMean", graph.unique_name(f"{node.name}_int8"), [x.q], [q.out],
-                   {"_q": {"zx": int(x.zp[0]), "mult": mult, "shift": shift, "out": _out(q)}})
+                   {"_qmean": QMeanParams(int(x.zp[0]), mult, shift, _out(q))})
     else:
         return
     _swap(graph, node, q, new)
@@ -156,9 +157,9 @@ def _swap(graph: Graph, node: Node, q: Q, new: Node, before: list[Node] | None =
     replace(graph, [node, q.node], [*(before or []), new])
 
 
-def _out(q: Q) -> list[int]:
+def _out(q: Q) -> QOut:
     lo, hi = (-128, 127) if q.dtype is DType.INT8 else (0, 255)
-    return [q.zp, lo, hi]
+    return QOut(q.zp, lo, hi)
 
 
 def _codes(dtype: DType) -> np.ndarray:
@@ -177,7 +178,7 @@ def _lut_node(graph: Graph, name: str, x: DQ, q: Q, fn: Node | None) -> Node:
         real = np.asarray(evaluate(fn, consts)[0], np.float32)
     table = (q.quantize(real) & 0xFF).astype(np.uint8)
     out = graph.value(name, TensorType(q.dtype, x.q.shape))
-    return Node("QLut", graph.unique_name(name), [x.q], [out], {"_table": table})
+    return Node("QLut", graph.unique_name(name), [x.q], [out], {"_lut": QLutTable(tuple(table.tolist()))})
 
 
 def _fold_concat(graph: Graph, node: Node, q: Q, xs: list[DQ | None]) -> None:
@@ -235,13 +236,13 @@ def _fold_binary(graph: Graph, node: Node, q: Q, a: DQ, b: DQ, bounds: tuple[flo
     if a.q.shape != y.shape or not _broadcastable(b.q, y):
         return
     za, zb = int(a.zp[0]), int(b.zp[0])
-    lo, hi = _out(q)[1:]
+    lo, hi = _out(q).lo, _out(q).hi
     if bounds is not None:  # clamping the real value commutes with the monotone quantization
         lo = max(lo, int(q.quantize(bounds[0]))) if bounds[0] > -math.inf else lo
         hi = min(hi, int(q.quantize(bounds[1]))) if bounds[1] < math.inf else hi
     if node.op == "Mul":
         mult, shift = fixed_point(float(np.float32(a.scale[0]) * np.float32(b.scale[0]) / q.scale))
-        r, op = [za, zb, mult, shift, q.zp, lo, hi], "QMul"
+        attr, params = "_qmul", QMulParams(za, zb, mult, shift, QOut(q.zp, lo, hi))
     else:
         ra, rb = float(a.scale[0]) / float(q.scale), float(b.scale[0]) / float(q.scale)
         big = max(ra, rb)
@@ -249,13 +250,14 @@ def _fold_binary(graph: Graph, node: Node, q: Q, a: DQ, b: DQ, bounds: tuple[flo
             return
         shift = min(62, 30 - math.ceil(math.log2(big)))
         ma, mb = round(ra * 2.0**shift), round(rb * 2.0**shift)
-        r, op = [za, zb, ma, -mb if node.op == "Sub" else mb, shift, q.zp, lo, hi], "QAdd"
-    new = Node(op, graph.unique_name(f"{node.name}_int8"), [a.q, b.q], [q.out], {"_r": r})
+        attr, params = "_qadd", QAddParams(za, zb, ma, -mb if node.op == "Sub" else mb, shift, QOut(q.zp, lo, hi))
+    op = "QMul" if attr == "_qmul" else "QAdd"
+    new = Node(op, graph.unique_name(f"{node.name}_int8"), [a.q, b.q], [q.out], {attr: params})
     replace(graph, [node, *([act] if act is not None else []), q.node], [new])
 
 
 def _avgpool(graph: Graph, node: Node, x: DQ, q: Q) -> Node:
     kvol = math.prod(node.attrs["kernel_shape"])
     pairs = [(0, 1)] + [fixed_point(float(x.scale[0]) / (float(q.scale) * c)) for c in range(1, kvol + 1)]
-    spec = {"zx": int(x.zp[0]), "mult": [p[0] for p in pairs], "shift": [p[1] for p in pairs], "out": _out(q)}
-    return Node("QAvgPool", graph.unique_name(f"{node.name}_int8"), [x.q], [q.out], {**node.attrs, "_q": spec})
+    spec = QAvgPoolParams(int(x.zp[0]), tuple(p[0] for p in pairs), tuple(p[1] for p in pairs), _out(q))
+    return Node("QAvgPool", graph.unique_name(f"{node.name}_int8"), [x.q], [q.out], {**node.attrs, "_qpool": spec})

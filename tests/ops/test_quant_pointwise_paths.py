@@ -113,7 +113,8 @@ def _integer_reference(path: Path, feeds: dict[str, np.ndarray]) -> dict[str, np
     graph, _, _ = build_graph(str(path), CompileOptions())
     out = {}
     for node in (n for n in graph.nodes if n.op == "QAdd"):
-        za, zb, ma, mb, shift, zy, lo, hi = node.attrs["_r"]
+        r = node.attrs["_qadd"]
+        za, zb, ma, mb, shift, (zy, lo, hi) = r.za, r.zb, r.ma, r.mb, r.shift, r.out.table()
         a = feeds[node.inputs[0].name].astype(np.int64)
         b = np.broadcast_to(feeds[node.inputs[1].name].astype(np.int64), a.shape)
         s = (a - za) * ma + (b - zb) * mb

@@ -7,6 +7,7 @@ import re
 
 from ember.codegen import library
 from ember.ops.conv import ConvGeometry
+from ember.ops.qpointwise import QAddParams, QMulParams, QOut
 
 
 def _macros(block: str, prefix: str) -> dict[str, int]:
@@ -24,3 +25,17 @@ def test_conv_geometry_table_matches_ember_geo_macros() -> None:
     for name, index in macros.items():
         field, dim = name.rsplit("_", 1)
         assert table[index] == fields[field]["DHW".index(dim)], name
+
+
+def test_qadd_qmul_and_out_tables_match_their_macros() -> None:
+    out = QOut(zp=-3, lo=-100, hi=90)
+    qadd = QAddParams(za=1, zb=2, ma=3, mb=-4, shift=25, out=out)
+    qmul = QMulParams(za=5, zb=6, mult=7, shift=30, out=out)
+    values = {"ZY": out.zp, "LO": out.lo, "HI": out.hi}
+    for params, block, prefix in ((qadd, "ember_qadd", "EMBER_QADD_"), (qmul, "ember_qmul", "EMBER_QMUL_")):
+        macros, table = _macros(block, prefix), params.table()
+        assert len(macros) == len(table), block
+        for name, index in macros.items():
+            assert table[index] == values.get(name, getattr(params, name.lower(), None)), name
+    qout = _macros("ember_qround", "EMBER_QOUT_")
+    assert [out.table()[qout[n]] for n in ("ZP", "LO", "HI")] == [out.zp, out.lo, out.hi]

@@ -144,7 +144,7 @@ EMBER_QDW_PLANES(ember_qdw_planes_f32, float, ember_qdw_fill_f32)
 /* q[i] = requantised (int32)acc[i] + b0: the exact float sums of a whole channel at once. */
 EMBER_QNOINLINE static void ember_qdw_requant(uint8_t *EMBER_RESTRICT q, const float *EMBER_RESTRICT acc, ptrdiff_t n,
                                               int32_t b0, int32_t mu, int32_t sh, const int32_t *out) {
-    const int32_t zp = out[0], lo = out[1], hi = out[2];
+    const int32_t zp = out[EMBER_QOUT_ZP], lo = out[EMBER_QOUT_LO], hi = out[EMBER_QOUT_HI];
     ptrdiff_t i;
     for (i = 0; i < n; ++i) q[i] = (uint8_t)ember_q_requant((int64_t)(int32_t)acc[i] + b0, mu, sh, zp, lo, hi);
 }
@@ -170,7 +170,7 @@ static void ember_qdw_put(uint8_t *EMBER_RESTRICT yi, ptrdiff_t bs, int m, ptrdi
 /* The requantised (kind 1) or int32 outputs of one output row from its sums. */
 static void ember_qdw_store(void *y, int kind, ptrdiff_t at, const int32_t *EMBER_RESTRICT sums, int OW, int32_t b0,
                             int32_t mu, int32_t sh, const int32_t *out) {
-    const int32_t zp = out[0], lo = out[1], hi = out[2];
+    const int32_t zp = out[EMBER_QOUT_ZP], lo = out[EMBER_QOUT_LO], hi = out[EMBER_QOUT_HI];
     int ow;
     if (kind == 0) {
         int32_t *EMBER_RESTRICT yo = (int32_t *)y + at;
@@ -211,7 +211,7 @@ static void ember_qdwconv(void *y, int kind, const void *x, int x_sgn, int32_t x
     (void)exact;
 #endif
 #ifdef EMBER_QDW_VNNI
-    if ((exact & 2) && kind == 1 && out[3] && ember_qdv_fits(p)) { /* qdwvnni.c */
+    if ((exact & 2) && kind == 1 && out[EMBER_QOUT_EXACT] && ember_qdv_fits(p)) { /* qdwvnni.c */
         ember_qdv_conv((uint8_t *)y, (const uint8_t *)x, x_sgn, xz, p, N, M, w, bias, mult, shift, out, lay,
                        (uint8_t *)scratch, room);
         return;
@@ -263,7 +263,8 @@ static void ember_qdwconv(void *y, int kind, const void *x, int x_sgn, int32_t x
                 sums = ember_qdw_planes_i32(xi, xc, x_sgn, xz, wm, p);
                 for (oh = 0; oh < OH; ++oh)
                     if (ybs) { /* kind 1 */
-                        ember_qrun(yrow, sums + (ptrdiff_t)oh * Wh, OW, b0, mu, sh, out[0], out[1], out[2]);
+                        ember_qrun(yrow, sums + (ptrdiff_t)oh * Wh, OW, b0, mu, sh, out[EMBER_QOUT_ZP],
+                                   out[EMBER_QOUT_LO], out[EMBER_QOUT_HI]);
                         ember_qdw_put(yi, ybs, m, s_out, (ptrdiff_t)oh * OW, yrow, OW);
                     } else {
                         ember_qdw_store(y, kind, ym + (ptrdiff_t)oh * OW, sums + (ptrdiff_t)oh * Wh, OW, b0, mu, sh, out);

@@ -326,9 +326,9 @@ static void ember_qout_init(ember_qout *o, int kind, const int32_t *mult, const 
     o->kind = kind;
     o->mult = mult;
     o->shift = shift;
-    o->zp = out[0];
-    o->lo = out[1];
-    o->hi = out[2];
+    o->zp = out[EMBER_QOUT_ZP];
+    o->lo = out[EMBER_QOUT_LO];
+    o->hi = out[EMBER_QOUT_HI];
     o->out = out;
     o->blk = 0;
 }
@@ -366,9 +366,9 @@ static void ember_qstore(const ember_qout *o, int m, ptrdiff_t pix, int j0, cons
 static int ember_qrq_setup(const ember_qout *o, ember_qrq_out *r) {
     const int32_t *out = o->out;
     r->q = ember_qv16_range(out);
-    r->limit = out[5] != 0;
-    r->lim = (ember_qv16_i){0} + out[5];
-    return o->kind == 1 && (o->ps == 1 || o->blk) && !o->wofs && out[4];
+    r->limit = out[EMBER_QOUT_LIMIT] != 0;
+    r->lim = (ember_qv16_i){0} + out[EMBER_QOUT_LIMIT];
+    return o->kind == 1 && (o->ps == 1 || o->blk) && !o->wofs && out[EMBER_QOUT_FLOAT];
 }
 /* Sums v (corrections included) of one output row requantised and stored at y: min(n, 16) of them
  * (none if n <= 0). */

@@ -5,11 +5,19 @@
 /*@kernel ember_qadd requires ember_qround ember_qv16_round*/
 /* Folded QDQ Add (and Sub, with mb < 0) on int8 (sgn = 1) or uint8 bytes, each input rescaled to the
  * output's scale: y = zy + round_half_even(((a - za) * ma + (b - zb) * mb) * 2^-shift) clamped to [lo, hi];
- * r = [za, zb, ma, mb, shift, zy, lo, hi]. `b` may broadcast: element i of y reads b[(i / b_div) % b_mod]
- * (b_div = 1, b_mod = n: same shape; b_mod = 1: one value; else one axis of y).
+ * r: the EMBER_QADD_* entries (ember/ops/qpointwise.py QAddParams). `b` may broadcast: element i of y
+ * reads b[(i / b_div) % b_mod] (b_div = 1, b_mod = n: same shape; b_mod = 1: one value; else one axis of y).
  * The sum takes up to 40 bits, yet every target works in int32 (cheap on 32-bit cores, 16 lanes on
  * AVX-512) when |ma|, |mb| <= 2^30 and 18 <= shift <= 46, as fold_qdq_ops.py's multipliers are: see
  * ember_qadd_split. Otherwise 64-bit scalar code. Every path computes the same integers. */
+#define EMBER_QADD_ZA 0
+#define EMBER_QADD_ZB 1
+#define EMBER_QADD_MA 2
+#define EMBER_QADD_MB 3
+#define EMBER_QADD_SHIFT 4
+#define EMBER_QADD_ZY 5
+#define EMBER_QADD_LO 6
+#define EMBER_QADD_HI 7
 typedef struct {
     int32_t za, zb, mh[2], ml[2], k, rnd; /* zero points in the uint8 view, split multipliers, 2^(k-1) - 1 */
 } ember_qadd_k;
@@ -20,15 +28,16 @@ typedef struct {
  * whether a tie is one. */
 static int ember_qadd_split(const int32_t *r, int sgn, ember_qadd_k *q) {
     int j;
-    if (r[2] < -(1 << 30) || r[2] > (1 << 30) || r[3] < -(1 << 30) || r[3] > (1 << 30) || r[4] < 18 || r[4] > 46)
+    if (r[EMBER_QADD_MA] < -(1 << 30) || r[EMBER_QADD_MA] > (1 << 30) || r[EMBER_QADD_MB] < -(1 << 30) ||
+        r[EMBER_QADD_MB] > (1 << 30) || r[EMBER_QADD_SHIFT] < 18 || r[EMBER_QADD_SHIFT] > 46)
         return 0;
     for (j = 0; j < 2; ++j) {
-        q->mh[j] = (r[2 + j] + (1 << 15)) >> 16;
-        q->ml[j] = r[2 + j] - q->mh[j] * 65536;
+        q->mh[j] = (r[EMBER_QADD_MA + j] + (1 << 15)) >> 16; /* ma, then mb */
+        q->ml[j] = r[EMBER_QADD_MA + j] - q->mh[j] * 65536;
     }
-    q->za = r[0] + 128 * sgn; /* int8 x read as the byte x ^ 0x80 = x + 128 */
-    q->zb = r[1] + 128 * sgn;
-    q->k = r[4] - 16;
+    q->za = r[EMBER_QADD_ZA] + 128 * sgn; /* int8 x read as the byte x ^ 0x80 = x + 128 */
+    q->zb = r[EMBER_QADD_ZB] + 128 * sgn;
+    q->k = r[EMBER_QADD_SHIFT] - 16;
     q->rnd = EMBER_Q_RND(int32_t, q->k);
     return 1;
 }
@@ -38,7 +47,7 @@ EMBER_INLINE void ember_qadd_run32(uint8_t *y, const uint8_t *a, const uint8_t *
                                    const int32_t *r, const ember_qadd_k *q) {
     const uint8_t flip = sgn ? 0x80 : 0;
     const int32_t za = q->za, zb = q->zb, mha = q->mh[0], mhb = q->mh[1], mla = q->ml[0], mlb = q->ml[1];
-    const int32_t k = q->k, rnd = q->rnd, zy = r[5], lo = r[6] - zy, hi = r[7] - zy;
+    const int32_t k = q->k, rnd = q->rnd, zy = r[EMBER_QADD_ZY], lo = r[EMBER_QADD_LO] - zy, hi = r[EMBER_QADD_HI] - zy;
     ptrdiff_t i;
     for (i = 0; i < n; ++i) {
         const int32_t ap = (a[i] ^ flip) - za, bp = (b[i * bstep] ^ flip) - zb, L = ap * mla + bp * mlb;
@@ -50,7 +59,7 @@ EMBER_INLINE void ember_qadd_run32(uint8_t *y, const uint8_t *a, const uint8_t *
     }
 }
 #ifdef EMBER_QV16_ROUND /* AVX-512 F, BW and VL: qvec.c's rounding */
-#define EMBER_QADD_V 1
+#define EMBER_QA_VEC 1
 typedef int32_t ember_qa_d __attribute__((vector_size(64)));
 typedef float ember_qa_f __attribute__((vector_size(64)));
 typedef int16_t ember_qa_w __attribute__((vector_size(64)));
@@ -149,7 +158,8 @@ EMBER_INLINE void ember_qa_run(uint8_t *y, const uint8_t *a, const uint8_t *b, i
  * shift (as power-of-two scales make them) are `narrow`: their sum is below 2^24 in magnitude, made in
  * one dot product and rounded at once. */
 static void ember_qa_setup(ember_qa_k *v, const int32_t *r, int sgn, const ember_qadd_k *q) {
-    int32_t m[4] = {q->mh[0], q->mh[1], q->ml[0], q->ml[1]}, ma = r[2], mb = r[3], shift = r[4];
+    int32_t m[4] = {q->mh[0], q->mh[1], q->ml[0], q->ml[1]}, ma = r[EMBER_QADD_MA], mb = r[EMBER_QADD_MB],
+            shift = r[EMBER_QADD_SHIFT];
     while (shift > 2 && ma % 2 == 0 && mb % 2 == 0) {
         ma /= 2;
         mb /= 2;
@@ -163,13 +173,13 @@ static void ember_qa_setup(ember_qa_k *v, const int32_t *r, int sgn, const ember
     }
     v->mh = (ember_qa_d){0} + (int32_t)((uint32_t)(uint16_t)m[0] | ((uint32_t)(uint16_t)m[1] << 16));
     v->ml = (ember_qa_d){0} + (int32_t)((uint32_t)(uint16_t)m[2] | ((uint32_t)(uint16_t)m[3] << 16));
-    v->ch = (ember_qa_d){0} - (r[0] * m[0] + r[1] * m[1]);
-    v->cl = (ember_qa_d){0} - (r[0] * m[2] + r[1] * m[3]);
+    v->ch = (ember_qa_d){0} - (r[EMBER_QADD_ZA] * m[0] + r[EMBER_QADD_ZB] * m[1]);
+    v->cl = (ember_qa_d){0} - (r[EMBER_QADD_ZA] * m[2] + r[EMBER_QADD_ZB] * m[3]);
     v->scale = (ember_qa_f){0} + 1.0f / (float)((int32_t)1 << shift); /* exact: shift <= 30 */
-    v->zy = (ember_qa_w){0} + (int16_t)r[5];
-    v->lo = (ember_qa_v){0} + (uint8_t)r[6];
-    v->hi = (ember_qa_v){0} + (uint8_t)r[7];
-    v->clamp = r[6] != (sgn ? -128 : 0) || r[7] != (sgn ? 127 : 255);
+    v->zy = (ember_qa_w){0} + (int16_t)r[EMBER_QADD_ZY];
+    v->lo = (ember_qa_v){0} + (uint8_t)r[EMBER_QADD_LO];
+    v->hi = (ember_qa_v){0} + (uint8_t)r[EMBER_QADD_HI];
+    v->clamp = r[EMBER_QADD_LO] != (sgn ? -128 : 0) || r[EMBER_QADD_HI] != (sgn ? 127 : 255);
 }
 #endif
 /* By runs of constant b (a per-channel or single value) or of b in step (the same shape, or b
@@ -178,7 +188,7 @@ static void ember_qadd_runs(uint8_t *y, const uint8_t *a, const uint8_t *b, ptrd
                             ptrdiff_t b_mod, int sgn, const int32_t *r, const ember_qadd_k *q) {
     const ptrdiff_t len = b_mod == 1 ? n : b_div == 1 ? b_mod : b_div;
     ptrdiff_t i;
-#ifdef EMBER_QADD_V
+#ifdef EMBER_QA_VEC
     ember_qa_k k;
     uint8_t splat[64];
     ember_qa_setup(&k, r, sgn, q);
@@ -187,7 +197,7 @@ static void ember_qadd_runs(uint8_t *y, const uint8_t *a, const uint8_t *b, ptrd
         const ptrdiff_t m = n - i < len ? n - i : len;
         const int bstep = b_mod > 1 && b_div == 1;
         const uint8_t *bi = bstep ? b : b + (i / b_div) % b_mod;
-#ifdef EMBER_QADD_V
+#ifdef EMBER_QA_VEC
         if (m >= 16) { /* shorter runs cost less in scalar code than a padded block */
             if (!bstep) {
                 int j;
@@ -214,9 +224,10 @@ static void ember_qadd(uint8_t *y, const uint8_t *a, const uint8_t *b, ptrdiff_t
         return;
     }
     for (i = 0; i < n; ++i) {
-        const int64_t s = (int64_t)(ember_q_load(a, i, sgn) - r[0]) * r[2] +
-                          (int64_t)(ember_q_load(b, (i / b_div) % b_mod, sgn) - r[1]) * r[3];
-        y[i] = (uint8_t)ember_q_requant(s, 1, r[4], r[5], r[6], r[7]);
+        const int64_t s = (int64_t)(ember_q_load(a, i, sgn) - r[EMBER_QADD_ZA]) * r[EMBER_QADD_MA] +
+                          (int64_t)(ember_q_load(b, (i / b_div) % b_mod, sgn) - r[EMBER_QADD_ZB]) * r[EMBER_QADD_MB];
+        y[i] =
+            (uint8_t)ember_q_requant(s, 1, r[EMBER_QADD_SHIFT], r[EMBER_QADD_ZY], r[EMBER_QADD_LO], r[EMBER_QADD_HI]);
     }
 }
 /*@end*/

@@ -58,6 +58,15 @@ EMBER_INLINE int32_t ember_q_requant(int64_t acc, int32_t mult, int shift, int32
     const int64_t r = ember_q_scale(acc, mult, shift) + zp;
     return (int32_t)(r < lo ? lo : r > hi ? hi : r);
 }
+/* Entries of a requantised result's `out` table (ember/ops/qpointwise.py QOut): zero point, clamp; the
+ * integer products' (qlinear.py _out_args) add: sums exact in float, tiles may requantise in float
+ * (qlinear.py float_limit's ok), after clamping sums to [-L, L] (its L; 0: no clamp). */
+#define EMBER_QOUT_ZP 0
+#define EMBER_QOUT_LO 1
+#define EMBER_QOUT_HI 2
+#define EMBER_QOUT_EXACT 3
+#define EMBER_QOUT_FLOAT 4
+#define EMBER_QOUT_LIMIT 5
 /* Element i of int8 (sgn = 1) or uint8 (sgn = 0) bytes, as an int. */
 EMBER_INLINE int32_t ember_q_load(const uint8_t *p, ptrdiff_t i, int sgn) {
     return sgn ? (int32_t)(int8_t)p[i] : (int32_t)p[i];
@@ -202,14 +211,23 @@ static void ember_dynquant_u8(uint8_t *y, float *scale, uint8_t *zp, const float
 /*@end*/
 
 /*@kernel ember_qmul requires ember_qround*/
-/* Folded QDQ Mul: y = zy + round((a - za) * (b - zb) * mult * 2^-shift); r = [za, zb, mult, shift, zy, lo, hi],
- * broadcasting as ember_qadd. */
+/* Folded QDQ Mul: y = zy + round((a - za) * (b - zb) * mult * 2^-shift) clamped to [lo, hi]; r: the
+ * EMBER_QMUL_* entries (ember/ops/qpointwise.py QMulParams), broadcasting as ember_qadd. */
+#define EMBER_QMUL_ZA 0
+#define EMBER_QMUL_ZB 1
+#define EMBER_QMUL_MULT 2
+#define EMBER_QMUL_SHIFT 3
+#define EMBER_QMUL_ZY 4
+#define EMBER_QMUL_LO 5
+#define EMBER_QMUL_HI 6
 static void ember_qmul(uint8_t *y, const uint8_t *a, const uint8_t *b, ptrdiff_t n, ptrdiff_t b_div,
                        ptrdiff_t b_mod, int sgn, const int32_t *r) {
     ptrdiff_t i;
     for (i = 0; i < n; ++i) {
-        const int32_t p = (ember_q_load(a, i, sgn) - r[0]) * (ember_q_load(b, (i / b_div) % b_mod, sgn) - r[1]);
-        y[i] = (uint8_t)ember_q_requant(p, r[2], r[3], r[4], r[5], r[6]);
+        const int32_t p = (ember_q_load(a, i, sgn) - r[EMBER_QMUL_ZA]) *
+                          (ember_q_load(b, (i / b_div) % b_mod, sgn) - r[EMBER_QMUL_ZB]);
+        y[i] = (uint8_t)ember_q_requant(p, r[EMBER_QMUL_MULT], r[EMBER_QMUL_SHIFT], r[EMBER_QMUL_ZY], r[EMBER_QMUL_LO],
+                                        r[EMBER_QMUL_HI]);
     }
 }
 /*@end*/
@@ -255,7 +273,8 @@ static void ember_qavgpool(uint8_t *y, const uint8_t *x, const int32_t *p, ptrdi
                         }
                     }
                     count = include_pad ? padded : count;
-                    *y++ = (uint8_t)ember_q_requant(sum, mult[count], shift[count], out[0], out[1], out[2]);
+                    *y++ = (uint8_t)ember_q_requant(sum, mult[count], shift[count], out[EMBER_QOUT_ZP],
+                                                    out[EMBER_QOUT_LO], out[EMBER_QOUT_HI]);
                 }
     }
 }
@@ -270,7 +289,8 @@ static void ember_qmean(uint8_t *y, const uint8_t *x, ptrdiff_t NC, ptrdiff_t S,
     for (nc = 0; nc < NC; ++nc) {
         int64_t sum = 0;
         for (i = 0; i < S; ++i) sum += ember_q_load(x, nc * S + i, sgn);
-        y[nc] = (uint8_t)ember_q_requant(sum - (int64_t)S * zx, mult, shift, out[0], out[1], out[2]);
+        y[nc] = (uint8_t)ember_q_requant(sum - (int64_t)S * zx, mult, shift, out[EMBER_QOUT_ZP], out[EMBER_QOUT_LO],
+                                         out[EMBER_QOUT_HI]);
     }
 }
 /*@end*/

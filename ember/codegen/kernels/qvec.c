@@ -44,10 +44,10 @@ typedef struct {
 } ember_qv16_out;
 EMBER_INLINE ember_qv16_out ember_qv16_range(const int32_t *out) {
     ember_qv16_out r;
-    r.lo = (ember_qv16_i){0} + out[1];
-    r.hi = (ember_qv16_i){0} + out[2];
-    r.off = (ember_qv16_i){0} + (EMBER_QV16_BIAS - out[0]);
-    r.clamp = out[1] != -128 || out[2] != 127;
+    r.lo = (ember_qv16_i){0} + out[EMBER_QOUT_LO];
+    r.hi = (ember_qv16_i){0} + out[EMBER_QOUT_HI];
+    r.off = (ember_qv16_i){0} + (EMBER_QV16_BIAS - out[EMBER_QOUT_ZP]);
+    r.clamp = out[EMBER_QOUT_LO] != -128 || out[EMBER_QOUT_HI] != 127;
     return r;
 }
 /* The rounded, unclamped ember_q_requant of the 16 sums v (bias and corrections included) plus the zero
