@@ -11,8 +11,9 @@ Rules, applied until nothing changes:
   the permuted values, constants permuted to match, or other Transposes of the same permutation, which
   join it); where the region ends, a permuted value meets Transposes (composed with it, often cancelling)
   or other readers (one Transpose re-made there). A push is committed only if it lowers the number of
-  Transposes, or keeps it and moves fewer elements: a push that copies a Transpose onto several values
+  Transposes, or keeps it and moves fewer bytes: a push that copies a Transpose onto several values
   must pay for itself by cancelling (onnxruntime's cost rule, made exact by counting the whole region).
+  At equal cost a push is made only if it takes the Transposes to the graph outputs.
 - last, a Transpose that only moves axes of size 1 is a Reshape (a zero-copy view).
 
 A value `v` of the region is "carried": v == Transpose(v2, perm) where v2 is the value the rewritten graph
@@ -76,11 +77,11 @@ def source_type(t: TensorType, p: Perm) -> TensorType:
     return TensorType(t.dtype, tuple(t.shape[inv[j]] for j in range(len(p))), q)
 
 
-def _cost(p: Perm, shape: tuple[int, ...]) -> tuple[int, int]:
-    """(Transposes, elements moved) of one Transpose with permutation p of a tensor of `shape`."""
-    if is_identity(p) or moves_only_unit_axes(p, shape):
+def _cost(p: Perm, v: Value) -> tuple[int, int]:
+    """(Transposes, bytes moved) of one Transpose of v by p."""
+    if is_identity(p) or moves_only_unit_axes(p, v.shape):
         return 0, 0
-    return 1, int(np.prod(shape, dtype=np.int64))
+    return 1, v.type.nbytes
 
 
 def _axis(a: int, rank: int) -> int:
@@ -248,6 +249,8 @@ class _Plan:
     new_side: int
     before: tuple[int, int]
     after: tuple[int, int]
+    # A Transpose is re-made for a reader inside the graph (not only for graph outputs).
+    inner_copies: bool
 
 
 def _inverse_transpose(v: Value, p: Perm, uses: dict[int, list[Node]]) -> Node | None:
@@ -347,17 +350,21 @@ def _score(graph: Graph, carried: dict[int, _Carried], members: list[_Member],
         acc[0] += c[0]
         acc[1] += c[1]
 
+    inner_copies = False
     for c in carried.values():
+        # What the region computes instead of c.value (its type; the value itself is made later).
+        src = c.new if c.new is not None else Value(c.value.name, source_type(c.value.type, c.perm))
         if c.source is not None:
-            add(before, _cost(c.perm, c.new.shape if c.new is not None else ()))
+            add(before, _cost(c.perm, src))
         outside = [n for n in uses.get(id(c.value), []) if id(n) not in inside]
-        src_shape = source_type(c.value.type, c.perm).shape
         for t in outside:
             if t.op == "Transpose":
-                add(before, _cost(perm_of(t), c.value.shape))
-                add(after, _cost(compose(c.perm, perm_of(t)), src_shape))
+                add(before, _cost(perm_of(t), c.value))
+                add(after, _cost(compose(c.perm, perm_of(t)), src))
+        if any(t.op != "Transpose" for t in outside):
+            inner_copies = True
         if graph.is_output(c.value) or any(t.op != "Transpose" for t in outside):
-            add(after, _cost(c.perm, src_shape))
+            add(after, _cost(c.perm, src))
     new_side = 0
     for m in members:
         for i, how in m.feed.items():
@@ -365,8 +372,8 @@ def _score(graph: Graph, carried: dict[int, _Carried], members: list[_Member],
                 v = m.node.inputs[i]
                 assert v is not None
                 new_side += 1
-                add(after, _cost(invert(m.perm), v.shape))
-    return _Plan(carried, members, new_side, (before[0], before[1]), (after[0], after[1]))
+                add(after, _cost(invert(m.perm), v))
+    return _Plan(carried, members, new_side, (before[0], before[1]), (after[0], after[1]), inner_copies)
 
 
 # ---- rewriting ------------------------------------------------------------------------------------------
@@ -503,11 +510,12 @@ def _simplify(graph: Graph) -> bool:
 
 
 def _worth(plan: _Plan) -> bool:
-    """Fewer Transposes (or as many moving fewer elements); at no extra cost, Transposes that only move
-    forward (no new ones on side inputs) move too: towards the outputs they meet their inverses."""
+    """Fewer Transposes (or as many moving fewer bytes). At equal cost, Transposes move only all the way to
+    the graph outputs (the model's layout is paid at its edges), and change nothing else: e.g. a QDQ model's
+    DequantizeLinear -> Transpose -> QuantizeLinear stays the integer Transpose fold_qdq makes of it."""
     if plan.after != plan.before:
         return plan.after < plan.before
-    return plan.new_side == 0 and bool(plan.members)
+    return plan.new_side == 0 and bool(plan.members) and not plan.inner_copies
 
 
 def _push_all(graph: Graph) -> bool:
