@@ -338,6 +338,9 @@ def _plan(graph: Graph, start: Node, uses: dict[int, list[Node]], allow_side: bo
         return None
     if any(c.source is not None and id(c.new) in carried for c in carried.values()):
         return None  # a joined Transpose reads a value of the region: leave that tangle alone
+    if any(isinstance(how, tuple) and id(how[1].outputs[0]) in carried for m in members.values()
+           for how in m.feed.values()):
+        return None  # an involution's Transpose both joined and reused: the count would be wrong
     return _score(graph, carried, sorted(members.values(), key=lambda m: order[id(m.node)]), uses)
 
 
