@@ -92,7 +92,8 @@ def _axis(a: int, rank: int) -> int:
 
 @dataclass
 class Rewrite:
-    """How a node computes on inputs permuted by `perm` (its output k is then permuted by out_perms[k])."""
+    """How a node computes from its data inputs permuted by the handler's `p` (output k then comes out
+    permuted by out_perms[k])."""
 
     # Inputs in the tensor layout: carried values, constants (permuted to match) or other run-time inputs.
     data: tuple[int, ...]
@@ -547,6 +548,8 @@ def _unit_moves_to_reshape(graph: Graph) -> None:
         x, y = t.inputs[0] if t.inputs else None, t.outputs[0] if t.outputs else None
         if t.op != "Transpose" or x is None or y is None or not moves_only_unit_axes(perm_of(t), x.shape):
             continue
+        if y.type.numel == 0:
+            continue  # Reshape would read a 0 in the shape as "keep this dimension"
         shape = graph.constant(f"{y.name}_shape", np.array(y.shape, np.int64))
         node = Node("Reshape", t.name, [x, shape], [y], {}, "", max(t.version, 5))  # shape as an input from 5
         y.producer = node
@@ -554,7 +557,8 @@ def _unit_moves_to_reshape(graph: Graph) -> None:
 
 
 def optimize_transposes(graph: Graph) -> None:
-    # Each push lowers (Transposes, elements moved) strictly, so this ends; the bound is a safety net.
+    # Each push lowers (Transposes, bytes moved) or takes Transposes to the outputs, where they stop: this
+    # ends; the bound is a safety net.
     for _ in range(4 * len(graph.nodes) + 16):
         changed = _simplify(graph)
         if not _push_all(graph) and not changed:
