@@ -20,6 +20,7 @@ from ember.passes.fuse_elementwise import fuse_elementwise
 from ember.passes.int8_layout import choose_int8_layout
 from ember.passes.manager import PassFn
 from ember.passes.simplify import materialize_outputs, remove_identities
+from ember.passes.transposes import optimize_transposes
 
 if TYPE_CHECKING:
     from ember.config import CompileOptions
@@ -45,6 +46,9 @@ _FLOAT: list[tuple[str, PassFn, str]] = [
      "Identity/Dropout are no-ops at inference; removing them lets producers write consumers' inputs."),
     ("fold_constants", fold_constants,
      "Anything computable from weights alone is computed once, here, instead of on every inference."),
+    ("optimize_transposes", optimize_transposes,
+     "Channels-last models wrap each NCHW op in Transposes; pushed together they cancel, so layout costs no "
+     "copies between layers (and a Conv's BN and activation are adjacent again to fold)."),
     ("fold_batchnorm", fold_batchnorm,
      "Inference BatchNorm (and per-channel constant Mul/Add) after a weighted op rescales its weights "
      "and bias; runs before fuse_activation, since a fused activation blocks the fold."),

@@ -1,0 +1,290 @@
+"""optimize_transposes: channels-last models (tf2onnx style, Transposes around every NCHW op) compile without
+Transposes between layers, and still match onnxruntime."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import ember
+from ember.config import CompileOptions
+from ember.driver import build_graph
+from ember.frontends.onnx.loader import LoadOptions, load_onnx
+from ember.ir.graph import Graph
+from ember.passes.transposes import compose, invert, moves_only_unit_axes, optimize_transposes
+from ember.passes.verify import verify
+
+F = TensorProto.FLOAT
+TO_NCHW, TO_NHWC = [0, 3, 1, 2], [0, 2, 3, 1]
+
+
+class Net:
+    """A tf2onnx-style model under construction: NHWC tensors, each NCHW op wrapped in Transposes."""
+
+    def __init__(self, seed: int = 3) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.nodes: list[onnx.NodeProto] = []
+        self.inits: list[onnx.TensorProto] = []
+        self.k = 0
+
+    def name(self, base: str) -> str:
+        self.k += 1
+        return f"{base}{self.k}"
+
+    def const(self, arr: np.ndarray, base: str = "c") -> str:
+        n = self.name(base)
+        self.inits.append(numpy_helper.from_array(np.asarray(arr), n))
+        return n
+
+    def w(self, *shape: int, scale: float = 0.3) -> str:
+        return self.const((self.rng.standard_normal(shape) * scale).astype(np.float32), "w")
+
+    def op(self, op: str, inputs: list[str], n_out: int = 1, **attrs) -> str | list[str]:
+        outs = [self.name(op.lower()) for _ in range(n_out)]
+        self.nodes.append(helper.make_node(op, inputs, outs, **attrs))
+        return outs[0] if n_out == 1 else outs
+
+    def nchw(self, x: str, op: str, inputs: list[str], **attrs) -> str:
+        """An NCHW op on an NHWC tensor, as converters write it."""
+        t = self.op("Transpose", [x], perm=TO_NCHW)
+        return self.op("Transpose", [self.op(op, [t, *inputs], **attrs)], perm=TO_NHWC)
+
+    def conv(self, x: str, cin: int, cout: int, k: int = 3, act: str | None = "Relu", bn: bool = False) -> str:
+        """Transpose -> Conv [-> BN] [-> act] -> Transpose, the activation inside the NCHW island."""
+        t = self.op("Transpose", [x], perm=TO_NCHW)
+        y = self.op("Conv", [t, self.w(cout, cin, k, k), self.w(cout)], pads=[k // 2] * 4)
+        if bn:
+            stats = [self.w(cout), self.w(cout), self.w(cout),
+                     self.const(self.rng.uniform(0.5, 2.0, cout).astype(np.float32), "var")]
+            y = self.op("BatchNormalization", [y, *stats])
+        if act:
+            y = self.op(act, [y])
+        return self.op("Transpose", [y], perm=TO_NHWC)
+
+    def save(self, path: Path, inputs: list[tuple[str, list[int]]], outputs: list[str], opset: int = 17) -> Path:
+        g = helper.make_graph(self.nodes, "net", [helper.make_tensor_value_info(n, F, s) for n, s in inputs],
+                              [helper.make_tensor_value_info(o, F, None) for o in outputs], self.inits)
+        model = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+        onnx.save(model, path)
+        return path
+
+
+def _feeds(path: Path) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(11)
+    model = onnx.load(path)
+    return {i.name: rng.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim]).astype(np.float32)
+            for i in model.graph.input}
+
+
+def _check(path: Path, tmp_path: Path) -> Graph:
+    """Outputs match onnxruntime; returns the optimized graph of the bundle."""
+    feeds = _feeds(path)
+    ref = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = ember.compile(path, tmp_path / "out").run(feeds)
+    for o, r in zip(onnx.load(path).graph.output, ref, strict=True):
+        np.testing.assert_allclose(got[o.name], r, rtol=1e-4, atol=1e-4)
+    graph, _, _ = build_graph(str(path), CompileOptions(), check=True)
+    return graph
+
+
+def _transposes(graph: Graph) -> int:
+    return graph.op_counts().get("Transpose", 0)
+
+
+def _inner_transposes(graph: Graph) -> list[str]:
+    """Transposes between layers: neither reading a graph input nor writing a graph output."""
+    return [n.name for n in graph.nodes if n.op == "Transpose"
+            and not graph.is_input(n.inputs[0]) and not graph.is_output(n.outputs[0])]
+
+
+def _count_in_model(path: Path) -> int:
+    return sum(n.op_type == "Transpose" for n in onnx.load(path).graph.node)
+
+
+def _resnet(blocks: int = 4, c: int = 8) -> tuple[Net, str]:
+    """NHWC ResNet: stem conv, residual blocks (conv-BN-relu, conv-BN, Add, Relu in NHWC), GAP."""
+    net = Net()
+    x = net.conv("image", 3, c, bn=True)
+    for _ in range(blocks):
+        y = net.conv(x, c, c, bn=True)
+        y = net.conv(y, c, c, act=None, bn=True)
+        x = net.op("Relu", [net.op("Add", [y, x])])
+    pooled = net.nchw(x, "GlobalAveragePool", [])
+    return net, net.op("Reshape", [pooled, net.const(np.array([1, c], np.int64))])
+
+
+def test_resnet_style_nhwc_has_no_transposes_between_layers(tmp_path: Path) -> None:
+    net, y = _resnet()
+    path = net.save(tmp_path / "m.onnx", [("image", [1, 8, 8, 3])], [y])
+    graph = _check(path, tmp_path)
+    assert _count_in_model(path) == 20
+    assert _inner_transposes(graph) == [] and _transposes(graph) == 1  # the input's
+    # With the Transposes gone, every BN folded into its Conv and every Relu into a kernel epilogue.
+    assert "BatchNormalization" not in graph.op_counts() and "Relu" not in graph.op_counts()
+
+
+def test_concat_pad_mul_and_reduce_mean(tmp_path: Path) -> None:
+    """Two branches concatenated on the channel axis, an NHWC Pad, a constant Mul over channels, a mean."""
+    net = Net()
+    a = net.conv("x", 4, 6)
+    b = net.conv("x", 4, 5, k=1, act="Sigmoid")
+    cat = net.op("Concat", [a, b], axis=3)
+    scaled = net.op("Mul", [cat, net.const(np.linspace(0.5, 1.5, 11).astype(np.float32))])
+    shifted = net.op("Add", [net.const(np.full((1, 1, 1, 11), 0.25, np.float32)), scaled])
+    padded = net.op("Pad", [shifted, net.const(np.array([0, 1, 2, 0, 0, 2, 1, 0], np.int64))])
+    c = net.conv(padded, 11, 4)
+    mean = net.op("ReduceMean", [c, net.const(np.array([1, 2], np.int64))], keepdims=0)
+    path = net.save(tmp_path / "m.onnx", [("x", [2, 7, 6, 4])], [mean], opset=18)
+    graph = _check(path, tmp_path)
+    assert _inner_transposes(graph) == []
+    assert _transposes(graph) == 1  # the input's: the mean over H and W of NCHW is already [N, C]
+
+
+def test_softmax_over_channels_and_nhwc_output(tmp_path: Path) -> None:
+    net = Net()
+    c = net.conv("x", 3, 6, act=None)
+    sm = net.op("Softmax", [c], axis=-1)
+    log = net.op("LogSoftmax", [net.conv(sm, 6, 4)], axis=3)
+    path = net.save(tmp_path / "m.onnx", [("x", [1, 5, 7, 3])], [log, sm])
+    graph = _check(path, tmp_path)
+    assert _inner_transposes(graph) == []
+    assert _transposes(graph) == 3  # the input's and one per NHWC output
+
+
+def test_softmax_before_opset13_only_on_the_last_axis(tmp_path: Path) -> None:
+    net = Net()
+    c = net.conv("x", 3, 6, act=None)
+    last = net.op("Softmax", [c], axis=3)  # one axis: pushed, becomes opset-13 Softmax over channels
+    flat = net.op("Softmax", [c], axis=2)  # W and C together: stays NHWC
+    path = net.save(tmp_path / "m.onnx", [("x", [1, 4, 5, 3])], [net.conv(last, 6, 2), flat], opset=11)
+    graph = _check(path, tmp_path)
+    soft = [n for n in graph.nodes if n.op == "Softmax"]
+    assert [n.name for n in graph.nodes if n.op == "Transpose" and n.outputs[0] in soft[1].inputs] \
+        == _inner_transposes(graph)  # the one Transpose left feeds the flat Softmax
+    assert sorted((n.version, n.attrs["axis"]) for n in soft) == [(11, 2), (13, 1)]
+
+
+def test_pure_nchw_model_with_inverse_pairs_has_no_transposes(tmp_path: Path) -> None:
+    net = Net()
+    y = net.op("Conv", ["x", net.w(6, 3, 3, 3)], pads=[1, 1, 1, 1])
+    t = net.op("Transpose", [y], perm=TO_NHWC)
+    t = net.op("Mul", [net.op("LeakyRelu", [t], alpha=0.1), net.const(np.arange(1, 7, dtype=np.float32))])
+    t = net.op("Clip", [t, net.const(np.float32(-1.0)), net.const(np.float32(2.0))])
+    y = net.op("Transpose", [t], perm=TO_NCHW)
+    y = net.op("Conv", [y, net.w(4, 6, 1, 1)])
+    # Transposes whose product is the identity, and one of a constant.
+    y = net.op("Transpose", [net.op("Transpose", [y], perm=[0, 2, 1, 3])], perm=[0, 2, 1, 3])
+    bias = net.op("Transpose", [net.const(np.ones((1, 1, 1, 4), np.float32))], perm=TO_NCHW)
+    out = net.op("Add", [y, bias])
+    path = net.save(tmp_path / "m.onnx", [("x", [1, 3, 6, 6])], [out])
+    graph = _check(path, tmp_path)
+    assert _transposes(graph) == 0
+
+
+def test_swish_and_residual_from_the_input(tmp_path: Path) -> None:
+    """A Transpose read by several ops (x * sigmoid(x)), and an NHWC graph input added to a layer's output."""
+    net = Net()
+    a = net.conv("x", 4, 4, act=None)
+    swish = net.op("Mul", [a, net.op("Sigmoid", [a])])
+    res = net.op("Add", [swish, "x"])
+    y = net.conv(res, 4, 3)
+    path = net.save(tmp_path / "m.onnx", [("x", [1, 6, 6, 4])], [y])
+    graph = _check(path, tmp_path)
+    assert _inner_transposes(graph) == []
+    assert _transposes(graph) == 2  # one at the input (shared), one at the output
+
+
+def test_split_slice_argmax_reducemax(tmp_path: Path) -> None:
+    net = Net()
+    c = net.conv("x", 3, 8, act=None)
+    lo, hi = net.op("Split", [c, net.const(np.array([3, 5], np.int64))], n_out=2, axis=-1)
+    sl = net.op("Slice", [hi, *(net.const(np.array(v, np.int64)) for v in ([1, 0], [5, 4], [1, 3]))])
+    arg = net.op("ArgMax", [lo], axis=3, keepdims=0)
+    mx = net.op("ReduceMax", [net.conv(sl, 4, 2)], axes=[1, 2], keepdims=1)
+    path = net.save(tmp_path / "m.onnx", [("x", [1, 6, 6, 3])], [mx, net.op("Cast", [arg], to=F)], opset=17)
+    graph = _check(path, tmp_path)
+    assert _inner_transposes(graph) == []
+    # The input's, and the [1, 1, 1, C] max's, which only moves axes of 1: a Reshape.
+    assert _transposes(graph) == 1
+
+
+def test_quantize_dequantize_per_tensor_and_per_axis(tmp_path: Path) -> None:
+    net = Net()
+    c = net.conv("x", 3, 4, act=None)
+    q = net.op("QuantizeLinear", [c, net.const(np.float32(0.05)), net.const(np.int8(3))])
+    d = net.op("DequantizeLinear", [q, net.const(np.float32(0.05)), net.const(np.int8(3))])
+    scales = np.array([0.02, 0.04, 0.03, 0.05], np.float32)
+    q2 = net.op("QuantizeLinear", [d, net.const(scales), net.const(np.zeros(4, np.int8))], axis=3)
+    d2 = net.op("DequantizeLinear", [q2, net.const(scales), net.const(np.zeros(4, np.int8))], axis=-1)
+    path = net.save(tmp_path / "m.onnx", [("x", [1, 5, 5, 3])], [net.conv(d2, 4, 2)])
+    graph = _check(path, tmp_path)
+    assert _inner_transposes(graph) == []
+
+
+def test_attribute_forms_of_old_opsets(tmp_path: Path) -> None:
+    """Pad, Slice, Split and ReduceMean with their axes and pads as attributes (opset 9)."""
+    net = Net()
+    c = net.conv("x", 3, 6, act=None)
+    p = net.op("Pad", [c], pads=[0, 1, 0, 0, 0, 0, 2, 0])
+    s = net.op("Slice", [p], starts=[1, 0], ends=[4, 5], axes=[1, 3])
+    a, b = net.op("Split", [s], n_out=2, axis=3, split=[2, 3])
+    m = net.op("Add", [b, net.op("ReduceMean", [b], axes=[1, 2], keepdims=1)])
+    path = net.save(tmp_path / "m.onnx", [("x", [1, 5, 6, 3])],
+                    [net.conv(m, 3, 2), net.op("LogSoftmax", [m], axis=3), net.conv(a, 2, 2)], opset=9)
+    graph = _check(path, tmp_path)
+    assert _inner_transposes(graph) == [] and _transposes(graph) == 4  # the input's, one per output
+
+
+def test_a_side_input_gets_a_transpose_only_when_that_pays(tmp_path: Path) -> None:
+    """conv(x) + y with y an NHWC input: y is transposed once instead of the sum's Transpose pair."""
+    net = Net()
+    a = net.op("Add", [net.conv("x", 3, 4, act=None), "y"])
+    path = net.save(tmp_path / "m.onnx", [("x", [1, 5, 6, 3]), ("y", [1, 5, 6, 4])], [net.conv(a, 4, 2)])
+    graph = _check(path, tmp_path)
+    assert _inner_transposes(graph) == [] and _transposes(graph) == 3  # both inputs', the output's
+
+
+def test_a_real_permutation_feeding_matmul_stays(tmp_path: Path) -> None:
+    net = Net()
+    r = net.op("Relu", [net.op("Mul", ["x", net.const(np.float32(2.0))])])
+    t = net.op("Transpose", [r], perm=[0, 2, 1])
+    y = net.op("MatMul", [net.op("Sigmoid", [t]), net.w(4, 5)])
+    path = net.save(tmp_path / "m.onnx", [("x", [2, 4, 6])], [y])
+    graph = _check(path, tmp_path)
+    assert len(_inner_transposes(graph)) == 1
+
+
+def test_graph_outputs_stay_produced(tmp_path: Path) -> None:
+    """An identity pair whose result is a graph output, and a Transpose output read by a later layer too."""
+    net = Net()
+    back = net.op("Transpose", [net.op("Transpose", ["x"], perm=TO_NHWC)], perm=TO_NCHW)
+    c = net.op("Conv", [back, net.w(4, 3, 1, 1)])
+    nhwc = net.op("Transpose", [c], perm=TO_NHWC)
+    y = net.op("Transpose", [net.op("Relu", [nhwc])], perm=TO_NCHW)
+    path = net.save(tmp_path / "m.onnx", [("x", [1, 3, 4, 5])], [back, nhwc, y])
+    graph = _check(path, tmp_path)
+    assert _transposes(graph) == 1  # the NHWC output's
+
+
+def test_pass_on_its_own_keeps_the_ir_valid() -> None:
+    net, y = _resnet(blocks=2)
+    g = helper.make_graph(net.nodes, "net", [helper.make_tensor_value_info("image", F, [1, 8, 8, 3])],
+                          [helper.make_tensor_value_info(y, F, None)], net.inits)
+    graph = load_onnx(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), LoadOptions(), "net")
+    before = graph.op_counts()["Transpose"]
+    optimize_transposes(graph)
+    verify(graph)
+    assert before == 12 and graph.op_counts().get("Transpose", 0) == 1
+
+
+@pytest.mark.parametrize(("p", "q"), [((0, 3, 1, 2), (0, 2, 3, 1)), ((2, 0, 1), (1, 2, 0)), ((1, 0), (1, 0))])
+def test_permutation_algebra(p: tuple[int, ...], q: tuple[int, ...]) -> None:
+    x = np.arange(np.prod(range(2, 2 + len(p)))).reshape(tuple(range(2, 2 + len(p))))
+    np.testing.assert_array_equal(np.transpose(np.transpose(x, p), q), np.transpose(x, compose(p, q)))
+    assert compose(p, invert(p)) == tuple(range(len(p)))
+    assert moves_only_unit_axes((0, 2, 3, 1), (1, 8, 1, 1)) and not moves_only_unit_axes((0, 2, 3, 1), (1, 8, 2, 1))
