@@ -103,7 +103,6 @@ class Rewrite:
     consts: dict[int, np.ndarray] = field(default_factory=dict)
     # Inputs removed (set to absent), e.g. Pad's axes once the pads cover every axis.
     drop: tuple[int, ...] = ()
-    version: int | None = None
 
 
 Handler = Callable[[Node, Perm], "Rewrite | None"]
@@ -130,9 +129,6 @@ def _split(node: Node, p: Perm) -> Rewrite:
 
 def _slice(node: Node, p: Perm) -> Rewrite | None:
     rank = len(p)
-    if node.version < 10:
-        axes = node.attrs.get("axes", list(range(len(node.attrs["starts"]))))
-        return Rewrite((0,), [p], {"axes": [p[_axis(int(a), rank)] for a in axes]})
     starts, axes_in = node.input(1), node.input(3)
     if starts is None or starts.const is None or (axes_in is not None and axes_in.const is None):
         return None
@@ -142,15 +138,12 @@ def _slice(node: Node, p: Perm) -> Rewrite | None:
 
 def _pad(node: Node, p: Perm) -> Rewrite | None:
     rank = len(p)
-    if node.version >= 11 and any(v is not None and v.const is None for v in node.inputs[1:]):
+    if any(v is not None and v.const is None for v in node.inputs[1:]):
         return None
     before, after, _ = pad_params(node, rank)
     b2, a2 = [0] * rank, [0] * rank
     for k in range(rank):
         b2[p[k]], a2[p[k]] = before[k], after[k]
-    if node.version < 11:
-        key = "pads" if "pads" in node.attrs or "paddings" not in node.attrs else "paddings"
-        return Rewrite((0,), [p], {key: b2 + a2})
     return Rewrite((0,), [p], consts={1: np.array(b2 + a2, np.int64)}, drop=(3,))
 
 
@@ -170,8 +163,6 @@ def _reduce(node: Node, p: Perm) -> Rewrite | None:
     axes_in = node.input(1)
     if axes_in is not None:
         rw.consts[1] = np.array(new_axes, axes_in.dtype.np)
-    elif "axes" in node.attrs:
-        rw.attrs["axes"] = new_axes
     return rw
 
 
@@ -180,14 +171,8 @@ def _arg(node: Node, p: Perm) -> Rewrite:
     return Rewrite((0,), [p if node.attrs.get("keepdims", 1) else _dropped(p, {a})], {"axis": p[a]})
 
 
-def _softmax(node: Node, p: Perm) -> Rewrite | None:
-    rank = len(p)
-    if node.version >= 13:
-        return Rewrite((0,), [p], {"axis": p[_axis(int(node.attrs.get("axis", -1)), rank)]})
-    # Before opset 13 the softmax covers every axis from `axis` on: one axis only when it is the last.
-    if _axis(int(node.attrs.get("axis", 1)), rank) != rank - 1:
-        return None
-    return Rewrite((0,), [p], {"axis": p[rank - 1]}, version=13)
+def _softmax(node: Node, p: Perm) -> Rewrite:
+    return Rewrite((0,), [p], {"axis": p[_axis(int(node.attrs.get("axis", -1)), len(p))]})
 
 
 def _quant(node: Node, p: Perm) -> Rewrite | None:
@@ -432,8 +417,6 @@ def _rewrite_member(graph: Graph, m: _Member, carried: dict[int, _Carried]) -> N
     while n.inputs and n.inputs[-1] is None:
         n.inputs.pop()
     n.attrs.update(rw.attrs)
-    if rw.version is not None:
-        n.version = rw.version
     for k, (o, q) in enumerate(zip(n.outputs, rw.out_perms, strict=True)):
         if o is None or is_identity(q):
             continue
@@ -551,7 +534,7 @@ def _unit_moves_to_reshape(graph: Graph) -> None:
         if y.type.numel == 0:
             continue  # Reshape would read a 0 in the shape as "keep this dimension"
         shape = graph.constant(f"{y.name}_shape", np.array(y.shape, np.int64))
-        node = Node("Reshape", t.name, [x, shape], [y], {}, "", max(t.version, 5))  # shape as an input from 5
+        node = Node("Reshape", t.name, [x, shape], [y], {})
         y.producer = node
         graph.nodes[k] = node
 

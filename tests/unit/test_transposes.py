@@ -159,14 +159,16 @@ def test_softmax_over_channels_and_nhwc_output(tmp_path: Path) -> None:
 def test_softmax_before_opset13_only_on_the_last_axis(tmp_path: Path) -> None:
     net = Net()
     c = net.conv("x", 3, 6, act=None)
-    last = net.op("Softmax", [c], axis=3)  # one axis: pushed, becomes opset-13 Softmax over channels
-    flat = net.op("Softmax", [c], axis=2)  # W and C together: stays NHWC
+    last = net.op("Softmax", [c], axis=3)  # one axis: pushed, a Softmax over channels
+    flat = net.op("Softmax", [c], axis=2)  # W and C together: the frontend's 2-D Softmax between Reshapes
     path = net.save(tmp_path / "m.onnx", [("x", [1, 4, 5, 3])], [net.conv(last, 6, 2), flat], opset=11)
     graph = _check(path, tmp_path)
     soft = [n for n in graph.nodes if n.op == "Softmax"]
-    assert [n.name for n in graph.nodes if n.op == "Transpose" and n.outputs[0] in soft[1].inputs] \
-        == _inner_transposes(graph)  # the one Transpose left feeds the flat Softmax
-    assert sorted((n.version, n.attrs["axis"]) for n in soft) == [(11, 2), (13, 1)]
+    assert sorted((n.attrs["axis"], n.inputs[0].shape) for n in soft) == [(-1, (4, 30)), (1, (1, 6, 4, 5))]
+    to_2d = next(n for n in graph.nodes if n.op == "Reshape" and n.outputs[0] is soft[1].inputs[0])
+    # the one Transpose left feeds the flattened Softmax's Reshape
+    assert [n.name for n in graph.nodes if n.op == "Transpose" and n.outputs[0] is to_2d.inputs[0]] \
+        == _inner_transposes(graph)
 
 
 def test_pure_nchw_model_with_inverse_pairs_has_no_transposes(tmp_path: Path) -> None:
