@@ -18,7 +18,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from ember.frontends.onnx.ops import ONNX_OPS, lookup
+from ember.frontends.onnx.ops import lookup, supported_ops
 from ember.ops import registry
 
 # Element types ember does not compile; tests using them are out of scope (reason in the value).
@@ -144,6 +144,11 @@ TESTS: dict[str, tuple[str, ...]] = {
     "QLinearMatMul": (r"test_qlinearmatmul_.*",),
 }
 
+
+def test_patterns(op_type: str) -> tuple[str, ...]:
+    """The node tests of an ONNX op: listed in TESTS, else those named after it (test_mish, test_mish_...)."""
+    return TESTS.get(op_type, (rf"test_{op_type.lower()}(_.*)?$",))
+
 # Tests excluded (not counted): name regex (full match) -> reason.
 EXCLUDED: dict[str, str] = {
     r"test_center_crop_pad_.*_expanded": "the pads are computed from the run-time 'shape' graph input: "
@@ -220,7 +225,7 @@ def exclusion_reason(name: str) -> str | None:
 
 
 def in_scope() -> list[str]:
-    known = {op_type for domain, op_type in ONNX_OPS if domain == ""}
+    known = supported_ops()
     return sorted(n for n, t in all_node_tests().items() if _ops(t.model) <= known)
 
 

@@ -15,11 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import onnx
 
 from ember.errors import UnsupportedOperatorError
 from ember.frontends.onnx.dtypes import dtype_from_onnx, dtype_from_onnx_name
 from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node, Value
+from ember.ops import registry
 
 
 @dataclass
@@ -254,14 +256,6 @@ def _add(op_type: str, ir: str | None = None, since: int = 1, adapt: Adapter | N
 
 for _name in _BINARY:
     _add(_name, adapt=_legacy_broadcast)
-for _name in ("LessOrEqual", "GreaterOrEqual", "Where", "Max", "Min", "Sum", "Mean", "Sqrt", "Exp", "Log", "Sin",
-              "Cos", "Erf", "Floor", "Ceil", "Round", "Reciprocal", "Neg", "Abs", "Not", "Relu", "LeakyRelu", "Elu",
-              "Selu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Softplus", "Gelu", "PRelu", "MatMul", "Conv",
-              "ConvTranspose", "MaxPool", "AveragePool", "LpPool", "GlobalAveragePool", "GlobalMaxPool", "LRN",
-              "InstanceNormalization", "LayerNormalization", "GroupNormalization", "ArgMax", "ArgMin", "Transpose",
-              "Gather", "Trilu", "Flatten", "Expand", "Constant", "Identity", "Shape", "Size", "ConstantOfShape",
-              "Range"):
-    _add(_name, adapt=_no_legacy("consumed_inputs"))
 _add("LayerNormalization", adapt=_dtype_attr("stash_type"))
 _add("Gemm", adapt=_no_legacy("broadcast"))
 _add("Clip", adapt=_clip)
@@ -293,6 +287,23 @@ for _name in ("ConvInteger", "QLinearConv", "MatMulInteger", "QLinearMatMul"):
 _add("If", ir="")
 
 
+# Every other ai.onnx operator maps onto the registered OpDef of the same name (ember's operators keep
+# ONNX's canonical names), so a new operator needs no line here unless an older opset's form differs.
+# Only names ONNX defines: the IR's own operators (QConv, FusedElementwise, ...) never come from a file.
+# Releases before opset 6 may carry the legacy `consumed_inputs` attribute, which meant nothing at inference.
+_BY_NAME_ADAPTER = _no_legacy("consumed_inputs")
+
+
 def lookup(op_type: str, domain: str) -> OnnxOp | None:
-    return ONNX_OPS.get(("" if domain in ("", "ai.onnx") else domain, op_type))
+    domain = "" if domain in ("", "ai.onnx") else domain
+    entry = ONNX_OPS.get((domain, op_type))
+    if entry is None and not domain and op_type in registry.load_all() and onnx.defs.has(op_type):
+        entry = OnnxOp(op_type, 1, _BY_NAME_ADAPTER)
+    return entry
+
+
+def supported_ops() -> set[str]:
+    """The ai.onnx operator types the frontend maps (the table's and the registry's by name)."""
+    by_name = {name for name in registry.load_all() if onnx.defs.has(name)}
+    return by_name | {op_type for domain, op_type in ONNX_OPS if not domain and ONNX_OPS[(domain, op_type)].ir}
 
