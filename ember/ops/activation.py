@@ -108,6 +108,15 @@ def _softplus(h: ExprHandler, x: str, n: Node) -> str:
 _act("Softplus", _softplus, lambda x, n: np.logaddexp(0, x), int8=Int8.LUT)
 
 
+def _mish(h: ExprHandler, x: str, n: Node) -> str:
+    t = h.let(x)
+    return f"({t} * {h.fn('tanh', _softplus(h, t, n))})"
+
+
+# Mish = x * tanh(softplus(x)) (opset 18).
+_act("Mish", _mish, lambda x, n: x * np.tanh(np.logaddexp(0, x)), int8=Int8.LUT)
+
+
 def _gelu(h: ExprHandler, x: str, n: Node) -> str:
     approx = n.attrs.get("approximate", "none")
     if approx == "tanh":
