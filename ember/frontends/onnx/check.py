@@ -32,17 +32,17 @@ def check_model(model: onnx.ModelProto) -> None:
 
 
 def _run_checker(model: onnx.ModelProto) -> None:
-    """onnx.checker.check_model, minus its complaint about outputs and value_info without a type: exporters
-    and quantization tools write those (onnxruntime runs such models; ember infers the types). The model is
-    left as it was."""
+    """onnx.checker.check_model, minus its complaints about outputs and value_info without a type or shape:
+    exporters, quantization tools and hand-built models write those (onnxruntime runs such models; ember
+    infers types and shapes). The model is left as it was."""
     g = model.graph
     saved = onnx.GraphProto()
     saved.output.extend(g.output)
     saved.value_info.extend(g.value_info)
-    untyped = any(not vi.HasField("type") for vi in (*g.output, *g.value_info))
+    untyped = any(not _fully_typed(vi) for vi in (*g.output, *g.value_info))
     if untyped:
         for field in ("output", "value_info"):
-            typed = [vi for vi in getattr(saved, field) if vi.HasField("type")]
+            typed = [vi for vi in getattr(saved, field) if _fully_typed(vi)]
             del getattr(g, field)[:]
             getattr(g, field).extend(typed)
     try:
@@ -56,6 +56,15 @@ def _run_checker(model: onnx.ModelProto) -> None:
             for field in ("output", "value_info"):
                 del getattr(g, field)[:]
                 getattr(g, field).extend(getattr(saved, field))
+
+
+def _fully_typed(vi: onnx.ValueInfoProto) -> bool:
+    if not vi.HasField("type"):
+        return False
+    if vi.type.HasField("tensor_type"):
+        t = vi.type.tensor_type
+        return t.HasField("elem_type") and t.HasField("shape")
+    return True
 
 
 def _check_opsets(model: onnx.ModelProto) -> None:
