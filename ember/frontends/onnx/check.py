@@ -11,7 +11,7 @@ import onnx
 from onnx import AttributeProto, TensorProto
 
 from ember.errors import ModelFormatError
-from ember.frontends.onnx.dtypes import dtype_from_onnx
+from ember.ir.dtypes import DType
 from ember.ir.graph import Graph, Value
 
 # Checker complaints about operators it does not know: the loader names those (UnsupportedOperatorError).
@@ -32,9 +32,9 @@ def check_model(model: onnx.ModelProto) -> None:
 
 
 def _run_checker(model: onnx.ModelProto) -> None:
-    """onnx.checker.check_model, minus its complaint about outputs and value_info without a type or a shape:
-    exporters and quantization tools write those (onnxruntime runs such models; ember infers the types).
-    The model is left as it was."""
+    """onnx.checker.check_model, minus its complaints about outputs and value_info without a type or shape:
+    exporters, quantization tools and hand-built models write those (onnxruntime runs such models; ember
+    infers types and shapes). The model is left as it was."""
     g = model.graph
     saved = onnx.GraphProto()
     saved.output.extend(g.output)
@@ -59,10 +59,12 @@ def _run_checker(model: onnx.ModelProto) -> None:
 
 
 def _fully_typed(vi: onnx.ValueInfoProto) -> bool:
-    """A type the checker accepts: present, and a tensor type with a shape (possibly symbolic)."""
     if not vi.HasField("type"):
         return False
-    return not vi.type.HasField("tensor_type") or vi.type.tensor_type.HasField("shape")
+    if vi.type.HasField("tensor_type"):
+        t = vi.type.tensor_type
+        return t.HasField("elem_type") and t.HasField("shape")
+    return True
 
 
 def _check_opsets(model: onnx.ModelProto) -> None:
@@ -146,7 +148,7 @@ def check_types(model: onnx.ModelProto, graph: Graph, inputs_overridden: bool = 
         if not elem or v is None:
             continue
         try:
-            want = dtype_from_onnx(elem)
+            want = DType.from_onnx(elem)
         except (KeyError, ValueError):
             raise ModelFormatError(f"{kind} '{vi.name}': element type {elem} is not one ember knows") from None
         if want != v.type.dtype:
