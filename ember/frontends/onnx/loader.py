@@ -190,7 +190,14 @@ class _Builder:
             for v, arr in zip(outputs, folded, strict=False):
                 if v is not None:
                     v.const = np.array(arr, order="C")  # keeps 0-d scalars 0-d
-                    v.type = TensorType(DType.from_numpy(v.const.dtype), tuple(v.const.shape))
+                    try:
+                        dtype = DType.from_numpy(v.const.dtype)
+                    except KeyError:  # strings, complex numbers: no tensor type of ember's
+                        kind = "string" if v.const.dtype.kind in "OSU" else str(v.const.dtype)
+                        raise UnsupportedOperatorError(np_node.op_type, label, f"'{v.name}' is a {kind} tensor, "
+                                                       "which ember does not compile", domain=domain or "ai.onnx"
+                                                       ) from None
+                    v.type = TensorType(dtype, tuple(v.const.shape))
                     v.producer = None
             return outputs
         nodes = entry.adapt(node, AdaptContext(self.graph, version)) if entry.adapt is not None else [node]
