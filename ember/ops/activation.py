@@ -9,11 +9,12 @@ import numpy as np
 
 from ember.codegen.emitter import ExprHandler, KernelEmitter
 from ember.errors import UnsupportedOperatorError
-from ember.ir.dtypes import DType
+from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Node
 from ember.ops.elementwise import erf
 from ember.ops.epilogue import Epilogue
-from ember.ops.infer import same_as_input
+from ember.ops.infer import axis as norm_axis
+from ember.ops.infer import inp, same_as_input
 from ember.ops.opdef import Int8, OpDef
 from ember.ops.registry import register
 
@@ -181,7 +182,13 @@ def _eval_softmax(log: bool):
 
 
 # The kernel reads each row before writing it, so the output may overwrite the input.
+def _infer_softmax(node: Node) -> list[TensorType | None]:
+    x = inp(node, 0)
+    norm_axis(node, int(node.attrs.get("axis", -1)), x.type.rank)  # one-line error when out of range
+    return same_as_input(node)
+
+
 register(OpDef("Softmax", lower=_lower_softmax(False), kernels=("ember_softmax_f32",),
-               inplace=True, infer=same_as_input, evaluate=_eval_softmax(False), int8=Int8.FLOAT))
+               inplace=True, infer=_infer_softmax, evaluate=_eval_softmax(False), int8=Int8.FLOAT))
 register(OpDef("LogSoftmax", lower=_lower_softmax(True), kernels=("ember_softmax_f32",),
-               inplace=True, infer=same_as_input, evaluate=_eval_softmax(True)))
+               inplace=True, infer=_infer_softmax, evaluate=_eval_softmax(True)))

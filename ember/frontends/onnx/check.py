@@ -11,7 +11,7 @@ import onnx
 from onnx import AttributeProto, TensorProto
 
 from ember.errors import ModelFormatError
-from ember.ir.dtypes import DType
+from ember.frontends.onnx.dtypes import dtype_from_onnx
 from ember.ir.graph import Graph, Value
 
 # Checker complaints about operators it does not know: the loader names those (UnsupportedOperatorError).
@@ -148,7 +148,7 @@ def check_types(model: onnx.ModelProto, graph: Graph, inputs_overridden: bool = 
         if not elem or v is None:
             continue
         try:
-            want = DType.from_onnx(elem)
+            want = dtype_from_onnx(elem)
         except (KeyError, ValueError):
             raise ModelFormatError(f"{kind} '{vi.name}': element type {elem} is not one ember knows") from None
         if want != v.type.dtype:

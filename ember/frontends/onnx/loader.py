@@ -216,12 +216,18 @@ class _Builder:
                     "(it sets a shape); fix the input shapes with --define/--input"
                 )
         assert opdef.infer is not None, f"{node.op} has no infer"
-        for v, t in zip(node.outputs, opdef.infer(node), strict=False):
-            if v is not None and t is not None:
-                v.type = t
-                v.producer = node
-        if opdef.normalize is not None:
-            opdef.normalize(node, self.graph)
+        try:
+            types = opdef.infer(node)
+            for v, t in zip(node.outputs, types, strict=False):
+                if v is not None and t is not None:
+                    v.type = t
+                    v.producer = node
+            if opdef.normalize is not None:
+                opdef.normalize(node, self.graph)
+        except (IndexError, ValueError, TypeError, KeyError, ZeroDivisionError, OverflowError) as e:
+            # A malformed model (an attribute list too short, an axis out of range) that no named check caught.
+            raise ShapeError(f"node '{node.name}' ({node.op}): its attributes or input shapes do not fit "
+                             f"({type(e).__name__}: {_first_line(e)})") from None
         self.graph.add_node(node)
 
     def _try_fold(self, np_node: onnx.NodeProto, node: Node, opdef) -> list[np.ndarray] | None:
