@@ -47,6 +47,8 @@ StepExpr = Callable[[ExprHandler, list[str], Node], str]
 
 def emit_chain(ctx: CodeContext, steps: list[tuple[Node, StepExpr]], leaves: list[Value | None], out: Value) -> None:
     """One loop nest computing `out` from `leaves` through each step's expression in order."""
+    if out.type.numel == 0:
+        return  # nothing to compute (and `i < 0` loops over size_t draw -Wtype-limits)
     out_shape = out.shape
     w = ctx.body
     leaf_ptrs: list[tuple[Value, str]] = []
