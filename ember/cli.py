@@ -12,6 +12,7 @@ import numpy as np
 
 from ember.config import CompileOptions, parse_defines, parse_inputs, parse_size
 from ember.errors import EmberError, OptionError
+from ember.output import check_writable_file
 from ember.runtime.inputs import load_arrays
 from ember.toolchain.targets import TARGETS
 from ember.version import __version__
@@ -70,7 +71,7 @@ def _bench(args: argparse.Namespace) -> int:
     _at_least(args.warmup, 0, "--warmup")
     _at_least(args.top, 0, "--top")
     if args.json:
-        _check_output_file(args.json, "--json")
+        check_writable_file(args.json, "--json")
     r = bench(args.bundle, args.rounds, args.warmup, not args.no_profile)
     gflops = r["flops"] / (r["median_ms"] * 1e6) if r["flops"] else 0.0
     print(f"bundle {r['name']}: {r['rounds']} rounds after {r['warmup']} warm-up")
@@ -111,21 +112,12 @@ def _at_least(value: int, low: int, flag: str) -> None:
         raise OptionError(f"{flag} {value}: must be at least {low}")
 
 
-def _check_output_file(path: str, flag: str) -> None:
-    """An output file's folder must exist: checked before the work, not after it."""
-    p = Path(path)
-    if not path or p.is_dir():
-        raise OptionError(f"{flag} {path!r}: expected a file path")
-    if not p.parent.is_dir():
-        raise OptionError(f"{flag} {path}: no such directory {p.parent}")
-
-
 def _run(args: argparse.Namespace) -> int:
     from ember.runtime.loader import load
 
     _at_least(args.top_k, 0, "--top-k")
     if args.output:
-        _check_output_file(args.output, "--output")
+        check_writable_file(args.output, "--output")
     bundle = load(args.bundle)
     feeds = load_arrays(args.input, [e["name"] for e in bundle.inputs])
     outs = bundle.run(feeds, cast=args.cast)

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from ember.errors import OptionError
 from ember.quant import schema as qs
 from ember.quant.calibrate import METHODS
 
+T = TypeVar("T")
 WEIGHT_OPTIONS = ("fp16", "bf16", "int8")
 
 
@@ -132,26 +134,24 @@ def parse_define(text: str) -> tuple[str, int]:
     return name, value
 
 
-def parse_defines(texts: list[str]) -> dict[str, int]:
-    """Every --define, each symbol once."""
-    out: dict[str, int] = {}
+def _each_once(flag: str, texts: list[str], parse: Callable[[str], tuple[str, T]]) -> dict[str, T]:
+    out: dict[str, T] = {}
     for t in texts:
-        k, v = parse_define(t)
+        k, v = parse(t)
         if k in out:
-            raise OptionError(f"--define {k} given twice ({k}={out[k]} and {t})")
+            raise OptionError(f"{flag} {k} given twice ({out[k]} and {t})")
         out[k] = v
     return out
+
+
+def parse_defines(texts: list[str]) -> dict[str, int]:
+    """Every --define, each symbol once."""
+    return _each_once("--define", texts, parse_define)
 
 
 def parse_inputs(texts: list[str]) -> dict[str, str]:
     """Every compile-time --input NAME:DTYPE:SHAPE, each name once."""
-    out: dict[str, str] = {}
-    for t in texts:
-        k, v = parse_input(t)
-        if k in out:
-            raise OptionError(f"--input {k} given twice")
-        out[k] = v
-    return out
+    return _each_once("--input", texts, parse_input)
 
 
 def parse_input(text: str) -> tuple[str, str]:

@@ -90,6 +90,7 @@ def remove_empty_dirs(out: Path, top: Path) -> None:
 
 
 def check_writable_file(path: str, flag: str) -> None:
+    """An output file's folder must exist: checked before the work, not after it."""
     p = Path(path)
     if not path or p.is_dir():
         raise OptionError(f"{flag} {path!r}: expected a file path")
