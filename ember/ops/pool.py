@@ -1,14 +1,19 @@
-"""MaxPool (with Indices), AveragePool, LpPool, GlobalAveragePool, GlobalMaxPool and LRN on kernels/pool.c."""
+"""MaxPool (with Indices), AveragePool, LpPool, GlobalAveragePool, GlobalMaxPool and LRN on kernels/pool.c.
+
+The window geometry is a PoolGeometry, which the kernels read as a static int32 table (kernels/pool.c names
+its entries EMBER_POOL_*).
+"""
 
 from __future__ import annotations
 
 import math
+from dataclasses import astuple, dataclass
 
 from ember.codegen.emitter import KernelEmitter, literal
 from ember.errors import ShapeError, UnsupportedOperatorError
 from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node
-from ember.ops.conv import pad3, same_pads_begin
+from ember.ops.conv import Dims, pad3, same_pads_begin
 from ember.ops.infer import conv_out, inp, same_as_input, typed
 from ember.ops.matmul import present
 from ember.ops.opdef import Int8, OpDef
@@ -32,9 +37,30 @@ def infer_global(node: Node) -> list[TensorType | None]:
     return [typed(x.dtype, [*x.shape[:2], *[1] * (x.type.rank - 2)])]
 
 
+@dataclass(frozen=True)
+class PoolGeometry:
+    """A pooling window's shape, 3-D (1-D and 2-D ones get leading unit dims). `table()` is the kernels'
+    int32 table: the fields in this order, entry i named by pool.c's EMBER_POOL_* macros."""
 
-def pool_geometry(node: Node) -> list[int]:
-    """[in D,H,W, kernel(3), out(3), strides(3), dilations(3), leading pads(3), trailing pads(3)]."""
+    in_size: Dims
+    kernel: Dims
+    out_size: Dims
+    strides: Dims
+    dilations: Dims
+    pads_begin: Dims
+    pads_end: Dims
+
+    def table(self) -> list[int]:
+        return [v for dims in astuple(self) for v in dims]
+
+
+def _dims(xs: list[int], fill: int) -> Dims:
+    a, b, c = pad3(xs, fill)
+    return a, b, c
+
+
+def pool_geometry(node: Node) -> PoolGeometry:
+    """`node`'s window geometry from its input and output shapes and its attributes (auto_pad resolved)."""
     x, y = present(node.input(0)), present(node.outputs[0])
     ins, outs = list(x.shape[2:]), list(y.shape[2:])
     r = len(ins)
@@ -52,8 +78,8 @@ def pool_geometry(node: Node) -> list[int]:
     else:
         pads = list(node.attrs.get("pads", [0] * (2 * r)))
         begin, end = pads[:r], pads[r:]
-    return [*pad3(ins, 1), *pad3(kernel, 1), *pad3(outs, 1), *pad3(strides, 1), *pad3(dil, 1),
-            *pad3(begin, 0), *pad3(end, 0)]
+    return PoolGeometry(_dims(ins, 1), _dims(kernel, 1), _dims(outs, 1), _dims(strides, 1), _dims(dil, 1),
+                        _dims(begin, 0), _dims(end, 0))
 
 
 def _check_rank(node: Node, types: tuple[DType, ...] = (DType.FLOAT32,)) -> None:
@@ -73,7 +99,7 @@ def _lower_maxpool(node: Node, k: KernelEmitter) -> None:
     x = present(node.input(0))
     idx = k.out(1) if len(node.outputs) > 1 and node.outputs[1] is not None else "0"
     k.call(f"ember_maxpool_{_MAXPOOL_TYPES[x.dtype]}", k.out(0), idx, k.inp(0),
-           k.table(pool_geometry(node), DType.INT32), _nc(node), node.attrs.get("storage_order", 0))
+           k.table(pool_geometry(node).table(), DType.INT32), _nc(node), node.attrs.get("storage_order", 0))
 
 
 register(OpDef(
@@ -84,8 +110,8 @@ register(OpDef(
 
 
 def _lower_avgpool(node: Node, k: KernelEmitter) -> None:
-    k.call("ember_avgpool_f32", k.out(0), k.inp(0), k.table(pool_geometry(node), DType.INT32), _nc(node),
-           node.attrs.get("count_include_pad", 0))
+    k.call("ember_avgpool_f32", k.out(0), k.inp(0), k.table(pool_geometry(node).table(), DType.INT32),
+           _nc(node), node.attrs.get("count_include_pad", 0))
 
 
 register(OpDef(
@@ -95,8 +121,8 @@ register(OpDef(
 
 
 def _lower_lppool(node: Node, k: KernelEmitter) -> None:
-    k.call("ember_lppool_f32", k.out(0), k.inp(0), k.table(pool_geometry(node), DType.INT32), _nc(node),
-           literal(float(node.attrs.get("p", 2)), DType.FLOAT32))
+    k.call("ember_lppool_f32", k.out(0), k.inp(0), k.table(pool_geometry(node).table(), DType.INT32),
+           _nc(node), literal(float(node.attrs.get("p", 2)), DType.FLOAT32))
 
 
 register(OpDef(

@@ -153,7 +153,7 @@ register(OpDef("QMul", infer=broadcast_infer(0), lower=_lower_binary("ember_qmul
 
 def _lower_maxpool(node: Node, k: KernelEmitter) -> None:
     x = present(node.input(0))
-    k.call("ember_qmaxpool", k.out(0, "uint8_t"), _bytes(k, 0), k.table(pool_geometry(node), DType.INT32),
+    k.call("ember_qmaxpool", k.out(0, "uint8_t"), _bytes(k, 0), k.table(pool_geometry(node).table(), DType.INT32),
            x.shape[0] * x.shape[1], _sgn(node), k.scratch())
 
 
@@ -161,7 +161,7 @@ def _maxpool_row(node: Node) -> int:
     """ember_qmaxpool's scratch: the padded row and its stride phases (2 * sw * ember_qmaxpool_phase
     bytes), or on AVX-512 (strides 1 and 2) EMBER_QMP_ROWS = 8 rows in whole vectors (ember_qmaxpool_vrow)."""
     g = pool_geometry(node)
-    ow, kw, sw, dw = g[8], g[5], g[11], g[14]
+    ow, kw, sw, dw = g.out_size[2], g.kernel[2], g.strides[2], g.dilations[2]
     phases = 2 * sw * (((ow - 1) * sw + (kw - 1) * dw + sw) // sw)
     vectors = 8 * (((ow - 1) // (64 // sw) * 64 + (kw - 1) * dw + 127) // 64 * 64) if sw <= 2 else 0
     return max(phases, vectors)
@@ -173,7 +173,7 @@ register(OpDef("QMaxPool", infer=infer_pool, lower=_lower_maxpool, scratch=_maxp
 def _lower_avgpool(node: Node, k: KernelEmitter) -> None:
     x = present(node.input(0))
     q: QAvgPoolParams = node.attrs["_qpool"]
-    k.call("ember_qavgpool", k.out(0, "uint8_t"), _bytes(k, 0), k.table(pool_geometry(node), DType.INT32),
+    k.call("ember_qavgpool", k.out(0, "uint8_t"), _bytes(k, 0), k.table(pool_geometry(node).table(), DType.INT32),
            x.shape[0] * x.shape[1], _sgn(node), q.zx, int(node.attrs.get("count_include_pad", 0)),
            k.table(q.mult, DType.INT32), k.table(q.shift, DType.INT32), k.table(q.out.table(), DType.INT32))
 

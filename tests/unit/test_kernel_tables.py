@@ -7,6 +7,7 @@ import re
 
 from ember.codegen import library
 from ember.ops.conv import ConvGeometry
+from ember.ops.pool import PoolGeometry
 from ember.ops.qpointwise import QAddParams, QMulParams, QOut
 
 
@@ -22,6 +23,19 @@ def test_conv_geometry_table_matches_ember_geo_macros() -> None:
     table = geo.table()
     assert len(table) == macros.pop("SIZE") == 19
     assert table[macros.pop("C")] == geo.channels
+    for name, index in macros.items():
+        field, dim = name.rsplit("_", 1)
+        assert table[index] == fields[field]["DHW".index(dim)], name
+
+
+def test_pool_geometry_table_matches_ember_pool_macros() -> None:
+    geo = PoolGeometry((1, 2, 3), (4, 5, 6), (7, 8, 9), (10, 11, 12), (13, 14, 15), (16, 17, 18), (19, 20, 21))
+    fields = {"IN": geo.in_size, "K": geo.kernel, "OUT": geo.out_size, "STRIDE": geo.strides, "DIL": geo.dilations,
+              "PAD": geo.pads_begin, "PAD_END": geo.pads_end}
+    macros = _macros("ember_pool_geo", "EMBER_POOL_")
+    table = geo.table()
+    assert len(table) == macros.pop("GEO_SIZE") == 21
+    assert len(macros) == 21
     for name, index in macros.items():
         field, dim = name.rsplit("_", 1)
         assert table[index] == fields[field]["DHW".index(dim)], name

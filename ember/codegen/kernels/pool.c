@@ -1,84 +1,115 @@
-/* Pooling and LRN, NC + 1-3 spatial dims (padded to 3-D with unit dims). Geometry table `p` (int32):
- *   p[0..2] = input D,H,W, p[3..5] = kernel, p[6..8] = output dims, p[9..11] = strides,
- *   p[12..14] = dilations, p[15..17] = leading pads, p[18..20] = trailing pads. */
+/* Pooling and LRN, NC + 1-3 spatial dims (padded to 3-D with unit dims). Geometry comes in one static
+ * table `p` (int32) of the fields below. */
 
-/*@kernel ember_maxpool_tpl requires ember_window_bounds*/
+/*@kernel ember_pool_geo requires ember_prelude*/
+/* The pooling geometry table's entries (ember/ops/pool.py PoolGeometry writes it): input D,H,W,
+ * kernel D,H,W, output D,H,W, strides, dilations, leading pads, trailing pads (each D,H,W). */
+#define EMBER_POOL_IN_D 0
+#define EMBER_POOL_IN_H 1
+#define EMBER_POOL_IN_W 2
+#define EMBER_POOL_K_D 3
+#define EMBER_POOL_K_H 4
+#define EMBER_POOL_K_W 5
+#define EMBER_POOL_OUT_D 6
+#define EMBER_POOL_OUT_H 7
+#define EMBER_POOL_OUT_W 8
+#define EMBER_POOL_STRIDE_D 9
+#define EMBER_POOL_STRIDE_H 10
+#define EMBER_POOL_STRIDE_W 11
+#define EMBER_POOL_DIL_D 12
+#define EMBER_POOL_DIL_H 13
+#define EMBER_POOL_DIL_W 14
+#define EMBER_POOL_PAD_D 15
+#define EMBER_POOL_PAD_H 16
+#define EMBER_POOL_PAD_W 17
+#define EMBER_POOL_PAD_END_D 18
+#define EMBER_POOL_PAD_END_H 19
+#define EMBER_POOL_PAD_END_W 20
+#define EMBER_POOL_GEO_SIZE 21
+/*@end*/
+
+/*@kernel ember_maxpool_tpl requires ember_window_bounds ember_pool_geo*/
 /* Max pooling for one element type; `idx` (may be NULL) receives the flat argmax index into the input
  * (row-major spatial order, or column-major when storage_order is 1), like ONNX MaxPool's Indices.
  * Without indices, each output row is the running max of its taps' input rows, bounds solved per
  * tap (the loops over a row vectorize); with indices, one window at a time. */
-#define EMBER_DEFINE_MAXPOOL(SUFFIX, T, LOWEST)                                                          \
-static void ember_maxpool_rows_##SUFFIX(T *y, const T *x, const int32_t *p, ptrdiff_t NC) {              \
-    const int D = p[0], H = p[1], W = p[2], OW = p[8], sw = p[11];                                       \
-    ptrdiff_t nc;                                                                                        \
-    int od, oh, ow, kd, kh, kw, lo, hi;                                                                  \
-    for (nc = 0; nc < NC; ++nc)                                                                          \
-        for (od = 0; od < p[6]; ++od)                                                                    \
-            for (oh = 0; oh < p[7]; ++oh, y += OW) {                                                     \
-                for (ow = 0; ow < OW; ++ow) y[ow] = LOWEST;                                              \
-                for (kd = 0; kd < p[3]; ++kd) {                                                          \
-                    int id = od * p[9] - p[15] + kd * p[12];                                             \
-                    if (id < 0 || id >= D) continue;                                                     \
-                    for (kh = 0; kh < p[4]; ++kh) {                                                      \
-                        int ih = oh * p[10] - p[16] + kh * p[13];                                        \
-                        const T *xr;                                                                     \
-                        if (ih < 0 || ih >= H) continue;                                                 \
-                        xr = x + ((nc * D + id) * (ptrdiff_t)H + ih) * W;                                \
-                        for (kw = 0; kw < p[5]; ++kw) {                                                  \
-                            const int off = kw * p[14] - p[17];                                          \
-                            const T *xo = xr + off;                                                      \
-                            ember_window_bounds(W, OW, sw, off, &lo, &hi);                               \
-                            if (sw == 1)                                                                 \
-                                for (ow = lo; ow < hi; ++ow) y[ow] = xo[ow] > y[ow] ? xo[ow] : y[ow];    \
-                            else                                                                         \
-                                for (ow = lo; ow < hi; ++ow) {                                           \
-                                    const T v = xo[(ptrdiff_t)ow * sw];                                  \
-                                    y[ow] = v > y[ow] ? v : y[ow];                                       \
-                                }                                                                        \
-                        }                                                                                \
-                    }                                                                                    \
-                }                                                                                        \
-            }                                                                                            \
-}                                                                                                        \
-static void ember_maxpool_##SUFFIX(T *y, int64_t *idx, const T *x, const int32_t *p, ptrdiff_t NC,       \
-                                   int storage_order) {                                                  \
-    const int D = p[0], H = p[1], W = p[2];                                                              \
-    const ptrdiff_t s_in = (ptrdiff_t)D * H * W;                                                         \
-    ptrdiff_t nc;                                                                                        \
-    int od, oh, ow, kd, kh, kw;                                                                          \
-    if (!idx) {                                                                                          \
-        ember_maxpool_rows_##SUFFIX(y, x, p, NC);                                                        \
-        return;                                                                                          \
-    }                                                                                                    \
-    for (nc = 0; nc < NC; ++nc) {                                                                        \
-        const T *xc = x + nc * s_in;                                                                     \
-        for (od = 0; od < p[6]; ++od)                                                                    \
-            for (oh = 0; oh < p[7]; ++oh)                                                                \
-                for (ow = 0; ow < p[8]; ++ow) {                                                          \
-                    T best = LOWEST;                                                                     \
-                    ptrdiff_t arg = -1;                                                                  \
-                    for (kd = 0; kd < p[3]; ++kd) {                                                      \
-                        int id = od * p[9] - p[15] + kd * p[12];                                         \
-                        if (id < 0 || id >= D) continue;                                                 \
-                        for (kh = 0; kh < p[4]; ++kh) {                                                  \
-                            int ih = oh * p[10] - p[16] + kh * p[13];                                    \
-                            if (ih < 0 || ih >= H) continue;                                             \
-                            for (kw = 0; kw < p[5]; ++kw) {                                              \
-                                int iw = ow * p[11] - p[17] + kw * p[14];                                \
-                                ptrdiff_t at;                                                            \
-                                if (iw < 0 || iw >= W) continue;                                         \
-                                at = ((ptrdiff_t)id * H + ih) * W + iw;                                  \
-                                if (arg < 0 || xc[at] > best) {                                          \
-                                    best = xc[at];                                                       \
-                                    arg = storage_order ? id + (ptrdiff_t)D * (ih + (ptrdiff_t)H * iw) : at; \
-                                }                                                                        \
-                            }                                                                            \
-                        }                                                                                \
-                    }                                                                                    \
-                    *y++ = best;                                                                         \
-                    if (idx) *idx++ = (int64_t)(nc * s_in + (arg < 0 ? 0 : arg));                        \
-                }                                                                                        \
-    }                                                                                                    \
+#define EMBER_DEFINE_MAXPOOL(SUFFIX, T, LOWEST)                                                                  \
+static void ember_maxpool_rows_##SUFFIX(T *y, const T *x, const int32_t *p, ptrdiff_t NC) {                      \
+    const int D = p[EMBER_POOL_IN_D], H = p[EMBER_POOL_IN_H], W = p[EMBER_POOL_IN_W], OW = p[EMBER_POOL_OUT_W],  \
+              sw = p[EMBER_POOL_STRIDE_W];                                                                       \
+    ptrdiff_t nc;                                                                                                \
+    int od, oh, ow, kd, kh, kw, lo, hi;                                                                          \
+    for (nc = 0; nc < NC; ++nc)                                                                                  \
+        for (od = 0; od < p[EMBER_POOL_OUT_D]; ++od)                                                             \
+            for (oh = 0; oh < p[EMBER_POOL_OUT_H]; ++oh, y += OW) {                                              \
+                for (ow = 0; ow < OW; ++ow) y[ow] = LOWEST;                                                      \
+                for (kd = 0; kd < p[EMBER_POOL_K_D]; ++kd) {                                                     \
+                    int id = od * p[EMBER_POOL_STRIDE_D] - p[EMBER_POOL_PAD_D]                                   \
+                             + kd * p[EMBER_POOL_DIL_D];                                                         \
+                    if (id < 0 || id >= D) continue;                                                             \
+                    for (kh = 0; kh < p[EMBER_POOL_K_H]; ++kh) {                                                 \
+                        int ih = oh * p[EMBER_POOL_STRIDE_H] - p[EMBER_POOL_PAD_H]                               \
+                                 + kh * p[EMBER_POOL_DIL_H];                                                     \
+                        const T *xr;                                                                             \
+                        if (ih < 0 || ih >= H) continue;                                                         \
+                        xr = x + ((nc * D + id) * (ptrdiff_t)H + ih) * W;                                        \
+                        for (kw = 0; kw < p[EMBER_POOL_K_W]; ++kw) {                                             \
+                            const int off = kw * p[EMBER_POOL_DIL_W] - p[EMBER_POOL_PAD_W];                      \
+                            const T *xo = xr + off;                                                              \
+                            ember_window_bounds(W, OW, sw, off, &lo, &hi);                                       \
+                            if (sw == 1)                                                                         \
+                                for (ow = lo; ow < hi; ++ow) y[ow] = xo[ow] > y[ow] ? xo[ow] : y[ow];            \
+                            else                                                                                 \
+                                for (ow = lo; ow < hi; ++ow) {                                                   \
+                                    const T v = xo[(ptrdiff_t)ow * sw];                                          \
+                                    y[ow] = v > y[ow] ? v : y[ow];                                               \
+                                }                                                                                \
+                        }                                                                                        \
+                    }                                                                                            \
+                }                                                                                                \
+            }                                                                                                    \
+}                                                                                                                \
+static void ember_maxpool_##SUFFIX(T *y, int64_t *idx, const T *x, const int32_t *p, ptrdiff_t NC,               \
+                                   int storage_order) {                                                          \
+    const int D = p[EMBER_POOL_IN_D], H = p[EMBER_POOL_IN_H], W = p[EMBER_POOL_IN_W];                            \
+    const ptrdiff_t s_in = (ptrdiff_t)D * H * W;                                                                 \
+    ptrdiff_t nc;                                                                                                \
+    int od, oh, ow, kd, kh, kw;                                                                                  \
+    if (!idx) {                                                                                                  \
+        ember_maxpool_rows_##SUFFIX(y, x, p, NC);                                                                \
+        return;                                                                                                  \
+    }                                                                                                            \
+    for (nc = 0; nc < NC; ++nc) {                                                                                \
+        const T *xc = x + nc * s_in;                                                                             \
+        for (od = 0; od < p[EMBER_POOL_OUT_D]; ++od)                                                             \
+            for (oh = 0; oh < p[EMBER_POOL_OUT_H]; ++oh)                                                         \
+                for (ow = 0; ow < p[EMBER_POOL_OUT_W]; ++ow) {                                                   \
+                    T best = LOWEST;                                                                             \
+                    ptrdiff_t arg = -1;                                                                          \
+                    for (kd = 0; kd < p[EMBER_POOL_K_D]; ++kd) {                                                 \
+                        int id = od * p[EMBER_POOL_STRIDE_D] - p[EMBER_POOL_PAD_D] + kd * p[EMBER_POOL_DIL_D];   \
+                        if (id < 0 || id >= D) continue;                                                         \
+                        for (kh = 0; kh < p[EMBER_POOL_K_H]; ++kh) {                                             \
+                            int ih = oh * p[EMBER_POOL_STRIDE_H] - p[EMBER_POOL_PAD_H]                           \
+                                     + kh * p[EMBER_POOL_DIL_H];                                                 \
+                            if (ih < 0 || ih >= H) continue;                                                     \
+                            for (kw = 0; kw < p[EMBER_POOL_K_W]; ++kw) {                                         \
+                                int iw = ow * p[EMBER_POOL_STRIDE_W] - p[EMBER_POOL_PAD_W]                       \
+                                         + kw * p[EMBER_POOL_DIL_W];                                             \
+                                ptrdiff_t at;                                                                    \
+                                if (iw < 0 || iw >= W) continue;                                                 \
+                                at = ((ptrdiff_t)id * H + ih) * W + iw;                                          \
+                                if (arg < 0 || xc[at] > best) {                                                  \
+                                    best = xc[at];                                                               \
+                                    arg = storage_order ? id + (ptrdiff_t)D * (ih + (ptrdiff_t)H * iw) : at;     \
+                                }                                                                                \
+                            }                                                                                    \
+                        }                                                                                        \
+                    }                                                                                            \
+                    *y++ = best;                                                                                 \
+                    if (idx) *idx++ = (int64_t)(nc * s_in + (arg < 0 ? 0 : arg));                                \
+                }                                                                                                \
+    }                                                                                                            \
 }
 /*@end*/
 
@@ -94,30 +125,32 @@ EMBER_DEFINE_MAXPOOL(u8, uint8_t, 0)
 EMBER_DEFINE_MAXPOOL(s8, int8_t, (-128))
 /*@end*/
 
-/*@kernel ember_avgpool_f32 requires ember_prelude*/
+/*@kernel ember_avgpool_f32 requires ember_pool_geo*/
 /* Average pooling. The divisor counts the window taps inside the input (count_include_pad = 0) or
  * inside the explicitly padded input (1); taps that only exist because of ceil_mode never count. */
 static void ember_avgpool_f32(float *y, const float *x, const int32_t *p, ptrdiff_t NC, int count_include_pad) {
-    const int D = p[0], H = p[1], W = p[2];
+    const int D = p[EMBER_POOL_IN_D], H = p[EMBER_POOL_IN_H], W = p[EMBER_POOL_IN_W];
     const ptrdiff_t s_in = (ptrdiff_t)D * H * W;
     ptrdiff_t nc;
     int od, oh, ow, kd, kh, kw;
     for (nc = 0; nc < NC; ++nc) {
         const float *xc = x + nc * s_in;
-        for (od = 0; od < p[6]; ++od)
-            for (oh = 0; oh < p[7]; ++oh)
-                for (ow = 0; ow < p[8]; ++ow) {
+        for (od = 0; od < p[EMBER_POOL_OUT_D]; ++od)
+            for (oh = 0; oh < p[EMBER_POOL_OUT_H]; ++oh)
+                for (ow = 0; ow < p[EMBER_POOL_OUT_W]; ++ow) {
                     float sum = 0.0f;
                     int count = 0, padded = 0;
-                    for (kd = 0; kd < p[3]; ++kd) {
-                        int id = od * p[9] - p[15] + kd * p[12];
-                        int din = id >= 0 && id < D, dpad = id >= -p[15] && id < D + p[18];
-                        for (kh = 0; kh < p[4]; ++kh) {
-                            int ih = oh * p[10] - p[16] + kh * p[13];
-                            int hin = din && ih >= 0 && ih < H, hpad = dpad && ih >= -p[16] && ih < H + p[19];
-                            for (kw = 0; kw < p[5]; ++kw) {
-                                int iw = ow * p[11] - p[17] + kw * p[14];
-                                if (hpad && iw >= -p[17] && iw < W + p[20]) ++padded;
+                    for (kd = 0; kd < p[EMBER_POOL_K_D]; ++kd) {
+                        int id = od * p[EMBER_POOL_STRIDE_D] - p[EMBER_POOL_PAD_D] + kd * p[EMBER_POOL_DIL_D];
+                        int din = id >= 0 && id < D,
+                            dpad = id >= -p[EMBER_POOL_PAD_D] && id < D + p[EMBER_POOL_PAD_END_D];
+                        for (kh = 0; kh < p[EMBER_POOL_K_H]; ++kh) {
+                            int ih = oh * p[EMBER_POOL_STRIDE_H] - p[EMBER_POOL_PAD_H] + kh * p[EMBER_POOL_DIL_H];
+                            int hin = din && ih >= 0 && ih < H,
+                                hpad = dpad && ih >= -p[EMBER_POOL_PAD_H] && ih < H + p[EMBER_POOL_PAD_END_H];
+                            for (kw = 0; kw < p[EMBER_POOL_K_W]; ++kw) {
+                                int iw = ow * p[EMBER_POOL_STRIDE_W] - p[EMBER_POOL_PAD_W] + kw * p[EMBER_POOL_DIL_W];
+                                if (hpad && iw >= -p[EMBER_POOL_PAD_W] && iw < W + p[EMBER_POOL_PAD_END_W]) ++padded;
                                 if (hin && iw >= 0 && iw < W) {
                                     sum += xc[((ptrdiff_t)id * H + ih) * W + iw];
                                     ++count;
@@ -175,27 +208,27 @@ static void ember_lrn_f32(float *y, const float *x, int N, int C, ptrdiff_t S, i
 }
 /*@end*/
 
-/*@kernel ember_lppool_f32 requires ember_powf ember_fabsf*/
+/*@kernel ember_lppool_f32 requires ember_powf ember_fabsf ember_pool_geo*/
 /* Lp pooling: y = (sum over the window's in-input taps of |x|^P)^(1/P); padding contributes zeros. */
 static void ember_lppool_f32(float *y, const float *x, const int32_t *p, ptrdiff_t NC, float P) {
-    const int D = p[0], H = p[1], W = p[2];
+    const int D = p[EMBER_POOL_IN_D], H = p[EMBER_POOL_IN_H], W = p[EMBER_POOL_IN_W];
     const ptrdiff_t s_in = (ptrdiff_t)D * H * W;
     ptrdiff_t nc;
     int od, oh, ow, kd, kh, kw;
     for (nc = 0; nc < NC; ++nc) {
         const float *xc = x + nc * s_in;
-        for (od = 0; od < p[6]; ++od)
-            for (oh = 0; oh < p[7]; ++oh)
-                for (ow = 0; ow < p[8]; ++ow) {
+        for (od = 0; od < p[EMBER_POOL_OUT_D]; ++od)
+            for (oh = 0; oh < p[EMBER_POOL_OUT_H]; ++oh)
+                for (ow = 0; ow < p[EMBER_POOL_OUT_W]; ++ow) {
                     float sum = 0.0f;
-                    for (kd = 0; kd < p[3]; ++kd) {
-                        int id = od * p[9] - p[15] + kd * p[12];
+                    for (kd = 0; kd < p[EMBER_POOL_K_D]; ++kd) {
+                        int id = od * p[EMBER_POOL_STRIDE_D] - p[EMBER_POOL_PAD_D] + kd * p[EMBER_POOL_DIL_D];
                         if (id < 0 || id >= D) continue;
-                        for (kh = 0; kh < p[4]; ++kh) {
-                            int ih = oh * p[10] - p[16] + kh * p[13];
+                        for (kh = 0; kh < p[EMBER_POOL_K_H]; ++kh) {
+                            int ih = oh * p[EMBER_POOL_STRIDE_H] - p[EMBER_POOL_PAD_H] + kh * p[EMBER_POOL_DIL_H];
                             if (ih < 0 || ih >= H) continue;
-                            for (kw = 0; kw < p[5]; ++kw) {
-                                int iw = ow * p[11] - p[17] + kw * p[14];
+                            for (kw = 0; kw < p[EMBER_POOL_K_W]; ++kw) {
+                                int iw = ow * p[EMBER_POOL_STRIDE_W] - p[EMBER_POOL_PAD_W] + kw * p[EMBER_POOL_DIL_W];
                                 float v;
                                 if (iw < 0 || iw >= W) continue;
                                 v = ember_fabsf(xc[((ptrdiff_t)id * H + ih) * W + iw]);

@@ -232,8 +232,8 @@ static void ember_qadd(uint8_t *y, const uint8_t *a, const uint8_t *b, ptrdiff_t
 }
 /*@end*/
 
-/*@kernel ember_qmaxpool requires ember_prelude*/
-/* 2-D max pooling of int8 (sgn) or uint8 planes (pool.c's geometry table p; no indices). Per output row,
+/*@kernel ember_qmaxpool requires ember_pool_geo*/
+/* 2-D max pooling of int8 (sgn) or uint8 planes (geometry table p, EMBER_POOL_*; no indices). Per output row,
  * the input rows under the window are maxed column by column into one padded row; then each output is
  * the max of the row's taps. Bytes compare in the uint8 view (int8 ^ 0x80 keeps the order); padding is
  * the lowest value, as ONNX MaxPool ignores it. row: scratch of qpointwise.py's `_maxpool_row` bytes.
@@ -242,7 +242,8 @@ static void ember_qadd(uint8_t *y, const uint8_t *a, const uint8_t *b, ptrdiff_t
  * 1 and 2): whole rows in 64-byte vectors, masked loads for the padding and the row's ends; stride 2
  * keeps the even bytes of the maxed taps (VPMOVWB), 32 outputs per 64 row bytes. */
 static int ember_qmaxpool_phase(const int32_t *p) { /* columns per stride phase */
-    return ((p[8] - 1) * p[11] + (p[5] - 1) * p[14] + p[11]) / p[11];
+    return ((p[EMBER_POOL_OUT_W] - 1) * p[EMBER_POOL_STRIDE_W] + (p[EMBER_POOL_K_W] - 1) * p[EMBER_POOL_DIL_W]
+            + p[EMBER_POOL_STRIDE_W]) / p[EMBER_POOL_STRIDE_W];
 }
 #if EMBER_HAVE_AVX512_BWVL
 #define EMBER_QMAXPOOL_V 1
@@ -250,7 +251,8 @@ static int ember_qmaxpool_phase(const int32_t *p) { /* columns per stride phase 
 /* Bytes of one padded row that the AVX-512 path writes and reads: the last 64 row bytes' outputs
  * (64 / sw of them) and the widest tap, in whole 64-byte vectors. */
 static int ember_qmaxpool_vrow(const int32_t *p) {
-    return ((p[8] - 1) / (64 / p[11]) * 64 + (p[5] - 1) * p[14] + 127) / 64 * 64;
+    return ((p[EMBER_POOL_OUT_W] - 1) / (64 / p[EMBER_POOL_STRIDE_W]) * 64
+            + (p[EMBER_POOL_K_W] - 1) * p[EMBER_POOL_DIL_W] + 127) / 64 * 64;
 }
 typedef uint8_t ember_qmp_v __attribute__((vector_size(64)));
 typedef uint8_t ember_qmp_vu __attribute__((vector_size(64), aligned(1), may_alias));
@@ -270,7 +272,8 @@ EMBER_INLINE ember_qmp_v ember_qmp_load(const uint8_t *p) { return *(const ember
  * outside the input keep `flip`, which the flip makes 0, the lowest value; the masked load reads no
  * byte outside the input row. */
 static void ember_qmp_rows(uint8_t *row, const uint8_t *xc, const int32_t *p, int oh, int vrow, uint8_t flip) {
-    const int H = p[1], W = p[2], KH = p[4], sh = p[10], dh = p[13], pt = p[16], pl = p[17];
+    const int H = p[EMBER_POOL_IN_H], W = p[EMBER_POOL_IN_W], KH = p[EMBER_POOL_K_H], sh = p[EMBER_POOL_STRIDE_H],
+              dh = p[EMBER_POOL_DIL_H], pt = p[EMBER_POOL_PAD_H], pl = p[EMBER_POOL_PAD_W];
     const ember_qmp_v fv = (ember_qmp_v){0} + flip;
     int c, kh;
     for (c = 0; c < vrow; c += 64) {
@@ -290,7 +293,7 @@ static void ember_qmp_rows(uint8_t *row, const uint8_t *xc, const int32_t *p, in
 /* Output row yr from its padded row: the max of the taps, 64 / sw outputs per 64 row bytes; stride 2
  * keeps the even bytes, the low byte of each word (VPMOVWB). */
 static void ember_qmp_cols(uint8_t *yr, const uint8_t *row, const int32_t *p, uint8_t flip) {
-    const int KW = p[5], OW = p[8], sw = p[11], dw = p[14];
+    const int KW = p[EMBER_POOL_K_W], OW = p[EMBER_POOL_OUT_W], sw = p[EMBER_POOL_STRIDE_W], dw = p[EMBER_POOL_DIL_W];
     int ow, kw;
     for (ow = 0; ow < OW; ow += 64 / sw) {
         const uint64_t n = ember_qmp_lanes(0, 0, OW - ow);
@@ -312,7 +315,8 @@ static void ember_qmp_cols(uint8_t *yr, const uint8_t *row, const int32_t *p, ui
  * forwarding), which cost as much as all the rest. rows: EMBER_QMP_ROWS * ember_qmaxpool_vrow bytes. */
 static void ember_qmaxpool_v(uint8_t *y, const uint8_t *x, const int32_t *p, ptrdiff_t NC, uint8_t flip,
                              uint8_t *rows) {
-    const int H = p[1], W = p[2], OH = p[7], OW = p[8], vrow = ember_qmaxpool_vrow(p);
+    const int H = p[EMBER_POOL_IN_H], W = p[EMBER_POOL_IN_W], OH = p[EMBER_POOL_OUT_H], OW = p[EMBER_POOL_OUT_W],
+              vrow = ember_qmaxpool_vrow(p);
     ptrdiff_t nc;
     int o0, oh;
     for (nc = 0; nc < NC; ++nc)
@@ -331,8 +335,11 @@ static void ember_qmaxpool_max(uint8_t *EMBER_RESTRICT d, const uint8_t *EMBER_R
     }
 }
 static void ember_qmaxpool(uint8_t *y, const uint8_t *x, const int32_t *p, ptrdiff_t NC, int sgn, uint8_t *row) {
-    const int H = p[1], W = p[2], KH = p[4], KW = p[5], OH = p[7], OW = p[8], sh = p[10], sw = p[11];
-    const int dh = p[13], dw = p[14], pt = p[16], pl = p[17], wq = ember_qmaxpool_phase(p);
+    const int H = p[EMBER_POOL_IN_H], W = p[EMBER_POOL_IN_W], KH = p[EMBER_POOL_K_H], KW = p[EMBER_POOL_K_W],
+              OH = p[EMBER_POOL_OUT_H], OW = p[EMBER_POOL_OUT_W], sh = p[EMBER_POOL_STRIDE_H],
+              sw = p[EMBER_POOL_STRIDE_W];
+    const int dh = p[EMBER_POOL_DIL_H], dw = p[EMBER_POOL_DIL_W], pt = p[EMBER_POOL_PAD_H], pl = p[EMBER_POOL_PAD_W],
+              wq = ember_qmaxpool_phase(p);
     const int wpad = sw * wq, c0 = pl < wpad ? pl : wpad, c1 = pl + W < wpad ? pl + W : wpad;
     const uint8_t flip = sgn ? 0x80 : 0;
     uint8_t *phases = row + wpad;

@@ -240,31 +240,36 @@ static void ember_qlut(uint8_t *y, const uint8_t *x, ptrdiff_t n, const uint8_t 
 }
 /*@end*/
 
-/*@kernel ember_qavgpool requires ember_qround*/
-/* Average pooling of int8 (sgn = 1) / uint8 bytes with the pool.c geometry table p: the window sum of
+/*@kernel ember_qavgpool requires ember_qround ember_pool_geo*/
+/* Average pooling of int8 (sgn = 1) / uint8 bytes with the geometry table p (EMBER_POOL_*): the window sum of
  * (x - zx) requantised with the multiplier of its divisor, the count of taps inside the input
  * (include_pad = 0) or inside the padded input (1), as ember_avgpool_f32 counts them; the tables
  * mult/shift are indexed by that count (0 .. kernel volume). Padding adds 0 to the sum. */
 static void ember_qavgpool(uint8_t *y, const uint8_t *x, const int32_t *p, ptrdiff_t NC, int sgn, int zx,
                            int include_pad, const int32_t *mult, const int32_t *shift, const int32_t *out) {
-    const int D = p[0], H = p[1], W = p[2];
+    const int D = p[EMBER_POOL_IN_D], H = p[EMBER_POOL_IN_H], W = p[EMBER_POOL_IN_W];
     ptrdiff_t nc;
     int od, oh, ow, kd, kh, kw;
     for (nc = 0; nc < NC; ++nc) {
         const uint8_t *xc = x + nc * (ptrdiff_t)D * H * W;
-        for (od = 0; od < p[6]; ++od)
-            for (oh = 0; oh < p[7]; ++oh)
-                for (ow = 0; ow < p[8]; ++ow) {
+        for (od = 0; od < p[EMBER_POOL_OUT_D]; ++od)
+            for (oh = 0; oh < p[EMBER_POOL_OUT_H]; ++oh)
+                for (ow = 0; ow < p[EMBER_POOL_OUT_W]; ++ow) {
                     int32_t sum = 0, count = 0, padded = 0;
-                    for (kd = 0; kd < p[3]; ++kd) {
-                        const int id = od * p[9] - p[15] + kd * p[12];
-                        const int din = id >= 0 && id < D, dpad = id >= -p[15] && id < D + p[18];
-                        for (kh = 0; kh < p[4]; ++kh) {
-                            const int ih = oh * p[10] - p[16] + kh * p[13];
-                            const int hin = din && ih >= 0 && ih < H, hpad = dpad && ih >= -p[16] && ih < H + p[19];
-                            for (kw = 0; kw < p[5]; ++kw) {
-                                const int iw = ow * p[11] - p[17] + kw * p[14];
-                                if (hpad && iw >= -p[17] && iw < W + p[20]) ++padded;
+                    for (kd = 0; kd < p[EMBER_POOL_K_D]; ++kd) {
+                        const int id = od * p[EMBER_POOL_STRIDE_D] - p[EMBER_POOL_PAD_D]
+                                       + kd * p[EMBER_POOL_DIL_D];
+                        const int din = id >= 0 && id < D,
+                                  dpad = id >= -p[EMBER_POOL_PAD_D] && id < D + p[EMBER_POOL_PAD_END_D];
+                        for (kh = 0; kh < p[EMBER_POOL_K_H]; ++kh) {
+                            const int ih = oh * p[EMBER_POOL_STRIDE_H] - p[EMBER_POOL_PAD_H]
+                                           + kh * p[EMBER_POOL_DIL_H];
+                            const int hin = din && ih >= 0 && ih < H,
+                                      hpad = dpad && ih >= -p[EMBER_POOL_PAD_H] && ih < H + p[EMBER_POOL_PAD_END_H];
+                            for (kw = 0; kw < p[EMBER_POOL_K_W]; ++kw) {
+                                const int iw = ow * p[EMBER_POOL_STRIDE_W] - p[EMBER_POOL_PAD_W]
+                                               + kw * p[EMBER_POOL_DIL_W];
+                                if (hpad && iw >= -p[EMBER_POOL_PAD_W] && iw < W + p[EMBER_POOL_PAD_END_W]) ++padded;
                                 if (hin && iw >= 0 && iw < W) {
                                     sum += ember_q_load(xc, ((ptrdiff_t)id * H + ih) * W + iw, sgn) - zx;
                                     ++count;
