@@ -126,7 +126,9 @@ def _emit_nodes(graph: Graph, ctx: CodeContext) -> None:
         outs = ", ".join(v.name for v in node.outputs if v is not None)
         ctx.body.line(f"/* {c_comment(node.name)}: {node.op} -> {c_comment(outs)} */")
         ctx.body.line(f"EMBER_PROFILE_EVENT({i}, 0);")
-        if op.expr is not None:
+        if all(v is None or v.type.numel == 0 for v in node.outputs):
+            pass  # empty outputs: nothing to compute (and kernels get no scratch for them)
+        elif op.expr is not None:
             emit_chain(ctx, [(node, op.expr)], node.inputs, node.outputs[0])
         elif op.lower is not None:
             op.lower(node, KernelEmitter(ctx, node))
