@@ -4,9 +4,13 @@ Seeds are the small test models (LeNet of examples/make_lenet.py, the MLP and Co
 tests/support/models.py). Each mutant gets one to three structural mutations (op types, tensor names,
 attributes, initializers, shapes, element types, opsets, outputs) or byte flips, and runs in a forked
 child with a time limit. Outcomes: ok, error (a clean EmberError), traceback (any other exception: a
-bug), timeout, crash (the child died). Exit status 1 if any mutant gave a traceback or crash.
+bug), timeout, crash (the child died). `--full` goes on through the C compiler and runs each bundle
+that compiles in a C driver built with -Wall -Wextra -Werror and ASan+UBSan, on random inputs: a
+sanitizer report is `sanitizer`, a driver that fails to build or run is `cfail`. Exit status 1 on any
+outcome that is a bug (timeouts are reported only).
 
     python scripts/fuzz.py --iterations 500 --seed 1 --save /tmp/crashers
+    python scripts/fuzz.py --iterations 2000 --seed 3 --full --timeout 120
 """
 
 from __future__ import annotations
@@ -220,6 +224,10 @@ def mutant(r: random.Random, seeds: list[tuple[str, onnx.ModelProto]]) -> tuple[
 
 # ---- running one mutant ----
 
+# Outcomes that are bugs (a timeout may be a slow machine: reported, not failed on).
+BAD = ("traceback", "crash", "timeout", "sanitizer", "cfail")
+
+
 def compile_front(path: str) -> None:
     """What `ember compile` does before the C compiler: load, passes, limits, memory plan, C text."""
     from ember.config import CompileOptions
@@ -228,25 +236,49 @@ def compile_front(path: str) -> None:
     lower(path, CompileOptions())
 
 
-def _child(path: str, conn, memory_limit: int) -> None:
+_SANITIZER = ("AddressSanitizer", "UndefinedBehaviorSanitizer", "runtime error:", "LeakSanitizer")
+
+
+def compile_full(path: str, workdir: Path) -> None:
+    """The whole `ember compile` (C compiler included), then the bundle's C built into the C driver of
+    tests/support/cdriver.py with -Wall -Wextra -Werror and ASan+UBSan and run on random inputs."""
+    import ember
+    from ember.runtime.inputs import random_inputs
+    from tests.support import cdriver
+
+    bundle = ember.compile(path, workdir / "out")
+    cdriver.run(bundle.path, workdir / "drv", random_inputs(bundle, seed=0), sanitize=True)
+
+
+def _child(path: str, conn, memory_limit: int | None, full: bool) -> None:
     from ember.errors import EmberError
 
-    resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+    if memory_limit is not None:  # not with sanitizers: ASan reserves terabytes of address space
+        resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
     try:
-        compile_front(path)
+        if full:
+            compile_full(path, Path(path).parent / "full")
+        else:
+            compile_front(path)
         conn.send(("ok", ""))
     except EmberError as e:
         conn.send(("error", f"{type(e).__name__}: {e}"))
+    except AssertionError as e:
+        # cdriver: the C driver did not build or run. A sanitizer report, or generated C that fails to
+        # compile cleanly: both are bugs.
+        text = str(e)
+        conn.send(("sanitizer" if any(s in text for s in _SANITIZER) else "cfail", text[-3000:]))
     except BaseException as e:  # noqa: BLE001 - classifying every other exception is the point
         conn.send(("traceback", f"{type(e).__name__}: {e}\n{traceback.format_exc()}"))
 
 
-def run_one(data: bytes, timeout: float, workdir: Path, memory_limit: int = 4 << 30) -> tuple[str, str]:
+def run_one(data: bytes, timeout: float, workdir: Path, memory_limit: int | None = 4 << 30,
+            full: bool = False) -> tuple[str, str]:
     path = workdir / "fuzz.onnx"
     path.write_bytes(data)
     ctx = mp.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
-    p = ctx.Process(target=_child, args=(str(path), child, memory_limit))
+    p = ctx.Process(target=_child, args=(str(path), child, None if full else memory_limit, full))
     p.start()
     child.close()
     if not parent.poll(timeout):
@@ -261,7 +293,8 @@ def run_one(data: bytes, timeout: float, workdir: Path, memory_limit: int = 4 <<
     return outcome
 
 
-def fuzz(iterations: int, seed: int, timeout: float, save: Path | None, verbose: bool = False) -> Counter:
+def fuzz(iterations: int, seed: int, timeout: float, save: Path | None, verbose: bool = False,
+         full: bool = False) -> Counter:
     import ember.api  # noqa: F401 - imported once here, inherited by every forked child
 
     r = random.Random(seed)
@@ -270,9 +303,9 @@ def fuzz(iterations: int, seed: int, timeout: float, save: Path | None, verbose:
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(iterations):
             data, what = mutant(r, seeds)
-            outcome, detail = run_one(data, timeout, Path(tmp))
+            outcome, detail = run_one(data, timeout, Path(tmp), full=full)
             counts[outcome] += 1
-            if outcome in ("traceback", "crash", "timeout"):
+            if outcome in BAD:
                 first = detail.splitlines()[0] if detail else ""
                 print(f"#{i} {outcome}: {what}: {first}", file=sys.stderr)
                 if save is not None:
@@ -291,10 +324,12 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=30.0, help="seconds per mutant")
     ap.add_argument("--save", type=Path, help="keep mutants that gave a traceback, crash or timeout here")
     ap.add_argument("--verbose", action="store_true", help="print every outcome")
+    ap.add_argument("--full", action="store_true",
+                    help="the whole compile with the C compiler, and a run under ASan+UBSan of each bundle")
     args = ap.parse_args()
-    counts = fuzz(args.iterations, args.seed, args.timeout, args.save, args.verbose)
-    print(json.dumps({k: counts.get(k, 0) for k in ("ok", "error", "traceback", "timeout", "crash")}))
-    return 1 if counts["traceback"] or counts["crash"] else 0
+    counts = fuzz(args.iterations, args.seed, args.timeout, args.save, args.verbose, args.full)
+    print(json.dumps({k: counts.get(k, 0) for k in ("ok", "error", *BAD)}))
+    return 1 if any(counts[k] for k in BAD if k != "timeout") else 0
 
 
 if __name__ == "__main__":
