@@ -84,6 +84,13 @@ def conv_out(node: Node, ins: Sequence[int], kernel: Sequence[int], ceil: bool =
     if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
         return [-(-i // s) for i, s in zip(ins, strides, strict=True)]
     pads = [0] * (2 * r) if auto_pad == "VALID" else list(node.attrs.get("pads", [0] * (2 * r)))
+    for attr, values, want in (("kernel_shape", kernel, r), ("strides", strides, r), ("dilations", dil, r),
+                               ("pads", pads, 2 * r)):
+        if len(values) != want:
+            raise ShapeError(f"node '{node.name}' ({node.op}): attribute '{attr}' has {len(values)} values, "
+                             f"the {r}-D window needs {want}")
+    if any(s < 1 for s in strides) or any(d < 1 for d in dil):
+        raise ShapeError(f"node '{node.name}' ({node.op}): strides and dilations must be positive")
     out = []
     for j in range(r):
         span = ins[j] + pads[j] + pads[r + j] - ((kernel[j] - 1) * dil[j] + 1)

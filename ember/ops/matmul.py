@@ -165,7 +165,17 @@ def _infer_gemm(node: Node) -> list[TensorType | None]:
     kb, n = b.shape[::-1] if node.attrs.get("transB", 0) else b.shape
     if ka != kb:
         raise ShapeError(f"node '{node.name}' (Gemm): inner dimensions {ka} and {kb} differ")
+    c = node.input(2)
+    # C broadcasts to Y one way only (the kernel reads it with per-axis strides 0 or 1).
+    if c is not None and not _broadcasts_to(c.shape, (m, n)):
+        raise ShapeError(f"node '{node.name}' (Gemm): C {list(c.shape)} does not broadcast to Y [{m}, {n}]")
     return [typed(a.dtype, (m, n))]
+
+
+def _broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    """numpy's unidirectional broadcasting: `shape` stretches to `target`, never the other way."""
+    tail = target[len(target) - len(shape):]
+    return len(shape) <= len(target) and all(d in (1, t) for d, t in zip(shape, tail, strict=True))
 
 
 def _eval_gemm(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
