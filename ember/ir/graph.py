@@ -82,7 +82,9 @@ class Graph:
         self._names: set[str] = set()
 
     # construction -------------------------------------------------------
-    def unique_name(self, base: str) -> str:
+    def unique_name(self, base: str | bytes) -> str:
+        if isinstance(base, bytes):  # protobuf hands back proto2 strings that are not UTF-8 as bytes
+            base = base.decode("utf-8", errors="replace")
         name, i = base, 1
         while name in self._names:
             name = f"{base}_{i}"

@@ -53,6 +53,11 @@ def read_model(path: str) -> onnx.ModelProto:
     return model
 
 
+def _text(s: str | bytes) -> str:
+    """A name from the file as text: protobuf returns proto2 strings that are not UTF-8 as bytes."""
+    return s.decode("utf-8", errors="replace") if isinstance(s, bytes) else s
+
+
 def _first_line(e: BaseException) -> str:
     s = str(e).strip()
     return s.splitlines()[0] if s else type(e).__name__
@@ -146,7 +151,7 @@ class _Builder:
     # nodes ------------------------------------------------------------------
     def _nodes(self, nodes: list[onnx.NodeProto], env: dict[str, Value]) -> None:
         for index, np_node in enumerate(nodes):
-            label = np_node.name or f"{np_node.op_type}_{index}"
+            label = _text(np_node.name) or f"{_text(np_node.op_type)}_{index}"
             if np_node.op_type == "If" and np_node.domain in ("", "ai.onnx"):
                 self._inline_if(np_node, label, env)
                 continue
