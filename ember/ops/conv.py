@@ -71,7 +71,8 @@ class ConvGeometry:
                 and self.pads_begin == (0, 0, 0))
 
 
-def _dims(xs: list[int], fill: int) -> Dims:
+def dims3(xs: list[int], fill: int) -> Dims:
+    """`pad3` as a typed (D, H, W) triple."""
     a, b, c = pad3(xs, fill)
     return a, b, c
 
@@ -98,8 +99,8 @@ def conv_geometry(node: Node, x_spatial: list[int], k_spatial: list[int], out_sp
     else:
         pads = list(node.attrs.get("pads", [0] * (2 * r)))[:r]
     x = present(node.input(0))
-    return ConvGeometry(x.shape[1], _dims(x_spatial, 1), _dims(k_spatial, 1), _dims(out_spatial, 1),
-                        _dims(strides, 1), _dims(dil, 1), _dims(pads, 0))
+    return ConvGeometry(x.shape[1], dims3(x_spatial, 1), dims3(k_spatial, 1), dims3(out_spatial, 1),
+                        dims3(strides, 1), dims3(dil, 1), dims3(pads, 0))
 
 
 def _normalize(node: Node, graph: Graph) -> None:

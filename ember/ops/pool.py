@@ -13,7 +13,7 @@ from ember.codegen.emitter import KernelEmitter, literal
 from ember.errors import ShapeError, UnsupportedOperatorError
 from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node
-from ember.ops.conv import Dims, pad3, same_pads_begin
+from ember.ops.conv import Dims, dims3, same_pads_begin
 from ember.ops.infer import conv_out, inp, same_as_input, typed
 from ember.ops.matmul import present
 from ember.ops.opdef import Int8, OpDef
@@ -54,11 +54,6 @@ class PoolGeometry:
         return [v for dims in astuple(self) for v in dims]
 
 
-def _dims(xs: list[int], fill: int) -> Dims:
-    a, b, c = pad3(xs, fill)
-    return a, b, c
-
-
 def pool_geometry(node: Node) -> PoolGeometry:
     """`node`'s window geometry from its input and output shapes and its attributes (auto_pad resolved)."""
     x, y = present(node.input(0)), present(node.outputs[0])
@@ -78,8 +73,8 @@ def pool_geometry(node: Node) -> PoolGeometry:
     else:
         pads = list(node.attrs.get("pads", [0] * (2 * r)))
         begin, end = pads[:r], pads[r:]
-    return PoolGeometry(_dims(ins, 1), _dims(kernel, 1), _dims(outs, 1), _dims(strides, 1), _dims(dil, 1),
-                        _dims(begin, 0), _dims(end, 0))
+    return PoolGeometry(dims3(ins, 1), dims3(kernel, 1), dims3(outs, 1), dims3(strides, 1), dims3(dil, 1),
+                        dims3(begin, 0), dims3(end, 0))
 
 
 def _check_rank(node: Node, types: tuple[DType, ...] = (DType.FLOAT32,)) -> None:
