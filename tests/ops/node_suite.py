@@ -253,3 +253,53 @@ def bake_shape_inputs(name: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray]
             g.initializer.append(numpy_helper.from_array(feeds.pop(vi.name), vi.name))
             g.input.remove(vi)
     return model, feeds, [o.name for o in g.output]
+
+
+def mismatch(name: str, got: dict[str, np.ndarray], out_names: list[str]) -> str | None:
+    """Why a bundle's outputs differ from a node test's expected ones (None: they match at its tolerances)."""
+    case = all_node_tests()[name]
+    for out_name, ref in zip(out_names, case.data_sets[0][1], strict=True):
+        ref, res = as_array(ref), got[out_name]
+        if res.shape != ref.shape or res.dtype != ref.dtype:
+            return f"{out_name}: {res.dtype}{list(res.shape)} != expected {ref.dtype}{list(ref.shape)}"
+        same = (np.array_equal(res, ref) if ref.dtype.kind in "biu"
+                else np.allclose(res, ref, rtol=case.rtol, atol=case.atol, equal_nan=True))
+        if not same:
+            return f"{out_name}: values differ beyond rtol={case.rtol} atol={case.atol}"
+    return None
+
+
+# The only tests the all-of-ONNX rate may set aside: graphs of sequence or optional values, string
+# tensors, and the preview.training optimizers (ember compiles inference tensors).
+_SEQUENCE_OPS = {"SequenceAt", "SequenceConstruct", "SequenceEmpty", "SequenceErase", "SequenceInsert",
+                 "SequenceLength", "SequenceMap", "SplitToSequence", "ConcatFromSequence", "Optional",
+                 "OptionalGetElement", "OptionalHasElement"}
+_STRING_OPS = {"StringNormalizer", "StringSplit", "StringConcat", "RegexFullMatch"}
+_TRAINING_DOMAIN = "ai.onnx.preview.training"
+
+
+def set_aside_reason(name: str) -> str | None:
+    """Why a node test is outside what a static-memory tensor compiler can take (None: it counts)."""
+    model = all_node_tests()[name].model
+
+    def walk(graph: onnx.GraphProto) -> str | None:
+        for vi in [*graph.input, *graph.output, *graph.value_info]:
+            if vi.type.HasField("sequence_type") or vi.type.HasField("optional_type"):
+                return "sequence/optional values"
+            if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type == onnx.TensorProto.STRING:
+                return "string tensors"
+        for n in graph.node:
+            if n.domain == _TRAINING_DOMAIN:
+                return "preview.training optimizer"
+            if n.op_type in _SEQUENCE_OPS:
+                return "sequence/optional values"
+            if n.op_type in _STRING_OPS:
+                return "string tensors"
+            for a in n.attribute:
+                if a.HasField("g") and (why := walk(a.g)):
+                    return why
+                if a.HasField("t") and a.t.data_type == onnx.TensorProto.STRING:
+                    return "string tensors"
+        return None
+
+    return walk(model.graph)

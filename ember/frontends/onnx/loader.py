@@ -178,7 +178,7 @@ class _Builder:
         if version < entry.since:
             raise UnsupportedOperatorError(np_node.op_type, label, f"opset {version} is older than the oldest "
                                            f"supported ({entry.since})", domain=domain or "ai.onnx")
-        if not domain and not onnx.defs.has(np_node.op_type, version):
+        if not domain and onnx.defs.has(np_node.op_type) and not onnx.defs.has(np_node.op_type, version):
             raise UnsupportedOperatorError(np_node.op_type, label, f"it is not defined at opset {version}, the "
                                            "model's (it came in a later opset)", domain="ai.onnx")
         opdef = registry.get(entry.ir)
@@ -241,7 +241,9 @@ class _Builder:
             if res is not None:
                 return res
         # `fold_late` ops (DequantizeLinear of int8 weights) stay nodes: a pass turns them into integer kernels.
-        if (np_node.op_type in _NONDETERMINISTIC or opdef.data.get("fold_late")
+        # Operators outside ONNX (com.microsoft) fold after their adapter rewrote them, in the passes.
+        if (np_node.op_type in _NONDETERMINISTIC or opdef.data.get("fold_late") or not onnx.defs.has(np_node.op_type)
+                or np_node.domain not in ("", "ai.onnx")
                 or any(v is not None and not v.is_const for v in node.inputs)):
             return None
         try:

@@ -305,5 +305,10 @@ def lookup(op_type: str, domain: str) -> OnnxOp | None:
 def supported_ops() -> set[str]:
     """The ai.onnx operator types the frontend maps (the table's and the registry's by name)."""
     by_name = {name for name in registry.load_all() if onnx.defs.has(name)}
-    return by_name | {op_type for domain, op_type in ONNX_OPS if not domain and ONNX_OPS[(domain, op_type)].ir}
+    return by_name | {op_type for domain, op_type in ONNX_OPS
+                      if not domain and ONNX_OPS[(domain, op_type)].ir and onnx.defs.has(op_type)}
 
+
+
+# onnxruntime's com.microsoft operators register themselves in the table above.
+from ember.frontends.onnx import contrib  # noqa: E402, F401

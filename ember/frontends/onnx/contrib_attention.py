@@ -1,0 +1,136 @@
+"""onnxruntime's com.microsoft Attention and MultiHeadAttention, as canonical IR ops.
+
+The transformer optimizer (`onnxruntime.transformers.optimizer`) fuses a BERT-style self-attention into
+one Attention node: a packed QKV projection (input · weights + bias), a padding mask given as per-row
+lengths (mask_index) or as a 0/1 mask, and an optional causal (unidirectional) mask. Both become: the
+projection as MatMul + Add, the heads split by Reshape/Transpose, scores Q·Kᵀ·scale plus an additive mask,
+Softmax, ·V, and the heads merged back — ops the passes fuse and the matmul kernels run.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ember.errors import ShapeError
+from ember.frontends.onnx.contrib import Rewrite, register, rewrites
+from ember.ir.dtypes import DType
+from ember.ir.graph import Value
+
+# onnxruntime's default mask_filter_value: what a masked score becomes before the softmax.
+_MASK_FILTER = -10000.0
+
+
+def _heads(r: Rewrite, x: Value, batch: int, seq: int, heads: int, size: int, what: str) -> Value:
+    """[B, S, N*h] -> [B, N, S, h] (h = size)."""
+    split = r.op("Reshape", [x, r.const(f"{what}_shape", np.asarray([batch, seq, heads, size], np.int64))],
+                 f"{what}_split")
+    return r.op("Transpose", [split], f"{what}_heads", {"perm": [0, 2, 1, 3]})
+
+
+def _padding_mask(r: Rewrite, mask: Value, batch: int, seq: int, total: int, fill: float) -> Value:
+    """The additive mask (0 where attended, `fill` where masked), broadcastable to [B, N, S, T]."""
+    if mask.type.rank == 1 and mask.shape[0] == batch:  # valid lengths: tokens at or past the length are padding
+        lengths = r.op("Reshape", [mask, r.const("len_shape", np.asarray([batch, 1], np.int64))], "lengths")
+        positions = r.const("positions", np.arange(total, dtype=mask.dtype.np).reshape(1, total))
+        keep = r.op("Less", [positions, lengths], "keep")
+        shape = [batch, 1, 1, total]
+    elif mask.type.rank in (2, 3):  # 1 attends, 0 is masked: [B, T] or [B, S, T]
+        keep = r.op("Cast", [mask], "keep", {"to": DType.BOOL})
+        shape = [batch, 1, 1, total] if mask.type.rank == 2 else [batch, 1, seq, total]
+    else:
+        raise r.refuse(f"a mask_index of shape {list(mask.shape)} (supported: [batch] lengths, [batch, total] "
+                       "and [batch, sequence, total] masks)")
+    zero, masked = r.const("zero", np.asarray(0.0, np.float32)), r.const("fill", np.asarray(fill, np.float32))
+    additive = r.op("Where", [keep, zero, masked], "mask_add")
+    return r.op("Reshape", [additive, r.const("mask_shape", np.asarray(shape, np.int64))], "mask_4d")
+
+
+def _attend(r: Rewrite, qkv: tuple[Value, Value, Value], dims: tuple[int, int, int], sizes: list[int], heads: int,
+            mask: Value | None, attrs: dict) -> None:
+    """Scaled dot-product attention of projections q [B, S, Dq], k [B, T, Dk], v [B, T, Dv] (dims: B, S, T;
+    sizes: Dq, Dk, Dv; adapters build nodes before types are inferred, so sizes come from the caller) into
+    the node's output 0 ([B, S, Dv]). Input 5 is the additive attention bias of both operators."""
+    q, k, v = qkv
+    batch, seq, total = dims
+    if any(s % heads for s in sizes):
+        raise ShapeError(f"node '{r.node.name}' ({r.node.op}): sizes {sizes} do not divide into {heads} heads")
+    head_size = sizes[0] // heads
+    qh, kh, vh = (_heads(r, t, batch, n, heads, size // heads, w)
+                  for t, n, size, w in ((q, seq, sizes[0], "q"), (k, total, sizes[1], "k"), (v, total, sizes[2], "v")))
+    scale = float(attrs.get("scale", 0.0))
+    fill = float(attrs.get("mask_filter_value", _MASK_FILTER))
+    bias, causal = r.input(5), attrs.get("unidirectional")
+    kt = r.op("Transpose", [kh], "k_t", {"perm": [0, 1, 3, 2]})
+    scores = r.op("MatMul", [qh, kt], "scores")
+    factor = scale or 1.0 / math.sqrt(head_size)
+    scores = r.op("Mul", [scores, r.const("scale", np.asarray(factor, np.float32))], "scaled")
+    if mask is not None:
+        scores = r.op("Add", [scores, _padding_mask(r, mask, batch, seq, total, fill)], "masked")
+    if bias is not None:
+        scores = r.op("Add", [scores, bias], "biased")
+    if causal:  # query i sees keys up to i (the keys after any past ones)
+        future = np.triu(np.ones((seq, total), bool), k=total - seq + 1)
+        scores = r.op("Add", [scores, r.const("causal", np.where(future, fill, 0.0).astype(np.float32))], "causal")
+    probs = r.op("Softmax", [scores], "probs", {"axis": -1})
+    context = r.op("MatMul", [probs, vh], "context")
+    merged = r.op("Transpose", [context], "context_t", {"perm": [0, 2, 1, 3]})
+    out_shape = np.asarray([batch, seq, sizes[2]], np.int64)
+    r.op("Reshape", [merged, r.const("out_shape", out_shape)], "out", out=r.output(0))
+
+
+def _check_3d(r: Rewrite, x: Value, what: str) -> tuple[int, int]:
+    if x.type.rank != 3:
+        raise ShapeError(f"node '{r.node.name}' ({r.node.op}): {what} must be [batch, sequence, hidden], "
+                         f"not {list(x.shape)}")
+    return x.shape[0], x.shape[1]
+
+
+@rewrites
+def _attention(r: Rewrite, attrs: dict) -> None:
+    # (input, weights, bias, mask_index, past, attention_bias, past_sequence_length) -> (output, present)
+    for i, what in ((4, "past"), (6, "past_sequence_length")):
+        if r.input(i) is not None:
+            raise r.refuse(f"the {what} input (key/value caches)")
+    if r.output(1) is not None:
+        raise r.refuse("the present output (key/value caches)")
+    if attrs.get("do_rotary", 0):
+        raise r.refuse("do_rotary=1")
+    x, weights = r.need(0, "input"), r.need(1, "weights")
+    batch, seq = _check_3d(r, x, "input")
+    hidden = weights.shape[-1] // 3
+    sizes = [int(s) for s in attrs.get("qkv_hidden_sizes", [hidden] * 3)]
+    packed = r.op("MatMul", [x, weights], "qkv")
+    if r.input(2) is not None:
+        packed = r.op("Add", [packed, r.input(2)], "qkv_bias")
+    q, k, v = (r.ctx.value(r.node, w) for w in ("q", "k", "v"))
+    r.op("Split", [packed, r.const("qkv_sizes", np.asarray(sizes, np.int64))], "q", {"axis": -1}, out=q,
+         extra_outputs=[k, v])
+    _attend(r, (q, k, v), (batch, seq, seq), sizes, int(attrs["num_heads"]), r.input(3), attrs)
+
+
+@rewrites
+def _multi_head_attention(r: Rewrite, attrs: dict) -> None:
+    # (query, key, value, bias, key_padding_mask, attention_bias, past_key, past_value, ...) -> (output, ...)
+    for i in range(6, len(r.node.inputs)):
+        if r.input(i) is not None:
+            raise r.refuse(f"input {i} (key/value caches)")
+    if any(o is not None for o in r.node.outputs[1:]):
+        raise r.refuse("the present_key/present_value outputs (key/value caches)")
+    q, k, v = r.need(0, "query"), r.need(1, "key"), r.need(2, "value")
+    batch, seq = _check_3d(r, q, "query")
+    total = _check_3d(r, k, "key")[1]
+    _check_3d(r, v, "value")
+    sizes = [q.shape[-1], k.shape[-1], v.shape[-1]]
+    bias = r.input(3)
+    if bias is not None:  # one packed [D_q + D_k + D_v] bias
+        qb, kb, vb = (r.ctx.value(r.node, w) for w in ("q_bias", "k_bias", "v_bias"))
+        r.op("Split", [bias, r.const("bias_sizes", np.asarray(sizes, np.int64))], "q_bias", {"axis": 0}, out=qb,
+             extra_outputs=[kb, vb])
+        q, k, v = (r.op("Add", [t, b], f"{w}_biased") for t, b, w in ((q, qb, "q"), (k, kb, "k"), (v, vb, "v")))
+    _attend(r, (q, k, v), (batch, seq, total), sizes, int(attrs["num_heads"]), r.input(4), attrs)
+
+
+register("Attention", _attention)
+register("MultiHeadAttention", _multi_head_attention)
