@@ -11,96 +11,27 @@ QuantizeLinear, which fold_qdq turns back into one integer kernel).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
-from ember.errors import ShapeError, UnsupportedOperatorError
-from ember.frontends.onnx.ops import ONNX_OPS, AdaptContext, Adapter, OnnxOp
+from ember.errors import ShapeError
+from ember.frontends.onnx.rewrite import Build, Rewrite, register
 from ember.ir.dtypes import DType
-from ember.ir.graph import Node, Value
+from ember.ir.graph import Value
 
 MS = "com.microsoft"
 
 
-class Rewrite:
-    """Builds the canonical nodes that replace one contrib node; the last ones write the node's outputs."""
-
-    def __init__(self, node: Node, ctx: AdaptContext) -> None:
-        self.node, self.ctx = node, ctx
-        self.nodes: list[Node] = []
-
-    def input(self, i: int) -> Value | None:
-        return self.node.input(i)
-
-    def need(self, i: int, what: str) -> Value:
-        v = self.node.input(i)
-        if v is None:
-            raise ShapeError(f"node '{self.node.name}' ({self.node.op}): input {i} ({what}) is required")
-        return v
-
-    def const(self, what: str, array: np.ndarray) -> Value:
-        return self.ctx.const(self.node, what, array)
-
-    def op(self, op: str, inputs: Sequence[Value | None], what: str, attrs: dict | None = None,
-           out: Value | None = None, extra_outputs: Sequence[Value | None] = ()) -> Value:
-        """Appends `op`; its first output is `out` (a node output) or a new intermediate named `what`."""
-        y = out if out is not None else self.ctx.value(self.node, what)
-        name = self.ctx.graph.unique_name(f"{self.node.name}_{what}")
-        self.nodes.append(Node(op, name, list(inputs), [y, *extra_outputs], dict(attrs or {})))
-        return y
-
-    def output(self, i: int) -> Value | None:
-        return self.node.outputs[i] if i < len(self.node.outputs) else None
-
-    def copy_to(self, v: Value, i: int) -> None:
-        """Makes contrib output `i` (when the model uses it) hold `v`."""
-        out = self.output(i)
-        if out is not None:
-            self.op("Identity", [v], f"out{i}", out=out)
-
-    def dequantize(self, x: Value, scale: Value | None, zero: Value | None, what: str) -> Value:
-        if scale is None:
-            raise ShapeError(f"node '{self.node.name}' ({self.node.op}): the scale of '{x.name}' is required")
-        return self.op("DequantizeLinear", [x, scale, zero], f"{what}_dq", {"axis": 1})
-
-    def quantize(self, y: Value, scale: Value | None, zero: Value | None, out: Value | None, what: str) -> Value:
-        if scale is None:
-            raise ShapeError(f"node '{self.node.name}' ({self.node.op}): the output scale is required")
-        return self.op("QuantizeLinear", [y, scale, zero], what, {"axis": 1}, out=out)
-
-    def refuse(self, detail: str) -> UnsupportedOperatorError:
-        return UnsupportedOperatorError(self.node.op, self.node.name, detail, domain=MS)
-
-
-def register(op_type: str, adapt: Adapter, domain: str = MS) -> None:
-    # The IR op named here only types the node before the adapter replaces it; the adapter's nodes count.
-    ONNX_OPS[(domain, op_type)] = OnnxOp("Identity", 1, adapt)
-
-
-def rewrites(build):  # noqa: ANN001, ANN202 - decorator over adapters written against Rewrite
-    def adapt(node: Node, ctx: AdaptContext) -> list[Node]:
-        r = Rewrite(node, ctx)
-        build(r, node.attrs)
-        return r.nodes
-
-    return adapt
-
-
 # ---- activations ---------------------------------------------------------------------------------
 
-@rewrites
 def _gelu(r: Rewrite, attrs: dict) -> None:
     r.op("Gelu", [r.need(0, "X")], "gelu", out=r.output(0))
 
 
-@rewrites
 def _bias_gelu(r: Rewrite, attrs: dict) -> None:
     s = r.op("Add", [r.need(0, "A"), r.need(1, "B")], "sum")
     r.op("Gelu", [s], "gelu", out=r.output(0))
 
 
-@rewrites
 def _fast_gelu(r: Rewrite, attrs: dict) -> None:
     x = r.need(0, "X")
     if r.input(1) is not None:
@@ -108,7 +39,6 @@ def _fast_gelu(r: Rewrite, attrs: dict) -> None:
     r.op("Gelu", [x], "gelu", {"approximate": "tanh"}, out=r.output(0))
 
 
-@rewrites
 def _quick_gelu(r: Rewrite, attrs: dict) -> None:
     # x * sigmoid(alpha * x)
     x = r.need(0, "X")
@@ -128,7 +58,6 @@ def _last_two_swapped(r: Rewrite, x: Value, what: str) -> Value:
     return r.op("Transpose", [x], what, {"perm": perm})
 
 
-@rewrites
 def _fused_matmul(r: Rewrite, attrs: dict) -> None:
     if attrs.get("transBatchA", 0) or attrs.get("transBatchB", 0):
         raise r.refuse("transBatchA/transBatchB")
@@ -175,7 +104,6 @@ def _matmul_nbits_weight(r: Rewrite, attrs: dict) -> np.ndarray:
     return np.ascontiguousarray(w.reshape(n, blocks * block)[:, :k].T)
 
 
-@rewrites
 def _matmul_nbits(r: Rewrite, attrs: dict) -> None:
     # The block-quantized weights are dequantized at compile time: ember runs them as float32 weights.
     w = r.const("weight", _matmul_nbits_weight(r, attrs))
@@ -198,7 +126,6 @@ def _integer_matmul_to_float(r: Rewrite, a: Value, b: Value, a_zero: Value | Non
     r.op("Add", [scaled, bias], "biased", out=r.output(0))
 
 
-@rewrites
 def _dynamic_quantize_matmul(r: Rewrite, attrs: dict) -> None:
     # A is quantized to uint8 at run time (DynamicQuantizeLinear), multiplied in integers, rescaled.
     a = r.need(0, "A")
@@ -209,14 +136,12 @@ def _dynamic_quantize_matmul(r: Rewrite, attrs: dict) -> None:
     _integer_matmul_to_float(r, a_q, r.need(1, "B"), a_zero, r.input(3), scale, r.input(4))
 
 
-@rewrites
 def _matmul_integer_to_float(r: Rewrite, attrs: dict) -> None:
     # (A, B, a_scale, b_scale, a_zero_point, b_zero_point, bias)
     scale = r.op("Mul", [r.need(2, "a_scale"), r.need(3, "b_scale")], "scale")
     _integer_matmul_to_float(r, r.need(0, "A"), r.need(1, "B"), r.input(4), r.input(5), scale, r.input(6))
 
 
-@rewrites
 def _qgemm(r: Rewrite, attrs: dict) -> None:
     # (A, a_scale, a_zp, B, b_scale, b_zp, C: int32 bias at scale a_scale*b_scale, y_scale, y_zp)
     a = r.dequantize(r.need(0, "A"), r.input(1), r.input(2), "a")
@@ -240,8 +165,7 @@ def _qgemm(r: Rewrite, attrs: dict) -> None:
 
 # ---- QLinear pointwise ops: dequantize, compute in float, quantize (fold_qdq makes them integer) ----------
 
-def _qlinear_binary(op: str) -> Adapter:
-    @rewrites
+def _qlinear_binary(op: str) -> Build:
     def build(r: Rewrite, attrs: dict) -> None:
         # (A, A_scale, A_zp, B, B_scale, B_zp, C_scale, C_zp)
         a = r.dequantize(r.need(0, "A"), r.input(1), r.input(2), "a")
@@ -252,8 +176,7 @@ def _qlinear_binary(op: str) -> Adapter:
     return build
 
 
-def _qlinear_unary(op: str, **fixed: object) -> Adapter:
-    @rewrites
+def _qlinear_unary(op: str, **fixed: object) -> Build:
     def build(r: Rewrite, attrs: dict) -> None:
         # (X, X_scale, X_zp, Y_scale, Y_zp)
         x = r.dequantize(r.need(0, "X"), r.input(1), r.input(2), "x")
@@ -264,7 +187,6 @@ def _qlinear_unary(op: str, **fixed: object) -> Adapter:
     return build
 
 
-@rewrites
 def _qlinear_global_average_pool(r: Rewrite, attrs: dict) -> None:
     x = r.dequantize(r.need(0, "X"), r.input(1), r.input(2), "x")
     if attrs.get("channels_last", 0):  # NHWC: a mean over the spatial axes, kept as size-1 dims
@@ -276,7 +198,6 @@ def _qlinear_global_average_pool(r: Rewrite, attrs: dict) -> None:
     r.quantize(y, r.input(3), r.input(4), r.output(0), "y")
 
 
-@rewrites
 def _qlinear_concat(r: Rewrite, attrs: dict) -> None:
     # (Y_scale, Y_zp, then (X, X_scale, X_zp) per input)
     parts = []
@@ -288,7 +209,6 @@ def _qlinear_concat(r: Rewrite, attrs: dict) -> None:
     r.quantize(y, r.input(0), r.input(1), r.output(0), "y")
 
 
-@rewrites
 def _qlinear_average_pool(r: Rewrite, attrs: dict) -> None:
     if attrs.get("channels_last", 0):
         raise r.refuse("channels_last=1")
@@ -316,7 +236,6 @@ def _skip_sum(r: Rewrite) -> Value:
     return s if bias is None else r.op("Add", [s, bias], "skip_bias_sum")
 
 
-@rewrites
 def _skip_layer_norm(r: Rewrite, attrs: dict) -> None:
     # (input, skip, gamma, beta, bias) -> (output, mean, inv_std_var, input_skip_bias_sum)
     s = _skip_sum(r)
@@ -326,7 +245,6 @@ def _skip_layer_norm(r: Rewrite, attrs: dict) -> None:
     r.copy_to(s, 3)
 
 
-@rewrites
 def _skip_simplified_layer_norm(r: Rewrite, attrs: dict) -> None:
     # (input, skip, gamma, bias) -> (output, mean, inv_std_var, input_skip_bias_sum)
     if r.output(1) is not None or r.output(2) is not None:
@@ -338,7 +256,6 @@ def _skip_simplified_layer_norm(r: Rewrite, attrs: dict) -> None:
     r.copy_to(s, 3)
 
 
-@rewrites
 def _simplified_layer_norm(r: Rewrite, attrs: dict) -> None:
     # (X, scale) -> (Y, inv_std_var): RMS normalization over the axes from `axis` (the last, in practice)
     x = r.need(0, "X")
@@ -350,7 +267,6 @@ def _simplified_layer_norm(r: Rewrite, attrs: dict) -> None:
     _rms_normalize(r, x, r.need(1, "scale"), float(attrs.get("epsilon", 1e-5)), r.output(0))
 
 
-@rewrites
 def _embed_layer_norm(r: Rewrite, attrs: dict) -> None:
     # (input_ids, segment_ids, word_embedding, position_embedding, segment_embedding, gamma, beta, mask,
     #  position_ids) -> (output, mask_index, embedding_sum)
@@ -384,31 +300,27 @@ def _embed_layer_norm(r: Rewrite, attrs: dict) -> None:
 
 # ---- the table -----------------------------------------------------------------------------------
 
-def _by_name(node: Node, ctx: AdaptContext) -> list[Node]:
-    return [node]
-
-
-register("Gelu", _gelu)
-register("BiasGelu", _bias_gelu)
-register("FastGelu", _fast_gelu)
-register("QuickGelu", _quick_gelu)
-register("FusedMatMul", _fused_matmul)
-register("MatMulNBits", _matmul_nbits)
-register("DynamicQuantizeMatMul", _dynamic_quantize_matmul)
-register("MatMulIntegerToFloat", _matmul_integer_to_float)
-register("QGemm", _qgemm)
-register("QLinearAdd", _qlinear_binary("Add"))
-register("QLinearMul", _qlinear_binary("Mul"))
-register("QLinearSigmoid", _qlinear_unary("Sigmoid"))
-register("QLinearLeakyRelu", _qlinear_unary("LeakyRelu", alpha=0.01))
-register("QLinearGlobalAveragePool", _qlinear_global_average_pool)
-register("QLinearConcat", _qlinear_concat)
-register("QLinearAveragePool", _qlinear_average_pool)
-register("SkipLayerNormalization", _skip_layer_norm)
-register("SkipSimplifiedLayerNormalization", _skip_simplified_layer_norm)
-register("EmbedLayerNormalization", _embed_layer_norm)
+register(MS, "Gelu", _gelu)
+register(MS, "BiasGelu", _bias_gelu)
+register(MS, "FastGelu", _fast_gelu)
+register(MS, "QuickGelu", _quick_gelu)
+register(MS, "FusedMatMul", _fused_matmul)
+register(MS, "MatMulNBits", _matmul_nbits)
+register(MS, "DynamicQuantizeMatMul", _dynamic_quantize_matmul)
+register(MS, "MatMulIntegerToFloat", _matmul_integer_to_float)
+register(MS, "QGemm", _qgemm)
+register(MS, "QLinearAdd", _qlinear_binary("Add"))
+register(MS, "QLinearMul", _qlinear_binary("Mul"))
+register(MS, "QLinearSigmoid", _qlinear_unary("Sigmoid"))
+register(MS, "QLinearLeakyRelu", _qlinear_unary("LeakyRelu", alpha=0.01))
+register(MS, "QLinearGlobalAveragePool", _qlinear_global_average_pool)
+register(MS, "QLinearConcat", _qlinear_concat)
+register(MS, "QLinearAveragePool", _qlinear_average_pool)
+register(MS, "SkipLayerNormalization", _skip_layer_norm)
+register(MS, "SkipSimplifiedLayerNormalization", _skip_simplified_layer_norm)
+register(MS, "EmbedLayerNormalization", _embed_layer_norm)
 # onnxruntime registers SimplifiedLayerNormalization in the ONNX domain, though ONNX does not define it.
-register("SimplifiedLayerNormalization", _simplified_layer_norm, domain="")
+register("", "SimplifiedLayerNormalization", _simplified_layer_norm)
 
 # Attention and MultiHeadAttention, in a module of their own.
 from ember.frontends.onnx import contrib_attention  # noqa: E402, F401

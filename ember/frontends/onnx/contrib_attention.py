@@ -14,7 +14,8 @@ import math
 import numpy as np
 
 from ember.errors import ShapeError
-from ember.frontends.onnx.contrib import Rewrite, register, rewrites
+from ember.frontends.onnx.contrib import MS
+from ember.frontends.onnx.rewrite import Rewrite, register
 from ember.ir.dtypes import DType
 from ember.ir.graph import Value
 
@@ -55,7 +56,7 @@ def _attend(r: Rewrite, qkv: tuple[Value, Value, Value], dims: tuple[int, int, i
     q, k, v = qkv
     batch, seq, total = dims
     if any(s % heads for s in sizes):
-        raise ShapeError(f"node '{r.node.name}' ({r.node.op}): sizes {sizes} do not divide into {heads} heads")
+        raise ShapeError(f"node '{r.node.name}' ({r.op_type}): sizes {sizes} do not divide into {heads} heads")
     head_size = sizes[0] // heads
     qh, kh, vh = (_heads(r, t, batch, n, heads, size // heads, w)
                   for t, n, size, w in ((q, seq, sizes[0], "q"), (k, total, sizes[1], "k"), (v, total, sizes[2], "v")))
@@ -82,12 +83,11 @@ def _attend(r: Rewrite, qkv: tuple[Value, Value, Value], dims: tuple[int, int, i
 
 def _check_3d(r: Rewrite, x: Value, what: str) -> tuple[int, int]:
     if x.type.rank != 3:
-        raise ShapeError(f"node '{r.node.name}' ({r.node.op}): {what} must be [batch, sequence, hidden], "
+        raise ShapeError(f"node '{r.node.name}' ({r.op_type}): {what} must be [batch, sequence, hidden], "
                          f"not {list(x.shape)}")
     return x.shape[0], x.shape[1]
 
 
-@rewrites
 def _attention(r: Rewrite, attrs: dict) -> None:
     # (input, weights, bias, mask_index, past, attention_bias, past_sequence_length) -> (output, present)
     for i, what in ((4, "past"), (6, "past_sequence_length")):
@@ -110,7 +110,6 @@ def _attention(r: Rewrite, attrs: dict) -> None:
     _attend(r, (q, k, v), (batch, seq, seq), sizes, int(attrs["num_heads"]), r.input(3), attrs)
 
 
-@rewrites
 def _multi_head_attention(r: Rewrite, attrs: dict) -> None:
     # (query, key, value, bias, key_padding_mask, attention_bias, past_key, past_value, ...) -> (output, ...)
     for i in range(6, len(r.node.inputs)):
@@ -132,5 +131,5 @@ def _multi_head_attention(r: Rewrite, attrs: dict) -> None:
     _attend(r, (q, k, v), (batch, seq, total), sizes, int(attrs["num_heads"]), r.input(4), attrs)
 
 
-register("Attention", _attention)
-register("MultiHeadAttention", _multi_head_attention)
+register(MS, "Attention", _attention)
+register(MS, "MultiHeadAttention", _multi_head_attention)

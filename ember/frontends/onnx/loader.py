@@ -68,8 +68,8 @@ def load_onnx(model: onnx.ModelProto | str, options: LoadOptions | None = None, 
     if isinstance(model, str):
         model = read_model(model)
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
-    if opset == 0:
-        raise ModelFormatError("model imports no ai.onnx opset")
+    if opset == 0 and not any(o.domain in ("ai.onnx.ml", "com.microsoft") for o in model.opset_import):
+        raise ModelFormatError("model imports no ai.onnx opset")  # an ai.onnx.ml model may import only its own
     check_model(model)
     graph = _Builder(model, opts, name, opset).build()
     check_types(model, graph, inputs_overridden=any(s.dtype is not None for s in opts.inputs.values()))

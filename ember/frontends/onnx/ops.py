@@ -310,5 +310,5 @@ def supported_ops() -> set[str]:
 
 
 
-# onnxruntime's com.microsoft operators register themselves in the table above.
-from ember.frontends.onnx import contrib  # noqa: E402, F401
+# onnxruntime's com.microsoft operators and the ai.onnx.ml domain register themselves in the table above.
+from ember.frontends.onnx import contrib, ml  # noqa: E402, F401
