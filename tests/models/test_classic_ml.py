@@ -131,3 +131,35 @@ def test_xgboost(classes: int | None, tmp_path: Path) -> None:
     model = onnxmltools.convert_xgboost(estimator, initial_types=[("X", FloatTensorType([None, x.shape[1]]))],
                                         target_opset=15)
     _check(model, x, tmp_path)
+
+
+def test_forest_bundle_is_sanitizer_clean_and_builds_for_cortex_m(tmp_path: Path) -> None:
+    """The tree walk's C under ASan/UBSan with -Werror (rows with NaN features too), and for a Cortex-M4."""
+    from tests.support import cdriver
+
+    x, y = _data(3)
+    x[::5, 1] = np.nan
+    model = _convert(ensemble.RandomForestClassifier(6, max_depth=6, random_state=0).fit(np.nan_to_num(x), y), x)
+    path = tmp_path / "forest.onnx"
+    onnx.save(model, path)
+    feeds = {"X": x[:16]}
+    want = onnxruntime_outputs(path, feeds)
+    bundle = ember.compile(path, tmp_path / "host", inputs={"X": "float32:16x8"})
+    got = cdriver.run(bundle.path, tmp_path / "drv", feeds, sanitize=True)
+    np.testing.assert_array_equal(got["label"], want["label"])
+    np.testing.assert_allclose(got["probabilities"], want["probabilities"], rtol=1e-5, atol=1e-6)
+    mcu = ember.compile(path, tmp_path / "m4", inputs={"X": "float32:1x8"}, target="cortex-m4")
+    assert (mcu.path / f"{mcu.name}.o").stat().st_size > 0
+
+
+def test_features_equal_to_thresholds_follow_the_branch_mode(tmp_path: Path) -> None:
+    """Rows whose features sit exactly on split thresholds: BRANCH_LEQ sends them the true way."""
+    x, y = _data(3)
+    model = _convert(ensemble.RandomForestClassifier(4, max_depth=5, random_state=0).fit(x, y), x)
+    trees = next(n for n in model.graph.node if n.op_type == "TreeEnsembleClassifier")
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in trees.attribute}
+    splits = [v for v, m in zip(attrs["nodes_values"], attrs["nodes_modes"], strict=True) if m == b"BRANCH_LEQ"]
+    rows = x[:ROWS].copy()
+    for i, value in enumerate(splits[:ROWS]):
+        rows[i, :] = np.float32(value)  # every feature, the split's among them, on the threshold
+    _check(model, rows, tmp_path)
