@@ -15,7 +15,7 @@ import pytest
 
 import ember
 from ember.errors import UnsupportedOperatorError
-from tests.support.models import onnxruntime_outputs
+from tests.support.models import assert_outputs_match, onnxruntime_outputs
 
 pytest.importorskip("sklearn")
 skl2onnx = pytest.importorskip("skl2onnx")
@@ -42,13 +42,7 @@ def _check(model: onnx.ModelProto, x: np.ndarray, tmp_path: Path) -> None:
     want = onnxruntime_outputs(path, feeds)
     shape = "x".join(str(d) for d in feeds[name].shape)
     got = ember.compile(path, tmp_path / "out", inputs={name: f"float32:{shape}"}).run(feeds)
-    for out, ref in want.items():
-        res = got[out]
-        assert res.shape == ref.shape and res.dtype == ref.dtype, f"{out}: {res.dtype}{res.shape} vs {ref.dtype}{ref.shape}"
-        if ref.dtype.kind in "iu":
-            np.testing.assert_array_equal(res, ref, err_msg=out)
-        else:
-            np.testing.assert_allclose(res, ref, rtol=1e-4, atol=1e-5, err_msg=out)
+    assert_outputs_match(got, want)
 
 
 def _convert(estimator: object, x: np.ndarray) -> onnx.ModelProto:

@@ -16,7 +16,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import ember
 from ember.errors import UnsupportedOperatorError
-from tests.support.models import onnxruntime_outputs
+from tests.support.models import assert_outputs_match, onnxruntime_outputs
 
 F, U8, I8, I32, I64 = TensorProto.FLOAT, TensorProto.UINT8, TensorProto.INT8, TensorProto.INT32, TensorProto.INT64
 RNG = np.random.default_rng(7)
@@ -41,14 +41,7 @@ def _check(model: onnx.ModelProto, feeds: dict[str, np.ndarray], tmp_path: Path,
     onnx.save(model, path)
     want = onnxruntime_outputs(path, feeds)
     got = ember.compile(path, tmp_path / "out").run(feeds)
-    for name, ref in want.items():
-        res = got[name]
-        assert res.shape == ref.shape and res.dtype == ref.dtype, f"{name}: {res.dtype}{res.shape} vs {ref.dtype}{ref.shape}"
-        if ref.dtype.kind in "iub":
-            diff = np.abs(res.astype(np.int64) - ref.astype(np.int64))
-            assert diff.max(initial=0) <= steps, f"{name}: off by up to {diff.max()} steps"
-        else:
-            np.testing.assert_allclose(res, ref, rtol=rtol, atol=atol, err_msg=name)
+    assert_outputs_match(got, want, rtol=rtol, atol=atol, steps=steps)
 
 
 def _x(*shape: int) -> np.ndarray:

@@ -410,3 +410,18 @@ def assert_close(got: np.ndarray, ref: np.ndarray, what: str, rel: float = 1e-4)
     err = float(np.max(np.abs(got.astype(np.float64) - ref.astype(np.float64)))) if ref.size else 0.0
     tol = rel * span if span > 0 else 1e-6
     assert err <= tol, f"{what}: max abs error {err:.3g} > {tol:.3g} (= {rel} x output range {span:.4g})"
+
+
+def assert_outputs_match(got: dict[str, np.ndarray], want: dict[str, np.ndarray], *, rtol: float = 1e-4,
+                         atol: float = 1e-5, steps: int = 0) -> None:
+    """Every output of `want` (onnxruntime's) in `got`: the same shape and dtype; integers within `steps`
+    (0: exactly, e.g. class labels), floats within rtol/atol."""
+    for name, ref in want.items():
+        res = got[name]
+        assert res.shape == ref.shape and res.dtype == ref.dtype, (
+            f"{name}: {res.dtype}{list(res.shape)} vs {ref.dtype}{list(ref.shape)}")
+        if ref.dtype.kind in "iub":
+            diff = np.abs(res.astype(np.int64) - ref.astype(np.int64))
+            assert diff.max(initial=0) <= steps, f"{name}: off by up to {diff.max()} (allowed {steps})"
+        else:
+            np.testing.assert_allclose(res, ref, rtol=rtol, atol=atol, err_msg=name)
