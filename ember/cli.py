@@ -107,6 +107,28 @@ def _targets(args: argparse.Namespace) -> int:
     return 0
 
 
+def _operators(args: argparse.Namespace) -> int:
+    from ember.frontends.onnx.ops import operator_table
+
+    table = operator_table()
+    if args.domain and args.domain not in table:
+        raise OptionError(f"--domain {args.domain}: ember compiles the domains {', '.join(sorted(table))}")
+    for domain in sorted(table):
+        if args.domain and domain != args.domain:
+            continue
+        ops = table[domain]
+        print(f"{domain} ({len(ops)} operators; the opset each is supported from in brackets):")
+        words = [f"{op}[{since}]" if since > 1 else op for op, since in sorted(ops.items())]
+        line = " "
+        for w in words:
+            if len(line) + len(w) > 100:
+                print(line)
+                line = " "
+            line += " " + w
+        print(line)
+    return 0
+
+
 def _at_least(value: int, low: int, flag: str) -> None:
     if value < low:
         raise OptionError(f"{flag} {value}: must be at least {low}")
@@ -248,6 +270,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("targets", help="list the targets --target accepts")
     t.set_defaults(fn=_targets)
+
+    o = sub.add_parser("operators", help="list the operators ember compiles, per ONNX domain")
+    o.add_argument("--domain", help="only this domain (ai.onnx, ai.onnx.ml, com.microsoft)")
+    o.set_defaults(fn=_operators)
 
     r = sub.add_parser("run", help="run a host bundle on .npy/.npz inputs")
     r.add_argument("bundle", help="bundle directory")

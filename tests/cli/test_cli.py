@@ -183,3 +183,18 @@ def test_bench_reports_latency_and_a_profile_of_every_node(artifacts, tmp_path: 
     # LeNet's two convolutions are most of its work: a profile that timed nothing would fail this.
     assert conv > 0.3 * sum(p["ms"] for p in r["profile"]) > 0
     assert r["memory"] == man["memory"]
+
+
+def test_operators_lists_every_domain_and_refuses_an_unknown_one() -> None:
+    from tests.cli.helpers import ember as run_ember
+
+    listing = run_ember("operators")
+    assert listing.returncode == 0, listing.stderr
+    for expected in ("ai.onnx (", "LayerNormalization[17]", "ai.onnx.ml (", "TreeEnsembleClassifier",
+                     "com.microsoft (", "SkipLayerNormalization"):
+        assert expected in listing.stdout, expected
+    assert "ZipMap" not in listing.stdout  # refused with a hint, not compiled
+    only_ml = run_ember("operators", "--domain", "ai.onnx.ml")
+    assert "com.microsoft" not in only_ml.stdout and "TreeEnsemble[5]" in only_ml.stdout
+    bad = run_ember("operators", "--domain", "ai.onnx.bogus")
+    assert bad.returncode == 1 and "ai.onnx.ml" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1

@@ -173,7 +173,8 @@ class _Builder:
         domain = "" if np_node.domain in ("", "ai.onnx") else np_node.domain
         entry = lookup(np_node.op_type, domain)
         if entry is None or not entry.ir:
-            raise UnsupportedOperatorError(np_node.op_type, label, domain=domain or "ai.onnx")
+            raise UnsupportedOperatorError(np_node.op_type, label, entry.refusal if entry else "",
+                                           domain=domain or "ai.onnx")
         version = self.domains.get(domain, 0)
         if version < entry.since:
             raise UnsupportedOperatorError(np_node.op_type, label, f"opset {version} is older than the oldest "

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember.errors import ShapeError
+from ember.frontends.onnx.ops import ONNX_OPS, OnnxOp
 from ember.frontends.onnx.rewrite import Rewrite, register
 from ember.ir.dtypes import DType
 from ember.ir.graph import Value
@@ -345,10 +346,6 @@ def _label_encoder(r: Rewrite, attrs: dict) -> None:
          "encoded", {"default": default.item()}, out=r.output(0))
 
 
-def _zipmap(r: Rewrite, attrs: dict) -> None:
-    raise r.refuse("its output is a sequence of maps; convert without it (skl2onnx: options={'zipmap': False})")
-
-
 register(ML, "TreeEnsembleRegressor", _tree_regressor)
 register(ML, "TreeEnsembleClassifier", _tree_classifier)
 register(ML, "TreeEnsemble", _tree_ensemble_v5, since=5)
@@ -360,6 +357,7 @@ register(ML, "Binarizer", _binarizer)
 register(ML, "Imputer", _imputer)
 register(ML, "ArrayFeatureExtractor", _array_feature_extractor)
 register(ML, "LabelEncoder", _label_encoder, since=2)
-register(ML, "ZipMap", _zipmap)
+ONNX_OPS[(ML, "ZipMap")] = OnnxOp("", refusal="its output is a sequence of maps; convert without it "
+                                              "(skl2onnx: options={id(model): {'zipmap': False}})")
 
 from ember.frontends.onnx import ml_svm  # noqa: E402, F401 - the SVMs register themselves

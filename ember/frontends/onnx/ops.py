@@ -47,6 +47,7 @@ class OnnxOp:
     ir: str  # the IR op ("" for ops the loader handles itself: If)
     since: int = 1  # oldest opset supported; older ones are rejected loudly (no silent fallback)
     adapt: Adapter | None = None  # rewrites the node into the canonical form (may add nodes around it)
+    refusal: str = ""  # for an operator ember refuses (ir ""): what the user can do instead
 
 
 def _x(node: Node) -> Value:
@@ -308,6 +309,23 @@ def supported_ops() -> set[str]:
     return by_name | {op_type for domain, op_type in ONNX_OPS
                       if not domain and ONNX_OPS[(domain, op_type)].ir and onnx.defs.has(op_type)}
 
+
+
+def operator_table() -> dict[str, dict[str, int]]:
+    """domain -> {operator: oldest supported opset of that domain}: every operator the frontend compiles
+    (`ember operators`). ai.onnx operators mapped by name date from the opset that introduced them."""
+    first: dict[str, int] = {}
+    for schema in onnx.defs.get_all_schemas_with_history():
+        if schema.domain == "":
+            first[schema.name] = min(first.get(schema.name, schema.since_version), schema.since_version)
+    table: dict[str, dict[str, int]] = {}
+    for (domain, op_type), entry in ONNX_OPS.items():
+        if entry.ir:
+            since = max(entry.since, first.get(op_type, 1)) if not domain else entry.since
+            table.setdefault(domain or "ai.onnx", {})[op_type] = since
+    for name in supported_ops() - set(table.get("ai.onnx", {})):
+        table.setdefault("ai.onnx", {})[name] = first[name]
+    return table
 
 
 # onnxruntime's com.microsoft operators and the ai.onnx.ml domain register themselves in the table above.
