@@ -36,6 +36,22 @@ def _view(name: str, infer, shape_inputs: tuple[int, ...] = ()) -> None:
                    shape_inputs=shape_inputs, infer=infer, evaluate=evaluate, int8=Int8.MOVE))
 
 
+def _infer_bitcast(node: Node) -> list[TensorType | None]:
+    x, to = inp(node, 0), node.attrs["to"]
+    if to.itemsize != x.dtype.itemsize:
+        raise _fail(node, f"{x.dtype.short} and {to.short} differ in width")
+    return [typed(to, x.shape)]
+
+
+def _eval_bitcast(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
+    return [np.ascontiguousarray(xs[0]).view(node.attrs["to"].np).copy()]
+
+
+# The same bytes read as another type of the same width (attribute `to`: a DType): a view like Reshape.
+register(OpDef("BitCast", lower=_lower_view, alias=True, kernels=("ember_copy",), infer=_infer_bitcast,
+               evaluate=_eval_bitcast))
+
+
 def _fail(node: Node, detail: str) -> ShapeError:
     return ShapeError(f"node '{node.name}' ({node.op}): {detail}")
 

@@ -110,7 +110,7 @@ def _cast(node: Node, ctx: AdaptContext) -> list[Node]:
     try:
         node.attrs["to"] = dtype_from_onnx_name(to) if isinstance(to, str) else dtype_from_onnx(int(to))
     except KeyError as e:
-        raise UnsupportedOperatorError("Cast", node.name, str(e).strip("'\"")) from None
+        raise UnsupportedOperatorError(node.op, node.name, str(e).strip("'\"")) from None
     return [node]
 
 
@@ -261,6 +261,7 @@ _add("LayerNormalization", adapt=_dtype_attr("stash_type"))
 _add("Gemm", adapt=_no_legacy("broadcast"))
 _add("Clip", adapt=_clip)
 _add("Cast", adapt=_cast)
+_add("BitCast", adapt=_cast)
 _add("CastLike", ir="Cast", adapt=_castlike)
 _add("Softmax", adapt=_softmax)
 _add("LogSoftmax", adapt=_softmax)
