@@ -96,7 +96,7 @@ def generate(graph: Graph, plan: MemoryPlan, name: str, api: str, banner: str) -
     _emit_nodes(graph, ctx)
     weights = _weights(plan)
     c = _source(graph, ctx, name, api, banner, ins + outs, plan)
-    h = _header(name, api, banner, ins, outs, plan)
+    h = _header(name, api, banner, ins, outs, plan, graph.valid_counts)
     return BundleSources(c, h, weights, _weights_txt(weights), ins + outs)
 
 
@@ -207,7 +207,8 @@ def _symbol_table(w: CWriter, name: str, io: list[IOEntry], plan: MemoryPlan) ->
            f"{plan.activations_size}u, 64u, {len(io)}u, {name}_symbols}};")
 
 
-def _header(name: str, api: str, banner: str, ins: list[IOEntry], outs: list[IOEntry], plan: MemoryPlan) -> str:
+def _header(name: str, api: str, banner: str, ins: list[IOEntry], outs: list[IOEntry], plan: MemoryPlan,
+            valid_counts: dict[str, tuple[str, int]]) -> str:
     up = name.upper()
     guard = f"EMBER_BUNDLE_{up}_H"
     w = CWriter()
@@ -227,6 +228,11 @@ def _header(name: str, api: str, banner: str, ins: list[IOEntry], outs: list[IOE
         t = e.value.type
         p = f"{up}_{e.cname}"
         w.line(f"// {c_comment(e.name)}: {'input' if e in ins else 'output'} {t}")
+        if e.name in valid_counts:
+            count, axis = valid_counts[e.name]
+            count_macro = next(f"{up}_{o.cname}" for o in outs if o.name == count)
+            w.line(f"// Its size depends on the input values: these are its bounds; the int64 output at {count_macro}")
+            w.line(f"// counts the valid entries along axis {axis} (the entries after them are zeros).")
         w.line(f"#define {p}_TYPE {t.dtype.ctype}")
         w.line(f'#define {p}_DTYPE "{t.dtype.short}"')
         w.line(f"#define {p}_NUM_DIMS {t.rank}")

@@ -78,6 +78,9 @@ class Graph:
         self.outputs: list[Value] = []
         # Model-level output names (values may be renamed or replaced by passes).
         self.output_names: list[str] = []
+        # Outputs whose size depends on values (ember/ops/counted.py): model output name -> (the name of the
+        # output holding its count of valid entries, the axis the count applies to).
+        self.valid_counts: dict[str, tuple[str, int]] = {}
         self.nodes: list[Node] = []
         self._names: set[str] = set()
 

@@ -107,6 +107,10 @@ class OpDef:
     flops: Callable[[Node], int] | None = None
     # Its part in int8 quantization; None: it stays float and the quantizer leaves it alone.
     int8: Int8 | None = None
+    # An op whose output sizes depend on values (NonZero, Unique, ...): its outputs have static upper
+    # bounds, its last output is an int64 scalar count of the valid entries, and this maps each bounded
+    # output's index to the axis the count applies to (ember/ops/counted.py).
+    counted: Callable[[Node], dict[int, int]] | None = None
 
     def __post_init__(self) -> None:
         if (self.expr is None) == (self.lower is None) and self.name not in _NO_LOWERING:

@@ -104,9 +104,29 @@ def _check_manifest(m: Any) -> None:
             offset, nbytes = _count(e["offset"], f"{what} offset"), _count(e["bytes"], f"{what} bytes")
             if nbytes != int(np.prod(e["shape"], dtype=np.int64)) * dt.np.itemsize:
                 raise ValueError(f"{what}: {nbytes} bytes do not hold {dt.short}{e['shape']}")
+            valid = e.get("valid_count")
+            if valid is not None and not _valid_count_fits(valid, e, m["outputs"] if kind == "outputs" else []):
+                raise ValueError(f"{what}: valid_count {valid!r} names no output or axis")
             if offset + nbytes > mem["mutable"]:
                 raise ValueError(f"{what}: bytes {offset}..{offset + nbytes} lie outside the mutable region "
                                  f"({mem['mutable']} bytes)")
+
+
+def _valid_count_fits(valid: Any, entry: dict[str, Any], outputs: list[dict[str, Any]]) -> bool:
+    return (isinstance(valid, dict) and valid.get("count") in {o["name"] for o in outputs}
+            and isinstance(valid.get("axis"), int) and 0 <= valid["axis"] < max(len(entry["shape"]), 1))
+
+
+def trim_to_counts(outputs: dict[str, np.ndarray], entries: list[dict[str, Any]]) -> dict[str, np.ndarray]:
+    """Outputs whose size depends on values (NAME.json `valid_count`, ember/ops/counted.py) cut to the
+    entries their count output says are valid."""
+    for e in entries:
+        valid = e.get("valid_count")
+        if valid:
+            arr, axis = outputs[e["name"]], valid["axis"]
+            count = min(max(int(np.asarray(outputs[valid["count"]]).reshape(-1)[0]), 0), arr.shape[axis])
+            outputs[e["name"]] = np.ascontiguousarray(np.take(arr, np.arange(count), axis=axis))
+    return outputs
 
 
 class Bundle:
@@ -253,7 +273,7 @@ class Runner:
             dt = DType.parse(e["dtype"]).np
             raw = self.mutable[e["offset"] : e["offset"] + e["bytes"]]
             out[e["name"]] = raw.view(dt).reshape(e["shape"]).copy()
-        return out
+        return trim_to_counts(out, self.bundle.outputs)
 
     def __call__(self) -> dict[str, np.ndarray]:
         with self.lock:

@@ -18,6 +18,7 @@ from ember.frontends.onnx.protos import attr_to_python, evaluate_with_onnx
 from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node, Value
 from ember.ops import registry
+from ember.ops.counted import expose_counts
 
 # Ops whose value changes run to run: never folded even with constant inputs.
 _NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial"}
@@ -106,6 +107,7 @@ class _Builder:
                 raise ModelFormatError(f"graph output '{out.name}' is not produced by any node")
             self.graph.outputs.append(env[out.name])
             self.graph.output_names.append(out.name)
+        expose_counts(self.graph)
         return self.graph
 
     def _constant(self, name: str, arr: np.ndarray, elem_type: int, where: str) -> Value:

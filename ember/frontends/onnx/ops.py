@@ -246,6 +246,17 @@ def _no_legacy(*names: str) -> Adapter:
     return adapt
 
 
+def _with_count(outputs: int) -> Adapter:
+    """Ops whose output size depends on values (ember/ops/dynamic.py) get their count output after their
+    `outputs` ONNX outputs."""
+
+    def adapt(node: Node, ctx: AdaptContext) -> list[Node]:
+        node.outputs = [*node.outputs, *[None] * (outputs - len(node.outputs)), ctx.value(node, "count")]
+        return [node]
+
+    return adapt
+
+
 _BINARY = ("Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Equal", "Less", "Greater")
 
 ONNX_OPS: dict[tuple[str, str], OnnxOp] = {}
@@ -285,6 +296,10 @@ _add("DequantizeLinear", since=10, adapt=_dtype_attr("output_dtype"))
 _add("DynamicQuantizeLinear", since=11)
 for _name in ("ConvInteger", "QLinearConv", "MatMulInteger", "QLinearMatMul"):
     _add(_name, since=10)
+_add("NonZero", since=9, adapt=_with_count(1))
+_add("Compress", since=9, adapt=_with_count(1))
+_add("Unique", since=11, adapt=_with_count(4))
+_add("NonMaxSuppression", since=10, adapt=_with_count(1))
 # The loader inlines an If whose condition folds to a constant (the taken branch's nodes).
 _add("If", ir="")
 
