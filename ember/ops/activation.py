@@ -15,6 +15,7 @@ from ember.ops.elementwise import FLOATS, INTEGERS, erf, require_dtypes
 from ember.ops.epilogue import Epilogue
 from ember.ops.infer import axis as norm_axis
 from ember.ops.infer import inp, same_as_input
+from ember.ops.matmul import float16_via_f32
 from ember.ops.opdef import Int8, OpDef
 from ember.ops.registry import register
 
@@ -251,14 +252,24 @@ def softmax_dims(node: Node) -> tuple[int, int, int]:
 
 def _lower_softmax(log: bool):
     def lower(node: Node, k: KernelEmitter) -> None:
-        x = node.inputs[0]
-        assert x is not None
-        if x.dtype is not DType.FLOAT32:
-            raise UnsupportedOperatorError(node.op, node.name, f"{x.dtype.short} input (float32 only)")
+        x = inp(node, 0)
         outer, n, inner = softmax_dims(node)
-        k.call("ember_softmax_f32", k.out(0), k.inp(0), outer, n, inner, 1 if log else 0)
+        if x.dtype is not DType.FLOAT64:  # float32, or float16 through float copies (float16_via_f32)
+            k.call("ember_softmax_f32", k.out(0), k.inp(0), outer, n, inner, 1 if log else 0)
+            return
+        # float64 in float precision, like ember's double math: converted into scratch, computed there in
+        # place (the kernel reads each row before writing it), converted back.
+        tmp, count = k.scratch("float"), x.type.numel
+        k.line(f"for (size_t i = 0; i < {count}; ++i) {tmp}[i] = (float){k.inp(0)}[i];")
+        k.call("ember_softmax_f32", tmp, tmp, outer, n, inner, 1 if log else 0)
+        k.line(f"for (size_t i = 0; i < {count}; ++i) {k.out(0)}[i] = (double){tmp}[i];")
 
     return lower
+
+
+def _softmax_scratch(node: Node) -> int:
+    x = inp(node, 0)
+    return x.type.numel * 4 if x.dtype is DType.FLOAT64 else 0
 
 
 def _eval_softmax(log: bool):
@@ -277,11 +288,16 @@ def _eval_softmax(log: bool):
 # The kernel reads each row before writing it, so the output may overwrite the input.
 def _infer_softmax(node: Node) -> list[TensorType | None]:
     x = inp(node, 0)
+    if x.dtype not in FLOATS:
+        raise UnsupportedOperatorError(node.op, node.name, f"{x.dtype.short} input (float types only)")
     norm_axis(node, int(node.attrs.get("axis", -1)), x.type.rank)  # one-line error when out of range
     return same_as_input(node)
 
 
-register(OpDef("Softmax", lower=_lower_softmax(False), kernels=("ember_softmax_f32",),
-               inplace=True, infer=_infer_softmax, evaluate=_eval_softmax(False), int8=Int8.FLOAT))
-register(OpDef("LogSoftmax", lower=_lower_softmax(True), kernels=("ember_softmax_f32",),
-               inplace=True, infer=_infer_softmax, evaluate=_eval_softmax(True)))
+# float16 and float64 run the float32 kernel on converted copies in scratch.
+register(float16_via_f32(OpDef("Softmax", lower=_lower_softmax(False), kernels=("ember_softmax_f32",),
+                               scratch=_softmax_scratch, inplace=True, infer=_infer_softmax,
+                               evaluate=_eval_softmax(False), int8=Int8.FLOAT)))
+register(float16_via_f32(OpDef("LogSoftmax", lower=_lower_softmax(True), kernels=("ember_softmax_f32",),
+                               scratch=_softmax_scratch, inplace=True, infer=_infer_softmax,
+                               evaluate=_eval_softmax(True))))

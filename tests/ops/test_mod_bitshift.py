@@ -11,36 +11,13 @@ import numpy as np
 import onnx
 import pytest
 from onnx import helper
-from onnx.reference import ReferenceEvaluator
 
 import ember
 from ember.errors import UnsupportedOperatorError
-from tests.support import cdriver
+from tests.ops.opmodels import make_model, reference, sanitized_run
 
 INTS = (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)
 RNG = np.random.default_rng(7)
-
-
-def _model(nodes: list[onnx.NodeProto], inputs: dict[str, np.ndarray], outputs: dict[str, np.dtype],
-           opset: int = 28) -> onnx.ModelProto:
-    def info(name: str, dt: np.dtype, shape: list[int] | None) -> onnx.ValueInfoProto:
-        return helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(np.dtype(dt)), shape)
-
-    g = helper.make_graph(nodes, "g", [info(k, v.dtype, list(v.shape)) for k, v in inputs.items()],
-                          [info(k, dt, None) for k, dt in outputs.items()])
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=10)
-
-
-def _sanitized_run(model: onnx.ModelProto, feeds: dict[str, np.ndarray], tmp_path: Path) -> dict[str, np.ndarray]:
-    onnx.save(model, tmp_path / "m.onnx")
-    bundle = ember.compile(tmp_path / "m.onnx", tmp_path / "out", opt_level=1)
-    return cdriver.run(bundle.path, tmp_path / "drv", feeds, sanitize=True)
-
-
-def _reference(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    names = [o.name for o in model.graph.output]
-    with np.errstate(all="ignore"):
-        return dict(zip(names, ReferenceEvaluator(model).run(None, feeds), strict=True))
 
 
 def _ints(dt: type, n: int) -> np.ndarray:
@@ -66,8 +43,8 @@ def test_integer_mod_every_type_and_the_undefined_cases(tmp_path: Path) -> None:
         for fmod in (0, 1):
             nodes.append(helper.make_node("Mod", [f"a_{s}", f"b_{s}"], [f"y{fmod}_{s}"], fmod=fmod))
             outs[f"y{fmod}_{s}"] = np.dtype(dt)
-    model = _model(nodes, feeds, outs)
-    got, ref = _sanitized_run(model, feeds, tmp_path), _reference(model, feeds)
+    model = make_model(nodes, feeds, outs)
+    got, ref = sanitized_run(model, feeds, tmp_path), reference(model, feeds)
     for name in outs:
         np.testing.assert_array_equal(got[name], ref[name], err_msg=name)
     # The sign rules, spelled out: floored takes the divisor's sign, fmod the dividend's.
@@ -86,8 +63,8 @@ def test_float_mod_signed_zeros_infinities_and_broadcast(dt: type, tmp_path: Pat
     feeds = {"a": a, "b": b, "c": np.array([3.0, -3.0], dt).reshape(2, 1)}
     nodes = [helper.make_node("Mod", ["a", "b"], ["y0"], fmod=0), helper.make_node("Mod", ["a", "b"], ["y1"], fmod=1),
              helper.make_node("Mod", ["a", "c"], ["yb"], fmod=0)]
-    model = _model(nodes, feeds, {"y0": np.dtype(dt), "y1": np.dtype(dt), "yb": np.dtype(dt)})
-    got, ref = _sanitized_run(model, feeds, tmp_path), _reference(model, feeds)
+    model = make_model(nodes, feeds, {"y0": np.dtype(dt), "y1": np.dtype(dt), "yb": np.dtype(dt)})
+    got, ref = sanitized_run(model, feeds, tmp_path), reference(model, feeds)
     for name in ("y0", "y1", "yb"):
         g, r = got[name], ref[name]
         assert g.shape == r.shape
@@ -110,8 +87,8 @@ def test_bitshift_every_type_over_the_width_and_negative_amounts(tmp_path: Path)
         for d in ("LEFT", "RIGHT"):
             nodes.append(helper.make_node("BitShift", [f"x_{s}", f"n_{s}"], [f"{d}_{s}"], direction=d))
             outs[f"{d}_{s}"] = np.dtype(dt)
-    model = _model(nodes, feeds, outs)
-    got, ref = _sanitized_run(model, feeds, tmp_path), _reference(model, feeds)
+    model = make_model(nodes, feeds, outs)
+    got, ref = sanitized_run(model, feeds, tmp_path), reference(model, feeds)
     for name in outs:
         np.testing.assert_array_equal(got[name], ref[name], err_msg=name)
     # Spelled out for int8: a negative value shifted right by the width or more is -1, left by it is 0.
@@ -133,8 +110,8 @@ def test_bitwise_ops_and_xor_broadcast(tmp_path: Path) -> None:
     feeds["p"], feeds["q"] = RNG.random((3, 4)) < 0.5, RNG.random(4) < 0.5
     nodes.append(helper.make_node("Xor", ["p", "q"], ["xor"]))
     outs["xor"] = np.dtype(bool)
-    model = _model(nodes, feeds, outs)
-    got, ref = _sanitized_run(model, feeds, tmp_path), _reference(model, feeds)
+    model = make_model(nodes, feeds, outs)
+    got, ref = sanitized_run(model, feeds, tmp_path), reference(model, feeds)
     for name in outs:
         np.testing.assert_array_equal(got[name], ref[name], err_msg=name)
 
@@ -152,11 +129,11 @@ def test_constant_inputs_fold_like_the_c(tmp_path: Path) -> None:
              helper.make_node("Add", ["m", "z"], ["ym"]), helper.make_node("Add", ["r", "z"], ["yr"]),
              helper.make_node("Add", ["l", "z"], ["yl"])]
     feeds = {"z": np.zeros(5, np.int8)}
-    model = _model(nodes, feeds, {"ym": np.dtype(np.int8), "yr": np.dtype(np.int8), "yl": np.dtype(np.int8)})
+    model = make_model(nodes, feeds, {"ym": np.dtype(np.int8), "yr": np.dtype(np.int8), "yl": np.dtype(np.int8)})
     model.graph.initializer.extend(inits)
     onnx.save(model, tmp_path / "m.onnx")
     got = ember.compile(tmp_path / "m.onnx", tmp_path / "out").run(feeds)
-    ref = _reference(model, feeds)
+    ref = reference(model, feeds)
     for name in ("ym", "yr", "yl"):
         np.testing.assert_array_equal(got[name], ref[name], err_msg=name)
 
@@ -170,7 +147,7 @@ def test_constant_inputs_fold_like_the_c(tmp_path: Path) -> None:
 def test_bad_attributes_and_types_are_one_line_errors(op: str, attrs: dict, dtype: type, detail: str,
                                                       tmp_path: Path) -> None:
     feeds = {"a": np.ones(3, dtype), "b": np.ones(3, dtype)}
-    model = _model([helper.make_node(op, ["a", "b"], ["y"], name="the_node", **attrs)], feeds,
+    model = make_model([helper.make_node(op, ["a", "b"], ["y"], name="the_node", **attrs)], feeds,
                    {"y": np.dtype(dtype)})
     onnx.save(model, tmp_path / "m.onnx")
     with pytest.raises(UnsupportedOperatorError, match=f"the_node.*{detail}"):
