@@ -10,13 +10,36 @@ import numpy as np
 
 from ember.codegen.elementwise import emit_chain
 from ember.codegen.emitter import ExprHandler, KernelEmitter, compute_ctype
+from ember.errors import UnsupportedOperatorError
 from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Node
 from ember.ops import registry
 from ember.ops.epilogue import Epilogue
-from ember.ops.infer import broadcast_infer, inp, same_as_input
-from ember.ops.opdef import Int8, OpDef
+from ember.ops.infer import broadcast_infer, inp, present_inputs, same_as_input
+from ember.ops.opdef import InferFn, Int8, OpDef
 from ember.ops.registry import register
+
+FLOATS = frozenset({DType.FLOAT32, DType.FLOAT64, DType.FLOAT16})
+INTEGERS = frozenset({DType.INT8, DType.INT16, DType.INT32, DType.INT64, DType.UINT8, DType.UINT16, DType.UINT32,
+                      DType.UINT64})
+
+
+def require_dtypes(infer: InferFn, allowed: frozenset[DType], same: bool = False) -> InferFn:
+    """`infer`, after a one-line error naming the node when an input's type is not one the op's spec allows
+    (or, with `same`, when the inputs' types differ: C would silently convert them)."""
+
+    def checked(node: Node) -> list[TensorType | None]:
+        types = [v.dtype for v in present_inputs(node)]
+        for t in types:
+            if t not in allowed:
+                names = ", ".join(sorted(d.short for d in allowed))
+                raise UnsupportedOperatorError(node.op, node.name, f"{t.short} input (allowed: {names})")
+        if same and len(set(types)) > 1:
+            raise UnsupportedOperatorError(node.op, node.name, "inputs of different types "
+                                           f"({', '.join(t.short for t in types)})")
+        return infer(node)
+
+    return checked
 
 
 def _in_dtype(n: Node, i: int) -> DType:
@@ -53,11 +76,13 @@ def _binary(name: str, fmt: str, fn: Callable[..., np.ndarray], logical: bool = 
                           evaluate=numpy_fn(fn, keep_dtype=not logical), **facts))
 
 
-def _unary(name: str, fn, np_fn: Callable[..., np.ndarray], **facts) -> OpDef:
+def _unary(name: str, fn, np_fn: Callable[..., np.ndarray], allowed: frozenset[DType] | None = None,
+           **facts) -> OpDef:
     def expr(h: ExprHandler, xs: list[str], n: Node) -> str:
         return fn(h, xs[0])
 
-    return register(OpDef(name, expr=expr, inplace=True, infer=same_as_input, evaluate=numpy_fn(np_fn), **facts))
+    infer = same_as_input if allowed is None else require_dtypes(same_as_input, allowed)
+    return register(OpDef(name, expr=expr, inplace=True, infer=infer, evaluate=numpy_fn(np_fn), **facts))
 
 
 # Inputs: (A, B), broadcast together (numpy rules).
@@ -105,6 +130,56 @@ _unary("Reciprocal", lambda h, a: f"({h.lit(1)} / {a})", np.reciprocal)
 _unary("Neg", lambda h, a: f"(-{a})", np.negative, int8=Int8.LUT)
 _unary("Abs", _abs, np.absolute, int8=Int8.LUT)
 _unary("Not", lambda h, a: f"(!{a})", np.logical_not)
+# Float only (opset 22 types, bfloat16 aside); double is computed through ember's float math like Sin/Cos.
+# A table in int8 for the ones defined on the whole real line (NaN outside the domain would fill it with 0s).
+_unary("Tan", lambda h, a: h.fn("tan", a), np.tan, FLOATS)
+_unary("Asin", lambda h, a: h.fn("asin", a), np.arcsin, FLOATS)
+_unary("Acos", lambda h, a: h.fn("acos", a), np.arccos, FLOATS)
+_unary("Atan", lambda h, a: h.fn("atan", a), np.arctan, FLOATS, int8=Int8.LUT)
+_unary("Sinh", lambda h, a: h.fn("sinh", a), np.sinh, FLOATS, int8=Int8.LUT)
+_unary("Cosh", lambda h, a: h.fn("cosh", a), np.cosh, FLOATS, int8=Int8.LUT)
+_unary("Asinh", lambda h, a: h.fn("asinh", a), np.arcsinh, FLOATS, int8=Int8.LUT)
+_unary("Acosh", lambda h, a: h.fn("acosh", a), np.arccosh, FLOATS)
+_unary("Atanh", lambda h, a: h.fn("atanh", a), np.arctanh, FLOATS)
+
+
+def _sign(h: ExprHandler, a: str) -> str:
+    one, zero = h.lit(1), h.lit(0)
+    if not h.dtype.is_signed:
+        return f"({a} > {zero} ? {one} : {zero})"
+    # Zeros and NaN are their own sign (numpy.sign keeps NaN).
+    return f"({a} > {zero} ? {one} : {a} < {zero} ? {h.lit(-1)} : {a})"
+
+
+_unary("Sign", _sign, np.sign, FLOATS | INTEGERS, int8=Int8.LUT)
+
+
+# ---- IsInf / IsNaN: float in, bool out ------------------------------------------------------------
+def _isinf(h: ExprHandler, xs: list[str], n: Node) -> str:
+    inf = h.lit(math.inf, DType.FLOAT64 if _in_dtype(n, 0) is DType.FLOAT64 else DType.FLOAT32)
+    tests = []
+    if int(n.attrs.get("detect_positive", 1)):
+        tests.append(f"{xs[0]} == {inf}")
+    if int(n.attrs.get("detect_negative", 1)):
+        tests.append(f"{xs[0]} == -{inf}")
+    return f"({' || '.join(tests)})" if tests else "0"
+
+
+def _infer_bool_like_input(node: Node) -> list[TensorType | None]:
+    return [TensorType(DType.BOOL, inp(node, 0).shape)]
+
+
+def _eval_isinf(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
+    x = np.asarray(xs[0])
+    pos, neg = int(node.attrs.get("detect_positive", 1)), int(node.attrs.get("detect_negative", 1))
+    return [(np.isposinf(x) & bool(pos)) | (np.isneginf(x) & bool(neg))]
+
+
+# Attributes detect_positive, detect_negative (both 1 by default): which infinities give true.
+register(OpDef("IsInf", expr=_isinf, infer=require_dtypes(_infer_bool_like_input, FLOATS), evaluate=_eval_isinf))
+register(OpDef("IsNaN", expr=lambda h, xs, n: f"({xs[0]} != {xs[0]})",
+               infer=require_dtypes(_infer_bool_like_input, FLOATS),
+               evaluate=lambda n, xs: [np.isnan(np.asarray(xs[0]))]))
 
 
 # ---- Pow: the base's type is the output's; the exponent may be any numeric type ------------------

@@ -19,6 +19,7 @@ from ember.ir.graph import Node
 # kernels/activation.c: EMBER_ACT_<NAME>
 KIND_CODES = {
     "Relu": 1, "LeakyRelu": 2, "Clip": 3, "Sigmoid": 4, "Tanh": 5, "HardSigmoid": 6, "HardSwish": 7, "Elu": 8,
+    "Celu": 9, "Swish": 10, "Softsign": 11, "ThresholdedRelu": 12, "Shrink": 13,
 }
 EPILOGUE_ATTR = "_act"
 
@@ -26,8 +27,8 @@ EPILOGUE_ATTR = "_act"
 @dataclass(frozen=True)
 class Epilogue:
     kind: str  # a key of KIND_CODES
-    alpha: float = 0.0  # LeakyRelu/Elu/HardSigmoid alpha; Clip's lower bound
-    beta: float = 0.0  # HardSigmoid beta; Clip's upper bound
+    alpha: float = 0.0  # LeakyRelu/Elu/HardSigmoid/Celu/Swish/ThresholdedRelu alpha; Clip's lower bound; Shrink bias
+    beta: float = 0.0  # HardSigmoid beta; Clip's upper bound; Shrink lambd
 
     def __post_init__(self) -> None:
         if self.kind not in KIND_CODES:

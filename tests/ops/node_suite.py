@@ -165,6 +165,9 @@ EXCLUDED: dict[str, str] = {
 # In-scope tests that fail today: name -> reason. Counted against the 97% bar.
 KNOWN_FAILURES: dict[str, str] = {
     "test_flexattention_double_expanded_ver26": "MatMul has no float64 kernel yet (float32 only)",
+    "test_attention_4d_causal_fp16_expanded": (
+        "float16 steps are computed in float and rounded once, the reference rounds each of the expanded "
+        "graph's steps to half: 2 of 192 outputs differ by 2 half ulps (1.2e-3, over the 1e-3 tolerance)"),
 }
 
 

@@ -19,9 +19,11 @@ import pytest
 from ember.codegen import library
 
 FUNCS = ("expf", "logf", "tanhf", "erff", "sinf", "cosf", "sigmoidf", "sqrtf", "expm1f", "floorf", "ceilf",
-         "rintf", "log1pf")
+         "rintf", "log1pf", "tanf", "atanf", "asinf", "acosf", "sinhf", "coshf", "asinhf", "acoshf", "atanhf")
 BLOCKS = {"ember_expf", "ember_logf", "ember_tanhf", "ember_erff", "ember_sincosf", "ember_sigmoidf",
-          "ember_powf", "ember_sqrtf", "ember_expm1f", "ember_floorf", "ember_ceilf", "ember_rintf", "ember_log1pf"}
+          "ember_powf", "ember_sqrtf", "ember_expm1f", "ember_floorf", "ember_ceilf", "ember_rintf", "ember_log1pf",
+          "ember_tanf", "ember_atanf", "ember_asinf", "ember_acosf", "ember_sinhf", "ember_coshf", "ember_asinhf",
+          "ember_acoshf", "ember_atanhf", "ember_fmodf", "ember_fmod"}
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
@@ -40,12 +42,22 @@ CASES = {
     "ceilf": (np.ceil, 0.0, None),
     "rintf": (np.rint, 0.0, None),
     "log1pf": (np.log1p, 3.0, None),
+    "tanf": (np.tan, 4.0, lambda x: np.abs(x) < 39000),
+    "atanf": (np.arctan, 2.0, None),
+    "asinf": (np.arcsin, 3.0, None),
+    "acosf": (np.arccos, 3.0, None),
+    "sinhf": (np.sinh, 3.0, None),
+    "coshf": (np.cosh, 3.0, None),
+    "asinhf": (np.arcsinh, 3.0, None),
+    "acoshf": (np.arccosh, 3.0, None),
+    "atanhf": (np.arctanh, 3.0, None),
 }
 
 _MAIN = r"""
 int main(int argc, char **argv) {
     const char *f = argv[1];
     uint32_t n, i;
+    int binary;
     float *x, *y, *out;
     (void)argc;
     if (fread(&n, sizeof n, 1, stdin) != 1) return 2;
@@ -53,10 +65,13 @@ int main(int argc, char **argv) {
     y = malloc(n * sizeof(float));
     out = malloc(n * sizeof(float));
     if (!x || !y || !out || fread(x, sizeof(float), n, stdin) != n) return 2;
-    if (!strcmp(f, "powf") && fread(y, sizeof(float), n, stdin) != n) return 2;
+    binary = !strcmp(f, "powf") || !strcmp(f, "fmodf") || !strcmp(f, "fmod");
+    if (binary && fread(y, sizeof(float), n, stdin) != n) return 2;
     for (i = 0; i < n; ++i) {
         float r = 0.0f;
         if (!strcmp(f, "powf")) r = ember_powf(x[i], y[i]);
+        else if (!strcmp(f, "fmodf")) r = ember_fmodf(x[i], y[i]);
+        else if (!strcmp(f, "fmod")) r = (float)ember_fmod((double)x[i], (double)y[i]);
 %s
         out[i] = r;
     }
@@ -147,3 +162,24 @@ def test_powf_special_and_exact(mathprog: Path) -> None:
         ref = np.power(x.astype(np.float64), y.astype(np.float64)).astype(np.float32)
     # Integral powers below 2^24 are exact (Pow on integer tensors truncates the float result).
     np.testing.assert_array_equal(got, ref)
+
+
+@pytest.mark.parametrize("fn", ["fmodf", "fmod"])
+def test_fmod_exact(mathprog: Path, fn: str) -> None:
+    """fmod is exact: bit-for-bit numpy's, signed zeros, subnormals, huge quotients and NaN cases included
+    (ember_fmod, the double one, gets the same float inputs widened: its own exponent range and 52-bit
+    significands on the same cases)."""
+    rng = np.random.default_rng(1)
+    n = 100_000
+    bits = rng.integers(0, 2**32, (2, n), dtype=np.uint64).astype(np.uint32).view(np.float32)
+    x = np.concatenate([bits[0], rng.uniform(-100, 100, n), np.float32([5, -5, 5, -5, 0, -0.0, 1e-45, 3e38, np.inf,
+                                                                        7, np.nan, 1, -7.5, 1e-40])])
+    y = np.concatenate([bits[1], rng.uniform(-10, 10, n), np.float32([3, 3, -3, -3, 2, 2, 3e-45, 1e-45, 1, np.inf,
+                                                                      1, np.nan, 0, 3e-41])])
+    x, y = x.astype(np.float32), y.astype(np.float32)
+    got = _run(mathprog, fn, x, y)
+    with np.errstate(all="ignore"):
+        ref = np.fmod(x, y)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    ok = ~np.isnan(ref)
+    np.testing.assert_array_equal(got[ok].view(np.uint32), ref[ok].view(np.uint32))

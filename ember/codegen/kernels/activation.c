@@ -1,7 +1,7 @@
 /* Fused activation epilogues for Conv / ConvTranspose / Gemm / MatMul (node.attrs["_act"]).
- * The kind numbers are shared with ember/passes/fuse_activation.py (ACT_KINDS). */
+ * The kind numbers are shared with ember/ops/epilogue.py (KIND_CODES). */
 
-/*@kernel ember_act requires ember_prelude ember_sigmoidf ember_tanhf ember_expm1f*/
+/*@kernel ember_act requires ember_prelude ember_sigmoidf ember_tanhf ember_expm1f ember_fabsf*/
 #define EMBER_ACT_NONE 0
 #define EMBER_ACT_RELU 1
 #define EMBER_ACT_LEAKYRELU 2
@@ -11,6 +11,11 @@
 #define EMBER_ACT_HARDSIGMOID 6
 #define EMBER_ACT_HARDSWISH 7
 #define EMBER_ACT_ELU 8
+#define EMBER_ACT_CELU 9
+#define EMBER_ACT_SWISH 10
+#define EMBER_ACT_SOFTSIGN 11
+#define EMBER_ACT_THRESHOLDEDRELU 12
+#define EMBER_ACT_SHRINK 13 /* alpha: bias, beta: lambd */
 /* One activation on one value; with a constant `kind` the compiler folds the switch away.
  * Comparisons are written so that NaN propagates like the unfused ONNX ops. */
 EMBER_INLINE float ember_act_f32(float x, int kind, float alpha, float beta) {
@@ -26,6 +31,11 @@ EMBER_INLINE float ember_act_f32(float x, int kind, float alpha, float beta) {
     case EMBER_ACT_HARDSWISH:
         t = x * (1.0f / 6.0f) + 0.5f; t = t < 0.0f ? 0.0f : t; return x * (t > 1.0f ? 1.0f : t);
     case EMBER_ACT_ELU: return x < 0.0f ? alpha * ember_expm1f(x) : x;
+    case EMBER_ACT_CELU: return x < 0.0f ? alpha * ember_expm1f(x / alpha) : x;
+    case EMBER_ACT_SWISH: return x * ember_sigmoidf(alpha * x);
+    case EMBER_ACT_SOFTSIGN: return x / (1.0f + ember_fabsf(x));
+    case EMBER_ACT_THRESHOLDEDRELU: return x > alpha ? x : 0.0f;
+    case EMBER_ACT_SHRINK: return x < -beta ? x + alpha : x > beta ? x - alpha : 0.0f;
     default: return x;
     }
 }

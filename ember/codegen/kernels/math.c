@@ -4,6 +4,8 @@
  *   floorf ceilf rintf sqrtf: exact      expf logf expm1f: 2 ulp      tanhf erff sigmoidf log1pf: 3 ulp
  *   sinf cosf: 3 ulp for |x| < 39000 (bounded, not accurate beyond)
  *   powf: 8 ulp for |y| <= 8 (grows like ulp(y*log x) for large |y|); integral x^n exact below 2^24.
+ *   tanf: 4 ulp for |x| < 39000      atanf: 2 ulp      asinf acosf sinhf coshf asinhf acoshf atanhf: 3 ulp
+ *   fmodf, and fmod for double: exact.
  * NaN in gives NaN out; infinities and signed zeros follow C99 Annex F. */
 
 /*@kernel ember_bits requires ember_prelude*/
@@ -282,5 +284,175 @@ static float ember_log1pf(float x) {
     if (u == 1.0f) return x;
     if (u == __builtin_inff()) return u;
     return ember_logf(u) * (x / (u - 1.0f));
+}
+/*@end*/
+
+/*@kernel ember_tanf requires ember_sincosf*/
+/* sin/cos share the reduction (the same k), so their quotient keeps their accuracy: 5 ulp. */
+EMBER_INLINE float ember_tanf(float x) { return ember_sinf(x) / ember_cosf(x); }
+/*@end*/
+
+/*@kernel ember_atanf requires ember_fabsf*/
+/* |x| > 1 folds to pi/2 - atan(1/|x|), |x| > 2 - sqrt(3) to pi/6 + atan((sqrt(3)|x| - 1)/(|x| + sqrt(3))),
+ * leaving |z| <= 0.268 for the odd Taylor polynomial (degree 15). pi/2 and pi/6 are added as a head
+ * and a tail so the folds lose no more than their own rounding. */
+static float ember_atanf(float x) {
+    float a = ember_fabsf(x), z, zz, p, r, head = 0.0f, tail = 0.0f, s = 1.0f;
+    if (ember_isnanf(x)) return x;
+    if (a > 1.0f) { /* 1/inf is 0: atan(+-inf) = +-pi/2 */
+        a = 1.0f / a;
+        head = 1.57079637050628662109f;
+        tail = -4.37113900018624283e-8f;
+        s = -1.0f;
+    }
+    if (a > 0.267949192431122706f) {
+        z = (a * 1.73205080756887729f - 1.0f) / (a + 1.73205080756887729f);
+        head += s * 0.52359879016876220703f;
+        tail += s * -1.45704633339541419e-8f;
+    } else {
+        z = a;
+    }
+    zz = z * z;
+    p = zz * (-0.333333333333333333f + zz * (0.2f + zz * (-0.142857142857142857f + zz * (0.111111111111111111f +
+        zz * (-0.0909090909090909091f + zz * (0.0769230769230769231f + zz * -0.0666666666666666667f))))));
+    r = head + (tail + s * (z + z * p));
+    return x < 0.0f ? -r : r;
+}
+/*@end*/
+
+/*@kernel ember_asinf requires ember_atanf ember_sqrtf*/
+/* asin(x) = atan(x / sqrt((1 - x)(1 + x))); 1 - x is exact where it matters (Sterbenz). */
+static float ember_asinf(float x) {
+    float a = ember_fabsf(x);
+    if (!(a <= 1.0f)) return __builtin_nanf(""); /* |x| > 1 or NaN */
+    if (a == 1.0f) return x * 1.57079637050628662109f;
+    return ember_atanf(x / ember_sqrtf((1.0f - a) * (1.0f + a)));
+}
+/*@end*/
+
+/*@kernel ember_acosf requires ember_atanf ember_sqrtf*/
+/* acos(x) = 2 atan(sqrt((1 - x) / (1 + x))): accurate near both ends. */
+static float ember_acosf(float x) {
+    if (!(ember_fabsf(x) <= 1.0f)) return __builtin_nanf("");
+    if (x == -1.0f) return 3.14159274101257324219f;
+    return 2.0f * ember_atanf(ember_sqrtf((1.0f - x) / (1.0f + x)));
+}
+/*@end*/
+
+/*@kernel ember_sinhf requires ember_expm1f ember_fabsf*/
+/* sinh|x| = (E + E/(E + 1)) / 2, E = e^|x| - 1, with no cancellation near 0; beyond 9, e^-|x| is below
+ * half an ulp and e^|x|/2 is (e^(|x|/2)/2) e^(|x|/2), finite up to the largest sinh a float holds. */
+static float ember_sinhf(float x) {
+    float a = ember_fabsf(x), e, r;
+    if (a > 9.0f) {
+        e = ember_expf(0.5f * a);
+        r = (0.5f * e) * e;
+    } else {
+        e = ember_expm1f(a);
+        r = 0.5f * (e + e / (e + 1.0f));
+    }
+    return x < 0.0f ? -r : r;
+}
+/*@end*/
+
+/*@kernel ember_coshf requires ember_expf ember_fabsf*/
+static float ember_coshf(float x) {
+    float a = ember_fabsf(x), e;
+    if (a > 9.0f) {
+        e = ember_expf(0.5f * a);
+        return (0.5f * e) * e;
+    }
+    e = ember_expf(a);
+    return 0.5f * (e + 1.0f / e);
+}
+/*@end*/
+
+/*@kernel ember_asinhf requires ember_log1pf ember_sqrtf ember_fabsf*/
+/* asinh|x| = log1p(|x| + x^2 / (1 + sqrt(1 + x^2))); beyond 2^12, sqrt(1 + x^2) is |x| in float and
+ * the result is log|x| + log 2 (x^2 would overflow for the largest floats). */
+static float ember_asinhf(float x) {
+    float a = ember_fabsf(x), r;
+    if (a > 4096.0f) r = ember_logf(a) + 0.693147180559945309f;
+    else r = ember_log1pf(a + a * a / (1.0f + ember_sqrtf(1.0f + a * a)));
+    return x < 0.0f ? -r : r;
+}
+/*@end*/
+
+/*@kernel ember_acoshf requires ember_log1pf ember_sqrtf*/
+/* acosh(x) = log1p(t + sqrt(2t + t^2)), t = x - 1 (exact near 1); log x + log 2 beyond 2^12. */
+static float ember_acoshf(float x) {
+    float t;
+    if (!(x >= 1.0f)) return __builtin_nanf(""); /* x < 1 or NaN */
+    if (x > 4096.0f) return ember_logf(x) + 0.693147180559945309f;
+    t = x - 1.0f;
+    return ember_log1pf(t + ember_sqrtf(t * (2.0f + t)));
+}
+/*@end*/
+
+/*@kernel ember_atanhf requires ember_log1pf ember_fabsf*/
+/* atanh|x| = log1p(2|x| / (1 - |x|)) / 2; 1 - |x| is exact from 1/2 up. */
+static float ember_atanhf(float x) {
+    float a = ember_fabsf(x), r;
+    if (!(a <= 1.0f)) return __builtin_nanf("");
+    r = a == 1.0f ? __builtin_inff() : 0.5f * ember_log1pf(2.0f * a / (1.0f - a));
+    return x < 0.0f ? -r : r;
+}
+/*@end*/
+
+/*@kernel ember_fmodf requires ember_bits*/
+/* C fmod: x - trunc(x/y) y, always exact. Integer long division of the significands, one bit per
+ * step of exponent difference (at most 277 steps). NaN for y = 0, x infinite or either NaN. */
+static float ember_fmodf(float x, float y) {
+    uint32_t ux = ember_as_u32(x), uy = ember_as_u32(y), sign = ux & 0x80000000u, mx, my;
+    int32_t ex, ey;
+    ux &= 0x7fffffffu;
+    uy &= 0x7fffffffu;
+    if (uy == 0u || ux >= 0x7f800000u || uy > 0x7f800000u) return __builtin_nanf("");
+    if (ux < uy) return x; /* |x| < |y|, y = +-inf included */
+    ex = (int32_t)(ux >> 23);
+    ey = (int32_t)(uy >> 23);
+    mx = ex ? (ux & 0x007fffffu) | 0x00800000u : ux;
+    my = ey ? (uy & 0x007fffffu) | 0x00800000u : uy;
+    if (!ex) for (ex = 1; !(mx & 0x00800000u); --ex) mx <<= 1; /* subnormal: normalize */
+    if (!ey) for (ey = 1; !(my & 0x00800000u); --ey) my <<= 1;
+    for (; ex > ey; --ex) { /* invariant: mx < 2 my */
+        if (mx >= my) mx -= my;
+        mx <<= 1;
+    }
+    if (mx >= my) mx -= my;
+    if (!mx) return ember_as_f32(sign);
+    for (; !(mx & 0x00800000u); --ey) mx <<= 1;
+    if (ey > 0) return ember_as_f32(sign | ((uint32_t)ey << 23) | (mx & 0x007fffffu));
+    return ember_as_f32(sign | (mx >> (1 - ey))); /* subnormal result: the shifted-out bits are 0 */
+}
+/*@end*/
+
+/*@kernel ember_fmod requires ember_prelude*/
+/* ember_fmodf for double (float64 Mod): integer operations only, so no double arithmetic is needed. */
+EMBER_INLINE uint64_t ember_as_u64(double f) { union { double f; uint64_t u; } v; v.f = f; return v.u; }
+EMBER_INLINE double ember_as_f64(uint64_t u) { union { uint64_t u; double f; } v; v.u = u; return v.f; }
+static double ember_fmod(double x, double y) {
+    const uint64_t top = (uint64_t)1 << 52, frac = top - 1u, expmask = (uint64_t)0x7ff << 52;
+    uint64_t ux = ember_as_u64(x), uy = ember_as_u64(y), sign = ux & ((uint64_t)1 << 63), mx, my;
+    int32_t ex, ey;
+    ux &= ~((uint64_t)1 << 63);
+    uy &= ~((uint64_t)1 << 63);
+    if (uy == 0u || ux >= expmask || uy > expmask) return __builtin_nan("");
+    if (ux < uy) return x;
+    ex = (int32_t)(ux >> 52);
+    ey = (int32_t)(uy >> 52);
+    mx = ex ? (ux & frac) | top : ux;
+    my = ey ? (uy & frac) | top : uy;
+    if (!ex) for (ex = 1; !(mx & top); --ex) mx <<= 1;
+    if (!ey) for (ey = 1; !(my & top); --ey) my <<= 1;
+    for (; ex > ey; --ex) {
+        if (mx >= my) mx -= my;
+        mx <<= 1;
+    }
+    if (mx >= my) mx -= my;
+    if (!mx) return ember_as_f64(sign);
+    for (; !(mx & top); --ey) mx <<= 1;
+    if (ey > 0) return ember_as_f64(sign | ((uint64_t)ey << 52) | (mx & frac));
+    return ember_as_f64(sign | (mx >> (1 - ey)));
 }
 /*@end*/

@@ -245,12 +245,16 @@ class _Builder:
                 return res
         # `fold_late` ops (DequantizeLinear of int8 weights) stay nodes: a pass turns them into integer kernels.
         # Operators outside ONNX (com.microsoft) fold after their adapter rewrote them, in the passes.
+        consts = [v.const if v is not None else None for v in node.inputs]
+        if np_node.op_type == "CastLike" and len(node.inputs) == 2 and node.inputs[1] is not None:
+            # Only the target's element type matters: a constant cast like a run-time tensor folds.
+            consts[1] = np.zeros((0,), node.inputs[1].dtype.np)
         if (np_node.op_type in _NONDETERMINISTIC or opdef.data.get("fold_late") or not onnx.defs.has(np_node.op_type)
                 or np_node.domain not in ("", "ai.onnx")
-                or any(v is not None and not v.is_const for v in node.inputs)):
+                or any(v is not None and c is None for v, c in zip(node.inputs, consts, strict=True))):
             return None
         try:
-            return evaluate_with_onnx(np_node, self.domains, [v.const if v is not None else None for v in node.inputs])
+            return evaluate_with_onnx(np_node, self.domains, consts)
         except Exception as e:  # the reference implementation raises many exception types
             raise ShapeError(f"node '{node.name}' ({node.op}): constant folding failed: {_first_line(e)}") from None
 

@@ -1,0 +1,131 @@
+"""Celu, Swish, Softsign, ThresholdedRelu, Shrink, IsInf, IsNaN, Sign and the inverse trigonometric and
+hyperbolic ops beyond the ONNX node tests: kernel epilogues, integer Shrink, the IsInf attribute
+combinations, float64 and float16, and a Cortex-M4 build. Expected values come from the ONNX reference
+implementation."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper, numpy_helper
+
+import ember
+from ember.ops.epilogue import KIND_CODES
+from tests.ops.opmodels import make_model, reference, sanitized_run
+
+RNG = np.random.default_rng(11)
+ACTIVATIONS = [("Celu", {"alpha": 0.7}), ("Swish", {"alpha": 1.3}), ("Softsign", {}),
+               ("ThresholdedRelu", {"alpha": 0.4}), ("Shrink", {"bias": 0.25, "lambd": 0.6})]
+
+
+@pytest.mark.parametrize(("op", "attrs"), ACTIVATIONS)
+def test_activation_after_matmul_is_its_epilogue(op: str, attrs: dict, tmp_path: Path) -> None:
+    w = (RNG.standard_normal((8, 6)) * 0.5).astype(np.float32)
+    feeds = {"x": RNG.standard_normal((5, 8)).astype(np.float32)}
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node(op, ["m"], ["y"], **attrs)]
+    model = make_model(nodes, feeds, {"y": np.dtype(np.float32)}, opset=24)
+    model.graph.initializer.append(numpy_helper.from_array(w, "w"))
+    onnx.save(model, tmp_path / "m.onnx")
+    bundle = ember.compile(tmp_path / "m.onnx", tmp_path / "out", opt_level=2)
+    source = (tmp_path / "out" / "m.c").read_text()
+    # The kernel applies it (its kind code in the call), and it has no loop of its own.
+    assert re.search(rf"ember_matmul_f32\(.*, {KIND_CODES[op]}, 0x[^,]*, 0x[^,]*\);", source)
+    assert f": {op} -> " not in source and "MatMul -> y" in source
+    np.testing.assert_allclose(bundle.run(feeds)["y"], reference(model, feeds)["y"], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dt", [np.int8, np.uint8, np.int16, np.int32, np.int64, np.uint64])
+@pytest.mark.parametrize(("bias", "lambd"), [(1.5, 2.7), (-2.0, 3.0), (0.0, 0.5), (3.25, -1.5)])
+def test_integer_shrink_matches_thereference(dt: type, bias: float, lambd: float, tmp_path: Path) -> None:
+    info = np.iinfo(dt)
+    # Values whose results are in T's range (the reference's float-to-int cast is unspecified outside it).
+    lo, hi = max(int(info.min) + 8, -(2**40)), min(int(info.max) - 8, 2**40)
+    x = np.unique(np.concatenate([np.arange(max(lo, -20), min(hi, 20) + 1), RNG.integers(lo, hi, 200)])).astype(dt)
+    feeds = {"x": x}
+    model = make_model([helper.make_node("Shrink", ["x"], ["y"], bias=bias, lambd=lambd)], feeds,
+                   {"y": np.dtype(dt)}, opset=21)
+    got, ref = sanitized_run(model, feeds, tmp_path), reference(model, feeds)
+    np.testing.assert_array_equal(got["y"], ref["y"])
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.float16])
+def test_isinf_attributes_isnan_and_sign(dt: type, tmp_path: Path) -> None:
+    x = np.array([0.0, -0.0, 1.5, -2.5, np.inf, -np.inf, np.nan, 1e-30, -7.0], dt)
+    feeds = {"x": x}
+    nodes = [helper.make_node("IsInf", ["x"], [f"inf{p}{n}"], detect_positive=p, detect_negative=n)
+             for p in (0, 1) for n in (0, 1)]
+    nodes += [helper.make_node("IsNaN", ["x"], ["nan"]), helper.make_node("Sign", ["x"], ["sign"])]
+    outs = {f"inf{p}{n}": np.dtype(bool) for p in (0, 1) for n in (0, 1)} | {"nan": np.dtype(bool),
+                                                                               "sign": np.dtype(dt)}
+    model = make_model(nodes, feeds, outs, opset=20)
+    got, ref = sanitized_run(model, feeds, tmp_path), reference(model, feeds)
+    for name in outs:
+        np.testing.assert_array_equal(got[name], ref[name], err_msg=name)
+
+
+@pytest.mark.parametrize("dt", [np.int8, np.uint8, np.int64, np.uint64])
+def test_sign_of_integers(dt: type, tmp_path: Path) -> None:
+    info = np.iinfo(dt)
+    feeds = {"x": np.array([info.min, info.max, 0, 1, info.max - 1, info.min + 1], dt)}
+    model = make_model([helper.make_node("Sign", ["x"], ["y"])], feeds, {"y": np.dtype(dt)}, opset=13)
+    got = sanitized_run(model, feeds, tmp_path)
+    np.testing.assert_array_equal(got["y"], reference(model, feeds)["y"])
+
+
+UNARY = ["Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Softsign", "Celu", "Swish",
+         "ThresholdedRelu", "Shrink"]
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float16])
+def test_float64_and_float16(dt: type, tmp_path: Path) -> None:
+    """Each op on its domain (Acosh from 1, Asin/Acos/Atanh inside (-1, 1)), in one model."""
+    feeds = {"x": np.linspace(-0.95, 0.95, 39).astype(dt), "big": np.linspace(1.0, 9.0, 17).astype(dt)}
+    nodes = [helper.make_node(op, ["big" if op == "Acosh" else "x"], [op]) for op in UNARY]
+    model = make_model(nodes, feeds, dict.fromkeys(UNARY, np.dtype(dt)), opset=24)
+    onnx.save(model, tmp_path / "m.onnx")
+    got = ember.compile(tmp_path / "m.onnx", tmp_path / "out").run(feeds)
+    ref = reference(model, feeds)
+    tol = 2e-3 if dt == np.float16 else 1e-6  # float64 goes through ember's float math (like Sin, Exp)
+    for op in UNARY:
+        assert got[op].dtype == dt
+        np.testing.assert_allclose(got[op], ref[op], rtol=tol, atol=tol, err_msg=op)
+
+
+@pytest.mark.parametrize("dt", [np.float16, np.float64])
+def test_float16_and_float64_softmax_run_the_float_kernel(dt: type, tmp_path: Path) -> None:
+    feeds = {"x": (RNG.standard_normal((3, 4, 5)) * 3).astype(dt)}
+    nodes = [helper.make_node("Softmax", ["x"], ["s"], axis=1), helper.make_node("LogSoftmax", ["x"], ["l"])]
+    model = make_model(nodes, feeds, {"s": np.dtype(dt), "l": np.dtype(dt)}, opset=13)
+    got = sanitized_run(model, feeds, tmp_path)
+    ref = reference(model, feeds)
+    tol = 2e-3 if dt == np.float16 else 1e-6
+    for name in ("s", "l"):
+        assert got[name].dtype == dt
+        np.testing.assert_allclose(got[name], ref[name], rtol=tol, atol=tol)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ziglang") is None, reason="cross targets need zig")
+def test_cortex_m4_build(tmp_path: Path) -> None:
+    """float32 and integer models of these ops build for a single-precision FPU: no libm, no double."""
+    feeds = {"x": np.zeros(8, np.float32), "i": np.zeros(8, np.int32), "u": np.zeros(8, np.uint8)}
+    nodes = [helper.make_node(op, ["x"], [op]) for op in UNARY]
+    nodes += [helper.make_node("Mod", ["x", "x"], ["fmod_f"], fmod=1), helper.make_node("Mod", ["x", "x"], ["mod_f"]),
+              helper.make_node("Mod", ["i", "i"], ["mod_i"]), helper.make_node("IsInf", ["x"], ["isinf"]),
+              helper.make_node("Sign", ["i"], ["sign"]),
+              helper.make_node("BitShift", ["u", "u"], ["shl"], direction="LEFT"),
+              helper.make_node("BitwiseXor", ["i", "i"], ["bxor"])]
+    outs = dict.fromkeys(UNARY, np.dtype(np.float32)) | {
+        "fmod_f": np.dtype(np.float32), "mod_f": np.dtype(np.float32), "mod_i": np.dtype(np.int32),
+        "isinf": np.dtype(bool), "sign": np.dtype(np.int32), "shl": np.dtype(np.uint8), "bxor": np.dtype(np.int32)}
+    model = make_model(nodes, feeds, outs, opset=24)
+    onnx.save(model, tmp_path / "m.onnx")
+    # The toolchain's object check refuses libm symbols and double-precision helpers on this FPU.
+    ember.compile(tmp_path / "m.onnx", tmp_path / "out", target="cortex-m4")
+    source = (tmp_path / "out" / "m.c").read_text()
+    assert all(f"ember_{f}(" in source for f in ("tanf", "asinhf", "fmodf", "sigmoidf"))
+    assert (tmp_path / "out" / "m.o").stat().st_size > 0
