@@ -142,6 +142,10 @@ TESTS: dict[str, tuple[str, ...]] = {
     "QLinearConv": (r"test_qlinearconv$",),
     "MatMulInteger": (r"test_matmulinteger$",),
     "QLinearMatMul": (r"test_qlinearmatmul_.*",),
+    "BitwiseAnd": (r"test_bitwise_and_.*",),
+    "BitwiseOr": (r"test_bitwise_or_.*",),
+    "BitwiseXor": (r"test_bitwise_xor_.*",),
+    "BitwiseNot": (r"test_bitwise_not_.*",),
 }
 
 
