@@ -202,3 +202,35 @@ register(OpDef("LabelEncoder", infer=_infer_label_encoder, lower=_lower_label_en
                shape_inputs=(1, 2),
                kernels=tuple(f"ember_label_encode_{a}_{b}" for a in _ENCODER_TYPES.values()
                              for b in _ENCODER_TYPES.values())))
+
+
+# ---- TfIdfVectorizer ---------------------------------------------------------------------------------
+# Inputs: (X int32/int64 [C] or [B, C], then the n-gram trie as constants: value int64 [T], child int32 [T]
+# (first child, -1: none), sibling int32 [T] (next sibling, -1: none), out int32 [T] (output column, -1: not a
+# counted n-gram), and weights float32 [O]). Node 0 is the root. Attributes: mode ("TF", "IDF", "TFIDF"),
+# min_gram, max_gram, max_skip, size (O), weighted (whether `weights` are given). Output float32 [O] or [B, O].
+_TFIDF_MODES = ("TF", "IDF", "TFIDF")
+
+
+def _infer_tfidf(node: Node) -> list[TensorType | None]:
+    x = inp(node, 0)
+    if x.dtype not in (DType.INT32, DType.INT64) or x.type.rank not in (1, 2):
+        raise ShapeError(f"node '{node.name}' (TfIdfVectorizer): X must be int32/int64 [C] or [B, C], "
+                         f"not {x.dtype.short}{list(x.shape)}")
+    tables = [inp(node, i) for i in range(1, 6)]
+    if any(t.const is None for t in tables) or node.attrs.get("mode") not in _TFIDF_MODES:
+        raise ShapeError(f"node '{node.name}' (TfIdfVectorizer): the n-gram tables must be constants")
+    size = int(node.attrs["size"])
+    return [typed(DType.FLOAT32, (size,) if x.type.rank == 1 else (x.shape[0], size))]
+
+
+def _lower_tfidf(node: Node, k: KernelEmitter) -> None:
+    x = inp(node, 0)
+    rows, cols = (1, x.shape[0]) if x.type.rank == 1 else x.shape
+    k.call(f"ember_tfidf_{x.dtype.suffix}", k.out(0), k.inp(0), rows, cols, k.inp(1), k.inp(2), k.inp(3), k.inp(4),
+           k.inp(5), int(node.attrs["size"]), _TFIDF_MODES.index(node.attrs["mode"]), int(node.attrs["weighted"]),
+           int(node.attrs["min_gram"]), int(node.attrs["max_gram"]), int(node.attrs["max_skip"]))
+
+
+register(OpDef("TfIdfVectorizer", infer=_infer_tfidf, lower=_lower_tfidf, shape_inputs=(1, 2, 3, 4, 5),
+               kernels=("ember_tfidf_s32", "ember_tfidf_s64")))

@@ -120,3 +120,54 @@ EMBER_LABEL_ENCODE(ember_label_encode_s32_f32, int32_t, float)
 /*@kernel ember_label_encode_s32_s32 requires ember_label_encode_impl*/
 EMBER_LABEL_ENCODE(ember_label_encode_s32_s32, int32_t, int32_t)
 /*@end*/
+
+/*@kernel ember_tfidf_impl requires ember_prelude*/
+/* N-gram counts of each row of x [rows, cols], as ONNX's TfIdfVectorizer: for every skip distance d of
+ * 1..max_skip + 1 and every start, the items start, start + d, ... walk the n-gram trie (node 0 the root;
+ * children by first-child/next-sibling links); every node reached that is a counted n-gram of at least
+ * min_gram items (unigrams on the first distance only) adds one to its output column. Then mode 0 (TF)
+ * gives the counts, 1 (IDF) weights[i] (or 1) where a count is positive, 2 (TFIDF) weights[i] * count. */
+#define EMBER_TFIDF(NAME, T)                                                                             \
+    static void NAME(float *y, const T *x, int32_t rows, int32_t cols, const int64_t *value,             \
+                     const int32_t *child, const int32_t *sibling, const int32_t *out,                   \
+                     const float *weights, int32_t size, int mode, int weighted, int32_t min_gram,       \
+                     int32_t max_gram, int32_t max_skip) {                                               \
+        for (int32_t r = 0; r < rows; ++r) {                                                             \
+            const T *row = x + (ptrdiff_t)r * cols;                                                      \
+            float *yr = y + (ptrdiff_t)r * size;                                                         \
+            int32_t first_size = min_gram;                                                               \
+            for (int32_t i = 0; i < size; ++i) yr[i] = 0.0f;                                             \
+            for (int32_t d = 1; d <= max_skip + 1; ++d) {                                                \
+                for (int32_t start = 0; start < cols; ++start) {                                         \
+                    if ((int64_t)start + (int64_t)d * (first_size - 1) >= cols) break;                   \
+                    int32_t node = 0, n = 1;                                                             \
+                    for (int64_t item = start; child[node] >= 0 && n <= max_gram && item < cols;         \
+                         item += d, ++n) {                                                               \
+                        int32_t c = child[node];                                                         \
+                        while (c >= 0 && value[c] != (int64_t)row[item]) c = sibling[c];                 \
+                        if (c < 0) break;                                                                \
+                        if (n >= first_size && out[c] >= 0) yr[out[c]] += 1.0f;                         \
+                        node = c;                                                                        \
+                    }                                                                                    \
+                }                                                                                        \
+                if (first_size == 1) {                                                                   \
+                    first_size = 2;                                                                      \
+                    if (first_size > max_gram) break;                                                    \
+                }                                                                                        \
+            }                                                                                            \
+            for (int32_t i = 0; i < size; ++i) {                                                         \
+                const float w = weighted ? weights[i] : 1.0f;                                            \
+                if (mode == 1) yr[i] = yr[i] > 0.0f ? w : 0.0f;                                          \
+                else if (mode == 2) yr[i] = w * yr[i];                                                   \
+            }                                                                                            \
+        }                                                                                                \
+    }
+/*@end*/
+
+/*@kernel ember_tfidf_s32 requires ember_tfidf_impl*/
+EMBER_TFIDF(ember_tfidf_s32, int32_t)
+/*@end*/
+
+/*@kernel ember_tfidf_s64 requires ember_tfidf_impl*/
+EMBER_TFIDF(ember_tfidf_s64, int64_t)
+/*@end*/

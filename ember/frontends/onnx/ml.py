@@ -357,6 +357,71 @@ register(ML, "Binarizer", _binarizer)
 register(ML, "Imputer", _imputer)
 register(ML, "ArrayFeatureExtractor", _array_feature_extractor)
 register(ML, "LabelEncoder", _label_encoder, since=2)
+def _tfidf_trie(r: Rewrite, attrs: dict) -> list[np.ndarray]:
+    """The n-gram pool as a trie in tables (ember/ops/ml.py TfIdfVectorizer): value, child, sibling, out.
+    N-gram ids count from 1 over all sizes in pool order, also over sizes outside [min, max]."""
+    if attrs.get("pool_strings"):
+        raise r.refuse("string pools (ember compiles numeric tensors)")
+    pool = [int(v) for v in attrs.get("pool_int64s", [])]
+    counts = [int(v) for v in attrs.get("ngram_counts", [])]
+    indexes = [int(v) for v in attrs.get("ngram_indexes", [])]
+    low, high = int(attrs["min_gram_length"]), int(attrs["max_gram_length"])
+    root: dict = {}
+    ids: dict[int, int] = {}  # trie node (by id()) -> n-gram id
+    next_id = 1
+    for size, start in enumerate(counts, start=1):
+        end = counts[size] if size < len(counts) else len(pool)
+        grams = max(end - start, 0) // size
+        if not low <= size <= high:
+            next_id += grams
+            continue
+        for g in range(grams):
+            level = root
+            for k, item in enumerate(pool[start + g * size: start + (g + 1) * size]):
+                entry = level.setdefault(item, {})
+                if k == size - 1:
+                    ids[id(entry)] = next_id
+                    next_id += 1
+                level = entry
+    values, child, sibling, out = [0], [-1], [-1], [-1]
+    queue = [(root, 0)]
+    while queue:  # breadth first: each node's children are consecutive, linked as siblings
+        level, parent = queue.pop(0)
+        previous = -1
+        for item, entry in level.items():
+            index = len(values)
+            gram = ids.get(id(entry))
+            if gram is not None and gram - 1 >= len(indexes):
+                raise ShapeError(f"node '{r.node.name}' (TfIdfVectorizer): n-gram {gram} has no ngram_indexes entry")
+            values.append(item)
+            child.append(-1)
+            sibling.append(-1)
+            out.append(-1 if gram is None else indexes[gram - 1])
+            if previous < 0:
+                child[parent] = index
+            else:
+                sibling[previous] = index
+            previous = index
+            queue.append((entry, index))
+    return [np.asarray(values, np.int64), np.asarray(child, np.int32), np.asarray(sibling, np.int32),
+            np.asarray(out, np.int32)]
+
+
+def _tfidf(r: Rewrite, attrs: dict) -> None:
+    size = max((int(v) for v in attrs.get("ngram_indexes", [])), default=-1) + 1
+    weights = np.asarray(attrs.get("weights", []), np.float32).reshape(-1)
+    tables = _tfidf_trie(r, attrs)
+    padded = np.zeros(max(size, 1), np.float32)
+    padded[:min(weights.size, size)] = weights[:size]
+    names = ("values", "children", "siblings", "columns")
+    consts = [r.const(n, t) for n, t in zip(names, tables, strict=True)] + [r.const("weights", padded)]
+    r.op("TfIdfVectorizer", [r.need(0, "X"), *consts], "tfidf",
+         {"mode": attrs.get("mode", "TF"), "min_gram": int(attrs["min_gram_length"]),
+          "max_gram": int(attrs["max_gram_length"]), "max_skip": int(attrs["max_skip_count"]), "size": size,
+          "weighted": int(weights.size > 0)}, out=r.output(0))
+
+
+register("", "TfIdfVectorizer", _tfidf, since=9)
 ONNX_OPS[(ML, "ZipMap")] = OnnxOp("", refusal="its output is a sequence of maps; convert without it "
                                               "(skl2onnx: options={id(model): {'zipmap': False}})")
 
