@@ -100,30 +100,24 @@ def test_zipmap_is_refused_with_the_converter_option(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("classes", [2, 3, None])
-def test_lightgbm(classes: int | None, tmp_path: Path) -> None:
-    lightgbm = pytest.importorskip("lightgbm")
+@pytest.mark.parametrize("library", ["lightgbm", "xgboost"])
+def test_gradient_boosting_library(library: str, classes: int | None, tmp_path: Path) -> None:
+    """LightGBM and XGBoost models converted by onnxmltools."""
+    lib = pytest.importorskip(library)
     onnxmltools = pytest.importorskip("onnxmltools")
     from onnxmltools.convert.common.data_types import FloatTensorType
 
     x, y = _data(classes)
-    kind = lightgbm.LGBMRegressor if classes is None else lightgbm.LGBMClassifier
-    estimator = kind(n_estimators=12, num_leaves=8, verbose=-1).fit(x, y)
-    model = onnxmltools.convert_lightgbm(estimator, initial_types=[("X", FloatTensorType([None, x.shape[1]]))],
-                                         zipmap=False, target_opset=15)
-    _check(model, x, tmp_path)
-
-
-@pytest.mark.parametrize("classes", [2, 3, None])
-def test_xgboost(classes: int | None, tmp_path: Path) -> None:
-    xgboost = pytest.importorskip("xgboost")
-    onnxmltools = pytest.importorskip("onnxmltools")
-    from onnxmltools.convert.common.data_types import FloatTensorType
-
-    x, y = _data(classes)
-    kind = xgboost.XGBRegressor if classes is None else xgboost.XGBClassifier
-    estimator = kind(n_estimators=12, max_depth=4).fit(x, y)
-    model = onnxmltools.convert_xgboost(estimator, initial_types=[("X", FloatTensorType([None, x.shape[1]]))],
-                                        target_opset=15)
+    if library == "lightgbm":
+        kind = lib.LGBMRegressor if classes is None else lib.LGBMClassifier
+        estimator = kind(n_estimators=12, num_leaves=8, verbose=-1).fit(x, y)
+        convert, options = onnxmltools.convert_lightgbm, {"zipmap": False}
+    else:
+        kind = lib.XGBRegressor if classes is None else lib.XGBClassifier
+        estimator = kind(n_estimators=12, max_depth=4).fit(x, y)
+        convert, options = onnxmltools.convert_xgboost, {}
+    model = convert(estimator, initial_types=[("X", FloatTensorType([None, x.shape[1]]))], target_opset=15,
+                    **options)
     _check(model, x, tmp_path)
 
 
