@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import ember  # noqa: E402
 from benchmarks.models import MODELS, build  # noqa: E402
 from benchmarks.timing import EmberTimer, OrtTimer, interleave  # noqa: E402
+from ember.runtime.inputs import random_inputs  # noqa: E402
 
 
 def main() -> int:
@@ -47,8 +48,7 @@ def main() -> int:
         t0 = time.perf_counter()
         bundle = ember.compile(model, out, cpu=args.cpu)
         compile_s = time.perf_counter() - t0
-        rng = np.random.default_rng(0)
-        feeds = {e["name"]: rng.standard_normal(e["shape"]).astype(np.float32) for e in bundle.inputs}
+        feeds = random_inputs(bundle, 0)  # float inputs: standard normal; integer ones (token ids): 0..9
         ours, theirs = EmberTimer(bundle, feeds), OrtTimer(model, feeds)
         err = max(float(np.max(np.abs(ours.outputs()[k] - theirs.outputs()[k]))) for k in theirs.outputs())
         t_e, t_o = interleave(ours, theirs, args.rounds, args.warmup)

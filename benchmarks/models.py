@@ -1,4 +1,5 @@
-"""The benchmark models, built with fixed seeds: the four CNNs and the encoder of issue 4.
+"""The benchmark models, built with fixed seeds: the four CNNs, the encoder of issue 4, and a Hugging Face
+BERT encoder as onnxruntime's transformer optimizer fuses it (com.microsoft Attention, SkipLayerNormalization).
 
 LeNet-5, MobileNetV2, ResNet-18 and the transformer encoder are the test suite's own definitions
 (tests/support/models.py); ResNet-50 (bottleneck blocks, as in the paper) is written out here.
@@ -51,6 +52,39 @@ def _resnet50(num_classes: int = 1000):
     return ResNet50()
 
 
+def _bert(path: Path) -> None:
+    """A Hugging Face BERT encoder (4 layers, hidden 256, 4 heads, sequence 128; random weights) fused by
+    onnxruntime's transformer optimizer, as users ship BERT-style models for CPU inference."""
+    import transformers
+    from onnxruntime.transformers import optimizer
+
+    torch = zoo._torch()
+    # type_vocab_size 10: the benchmark feeds integer inputs drawn from 0..9.
+    config = transformers.BertConfig(vocab_size=1000, hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
+                                     intermediate_size=1024, max_position_embeddings=128, type_vocab_size=10)
+    config._attn_implementation = "eager"  # the attention pattern the optimizer fuses
+    torch.manual_seed(0)
+    bert = transformers.BertModel(config).eval()
+
+    class Encoder(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, ids, segments):  # noqa: ANN001, ANN202
+            # Every token attends (the benchmark's random inputs are ids and segment ids, no padding mask).
+            mask = torch.ones_like(ids)
+            return self.bert(input_ids=ids, attention_mask=mask, token_type_ids=segments).last_hidden_state
+
+    ids = torch.randint(0, 1000, (1, 128))
+    exported = path.with_suffix(".exported.onnx")
+    torch.onnx.export(Encoder(), (ids, torch.zeros_like(ids)), exported, opset_version=17, dynamo=False,
+                      input_names=["input_ids", "token_type_ids"], output_names=["hidden"])
+    fused = optimizer.optimize_model(str(exported), model_type="bert", num_heads=4, hidden_size=256, opt_level=0)
+    fused.save_model_to_file(str(path))
+    exported.unlink()
+
+
 # name -> (builder, note); BatchNorm is folded by the exporter (as users export for inference).
 MODELS: dict[str, tuple[Callable[[Path], None], str]] = {
     "lenet5": (zoo._torch_builder(zoo._lenet, (1, 1, 28, 28)), "LeNet-5 28x28"),
@@ -59,6 +93,7 @@ MODELS: dict[str, tuple[Callable[[Path], None], str]] = {
     "resnet50": (zoo._torch_builder(_resnet50, (1, 3, 224, 224)), "ResNet-50 224"),
     "transformer": (zoo._torch_builder(lambda: zoo._transformer(256, 4, 2, 1024)(128), (1, 128, 256)),
                     "transformer encoder (2 layers, d=256, 4 heads, seq 128)"),
+    "bert": (_bert, "BERT encoder (4 layers, d=256, 4 heads, seq 128) fused by onnxruntime's optimizer"),
 }
 
 
