@@ -165,6 +165,12 @@ EXCLUDED: dict[str, str] = {
 # In-scope tests that fail today: name -> reason. Counted against the 97% bar.
 KNOWN_FAILURES: dict[str, str] = {
     "test_flexattention_double_expanded_ver26": "MatMul has no float64 kernel yet (float32 only)",
+    # The exact imaginary parts of row 5 are 0; the expected 1.9e-7 there is numpy's complex64 FFT rounding
+    # noise, which no other float32 FFT reproduces within atol 1e-7 (onnxruntime misses by 1.9e-5).
+    "test_dft_inverse": "expected output holds numpy complex64 rounding noise (1.9e-7) where the exact value "
+                        "is 0, above the test's atol of 1e-7",
+    "test_dft_inverse_opset19": "expected output holds numpy complex64 rounding noise (1.9e-7) where the exact "
+                                "value is 0, above the test's atol of 1e-7",
 }
 
 
