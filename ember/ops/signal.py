@@ -267,7 +267,7 @@ def _mel_inputs(node: Node) -> tuple[int, int, int, np.generic, np.generic]:
     low, high = vals[3], vals[4]
     if bins < 1 or dft_length < 1 or rate < 1 or not 0 <= low <= high:
         raise ShapeError(f"node '{node.name}' (MelWeightMatrix): needs num_mel_bins, dft_length, sample_rate >= 1 "
-                         f"and 0 <= lower_edge_hertz <= upper_edge_hertz (got {vals})")
+                         f"and 0 <= lower_edge_hertz <= upper_edge_hertz (got {[v.item() for v in vals]})")
     return bins, dft_length, rate, low, high
 
 

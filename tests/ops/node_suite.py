@@ -142,6 +142,8 @@ TESTS: dict[str, tuple[str, ...]] = {
     "QLinearConv": (r"test_qlinearconv$",),
     "MatMulInteger": (r"test_matmulinteger$",),
     "QLinearMatMul": (r"test_qlinearmatmul_.*",),
+    "NegativeLogLikelihoodLoss": (r"test_nllloss_.*",),
+    "SoftmaxCrossEntropyLoss": (r"test_sce_.*",),
 }
 
 
