@@ -146,6 +146,8 @@ TESTS: dict[str, tuple[str, ...]] = {
     "BitwiseOr": (r"test_bitwise_or_.*",),
     "BitwiseXor": (r"test_bitwise_xor_.*",),
     "BitwiseNot": (r"test_bitwise_not_.*",),
+    "NegativeLogLikelihoodLoss": (r"test_nllloss_.*",),
+    "SoftmaxCrossEntropyLoss": (r"test_sce_.*",),
 }
 
 
@@ -172,6 +174,12 @@ KNOWN_FAILURES: dict[str, str] = {
     "test_attention_4d_causal_fp16_expanded": (
         "float16 steps are computed in float and rounded once, the reference rounds each of the expanded "
         "graph's steps to half: 2 of 192 outputs differ by 2 half ulps (1.2e-3, over the 1e-3 tolerance)"),
+    # The exact imaginary parts of row 5 are 0; the expected 1.9e-7 there is numpy's complex64 FFT rounding
+    # noise, which no other float32 FFT reproduces within atol 1e-7 (onnxruntime misses by 1.9e-5).
+    "test_dft_inverse": "expected output holds numpy complex64 rounding noise (1.9e-7) where the exact value "
+                        "is 0, above the test's atol of 1e-7",
+    "test_dft_inverse_opset19": "expected output holds numpy complex64 rounding noise (1.9e-7) where the exact "
+                                "value is 0, above the test's atol of 1e-7",
 }
 
 

@@ -8,6 +8,7 @@ not only where an end-to-end node test happens to notice.
 
 from __future__ import annotations
 
+import onnx
 import pytest
 
 from ember.errors import EmberError
@@ -18,12 +19,22 @@ from tests.ops import node_suite
 COUNTED = [n for n in node_suite.in_scope() if node_suite.exclusion_reason(n) is None]
 
 
+def _onnx_infers_wrongly(np_node: onnx.NodeProto) -> bool:
+    """Nodes whose onnx shape inference contradicts the operator's schema (checked with onnx 1.23)."""
+    attrs = {a.name for a in np_node.attribute}
+    # STFT: onnx infers two-sided bins when `onesided` is absent, though its default is 1 (the schema, the
+    # reference implementation, onnxruntime and test_stft's expected output all give frame_length/2 + 1).
+    return np_node.op_type == "STFT" and "onesided" not in attrs
+
+
 def test_infer_matches_onnx_shape_inference(monkeypatch: pytest.MonkeyPatch) -> None:
     mismatches: list[str] = []
     make_node = loader._Builder._make_node
 
     def checked(self, np_node, label, inputs):
         outputs = make_node(self, np_node, label, inputs)
+        if _onnx_infers_wrongly(np_node):
+            return outputs
         domain = "" if np_node.domain in ("", "ai.onnx") else np_node.domain
         types = [v.type if v is not None else None for v in inputs]
         consts = [v.const if v is not None else None for v in inputs]

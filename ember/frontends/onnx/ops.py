@@ -237,6 +237,14 @@ def _upsample(node: Node, ctx: AdaptContext) -> list[Node]:
     return [node]
 
 
+def _dft(node: Node, ctx: AdaptContext) -> list[Node]:
+    """DFT-17 carries `axis` as an attribute (default 1); from opset 20 it is input 2 (default -2)."""
+    if ctx.opset < 20:
+        axis = int(node.attrs.pop("axis", 1))
+        _set_input(node, 2, ctx.const(node, "axis", np.asarray(axis, np.int64)))
+    return [node]
+
+
 def _no_legacy(*names: str) -> Adapter:
     def adapt(node: Node, ctx: AdaptContext) -> list[Node]:
         for name in names:
@@ -300,6 +308,9 @@ _add("NonZero", since=9, adapt=_with_count(1))
 _add("Compress", since=9, adapt=_with_count(1))
 _add("Unique", since=11, adapt=_with_count(4))
 _add("NonMaxSuppression", since=10, adapt=_with_count(1))
+_add("DFT", since=17, adapt=_dft)
+for _name in ("HannWindow", "HammingWindow", "BlackmanWindow", "MelWeightMatrix"):
+    _add(_name, since=17, adapt=_dtype_attr("output_datatype"))
 # The loader inlines an If whose condition folds to a constant (the taken branch's nodes).
 _add("If", ir="")
 
