@@ -142,6 +142,10 @@ TESTS: dict[str, tuple[str, ...]] = {
     "QLinearConv": (r"test_qlinearconv$",),
     "MatMulInteger": (r"test_matmulinteger$",),
     "QLinearMatMul": (r"test_qlinearmatmul_.*",),
+    "MeanVarianceNormalization": (r"test_mvn$",),
+    "CenterCropPad": (r"test_center_crop_pad_.*",),
+    "AffineGrid": (r"test_affine_grid_.*",),
+    "DeformConv": (r"test_(basic_)?deform_conv_.*",),
 }
 
 
