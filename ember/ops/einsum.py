@@ -181,22 +181,40 @@ def _scratch(node: Node) -> int:
     return sum((n * 4 + 15) // 16 * 16 for n in plan.scratch_floats(spec))
 
 
-def _emit_permute(k: KernelEmitter, ctype: str, dst: str, dst_labels: tuple[str, ...], dst_strides: dict[str, int],
-                  src: str, src_labels: tuple[str, ...], src_strides: dict[str, int], sizes: dict[str, int]) -> None:
-    """dst[...] = src[...] over the labels (loops in src order, so reads are sequential)."""
-    del dst_labels
+def _batched_transpose(src: tuple[str, ...], dst: tuple[str, ...]) -> tuple[int, int] | None:
+    """(p, j) when dst is src[:p] + src[j:] + src[p:j]: a batch of 2-D transposes (attention's K^T)."""
+    p = 0
+    while p < len(src) and src[p] == dst[p]:
+        p += 1
+    for j in range(p + 1, len(src)):
+        if dst[p:] == src[j:] + src[p:j]:
+            return p, j
+    return None
+
+
+def _emit_permute(k: KernelEmitter, dst: str, dst_labels: tuple[str, ...], src: str, src_labels: tuple[str, ...],
+                  sizes: dict[str, int]) -> None:
+    """Contiguous float dst (labels dst_labels) = contiguous src (labels src_labels), rearranged."""
+    split = _batched_transpose(src_labels, dst_labels)
+    if split is not None:  # blocked 2-D transposes: both sides stay in cache
+        p, j = split
+        nb, rows, cols = (math.prod(sizes[lab] for lab in part)
+                          for part in (src_labels[:p], src_labels[p:j], src_labels[j:]))
+        k.need("ember_transpose2d_f32")
+        with k.w.block(f"for (ptrdiff_t et = 0; et < {nb}; ++et)"):
+            k.line(f"ember_transpose2d_f32({dst} + et * {rows * cols}, {src} + et * {rows * cols}, {rows}, {cols});")
+        return
+    dst_strides, src_strides = _label_strides(dst_labels, sizes), _label_strides(src_labels, sizes)
     w = k.w
-    with w.block():
-        w.line(f"{ctype} *EMBER_RESTRICT pd = {dst};")
-        w.line(f"const {ctype} *ps = {src};")
-        names = []
+    with w.block():  # loops in src order: sequential reads
+        w.line(f"float *EMBER_RESTRICT pd = {dst};")
+        w.line(f"const float *ps = {src};")
         for j, lab in enumerate(src_labels):
             w.open(f"for (size_t p{j} = 0; p{j} < {sizes[lab]}; ++p{j})")
-            names.append((f"p{j}", lab))
-        d_off = " + ".join(f"{i} * {dst_strides[lab]}" for i, lab in names) or "0"
-        s_off = " + ".join(f"{i} * {src_strides[lab]}" for i, lab in names) or "0"
+        d_off = " + ".join(f"p{j} * {dst_strides[lab]}" for j, lab in enumerate(src_labels)) or "0"
+        s_off = " + ".join(f"p{j} * {src_strides[lab]}" for j, lab in enumerate(src_labels)) or "0"
         w.line(f"pd[{d_off}] = ps[{s_off}];")
-        for _ in names:
+        for _ in src_labels:
             w.close()
 
 
@@ -214,14 +232,12 @@ def _lower_matmul(node: Node, k: KernelEmitter, spec: _Spec, plan: _MatmulPlan) 
     a_lab, b_lab = spec.operands
     if not plan.a_direct:
         dst_lab = plan.batch + plan.rows + plan.inner
-        _emit_permute(k, "float", f"{base} + {off}", dst_lab, _label_strides(dst_lab, sz), a_ptr, a_lab,
-                      _label_strides(a_lab, sz), sz)
+        _emit_permute(k, f"({base} + {off})", dst_lab, a_ptr, a_lab, sz)
         a_ptr = f"({base} + {off})"
         off += (a_n * 4 + 15) // 16 * 4
     if not plan.b_direct:
         dst_lab = plan.batch + plan.inner + plan.cols
-        _emit_permute(k, "float", f"{base} + {off}", dst_lab, _label_strides(dst_lab, sz), b_ptr, b_lab,
-                      _label_strides(b_lab, sz), sz)
+        _emit_permute(k, f"({base} + {off})", dst_lab, b_ptr, b_lab, sz)
         b_ptr = f"({base} + {off})"
         off += (b_n * 4 + 15) // 16 * 4
     mm_y = y_ptr if plan.y_direct else f"({base} + {off})"
@@ -236,8 +252,7 @@ def _lower_matmul(node: Node, k: KernelEmitter, spec: _Spec, plan: _MatmulPlan) 
                    f"{b_ptr} + eb * {kk * n}, {n}, {args});")
     if not plan.y_direct:
         src_lab = plan.batch + plan.rows + plan.cols
-        _emit_permute(k, "float", y_ptr, spec.output, _label_strides(spec.output, sz), mm_y, src_lab,
-                      _label_strides(src_lab, sz), sz)
+        _emit_permute(k, y_ptr, spec.output, mm_y, src_lab, sz)
 
 
 # ---- the general loop nest ----------------------------------------------------------------------------
@@ -313,4 +328,4 @@ def _flops(node: Node) -> int:
 
 # Inputs: the operands (variadic, one element type). Attribute: equation (letters, ',', '...', '->').
 register(OpDef("Einsum", lower=_lower, infer=_infer, evaluate=_evaluate, scratch=_scratch, flops=_flops,
-               kernels=("ember_matmul_f32", "ember_f16")))
+               kernels=("ember_matmul_f32", "ember_transpose2d_f32", "ember_f16")))
