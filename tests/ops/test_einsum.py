@@ -24,6 +24,8 @@ CASES: dict[str, tuple[str, list[tuple[int, ...]], bool]] = {
     "matmul": ("ij,jk->ik", [(13, 21), (21, 17)], True),
     "matmul_transposed_a": ("ji,jk->ik", [(21, 13), (21, 17)], True),
     "matmul_result_transposed": ("ij,jk->ki", [(5, 6), (6, 7)], True),
+    "result_batch_moved": ("bij,bjk->ibk", [(3, 4, 5), (3, 5, 6)], True),
+    "operand_batch_last": ("ijb,bjk->bik", [(4, 5, 3), (3, 5, 6)], True),
     "batch_transpose": ("bij->bji", [(4, 5, 6)], False),
     "diagonal": ("ii->i", [(6, 6)], False),
     "trace": ("ii", [(5, 5)], False),
