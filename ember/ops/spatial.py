@@ -155,7 +155,7 @@ def _infer_affine(node: Node) -> list[TensorType | None]:
 def _lower_affine(node: Node, k: KernelEmitter) -> None:
     size = _shape_input(node, 1, "size")
     spatial = [1] * (5 - len(size)) + size[2:]
-    if math.prod(size) == 0 and size[1] != 0 or math.prod(spatial) * size[0] == 0:
+    if size[0] * math.prod(spatial) == 0:  # an empty grid (C, which the grid does not have, may be 0)
         return
     k.call("ember_affine_grid_f32", k.out(0), k.inp(0), size[0], len(size) - 2, *spatial,
            int(bool(node.attrs.get("align_corners", 0))))
