@@ -245,6 +245,13 @@ def _dft(node: Node, ctx: AdaptContext) -> list[Node]:
     return [node]
 
 
+def _roialign(node: Node, ctx: AdaptContext) -> list[Node]:
+    """RoiAlign before opset 16 had no coordinate_transformation_mode: it behaved as output_half_pixel."""
+    if ctx.opset < 16:
+        node.attrs.setdefault("coordinate_transformation_mode", "output_half_pixel")
+    return [node]
+
+
 def _no_legacy(*names: str) -> Adapter:
     def adapt(node: Node, ctx: AdaptContext) -> list[Node]:
         for name in names:
@@ -294,6 +301,7 @@ _add("Reshape", adapt=_attr_to_input("shape", 1, until=5))
 _add("Squeeze", adapt=_attr_to_input("axes", 1, until=13))
 _add("Unsqueeze", adapt=_attr_to_input("axes", 1, until=13))
 _add("Tile", since=6)
+_add("RoiAlign", since=10, adapt=_roialign)
 _add("Resize", since=10, adapt=_resize)
 _add("Upsample", ir="Resize", since=7, adapt=_upsample)
 for _name in ("ReduceSum", "ReduceMean", "ReduceProd", "ReduceMax", "ReduceMin", "ReduceL1", "ReduceL2",
