@@ -183,7 +183,7 @@ def _resize(node: Node, ctx: AdaptContext) -> list[Node]:
 
 
 def _softmax(node: Node, ctx: AdaptContext) -> list[Node]:
-    """Before opset 13, (Log)Softmax coerces X to 2-D [prod(dims before axis), prod(the rest)]: the same as a
+    """Before opset 13, (Log)Softmax and Hardmax coerce X to 2-D [prod(dims before axis), prod(the rest)]: the same as a
     last-axis softmax of that 2-D view, between two reshapes (zero-copy views)."""
     if ctx.opset >= 13:
         return [node]
@@ -202,6 +202,12 @@ def _softmax(node: Node, ctx: AdaptContext) -> list[Node]:
     after = Node("Reshape", ctx.graph.unique_name(f"{node.name}_from2d"), [y2, shape], [y])
     node.inputs, node.outputs = [x2], [y2]
     return [before, node, after]
+
+
+def _onehot(node: Node, ctx: AdaptContext) -> list[Node]:
+    if ctx.opset < 11:  # OneHot-9: indices outside [0, depth), negative ones included, are off
+        node.attrs["_wrap_negative"] = 0
+    return [node]
 
 
 def _dropout(node: Node, ctx: AdaptContext) -> list[Node]:
@@ -263,6 +269,12 @@ _add("Cast", adapt=_cast)
 _add("CastLike", ir="Cast", adapt=_castlike)
 _add("Softmax", adapt=_softmax)
 _add("LogSoftmax", adapt=_softmax)
+_add("Hardmax", adapt=_softmax)
+# Scatter (opsets 9-10, deprecated in 11) is ScatterElements without reduction.
+_add("Scatter", ir="ScatterElements", since=9)
+_add("TopK", adapt=_attr_to_input("k", 1, until=10))
+_add("OneHot", since=9, adapt=_onehot)
+_add("EyeLike", since=9, adapt=_dtype_attr("dtype"))
 _add("BatchNormalization", since=7, adapt=_batchnorm)
 _add("Dropout", adapt=_dropout)
 _add("Concat", adapt=_concat)
