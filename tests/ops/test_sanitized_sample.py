@@ -20,7 +20,9 @@ _spec.loader.exec_module(sweep)
 # elementwise loop over an empty tensor compared a size_t with 0 (both -Werror failures).
 SAMPLE = ["test_cast_FLOAT_to_FLOAT16", "test_cast_FLOAT16_to_FLOAT", "test_cumsum_2d_axis_1",
           "test_cumsum_1d_reverse_exclusive", "test_conv_with_strides_padding", "test_softmax_axis_1",
-          "test_maxpool_2d_pads", "test_gather_negative_indices", "test_mish", "test_reduce_l1_empty_set_expanded"]
+          "test_maxpool_2d_pads", "test_gather_negative_indices", "test_mish", "test_reduce_l1_empty_set_expanded",
+          "test_gather_elements_negative_indices", "test_scatter_elements_with_reduction_max",
+          "test_top_k_same_values_2d"]
 
 
 @pytest.mark.parametrize("name", SAMPLE)
