@@ -1,5 +1,5 @@
 """The indexing family on a Cortex-M4 (QEMU): one model with every operator of ember/ops/indexing.py,
-ranking.py and CumProd, float32 and integer, compiled for cortex-m4 (freestanding, no double-precision
+reorder.py and CumProd, float32 and integer, compiled for cortex-m4 (freestanding, no double-precision
 soft float: the object checks of ember.compile) and run bare metal; outputs match the host bundle's."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The indexing family (ember/ops/indexing.py, ranking.py, CumProd) beyond the ONNX node tests: element
+"""The indexing family (ember/ops/indexing.py, reorder.py, CumProd) beyond the ONNX node tests: element
 types, attributes and old opset forms the node tests leave out, against onnxruntime (or ONNX's reference
 evaluator where onnxruntime has no kernel); and run-time indices out of range, which must neither read nor
 write outside a tensor (checked under ASan/UBSan in the C driver) and give what ember documents: gathers
@@ -16,6 +16,7 @@ from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 import ember
+from ember.errors import ShapeError, UnsupportedOperatorError
 from tests.support import cdriver
 
 RNG = np.random.default_rng(7)
@@ -318,3 +319,33 @@ def test_onehot_and_reverse_sequence_out_of_range(tmp_path: Path) -> None:
     for b, n in enumerate([3, 0, 2, 3]):
         want[:n, b] = x[:n, b][::-1]
     np.testing.assert_array_equal(y, want)
+
+
+# Refusals: one line naming the node and the problem ---------------------------------------------
+F32 = np.zeros((3, 4), np.float32)
+REFUSALS = [
+    ("ScatterElements", [("d", F32, False), ("i", np.zeros((3, 4), np.int64), False), ("u", F32, False)],
+     [("y", np.float32)], 18, {"reduction": "avg"}, UnsupportedOperatorError, "reduction 'avg'"),
+    ("GatherElements", [("d", F32, False), ("i", np.zeros((4, 4), np.int64), False)], [("y", np.float32)], 13,
+     {"axis": 1}, ShapeError, r"indices \[4, 4\] exceed data \[3, 4\] off axis 1"),
+    ("GatherElements", [("d", np.zeros((3, 0), np.float32), False), ("i", np.zeros((3, 2), np.int64), False)],
+     [("y", np.float32)], 13, {"axis": 1}, ShapeError, "indices into an empty axis 1"),
+    ("TopK", [("x", F32, False), ("k", np.array([5], np.int64), True)], [("v", np.float32), ("i", np.int64)], 11,
+     {}, ShapeError, r"K 5 outside \[0, 4\]"),
+    ("EyeLike", [("x", F32, False)], [("y", np.float32)], 22, {"dtype": onnx.TensorProto.BFLOAT16},
+     UnsupportedOperatorError, "dtype: element type BFLOAT16 is not supported"),
+    ("OneHot", [("i", np.zeros(3, np.int64), False), ("d", np.array(0, np.int64), True),
+                ("v", np.array([0, 1], np.float32), True)], [("y", np.float32)], 11, {}, ShapeError, "depth 0"),
+    ("SpaceToDepth", [("x", np.zeros((1, 2, 3, 4), np.float32), False)], [("y", np.float32)], 13,
+     {"blocksize": 2}, ShapeError, "3x4 not divisible by blocksize 2"),
+]
+
+
+@pytest.mark.parametrize(("op", "inputs", "outputs", "opset", "attrs", "error", "message"), REFUSALS,
+                         ids=[f"{r[0]}-{i}" for i, r in enumerate(REFUSALS)])
+def test_refusals_name_the_node(tmp_path: Path, op: str, inputs: list, outputs: list, opset: int, attrs: dict,
+                                error: type, message: str) -> None:
+    onnx.save(_model(op, inputs, outputs, opset, **attrs), tmp_path / "m.onnx")
+    with pytest.raises(error, match=message) as e:
+        ember.compile(tmp_path / "m.onnx", tmp_path / "out")
+    assert f"{op}_0" in str(e.value) and "\n" not in str(e.value)

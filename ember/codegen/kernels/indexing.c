@@ -418,8 +418,8 @@ EMBER_HARDMAX(ember_hardmax_f16, uint16_t, float, ember_f16_to_f32, 0x3c00u) /* 
 /*@end*/
 
 /*@kernel ember_eye requires ember_copy*/
-/* rows x cols matrices (batch of them) of `elem`-byte elements: `one` where j - i == k, zero bytes
- * (zero in every element type) elsewhere. */
+/* A rows x cols matrix of `elem`-byte elements: `one` where j - i == k, zero bytes (zero in every
+ * element type) elsewhere. */
 static void ember_eye(void *dst, const void *one, int32_t rows, int32_t cols, int32_t k, size_t elem) {
     uint8_t *d = (uint8_t *)dst;
     size_t z;

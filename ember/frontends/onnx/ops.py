@@ -125,7 +125,11 @@ def _dtype_attr(*names: str) -> Adapter:
     def adapt(node: Node, ctx: AdaptContext) -> list[Node]:
         for name in names:
             if name in node.attrs:
-                node.attrs[name] = dtype_from_onnx(int(node.attrs[name]))
+                try:
+                    node.attrs[name] = dtype_from_onnx(int(node.attrs[name]))
+                except KeyError as e:  # bfloat16, strings, ...: a one-line refusal naming the node
+                    reason = str(e).strip("'\"")
+                    raise UnsupportedOperatorError(node.op, node.name, f"{name}: {reason}") from None
         return [node]
 
     return adapt
