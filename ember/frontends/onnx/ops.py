@@ -187,8 +187,8 @@ def _resize(node: Node, ctx: AdaptContext) -> list[Node]:
 
 
 def _softmax(node: Node, ctx: AdaptContext) -> list[Node]:
-    """Before opset 13, (Log)Softmax and Hardmax coerce X to 2-D [prod(dims before axis), prod(the rest)]: the same as a
-    last-axis softmax of that 2-D view, between two reshapes (zero-copy views)."""
+    """Before opset 13, (Log)Softmax and Hardmax coerce X to 2-D [prod(dims before axis), prod(the rest)]: the
+    same as a last-axis softmax (hardmax) of that 2-D view, between two reshapes (zero-copy views)."""
     if ctx.opset >= 13:
         return [node]
     x, y = _x(node), node.outputs[0]
@@ -274,7 +274,7 @@ _add("CastLike", ir="Cast", adapt=_castlike)
 _add("Softmax", adapt=_softmax)
 _add("LogSoftmax", adapt=_softmax)
 _add("Hardmax", adapt=_softmax)
-# Scatter (opsets 9-10, deprecated in 11) is ScatterElements without reduction.
+# Scatter (opsets 9 and 11, deprecated since 11) is ScatterElements without reduction.
 _add("Scatter", ir="ScatterElements", since=9)
 _add("TopK", adapt=_attr_to_input("k", 1, until=10))
 _add("OneHot", since=9, adapt=_onehot)
