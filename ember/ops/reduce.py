@@ -1,9 +1,9 @@
-"""Reductions (ReduceSum/Mean/Max/Min/Prod/L1/L2/SumSquare/LogSum/LogSumExp), ArgMax/ArgMin and CumSum.
+"""Reductions (ReduceSum/Mean/Max/Min/Prod/L1/L2/SumSquare/LogSum/LogSumExp), ArgMax/ArgMin, CumSum, CumProd.
 
 Reductions and arg-reductions are generated loops specialised to the static shape: the outer loops walk
 the kept dims (in input order, which is also the output's order, so the output is written contiguously),
 the inner loops walk the reduced dims. Adjacent dims of the same kind are merged to keep the nests
-shallow. CumSum calls a kernel (kernels/scan.c).
+shallow. CumSum and CumProd call kernels (kernels/scan.c).
 """
 
 from __future__ import annotations
@@ -325,26 +325,32 @@ for _name in ("ArgMax", "ArgMin"):
     register(OpDef(_name, lower=_lower_arg, infer=_infer_arg, evaluate=_eval_arg))
 
 
-# ---- CumSum ---------------------------------------------------------------------------------------
-_CUMSUM_TYPES = {DType.FLOAT32: "f32", DType.FLOAT64: "f64", DType.INT32: "s32", DType.INT64: "s64",
-                 DType.UINT32: "u32", DType.UINT64: "u64"}
+# ---- CumSum / CumProd ------------------------------------------------------------------------------
+_SCAN_TYPES = {
+    "CumSum": {DType.FLOAT32: "f32", DType.FLOAT64: "f64", DType.INT32: "s32", DType.INT64: "s64",
+               DType.UINT32: "u32", DType.UINT64: "u64"},
+    "CumProd": {DType.FLOAT32: "f32", DType.FLOAT64: "f64", DType.FLOAT16: "f16", DType.INT32: "s32",
+                DType.INT64: "s64", DType.UINT32: "u32", DType.UINT64: "u64"},
+}
+_SCAN_NUMPY = {"CumSum": (np.cumsum, 0), "CumProd": (np.cumprod, 1)}  # (scan, identity)
 
 
 def _cumsum_axis(node: Node, rank: int) -> int:
     a = inp(node, 1)
     if a.const is None or a.const.size != 1:
-        raise ShapeError(f"node '{node.name}' (CumSum): the axis must be one compile-time integer")
+        raise ShapeError(f"node '{node.name}' ({node.op}): the axis must be one compile-time integer")
     return norm_axis(node, int(a.const.reshape(-1)[0]), rank)
 
 
 def _lower_cumsum(node: Node, k: KernelEmitter) -> None:
     x = inp(node, 0)
-    if x.dtype not in _CUMSUM_TYPES:
+    types = _SCAN_TYPES[node.op]
+    if x.dtype not in types:
         raise UnsupportedOperatorError(node.op, node.name, f"element type {x.dtype.short}")
     a = _cumsum_axis(node, x.type.rank)
     outer, n, inner = math.prod(x.shape[:a]), x.shape[a], math.prod(x.shape[a + 1:])
     if x.type.numel:
-        k.call(f"ember_cumsum_{_CUMSUM_TYPES[x.dtype]}", k.out(0), k.inp(0), outer, n, inner,
+        k.call(f"ember_{node.op.lower()}_{types[x.dtype]}", k.out(0), k.inp(0), outer, n, inner,
                int(node.attrs.get("exclusive", 0)), int(node.attrs.get("reverse", 0)))
 
 
@@ -352,13 +358,16 @@ def _eval_cumsum(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
     x = np.asarray(xs[0])
     a = _cumsum_axis(node, x.ndim)
     reverse, exclusive = node.attrs.get("reverse", 0), node.attrs.get("exclusive", 0)
+    scan, identity = _SCAN_NUMPY[node.op]
     y = np.flip(x, a) if reverse else x
-    y = np.cumsum(y, axis=a, dtype=x.dtype)
-    if exclusive:  # shift by one along the axis: each element's sum leaves it out
-        y = np.concatenate([np.zeros_like(np.take(y, [0], axis=a)), np.delete(y, -1, axis=a)], axis=a)
+    y = scan(y, axis=a, dtype=x.dtype)
+    if exclusive:  # shift by one along the axis: each element's sum (product) leaves it out
+        first = np.full_like(np.take(y, [0], axis=a), identity)
+        y = np.concatenate([first, np.delete(y, -1, axis=a)], axis=a)
     return [np.ascontiguousarray(np.flip(y, a) if reverse else y)]
 
 
 # Inputs: (x, axis: a 0-D or 1-element integer tensor, compile-time). Attributes: exclusive (0), reverse (0).
-register(OpDef("CumSum", lower=_lower_cumsum, shape_inputs=(1,), infer=same_as_input, evaluate=_eval_cumsum,
-               kernels=tuple(f"ember_cumsum_{s}" for s in _CUMSUM_TYPES.values())))
+for _name, _types in _SCAN_TYPES.items():
+    register(OpDef(_name, lower=_lower_cumsum, shape_inputs=(1,), infer=same_as_input, evaluate=_eval_cumsum,
+                   kernels=tuple(f"ember_{_name.lower()}_{s}" for s in _types.values())))

@@ -26,7 +26,9 @@ SAMPLE = ["test_cast_FLOAT_to_FLOAT16", "test_cast_FLOAT16_to_FLOAT", "test_cums
           "test_bitshift_right_int32_negative_shift",
           # Run-time class indices (one past the classes, ignored) and an FFT over run-time windowed frames.
           "test_nllloss_NCd1d2d3_sum_weight_high_ii", "test_sce_mean_weight_ii_3d_log_prob", "test_stft_with_window",
-          "test_einsum_batch_diagonal", "test_gridsample_bicubic", "test_roialign_mode_max"]
+          "test_einsum_batch_diagonal", "test_gridsample_bicubic", "test_roialign_mode_max",
+          "test_gather_elements_negative_indices", "test_scatter_elements_with_reduction_max",
+          "test_top_k_same_values_2d"]
 
 
 @pytest.mark.parametrize("name", SAMPLE)

@@ -126,7 +126,11 @@ def _dtype_attr(*names: str) -> Adapter:
     def adapt(node: Node, ctx: AdaptContext) -> list[Node]:
         for name in names:
             if name in node.attrs:
-                node.attrs[name] = dtype_from_onnx(int(node.attrs[name]))
+                try:
+                    node.attrs[name] = dtype_from_onnx(int(node.attrs[name]))
+                except KeyError as e:  # bfloat16, strings, ...: a one-line refusal naming the node
+                    reason = str(e).strip("'\"")
+                    raise UnsupportedOperatorError(node.op, node.name, f"{name}: {reason}") from None
         return [node]
 
     return adapt
@@ -184,8 +188,8 @@ def _resize(node: Node, ctx: AdaptContext) -> list[Node]:
 
 
 def _softmax(node: Node, ctx: AdaptContext) -> list[Node]:
-    """Before opset 13, (Log)Softmax coerces X to 2-D [prod(dims before axis), prod(the rest)]: the same as a
-    last-axis softmax of that 2-D view, between two reshapes (zero-copy views)."""
+    """Before opset 13, (Log)Softmax and Hardmax coerce X to 2-D [prod(dims before axis), prod(the rest)]: the
+    same as a last-axis softmax (hardmax) of that 2-D view, between two reshapes (zero-copy views)."""
     if ctx.opset >= 13:
         return [node]
     x, y = _x(node), node.outputs[0]
@@ -203,6 +207,12 @@ def _softmax(node: Node, ctx: AdaptContext) -> list[Node]:
     after = Node("Reshape", ctx.graph.unique_name(f"{node.name}_from2d"), [y2, shape], [y])
     node.inputs, node.outputs = [x2], [y2]
     return [before, node, after]
+
+
+def _onehot(node: Node, ctx: AdaptContext) -> list[Node]:
+    if ctx.opset < 11:  # OneHot-9: indices outside [0, depth), negative ones included, are off
+        node.attrs["_wrap_negative"] = 0
+    return [node]
 
 
 def _dropout(node: Node, ctx: AdaptContext) -> list[Node]:
@@ -291,6 +301,12 @@ _add("BitCast", adapt=_cast)
 _add("CastLike", ir="Cast", adapt=_castlike)
 _add("Softmax", adapt=_softmax)
 _add("LogSoftmax", adapt=_softmax)
+_add("Hardmax", adapt=_softmax)
+# Scatter (opsets 9 and 11, deprecated since 11) is ScatterElements without reduction.
+_add("Scatter", ir="ScatterElements", since=9)
+_add("TopK", adapt=_attr_to_input("k", 1, until=10))
+_add("OneHot", since=9, adapt=_onehot)
+_add("EyeLike", since=9, adapt=_dtype_attr("dtype"))
 _add("BatchNormalization", since=7, adapt=_batchnorm)
 _add("Dropout", adapt=_dropout)
 _add("Concat", adapt=_concat)
