@@ -153,7 +153,7 @@ def _softsign(h: ExprHandler, x: str, n: Node) -> str:
 _act("Celu", _celu, _np_celu, FLOATS, epilogue=lambda n: Epilogue("Celu", _attr(n, "alpha", 1.0)), int8=Int8.LUT)
 # Swish (opset 24) = x * sigmoid(alpha * x).
 _act("Swish", lambda h, x, n: f"({x} * {h.fn('sigmoid', h.lit(_attr(n, 'alpha', 1.0)) + ' * ' + x)})",
-     lambda x, n: x * _np_sigmoid(_attr(n, "alpha", 1.0) * x), FLOATS,
+     lambda x, n: x * _np_sigmoid(_attr(n, "alpha", 1.0) * x, n), FLOATS,
      epilogue=lambda n: Epilogue("Swish", _attr(n, "alpha", 1.0)), int8=Int8.LUT)
 _act("Softsign", _softsign, lambda x, n: x / (1 + np.abs(x)), FLOATS, epilogue=lambda n: Epilogue("Softsign"),
      int8=Int8.LUT)
