@@ -33,6 +33,8 @@ class InputSpec:
 class LoadOptions:
     defines: dict[str, int] = field(default_factory=dict)
     inputs: dict[str, InputSpec] = field(default_factory=dict)
+    # Graph inputs frozen to constants (--const): they become initializers, so what they decide folds.
+    consts: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def read_model(path: str) -> onnx.ModelProto:
@@ -94,9 +96,15 @@ class _Builder:
         unknown = set(self.opts.inputs) - {i.name for i in g.input}
         if unknown:
             raise ShapeError(f"--input names unknown input(s): {', '.join(sorted(unknown))}")
+        unknown = set(self.opts.consts) - {i.name for i in g.input if i.name not in env}
+        if unknown:
+            raise ShapeError(f"--const names unknown input(s): {', '.join(sorted(unknown))}")
         for inp in g.input:
             if inp.name in env:
                 continue  # initializer listed as input (old exporters)
+            if inp.name in self.opts.consts:
+                env[inp.name] = self.graph.constant(inp.name, self._const_input(inp, self.opts.consts[inp.name]))
+                continue
             v = self.graph.value(inp.name, self._input_type(inp))
             env[inp.name] = v
             self.graph.inputs.append(v)
@@ -114,6 +122,33 @@ class _Builder:
         except KeyError as e:
             raise UnsupportedOperatorError("Constant", where, str(e).strip("'\"")) from None
         return self.graph.constant(name, np.array(arr, order="C"))
+
+    def _const_input(self, inp: onnx.ValueInfoProto, arr: np.ndarray) -> np.ndarray:
+        """A --const value as the declared input's type: same element count (a number or a flat list is
+        reshaped), values representable in its element type. Symbolic dimensions take the value's."""
+        try:
+            want = self._input_type(inp)
+        except SymbolicDimensionError:
+            dims = inp.type.tensor_type.shape.dim
+            if len(dims) != arr.ndim or any(d.HasField("dim_value") and d.dim_value != n
+                                            for d, n in zip(dims, arr.shape, strict=True)):
+                raise ShapeError(f"--const {inp.name}: a value of shape {list(arr.shape)} does not fit input "
+                                 f"'{inp.name}' (declared with {len(dims)} dimension(s))") from None
+            want = TensorType(dtype_from_onnx(inp.type.tensor_type.elem_type), tuple(arr.shape))
+        if arr.shape != want.shape and not (arr.ndim <= 1 and arr.size == want.numel):
+            raise ShapeError(f"--const {inp.name}: a value of shape {list(arr.shape)} does not fit input "
+                             f"'{inp.name}' of type {want}")
+        src = arr.reshape(want.shape)
+        with np.errstate(all="ignore"):
+            cast = src.astype(want.dtype.np)
+            if want.dtype.np.kind == "f":
+                bad = np.isfinite(src.astype(np.float64)) & ~np.isfinite(cast.astype(np.float64))
+            else:
+                bad = cast.astype(np.float64) != src.astype(np.float64)
+        if bad.any():
+            raise ShapeError(f"--const {inp.name}: the value {src[bad].reshape(-1)[0].item()!r} is not "
+                             f"representable in input '{inp.name}''s element type {want.dtype.short}")
+        return cast
 
     def _input_type(self, inp: onnx.ValueInfoProto) -> TensorType:
         spec = self.opts.inputs.get(inp.name)
