@@ -283,8 +283,11 @@ _add("DequantizeLinear", since=10, adapt=_dtype_attr("output_dtype"))
 _add("DynamicQuantizeLinear", since=11)
 for _name in ("ConvInteger", "QLinearConv", "MatMulInteger", "QLinearMatMul"):
     _add(_name, since=10)
-# The loader inlines an If whose condition folds to a constant (the taken branch's nodes).
-_add("If", ir="")
+# Control flow: the loader builds these itself (subgraphs); an If whose condition folds to a constant is
+# inlined (the taken branch's nodes), Scan becomes a Loop (ember/ops/control.py).
+_add("If")
+_add("Loop")
+_add("Scan", ir="Loop")
 
 
 # Every other ai.onnx operator maps onto the registered OpDef of the same name (ember's operators keep
