@@ -25,7 +25,7 @@ from ember.errors import ShapeError, UnsupportedOperatorError
 from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node, Value
 from ember.ops.opdef import OpDef, SubgraphBinding
-from ember.ops.registry import register
+from ember.ops.registry import get, register
 
 # Ops that pass their input on unchanged: a Loop condition routed through them still passes through.
 _PASS_THROUGH = ("Identity", "Copy")
@@ -65,6 +65,14 @@ def _simplify_captures(node: Node, first_input: int, first_formal: int) -> None:
             for g in subs:
                 del g.inputs[j]
         k -= 1
+
+
+def _flops(graph: Graph) -> int:
+    total = 0
+    for n in graph.nodes:
+        count = get(n.op).flops
+        total += count(n) if count is not None else 0
+    return total
 
 
 # ----------------------------------------------------------------------------- If
@@ -134,7 +142,7 @@ def _emit_branch(node: Node, branch: Graph, k: KernelEmitter) -> None:
 
 
 register(OpDef("If", infer=_infer_if, lower=_lower_if, kernels=("ember_copy",), bindings=_if_bindings,
-               simplify=_simplify_if))
+               simplify=_simplify_if, flops=lambda n: max(_flops(g) for g in _branches(n))))
 
 
 # ----------------------------------------------------------------------------- Loop
@@ -249,5 +257,6 @@ def _lower_loop(node: Node, k: KernelEmitter) -> None:
     k.w.close()
 
 
+# FLOPs: the body's times the trip count (once when M is only known at run time).
 register(OpDef("Loop", infer=_infer_loop, lower=_lower_loop, kernels=("ember_copy",), bindings=_loop_bindings,
-               simplify=_simplify_loop))
+               simplify=_simplify_loop, flops=lambda n: _flops(n.subgraphs["body"]) * (trip_count(n) or 1)))
