@@ -54,6 +54,13 @@ class Scope(dict):
         return v
 
 
+def _graph_attr(np_node: onnx.NodeProto, name: str, label: str) -> onnx.GraphProto:
+    for a in np_node.attribute:
+        if a.name == name and a.type == onnx.AttributeProto.GRAPH:
+            return a.g
+    raise ModelFormatError(f"node '{label}' ({np_node.op_type}): its graph attribute '{name}' is missing")
+
+
 class ControlFlowBuilder:
     """The control-flow half of the ONNX graph builder (frontends/onnx/loader.py's _Builder)."""
 
@@ -130,7 +137,7 @@ class ControlFlowBuilder:
             return
         branches, captured = {}, []
         for key in ("then", "else"):
-            proto = next(a.g for a in np_node.attribute if a.name == f"{key}_branch")
+            proto = _graph_attr(np_node, f"{key}_branch", label)
             branches[key], caps = self._subgraph(proto, env, [], f"{label}_{key}")
             captured.append(caps)
         captures: list[Value] = []
@@ -150,7 +157,7 @@ class ControlFlowBuilder:
         if any(not n for n in np_node.input[2:]):
             raise ModelFormatError(f"node '{label}' (Loop): a loop-carried initial value is missing")
         initial = [env[n] for n in np_node.input[2:]]
-        body_proto = next(a.g for a in np_node.attribute if a.name == "body")
+        body_proto = _graph_attr(np_node, "body", label)
         if len(body_proto.input) != 2 + len(initial):
             raise ModelFormatError(f"node '{label}' (Loop): the body takes {len(body_proto.input)} inputs, not "
                                    f"2 + {len(initial)} loop-carried values")
@@ -222,7 +229,7 @@ class ControlFlowBuilder:
     def _scan(self, np_node: onnx.NodeProto, label: str, env: dict[str, Value]) -> None:
         """Scan as a Loop of static trip count (opset 8's batched form: one Loop per batch element)."""
         attrs = {a.name: attr_to_python(a) for a in np_node.attribute}
-        body_proto = next(a.g for a in np_node.attribute if a.name == "body")
+        body_proto = _graph_attr(np_node, "body", label)
         batched = self.opset < 9
         names = list(np_node.input[1:] if batched else np_node.input)
         if batched and np_node.input and np_node.input[0]:
@@ -233,6 +240,9 @@ class ControlFlowBuilder:
             full = {v.shape[1] for v in (env[n] for n in names[len(names) - int(attrs.get("num_scan_inputs", 0)):])}
             if set(np.asarray(lens.const).reshape(-1).tolist()) - full:
                 raise UnsupportedOperatorError("Scan", label, "sequence_lens shorter than the scan inputs")
+        if any(not name for name in names):
+            raise ModelFormatError(f"node '{label}' (Scan): an input is missing (only opset 8's sequence_lens may "
+                                   "be left out)")
         values = [env[n] for n in names]
         s = int(attrs.get("num_scan_inputs", 0))
         n = len(values) - s
@@ -347,7 +357,7 @@ class ControlFlowBuilder:
 
     def _inline_if(self, np_node: onnx.NodeProto, label: str, env: dict[str, Value], cond: Value) -> None:
         branch_name = "then_branch" if bool(np.asarray(cond.const).reshape(-1)[0]) else "else_branch"
-        branch = next(a.g for a in np_node.attribute if a.name == branch_name)
+        branch = _graph_attr(np_node, branch_name, label)
         inner = Scope(env, None)
         for init in branch.initializer:
             inner[init.name] = self._constant(init.name, numpy_helper.to_array(init), init.data_type, label)
