@@ -99,7 +99,7 @@ def _op_label(node: Node) -> str:
 
 
 def _uses_float64(graph: Graph) -> bool:
-    values = [*graph.inputs, *(v for n in graph.nodes for v in (*n.inputs, *n.outputs) if v is not None)]
+    values = [*graph.inputs, *(v for n in graph.walk() for v in (*n.inputs, *n.outputs) if v is not None)]
     return any(v.type.dtype == DType.FLOAT64 for v in values)
 
 

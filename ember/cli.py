@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ember.config import CompileOptions, parse_defines, parse_inputs, parse_size
+from ember.config import CompileOptions, parse_consts, parse_defines, parse_inputs, parse_size
 from ember.errors import EmberError, OptionError
 from ember.output import check_writable_file
 from ember.runtime.inputs import load_arrays
@@ -24,7 +24,8 @@ def _compile(args: argparse.Namespace) -> int:
     opts = CompileOptions(
         name=args.name, target=args.target, cpu=args.cpu, float_abi=args.float_abi, reloc=args.reloc, cc=args.cc,
         api=args.api, defines=parse_defines(args.define),
-        inputs=parse_inputs(args.input), dump_graph=args.dump_graph, opt_level=args.opt_level,
+        inputs=parse_inputs(args.input), consts=parse_consts(args.const), dump_graph=args.dump_graph,
+        opt_level=args.opt_level,
         quantize=args.quantize, profile=args.profile, schema=args.schema, precision=args.precision, bias=args.bias,
         per_channel=args.per_channel, calibration=args.calibration, percentile=args.percentile,
         keep_float=tuple(op.strip() for op in ",".join(args.keep_float).split(",") if op.strip()), io=args.io,
@@ -58,7 +59,8 @@ def _profile(args: argparse.Namespace) -> int:
     prep = Preprocess(args.image_mode, args.channel_order, args.layout,
                       parse_floats(args.mean, "--mean") if args.mean else (),
                       parse_floats(args.std, "--std") if args.std else ())
-    opts = CompileOptions(defines=parse_defines(args.define), inputs=parse_inputs(args.model_input))
+    opts = CompileOptions(defines=parse_defines(args.define), inputs=parse_inputs(args.model_input),
+                          consts=parse_consts(args.const))
     doc = profile_model(args.model, args.data, args.output, prep, args.input, opts)
     print(f"profile of {len(doc['tensors'])} tensors from {doc['samples']} sample(s) -> {args.output}")
     return 0
@@ -228,6 +230,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="fix an input's type and shape, e.g. data:float32:1x3x224x224")
     c.add_argument("--define", action="append", default=[], metavar="SYMBOL=VALUE",
                    help="value of a symbolic dimension, e.g. batch=1")
+    c.add_argument("--const", action="append", default=[], metavar="NAME=VALUE",
+                   help="freeze a graph input to a constant (a number, a comma list or a .npy file), e.g. "
+                   "sample_rate=16000: what it decides folds (an If on it keeps one branch); the bundle has no "
+                   "such input")
     c.add_argument("--dump-graph", metavar="FILE.dot", help="write the optimized graph as Graphviz")
     c.add_argument("--max-memory", metavar="SIZE",
                    help="refuse bundles whose three memory regions together need more, e.g. 512M, 16G "
@@ -257,6 +263,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="fix an input's type and shape (as compile's --input; use the same at compile time)")
     pr.add_argument("--define", action="append", default=[], metavar="SYMBOL=VALUE",
                     help="value of a symbolic dimension (use the same at compile time)")
+    pr.add_argument("--const", action="append", default=[], metavar="NAME=VALUE",
+                    help="freeze a graph input to a constant (as compile's --const; use the same at compile time)")
     pr.set_defaults(fn=_profile)
 
     b = sub.add_parser("bench", help="latency, memory and per-operator time profile of a host bundle")

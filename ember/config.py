@@ -5,7 +5,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
+
+import numpy as np
 
 from ember.errors import OptionError
 from ember.quant import schema as qs
@@ -26,6 +29,9 @@ class CompileOptions:
     api: str = "static"  # Glow's static or dynamic bundle API
     defines: dict[str, int] = field(default_factory=dict)  # symbolic dim -> value
     inputs: dict[str, str] = field(default_factory=dict)  # input name -> "DTYPE:SHAPE"
+    # Graph inputs frozen to constants (--const): name -> value (a number, a list, an array or a .npy path);
+    # the frontend checks each against the declared input and folds what it decides (an If on it inlines).
+    consts: dict[str, Any] = field(default_factory=dict)
     dump_graph: str | None = None
     opt_level: int = 3
     sanitize: bool = False  # build the host library with AddressSanitizer + UBSan (tests)
@@ -60,12 +66,14 @@ class CompileOptions:
                 raise OptionError(f"--define {k}={v}: the value must be a positive integer")
             if v > MAX_DIM:
                 raise OptionError(f"--define {k}={v}: dimensions are at most {MAX_DIM} (C int)")
+        object.__setattr__(self, "consts", {k: const_array(k, v) for k, v in self.consts.items()})
         if self.max_memory is not None and (not isinstance(self.max_memory, int) or self.max_memory <= 0):
             raise OptionError(f"--max-memory {self.max_memory}: must be a positive number of bytes")
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["keep_float"] = list(self.keep_float)
+        d["consts"] = {k: v.tolist() for k, v in self.consts.items()}
         return d
 
 
@@ -132,6 +140,54 @@ def parse_define(text: str) -> tuple[str, int]:
     if value > MAX_DIM:
         raise OptionError(f"--define {text}: dimensions are at most {MAX_DIM} (C int)")
     return name, value
+
+
+def const_array(name: str, value: Any) -> np.ndarray:
+    """A --const value as an array: numbers and lists as given, a str/Path ending in .npy read from the file."""
+    if isinstance(value, (str, Path)) and str(value).endswith(".npy"):
+        try:
+            arr = np.load(value, allow_pickle=False)
+        except (OSError, ValueError, EOFError) as e:
+            raise OptionError(f"--const {name}={value}: cannot read the .npy file ({str(e).splitlines()[0]})") from None
+        if not isinstance(arr, np.ndarray):
+            raise OptionError(f"--const {name}={value}: the file holds no single array")
+    else:
+        try:
+            arr = np.asarray(value)
+        except (ValueError, TypeError) as e:
+            raise OptionError(f"--const {name}: not a number, list of numbers or .npy path ({e})") from None
+    if arr.dtype.kind not in "biuf" or arr.size == 0:
+        raise OptionError(f"--const {name}: expected numbers (a number, a comma list or a .npy file), got {value!r}")
+    return arr
+
+
+def parse_const(text: str) -> tuple[str, Any]:
+    """'NAME=VALUE': VALUE a number (3, 0.5, true), a comma list (1,2,3) or a .npy file."""
+    name, sep, val = text.partition("=")
+    val = val.strip()
+    if not name or not sep or not val:
+        raise OptionError(f"--const {text}: expected NAME=VALUE (a number, a comma list or a .npy file)")
+    if val.endswith(".npy"):
+        return name, val
+    items = []
+    for item in val.strip("[]").split(","):
+        word = item.strip().lower()
+        if word in ("true", "false"):
+            items.append(word == "true")
+            continue
+        try:
+            items.append(int(word))
+        except ValueError:
+            try:
+                items.append(float(word))
+            except ValueError:
+                raise OptionError(f"--const {text}: '{item.strip()}' is not a number") from None
+    return name, items[0] if len(items) == 1 and "," not in val else items
+
+
+def parse_consts(texts: list[str]) -> dict[str, Any]:
+    """Every --const NAME=VALUE, each name once."""
+    return _each_once("--const", texts, parse_const)
 
 
 def _each_once(flag: str, texts: list[str], parse: Callable[[str], tuple[str, T]]) -> dict[str, T]:

@@ -61,6 +61,7 @@ def load_graph(model_path: str, options: CompileOptions) -> tuple[Graph, str]:
     load_opts = LoadOptions(
         defines=dict(options.defines),
         inputs={k: parse_input_spec(k, v) for k, v in options.inputs.items()},
+        consts=dict(options.consts),
     )
     name = options.name or network_name(Path(model_path).stem)
     return load_onnx(model, load_opts, name), sha

@@ -13,7 +13,7 @@ DEFAULT_HOST_MAX_MEMORY = 4 << 30
 
 def check_limits(graph: Graph) -> None:
     """Every dimension and element count fits the C int the kernels take them as."""
-    values = {id(v): v for v in [*graph.inputs, *(v for n in graph.nodes for v in (*n.inputs, *n.outputs))]
+    values = {id(v): v for v in [*graph.inputs, *(v for n in graph.walk() for v in (*n.inputs, *n.outputs))]
               if v is not None}
     for v in values.values():
         t = v.type

@@ -20,6 +20,24 @@ def compare(ref: np.ndarray, got: np.ndarray) -> dict[str, float]:
             "top1_agree": float(np.argmax(r) == np.argmax(g)) if r.size else 1.0}
 
 
+_ORT_TYPES = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(float16)": np.float16,
+              "tensor(int8)": np.int8, "tensor(int16)": np.int16, "tensor(int32)": np.int32,
+              "tensor(int64)": np.int64, "tensor(uint8)": np.uint8, "tensor(uint16)": np.uint16,
+              "tensor(uint32)": np.uint32, "tensor(uint64)": np.uint64, "tensor(bool)": np.bool_}
+
+
+def _frozen_inputs(bundle, sess) -> dict[str, np.ndarray]:
+    """The model inputs the bundle was compiled with as constants (--const), for onnxruntime."""
+    consts = bundle.manifest.get("options", {}).get("consts", {})
+    feeds = {}
+    for i in sess.get_inputs():
+        if i.name in consts:
+            arr = np.asarray(consts[i.name]).astype(_ORT_TYPES.get(i.type, np.float32))
+            static = all(isinstance(d, int) for d in i.shape)
+            feeds[i.name] = arr.reshape(i.shape) if static and arr.size == np.prod(i.shape) else arr
+    return feeds
+
+
 def validate(model: str, bundle_dir: str, input_specs: list[str], seed: int, max_error: float,
              min_cosine: float) -> bool:
     try:
@@ -34,7 +52,8 @@ def validate(model: str, bundle_dir: str, input_specs: list[str], seed: int, max
         sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
     except Exception as e:  # onnxruntime raises its own exception types
         raise EmberError(f"{model}: onnxruntime cannot load it ({str(e).splitlines()[0]})") from None
-    ref = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds), strict=True))
+    ref_feeds = {**_frozen_inputs(bundle, sess), **feeds}
+    ref = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, ref_feeds), strict=True))
     got = bundle.run(feeds)
     ok = True
     print(f"{'output':<24} {'max abs err':>12} {'rel err':>10} {'cosine':>10} {'top-1':>6}")

@@ -20,7 +20,7 @@ from ember.codegen.cwriter import (
 from ember.codegen.elementwise import emit_chain
 from ember.codegen.emitter import CodeContext, KernelEmitter
 from ember.errors import OptionError
-from ember.ir.graph import Graph, Value
+from ember.ir.graph import Graph, Node, Value
 from ember.memory.plan import MemoryPlan
 from ember.ops import registry
 
@@ -93,6 +93,7 @@ def generate(graph: Graph, plan: MemoryPlan, name: str, api: str, banner: str) -
     # One supply for every identifier of NAME.c and NAME.h: the kernels' locals and tables are kept apart
     # from the entry point, its symbols and every macro the header defines.
     ctx.names.reserve(entry_symbols(name) | header_macros(name) | io_macros(name, ins + outs))
+    ctx.emit_graph = lambda sub: _emit_subgraph(sub, ctx)
     _emit_nodes(graph, ctx)
     weights = _weights(plan)
     c = _source(graph, ctx, name, api, banner, ins + outs, plan)
@@ -119,21 +120,32 @@ void ember_capture_tensor(int value, const void *data, size_t bytes);
 """
 
 
+def _emit_node(node: Node, ctx: CodeContext) -> None:
+    op = registry.get(node.op)
+    outs = ", ".join(v.name for v in node.outputs if v is not None)
+    ctx.body.line(f"/* {c_comment(node.name)}: {node.op} -> {c_comment(outs)} */")
+    if all(v is None or v.type.numel == 0 for v in node.outputs):
+        pass  # empty outputs: nothing to compute (and kernels get no scratch for them)
+    elif op.expr is not None:
+        emit_chain(ctx, [(node, op.expr)], node.inputs, node.outputs[0])
+    elif op.lower is not None:
+        op.lower(node, KernelEmitter(ctx, node))
+    else:
+        raise AssertionError(f"op {node.op} reached code generation without a lowering")
+
+
+def _emit_subgraph(graph: Graph, ctx: CodeContext) -> None:
+    """A control-flow node's subgraph: its nodes, without profile events or captures (those bracket the
+    whole control-flow node, the unit `ember bench` and `ember profile` see)."""
+    for node in graph.nodes:
+        _emit_node(node, ctx)
+
+
 def _emit_nodes(graph: Graph, ctx: CodeContext) -> None:
     captured = 0
     for i, node in enumerate(graph.nodes):
-        op = registry.get(node.op)
-        outs = ", ".join(v.name for v in node.outputs if v is not None)
-        ctx.body.line(f"/* {c_comment(node.name)}: {node.op} -> {c_comment(outs)} */")
         ctx.body.line(f"EMBER_PROFILE_EVENT({i}, 0);")
-        if all(v is None or v.type.numel == 0 for v in node.outputs):
-            pass  # empty outputs: nothing to compute (and kernels get no scratch for them)
-        elif op.expr is not None:
-            emit_chain(ctx, [(node, op.expr)], node.inputs, node.outputs[0])
-        elif op.lower is not None:
-            op.lower(node, KernelEmitter(ctx, node))
-        else:
-            raise AssertionError(f"op {node.op} reached code generation without a lowering")
+        _emit_node(node, ctx)
         ctx.body.line(f"EMBER_PROFILE_EVENT({i}, 1);")
         for v in node.outputs:
             if v is not None:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from ember.codegen.cwriter import CWriter, NameSupply, c_float, c_int
 from ember.ir.dtypes import DType
-from ember.ir.graph import Node, Value
+from ember.ir.graph import Graph, Node, Value
 from ember.memory.plan import MemoryPlan, Region
 
 
@@ -37,6 +37,8 @@ class CodeContext:
         self.tables = CWriter()
         self.needs: set[str] = {"ember_prelude"}
         self.names = NameSupply()
+        # Emits a subgraph's nodes at the current point of `body` (set by codegen/bundle.py).
+        self.emit_graph: Callable[[Graph], None] | None = None
 
     def need(self, *names: str) -> None:
         self.needs.update(names)
@@ -73,6 +75,15 @@ class KernelEmitter:
 
     def need(self, *names: str) -> None:
         self.ctx.need(*names)
+
+    def emit_graph(self, graph: Graph) -> None:
+        """The C of a control-flow node's subgraph, here (inside the if/else or loop the lowering opened)."""
+        assert self.ctx.emit_graph is not None
+        self.ctx.emit_graph(graph)
+
+    def fresh(self, base: str) -> str:
+        """A fresh C identifier (a loop counter, a flag) that no other name of the bundle uses."""
+        return self.ctx.names.fresh(base)
 
     def call(self, fn: str, *args: object) -> None:
         self.ctx.need(fn)

@@ -52,13 +52,19 @@ class Value:
 
 @dataclass(eq=False)
 class Node:
-    """One operation. `op` names an OpDef in ember.ops; `attrs` hold its attributes, defaults filled in."""
+    """One operation. `op` names an OpDef in ember.ops; `attrs` hold its attributes, defaults filled in.
+
+    A control-flow node holds `subgraphs` (an If's branches, a Loop's body). A subgraph reads nothing of
+    the enclosing graph implicitly: every non-constant outer value it needs is one of the node's inputs,
+    bound to one of the subgraph's own `inputs` (its formal parameters); the OpDef's `bindings` says which.
+    Constants are the subgraph's own values (they may share the outer array)."""
 
     op: str
     name: str
     inputs: list[Value | None]
     outputs: list[Value | None]
     attrs: dict[str, Any] = field(default_factory=dict)
+    subgraphs: dict[str, Graph] = field(default_factory=dict)
 
     def input(self, i: int) -> Value | None:
         return self.inputs[i] if i < len(self.inputs) else None
@@ -83,6 +89,13 @@ class Graph:
         self.valid_counts: dict[str, tuple[str, int]] = {}
         self.nodes: list[Node] = []
         self._names: set[str] = set()
+
+    def subgraph(self, name: str) -> Graph:
+        """An empty graph for a control-flow node of this one, drawing names from the same supply (so every
+        value of the whole nest has its own name)."""
+        g = Graph(self.unique_name(name))
+        g._names = self._names
+        return g
 
     # construction -------------------------------------------------------
     def unique_name(self, base: str | bytes) -> str:
@@ -151,13 +164,31 @@ class Graph:
     def is_input(self, v: Value) -> bool:
         return any(i is v for i in self.inputs)
 
+    def walk(self) -> Iterator[Node]:
+        """Every node, those of subgraphs included (each control-flow node before its subgraphs' nodes)."""
+        for n in self.nodes:
+            yield n
+            for g in n.subgraphs.values():
+                yield from g.walk()
+
+    def all_graphs(self) -> Iterator[Graph]:
+        """This graph and every subgraph nested in it."""
+        yield self
+        for n in self.nodes:
+            for g in n.subgraphs.values():
+                yield from g.all_graphs()
+
     def op_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
-        for n in self.nodes:
+        for n in self.walk():
             counts[n.op] = counts.get(n.op, 0) + 1
         return dict(sorted(counts.items()))
 
     def dump(self) -> str:
         lines = [f"graph {self.name}({', '.join(map(repr, self.inputs))}) -> ({', '.join(map(repr, self.outputs))})"]
-        lines += [f"  {n!r}" for n in self.nodes]
+        for n in self.nodes:
+            lines.append(f"  {n!r}")
+            for key, g in n.subgraphs.items():
+                lines.append(f"    {key}:")
+                lines += ["    " + ln for ln in g.dump().splitlines()]
         return "\n".join(lines)

@@ -4,6 +4,13 @@ constant: weights, packed 64-byte aligned, identical tensors stored once.
 mutable: graph inputs and outputs, each at a fixed offset (the user reads/writes them there).
 activations: every intermediate, placed by liveness with offset reuse (greedy by size),
   in-place elementwise outputs and zero-copy reshapes sharing their input's buffer.
+
+Control flow: the nodes of a control-flow node's subgraphs are numbered after the node's own step, one
+subgraph after the other, and the node ends one step after its last subgraph. An If's two branches thus
+occupy disjoint spans, so their intermediates reuse the same offsets (they never run together), while
+every value bound into a subgraph (a captured outer value, the node's outputs, a Loop's iteration
+counter) lives across the whole node. A Loop body's intermediates are planned for one iteration: what
+outlives it is a bound formal or a body output, both live to the node's end.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from dataclasses import dataclass
 from ember.ir.graph import Graph, Node, Value
 from ember.memory.plan import MemoryPlan, Region, align
 from ember.ops import registry
+from ember.ops.opdef import SubgraphBinding
 
 
 @dataclass
@@ -32,7 +40,7 @@ def inlined_constants(graph: Graph) -> set[int]:
     """Constants that need storage: all except scalars read only by elementwise expressions
     (codegen writes those as literals)."""
     needs: set[int] = set()
-    for n in graph.nodes:
+    for n in graph.walk():
         op = registry.get(n.op)
         elementwise = op.expr is not None or n.op == "FusedElementwise"
         for v in n.inputs:
@@ -48,7 +56,7 @@ def plan_memory(graph: Graph, needs_storage: set[int] | None = None) -> MemoryPl
     buffers, scratch = _buffers(graph)
     _place_mutable(graph, buffers, plan)
     act = [b for b in buffers if b.region is Region.ACTIVATIONS] + [b for b, _ in scratch]
-    plan.lower_bound = _lower_bound(act, len(graph.nodes))
+    plan.lower_bound = _lower_bound(act, max((b.end for b in buffers), default=0) + 1)
     plan.activations_size = _greedy_by_size(act)
     for b in act:
         for v in b.values:
@@ -61,7 +69,7 @@ def plan_memory(graph: Graph, needs_storage: set[int] | None = None) -> MemoryPl
 def _place_constants(graph: Graph, plan: MemoryPlan, needs_storage: set[int] | None) -> None:
     seen: dict[bytes, int] = {}
     offset = 0
-    for n in graph.nodes:
+    for n in graph.walk():
         for v in n.inputs:
             if v is None or not v.is_const or id(v) in plan.location:
                 continue
@@ -77,14 +85,44 @@ def _place_constants(graph: Graph, plan: MemoryPlan, needs_storage: set[int] | N
     plan.constant_size = offset
 
 
-def _buffers(graph: Graph) -> tuple[list[Buffer], list[tuple[Buffer, Node]]]:
-    """Group values into buffers (aliasing and in-place) and compute each buffer's live range."""
-    last_use: dict[int, int] = {}
-    for i, n in enumerate(graph.nodes):
+def _bindings(node: Node) -> list[SubgraphBinding]:
+    fn = registry.get(node.op).bindings
+    assert fn is not None, f"{node.op} holds subgraphs but has no bindings"
+    return fn(node)
+
+
+def _number(graph: Graph, steps: dict[int, tuple[int, int]], t: int) -> int:
+    """Execution steps of every node, nested ones included: (start, end); returns the next free step."""
+    for n in graph.nodes:
+        start = t
+        t += 1
+        if n.subgraphs:
+            for b in _bindings(n):
+                t = _number(b.graph, steps, t)
+            t += 1
+        steps[id(n)] = (start, t - 1)
+    return t
+
+
+def _last_uses(graph: Graph, steps: dict[int, tuple[int, int]], last_use: dict[int, int]) -> None:
+    for n in graph.nodes:
+        end = steps[id(n)][1]
         for v in n.inputs:
             if v is not None:
-                last_use[id(v)] = i
-    end = len(graph.nodes)
+                last_use[id(v)] = max(last_use.get(id(v), end), end)
+        if n.subgraphs:
+            for b in _bindings(n):
+                _last_uses(b.graph, steps, last_use)
+                for v in b.graph.outputs:  # read (copied on, or written straight into an output) at the node's end
+                    last_use[id(v)] = max(last_use.get(id(v), end), end)
+
+
+def _buffers(graph: Graph) -> tuple[list[Buffer], list[tuple[Buffer, Node]]]:
+    """Group values into buffers (aliasing and in-place) and compute each buffer's live range."""
+    steps: dict[int, tuple[int, int]] = {}
+    end = _number(graph, steps, 0)
+    last_use: dict[int, int] = {}
+    _last_uses(graph, steps, last_use)
     for v in graph.outputs:
         last_use[id(v)] = end
     buf_of: dict[int, Buffer] = {}
@@ -93,29 +131,59 @@ def _buffers(graph: Graph) -> tuple[list[Buffer], list[tuple[Buffer, Node]]]:
         b = Buffer([v], v.type.nbytes, -1, last_use.get(id(v), -1), Region.MUTABLE)
         buf_of[id(v)] = b
         buffers.append(b)
-    for i, n in enumerate(graph.nodes):
+    scratch: list[tuple[Buffer, Node]] = []
+    _place_nodes(graph, True, steps, last_use, buf_of, buffers, scratch)
+    return buffers, scratch
+
+
+def _place_nodes(graph: Graph, top: bool, steps: dict[int, tuple[int, int]], last_use: dict[int, int],
+                 buf_of: dict[int, Buffer], buffers: list[Buffer], scratch: list[tuple[Buffer, Node]]) -> None:
+    for n in graph.nodes:
         op = registry.get(n.op)
+        i, node_end = steps[id(n)]
         for k, out in enumerate(n.outputs):
             if out is None:
                 continue
-            shared = _shareable_input(graph, n, op, k, out, i, buf_of, last_use) if k == 0 else None
+            if id(out) in buf_of:  # a subgraph output computed straight into its control node's output
+                b = buf_of[id(out)]
+                b.values.append(out)
+                b.end = max(b.end, last_use.get(id(out), i))
+                continue
+            shared = None
+            if k == 0 and not n.subgraphs:
+                shared = _shareable_input(graph, n, op, k, out, i, buf_of, last_use)
             if shared is not None:
                 shared.values.append(out)
                 shared.end = max(shared.end, last_use.get(id(out), i))
                 buf_of[id(out)] = shared
                 continue
-            region = Region.MUTABLE if graph.is_output(out) else Region.ACTIVATIONS
+            region = Region.MUTABLE if top and graph.is_output(out) else Region.ACTIVATIONS
             b = Buffer([out], out.storage_bytes, i, max(last_use.get(id(out), i), i), region)
             buf_of[id(out)] = b
             buffers.append(b)
-    scratch = []
-    for i, n in enumerate(graph.nodes):
-        op = registry.get(n.op)
         if op.scratch is not None:
             size = op.scratch(n)
             if size > 0:
                 scratch.append((Buffer([], size, i, i), n))
-    return buffers, scratch
+        if not n.subgraphs:
+            continue
+        for binding in _bindings(n):
+            sub = binding.graph
+            for formal, bound in zip(sub.inputs, binding.inputs, strict=True):
+                if bound is None:
+                    b = Buffer([formal], formal.storage_bytes, i, node_end)
+                    buffers.append(b)
+                else:
+                    assert not bound.is_const, f"node '{n.name}': a constant is bound to a subgraph input"
+                    b = buf_of[id(bound)]
+                    b.values.append(formal)
+                    b.end = max(b.end, node_end)
+                buf_of[id(formal)] = b
+            for sub_out, node_out in zip(sub.outputs, binding.outputs, strict=True):
+                # Outputs the subgraph computes itself (not a formal, a constant or a repeat: those are copied).
+                if node_out is not None and sub_out.producer is not None and id(sub_out) not in buf_of:
+                    buf_of[id(sub_out)] = buf_of[id(node_out)]
+            _place_nodes(sub, False, steps, last_use, buf_of, buffers, scratch)
 
 
 def _shareable_input(graph, node, op, k, out, i, buf_of, last_use) -> Buffer | None:

@@ -43,6 +43,20 @@ class WeightLayout:
     per_channel_default: bool = False
 
 
+@dataclass(frozen=True)
+class SubgraphBinding:
+    """How one subgraph of a control-flow node meets the node's values (memory/planner.py, codegen).
+
+    `inputs[i]`: the node value (one of its inputs, or one of its outputs) whose buffer the subgraph's
+    formal input i shares; None: the formal has a buffer of its own, which the node's lowering fills and
+    which lives across the whole node. `outputs[i]`: the node output the subgraph's output i is computed
+    straight into; None: a buffer of its own, living to the node's end (the lowering copies it on)."""
+
+    graph: Graph
+    inputs: list[Value | None]
+    outputs: list[Value | None]
+
+
 class Int8(Enum):
     """How an op takes part in int8 quantization (quant/quantize.py, passes/fold_qdq*.py)."""
 
@@ -111,6 +125,11 @@ class OpDef:
     # bounds, its last output is an int64 scalar count of the valid entries, and this maps each bounded
     # output's index to the axis the count applies to (ember/ops/counted.py).
     counted: Callable[[Node], dict[int, int]] | None = None
+    # Control flow (ember/ops/control.py): the node's subgraphs and how they bind to its values.
+    bindings: Callable[[Node], list[SubgraphBinding]] | None = None
+    # Control flow: simplify the node in its graph once more is constant (inline an If whose condition is,
+    # hand constant captured values to the subgraphs, drop captures no subgraph reads).
+    simplify: Callable[[Node, Graph], None] | None = None
 
     def __post_init__(self) -> None:
         if (self.expr is None) == (self.lower is None) and self.name not in _NO_LOWERING:
@@ -118,4 +137,4 @@ class OpDef:
 
 
 # Ops that never reach code generation: folded or removed by the frontend and passes.
-_NO_LOWERING = {"Constant", "Shape", "Size", "ConstantOfShape", "Identity", "Dropout", "If", "Range"}
+_NO_LOWERING = {"Constant", "Shape", "Size", "ConstantOfShape", "Identity", "Dropout", "Range"}

@@ -14,6 +14,9 @@ def remove_dead_nodes(graph: Graph) -> None:
             live.update(id(v) for v in node.inputs if v is not None)
     kept.reverse()
     graph.nodes = kept
-    # Optional outputs nobody reads become absent, so kernels skip computing them.
+    # Optional outputs nobody reads become absent, so kernels skip computing them (a control-flow node's
+    # outputs stay: its subgraphs are bound to them).
     for node in graph.nodes:
+        if node.subgraphs:
+            continue
         node.outputs = [v if v is None or id(v) in live or k == 0 else None for k, v in enumerate(node.outputs)]

@@ -18,7 +18,7 @@ from ember.passes.fold_qdq import fold_qdq
 from ember.passes.fuse_activation import fuse_activation
 from ember.passes.fuse_elementwise import fuse_elementwise
 from ember.passes.int8_layout import choose_int8_layout
-from ember.passes.manager import PassFn
+from ember.passes.manager import PassFn, each_graph
 from ember.passes.simplify import materialize_outputs, remove_identities
 from ember.passes.transposes import optimize_transposes
 
@@ -42,9 +42,12 @@ SPEED_TARGET_KINDS = ("host", "linux")
 Pipeline = list[tuple[str, PassFn]]
 
 _FLOAT: list[tuple[str, PassFn, str]] = [
-    ("remove_identities", remove_identities,
+    # each_graph: also inside control flow (If branches, Loop bodies), after the control-flow nodes are
+    # simplified (an If whose condition became constant is inlined). Passes without it leave subgraphs as
+    # they are (fusions: a subgraph's nodes run as the frontend made them).
+    ("remove_identities", each_graph(remove_identities),
      "Identity/Dropout are no-ops at inference; removing them lets producers write consumers' inputs."),
-    ("fold_constants", fold_constants,
+    ("fold_constants", each_graph(fold_constants),
      "Anything computable from weights alone is computed once, here, instead of on every inference."),
     ("optimize_transposes", optimize_transposes,
      "Channels-last models wrap each NCHW op in Transposes; pushed together they cancel, so layout costs no "
@@ -69,20 +72,20 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
         return passes
     if purpose is Purpose.PROFILE:
         # Outputs still need their own slots; everything else stays as the quantizer will see it.
-        return [*passes, ("materialize_outputs", materialize_outputs)]
+        return [*passes, ("materialize_outputs", each_graph(materialize_outputs))]
     if options.quantize:
         passes.append(("quantize", _quantize_pass(options, model_sha)))
     # QDQ models: DequantizeLinear -> Conv/Gemm/Add/... -> QuantizeLinear become integer kernels on int8 tensors.
     passes.append(("fold_qdq", fold_qdq))
     # Nodes whose results nobody reads cost time and memory.
-    passes.append(("remove_dead_nodes", remove_dead_nodes))
+    passes.append(("remove_dead_nodes", each_graph(remove_dead_nodes)))
     if options.weights:
         # After fold_qdq, which would turn the widening DequantizeLinear nodes back into float constants.
         passes.append(("compress_weights", _compress_pass(options.weights)))
     # Chains of elementwise ops become one loop: intermediates stay in registers instead of memory.
     passes.append(("fuse_elementwise", fuse_elementwise))
     # Every output needs its own slot in the mutable region, written by some node.
-    passes.append(("materialize_outputs", materialize_outputs))
+    passes.append(("materialize_outputs", each_graph(materialize_outputs)))
     if target_kind in SPEED_TARGET_KINDS and options.opt_level >= 2:
         passes.append(("choose_conv_algorithms", choose_conv_algorithms))
         passes.append(("choose_int8_layout", choose_int8_layout))

@@ -12,9 +12,27 @@ class VerifyError(EmberError):
 
 
 def verify(graph: Graph) -> None:
+    """Every subgraph too: it reads only its own formals, constants and values it computes (outer values
+    reach it only as the control-flow node's inputs, bound to its formals)."""
     defined = {id(v) for v in graph.inputs}
     ops = registry.load_all()
     for n in graph.nodes:
+        if n.subgraphs:
+            op = ops.get(n.op)
+            if op is None or op.bindings is None:
+                raise VerifyError(f"node '{n.name}' holds subgraphs but its op has no bindings")
+            for b in op.bindings(n):
+                if len(b.inputs) != len(b.graph.inputs) or len(b.outputs) != len(b.graph.outputs):
+                    raise VerifyError(f"node '{n.name}': subgraph '{b.graph.name}' does not match its bindings")
+                if len(b.graph.output_names) != len(b.graph.outputs):
+                    raise VerifyError(f"subgraph '{b.graph.name}': output names and values disagree")
+                for v in b.inputs:
+                    if v is not None and v.is_const:
+                        raise VerifyError(f"node '{n.name}': constant '{v.name}' bound to a subgraph input")
+                for formal in b.graph.inputs:
+                    if id(formal) in defined:
+                        raise VerifyError(f"subgraph '{b.graph.name}' formal '{formal.name}' is an outer value")
+                verify(b.graph)
         if n.op not in ops:
             raise VerifyError(f"node '{n.name}': op {n.op} is not registered")
         for i, v in enumerate(n.inputs):

@@ -138,7 +138,9 @@ TESTS: dict[str, tuple[str, ...]] = {
     "Upsample": (r"test_upsample_.*",),
     "Constant": (r"test_constant$",),
     "Identity": (r"test_identity$",),
-    "If": (r"test_if$",),
+    "If": (r"test_if(_seq|_opt)?$",),
+    "Loop": (r"test_loop\d+.*",),
+    "Scan": (r"test_scan(9)?_.*",),
     "Dropout": (r"test_(training_)?dropout.*",),
     "Shape": (r"test_shape.*",),
     "Size": (r"test_size.*",),
@@ -164,15 +166,25 @@ def test_patterns(op_type: str) -> tuple[str, ...]:
     """The node tests of an ONNX op: listed in TESTS, else those named after it (test_mish, test_mish_...)."""
     return TESTS.get(op_type, (rf"test_{op_type.lower()}(_.*)?$",))
 
+# Inputs frozen to constants (what --const does for a user) before a test compiles, with the reason.
+FROZEN_INPUTS: dict[str, tuple[tuple[str, ...], str]] = {
+    "test_loop11": (("trip_count", "cond"), "a scan output's length is the trip count: it must be static"),
+}
+
 # Tests excluded (not counted): name regex (full match) -> reason.
 EXCLUDED: dict[str, str] = {
     r"test_center_crop_pad_.*_expanded": "the pads are computed from the run-time 'shape' graph input: "
                                          "a data-dependent output shape",
     r"test_identity_opt": "optional types are not supported (ember compiles tensors only)",
     r"test_identity_sequence": "sequence types are not supported (ember compiles tensors only)",
-    r"test_if(_seq|_opt)?": "the condition is a run-time input: data-dependent control flow is not compiled",
+    r"test_if_seq": "sequence types are not supported (ember compiles tensors only)",
+    r"test_if_opt": "optional types are not supported (ember compiles tensors only)",
+    r"test_loop13_seq": "sequence types are not supported (ember compiles tensors only)",
+    r"test_loop16_seq_none": "optional and sequence types are not supported (ember compiles tensors only)",
     r"test_training_dropout(_default)?(_mask)?": "training-mode Dropout draws a random mask: not reproducible",
     r"test_dropout_random_old": "training-mode Dropout draws a random mask: not reproducible",
+    r"test_range_.*_expanded": "the Loop's trip count is computed from the run-time start/limit/delta graph "
+                               "inputs: a data-dependent output shape",
     r"test_(blackman|hamming|hann)window(_symmetric)?_expanded": (
         "the window size is a run-time graph input feeding Range: a data-dependent output shape"),
 }
@@ -272,6 +284,7 @@ def bake_shape_inputs(name: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray]
         for i in registry.get(entry.ir).shape_inputs:
             if i < len(n.input) and n.input[i]:
                 const_slots.add(n.input[i])
+    const_slots.update(FROZEN_INPUTS.get(name, ((), ""))[0])
     for vi in list(g.input):
         if vi.name in const_slots and vi.name in feeds:
             g.initializer.append(numpy_helper.from_array(feeds.pop(vi.name), vi.name))

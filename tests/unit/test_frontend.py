@@ -12,7 +12,6 @@ from onnx import TensorProto, helper, numpy_helper
 import ember
 from ember.config import CompileOptions
 from ember.driver import build_graph
-from ember.errors import UnsupportedOperatorError
 
 
 def _save(tmp: Path, graph: onnx.GraphProto, opset: int = 17) -> Path:
@@ -77,10 +76,11 @@ def test_constant_if_is_inlined(tmp_path: Path, cond: bool) -> None:
     np.testing.assert_array_equal(b.run({"x": x})["y"], x + x if cond else x * x)
 
 
-def test_runtime_if_is_rejected_with_node_name(tmp_path: Path) -> None:
-    with pytest.raises(UnsupportedOperatorError, match="the_if"):
-        ember.compile(_if_model(tmp_path, None), tmp_path / "b")
-    assert not (tmp_path / "b").exists()
+@pytest.mark.parametrize("cond", [True, False])
+def test_runtime_if_compiles_both_branches(tmp_path: Path, cond: bool) -> None:
+    b = ember.compile(_if_model(tmp_path, None), tmp_path / "b")
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+    np.testing.assert_array_equal(b.run({"x": x, "c": np.array(cond)})["y"], x + x if cond else x * x)
 
 
 def test_external_data_is_read(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""Load an ONNX model into ember's IR: fix input shapes, fold shape computations, inline constant Ifs."""
+"""Load an ONNX model into ember's IR: fix input shapes, fold shape computations, inline constant Ifs, and
+turn If / Loop / Scan with run-time control into the IR's control-flow nodes (ember/ops/control.py)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ from onnx import numpy_helper
 
 from ember.errors import ModelFormatError, ShapeError, SymbolicDimensionError, UnsupportedOperatorError
 from ember.frontends.onnx.check import check_model, check_types
+from ember.frontends.onnx.control import ControlFlowBuilder, NotConstant
 from ember.frontends.onnx.dtypes import dtype_from_onnx
 from ember.frontends.onnx.ops import AdaptContext, lookup
-from ember.frontends.onnx.protos import attr_to_python, evaluate_with_onnx
+from ember.frontends.onnx.protos import attr_to_python, evaluate_with_onnx, text
 from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node, Value
 from ember.ops import registry
@@ -34,6 +36,8 @@ class InputSpec:
 class LoadOptions:
     defines: dict[str, int] = field(default_factory=dict)
     inputs: dict[str, InputSpec] = field(default_factory=dict)
+    # Graph inputs frozen to constants (--const): they become initializers, so what they decide folds.
+    consts: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def read_model(path: str) -> onnx.ModelProto:
@@ -54,11 +58,6 @@ def read_model(path: str) -> onnx.ModelProto:
     return model
 
 
-def _text(s: str | bytes) -> str:
-    """A name from the file as text: protobuf returns proto2 strings that are not UTF-8 as bytes."""
-    return s.decode("utf-8", errors="replace") if isinstance(s, bytes) else s
-
-
 def _first_line(e: BaseException) -> str:
     s = str(e).strip()
     return s.splitlines()[0] if s else type(e).__name__
@@ -77,7 +76,7 @@ def load_onnx(model: onnx.ModelProto | str, options: LoadOptions | None = None, 
     return graph
 
 
-class _Builder:
+class _Builder(ControlFlowBuilder):
     def __init__(self, model: onnx.ModelProto, opts: LoadOptions, name: str, opset: int) -> None:
         self.model, self.opts, self.opset = model, opts, opset
         self.graph = Graph(name)
@@ -95,9 +94,15 @@ class _Builder:
         unknown = set(self.opts.inputs) - {i.name for i in g.input}
         if unknown:
             raise ShapeError(f"--input names unknown input(s): {', '.join(sorted(unknown))}")
+        unknown = set(self.opts.consts) - {i.name for i in g.input if i.name not in env}
+        if unknown:
+            raise ShapeError(f"--const names unknown input(s): {', '.join(sorted(unknown))}")
         for inp in g.input:
             if inp.name in env:
                 continue  # initializer listed as input (old exporters)
+            if inp.name in self.opts.consts:
+                env[inp.name] = self.graph.constant(inp.name, self._const_input(inp, self.opts.consts[inp.name]))
+                continue
             v = self.graph.value(inp.name, self._input_type(inp))
             env[inp.name] = v
             self.graph.inputs.append(v)
@@ -116,6 +121,33 @@ class _Builder:
         except KeyError as e:
             raise UnsupportedOperatorError("Constant", where, str(e).strip("'\"")) from None
         return self.graph.constant(name, np.array(arr, order="C"))
+
+    def _const_input(self, inp: onnx.ValueInfoProto, arr: np.ndarray) -> np.ndarray:
+        """A --const value as the declared input's type: same element count (a number or a flat list is
+        reshaped), values representable in its element type. Symbolic dimensions take the value's."""
+        try:
+            want = self._input_type(inp)
+        except SymbolicDimensionError:
+            dims = inp.type.tensor_type.shape.dim
+            if len(dims) != arr.ndim or any(d.HasField("dim_value") and d.dim_value != n
+                                            for d, n in zip(dims, arr.shape, strict=True)):
+                raise ShapeError(f"--const {inp.name}: a value of shape {list(arr.shape)} does not fit input "
+                                 f"'{inp.name}' (declared with {len(dims)} dimension(s))") from None
+            want = TensorType(dtype_from_onnx(inp.type.tensor_type.elem_type), tuple(arr.shape))
+        if arr.shape != want.shape and not (arr.ndim <= 1 and arr.size == want.numel):
+            raise ShapeError(f"--const {inp.name}: a value of shape {list(arr.shape)} does not fit input "
+                             f"'{inp.name}' of type {want}")
+        src = arr.reshape(want.shape)
+        with np.errstate(all="ignore"):
+            cast = src.astype(want.dtype.np)
+            if want.dtype.np.kind == "f":
+                bad = np.isfinite(src.astype(np.float64)) & ~np.isfinite(cast.astype(np.float64))
+            else:
+                bad = cast.astype(np.float64) != src.astype(np.float64)
+        if bad.any():
+            raise ShapeError(f"--const {inp.name}: the value {src[bad].reshape(-1)[0].item()!r} is not "
+                             f"representable in input '{inp.name}''s element type {want.dtype.short}")
+        return cast
 
     def _input_type(self, inp: onnx.ValueInfoProto) -> TensorType:
         spec = self.opts.inputs.get(inp.name)
@@ -153,9 +185,9 @@ class _Builder:
     # nodes ------------------------------------------------------------------
     def _nodes(self, nodes: list[onnx.NodeProto], env: dict[str, Value]) -> None:
         for index, np_node in enumerate(nodes):
-            label = _text(np_node.name) or f"{_text(np_node.op_type)}_{index}"
-            if np_node.op_type == "If" and np_node.domain in ("", "ai.onnx"):
-                self._inline_if(np_node, label, env)
+            label = text(np_node.name) or f"{text(np_node.op_type)}_{index}"
+            if np_node.domain in ("", "ai.onnx") and np_node.op_type in ("If", "Loop", "Scan"):
+                self.control_flow(np_node, label, env)
                 continue
             inputs: list[Value | None] = []
             for name in np_node.input:
@@ -219,7 +251,7 @@ class _Builder:
         for i in opdef.shape_inputs:
             v = node.input(i)
             if v is not None and not v.is_const:
-                raise ShapeError(
+                raise NotConstant(
                     f"node '{node.name}' ({node.op}): input {i} ('{v.name}') must be a compile-time constant "
                     "(it sets a shape); fix the input shapes with --define/--input"
                 )
@@ -257,20 +289,3 @@ class _Builder:
             return evaluate_with_onnx(np_node, self.domains, consts)
         except Exception as e:  # the reference implementation raises many exception types
             raise ShapeError(f"node '{node.name}' ({node.op}): constant folding failed: {_first_line(e)}") from None
-
-    def _inline_if(self, np_node: onnx.NodeProto, label: str, env: dict[str, Value]) -> None:
-        cond = env.get(np_node.input[0])
-        if cond is None or not cond.is_const:
-            raise UnsupportedOperatorError(
-                "If", label, "the condition must fold to a constant (data-dependent control flow)"
-            )
-        branch_name = "then_branch" if bool(np.asarray(cond.const).reshape(-1)[0]) else "else_branch"
-        branch = next(a.g for a in np_node.attribute if a.name == branch_name)
-        inner = dict(env)
-        for init in branch.initializer:
-            inner[init.name] = self._constant(init.name, numpy_helper.to_array(init), init.data_type, label)
-        self._nodes(list(branch.node), inner)
-        for out_name, branch_out in zip(np_node.output, branch.output, strict=False):
-            if branch_out.name not in inner:
-                raise ModelFormatError(f"If node '{label}': branch output '{branch_out.name}' is not produced")
-            env[out_name] = inner[branch_out.name]

@@ -335,8 +335,11 @@ _add("NonMaxSuppression", since=10, adapt=_with_count(1))
 _add("DFT", since=17, adapt=_dft)
 for _name in ("HannWindow", "HammingWindow", "BlackmanWindow", "MelWeightMatrix"):
     _add(_name, since=17, adapt=_dtype_attr("output_datatype"))
-# The loader inlines an If whose condition folds to a constant (the taken branch's nodes).
-_add("If", ir="")
+# Control flow: the loader builds these itself (subgraphs); an If whose condition folds to a constant is
+# inlined (the taken branch's nodes), Scan becomes a Loop (ember/ops/control.py).
+_add("If")
+_add("Loop")
+_add("Scan", ir="Loop")
 
 
 # Every other ai.onnx operator maps onto the registered OpDef of the same name (ember's operators keep

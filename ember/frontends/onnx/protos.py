@@ -85,3 +85,8 @@ def infer_with_onnx(proto: onnx.NodeProto, opset: int, types: list[TensorType | 
         out.append(TensorType(dtype_from_onnx(tp.tensor_type.elem_type),
                               tuple(d.dim_value for d in tp.tensor_type.shape.dim)))
     return out
+
+
+def text(s: str | bytes) -> str:
+    """A name from the file as text: protobuf returns proto2 strings that are not UTF-8 as bytes."""
+    return s.decode("utf-8", errors="replace") if isinstance(s, bytes) else s
