@@ -14,7 +14,7 @@ OPS: dict[str, OpDef] = {}
 FAMILIES = (
     "elementwise", "activation", "matmul", "conv", "pool", "norm", "reduce", "shape", "movement",
     "resize", "misc", "quantize", "qlinear", "qshifted", "qpointwise",
-    "attention",
+    "attention", "linear_attention",
 )
 
 

@@ -213,3 +213,83 @@ static void ember_rotary_f32(float *y, const float *x, const float *cos_c, const
         }
 }
 /*@end*/
+
+/*@kernel ember_causal_conv_state_f32 requires ember_sigmoidf*/
+/* Depthwise causal 1-D convolution of B x C channels of L steps, K taps, with a carried state: each
+ * channel's input is its K - 1 past values (past, NULL: zeros) followed by x. y[t] = bias + sum_i
+ * w[i] * padded[t + i], then x * sigmoid(x) if `silu`; present (NULL: not wanted) gets the last K - 1
+ * values of the padded sequence. */
+static void ember_causal_conv_state_f32(float *y, float *present, const float *x, const float *w, const float *bias,
+                                        const float *past, int B, int C, int L, int K, int silu) {
+    const int carry = K - 1;
+    int b, c, t, i;
+    for (b = 0; b < B; ++b)
+        for (c = 0; c < C; ++c) {
+            const ptrdiff_t ch = (ptrdiff_t)b * C + c;
+            const float *xc = x + ch * L, *pc = past ? past + ch * carry : 0, *wc = w + (ptrdiff_t)c * K;
+            for (t = 0; t < L; ++t) {
+                float acc = bias ? bias[c] : 0.0f;
+                for (i = 0; i < K; ++i) {
+                    const int p = t + i;
+                    acc += wc[i] * (p >= carry ? xc[p - carry] : pc ? pc[p] : 0.0f);
+                }
+                y[ch * L + t] = silu ? acc * ember_sigmoidf(acc) : acc;
+            }
+            if (present)
+                for (i = 0; i < carry; ++i) {
+                    const int p = L + i;
+                    present[ch * carry + i] = p >= carry ? xc[p - carry] : pc ? pc[p] : 0.0f;
+                }
+        }
+}
+/*@end*/
+
+/*@kernel ember_linear_attention_f32 requires ember_expf*/
+/* Linear attention's recurrence over T steps for B x HKV state matrices S (DK x DV, float32, kept in
+ * `state`: the present_state), started from past (NULL: zeros). Per step: S *= exp(decay) (per key
+ * dimension or per head; NULL: no gating); v' = beta * (v - S^T k) (beta per head or one; NULL: v' = v);
+ * S += k v'^T; then every query head of the group reads y = scale * S^T q. q, k, v, decay, beta and y
+ * are packed [B, T, heads * size]. tmp: DV floats. */
+static void ember_linear_attention_f32(float *y, float *state, const float *q, const float *k, const float *v,
+                                       const float *past, const float *decay, int decay_per_dim, const float *beta,
+                                       int beta_per_head, int B, int T, int HQ, int HKV, int DK, int DV, float scale,
+                                       float *tmp) {
+    const int group = HQ / HKV;
+    const ptrdiff_t size = (ptrdiff_t)DK * DV;
+    int b, hk, hq, t, d, m;
+    for (b = 0; b < B; ++b)
+        for (hk = 0; hk < HKV; ++hk) {
+            float *s = state + ((ptrdiff_t)b * HKV + hk) * size;
+            for (d = 0; d < DK * DV; ++d) s[d] = past ? past[((ptrdiff_t)b * HKV + hk) * size + d] : 0.0f;
+            for (t = 0; t < T; ++t) {
+                const ptrdiff_t step = (ptrdiff_t)b * T + t;
+                const float *kt = k + (step * HKV + hk) * DK, *vt = v + (step * HKV + hk) * DV;
+                if (decay)
+                    for (d = 0; d < DK; ++d) {
+                        const float g = ember_expf(decay_per_dim ? decay[(step * HKV + hk) * DK + d]
+                                                                 : decay[step * HKV + hk]);
+                        for (m = 0; m < DV; ++m) s[(ptrdiff_t)d * DV + m] *= g;
+                    }
+                for (m = 0; m < DV; ++m) {
+                    float r = 0.0f;
+                    if (beta) {
+                        for (d = 0; d < DK; ++d) r += s[(ptrdiff_t)d * DV + m] * kt[d];
+                        tmp[m] = beta[beta_per_head ? step * HKV + hk : step] * (vt[m] - r);
+                    } else {
+                        tmp[m] = vt[m];
+                    }
+                }
+                for (d = 0; d < DK; ++d)
+                    for (m = 0; m < DV; ++m) s[(ptrdiff_t)d * DV + m] += kt[d] * tmp[m];
+                for (hq = hk * group; hq < (hk + 1) * group; ++hq) {
+                    const float *qt = q + (step * HQ + hq) * DK;
+                    float *out = y + (step * HQ + hq) * DV;
+                    for (m = 0; m < DV; ++m) out[m] = 0.0f;
+                    for (d = 0; d < DK; ++d)
+                        for (m = 0; m < DV; ++m) out[m] += qt[d] * s[(ptrdiff_t)d * DV + m];
+                    for (m = 0; m < DV; ++m) out[m] *= scale;
+                }
+            }
+        }
+}
+/*@end*/
