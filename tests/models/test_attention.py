@@ -41,10 +41,9 @@ def _decoder_4d(batch: int, seq: int, past: int, hq: int, hkv: int) -> tuple[onn
         numpy_helper.from_array(np.array([batch, seq, hq * HEAD], np.int64), "y_shape"),
     ]
     nodes = [helper.make_node("RMSNormalization", ["x", "norm"], ["h"], epsilon=1e-6)]
-    for name, heads in (("q", hq), ("k", hkv), ("v", hkv)):
+    for name, shape in (("q", "q_shape"), ("k", "kv_shape"), ("v", "kv_shape")):
         nodes += [helper.make_node("MatMul", ["h", f"w{name}"], [f"{name}_flat"]),
-                  helper.make_node("Reshape", [f"{name}_flat", "q_shape" if name == "q" else "kv_shape"],
-                                   [f"{name}_bshd"]),
+                  helper.make_node("Reshape", [f"{name}_flat", shape], [f"{name}_bshd"]),
                   helper.make_node("Transpose", [f"{name}_bshd"], [f"{name}_4d"], perm=[0, 2, 1, 3])]
     nodes += [
         helper.make_node("RotaryEmbedding", ["q_4d", "cos", "sin", "pos"], ["q_rot"]),
