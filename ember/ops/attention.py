@@ -1,5 +1,6 @@
 """The transformer operators (float32; float16 computed in float32): Attention, RMSNormalization,
-RotaryEmbedding and SwiGLU. Kernels in ember/codegen/kernels/attention.c."""
+RotaryEmbedding, SwiGLU, and TensorScatter (the KV cache update, any element type). Kernels in
+ember/codegen/kernels/attention.c."""
 
 from __future__ import annotations
 
@@ -351,3 +352,46 @@ def _eval_swiglu(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
 
 
 register(OpDef("SwiGLU", infer=_infer_swiglu, expr=_expr_swiglu, evaluate=_eval_swiglu))
+
+
+# TensorScatter ---------------------------------------------------------------------------------
+#
+# Inputs: (past_cache, update, write_indices [batch] int64 (optional: zeros)). Attributes: axis (-2, the
+# sequence axis; not the batch axis 0), mode ("linear" or "circular"). The update's rows along `axis` are
+# written into the cache from each batch's write index on (modulo the cache length when circular). Linear
+# writes past either end of the cache are dropped (the reference rejects them; a bundle cannot raise).
+
+def _scatter_axis(node: Node) -> int:
+    return axis(node, node.attrs.get("axis", -2), inp(node, 0).type.rank)
+
+
+def _infer_scatter(node: Node) -> list[TensorType | None]:
+    cache, update, idx = inp(node, 0), inp(node, 1), node.input(2)
+    ax = _scatter_axis(node)
+    if ax == 0:
+        raise _shape_error(node, "axis 0 is the batch axis; the cache's sequence axis comes after it")
+    if (update.type.rank != cache.type.rank or update.dtype is not cache.dtype
+            or any(u != c for i, (u, c) in enumerate(zip(update.shape, cache.shape, strict=True)) if i != ax)
+            or update.shape[ax] > cache.shape[ax]):
+        raise _shape_error(node, f"update {list(update.shape)} does not fit the cache {list(cache.shape)} "
+                                 f"along axis {ax}")
+    if idx is not None and (idx.dtype is not DType.INT64 or idx.shape != (cache.shape[0],)):
+        raise _shape_error(node, f"write_indices must be int64 of shape [{cache.shape[0]}]")
+    if node.attrs.get("mode", "linear") not in ("linear", "circular"):
+        raise _refuse(node, f"mode '{node.attrs['mode']}' (linear or circular)")
+    return [TensorType(cache.dtype, cache.shape)]
+
+
+def _lower_scatter(node: Node, k: KernelEmitter) -> None:
+    cache, update = present(node.input(0)), present(node.input(1))
+    ax = _scatter_axis(node)
+    row_bytes = math.prod(cache.shape[ax + 1:]) * cache.dtype.itemsize
+    k.call("ember_tensor_scatter", k.out(0, "uint8_t"), k.inp(0, "uint8_t"), k.inp(1, "uint8_t"),
+           k.inp(2, "int64_t") if node.input(2) is not None else "0", cache.shape[0],
+           math.prod(cache.shape[1:ax]), cache.shape[ax], update.shape[ax], row_bytes,
+           int(node.attrs.get("mode", "linear") == "circular"))
+
+
+# The output may take the cache's buffer (the usual in-place KV cache update): no copy then.
+register(OpDef("TensorScatter", infer=_infer_scatter, lower=_lower_scatter, kernels=("ember_tensor_scatter",),
+               inplace=True))

@@ -1,6 +1,7 @@
 """Decoder blocks of the transformer operators (opset 23), built with onnx.helper, against onnxruntime:
 RMSNormalization -> Q/K/V projections -> RotaryEmbedding -> Attention (GQA/MQA, causal, KV cache, masks)
--> output projection + residual."""
+-> output projection + residual; and a decoding step on an external cache (TensorScatter + Attention's
+nonpad_kv_seqlen, opset 24)."""
 
 from __future__ import annotations
 
@@ -101,6 +102,31 @@ def _decoder_3d(batch: int, seq: int, hq: int, hkv: int) -> tuple[onnx.ModelProt
     return model, {"x": rng.standard_normal((batch, seq, HIDDEN)).astype(np.float32), "mask": mask}
 
 
+def _decode_external_cache(batch: int, cache: int, hq: int, hkv: int, causal: int) -> tuple[
+        onnx.ModelProto, dict[str, np.ndarray]]:
+    """One decoding step on a static (external) cache, opset 24: TensorScatter writes the new key/value row
+    at each sample's position, Attention reads the cache with nonpad_kv_seqlen (padding masked, causal
+    frontier at the sample's length)."""
+    rng = np.random.default_rng(5)
+    f = TensorProto.FLOAT
+    nodes = [helper.make_node("TensorScatter", ["k_cache", "k_new", "write"], ["k_next"]),
+             helper.make_node("TensorScatter", ["v_cache", "v_new", "write"], ["v_next"]),
+             helper.make_node("Attention", ["q", "k_next", "v_next", "", "", "", "lengths"], ["y"], is_causal=causal)]
+    shapes = {"q": [batch, hq, 1, HEAD], "k_new": [batch, hkv, 1, HEAD], "v_new": [batch, hkv, 1, HEAD],
+              "k_cache": [batch, hkv, cache, HEAD], "v_cache": [batch, hkv, cache, HEAD]}
+    inputs = [helper.make_tensor_value_info(n, f, s) for n, s in shapes.items()]
+    inputs += [helper.make_tensor_value_info(n, TensorProto.INT64, [batch]) for n in ("write", "lengths")]
+    outputs = [helper.make_tensor_value_info("y", f, [batch, hq, 1, HEAD]),
+               helper.make_tensor_value_info("k_next", f, shapes["k_cache"]),
+               helper.make_tensor_value_info("v_next", f, shapes["v_cache"])]
+    model = helper.make_model(helper.make_graph(nodes, "decode", inputs, outputs),
+                              opset_imports=[helper.make_opsetid("", 24)])
+    feeds = {n: rng.standard_normal(s).astype(np.float32) for n, s in shapes.items()}
+    write = rng.integers(0, cache, batch).astype(np.int64)
+    feeds |= {"write": write, "lengths": write + 1}
+    return model, feeds
+
+
 def _compare(model: onnx.ModelProto, feeds: dict[str, np.ndarray], tmp_path: Path) -> None:
     path = tmp_path / "decoder.onnx"
     onnx.checker.check_model(model)
@@ -122,6 +148,11 @@ def test_decoder_4d_gqa_causal_cache_matches_onnxruntime(batch: int, seq: int, p
 @pytest.mark.parametrize(("seq", "hq", "hkv"), [(7, 4, 1), (36, 4, 2)])
 def test_decoder_3d_mqa_mask_softcap_matches_onnxruntime(seq: int, hq: int, hkv: int, tmp_path: Path) -> None:
     _compare(*_decoder_3d(2, seq, hq, hkv), tmp_path)
+
+
+@pytest.mark.parametrize("causal", [0, 1])
+def test_decode_step_on_external_cache_matches_onnxruntime(causal: int, tmp_path: Path) -> None:
+    _compare(*_decode_external_cache(3, 10, 4, 2, causal), tmp_path)
 
 
 def test_heads_that_do_not_divide_are_refused_by_name(tmp_path: Path) -> None:

@@ -293,3 +293,32 @@ static void ember_linear_attention_f32(float *y, float *state, const float *q, c
         }
 }
 /*@end*/
+
+/*@kernel ember_tensor_scatter requires ember_copy*/
+/* The KV cache update: present = past, then row s of every update slice [len rows] is written to row
+ * idx[b] + s of the matching cache slice [max_len rows] (idx NULL: 0), modulo max_len when `circular`;
+ * rows of `row_bytes`. Each of the `batch` batches holds `slices` slices. A linear write past either end
+ * of the cache is dropped (the bundle never writes outside its tensors). present may be past. */
+static void ember_tensor_scatter(uint8_t *present, const uint8_t *past, const uint8_t *update, const int64_t *idx,
+                                 int batch, ptrdiff_t slices, int max_len, int len, ptrdiff_t row_bytes,
+                                 int circular) {
+    int b, s;
+    ptrdiff_t o;
+    if (present != past) ember_copy(present, past, (size_t)(batch * slices * max_len * row_bytes));
+    for (b = 0; b < batch; ++b)
+        for (s = 0; s < len; ++s) {
+            int64_t at = (idx ? idx[b] : 0) + s;
+            if (circular) {
+                at %= max_len;
+                if (at < 0) at += max_len;
+            } else if (at < 0 || at >= max_len) {
+                continue;
+            }
+            for (o = 0; o < slices; ++o) {
+                const ptrdiff_t slice = (ptrdiff_t)b * slices + o;
+                ember_copy(present + (slice * max_len + (ptrdiff_t)at) * row_bytes,
+                           update + (slice * len + s) * row_bytes, (size_t)row_bytes);
+            }
+        }
+}
+/*@end*/
