@@ -54,12 +54,12 @@ static void ember_attention_kv_f32(float *EMBER_RESTRICT present, const float *p
 #define EMBER_ATT_BQ 28      /* query rows per block: the scores in scratch are BQ x T, not SQ x T */
 #define EMBER_ATT_SIZE 29
 
-/* The additive bias of query row i (absolute position i + offset) over the T keys: the mask (boolean:
+/* The additive bias of query row i (absolute position i + offset) over the first T keys: the mask (boolean:
  * 0 or -inf; float: its value; -inf past its last column), causal frontier, window and padding. Returns
  * whether any key is left (a row with none attends nothing and gives zeros, not NaN). */
 static int ember_attention_bias(float *bias, const int32_t *g, const float *mask_f, const uint8_t *mask_b,
-                                int b, int hq, int i, int64_t offset, int valid) {
-    const int T = g[EMBER_ATT_T], len = g[EMBER_ATT_M_LEN];
+                                int b, int hq, int i, int64_t offset, int valid, int T) {
+    const int len = g[EMBER_ATT_M_LEN];
     const int64_t p = i + offset, left = g[EMBER_ATT_LEFT], right = g[EMBER_ATT_RIGHT];
     const int causal = g[EMBER_ATT_CAUSAL];
     const ptrdiff_t m0 = (ptrdiff_t)b * g[EMBER_ATT_M_SB] + (ptrdiff_t)hq * g[EMBER_ATT_M_SH] +
@@ -147,16 +147,30 @@ static void ember_attention_f32(float *Y, const float *Q, const float *K, const 
                 float *yb = Y + b * (ptrdiff_t)g[EMBER_ATT_Y_SB] + hq * (ptrdiff_t)g[EMBER_ATT_Y_SH];
                 for (i0 = 0; i0 < SQ; i0 += BQ) {
                     const int rows = SQ - i0 < BQ ? SQ - i0 : BQ;
+                    /* Keys no row of the block can see (past the causal frontier of its last row, or padding)
+                     * are left out of both products: half the work of a causal prefill. Not when the scores
+                     * are an output: they are wanted for every key. */
+                    int tn = T;
+                    if (!qk_out) {
+                        const int64_t frontier = i0 + rows + offset;
+                        if (g[EMBER_ATT_CAUSAL] && frontier < tn) tn = frontier < 0 ? 0 : (int)frontier;
+                        if (valid < tn) tn = valid;
+                    }
+                    if (tn == 0) { /* every row of the block is fully masked */
+                        for (r = 0; r < rows; ++r)
+                            for (d = 0; d < DV; ++d) yb[(ptrdiff_t)(i0 + r) * g[EMBER_ATT_Y_SS] + d] = 0.0f;
+                        continue;
+                    }
                     ember_matmul_f32(s, T, qb + (ptrdiff_t)i0 * g[EMBER_ATT_Q_SS], g[EMBER_ATT_Q_SS], 1, kt, T, rows,
-                                     T, D, scale, 0, 0, 0, 0.0f, 0, 0.0f, 0.0f);
+                                     tn, D, scale, 0, 0, 0, 0.0f, 0, 0.0f, 0.0f);
                     for (r = 0; r < rows; ++r) {
                         const int i = i0 + r;
                         float *qk = qk_out ? qk_out + (((ptrdiff_t)b * HQ + hq) * SQ + i) * T : 0;
-                        const int live = ember_attention_bias(bias, g, mask_f, mask_b, b, hq, i, offset, valid);
-                        ember_attention_row(s + (ptrdiff_t)r * T, qk, bias, T, live, softcap, mode);
+                        const int live = ember_attention_bias(bias, g, mask_f, mask_b, b, hq, i, offset, valid, tn);
+                        ember_attention_row(s + (ptrdiff_t)r * T, qk, bias, tn, live, softcap, mode);
                     }
                     ember_matmul_f32(yb + (ptrdiff_t)i0 * g[EMBER_ATT_Y_SS], g[EMBER_ATT_Y_SS], s, T, 1, vb,
-                                     g[EMBER_ATT_V_SS], rows, DV, T, 1.0f, 0, 0, 0, 0.0f, 0, 0.0f, 0.0f);
+                                     g[EMBER_ATT_V_SS], rows, DV, tn, 1.0f, 0, 0, 0, 0.0f, 0, 0.0f, 0.0f);
                 }
             }
         }
