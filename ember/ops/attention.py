@@ -5,6 +5,7 @@ ember/codegen/kernels/attention.c."""
 from __future__ import annotations
 
 import math
+from dataclasses import astuple, dataclass
 
 import numpy as np
 
@@ -37,6 +38,45 @@ def _shape_error(node: Node, why: str) -> ShapeError:
 # Outputs: (Y, present_key, present_value, qk_matmul_output), the last three optional.
 # Attributes: is_causal, scale, softcap, q_num_heads / kv_num_heads (3-D inputs), qk_matmul_output_mode,
 # softmax_precision (a DType; the softmax runs in float32 whatever it says), left/right_window_size.
+
+@dataclass(frozen=True)
+class AttentionGeometry:
+    """The attention kernel's int32 table: these fields in this order, entry i named by attention.c's
+    EMBER_ATT_* macros (the field name in capitals). Strides are in elements: batch, head, row."""
+
+    b: int
+    hq: int
+    hkv: int
+    sq: int
+    t: int  # keys: past + new
+    d: int
+    dv: int
+    q_sb: int
+    q_sh: int
+    q_ss: int
+    k_sb: int
+    k_sh: int
+    k_ss: int
+    v_sb: int
+    v_sh: int
+    v_ss: int
+    y_sb: int
+    y_sh: int
+    y_ss: int
+    m_sb: int  # mask strides, 0 where it broadcasts
+    m_sh: int
+    m_sq: int
+    m_len: int  # mask columns (0: no mask)
+    causal: int
+    past: int
+    left: int  # window bounds, -1: unbounded
+    right: int
+    qk_mode: int
+    bq: int  # query rows per block
+
+    def table(self) -> list[int]:
+        return list(astuple(self))
+
 
 class _Dims:
     """Attention's sizes and the strides of Q, K, V and Y (3-D [B, S, H * D] or 4-D [B, H, S, D])."""
@@ -191,21 +231,20 @@ def _lower_attention(node: Node, k: KernelEmitter) -> None:
     if mask is not None:
         mshape = (1,) * (4 - mask.type.rank) + tuple(mask.shape)
         mask_len = mshape[3]
-        row = mask_len
-        sq_stride = row if mshape[2] > 1 else 0
-        sh = mshape[2] * row
-        sb = mshape[1] * sh
-        mask_strides = (sb if mshape[0] > 1 else 0, sh if mshape[1] > 1 else 0, sq_stride)
-    table = [dims.batch, dims.hq, dims.hkv, dims.sq, dims.total, dims.d, dims.dv,
-             *dims.strides(dims.hq, dims.sq, dims.d), *k_strides, *v_strides,
-             *dims.strides(dims.hq, dims.sq, dims.dv), *mask_strides, mask_len,
-             int(bool(node.attrs.get("is_causal", 0))), dims.past, node.attrs.get("left_window_size", -1),
-             node.attrs.get("right_window_size", -1), node.attrs.get("qk_matmul_output_mode", 0), block]
+        head_stride = mshape[2] * mask_len
+        mask_strides = (mshape[1] * head_stride if mshape[0] > 1 else 0, head_stride if mshape[1] > 1 else 0,
+                        mask_len if mshape[2] > 1 else 0)
+    geo = AttentionGeometry(
+        dims.batch, dims.hq, dims.hkv, dims.sq, dims.total, dims.d, dims.dv,
+        *dims.strides(dims.hq, dims.sq, dims.d), *k_strides, *v_strides, *dims.strides(dims.hq, dims.sq, dims.dv),
+        *mask_strides, mask_len, int(bool(node.attrs.get("is_causal", 0))), dims.past,
+        node.attrs.get("left_window_size", -1), node.attrs.get("right_window_size", -1),
+        node.attrs.get("qk_matmul_output_mode", 0), block)
     scale = node.attrs.get("scale")
     scale = 1.0 / math.sqrt(dims.d) if scale is None else scale
     has_qk = len(node.outputs) > 3 and node.outputs[3] is not None
     is_bool = mask is not None and mask.dtype is DType.BOOL
-    k.call("ember_attention_f32", k.out(0), k.inp(0), k_ptr, v_ptr, k.table(table), literal(scale, F32),
+    k.call("ember_attention_f32", k.out(0), k.inp(0), k_ptr, v_ptr, k.table(geo.table()), literal(scale, F32),
            literal(node.attrs.get("softcap", 0.0), F32),
            k.inp(3) if mask is not None and not is_bool else "0", k.inp(3, "uint8_t") if is_bool else "0",
            k.inp(6, "int64_t") if nonpad is not None else "0", k.out(3) if has_qk else "0", scratch)

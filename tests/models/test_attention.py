@@ -161,3 +161,35 @@ def test_heads_that_do_not_divide_are_refused_by_name(tmp_path: Path) -> None:
     onnx.save(model, path)
     with pytest.raises(EmberError, match="3 key/value heads do not divide 4 query heads"):
         ember.compile(path, tmp_path / "out")
+
+
+def _single_node(op: str, inputs: dict[str, tuple[int, list[int]]], outputs: list[str], opset: int,
+                 **attrs: object) -> onnx.ModelProto:
+    node = helper.make_node(op, list(inputs), outputs, **attrs)
+    graph = helper.make_graph([node], "one", [helper.make_tensor_value_info(n, t, s) for n, (t, s) in inputs.items()],
+                              [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+F = TensorProto.FLOAT
+
+
+@pytest.mark.parametrize(("model", "message"), [
+    (_single_node("RMSNormalization", {"x": (F, [2, 3, 4]), "s": (F, [1, 4])}, ["y"], 23, axis=1),
+     "run-time scale that broadcasts over the normalized axes"),
+    (_single_node("TensorScatter", {"c": (F, [2, 4, 5]), "u": (F, [2, 4, 5])}, ["y"], 24, axis=0),
+     "axis 0 is the batch axis"),
+    (_single_node("Attention", {"q": (F, [1, 2, 3, 8]), "k": (F, [1, 2, 5, 8]), "v": (F, [1, 2, 5, 8]),
+                                "m": (F, [3, 6])}, ["y"], 23),
+     "attn_mask has 6 key columns, more than the 5 keys"),
+    (_single_node("Attention", {"q": (F, [1, 3, 16]), "k": (F, [1, 5, 16]), "v": (F, [1, 5, 16])}, ["y"], 23),
+     "3-D inputs need positive q_num_heads and kv_num_heads"),
+    (_single_node("RotaryEmbedding", {"x": (F, [1, 2, 3, 8]), "c": (F, [3, 3]), "s": (F, [3, 3])}, ["y"], 23),
+     r"cos_cache \[3, 3\] / sin_cache \[3, 3\] must be \[1, 3, 4\]"),
+])
+def test_bad_transformer_nodes_are_refused_naming_the_problem(model: onnx.ModelProto, message: str,
+                                                              tmp_path: Path) -> None:
+    path = tmp_path / "bad.onnx"
+    onnx.save(model, path)
+    with pytest.raises(EmberError, match=message):
+        ember.compile(path, tmp_path / "out")

@@ -142,6 +142,10 @@ TESTS: dict[str, tuple[str, ...]] = {
     "QLinearConv": (r"test_qlinearconv$",),
     "MatMulInteger": (r"test_matmulinteger$",),
     "QLinearMatMul": (r"test_qlinearmatmul_.*",),
+    "RMSNormalization": (r"test_rms_normalization_.*",),
+    "RotaryEmbedding": (r"test_rotary_embedding.*",),
+    "CausalConvWithState": (r"test_causal_conv_with_state_.*",),
+    "LinearAttention": (r"test_linear_attention_.*",),
 }
 
 
