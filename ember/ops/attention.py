@@ -258,7 +258,7 @@ def _attention_flops(node: Node) -> int:
 register(float16_via_f32(OpDef(
     "Attention", infer=_infer_attention, normalize=_normalize_attention, lower=_lower_attention,
     scratch=_attention_scratch, kernels=("ember_attention_f32", "ember_attention_kv_f32"),
-    flops=_attention_flops, int8=Int8.FLOAT,
+    flops=_attention_flops,
 )))
 
 
@@ -360,7 +360,7 @@ def _lower_rotary(node: Node, k: KernelEmitter) -> None:
 
 register(float16_via_f32(OpDef(
     "RotaryEmbedding", infer=same_as_input, normalize=_normalize_rotary, lower=_lower_rotary,
-    kernels=("ember_rotary_f32",), int8=Int8.FLOAT,
+    kernels=("ember_rotary_f32",),
 )))
 
 

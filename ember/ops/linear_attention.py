@@ -11,7 +11,7 @@ from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node
 from ember.ops.infer import inp, typed
 from ember.ops.matmul import float16_via_f32, require_f32
-from ember.ops.opdef import Int8, OpDef
+from ember.ops.opdef import OpDef
 from ember.ops.registry import register
 
 
@@ -68,7 +68,6 @@ def _lower_conv_state(node: Node, k: KernelEmitter) -> None:
 register(float16_via_f32(OpDef(
     "CausalConvWithState", infer=_infer_conv_state, normalize=_normalize_conv_state, lower=_lower_conv_state,
     kernels=("ember_causal_conv_state_f32",), flops=lambda n: 2 * inp(n, 0).type.numel * inp(n, 1).shape[-1],
-    int8=Int8.FLOAT,
 )))
 
 
@@ -159,5 +158,5 @@ def _linear_flops(node: Node) -> int:
 
 register(float16_via_f32(OpDef(
     "LinearAttention", infer=_infer_linear, normalize=_normalize_linear, lower=_lower_linear,
-    scratch=_linear_scratch, kernels=("ember_linear_attention_f32",), flops=_linear_flops, int8=Int8.FLOAT,
+    scratch=_linear_scratch, kernels=("ember_linear_attention_f32",), flops=_linear_flops,
 )))
