@@ -14,7 +14,8 @@ OPS: dict[str, OpDef] = {}
 FAMILIES = (
     "elementwise", "activation", "matmul", "conv", "pool", "norm", "reduce", "shape", "movement",
     "resize", "misc", "quantize", "qlinear", "qshifted", "qpointwise", "ml", "dynamic", "bitwise", "loss",
-    "signal", "einsum", "normalize", "spatial", "linalg", "indexing", "reorder", "control",
+    "signal", "einsum", "normalize", "spatial", "linalg", "indexing", "reorder", "control", "attention",
+    "linear_attention",
 )
 
 

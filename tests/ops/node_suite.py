@@ -159,6 +159,10 @@ TESTS: dict[str, tuple[str, ...]] = {
     "CenterCropPad": (r"test_center_crop_pad_.*",),
     "AffineGrid": (r"test_affine_grid_.*",),
     "DeformConv": (r"test_(basic_)?deform_conv_.*",),
+    "RMSNormalization": (r"test_rms_normalization_.*",),
+    "RotaryEmbedding": (r"test_rotary_embedding.*",),
+    "CausalConvWithState": (r"test_causal_conv_with_state_.*",),
+    "LinearAttention": (r"test_linear_attention_.*",),
 }
 
 

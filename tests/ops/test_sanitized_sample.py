@@ -28,7 +28,11 @@ SAMPLE = ["test_cast_FLOAT_to_FLOAT16", "test_cast_FLOAT16_to_FLOAT", "test_cums
           "test_nllloss_NCd1d2d3_sum_weight_high_ii", "test_sce_mean_weight_ii_3d_log_prob", "test_stft_with_window",
           "test_einsum_batch_diagonal", "test_gridsample_bicubic", "test_roialign_mode_max",
           "test_gather_elements_negative_indices", "test_scatter_elements_with_reduction_max",
-          "test_top_k_same_values_2d"]
+          "test_top_k_same_values_2d",
+          # The transformer kernels: KV cache concatenation, mask broadcast, causal frontier and qk output;
+          # padding (nonpad) with a boolean mask; partial interleaved rotation.
+          "test_attention_4d_with_past_and_present_qk_matmul_bias_3d_mask_causal",
+          "test_attention_4d_causal_nonpad_attn_mask_composition", "test_rotary_embedding_with_interleaved_rotary_dim"]
 
 
 @pytest.mark.parametrize("name", SAMPLE)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from ember.codegen import library
+from ember.ops.attention import AttentionGeometry
 from ember.ops.conv import ConvGeometry
 from ember.ops.pool import PoolGeometry
 from ember.ops.qpointwise import QAddParams, QMulParams, QOut
@@ -53,3 +54,13 @@ def test_qadd_qmul_and_out_tables_match_their_macros() -> None:
             assert table[index] == values.get(name, getattr(params, name.lower(), None)), name
     qout = _macros("ember_qround", "EMBER_QOUT_")
     assert [out.table()[qout[n]] for n in ("ZP", "LO", "HI")] == [out.zp, out.lo, out.hi]
+
+
+def test_attention_geometry_table_matches_ember_att_macros() -> None:
+    geo = AttentionGeometry(*range(1, 30))
+    macros = _macros("ember_attention_f32", "EMBER_ATT_")
+    table = geo.table()
+    assert len(table) == macros.pop("SIZE") == 29
+    assert len(macros) == 29
+    for name, index in macros.items():
+        assert table[index] == getattr(geo, name.lower()), name

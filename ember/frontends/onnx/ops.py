@@ -136,6 +136,21 @@ def _dtype_attr(*names: str) -> Adapter:
     return adapt
 
 
+def _attention(node: Node, ctx: AdaptContext) -> list[Node]:
+    """softmax_precision becomes a DType; bfloat16 (no ember type) becomes float32, which ember's softmax
+    computes in anyway (it only ever widens the precision asked for)."""
+    precision = node.attrs.get("softmax_precision")
+    if precision is not None:
+        if precision == onnx.TensorProto.BFLOAT16:
+            node.attrs["softmax_precision"] = DType.FLOAT32
+        elif precision in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE):
+            node.attrs["softmax_precision"] = dtype_from_onnx(int(precision))
+        else:
+            raise UnsupportedOperatorError(node.op, node.name, f"softmax_precision {precision} (float, float16, "
+                                           "double or bfloat16)")
+    return [node]
+
+
 def _concat(node: Node, ctx: AdaptContext) -> list[Node]:
     node.attrs.setdefault("axis", 1)  # Concat-1's default; required from opset 4
     return [node]
@@ -294,6 +309,8 @@ def _add(op_type: str, ir: str | None = None, since: int = 1, adapt: Adapter | N
 for _name in _BINARY:
     _add(_name, adapt=_legacy_broadcast)
 _add("LayerNormalization", adapt=_dtype_attr("stash_type"))
+_add("RMSNormalization", adapt=_dtype_attr("stash_type"))
+_add("Attention", adapt=_attention)
 _add("Gemm", adapt=_no_legacy("broadcast"))
 _add("Clip", adapt=_clip)
 _add("Cast", adapt=_cast)
