@@ -2,9 +2,9 @@
 
 The transformer optimizer (`onnxruntime.transformers.optimizer`) fuses a BERT-style self-attention into
 one Attention node: a packed QKV projection (input · weights + bias), a padding mask given as per-row
-lengths (mask_index) or as a 0/1 mask, and an optional causal (unidirectional) mask. Both become: the
-projection as MatMul + Add, the heads split by Reshape/Transpose, scores Q·Kᵀ·scale plus an additive mask,
-Softmax, ·V, and the heads merged back — ops the passes fuse and the matmul kernels run.
+lengths (mask_index) or as a 0/1 mask, and an optional causal (unidirectional) mask. Both become the
+projection as MatMul + Add, a Split into Q, K and V, and one standard Attention node (its fused kernel
+splits the heads) whose additive mask holds the padding mask and any attention bias.
 """
 
 from __future__ import annotations
@@ -21,13 +21,6 @@ from ember.ir.graph import Value
 
 # onnxruntime's default mask_filter_value: what a masked score becomes before the softmax.
 _MASK_FILTER = -10000.0
-
-
-def _heads(r: Rewrite, x: Value, batch: int, seq: int, heads: int, size: int, what: str) -> Value:
-    """[B, S, N*h] -> [B, N, S, h] (h = size)."""
-    split = r.op("Reshape", [x, r.const(f"{what}_shape", np.asarray([batch, seq, heads, size], np.int64))],
-                 f"{what}_split")
-    return r.op("Transpose", [split], f"{what}_heads", {"perm": [0, 2, 1, 3]})
 
 
 def _padding_mask(r: Rewrite, mask: Value, batch: int, seq: int, total: int, fill: float) -> Value:
@@ -52,33 +45,22 @@ def _attend(r: Rewrite, qkv: tuple[Value, Value, Value], dims: tuple[int, int, i
             mask: Value | None, attrs: dict) -> None:
     """Scaled dot-product attention of projections q [B, S, Dq], k [B, T, Dk], v [B, T, Dv] (dims: B, S, T;
     sizes: Dq, Dk, Dv; adapters build nodes before types are inferred, so sizes come from the caller) into
-    the node's output 0 ([B, S, Dv]). Input 5 is the additive attention bias of both operators."""
-    q, k, v = qkv
+    the node's output 0 ([B, S, Dv]): one standard Attention node (3-D form, the heads split inside its
+    kernel) with the padding mask and the additive attention bias (input 5) as its additive mask."""
     batch, seq, total = dims
     if any(s % heads for s in sizes):
         raise ShapeError(f"node '{r.node.name}' ({r.op_type}): sizes {sizes} do not divide into {heads} heads")
-    head_size = sizes[0] // heads
-    qh, kh, vh = (_heads(r, t, batch, n, heads, size // heads, w)
-                  for t, n, size, w in ((q, seq, sizes[0], "q"), (k, total, sizes[1], "k"), (v, total, sizes[2], "v")))
-    scale = float(attrs.get("scale", 0.0))
     fill = float(attrs.get("mask_filter_value", _MASK_FILTER))
-    bias, causal = r.input(5), attrs.get("unidirectional")
-    kt = r.op("Transpose", [kh], "k_t", {"perm": [0, 1, 3, 2]})
-    scores = r.op("MatMul", [qh, kt], "scores")
-    factor = scale or 1.0 / math.sqrt(head_size)
-    scores = r.op("Mul", [scores, r.const("scale", np.asarray(factor, np.float32))], "scaled")
-    if mask is not None:
-        scores = r.op("Add", [scores, _padding_mask(r, mask, batch, seq, total, fill)], "masked")
+    additive = None if mask is None else _padding_mask(r, mask, batch, seq, total, fill)
+    bias = r.input(5)
     if bias is not None:
-        scores = r.op("Add", [scores, bias], "biased")
-    if causal:  # query i sees keys up to i (the keys after any past ones)
-        future = np.triu(np.ones((seq, total), bool), k=total - seq + 1)
-        scores = r.op("Add", [scores, r.const("causal", np.where(future, fill, 0.0).astype(np.float32))], "causal")
-    probs = r.op("Softmax", [scores], "probs", {"axis": -1})
-    context = r.op("MatMul", [probs, vh], "context")
-    merged = r.op("Transpose", [context], "context_t", {"perm": [0, 2, 1, 3]})
-    out_shape = np.asarray([batch, seq, sizes[2]], np.int64)
-    r.op("Reshape", [merged, r.const("out_shape", out_shape)], "out", out=r.output(0))
+        additive = bias if additive is None else r.op("Add", [additive, bias], "mask_and_bias")
+    causal = int(bool(attrs.get("unidirectional", 0)))
+    if causal and total != seq:
+        raise r.refuse("unidirectional attention over keys of another length than the queries")
+    scale = float(attrs.get("scale", 0.0)) or 1.0 / math.sqrt(sizes[0] // heads)
+    r.op("Attention", [*qkv, additive], "attention",
+         {"q_num_heads": heads, "kv_num_heads": heads, "scale": scale, "is_causal": causal}, out=r.output(0))
 
 
 def _check_3d(r: Rewrite, x: Value, what: str) -> tuple[int, int]:
