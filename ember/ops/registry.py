@@ -13,7 +13,7 @@ OPS: dict[str, OpDef] = {}
 # Each family module registers its ops on import. Adding a family = one line here.
 FAMILIES = (
     "elementwise", "activation", "matmul", "conv", "pool", "norm", "reduce", "shape", "movement",
-    "resize", "misc", "quantize", "qlinear", "qshifted", "qpointwise",
+    "resize", "misc", "quantize", "qlinear", "qshifted", "qpointwise", "recurrent",
 )
 
 

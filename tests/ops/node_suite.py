@@ -142,6 +142,7 @@ TESTS: dict[str, tuple[str, ...]] = {
     "QLinearConv": (r"test_qlinearconv$",),
     "MatMulInteger": (r"test_matmulinteger$",),
     "QLinearMatMul": (r"test_qlinearmatmul_.*",),
+    "RNN": (r"test_(simple_)?rnn_.*",),
 }
 
 
