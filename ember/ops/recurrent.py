@@ -260,12 +260,13 @@ def _lower(node: Node, k: KernelEmitter) -> None:
         k.call("ember_rnn_pack_f32", wt, rp, bias, rbh, k.inp(1), k.inp(2), k.inp(3), d.dirs, d.gates, d.hidden,
                d.input, d.hp, int(_lbr(node)))
     xw, rows = at["xw"], d.seq * d.batch
+    # The bias is added by each step (the matmul's per-column bias would cost it a pass over its output).
     if rows and d.input:
         k.call("ember_matmul_f32", xw, d.width, k.inp(0), d.input, 1, wt, d.width, rows, d.width, d.input, "1.0f",
-               bias, 0, 1, "1.0f", 0, "0.0f", "0.0f")
-    elif rows:  # no input features: the projection is the bias alone
+               "0", 0, 0, "1.0f", 0, "0.0f", "0.0f")
+    elif rows:  # no input features: a zero projection
         k.line(f"{{ ptrdiff_t ember_i; for (ember_i = 0; ember_i < {rows * d.width}; ++ember_i) "
-               f"{xw}[ember_i] = {'0.0f' if bias == '0' else f'{bias}[ember_i % {d.width}]'}; }}")
+               f"{xw}[ember_i] = 0.0f; }}")
     acts = activations(node)
     per_dir = len(acts) // d.dirs
     clip = node.attrs.get("clip")
@@ -273,7 +274,7 @@ def _lower(node: Node, k: KernelEmitter) -> None:
     fields = {
         "seq": d.seq, "batch": d.batch, "hidden": d.hidden, "hp": d.hp, "dirs": d.dirs, "layout": _layout(node),
         "reverse": int(node.attrs.get("direction", "forward") == "reverse"),
-        "xw": xw, "rp": rp, "rbh": rbh, "p": k.inp(7) if node.op == "LSTM" else "0",
+        "xw": xw, "rp": rp, "bias": bias, "rbh": rbh, "p": k.inp(7) if node.op == "LSTM" else "0",
         "h0": k.inp(5), "c0": k.inp(6) if node.op == "LSTM" else "0", "lens": k.inp(4, "int32_t"),
         "y": k.ptr(outs[0]), "yh": k.ptr(outs[1]), "yc": k.ptr(outs[2]), "state": at["state"],
         "clip": literal(float(clip), f32) if clip is not None else "__builtin_inff()",

@@ -1,6 +1,6 @@
 /* Recurrent layers: LSTM, GRU and RNN (ember/ops/recurrent.py).
  *
- * The input projection X . W^T (+ bias) of every time step is one matmul before the recurrence
+ * The input projection X . W^T of every time step is one matmul before the recurrence
  * (ember_matmul_f32), written into a scratch buffer `xw` of G gate blocks per direction, each block
  * `hp` columns wide (the hidden size rounded up to a panel, padding columns zero). Each step then adds
  * h . R^T in place (ember_rnn_gemv over R packed in panels) and applies the gate math to one batch
@@ -31,6 +31,7 @@ typedef struct {
     int seq, batch, hidden, hp, dirs, layout, reverse; /* reverse: direction "reverse" (one direction) */
     float *xw;          /* [seq * batch rows in X's order][dirs * G * hp]: projections, overwritten per step */
     const float *rp;    /* R^T in panels: direction d at d * G * hp * hidden */
+    const float *bias;  /* Wb + Rb [dirs][G * hp], added by the steps (not by the projection); NULL: none */
     const float *rbh;   /* GRU linear_before_reset: R's bias of the h gate, [dirs][hp]; NULL: none */
     const float *p;     /* LSTM peepholes [dirs][3 * hidden] (i, o, f); NULL: none */
     const float *h0;    /* initial_h, shaped like Y_h; NULL: zeros */
@@ -80,15 +81,17 @@ EMBER_INLINE float ember_rnn_act(float x, int kind, float alpha, float beta) {
     default: return x;
     }
 }
-EMBER_INLINE float ember_rnn_clip(float x, float c) {
+/* Clips to [-c, c] (keeping NaN) when `clipping`: a constant 0 in the default paths removes it. */
+EMBER_INLINE float ember_rnn_clip(float x, float c, int clipping) {
+    if (!clipping) return x;
     x = x < -c ? -c : x;
     return x > c ? c : x;
 }
 
-/* y[0, panels * 16) = (init ? init : 0) + a[0, k) . B, B packed as `panels` panels of k rows x 16. y may be
- * init (in place). */
-static void ember_rnn_gemv(float *y, const float *init, const float *EMBER_RESTRICT a, const float *EMBER_RESTRICT bp,
-                           int k, int panels) {
+/* y[0, panels * 16) = (init ? init : 0) + (bias ? bias : 0) + a[0, k) . B, B packed as `panels` panels of k
+ * rows x 16. y may be init (in place). */
+static void ember_rnn_gemv(float *y, const float *init, const float *bias, const float *EMBER_RESTRICT a,
+                           const float *EMBER_RESTRICT bp, int k, int panels) {
     int p, kk, s, v;
     for (p = 0; p < panels; ++p) {
         const float *b = bp + (ptrdiff_t)p * EMBER_RNN_PW * k;
@@ -115,6 +118,7 @@ static void ember_rnn_gemv(float *y, const float *init, const float *EMBER_RESTR
             const ptrdiff_t at = (ptrdiff_t)p * EMBER_RNN_PW + v * EMBER_VL;
             ember_vf r = acc[0][v];
             if (init) r += *(const ember_vf *)(init + at);
+            if (bias) r += *(const ember_vf *)(bias + at);
             *(ember_vf *)(y + at) = r;
         }
     }
@@ -157,6 +161,11 @@ static void ember_rnn_finish(const ember_rnn_args *a, int d, int b, int len, con
 }
 /* The direction d's steps run forward or backward in time. */
 static int ember_rnn_backward(const ember_rnn_args *a, int d) { return a->dirs == 2 ? d == 1 : a->reverse; }
+/* Direction d's summed bias (NULL: none); whether the gates are clipped at all. */
+static const float *ember_rnn_bias(const ember_rnn_args *a, int d, int gates) {
+    return a->bias ? a->bias + (ptrdiff_t)d * gates * a->hp : 0;
+}
+static int ember_rnn_clipping(const ember_rnn_args *a) { return a->clip < __builtin_inff(); }
 /*@end*/
 
 /*@kernel ember_rnn_pack_f32 requires ember_rnn_core*/
@@ -192,7 +201,7 @@ static void ember_rnn_pack_f32(float *wt, float *rp, float *bias, float *rbh, co
 /* One LSTM step's gate math on one row: g = [i | o | f | c] pre-activations (blocks hp apart), h and c
  * the state, updated in place. Inline: the call with the default activations gets constant kinds. */
 EMBER_INLINE void ember_lstm_cell(float *EMBER_RESTRICT h, float *EMBER_RESTRICT c, const float *EMBER_RESTRICT g,
-                                  int n, int hp, const float *p, float clip, int input_forget, int fk, float fa,
+                                  int n, int hp, const float *p, float clip, int clipping, int input_forget, int fk, float fa,
                                   float fb, int gk, float ga, float gb, int hk, float ha, float hb) {
     int j;
     for (j = 0; j < n; ++j) {
@@ -202,11 +211,11 @@ EMBER_INLINE void ember_lstm_cell(float *EMBER_RESTRICT h, float *EMBER_RESTRICT
             gi += p[j] * cp;
             gf += p[2 * n + j] * cp;
         }
-        i = ember_rnn_act(ember_rnn_clip(gi, clip), fk, fa, fb);
-        f = input_forget ? 1.0f - i : ember_rnn_act(ember_rnn_clip(gf, clip), fk, fa, fb);
-        cn = f * cp + i * ember_rnn_act(ember_rnn_clip(g[3 * hp + j], clip), gk, ga, gb);
+        i = ember_rnn_act(ember_rnn_clip(gi, clip, clipping), fk, fa, fb);
+        f = input_forget ? 1.0f - i : ember_rnn_act(ember_rnn_clip(gf, clip, clipping), fk, fa, fb);
+        cn = f * cp + i * ember_rnn_act(ember_rnn_clip(g[3 * hp + j], clip, clipping), gk, ga, gb);
         if (p) go += p[n + j] * cn;
-        o = ember_rnn_act(ember_rnn_clip(go, clip), fk, fa, fb);
+        o = ember_rnn_act(ember_rnn_clip(go, clip, clipping), fk, fa, fb);
         c[j] = cn;
         h[j] = o * ember_rnn_act(cn, hk, ha, hb);
     }
@@ -217,9 +226,10 @@ static void ember_lstm_f32(const ember_rnn_args *a) {
     int d, b, s, j;
     for (d = 0; d < a->dirs; ++d) {
         const float *rp = a->rp + (ptrdiff_t)d * 4 * hp * n, *p = a->p ? a->p + (ptrdiff_t)d * 3 * n : 0;
-        const int *k = a->act[d];
+        const float *bias = ember_rnn_bias(a, d, 4);
+        const int *k = a->act[d], clipping = ember_rnn_clipping(a);
         const float *al = a->alpha[d], *be = a->beta[d];
-        const int fast = !p && !a->input_forget && k[0] == EMBER_RNN_SIGMOID && k[1] == EMBER_RNN_TANH &&
+        const int fast = !p && !a->input_forget && !clipping && k[0] == EMBER_RNN_SIGMOID && k[1] == EMBER_RNN_TANH &&
                          k[2] == EMBER_RNN_TANH;
         for (b = 0; b < a->batch; ++b) {
             const int len = ember_rnn_len(a, b);
@@ -228,13 +238,13 @@ static void ember_lstm_f32(const ember_rnn_args *a) {
             for (s = 0; s < len; ++s) {
                 const int t = ember_rnn_backward(a, d) ? len - 1 - s : s;
                 float *g = a->xw + ember_rnn_xrow(a, t, b) * width + (ptrdiff_t)d * 4 * hp;
-                ember_rnn_gemv(g, g, h, rp, n, 4 * hp / EMBER_RNN_PW);
+                ember_rnn_gemv(g, g, bias, h, rp, n, 4 * hp / EMBER_RNN_PW);
                 if (fast)
-                    ember_lstm_cell(h, c, g, n, hp, 0, a->clip, 0, EMBER_RNN_SIGMOID, 0.0f, 0.0f, EMBER_RNN_TANH, 0.0f,
+                    ember_lstm_cell(h, c, g, n, hp, 0, 0.0f, 0, 0, EMBER_RNN_SIGMOID, 0.0f, 0.0f, EMBER_RNN_TANH, 0.0f,
                                     0.0f, EMBER_RNN_TANH, 0.0f, 0.0f);
                 else
-                    ember_lstm_cell(h, c, g, n, hp, p, a->clip, a->input_forget, k[0], al[0], be[0], k[1], al[1],
-                                    be[1], k[2], al[2], be[2]);
+                    ember_lstm_cell(h, c, g, n, hp, p, a->clip, clipping, a->input_forget, k[0], al[0], be[0], k[1],
+                                    al[1], be[1], k[2], al[2], be[2]);
                 if (a->y) {
                     float *y = a->y + ember_rnn_yat(a, t, d, b);
                     for (j = 0; j < n; ++j) y[j] = h[j];
@@ -250,22 +260,23 @@ static void ember_lstm_f32(const ember_rnn_args *a) {
 /* GRU gate math, in two halves around the h gate's matmul (linear_before_reset = 0 multiplies r into
  * the state before it): z, r from g = [z | r | h]; z is kept in g's z block, r * h_prev goes to rh. */
 EMBER_INLINE void ember_gru_zr(float *EMBER_RESTRICT g, float *EMBER_RESTRICT rh, const float *EMBER_RESTRICT h,
-                               int n, int hp, float clip, int fk, float fa, float fb) {
+                               int n, int hp, float clip, int clipping, int fk, float fa, float fb) {
     int j;
     for (j = 0; j < n; ++j) {
-        g[j] = ember_rnn_act(ember_rnn_clip(g[j], clip), fk, fa, fb);
-        rh[j] = ember_rnn_act(ember_rnn_clip(g[hp + j], clip), fk, fa, fb) * h[j];
+        g[j] = ember_rnn_act(ember_rnn_clip(g[j], clip, clipping), fk, fa, fb);
+        rh[j] = ember_rnn_act(ember_rnn_clip(g[hp + j], clip, clipping), fk, fa, fb) * h[j];
     }
 }
 /* h = (1 - z) * g(pre) + z * h, pre = g's h block (+ r * rec, linear_before_reset: rec = h . Rh^T + Rbh). */
 EMBER_INLINE void ember_gru_out(float *EMBER_RESTRICT h, const float *EMBER_RESTRICT g, const float *rec, int n,
-                                int hp, float clip, int lbr, int fk, float fa, float fb, int gk, float ga, float gb) {
+                                int hp, float clip, int clipping, int lbr, int fk, float fa, float fb, int gk, float ga,
+                                float gb) {
     int j;
     for (j = 0; j < n; ++j) {
-        const float z = lbr ? ember_rnn_act(ember_rnn_clip(g[j], clip), fk, fa, fb) : g[j];
+        const float z = lbr ? ember_rnn_act(ember_rnn_clip(g[j], clip, clipping), fk, fa, fb) : g[j];
         float pre = g[2 * hp + j];
-        if (lbr) pre += ember_rnn_act(ember_rnn_clip(g[hp + j], clip), fk, fa, fb) * rec[j];
-        h[j] = (1.0f - z) * ember_rnn_act(ember_rnn_clip(pre, clip), gk, ga, gb) + z * h[j];
+        if (lbr) pre += ember_rnn_act(ember_rnn_clip(g[hp + j], clip, clipping), fk, fa, fb) * rec[j];
+        h[j] = (1.0f - z) * ember_rnn_act(ember_rnn_clip(pre, clip, clipping), gk, ga, gb) + z * h[j];
     }
 }
 static void ember_gru_f32(const ember_rnn_args *a) {
@@ -274,9 +285,10 @@ static void ember_gru_f32(const ember_rnn_args *a) {
     int d, b, s, j;
     for (d = 0; d < a->dirs; ++d) {
         const float *rp = a->rp + (ptrdiff_t)d * 3 * hp * n, *rbh = a->rbh ? a->rbh + (ptrdiff_t)d * hp : 0;
-        const int *k = a->act[d];
+        const float *bias = ember_rnn_bias(a, d, 3);
+        const int *k = a->act[d], clipping = ember_rnn_clipping(a);
         const float *al = a->alpha[d], *be = a->beta[d];
-        const int fast = k[0] == EMBER_RNN_SIGMOID && k[1] == EMBER_RNN_TANH;
+        const int fast = !clipping && k[0] == EMBER_RNN_SIGMOID && k[1] == EMBER_RNN_TANH;
         for (b = 0; b < a->batch; ++b) {
             const int len = ember_rnn_len(a, b);
             ember_rnn_init_state(a, h, a->h0, d, b);
@@ -284,20 +296,21 @@ static void ember_gru_f32(const ember_rnn_args *a) {
                 const int t = ember_rnn_backward(a, d) ? len - 1 - s : s;
                 float *g = a->xw + ember_rnn_xrow(a, t, b) * width + (ptrdiff_t)d * 3 * hp;
                 const float *rh = rp + (ptrdiff_t)2 * hp * n; /* the h gate's panels */
+                ember_rnn_gemv(g, g, bias, h, rp, n, 2 * hp / EMBER_RNN_PW);
                 if (lbr) {
-                    ember_rnn_gemv(g, g, h, rp, n, 2 * hp / EMBER_RNN_PW);
-                    ember_rnn_gemv(tmp, rbh, h, rh, n, hp / EMBER_RNN_PW);
+                    ember_rnn_gemv(tmp, rbh, 0, h, rh, n, hp / EMBER_RNN_PW);
+                    if (bias)
+                        for (j = 0; j < n; ++j) g[2 * hp + j] += bias[2 * hp + j];
                 } else {
-                    ember_rnn_gemv(g, g, h, rp, n, 2 * hp / EMBER_RNN_PW);
-                    if (fast) ember_gru_zr(g, tmp, h, n, hp, a->clip, EMBER_RNN_SIGMOID, 0.0f, 0.0f);
-                    else ember_gru_zr(g, tmp, h, n, hp, a->clip, k[0], al[0], be[0]);
-                    ember_rnn_gemv(g + 2 * hp, g + 2 * hp, tmp, rh, n, hp / EMBER_RNN_PW);
+                    if (fast) ember_gru_zr(g, tmp, h, n, hp, 0.0f, 0, EMBER_RNN_SIGMOID, 0.0f, 0.0f);
+                    else ember_gru_zr(g, tmp, h, n, hp, a->clip, clipping, k[0], al[0], be[0]);
+                    ember_rnn_gemv(g + 2 * hp, g + 2 * hp, bias ? bias + 2 * hp : 0, tmp, rh, n, hp / EMBER_RNN_PW);
                 }
                 if (fast)
-                    ember_gru_out(h, g, tmp, n, hp, a->clip, lbr, EMBER_RNN_SIGMOID, 0.0f, 0.0f, EMBER_RNN_TANH, 0.0f,
+                    ember_gru_out(h, g, tmp, n, hp, 0.0f, 0, lbr, EMBER_RNN_SIGMOID, 0.0f, 0.0f, EMBER_RNN_TANH, 0.0f,
                                   0.0f);
                 else
-                    ember_gru_out(h, g, tmp, n, hp, a->clip, lbr, k[0], al[0], be[0], k[1], al[1], be[1]);
+                    ember_gru_out(h, g, tmp, n, hp, a->clip, clipping, lbr, k[0], al[0], be[0], k[1], al[1], be[1]);
                 if (a->y) {
                     float *y = a->y + ember_rnn_yat(a, t, d, b);
                     for (j = 0; j < n; ++j) y[j] = h[j];
@@ -315,8 +328,8 @@ static void ember_rnn_f32(const ember_rnn_args *a) {
     float *h = a->state;
     int d, b, s, j;
     for (d = 0; d < a->dirs; ++d) {
-        const float *rp = a->rp + (ptrdiff_t)d * hp * n;
-        const int kind = a->act[d][0];
+        const float *rp = a->rp + (ptrdiff_t)d * hp * n, *bias = ember_rnn_bias(a, d, 1);
+        const int kind = a->act[d][0], clipping = ember_rnn_clipping(a);
         const float al = a->alpha[d][0], be = a->beta[d][0];
         for (b = 0; b < a->batch; ++b) {
             const int len = ember_rnn_len(a, b);
@@ -324,11 +337,11 @@ static void ember_rnn_f32(const ember_rnn_args *a) {
             for (s = 0; s < len; ++s) {
                 const int t = ember_rnn_backward(a, d) ? len - 1 - s : s;
                 float *g = a->xw + ember_rnn_xrow(a, t, b) * width + (ptrdiff_t)d * hp;
-                ember_rnn_gemv(g, g, h, rp, n, hp / EMBER_RNN_PW);
-                if (kind == EMBER_RNN_TANH)
-                    for (j = 0; j < n; ++j) h[j] = ember_rnn_tanh(ember_rnn_clip(g[j], a->clip));
+                ember_rnn_gemv(g, g, bias, h, rp, n, hp / EMBER_RNN_PW);
+                if (kind == EMBER_RNN_TANH && !clipping)
+                    for (j = 0; j < n; ++j) h[j] = ember_rnn_tanh(g[j]);
                 else
-                    for (j = 0; j < n; ++j) h[j] = ember_rnn_act(ember_rnn_clip(g[j], a->clip), kind, al, be);
+                    for (j = 0; j < n; ++j) h[j] = ember_rnn_act(ember_rnn_clip(g[j], a->clip, clipping), kind, al, be);
                 if (a->y) {
                     float *y = a->y + ember_rnn_yat(a, t, d, b);
                     for (j = 0; j < n; ++j) y[j] = h[j];
