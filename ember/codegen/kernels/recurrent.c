@@ -82,6 +82,14 @@ EMBER_INLINE float ember_rnn_act(float x, int kind, float alpha, float beta) {
     }
 }
 /* Clips to [-c, c] (keeping NaN) when `clipping`: a constant 0 in the default paths removes it. */
+/* The same with a run-time kind, out of line: the general paths call it, so that GCC does not clone their
+ * loops once per loop-invariant switch (which made -O3 compiles take minutes). */
+EMBER_NOINLINE static float ember_rnn_act_any(float x, int kind, float alpha, float beta) {
+    return ember_rnn_act(x, kind, alpha, beta);
+}
+/* An activation in a cell: `any` (a constant at each call site) selects the out-of-line general one. */
+#define EMBER_RNN_ACT(any, x, kind, alpha, beta) \
+    ((any) ? ember_rnn_act_any(x, kind, alpha, beta) : ember_rnn_act(x, kind, alpha, beta))
 EMBER_INLINE float ember_rnn_clip(float x, float c, int clipping) {
     if (!clipping) return x;
     x = x < -c ? -c : x;
@@ -201,8 +209,8 @@ static void ember_rnn_pack_f32(float *wt, float *rp, float *bias, float *rbh, co
 /* One LSTM step's gate math on one row: g = [i | o | f | c] pre-activations (blocks hp apart), h and c
  * the state, updated in place. Inline: the call with the default activations gets constant kinds. */
 EMBER_INLINE void ember_lstm_cell(float *EMBER_RESTRICT h, float *EMBER_RESTRICT c, const float *EMBER_RESTRICT g,
-                                  int n, int hp, const float *p, float clip, int clipping, int input_forget, int fk, float fa,
-                                  float fb, int gk, float ga, float gb, int hk, float ha, float hb) {
+                                  int n, int hp, const float *p, float clip, int clipping, int input_forget, int any,
+                                  int fk, float fa, float fb, int gk, float ga, float gb, int hk, float ha, float hb) {
     int j;
     for (j = 0; j < n; ++j) {
         const float cp = c[j];
@@ -211,13 +219,13 @@ EMBER_INLINE void ember_lstm_cell(float *EMBER_RESTRICT h, float *EMBER_RESTRICT
             gi += p[j] * cp;
             gf += p[2 * n + j] * cp;
         }
-        i = ember_rnn_act(ember_rnn_clip(gi, clip, clipping), fk, fa, fb);
-        f = input_forget ? 1.0f - i : ember_rnn_act(ember_rnn_clip(gf, clip, clipping), fk, fa, fb);
-        cn = f * cp + i * ember_rnn_act(ember_rnn_clip(g[3 * hp + j], clip, clipping), gk, ga, gb);
+        i = EMBER_RNN_ACT(any, ember_rnn_clip(gi, clip, clipping), fk, fa, fb);
+        f = input_forget ? 1.0f - i : EMBER_RNN_ACT(any, ember_rnn_clip(gf, clip, clipping), fk, fa, fb);
+        cn = f * cp + i * EMBER_RNN_ACT(any, ember_rnn_clip(g[3 * hp + j], clip, clipping), gk, ga, gb);
         if (p) go += p[n + j] * cn;
-        o = ember_rnn_act(ember_rnn_clip(go, clip, clipping), fk, fa, fb);
+        o = EMBER_RNN_ACT(any, ember_rnn_clip(go, clip, clipping), fk, fa, fb);
         c[j] = cn;
-        h[j] = o * ember_rnn_act(cn, hk, ha, hb);
+        h[j] = o * EMBER_RNN_ACT(any, cn, hk, ha, hb);
     }
 }
 static void ember_lstm_f32(const ember_rnn_args *a) {
@@ -240,10 +248,10 @@ static void ember_lstm_f32(const ember_rnn_args *a) {
                 float *g = a->xw + ember_rnn_xrow(a, t, b) * width + (ptrdiff_t)d * 4 * hp;
                 ember_rnn_gemv(g, g, bias, h, rp, n, 4 * hp / EMBER_RNN_PW);
                 if (fast)
-                    ember_lstm_cell(h, c, g, n, hp, 0, 0.0f, 0, 0, EMBER_RNN_SIGMOID, 0.0f, 0.0f, EMBER_RNN_TANH, 0.0f,
-                                    0.0f, EMBER_RNN_TANH, 0.0f, 0.0f);
+                    ember_lstm_cell(h, c, g, n, hp, 0, 0.0f, 0, 0, 0, EMBER_RNN_SIGMOID, 0.0f, 0.0f, EMBER_RNN_TANH,
+                                    0.0f, 0.0f, EMBER_RNN_TANH, 0.0f, 0.0f);
                 else
-                    ember_lstm_cell(h, c, g, n, hp, p, a->clip, clipping, a->input_forget, k[0], al[0], be[0], k[1],
+                    ember_lstm_cell(h, c, g, n, hp, p, a->clip, 1, a->input_forget, 1, k[0], al[0], be[0], k[1],
                                     al[1], be[1], k[2], al[2], be[2]);
                 if (a->y) {
                     float *y = a->y + ember_rnn_yat(a, t, d, b);
@@ -260,23 +268,23 @@ static void ember_lstm_f32(const ember_rnn_args *a) {
 /* GRU gate math, in two halves around the h gate's matmul (linear_before_reset = 0 multiplies r into
  * the state before it): z, r from g = [z | r | h]; z is kept in g's z block, r * h_prev goes to rh. */
 EMBER_INLINE void ember_gru_zr(float *EMBER_RESTRICT g, float *EMBER_RESTRICT rh, const float *EMBER_RESTRICT h,
-                               int n, int hp, float clip, int clipping, int fk, float fa, float fb) {
+                               int n, int hp, float clip, int clipping, int any, int fk, float fa, float fb) {
     int j;
     for (j = 0; j < n; ++j) {
-        g[j] = ember_rnn_act(ember_rnn_clip(g[j], clip, clipping), fk, fa, fb);
-        rh[j] = ember_rnn_act(ember_rnn_clip(g[hp + j], clip, clipping), fk, fa, fb) * h[j];
+        g[j] = EMBER_RNN_ACT(any, ember_rnn_clip(g[j], clip, clipping), fk, fa, fb);
+        rh[j] = EMBER_RNN_ACT(any, ember_rnn_clip(g[hp + j], clip, clipping), fk, fa, fb) * h[j];
     }
 }
 /* h = (1 - z) * g(pre) + z * h, pre = g's h block (+ r * rec, linear_before_reset: rec = h . Rh^T + Rbh). */
 EMBER_INLINE void ember_gru_out(float *EMBER_RESTRICT h, const float *EMBER_RESTRICT g, const float *rec, int n,
-                                int hp, float clip, int clipping, int lbr, int fk, float fa, float fb, int gk, float ga,
-                                float gb) {
+                                int hp, float clip, int clipping, int lbr, int any, int fk, float fa, float fb, int gk,
+                                float ga, float gb) {
     int j;
     for (j = 0; j < n; ++j) {
-        const float z = lbr ? ember_rnn_act(ember_rnn_clip(g[j], clip, clipping), fk, fa, fb) : g[j];
+        const float z = lbr ? EMBER_RNN_ACT(any, ember_rnn_clip(g[j], clip, clipping), fk, fa, fb) : g[j];
         float pre = g[2 * hp + j];
-        if (lbr) pre += ember_rnn_act(ember_rnn_clip(g[hp + j], clip, clipping), fk, fa, fb) * rec[j];
-        h[j] = (1.0f - z) * ember_rnn_act(ember_rnn_clip(pre, clip, clipping), gk, ga, gb) + z * h[j];
+        if (lbr) pre += EMBER_RNN_ACT(any, ember_rnn_clip(g[hp + j], clip, clipping), fk, fa, fb) * rec[j];
+        h[j] = (1.0f - z) * EMBER_RNN_ACT(any, ember_rnn_clip(pre, clip, clipping), gk, ga, gb) + z * h[j];
     }
 }
 static void ember_gru_f32(const ember_rnn_args *a) {
@@ -302,15 +310,15 @@ static void ember_gru_f32(const ember_rnn_args *a) {
                     if (bias)
                         for (j = 0; j < n; ++j) g[2 * hp + j] += bias[2 * hp + j];
                 } else {
-                    if (fast) ember_gru_zr(g, tmp, h, n, hp, 0.0f, 0, EMBER_RNN_SIGMOID, 0.0f, 0.0f);
-                    else ember_gru_zr(g, tmp, h, n, hp, a->clip, clipping, k[0], al[0], be[0]);
+                    if (fast) ember_gru_zr(g, tmp, h, n, hp, 0.0f, 0, 0, EMBER_RNN_SIGMOID, 0.0f, 0.0f);
+                    else ember_gru_zr(g, tmp, h, n, hp, a->clip, 1, 1, k[0], al[0], be[0]);
                     ember_rnn_gemv(g + 2 * hp, g + 2 * hp, bias ? bias + 2 * hp : 0, tmp, rh, n, hp / EMBER_RNN_PW);
                 }
                 if (fast)
-                    ember_gru_out(h, g, tmp, n, hp, 0.0f, 0, lbr, EMBER_RNN_SIGMOID, 0.0f, 0.0f, EMBER_RNN_TANH, 0.0f,
-                                  0.0f);
+                    ember_gru_out(h, g, tmp, n, hp, 0.0f, 0, lbr, 0, EMBER_RNN_SIGMOID, 0.0f, 0.0f, EMBER_RNN_TANH,
+                                  0.0f, 0.0f);
                 else
-                    ember_gru_out(h, g, tmp, n, hp, a->clip, clipping, lbr, k[0], al[0], be[0], k[1], al[1], be[1]);
+                    ember_gru_out(h, g, tmp, n, hp, a->clip, 1, lbr, 1, k[0], al[0], be[0], k[1], al[1], be[1]);
                 if (a->y) {
                     float *y = a->y + ember_rnn_yat(a, t, d, b);
                     for (j = 0; j < n; ++j) y[j] = h[j];
@@ -341,7 +349,7 @@ static void ember_rnn_f32(const ember_rnn_args *a) {
                 if (kind == EMBER_RNN_TANH && !clipping)
                     for (j = 0; j < n; ++j) h[j] = ember_rnn_tanh(g[j]);
                 else
-                    for (j = 0; j < n; ++j) h[j] = ember_rnn_act(ember_rnn_clip(g[j], a->clip, clipping), kind, al, be);
+                    for (j = 0; j < n; ++j) h[j] = ember_rnn_act_any(ember_rnn_clip(g[j], a->clip, 1), kind, al, be);
                 if (a->y) {
                     float *y = a->y + ember_rnn_yat(a, t, d, b);
                     for (j = 0; j < n; ++j) y[j] = h[j];
