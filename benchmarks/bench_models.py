@@ -1,4 +1,4 @@
-"""ember vs onnxruntime, float32, batch 1, one CPU core: the five models of issue 4.
+"""ember vs onnxruntime, float32, batch 1, one CPU core: the five models of issue 4 and an LSTM.
 
 For each model: export it (fixed seeds), compile it with ember (timed, .onnx -> NAME.o), then time
 ember and onnxruntime (intra_op_num_threads=1, sequential execution, all graph optimizations) in

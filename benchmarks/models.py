@@ -1,8 +1,8 @@
-"""The benchmark models, built with fixed seeds: the four CNNs, the encoder of issue 4, and a Hugging Face
-BERT encoder as onnxruntime's transformer optimizer fuses it (com.microsoft Attention, SkipLayerNormalization).
+"""The benchmark models, built with fixed seeds: the four CNNs, the encoder of issue 4, an LSTM, and a Hugging
+Face BERT encoder as onnxruntime's transformer optimizer fuses it (com.microsoft Attention, SkipLayerNormalization).
 
 LeNet-5, MobileNetV2, ResNet-18 and the transformer encoder are the test suite's own definitions
-(tests/support/models.py); ResNet-50 (bottleneck blocks, as in the paper) is written out here.
+(tests/support/models.py); ResNet-50 (bottleneck blocks, as in the paper) and the LSTM are written out here.
 """
 
 from __future__ import annotations
@@ -85,6 +85,21 @@ def _bert(path: Path) -> None:
     exported.unlink()
 
 
+def _lstm(input_size: int = 64, hidden: int = 128, layers: int = 2):
+    """nn.LSTM returning its output sequence (the exporter keeps one ONNX LSTM node per layer)."""
+    nn = zoo._torch().nn
+
+    class LSTM(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lstm = nn.LSTM(input_size, hidden, num_layers=layers)
+
+        def forward(self, x):
+            return self.lstm(x)[0]
+
+    return LSTM()
+
+
 # name -> (builder, note); BatchNorm is folded by the exporter (as users export for inference).
 MODELS: dict[str, tuple[Callable[[Path], None], str]] = {
     "lenet5": (zoo._torch_builder(zoo._lenet, (1, 1, 28, 28)), "LeNet-5 28x28"),
@@ -93,6 +108,7 @@ MODELS: dict[str, tuple[Callable[[Path], None], str]] = {
     "resnet50": (zoo._torch_builder(_resnet50, (1, 3, 224, 224)), "ResNet-50 224"),
     "transformer": (zoo._torch_builder(lambda: zoo._transformer(256, 4, 2, 1024)(128), (1, 128, 256)),
                     "transformer encoder (2 layers, d=256, 4 heads, seq 128)"),
+    "lstm": (zoo._torch_builder(_lstm, (100, 1, 64)), "LSTM (2 layers, hidden 128, input 64, seq 100, batch 1)"),
     "bert": (_bert, "BERT encoder (4 layers, d=256, 4 heads, seq 128) fused by onnxruntime's optimizer"),
 }
 

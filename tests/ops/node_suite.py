@@ -163,6 +163,7 @@ TESTS: dict[str, tuple[str, ...]] = {
     "RotaryEmbedding": (r"test_rotary_embedding.*",),
     "CausalConvWithState": (r"test_causal_conv_with_state_.*",),
     "LinearAttention": (r"test_linear_attention_.*",),
+    "RNN": (r"test_(simple_)?rnn_.*",),
 }
 
 
