@@ -21,6 +21,7 @@ from ember.passes.int8_layout import choose_int8_layout
 from ember.passes.manager import PassFn
 from ember.passes.simplify import materialize_outputs, remove_identities
 from ember.passes.transposes import optimize_transposes
+from ember.passes.widen_dtypes import widen_storage_types
 
 if TYPE_CHECKING:
     from ember.config import CompileOptions
@@ -42,6 +43,9 @@ SPEED_TARGET_KINDS = ("host", "linux")
 Pipeline = list[tuple[str, PassFn]]
 
 _FLOAT: list[tuple[str, PassFn, str]] = [
+    ("widen_storage_types", widen_storage_types,
+     "bfloat16/float8/float4/int4/int2 have C only for Cast, (De)QuantizeLinear and byte moves; every other op "
+     "computes in float32 (int8) between Casts, as ONNX's reference does. First, so later passes see no others."),
     ("remove_identities", remove_identities,
      "Identity/Dropout are no-ops at inference; removing them lets producers write consumers' inputs."),
     ("fold_constants", fold_constants,

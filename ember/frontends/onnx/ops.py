@@ -117,7 +117,8 @@ def _castlike(node: Node, ctx: AdaptContext) -> list[Node]:
     # Only the element type of `target_type` matters: a Cast to it (frees the target's buffer).
     target = node.inputs[1]
     assert target is not None
-    node.inputs, node.attrs = node.inputs[:1], {"to": target.dtype}
+    node.inputs = node.inputs[:1]
+    node.attrs = {"to": target.dtype, **{k: v for k, v in node.attrs.items() if k in ("saturate", "round_mode")}}
     return [node]
 
 
