@@ -108,7 +108,10 @@ class DType(Enum):
     @staticmethod
     def parse(text: str) -> DType:
         t = text.strip().lower()
-        alias = {"float": "float32", "f32": "float32", "double": "float64", "half": "float16", "long": "int64"}
+        alias = {"float": "float32", "f32": "float32", "double": "float64", "half": "float16", "long": "int64",
+                 "bf16": "bfloat16", "float8_e4m3fn": "float8e4m3fn", "float8_e4m3fnuz": "float8e4m3fnuz",
+                 "float8_e5m2": "float8e5m2", "float8_e5m2fnuz": "float8e5m2fnuz", "float8_e8m0fnu": "float8e8m0",
+                 "float4_e2m1fn": "float4e2m1"}  # and ml_dtypes' names
         t = alias.get(t, t)
         for d in DType:
             if d.short == t:

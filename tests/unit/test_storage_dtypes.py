@@ -185,3 +185,22 @@ def test_ops_without_a_kernel_compute_in_float32(tmp_path: Path) -> None:
     for name, r in zip(["y", "mx"], [ref[0], ref[2]], strict=True):
         _same(name, got[name], r)
     np.testing.assert_allclose(got["m"], ref[1], rtol=1e-6)
+
+
+def test_widening_pass_rewires_nodes_a_pass_made() -> None:
+    from ember.ir.dtypes import DType, TensorType
+    from ember.ir.graph import Graph, Node
+    from ember.passes.widen_dtypes import widen_storage_types
+
+    g = Graph("g")
+    a = g.value("a", TensorType(DType.BFLOAT16, (4,)))
+    k = g.constant("k", np.full(4, 1.5, ml_dtypes.bfloat16))
+    s, t = g.value("s", TensorType(DType.BFLOAT16, (4,))), g.value("t", TensorType(DType.BFLOAT16, (2, 2)))
+    g.inputs, g.outputs = [a], [t]
+    g.add_node(Node("Add", "add", [a, k], [s]))
+    g.add_node(Node("Reshape", "r", [s, g.constant("shape", np.array([2, 2], np.int64))], [t]))
+    widen_storage_types(g)
+    assert [n.op for n in g.nodes] == ["Cast", "Add", "Cast", "Reshape"]  # Reshape moves the bits as they are
+    add = g.nodes[1]
+    assert [v.dtype for v in add.inputs] == [DType.FLOAT32, DType.FLOAT32] and add.outputs[0].dtype is DType.FLOAT32
+    assert add.inputs[1].is_const and g.nodes[2].outputs[0] is s and s.dtype is DType.BFLOAT16
