@@ -158,8 +158,6 @@ EXCLUDED: dict[str, str] = {
 # In-scope tests that fail today: name -> reason. Counted against the 97% bar.
 KNOWN_FAILURES: dict[str, str] = {
     "test_flexattention_double_expanded_ver26": "MatMul has no float64 kernel yet (float32 only)",
-    "test_dequantizelinear_e4m3fn_float16": "DequantizeLinear with a run-time float16 scale and a float16 output is "
-                                            "not implemented (float32 scales and outputs only)",
 }
 
 
