@@ -21,6 +21,10 @@ import numpy as np
 
 
 class DType(Enum):
+    """An element type: `.np` its numpy dtype (ml_dtypes' for the ML types), `.ctype` its C storage type,
+    `.itemsize` its bytes per element in bundle memory (1 for int4/int2/float4: one element per byte, see
+    the module docstring)."""
+
     # value: (name, numpy dtype, C type)
     FLOAT32 = ("float32", np.float32, "float")
     FLOAT64 = ("float64", np.float64, "double")
@@ -69,7 +73,8 @@ class DType(Enum):
 
     @property
     def is_signed(self) -> bool:
-        return self in (DType.INT8, DType.INT16, DType.INT32, DType.INT64, DType.INT4, DType.INT2) or self.is_float
+        signed_ints = (DType.INT8, DType.INT16, DType.INT32, DType.INT64, DType.INT4, DType.INT2)
+        return self in signed_ints or (self.is_float and self is not DType.FLOAT8E8M0)  # e8m0: no sign bit
 
     @property
     def is_storage_only(self) -> bool:
