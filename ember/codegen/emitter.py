@@ -13,7 +13,10 @@ from ember.memory.plan import MemoryPlan, Region
 
 
 def literal(x: float | int | bool, dtype: DType) -> str:
-    """A C literal of `dtype`'s compute type."""
+    """A C literal of `dtype`'s compute type (a storage type's: its bits)."""
+    if dtype.is_storage_only:
+        bits = np.asarray(x).astype(dtype.np).reshape(1).view(np.uint16 if dtype.itemsize == 2 else np.uint8)
+        return c_int(int(bits[0]), dtype.ctype)
     if dtype in (DType.FLOAT32, DType.FLOAT16):
         return c_float(float(x), "float")
     if dtype is DType.FLOAT64:

@@ -18,6 +18,7 @@ from ember.ops.epilogue import Epilogue
 from ember.ops.infer import broadcast_infer, inp, present_inputs, same_as_input
 from ember.ops.opdef import InferFn, Int8, OpDef
 from ember.ops.registry import register
+from ember.ops.storage_cast import storage_cast_array, storage_convert
 
 FLOATS = frozenset({DType.FLOAT32, DType.FLOAT64, DType.FLOAT16})
 INTEGERS = frozenset({DType.INT8, DType.INT16, DType.INT32, DType.INT64, DType.UINT8, DType.UINT16, DType.UINT32,
@@ -291,8 +292,11 @@ register(OpDef("Clip", expr=_clip, inplace=True, infer=same_as_input, evaluate=_
 
 
 # ---- Cast -----------------------------------------------------------------------------------
-def convert(h: ExprHandler, x: str, src: DType, dst: DType) -> str:
-    """`x` (in `src`'s compute type) converted to `dst`'s compute type, with no undefined behaviour."""
+def convert(h: ExprHandler, x: str, src: DType, dst: DType, saturate: bool = True, round_mode: str = "up") -> str:
+    """`x` (in `src`'s compute type) converted to `dst`'s compute type, with no undefined behaviour.
+    saturate, round_mode: Cast's attributes for the float8 targets (ember/ops/storage_cast.py)."""
+    if src.is_storage_only or dst.is_storage_only:
+        return storage_convert(h, x, src, dst, saturate, round_mode, convert)
     if dst is DType.BOOL:
         return f"({x} != 0)"
     ct = compute_ctype(dst)
@@ -312,7 +316,8 @@ def convert(h: ExprHandler, x: str, src: DType, dst: DType) -> str:
 
 
 def _cast(h: ExprHandler, xs: list[str], n: Node) -> str:
-    return convert(h, xs[0], _in_dtype(n, 0), h.dtype)
+    return convert(h, xs[0], _in_dtype(n, 0), h.dtype, bool(n.attrs.get("saturate", 1)),
+                   str(n.attrs.get("round_mode", "up")))
 
 
 def _infer_cast(node: Node) -> list[TensorType | None]:
@@ -322,11 +327,16 @@ def _infer_cast(node: Node) -> list[TensorType | None]:
 def _eval_cast(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
-        return [np.asarray(xs[0]).astype(node.attrs["to"].np)]
+        x, to = np.asarray(xs[0]), node.attrs["to"]
+        if to.is_storage_only or DType.from_numpy(x.dtype).is_storage_only:
+            return [storage_cast_array(x, to, bool(node.attrs.get("saturate", 1)),
+                                       str(node.attrs.get("round_mode", "up")))]
+        return [x.astype(to.np)]
 
 
-# Attribute `to`: the DType of the output.
-register(OpDef("Cast", expr=_cast, inplace=True, infer=_infer_cast, evaluate=_eval_cast))
+# Attribute `to`: the DType of the output; saturate (1) and round_mode ("up"): the float8 targets' overflow
+# and float8 e8m0's rounding (ember/ops/storage_cast.py).
+register(OpDef("Cast", expr=_cast, inplace=True, infer=_infer_cast, evaluate=_eval_cast, data={"storage_types": True}))
 
 
 # ---- internal: a fused elementwise chain (made by passes/fuse_elementwise.py) --------------------

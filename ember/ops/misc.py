@@ -47,7 +47,8 @@ def _constant_value(node: Node) -> np.ndarray:
 register(OpDef("Constant", infer=lambda n: [typed(DType.from_numpy(_constant_value(n).dtype),
                                                   _constant_value(n).shape)],
                evaluate=lambda n, xs: [_constant_value(n).copy()]))
-register(OpDef("Identity", infer=same_as_input, evaluate=lambda n, xs: [np.asarray(xs[0]).copy()], int8=Int8.MOVE))
+register(OpDef("Identity", infer=same_as_input, evaluate=lambda n, xs: [np.asarray(xs[0]).copy()], int8=Int8.MOVE,
+               data={"storage_types": True}))
 
 
 def _infer_dropout(node: Node) -> list[TensorType | None]:

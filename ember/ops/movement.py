@@ -151,7 +151,7 @@ _MOVE = ("ember_strided_copy", "ember_copy")
 # Attribute `perm` (default: reversed dims).
 register(OpDef("Transpose", lower=_lower_transpose, kernels=_MOVE, infer=_infer_transpose,
                evaluate=lambda n, xs: [np.ascontiguousarray(np.transpose(xs[0], _perm(n, np.ndim(xs[0]))))],
-               int8=Int8.MOVE))
+               int8=Int8.MOVE, data={"storage_types": True}))
 
 
 # Concat / Split ------------------------------------------------------------
@@ -185,7 +185,7 @@ def _infer_concat(node: Node) -> list[TensorType | None]:
 # Attribute `axis` (required).
 register(OpDef("Concat", lower=_lower_concat, kernels=_MOVE, infer=_infer_concat,
                evaluate=lambda n, xs: [np.concatenate([x for x in xs if x is not None], axis=n.attrs["axis"])],
-               int8=Int8.CONCAT))
+               int8=Int8.CONCAT, data={"storage_types": True}))
 
 
 def _normalize_split(node: Node, graph: Graph) -> None:
@@ -234,7 +234,8 @@ def _eval_split(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
 
 # Inputs: (X, split: each output's size along `axis` (int64, one per output; always given)).
 register(OpDef("Split", lower=_lower_split_at, kernels=_MOVE, shape_inputs=(1,),
-               normalize=_normalize_split, infer=_infer_split, evaluate=_eval_split, int8=Int8.SELECT))
+               normalize=_normalize_split, infer=_infer_split, evaluate=_eval_split, int8=Int8.SELECT,
+               data={"storage_types": True}))
 
 
 # Slice ---------------------------------------------------------------------
@@ -289,7 +290,7 @@ def _eval_slice(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
 
 # Inputs: (X, starts, ends, axes (optional), steps (optional)), int constants.
 register(OpDef("Slice", lower=_lower_slice, kernels=_MOVE, shape_inputs=(1, 2, 3, 4), infer=_infer_slice,
-               evaluate=_eval_slice, int8=Int8.SELECT))
+               evaluate=_eval_slice, int8=Int8.SELECT, data={"storage_types": True}))
 
 
 # Gather --------------------------------------------------------------------
@@ -323,7 +324,7 @@ def _eval_gather(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
 
 # Inputs: (data, indices (int32/int64; negative counts from the end)). Attribute `axis` (0).
 register(OpDef("Gather", lower=_lower_gather, kernels=("ember_gather_i64", "ember_gather_i32"),
-               infer=_infer_gather, evaluate=_eval_gather))
+               infer=_infer_gather, evaluate=_eval_gather, data={"storage_types": True}))
 
 
 # Pad -----------------------------------------------------------------------

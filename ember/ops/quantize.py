@@ -1,6 +1,7 @@
-"""QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear (int8/uint8/int16/uint16; per tensor, per
-axis and blocked) on kernels/quant.c, with ONNX's semantics: x / scale rounded half to even, then
-saturated; (x - zero_point) * scale. And ONNX's integer ops ConvInteger, QLinearConv, MatMulInteger and
+"""QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear (int8/uint8/int16/uint16, and through
+kernels/convert.c int4/uint4/int2/uint2, float8 and float4 e2m1; per tensor, per axis and blocked) on
+kernels/quant.c, with ONNX's semantics: x / scale rounded half to even, then saturated; (x - zero_point) *
+scale. And ONNX's integer ops ConvInteger, QLinearConv, MatMulInteger and
 QLinearMatMul, which their normalization turns into the integer kernels of ember/ops/qlinear.py.
 
 DequantizeLinear is `fold_late`: with constant inputs (the int8 weights and int32 biases of a QDQ model)
@@ -31,6 +32,20 @@ QTYPES = {
     DType.INT16: ("s16", -32768, 32767), DType.UINT16: ("u16", 0, 65535),
 }
 _DEQUANT_IN = (*QTYPES, DType.INT32)
+# The storage types (kernels/convert.c ember_quantize_lowbit): (bits, signed) of the sub-byte integers, the
+# float formats (bits 0) by their convert.c format number.
+LOWBIT_INTS = {DType.INT4: (4, 1), DType.UINT4: (4, 0), DType.INT2: (2, 1), DType.UINT2: (2, 0)}
+LOWBIT_FLOATS = {DType.FLOAT8E4M3FN: "EMBER_FP_E4M3FN", DType.FLOAT8E4M3FNUZ: "EMBER_FP_E4M3FNUZ",
+                 DType.FLOAT8E5M2: "EMBER_FP_E5M2", DType.FLOAT8E5M2FNUZ: "EMBER_FP_E5M2FNUZ",
+                 DType.FLOAT4E2M1: "EMBER_FP_E2M1"}
+_LOWBIT = (*LOWBIT_INTS, *LOWBIT_FLOATS)
+
+
+def _lowbit_args(dtype: DType) -> list[object]:
+    """ember_(de)quantize_lowbit's (bits, sgn, fmt) of a storage type."""
+    if dtype in LOWBIT_INTS:
+        return [*LOWBIT_INTS[dtype], 0]
+    return [0, 0, LOWBIT_FLOATS[dtype]]
 
 
 def qrange(dtype: DType) -> tuple[int, int]:
@@ -93,10 +108,13 @@ def _normalize_q(node: Node, graph: Graph) -> None:
     x, y = present(node.input(0)), present(node.outputs[0])
     if x.dtype is not DType.FLOAT32:
         raise _fail(node, f"{x.dtype.short} input (float32 is implemented)")
-    if y.dtype not in QTYPES:
-        raise _fail(node, f"output type {y.dtype.short} (int8, uint8, int16 and uint16 are implemented)")
+    if y.dtype not in QTYPES and y.dtype not in _LOWBIT:
+        raise _fail(node, f"output type {y.dtype.short} (int8, uint8, int16, uint16, int4, uint4, int2, uint2, "
+                          "float8 and float4e2m1 are implemented)")
     _scale_as_f32(node, graph, 1)
     quant_layout(node, x.shape, present(node.input(1)).shape)
+    if y.dtype in _LOWBIT:
+        return  # no QuantParams: fold_qdq's integer kernels are int8/uint8 only
     axis = _axis(node, x.type.rank) if x.type.rank else None
     y.type = TensorType(y.dtype, y.shape, const_quant(node.input(1), node.input(2), axis))
 
@@ -104,6 +122,10 @@ def _normalize_q(node: Node, graph: Graph) -> None:
 def _lower_q(node: Node, k: KernelEmitter) -> None:
     x, y = present(node.input(0)), present(node.outputs[0])
     tab = k.table(quant_layout(node, x.shape, present(node.input(1)).shape), DType.INT32)
+    if y.dtype in _LOWBIT:
+        k.call("ember_quantize_lowbit", k.out(0), k.inp(0), k.inp(1), k.inp(2), tab, *_lowbit_args(y.dtype),
+               int(node.attrs.get("saturate", 1)))
+        return
     k.call(f"ember_quantize_{QTYPES[y.dtype][0]}", k.out(0), k.inp(0), k.inp(1), k.inp(2), tab)
 
 
@@ -114,10 +136,12 @@ def _infer_q(node: Node) -> list[TensorType | None]:
 
 
 # Inputs: (X, scale, zero_point (optional; its type is the output's)). Attributes: axis (1), block_size (0),
-# output_dtype (a DType; used when there is no zero point, default uint8).
+# output_dtype (a DType; used when there is no zero point, default uint8), saturate (1: float8 outputs clamp
+# to their largest finite value; 0: out of range becomes inf/NaN).
 register(OpDef(
     "QuantizeLinear", normalize=_normalize_q, lower=_lower_q, infer=_infer_q,
-    kernels=tuple(f"ember_quantize_{s}" for s, _, _ in QTYPES.values()),
+    kernels=(*(f"ember_quantize_{s}" for s, _, _ in QTYPES.values()), "ember_quantize_lowbit"),
+    data={"storage_types": True},
 ))
 
 
@@ -125,8 +149,9 @@ register(OpDef(
 
 def _normalize_dq(node: Node, graph: Graph) -> None:
     x, y = present(node.input(0)), present(node.outputs[0])
-    if x.dtype not in _DEQUANT_IN:
-        raise _fail(node, f"input type {x.dtype.short} (int8, uint8, int16, uint16 and int32 are implemented)")
+    if x.dtype not in _DEQUANT_IN and x.dtype not in _LOWBIT:
+        raise _fail(node, f"input type {x.dtype.short} (int8, uint8, int16, uint16, int32, int4, uint4, int2, "
+                          "uint2, float8 and float4e2m1 are implemented)")
     if y.dtype is not DType.FLOAT32:
         raise _fail(node, f"output type {y.dtype.short} (float32 is implemented)")
     _scale_as_f32(node, graph, 1)
@@ -134,6 +159,8 @@ def _normalize_dq(node: Node, graph: Graph) -> None:
     zp = node.input(2)
     if zp is not None and zp.dtype is not x.dtype:
         raise _fail(node, f"zero point type {zp.dtype.short} differs from the input's {x.dtype.short}")
+    if x.dtype in _LOWBIT:
+        return
     if graph.is_input(x) and x.type.quant is None:  # an int8 model input: its scale goes into NAME.h
         axis = _axis(node, x.type.rank) if x.type.rank else None
         x.type = TensorType(x.dtype, x.shape, const_quant(node.input(1), zp, axis))
@@ -142,6 +169,9 @@ def _normalize_dq(node: Node, graph: Graph) -> None:
 def _lower_dq(node: Node, k: KernelEmitter) -> None:
     x = present(node.input(0))
     tab = k.table(quant_layout(node, x.shape, present(node.input(1)).shape), DType.INT32)
+    if x.dtype in _LOWBIT:
+        k.call("ember_dequantize_lowbit", k.out(0), k.inp(0), k.inp(1), k.inp(2), tab, *_lowbit_args(x.dtype))
+        return
     sfx = "s32" if x.dtype is DType.INT32 else QTYPES[x.dtype][0]
     k.call(f"ember_dequantize_{sfx}", k.out(0), k.inp(0), k.inp(1), k.inp(2), tab)
 
@@ -153,7 +183,8 @@ def _infer_dq(node: Node) -> list[TensorType | None]:
 # Inputs: (X, scale, zero_point (optional)); output typed like the scale (or attribute output_dtype).
 register(OpDef(
     "DequantizeLinear", normalize=_normalize_dq, lower=_lower_dq, infer=_infer_dq,
-    kernels=tuple(f"ember_dequantize_{s}" for s in ("s8", "u8", "s16", "u16", "s32")), data={"fold_late": True},
+    kernels=(*(f"ember_dequantize_{s}" for s in ("s8", "u8", "s16", "u16", "s32")), "ember_dequantize_lowbit"),
+    data={"fold_late": True, "storage_types": True},
 ))
 
 

@@ -33,7 +33,8 @@ def _view(name: str, infer, shape_inputs: tuple[int, ...] = ()) -> None:
         return [np.asarray(xs[0]).reshape(t.shape).copy()]
 
     register(OpDef(name, lower=_lower_view, alias=True, kernels=("ember_copy",),
-                   shape_inputs=shape_inputs, infer=infer, evaluate=evaluate, int8=Int8.MOVE))
+                   shape_inputs=shape_inputs, infer=infer, evaluate=evaluate, int8=Int8.MOVE,
+                   data={"storage_types": True}))
 
 
 def _infer_bitcast(node: Node) -> list[TensorType | None]:
@@ -156,6 +157,8 @@ def _infer_tile(node: Node) -> list[TensorType | None]:
 _MOVE = ("ember_strided_copy", "ember_copy")
 # Expand inputs: (X, shape (int64)), broadcast together. Tile inputs: (X, repeats (int64, one per dim)).
 register(OpDef("Expand", lower=_lower_expand, kernels=_MOVE, shape_inputs=(1,), infer=_infer_expand,
+               data={"storage_types": True},
                evaluate=lambda n, xs: [xs[0] * np.ones(np.asarray(xs[1]).reshape(-1), xs[0].dtype)]))
 register(OpDef("Tile", lower=_lower_tile, kernels=_MOVE, shape_inputs=(1,), infer=_infer_tile,
+               data={"storage_types": True},
                evaluate=lambda n, xs: [np.tile(xs[0], [int(r) for r in np.asarray(xs[1]).reshape(-1)])]))

@@ -158,6 +158,8 @@ def _dequantize(node: Node) -> np.ndarray:
             shape[axis] = -1
             s = s.reshape(shape)
             z = None if z is None else z.reshape(shape)
+    if z is not None and DType.from_numpy(x.dtype).is_float:
+        z = None  # float8/float4 zero points are not read (ONNX's reference)
     dx = x.astype(np.float32) - (0 if z is None else z.astype(np.float32))
     return (dx * s.astype(np.float32)).astype(np.float32)
 

@@ -57,6 +57,8 @@ def fuse_elementwise(graph: Graph) -> None:
                 absorbed.append(p)
                 steps += _steps(p)
                 leaves += [leaf for leaf in p.inputs if leaf is not None]
+            elif p is not None and any(p is a for a in absorbed):
+                continue  # a second use of a value the chain computes already (Add(r, r) after a Relu)
             else:
                 leaves.append(v)
         if not absorbed:

@@ -21,6 +21,7 @@ from ember.passes.int8_layout import choose_int8_layout
 from ember.passes.manager import PassFn, each_graph
 from ember.passes.simplify import materialize_outputs, remove_identities
 from ember.passes.transposes import optimize_transposes
+from ember.passes.widen_dtypes import widen_storage_types
 
 if TYPE_CHECKING:
     from ember.config import CompileOptions
@@ -45,6 +46,9 @@ _FLOAT: list[tuple[str, PassFn, str]] = [
     # each_graph: also inside control flow (If branches, Loop bodies), after the control-flow nodes are
     # simplified (an If whose condition became constant is inlined). Passes without it leave subgraphs as
     # they are (fusions: a subgraph's nodes run as the frontend made them).
+    ("widen_storage_types", each_graph(widen_storage_types),
+     "bfloat16/float8/float4/int4/int2 have C only for Cast, (De)QuantizeLinear and byte moves; every other op "
+     "computes in float32 (int8) between Casts, as ONNX's reference does. First, so later passes see no others."),
     ("remove_identities", each_graph(remove_identities),
      "Identity/Dropout are no-ops at inference; removing them lets producers write consumers' inputs."),
     ("fold_constants", each_graph(fold_constants),

@@ -8,19 +8,21 @@ from pathlib import Path
 import numpy as np
 
 from ember.errors import EmberError, OptionError
+from ember.ir.dtypes import DType
 
 
 def random_inputs(bundle, seed: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     feeds = {}
     for e in bundle.inputs:
-        dt = np.dtype(e["dtype"] if e["dtype"] != "bool" else np.bool_)
-        if dt.kind == "f":
-            feeds[e["name"]] = rng.standard_normal(e["shape"]).astype(dt)
-        elif dt.kind == "b":
+        dtype = DType.parse(e["dtype"])
+        dt = dtype.np  # ml_dtypes' for bfloat16, float8, int4, ...
+        if dtype.is_float:
+            feeds[e["name"]] = rng.standard_normal(e["shape"]).astype(np.float32).astype(dt)
+        elif dtype is DType.BOOL:
             feeds[e["name"]] = rng.integers(0, 2, e["shape"]).astype(dt)
-        else:
-            feeds[e["name"]] = rng.integers(0, 10, e["shape"]).astype(dt)
+        else:  # small non-negative values, inside even uint2's range
+            feeds[e["name"]] = rng.integers(0, min(10, 2 ** (dtype.bits - 1)), e["shape"]).astype(dt)
     return feeds
 
 

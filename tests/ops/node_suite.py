@@ -23,18 +23,11 @@ from ember.ops import registry
 
 # Element types ember does not compile; tests using them are out of scope (reason in the value).
 UNSUPPORTED_ELEM_TYPES = {
-    onnx.TensorProto.BFLOAT16: "bfloat16 is not a supported element type",
-    onnx.TensorProto.FLOAT8E4M3FN: "float8 types are not supported",
-    onnx.TensorProto.FLOAT8E4M3FNUZ: "float8 types are not supported",
-    onnx.TensorProto.FLOAT8E5M2: "float8 types are not supported",
-    onnx.TensorProto.FLOAT8E5M2FNUZ: "float8 types are not supported",
-    onnx.TensorProto.UINT4: "4-bit integer types are not supported",
-    onnx.TensorProto.INT4: "4-bit integer types are not supported",
     onnx.TensorProto.STRING: "string tensors are not supported",
     onnx.TensorProto.COMPLEX64: "complex types are not supported",
     onnx.TensorProto.COMPLEX128: "complex types are not supported",
 }
-for _name in ("FLOAT4E2M1", "FLOAT8E8M0", "UINT2", "INT2"):
+for _name in ("FLOAT6E2M3", "FLOAT6E3M2"):
     if hasattr(onnx.TensorProto, _name):
         UNSUPPORTED_ELEM_TYPES[getattr(onnx.TensorProto, _name)] = f"{_name.lower()} is not supported"
 

@@ -122,3 +122,12 @@ def test_mixed_dtypes_and_where(tmp_path: Path) -> None:
     x = (RNG.standard_normal(16) * 4).astype(np.float32)
     got = _compile(model, tmp_path).run({"x": x})["y"]
     np.testing.assert_array_equal(got, np.where(x > 0, np.trunc(x), x))
+
+
+def test_value_used_twice_by_the_chain_it_joins(tmp_path: Path) -> None:
+    # Add(r, r) with r = Relu(x): the Relu joins the chain once; its second use reads the chain's local.
+    model = _model([helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Add", ["r", "r"], ["y"])],
+                   [("x", F, [4, 5])])
+    x = RNG.standard_normal((4, 5)).astype(np.float32)
+    assert [n.op for n in _fused(model).nodes] == ["FusedElementwise"]
+    np.testing.assert_array_equal(_compile(model, tmp_path).run({"x": x})["y"], 2 * np.maximum(x, 0))

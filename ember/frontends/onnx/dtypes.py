@@ -11,6 +11,11 @@ _TO_ONNX: dict[DType, int] = {
     DType.INT8: TensorProto.INT8, DType.INT16: TensorProto.INT16, DType.INT32: TensorProto.INT32,
     DType.INT64: TensorProto.INT64, DType.UINT8: TensorProto.UINT8, DType.UINT16: TensorProto.UINT16,
     DType.UINT32: TensorProto.UINT32, DType.UINT64: TensorProto.UINT64, DType.BOOL: TensorProto.BOOL,
+    DType.BFLOAT16: TensorProto.BFLOAT16, DType.FLOAT8E4M3FN: TensorProto.FLOAT8E4M3FN,
+    DType.FLOAT8E4M3FNUZ: TensorProto.FLOAT8E4M3FNUZ, DType.FLOAT8E5M2: TensorProto.FLOAT8E5M2,
+    DType.FLOAT8E5M2FNUZ: TensorProto.FLOAT8E5M2FNUZ, DType.FLOAT8E8M0: TensorProto.FLOAT8E8M0,
+    DType.FLOAT4E2M1: TensorProto.FLOAT4E2M1, DType.INT4: TensorProto.INT4, DType.UINT4: TensorProto.UINT4,
+    DType.INT2: TensorProto.INT2, DType.UINT2: TensorProto.UINT2,
 }
 _FROM_ONNX = {v: k for k, v in _TO_ONNX.items()}
 

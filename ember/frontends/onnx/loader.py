@@ -21,6 +21,7 @@ from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node, Value
 from ember.ops import registry
 from ember.ops.counted import expose_counts
+from ember.ops.widen import needs_widening, widen
 
 # Ops whose value changes run to run: never folded even with constant inputs.
 _NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial"}
@@ -256,12 +257,14 @@ class _Builder(ControlFlowBuilder):
                     "(it sets a shape); fix the input shapes with --define/--input"
                 )
         assert opdef.infer is not None, f"{node.op} has no infer"
+        narrowing: list[Node] = []
         try:
-            types = opdef.infer(node)
-            for v, t in zip(node.outputs, types, strict=False):
-                if v is not None and t is not None:
-                    v.type = t
-                    v.producer = node
+            self._infer(node, opdef)
+            if needs_widening(node):  # bfloat16, float8, int4 ... computed in float32 between Casts
+                widening, narrowing = widen(self.graph, node)
+                for cast in widening:
+                    self._add(cast)
+                self._infer(node, opdef)
             if opdef.normalize is not None:
                 opdef.normalize(node, self.graph)
         except (IndexError, ValueError, TypeError, KeyError, ZeroDivisionError, OverflowError) as e:
@@ -269,6 +272,16 @@ class _Builder(ControlFlowBuilder):
             raise ShapeError(f"node '{node.name}' ({node.op}): its attributes or input shapes do not fit "
                              f"({type(e).__name__}: {_first_line(e)})") from None
         self.graph.add_node(node)
+        for cast in narrowing:
+            self._add(cast)
+
+    @staticmethod
+    def _infer(node: Node, opdef) -> None:
+        assert opdef.infer is not None
+        for v, t in zip(node.outputs, opdef.infer(node), strict=False):
+            if v is not None and t is not None:
+                v.type = t
+                v.producer = node
 
     def _try_fold(self, np_node: onnx.NodeProto, node: Node, opdef) -> list[np.ndarray] | None:
         if opdef.fold is not None:

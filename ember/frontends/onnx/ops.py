@@ -118,7 +118,8 @@ def _castlike(node: Node, ctx: AdaptContext) -> list[Node]:
     # Only the element type of `target_type` matters: a Cast to it (frees the target's buffer).
     target = node.inputs[1]
     assert target is not None
-    node.inputs, node.attrs = node.inputs[:1], {"to": target.dtype}
+    node.inputs = node.inputs[:1]
+    node.attrs = {"to": target.dtype, **{k: v for k, v in node.attrs.items() if k in ("saturate", "round_mode")}}
     return [node]
 
 
@@ -149,6 +150,22 @@ def _attention(node: Node, ctx: AdaptContext) -> list[Node]:
             raise UnsupportedOperatorError(node.op, node.name, f"softmax_precision {precision} (float, float16, "
                                            "double or bfloat16)")
     return [node]
+
+
+def _dequantize(node: Node, ctx: AdaptContext) -> list[Node]:
+    _dtype_attr("output_dtype")(node, ctx)
+    scale, y = node.inputs[1], node.outputs[0]
+    assert scale is not None
+    if node.attrs.get("output_dtype", scale.dtype) is not DType.FLOAT16 or y is None:
+        return [node]
+    # A float16 result: the float32 kernel between Casts, as the reference computes (x - zp) * scale in
+    # float32 and rounds the product to float16 once.
+    scale32, y32 = ctx.value(node, "scale_f32"), ctx.value(node, "y_f32")
+    widen = Node("Cast", ctx.graph.unique_name(f"{node.name}_scale_f32"), [scale], [scale32], {"to": DType.FLOAT32})
+    node.inputs, node.outputs = [node.inputs[0], scale32, *node.inputs[2:]], [y32]
+    node.attrs.pop("output_dtype", None)
+    narrow = Node("Cast", ctx.graph.unique_name(f"{node.name}_f16"), [y32], [y], {"to": DType.FLOAT16})
+    return [widen, node, narrow]
 
 
 def _concat(node: Node, ctx: AdaptContext) -> list[Node]:
@@ -341,7 +358,7 @@ for _name in ("ReduceSum", "ReduceMean", "ReduceProd", "ReduceMax", "ReduceMin",
               "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"):
     _add(_name, adapt=_attr_to_input("axes", 1, until=13 if _name == "ReduceSum" else 18))
 _add("QuantizeLinear", since=10, adapt=_dtype_attr("output_dtype"))
-_add("DequantizeLinear", since=10, adapt=_dtype_attr("output_dtype"))
+_add("DequantizeLinear", since=10, adapt=_dequantize)
 _add("DynamicQuantizeLinear", since=11)
 for _name in ("ConvInteger", "QLinearConv", "MatMulInteger", "QLinearMatMul"):
     _add(_name, since=10)
