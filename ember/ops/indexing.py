@@ -26,7 +26,7 @@ from ember.ops.registry import register
 
 _INT32_MAX = 2**31 - 1
 _REDUCTIONS = {"none": 0, "add": 1, "mul": 2, "max": 3, "min": 4}
-_ALL_TYPES = tuple(DType)
+_ALL_TYPES = tuple(d for d in DType if not d.is_storage_only)  # storage types are widened first
 
 
 def _fits_int32(node: Node, *values: Value) -> None:

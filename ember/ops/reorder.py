@@ -24,7 +24,7 @@ from ember.ops.movement import contiguous_strides, emit_strided, fill_value_tabl
 from ember.ops.opdef import OpDef
 from ember.ops.registry import register
 
-_TOPK_TYPES = tuple(d for d in DType if d is not DType.BOOL)
+_TOPK_TYPES = tuple(d for d in DType if d is not DType.BOOL and not d.is_storage_only)
 _HARDMAX_TYPES = (DType.FLOAT32, DType.FLOAT64, DType.FLOAT16)
 
 
