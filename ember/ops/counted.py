@@ -11,8 +11,18 @@ padding as data, so it is refused with a one-line error.
 from __future__ import annotations
 
 from ember.errors import UnsupportedOperatorError
-from ember.ir.graph import Graph
+from ember.ir.graph import Graph, Value
 from ember.ops import registry
+
+
+def _through_casts(graph: Graph, v: Value) -> Value:
+    """The value a bounded output reaches through Casts that are its only reader (a storage type widened
+    around its op): the padding stays padding through a Cast."""
+    while True:
+        readers = [n for n in graph.nodes if any(i is v for i in n.inputs)]
+        if len(readers) != 1 or readers[0].op != "Cast" or readers[0].outputs[0] is None:
+            return v
+        v = readers[0].outputs[0]
 
 
 def expose_counts(graph: Graph) -> None:
@@ -27,6 +37,7 @@ def expose_counts(graph: Graph) -> None:
             v = node.outputs[index] if index < len(node.outputs) - 1 else None
             if v is None:
                 continue
+            v = _through_casts(graph, v)
             if id(v) in readers:
                 raise UnsupportedOperatorError(node.op, node.name, f"output '{v.name}' has a size that depends on "
                                                "values; ember compiles it only as a graph output (its static "

@@ -45,7 +45,7 @@ def _infer_bitcast(node: Node) -> list[TensorType | None]:
 
 
 def _eval_bitcast(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
-    return [np.ascontiguousarray(xs[0]).view(node.attrs["to"].np).copy()]
+    return [np.array(xs[0], order="C").view(node.attrs["to"].np)]  # np.array keeps a 0-d input 0-d
 
 
 # The same bytes read as another type of the same width (attribute `to`: a DType): a view like Reshape.

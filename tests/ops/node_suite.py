@@ -167,6 +167,9 @@ def test_patterns(op_type: str) -> tuple[str, ...]:
 # Inputs frozen to constants (what --const does for a user) before a test compiles, with the reason.
 FROZEN_INPUTS: dict[str, tuple[tuple[str, ...], str]] = {
     "test_loop11": (("trip_count", "cond"), "a scan output's length is the trip count: it must be static"),
+    **{f"test_affine_grid_{d}d{corners}_expanded": (("size",), "the grid's size (a shape) is a graph input "
+                                                    "of the expanded function")
+       for d in (2, 3) for corners in ("", "_align_corners")},
 }
 
 # Tests excluded (not counted): name regex (full match) -> reason.
@@ -188,7 +191,13 @@ EXCLUDED: dict[str, str] = {
 }
 
 # In-scope tests that fail today: name -> reason. Counted against the 97% bar.
+_BF16_ATTENTION = ("ember computes bfloat16 attention in float32 and rounds once; the reference rounds every "
+                   "step to bfloat16: outputs differ by one bfloat16 ulp (3.9e-3 near 0.5), beyond the test's "
+                   "rtol of 1e-3, which is finer than bfloat16's own resolution (7.8e-3)")
 KNOWN_FAILURES: dict[str, str] = {
+    **{f"test_attention_{form}_bf16{expanded}": _BF16_ATTENTION
+       for form in ("3d_causal", "4d_attn_mask_causal", "4d_causal", "4d_causal_padded_kv", "4d_padded_kv")
+       for expanded in ("", "_expanded")},
     "test_flexattention_double_expanded_ver26": "MatMul has no float64 kernel yet (float32 only)",
     "test_attention_4d_causal_fp16_expanded": (
         "float16 steps are computed in float and rounded once, the reference rounds each of the expanded "

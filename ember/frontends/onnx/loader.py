@@ -259,7 +259,7 @@ class _Builder(ControlFlowBuilder):
         assert opdef.infer is not None, f"{node.op} has no infer"
         narrowing: list[Node] = []
         try:
-            self._infer(node, opdef)
+            self._infer_or_widen(node, opdef)
             if needs_widening(node):  # bfloat16, float8, int4 ... computed in float32 between Casts
                 widening, narrowing = widen(self.graph, node)
                 for cast in widening:
@@ -274,6 +274,25 @@ class _Builder(ControlFlowBuilder):
         self.graph.add_node(node)
         for cast in narrowing:
             self._add(cast)
+
+    def _infer_or_widen(self, node: Node, opdef) -> None:
+        """Types the node's outputs. An op whose `infer` refuses a storage type (Celu on bfloat16) gets its
+        inputs widened first; its outputs of the widened type then take the storage type back, so that the
+        caller's widening adds the narrowing Casts."""
+        try:
+            self._infer(node, opdef)
+            return
+        except (UnsupportedOperatorError, ShapeError):
+            stored = [v.dtype for v in node.inputs if v is not None and v.dtype.is_storage_only]
+            if not stored:
+                raise
+        widening, _ = widen(self.graph, node)
+        for cast in widening:
+            self._add(cast)
+        self._infer(node, opdef)
+        for v in node.outputs:
+            if v is not None and v.dtype is stored[0].widened:
+                v.type = TensorType(stored[0], v.shape)
 
     @staticmethod
     def _infer(node: Node, opdef) -> None:
