@@ -53,36 +53,8 @@ def _resnet50(num_classes: int = 1000):
 
 
 def _bert(path: Path) -> None:
-    """A Hugging Face BERT encoder (4 layers, hidden 256, 4 heads, sequence 128; random weights) fused by
-    onnxruntime's transformer optimizer, as users ship BERT-style models for CPU inference."""
-    import transformers
-    from onnxruntime.transformers import optimizer
-
-    torch = zoo._torch()
-    # type_vocab_size 10: the benchmark feeds integer inputs drawn from 0..9.
-    config = transformers.BertConfig(vocab_size=1000, hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
-                                     intermediate_size=1024, max_position_embeddings=128, type_vocab_size=10)
-    config._attn_implementation = "eager"  # the attention pattern the optimizer fuses
-    torch.manual_seed(0)
-    bert = transformers.BertModel(config).eval()
-
-    class Encoder(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.bert = bert
-
-        def forward(self, ids, segments):  # noqa: ANN001, ANN202
-            # Every token attends (the benchmark's random inputs are ids and segment ids, no padding mask).
-            mask = torch.ones_like(ids)
-            return self.bert(input_ids=ids, attention_mask=mask, token_type_ids=segments).last_hidden_state
-
-    ids = torch.randint(0, 1000, (1, 128))
-    exported = path.with_suffix(".exported.onnx")
-    torch.onnx.export(Encoder(), (ids, torch.zeros_like(ids)), exported, opset_version=17, dynamo=False,
-                      input_names=["input_ids", "token_type_ids"], output_names=["hidden"])
-    fused = optimizer.optimize_model(str(exported), model_type="bert", num_heads=4, hidden_size=256, opt_level=0)
-    fused.save_model_to_file(str(path))
-    exported.unlink()
+    """BERT encoder: 4 layers, hidden 256, 4 heads, sequence 128 (tests/support/models.py)."""
+    zoo.bert_fused_by_onnxruntime(path, hidden=256, layers=4, heads=4, seq=128, batch=1, vocab=1000, mask_input=False)
 
 
 def _lstm(input_size: int = 64, hidden: int = 128, layers: int = 2):

@@ -16,7 +16,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import ember
 from ember.errors import UnsupportedOperatorError
-from tests.support.models import assert_outputs_match, onnxruntime_outputs
+from tests.support.models import assert_outputs_match, bert_fused_by_onnxruntime, onnxruntime_outputs
 
 F, U8, I8, I32, I64 = TensorProto.FLOAT, TensorProto.UINT8, TensorProto.INT8, TensorProto.INT32, TensorProto.INT64
 RNG = np.random.default_rng(7)
@@ -195,36 +195,13 @@ def test_multi_head_attention(tmp_path: Path) -> None:
 def test_bert_through_the_transformer_optimizer(tmp_path: Path) -> None:
     """A Hugging Face BERT encoder (random weights) exported from PyTorch, fused by onnxruntime's transformer
     optimizer into com.microsoft Attention, SkipLayerNormalization and BiasGelu, compiled by ember."""
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    from onnxruntime.transformers import optimizer
-
-    config = transformers.BertConfig(vocab_size=100, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                                     intermediate_size=128, max_position_embeddings=32)
-    config._attn_implementation = "eager"  # the attention pattern the optimizer fuses
-    torch.manual_seed(0)
-    bert = transformers.BertModel(config).eval()
-
-    class Encoder(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.bert = bert
-
-        def forward(self, ids, mask, segments):  # noqa: ANN001, ANN202
-            out = self.bert(input_ids=ids, attention_mask=mask, token_type_ids=segments)
-            return out.last_hidden_state, out.pooler_output
-
-    ids = torch.randint(0, 100, (2, 16))
-    mask = torch.ones(2, 16, dtype=torch.int64)
-    exported = tmp_path / "bert.onnx"
-    torch.onnx.export(Encoder(), (ids, mask, torch.zeros_like(ids)), exported, opset_version=17, dynamo=False,
-                      input_names=["input_ids", "attention_mask", "token_type_ids"],
-                      output_names=["last_hidden_state", "pooler_output"])
-    fused = optimizer.optimize_model(str(exported), model_type="bert", num_heads=4, hidden_size=64, opt_level=0)
-    fused.save_model_to_file(str(tmp_path / "model.onnx"))
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    bert_fused_by_onnxruntime(tmp_path / "model.onnx", hidden=64, layers=2, heads=4, seq=16, batch=2, vocab=100,
+                              mask_input=True)
     ops = {(n.domain, n.op_type) for n in onnx.load(tmp_path / "model.onnx").graph.node}
     assert {("com.microsoft", "Attention"), ("com.microsoft", "SkipLayerNormalization")} <= ops, ops
-    lengths = np.array([16, 9])
-    feeds = {"input_ids": ids.numpy(), "attention_mask": (np.arange(16) < lengths[:, None]).astype(np.int64),
-             "token_type_ids": np.zeros((2, 16), np.int64)}
-    _check(fused.model, feeds, tmp_path, rtol=1e-3, atol=1e-4)
+    lengths = np.array([16, 9])  # the second row padded: the mask matters
+    feeds = {"input_ids": RNG.integers(0, 100, (2, 16)), "token_type_ids": RNG.integers(0, 2, (2, 16)),
+             "attention_mask": (np.arange(16) < lengths[:, None]).astype(np.int64)}
+    _check(onnx.load(tmp_path / "model.onnx"), feeds, tmp_path, rtol=1e-3, atol=1e-4)

@@ -425,3 +425,41 @@ def assert_outputs_match(got: dict[str, np.ndarray], want: dict[str, np.ndarray]
             assert diff.max(initial=0) <= steps, f"{name}: off by up to {diff.max()} (allowed {steps})"
         else:
             np.testing.assert_allclose(res, ref, rtol=rtol, atol=atol, err_msg=name)
+
+
+def bert_fused_by_onnxruntime(path: Path, *, hidden: int, layers: int, heads: int, seq: int, batch: int,
+                              vocab: int, mask_input: bool) -> None:
+    """A Hugging Face BERT encoder (random weights) exported from PyTorch and fused by onnxruntime's transformer
+    optimizer (com.microsoft Attention, SkipLayerNormalization, BiasGelu), as users ship BERT-style models for
+    CPU inference. Inputs input_ids and token_type_ids (values below 10), and attention_mask where
+    `mask_input` (else every token attends); output `hidden`. Needs `transformers`."""
+    import transformers
+    from onnxruntime.transformers import optimizer
+
+    torch = _torch()
+    config = transformers.BertConfig(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers,
+                                     num_attention_heads=heads, intermediate_size=4 * hidden,
+                                     max_position_embeddings=max(seq, 32), type_vocab_size=10)
+    config._attn_implementation = "eager"  # the attention pattern the optimizer fuses
+    torch.manual_seed(0)
+    bert = transformers.BertModel(config).eval()
+
+    class Encoder(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, ids, segments, *mask):  # noqa: ANN001, ANN202
+            attention = mask[0] if mask else torch.ones_like(ids)
+            return self.bert(input_ids=ids, attention_mask=attention, token_type_ids=segments).last_hidden_state
+
+    ids = torch.randint(0, vocab, (batch, seq))
+    args = (ids, torch.zeros_like(ids), *((torch.ones_like(ids),) if mask_input else ()))
+    names = ["input_ids", "token_type_ids", *(["attention_mask"] if mask_input else [])]
+    exported = path.with_suffix(".exported.onnx")
+    torch.onnx.export(Encoder(), args, exported, opset_version=17, dynamo=False, input_names=names,
+                      output_names=["hidden"])
+    fused = optimizer.optimize_model(str(exported), model_type="bert", num_heads=heads, hidden_size=hidden,
+                                     opt_level=0)
+    fused.save_model_to_file(str(path))
+    exported.unlink()
