@@ -77,10 +77,11 @@ def test_skip_layer_normalization(with_bias: bool, tmp_path: Path) -> None:
 
 
 def test_skip_simplified_and_simplified_layer_normalization(tmp_path: Path) -> None:
-    nodes = [_ms("SkipSimplifiedLayerNormalization", ["x", "skip", "gamma"], ["h", "", "", "sum"], epsilon=1e-6),
+    nodes = [_ms("SkipSimplifiedLayerNormalization", ["x", "skip", "gamma", "bias"], ["h", "", "", "sum"],
+                 epsilon=1e-6),
              helper.make_node("SimplifiedLayerNormalization", ["sum", "gamma"], ["y"], axis=-1, epsilon=1e-5)]
     model = _model(nodes, [("x", F, [1, 4, 16]), ("skip", F, [1, 4, 16])],
-                   [("h", F, None), ("y", F, None), ("sum", F, None)], {"gamma": _x(16)})
+                   [("h", F, None), ("y", F, None), ("sum", F, None)], {"gamma": _x(16), "bias": _x(16)})
     _check(model, {"x": _x(1, 4, 16), "skip": _x(1, 4, 16)}, tmp_path)
 
 

@@ -230,15 +230,16 @@ def _rms_normalize(r: Rewrite, x: Value, gamma: Value, eps: float, out: Value | 
     r.op("Mul", [normed, gamma], "scaled", out=out)
 
 
-def _skip_sum(r: Rewrite) -> Value:
+def _skip_sum(r: Rewrite, bias_input: int) -> Value:
+    """input + skip (+ the bias, which the two skip normalizations take at different input slots)."""
     s = r.op("Add", [r.need(0, "input"), r.need(1, "skip")], "skip_sum")
-    bias = r.input(4)
+    bias = r.input(bias_input)
     return s if bias is None else r.op("Add", [s, bias], "skip_bias_sum")
 
 
 def _skip_layer_norm(r: Rewrite, attrs: dict) -> None:
     # (input, skip, gamma, beta, bias) -> (output, mean, inv_std_var, input_skip_bias_sum)
-    s = _skip_sum(r)
+    s = _skip_sum(r, bias_input=4)
     eps = float(attrs.get("epsilon", 1e-12))
     r.op("LayerNormalization", [s, r.need(2, "gamma"), r.input(3)], "ln", {"axis": -1, "epsilon": eps},
          out=r.output(0) or r.ctx.value(r.node, "ln_out"), extra_outputs=[r.output(1), r.output(2)])
@@ -249,9 +250,7 @@ def _skip_simplified_layer_norm(r: Rewrite, attrs: dict) -> None:
     # (input, skip, gamma, bias) -> (output, mean, inv_std_var, input_skip_bias_sum)
     if r.output(1) is not None or r.output(2) is not None:
         raise r.refuse("the mean/inv_std_var outputs")
-    s = r.op("Add", [r.need(0, "input"), r.need(1, "skip")], "skip_sum")
-    if r.input(3) is not None:
-        s = r.op("Add", [s, r.input(3)], "skip_bias_sum")
+    s = _skip_sum(r, bias_input=3)
     _rms_normalize(r, s, r.need(2, "gamma"), float(attrs.get("epsilon", 1e-12)), r.output(0))
     r.copy_to(s, 3)
 
