@@ -336,7 +336,7 @@ def _label_encoder(r: Rewrite, attrs: dict) -> None:
         values = values.astype(np.int64)
     keys, values = keys.reshape(-1), values.reshape(-1)
     if keys.dtype.kind == "f":
-        keys, values = keys.astype(np.float32), values if values.dtype.kind != "f" else values.astype(np.float32)
+        keys = keys.astype(np.float32)
     if values.dtype.kind == "f":
         values = values.astype(np.float32)
     default = next((attrs[k] for k in ("default_tensor", "default_int64", "default_float") if k in attrs), None)
