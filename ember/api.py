@@ -6,10 +6,11 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
-from ember.codegen.bundle import network_name
+from ember.codegen.bundle import network_name, write_weights_txt
 from ember.config import CompileOptions
 from ember.driver import lower
 from ember.errors import OptionError
@@ -55,6 +56,7 @@ def write_bundle(model_path: str, out: str | os.PathLike, opts: CompileOptions, 
     # Files already there that are not this bundle's: refused before the slow part (again once it is named).
     claim(out, opts.name or network_name(Path(model_path).stem))
     lowered = lower(model_path, opts, Purpose.BUNDLE, target, command)
+    seconds = dict(lowered.seconds)
     graph, plan, src, pm, sha = lowered.graph, lowered.plan, lowered.sources, lowered.passes, lowered.model_sha
     name = graph.name
     previous = claim(out, name)
@@ -63,11 +65,17 @@ def write_bundle(model_path: str, out: str | os.PathLike, opts: CompileOptions, 
     try:
         (tmp / f"{name}.c").write_text(src.c)
         (tmp / f"{name}.h").write_text(src.h)
-        (tmp / f"{name}.weights.bin").write_bytes(src.weights)
-        (tmp / f"{name}.weights.txt").write_bytes(src.weights_txt)
+        t0 = time.perf_counter()
+        with open(tmp / f"{name}.weights.bin", "wb") as f:
+            plan.write_constants(f)
+        if opts.weights_txt:
+            with open(tmp / f"{name}.weights.txt", "wb") as f:
+                write_weights_txt(plan, f)
+        t1 = time.perf_counter()
         obj = tmp / f"{name}.o"
         cc_cmd = compile_object(tmp / f"{name}.c", obj, target, abi, opts.opt_level, opts.reloc or target.reloc,
                                 opts.cc, opts.cpu)
+        seconds.update(write=t1 - t0, cc=time.perf_counter() - t1)
         info = inspect_object(obj)
         check_freestanding(info, f"{name}.o", target.name, allow_double=_uses_float64(graph))
         # Recorded with the paths the files will have, not the temporary folder's.
@@ -75,6 +83,7 @@ def write_bundle(model_path: str, out: str | os.PathLike, opts: CompileOptions, 
         manifest = _manifest(graph, plan, src, opts, sha, cc_cmd, pm)
         manifest["target_info"] = _target_info(target, opts)
         manifest["footprint"] = _footprint(info, plan)
+        manifest["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
         (tmp / f"{name}.json").write_text(json.dumps(manifest, indent=2) + "\n")
         if opts.dump_graph:
             from ember.report.graph_dot import write_dot

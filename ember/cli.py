@@ -30,6 +30,7 @@ def _compile(args: argparse.Namespace) -> int:
         per_channel=args.per_channel, calibration=args.calibration, percentile=args.percentile,
         keep_float=tuple(op.strip() for op in ",".join(args.keep_float).split(",") if op.strip()), io=args.io,
         weights=args.weights, max_memory=parse_size(args.max_memory) if args.max_memory else None,
+        weights_txt=not args.no_weights_txt,
     )
     command = "ember " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     m = write_bundle(args.model, args.output, opts, command)
@@ -41,9 +42,12 @@ def _compile(args: argparse.Namespace) -> int:
     print(f"  activations      : {mem['activations']:>12,} bytes "
           f"(lower bound {mem['activations_lower_bound']:,}, ratio {ratio:.3f})")
     fp = m["footprint"]
-    print(f"  code + tables    : {fp['code'] + fp['rodata'] + fp['data']:>12,} bytes (NAME.o)")
+    print(f"  code + tables    : {fp['code'] + fp['rodata'] + fp['data']:>12,} bytes ({m['name']}.o)")
     print(f"  flash            : {fp['flash']:>12,} bytes (code + tables + constant weights)")
     print(f"  RAM              : {fp['ram']:>12,} bytes (mutable + activations)")
+    secs = m["seconds"]
+    phases = ", ".join(f"{k} {v:.2f}" for k, v in secs.items())
+    print(f"  compiled in      : {sum(secs.values()):>12.2f} s ({phases})")
     if opts.quantize:
         ops = m["ops"]
         print(f"  quantized        : {opts.quantize}/{opts.precision}, schema {opts.schema}, calibration "
@@ -235,6 +239,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "sample_rate=16000: what it decides folds (an If on it keeps one branch); the bundle has no "
                    "such input")
     c.add_argument("--dump-graph", metavar="FILE.dot", help="write the optimized graph as Graphviz")
+    c.add_argument("--no-weights-txt", action="store_true",
+                   help="do not write NAME.weights.txt (the weights as C text, 6 bytes per weight byte); "
+                   "NAME.weights.bin holds the same bytes")
     c.add_argument("--max-memory", metavar="SIZE",
                    help="refuse bundles whose three memory regions together need more, e.g. 512M, 16G "
                    "(default 4G for host, the target's address space otherwise)")
