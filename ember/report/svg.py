@@ -46,16 +46,31 @@ def graph_svg(manifest: dict[str, Any], node_ms: dict[int, float] | None = None)
     preds += [[box(r)] if r is not None else [] for r in g["outputs"]]
     places, width, height = layered(preds, BOX_W, BOX_H, GAP_X, GAP_Y, first_layer=list(range(n_in)))
     hottest = max(node_ms.values(), default=0.0) if node_ms else 0.0
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" id="graph-svg" class="graph" width="{width:.0f}" '
-             f'height="{height:.0f}" viewBox="0 0 {width:.0f} {height:.0f}">',
-             '<defs><marker id="arrow" viewBox="0 0 8 8" refX="8" refY="4" markerWidth="7" markerHeight="7" '
-             'orient="auto"><path d="M0,0 L8,4 L0,8 z" fill="#667"/></marker></defs>']
+    right: dict[int, float] = {}  # each row's right edge, for edges that skip rows
+    for p in places:
+        right[p.layer] = max(right.get(p.layer, 0.0), p.x + BOX_W / 2)
+    lanes = 0
+    edges = []
     for dst, ps in enumerate(preds):
         for src in ps:
             a, b = places[src], places[dst]
             y0, y1, mid = a.y + BOX_H, b.y, (a.y + BOX_H + b.y) / 2
-            parts.append(f'<path class="edge" d="M{a.x:.1f},{y0:.1f} C{a.x:.1f},{mid:.1f} {b.x:.1f},{mid:.1f} '
+            if b.layer - a.layer <= 1:
+                edges.append(f'<path class="edge" d="M{a.x:.1f},{y0:.1f} C{a.x:.1f},{mid:.1f} {b.x:.1f},{mid:.1f} '
+                             f'{b.x:.1f},{y1:.1f}" marker-end="url(#arrow)"/>')
+                continue
+            # A skip connection goes down a lane right of the rows it passes, not through their boxes.
+            lanes += 1
+            lane = max(right[d] for d in range(a.layer + 1, b.layer)) + 6 + 5 * lanes
+            width = max(width, lane + GAP_X)
+            s0, s1 = y0 + GAP_Y / 2, y1 - GAP_Y / 2
+            edges.append(f'<path class="edge skip" d="M{a.x:.1f},{y0:.1f} C{a.x:.1f},{s0:.1f} {lane:.1f},{y0:.1f} '
+                         f'{lane:.1f},{s0:.1f} L{lane:.1f},{s1:.1f} C{lane:.1f},{y1:.1f} {b.x:.1f},{s1:.1f} '
                          f'{b.x:.1f},{y1:.1f}" marker-end="url(#arrow)"/>')
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" id="graph-svg" class="graph" width="{width:.0f}" '
+             f'height="{height:.0f}" viewBox="0 0 {width:.0f} {height:.0f}">',
+             '<defs><marker id="arrow" viewBox="0 0 8 8" refX="8" refY="4" markerWidth="7" markerHeight="7" '
+             'orient="auto"><path d="M0,0 L8,4 L0,8 z" fill="#667"/></marker></defs>', *edges]
     for k, e in enumerate(ins):
         parts.append(_terminal(places[k].x, places[k].y, "input", e))
     for i, nd in enumerate(nodes):
