@@ -10,11 +10,12 @@ from html.parser import HTMLParser
 
 import pytest
 
+from ember.cli import main
 from ember.config import CompileOptions
 from ember.driver import lower
 from ember.memory.plan import Region
 from ember.report.html import render
-from tests.cli.helpers import ember, one_error_line
+from tests.cli.helpers import ember
 from tests.report.models import NASTY, VALIDATION, bench_doc, compiled
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -135,33 +136,48 @@ def test_page_is_self_contained_and_escaped(built):
     assert NASTY not in page and "conv&lt;b&gt;&amp;&quot;2" in page
 
 
-def test_cli_report_and_compile_report(built, tmp_path):
+def cli(capsys, *args: str) -> tuple[int, str, str]:
+    """`ember ARGS` in-process (the subprocess form costs seconds of imports per call): exit code, stdout, stderr."""
+    rc = main(list(args))
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def error_line(capsys, *args: str) -> str:
+    rc, _, err = cli(capsys, *args)
+    lines = err.strip().splitlines()
+    assert rc == 1 and len(lines) == 1 and lines[0].startswith("ember: error: "), err
+    return lines[0]
+
+
+def test_cli_report_and_compile_report(built, tmp_path, capsys):
     model, out, m = built
     bench = tmp_path / "bench.json"
     bench.write_text(json.dumps(bench_doc(m)))
     val = tmp_path / "val.json"
     val.write_text(json.dumps(VALIDATION))
-    res = ember("report", str(out), "--bench", str(bench), "--validation", str(val), "-o", str(tmp_path / "r.html"))
-    assert res.returncode == 0, res.stderr
+    rc, _, err = cli(capsys, "report", str(out), "--bench", str(bench), "--validation", str(val),
+                     "-o", str(tmp_path / "r.html"))
+    assert rc == 0, err
     assert 'id="op-times"' in (tmp_path / "r.html").read_text()
-    res = ember("report", str(out / "res.json"))
-    assert res.returncode == 0 and (out / "res.report.html").is_file()
+    assert cli(capsys, "report", str(out / "res.json"))[0] == 0 and (out / "res.report.html").is_file()
+    # The installed command, once, end to end.
     res = ember("compile", str(model), "-o", str(tmp_path / "b"), "--report", str(tmp_path / "c.html"))
     assert res.returncode == 0, res.stderr
     assert len(svg((tmp_path / "c.html").read_text(), "graph-svg").findall(f"{SVG}g[@class='node']")) == len(
         m["nodes"])
 
 
-def test_cli_report_errors(built, tmp_path):
+def test_cli_report_errors(built, tmp_path, capsys):
     model, out, m = built
     other = tmp_path / "other.json"
     other.write_text(json.dumps({**bench_doc(m), "name": "lenet"}))
-    assert "not 'res'" in one_error_line(ember("report", str(out), "--bench", str(other), "-o", str(tmp_path / "x")))
-    assert "not JSON" in one_error_line(ember("report", str(out), "--validation", str(model)))
+    assert "not 'res'" in error_line(capsys, "report", str(out), "--bench", str(other), "-o", str(tmp_path / "x"))
+    assert "not JSON" in error_line(capsys, "report", str(out), "--validation", str(model))
     old = tmp_path / "old"
     old.mkdir()
     (old / "res.json").write_text(json.dumps({k: v for k, v in m.items() if k not in ("graph", "memory_plan")}))
-    assert "recompile" in one_error_line(ember("report", str(old)))
+    assert "recompile" in error_line(capsys, "report", str(old))
     # An unwritable --report is refused before the compile, leaving no bundle behind.
-    err = one_error_line(ember("compile", str(model), "-o", str(tmp_path / "nb"), "--report", str(tmp_path)))
+    err = error_line(capsys, "compile", str(model), "-o", str(tmp_path / "nb"), "--report", str(tmp_path))
     assert "--report" in err and not (tmp_path / "nb").exists()
