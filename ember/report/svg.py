@@ -28,6 +28,11 @@ def _clip(s: str, n: int = 34) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
+def _clip_left(s: str, n: int) -> str:
+    """The end of a long name: exporters put the distinguishing part last (/layers.2/conv/Conv_output_0)."""
+    return s if len(s) <= n else "…" + s[len(s) - n + 1:]
+
+
 def _text(x: float, y: float, s: str, cls: str = "") -> str:
     c = f' class="{cls}"' if cls else ""
     return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="middle"{c}>{escape(_clip(s))}</text>'
@@ -127,6 +132,10 @@ def memory_svg(manifest: dict[str, Any], plot_w: float = 960.0, plot_h: float = 
                      f'data-size="{size}" x="{x:.2f}" y="{y:.2f}" width="{(end - start + 1) * sx:.2f}" '
                      f'height="{max(size * sy, 0.5):.2f}" fill="{PALETTE[k % len(PALETTE)]}" stroke="#333" '
                      f'stroke-width="0.5"><title>{escape(title)}</title></rect>')
+        width, height = (end - start + 1) * sx, size * sy
+        if width >= 80 and height >= 16:  # room for the tensor's name (every rectangle has it on hover)
+            parts.append(f'<text x="{x + 4:.1f}" y="{y + 12:.1f}" class="dim">'
+                         f'{escape(_clip_left(label, int(width / 7)))}</text>')
     lb = pad + mem["activations_lower_bound"] * sy
     parts.append(f'<line class="lower-bound" x1="{left}" x2="{left + plot_w}" y1="{lb:.2f}" y2="{lb:.2f}" '
                  'stroke="#c00" stroke-dasharray="6,4"/>')
