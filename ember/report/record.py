@@ -27,16 +27,17 @@ _ALGORITHMS = {
 def algorithm(node: Node) -> str:
     if node.op in _ALGORITHMS:
         return _ALGORITHMS[node.op]
-    if node.op not in ("Conv", "QConv") or node.inputs[1] is None or node.inputs[0] is None:
+    x = node.inputs[0] if node.inputs else None
+    if node.op not in ("Conv", "QConv") or x is None or x.type.rank < 3:
         return ""
-    x, w = node.inputs[0], node.inputs[1]
-    prefix = "int8, " if node.op == "QConv" else ""
+    prefix = "int8, " if node.op == "QConv" else ""  # QConv's inputs: [x, x zero point, packed weights]
+    w = node.inputs[1] if node.op == "Conv" else None
+    kernel = list(w.shape[2:]) if w is not None else list(node.attrs.get("kernel_shape") or [])
     group = node.attrs.get("group", 1)
-    if group > 1 and group == x.shape[1] and w.shape[1] == 1:
+    if group > 1 and group == x.shape[1]:
         return prefix + "depthwise"
-    pads = node.attrs.get("pads") or [0]
     strides = node.attrs.get("strides") or [1]
-    if all(k == 1 for k in w.shape[2:]) and set(pads) == {0} and set(strides) == {1}:
+    if kernel and set(kernel) | set(strides) == {1} and not any(node.attrs.get("pads") or [0]):
         return prefix + "direct 1x1 matmul"
     return prefix + "im2col + matmul"
 
