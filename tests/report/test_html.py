@@ -181,3 +181,17 @@ def test_cli_report_errors(built, tmp_path, capsys):
     # An unwritable --report is refused before the compile, leaving no bundle behind.
     err = error_line(capsys, "compile", str(model), "-o", str(tmp_path / "nb"), "--report", str(tmp_path))
     assert "--report" in err and not (tmp_path / "nb").exists()
+
+
+def test_layout_puts_every_box_below_its_inputs_without_overlap():
+    from ember.report.layout import layered
+
+    # input 0; a branch (1, 2), a join (3), a skip from 0 to 4, then two independent tails.
+    preds = [[], [0], [0], [1, 2], [3, 0], [4], [4]]
+    places, width, height = layered(preds, 100, 40, 10, 20, first_layer=[0])
+    for i, ps in enumerate(preds):
+        assert all(places[i].y >= places[p].y + 40 + 20 for p in ps)
+    for i, a in enumerate(places):
+        assert 0 <= a.x - 50 and a.x + 50 <= width and a.y + 40 <= height
+        for b in places[i + 1:]:
+            assert a.y != b.y or abs(a.x - b.x) >= 100 + 10
