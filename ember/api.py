@@ -22,6 +22,7 @@ from ember.output import check_writable_file, claim, make_dirs, remove_empty_dir
 from ember.passes.manager import PassManager
 from ember.passes.pipeline import Purpose
 from ember.report.flops import graph_flops
+from ember.report.record import graph_record, memory_record
 from ember.runtime.loader import Bundle, load
 from ember.toolchain.cc import compile_object
 from ember.toolchain.objfile import ObjectInfo, check_freestanding, inspect_object
@@ -162,5 +163,7 @@ def _manifest(graph: Graph, plan: MemoryPlan, src, opts: CompileOptions, sha: st
         "ops": graph.op_counts(),
         "nodes": [{"name": n.name, "op": _op_label(n)} for n in graph.nodes],  # index = profile event id
         "flops": graph_flops(graph),
+        "graph": graph_record(graph),  # for `ember report` (ember/report/record.py)
+        "memory_plan": memory_record(plan),
         "passes": [{"name": r.name, "seconds": round(r.seconds, 6), "nodes": r.nodes_after} for r in pm.records],
     }

@@ -33,6 +33,8 @@ def _compile(args: argparse.Namespace) -> int:
         weights_txt=not args.no_weights_txt,
     )
     command = "ember " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    if args.report:
+        check_writable_file(args.report, "--report")
     m = write_bundle(args.model, args.output, opts, command)
     mem = m["memory"]
     ratio = mem["activations"] / mem["activations_lower_bound"] if mem["activations_lower_bound"] else 1.0
@@ -53,6 +55,24 @@ def _compile(args: argparse.Namespace) -> int:
         print(f"  quantized        : {opts.quantize}/{opts.precision}, schema {opts.schema}, calibration "
               f"{opts.calibration}; QuantizeLinear x{ops.get('QuantizeLinear', 0)}, "
               f"DequantizeLinear x{ops.get('DequantizeLinear', 0)} left after folding")
+    if args.report:
+        from ember.report.html import write_report
+
+        write_report(m, args.report)
+        print(f"wrote {args.report}")
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from ember.report.html import write_report
+    from ember.runtime.loader import find_manifest, read_manifest
+
+    path = find_manifest(Path(args.bundle))
+    m = read_manifest(path)
+    out = args.output or str(path.parent / f"{m['name']}.report.html")
+    check_writable_file(out, "-o/--output")
+    write_report(m, out, args.bench, args.validation)
+    print(f"wrote {out}")
     return 0
 
 
@@ -242,6 +262,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--no-weights-txt", action="store_true",
                    help="do not write NAME.weights.txt (the weights as C text, 6 bytes per weight byte); "
                    "NAME.weights.bin holds the same bytes")
+    c.add_argument("--report", metavar="FILE.html",
+                   help="also write a self-contained HTML report: graph, memory plan, region sizes")
     c.add_argument("--max-memory", metavar="SIZE",
                    help="refuse bundles whose three memory regions together need more, e.g. 512M, 16G "
                    "(default 4G for host, the target's address space otherwise)")
@@ -312,6 +334,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="max abs error relative to the reference output range (default 1e-4)")
     v.add_argument("--min-cosine", type=float, default=0.9999, help="minimum cosine similarity")
     v.set_defaults(fn=_validate)
+
+    rp = sub.add_parser("report", help="write a bundle's HTML report (graph, memory plan, times, validation)")
+    rp.add_argument("bundle", metavar="OUT", help="bundle directory, or OUT/NAME.json")
+    rp.add_argument("-o", "--output", metavar="FILE.html", help="where to write it (default: OUT/NAME.report.html)")
+    rp.add_argument("--bench", metavar="BENCH.json", help="per-operator times from `ember bench OUT --json FILE`")
+    rp.add_argument("--validation", metavar="VALIDATION.json",
+                    help="validation results to include (format: docs/report.md)")
+    rp.set_defaults(fn=_report)
     return p
 
 

@@ -27,6 +27,17 @@ class Region(Enum):
     ACTIVATIONS = "activations"
 
 
+@dataclass(frozen=True)
+class Lifetime:
+    """One activation buffer as the planner placed it (for reports): node steps start..end inclusive."""
+
+    start: int
+    end: int
+    offset: int
+    size: int
+    label: str
+
+
 @dataclass
 class MemoryPlan:
     location: dict[int, tuple[Region, int]] = field(default_factory=dict)
@@ -37,6 +48,7 @@ class MemoryPlan:
     mutable_size: int = 0
     activations_size: int = 0
     lower_bound: int = 0  # peak of simultaneously live activation bytes for this node order
+    lifetimes: list[Lifetime] = field(default_factory=list)  # every activation buffer, for the report
 
     def where(self, v: Value) -> tuple[Region, int]:
         return self.location[id(v)]

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ember.ir.graph import Graph, Node, Value
-from ember.memory.plan import MemoryPlan, Region, align
+from ember.memory.plan import Lifetime, MemoryPlan, Region, align
 from ember.ops import registry
 from ember.ops.opdef import SubgraphBinding
 
@@ -65,6 +65,8 @@ def plan_memory(graph: Graph, needs_storage: set[int] | None = None) -> MemoryPl
             plan.location[id(v)] = (Region.ACTIVATIONS, b.offset)
     for b, node in scratch:
         plan.scratch[id(node)] = b.offset
+    labels = [b.values[0].name for b in act[: len(act) - len(scratch)]] + [f"{n.name} (scratch)" for _, n in scratch]
+    plan.lifetimes = [Lifetime(b.start, b.end, b.offset, b.size, k) for b, k in zip(act, labels, strict=True)]
     return plan
 
 
