@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -66,17 +67,18 @@ def write_bundle(model_path: str, out: str | os.PathLike, opts: CompileOptions, 
     try:
         (tmp / f"{name}.c").write_text(src.c)
         (tmp / f"{name}.h").write_text(src.h)
+        # The weight files are written while the C compiler runs (it is another process, another core).
+        writer = _WeightWriter(tmp, name, plan, opts.weights_txt)
+        writer.start()
         t0 = time.perf_counter()
-        with open(tmp / f"{name}.weights.bin", "wb") as f:
-            plan.write_constants(f)
-        if opts.weights_txt:
-            with open(tmp / f"{name}.weights.txt", "wb") as f:
-                write_weights_txt(plan, f)
-        t1 = time.perf_counter()
         obj = tmp / f"{name}.o"
-        cc_cmd = compile_object(tmp / f"{name}.c", obj, target, abi, opts.opt_level, opts.reloc or target.reloc,
-                                opts.cc, opts.cpu)
-        seconds.update(write=t1 - t0, cc=time.perf_counter() - t1)
+        try:
+            cc_cmd = compile_object(tmp / f"{name}.c", obj, target, abi, opts.opt_level,
+                                    opts.reloc or target.reloc, opts.cc, opts.cpu)
+            seconds["cc"] = time.perf_counter() - t0
+        finally:
+            writer.join()
+        seconds["write"] = writer.result()
         info = inspect_object(obj)
         check_freestanding(info, f"{name}.o", target.name, allow_double=_uses_float64(graph))
         # Recorded with the paths the files will have, not the temporary folder's.
@@ -98,6 +100,35 @@ def write_bundle(model_path: str, out: str | os.PathLike, opts: CompileOptions, 
         raise
     shutil.rmtree(tmp, ignore_errors=True)
     return manifest
+
+
+class _WeightWriter(threading.Thread):
+    """NAME.weights.bin (and .txt) from the plan's constants, in a thread beside the C compiler."""
+
+    def __init__(self, folder: Path, name: str, plan: MemoryPlan, txt: bool) -> None:
+        super().__init__(name="ember-weights", daemon=True)
+        self.folder, self.bundle, self.plan, self.txt = folder, name, plan, txt
+        self.seconds = 0.0
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        t0 = time.perf_counter()
+        try:
+            with open(self.folder / f"{self.bundle}.weights.bin", "wb") as f:
+                self.plan.write_constants(f)
+            if self.txt:
+                with open(self.folder / f"{self.bundle}.weights.txt", "wb") as f:
+                    write_weights_txt(self.plan, f)
+        except BaseException as e:  # noqa: BLE001 - re-raised in the compiling thread by result()
+            self.error = e
+        self.seconds = time.perf_counter() - t0
+
+    def result(self) -> float:
+        if self.error is not None:
+            if isinstance(self.error, OSError):
+                raise OptionError(f"{self.folder}: cannot write the weights ({self.error.strerror})") from None
+            raise self.error
+        return self.seconds
 
 
 def _op_label(node: Node) -> str:
