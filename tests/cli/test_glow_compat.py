@@ -66,6 +66,7 @@ def work(tmp_path_factory) -> Path:
     layout), images/ and the guide's sample image name, as PNGs of digit-like strokes."""
     d = tmp_path_factory.mktemp("glow")
     lenet(d / "lenet_mnist" / "model.onnx")
+    lenet(d / "mnist_none.onnx", batch="None")
     shutil.copytree(d / "lenet_mnist", d / "models" / "lenet_mnist")
     rng = np.random.default_rng(1)
     (d / "images").mkdir()
@@ -278,6 +279,7 @@ def test_image_classifier_prints_glow_top_k(work, monkeypatch, capsys):
      "unknown node kind 'Frob'"),
     ("-model=lenet_mnist -emit-bundle=b -load-profile=profile.yml -quantization-precision=Int4",
      "-quantization-precision=Int4"),
+    ("-model=mnist_none.onnx -emit-bundle=b", "symbol 'None'; fix it with -onnx-define-symbol=None,VALUE"),
 ])
 def test_refusals_are_one_line(work, profile, monkeypatch, capsys, args, fragment):
     monkeypatch.chdir(work)
@@ -292,7 +294,8 @@ def test_image_classifier_refusals(work, monkeypatch, capsys):
     monkeypatch.chdir(work)
     for args, fragment in (("-model=lenet_mnist", "no images"),
                            ("0_1009.png -model=lenet_mnist -dump-profile=a.yml -load-profile=profile.yml",
-                            "-dump-profile cannot be given with -load-profile")):
+                            "-dump-profile cannot be given with -load-profile"),
+                           ("0_1009.png -model=lenet_mnist -image-mode=0to2", "-image-mode must be one of")):
         rc, out, err = run_tool(classifier, args, capsys)
         assert rc == 1 and err.startswith("image-classifier: error: ") and fragment in err, err
 
