@@ -29,7 +29,8 @@ def main_of(prog: str, run: Callable[[list[str]], int]) -> Callable[[list[str] |
 # ember's errors name ember's own options; a Glow user is told the Glow flag that does the same.
 _SPELLINGS = [(re.compile(r"--define (\S+?)=VALUE"), r"-onnx-define-symbol=\1,VALUE"),
               (re.compile(r"--define\b"), "-onnx-define-symbol"), (re.compile(r"--input\b"), "-model-input"),
-              (re.compile(r"--image-mode\b"), "-image-mode"), (re.compile(r"--channel-order\b"), "-image-channel-order"),
+              (re.compile(r"--image-mode\b"), "-image-mode"),
+              (re.compile(r"--channel-order\b"), "-image-channel-order"),
               (re.compile(r"--layout\b"), "-image-layout"), (re.compile(r"--profile\b"), "-load-profile"),
               (re.compile(r"--keep-float\b"), "-keep-original-precision-for-nodes"),
               (re.compile(r"--float-abi\b"), "-float-abi"), (re.compile(r"--name\b"), "-network-name"),
