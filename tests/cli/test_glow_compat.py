@@ -21,16 +21,16 @@ from ember.runtime.loader import load
 ort = pytest.importorskip("onnxruntime")
 Image = pytest.importorskip("PIL.Image")
 
-INT8_TOL = 0.03  # softmax probabilities of an int8 LeNet against float onnxruntime
+INT8_TOL = 0.04  # softmax probabilities (up to ~0.5) of the int8 LeNet vs float onnxruntime; measured 0.016-0.024
 
 
 def lenet(path: Path, batch: str | int = 1, second_input: bool = False) -> Path:
     """A small LeNet for 28x28 grayscale digits (seeded weights); `batch` may be a symbol such as 'None'."""
     rng = np.random.default_rng(7)
 
-    def w(name: str, *shape: int) -> onnx.TensorProto:
+    def w(name: str, *shape: int, gain: float = 1.0) -> onnx.TensorProto:
         fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else shape[0]
-        return numpy_helper.from_array((rng.standard_normal(shape) / np.sqrt(fan_in)).astype(np.float32), name)
+        return numpy_helper.from_array((gain * rng.standard_normal(shape) / np.sqrt(fan_in)).astype(np.float32), name)
 
     logits = "bias_out" if second_input else "f2"
     nodes = [helper.make_node("Conv", ["data", "c1_w", "c1_b"], ["c1"], pads=[2, 2, 2, 2]),
@@ -50,7 +50,7 @@ def lenet(path: Path, batch: str | int = 1, second_input: bool = False) -> Path:
         inputs = [helper.make_tensor_value_info("data", TensorProto.FLOAT, ["N", 1, "H", "W"]),
                   helper.make_tensor_value_info("bias", TensorProto.FLOAT, ["N", 10])]
     inits = [w("c1_w", 6, 1, 5, 5), w("c1_b", 6), w("c2_w", 12, 6, 5, 5), w("c2_b", 12), w("f1_w", 64, 300),
-             w("f1_b", 64), w("f2_w", 10, 64), w("f2_b", 10)]
+             w("f1_b", 64), w("f2_w", 10, 64, gain=16.0), w("f2_b", 10)]
     out = [helper.make_tensor_value_info("softmax", TensorProto.FLOAT, [batch if not second_input else "N", 10])]
     model = helper.make_model(helper.make_graph(nodes, "lenet_mnist", inputs, out, inits),
                               opset_imports=[helper.make_opsetid("", 17)])
@@ -120,7 +120,9 @@ def int8_matches(bundle_dir: Path, name: str, model: Path, work: Path) -> None:
         got = b.run({"data": gray(p)})["softmax"]
         want = reference(model, {"data": gray(p)})
         assert np.abs(got - want).max() < INT8_TOL, (p.name, got, want)
-        assert got.argmax() == want.argmax(), p.name
+        top2 = np.sort(want.reshape(-1))[-2:]
+        if top2[1] - top2[0] > 2 * INT8_TOL:  # the same label wherever the error bound cannot swap the top two
+            assert got.argmax() == want.argmax(), p.name
 
 
 def test_guide_float_bundle(work, tmp_path, monkeypatch, capsys):
