@@ -178,6 +178,8 @@ def _classify(model: Path, images: list[Path], opts: CompileOptions, prep, selec
     info = InputInfo(e["name"], tuple(e["shape"]), np.dtype(np.float32))
     batch = e["shape"][0] if len(e["shape"]) == 4 else 1
     out_entry = bundle.outputs[0]
+    if len(bundle.outputs) > 1:
+        note(PROG, f"the model has {len(bundle.outputs)} outputs; ranking the first, '{out_entry['name']}'")
     mismatches = 0
     for start in range(0, len(images), batch):
         group = images[start : start + batch]

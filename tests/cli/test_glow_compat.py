@@ -147,6 +147,11 @@ def test_guide_profile_then_int8(work, profile, monkeypatch, capsys):
     m = load(work / "build").manifest
     assert m["name"] == "lenet_mnist" and m["options"]["quantize"] == "int8"
     assert m["ops"].get("QConv", 0) + m["ops"].get("QMatMul", 0) >= 2, m["ops"]  # integer kernels, not simulated
+    header = (work / "build" / "lenet_mnist.h").read_text()  # what the guide's and eIQ's C code use
+    for macro in ("LENET_MNIST_data 0", "LENET_MNIST_softmax ", "LENET_MNIST_CONSTANT_MEM_SIZE",
+                  "LENET_MNIST_MUTABLE_MEM_SIZE", "LENET_MNIST_ACTIVATIONS_MEM_SIZE", "LENET_MNIST_MEM_ALIGN",
+                  "GLOW_MEM_ALIGN(", "GLOW_GET_ADDR("):
+        assert macro in header, macro
     int8_matches(work / "build", "lenet_mnist", work / "lenet_mnist" / "model.onnx", work)
 
 
@@ -326,3 +331,20 @@ def test_console_scripts_help_and_version():
                  "-dump-graph-DAG", "-use-cmsis", "-version"):
         assert f"  {flag}" in res.stdout, flag
     assert classifier.main(["-version"]) == 0
+
+
+def test_image_classifier_runs_the_int8_bundle(work, profile, monkeypatch, capsys):
+    monkeypatch.chdir(work)
+    imgs = [str(p.relative_to(work)) for p in images(work)]
+    rc, out, err = run_tool(classifier, [*imgs, "-model=lenet_mnist", "-image-mode=0to1", "-load-profile=profile.yml",
+                                         "-quantization-schema=symmetric"], capsys)
+    assert rc == 0, err
+    lines = out.splitlines()
+    assert len(lines) == len(imgs)
+    for line, path in zip(lines, imgs, strict=True):
+        want = reference(work / "lenet_mnist" / "model.onnx", {"data": gray(work / path)})[0]
+        label, prob = line.split("Label-K1: ")[1].split(" (probability: ")
+        assert abs(float(prob.rstrip(")")) - want[int(label)]) < INT8_TOL, line
+        top2 = np.sort(want)[-2:]
+        if top2[1] - top2[0] > 2 * INT8_TOL:
+            assert int(label) == want.argmax(), line
