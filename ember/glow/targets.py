@@ -18,6 +18,8 @@ _CORTEX_M = {"cortex-m0": "cortex-m0", "cortex-m0plus": "cortex-m0", "cortex-m4"
 # The architecture a thumb triple names, and the cores of it that ember has.
 _THUMB_ARCH = {"thumbv6m": ("cortex-m0",), "thumbv7em": ("cortex-m4", "cortex-m7"), "thumbv8m.main": ("cortex-m33",),
                "thumbv8.1m.main": ("cortex-m55",)}
+# ARMv7-A spellings of a triple's architecture (armv7em/armv7m are microcontroller profiles: they need -mcpu).
+_ARMV7_A = {"armv7", "armv7a", "armv7l", "armv7hl", "armv7-a", "thumbv7", "thumbv7a"}
 # -mattr features each core has anyway (so asking for them changes nothing).
 _IMPLIED = {"cortex-m4": {"+dsp", "+thumb2", "+vfp4d16sp"}, "cortex-m7": {"+dsp", "+thumb2", "+fp-armv8d16sp"},
             "cortex-m33": {"+dsp", "+thumb2", "+fp-armv8d16sp"}, "cortex-m55": {"+dsp", "+thumb2", "+mve", "+mve.fp"},
@@ -79,7 +81,7 @@ def _from_triple(triple: str, mcpu: str | None, float_abi: str | None,
         if allowed is not None and target not in allowed:
             raise OptionError(f"-target={triple} is {arch}, which -mcpu={mcpu} is not")
         cpu = None if core == target else core
-    elif core.startswith("cortex-a") or (arch.startswith("armv7") and not core) or (linux and not core):
+    elif core.startswith("cortex-a") or (not core and (arch in _ARMV7_A or linux)):
         if arch.startswith("thumbv") and not arch.startswith("thumbv7"):
             raise OptionError(f"-target={triple}: ember's ARM Linux target is ARMv7-A (armv7)")
         target, cpu = "armv7", (core or None)

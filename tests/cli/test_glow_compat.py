@@ -280,6 +280,7 @@ def test_image_classifier_prints_glow_top_k(work, monkeypatch, capsys):
     ("-model=lenet_mnist -emit-bundle=b -target=arm -mcpu=cortex-m3", "-mcpu=cortex-m3"),
     ("-model=lenet_mnist -emit-bundle=b -target=thumbv6m-none-eabi -mcpu=cortex-m7", "thumbv6m"),
     ("-model=lenet_mnist -emit-bundle=b -code-model=large", "-code-model=large"),
+    ("-model=lenet_mnist -emit-bundle=b -target=armv7em-none-eabi", "name the core with -mcpu"),
     ("-model=lenet_mnist -emit-bundle=b -model-input=data,int8q,0.1,0,[1,1,28,28]", "is not int8"),
     ("-model=lenet_mnist -emit-bundle=b -model-input=data,float,1x1x28x28", "[d0,d1,...]"),
     ("-model=lenet_mnist -emit-bundle=b -load-profile=profile.yml -keep-original-precision-for-nodes=Frob",
