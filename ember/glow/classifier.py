@@ -82,7 +82,8 @@ def run(argv: list[str]) -> int:
         _batch_symbol(model, select, minibatch, defines)
         if a.get("dump-profile"):
             chosen = [f"-{n}" for n in ("quantization-schema", "quantization-precision", "quantization-precision-bias",
-                                        "quantization-calibration", "enable-channelwise") if n in a.values]
+                                        "quantization-calibration", "enable-channelwise",
+                                        "keep-original-precision-for-nodes") if n in a.values]
             if chosen:
                 notes.append(f"{', '.join(chosen)}: the profile holds ranges only; they take effect in "
                              "model-compiler -load-profile")
@@ -94,7 +95,14 @@ def run(argv: list[str]) -> int:
             note(PROG, n)
         opts = CompileOptions(defines=defines, inputs=inputs, **quant)
         return _classify(model, images, opts, prep, select, topk, bool(a.get("compute-softmax")),
-                         [int(x) for x in a.get("expected-labels", [])], Path(tmp) / "bundle")
+                         _labels(a.get("expected-labels", [])), Path(tmp) / "bundle")
+
+
+def _labels(texts: list[str]) -> list[int]:
+    try:
+        return [int(t) for t in texts]
+    except ValueError:
+        raise OptionError(f"-expected-labels={','.join(texts)}: expected comma-separated integers") from None
 
 
 def _images(positional: list[str], folders: list[str]) -> list[Path]:
