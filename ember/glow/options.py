@@ -198,10 +198,6 @@ def quant_options(a: Parsed, scratch: Path, model: Path, notes: list[str]) -> di
         if given:
             notes.append(f"{', '.join(given)}: no effect without -load-profile (the bundle stays float)")
         return opts
-    if bias == "int8":
-        notes.append("-quantization-precision-bias=Int8: ember's integer kernels take int32 biases, so layers with "
-                     "int8 biases compute in float between quantize steps (float weights, slower); leave it out "
-                     "for integer kernels")
     path, note = resolve(profile, model, scratch)
     if note:
         notes.append(note)
