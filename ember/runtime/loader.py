@@ -197,7 +197,14 @@ class Bundle:
             for old in self.path.glob(f"{self.name}.*.so"):
                 if re.fullmatch(r"[0-9a-f]{12}", old.name[len(self.name) + 1 : -3]):
                     old.unlink()
-            link_shared([obj], so, self.manifest["options"].get("cc"), sanitize)
+            # Linked under a temporary name and renamed: an interrupted link (Ctrl-C) leaves no half library
+            # that the next run would try to load.
+            part = so.with_name(f"{so.name}.{os.getpid()}.part")
+            try:
+                link_shared([obj], part, self.manifest["options"].get("cc"), sanitize)
+                os.replace(part, so)
+            finally:
+                part.unlink(missing_ok=True)
         try:
             return ctypes.CDLL(str(so.resolve()))
         except OSError as e:

@@ -164,5 +164,8 @@ def write_yaml(doc: dict[str, Any], path: Path) -> None:
     text = yaml.dump(doc, Dumper=dumper, sort_keys=False, default_flow_style=None, width=120)
     tmp = path.with_name(path.name + ".tmp")
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp.write_text(text)
-    tmp.replace(path)
+    try:  # renamed into place whole; an interrupted write leaves neither a partial profile nor the .tmp
+        tmp.write_text(text)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
