@@ -216,7 +216,7 @@ def _validate(args: argparse.Namespace) -> int:
         if value is not None and not 0 <= value <= 1:
             raise OptionError(f"{flag} {value}: must lie in [0, 1]")
     ok = validate(args.model, args.bundle, args.input, args.seed, args.max_error, args.min_cosine, args.min_top1,
-                  args.labels, args.max_accuracy_drop, _preprocess(args))
+                  args.labels, args.max_accuracy_drop, _preprocess(args), args.cast)
     return 0 if ok else 1
 
 
@@ -368,6 +368,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--max-accuracy-drop", type=float, default=None,
                    help="with --labels: most the bundle's top-1 accuracy may lie below the reference's "
                    "(default 0.005 float, 0.01 --weights, 0.02 int8)")
+    v.add_argument("--cast", action="store_true",
+                   help="convert arrays to the bundle's dtypes, for both sides (default: a mismatch is an error)")
     _data_args(v, "the data of input NAME (several samples: each compared, results aggregated)")
     v.set_defaults(fn=_validate)
     return p

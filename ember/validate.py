@@ -153,7 +153,7 @@ def _reference_feed(bundle: Bundle, feed: dict[str, np.ndarray]) -> dict[str, np
 
 def validate(model: str, bundle_dir: str, input_specs: list[str], seed: int, max_error: float | None = None,
              min_cosine: float | None = None, min_top1: float | None = None, labels: str | None = None,
-             max_accuracy_drop: float | None = None, prep: Preprocess | None = None) -> bool:
+             max_accuracy_drop: float | None = None, prep: Preprocess | None = None, cast: bool = False) -> bool:
     try:
         import onnxruntime as ort
     except ImportError:
@@ -179,7 +179,7 @@ def validate(model: str, bundle_dir: str, input_specs: list[str], seed: int, max
     refs: dict[str, list[np.ndarray]] = {n: [] for n in names}
     gots: dict[str, list[np.ndarray]] = {n: [] for n in names}
     for k in range(count):
-        feed = sample(stacks, k)
+        feed = _checked(bundle, sample(stacks, k), cast)
         try:  # the reference first: data it refuses (an index out of range) need not reach the bundle
             ref = sess.run(None, {**frozen, **_reference_feed(bundle, feed)})
         except Exception as e:
@@ -189,6 +189,18 @@ def validate(model: str, bundle_dir: str, input_specs: list[str], seed: int, max
             refs[n].append(np.asarray(r))
             gots[n].append(got[n])
     return _report(kind, t, count, refs, gots, label_array)
+
+
+def _checked(bundle: Bundle, feed: dict[str, np.ndarray], cast: bool) -> dict[str, np.ndarray]:
+    """The feed in the bundle's dtypes (`cast`: converted), so that both sides get the same numbers; float
+    data for a quantized input stays float (the reference's type; Bundle.run quantizes it)."""
+    arrays = bundle.check_inputs(feed, cast)  # a wrong shape or dtype is the bundle's one-line error
+    out = {}
+    for e in bundle.inputs:
+        x = np.asarray(feed[e["name"]])
+        out[e["name"]] = (x.astype(np.float32) if x.dtype.kind == "f" else x) if e.get("quantization") \
+            else arrays[e["name"]]
+    return out
 
 
 def _first_line(e: BaseException) -> str:

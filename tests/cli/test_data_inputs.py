@@ -198,3 +198,39 @@ def test_bench_takes_the_same_data(work: Path, capsys) -> None:
     code, out, err = cli(capsys, "bench", str(work / "q"), "--input", f"data={work / 'calib.npy'}", "--rounds", "3",
                          "--warmup", "1", "--no-profile")
     assert code == 0 and "3 rounds" in out, err
+
+
+def test_each_input_its_own_files(tmp_path: Path, capsys) -> None:
+    model = save_model(tmp_path / "two.onnx", [helper.make_node("Add", ["x", "y"], ["z"])],
+                       [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 3]) for n in ("x", "y")],
+                       [helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 3])])
+    assert main(["compile", str(model), "-o", str(tmp_path / "b")]) == 0
+    rng = np.random.default_rng(4)
+    xs, y = rng.random((3, 1, 3)).astype(np.float32), rng.random((1, 3)).astype(np.float32)
+    np.save(tmp_path / "xs.npy", xs)
+    np.save(tmp_path / "y.npy", y)
+    np.save(tmp_path / "ys.npy", rng.random((2, 1, 3)).astype(np.float32))
+    x_, y_ = ("--input", f"x={tmp_path / 'xs.npy'}"), ("--input", f"y={tmp_path / 'y.npy'}")
+    code, _, err = cli(capsys, "run", str(tmp_path / "b"), *x_, *y_, "--output", str(tmp_path / "o.npz"))
+    assert code == 0, err
+    np.testing.assert_array_equal(np.load(tmp_path / "o.npz")["z"], xs + y)  # one y for every x
+    line = one_line(capsys, "run", str(tmp_path / "b"), *x_, "--input", f"y={tmp_path / 'ys.npy'}")
+    assert "inputs hold different numbers of samples: x 3, y 2" in line
+    line = one_line(capsys, "run", str(tmp_path / "b"), "--input", str(tmp_path / "xs.npy"))
+    assert "the bundle has 2 inputs (x, y); write --input NAME=" in line
+    code, out, err = cli(capsys, "validate", str(model), str(tmp_path / "b"), *x_, *y_)
+    assert code == 0 and "3 sample(s)" in out, out + err
+    np.save(tmp_path / "ints.npy", np.ones((1, 3), np.int32))
+    line = one_line(capsys, "validate", str(model), str(tmp_path / "b"), *x_, "--input", f"y={tmp_path / 'ints.npy'}")
+    assert "dtype int32, the bundle expects float32" in line
+    code, out, err = cli(capsys, "validate", str(model), str(tmp_path / "b"), *x_, "--input",
+                         f"y={tmp_path / 'ints.npy'}", "--cast")
+    assert code == 0, out + err
+    np.save(tmp_path / "ys3.npy", rng.random((3, 1, 3)).astype(np.float32))
+    code, out, err = cli(capsys, "profile", str(model), *x_, "--input", f"y={tmp_path / 'ys3.npy'}", "-o",
+                         str(tmp_path / "p.yaml"))
+    assert code == 0 and "from 3 sample(s)" in out, err
+    tensors = yaml.safe_load((tmp_path / "p.yaml").read_text())["tensors"]
+    assert tensors["z"]["max"] == pytest.approx(float((xs + np.load(tmp_path / "ys3.npy")).max()), rel=1e-6)
+    line = one_line(capsys, "profile", str(model), *x_, "-o", str(tmp_path / "p.yaml"))
+    assert "input 'y' needs data too" in line
