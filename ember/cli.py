@@ -15,6 +15,7 @@ from ember.config import CompileOptions, parse_consts, parse_defines, parse_inpu
 from ember.errors import EmberError, OptionError
 from ember.output import check_writable_file
 from ember.toolchain.targets import TARGETS
+from ember.validate import defaults_text
 from ember.version import __version__
 
 
@@ -349,9 +350,7 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="compare a bundle with onnxruntime",
                        description="Run the bundle and onnxruntime on the same inputs (each sample of --input "
                        "data, or random data inside each input's valid range) and compare every output. "
-                       "Default thresholds by bundle: float: rel err <= 1e-4, cosine >= 0.9999; --weights "
-                       "fp16/bf16/int8: rel err <= 0.05, cosine >= 0.999; --quantize int8: cosine >= 0.99 and, "
-                       "on --input data, top-1 agreement >= 0.9 (error reported only). Exit 1 on FAIL.")
+                       f"Default thresholds by bundle: {defaults_text()}. Exit 1 on FAIL.")
     v.add_argument("model", help="the .onnx model the bundle was compiled from (the reference)")
     v.add_argument("bundle", help="bundle directory (or DIR/NAME.json)")
     v.add_argument("--seed", type=int, default=0, help="seed of the random inputs used without --input (default 0)")
@@ -367,7 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "reference on the first output with more than one value")
     v.add_argument("--max-accuracy-drop", type=float, default=None,
                    help="with --labels: most the bundle's top-1 accuracy may lie below the reference's "
-                   "(default 0.005 float, 0.01 --weights, 0.02 int8)")
+                   "(default by bundle, see above)")
     v.add_argument("--cast", action="store_true",
                    help="convert arrays to the bundle's dtypes, for both sides (default: a mismatch is an error)")
     _data_args(v, "the data of input NAME (several samples: each compared, results aggregated)")

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 import tempfile
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -63,10 +65,14 @@ def _export_torch(module: Any, example_inputs: Any, path: Path) -> None:
     if not all(isinstance(a, torch.Tensor) for a in args):
         raise OptionError("example_inputs: expected a torch.Tensor or a tuple of them")
     module.eval()
+    # The TorchScript exporter: seconds where torch.export's (the default from torch 2.9) takes tens and
+    # prints its progress; torch before 2.5 has only it (and no `dynamo` argument).
+    legacy = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
     try:
-        with torch.no_grad():
-            torch.onnx.export(module, args, str(path), dynamo=False, opset_version=17,
-                              input_names=[f"input_{i}" for i in range(len(args))])
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            torch.onnx.export(module, args, str(path), opset_version=17,
+                              input_names=[f"input_{i}" for i in range(len(args))], **legacy)
     except Exception as e:  # torch raises many types; the first line says what failed
         text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ModelFormatError(f"torch.onnx.export failed: {text}") from None

@@ -35,6 +35,20 @@ DEFAULTS = {
 }
 
 
+def defaults_text() -> str:
+    """The default thresholds in words, for `ember validate --help`."""
+    kinds = {"float": "float", "weights": "--weights fp16/bf16/int8", "int8": "--quantize int8"}
+    parts = []
+    for kind, t in DEFAULTS.items():
+        words = [f"rel err <= {t.max_error:g}" if t.max_error is not None else "error reported only",
+                 f"cosine >= {t.min_cosine:g}"]
+        if t.min_top1 is not None:
+            words.append(f"top-1 agreement >= {t.min_top1:g} on --input data")
+        words.append(f"with --labels top-1 accuracy at most {t.max_accuracy_drop:g} below the reference's")
+        parts.append(f"{kinds[kind]}: {', '.join(words)}")
+    return "; ".join(parts)
+
+
 def bundle_kind(bundle: Bundle) -> str:
     opts = bundle.manifest.get("options", {})
     if opts.get("quantize"):

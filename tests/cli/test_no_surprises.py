@@ -64,7 +64,7 @@ def test_every_argument_has_help() -> None:
     missing = [f"{path} {a.dest}" for path, a in walk(build_parser(), "ember") if not a.help]
     assert not missing
     text = build_parser()._subparsers._group_actions[0].choices["validate"].format_help()
-    assert "cosine >= 0.99" in text and "1e-4" in text  # the defaults per bundle kind are stated
+    assert "cosine >= 0.99," in text and "rel err <= 0.0001" in text  # the defaults per bundle kind are stated
 
 
 def test_compile_takes_a_model_proto(tmp_path: Path) -> None:
