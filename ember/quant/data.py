@@ -21,7 +21,7 @@ import numpy as np
 
 from ember.errors import EmberError, OptionError
 
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp")
 ARRAY_SUFFIXES = (".npy", ".npz")
 _SUFFIXES = IMAGE_SUFFIXES + ARRAY_SUFFIXES
 IMAGE_MODES = ("0to1", "neg1to1", "0to255", "neg128to127")
@@ -82,7 +82,8 @@ def collect_files(paths: list[str]) -> list[Path]:
         if p.is_dir():
             found = sorted(f for f in p.iterdir() if f.is_file() and f.suffix.lower() in _SUFFIXES)
             if not found:
-                raise DataError(f"{p}: no .png/.jpg/.jpeg/.npy/.npz files in this folder")
+                raise DataError(f"{p}: no image ({'/'.join(IMAGE_SUFFIXES)}) or array (.npy/.npz) files in this "
+                                "folder")
             files += found
         elif not p.exists():
             raise DataError(f"{p}: no such file or folder")
@@ -126,8 +127,8 @@ def read_array(path: Path) -> np.ndarray | dict[str, np.ndarray]:
         raise DataError(f"{path}: not a readable .npy/.npz file ({detail})") from None
 
 
-def input_samples(paths: Iterable[Path], info: InputInfo, prep: Preprocess, convert: bool = True,
-                  where: str = "") -> Iterator[np.ndarray]:
+def input_samples(paths: Iterable[Path], info: InputInfo, prep: Preprocess,
+                  convert: bool = True) -> Iterator[np.ndarray]:
     """The samples (each of `info`'s shape) that files feed one input: an image is one batch item, an
     array one sample or a stack of them. `convert=False` keeps arrays' own dtype (run and validate check
     it against the bundle's); images are always converted."""
@@ -146,7 +147,7 @@ def input_samples(paths: Iterable[Path], info: InputInfo, prep: Preprocess, conv
         if isinstance(data, dict):
             key = info.name if info.name in data else next(iter(data)) if len(data) == 1 else None
             if key is None:
-                raise DataError(f"{path}: no array '{info.name}' (keys: {', '.join(data)}){where}")
+                raise DataError(f"{path}: no array '{info.name}' (keys: {', '.join(data)})")
             data, label = data[key], f"{path}[{key}]"
         yield from _check_kind(_samples_of(data, info, label), info, label, convert)
     if pending:

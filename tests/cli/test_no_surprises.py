@@ -99,3 +99,24 @@ def test_missing_torch_is_an_install_hint(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "torch", None)
     with pytest.raises(OptionError, match=r"needs torch: pip install 'ember\[torch\]'$"):
         ember.compile(fake(), tmp_path / "b", example_inputs=1)
+
+
+def test_a_real_ctrl_c_during_compile(tmp_path: Path) -> None:
+    """SIGINT while the bundle's files are being built (its temporary folder exists): exit 130, one line,
+    nothing left in the output folder."""
+    import signal
+    import time
+
+    model = add_model(tmp_path / "m.onnx")
+    out = tmp_path / "b"
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin:/usr/local/bin"}
+    p = subprocess.Popen([sys.executable, "-m", "ember.cli", "compile", str(model), "-o", str(out)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    deadline = time.monotonic() + 60
+    while not (out.is_dir() and any(out.glob(".ember-m-*"))):
+        assert p.poll() is None and time.monotonic() < deadline, "the compile ended before it could be interrupted"
+        time.sleep(0.002)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130 and err.decode().strip() == "ember: interrupted"
+    assert not out.exists()
