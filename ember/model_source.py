@@ -29,8 +29,13 @@ def saved_model(model: Any, example_inputs: Any) -> Iterator[tuple[Path, str]]:
                 raise OptionError("example_inputs: only for a torch.nn.Module (an ONNX model has its own shapes)")
             try:
                 onnx.save_model(model, path)
-            except (ValueError, onnx.onnx_cpp2py_export.checker.ValidationError) as e:  # type: ignore[attr-defined]
-                raise ModelFormatError(f"the onnx.ModelProto cannot be saved ({e})") from None
+            except ValueError:  # over protobuf's 2 GB: the weights go to a file beside it
+                copy = onnx.ModelProto()
+                copy.CopyFrom(model)  # saving to external data rewrites the proto: not the caller's
+                try:
+                    onnx.save_model(copy, path, save_as_external_data=True, location="model.onnx.data")
+                except ValueError as e:
+                    raise ModelFormatError(f"the onnx.ModelProto cannot be saved ({e})") from None
             yield path, _name(model.graph.name)
         elif _is_torch_module(model):
             _export_torch(model, example_inputs, path)
