@@ -131,6 +131,26 @@ def index_bounds(model_path: str) -> dict[str, int]:
     return {i.name: b for i in g.input if (b := bound(i.name)) is not None}
 
 
+def calibrated_ranges(bundle: Bundle) -> dict[str, tuple[float, float]]:
+    """An int8 bundle's float inputs' [min, max] from the profile it was compiled with (its path as
+    NAME.json records it: absolute, or relative to here or the bundle), so that random data stays where
+    the scales were chosen; {} (with a note) when the profile is not found."""
+    import yaml
+
+    recorded = bundle.manifest.get("options", {}).get("profile")
+    found = [p for p in (Path(recorded), bundle.path / Path(recorded).name) if p.is_file()] if recorded else []
+    try:
+        tensors = yaml.safe_load(found[0].read_text()).get("tensors", {}) if found else None
+    except (OSError, yaml.YAMLError, AttributeError):
+        tensors = None
+    if tensors is None:
+        print(f"note: the profile {recorded} is not found, so random inputs may lie outside the calibrated "
+              "range; validate an int8 bundle on real data (--input)")
+        return {}
+    return {e["name"]: (float(tensors[e["name"]]["min"]), float(tensors[e["name"]]["max"]))
+            for e in bundle.inputs if e["name"] in tensors and not e.get("quantization")}
+
+
 def load_labels(path: str, count: int) -> np.ndarray:
     """One integer class per sample: a .npy array or a text file (whitespace or one per line)."""
     p = Path(path)
@@ -182,7 +202,9 @@ def validate(model: str, bundle_dir: str, input_specs: list[str], seed: int, max
     if input_specs:
         stacks, count = load_feeds(input_specs, input_infos(bundle.inputs), prep)
     else:
-        stacks, count = {k: v[None] for k, v in random_inputs(bundle, seed, index_bounds(model)).items()}, 1
+        ranges = calibrated_ranges(bundle) if kind == "int8" else {}
+        feeds = random_inputs(bundle, seed, index_bounds(model), ranges)
+        stacks, count = {k: v[None] for k, v in feeds.items()}, 1
     label_array = load_labels(labels, count) if labels else None
     try:
         sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])

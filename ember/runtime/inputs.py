@@ -82,12 +82,14 @@ def sample(stacks: Mapping[str, np.ndarray], k: int) -> dict[str, np.ndarray]:
     return {n: s[k if len(s) > 1 else 0] for n, s in stacks.items()}
 
 
-def random_inputs(bundle, seed: int, bounds: Mapping[str, int] | None = None) -> dict[str, np.ndarray]:
-    """Random feeds inside each input's valid range: floats standard normal (a quantized input: inside the
-    range its scale and zero point cover), bool 0/1, integers in [0, bound) where `bounds` gives the
-    size of the dimension the input indexes (token ids into an embedding), else small non-negative values."""
+def random_inputs(bundle, seed: int, bounds: Mapping[str, int] | None = None,
+                  ranges: Mapping[str, tuple[float, float]] | None = None) -> dict[str, np.ndarray]:
+    """Random feeds inside each input's valid range: floats uniform in `ranges` (an int8 bundle's calibrated
+    range) or standard normal (a quantized input: inside the range its scale and zero point cover), bool
+    0/1, integers in [0, bound) where `bounds` gives the size of the dimension the input indexes (token ids
+    into an embedding), else small non-negative values."""
     rng = np.random.default_rng(seed)
-    bounds = bounds or {}
+    bounds, ranges = bounds or {}, ranges or {}
     feeds = {}
     for e in bundle.inputs:
         dtype = DType.parse(e["dtype"])
@@ -98,6 +100,8 @@ def random_inputs(bundle, seed: int, bounds: Mapping[str, int] | None = None) ->
             lo, hi = sorted(((lim.min - q["zero_point"][0]) * q["scale"][0], (lim.max - q["zero_point"][0])
                              * q["scale"][0]))
             feeds[e["name"]] = rng.uniform(lo, hi, e["shape"]).astype(np.float32)
+        elif dtype.is_float and e["name"] in ranges:
+            feeds[e["name"]] = rng.uniform(*ranges[e["name"]], e["shape"]).astype(np.float32).astype(dt)
         elif dtype.is_float:
             feeds[e["name"]] = rng.standard_normal(e["shape"]).astype(np.float32).astype(dt)
         elif dtype is DType.BOOL:
