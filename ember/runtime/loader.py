@@ -142,10 +142,11 @@ def _quant_params(q: dict[str, Any], ndim: int) -> tuple[np.ndarray, np.ndarray]
 
 
 def quantize_array(x: np.ndarray, q: dict[str, Any], dtype: np.dtype) -> np.ndarray:
-    """Float data into a quantized input: round(x / scale) + zero point, saturated to the type."""
+    """Float data into a quantized input as ONNX QuantizeLinear does it: round half to even of x / scale
+    in float32, plus the zero point, saturated to the type."""
     scale, zp = _quant_params(q, x.ndim)
     lim = np.iinfo(dtype)
-    return np.clip(np.rint(x.astype(np.float64) / scale) + zp, lim.min, lim.max).astype(dtype)
+    return np.clip(np.rint(x.astype(np.float32) / scale.astype(np.float32)) + zp, lim.min, lim.max).astype(dtype)
 
 
 def dequantize_array(x: np.ndarray, q: dict[str, Any]) -> np.ndarray:

@@ -131,10 +131,14 @@ def test_int8_bundle_takes_float_data_and_gives_float_outputs(work: Path, capsys
     (qin,), (qout,) = q.inputs, q.outputs
     assert qin["dtype"] == "int8" and qin["quantization"] and qout["quantization"]
     x = np.load(work / "calib.npy")[3]
-    raw = q.run({"data": quantize_array(x, qin["quantization"], np.dtype(np.int8))})["prob"]
+    s_in, z_in = np.float32(qin["quantization"]["scale"][0]), qin["quantization"]["zero_point"][0]
+    xq = np.clip(np.rint(x / s_in) + z_in, -128, 127).astype(np.int8)  # ONNX QuantizeLinear, by hand
+    np.testing.assert_array_equal(quantize_array(x, qin["quantization"], np.dtype(np.int8)), xq)
+    raw = q.run({"data": xq})["prob"]
     np.testing.assert_array_equal(q.run({"data": x})["prob"], raw)
-    np.testing.assert_array_equal(q.run({"data": x}, dequantize=True)["prob"],
-                                  dequantize_array(raw, qout["quantization"]))
+    s_out, z_out = qout["quantization"]["scale"][0], qout["quantization"]["zero_point"][0]
+    np.testing.assert_allclose(q.run({"data": x}, dequantize=True)["prob"], (raw.astype(np.float64) - z_out) * s_out,
+                               rtol=1e-6)
     code, _, err = cli(capsys, "run", str(work / "q"), "--input", f"data={work / 'calib.npy'}", "--dequantize",
                        "--output", str(work / "qo.npz"))
     assert code == 0, err
