@@ -7,6 +7,7 @@ import json
 import os
 import shlex
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -31,9 +32,14 @@ def _compile(args: argparse.Namespace) -> int:
         per_channel=args.per_channel, calibration=args.calibration, percentile=args.percentile,
         keep_float=tuple(op.strip() for op in ",".join(args.keep_float).split(",") if op.strip()), io=args.io,
         weights=args.weights, max_memory=parse_size(args.max_memory) if args.max_memory else None,
+        weights_txt=not args.no_weights_txt,
     )
     command = "ember " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    if args.report:
+        check_writable_file(args.report, "--report")
+    t0 = time.perf_counter()
     m = write_bundle(args.model, args.output, opts, command)
+    wall = time.perf_counter() - t0
     mem = m["memory"]
     ratio = mem["activations"] / mem["activations_lower_bound"] if mem["activations_lower_bound"] else 1.0
     print(f"bundle {m['name']} -> {args.output} (target {m['target']})")
@@ -42,14 +48,35 @@ def _compile(args: argparse.Namespace) -> int:
     print(f"  activations      : {mem['activations']:>12,} bytes "
           f"(lower bound {mem['activations_lower_bound']:,}, ratio {ratio:.3f})")
     fp = m["footprint"]
-    print(f"  code + tables    : {fp['code'] + fp['rodata'] + fp['data']:>12,} bytes (NAME.o)")
+    print(f"  code + tables    : {fp['code'] + fp['rodata'] + fp['data']:>12,} bytes ({m['name']}.o)")
     print(f"  flash            : {fp['flash']:>12,} bytes (code + tables + constant weights)")
     print(f"  RAM              : {fp['ram']:>12,} bytes (mutable + activations)")
+    secs = m["seconds"]
+    phases = ", ".join(f"{k} {v:.2f}" for k, v in secs.items())
+    print(f"  compiled in      : {wall:>12.2f} s ({phases}; weights written while cc ran)")
     if opts.quantize:
         ops = m["ops"]
         print(f"  quantized        : {opts.quantize}/{opts.precision}, schema {opts.schema}, calibration "
               f"{opts.calibration}; QuantizeLinear x{ops.get('QuantizeLinear', 0)}, "
               f"DequantizeLinear x{ops.get('DequantizeLinear', 0)} left after folding")
+    if args.report:
+        from ember.report.html import write_report
+
+        write_report(m, args.report)
+        print(f"wrote {args.report}")
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from ember.report.html import write_report
+    from ember.runtime.loader import find_manifest, read_manifest
+
+    path = find_manifest(Path(args.bundle))
+    m = read_manifest(path)
+    out = args.output or str(path.parent / f"{m['name']}.report.html")
+    check_writable_file(out, "-o/--output")
+    write_report(m, out, args.bench, args.validation)
+    print(f"wrote {out}")
     return 0
 
 
@@ -216,9 +243,13 @@ def _validate(args: argparse.Namespace) -> int:
     for flag, value in (("--min-top1", args.min_top1), ("--max-accuracy-drop", args.max_accuracy_drop)):
         if value is not None and not 0 <= value <= 1:
             raise OptionError(f"{flag} {value}: must lie in [0, 1]")
-    ok = validate(args.model, args.bundle, args.input, args.seed, args.max_error, args.min_cosine, args.min_top1,
-                  args.labels, args.max_accuracy_drop, _preprocess(args), args.cast)
-    return 0 if ok else 1
+    if args.json:
+        check_writable_file(args.json, "--json")
+    result = validate(args.model, args.bundle, args.input, args.seed, args.max_error, args.min_cosine,
+                      args.min_top1, args.labels, args.max_accuracy_drop, _preprocess(args), args.cast)
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    return 0 if result["ok"] else 1
 
 
 def _data_args(p: argparse.ArgumentParser, what: str, profile: bool = False) -> None:
@@ -290,6 +321,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "sample_rate=16000: what it decides folds (an If on it keeps one branch); the bundle has no "
                    "such input")
     c.add_argument("--dump-graph", metavar="FILE.dot", help="write the optimized graph as Graphviz")
+    c.add_argument("--no-weights-txt", action="store_true",
+                   help="do not write NAME.weights.txt (the weights as C text, 6 bytes per weight byte); "
+                   "NAME.weights.bin holds the same bytes")
+    c.add_argument("--report", metavar="FILE.html",
+                   help="also write a self-contained HTML report: graph, memory plan, region sizes")
     c.add_argument("--max-memory", metavar="SIZE",
                    help="refuse bundles whose three memory regions together need more, e.g. 512M, 16G "
                    "(default 4G for host, the target's address space otherwise)")
@@ -367,10 +403,19 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--max-accuracy-drop", type=float, default=None,
                    help="with --labels: most the bundle's top-1 accuracy may lie below the reference's "
                    "(default by bundle, see above)")
+    v.add_argument("--json", metavar="FILE", help="also write the results as JSON (`ember report --validation`)")
     v.add_argument("--cast", action="store_true",
                    help="convert arrays to the bundle's dtypes, for both sides (default: a mismatch is an error)")
     _data_args(v, "the data of input NAME (several samples: each compared, results aggregated)")
     v.set_defaults(fn=_validate)
+
+    rp = sub.add_parser("report", help="write a bundle's HTML report (graph, memory plan, times, validation)")
+    rp.add_argument("bundle", metavar="OUT", help="bundle directory, or OUT/NAME.json")
+    rp.add_argument("-o", "--output", metavar="FILE.html", help="where to write it (default: OUT/NAME.report.html)")
+    rp.add_argument("--bench", metavar="BENCH.json", help="per-operator times from `ember bench OUT --json FILE`")
+    rp.add_argument("--validation", metavar="VALIDATION.json",
+                    help="validation results to include (format: docs/report.md)")
+    rp.set_defaults(fn=_report)
     return p
 
 

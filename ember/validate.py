@@ -187,7 +187,10 @@ def _reference_feed(bundle: Bundle, feed: dict[str, np.ndarray]) -> dict[str, np
 
 def validate(model: str, bundle_dir: str, input_specs: list[str], seed: int, max_error: float | None = None,
              min_cosine: float | None = None, min_top1: float | None = None, labels: str | None = None,
-             max_accuracy_drop: float | None = None, prep: Preprocess | None = None, cast: bool = False) -> bool:
+             max_accuracy_drop: float | None = None, prep: Preprocess | None = None,
+             cast: bool = False) -> dict[str, Any]:
+    """Compare and print the table; returns the results (`ok`, per output, accuracy) as `ember report`'s
+    validation file has them (docs/report.md)."""
     try:
         import onnxruntime as ort
     except ImportError:
@@ -245,19 +248,22 @@ def _first_line(e: BaseException) -> str:
 
 
 def _report(kind: str, t: Thresholds, count: int, refs: dict[str, list[np.ndarray]],
-            gots: dict[str, list[np.ndarray]], labels: np.ndarray | None) -> bool:
+            gots: dict[str, list[np.ndarray]], labels: np.ndarray | None) -> dict[str, Any]:
     ok = True
+    result: dict[str, Any] = {"kind": kind, "samples": count, "thresholds": vars(t), "outputs": []}
     print(f"{kind} bundle, {count} sample(s)")
     print(f"{'output':<24} {'max abs err':>12} {'rel err':>10} {'cosine':>10} {'top-1':>6}")
     for name in refs:
         if any(r.shape != g.shape for r, g in zip(refs[name], gots[name], strict=True)):
             ok = False
             print(f"{name:<24} shapes differ from the reference's  FAIL")
+            result["outputs"].append({"output": name, "pass": False, "note": "shapes differ"})
             continue
         m = compare(np.stack(refs[name]), np.stack(gots[name]))
         good = ((t.max_error is None or m["relative_error"] <= t.max_error) and m["cosine"] >= t.min_cosine
                 and (t.min_top1 is None or refs[name][0].size < 2 or m["top1_agree"] >= t.min_top1))
         ok &= good
+        result["outputs"].append({"output": name, **m, "pass": good})
         print(f"{name:<24} {m['max_abs_error']:>12.3g} {m['relative_error']:>10.3g} {m['cosine']:>10.6f} "
               f"{m['top1_agree']:>6.1%}  {'PASS' if good else 'FAIL'}")
     if labels is not None:
@@ -267,6 +273,8 @@ def _report(kind: str, t: Thresholds, count: int, refs: dict[str, list[np.ndarra
         acc = {(who, k): accuracy(s, labels, k) for who, s in (("bundle", got), ("reference", ref)) for k in ks}
         good = acc["bundle", 1] >= acc["reference", 1] - t.max_accuracy_drop - 1e-12
         ok &= good
+        result["accuracy"] = {"output": name, "pass": good,
+                              **{f"{who}_top{k}": v for (who, k), v in acc.items()}}
         for who in ("bundle", "reference"):
             print(f"accuracy of {who:<9} on '{name}': " + "  ".join(f"top-{k} {acc[who, k]:.4f}" for k in ks))
         print(f"top-1 accuracy drop {acc['reference', 1] - acc['bundle', 1]:+.4f} "
@@ -274,4 +282,5 @@ def _report(kind: str, t: Thresholds, count: int, refs: dict[str, list[np.ndarra
     limits = [f"rel err <= {t.max_error}" if t.max_error is not None else "", f"cosine >= {t.min_cosine}",
               f"top-1 agreement >= {t.min_top1}" if t.min_top1 is not None else ""]
     print("PASS" if ok else f"FAIL (thresholds: {', '.join(x for x in limits if x)})")
-    return ok
+    result["ok"] = ok
+    return result

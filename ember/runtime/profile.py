@@ -97,7 +97,7 @@ def profile_model(model: str, data: list[str], output: str | Path, prep: Preproc
         c_path = Path(tmp) / f"{graph.name}.c"
         c_path.write_text(src.c)
         (Path(tmp) / f"{graph.name}.h").write_text(src.h)
-        lib = CaptureLibrary(c_path, graph.name, src.weights, plan.mutable_size, plan.activations_size)
+        lib = CaptureLibrary(c_path, graph.name, plan.constant_bytes(), plan.mutable_size, plan.activations_size)
         lib.set_offsets(offsets)
         batch = max(1, _BATCH_BYTES // max(slot, 1))
         buffer = np.zeros(batch * max(slot, 1), np.uint8)

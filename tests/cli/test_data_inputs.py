@@ -3,6 +3,7 @@ int8 bundles fed float data, validation thresholds by bundle kind, labels, and o
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -149,9 +150,16 @@ def test_int8_bundle_takes_float_data_and_gives_float_outputs(work: Path, capsys
 
 def test_validate_thresholds_know_the_bundle(work: Path, capsys) -> None:
     data = ("--input", f"data={work / 'calib.npy'}")
-    code, out, err = cli(capsys, "validate", str(work / "digits.onnx"), str(work / "q"), *data)
+    code, out, err = cli(capsys, "validate", str(work / "digits.onnx"), str(work / "q"), *data, "--json",
+                         str(work / "v.json"))
     assert code == 0, out + err
     assert f"int8 bundle, {SAMPLES} sample(s)" in out and out.strip().endswith("PASS")
+    result = json.loads((work / "v.json").read_text())
+    assert result["ok"] and result["kind"] == "int8" and result["samples"] == SAMPLES
+    assert result["thresholds"]["min_cosine"] == 0.99 and result["outputs"][0]["cosine"] >= 0.99
+    code, _, err = cli(capsys, "report", str(work / "q"), "--validation", str(work / "v.json"), "-o",
+                       str(work / "r.html"))
+    assert code == 0 and "Validation" in (work / "r.html").read_text(), err
     # The float threshold the int8 bundle used to be held to fails it: the defaults differ by bundle kind.
     code, out, _ = cli(capsys, "validate", str(work / "digits.onnx"), str(work / "q"), *data, "--max-error", "1e-4")
     assert code == 1 and "FAIL (thresholds: rel err <= 0.0001" in out
