@@ -12,7 +12,7 @@ import numpy as np
 
 from ember.errors import OptionError
 from ember.ir.dtypes import DType
-from ember.quant.data import DataError, InputInfo, Preprocess, collect_files, input_samples
+from ember.quant.data import DataError, InputInfo, Preprocess, collect_files, input_samples, read_array, sniff
 
 
 def input_infos(entries: list[dict[str, Any]]) -> list[InputInfo]:
@@ -70,8 +70,6 @@ def load_feeds(specs: list[str], inputs: list[InputInfo], prep: Preprocess | Non
 
 
 def _npz_keys(path: Path) -> list[str]:
-    from ember.quant.data import read_array, sniff
-
     if sniff(path) != "npz":
         return []
     return list(read_array(path))  # type: ignore[arg-type]
