@@ -31,10 +31,22 @@ from ember.toolchain.targets import Target, get_target
 from ember.version import __version__
 
 
-def compile(model: str | os.PathLike, out_dir: str | os.PathLike, **options: Any) -> Bundle:  # noqa: A001
-    """Compile an ONNX model into a bundle in `out_dir`; returns it loaded (runnable for the host target)."""
-    opts = CompileOptions(**options)
-    manifest = write_bundle(str(model), out_dir, opts)
+def compile(model: Any, out_dir: str | os.PathLike, example_inputs: Any = None,  # noqa: A001
+            **options: Any) -> Bundle:
+    """Compile a model into a bundle in `out_dir`; returns it loaded (runnable for the host target).
+
+    `model`: a model file's path, an `onnx.ModelProto`, or a `torch.nn.Module` with `example_inputs` (a
+    tensor or a tuple of them: exported through torch.onnx, which fixes the input shapes)."""
+    if isinstance(model, str | os.PathLike):
+        if example_inputs is not None:
+            raise OptionError("example_inputs: only for a torch.nn.Module (a model file has its own shapes)")
+        manifest = write_bundle(os.fspath(model), out_dir, CompileOptions(**options))
+        return load(out_dir, manifest["name"])
+    from ember.model_source import saved_model
+
+    with saved_model(model, example_inputs) as (path, name):
+        options.setdefault("name", name)
+        manifest = write_bundle(str(path), out_dir, CompileOptions(**options))
     return load(out_dir, manifest["name"])
 
 
