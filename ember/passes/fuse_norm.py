@@ -202,9 +202,14 @@ def _gelu(m: _Match, f: Node) -> bool:
             cube = next((v for v in (cubic.inputs if cubic else []) if v is not None and not v.is_const), None)
             if cubic is None or cube is None or not _near(_other(cubic, cube), 0.044715):
                 continue
-            pw = m.made_by(cube, "Pow")
+            pw = m.made_by(cube, "Pow")  # x^3 as Pow(x, 3) or (torch.onnx) Mul(x, Mul(x, x))
             if pw is not None and pw.inputs[0] is x and _near(pw.input(1), 3.0):
                 found = (x, [pw, cubic, add])
+                break
+            cm = m.made_by(cube, "Mul")
+            sq = m.made_by(_other(cm, x), "Mul") if cm is not None else None
+            if cm is not None and sq is not None and sq.inputs[0] is x and sq.input(1) is x:
+                found = (x, [sq, cm, cubic, add])
                 break
         if found is None:
             return False
