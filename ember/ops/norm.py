@@ -149,7 +149,8 @@ def _infer_skip_ln(node: Node) -> list[TensorType | None]:
 # InvStdDev, the sum X + skip + add_bias), all but Y optional. Attributes as LayerNormalization's.
 register(OpDef(
     "SkipLayerNormalization", lower=_lower_skip_ln, infer=_infer_skip_ln,
-    kernels=("ember_skip_norm_rows_f32",), int8=Int8.FLOAT,
+    # Y may take X's or skip's buffer: each row is read whole (into the sum) before its Y row is written.
+    inplace=True, kernels=("ember_skip_norm_rows_f32",), int8=Int8.FLOAT,
     flops=lambda n: 10 * present(n.input(0)).type.numel,
 ))
 
