@@ -152,3 +152,14 @@ def test_a_varying_epsilon_is_no_layernorm_and_a_per_row_scale_stays_outside_it(
     path = b.model(tmp_path / "gamma.onnx", ["y"])
     assert _ops(path, Purpose.FLOAT) == {"LayerNormalization": 1, "Mul": 1, "Add": 1}
     _check(path, tmp_path / "gamma")
+
+
+def test_skip_layernorm_keeps_mean_and_inv_std_outputs(tmp_path: Path) -> None:
+    """A residual Add into an opset-17 LayerNormalization whose Mean and InvStdDev are graph outputs too."""
+    b = _Builder()
+    b.op("Add", ["x", b.linear("x", D, D, "proj")], "s")
+    b.nodes.append(helper.make_node("LayerNormalization", ["s", b.const("g", RNG.standard_normal(D))],
+                                    ["y", "mean", "inv"], epsilon=1e-3))
+    path = b.model(tmp_path / "ln.onnx", ["y", "mean", "inv"])
+    assert _ops(path) == {"MatMul": 1, "SkipLayerNormalization": 1}
+    _check(path, tmp_path)
