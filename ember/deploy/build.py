@@ -5,6 +5,7 @@ request, every model validated against onnxruntime and timed (host bundles)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import tempfile
@@ -20,11 +21,12 @@ from ember.config import CompileOptions
 from ember.deploy import registry
 from ember.deploy.config import DeployError, DeployFile, TargetSpec, print_notes, read
 from ember.deploy.model import Prepared, prepare
-from ember.errors import ToolchainError
+from ember.errors import EmberError, ToolchainError
 from ember.toolchain.cc import compile_object, find_compiler
 from ember.toolchain.targets import get_target
 from ember.version import __version__
 
+_NEUTRAL = re.compile(r"\b(?:t|n|input|output|model)_\d+\b")
 MODEL_FILES = (".h", ".weights.bin", ".weights.txt", ".json")
 
 
@@ -135,8 +137,16 @@ def _build(m: Prepared, t: TargetSpec, folder: Path, profile: str | None) -> Bui
     opts = CompileOptions(name=m.name, target=t.target, float_abi=t.float_abi, inputs=m.input_specs,
                           weights=spec.weights, quantize="int8" if spec.quantize else None, profile=profile)
     bundle = folder / m.name
-    manifest = write_bundle(str(m.path), bundle, opts, command="ember deploy")
+    try:
+        manifest = write_bundle(str(m.path), bundle, opts, command="ember deploy")
+    except EmberError as e:
+        raise DeployError(f"{spec.where}: {t.abi}: {_original_names(str(e), m)}") from None
     return Built(m, t, bundle, manifest)
+
+
+def _original_names(text: str, m: Prepared) -> str:
+    """An error about an obfuscated model, said with its own names (stderr only; nothing is written)."""
+    return _NEUTRAL.sub(lambda x: m.reverse.get(x.group(0), x.group(0)), text) if m.reverse else text
 
 
 def _check_output_shapes(built: list[Built]) -> None:
@@ -144,7 +154,7 @@ def _check_output_shapes(built: list[Built]) -> None:
         spec = b.model.spec
         for j, (want, e) in enumerate(zip(spec.output_shapes, b.manifest["outputs"], strict=False)):
             if list(e["shape"]) != list(want):
-                raise DeployError(f"{spec.where}.output_shapes[{j}]: {want} given, but output "
+                raise DeployError(f"{spec.tensors_at}.output_shapes[{j}]: {want} given, but output "
                                   f"'{spec.outputs[j]}' has shape {e['shape']}")
 
 
@@ -238,7 +248,7 @@ def _feeds(dep: DeployFile, b: Built) -> dict[str, np.ndarray]:
         if spec.validation_inputs:
             text = spec.validation_inputs[j]
             path = dep.resolve(text)
-            where = f"{spec.where}.validation_inputs_data[{j}]"
+            where = f"{spec.tensors_at}.validation_inputs_data[{j}]"
             try:
                 arr = np.load(path, allow_pickle=False)
             except (OSError, ValueError, EOFError) as err:

@@ -74,6 +74,7 @@ class ModelSpec:
     quantize: bool = False
     range_file: str | None = None
     calibration: list[str] = field(default_factory=list)
+    tensors_at: str = ""  # where input_tensors & co. are: "<file>: models.<key>" or its ".subgraphs[0]"
 
 
 @dataclass
@@ -137,8 +138,8 @@ class _Reader:
         return dims
 
     def shapes(self, v: Any, where: str) -> list[list[int]]:
-        if not isinstance(v, list):
-            v = [v]
+        if not isinstance(v, list) or all(isinstance(x, int) for x in v):
+            v = [v]  # one shape: "1,3,224,224", or a flow list [1, 3, 224, 224]
         return [self.shape(s, f"{where}[{i}]") for i, s in enumerate(v)]
 
     def note(self, where: str, why: str) -> None:
@@ -263,6 +264,7 @@ def _tensors(r: _Reader, spec: ModelSpec, d: dict[str, Any], where: str) -> None
             raise r.fail(sw, f"{sorted(set(sub) & set(t))[0]} given both in subgraphs and beside it")
         t.update(sub)
         where = f"{sw}[0]"
+    spec.tensors_at = f"{r.name}: {where}"
     for k in ("input_tensors", "input_shapes", "output_tensors"):
         if k not in t:
             raise r.fail(_join(where, k), "missing (required)")

@@ -27,6 +27,7 @@ class Prepared:
     outputs: list[str]  # the compiled model's output names, in output_tensors order
     input_specs: dict[str, str] = field(default_factory=dict)  # name -> "DTYPE:SHAPE" (ember's --input)
     rename: dict[str, str] = field(default_factory=dict)  # original -> neutral names (obfuscate)
+    reverse: dict[str, str] = field(default_factory=dict)  # neutral -> original, tensors and nodes (messages)
 
 
 def model_path(dep: DeployFile, spec: ModelSpec) -> Path:
@@ -70,18 +71,19 @@ def prepare(dep: DeployFile, spec: ModelSpec, index: int, c_name: str, work: Pat
     graph_inputs = [i.name for i in g.input if i.name not in inits]
     for n in spec.inputs:
         if n not in graph_inputs:
-            raise DeployError(f"{spec.where}.input_tensors: '{n}' is not an input of the model "
+            raise DeployError(f"{spec.tensors_at}.input_tensors: '{n}' is not an input of the model "
                               f"(its inputs: {', '.join(graph_inputs)})")
     missing = [n for n in graph_inputs if n not in spec.inputs]
     if missing:
-        raise DeployError(f"{spec.where}.input_tensors: the model's input '{missing[0]}' is not listed")
+        raise DeployError(f"{spec.tensors_at}.input_tensors: the model's input '{missing[0]}' is not listed")
     changed = _set_outputs(model, spec)
     inputs, outputs = list(spec.inputs), list(spec.outputs)
     rename: dict[str, str] = {}
+    reverse: dict[str, str] = {}
     name = c_name
     if spec.obfuscate:
         name = f"model_{index}"
-        rename = _obfuscate(model, spec, name)
+        rename, reverse = _obfuscate(model, spec, name)
         inputs, outputs = [rename[n] for n in inputs], [rename[n] for n in outputs]
         changed = True
     types = {i.name: i.type.tensor_type.elem_type for i in model.graph.input}
@@ -92,7 +94,7 @@ def prepare(dep: DeployFile, spec: ModelSpec, index: int, c_name: str, work: Pat
     if changed:
         path = work / f"{name}.onnx"
         onnx.save(model, str(path))
-    return Prepared(spec, name, path, inputs, outputs, specs, rename)
+    return Prepared(spec, name, path, inputs, outputs, specs, rename, reverse)
 
 
 def _np_name(elem_type: int) -> str:
@@ -116,12 +118,12 @@ def _set_outputs(model: onnx.ModelProto, spec: ModelSpec) -> bool:
             new.append(current[n])
             continue
         if n not in produced:
-            raise DeployError(f"{spec.where}.output_tensors: '{n}' is not a tensor of the model")
+            raise DeployError(f"{spec.tensors_at}.output_tensors: '{n}' is not a tensor of the model")
         if n not in infos:
             infos = {v.name: v for v in onnx.shape_inference.infer_shapes(model).graph.value_info}
         if n not in infos:
-            raise DeployError(f"{spec.where}.output_tensors: the type of '{n}' is unknown (run onnx shape inference "
-                              "on the model first)")
+            raise DeployError(f"{spec.tensors_at}.output_tensors: the type of '{n}' is unknown "
+                              "(run onnx shape inference on the model first)")
         shape = spec.output_shapes[j] if spec.output_shapes else None
         new.append(helper.make_tensor_value_info(n, infos[n].type.tensor_type.elem_type, shape))
     del g.output[:]
@@ -129,13 +131,14 @@ def _set_outputs(model: onnx.ModelProto, spec: ModelSpec) -> bool:
     return True
 
 
-def _obfuscate(model: onnx.ModelProto, spec: ModelSpec, name: str) -> dict[str, str]:
+def _obfuscate(model: onnx.ModelProto, spec: ModelSpec, name: str) -> tuple[dict[str, str], dict[str, str]]:
     """Every tensor, node and graph name replaced, one mapping across subgraphs (they read outer tensors);
     doc strings and metadata dropped. Inputs become input_<j> and outputs output_<j> (input_tensors order)."""
     g = model.graph
     rename = {n: f"input_{j}" for j, n in enumerate(spec.inputs)}
     rename.update({n: f"output_{j}" for j, n in enumerate(spec.outputs)})
     counter = [0, 0]
+    nodes: dict[str, str] = {}
 
     def value(n: str) -> str:
         if not n:
@@ -157,6 +160,7 @@ def _obfuscate(model: onnx.ModelProto, spec: ModelSpec, name: str) -> dict[str, 
         for qa in gr.quantization_annotation:
             qa.tensor_name = value(qa.tensor_name)
         for k, node in enumerate(gr.node):
+            nodes[f"n_{counter[1]}"] = node.name
             node.name, node.doc_string = f"n_{counter[1]}", ""
             counter[1] += 1
             node.input[:] = [value(x) for x in node.input]
@@ -174,4 +178,4 @@ def _obfuscate(model: onnx.ModelProto, spec: ModelSpec, name: str) -> dict[str, 
     if len(model.functions):
         raise DeployError(f"{spec.where}.obfuscate: the model has local functions; inline them first "
                           "(onnx.inliner.inline_local_functions)")
-    return rename
+    return rename, {**{v: k for k, v in rename.items()}, **nodes, name: spec.key}

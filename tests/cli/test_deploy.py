@@ -114,8 +114,8 @@ def models(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def deployed(models) -> tuple[Path, subprocess.CompletedProcess]:
-    yml = _write_yml(models)
-    res = ember("deploy", str(yml), "-o", str(models / "out"), "--validate")
+    yml = _write_yml(models, abis="[host, cortex-m4]")
+    res = ember("deploy", str(yml), "-o", str(models / "out"), "--validate", "--benchmark", "--round", "3")
     assert res.returncode == 0, res.stderr
     return models / "out" / "host", res
 
@@ -190,8 +190,9 @@ def test_one_library_runs_both_models_from_c(deployed, models, tmp_path):
         np.testing.assert_allclose(np.fromfile(tmp_path / got, np.float32).reshape(shape), ref, rtol=1e-4, atol=1e-5)
 
 
-def test_obfuscation_leaves_no_model_name(deployed):
-    out, _ = deployed
+@pytest.mark.parametrize("abi", ["host", "cortex-m4"])
+def test_obfuscation_leaves_no_model_name(deployed, abi):
+    out = deployed[0].parent / abi
     files = [f for f in out.iterdir() if f.suffix in (".a", ".h", ".json")]
     assert {f.name for f in files} >= {"libvision_kit.a", "vision_kit.h", "vision_kit.json", "model_0.h",
                                        "model_0.json", "mlp.h", "mlp.json"}
@@ -204,11 +205,25 @@ def test_obfuscation_leaves_no_model_name(deployed):
     assert "#define MODEL_0_input_0 " in (out / "model_0.h").read_text()
 
 
-def test_validate_prints_pass_for_both(deployed):
+def test_cross_target_library_holds_every_model(deployed):
+    lib = deployed[0].parent / "cortex-m4" / "libvision_kit.a"
+    members = subprocess.run(["ar", "t", str(lib)], capture_output=True, text=True, check=True).stdout.split()
+    assert sorted(members) == ["mlp.o", "model_0.o", "vision_kit_registry.o"]
+    for member in members:
+        obj = subprocess.run(["ar", "p", str(lib), member], capture_output=True, check=True).stdout
+        assert obj[:4] == b"\x7fELF" and int.from_bytes(obj[18:20], "little") == 40  # EM_ARM
+
+
+def test_validate_and_benchmark_every_model(deployed):
     _, res = deployed
     rows = [ln for ln in res.stdout.splitlines() if ln.startswith(("convnet (model_0)", "mlp "))]
-    assert len(rows) == 2 and all(" host " in r and "PASS" in r for r in rows), res.stdout
+    host = [r for r in rows if " host " in r]
+    assert len(rows) == 4 and len(host) == 2, res.stdout
+    assert all("PASS" in r and "median" in r and "(3 rounds)" in r for r in host), res.stdout
+    assert all(r.rstrip().endswith("-") for r in rows if r not in host)
     assert "winograd: ignored" in res.stderr
+    doc = json.loads((deployed[0] / "vision_kit.json").read_text())
+    assert [m["validation"]["pass"] for m in doc["models"]] == [True, True]
 
 
 def test_wrong_checksum_is_one_line(models, tmp_path):
@@ -222,6 +237,15 @@ def test_unknown_key_gets_a_suggestion(models, tmp_path):
     yml = _write_yml(models, extra="    quantise: 1\n")
     line = one_error_line(ember("deploy", str(yml), "-o", str(tmp_path / "out")))
     assert line.endswith("deploy.yml: models.convnet.quantise: unknown key; did you mean 'quantize'?")
+
+
+def test_missing_key_and_unknown_tensor_are_one_line(models, tmp_path):
+    yml = _write_yml(models)
+    yml.write_text(yml.read_text().replace("library_name: vision-kit\n", ""))
+    assert one_error_line(ember("deploy", str(yml))).endswith("deploy.yml: library_name: missing (required)")
+    yml.write_text(_write_yml(models).read_text().replace("- class_scores", "- class_score"))
+    assert "models.convnet.subgraphs[0].output_tensors: 'class_score' is not a tensor of the model" in \
+        one_error_line(ember("deploy", str(yml), "-o", str(tmp_path / "out")))
 
 
 def test_remote_models_and_unknown_abis_are_refused(models, tmp_path):
