@@ -256,3 +256,56 @@ def test_remote_models_and_unknown_abis_are_refused(models, tmp_path):
     yml.write_text(text)
     assert "models.convnet.model_file_path: https://example.com/convnet.onnx: ember downloads nothing" in \
         one_error_line(ember("deploy", str(yml), "-o", str(tmp_path / "out")))
+
+
+def _two_input_model(path: Path) -> Path:
+    rng = np.random.default_rng(6)
+    w = numpy_helper.from_array(rng.standard_normal((8, 3, 3, 3)).astype(np.float32), "q_weight")
+    nodes = [helper.make_node("Add", ["left_in", "right_in"], ["q_sum"]),
+             helper.make_node("Conv", ["q_sum", "q_weight"], ["q_conv"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["q_conv"], ["q_out"])]
+    x = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 3, 8, 8]) for n in ("left_in", "right_in")]
+    g = helper.make_graph(nodes, "q", x, [helper.make_tensor_value_info("q_out", TensorProto.FLOAT, [1, 8, 8, 8])],
+                          [w])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, path)
+    return path
+
+
+def test_quantize_with_calibration_data(tmp_path):
+    """quantize: 1 -> ember's profile + int8 compile; an obfuscated model's .npz keys follow its renaming."""
+    rng = np.random.default_rng(5)
+    for i in range(4):
+        np.savez(tmp_path / f"calib{i}.npz", **{n: rng.uniform(-1, 1, (1, 3, 8, 8)).astype(np.float32)
+                                                 for n in ("left_in", "right_in")})
+    model = _two_input_model(tmp_path / "two.onnx")
+    yml = tmp_path / "q.yml"
+    yml.write_text(f"""library_name: qkit
+target_abis: host
+models:
+  twoin:
+    model_file_path: two.onnx
+    model_sha256_checksum: {_sha(model)}
+    input_tensors: left_in,right_in
+    input_shapes: ["1,3,8,8", "1,3,8,8"]
+    output_tensors: q_out
+    obfuscate: 1
+    quantize: 1
+    calibration_data: [calib0.npz, calib1.npz, calib2.npz, calib3.npz]
+""")
+    res = ember("deploy", str(yml), "-o", str(tmp_path / "out"), "--validate")
+    assert res.returncode == 0, res.stderr
+    row = next(ln for ln in res.stdout.splitlines() if ln.startswith("twoin (model_0)"))
+    assert "PASS" in row and ">= 0.99)" in row, res.stdout
+    manifest = json.loads((tmp_path / "out" / "host" / "model_0.json").read_text())
+    assert manifest["options"]["quantize"] == "int8" and manifest["ops"].get("QConv") == 1
+    assert not any(b"left_in" in f.read_bytes() for f in (tmp_path / "out" / "host").iterdir())
+
+
+def test_other_files_in_the_output_are_not_overwritten(models, tmp_path):
+    (tmp_path / "out" / "host").mkdir(parents=True)
+    (tmp_path / "out" / "host" / "notes.txt").write_text("mine")
+    line = one_error_line(ember("deploy", str(_write_yml(models)), "-o", str(tmp_path / "out")))
+    assert "out/host: not empty and not an earlier `ember deploy` of vision_kit" in line
+    assert (tmp_path / "out" / "host" / "notes.txt").read_text() == "mine"
