@@ -49,7 +49,7 @@ def deploy(path: str, out: str | None = None, validate: bool = False, benchmark:
     lib = network_name(dep.library_name)
     dest = Path(out) if out else Path("build") / dep.library_name
     for t in dep.targets:
-        _check_destination(dest / t.abi, lib)
+        _check_destination(dest / t.abi, dep.library_name)
     work = Path(tempfile.mkdtemp(prefix="ember-deploy-"))
     try:
         models = _prepare_all(dep, lib, work)
@@ -72,7 +72,7 @@ def deploy(path: str, out: str | None = None, validate: bool = False, benchmark:
             stage = work / f"_stage_{t.abi}"
             _package(dep, lib, t, built[t.abi], host if validate or benchmark else None, stage)
         for t in dep.targets:
-            _install(work / f"_stage_{t.abi}", dest / t.abi, lib)
+            _install(work / f"_stage_{t.abi}", dest / t.abi, dep.library_name)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print_notes(dep.notes)  # after the build, so that an error stays the one line printed
@@ -174,21 +174,22 @@ def _package(dep: DeployFile, lib: str, t: TargetSpec, built: list[Built], host:
     """lib<lib>.a (every model's object + the registry's), <lib>.h, and each model's header/weights/manifest."""
     stage.mkdir(parents=True)
     manifests = [b.manifest for b in built]
-    (stage / f"{lib}.h").write_text(registry.header(lib, manifests))
+    fname = dep.library_name  # file names as the deployment file spells the library; C names sanitized
+    (stage / f"{fname}.h").write_text(registry.header(lib, manifests))
     reg_c = stage.parent / f"_{lib}_registry_{t.abi}" / f"{lib}_registry.c"
     reg_c.parent.mkdir()
-    reg_c.write_text(registry.source(lib, manifests))
-    shutil.copy(stage / f"{lib}.h", reg_c.parent / f"{lib}.h")
+    reg_c.write_text(registry.source(lib, manifests, f"{fname}.h"))
+    shutil.copy(stage / f"{fname}.h", reg_c.parent / f"{fname}.h")
     target = get_target(t.target)
     reg_o = reg_c.with_suffix(".o")
     compile_object(reg_c, reg_o, target, target.float_abi(t.float_abi), 2, target.reloc, None)
     objects = [b.folder / f"{b.model.name}.o" for b in built] + [reg_o]
-    archive = stage / f"lib{lib}.a"
+    archive = stage / f"lib{fname}.a"
     cmd = [*_archiver(t.target), "rcsD", str(archive), *map(str, objects)]
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
-        raise ToolchainError(f"archiving lib{lib}.a for {t.abi} failed: {res.stderr.strip()[:300]}")
-    files = [archive.name, f"{lib}.h", f"{lib}.json"]
+        raise ToolchainError(f"archiving lib{fname}.a for {t.abi} failed: {res.stderr.strip()[:300]}")
+    files = [archive.name, f"{fname}.h", f"{fname}.json"]
     for b in built:
         for suffix in MODEL_FILES:
             src = b.folder / f"{b.model.name}{suffix}"
@@ -197,7 +198,7 @@ def _package(dep: DeployFile, lib: str, t: TargetSpec, built: list[Built], host:
                 files.append(src.name)
     checked = {b.model.name: b for b in host or []}
     doc = {
-        "ember_deploy": __version__, "library_name": lib, "abi": t.abi, "target": t.target,
+        "ember_deploy": __version__, "library_name": fname, "c_name": lib, "abi": t.abi, "target": t.target,
         "float_abi": t.float_abi, "files": files,
         "activations_mem_size": max(m["memory"]["activations"] for m in manifests),
         "models": [{"name": b.model.name, "memory": b.manifest["memory"], "footprint": b.manifest["footprint"],
@@ -205,28 +206,28 @@ def _package(dep: DeployFile, lib: str, t: TargetSpec, built: list[Built], host:
                     "benchmark": checked[b.model.name].bench if b.model.name in checked else None}
                    for b in built],
     }
-    (stage / f"{lib}.json").write_text(json.dumps(doc, indent=2) + "\n")
+    (stage / f"{fname}.json").write_text(json.dumps(doc, indent=2) + "\n")
 
 
-def _check_destination(folder: Path, lib: str) -> None:
+def _check_destination(folder: Path, library: str) -> None:
     """Only a folder that is empty, new, or an earlier `ember deploy` of this library is written to."""
     if folder.exists() and not folder.is_dir():
         raise DeployError(f"{folder}: exists and is not a directory")
-    if folder.is_dir() and any(folder.iterdir()) and _own(folder, lib) is None:
-        raise DeployError(f"{folder}: not empty and not an earlier `ember deploy` of {lib}; give another -o")
+    if folder.is_dir() and any(folder.iterdir()) and _own(folder, library) is None:
+        raise DeployError(f"{folder}: not empty and not an earlier `ember deploy` of {library}; give another -o")
 
 
-def _own(folder: Path, lib: str) -> dict[str, Any] | None:
+def _own(folder: Path, library: str) -> dict[str, Any] | None:
     try:
-        doc = json.loads((folder / f"{lib}.json").read_text())
+        doc = json.loads((folder / f"{library}.json").read_text())
     except (OSError, ValueError, UnicodeDecodeError):
         return None
     return doc if isinstance(doc, dict) and "ember_deploy" in doc else None
 
 
-def _install(stage: Path, folder: Path, lib: str) -> None:
+def _install(stage: Path, folder: Path, library: str) -> None:
     """The staged files replace the earlier deploy's; files of its models no longer deployed go."""
-    previous = (_own(folder, lib) or {}).get("files", []) if folder.is_dir() else []
+    previous = (_own(folder, library) or {}).get("files", []) if folder.is_dir() else []
     folder.mkdir(parents=True, exist_ok=True)
     new = {f.name for f in stage.iterdir()}
     for f in stage.iterdir():
@@ -298,7 +299,7 @@ def _bench(dep: DeployFile, b: Built, rounds: int) -> dict[str, float]:
 def _summary(dep: DeployFile, lib: str, dest: Path, built: dict[str, list[Built]], host: list[Built] | None) -> None:
     """One row per model and target; validation and timing belong to the host build's rows (a host build
     made only for them is listed as `host*`)."""
-    print(f"library {lib}: {len(dep.models)} model(s), {len(built)} target(s) -> {dest}")
+    print(f"library {dep.library_name}: {len(dep.models)} model(s), {len(built)} target(s) -> {dest}")
     print(f"{'model':<28} {'target':<12} {'flash':>12} {'RAM':>12}  validation")
     rows = dict(built)
     if host is not None and not any(_target_of(dep, abi).target == "host" for abi in built):
@@ -313,8 +314,8 @@ def _summary(dep: DeployFile, lib: str, dest: Path, built: dict[str, list[Built]
         arena = max(b.manifest["memory"]["activations"] for b in bs)
         flash = sum(b.manifest["footprint"]["flash"] for b in bs)
         ram = sum(b.manifest["memory"]["mutable"] for b in bs) + arena
-        print(f"{'= lib' + lib + '.a':<28} {abi:<12} {flash:>12,} {ram:>12,}  (one shared activation arena of "
-              f"{arena:,} B)")
+        total = f"= lib{dep.library_name}.a"
+        print(f"{total:<28} {abi:<12} {flash:>12,} {ram:>12,}  (one shared activation arena of {arena:,} B)")
     if "host*" in rows:
         print("host*: built only to validate or time the models on this machine; not written")
 

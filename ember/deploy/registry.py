@@ -72,9 +72,9 @@ def header(lib: str, models: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def source(lib: str, models: list[dict[str, Any]]) -> str:
+def source(lib: str, models: list[dict[str, Any]], header_name: str) -> str:
     up = lib.upper()
-    out = [f"/* {lib}: the model table of `ember deploy`; do not edit. */", f'#include "{lib}.h"', ""]
+    out = [f"/* {lib}: the model table of `ember deploy`; do not edit. */", f'#include "{header_name}"', ""]
     rows = []
     for i, m in enumerate(models):
         for kind in ("inputs", "outputs"):

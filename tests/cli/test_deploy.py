@@ -123,7 +123,7 @@ def deployed(models) -> tuple[Path, subprocess.CompletedProcess]:
 MAIN_C = r"""
 #include <stdio.h>
 #include <string.h>
-#include "vision_kit.h"
+#include "vision-kit.h"
 
 static uint8_t weights_0[] __attribute__((aligned(64))) = {
 #include "model_0.weights.txt"
@@ -171,7 +171,7 @@ def test_one_library_runs_both_models_from_c(deployed, models, tmp_path):
     (tmp_path / "main.c").write_text(MAIN_C)
     exe = tmp_path / "main"
     cc = subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-I", str(out), str(tmp_path / "main.c"),
-                         str(out / "libvision_kit.a"), "-o", str(exe)], capture_output=True, text=True)
+                         str(out / "libvision-kit.a"), "-o", str(exe)], capture_output=True, text=True)
     assert cc.returncode == 0, cc.stderr
     x0 = np.load(models / "conv_input.npy")
     x1 = np.random.default_rng(4).standard_normal((2, 6)).astype(np.float32)
@@ -194,19 +194,19 @@ def test_one_library_runs_both_models_from_c(deployed, models, tmp_path):
 def test_obfuscation_leaves_no_model_name(deployed, abi):
     out = deployed[0].parent / abi
     files = [f for f in out.iterdir() if f.suffix in (".a", ".h", ".json")]
-    assert {f.name for f in files} >= {"libvision_kit.a", "vision_kit.h", "vision_kit.json", "model_0.h",
+    assert {f.name for f in files} >= {"libvision-kit.a", "vision-kit.h", "vision-kit.json", "model_0.h",
                                        "model_0.json", "mlp.h", "mlp.json"}
     for f in files:
         data = f.read_bytes()
         for name in CONV_NAMES:
             assert name.encode() not in data, f"'{name}' survives in {f.name}"
     # The search finds names where they are meant to be: the model that is not obfuscated keeps its own.
-    assert b"feature_vec" in (out / "libvision_kit.a").read_bytes()
+    assert b"feature_vec" in (out / "libvision-kit.a").read_bytes()
     assert "#define MODEL_0_input_0 " in (out / "model_0.h").read_text()
 
 
 def test_cross_target_library_holds_every_model(deployed):
-    lib = deployed[0].parent / "cortex-m4" / "libvision_kit.a"
+    lib = deployed[0].parent / "cortex-m4" / "libvision-kit.a"
     members = subprocess.run(["ar", "t", str(lib)], capture_output=True, text=True, check=True).stdout.split()
     assert sorted(members) == ["mlp.o", "model_0.o", "vision_kit_registry.o"]
     for member in members:
@@ -222,7 +222,7 @@ def test_validate_and_benchmark_every_model(deployed):
     assert all("PASS" in r and "median" in r and "(3 rounds)" in r for r in host), res.stdout
     assert all(r.rstrip().endswith("-") for r in rows if r not in host)
     assert "winograd: ignored" in res.stderr
-    doc = json.loads((deployed[0] / "vision_kit.json").read_text())
+    doc = json.loads((deployed[0] / "vision-kit.json").read_text())
     assert [m["validation"]["pass"] for m in doc["models"]] == [True, True]
 
 
@@ -307,5 +307,5 @@ def test_other_files_in_the_output_are_not_overwritten(models, tmp_path):
     (tmp_path / "out" / "host").mkdir(parents=True)
     (tmp_path / "out" / "host" / "notes.txt").write_text("mine")
     line = one_error_line(ember("deploy", str(_write_yml(models)), "-o", str(tmp_path / "out")))
-    assert "out/host: not empty and not an earlier `ember deploy` of vision_kit" in line
+    assert "out/host: not empty and not an earlier `ember deploy` of vision-kit" in line
     assert (tmp_path / "out" / "host" / "notes.txt").read_text() == "mine"
