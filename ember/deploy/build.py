@@ -178,7 +178,8 @@ def _package(dep: DeployFile, lib: str, t: TargetSpec, built: list[Built], host:
     (stage / f"{fname}.h").write_text(registry.header(lib, manifests))
     reg_c = stage.parent / f"_{lib}_registry_{t.abi}" / f"{lib}_registry.c"
     reg_c.parent.mkdir()
-    reg_c.write_text(registry.source(lib, manifests, f"{fname}.h"))
+    lookup = [b.model.name if b.model.spec.obfuscate else b.model.spec.key for b in built]
+    reg_c.write_text(registry.source(lib, manifests, f"{fname}.h", lookup))
     shutil.copy(stage / f"{fname}.h", reg_c.parent / f"{fname}.h")
     target = get_target(t.target)
     reg_o = reg_c.with_suffix(".o")
@@ -307,8 +308,7 @@ def _summary(dep: DeployFile, lib: str, dest: Path, built: dict[str, list[Built]
     for abi, bs in rows.items():
         is_host = abi == "host*" or _target_of(dep, abi).target == "host"
         for b in bs:
-            label = b.model.name if b.model.name == network_name(b.model.spec.key) else \
-                f"{b.model.spec.key} ({b.model.name})"
+            label = b.model.name if b.model.name == b.model.spec.key else f"{b.model.spec.key} ({b.model.name})"
             fp = b.manifest["footprint"]
             print(f"{label:<28} {abi:<12} {fp['flash']:>12,} {fp['ram']:>12,}  {_checks(b) if is_host else '-'}")
         arena = max(b.manifest["memory"]["activations"] for b in bs)

@@ -48,7 +48,7 @@ def header(lib: str, models: list[dict[str, Any]]) -> str:
         f"}} {lib}_tensor_t;",
         "",
         "typedef struct {",
-        "    const char *name;      /* the model's name in the deployment file, or model_<i> when obfuscated */",
+        "    const char *name;      /* the model's key in the deployment file, or model_<i> when obfuscated */",
         "    size_t constant_mem_size;   /* the model's weights (NAME.weights.bin) */",
         "    size_t mutable_mem_size;    /* its inputs and outputs */",
         f"    size_t activations_mem_size; /* at most {up}_ACTIVATIONS_MEM_SIZE */",
@@ -72,7 +72,8 @@ def header(lib: str, models: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def source(lib: str, models: list[dict[str, Any]], header_name: str) -> str:
+def source(lib: str, models: list[dict[str, Any]], header_name: str, lookup: list[str]) -> str:
+    """`lookup`: each model's name for <lib>_find_model (its key in the deployment file, or model_<i>)."""
     up = lib.upper()
     out = [f"/* {lib}: the model table of `ember deploy`; do not edit. */", f'#include "{header_name}"', ""]
     rows = []
@@ -89,7 +90,7 @@ def source(lib: str, models: list[dict[str, Any]], header_name: str) -> str:
                 f"dims_{i}_{kind}_{j}, {e['bytes']}u}}" for j, e in enumerate(m[kind]))
             out.append(f"static const {lib}_tensor_t {kind}_{i}[] = {{\n{body}\n}};")
         mem = m["memory"]
-        rows.append(f"    {{{c_string(m['name'])}, {mem['constant']}u, {mem['mutable']}u, {mem['activations']}u, "
+        rows.append(f"    {{{c_string(lookup[i])}, {mem['constant']}u, {mem['mutable']}u, {mem['activations']}u, "
                     f"{mem['alignment']}u, {m['name']}, {len(m['inputs'])}u, inputs_{i}, {len(m['outputs'])}u, "
                     f"outputs_{i}}}")
     out += ["", f"const {lib}_model_t {lib}_models[{up}_NUM_MODELS] = {{", ",\n".join(rows), "};", ""]
