@@ -271,6 +271,15 @@ def _data_args(p: argparse.ArgumentParser, what: str, profile: bool = False) -> 
                    help="per-channel std divided by after the mean, e.g. 0.229,0.224,0.225")
 
 
+def _deploy(args: argparse.Namespace) -> int:
+    from ember.deploy.build import deploy
+
+    _at_least(args.round, 1, "--round")
+    if not (args.config or args.file) or (args.config and args.file):
+        raise OptionError("deploy: give the deployment file once, as FILE.yml or --config FILE.yml")
+    return deploy(args.config or args.file, args.output, args.validate, args.benchmark, args.round)
+
+
 def _quant_args(c: argparse.ArgumentParser) -> None:
     q = c.add_argument_group("quantization (see `ember profile`)")
     q.add_argument("--quantize", choices=("int8",), help="quantize the bundle; needs --profile")
@@ -416,6 +425,21 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--validation", metavar="VALIDATION.json",
                     help="validation results to include (format: docs/report.md)")
     rp.set_defaults(fn=_report)
+
+    d = sub.add_parser("deploy", help="build a MACE-style deployment file into one static library per target",
+                       description="Compile every model of a MACE-style deployment file (library_name, "
+                       "target_abis, models: ...) into OUT/<abi>/lib<library_name>.a with one header per model, "
+                       "a registry header <library_name>.h and one shared activation arena (README: Deployment "
+                       "files).")
+    d.add_argument("file", nargs="?", metavar="FILE.yml", help="the deployment file")
+    d.add_argument("--config", metavar="FILE.yml", help="the deployment file (MACE's spelling)")
+    d.add_argument("-o", "--output", metavar="OUT", help="output folder (default: build/<library_name>)")
+    d.add_argument("--validate", action="store_true",
+                   help="run every model (host build) against onnxruntime on validation_inputs_data or random "
+                   "inputs; exit 1 below validation_threshold")
+    d.add_argument("--benchmark", action="store_true", help="time every model (host build)")
+    d.add_argument("--round", type=int, default=10, metavar="N", help="timed runs per model for --benchmark")
+    d.set_defaults(fn=_deploy)
     return p
 
 
