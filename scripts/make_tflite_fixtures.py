@@ -146,6 +146,15 @@ def matmul_ops() -> tuple[Callable, list[tf.TensorSpec]]:
     return f, [tf.TensorSpec([2, 3, 4], tf.float32), tf.TensorSpec([2, 5, 4], tf.float32)]
 
 
+def refused_ops() -> tuple[Callable, list[tf.TensorSpec]]:
+    """For the error tests: CUMSUM (a builtin this frontend does not convert yet) and a custom op (Igamma,
+    which TFLite has no builtin for)."""
+    def f(x):
+        return tf.math.cumsum(x, axis=1), tf.math.igamma(tf.abs(x) + 1.0, tf.abs(x) + 2.0)
+
+    return f, [tf.TensorSpec([1, 4], tf.float32)]
+
+
 # ---- small networks (Keras, fixed seeds) ----------------------------------------------------------------
 
 def kws_cnn() -> tf.keras.Model:
@@ -205,7 +214,7 @@ def _randomize_bn(model: tf.keras.Model, seed: int) -> None:
 # ---- conversion -------------------------------------------------------------------------------------------
 
 def _convert(fn: Callable | tf.keras.Model, specs: list[tf.TensorSpec], int8: bool, seed: int,
-             fp16: bool = False, signature: bool = False) -> bytes:
+             fp16: bool = False, signature: bool = False, custom: bool = False) -> bytes:
     if isinstance(fn, tf.keras.Model):
         specs = [tf.TensorSpec(t.shape, t.dtype) for t in fn.inputs]
         model = fn
@@ -213,6 +222,7 @@ def _convert(fn: Callable | tf.keras.Model, specs: list[tf.TensorSpec], int8: bo
     concrete = tf.function(fn).get_concrete_function(*specs)
     # With a trackable object the converter writes a serving signature (names for the inputs and outputs).
     conv = tf.lite.TFLiteConverter.from_concrete_functions([concrete], tf.Module() if signature else None)
+    conv.allow_custom_ops = custom
     if int8:
         def data():
             r = _rng(seed)
@@ -234,9 +244,10 @@ def fixtures() -> dict[str, bytes]:
     out: dict[str, bytes] = {}
     for name, make in (("conv_pool", conv_pool), ("conv_variants", conv_variants), ("elementwise", elementwise),
                        ("reduce_misc", reduce_misc), ("shape_ops", shape_ops), ("resize_space", resize_space),
-                       ("matmul_ops", matmul_ops)):
+                       ("matmul_ops", matmul_ops), ("refused_ops", refused_ops)):
         fn, specs = make()
-        out[f"{name}.tflite"] = _convert(fn, specs, False, 0, signature=name == "elementwise")
+        out[f"{name}.tflite"] = _convert(fn, specs, False, 0, signature=name == "elementwise",
+                                         custom=name == "refused_ops")
     for seed, (name, make) in enumerate((("kws_cnn", kws_cnn), ("mobilenet_like", mobilenet_like))):
         model = make()
         _randomize_bn(model, 10 + seed)

@@ -39,7 +39,8 @@ def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[object,
 
 
 def compare_float(ref: np.ndarray, got: np.ndarray, what: str) -> None:
-    assert got.shape == ref.shape and got.dtype == ref.dtype, f"{what}: {got.dtype}{got.shape} vs {ref.dtype}{ref.shape}"
+    assert got.shape == ref.shape and got.dtype == ref.dtype, \
+        f"{what}: {got.dtype}{got.shape} vs {ref.dtype}{ref.shape}"
     if ref.dtype.kind != "f":
         np.testing.assert_array_equal(got, ref, err_msg=what)
         return

@@ -7,6 +7,7 @@ which passes/transposes.py cancels between layers. `Graph.layouts` records each 
 from __future__ import annotations
 
 import os
+import struct
 from typing import Any
 
 import numpy as np
@@ -48,12 +49,10 @@ def load_tflite(data: bytes, name: str = "model", path: str = "model") -> Graph:
     try:
         model = tflite.Model.GetRootAs(data, 0)
         return _Builder(model, data, name, path).build()
-    except (IndexError, ValueError, TypeError, AttributeError) as e:
+    except (struct.error, IndexError, ValueError, TypeError, AttributeError) as e:
         # flatbuffers reads past the end of a truncated file, or offsets that point nowhere.
         s = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise ModelFormatError(f"{path}: malformed or truncated TFLite flatbuffer ({type(e).__name__}: {s})") from None
-    except (UnsupportedOperatorError, ShapeError, ModelFormatError):
-        raise
 
 
 class _Builder:
@@ -187,18 +186,23 @@ class _Builder:
         return builtin_name(self.model.OperatorCodes(oi))
 
     def _check_unsupported(self, sg: Any) -> None:
-        """One error that lists every operator ember cannot compile (custom ones by their name)."""
+        """One error naming the first operator ember cannot compile and listing the others (custom operators
+        by their custom name), before any conversion work."""
         missing = []
         for i in range(sg.OperatorsLength()):
             name = self._opname(sg.Operators(i), i)
             if name not in CONVERTERS:
-                missing.append(f"{name} (operator {i})")
-        if missing:
-            first = missing[0].split(" ")[0]
-            raise UnsupportedOperatorError(first, missing[0].split("(")[1].rstrip(")"),
-                                           "unsupported TFLite operator(s): " + ", ".join(missing[:8])
-                                           + (f" and {len(missing) - 8} more" if len(missing) > 8 else ""),
-                                           domain="tflite")
+                missing.append((name, i))
+        if not missing:
+            return
+        (name, i), rest = missing[0], missing[1:]
+        custom = name.startswith("custom op ")
+        detail = "a custom operator" if custom else "a TFLite builtin operator ember does not convert yet"
+        if rest:
+            detail += "; also " + ", ".join(f"{n} (operator {k})" for n, k in rest[:8])
+            detail += f" and {len(rest) - 8} more" if len(rest) > 8 else ""
+        raise UnsupportedOperatorError(name[len("custom op '"):-1] if custom else name, f"operator {i}", detail,
+                                       domain="tflite custom" if custom else "tflite")
 
     def _operator(self, op: Any, i: int) -> None:
         name = self._opname(op, i)
