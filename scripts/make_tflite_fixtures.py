@@ -214,7 +214,7 @@ def _randomize_bn(model: tf.keras.Model, seed: int) -> None:
 # ---- conversion -------------------------------------------------------------------------------------------
 
 def _convert(fn: Callable | tf.keras.Model, specs: list[tf.TensorSpec], int8: bool, seed: int,
-             fp16: bool = False, signature: bool = False, custom: bool = False) -> bytes:
+             fp16: bool = False, signature: bool = False, custom: bool = False, int8_io: bool = True) -> bytes:
     if isinstance(fn, tf.keras.Model):
         specs = [tf.TensorSpec(t.shape, t.dtype) for t in fn.inputs]
         model = fn
@@ -232,8 +232,9 @@ def _convert(fn: Callable | tf.keras.Model, specs: list[tf.TensorSpec], int8: bo
         conv.optimizations = [tf.lite.Optimize.DEFAULT]
         conv.representative_dataset = data
         conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-        conv.inference_input_type = tf.int8
-        conv.inference_output_type = tf.int8
+        if int8_io:  # else float I/O: QUANTIZE and DEQUANTIZE operators at the edges
+            conv.inference_input_type = tf.int8
+            conv.inference_output_type = tf.int8
     elif fp16:  # float16 weights behind DEQUANTIZE operators
         conv.optimizations = [tf.lite.Optimize.DEFAULT]
         conv.target_spec.supported_types = [tf.float16]
@@ -248,13 +249,15 @@ def fixtures() -> dict[str, bytes]:
         fn, specs = make()
         out[f"{name}.tflite"] = _convert(fn, specs, False, 0, signature=name == "elementwise",
                                          custom=name == "refused_ops")
+        if name != "refused_ops":
+            out[f"{name}_int8.tflite"] = _convert(fn, specs, True, 40)
     for seed, (name, make) in enumerate((("kws_cnn", kws_cnn), ("mobilenet_like", mobilenet_like))):
         model = make()
         _randomize_bn(model, 10 + seed)
         out[f"{name}.tflite"] = _convert(model, [], False, 0)
         out[f"{name}_int8.tflite"] = _convert(model, [], True, 20 + seed)
+    out["kws_cnn_int8_float_io.tflite"] = _convert(kws_cnn(), [], True, 50, int8_io=False)
     fn, specs = conv_pool()
-    out["conv_pool_int8.tflite"] = _convert(fn, specs, True, 30)
     out["conv_pool_fp16.tflite"] = _convert(fn, specs, False, 0, fp16=True)
     return out
 

@@ -10,10 +10,14 @@ import numpy as np
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "tflite"
 
 
-def litert(path: Path) -> Any:
+def litert(path: Path, reference: bool = True) -> Any:
+    """LiteRT's interpreter on its reference kernels (`reference=False`: its optimized builtin kernels, for
+    the rare op whose reference kernel is wrong, e.g. int8 SUM over the last axis)."""
     from ai_edge_litert import interpreter as lite
 
     try:  # reference kernels: the arithmetic TFLite specifies, not XNNPACK's
+        if not reference:
+            raise ValueError("optimized kernels asked for")
         interp = lite.Interpreter(model_path=str(path),
                                   experimental_op_resolver_type=lite.OpResolverType.BUILTIN_REF)
     except ValueError:  # an op without a reference kernel (CEIL): the builtin kernels, XNNPACK off
