@@ -200,6 +200,15 @@ def mobilenet_like() -> tf.keras.Model:
     return tf.keras.Model(inp, L.Dense(10)(x))
 
 
+def prelu_net() -> tf.keras.Model:
+    """Keras' PReLU (one TFLite PRELU) and a ReLU6 the converter fuses into the MUL before it."""
+    tf.keras.utils.set_random_seed(7)
+    L = tf.keras.layers
+    x = inp = L.Input((4, 5, 6), batch_size=1)
+    y = L.PReLU(alpha_initializer=tf.keras.initializers.RandomUniform(0.05, 0.3), shared_axes=[1, 2])(x)
+    return tf.keras.Model(inp, L.ReLU(6.0)(y * 3.0))
+
+
 def _randomize_bn(model: tf.keras.Model, seed: int) -> None:
     """Untrained BatchNorm is the identity; give it statistics so that folding it is actually tested."""
     r = _rng(seed)
@@ -259,6 +268,7 @@ def fixtures() -> dict[str, bytes]:
     out["kws_cnn_int8_float_io.tflite"] = _convert(kws_cnn(), [], True, 50, int8_io=False)
     fn, specs = conv_pool()
     out["conv_pool_fp16.tflite"] = _convert(fn, specs, False, 0, fp16=True)
+    out["prelu_net.tflite"] = _convert(prelu_net(), [], False, 0)
     return out
 
 

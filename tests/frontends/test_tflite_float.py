@@ -19,7 +19,7 @@ from tests.frontends.tflite_support import FIXTURES, inputs_for, litert, run_emb
 # One tiny model per operator group (built at -O1: the C compiler's time dominates the tests), and two small
 # networks at the default level (its convolution algorithms and layouts).
 OP_MODELS = ["conv_pool", "conv_variants", "elementwise", "reduce_misc", "shape_ops", "resize_space",
-             "matmul_ops", "conv_pool_fp16"]
+             "matmul_ops", "conv_pool_fp16", "prelu_net"]
 NETWORKS = ["kws_cnn", "mobilenet_like"]
 
 

@@ -17,11 +17,10 @@ from ember.driver import build_graph
 from tests.frontends.tflite_support import FIXTURES, inputs_for, litert, run_ember, run_litert
 
 NETWORKS = ["conv_pool_int8", "kws_cnn_int8", "mobilenet_like_int8"]
-# name -> (largest difference in steps allowed, share of elements that may differ). Each operator alone is
-# within one step (the per-family models below); the two long chains of requantized operators compound
-# those steps (measured: conv_variants 6 steps at 25 of 852 elements, at most 2 of one 32-element output;
-# elementwise 3 steps at 13 of 720;
-# scripts/tflite_int8_diff.py).
+# name -> (largest difference in steps allowed, share of an output's elements that may differ). Their
+# operators, each alone in a one-operator model, were measured within one step; these two long chains of
+# requantized operators compound the steps (scripts/tflite_int8_diff.py: conv_variants 6 steps at 25 of 852
+# elements, at most 2 of one 32-element output; elementwise 3 steps at 13 of 720).
 BOUNDS = {"conv_variants_int8": (8, 0.1), "elementwise_int8": (4, 0.1)}
 OP_MODELS = ["shape_ops_int8", "matmul_ops_int8", "reduce_misc_int8", "resize_space_int8", "conv_variants_int8",
              "elementwise_int8", "kws_cnn_int8_float_io"]
