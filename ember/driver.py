@@ -64,7 +64,8 @@ def load_graph(model_path: str, options: CompileOptions) -> tuple[Graph, str]:
         model = read_model(model_path)
     except ModelFormatError as e:
         if "not a valid ONNX model" in str(e):
-            raise neither(model_path) from None
+            reason = str(e).partition("not a valid ONNX model")[2].strip().removeprefix("(").removesuffix(")")
+            raise neither(model_path, reason) from None
         raise
     sha = hashlib.sha256(Path(model_path).read_bytes()).hexdigest()
     load_opts = LoadOptions(

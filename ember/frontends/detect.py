@@ -23,5 +23,8 @@ def model_format(path: str) -> str:
     return "tflite" if head[4:8] == TFLITE_IDENTIFIER else "onnx"
 
 
-def neither(path: str) -> ModelFormatError:
-    return ModelFormatError(f"{path}: neither an ONNX nor a TFLite model; {CONVERT_HINT}")
+def neither(path: str, onnx_reason: str = "") -> ModelFormatError:
+    """The error for a file of neither format; `onnx_reason`: why the ONNX reader refused it (a truncated
+    ONNX file says so)."""
+    why = f" (as ONNX: {onnx_reason})" if onnx_reason else ""
+    return ModelFormatError(f"{path}: neither an ONNX nor a TFLite model{why}; {CONVERT_HINT}")
