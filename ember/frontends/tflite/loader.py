@@ -14,12 +14,11 @@ import numpy as np
 import tflite
 
 from ember.errors import ModelFormatError, ShapeError, UnsupportedOperatorError
+from ember.frontends.detect import TFLITE_IDENTIFIER
 from ember.frontends.tflite.context import OpContext, Quant, TensorInfo
 from ember.frontends.tflite.ops import CONVERTERS, builtin_name, options_of
 from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Value
-
-IDENTIFIER = b"TFL3"
 
 _DTYPES = {
     tflite.TensorType.FLOAT32: DType.FLOAT32, tflite.TensorType.FLOAT16: DType.FLOAT16,
@@ -29,17 +28,12 @@ _DTYPES = {
 }
 
 
-def is_tflite(head: bytes) -> bool:
-    """A TFLite flatbuffer carries its file identifier at bytes 4..8."""
-    return len(head) >= 8 and head[4:8] == IDENTIFIER
-
-
 def read_tflite(path: str) -> bytes:
     if not os.path.exists(path):
         raise ModelFormatError(f"{path}: no such file")
     with open(path, "rb") as f:
         data = f.read()
-    if not is_tflite(data):
+    if data[4:8] != TFLITE_IDENTIFIER:
         raise ModelFormatError(f"{path}: not a TFLite model (no 'TFL3' identifier)")
     return data
 

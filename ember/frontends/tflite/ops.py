@@ -44,6 +44,3 @@ def options_of(op: Any, name: str) -> Any:
     options.Init(table.Bytes, table.Pos)
     return options
 
-
-def supported_operators() -> list[str]:
-    return sorted(CONVERTERS)
