@@ -121,7 +121,8 @@ def shape_ops() -> tuple[Callable, list[tf.TensorSpec]]:
         p = tf.pad(x, [[0, 0], [1, 2], [2, 1], [0, 0]])
         p2 = tf.pad(x, [[0, 0], [1, 1], [0, 2], [0, 0]], constant_values=-1.5)
         mp = tf.pad(x, [[0, 0], [2, 1], [1, 1], [0, 0]], mode="REFLECT")
-        return b, c, s, ss, se, g, p, p2, mp, st, u0 + u1, v2, v3
+        sp = tf.pad(x, [[0, 0], [1, 2], [2, 0], [0, 0]], mode="SYMMETRIC")
+        return b, c, s, ss, se, g, p, p2, mp, st, u0 + u1, v2, v3, sp
 
     return f, [tf.TensorSpec([1, 6, 4, 8], tf.float32)]
 

@@ -155,9 +155,32 @@ def pad(ctx: OpContext) -> None:  # PAD and PADV2 (a constant value input)
 
 
 def mirror_pad(ctx: OpContext) -> None:
-    if ctx.options.Mode() != 0:  # SYMMETRIC repeats the edge element, which ONNX's Pad has no mode for
-        raise ctx.unsupported("MIRROR_PAD mode SYMMETRIC is not supported (REFLECT is)")
-    ctx.output(0, ctx.emit("Pad", [ctx.input(0), ctx.const(_pads(ctx), what="pads")], {"mode": "reflect"}))
+    if ctx.options.Mode() == 0:  # REFLECT: ONNX's reflect mode
+        ctx.output(0, ctx.emit("Pad", [ctx.input(0), ctx.const(_pads(ctx), what="pads")], {"mode": "reflect"}))
+        return
+    # SYMMETRIC mirrors the edge element too, which Pad has no mode for: per padded axis, the reversed
+    # first/last rows (Slices with step -1) concatenated around the tensor.
+    y = ctx.raw(0)
+    pads = _pads(ctx)
+    rank = y.type.rank
+    for axis in range(rank):
+        begin, end, n = pads[axis], pads[rank + axis], y.shape[axis]
+        if begin > n or end > n:
+            raise ctx.unsupported(f"SYMMETRIC padding of {max(begin, end)} on an axis of {n}")
+        parts = []
+        if begin:
+            parts.append(_reversed(ctx, y, axis, begin - 1, _MIN))
+        parts.append(y)
+        if end:
+            parts.append(_reversed(ctx, y, axis, n - 1, n - 1 - end))
+        if len(parts) > 1:
+            y = ctx.emit("Concat", parts, {"axis": axis})
+    ctx.output(0, y)
+
+
+def _reversed(ctx: OpContext, v: Value, axis: int, start: int, end: int) -> Value:
+    return ctx.emit("Slice", [v, ctx.const([start], what="starts"), ctx.const([end], what="ends"),
+                              ctx.const([axis], what="axes"), ctx.const([-1], what="steps")])
 
 
 def _resize_bilinear(ctx: OpContext) -> None:
