@@ -183,8 +183,9 @@ def _manifest(graph: Graph, plan: MemoryPlan, src, opts: CompileOptions, sha: st
             q = {"scale": list(t.quant.scale), "zero_point": list(t.quant.zero_point), "axis": t.quant.axis}
         counted = graph.valid_counts.get(e.name)
         valid = None if counted is None else {"count": counted[0], "axis": counted[1]}
+        layout = {"layout": graph.layouts[e.name]} if e.name in graph.layouts else {}  # TFLite: NHWC images
         return {"name": e.name, "c_name": e.cname, "dtype": t.dtype.short, "shape": list(t.shape),
-                "offset": e.offset, "bytes": t.nbytes, "quantization": q, "valid_count": valid}
+                "offset": e.offset, "bytes": t.nbytes, "quantization": q, "valid_count": valid, **layout}
 
     n_in = len(graph.inputs)
     return {

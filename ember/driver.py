@@ -15,7 +15,8 @@ from pathlib import Path
 from ember.codegen.bundle import BundleSources, check_network_name, generate, network_name
 from ember.codegen.cwriter import c_comment
 from ember.config import CompileOptions
-from ember.errors import OptionError
+from ember.errors import ModelFormatError, OptionError
+from ember.frontends.detect import model_format, neither
 from ember.frontends.onnx.loader import InputSpec, LoadOptions, load_onnx
 from ember.ir.dtypes import DType
 from ember.ir.graph import Graph
@@ -57,17 +58,36 @@ def parse_input_spec(name: str, text: str) -> InputSpec:
 
 
 def load_graph(model_path: str, options: CompileOptions) -> tuple[Graph, str]:
-    """The model as IR (frontend only, no passes) and the model file's sha256."""
+    """The model as IR (frontend only, no passes) and the model file's sha256. The format is detected by
+    content: TFLite's flatbuffer identifier, else an ONNX protobuf."""
+    if model_format(model_path) == "tflite":
+        return _load_tflite(model_path, options)
     load_opts = LoadOptions(
         defines=dict(options.defines),
         inputs={k: parse_input_spec(k, v) for k, v in options.inputs.items()},
         consts=dict(options.consts),
     )
     name = options.name or network_name(Path(model_path).stem)
-    graph = load_onnx(model_path, load_opts, name)  # names a missing file or one that is no ONNX model
+    try:
+        graph = load_onnx(model_path, load_opts, name)  # names a missing file or one that is no ONNX model
+    except ModelFormatError as e:
+        if "not a valid ONNX model" not in str(e):
+            raise
+        reason = str(e).partition("not a valid ONNX model")[2].strip().removeprefix("(").removesuffix(")")
+        raise neither(model_path, reason) from None
     with open(model_path, "rb") as f:
         sha = hashlib.file_digest(f, "sha256").hexdigest()
     return graph, sha
+
+
+def _load_tflite(model_path: str, options: CompileOptions) -> tuple[Graph, str]:
+    from ember.frontends.tflite.loader import load_tflite, read_tflite  # the `tflite` reader only when needed
+
+    if options.inputs or options.consts:
+        raise OptionError("--input and --const are not supported for TFLite models yet (their shapes are static)")
+    data = read_tflite(model_path)
+    name = options.name or network_name(Path(model_path).stem)
+    return load_tflite(data, name, model_path), hashlib.sha256(data).hexdigest()
 
 
 def build_graph(model_path: str, options: CompileOptions, purpose: Purpose = Purpose.BUNDLE,
