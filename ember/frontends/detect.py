@@ -7,20 +7,40 @@ import os
 from ember.errors import ModelFormatError
 
 TFLITE_IDENTIFIER = b"TFL3"  # a TFLite flatbuffer's file identifier, at bytes 4..8
+_MAX_YAML_BYTES = 1 << 20
 
 CONVERT_HINT = ("export it to ONNX (tf2onnx for TensorFlow/Keras, torch.onnx.export for PyTorch) or convert it "
                 "with tf.lite.TFLiteConverter")
 
 
 def model_format(path: str) -> str:
-    """'tflite' for a TFLite flatbuffer, 'onnx' otherwise (the ONNX reader then decides whether it is one)."""
+    """'tflite' for a TFLite flatbuffer, 'onnx' otherwise (the ONNX reader then decides whether it is one).
+    A deployment file (YAML with `models:`) is refused here with the command that builds it."""
     if not os.path.exists(path):
         raise ModelFormatError(f"{path}: no such file")
     if os.path.isdir(path):
         raise ModelFormatError(f"{path}: is a directory, expected a model file (.onnx or .tflite)")
     with open(path, "rb") as f:
         head = f.read(8)
-    return "tflite" if head[4:8] == TFLITE_IDENTIFIER else "onnx"
+    if head[4:8] == TFLITE_IDENTIFIER:
+        return "tflite"
+    if _is_deployment_file(path):
+        raise ModelFormatError(f"{path}: a deployment file, not a model; build it with `ember deploy {path}`")
+    return "onnx"
+
+
+def _is_deployment_file(path: str) -> bool:
+    """Small UTF-8 text that is a YAML mapping with a `models` key (MACE's and ember deploy's format)."""
+    if os.path.getsize(path) > _MAX_YAML_BYTES:
+        return False
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = yaml.safe_load(f)
+    except (UnicodeDecodeError, yaml.YAMLError, ValueError):
+        return False
+    return isinstance(doc, dict) and "models" in doc
 
 
 def neither(path: str, onnx_reason: str = "") -> ModelFormatError:

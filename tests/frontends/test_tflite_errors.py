@@ -36,6 +36,14 @@ def test_other_files_are_neither_format(tmp_path: Path, content: bytes) -> None:
     assert "tf2onnx" in msg and "torch.onnx.export" in msg and "TFLiteConverter" in msg
 
 
+def test_deployment_file_is_named_as_one(tmp_path: Path) -> None:
+    deploy = tmp_path / "deploy.yml"
+    deploy.write_text("library_name: kit\ntarget_abis: [host]\nmodels:\n  net:\n    model_file_path: net.onnx\n")
+    with pytest.raises(ModelFormatError) as e:
+        _load(deploy)
+    assert str(e.value) == f"{deploy}: a deployment file, not a model; build it with `ember deploy {deploy}`"
+
+
 def test_truncated_flatbuffer(tmp_path: Path) -> None:
     data = (FIXTURES / "conv_pool.tflite").read_bytes()
     cut = tmp_path / "cut.tflite"
