@@ -1,4 +1,5 @@
-"""`ember validate`: the bundle side by side with onnxruntime on the same inputs, sample by sample.
+"""`ember validate`: the bundle side by side with the reference runtime (onnxruntime; LiteRT for a TFLite
+model) on the same inputs, sample by sample.
 
 Thresholds know what the bundle is: a float bundle must match tightly; one whose weights are stored
 smaller (`--weights`) loosely; an int8 bundle (`--quantize int8`) is judged by cosine similarity and
@@ -14,7 +15,9 @@ from typing import Any
 import numpy as np
 
 from ember.errors import EmberError, OptionError
+from ember.frontends.detect import model_format
 from ember.quant.data import Preprocess
+from ember.reference import open_reference
 from ember.runtime.inputs import input_infos, load_feeds, random_inputs, sample
 from ember.runtime.loader import Bundle, dequantize_array, load
 
@@ -75,11 +78,11 @@ _ORT_TYPES = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor
               "tensor(uint32)": np.uint32, "tensor(uint64)": np.uint64, "tensor(bool)": np.bool_}
 
 
-def _frozen_inputs(bundle: Bundle, sess: Any) -> dict[str, np.ndarray]:
+def _frozen_inputs(bundle: Bundle, inputs: list[Any]) -> dict[str, np.ndarray]:
     """The model inputs the bundle was compiled with as constants (--const), for onnxruntime."""
     consts = bundle.manifest.get("options", {}).get("consts", {})
     feeds = {}
-    for i in sess.get_inputs():
+    for i in inputs:
         if i.name in consts:
             arr = np.asarray(consts[i.name]).astype(_ORT_TYPES.get(i.type, np.float32))
             static = all(isinstance(d, int) for d in i.shape)
@@ -191,17 +194,9 @@ def validate(model: str, bundle_dir: str, input_specs: list[str], seed: int, max
              cast: bool = False) -> dict[str, Any]:
     """Compare and print the table; returns the results (`ok`, per output, accuracy) as `ember report`'s
     validation file has them (docs/report.md)."""
-    try:
-        import onnxruntime as ort
-    except ImportError:
-        raise EmberError("ember validate needs onnxruntime: pip install 'ember[validate]'") from None
-
     bundle = load(bundle_dir)
     kind = bundle_kind(bundle)
-    d = DEFAULTS[kind]
-    t = Thresholds(d.max_error if max_error is None else max_error, d.min_cosine if min_cosine is None else min_cosine,
-                   (d.min_top1 if input_specs else None) if min_top1 is None else min_top1,
-                   d.max_accuracy_drop if max_accuracy_drop is None else max_accuracy_drop)
+    t = _thresholds(kind, max_error, min_cosine, min_top1, max_accuracy_drop, bool(input_specs))
     if input_specs:
         stacks, count = load_feeds(input_specs, input_infos(bundle.inputs), prep)
     else:
@@ -209,25 +204,38 @@ def validate(model: str, bundle_dir: str, input_specs: list[str], seed: int, max
         feeds = random_inputs(bundle, seed, index_bounds(model), ranges)
         stacks, count = {k: v[None] for k, v in feeds.items()}, 1
     label_array = load_labels(labels, count) if labels else None
-    try:
-        sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
-    except Exception as e:  # onnxruntime raises its own exception types
-        raise EmberError(f"{model}: onnxruntime cannot load it ({_first_line(e)})") from None
-    frozen = _frozen_inputs(bundle, sess)
-    names = [o.name for o in sess.get_outputs()]
+    fmt = model_format(model)
+    reference = open_reference(model, fmt, [e["name"] for e in bundle.inputs], [e["name"] for e in bundle.outputs])
+    if reference.quantized and kind == "float":  # a TFLite int8 model: judged as an int8 bundle is
+        kind = "int8"
+        t = _thresholds(kind, max_error, min_cosine, min_top1, max_accuracy_drop, bool(input_specs))
+    frozen = _frozen_inputs(bundle, reference.inputs()) if fmt == "onnx" else {}
+    names = reference.names
+    runtime = "onnxruntime" if fmt == "onnx" else "LiteRT"
     refs: dict[str, list[np.ndarray]] = {n: [] for n in names}
     gots: dict[str, list[np.ndarray]] = {n: [] for n in names}
     for k in range(count):
         feed = _checked(bundle, sample(stacks, k), cast)
+        ref_feed = _reference_feed(bundle, feed) if fmt == "onnx" else feed
         try:  # the reference first: data it refuses (an index out of range) need not reach the bundle
-            ref = sess.run(None, {**frozen, **_reference_feed(bundle, feed)})
+            ref = reference.run({**frozen, **ref_feed})
         except Exception as e:
-            raise EmberError(f"onnxruntime failed on sample {k} of {model} ({_first_line(e)})") from None
+            raise EmberError(f"{runtime} failed on sample {k} of {model} ({_first_line(e)})") from None
         got = bundle.run(feed, dequantize=True)
         for n, r in zip(names, ref, strict=True):
             refs[n].append(np.asarray(r))
             gots[n].append(got[n])
     return _report(kind, t, count, refs, gots, label_array)
+
+
+def _thresholds(kind: str, max_error: float | None, min_cosine: float | None, min_top1: float | None,
+                max_accuracy_drop: float | None, real_data: bool) -> Thresholds:
+    """The kind's defaults, each replaced by the value given on the command line."""
+    d = DEFAULTS[kind]
+    return Thresholds(d.max_error if max_error is None else max_error,
+                      d.min_cosine if min_cosine is None else min_cosine,
+                      (d.min_top1 if real_data else None) if min_top1 is None else min_top1,
+                      d.max_accuracy_drop if max_accuracy_drop is None else max_accuracy_drop)
 
 
 def _checked(bundle: Bundle, feed: dict[str, np.ndarray], cast: bool) -> dict[str, np.ndarray]:
