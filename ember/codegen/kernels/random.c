@@ -1,0 +1,300 @@
+/* Seeded random operators (ember/ops/random.py): numpy's legacy generator, bit for bit.
+ * The ONNX reference draws from np.random.RandomState(seed): MT19937 seeded with init_genrand, doubles of
+ * 53 bits from two 32-bit words (random_sample), normals by the polar method that caches its second value
+ * (legacy gauss). Each node call seeds its own state, which lives in the node's scratch memory (the
+ * activation region): the bundle keeps no global state and stays re-entrant.
+ * Floating-point steps are kept apart (no fused multiply-add) because numpy rounds each one. */
+
+/*@kernel ember_mt19937 requires ember_prelude*/
+#if defined(__clang__)
+#define EMBER_RND_STRICT _Pragma("clang fp contract(off)")
+#define EMBER_RND_FN static
+#elif EMBER_GNUC
+#define EMBER_RND_STRICT
+#define EMBER_RND_FN static __attribute__((optimize("fp-contract=off")))
+#else
+#define EMBER_RND_STRICT
+#define EMBER_RND_FN static
+#endif
+typedef struct {
+    uint32_t key[624];
+    int pos;
+    int has_gauss;
+    double gauss;
+} ember_mt_state;
+
+/* init_genrand: what RandomState(seed) does for an integer seed in [0, 2^32). */
+static void ember_mt_seed(ember_mt_state *s, uint32_t seed) {
+    int i;
+    for (i = 0; i < 624; ++i) {
+        s->key[i] = seed;
+        seed = 1812433253u * (seed ^ (seed >> 30)) + (uint32_t)i + 1u;
+    }
+    s->pos = 624;
+    s->has_gauss = 0;
+    s->gauss = 0.0;
+}
+
+static void ember_mt_refill(ember_mt_state *s) {
+    int i;
+    uint32_t y;
+    for (i = 0; i < 624; ++i) {
+        y = (s->key[i] & 0x80000000u) | (s->key[(i + 1) % 624] & 0x7fffffffu);
+        s->key[i] = s->key[(i + 397) % 624] ^ (y >> 1) ^ ((0u - (y & 1u)) & 0x9908b0dfu);
+    }
+    s->pos = 0;
+}
+
+static uint32_t ember_mt_next32(ember_mt_state *s) {
+    uint32_t y;
+    if (s->pos == 624) ember_mt_refill(s);
+    y = s->key[s->pos++];
+    y ^= y >> 11;
+    y ^= (y << 7) & 0x9d2c5680u;
+    y ^= (y << 15) & 0xefc60000u;
+    return y ^ (y >> 18);
+}
+
+/* random_sample: (a * 2^26 + b) / 2^53 from the top 27 and 26 bits of two words; exact in double. */
+static double ember_mt_double(ember_mt_state *s) {
+    const uint32_t a = ember_mt_next32(s) >> 5, b = ember_mt_next32(s) >> 6;
+    return ((double)a * 67108864.0 + (double)b) / 9007199254740992.0;
+}
+/*@end*/
+
+/*@kernel ember_rnd_log requires ember_mt19937*/
+/* log and sqrt for the polar method, as libm's (correctly rounded in all but near-tie cases): log(x) for
+ * a normal x > 0 in double-double arithmetic (error about 2^-75 relative), then rounded once. */
+typedef struct { double hi, lo; } ember_dd;
+EMBER_INLINE uint64_t ember_rnd_bits(double f) { union { double f; uint64_t u; } v; v.f = f; return v.u; }
+EMBER_INLINE double ember_rnd_double(uint64_t u) { union { uint64_t u; double f; } v; v.u = u; return v.f; }
+EMBER_RND_FN ember_dd ember_dd_two_sum(double a, double b) {
+    EMBER_RND_STRICT
+    ember_dd r;
+    double bb;
+    r.hi = a + b;
+    bb = r.hi - a;
+    r.lo = (a - (r.hi - bb)) + (b - bb);
+    return r;
+}
+EMBER_RND_FN ember_dd ember_dd_two_prod(double a, double b) {
+    EMBER_RND_STRICT
+    ember_dd r;
+#if defined(__FP_FAST_FMA)
+    r.hi = a * b;
+    r.lo = __builtin_fma(a, b, -r.hi);
+#else
+    const double c = 134217729.0; /* Veltkamp's split: 2^27 + 1 */
+    double t = c * a, ah = t - (t - a), al = a - ah, bh, bl;
+    t = c * b;
+    bh = t - (t - b);
+    bl = b - bh;
+    r.hi = a * b;
+    r.lo = ((ah * bh - r.hi) + ah * bl + al * bh) + al * bl;
+#endif
+    return r;
+}
+EMBER_RND_FN ember_dd ember_dd_add(ember_dd a, ember_dd b) {
+    EMBER_RND_STRICT
+    ember_dd s = ember_dd_two_sum(a.hi, b.hi);
+    s.lo += a.lo + b.lo;
+    return ember_dd_two_sum(s.hi, s.lo);
+}
+EMBER_RND_FN ember_dd ember_dd_mul(ember_dd a, ember_dd b) {
+    EMBER_RND_STRICT
+    ember_dd p = ember_dd_two_prod(a.hi, b.hi);
+    p.lo += a.hi * b.lo + a.lo * b.hi;
+    return ember_dd_two_sum(p.hi, p.lo);
+}
+
+/* x = m 2^e, m in [sqrt(1/2), sqrt(2)), f = m - 1 (exact); log(1 + f) = 2 atanh(s), s = f / (2 + f):
+ * 2s + s^3 (2/3 + 2/5 z + z^2 R(z)), z = s^2 <= 0.0295, the first terms in double-double. */
+EMBER_RND_FN double ember_rnd_log(double x) {
+    EMBER_RND_STRICT
+    static const ember_dd ln2 = {6.93147180559945286227e-01, 2.31904681384629955842e-17};
+    static const ember_dd c3 = {6.66666666666666629659e-01, 3.70074341541718826233e-17};
+    static const ember_dd c5 = {4.00000000000000022204e-01, -2.22044604925031320658e-17};
+    const uint64_t u = ember_rnd_bits(x);
+    int e = (int)(u >> 52) - 1023;
+    double m = ember_rnd_double((u & 0x000fffffffffffffull) | 0x3ff0000000000000ull), f, q, z1, r;
+    ember_dd den, s, z, t, res;
+    if (m > 1.41421356237309504880) {
+        m *= 0.5;
+        e += 1;
+    }
+    f = m - 1.0;
+    den = ember_dd_two_sum(2.0, f);
+    /* s = f / den to double-double: one division and the exact remainder. */
+    q = f / den.hi;
+    t = ember_dd_two_prod(q, den.hi);
+    r = ((f - t.hi) - t.lo) - q * den.lo;
+    s = ember_dd_two_sum(q, r / den.hi);
+    z = ember_dd_mul(s, s);
+    z1 = z.hi;
+    r = z1 * z1 * (2.0 / 7 + z1 * (2.0 / 9 + z1 * (2.0 / 11 + z1 * (2.0 / 13 + z1 * (2.0 / 15 + z1 * (2.0 / 17 +
+        z1 * (2.0 / 19 + z1 * (2.0 / 21 + z1 * (2.0 / 23 + z1 * 2.0 / 25)))))))));
+    t = ember_dd_add(ember_dd_add(c3, ember_dd_mul(c5, z)), ember_dd_two_sum(r, 0.0));
+    t = ember_dd_mul(ember_dd_mul(t, z), s);
+    s.hi *= 2.0;
+    s.lo *= 2.0;
+    res = ember_dd_add(s, t);
+    t = ember_dd_two_prod((double)e, ln2.hi);
+    t.lo += (double)e * ln2.lo;
+    res = ember_dd_add(t, res);
+    return res.hi + res.lo;
+}
+
+/* sqrt, correctly rounded: the instruction where the FPU has one for double, else Newton's iteration and
+ * a last correction from the exact residual. */
+EMBER_RND_FN double ember_rnd_sqrt(double x) {
+    EMBER_RND_STRICT
+#if EMBER_GNUC && defined(__NO_MATH_ERRNO__) && (defined(__SSE2__) || defined(__aarch64__) || \
+    defined(__wasm__) || (defined(__riscv_flen) && __riscv_flen >= 64) || (defined(__ARM_FP) && (__ARM_FP & 8)))
+    return __builtin_sqrt(x);
+#else
+    double y = ember_rnd_double((ember_rnd_bits(x) >> 1) + 0x1ff7a3bea91d9b1bull), lo, hi;
+    ember_dd p;
+    int i;
+    for (i = 0; i < 6; ++i) y = 0.5 * (y + x / y);
+    /* y is within an ulp: step to the neighbour whose square is nearest x. */
+    for (i = 0; i < 2; ++i) {
+        hi = ember_rnd_double(ember_rnd_bits(y) + 1);
+        lo = ember_rnd_double(ember_rnd_bits(y) - 1);
+        p = ember_dd_two_prod(y, y);
+        if ((x - p.hi) - p.lo > 0.0) {
+            p = ember_dd_two_prod(y, hi);
+            if ((x - p.hi) - p.lo > 0.0) y = hi; /* x > y * next(y): past the midpoint */
+        } else {
+            p = ember_dd_two_prod(y, lo);
+            if ((x - p.hi) - p.lo < 0.0) y = lo;
+        }
+    }
+    return y;
+#endif
+}
+
+/* legacy_gauss: the polar method; every second call returns the value the first cached. */
+EMBER_RND_FN double ember_mt_gauss(ember_mt_state *s) {
+    EMBER_RND_STRICT
+    double x1, x2, r2, f;
+    if (s->has_gauss) {
+        s->has_gauss = 0;
+        return s->gauss;
+    }
+    do {
+        x1 = 2.0 * ember_mt_double(s) - 1.0;
+        x2 = 2.0 * ember_mt_double(s) - 1.0;
+        r2 = x1 * x1 + x2 * x2;
+    } while (r2 >= 1.0 || r2 == 0.0);
+    f = ember_rnd_sqrt(-2.0 * ember_rnd_log(r2) / r2);
+    s->gauss = f * x1;
+    s->has_gauss = 1;
+    return f * x2;
+}
+/*@end*/
+
+/*@kernel ember_random_uniform requires ember_mt19937*/
+/* RandomUniform(Like): rand(), rounded to the output type, then * (high - low) and + low in that type. */
+EMBER_RND_FN void ember_random_uniform_f32(float *y, int n, uint32_t seed, float scale, float low, void *scratch) {
+    EMBER_RND_STRICT
+    ember_mt_state *s = (ember_mt_state *)scratch;
+    int i;
+    ember_mt_seed(s, seed);
+    for (i = 0; i < n; ++i) {
+        float t = (float)ember_mt_double(s);
+        t = t * scale;
+        y[i] = t + low;
+    }
+}
+EMBER_RND_FN void ember_random_uniform_f64(double *y, int n, uint32_t seed, double scale, double low,
+                                           void *scratch) {
+    EMBER_RND_STRICT
+    ember_mt_state *s = (ember_mt_state *)scratch;
+    int i;
+    ember_mt_seed(s, seed);
+    for (i = 0; i < n; ++i) {
+        double t = ember_mt_double(s) * scale;
+        y[i] = t + low;
+    }
+}
+/*@end*/
+
+/*@kernel ember_random_normal requires ember_rnd_log*/
+/* RandomNormal(Like): randn(), rounded to the output type, then * scale and + mean in that type. */
+EMBER_RND_FN void ember_random_normal_f32(float *y, int n, uint32_t seed, float scale, float mean, void *scratch) {
+    EMBER_RND_STRICT
+    ember_mt_state *s = (ember_mt_state *)scratch;
+    int i;
+    ember_mt_seed(s, seed);
+    for (i = 0; i < n; ++i) {
+        float t = (float)ember_mt_gauss(s);
+        t = t * scale;
+        y[i] = t + mean;
+    }
+}
+EMBER_RND_FN void ember_random_normal_f64(double *y, int n, uint32_t seed, double scale, double mean,
+                                          void *scratch) {
+    EMBER_RND_STRICT
+    ember_mt_state *s = (ember_mt_state *)scratch;
+    int i;
+    ember_mt_seed(s, seed);
+    for (i = 0; i < n; ++i) {
+        double t = ember_mt_gauss(s) * scale;
+        y[i] = t + mean;
+    }
+}
+/*@end*/
+
+/*@kernel ember_bernoulli requires ember_mt19937*/
+/* binomial(1, p) as numpy's inversion draws it: p == 0 draws nothing and gives 0; p <= 1/2 gives 1 when
+ * u > 1 - p, p > 1/2 gives 1 when u <= p (1 - (1 - p) is p for every p of float32 or float64 > 1/2). For
+ * n = 1 the inversion's e^(n log q) is q itself unless libm's exp(log q) misses q by an ulp, which changes
+ * the outcome only when u is that ulp: one draw in 2^52. p must lie in [0, 1] (numpy refuses others). One
+ * of pf/pd is the input. The output is 0/1 bytes (a Cast after the node gives other element types). */
+EMBER_RND_FN void ember_bernoulli(uint8_t *y, const float *pf, const double *pd, int n, uint32_t seed,
+                                  void *scratch) {
+    EMBER_RND_STRICT
+    ember_mt_state *s = (ember_mt_state *)scratch;
+    int i;
+    ember_mt_seed(s, seed);
+    for (i = 0; i < n; ++i) {
+        const double p = pf ? (double)pf[i] : pd[i];
+        if (p == 0.0) {
+            y[i] = 0;
+        } else if (p <= 0.5) {
+            y[i] = (uint8_t)(ember_mt_double(s) > 1.0 - p);
+        } else {
+            y[i] = (uint8_t)(ember_mt_double(s) <= 1.0 - (1.0 - p));
+        }
+    }
+}
+/*@end*/
+
+/*@kernel ember_dropout_train requires ember_mt19937*/
+/* Training-mode Dropout as the reference computes it: mask = uniform(0, 1) >= ratio (in double), and
+ * y = mask * x * scale in x's type, scale = 1 / (1 - ratio) worked out by the caller. mask may be NULL. */
+EMBER_RND_FN void ember_dropout_train_f32(float *y, uint8_t *mask, const float *x, int n, uint32_t seed,
+                                          double ratio, float scale, void *scratch) {
+    EMBER_RND_STRICT
+    ember_mt_state *s = (ember_mt_state *)scratch;
+    int i;
+    ember_mt_seed(s, seed);
+    for (i = 0; i < n; ++i) {
+        const int keep = ember_mt_double(s) >= ratio;
+        if (mask) mask[i] = (uint8_t)keep;
+        y[i] = ((float)keep * x[i]) * scale;
+    }
+}
+EMBER_RND_FN void ember_dropout_train_f64(double *y, uint8_t *mask, const double *x, int n, uint32_t seed,
+                                          double ratio, double scale, void *scratch) {
+    EMBER_RND_STRICT
+    ember_mt_state *s = (ember_mt_state *)scratch;
+    int i;
+    ember_mt_seed(s, seed);
+    for (i = 0; i < n; ++i) {
+        const int keep = ember_mt_double(s) >= ratio;
+        if (mask) mask[i] = (uint8_t)keep;
+        y[i] = ((double)keep * x[i]) * scale;
+    }
+}
+/*@end*/

@@ -1,0 +1,127 @@
+"""Seeded random operators: RandomUniform(Like), RandomNormal(Like), Bernoulli and training-mode Dropout
+(kernels/random.c).
+
+ember draws what the ONNX reference draws: a fresh np.random.RandomState(seed) per node call (MT19937),
+rand() / randn() rounded to the output type and then scaled and shifted in that type, binomial(1, p), and
+uniform(0, 1) >= ratio for Dropout's mask. Every node has an integer seed in [0, 2^32) by the time it gets
+here (the frontend draws one at compile time where the model gives none), so a node is a pure function of
+its inputs and attributes. These ops still have no `evaluate`: folding one would store its whole output
+as weights, where the generator is a few hundred bytes of code and 2.5 KB of scratch.
+
+Canonical forms (attributes):
+- RandomUniform / RandomNormal: no inputs; `dtype` (DType, float32 or float64), `shape`, `seed` (int),
+  `low`/`high` or `mean`/`scale` (floats).
+- RandomUniformLike / RandomNormalLike: input x (only its shape is read); the same attributes.
+- Bernoulli: input p (float32 or float64, each in [0, 1]); `seed`; output bool (the frontend casts it to
+  the model's `dtype`).
+- TrainingDropout: input x (float32 or float64); `ratio` (float, in (0, 1)), `scale` (1 / (1 - ratio) as
+  the reference rounds it), `seed`; outputs y and an optional bool mask.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ember.codegen.emitter import KernelEmitter
+from ember.errors import UnsupportedOperatorError
+from ember.ir.dtypes import DType, TensorType
+from ember.ir.graph import Node
+from ember.ops.infer import inp, typed
+from ember.ops.opdef import OpDef
+from ember.ops.registry import register
+
+# sizeof(ember_mt_state): 624 words of state, the position, the cached-normal flag and value.
+STATE_BYTES = 624 * 4 + 4 + 4 + 8
+_SUFFIX = {DType.FLOAT32: "f32", DType.FLOAT64: "f64"}
+
+
+def _scratch(node: Node) -> int:
+    return STATE_BYTES
+
+
+def _float_type(node: Node, dtype: DType) -> str:
+    if dtype not in _SUFFIX:
+        raise UnsupportedOperatorError(node.op, node.name, f"{dtype.short} values (float32 or float64)")
+    return _SUFFIX[dtype]
+
+
+def _seed(node: Node) -> str:
+    return f"{int(node.attrs['seed'])}u"
+
+
+def _out_dtype(node: Node) -> DType:
+    dtype = node.attrs.get("dtype")
+    if dtype is None:
+        dtype = inp(node, 0).dtype if node.inputs else DType.FLOAT32
+    return dtype
+
+
+def _infer_generator(node: Node) -> list[TensorType | None]:
+    shape = node.attrs["shape"] if not node.op.endswith("Like") else inp(node, 0).shape
+    dtype = _out_dtype(node)
+    _float_type(node, dtype)
+    return [typed(dtype, shape)]
+
+
+def _lower_generator(node: Node, k: KernelEmitter) -> None:
+    out = node.outputs[0]
+    assert out is not None
+    suffix = _float_type(node, out.dtype)
+    npt = out.dtype.np
+    normal = node.op.startswith("RandomNormal")
+    a, b = ("scale", "mean") if normal else ("high", "low")
+    hi, lo = float(node.attrs.get(a, 1.0)), float(node.attrs.get(b, 0.0))
+    # The reference multiplies by the Python float (high - low) and adds low: both rounded to the type.
+    scale, shift = (npt.type(hi), npt.type(lo)) if normal else (npt.type(hi - lo), npt.type(lo))
+    kernel = "ember_random_normal" if normal else "ember_random_uniform"
+    k.need(kernel)
+    k.line(f"{kernel}_{suffix}({k.out(0)}, {out.type.numel}, {_seed(node)}, "
+           f"{_lit(scale)}, {_lit(shift)}, {k.scratch('void')});")
+
+
+def _lit(x: np.floating) -> str:
+    if x.dtype == np.float32:
+        return f"{float(x)!r}f"
+    return f"{float(x)!r}"
+
+
+for _name in ("RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike"):
+    register(OpDef(_name, infer=_infer_generator, lower=_lower_generator, scratch=_scratch,
+                   kernels=("ember_random_normal" if "Normal" in _name else "ember_random_uniform",)))
+
+
+def _infer_bernoulli(node: Node) -> list[TensorType | None]:
+    p = inp(node, 0)
+    _float_type(node, p.dtype)
+    return [typed(DType.BOOL, p.shape)]
+
+
+def _lower_bernoulli(node: Node, k: KernelEmitter) -> None:
+    p = inp(node, 0)
+    pf, pd = (k.inp(0), "0") if p.dtype is DType.FLOAT32 else ("0", k.inp(0))
+    k.call("ember_bernoulli", k.out(0, "uint8_t"), pf, pd, p.type.numel, _seed(node), k.scratch("void"))
+
+
+register(OpDef("Bernoulli", infer=_infer_bernoulli, lower=_lower_bernoulli, scratch=_scratch,
+               kernels=("ember_bernoulli",)))
+
+
+def _infer_dropout(node: Node) -> list[TensorType | None]:
+    x = inp(node, 0)
+    _float_type(node, x.dtype)
+    mask = node.outputs[1] if len(node.outputs) > 1 else None
+    return [typed(x.dtype, x.shape), typed(DType.BOOL, x.shape) if mask is not None else None]
+
+
+def _lower_dropout(node: Node, k: KernelEmitter) -> None:
+    x = inp(node, 0)
+    suffix = _float_type(node, x.dtype)
+    mask = node.outputs[1] if len(node.outputs) > 1 else None
+    k.need("ember_dropout_train")
+    k.line(f"ember_dropout_train_{suffix}({k.out(0)}, {k.ptr(mask, 'uint8_t')}, {k.inp(0)}, {x.type.numel}, "
+           f"{_seed(node)}, {float(node.attrs['ratio'])!r}, {_lit(x.dtype.np.type(node.attrs['scale']))}, "
+           f"{k.scratch('void')});")
+
+
+register(OpDef("TrainingDropout", infer=_infer_dropout, lower=_lower_dropout, scratch=_scratch,
+               kernels=("ember_dropout_train",)))
