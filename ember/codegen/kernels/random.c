@@ -246,8 +246,8 @@ EMBER_RND_FN void ember_random_normal_f64(double *y, int n, uint32_t seed, doubl
 /*@end*/
 
 /*@kernel ember_bernoulli requires ember_mt19937*/
-/* binomial(1, p) as numpy's inversion draws it: p == 0 draws nothing and gives 0; p <= 1/2 gives 1 when
- * u > 1 - p, p > 1/2 gives 1 when u <= p (1 - (1 - p) is p for every p of float32 or float64 > 1/2). For
+/* binomial(1, p) as numpy's legacy inversion draws it, one draw per element (p == 0 too): p <= 1/2 gives
+ * 1 when u > 1 - p, p > 1/2 gives 1 when u <= p (1 - (1 - p) is p for every p of float32 or float64 > 1/2). For
  * n = 1 the inversion's e^(n log q) is q itself unless libm's exp(log q) misses q by an ulp, which changes
  * the outcome only when u is that ulp: one draw in 2^52. p must lie in [0, 1] (numpy refuses others). One
  * of pf/pd is the input. The output is 0/1 bytes (a Cast after the node gives other element types). */
@@ -259,9 +259,7 @@ EMBER_RND_FN void ember_bernoulli(uint8_t *y, const float *pf, const double *pd,
     ember_mt_seed(s, seed);
     for (i = 0; i < n; ++i) {
         const double p = pf ? (double)pf[i] : pd[i];
-        if (p == 0.0) {
-            y[i] = 0;
-        } else if (p <= 0.5) {
+        if (p <= 0.5) {
             y[i] = (uint8_t)(ember_mt_double(s) > 1.0 - p);
         } else {
             y[i] = (uint8_t)(ember_mt_double(s) <= 1.0 - (1.0 - p));
