@@ -1,5 +1,5 @@
-"""Seeded random operators: RandomUniform(Like), RandomNormal(Like), Bernoulli and training-mode Dropout
-(kernels/random.c).
+"""Seeded random operators: RandomUniform(Like), RandomNormal(Like), Bernoulli, Multinomial and training-mode
+Dropout (kernels/random.c).
 
 ember draws what the ONNX reference draws: a fresh np.random.RandomState(seed) per node call (MT19937),
 rand() / randn() rounded to the output type and then scaled and shifted in that type, binomial(1, p), and
@@ -14,6 +14,8 @@ Canonical forms (attributes):
 - RandomUniformLike / RandomNormalLike: input x (only its shape is read); the same attributes.
 - Bernoulli: input p (float32 or float64, each in [0, 1]); `seed`; output bool (the frontend casts it to
   the model's `dtype`).
+- Multinomial: input x [batch, classes] (float32 or float64 log-probabilities, unnormalized); `sample_size`,
+  `seed`, `dtype` (int32 or int64). ONNX has no reference: ember draws by the inverse CDF (kernels/random.c).
 - TrainingDropout: input x (float32 or float64); `ratio` (float, in (0, 1)), `scale` (1 / (1 - ratio) as
   the reference rounds it), `seed`; outputs y and an optional bool mask.
 """
@@ -23,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember.codegen.emitter import KernelEmitter
-from ember.errors import UnsupportedOperatorError
+from ember.errors import ShapeError, UnsupportedOperatorError
 from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Node
 from ember.ops.infer import inp, typed
@@ -45,8 +47,12 @@ def _float_type(node: Node, dtype: DType) -> str:
     return _SUFFIX[dtype]
 
 
-def _seed(node: Node) -> str:
-    return f"{int(node.attrs['seed'])}u"
+def _seed(node: Node, k: KernelEmitter) -> str:
+    """The seed as a C literal; a comment above the call says when it was drawn at compile time."""
+    seed = int(node.attrs["seed"])
+    if node.attrs.get("seed_drawn"):
+        k.line(f"/* {node.op}: the model gives no seed; {seed} was drawn at compile time */")
+    return f"{seed}u"
 
 
 def _out_dtype(node: Node) -> DType:
@@ -75,7 +81,7 @@ def _lower_generator(node: Node, k: KernelEmitter) -> None:
     scale, shift = (npt.type(hi), npt.type(lo)) if normal else (npt.type(hi - lo), npt.type(lo))
     kernel = "ember_random_normal" if normal else "ember_random_uniform"
     k.need(kernel)
-    k.line(f"{kernel}_{suffix}({k.out(0)}, {out.type.numel}, {_seed(node)}, "
+    k.line(f"{kernel}_{suffix}({k.out(0)}, {out.type.numel}, {_seed(node, k)}, "
            f"{_lit(scale)}, {_lit(shift)}, {k.scratch('void')});")
 
 
@@ -99,7 +105,7 @@ def _infer_bernoulli(node: Node) -> list[TensorType | None]:
 def _lower_bernoulli(node: Node, k: KernelEmitter) -> None:
     p = inp(node, 0)
     pf, pd = (k.inp(0), "0") if p.dtype is DType.FLOAT32 else ("0", k.inp(0))
-    k.call("ember_bernoulli", k.out(0, "uint8_t"), pf, pd, p.type.numel, _seed(node), k.scratch("void"))
+    k.call("ember_bernoulli", k.out(0, "uint8_t"), pf, pd, p.type.numel, _seed(node, k), k.scratch("void"))
 
 
 register(OpDef("Bernoulli", infer=_infer_bernoulli, lower=_lower_bernoulli, scratch=_scratch,
@@ -119,9 +125,39 @@ def _lower_dropout(node: Node, k: KernelEmitter) -> None:
     mask = node.outputs[1] if len(node.outputs) > 1 else None
     k.need("ember_dropout_train")
     k.line(f"ember_dropout_train_{suffix}({k.out(0)}, {k.ptr(mask, 'uint8_t')}, {k.inp(0)}, {x.type.numel}, "
-           f"{_seed(node)}, {float(node.attrs['ratio'])!r}, {_lit(x.dtype.np.type(node.attrs['scale']))}, "
+           f"{_seed(node, k)}, {float(node.attrs['ratio'])!r}, {_lit(x.dtype.np.type(node.attrs['scale']))}, "
            f"{k.scratch('void')});")
 
 
 register(OpDef("TrainingDropout", infer=_infer_dropout, lower=_lower_dropout, scratch=_scratch,
                kernels=("ember_dropout_train",)))
+
+
+def _infer_multinomial(node: Node) -> list[TensorType | None]:
+    x = inp(node, 0)
+    _float_type(node, x.dtype)
+    if x.type.rank != 2:
+        raise ShapeError(f"node '{node.name}' (Multinomial): input {list(x.shape)} must be [batch, classes]")
+    dtype = node.attrs.get("dtype", DType.INT32)
+    if dtype not in (DType.INT32, DType.INT64):
+        raise UnsupportedOperatorError("Multinomial", node.name, f"dtype {dtype.short} (int32 or int64)")
+    samples = int(node.attrs.get("sample_size", 1))
+    if samples < 1:
+        raise ShapeError(f"node '{node.name}' (Multinomial): sample_size {samples} must be positive")
+    return [typed(dtype, (x.shape[0], samples))]
+
+
+def _lower_multinomial(node: Node, k: KernelEmitter) -> None:
+    x, out = inp(node, 0), node.outputs[0]
+    assert out is not None
+    rows, classes = x.shape
+    k.need("ember_multinomial")
+    fn = f"ember_multinomial_{_SUFFIX[x.dtype]}_{'i64' if out.dtype is DType.INT64 else 'i32'}"
+    k.line(f"{fn}({k.out(0)}, {k.inp(0)}, {rows}, {classes}, {int(node.attrs.get('sample_size', 1))}, "
+           f"{_seed(node, k)}, {k.scratch('void')});")
+
+
+# Multinomial has no ONNX reference implementation; ember's draw is documented in kernels/random.c
+# (inverse CDF of the softmax weights, numpy's searchsorted on one random_sample per draw).
+register(OpDef("Multinomial", infer=_infer_multinomial, lower=_lower_multinomial,
+               scratch=lambda n: STATE_BYTES + 8 * inp(n, 0).shape[-1], kernels=("ember_multinomial",)))

@@ -103,9 +103,33 @@ def test_without_a_seed_each_call_repeats_the_compile_time_draw(tmp_path: Path) 
     first, second = bundle.run({}), bundle.run({})
     assert np.array_equal(first["a"], second["a"])
     assert not np.array_equal(first["a"], first["b"])  # each node draws a seed of its own
+    assert (bundle.path / "m.c").read_text().count("was drawn at compile time") == 2
 
 
 def test_seed_outside_numpy_range_is_one_line_error(tmp_path: Path) -> None:
     nodes = [helper.make_node("RandomUniform", [], ["y"], name="bad", shape=[2], seed=-1.0)]
     with pytest.raises(EmberError, match=r"node 'bad' \(RandomUniform\): seed -1.0 is outside"):
         _compile(tmp_path, nodes, {"y": np.float32})
+
+
+def _multinomial(x: np.ndarray, samples: int, seed: int) -> np.ndarray:
+    """ember's documented draw (ONNX has no reference): inverse CDF of the softmax weights."""
+    rs, out = np.random.RandomState(seed), []
+    for row in x.astype(np.float64):
+        c = np.cumsum(np.exp(row - row.max()))
+        out.append([min(np.searchsorted(c, rs.random_sample() * c[-1], side="right"), len(c) - 1)
+                    for _ in range(samples)])
+    return np.array(out)
+
+
+def test_multinomial_draws_numpy_inverse_cdf(tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    feeds = {"x32": (rng.standard_normal((4, 10)) * 3).astype(np.float32), "x64": rng.standard_normal((3, 1000))}
+    feeds["x32"][0, 3] = -np.inf  # a class of weight 0 is never drawn
+    nodes = [helper.make_node("Multinomial", ["x32"], ["m32"], seed=3.0, sample_size=200),
+             helper.make_node("Multinomial", ["x64"], ["m64"], seed=4.0, sample_size=7, dtype=TensorProto.INT64)]
+    got = sanitized_run(make_model(nodes, feeds, {"m32": np.int32, "m64": np.int64}, opset=22), feeds, tmp_path)
+    assert got["m32"].dtype == np.int32 and got["m64"].dtype == np.int64
+    np.testing.assert_array_equal(got["m32"], _multinomial(feeds["x32"], 200, 3))
+    np.testing.assert_array_equal(got["m64"], _multinomial(feeds["x64"], 7, 4))
+    assert 3 not in got["m32"][0]

@@ -8,10 +8,10 @@
 /*@kernel ember_mt19937 requires ember_prelude*/
 #if defined(__clang__)
 #define EMBER_RND_STRICT _Pragma("clang fp contract(off)")
-#define EMBER_RND_FN static
+#define EMBER_RND_FN static EMBER_UNUSED
 #elif EMBER_GNUC
 #define EMBER_RND_STRICT
-#define EMBER_RND_FN static __attribute__((optimize("fp-contract=off")))
+#define EMBER_RND_FN static EMBER_UNUSED __attribute__((optimize("fp-contract=off")))
 #else
 #define EMBER_RND_STRICT
 #define EMBER_RND_FN static
@@ -295,4 +295,60 @@ EMBER_RND_FN void ember_dropout_train_f64(double *y, uint8_t *mask, const double
         y[i] = ((double)keep * x[i]) * scale;
     }
 }
+/*@end*/
+
+/*@kernel ember_multinomial requires ember_mt19937*/
+/* e^x for x <= 0 in double, within an ulp (a boundary of the cumulative weights moves by that much: a
+ * draw changes class only if it lands in that ulp). x = k ln2 + r, |r| <= ln2/2, Taylor to degree 13. */
+static double ember_rnd_exp_neg(double x) {
+    /* 1/n! for n = 13 down to 2 */
+    static const double inv_fact[12] = {1.6059043836821613e-10, 2.08767569878681e-09, 2.505210838544172e-08,
+                                        2.755731922398589e-07, 2.7557319223985893e-06, 2.48015873015873e-05,
+                                        1.984126984126984e-04, 1.388888888888889e-03, 8.333333333333333e-03,
+                                        4.1666666666666664e-02, 1.6666666666666666e-01, 0.5};
+    double k, r, p = inv_fact[0];
+    int i;
+    union { uint64_t u; double f; } two;
+    if (!(x > -708.0)) return x != x ? x : 0.0; /* below the normal range: weight 0 */
+    k = (double)(int32_t)(x * 1.44269504088896340736 - 0.5); /* round(x / ln2), x <= 0 */
+    r = (x - k * 6.93147180369123816490e-01) - k * 1.90821492927058770002e-10;
+    for (i = 1; i < 12; ++i) p = p * r + inv_fact[i];
+    p = p * r + 1.0;
+    p = p * r + 1.0;
+    two.u = (uint64_t)((int64_t)k + 1023) << 52;
+    return p * two.f;
+}
+
+/* Multinomial: per row of `classes` unnormalized log-probabilities, the weights w = e^(x - max x) and
+ * their running sums c in double; each of `samples` draws u = random_sample() * c[last] picks the first
+ * class whose running sum exceeds u (numpy: searchsorted(c, u, 'right')). Rows, then samples, in order. */
+#define EMBER_MULTINOMIAL(NAME, TX, TY)                                                                  \
+    static EMBER_UNUSED void NAME(TY *y, const TX *x, int rows, int classes, int samples, uint32_t seed, void *scratch) { \
+        ember_mt_state *s = (ember_mt_state *)scratch;                                                  \
+        double *c = (double *)(s + 1);                                                                  \
+        int i, j, k;                                                                                    \
+        ember_mt_seed(s, seed);                                                                         \
+        for (i = 0; i < rows; ++i) {                                                                    \
+            const TX *xr = x + (size_t)i * (size_t)classes;                                              \
+            double m = (double)xr[0], acc = 0.0;                                                        \
+            for (j = 1; j < classes; ++j) m = (double)xr[j] > m ? (double)xr[j] : m;                     \
+            for (j = 0; j < classes; ++j) {                                                             \
+                acc += ember_rnd_exp_neg((double)xr[j] - m);                                            \
+                c[j] = acc;                                                                             \
+            }                                                                                           \
+            for (k = 0; k < samples; ++k) {                                                             \
+                const double u = ember_mt_double(s) * acc;                                              \
+                int lo = 0, hi = classes - 1;                                                           \
+                while (lo < hi) { /* the first j with c[j] > u; the last class if none */               \
+                    const int mid = lo + (hi - lo) / 2;                                                 \
+                    if (c[mid] > u) hi = mid; else lo = mid + 1;                                        \
+                }                                                                                       \
+                y[(size_t)i * (size_t)samples + (size_t)k] = (TY)lo;                                    \
+            }                                                                                           \
+        }                                                                                               \
+    }
+EMBER_MULTINOMIAL(ember_multinomial_f32_i32, float, int32_t)
+EMBER_MULTINOMIAL(ember_multinomial_f32_i64, float, int64_t)
+EMBER_MULTINOMIAL(ember_multinomial_f64_i32, double, int32_t)
+EMBER_MULTINOMIAL(ember_multinomial_f64_i64, double, int64_t)
 /*@end*/

@@ -266,6 +266,7 @@ def _seed(node: Node) -> None:
     seed = node.attrs.get("seed")
     if seed is None:
         node.attrs["seed"] = secrets.randbelow(2**32)
+        node.attrs["seed_drawn"] = True
         return
     if not np.isfinite(seed) or not 0 <= int(seed) < 2**32:
         raise ModelFormatError(f"node '{node.name}' ({node.op}): seed {seed} is outside [0, 2^32), which "
@@ -313,7 +314,8 @@ def _training_dropout(node: Node, ctx: AdaptContext) -> list[Node]:
     scale = float(np.float64(1.0) / (np.float64(1.0) - ratio)) if ratio_v is None else float(1.0 / (1.0 - ratio))
     node.op = "TrainingDropout"
     node.inputs = node.inputs[:1]
-    node.attrs = {"seed": node.attrs["seed"], "ratio": float(ratio), "scale": scale}
+    node.attrs = {**{k: v for k, v in node.attrs.items() if k.startswith("seed")}, "ratio": float(ratio),
+                  "scale": scale}
     return [node]
 
 
@@ -405,6 +407,7 @@ _add("Dropout", adapt=_dropout)
 for _name in ("RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike"):
     _add(_name, adapt=_random)
 _add("Bernoulli", since=15, adapt=_bernoulli)
+_add("Multinomial", since=7, adapt=_random)
 _add("Concat", adapt=_concat)
 _add("Split", adapt=_split)
 _add("Slice", adapt=_slice)
