@@ -44,6 +44,7 @@ def _nodes() -> tuple[list[onnx.NodeProto], dict[str, np.dtype]]:
     add("RandomNormalLike", ["x32"], "nl", np.float64, seed=6.0, dtype=F64, mean=-3.0, scale=10.0)
     add("Bernoulli", ["p64"], "b64", np.int64, seed=8.0, dtype=TensorProto.INT64)
     add("Bernoulli", ["p32"], "bbool", bool, seed=10.0, dtype=TensorProto.BOOL)
+    add("Bernoulli", ["p16"], "b16", np.float16, seed=11.0)
     add("Dropout", ["x64", "ratio", "train"], "d64", np.float64, seed=12)
     return nodes, outs
 
@@ -53,7 +54,7 @@ def _feeds() -> dict[str, np.ndarray]:
     p = rng.random(500)
     p[:6] = [0.0, 1.0, 0.5, 0.25, 0.75, np.nextafter(0.5, 1)]  # the branches of numpy's inversion
     return {"x32": rng.standard_normal((4, 6, 5)).astype(np.float32), "x64": rng.standard_normal(300),
-            "p32": p.astype(np.float32), "p64": p}
+            "p32": p.astype(np.float32), "p64": p, "p16": p.astype(np.float16)}
 
 
 @pytest.fixture(scope="module")
@@ -98,12 +99,19 @@ def _compile(tmp_path: Path, nodes: list[onnx.NodeProto], outs: dict[str, np.dty
 
 
 def test_without_a_seed_each_call_repeats_the_compile_time_draw(tmp_path: Path) -> None:
-    nodes = [helper.make_node("RandomNormal", [], [y], shape=[64]) for y in ("a", "b")]
-    bundle = _compile(tmp_path, nodes, {"a": np.float32, "b": np.float32})
+    """Two unseeded nodes of one form stay two draws; one that only constants follow is not folded."""
+    nodes = [helper.make_node("RandomNormal", [], [y], shape=[64]) for y in ("a", "b", "c0")]
+    nodes.append(helper.make_node("Add", ["c0", "one"], ["c"]))
+    model = make_model(nodes, {}, {"a": np.float32, "b": np.float32, "c": np.float32}, opset=22)
+    model.graph.initializer.append(onnx.numpy_helper.from_array(np.ones(64, np.float32), "one"))
+    onnx.save(model, tmp_path / "m.onnx")
+    bundle = ember.compile(tmp_path / "m.onnx", tmp_path / "out", opt_level=1)
     first, second = bundle.run({}), bundle.run({})
-    assert np.array_equal(first["a"], second["a"])
+    for name in ("a", "b", "c"):
+        assert np.array_equal(first[name], second[name])
     assert not np.array_equal(first["a"], first["b"])  # each node draws a seed of its own
-    assert (bundle.path / "m.c").read_text().count("was drawn at compile time") == 2
+    assert not np.array_equal(first["a"], first["c"] - 1.0)
+    assert (bundle.path / "m.c").read_text().count("was drawn at compile time") == 3
 
 
 def test_seed_outside_numpy_range_is_one_line_error(tmp_path: Path) -> None:

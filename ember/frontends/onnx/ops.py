@@ -287,13 +287,19 @@ def _bernoulli(node: Node, ctx: AdaptContext) -> list[Node]:
     _seed(node)
     _dtype_attr("dtype")(node, ctx)
     target = node.attrs.pop("dtype", _x(node).dtype)
+    before: list[Node] = []
+    if _x(node).dtype in (DType.FLOAT16, DType.BFLOAT16):  # widened exactly, as numpy widens p to double
+        wide = ctx.value(node, "p32")
+        before = [Node("Cast", ctx.graph.unique_name(f"{node.name}_widen"), [_x(node)], [wide],
+                       {"to": DType.FLOAT32})]
+        node.inputs = [wide]
     if target is DType.BOOL:
-        return [node]
+        return [*before, node]
     y = node.outputs[0]
     drawn = ctx.value(node, "drawn")
     node.outputs = [drawn]
     cast = Node("Cast", ctx.graph.unique_name(f"{node.name}_cast"), [drawn], [y], {"to": target})
-    return [node, cast]
+    return [*before, node, cast]
 
 
 def _training_dropout(node: Node, ctx: AdaptContext) -> list[Node]:
