@@ -112,6 +112,8 @@ def test_without_a_seed_each_call_repeats_the_compile_time_draw(tmp_path: Path) 
     assert not np.array_equal(first["a"], first["b"])  # each node draws a seed of its own
     assert not np.array_equal(first["a"], first["c"] - 1.0)
     assert (bundle.path / "m.c").read_text().count("was drawn at compile time") == 3
+    seeds = bundle.manifest["drawn_seeds"]
+    assert len(seeds) == 3 and all(0 <= s < 2**32 for s in seeds.values())
 
 
 def test_seed_outside_numpy_range_is_one_line_error(tmp_path: Path) -> None:
