@@ -17,7 +17,9 @@ from onnx import TensorProto, helper
 
 import ember
 from ember.errors import EmberError
+from tests.cross import require_tools
 from tests.ops.opmodels import make_model, reference, sanitized_run
+from tests.support import crossrun
 
 F32, F64 = TensorProto.FLOAT, TensorProto.DOUBLE
 SEEDS = (0, 1, 7, 42, 12345, 2**31, 2**32 - 256)  # float attributes: float32 values
@@ -57,13 +59,17 @@ def _feeds() -> dict[str, np.ndarray]:
             "p32": p.astype(np.float32), "p64": p, "p16": p.astype(np.float16)}
 
 
-@pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict]:
+def _model() -> onnx.ModelProto:
     nodes, outs = _nodes()
-    feeds = _feeds()
-    model = make_model(nodes, feeds, outs, opset=22)
+    model = make_model(nodes, _feeds(), outs, opset=22)
     model.graph.initializer.extend([onnx.numpy_helper.from_array(np.array(0.3, np.float32), "ratio"),
                                     onnx.numpy_helper.from_array(np.array(True), "train")])
+    return model
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict]:
+    model, feeds = _model(), _feeds()
     got = sanitized_run(model, feeds, tmp_path_factory.mktemp("random"))
     return got, reference(model, feeds)
 
@@ -83,6 +89,16 @@ def test_float64_normals_within_one_ulp(results: tuple[dict, dict]) -> None:
     ulps = np.abs(a.view(np.int64) - b.view(np.int64))
     assert ulps.max() <= 1
     assert (ulps == 0).mean() > 0.99  # only glibc's misrounded logs differ
+
+
+def test_aarch64_draws_the_same_bits(results: tuple[dict, dict], tmp_path: Path) -> None:
+    """clang for a CPU with fused multiply-add (under -ffp-contract=fast) must still round every step."""
+    require_tools("aarch64", crossrun.missing_tools("aarch64"))
+    onnx.save(_model(), tmp_path / "m.onnx")
+    ember.compile(tmp_path / "m.onnx", tmp_path / "out", target="aarch64")
+    got = crossrun.run_linux(tmp_path / "out", "aarch64", _feeds(), tmp_path / "run")
+    for name, want in results[0].items():
+        assert np.array_equal(got[name].view(np.uint8), want.view(np.uint8)), name
 
 
 def test_draws_are_not_degenerate(results: tuple[dict, dict]) -> None:

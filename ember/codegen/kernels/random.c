@@ -3,19 +3,13 @@
  * 53 bits from two 32-bit words (random_sample), normals by the polar method that caches its second value
  * (legacy gauss). Each node call seeds its own state, which lives in the node's scratch memory (the
  * activation region): the bundle keeps no global state and stays re-entrant.
- * Floating-point steps are kept apart (no fused multiply-add) because numpy rounds each one. */
+ * Floating-point steps are kept apart (no fused multiply-add) where numpy rounds each one. */
 
 /*@kernel ember_mt19937 requires ember_prelude*/
-#if defined(__clang__)
-#define EMBER_RND_STRICT _Pragma("clang fp contract(off)")
+/* A product that must be rounded before the sum that follows it (numpy rounds every step) goes through
+ * a volatile: -ffp-contract=fast would fuse the two into one multiply-add otherwise, and clang ignores
+ * `#pragma clang fp contract(off)` under that flag, also once a kernel is inlined. */
 #define EMBER_RND_FN static EMBER_UNUSED
-#elif EMBER_GNUC
-#define EMBER_RND_STRICT
-#define EMBER_RND_FN static EMBER_UNUSED __attribute__((optimize("fp-contract=off")))
-#else
-#define EMBER_RND_STRICT
-#define EMBER_RND_FN static
-#endif
 typedef struct {
     uint32_t key[624];
     int pos;
@@ -69,7 +63,6 @@ typedef struct { double hi, lo; } ember_dd;
 EMBER_INLINE uint64_t ember_rnd_bits(double f) { union { double f; uint64_t u; } v; v.f = f; return v.u; }
 EMBER_INLINE double ember_rnd_double(uint64_t u) { union { uint64_t u; double f; } v; v.u = u; return v.f; }
 EMBER_RND_FN ember_dd ember_dd_two_sum(double a, double b) {
-    EMBER_RND_STRICT
     ember_dd r;
     double bb;
     r.hi = a + b;
@@ -78,30 +71,35 @@ EMBER_RND_FN ember_dd ember_dd_two_sum(double a, double b) {
     return r;
 }
 EMBER_RND_FN ember_dd ember_dd_two_prod(double a, double b) {
-    EMBER_RND_STRICT
     ember_dd r;
 #if defined(__FP_FAST_FMA)
     r.hi = a * b;
     r.lo = __builtin_fma(a, b, -r.hi);
 #else
     const double c = 134217729.0; /* Veltkamp's split: 2^27 + 1 */
-    double t = c * a, ah = t - (t - a), al = a - ah, bh, bl;
+    volatile double t = c * a, p;
+    double ah = t - (t - a), al = a - ah, bh, bl;
     t = c * b;
     bh = t - (t - b);
     bl = b - bh;
     r.hi = a * b;
-    r.lo = ((ah * bh - r.hi) + ah * bl + al * bh) + al * bl;
+    p = ah * bh;
+    p = p - r.hi;
+    t = ah * bl;
+    p = p + t;
+    t = al * bh;
+    p = p + t;
+    t = al * bl;
+    r.lo = p + t;
 #endif
     return r;
 }
 EMBER_RND_FN ember_dd ember_dd_add(ember_dd a, ember_dd b) {
-    EMBER_RND_STRICT
     ember_dd s = ember_dd_two_sum(a.hi, b.hi);
     s.lo += a.lo + b.lo;
     return ember_dd_two_sum(s.hi, s.lo);
 }
 EMBER_RND_FN ember_dd ember_dd_mul(ember_dd a, ember_dd b) {
-    EMBER_RND_STRICT
     ember_dd p = ember_dd_two_prod(a.hi, b.hi);
     p.lo += a.hi * b.lo + a.lo * b.hi;
     return ember_dd_two_sum(p.hi, p.lo);
@@ -110,7 +108,6 @@ EMBER_RND_FN ember_dd ember_dd_mul(ember_dd a, ember_dd b) {
 /* x = m 2^e, m in [sqrt(1/2), sqrt(2)), f = m - 1 (exact); log(1 + f) = 2 atanh(s), s = f / (2 + f):
  * 2s + s^3 (2/3 + 2/5 z + z^2 R(z)), z = s^2 <= 0.0295, the first terms in double-double. */
 EMBER_RND_FN double ember_rnd_log(double x) {
-    EMBER_RND_STRICT
     static const ember_dd ln2 = {6.93147180559945286227e-01, 2.31904681384629955842e-17};
     static const ember_dd c3 = {6.66666666666666629659e-01, 3.70074341541718826233e-17};
     static const ember_dd c5 = {4.00000000000000022204e-01, -2.22044604925031320658e-17};
@@ -147,7 +144,6 @@ EMBER_RND_FN double ember_rnd_log(double x) {
 /* sqrt, correctly rounded: the instruction where the FPU has one for double, else Newton's iteration and
  * a last correction from the exact residual. */
 EMBER_RND_FN double ember_rnd_sqrt(double x) {
-    EMBER_RND_STRICT
 #if EMBER_GNUC && defined(__NO_MATH_ERRNO__) && (defined(__SSE2__) || defined(__aarch64__) || \
     defined(__wasm__) || (defined(__riscv_flen) && __riscv_flen >= 64) || (defined(__ARM_FP) && (__ARM_FP & 8)))
     return __builtin_sqrt(x);
@@ -175,16 +171,18 @@ EMBER_RND_FN double ember_rnd_sqrt(double x) {
 
 /* legacy_gauss: the polar method; every second call returns the value the first cached. */
 EMBER_RND_FN double ember_mt_gauss(ember_mt_state *s) {
-    EMBER_RND_STRICT
     double x1, x2, r2, f;
     if (s->has_gauss) {
         s->has_gauss = 0;
         return s->gauss;
     }
     do {
-        x1 = 2.0 * ember_mt_double(s) - 1.0;
+        volatile double sq1, sq2;
+        x1 = 2.0 * ember_mt_double(s) - 1.0; /* 2u is exact: a fused form rounds the same */
         x2 = 2.0 * ember_mt_double(s) - 1.0;
-        r2 = x1 * x1 + x2 * x2;
+        sq1 = x1 * x1;
+        sq2 = x2 * x2;
+        r2 = sq1 + sq2;
     } while (r2 >= 1.0 || r2 == 0.0);
     f = ember_rnd_sqrt(-2.0 * ember_rnd_log(r2) / r2);
     s->gauss = f * x1;
@@ -196,24 +194,22 @@ EMBER_RND_FN double ember_mt_gauss(ember_mt_state *s) {
 /*@kernel ember_random_uniform requires ember_mt19937*/
 /* RandomUniform(Like): rand(), rounded to the output type, then * (high - low) and + low in that type. */
 EMBER_RND_FN void ember_random_uniform_f32(float *y, int n, uint32_t seed, float scale, float low, void *scratch) {
-    EMBER_RND_STRICT
     ember_mt_state *s = (ember_mt_state *)scratch;
     int i;
     ember_mt_seed(s, seed);
     for (i = 0; i < n; ++i) {
-        float t = (float)ember_mt_double(s);
+        volatile float t = (float)ember_mt_double(s);
         t = t * scale;
         y[i] = t + low;
     }
 }
 EMBER_RND_FN void ember_random_uniform_f64(double *y, int n, uint32_t seed, double scale, double low,
                                            void *scratch) {
-    EMBER_RND_STRICT
     ember_mt_state *s = (ember_mt_state *)scratch;
     int i;
     ember_mt_seed(s, seed);
     for (i = 0; i < n; ++i) {
-        double t = ember_mt_double(s) * scale;
+        volatile double t = ember_mt_double(s) * scale;
         y[i] = t + low;
     }
 }
@@ -222,24 +218,22 @@ EMBER_RND_FN void ember_random_uniform_f64(double *y, int n, uint32_t seed, doub
 /*@kernel ember_random_normal requires ember_rnd_log*/
 /* RandomNormal(Like): randn(), rounded to the output type, then * scale and + mean in that type. */
 EMBER_RND_FN void ember_random_normal_f32(float *y, int n, uint32_t seed, float scale, float mean, void *scratch) {
-    EMBER_RND_STRICT
     ember_mt_state *s = (ember_mt_state *)scratch;
     int i;
     ember_mt_seed(s, seed);
     for (i = 0; i < n; ++i) {
-        float t = (float)ember_mt_gauss(s);
+        volatile float t = (float)ember_mt_gauss(s);
         t = t * scale;
         y[i] = t + mean;
     }
 }
 EMBER_RND_FN void ember_random_normal_f64(double *y, int n, uint32_t seed, double scale, double mean,
                                           void *scratch) {
-    EMBER_RND_STRICT
     ember_mt_state *s = (ember_mt_state *)scratch;
     int i;
     ember_mt_seed(s, seed);
     for (i = 0; i < n; ++i) {
-        double t = ember_mt_gauss(s) * scale;
+        volatile double t = ember_mt_gauss(s) * scale;
         y[i] = t + mean;
     }
 }
@@ -253,7 +247,6 @@ EMBER_RND_FN void ember_random_normal_f64(double *y, int n, uint32_t seed, doubl
  * of pf/pd is the input. The output is 0/1 bytes (a Cast after the node gives other element types). */
 EMBER_RND_FN void ember_bernoulli(uint8_t *y, const float *pf, const double *pd, int n, uint32_t seed,
                                   void *scratch) {
-    EMBER_RND_STRICT
     ember_mt_state *s = (ember_mt_state *)scratch;
     int i;
     ember_mt_seed(s, seed);
@@ -273,7 +266,6 @@ EMBER_RND_FN void ember_bernoulli(uint8_t *y, const float *pf, const double *pd,
  * y = mask * x * scale in x's type, scale = 1 / (1 - ratio) worked out by the caller. mask may be NULL. */
 EMBER_RND_FN void ember_dropout_train_f32(float *y, uint8_t *mask, const float *x, int n, uint32_t seed,
                                           double ratio, float scale, void *scratch) {
-    EMBER_RND_STRICT
     ember_mt_state *s = (ember_mt_state *)scratch;
     int i;
     ember_mt_seed(s, seed);
@@ -285,7 +277,6 @@ EMBER_RND_FN void ember_dropout_train_f32(float *y, uint8_t *mask, const float *
 }
 EMBER_RND_FN void ember_dropout_train_f64(double *y, uint8_t *mask, const double *x, int n, uint32_t seed,
                                           double ratio, double scale, void *scratch) {
-    EMBER_RND_STRICT
     ember_mt_state *s = (ember_mt_state *)scratch;
     int i;
     ember_mt_seed(s, seed);
