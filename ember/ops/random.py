@@ -64,6 +64,8 @@ def _out_dtype(node: Node) -> DType:
 
 def _infer_generator(node: Node) -> list[TensorType | None]:
     shape = node.attrs["shape"] if not node.op.endswith("Like") else inp(node, 0).shape
+    if any(d < 0 for d in shape):
+        raise ShapeError(f"node '{node.name}' ({node.op}): shape {list(shape)} has a negative dimension")
     dtype = _out_dtype(node)
     _float_type(node, dtype)
     return [typed(dtype, shape)]
@@ -136,8 +138,9 @@ register(OpDef("TrainingDropout", infer=_infer_dropout, lower=_lower_dropout, sc
 def _infer_multinomial(node: Node) -> list[TensorType | None]:
     x = inp(node, 0)
     _float_type(node, x.dtype)
-    if x.type.rank != 2:
-        raise ShapeError(f"node '{node.name}' (Multinomial): input {list(x.shape)} must be [batch, classes]")
+    if x.type.rank != 2 or x.shape[1] < 1:
+        raise ShapeError(f"node '{node.name}' (Multinomial): input {list(x.shape)} must be [batch, classes] "
+                         "with at least one class")
     dtype = node.attrs.get("dtype", DType.INT32)
     if dtype not in (DType.INT32, DType.INT64):
         raise UnsupportedOperatorError("Multinomial", node.name, f"dtype {dtype.short} (int32 or int64)")

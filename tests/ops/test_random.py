@@ -132,10 +132,21 @@ def test_without_a_seed_each_call_repeats_the_compile_time_draw(tmp_path: Path) 
     assert len(seeds) == 3 and all(0 <= s < 2**32 for s in seeds.values())
 
 
-def test_seed_outside_numpy_range_is_one_line_error(tmp_path: Path) -> None:
-    nodes = [helper.make_node("RandomUniform", [], ["y"], name="bad", shape=[2], seed=-1.0)]
-    with pytest.raises(EmberError, match=r"node 'bad' \(RandomUniform\): seed -1.0 is outside"):
+@pytest.mark.parametrize(("attrs", "message"), [
+    ({"shape": [2], "seed": -1.0}, r"node 'bad' \(RandomUniform\): seed -1.0 is outside \[0, 2\^32\)"),
+    ({"shape": [2, -3], "seed": 1.0}, r"node 'bad' \(RandomUniform\): shape \[2, -3\] has a negative dim"),
+    ({"shape": [2], "dtype": TensorProto.INT32}, r"'RandomUniform' at node 'bad': int32 values"),
+])
+def test_malformed_generator_is_one_line_error(tmp_path: Path, attrs: dict, message: str) -> None:
+    nodes = [helper.make_node("RandomUniform", [], ["y"], name="bad", **attrs)]
+    with pytest.raises(EmberError, match=message) as e:
         _compile(tmp_path, nodes, {"y": np.float32})
+    assert "\n" not in str(e.value)
+
+
+def test_nan_seed_means_none_as_in_the_reference(tmp_path: Path) -> None:
+    nodes = [helper.make_node("RandomUniform", [], ["y"], shape=[8], seed=float("nan"))]
+    assert len(_compile(tmp_path, nodes, {"y": np.float32}).manifest["drawn_seeds"]) == 1
 
 
 def _multinomial(x: np.ndarray, samples: int, seed: int) -> np.ndarray:

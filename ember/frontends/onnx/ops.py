@@ -264,7 +264,7 @@ def _seed(node: Node) -> None:
     Without a seed, one is drawn now, at compile time: every call of the bundle then draws the same values
     (it keeps no state between calls), and a recompile draws new ones."""
     seed = node.attrs.get("seed")
-    if seed is None:
+    if seed is None or seed != seed:  # the reference takes a NaN seed for none
         node.attrs["seed"] = secrets.randbelow(2**32)
         node.attrs["seed_drawn"] = True
         return
