@@ -9,7 +9,7 @@ its inputs and attributes. These ops still have no `evaluate`: folding one would
 as weights, where the generator is a few hundred bytes of code and 2.5 KB of scratch.
 
 Canonical forms (attributes):
-- RandomUniform / RandomNormal: no inputs; `dtype` (DType, float32 or float64), `shape`, `seed` (int),
+- RandomUniform / RandomNormal: no inputs; `dtype` (DType, float32, float64 or float16), `shape`, `seed` (int),
   `low`/`high` or `mean`/`scale` (floats).
 - RandomUniformLike / RandomNormalLike: input x (only its shape is read); the same attributes.
 - Bernoulli: input p (float32 or float64, each in [0, 1]); `seed`; output bool (the frontend casts it to
@@ -67,20 +67,26 @@ def _infer_generator(node: Node) -> list[TensorType | None]:
     if any(d < 0 for d in shape):
         raise ShapeError(f"node '{node.name}' ({node.op}): shape {list(shape)} has a negative dimension")
     dtype = _out_dtype(node)
-    _float_type(node, dtype)
+    if dtype is not DType.FLOAT16:
+        _float_type(node, dtype)
     return [typed(dtype, shape)]
 
 
 def _lower_generator(node: Node, k: KernelEmitter) -> None:
     out = node.outputs[0]
     assert out is not None
-    suffix = _float_type(node, out.dtype)
-    npt = out.dtype.np
     normal = node.op.startswith("RandomNormal")
     a, b = ("scale", "mean") if normal else ("high", "low")
-    hi, lo = float(node.attrs.get(a, 1.0)), float(node.attrs.get(b, 0.0))
-    # The reference multiplies by the Python float (high - low) and adds low: both rounded to the type.
-    scale, shift = (npt.type(hi), npt.type(lo)) if normal else (npt.type(hi - lo), npt.type(lo))
+    hi, lo = np.float32(node.attrs.get(a, 1.0)), np.float32(node.attrs.get(b, 0.0))
+    # The reference's attributes are float32 scalars: it multiplies by high - low (a float32 difference) and
+    # adds low, each step in the wider of float32 and the output type, rounded to the output type.
+    scale, shift = (hi, lo) if normal else (hi - lo, lo)
+    if out.dtype is DType.FLOAT16:
+        k.call("ember_random_f16", k.out(0), out.type.numel, _seed(node, k), int(normal), _lit(scale),
+               _lit(shift), k.scratch("void"))
+        return
+    suffix = _float_type(node, out.dtype)
+    scale, shift = out.dtype.np.type(scale), out.dtype.np.type(shift)
     kernel = "ember_random_normal" if normal else "ember_random_uniform"
     k.need(kernel)
     k.line(f"{kernel}_{suffix}({k.out(0)}, {out.type.numel}, {_seed(node, k)}, "
@@ -95,7 +101,8 @@ def _lit(x: np.floating) -> str:
 
 for _name in ("RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike"):
     register(OpDef(_name, infer=_infer_generator, lower=_lower_generator, scratch=_scratch,
-                   kernels=("ember_random_normal" if "Normal" in _name else "ember_random_uniform",)))
+                   kernels=("ember_random_normal" if "Normal" in _name else "ember_random_uniform",
+                            "ember_random_f16")))
 
 
 def _infer_bernoulli(node: Node) -> list[TensorType | None]:

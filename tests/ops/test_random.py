@@ -40,9 +40,13 @@ def _nodes() -> tuple[list[onnx.NodeProto], dict[str, np.dtype]]:
         add("RandomNormal", [], f"n32_{i}", np.float32, seed=float(seed), shape=[1001 + i], mean=1.5, scale=0.3)
         add("Bernoulli", ["p32"], f"b32_{i}", np.float32, seed=float(seed))
         add("Dropout", ["x32", "ratio", "train"], f"d32_{i}", np.float32, n_out=2, seed=seed)
-    add("RandomUniform", [], "u64", np.float64, seed=3.0, shape=[2, 999], low=0.25, high=0.5, dtype=F64)
+    add("RandomUniform", [], "u64", np.float64, seed=3.0, shape=[2, 999], low=0.2, high=0.7, dtype=F64)
     add("RandomNormal", [], "n64", np.float64, seed=9.0, shape=[4001], dtype=F64)
     add("RandomUniformLike", ["x32"], "ul", np.float32, seed=5.0, low=-1.0)
+    add("RandomUniform", [], "u16", np.float16, seed=13.0, shape=[3000], low=-7.3, high=900.0,
+        dtype=TensorProto.FLOAT16)
+    add("RandomNormal", [], "n16", np.float16, seed=14.0, shape=[3000], mean=0.1, scale=2e-5,
+        dtype=TensorProto.FLOAT16)  # small values: half's subnormals
     add("RandomNormalLike", ["x32"], "nl", np.float64, seed=6.0, dtype=F64, mean=-3.0, scale=10.0)
     add("Bernoulli", ["p64"], "b64", np.int64, seed=8.0, dtype=TensorProto.INT64)
     add("Bernoulli", ["p32"], "bbool", bool, seed=10.0, dtype=TensorProto.BOOL)

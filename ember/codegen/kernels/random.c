@@ -343,3 +343,43 @@ EMBER_MULTINOMIAL(ember_multinomial_f32_i64, float, int64_t)
 EMBER_MULTINOMIAL(ember_multinomial_f64_i32, double, int32_t)
 EMBER_MULTINOMIAL(ember_multinomial_f64_i64, double, int64_t)
 /*@end*/
+
+/*@kernel ember_random_f16 requires ember_random_uniform ember_random_normal ember_f16*/
+/* float16 outputs, as numpy computes them: the double draw rounded straight to half, then * scale and
+ * + shift (float32 scalars) each in float32 and rounded back to half (twice rounded, as numpy does). */
+static uint16_t ember_rnd_double_to_f16(double x) {
+    const uint64_t u = ember_rnd_bits(x);
+    const uint16_t sign = (uint16_t)((u >> 48) & 0x8000u);
+    const int e = (int)((u >> 52) & 0x7ff) - 1023;
+    uint64_t m = u & 0x000fffffffffffffull, rem, half;
+    int shift;
+    uint32_t h;
+    if (e == 1024) return (uint16_t)(sign | (m ? 0x7e00u : 0x7c00u));
+    if (e > 15) return (uint16_t)(sign | 0x7c00u);
+    if (e < -25) return sign;
+    if (e >= -14) {
+        shift = 42;
+        h = ((uint32_t)(e + 15) << 10) | (uint32_t)(m >> 42);
+    } else {
+        m |= 0x0010000000000000ull;
+        shift = 42 + (-14 - e);
+        h = (uint32_t)(m >> shift);
+    }
+    rem = m & ((1ull << shift) - 1u);
+    half = 1ull << (shift - 1);
+    if (rem > half || (rem == half && (h & 1u))) ++h; /* a carry into the exponent is right, up to inf */
+    return (uint16_t)(sign | h);
+}
+
+static void ember_random_f16(uint16_t *y, int n, uint32_t seed, int normal, float scale, float shift,
+                             void *scratch) {
+    ember_mt_state *s = (ember_mt_state *)scratch;
+    int i;
+    ember_mt_seed(s, seed);
+    for (i = 0; i < n; ++i) {
+        const uint16_t d = ember_rnd_double_to_f16(normal ? ember_mt_gauss(s) : ember_mt_double(s));
+        const uint16_t t = ember_f32_to_f16(ember_f16_to_f32(d) * scale);
+        y[i] = ember_f32_to_f16(ember_f16_to_f32(t) + shift);
+    }
+}
+/*@end*/
