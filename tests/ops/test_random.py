@@ -95,12 +95,14 @@ def test_float64_normals_within_one_ulp(results: tuple[dict, dict]) -> None:
     assert (ulps == 0).mean() > 0.99  # only glibc's misrounded logs differ
 
 
-def test_aarch64_draws_the_same_bits(results: tuple[dict, dict], tmp_path: Path) -> None:
-    """clang for a CPU with fused multiply-add (under -ffp-contract=fast) must still round every step."""
-    require_tools("aarch64", crossrun.missing_tools("aarch64"))
+@pytest.mark.parametrize("target", ["aarch64", "riscv64"])
+def test_cross_targets_draw_the_same_bits(results: tuple[dict, dict], tmp_path: Path, target: str) -> None:
+    """clang for CPUs with fused multiply-add (under -ffp-contract=fast, which ignores contract pragmas) must
+    still round every step numpy rounds, and keep the log's error-free products exact."""
+    require_tools(target, crossrun.missing_tools(target))
     onnx.save(_model(), tmp_path / "m.onnx")
-    ember.compile(tmp_path / "m.onnx", tmp_path / "out", target="aarch64")
-    got = crossrun.run_linux(tmp_path / "out", "aarch64", _feeds(), tmp_path / "run")
+    ember.compile(tmp_path / "m.onnx", tmp_path / "out", target=target)
+    got = crossrun.run_linux(tmp_path / "out", target, _feeds(), tmp_path / "run")
     for name, want in results[0].items():
         assert np.array_equal(got[name].view(np.uint8), want.view(np.uint8)), name
 

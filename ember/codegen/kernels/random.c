@@ -72,17 +72,20 @@ EMBER_RND_FN ember_dd ember_dd_two_sum(double a, double b) {
 }
 EMBER_RND_FN ember_dd ember_dd_two_prod(double a, double b) {
     ember_dd r;
-#if defined(__FP_FAST_FMA)
-    r.hi = a * b;
-    r.lo = __builtin_fma(a, b, -r.hi);
+#if EMBER_GNUC && (defined(__FP_FAST_FMA) || defined(__FMA__) || defined(__aarch64__) || \
+                    (defined(__riscv_flen) && __riscv_flen >= 64))
+    volatile double hi = a * b; /* stored: a caller's hi - ... must not fuse into an exact residual */
+    r.hi = hi;
+    r.lo = __builtin_fma(a, b, -r.hi); /* the instruction: exact */
 #else
+    /* Dekker's product; every product that a sum follows is stored first, so none is fused. */
     const double c = 134217729.0; /* Veltkamp's split: 2^27 + 1 */
-    volatile double t = c * a, p;
+    volatile double t = c * a, hi = a * b, p;
     double ah = t - (t - a), al = a - ah, bh, bl;
     t = c * b;
     bh = t - (t - b);
     bl = b - bh;
-    r.hi = a * b;
+    r.hi = hi;
     p = ah * bh;
     p = p - r.hi;
     t = ah * bl;
