@@ -5,8 +5,10 @@ ember draws what the ONNX reference draws: a fresh np.random.RandomState(seed) p
 rand() / randn() rounded to the output type and then scaled and shifted in that type, binomial(1, p), and
 uniform(0, 1) >= ratio for Dropout's mask. Every node has an integer seed in [0, 2^32) by the time it gets
 here (the frontend draws one at compile time where the model gives none), so a node is a pure function of
-its inputs and attributes. These ops still have no `evaluate`: folding one would store its whole output
-as weights, where the generator is a few hundred bytes of code and 2.5 KB of scratch.
+its inputs and attributes: two nodes alike in inputs and attributes (seed included) give the same values,
+so merging them would be right, and unseeded nodes never look alike (each gets a seed of its own). These
+ops still have no `evaluate`, so nothing folds them: a folded one would store its whole output as weights,
+where the generator is a few hundred bytes of code and 2.5 KB of scratch.
 
 Canonical forms (attributes):
 - RandomUniform / RandomNormal: no inputs; `dtype` (DType, float32, float64 or float16), `shape`, `seed` (int),
