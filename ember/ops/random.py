@@ -24,6 +24,9 @@ Canonical forms (attributes):
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+
 import numpy as np
 
 from ember.codegen.emitter import KernelEmitter
@@ -130,13 +133,19 @@ def _infer_dropout(node: Node) -> list[TensorType | None]:
     return [typed(x.dtype, x.shape), typed(DType.BOOL, x.shape) if mask is not None else None]
 
 
+def _keep_from(ratio: float) -> int:
+    """The smallest 53-bit draw k with k / 2^53 >= ratio: the mask's test in integers."""
+    return math.ceil(Fraction(ratio) * 2**53)
+
+
 def _lower_dropout(node: Node, k: KernelEmitter) -> None:
     x = inp(node, 0)
     suffix = _float_type(node, x.dtype)
     mask = node.outputs[1] if len(node.outputs) > 1 else None
     k.need("ember_dropout_train")
     k.line(f"ember_dropout_train_{suffix}({k.out(0)}, {k.ptr(mask, 'uint8_t')}, {k.inp(0)}, {x.type.numel}, "
-           f"{_seed(node, k)}, {float(node.attrs['ratio'])!r}, {_lit(x.dtype.np.type(node.attrs['scale']))}, "
+           f"{_seed(node, k)}, {_keep_from(float(node.attrs['ratio']))}ull, "
+           f"{_lit(x.dtype.np.type(node.attrs['scale']))}, "
            f"{k.scratch('void')});")
 
 

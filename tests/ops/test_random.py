@@ -8,6 +8,7 @@ rounded, so those differ by one ulp.
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -105,6 +106,24 @@ def test_cross_targets_draw_the_same_bits(results: tuple[dict, dict], tmp_path: 
     got = crossrun.run_linux(tmp_path / "out", target, _feeds(), tmp_path / "run")
     for name, want in results[0].items():
         assert np.array_equal(got[name].view(np.uint8), want.view(np.uint8)), name
+
+
+def test_float32_dropout_builds_for_a_single_precision_fpu(tmp_path: Path) -> None:
+    """Dropout's mask compares the 53-bit draw with an integer threshold: no double arithmetic, so the
+    object check (no double-precision soft float on Cortex-M4) passes; a RandomNormal still needs double."""
+    if importlib.util.find_spec("ziglang") is None:
+        require_tools("cortex-m4", ["zig (pip install ziglang)"])
+    x = {"x": np.zeros((4, 5), np.float32)}
+    model = make_model([helper.make_node("Dropout", ["x", "r", "t"], ["y", "z"], seed=3)], x,
+                       {"y": np.float32, "z": bool}, opset=22)
+    model.graph.initializer.extend([onnx.numpy_helper.from_array(np.array(0.3, np.float32), "r"),
+                                    onnx.numpy_helper.from_array(np.array(True), "t")])
+    onnx.save(model, tmp_path / "d.onnx")
+    ember.compile(tmp_path / "d.onnx", tmp_path / "d", target="cortex-m4")
+    onnx.save(make_model([helper.make_node("RandomNormal", [], ["y"], seed=1.0, shape=[4])], {},
+                         {"y": np.float32}, opset=22), tmp_path / "n.onnx")
+    with pytest.raises(EmberError, match="double-precision software float"):
+        ember.compile(tmp_path / "n.onnx", tmp_path / "n", target="cortex-m4")
 
 
 def test_draws_are_not_degenerate(results: tuple[dict, dict]) -> None:

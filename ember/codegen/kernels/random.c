@@ -49,10 +49,14 @@ static uint32_t ember_mt_next32(ember_mt_state *s) {
     return y ^ (y >> 18);
 }
 
-/* random_sample: (a * 2^26 + b) / 2^53 from the top 27 and 26 bits of two words; exact in double. */
-static double ember_mt_double(ember_mt_state *s) {
+/* random_sample = k / 2^53, k = a * 2^26 + b from the top 27 and 26 bits of two words; exact in double.
+ * k itself lets a comparison with a constant run without double arithmetic (Dropout on Cortex-M). */
+EMBER_RND_FN uint64_t ember_mt_u53(ember_mt_state *s) {
     const uint32_t a = ember_mt_next32(s) >> 5, b = ember_mt_next32(s) >> 6;
-    return ((double)a * 67108864.0 + (double)b) / 9007199254740992.0;
+    return ((uint64_t)a << 26) | b;
+}
+EMBER_RND_FN double ember_mt_double(ember_mt_state *s) {
+    return (double)ember_mt_u53(s) / 9007199254740992.0;
 }
 /*@end*/
 
@@ -265,26 +269,27 @@ EMBER_RND_FN void ember_bernoulli(uint8_t *y, const float *pf, const double *pd,
 /*@end*/
 
 /*@kernel ember_dropout_train requires ember_mt19937*/
-/* Training-mode Dropout as the reference computes it: mask = uniform(0, 1) >= ratio (in double), and
- * y = mask * x * scale in x's type, scale = 1 / (1 - ratio) worked out by the caller. mask may be NULL. */
+/* Training-mode Dropout as the reference computes it: mask = uniform(0, 1) >= ratio, that is k >= `keep_from`
+ * = ceil(ratio * 2^53) for the draw k / 2^53 (no double arithmetic), and y = mask * x * scale in x's type,
+ * scale = 1 / (1 - ratio) worked out by the caller. mask may be NULL. */
 EMBER_RND_FN void ember_dropout_train_f32(float *y, uint8_t *mask, const float *x, int n, uint32_t seed,
-                                          double ratio, float scale, void *scratch) {
+                                          uint64_t keep_from, float scale, void *scratch) {
     ember_mt_state *s = (ember_mt_state *)scratch;
     int i;
     ember_mt_seed(s, seed);
     for (i = 0; i < n; ++i) {
-        const int keep = ember_mt_double(s) >= ratio;
+        const int keep = ember_mt_u53(s) >= keep_from;
         if (mask) mask[i] = (uint8_t)keep;
         y[i] = ((float)keep * x[i]) * scale;
     }
 }
 EMBER_RND_FN void ember_dropout_train_f64(double *y, uint8_t *mask, const double *x, int n, uint32_t seed,
-                                          double ratio, double scale, void *scratch) {
+                                          uint64_t keep_from, double scale, void *scratch) {
     ember_mt_state *s = (ember_mt_state *)scratch;
     int i;
     ember_mt_seed(s, seed);
     for (i = 0; i < n; ++i) {
-        const int keep = ember_mt_double(s) >= ratio;
+        const int keep = ember_mt_u53(s) >= keep_from;
         if (mask) mask[i] = (uint8_t)keep;
         y[i] = ((double)keep * x[i]) * scale;
     }
