@@ -118,8 +118,9 @@ def _infer_bernoulli(node: Node) -> list[TensorType | None]:
 
 def _lower_bernoulli(node: Node, k: KernelEmitter) -> None:
     p = inp(node, 0)
-    pf, pd = (k.inp(0), "0") if p.dtype is DType.FLOAT32 else ("0", k.inp(0))
-    k.call("ember_bernoulli", k.out(0, "uint8_t"), pf, pd, p.type.numel, _seed(node, k), k.scratch("void"))
+    k.need("ember_bernoulli")
+    k.line(f"ember_bernoulli_{_SUFFIX[p.dtype]}({k.out(0, 'uint8_t')}, {k.inp(0)}, {p.type.numel}, "
+           f"{_seed(node, k)}, {k.scratch('void')});")
 
 
 register(OpDef("Bernoulli", infer=_infer_bernoulli, lower=_lower_bernoulli, scratch=_scratch,

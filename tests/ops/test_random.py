@@ -59,7 +59,9 @@ def _nodes() -> tuple[list[onnx.NodeProto], dict[str, np.dtype]]:
 def _feeds() -> dict[str, np.ndarray]:
     rng = np.random.default_rng(0)
     p = rng.random(500)
-    p[:6] = [0.0, 1.0, 0.5, 0.25, 0.75, np.nextafter(0.5, 1)]  # the branches of numpy's inversion
+    # The branches of numpy's inversion, and probabilities whose 1 - p rounds in double (float32 ones too).
+    p[:16] = [0.0, 1.0, 0.5, 0.25, 0.75, np.nextafter(0.5, 1), 1e-30, 1e-45, 2**-54, 3 * 2**-54, 2**-53,
+              5 * 2**-55, 2**-31 + 2**-54, 1e-12, 0.5 - 2**-25, np.nextafter(0.5, 0)]
     return {"x32": rng.standard_normal((4, 6, 5)).astype(np.float32), "x64": rng.standard_normal(300),
             "p32": p.astype(np.float32), "p64": p, "p16": p.astype(np.float16)}
 
@@ -108,14 +110,16 @@ def test_cross_targets_draw_the_same_bits(results: tuple[dict, dict], tmp_path: 
         assert np.array_equal(got[name].view(np.uint8), want.view(np.uint8)), name
 
 
-def test_float32_dropout_builds_for_a_single_precision_fpu(tmp_path: Path) -> None:
-    """Dropout's mask compares the 53-bit draw with an integer threshold: no double arithmetic, so the
-    object check (no double-precision soft float on Cortex-M4) passes; a RandomNormal still needs double."""
+def test_float32_dropout_and_bernoulli_build_for_a_single_precision_fpu(tmp_path: Path) -> None:
+    """Dropout's mask and float32 Bernoulli compare the 53-bit draw with integer thresholds: no double
+    arithmetic, so the object check (no double-precision soft float on Cortex-M4) passes; a RandomNormal
+    still needs double."""
     if importlib.util.find_spec("ziglang") is None:
         require_tools("cortex-m4", ["zig (pip install ziglang)"])
     x = {"x": np.zeros((4, 5), np.float32)}
-    model = make_model([helper.make_node("Dropout", ["x", "r", "t"], ["y", "z"], seed=3)], x,
-                       {"y": np.float32, "z": bool}, opset=22)
+    model = make_model([helper.make_node("Dropout", ["x", "r", "t"], ["y", "z"], seed=3),
+                        helper.make_node("Bernoulli", ["x"], ["b"], seed=4.0)], x,
+                       {"y": np.float32, "z": bool, "b": np.float32}, opset=22)
     model.graph.initializer.extend([onnx.numpy_helper.from_array(np.array(0.3, np.float32), "r"),
                                     onnx.numpy_helper.from_array(np.array(True), "t")])
     onnx.save(model, tmp_path / "d.onnx")

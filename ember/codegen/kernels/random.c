@@ -247,23 +247,51 @@ EMBER_RND_FN void ember_random_normal_f64(double *y, int n, uint32_t seed, doubl
 /*@end*/
 
 /*@kernel ember_bernoulli requires ember_mt19937*/
-/* binomial(1, p) as numpy's legacy inversion draws it, one draw per element (p == 0 too): p <= 1/2 gives
- * 1 when u > 1 - p, p > 1/2 gives 1 when u <= p (1 - (1 - p) is p for every p of float32 or float64 > 1/2). For
- * n = 1 the inversion's e^(n log q) is q itself unless libm's exp(log q) misses q by an ulp, which changes
- * the outcome only when u is that ulp: one draw in 2^52. p must lie in [0, 1] (numpy refuses others). One
- * of pf/pd is the input. The output is 0/1 bytes (a Cast after the node gives other element types). */
-EMBER_RND_FN void ember_bernoulli(uint8_t *y, const float *pf, const double *pd, int n, uint32_t seed,
-                                  void *scratch) {
+/* binomial(1, p) as numpy's legacy inversion draws it, one draw u = k / 2^53 per element (p == 0 too):
+ * p <= 1/2 gives 1 when u > 1 - p (rounded to double), p > 1/2 gives 1 when u <= p (1 - (1 - p) is p for
+ * every p > 1/2). For n = 1 the inversion's e^(n log q) is q itself unless libm's exp(log q) misses q by an
+ * ulp, which changes the outcome only when u is that ulp: one draw in 2^52. p must lie in [0, 1] (numpy
+ * refuses others). The output is 0/1 bytes (a Cast after the node gives other element types). */
+
+/* float32 p without double arithmetic (single-precision FPUs): with P = p 2^53, 1 - p rounded to double is
+ * Q / 2^53 for Q = 2^53 - P rounded to the nearest integer, ties to even (its ulp is 2^-53 on [1/2, 1)). */
+EMBER_RND_FN int ember_bernoulli_f32_draw(ember_mt_state *s, float pf) {
+    union { float f; uint32_t u; } v;
+    uint32_t e, m;
+    uint64_t k = ember_mt_u53(s), floor_p, rest, half, q;
+    int sh;
+    v.f = pf;
+    if (!(pf > 0.0f)) return 0; /* 0, and what numpy refuses: negative, NaN */
+    if (pf > 1.0f) return 1;
+    e = (v.u >> 23) & 0xffu;
+    m = (v.u & 0x7fffffu) | (e ? 0x800000u : 0u);
+    sh = 150 - (int)(e ? e : 1) - 53; /* P = m 2^-sh */
+    if (sh <= 0) { /* P is an integer, p > 1/2 among these: u <= p */
+        floor_p = (uint64_t)m << -sh;
+        return pf > 0.5f ? k <= floor_p : k > ((uint64_t)1 << 53) - floor_p;
+    }
+    if (sh >= 64) return 0; /* P < 2^-40: 1 - p rounds to 1, which no draw exceeds */
+    floor_p = (uint64_t)m >> sh;
+    rest = (uint64_t)m & (((uint64_t)1 << sh) - 1u); /* P - floor(P), in units of 2^-sh */
+    half = (uint64_t)1 << (sh - 1);
+    q = ((uint64_t)1 << 53) - floor_p; /* 2^53 - P = q - frac, rounded to nearest even: */
+    if (rest > half || (rest == half && (q & 1u))) --q;
+    return k > q;
+}
+
+EMBER_RND_FN void ember_bernoulli_f32(uint8_t *y, const float *p, int n, uint32_t seed, void *scratch) {
+    ember_mt_state *s = (ember_mt_state *)scratch;
+    int i;
+    ember_mt_seed(s, seed);
+    for (i = 0; i < n; ++i) y[i] = (uint8_t)ember_bernoulli_f32_draw(s, p[i]);
+}
+EMBER_RND_FN void ember_bernoulli_f64(uint8_t *y, const double *p, int n, uint32_t seed, void *scratch) {
     ember_mt_state *s = (ember_mt_state *)scratch;
     int i;
     ember_mt_seed(s, seed);
     for (i = 0; i < n; ++i) {
-        const double p = pf ? (double)pf[i] : pd[i];
-        if (p <= 0.5) {
-            y[i] = (uint8_t)(ember_mt_double(s) > 1.0 - p);
-        } else {
-            y[i] = (uint8_t)(ember_mt_double(s) <= 1.0 - (1.0 - p));
-        }
+        const double u = ember_mt_double(s);
+        y[i] = (uint8_t)(p[i] <= 0.5 ? u > 1.0 - p[i] : u <= 1.0 - (1.0 - p[i]));
     }
 }
 /*@end*/
