@@ -57,6 +57,16 @@ def _bert(path: Path) -> None:
     zoo.bert_fused_by_onnxruntime(path, hidden=256, layers=4, heads=4, seq=128, batch=1, vocab=1000, mask_input=False)
 
 
+def _transformer_opset16(path: Path) -> None:
+    """The transformer encoder as torch.onnx writes it at opset 16: LayerNorm and GELU spelled out elementwise."""
+    torch = zoo._torch()
+    torch.manual_seed(0)
+    model = zoo._transformer(256, 4, 2, 1024)(128).eval()
+    with torch.no_grad():
+        torch.onnx.export(model, (torch.randn(1, 128, 256),), str(path), opset_version=16, dynamo=False,
+                          input_names=["input"], output_names=["output"])
+
+
 def _lstm(input_size: int = 64, hidden: int = 128, layers: int = 2):
     """nn.LSTM returning its output sequence (the exporter keeps one ONNX LSTM node per layer)."""
     nn = zoo._torch().nn
@@ -80,6 +90,7 @@ MODELS: dict[str, tuple[Callable[[Path], None], str]] = {
     "resnet50": (zoo._torch_builder(_resnet50, (1, 3, 224, 224)), "ResNet-50 224"),
     "transformer": (zoo._torch_builder(lambda: zoo._transformer(256, 4, 2, 1024)(128), (1, 128, 256)),
                     "transformer encoder (2 layers, d=256, 4 heads, seq 128)"),
+    "transformer16": (_transformer_opset16, "the transformer encoder exported at opset 16 (no LayerNorm op)"),
     "lstm": (zoo._torch_builder(_lstm, (100, 1, 64)), "LSTM (2 layers, hidden 128, input 64, seq 100, batch 1)"),
     "bert": (_bert, "BERT encoder (4 layers, d=256, 4 heads, seq 128) fused by onnxruntime's optimizer"),
 }

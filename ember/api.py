@@ -6,10 +6,12 @@ import json
 import os
 import shutil
 import tempfile
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
-from ember.codegen.bundle import network_name
+from ember.codegen.bundle import network_name, write_weights_txt
 from ember.config import CompileOptions
 from ember.driver import lower
 from ember.errors import OptionError
@@ -21,6 +23,7 @@ from ember.output import check_writable_file, claim, make_dirs, remove_empty_dir
 from ember.passes.manager import PassManager
 from ember.passes.pipeline import Purpose
 from ember.report.flops import graph_flops
+from ember.report.record import graph_record, memory_record
 from ember.runtime.loader import Bundle, load
 from ember.toolchain.cc import compile_object
 from ember.toolchain.objfile import ObjectInfo, check_freestanding, inspect_object
@@ -28,10 +31,22 @@ from ember.toolchain.targets import Target, get_target
 from ember.version import __version__
 
 
-def compile(model: str | os.PathLike, out_dir: str | os.PathLike, **options: Any) -> Bundle:  # noqa: A001
-    """Compile an ONNX model into a bundle in `out_dir`; returns it loaded (runnable for the host target)."""
-    opts = CompileOptions(**options)
-    manifest = write_bundle(str(model), out_dir, opts)
+def compile(model: Any, out_dir: str | os.PathLike, example_inputs: Any = None,  # noqa: A001
+            **options: Any) -> Bundle:
+    """Compile a model into a bundle in `out_dir`; returns it loaded (runnable for the host target).
+
+    `model`: a model file's path, an `onnx.ModelProto`, or a `torch.nn.Module` with `example_inputs` (a
+    tensor or a tuple of them: exported through torch.onnx, which fixes the input shapes)."""
+    if isinstance(model, str | os.PathLike):
+        if example_inputs is not None:
+            raise OptionError("example_inputs: only for a torch.nn.Module (a model file has its own shapes)")
+        manifest = write_bundle(os.fspath(model), out_dir, CompileOptions(**options))
+        return load(out_dir, manifest["name"])
+    from ember.model_source import saved_model
+
+    with saved_model(model, example_inputs) as (path, name):
+        options.setdefault("name", name)
+        manifest = write_bundle(str(path), out_dir, CompileOptions(**options))
     return load(out_dir, manifest["name"])
 
 
@@ -55,6 +70,7 @@ def write_bundle(model_path: str, out: str | os.PathLike, opts: CompileOptions, 
     # Files already there that are not this bundle's: refused before the slow part (again once it is named).
     claim(out, opts.name or network_name(Path(model_path).stem))
     lowered = lower(model_path, opts, Purpose.BUNDLE, target, command)
+    seconds = dict(lowered.seconds)
     graph, plan, src, pm, sha = lowered.graph, lowered.plan, lowered.sources, lowered.passes, lowered.model_sha
     name = graph.name
     previous = claim(out, name)
@@ -63,11 +79,18 @@ def write_bundle(model_path: str, out: str | os.PathLike, opts: CompileOptions, 
     try:
         (tmp / f"{name}.c").write_text(src.c)
         (tmp / f"{name}.h").write_text(src.h)
-        (tmp / f"{name}.weights.bin").write_bytes(src.weights)
-        (tmp / f"{name}.weights.txt").write_bytes(src.weights_txt)
+        # The weight files are written while the C compiler runs (it is another process, another core).
+        writer = _WeightWriter(tmp, name, plan, opts.weights_txt)
+        writer.start()
+        t0 = time.perf_counter()
         obj = tmp / f"{name}.o"
-        cc_cmd = compile_object(tmp / f"{name}.c", obj, target, abi, opts.opt_level, opts.reloc or target.reloc,
-                                opts.cc, opts.cpu)
+        try:
+            cc_cmd = compile_object(tmp / f"{name}.c", obj, target, abi, opts.opt_level,
+                                    opts.reloc or target.reloc, opts.cc, opts.cpu)
+            seconds["cc"] = time.perf_counter() - t0
+        finally:
+            writer.join()
+        seconds["write"] = writer.result()
         info = inspect_object(obj)
         check_freestanding(info, f"{name}.o", target.name, allow_double=_uses_float64(graph))
         # Recorded with the paths the files will have, not the temporary folder's.
@@ -75,6 +98,7 @@ def write_bundle(model_path: str, out: str | os.PathLike, opts: CompileOptions, 
         manifest = _manifest(graph, plan, src, opts, sha, cc_cmd, pm)
         manifest["target_info"] = _target_info(target, opts)
         manifest["footprint"] = _footprint(info, plan)
+        manifest["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
         (tmp / f"{name}.json").write_text(json.dumps(manifest, indent=2) + "\n")
         if opts.dump_graph:
             from ember.report.graph_dot import write_dot
@@ -88,6 +112,35 @@ def write_bundle(model_path: str, out: str | os.PathLike, opts: CompileOptions, 
         raise
     shutil.rmtree(tmp, ignore_errors=True)
     return manifest
+
+
+class _WeightWriter(threading.Thread):
+    """NAME.weights.bin (and .txt) from the plan's constants, in a thread beside the C compiler."""
+
+    def __init__(self, folder: Path, name: str, plan: MemoryPlan, txt: bool) -> None:
+        super().__init__(name="ember-weights", daemon=True)
+        self.folder, self.bundle, self.plan, self.txt = folder, name, plan, txt
+        self.seconds = 0.0
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        t0 = time.perf_counter()
+        try:
+            with open(self.folder / f"{self.bundle}.weights.bin", "wb") as f:
+                self.plan.write_constants(f)
+            if self.txt:
+                with open(self.folder / f"{self.bundle}.weights.txt", "wb") as f:
+                    write_weights_txt(self.plan, f)
+        except BaseException as e:  # noqa: BLE001 - re-raised in the compiling thread by result()
+            self.error = e
+        self.seconds = time.perf_counter() - t0
+
+    def result(self) -> float:
+        if self.error is not None:
+            if isinstance(self.error, OSError):
+                raise OptionError(f"{self.folder}: cannot write the weights ({self.error.strerror})") from None
+            raise self.error
+        return self.seconds
 
 
 def _op_label(node: Node) -> str:
@@ -130,8 +183,9 @@ def _manifest(graph: Graph, plan: MemoryPlan, src, opts: CompileOptions, sha: st
             q = {"scale": list(t.quant.scale), "zero_point": list(t.quant.zero_point), "axis": t.quant.axis}
         counted = graph.valid_counts.get(e.name)
         valid = None if counted is None else {"count": counted[0], "axis": counted[1]}
+        layout = {"layout": graph.layouts[e.name]} if e.name in graph.layouts else {}  # TFLite: NHWC images
         return {"name": e.name, "c_name": e.cname, "dtype": t.dtype.short, "shape": list(t.shape),
-                "offset": e.offset, "bytes": t.nbytes, "quantization": q, "valid_count": valid}
+                "offset": e.offset, "bytes": t.nbytes, "quantization": q, "valid_count": valid, **layout}
 
     n_in = len(graph.inputs)
     return {
@@ -155,5 +209,7 @@ def _manifest(graph: Graph, plan: MemoryPlan, src, opts: CompileOptions, sha: st
         "flops": graph_flops(graph),
         # Random ops the model gave no seed (ember/ops/random.py): the seed each was given at compile time.
         "drawn_seeds": {n.name: n.attrs["seed"] for n in graph.walk() if n.attrs.get("seed_drawn")},
+        "graph": graph_record(graph),  # for `ember report` (ember/report/record.py)
+        "memory_plan": memory_record(plan),
         "passes": [{"name": r.name, "seconds": round(r.seconds, 6), "nodes": r.nodes_after} for r in pm.records],
     }

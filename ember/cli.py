@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -13,8 +15,8 @@ import numpy as np
 from ember.config import CompileOptions, parse_consts, parse_defines, parse_inputs, parse_size
 from ember.errors import EmberError, OptionError
 from ember.output import check_writable_file
-from ember.runtime.inputs import load_arrays
 from ember.toolchain.targets import TARGETS
+from ember.validate import defaults_text
 from ember.version import __version__
 
 
@@ -30,9 +32,14 @@ def _compile(args: argparse.Namespace) -> int:
         per_channel=args.per_channel, calibration=args.calibration, percentile=args.percentile,
         keep_float=tuple(op.strip() for op in ",".join(args.keep_float).split(",") if op.strip()), io=args.io,
         weights=args.weights, max_memory=parse_size(args.max_memory) if args.max_memory else None,
+        weights_txt=not args.no_weights_txt,
     )
     command = "ember " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    if args.report:
+        check_writable_file(args.report, "--report")
+    t0 = time.perf_counter()
     m = write_bundle(args.model, args.output, opts, command)
+    wall = time.perf_counter() - t0
     mem = m["memory"]
     ratio = mem["activations"] / mem["activations_lower_bound"] if mem["activations_lower_bound"] else 1.0
     print(f"bundle {m['name']} -> {args.output} (target {m['target']})")
@@ -41,27 +48,63 @@ def _compile(args: argparse.Namespace) -> int:
     print(f"  activations      : {mem['activations']:>12,} bytes "
           f"(lower bound {mem['activations_lower_bound']:,}, ratio {ratio:.3f})")
     fp = m["footprint"]
-    print(f"  code + tables    : {fp['code'] + fp['rodata'] + fp['data']:>12,} bytes (NAME.o)")
+    print(f"  code + tables    : {fp['code'] + fp['rodata'] + fp['data']:>12,} bytes ({m['name']}.o)")
     print(f"  flash            : {fp['flash']:>12,} bytes (code + tables + constant weights)")
     print(f"  RAM              : {fp['ram']:>12,} bytes (mutable + activations)")
+    secs = m["seconds"]
+    phases = ", ".join(f"{k} {v:.2f}" for k, v in secs.items())
+    print(f"  compiled in      : {wall:>12.2f} s ({phases}; weights written while cc ran)")
     if opts.quantize:
         ops = m["ops"]
         print(f"  quantized        : {opts.quantize}/{opts.precision}, schema {opts.schema}, calibration "
               f"{opts.calibration}; QuantizeLinear x{ops.get('QuantizeLinear', 0)}, "
               f"DequantizeLinear x{ops.get('DequantizeLinear', 0)} left after folding")
+    if args.report:
+        from ember.report.html import write_report
+
+        write_report(m, args.report)
+        print(f"wrote {args.report}")
     return 0
 
 
-def _profile(args: argparse.Namespace) -> int:
-    from ember.quant.data import Preprocess, parse_floats
-    from ember.runtime.profile import profile_model
+def _report(args: argparse.Namespace) -> int:
+    from ember.report.html import write_report
+    from ember.runtime.loader import find_manifest, read_manifest
 
-    prep = Preprocess(args.image_mode, args.channel_order, args.layout,
+    path = find_manifest(Path(args.bundle))
+    m = read_manifest(path)
+    out = args.output or str(path.parent / f"{m['name']}.report.html")
+    check_writable_file(out, "-o/--output")
+    write_report(m, out, args.bench, args.validation)
+    print(f"wrote {out}")
+    return 0
+
+
+def _preprocess(args: argparse.Namespace):
+    from ember.quant.data import Preprocess, parse_floats
+
+    return Preprocess(args.image_mode, args.channel_order, args.layout,
                       parse_floats(args.mean, "--mean") if args.mean else (),
                       parse_floats(args.std, "--std") if args.std else ())
+
+
+def _profile(args: argparse.Namespace) -> int:
+    from ember.runtime.profile import profile_model
+
+    # --input NAME=FILE names each input's data; a bare --input NAME (the older form) picks the input
+    # that the positional DATA feeds.
+    named = [s for s in args.input if "=" in s]
+    select = [s for s in args.input if "=" not in s]
+    if len(select) > 1:
+        raise OptionError(f"--input {select[1]}: positional data feeds one input; use --input NAME=FILE for more")
+    if named and (args.data or select):
+        raise OptionError("give data either as DATA... (with --input NAME) or as --input NAME=FILE, not both")
+    if not named and not args.data:
+        raise OptionError("no data: give DATA... or --input NAME=FILE")
     opts = CompileOptions(defines=parse_defines(args.define), inputs=parse_inputs(args.model_input),
                           consts=parse_consts(args.const))
-    doc = profile_model(args.model, args.data, args.output, prep, args.input, opts)
+    doc = profile_model(args.model, args.data, args.output, _preprocess(args), select[0] if select else None, opts,
+                        named=named)
     print(f"profile of {len(doc['tensors'])} tensors from {doc['samples']} sample(s) -> {args.output}")
     return 0
 
@@ -74,7 +117,7 @@ def _bench(args: argparse.Namespace) -> int:
     _at_least(args.top, 0, "--top")
     if args.json:
         check_writable_file(args.json, "--json")
-    r = bench(args.bundle, args.rounds, args.warmup, not args.no_profile)
+    r = bench(args.bundle, args.rounds, args.warmup, not args.no_profile, args.input, _preprocess(args))
     gflops = r["flops"] / (r["median_ms"] * 1e6) if r["flops"] else 0.0
     print(f"bundle {r['name']}: {r['rounds']} rounds after {r['warmup']} warm-up")
     print(f"  latency  min {r['min_ms']:.4f} ms  median {r['median_ms']:.4f} ms  p90 {r['p90_ms']:.4f} ms"
@@ -137,26 +180,42 @@ def _at_least(value: int, low: int, flag: str) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from ember.runtime.inputs import input_infos, load_feeds, sample
     from ember.runtime.loader import load
 
     _at_least(args.top_k, 0, "--top-k")
     if args.output:
         check_writable_file(args.output, "--output")
     bundle = load(args.bundle)
-    feeds = load_arrays(args.input, [e["name"] for e in bundle.inputs])
-    outs = bundle.run(feeds, cast=args.cast)
+    stacks, count = load_feeds(args.input, input_infos(bundle.inputs), _preprocess(args))
+    runs = [bundle.run(sample(stacks, k), cast=args.cast, dequantize=args.dequantize) for k in range(count)]
+    outs = runs[0] if count == 1 else _stack_runs(runs)
     if args.output:
         np.savez(args.output, **outs)
-        print(f"wrote {len(outs)} output(s) to {args.output}")
+        print(f"wrote {len(outs)} output(s){f' of {count} samples' if count > 1 else ''} to {args.output}")
     for name, arr in outs.items():
         if args.top_k:
-            flat = arr.reshape(-1)
-            idx = np.argsort(-flat, kind="stable")[: args.top_k]
-            print(f"{name}: top-{args.top_k}: " + ", ".join(f"{i} ({flat[i]:.6g})" for i in idx))
+            for k, row in enumerate(arr if count > 1 else [arr]):
+                flat = row.reshape(-1)
+                idx = np.argsort(-flat, kind="stable")[: args.top_k]
+                label = f"{name}[{k}]" if count > 1 else name
+                print(f"{label}: top-{args.top_k}: " + ", ".join(f"{i} ({flat[i]:.6g})" for i in idx))
         elif not args.output:
             with np.printoptions(threshold=64, precision=6):
                 print(f"{name} {arr.dtype}{list(arr.shape)}:\n{arr}")
     return 0
+
+
+def _stack_runs(runs: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """Several samples' outputs, each stacked along a new first axis (sample k at index k)."""
+    out = {}
+    for name in runs[0]:
+        shapes = {r[name].shape for r in runs}
+        if len(shapes) > 1:
+            raise OptionError(f"output '{name}' has a size that depends on the data ({len(shapes)} different "
+                              "shapes): run its samples one at a time")
+        out[name] = np.stack([r[name] for r in runs])
+    return out
 
 
 def _info(args: argparse.Namespace) -> int:
@@ -177,12 +236,48 @@ def _info(args: argparse.Namespace) -> int:
 def _validate(args: argparse.Namespace) -> int:
     from ember.validate import validate
 
-    if args.max_error < 0:
+    if args.max_error is not None and args.max_error < 0:
         raise OptionError(f"--max-error {args.max_error}: must not be negative")
-    if not -1 <= args.min_cosine <= 1:
+    if args.min_cosine is not None and not -1 <= args.min_cosine <= 1:
         raise OptionError(f"--min-cosine {args.min_cosine}: must lie in [-1, 1]")
-    ok = validate(args.model, args.bundle, args.input, args.seed, args.max_error, args.min_cosine)
-    return 0 if ok else 1
+    for flag, value in (("--min-top1", args.min_top1), ("--max-accuracy-drop", args.max_accuracy_drop)):
+        if value is not None and not 0 <= value <= 1:
+            raise OptionError(f"{flag} {value}: must lie in [0, 1]")
+    if args.json:
+        check_writable_file(args.json, "--json")
+    result = validate(args.model, args.bundle, args.input, args.seed, args.max_error, args.min_cosine,
+                      args.min_top1, args.labels, args.max_accuracy_drop, _preprocess(args), args.cast)
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    return 0 if result["ok"] else 1
+
+
+def _data_args(p: argparse.ArgumentParser, what: str, profile: bool = False) -> None:
+    """The one data vocabulary of run, validate, bench and profile: --input NAME=FILE and image options."""
+    d = p.add_argument_group("data (the same files and options for run, validate, bench and profile)")
+    d.add_argument("--input", action="append", default=[], metavar="NAME=FILE",
+                   help=f"{what}: FILE is a .npy/.npz array, an image (PNG/JPEG/BMP/GIF/WebP), a folder of those "
+                   "(sorted by name), or a stack whose first axis counts samples; a lone FILE feeds the only "
+                   "input (a .npz: inputs by key); repeat for each input"
+                   + ("; a bare NAME picks the input DATA feeds (older form)" if profile else ""))
+    d.add_argument("--image-mode", default="0to1", choices=("0to1", "neg1to1", "0to255", "neg128to127"),
+                   help="pixel value range after scaling (default 0to1)")
+    d.add_argument("--channel-order", default="RGB", choices=("RGB", "BGR"), help="channel order the model expects")
+    d.add_argument("--layout", default="NCHW", choices=("NCHW", "NHWC"),
+                   help="the model input's layout, for images (default NCHW)")
+    d.add_argument("--mean", metavar="M[,M,M]",
+                   help="per-channel mean subtracted after scaling, e.g. 0.485,0.456,0.406")
+    d.add_argument("--std", metavar="S[,S,S]",
+                   help="per-channel std divided by after the mean, e.g. 0.229,0.224,0.225")
+
+
+def _deploy(args: argparse.Namespace) -> int:
+    from ember.deploy.build import deploy
+
+    _at_least(args.round, 1, "--round")
+    if not (args.config or args.file) or (args.config and args.file):
+        raise OptionError("deploy: give the deployment file once, as FILE.yml or --config FILE.yml")
+    return deploy(args.config or args.file, args.output, args.validate, args.benchmark, args.round)
 
 
 def _quant_args(c: argparse.ArgumentParser) -> None:
@@ -235,6 +330,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "sample_rate=16000: what it decides folds (an If on it keeps one branch); the bundle has no "
                    "such input")
     c.add_argument("--dump-graph", metavar="FILE.dot", help="write the optimized graph as Graphviz")
+    c.add_argument("--no-weights-txt", action="store_true",
+                   help="do not write NAME.weights.txt (the weights as C text, 6 bytes per weight byte); "
+                   "NAME.weights.bin holds the same bytes")
+    c.add_argument("--report", metavar="FILE.html",
+                   help="also write a self-contained HTML report: graph, memory plan, region sizes")
     c.add_argument("--max-memory", metavar="SIZE",
                    help="refuse bundles whose three memory regions together need more, e.g. 512M, 16G "
                    "(default 4G for host, the target's address space otherwise)")
@@ -247,18 +347,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "and record every tensor's min, max and histogram in a YAML file for "
                         "`ember compile --profile FILE --quantize int8`.")
     pr.add_argument("model", help="the .onnx model file")
-    pr.add_argument("data", nargs="+", help="images (.png/.jpg/.jpeg), arrays (.npy, or .npz keyed by input "
-                    "name), or folders of them (sorted by name)")
+    pr.add_argument("data", nargs="*", metavar="DATA", help="images, arrays or folders of them for the only input "
+                    "(or the one --input NAME picks); .npz files keyed by input name feed several")
     pr.add_argument("-o", "--output", required=True, metavar="PROFILE.yaml", help="where to write the profile")
-    pr.add_argument("--input", metavar="NAME", help="the model input images and .npy files feed (multi-input models)")
-    pr.add_argument("--image-mode", default="0to1", choices=("0to1", "neg1to1", "0to255", "neg128to127"),
-                    help="pixel value range after scaling (default 0to1)")
-    pr.add_argument("--channel-order", default="RGB", choices=("RGB", "BGR"), help="channel order the model expects")
-    pr.add_argument("--layout", default="NCHW", choices=("NCHW", "NHWC"), help="the model input's layout")
-    pr.add_argument("--mean", metavar="M[,M,M]",
-                    help="per-channel mean subtracted after scaling, e.g. 0.485,0.456,0.406")
-    pr.add_argument("--std", metavar="S[,S,S]",
-                    help="per-channel std divided by after the mean, e.g. 0.229,0.224,0.225")
+    _data_args(pr, "calibration data of input NAME", profile=True)
     pr.add_argument("--model-input", action="append", default=[], metavar="NAME:DTYPE:SHAPE",
                     help="fix an input's type and shape (as compile's --input; use the same at compile time)")
     pr.add_argument("--define", action="append", default=[], metavar="SYMBOL=VALUE",
@@ -274,6 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--no-profile", action="store_true", help="skip the instrumented per-operator build")
     b.add_argument("--top", type=int, default=10, help="how many of the slowest nodes to list")
     b.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    _data_args(b, "what the timed runs are fed (default: random data); the first sample of a stack")
     b.set_defaults(fn=_bench)
 
     t = sub.add_parser("targets", help="list the targets --target accepts")
@@ -283,36 +376,92 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--domain", help="only this domain (ai.onnx, ai.onnx.ml, com.microsoft)")
     o.set_defaults(fn=_operators)
 
-    r = sub.add_parser("run", help="run a host bundle on .npy/.npz inputs")
-    r.add_argument("bundle", help="bundle directory")
-    r.add_argument("--input", action="append", default=[], metavar="NAME=FILE", help="input array (.npy/.npz)")
-    r.add_argument("--output", metavar="FILE.npz", help="save outputs here")
-    r.add_argument("--top-k", type=int, default=0, help="print the top-k classes of each output")
+    r = sub.add_parser("run", help="run a host bundle on arrays or images")
+    r.add_argument("bundle", help="bundle directory (or DIR/NAME.json)")
+    r.add_argument("--output", metavar="FILE.npz", help="save outputs here (several samples: stacked along a new "
+                   "first axis)")
+    r.add_argument("--top-k", type=int, default=0, help="print the top-k classes of each output (of each sample)")
     r.add_argument("--cast", action="store_true",
-                   help="convert inputs to the bundle's dtypes (default: a dtype mismatch is an error)")
+                   help="convert arrays to the bundle's dtypes (default: a dtype mismatch is an error; float data "
+                   "for an --io int8 input is always quantized with its scale and zero point)")
+    r.add_argument("--dequantize", action="store_true", help="return an --io int8 bundle's outputs as float32")
+    _data_args(r, "the data of input NAME (several samples: one run each)")
     r.set_defaults(fn=_run)
 
     i = sub.add_parser("info", help="inputs, outputs, memory and ops of a bundle")
-    i.add_argument("bundle")
+    i.add_argument("bundle", help="bundle directory (or DIR/NAME.json)")
     i.set_defaults(fn=_info)
 
-    v = sub.add_parser("validate", help="compare a bundle with onnxruntime")
-    v.add_argument("model")
-    v.add_argument("bundle")
-    v.add_argument("--input", action="append", default=[], metavar="NAME=FILE", help="input (default: random)")
-    v.add_argument("--seed", type=int, default=0)
-    v.add_argument("--max-error", type=float, default=1e-4,
-                   help="max abs error relative to the reference output range (default 1e-4)")
-    v.add_argument("--min-cosine", type=float, default=0.9999, help="minimum cosine similarity")
+    v = sub.add_parser("validate", help="compare a bundle with onnxruntime",
+                       description="Run the bundle and onnxruntime on the same inputs (each sample of --input "
+                       "data, or random data inside each input's valid range) and compare every output. "
+                       f"Default thresholds by bundle: {defaults_text()}. Exit 1 on FAIL.")
+    v.add_argument("model", help="the .onnx model the bundle was compiled from (the reference)")
+    v.add_argument("bundle", help="bundle directory (or DIR/NAME.json)")
+    v.add_argument("--seed", type=int, default=0, help="seed of the random inputs used without --input (default 0)")
+    v.add_argument("--max-error", type=float, default=None,
+                   help="max abs error relative to the reference output's range (default by bundle, see above)")
+    v.add_argument("--min-cosine", type=float, default=None,
+                   help="minimum cosine similarity of each output to the reference's (default by bundle)")
+    v.add_argument("--min-top1", type=float, default=None,
+                   help="minimum fraction of samples whose argmax agrees with the reference's (default: 0.9 for "
+                   "int8 bundles on --input data, else not checked)")
+    v.add_argument("--labels", metavar="FILE",
+                   help="one integer class per sample (.npy, or text): report top-1/top-5 accuracy of bundle and "
+                   "reference on the first output with more than one value")
+    v.add_argument("--max-accuracy-drop", type=float, default=None,
+                   help="with --labels: most the bundle's top-1 accuracy may lie below the reference's "
+                   "(default by bundle, see above)")
+    v.add_argument("--json", metavar="FILE", help="also write the results as JSON (`ember report --validation`)")
+    v.add_argument("--cast", action="store_true",
+                   help="convert arrays to the bundle's dtypes, for both sides (default: a mismatch is an error)")
+    _data_args(v, "the data of input NAME (several samples: each compared, results aggregated)")
     v.set_defaults(fn=_validate)
+
+    rp = sub.add_parser("report", help="write a bundle's HTML report (graph, memory plan, times, validation)")
+    rp.add_argument("bundle", metavar="OUT", help="bundle directory, or OUT/NAME.json")
+    rp.add_argument("-o", "--output", metavar="FILE.html", help="where to write it (default: OUT/NAME.report.html)")
+    rp.add_argument("--bench", metavar="BENCH.json", help="per-operator times from `ember bench OUT --json FILE`")
+    rp.add_argument("--validation", metavar="VALIDATION.json",
+                    help="validation results to include (format: docs/report.md)")
+    rp.set_defaults(fn=_report)
+
+    d = sub.add_parser("deploy", help="build a MACE-style deployment file into one static library per target",
+                       description="Compile every model of a MACE-style deployment file (library_name, "
+                       "target_abis, models: ...) into OUT/<abi>/lib<library_name>.a with one header per model, "
+                       "a registry header <library_name>.h and one shared activation arena (README: Deployment "
+                       "files).")
+    d.add_argument("file", nargs="?", metavar="FILE.yml", help="the deployment file")
+    d.add_argument("--config", metavar="FILE.yml", help="the deployment file (MACE's spelling)")
+    d.add_argument("-o", "--output", metavar="OUT", help="output folder (default: build/<library_name>)")
+    d.add_argument("--validate", action="store_true",
+                   help="run every model (host build) against onnxruntime on validation_inputs_data or random "
+                   "inputs; exit 1 below validation_threshold")
+    d.add_argument("--benchmark", action="store_true", help="time every model (host build)")
+    d.add_argument("--round", type=int, default=10, metavar="N", help="timed runs per model for --benchmark")
+    d.set_defaults(fn=_deploy)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return int(args.fn(args))
+        code = int(args.fn(args))
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        # `ember run ... | head`: the reader has gone; stop quietly, as other command-line tools do.
+        # stdout is pointed at /dev/null so that Python's own flush at exit raises nothing more.
+        if args.debug:
+            raise
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a writer killed by the pipe
     except KeyboardInterrupt:
+        # Every writer (the bundle's temporary folder, profile.yaml.tmp) removes its partial files on
+        # the way out, so an interrupted command leaves nothing behind.
+        if args.debug:
+            raise
+        print("ember: interrupted", file=sys.stderr)
         return 130
     except Exception as e:  # every error is one line; --debug shows where it came from
         if args.debug:

@@ -33,6 +33,8 @@ class CompileOptions:
     # the frontend checks each against the declared input and folds what it decides (an If on it inlines).
     consts: dict[str, Any] = field(default_factory=dict)
     dump_graph: str | None = None
+    # NAME.weights.txt (the weights as a C array body): big models rarely want 6 bytes of text per weight byte.
+    weights_txt: bool = True
     opt_level: int = 3
     sanitize: bool = False  # build the host library with AddressSanitizer + UBSan (tests)
     # Quantization (ember/quant): `ember profile` output + target precision and how to choose parameters.

@@ -8,14 +8,16 @@ which passes/pipeline.py decides from the options, the purpose and the target.
 from __future__ import annotations
 
 import hashlib
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from ember.codegen.bundle import BundleSources, check_network_name, generate, network_name
 from ember.codegen.cwriter import c_comment
 from ember.config import CompileOptions
-from ember.errors import OptionError
-from ember.frontends.onnx.loader import InputSpec, LoadOptions, load_onnx, read_model
+from ember.errors import ModelFormatError, OptionError
+from ember.frontends.detect import model_format, neither
+from ember.frontends.onnx.loader import InputSpec, LoadOptions, load_onnx
 from ember.ir.dtypes import DType
 from ember.ir.graph import Graph
 from ember.limits import check_limits, check_memory
@@ -35,6 +37,7 @@ class Lowered:
     sources: BundleSources
     passes: PassManager
     model_sha: str
+    seconds: dict[str, float]  # wall time of each phase: load, passes, plan, codegen
 
 
 def parse_input_spec(name: str, text: str) -> InputSpec:
@@ -55,16 +58,36 @@ def parse_input_spec(name: str, text: str) -> InputSpec:
 
 
 def load_graph(model_path: str, options: CompileOptions) -> tuple[Graph, str]:
-    """The model as IR (frontend only, no passes) and the model file's sha256."""
-    model = read_model(model_path)
-    sha = hashlib.sha256(Path(model_path).read_bytes()).hexdigest()
+    """The model as IR (frontend only, no passes) and the model file's sha256. The format is detected by
+    content: TFLite's flatbuffer identifier, else an ONNX protobuf."""
+    if model_format(model_path) == "tflite":
+        return _load_tflite(model_path, options)
     load_opts = LoadOptions(
         defines=dict(options.defines),
         inputs={k: parse_input_spec(k, v) for k, v in options.inputs.items()},
         consts=dict(options.consts),
     )
     name = options.name or network_name(Path(model_path).stem)
-    return load_onnx(model, load_opts, name), sha
+    try:
+        graph = load_onnx(model_path, load_opts, name)  # names a missing file or one that is no ONNX model
+    except ModelFormatError as e:
+        if "not a valid ONNX model" not in str(e):
+            raise
+        reason = str(e).partition("not a valid ONNX model")[2].strip().removeprefix("(").removesuffix(")")
+        raise neither(model_path, reason) from None
+    with open(model_path, "rb") as f:
+        sha = hashlib.file_digest(f, "sha256").hexdigest()
+    return graph, sha
+
+
+def _load_tflite(model_path: str, options: CompileOptions) -> tuple[Graph, str]:
+    from ember.frontends.tflite.loader import load_tflite, read_tflite  # the `tflite` reader only when needed
+
+    if options.inputs or options.consts:
+        raise OptionError("--input and --const are not supported for TFLite models yet (their shapes are static)")
+    data = read_tflite(model_path)
+    name = options.name or network_name(Path(model_path).stem)
+    return load_tflite(data, name, model_path), hashlib.sha256(data).hexdigest()
 
 
 def build_graph(model_path: str, options: CompileOptions, purpose: Purpose = Purpose.BUNDLE,
@@ -93,13 +116,19 @@ def lower(model_path: str, options: CompileOptions, purpose: Purpose = Purpose.B
     `target`: the one the bundle is for (default: the host). `command`: the command line that asked for
     the build, recorded in the sources' banner."""
     target = target if target is not None else get_target("host")
+    t0 = time.perf_counter()
     graph, pm, sha = build_graph(model_path, options, purpose, target.kind)
+    t1 = time.perf_counter()
     check_network_name(graph.name)
     check_limits(graph)
     plan = plan_memory(graph, inlined_constants(graph))
     check_memory(plan, target, options)
+    t2 = time.perf_counter()
     sources = generate(graph, plan, graph.name, options.api, _banner(graph.name, sha, command))
-    return Lowered(graph, plan, sources, pm, sha)
+    t3 = time.perf_counter()
+    passes = sum(r.seconds for r in pm.records)
+    seconds = {"load": t1 - t0 - passes, "passes": passes, "plan": t2 - t1, "codegen": t3 - t2}
+    return Lowered(graph, plan, sources, pm, sha, seconds)
 
 
 def _banner(name: str, sha: str, command: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import BinaryIO
 
 import numpy as np
 
@@ -44,8 +45,6 @@ class IOEntry:
 class BundleSources:
     c: str
     h: str
-    weights: bytes
-    weights_txt: bytes
     io: list[IOEntry]
 
 
@@ -95,10 +94,9 @@ def generate(graph: Graph, plan: MemoryPlan, name: str, api: str, banner: str) -
     ctx.names.reserve(entry_symbols(name) | header_macros(name) | io_macros(name, ins + outs))
     ctx.emit_graph = lambda sub: _emit_subgraph(sub, ctx)
     _emit_nodes(graph, ctx)
-    weights = _weights(plan)
     c = _source(graph, ctx, name, api, banner, ins + outs, plan)
     h = _header(name, api, banner, ins, outs, plan, graph.valid_counts)
-    return BundleSources(c, h, weights, _weights_txt(weights), ins + outs)
+    return BundleSources(c, h, ins + outs)
 
 
 # An instrumented build (`ember bench`: NAME.c compiled with -DEMBER_PROFILE) brackets every node with
@@ -154,24 +152,31 @@ def _emit_nodes(graph: Graph, ctx: CodeContext) -> None:
                 captured += 1
 
 
-def _weights(plan: MemoryPlan) -> bytes:
-    buf = bytearray(plan.constant_size)
-    for off, raw in plan.constants:
-        buf[off : off + len(raw)] = raw
-    return bytes(buf)
-
-
 # "0xAB, " for every byte value: the text file is a table lookup and a reshape (ResNet-50's 100 MB of
 # weights become 600 MB of text; a Python loop over the bytes took most of the compile time).
 _HEX_CELLS = np.frombuffer(b"".join(f"0x{b:02X}, ".encode() for b in range(256)), np.uint8).reshape(256, 6)
+# Text is made and written a block at a time (a multiple of the 16 bytes a line), so it is never held whole.
+_TXT_BLOCK = 1 << 20
 
 
-def _weights_txt(weights: bytes) -> bytes:
-    """The weights as a C array body, 16 bytes a line: `0xAB, 0xCD, ..., 0xEF,`."""
-    if not weights:
-        return b"0x00,\n"
-    cells = _HEX_CELLS[np.frombuffer(weights, np.uint8)]
-    full = len(weights) // 16 * 16
+def write_weights_txt(plan: MemoryPlan, f: BinaryIO) -> None:
+    """The constant region as a C array body, 16 bytes a line: `0xAB, 0xCD, ..., 0xEF,`."""
+    if plan.constant_size == 0:
+        f.write(b"0x00,\n")
+        return
+    block = bytearray()
+    for piece in plan.constant_pieces():
+        block += piece
+        while len(block) >= _TXT_BLOCK:
+            f.write(_hex_lines(memoryview(block)[:_TXT_BLOCK]))
+            del block[:_TXT_BLOCK]
+    if block:
+        f.write(_hex_lines(memoryview(block)))
+
+
+def _hex_lines(data: memoryview) -> bytes:
+    cells = _HEX_CELLS[np.frombuffer(data, np.uint8)]
+    full = len(data) // 16 * 16
     lines = cells[:full].reshape(-1, 96)
     lines[:, -1] = ord("\n")
     tail = cells[full:].reshape(-1)
@@ -255,7 +260,9 @@ def _header(name: str, api: str, banner: str, ins: list[IOEntry], outs: list[IOE
             w.line(f"#define {p}_SCALE {t.quant.scale[0]!r}f")
             w.line(f"#define {p}_ZERO_POINT {t.quant.zero_point[0]}")
     w.line()
-    w.line("// Memory sizes (bytes)")
+    w.line(f"// Memory sizes (bytes). The constant region's bytes are {name}.weights.bin: read them into an array of")
+    w.line(f"// {up}_CONSTANT_MEM_SIZE bytes aligned to {up}_MEM_ALIGN (fread, or the assembler's .incbin into flash),")
+    w.line(f'// or initialise that array with #include "{name}.weights.txt" (written unless --no-weights-txt).')
     w.line(f"#define {up}_CONSTANT_MEM_SIZE {plan.constant_size}")
     w.line(f"#define {up}_MUTABLE_MEM_SIZE {plan.mutable_size}")
     w.line(f"#define {up}_ACTIVATIONS_MEM_SIZE {plan.activations_size}")

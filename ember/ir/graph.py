@@ -87,6 +87,8 @@ class Graph:
         # Outputs whose size depends on values (ember/ops/counted.py): model output name -> (the name of the
         # output holding its count of valid entries, the axis the count applies to).
         self.valid_counts: dict[str, tuple[str, int]] = {}
+        # Model-level input/output name -> the layout its frontend stores it in ("NHWC" for TFLite images).
+        self.layouts: dict[str, str] = {}
         self.nodes: list[Node] = []
         self._names: set[str] = set()
 

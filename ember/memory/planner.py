@@ -18,8 +18,10 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
+import numpy as np
+
 from ember.ir.graph import Graph, Node, Value
-from ember.memory.plan import MemoryPlan, Region, align
+from ember.memory.plan import Lifetime, MemoryPlan, Region, align
 from ember.ops import registry
 from ember.ops.opdef import SubgraphBinding
 
@@ -63,6 +65,8 @@ def plan_memory(graph: Graph, needs_storage: set[int] | None = None) -> MemoryPl
             plan.location[id(v)] = (Region.ACTIVATIONS, b.offset)
     for b, node in scratch:
         plan.scratch[id(node)] = b.offset
+    labels = [b.values[0].name for b in act[: len(act) - len(scratch)]] + [f"{n.name} (scratch)" for _, n in scratch]
+    plan.lifetimes = [Lifetime(b.start, b.end, b.offset, b.size, k) for b, k in zip(act, labels, strict=True)]
     return plan
 
 
@@ -75,12 +79,14 @@ def _place_constants(graph: Graph, plan: MemoryPlan, needs_storage: set[int] | N
                 continue
             if needs_storage is not None and id(v) not in needs_storage:
                 continue
-            raw = v.const.astype(v.dtype.np.newbyteorder("<"), copy=False).tobytes()
-            key = hashlib.sha256(raw + str(v.dtype).encode()).digest()
+            # A little-endian byte view of the constant, not a copy: the weights are held once.
+            raw = np.ascontiguousarray(v.const.astype(v.dtype.np.newbyteorder("<"), copy=False)).reshape(-1)
+            raw = raw.view(np.uint8)
+            key = hashlib.sha256(raw.data).digest() + str(v.dtype).encode()
             if key not in seen:
                 seen[key] = offset
                 plan.constants.append((offset, raw))
-                offset = align(offset + max(len(raw), 1))
+                offset = align(offset + max(raw.size, 1))
             plan.location[id(v)] = (Region.CONSTANT, seen[key])
     plan.constant_size = offset
 

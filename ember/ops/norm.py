@@ -123,6 +123,38 @@ register(OpDef(
 ))
 
 
+# SkipLayerNormalization (ember's own: passes/fuse_norm.py makes it) ---------------------------------
+
+def _lower_skip_ln(node: Node, k: KernelEmitter) -> None:
+    x = present(node.input(0))
+    axis = _ln_axis(node)
+    outer, inner = math.prod(x.shape[:axis]), math.prod(x.shape[axis:])
+
+    def opt(i: int) -> str:
+        return k.inp(i) if node.input(i) is not None else "0"
+
+    k.call("ember_skip_norm_rows_f32", k.out(0), _out(k, node, 3), k.inp(0), k.inp(1), opt(4), outer, inner,
+           _eps(node), k.inp(2), opt(3), _out(k, node, 1), _out(k, node, 2))
+
+
+def _infer_skip_ln(node: Node) -> list[TensorType | None]:
+    y, mean, inv = _infer_ln(node)
+    x = inp(node, 0)
+    outs = [y, mean, inv, TensorType(x.dtype, x.shape)]
+    return [t if i < len(node.outputs) and node.outputs[i] is not None else None for i, t in enumerate(outs)]
+
+
+# LayerNormalization of a residual sum in one pass: inputs (X, skip, scale, bias, add_bias), the last two
+# optional, X and skip of one shape, scale/bias/add_bias one value per normalized element; outputs (Y, Mean,
+# InvStdDev, the sum X + skip + add_bias), all but Y optional. Attributes as LayerNormalization's.
+register(OpDef(
+    "SkipLayerNormalization", lower=_lower_skip_ln, infer=_infer_skip_ln,
+    # Y may take X's or skip's buffer: each row is read whole (into the sum) before its Y row is written.
+    inplace=True, kernels=("ember_skip_norm_rows_f32",), int8=Int8.FLOAT,
+    flops=lambda n: 10 * present(n.input(0)).type.numel,
+))
+
+
 # GroupNormalization ----------------------------------------------------------------------------
 
 def _lower_gn(node: Node, k: KernelEmitter) -> None:

@@ -231,7 +231,7 @@ def _align(n_floats: int) -> int:
 def _scratch_parts(node: Node) -> list[tuple[str, int]]:
     """(name, floats) of each scratch piece, in order."""
     d = dims(node)
-    parts = [("xw", d.seq * d.batch * d.width), ("state", 3 * d.hp)]
+    parts = [("xw", d.seq * d.batch * d.width), ("state", 2 * d.hp * d.batch)]
     if _PACKED not in node.attrs:
         parts += [("wt", d.input * d.width), ("rp", d.width * d.hidden)]
         if node.input(3) is not None:

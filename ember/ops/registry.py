@@ -26,13 +26,19 @@ def register(op: OpDef) -> OpDef:
     return op
 
 
+_loaded = False
+
+
 def load_all() -> dict[str, OpDef]:
-    for fam in FAMILIES:
-        try:
-            importlib.import_module(f"ember.ops.{fam}")
-        except ModuleNotFoundError as e:
-            if e.name != f"ember.ops.{fam}":
-                raise
+    global _loaded
+    if not _loaded:  # get() runs this for every lookup: import the families once
+        for fam in FAMILIES:
+            try:
+                importlib.import_module(f"ember.ops.{fam}")
+            except ModuleNotFoundError as e:
+                if e.name != f"ember.ops.{fam}":
+                    raise
+        _loaded = True
     return OPS
 
 

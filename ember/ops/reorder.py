@@ -3,8 +3,9 @@
 copy each); EyeLike writes an identity matrix. Run-time indices are indexing.py's.
 
 TopK returns each row's K best values and their int64 indices, best first; equal values keep the lower
-index first (the spec's tiebreak) and NaN ranks above every number (onnxruntime's order). K is a
-compile-time constant: it sets the output shape. Hardmax marks each row's first maximum with one.
+index first (the spec's tiebreak) and NaN ranks above every number (onnxruntime's order). A compile-time K
+sets the output shape; a K read at run time gives outputs of the axis' length and a count output
+(ops/counted.py). Hardmax marks each row's first maximum with one.
 """
 
 from __future__ import annotations
@@ -34,10 +35,23 @@ def _rows(shape: tuple[int, ...], a: int) -> tuple[int, int, int]:
 
 
 # TopK ----------------------------------------------------------------------------------------
+_COUNT = TensorType(DType.INT64, ())
+
+
+def _run_time_k(node: Node) -> bool:
+    """K is read when the bundle runs (the frontend gave the node a count output: ops/counted.py)."""
+    return len(node.outputs) == 3
+
+
 def _topk_params(node: Node) -> tuple[int, int]:
-    """(axis, K), checked against X."""
+    """(axis, K), checked against X; for a run-time K, the outputs' static bound along the axis (its length)."""
     x = inp(node, 0)
     a = norm_axis(node, int(node.attrs.get("axis", -1)), x.type.rank)
+    if _run_time_k(node):
+        k_in = inp(node, 1)
+        if k_in.dtype is not DType.INT64 or k_in.type.numel != 1:
+            raise ShapeError(f"node '{node.name}' (TopK): K must be one int64, not {k_in.type}")
+        return a, x.shape[a]
     ks = const_ints(node, 1)
     if ks is None or len(ks) != 1:
         raise ShapeError(f"node '{node.name}' (TopK): K must be one compile-time integer")
@@ -50,7 +64,7 @@ def _infer_topk(node: Node) -> list[TensorType | None]:
     x = inp(node, 0)
     a, k = _topk_params(node)
     shape = [*x.shape[:a], k, *x.shape[a + 1:]]
-    return [typed(x.dtype, shape), typed(DType.INT64, shape)]
+    return [typed(x.dtype, shape), typed(DType.INT64, shape), *([_COUNT] if _run_time_k(node) else [])]
 
 
 def _topk_scratch(node: Node) -> int:
@@ -67,9 +81,17 @@ def _lower_topk(node: Node, k: KernelEmitter) -> None:
     x = inp(node, 0)
     if x.dtype not in _TOPK_TYPES:
         raise UnsupportedOperatorError("TopK", node.name, f"element type {x.dtype.short}")
-    a, kk = _topk_params(node)
+    a, bound = _topk_params(node)
     outer, n, inner = _rows(x.shape, a)
-    if outer * inner * kk == 0:
+    kk: int | str = bound
+    if _run_time_k(node):
+        # K out of [0, n] is an error in onnxruntime; a bundle cannot fail, so it clamps (the count says so).
+        kv = k.fresh("k")
+        k.line(f"int64_t {kv} = *{k.inp(1, 'int64_t')};")
+        k.line(f"{kv} = {kv} < 0 ? 0 : {kv} > {n} ? {n} : {kv};")
+        k.line(f"*{k.out(2, 'int64_t')} = {kv};")
+        kk = f"(int32_t){kv}"
+    if outer * inner * bound == 0:
         return
     if x.type.numel > 2**31 - 1:
         raise ShapeError(f"node '{node.name}' (TopK): tensor too large for 32-bit offsets")
@@ -77,7 +99,7 @@ def _lower_topk(node: Node, k: KernelEmitter) -> None:
     indices = node.outputs[1] if len(node.outputs) > 1 else None
     idx = k.out(1) if indices is not None else k.scratch("int64_t")
     k.call(f"ember_topk_{x.dtype.suffix}", k.out(0) if values is not None else "0", idx, k.inp(0), outer, n, inner,
-           kk, int(node.attrs.get("largest", 1)))
+           kk, bound, int(node.attrs.get("largest", 1)))
 
 
 def _eval_topk(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
@@ -93,12 +115,23 @@ def _eval_topk(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
     else:
         order = np.argsort(~x if node.attrs.get("largest", 1) else x, axis=a, kind="stable")
     idx = np.take(order, np.arange(k), axis=a).astype(np.int64)
-    return [np.ascontiguousarray(np.take_along_axis(x, idx, axis=a)), np.ascontiguousarray(idx)]
+    values = np.take_along_axis(x, idx, axis=a)
+    if not _run_time_k(node):
+        return [np.ascontiguousarray(values), np.ascontiguousarray(idx)]
+    count = min(max(int(np.asarray(xs[1]).reshape(-1)[0]), 0), k)
+    keep = (np.arange(k) < count).reshape([k if i == a else 1 for i in range(x.ndim)])
+    return [np.where(keep, values, 0).astype(x.dtype), np.where(keep, idx, 0), np.asarray(count, np.int64)]
 
 
-# Inputs: (X, K (compile-time int64, one value)). Attributes axis (-1), largest (1), sorted (1: ember
-# always returns the k best in order, which sorted=0 allows too). Outputs: Values, Indices (int64).
-register(OpDef("TopK", lower=_lower_topk, shape_inputs=(1,), infer=_infer_topk, scratch=_topk_scratch,
+def _counted_topk(node: Node) -> dict[int, int]:
+    a = _topk_params(node)[0]
+    return {0: a, 1: a} if _run_time_k(node) else {}
+
+
+# Inputs: (X, K (one int64)). Attributes axis (-1), largest (1), sorted (1: ember always returns the k best in
+# order, which sorted=0 allows too). Outputs: Values, Indices (int64), and, when K is known only at run time
+# (the frontend adds it then), the count: Values and Indices then have the axis' length and K valid entries.
+register(OpDef("TopK", lower=_lower_topk, infer=_infer_topk, scratch=_topk_scratch, counted=_counted_topk,
                evaluate=_eval_topk, kernels=tuple(f"ember_topk_{d.suffix}" for d in _TOPK_TYPES)))
 
 

@@ -55,6 +55,9 @@ def _act_bounds(node: Node) -> tuple[float, float] | None:
     return (-math.inf, math.inf) if act is None else act.clamp
 
 
+_NARROW_BIAS = (DType.INT8, DType.UINT8, DType.INT16)
+
+
 def _bias(v: Value | None, target: np.ndarray) -> np.ndarray | None | bool:
     """The bias as int32 at scale `target` (x_scale * w_scale per channel); False if it cannot be."""
     if v is None:
@@ -67,6 +70,12 @@ def _bias(v: Value | None, target: np.ndarray) -> np.ndarray | None | bool:
         if np.array_equal(np.broadcast_to(d.scale, target.shape), target):
             return np.broadcast_to(bq, target.shape)  # quantize_static's bias: already at that scale
         real = bq * np.broadcast_to(d.scale, target.shape).astype(np.float64)
+    elif d is not None and d.q.is_const and d.q.dtype in _NARROW_BIAS and d.q.type.numel in (1, target.size):
+        # An int8/int16 bias (Glow's -quantization-precision-bias=Int8): its real values, re-expressed at the
+        # accumulator's scale, so the layer still runs on the integer kernels.
+        zp = np.broadcast_to(np.asarray(d.zp, np.int64).reshape(-1), target.shape)
+        q = np.broadcast_to(np.asarray(d.q.const, np.int64).reshape(-1), target.shape)
+        real = (q - zp) * np.broadcast_to(d.scale, target.shape).astype(np.float64)
     elif v.is_const and v.dtype is DType.FLOAT32 and v.type.numel in (1, target.size):
         real = np.broadcast_to(np.asarray(v.const, np.float64).reshape(-1), target.shape)
     else:

@@ -17,6 +17,7 @@ from ember.passes.fold_constants import fold_constants
 from ember.passes.fold_qdq import fold_qdq
 from ember.passes.fuse_activation import fuse_activation
 from ember.passes.fuse_elementwise import fuse_elementwise
+from ember.passes.fuse_norm import fuse_decomposed_norms, fuse_skip_norm
 from ember.passes.int8_layout import choose_int8_layout
 from ember.passes.manager import PassFn, each_graph
 from ember.passes.simplify import materialize_outputs, remove_identities
@@ -53,6 +54,9 @@ _FLOAT: list[tuple[str, PassFn, str]] = [
      "Identity/Dropout are no-ops at inference; removing them lets producers write consumers' inputs."),
     ("fold_constants", each_graph(fold_constants),
      "Anything computable from weights alone is computed once, here, instead of on every inference."),
+    ("fuse_decomposed_norms", fuse_decomposed_norms,
+     "Exporters before opset 17/20 write LayerNorm and Gelu out elementwise; as operators again, LayerNorm is "
+     "two passes over each row instead of nine over the tensor, and both int8-quantize as units."),
     ("optimize_transposes", optimize_transposes,
      "Channels-last models wrap each NCHW op in Transposes; pushed together they cancel, so layout costs no "
      "copies between layers (and a Conv's BN and activation are adjacent again to fold)."),
@@ -86,6 +90,9 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
     if options.weights:
         # After fold_qdq, which would turn the widening DequantizeLinear nodes back into float constants.
         passes.append(("compress_weights", _compress_pass(options.weights)))
+    # A residual Add (+ bias) feeding a LayerNorm is summed row by row inside it; before elementwise fusion
+    # takes the Adds. After quantization: the quantizer sees the sum as a tensor of its own.
+    passes.append(("fuse_skip_norm", fuse_skip_norm))
     # Chains of elementwise ops become one loop: intermediates stay in registers instead of memory.
     passes.append(("fuse_elementwise", fuse_elementwise))
     # Every output needs its own slot in the mutable region, written by some node.

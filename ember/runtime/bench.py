@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from ember.errors import ToolchainError
-from ember.runtime.inputs import random_inputs
+from ember.quant.data import Preprocess
+from ember.runtime.inputs import input_infos, load_feeds, random_inputs, sample
 from ember.runtime.loader import Bundle, entry_point
 from ember.toolchain.cc import compile_object, link_shared
 from ember.toolchain.targets import get_target
@@ -84,9 +85,14 @@ def _compile_hosted(src: Path, obj: Path) -> None:
         raise ToolchainError(f"compiling the profiling timer failed: {res.stderr.strip()[:300]}")
 
 
-def bench(path: str | Path, rounds: int = 0, warmup: int = 0, with_profile: bool = True) -> dict[str, Any]:
+def bench(path: str | Path, rounds: int = 0, warmup: int = 0, with_profile: bool = True,
+          inputs: list[str] | None = None, prep: Preprocess | None = None) -> dict[str, Any]:
+    """`inputs`: --input NAME=FILE specs to time the bundle on (their first sample); default random data."""
     bundle = Bundle(path)
     feeds = random_inputs(bundle, seed=0)
+    if inputs:
+        stacks, _ = load_feeds(inputs, input_infos(bundle.inputs), prep)
+        feeds.update(sample(stacks, 0))
     probe = latency(bundle, feeds, 1, 1)[0]
     warmup = warmup or max(2, min(100, int(0.3 / max(probe, 1e-6))))
     rounds = rounds or max(10, min(1000, int(2.0 / max(probe, 1e-6))))

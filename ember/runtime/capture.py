@@ -48,7 +48,7 @@ class CaptureLibrary:
     `weights`, `mutable_size`, `activations_size` come from the memory plan of the same source.
     """
 
-    def __init__(self, source: Path, name: str, weights: bytes, mutable_size: int, activations_size: int,
+    def __init__(self, source: Path, name: str, weights: bytes | bytearray, mutable_size: int, activations_size: int,
                  opt_level: int = 2) -> None:
         work = source.parent
         target = get_target("host")

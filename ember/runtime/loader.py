@@ -129,6 +129,32 @@ def trim_to_counts(outputs: dict[str, np.ndarray], entries: list[dict[str, Any]]
     return outputs
 
 
+def _quant_params(q: dict[str, Any], ndim: int) -> tuple[np.ndarray, np.ndarray]:
+    """Scale and zero point of a NAME.json `quantization` entry, shaped to broadcast along its axis."""
+    scale = np.asarray(q["scale"], np.float64)
+    zp = np.asarray(q["zero_point"], np.float64)
+    axis = q.get("axis")
+    if scale.size > 1 and axis is not None and ndim:
+        shape = [1] * ndim
+        shape[axis % ndim] = scale.size
+        scale, zp = scale.reshape(shape), zp.reshape(shape)
+    return scale, zp
+
+
+def quantize_array(x: np.ndarray, q: dict[str, Any], dtype: np.dtype) -> np.ndarray:
+    """Float data into a quantized input as ONNX QuantizeLinear does it: round half to even of x / scale
+    in float32, plus the zero point, saturated to the type."""
+    scale, zp = _quant_params(q, x.ndim)
+    lim = np.iinfo(dtype)
+    return np.clip(np.rint(x.astype(np.float32) / scale.astype(np.float32)) + zp, lim.min, lim.max).astype(dtype)
+
+
+def dequantize_array(x: np.ndarray, q: dict[str, Any]) -> np.ndarray:
+    """A quantized tensor's float values: (x - zero point) * scale."""
+    scale, zp = _quant_params(q, x.ndim)
+    return ((x.astype(np.float64) - zp) * scale).astype(np.float32)
+
+
 class Bundle:
     """A compiled bundle on disk: its manifest, and for the host target a function to run it.
 
@@ -172,7 +198,14 @@ class Bundle:
             for old in self.path.glob(f"{self.name}.*.so"):
                 if re.fullmatch(r"[0-9a-f]{12}", old.name[len(self.name) + 1 : -3]):
                     old.unlink()
-            link_shared([obj], so, self.manifest["options"].get("cc"), sanitize)
+            # Linked under a temporary name and renamed: an interrupted link (Ctrl-C) leaves no half library
+            # that the next run would try to load.
+            part = so.with_name(f"{so.name}.{os.getpid()}.part")
+            try:
+                link_shared([obj], part, self.manifest["options"].get("cc"), sanitize)
+                os.replace(part, so)
+            finally:
+                part.unlink(missing_ok=True)
         try:
             return ctypes.CDLL(str(so.resolve()))
         except OSError as e:
@@ -187,11 +220,19 @@ class Bundle:
         """Flash and RAM the bundle needs on its target (code, tables, weights; regions)."""
         return dict(self.manifest.get("footprint", {}))
 
-    def run(self, inputs: dict[str, np.ndarray], cast: bool = False) -> dict[str, np.ndarray]:
+    def run(self, inputs: dict[str, np.ndarray], cast: bool = False,
+            dequantize: bool = False) -> dict[str, np.ndarray]:
         """Run once: inputs by model name (numpy, framework layout); returns outputs by name.
 
-        Inputs must have the bundle's dtypes exactly; `cast=True` converts them (numpy's rules)."""
-        return self.runner(inputs, cast=cast)()
+        Inputs must have the bundle's dtypes exactly; `cast=True` converts them (numpy's rules). Float data
+        for a quantized input (`--io int8`) is quantized with its scale and zero point; `dequantize=True`
+        returns quantized outputs as float32."""
+        outs = self.runner(inputs, cast=cast)()
+        if dequantize:
+            for e in self.outputs:
+                if e.get("quantization") and e["name"] in outs:
+                    outs[e["name"]] = dequantize_array(outs[e["name"]], e["quantization"])
+        return outs
 
     def check_inputs(self, inputs: Any, cast: bool = False) -> dict[str, np.ndarray]:
         """The inputs as contiguous arrays of the bundle's dtypes, or a one-line error naming the input."""
@@ -210,6 +251,10 @@ class Bundle:
             arr = np.asarray(inputs[e["name"]])
             if tuple(arr.shape) != tuple(e["shape"]):
                 raise BundleError(f"input '{e['name']}': shape {list(arr.shape)}, the bundle expects {e['shape']}")
+            if arr.dtype.kind == "f" and e.get("quantization") and dt.kind in "iu":
+                if not np.all(np.isfinite(arr)):
+                    raise BundleError(f"input '{e['name']}': float data to quantize holds NaN or infinity")
+                arr = quantize_array(arr, e["quantization"], dt)
             if arr.dtype != dt:
                 if not cast:
                     raise BundleError(f"input '{e['name']}': dtype {arr.dtype}, the bundle expects {e['dtype']} "

@@ -18,6 +18,7 @@ import numpy as np
 import yaml
 
 from ember.config import CompileOptions
+from ember.errors import OptionError
 from ember.ir.dtypes import DType
 from ember.ir.graph import Graph, Value
 from ember.quant.data import DataSource, InputInfo, Preprocess, collect_files
@@ -62,19 +63,26 @@ class Progress:
 
 def profile_model(model: str, data: list[str], output: str | Path, prep: Preprocess | None = None,
                   select: str | None = None, options: CompileOptions | None = None,
-                  stream: IO[str] | None = None) -> dict[str, Any]:
-    """Profile `model` on `data` (files/folders); writes the YAML to `output` and returns it as a dict."""
+                  stream: IO[str] | None = None, named: list[str] | None = None) -> dict[str, Any]:
+    """Profile `model` on `data` (files/folders for one input, or .npz files by input name) or on `named`
+    (`NAME=PATH` specs, each input its own files); writes the YAML to `output` and returns it as a dict."""
     from ember.driver import lower
     from ember.passes.pipeline import Purpose
     from ember.runtime.capture import CaptureLibrary
 
     prep = prep or Preprocess()
     options = options or CompileOptions()
-    files = collect_files(data)
+    by_name: dict[str, list[Path]] = {}
+    for spec in named or []:
+        name, _, path = spec.partition("=")
+        if name in by_name:
+            raise OptionError(f"--input {name} given twice")
+        by_name[name] = collect_files([path])
+    files = collect_files(data) if data or not by_name else []
     lowered = lower(model, options, Purpose.PROFILE, command="ember profile (capture build)")
     graph, plan, src, sha = lowered.graph, lowered.plan, lowered.sources, lowered.model_sha
     inputs = [InputInfo(v.name, v.shape, v.dtype.np) for v in graph.inputs]
-    source = DataSource(files, inputs, prep, select)
+    source = DataSource(files, inputs, prep, select, by_name)
     values = captured_values(graph)
     float_values = [(i, v) for i, v in enumerate(values) if v.dtype is DType.FLOAT32]
     offsets = np.full(len(values), -1, np.int64)
@@ -89,7 +97,7 @@ def profile_model(model: str, data: list[str], output: str | Path, prep: Preproc
         c_path = Path(tmp) / f"{graph.name}.c"
         c_path.write_text(src.c)
         (Path(tmp) / f"{graph.name}.h").write_text(src.h)
-        lib = CaptureLibrary(c_path, graph.name, src.weights, plan.mutable_size, plan.activations_size)
+        lib = CaptureLibrary(c_path, graph.name, plan.constant_bytes(), plan.mutable_size, plan.activations_size)
         lib.set_offsets(offsets)
         batch = max(1, _BATCH_BYTES // max(slot, 1))
         buffer = np.zeros(batch * max(slot, 1), np.uint8)
@@ -125,7 +133,7 @@ def profile_model(model: str, data: list[str], output: str | Path, prep: Preproc
     if source.skipped:
         print(f"ember: warning: the last {source.skipped} image(s) did not fill a batch and were not used",
               file=sys.stderr)
-    doc = _document(model, sha, prep, select, options, samples, len(files), graph, hists)
+    doc = _document(model, sha, prep, select, options, samples, len(source), graph, hists)
     write_yaml(doc, Path(output))
     return doc
 
@@ -156,5 +164,8 @@ def write_yaml(doc: dict[str, Any], path: Path) -> None:
     text = yaml.dump(doc, Dumper=dumper, sort_keys=False, default_flow_style=None, width=120)
     tmp = path.with_name(path.name + ".tmp")
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp.write_text(text)
-    tmp.replace(path)
+    try:  # renamed into place whole; an interrupted write leaves neither a partial profile nor the .tmp
+        tmp.write_text(text)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)

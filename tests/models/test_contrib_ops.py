@@ -15,6 +15,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import ember
+from ember.config import CompileOptions
+from ember.driver import build_graph
 from ember.errors import UnsupportedOperatorError
 from tests.support.models import assert_outputs_match, bert_fused_by_onnxruntime, onnxruntime_outputs
 
@@ -74,6 +76,9 @@ def test_skip_layer_normalization(with_bias: bool, tmp_path: Path) -> None:
     model = _model([node], [("x", F, [2, 5, 32]), ("skip", F, [2, 5, 32])], [("y", F, None), ("sum", F, None)],
                    inits)
     _check(model, {"x": _x(2, 5, 32), "skip": _x(2, 5, 32)}, tmp_path)
+    # The rewrite's Adds and LayerNormalization meet again in one fused node (passes/fuse_norm.py).
+    graph, _, _ = build_graph(str(tmp_path / "model.onnx"), CompileOptions())
+    assert graph.op_counts() == {"SkipLayerNormalization": 1}
 
 
 def test_skip_simplified_and_simplified_layer_normalization(tmp_path: Path) -> None:

@@ -144,6 +144,9 @@ CASES = {
     # Wider than a panel (hidden 37 = 3 panels with padding), no bias.
     "lstm_wide_nobias": ("LSTM", dict(hidden=37, inp=20, bias=False, batch=1)),
     "gru_wide": ("GRU", dict(hidden=32, inp=9, batch=2, linear_before_reset=0)),
+    # More batch entries than one pass over R serves (4 rows): a group of 4, then the rest; unequal lengths.
+    "lstm_batch6_lens": ("LSTM", dict(batch=6, lens=[6, 1, 0, 4, 6, 3], direction="bidirectional", initial=True)),
+    "gru_batch5_lbr0": ("GRU", dict(batch=5, hidden=20, lens=[2, 6, 6, 0, 5], linear_before_reset=0)),
     # Other activations (onnxruntime's LSTM and GRU take Sigmoid, Tanh and Relu).
     "lstm_acts": ("LSTM", dict(activations=["Tanh", "Relu", "Sigmoid", "Sigmoid", "Tanh", "Relu"],
                                direction="bidirectional", clip=3.0)),

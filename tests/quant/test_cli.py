@@ -74,7 +74,7 @@ def test_user_errors(cnn: Path, cnn_profile: Path, tmp_path: Path, capsys: pytes
     assert "junk.yaml: not an ember profile" in _error(capsys, "compile", str(cnn), "-o", out, "--quantize", "int8",
                                                        "--profile", str(tmp_path / "junk.yaml"))
     bad = tmp_path / "bad.jpg"
-    bad.write_bytes(b"\xff\xd8 truncated")
+    bad.write_bytes(b"\xff\xd8\xff\xe0 truncated")  # a JPEG header, then nothing decodable
     assert "bad.jpg: cannot read the image" in _error(capsys, "profile", str(cnn), str(bad), "-o", out)
     np.save(tmp_path / "small.npy", np.zeros((3, 5, 5), np.float32))
     assert "does not fit input 'x' [1, 3, 12, 12]" in _error(capsys, "profile", str(cnn), str(tmp_path / "small.npy"),

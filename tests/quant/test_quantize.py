@@ -155,3 +155,20 @@ def test_weight_only_compression(tmp_path: Path, kind: str, ratio: float, tol: f
     want = ref.run({"x": x})["y"]
     err = np.abs(small.run({"x": x})["y"] - want).max()
     assert err <= tol * (want.max() - want.min())
+
+
+def test_int8_bias_runs_on_integer_kernels(cnn: Path, cnn_profile: Path, tmp_path: Path) -> None:
+    """--bias int8 (Glow's -quantization-precision-bias=Int8): the int8 biases are re-expressed at the
+    accumulator's scale, so every Conv/Gemm still folds into an integer kernel; the bundle stays within one
+    output step of onnxruntime on the int8-bias QDQ graph."""
+    bundle = ember.compile(cnn, tmp_path / "b8", quantize="int8", profile=str(cnn_profile), bias="int8",
+                           opt_level=1)
+    ops = bundle.manifest["ops"]
+    assert not {"Conv", "Gemm", "MatMul"} & set(ops), ops  # none left in float
+    graph = _quantized(cnn, cnn_profile, bias="int8")
+    assert any(n.inputs[0].dtype is DType.INT8 and n.inputs[0].type.rank == 1
+               for n in _nodes(graph, "DequantizeLinear"))  # the biases really are int8
+    q = _session(graph)
+    for x in calibration_data(4, seed=10):
+        got, ref = bundle.run({"x": x[None]})["prob"], q.run(None, {"x": x[None]})[0]
+        assert np.abs(got - ref).max() <= 1.0 / 255 + 1e-6

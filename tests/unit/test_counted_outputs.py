@@ -57,3 +57,41 @@ def test_bounded_value_read_by_another_node_is_refused(tmp_path: Path) -> None:
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), tmp_path / "nz.onnx")
     with pytest.raises(UnsupportedOperatorError, match="NonZero.*'where'.*depends on values"):
         ember.compile(tmp_path / "nz.onnx", tmp_path / "out")
+
+
+def _topk_model(path: Path, *, largest: int, with_indices: bool = True) -> None:
+    """TopK along the middle axis of [2, 7, 3] with K a graph input (read when the bundle runs); without
+    `with_indices`, the indices are no graph output (the kernel ranks in scratch memory)."""
+    nodes = [helper.make_node("TopK", ["x", "k"], ["values", "indices"], axis=1, largest=largest, sorted=1)]
+    g = helper.make_graph(nodes, "topk", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 7, 3]),
+                                          helper.make_tensor_value_info("k", TensorProto.INT64, [1])],
+                          [helper.make_tensor_value_info("values", TensorProto.FLOAT, None),
+                           *([helper.make_tensor_value_info("indices", TensorProto.INT64, None)] if with_indices
+                             else [])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
+@pytest.mark.parametrize("largest", [1, 0])
+def test_topk_with_a_run_time_k_is_bounded_by_its_axis(tmp_path: Path, largest: int) -> None:
+    _topk_model(tmp_path / "topk.onnx", largest=largest)
+    bundle = ember.compile(tmp_path / "topk.onnx", tmp_path / "out")
+    x = np.random.default_rng(1).standard_normal((2, 7, 3)).astype(np.float32)
+    x[0, 2, 1] = x[0, 5, 1]  # a tie: the lower index comes first
+    for k in (0, 1, 4, 7):
+        feeds = {"x": x, "k": np.array([k], np.int64)}
+        got = bundle.run(feeds)
+        want = onnxruntime_outputs(tmp_path / "topk.onnx", feeds)
+        assert got["values"].shape == got["indices"].shape == (2, k, 3)
+        assert_outputs_match({n: got[n] for n in want}, want)
+        assert int(got["values_count"]) == k
+    manifest = json.loads((tmp_path / "out" / "topk.json").read_text())
+    shapes = {o["name"]: (o["shape"], o["valid_count"]) for o in manifest["outputs"]}
+    assert shapes["values"] == ([2, 7, 3], {"count": "values_count", "axis": 1})
+    assert shapes["indices"] == ([2, 7, 3], {"count": "values_count", "axis": 1})
+
+
+def test_topk_run_time_k_values_alone(tmp_path: Path) -> None:
+    _topk_model(tmp_path / "topk.onnx", largest=1, with_indices=False)
+    feeds = {"x": np.random.default_rng(2).standard_normal((2, 7, 3)).astype(np.float32), "k": np.array([3])}
+    got = ember.compile(tmp_path / "topk.onnx", tmp_path / "out").run(feeds)
+    assert_outputs_match({"values": got["values"]}, onnxruntime_outputs(tmp_path / "topk.onnx", feeds))

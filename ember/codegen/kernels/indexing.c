@@ -297,20 +297,21 @@ static void ember_reverse_sequence(void *dst, const void *src, const int64_t *le
 
 /*@kernel ember_topk_impl requires ember_prelude*/
 /* TopK along an axis of n elements at stride `inner`, outer * inner rows: the k best of each row,
- * best first, as indices (int64, at stride inner in idx) and, when vals is not null, values. Each row's
- * list stays sorted while the row is read: an element goes in only if it ranks before the current k-th,
- * after every kept element of equal value, so ties keep the lower index first (the spec's order).
+ * best first, as indices (int64, at stride inner in idx) and, when vals is not null, values. The outputs'
+ * axis holds kstride >= k entries (a run-time K's static bound, n): those after the k-th are zeros. Each
+ * row's list stays sorted while the row is read: an element goes in only if it ranks before the current
+ * k-th, after every kept element of equal value, so ties keep the lower index first (the spec's order).
  * NaN ranks above every number, and equal to NaN (onnxruntime's order). */
 #define EMBER_TOPK(NAME, T, CT, LOAD, ISNAN)                                                        \
     static void NAME(T *vals, int64_t *idx, const T *x, int32_t outer, int32_t n, int32_t inner,     \
-                     int32_t k, int largest) {                                                      \
+                     int32_t k, int32_t kstride, int largest) {                                     \
         int32_t o, i, j, m, p;                                                                     \
-        if (k <= 0) return;                                                                        \
         for (o = 0; o < outer; ++o) {                                                              \
             for (i = 0; i < inner; ++i) {                                                          \
                 const T *row = x + (size_t)o * n * inner + i;                                      \
-                int64_t *id = idx + (size_t)o * k * inner + i;                                     \
-                for (j = 0, m = 0; j < n; ++j) {                                                   \
+                int64_t *id = idx + (size_t)o * kstride * inner + i;                               \
+                T *vv = vals ? vals + (size_t)o * kstride * inner + i : 0;                         \
+                for (j = 0, m = 0; j < n && k > 0; ++j) {                                          \
                     const CT v = LOAD(row[(size_t)j * inner]);                                     \
                     if (m == k && !EMBER_TOPK_BEFORE(v, LOAD(row[id[(size_t)(k - 1) * inner] * inner]), \
                                                      ISNAN))                                       \
@@ -322,9 +323,10 @@ static void ember_reverse_sequence(void *dst, const void *src, const int64_t *le
                     }                                                                              \
                     id[(size_t)p * inner] = j;                                                     \
                 }                                                                                  \
-                if (vals) {                                                                        \
-                    T *vv = vals + (size_t)o * k * inner + i;                                      \
+                for (p = k; p < kstride; ++p) id[(size_t)p * inner] = 0;                           \
+                if (vv) {                                                                          \
                     for (p = 0; p < k; ++p) vv[(size_t)p * inner] = row[id[(size_t)p * inner] * inner]; \
+                    for (p = k; p < kstride; ++p) vv[(size_t)p * inner] = (T)0;                    \
                 }                                                                                  \
             }                                                                                      \
         }                                                                                          \

@@ -66,6 +66,36 @@ static void ember_norm_rows_f32(float *y, const float *x, ptrdiff_t rows, ptrdif
 }
 /*@end*/
 
+/*@kernel ember_skip_norm_rows_f32 requires ember_sqrtf ember_row_sum ember_row_sqdev*/
+/* Skip LayerNorm: s = x + skip (+ add_bias per element), then y = (s - mean) * invstd * scale (+ bias) over
+ * rows of `len` values. s goes to `sum` when another consumer needs it, else it is staged in y's own row
+ * (normalized there in place), so the sum costs no buffer and no extra pass over memory. */
+static void ember_skip_norm_rows_f32(float *y, float *sum, const float *x, const float *skip,
+                                     const float *add_bias, ptrdiff_t rows, ptrdiff_t len, float eps,
+                                     const float *scale, const float *bias, float *mean_out, float *invstd_out) {
+    ptrdiff_t r, i;
+    for (r = 0; r < rows; ++r) {
+        const float *xr = x + r * len, *kr = skip + r * len;
+        float *yr = y + r * len;
+        float *sr = sum ? sum + r * len : yr;
+        float mu, var, inv;
+        if (add_bias)
+            for (i = 0; i < len; ++i) sr[i] = xr[i] + kr[i] + add_bias[i];
+        else
+            for (i = 0; i < len; ++i) sr[i] = xr[i] + kr[i];
+        mu = ember_row_sum_f32(sr, len) / (float)len;
+        var = ember_row_sqdev_f32(sr, len, mu) / (float)len;
+        inv = 1.0f / ember_sqrtf(var + eps);
+        if (mean_out) mean_out[r] = mu;
+        if (invstd_out) invstd_out[r] = inv;
+        if (bias)
+            for (i = 0; i < len; ++i) yr[i] = (sr[i] - mu) * inv * scale[i] + bias[i];
+        else
+            for (i = 0; i < len; ++i) yr[i] = (sr[i] - mu) * inv * scale[i];
+    }
+}
+/*@end*/
+
 /*@kernel ember_groupnorm_f32 requires ember_sqrtf*/
 /* GroupNorm: statistics over each group of C/G channels x S values, then the per-channel affine
  * (scale/bias indexed per channel, or per group when per_group is set: opset 18's form). */

@@ -3,10 +3,11 @@
  * The input projection X . W^T of every time step is one matmul before the recurrence
  * (ember_matmul_f32), written into a scratch buffer `xw` of G gate blocks per direction, each block
  * `hp` columns wide (the hidden size rounded up to a panel, padding columns zero). Each step then adds
- * h . R^T in place (ember_rnn_gemv over R packed in panels) and applies the gate math to one batch
- * entry's row. Batch entries run one after the other: each has its own sequence length, and steps past
- * it leave that entry's Y rows zero and its state frozen (Y_h / Y_c are the state after its last step,
- * zero when its length is 0, as onnxruntime does). */
+ * h . R^T in place (ember_rnn_gemm over R packed in panels) and applies the gate math row by row. Batch
+ * entries step together: one pass over R serves up to EMBER_RNN_MR entries' rows (R is the big operand:
+ * read once per step, not once per entry). Each entry has its own sequence length, and steps past it
+ * leave that entry's Y rows zero and its state frozen (Y_h / Y_c are the state after its last step, zero
+ * when its length is 0, as onnxruntime does). */
 
 /*@kernel ember_rnn_core requires ember_simd ember_expf ember_fabsf ember_log1pf*/
 #define EMBER_RNN_PW 16 /* columns per packed panel of R: a multiple of every EMBER_VL */
@@ -38,7 +39,7 @@ typedef struct {
     const float *c0;    /* initial_c, shaped like Y_c; NULL: zeros */
     const int32_t *lens; /* sequence_lens [batch]; NULL: all seq */
     float *y, *yh, *yc; /* outputs; NULL when absent */
-    float *state;       /* scratch: 3 * hp floats */
+    float *state;       /* scratch: 2 * hp floats per batch entry (h, then c or the GRU's r * h) */
     int act[2][3];      /* per direction: f, g, h */
     float alpha[2][3], beta[2][3];
     float clip;         /* +inf: no clip */
@@ -132,6 +133,59 @@ static void ember_rnn_gemv(float *y, const float *init, const float *bias, const
     }
 }
 
+/* rows (1 to EMBER_RNN_MR) rows at once: y[r] = (init[r] ? init[r] : 0) + (bias ? bias : 0) + a[r] . B, each
+ * panel row of B loaded once for all of them. Inline, called with a constant `rows`: the loops unroll, and
+ * `ks` independent partial sums along K keep about 8 vector accumulators in flight, as ember_rnn_gemv does. */
+#define EMBER_RNN_MR 4
+EMBER_INLINE void ember_rnn_gemm_rows(float *const *y, const float *const *init, const float *bias,
+                                      const float *const *a, const float *EMBER_RESTRICT bp, int k, int panels,
+                                      int rows) {
+    const int ks = EMBER_RNN_V * rows >= 8 ? 1 : 8 / (EMBER_RNN_V * rows);
+    int p, kk, r, s, v;
+    for (p = 0; p < panels; ++p) {
+        const float *b = bp + (ptrdiff_t)p * EMBER_RNN_PW * k;
+        ember_vf acc[8][EMBER_RNN_MR][EMBER_RNN_V];
+        for (s = 0; s < ks; ++s)
+            for (r = 0; r < rows; ++r)
+                for (v = 0; v < EMBER_RNN_V; ++v) acc[s][r][v] = (ember_vf){0};
+        for (kk = 0; kk + ks <= k; kk += ks) {
+            EMBER_UNROLL
+            for (s = 0; s < ks; ++s) {
+                const float *bk = b + (ptrdiff_t)(kk + s) * EMBER_RNN_PW;
+                EMBER_UNROLL
+                for (r = 0; r < rows; ++r) {
+                    const float av = a[r][kk + s];
+                    EMBER_UNROLL
+                    for (v = 0; v < EMBER_RNN_V; ++v) acc[s][r][v] += av * *(const ember_vf *)(bk + v * EMBER_VL);
+                }
+            }
+        }
+        for (; kk < k; ++kk) {
+            const float *bk = b + (ptrdiff_t)kk * EMBER_RNN_PW;
+            for (r = 0; r < rows; ++r)
+                for (v = 0; v < EMBER_RNN_V; ++v) acc[0][r][v] += a[r][kk] * *(const ember_vf *)(bk + v * EMBER_VL);
+        }
+        for (r = 0; r < rows; ++r)
+            for (v = 0; v < EMBER_RNN_V; ++v) {
+                const ptrdiff_t at = (ptrdiff_t)p * EMBER_RNN_PW + v * EMBER_VL;
+                ember_vf o = acc[0][r][v];
+                for (s = 1; s < ks; ++s) o += acc[s][r][v];
+                if (init[r]) o += *(const ember_vf *)(init[r] + at);
+                if (bias) o += *(const ember_vf *)(bias + at);
+                *(ember_vf *)(y[r] + at) = o;
+            }
+    }
+}
+static void ember_rnn_gemm(float *const *y, const float *const *init, const float *bias, const float *const *a,
+                           const float *EMBER_RESTRICT bp, int k, int panels, int rows) {
+    switch (rows) {
+    case 1: ember_rnn_gemv(y[0], init[0], bias, a[0], bp, k, panels); break; /* split sums hide FMA latency */
+    case 2: ember_rnn_gemm_rows(y, init, bias, a, bp, k, panels, 2); break;
+    case 3: ember_rnn_gemm_rows(y, init, bias, a, bp, k, panels, 3); break;
+    default: ember_rnn_gemm_rows(y, init, bias, a, bp, k, panels, EMBER_RNN_MR); break;
+    }
+}
+
 /* Batch entry b's sequence length (clamped to [0, seq]). */
 static int ember_rnn_len(const ember_rnn_args *a, int b) {
     int n;
@@ -174,6 +228,18 @@ static const float *ember_rnn_bias(const ember_rnn_args *a, int d, int gates) {
     return a->bias ? a->bias + (ptrdiff_t)d * gates * a->hp : 0;
 }
 static int ember_rnn_clipping(const ember_rnn_args *a) { return a->clip < __builtin_inff(); }
+/* The rows of step s: up to EMBER_RNN_MR batch entries from *next on that are still running at step s (each
+ * with its time index t[i] and its state at state + b[i] * 2 * hp); *next moves past them. Returns how many. */
+static int ember_rnn_rows(const ember_rnn_args *a, int d, int s, int *next, int *b, int *t) {
+    int m = 0, len;
+    for (; *next < a->batch && m < EMBER_RNN_MR; ++*next) {
+        len = ember_rnn_len(a, *next);
+        if (s >= len) continue;
+        b[m] = *next;
+        t[m++] = ember_rnn_backward(a, d) ? len - 1 - s : s;
+    }
+    return m;
+}
 /*@end*/
 
 /*@kernel ember_rnn_pack_f32 requires ember_rnn_core*/
@@ -230,8 +296,9 @@ EMBER_INLINE void ember_lstm_cell(float *EMBER_RESTRICT h, float *EMBER_RESTRICT
 }
 static void ember_lstm_f32(const ember_rnn_args *a) {
     const int n = a->hidden, hp = a->hp, width = a->dirs * 4 * hp;
-    float *h = a->state, *c = h + hp;
-    int d, b, s, j;
+    int d, b, s, i, j, next, m, rb[EMBER_RNN_MR], rt[EMBER_RNN_MR];
+    float *g[EMBER_RNN_MR];
+    const float *h[EMBER_RNN_MR];
     for (d = 0; d < a->dirs; ++d) {
         const float *rp = a->rp + (ptrdiff_t)d * 4 * hp * n, *p = a->p ? a->p + (ptrdiff_t)d * 3 * n : 0;
         const float *bias = ember_rnn_bias(a, d, 4);
@@ -239,26 +306,34 @@ static void ember_lstm_f32(const ember_rnn_args *a) {
         const float *al = a->alpha[d], *be = a->beta[d];
         const int fast = !p && !a->input_forget && !clipping && k[0] == EMBER_RNN_SIGMOID && k[1] == EMBER_RNN_TANH &&
                          k[2] == EMBER_RNN_TANH;
-        for (b = 0; b < a->batch; ++b) {
-            const int len = ember_rnn_len(a, b);
-            ember_rnn_init_state(a, h, a->h0, d, b);
-            ember_rnn_init_state(a, c, a->c0, d, b);
-            for (s = 0; s < len; ++s) {
-                const int t = ember_rnn_backward(a, d) ? len - 1 - s : s;
-                float *g = a->xw + ember_rnn_xrow(a, t, b) * width + (ptrdiff_t)d * 4 * hp;
-                ember_rnn_gemv(g, g, bias, h, rp, n, 4 * hp / EMBER_RNN_PW);
-                if (fast)
-                    ember_lstm_cell(h, c, g, n, hp, 0, 0.0f, 0, 0, 0, EMBER_RNN_SIGMOID, 0.0f, 0.0f, EMBER_RNN_TANH,
-                                    0.0f, 0.0f, EMBER_RNN_TANH, 0.0f, 0.0f);
-                else
-                    ember_lstm_cell(h, c, g, n, hp, p, a->clip, 1, a->input_forget, 1, k[0], al[0], be[0], k[1],
-                                    al[1], be[1], k[2], al[2], be[2]);
-                if (a->y) {
-                    float *y = a->y + ember_rnn_yat(a, t, d, b);
-                    for (j = 0; j < n; ++j) y[j] = h[j];
+        for (b = 0; b < a->batch; ++b) { /* entry b's h, c at state + b * 2 * hp */
+            ember_rnn_init_state(a, a->state + (ptrdiff_t)b * 2 * hp, a->h0, d, b);
+            ember_rnn_init_state(a, a->state + (ptrdiff_t)b * 2 * hp + hp, a->c0, d, b);
+        }
+        for (s = 0; s < a->seq; ++s)
+            for (next = 0; (m = ember_rnn_rows(a, d, s, &next, rb, rt)) > 0;) {
+                for (i = 0; i < m; ++i) {
+                    g[i] = a->xw + ember_rnn_xrow(a, rt[i], rb[i]) * width + (ptrdiff_t)d * 4 * hp;
+                    h[i] = a->state + (ptrdiff_t)rb[i] * 2 * hp;
+                }
+                ember_rnn_gemm(g, (const float *const *)g, bias, h, rp, n, 4 * hp / EMBER_RNN_PW, m);
+                for (i = 0; i < m; ++i) {
+                    float *hi = a->state + (ptrdiff_t)rb[i] * 2 * hp, *ci = hi + hp;
+                    if (fast)
+                        ember_lstm_cell(hi, ci, g[i], n, hp, 0, 0.0f, 0, 0, 0, EMBER_RNN_SIGMOID, 0.0f, 0.0f,
+                                        EMBER_RNN_TANH, 0.0f, 0.0f, EMBER_RNN_TANH, 0.0f, 0.0f);
+                    else
+                        ember_lstm_cell(hi, ci, g[i], n, hp, p, a->clip, 1, a->input_forget, 1, k[0], al[0], be[0],
+                                        k[1], al[1], be[1], k[2], al[2], be[2]);
+                    if (a->y) {
+                        float *y = a->y + ember_rnn_yat(a, rt[i], d, rb[i]);
+                        for (j = 0; j < n; ++j) y[j] = hi[j];
+                    }
                 }
             }
-            ember_rnn_finish(a, d, b, len, h, c);
+        for (b = 0; b < a->batch; ++b) {
+            const float *hb = a->state + (ptrdiff_t)b * 2 * hp;
+            ember_rnn_finish(a, d, b, ember_rnn_len(a, b), hb, hb + hp);
         }
     }
 }
@@ -289,43 +364,57 @@ EMBER_INLINE void ember_gru_out(float *EMBER_RESTRICT h, const float *EMBER_REST
 }
 static void ember_gru_f32(const ember_rnn_args *a) {
     const int n = a->hidden, hp = a->hp, width = a->dirs * 3 * hp, lbr = a->linear_before_reset;
-    float *h = a->state, *tmp = h + hp;
-    int d, b, s, j;
+    int d, b, s, i, j, next, m, rb[EMBER_RNN_MR], rt[EMBER_RNN_MR];
+    float *g[EMBER_RNN_MR], *gh[EMBER_RNN_MR], *tmp[EMBER_RNN_MR];
+    const float *h[EMBER_RNN_MR], *rbhs[EMBER_RNN_MR];
     for (d = 0; d < a->dirs; ++d) {
         const float *rp = a->rp + (ptrdiff_t)d * 3 * hp * n, *rbh = a->rbh ? a->rbh + (ptrdiff_t)d * hp : 0;
+        const float *rh = rp + (ptrdiff_t)2 * hp * n; /* the h gate's panels */
         const float *bias = ember_rnn_bias(a, d, 3);
         const int *k = a->act[d], clipping = ember_rnn_clipping(a);
         const float *al = a->alpha[d], *be = a->beta[d];
         const int fast = !clipping && k[0] == EMBER_RNN_SIGMOID && k[1] == EMBER_RNN_TANH;
-        for (b = 0; b < a->batch; ++b) {
-            const int len = ember_rnn_len(a, b);
-            ember_rnn_init_state(a, h, a->h0, d, b);
-            for (s = 0; s < len; ++s) {
-                const int t = ember_rnn_backward(a, d) ? len - 1 - s : s;
-                float *g = a->xw + ember_rnn_xrow(a, t, b) * width + (ptrdiff_t)d * 3 * hp;
-                const float *rh = rp + (ptrdiff_t)2 * hp * n; /* the h gate's panels */
-                ember_rnn_gemv(g, g, bias, h, rp, n, 2 * hp / EMBER_RNN_PW);
-                if (lbr) {
-                    ember_rnn_gemv(tmp, rbh, 0, h, rh, n, hp / EMBER_RNN_PW);
-                    if (bias)
-                        for (j = 0; j < n; ++j) g[2 * hp + j] += bias[2 * hp + j];
-                } else {
-                    if (fast) ember_gru_zr(g, tmp, h, n, hp, 0.0f, 0, 0, EMBER_RNN_SIGMOID, 0.0f, 0.0f);
-                    else ember_gru_zr(g, tmp, h, n, hp, a->clip, 1, 1, k[0], al[0], be[0]);
-                    ember_rnn_gemv(g + 2 * hp, g + 2 * hp, bias ? bias + 2 * hp : 0, tmp, rh, n, hp / EMBER_RNN_PW);
+        for (b = 0; b < a->batch; ++b) /* entry b's h at state + b * 2 * hp, then its scratch row */
+            ember_rnn_init_state(a, a->state + (ptrdiff_t)b * 2 * hp, a->h0, d, b);
+        for (s = 0; s < a->seq; ++s)
+            for (next = 0; (m = ember_rnn_rows(a, d, s, &next, rb, rt)) > 0;) {
+                for (i = 0; i < m; ++i) {
+                    g[i] = a->xw + ember_rnn_xrow(a, rt[i], rb[i]) * width + (ptrdiff_t)d * 3 * hp;
+                    gh[i] = g[i] + 2 * hp;
+                    h[i] = a->state + (ptrdiff_t)rb[i] * 2 * hp;
+                    tmp[i] = a->state + (ptrdiff_t)rb[i] * 2 * hp + hp;
+                    rbhs[i] = rbh;
                 }
-                if (fast)
-                    ember_gru_out(h, g, tmp, n, hp, 0.0f, 0, lbr, 0, EMBER_RNN_SIGMOID, 0.0f, 0.0f, EMBER_RNN_TANH,
-                                  0.0f, 0.0f);
-                else
-                    ember_gru_out(h, g, tmp, n, hp, a->clip, 1, lbr, 1, k[0], al[0], be[0], k[1], al[1], be[1]);
-                if (a->y) {
-                    float *y = a->y + ember_rnn_yat(a, t, d, b);
-                    for (j = 0; j < n; ++j) y[j] = h[j];
+                ember_rnn_gemm(g, (const float *const *)g, bias, h, rp, n, 2 * hp / EMBER_RNN_PW, m);
+                if (lbr) {
+                    ember_rnn_gemm(tmp, rbhs, 0, h, rh, n, hp / EMBER_RNN_PW, m);
+                    if (bias)
+                        for (i = 0; i < m; ++i)
+                            for (j = 0; j < n; ++j) g[i][2 * hp + j] += bias[2 * hp + j];
+                } else {
+                    for (i = 0; i < m; ++i) {
+                        if (fast) ember_gru_zr(g[i], tmp[i], h[i], n, hp, 0.0f, 0, 0, EMBER_RNN_SIGMOID, 0.0f, 0.0f);
+                        else ember_gru_zr(g[i], tmp[i], h[i], n, hp, a->clip, 1, 1, k[0], al[0], be[0]);
+                    }
+                    ember_rnn_gemm(gh, (const float *const *)gh, bias ? bias + 2 * hp : 0, (const float *const *)tmp,
+                                   rh, n, hp / EMBER_RNN_PW, m);
+                }
+                for (i = 0; i < m; ++i) {
+                    float *hi = a->state + (ptrdiff_t)rb[i] * 2 * hp;
+                    if (fast)
+                        ember_gru_out(hi, g[i], tmp[i], n, hp, 0.0f, 0, lbr, 0, EMBER_RNN_SIGMOID, 0.0f, 0.0f,
+                                      EMBER_RNN_TANH, 0.0f, 0.0f);
+                    else
+                        ember_gru_out(hi, g[i], tmp[i], n, hp, a->clip, 1, lbr, 1, k[0], al[0], be[0], k[1], al[1],
+                                      be[1]);
+                    if (a->y) {
+                        float *y = a->y + ember_rnn_yat(a, rt[i], d, rb[i]);
+                        for (j = 0; j < n; ++j) y[j] = hi[j];
+                    }
                 }
             }
-            ember_rnn_finish(a, d, b, len, h, 0);
-        }
+        for (b = 0; b < a->batch; ++b)
+            ember_rnn_finish(a, d, b, ember_rnn_len(a, b), a->state + (ptrdiff_t)b * 2 * hp, 0);
     }
 }
 /*@end*/
@@ -333,30 +422,37 @@ static void ember_gru_f32(const ember_rnn_args *a) {
 /*@kernel ember_rnn_f32 requires ember_rnn_core*/
 static void ember_rnn_f32(const ember_rnn_args *a) {
     const int n = a->hidden, hp = a->hp, width = a->dirs * hp;
-    float *h = a->state;
-    int d, b, s, j;
+    int d, b, s, i, j, next, m, rb[EMBER_RNN_MR], rt[EMBER_RNN_MR];
+    float *g[EMBER_RNN_MR];
+    const float *h[EMBER_RNN_MR];
     for (d = 0; d < a->dirs; ++d) {
         const float *rp = a->rp + (ptrdiff_t)d * hp * n, *bias = ember_rnn_bias(a, d, 1);
         const int kind = a->act[d][0], clipping = ember_rnn_clipping(a);
         const float al = a->alpha[d][0], be = a->beta[d][0];
-        for (b = 0; b < a->batch; ++b) {
-            const int len = ember_rnn_len(a, b);
-            ember_rnn_init_state(a, h, a->h0, d, b);
-            for (s = 0; s < len; ++s) {
-                const int t = ember_rnn_backward(a, d) ? len - 1 - s : s;
-                float *g = a->xw + ember_rnn_xrow(a, t, b) * width + (ptrdiff_t)d * hp;
-                ember_rnn_gemv(g, g, bias, h, rp, n, hp / EMBER_RNN_PW);
-                if (kind == EMBER_RNN_TANH && !clipping)
-                    for (j = 0; j < n; ++j) h[j] = ember_rnn_tanh(g[j]);
-                else
-                    for (j = 0; j < n; ++j) h[j] = ember_rnn_act_any(ember_rnn_clip(g[j], a->clip, 1), kind, al, be);
-                if (a->y) {
-                    float *y = a->y + ember_rnn_yat(a, t, d, b);
-                    for (j = 0; j < n; ++j) y[j] = h[j];
+        for (b = 0; b < a->batch; ++b) /* entry b's h at state + b * 2 * hp */
+            ember_rnn_init_state(a, a->state + (ptrdiff_t)b * 2 * hp, a->h0, d, b);
+        for (s = 0; s < a->seq; ++s)
+            for (next = 0; (m = ember_rnn_rows(a, d, s, &next, rb, rt)) > 0;) {
+                for (i = 0; i < m; ++i) {
+                    g[i] = a->xw + ember_rnn_xrow(a, rt[i], rb[i]) * width + (ptrdiff_t)d * hp;
+                    h[i] = a->state + (ptrdiff_t)rb[i] * 2 * hp;
+                }
+                ember_rnn_gemm(g, (const float *const *)g, bias, h, rp, n, hp / EMBER_RNN_PW, m);
+                for (i = 0; i < m; ++i) {
+                    float *hi = a->state + (ptrdiff_t)rb[i] * 2 * hp;
+                    if (kind == EMBER_RNN_TANH && !clipping)
+                        for (j = 0; j < n; ++j) hi[j] = ember_rnn_tanh(g[i][j]);
+                    else
+                        for (j = 0; j < n; ++j)
+                            hi[j] = ember_rnn_act_any(ember_rnn_clip(g[i][j], a->clip, 1), kind, al, be);
+                    if (a->y) {
+                        float *y = a->y + ember_rnn_yat(a, rt[i], d, rb[i]);
+                        for (j = 0; j < n; ++j) y[j] = hi[j];
+                    }
                 }
             }
-            ember_rnn_finish(a, d, b, len, h, 0);
-        }
+        for (b = 0; b < a->batch; ++b)
+            ember_rnn_finish(a, d, b, ember_rnn_len(a, b), a->state + (ptrdiff_t)b * 2 * hp, 0);
     }
 }
 /*@end*/

@@ -20,14 +20,25 @@ _LEFT_TO_LOADER = ("No Op registered", "No opset import for domain", "is not a r
 _CHECKER_MAX_BYTES = (2 << 30) - 1
 
 
-def check_model(model: onnx.ModelProto) -> None:
-    """Structure first (named errors), then the ONNX checker for everything else."""
+def file_passes_checker(path: str) -> bool:
+    """The ONNX checker on the file itself (its C++ side reads it; no serialized copy of a large model in
+    Python). False when it complains: check_model then runs it on the proto, which names the problem."""
+    try:
+        onnx.checker.check_model(path)
+    except Exception:  # noqa: BLE001 - any complaint is reported by check_model's own run
+        return False
+    return True
+
+
+def check_model(model: onnx.ModelProto, run_checker: bool = True) -> None:
+    """Structure first (named errors), then the ONNX checker for everything else (`run_checker=False`
+    when the model's file already passed it)."""
     _check_opsets(model)
     g = model.graph
     _check_attributes(g)
     _check_producers(g)
     _check_outputs(g)
-    if model.ByteSize() <= _CHECKER_MAX_BYTES:
+    if run_checker and model.ByteSize() <= _CHECKER_MAX_BYTES:
         _run_checker(model)
 
 

@@ -12,9 +12,10 @@ from google.protobuf.message import DecodeError
 from onnx import numpy_helper
 
 from ember.errors import ModelFormatError, ShapeError, SymbolicDimensionError, UnsupportedOperatorError
-from ember.frontends.onnx.check import check_model, check_types
+from ember.frontends.onnx.check import check_model, check_types, file_passes_checker
 from ember.frontends.onnx.control import ControlFlowBuilder, NotConstant
 from ember.frontends.onnx.dtypes import dtype_from_onnx
+from ember.frontends.onnx.lean import LeanModel, NotLean, read_lean
 from ember.frontends.onnx.ops import AdaptContext, lookup
 from ember.frontends.onnx.protos import attr_to_python, evaluate_with_onnx, text
 from ember.ir.dtypes import DType, TensorType
@@ -50,6 +51,10 @@ def read_model(path: str) -> onnx.ModelProto:
         model = onnx.load(path, load_external_data=False)
     except (DecodeError, ValueError, RuntimeError, UnicodeDecodeError) as e:
         raise ModelFormatError(f"{path}: not a valid ONNX model ({type(e).__name__}: {_first_line(e)})") from None
+    return _with_external_data(model, path)
+
+
+def _with_external_data(model: onnx.ModelProto, path: str) -> onnx.ModelProto:
     if not model.HasField("graph") or (len(model.graph.node) == 0 and len(model.graph.output) == 0):
         raise ModelFormatError(f"{path}: not a valid ONNX model (no graph)")
     try:
@@ -59,36 +64,55 @@ def read_model(path: str) -> onnx.ModelProto:
     return model
 
 
+def _read_lean(path: str) -> LeanModel | None:
+    """The model with its initializers' bytes left in the file until each becomes an array (lean.py);
+    None when the file is not in a form that reader takes (read_model then reads it and names problems)."""
+    try:
+        source = read_lean(path)
+    except (NotLean, OSError):
+        return None
+    _with_external_data(source.model, path)
+    return source
+
+
 def _first_line(e: BaseException) -> str:
     s = str(e).strip()
     return s.splitlines()[0] if s else type(e).__name__
 
 
 def load_onnx(model: onnx.ModelProto | str, options: LoadOptions | None = None, name: str = "model") -> Graph:
+    """The model (a proto, or a file path) as IR. Given a path, the ONNX checker reads the file itself
+    before Python parses it, and the initializers' bytes stay in the file until each becomes an array
+    (lean.py), so compiling holds the weights about once, not three times."""
     opts = options if options is not None else LoadOptions()
+    checked, source = False, None
     if isinstance(model, str):
-        model = read_model(model)
+        checked = file_passes_checker(model)
+        source = _read_lean(model) if checked else None
+        model = source.model if source is not None else read_model(model)
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
     if opset == 0 and not any(o.domain in ("ai.onnx.ml", "com.microsoft") for o in model.opset_import):
         raise ModelFormatError("model imports no ai.onnx opset")  # an ai.onnx.ml model may import only its own
-    check_model(model)
-    graph = _Builder(model, opts, name, opset).build()
+    check_model(model, run_checker=not checked)
+    graph = _Builder(model, opts, name, opset, source).build()
     check_types(model, graph, inputs_overridden=any(s.dtype is not None for s in opts.inputs.values()))
     return graph
 
 
 class _Builder(ControlFlowBuilder):
-    def __init__(self, model: onnx.ModelProto, opts: LoadOptions, name: str, opset: int) -> None:
+    def __init__(self, model: onnx.ModelProto, opts: LoadOptions, name: str, opset: int,
+                 source: LeanModel | None = None) -> None:
         self.model, self.opts, self.opset = model, opts, opset
+        self.source = source  # where the initializers' bytes are, when the proto does not hold them
         self.graph = Graph(name)
         self.domains = {o.domain if o.domain != "ai.onnx" else "": o.version for o in model.opset_import}
 
     def build(self) -> Graph:
         g = self.model.graph
         env: dict[str, Value] = {}
-        for init in g.initializer:
+        for i, init in enumerate(g.initializer):
             try:
-                arr = numpy_helper.to_array(init)
+                arr = self.source.initializer_array(i) if self.source else numpy_helper.to_array(init)
             except Exception as e:
                 raise ModelFormatError(f"initializer '{init.name}': {_first_line(e)}") from None
             env[init.name] = self._constant(init.name, arr, init.data_type, f"initializer '{init.name}'")

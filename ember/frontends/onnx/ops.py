@@ -381,6 +381,13 @@ def _with_count(outputs: int) -> Adapter:
     return adapt
 
 
+def _topk(node: Node, ctx: AdaptContext) -> list[Node]:
+    """K an attribute before opset 10; a K not known at compile time adds a count output (ops/reorder.py)."""
+    node = _attr_to_input("k", 1, until=10)(node, ctx)[0]
+    k = node.input(1)
+    return _with_count(2)(node, ctx) if k is not None and not k.is_const else [node]
+
+
 _BINARY = ("Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Equal", "Less", "Greater")
 
 ONNX_OPS: dict[tuple[str, str], OnnxOp] = {}
@@ -405,7 +412,7 @@ _add("LogSoftmax", adapt=_softmax)
 _add("Hardmax", adapt=_softmax)
 # Scatter (opsets 9 and 11, deprecated since 11) is ScatterElements without reduction.
 _add("Scatter", ir="ScatterElements", since=9)
-_add("TopK", adapt=_attr_to_input("k", 1, until=10))
+_add("TopK", adapt=_topk)
 _add("OneHot", since=9, adapt=_onehot)
 _add("EyeLike", since=9, adapt=_dtype_attr("dtype"))
 _add("BatchNormalization", since=7, adapt=_batchnorm)

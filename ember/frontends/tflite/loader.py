@@ -1,0 +1,222 @@
+"""Read a .tflite flatbuffer (the `tflite` package's generated reader) and build ember's IR from subgraph 0.
+
+Inputs and outputs keep TFLite's layout (NHWC); converters put NCHW canonical operators between Transposes,
+which passes/transposes.py cancels between layers. `Graph.layouts` records each I/O's layout for NAME.json.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from typing import Any
+
+import numpy as np
+import tflite
+
+from ember.errors import ModelFormatError, ShapeError, UnsupportedOperatorError
+from ember.frontends.detect import TFLITE_IDENTIFIER
+from ember.frontends.tflite.context import OpContext, Quant, TensorInfo
+from ember.frontends.tflite.ops import CONVERTERS, builtin_name, options_of
+from ember.ir.dtypes import DType, TensorType
+from ember.ir.graph import Graph, Value
+
+_DTYPES = {
+    tflite.TensorType.FLOAT32: DType.FLOAT32, tflite.TensorType.FLOAT16: DType.FLOAT16,
+    tflite.TensorType.FLOAT64: DType.FLOAT64, tflite.TensorType.INT32: DType.INT32,
+    tflite.TensorType.INT64: DType.INT64, tflite.TensorType.INT16: DType.INT16, tflite.TensorType.INT8: DType.INT8,
+    tflite.TensorType.UINT8: DType.UINT8, tflite.TensorType.BOOL: DType.BOOL,
+}
+
+
+def read_tflite(path: str) -> bytes:
+    if not os.path.exists(path):
+        raise ModelFormatError(f"{path}: no such file")
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[4:8] != TFLITE_IDENTIFIER:
+        raise ModelFormatError(f"{path}: not a TFLite model (no 'TFL3' identifier)")
+    return data
+
+
+def load_tflite(data: bytes, name: str = "model", path: str = "model") -> Graph:
+    """The IR of subgraph 0 of the TFLite model in `data` (the whole file)."""
+    try:
+        model = tflite.Model.GetRootAs(data, 0)
+        return _Builder(model, data, name, path).build()
+    except (struct.error, IndexError, ValueError, TypeError, AttributeError) as e:
+        # flatbuffers reads past the end of a truncated file, or offsets that point nowhere.
+        s = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ModelFormatError(f"{path}: malformed or truncated TFLite flatbuffer ({type(e).__name__}: {s})") from None
+
+
+class _Builder:
+    def __init__(self, model: Any, data: bytes, name: str, path: str) -> None:
+        self.model, self.data, self.path = model, data, path
+        self.graph = Graph(name)
+        self.values: dict[int, Value] = {}
+        self.tensors: list[TensorInfo] = []
+
+    def build(self) -> Graph:
+        m = self.model
+        if m.SubgraphsLength() < 1:
+            raise ModelFormatError(f"{self.path}: the TFLite model has no subgraph")
+        sg = m.Subgraphs(0)
+        self.tensors = [self._tensor(sg.Tensors(i), i) for i in range(sg.TensorsLength())]
+        in_names, out_names = self._signature_names(sg)
+        for ti in sg.InputsAsNumpy().tolist():
+            t = self._tensor_at(ti, "graph input")
+            name = in_names.get(ti, t.name)
+            v = self.graph.value(name, TensorType(t.dtype, t.shape))
+            self.values[ti] = v
+            self.graph.inputs.append(v)
+            self.graph.layouts[v.name] = _layout(t.shape)
+        self._check_unsupported(sg)
+        for i in range(sg.OperatorsLength()):
+            self._operator(sg.Operators(i), i)
+        for ti in sg.OutputsAsNumpy().tolist():
+            t = self._tensor_at(ti, "graph output")
+            v = self.value_of(ti)
+            name = out_names.get(ti, t.name)
+            self.graph.outputs.append(v)
+            self.graph.output_names.append(name)
+            self.graph.layouts[name] = _layout(t.shape)
+        return self.graph
+
+    # ---- tensors ------------------------------------------------------------------------------------
+    def _tensor_at(self, index: int, what: str) -> TensorInfo:
+        if not 0 <= index < len(self.tensors):
+            raise ModelFormatError(f"{self.path}: {what} names tensor {index}, but subgraph 0 has "
+                                   f"{len(self.tensors)} tensors")
+        return self.tensors[index]
+
+    def _tensor(self, t: Any, index: int) -> TensorInfo:
+        name = (t.Name() or b"").decode("utf-8", "replace") or f"tensor_{index}"
+        try:
+            dtype = _DTYPES[t.Type()]
+        except KeyError:
+            kind = next((k for k, v in vars(tflite.TensorType).items() if v == t.Type()), str(t.Type()))
+            raise ModelFormatError(f"{self.path}: tensor {index} ('{name}') has element type {kind}, which ember "
+                                   "does not compile") from None
+        shape = tuple(int(d) for d in t.ShapeAsNumpy()) if t.ShapeLength() else ()
+        sig = t.ShapeSignatureAsNumpy() if t.ShapeSignatureLength() else None
+        if sig is not None and any(int(d) < 0 for d in sig) and any(d <= 0 for d in shape):
+            raise ShapeError(f"tensor {index} ('{name}') has a dynamic dimension; convert with a fixed input shape")
+        quant = None
+        q = t.Quantization()
+        if q is not None and q.ScaleLength() > 0:
+            scale = q.ScaleAsNumpy().astype(np.float32)
+            zp = q.ZeroPointAsNumpy().astype(np.int64) if q.ZeroPointLength() else np.zeros(scale.shape, np.int64)
+            quant = Quant(scale, zp, int(q.QuantizedDimension()) if scale.size > 1 else None)
+        data = self._buffer(t.Buffer(), index, name, dtype, shape)
+        return TensorInfo(name, dtype, shape, quant, data)
+
+    def _buffer(self, bi: int, index: int, name: str, dtype: DType, shape: tuple[int, ...]) -> np.ndarray | None:
+        m = self.model
+        if bi == 0:
+            return None  # buffer 0 is the empty sentinel: a run-time tensor
+        if not 0 <= bi < m.BuffersLength():
+            raise ModelFormatError(f"{self.path}: tensor {index} ('{name}') names buffer {bi}, but the model has "
+                                   f"{m.BuffersLength()} buffers")
+        buf = m.Buffers(bi)
+        offset = buf.Offset() if hasattr(buf, "Offset") else 0
+        if offset > 1:  # models over 2 GB keep buffers after the flatbuffer, at (offset, size) in the file
+            size = buf.Size()
+            if offset + size > len(self.data):
+                raise ModelFormatError(f"{self.path}: tensor {index} ('{name}') buffer {bi} lies past the file end")
+            raw = np.frombuffer(self.data, np.uint8, size, offset)
+        elif buf.DataLength() == 0:
+            return None
+        else:
+            raw = buf.DataAsNumpy()
+        n = int(np.prod(shape)) if shape else 1
+        if raw.size != n * dtype.itemsize:
+            raise ModelFormatError(f"{self.path}: tensor {index} ('{name}') of shape {list(shape)} has a buffer of "
+                                   f"{raw.size} bytes, expected {n * dtype.itemsize}")
+        return np.frombuffer(raw.tobytes(), dtype.np).reshape(shape)
+
+    def _signature_names(self, sg: Any) -> tuple[dict[int, str], dict[int, str]]:
+        """The serving signature's names for subgraph 0's inputs and outputs (what LiteRT's runner uses)."""
+        ins: dict[int, str] = {}
+        outs: dict[int, str] = {}
+        for s in range(self.model.SignatureDefsLength()):
+            sd = self.model.SignatureDefs(s)
+            if sd.SubgraphIndex() != 0:
+                continue
+            for j in range(sd.InputsLength()):
+                ins[sd.Inputs(j).TensorIndex()] = sd.Inputs(j).Name().decode("utf-8", "replace")
+            for j in range(sd.OutputsLength()):
+                outs[sd.Outputs(j).TensorIndex()] = sd.Outputs(j).Name().decode("utf-8", "replace")
+            break
+        return ins, outs
+
+    # ---- values -------------------------------------------------------------------------------------
+    def const_data(self, index: int) -> np.ndarray | None:
+        t = self._tensor_at(index, "an operator")
+        if t.data is not None:
+            return t.data
+        v = self.values.get(index)
+        return v.const if v is not None and v.is_const else None
+
+    def value_of(self, index: int) -> Value:
+        v = self.values.get(index)
+        if v is not None:
+            return v
+        t = self._tensor_at(index, "an operator")
+        if t.data is None:
+            raise ModelFormatError(f"{self.path}: tensor {index} ('{t.name}') is read before any operator writes it")
+        v = self.graph.constant(t.name, t.data)
+        self.values[index] = v
+        return v
+
+    def bind(self, index: int, v: Value) -> None:
+        self.values[index] = v
+
+    # ---- operators ----------------------------------------------------------------------------------
+    def _opname(self, op: Any, i: int) -> str:
+        oi = op.OpcodeIndex()
+        if not 0 <= oi < self.model.OperatorCodesLength():
+            raise ModelFormatError(f"{self.path}: operator {i} names opcode {oi}, but the model has "
+                                   f"{self.model.OperatorCodesLength()}")
+        return builtin_name(self.model.OperatorCodes(oi))
+
+    def _check_unsupported(self, sg: Any) -> None:
+        """One error naming the first operator ember cannot compile and listing the others (custom operators
+        by their custom name), before any conversion work."""
+        missing = []
+        for i in range(sg.OperatorsLength()):
+            name = self._opname(sg.Operators(i), i)
+            if name not in CONVERTERS:
+                missing.append((name, i))
+        if not missing:
+            return
+        (name, i), rest = missing[0], missing[1:]
+        custom = name.startswith("custom op ")
+        detail = "a custom operator" if custom else "a TFLite builtin operator ember does not convert yet"
+        if rest:
+            detail += "; also " + ", ".join(f"{n} (operator {k})" for n, k in rest[:8])
+            detail += f" and {len(rest) - 8} more" if len(rest) > 8 else ""
+        raise UnsupportedOperatorError(name[len("custom op '"):-1] if custom else name, f"operator {i}", detail,
+                                       domain="tflite custom" if custom else "tflite")
+
+    def _operator(self, op: Any, i: int) -> None:
+        name = self._opname(op, i)
+        inputs = op.InputsAsNumpy().tolist() if op.InputsLength() else []
+        outputs = op.OutputsAsNumpy().tolist() if op.OutputsLength() else []
+        for t in [*inputs, *outputs]:
+            if t >= 0:
+                self._tensor_at(t, f"operator {i} ({name})")
+        ctx = OpContext(self, i, name, inputs, outputs, options_of(op, name))
+        try:
+            CONVERTERS[name](ctx)
+        except (IndexError, ValueError, TypeError, KeyError, ZeroDivisionError, AttributeError) as e:
+            # A malformed operator (an axis out of range, options of the wrong kind) no named check caught.
+            s = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise ShapeError(f"operator {i} ({name}): its options or input shapes do not fit "
+                             f"({type(e).__name__}: {s})") from None
+        for k, t in enumerate(outputs):
+            if t >= 0 and t not in self.values:
+                raise ModelFormatError(f"operator {i} ({name}): output {k} was not computed")
+
+
+def _layout(shape: tuple[int, ...]) -> str:
+    return "NHWC" if len(shape) == 4 else "ND"

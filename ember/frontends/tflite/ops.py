@@ -1,0 +1,46 @@
+"""The TFLite operator table: builtin name -> converter (one family module each), and operator options.
+
+A converter takes an OpContext (context.py) and emits canonical IR nodes (the forms ember/ops documents,
+which the ONNX frontend produces too) for one TFLite operator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import tflite
+
+from ember.frontends.tflite import ops_math, ops_nn, ops_shape
+from ember.frontends.tflite.context import OpContext
+
+Converter = Callable[[OpContext], None]
+
+CONVERTERS: dict[str, Converter] = {**ops_nn.CONVERTERS, **ops_math.CONVERTERS, **ops_shape.CONVERTERS}
+
+_CUSTOM = tflite.BuiltinOperator.CUSTOM
+# BuiltinOptions union tag -> the name of its table class in the `tflite` package.
+_OPTION_CLASSES = {v: k for k, v in vars(tflite.BuiltinOptions).items() if isinstance(v, int) and k != "NONE"}
+
+
+def builtin_name(code: Any) -> str:
+    """An OperatorCode's name: TFLite's builtin name (ADD, CONV_2D), or "custom op 'NAME'"."""
+    # Codes above 127 live only in builtin_code; older files keep the deprecated 8-bit field.
+    number = max(int(code.BuiltinCode()), int(code.DeprecatedBuiltinCode()))
+    if number == _CUSTOM:
+        custom = code.CustomCode()
+        return f"custom op '{custom.decode('utf-8', 'replace') if custom else '?'}'"
+    return tflite.utils.BUILTIN_OPCODE2NAME.get(number, f"builtin operator {number}")
+
+
+def options_of(op: Any, name: str) -> Any:
+    """The operator's BuiltinOptions table as its typed class (None when it has none)."""
+    tag = op.BuiltinOptionsType()
+    cls_name = _OPTION_CLASSES.get(tag)
+    table = op.BuiltinOptions()
+    if cls_name is None or table is None:
+        return None
+    options = getattr(tflite, cls_name)()
+    options.Init(table.Bytes, table.Pos)
+    return options
+

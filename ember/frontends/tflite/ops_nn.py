@@ -1,0 +1,140 @@
+"""Weighted and windowed operators: CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV, pools, FULLY_CONNECTED,
+BATCH_MATMUL. Convolutions and pools run as NCHW canonical ops between Transposes (the passes cancel them)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ember.frontends.tflite.context import OpContext
+
+_SAME = 0  # tflite.Padding.SAME; VALID is 1
+
+
+def same_pads(padding: int, size: list[int], kernel: list[int], stride: list[int], dilation: list[int]) -> list[int]:
+    """Explicit [begin..., end...] pads of TFLite's SAME/VALID, as its ComputePaddingHeightWidth makes them:
+    output ceil(in / stride), the total padding split with the smaller half first."""
+    if padding != _SAME:
+        return [0] * (2 * len(size))
+    begin, end = [], []
+    for n, k, s, d in zip(size, kernel, stride, dilation, strict=True):
+        out = -(-n // s)
+        total = max((out - 1) * s + (k - 1) * d + 1 - n, 0)
+        begin.append(total // 2)
+        end.append(total - total // 2)
+    return begin + end
+
+
+def _bias_scale(ctx: OpContext, x: int, w: int) -> np.ndarray | None:
+    qx, qw = ctx.info(x).quant, ctx.info(w).quant
+    if qx is None or qw is None:
+        return None
+    return (np.float64(qx.scale.reshape(-1)[0]) * qw.scale.astype(np.float64)).astype(np.float32)
+
+
+def conv_2d(ctx: OpContext) -> None:
+    o = ctx.options
+    x = ctx.input(0, nchw=True)
+    w = ctx.const_array(1, "filter")  # [O, H, W, I]
+    group = x.shape[1] // w.shape[3]
+    stride, dil = [o.StrideH(), o.StrideW()], [o.DilationHFactor(), o.DilationWFactor()]
+    _conv(ctx, x, ctx.weight(w.transpose(0, 3, 1, 2), ctx.info(1).quant, 0, "w"), list(w.shape[1:3]),
+          stride, dil, group, o.Padding(), o.FusedActivationFunction())
+
+
+def depthwise_conv_2d(ctx: OpContext) -> None:
+    o = ctx.options
+    x = ctx.input(0, nchw=True)
+    w = ctx.const_array(1, "filter")  # [1, H, W, C * depth_multiplier]
+    channels = x.shape[1]
+    if w.shape[3] != channels * max(o.DepthMultiplier(), 1) and o.DepthMultiplier() > 0:
+        raise ctx.unsupported(f"filter of {w.shape[3]} channels for {channels} input channels x depth multiplier "
+                              f"{o.DepthMultiplier()}")
+    stride, dil = [o.StrideH(), o.StrideW()], [o.DilationHFactor(), o.DilationWFactor()]
+    # Output channel c * multiplier + m reads input channel c: ONNX's grouped Conv with one group per channel.
+    weight = ctx.weight(w.transpose(3, 0, 1, 2), ctx.info(1).quant, 0, "w")
+    _conv(ctx, x, weight, list(w.shape[1:3]), stride, dil, channels, o.Padding(), o.FusedActivationFunction())
+
+
+def _conv(ctx: OpContext, x, w, kernel: list[int], stride: list[int], dil: list[int], group: int, padding: int,
+          act: int) -> None:
+    b = ctx.bias(2, _bias_scale(ctx, 0, 1))
+    pads = same_pads(padding, list(x.shape[2:]), kernel, stride, dil)
+    y = ctx.emit("Conv", [x, w, b], {"kernel_shape": kernel, "strides": stride, "dilations": dil, "pads": pads,
+                                     "group": group})
+    ctx.output(0, ctx.activation(y, act), nchw=True)
+
+
+def transpose_conv(ctx: OpContext) -> None:
+    o = ctx.options
+    out_shape = [int(d) for d in ctx.const_array(0, "output shape")]  # NHWC
+    w = ctx.const_array(1, "filter")  # [O, H, W, I]
+    x = ctx.input(2, nchw=True)
+    stride, kernel = [o.StrideH(), o.StrideW()], list(w.shape[1:3])
+    weight = ctx.weight(w.transpose(3, 0, 1, 2), ctx.info(1).quant, 1, "w")  # ConvTranspose: [I, O, H, W]
+    pads, opad = [0, 0, 0, 0], [0, 0]
+    for a in range(2):
+        n_in, n_out, s, k = x.shape[2 + a], out_shape[1 + a], stride[a], kernel[a]
+        # TFLite pads as the forward convolution from the output would: total = (in - 1) * s + k - out.
+        total = max((n_in - 1) * s + k - n_out, 0) if o.Padding() == _SAME else 0
+        begin = total // 2
+        end = (n_in - 1) * s + k - n_out - begin
+        pads[a], pads[2 + a] = begin, max(end, 0)
+        opad[a] = max(-end, 0)
+    b = ctx.bias(3, _bias_scale(ctx, 2, 1)) if ctx.has_input(3) else None
+    y = ctx.emit("ConvTranspose", [x, weight, b], {"kernel_shape": kernel, "strides": stride, "pads": pads,
+                                                    "output_padding": opad, "dilations": [1, 1], "group": 1})
+    act = o.FusedActivationFunction() if hasattr(o, "FusedActivationFunction") else 0
+    ctx.output(0, ctx.activation(y, act), nchw=True)
+
+
+def _pool(op: str):
+    def convert(ctx: OpContext) -> None:
+        o = ctx.options
+        x = ctx.input(0, nchw=True)
+        kernel, stride = [o.FilterHeight(), o.FilterWidth()], [o.StrideH(), o.StrideW()]
+        attrs = {"kernel_shape": kernel, "strides": stride, "pads": same_pads(o.Padding(), list(x.shape[2:]),
+                                                                               kernel, stride, [1, 1])}
+        if op == "AveragePool":
+            attrs["count_include_pad"] = 0  # TFLite averages over the valid elements only
+        y = ctx.emit(op, [x], attrs)
+        ctx.output(0, ctx.activation(y, o.FusedActivationFunction()), nchw=True)
+
+    return convert
+
+
+def fully_connected(ctx: OpContext) -> None:
+    o = ctx.options
+    x = ctx.input(0)
+    w_data = ctx.b.const_data(ctx.inputs[1])
+    w = (ctx.weight(w_data, ctx.info(1).quant, 0, "w") if w_data is not None else ctx.input(1))  # [N, K]
+    k = ctx.info(1).shape[1]
+    if x.type.rank != 2 or x.shape[1] != k:
+        x = ctx.emit("Reshape", [x, ctx.const([-1, k], what="rows")])
+    b = ctx.bias(2, _bias_scale(ctx, 0, 1))
+    y = ctx.emit("Gemm", [x, w, b], {"transB": 1})
+    y = ctx.activation(y, o.FusedActivationFunction() if o is not None else 0)
+    want = ctx.out_info().shape
+    if tuple(y.shape) != tuple(want):  # keep_num_dims: the input's leading dimensions
+        y = ctx.emit("Reshape", [y, ctx.const(list(want), what="shape")])
+    ctx.output(0, y)
+
+
+def batch_matmul(ctx: OpContext) -> None:
+    o = ctx.options
+    a, b = ctx.input(0), ctx.input(1)
+    if o is not None and o.AdjX():
+        a = ctx.transpose(a, (*range(a.type.rank - 2), a.type.rank - 1, a.type.rank - 2))
+    if o is not None and o.AdjY():
+        b = ctx.transpose(b, (*range(b.type.rank - 2), b.type.rank - 1, b.type.rank - 2))
+    ctx.output(0, ctx.emit("MatMul", [a, b]))
+
+
+CONVERTERS = {
+    "CONV_2D": conv_2d,
+    "DEPTHWISE_CONV_2D": depthwise_conv_2d,
+    "TRANSPOSE_CONV": transpose_conv,
+    "AVERAGE_POOL_2D": _pool("AveragePool"),
+    "MAX_POOL_2D": _pool("MaxPool"),
+    "FULLY_CONNECTED": fully_connected,
+    "BATCH_MATMUL": batch_matmul,
+}

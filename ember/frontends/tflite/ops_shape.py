@@ -1,0 +1,266 @@
+"""Operators that move, select or convert values: reshapes, transposes, concatenation, splits, slices,
+gathers, pads, resizes, depth/space rearrangements, casts and (de)quantization."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ember.frontends.tflite.context import OpContext
+from ember.ir.dtypes import DType
+from ember.ir.graph import Value
+
+_MIN, _MAX = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+
+
+def _to_output_shape(ctx: OpContext, v: Value, i: int = 0) -> Value:
+    """A zero-copy Reshape to output i's shape (the model states it; RESHAPE's -1 already resolved)."""
+    want = list(ctx.out_info(i).shape)
+    if list(v.shape) == want:
+        return v
+    return ctx.emit("Reshape", [v, ctx.const(want, what="shape")])
+
+
+def reshape(ctx: OpContext) -> None:  # also SQUEEZE, EXPAND_DIMS: the output shape says it all
+    ctx.output(0, _to_output_shape(ctx, ctx.raw(0)))
+
+
+def transpose(ctx: OpContext) -> None:
+    perm = [int(p) for p in np.asarray(ctx.const_array(1, "permutation")).reshape(-1)]
+    ctx.output(0, ctx.transpose(ctx.raw(0), tuple(perm)))
+
+
+def _axis(ctx: OpContext, axis: int, rank: int) -> int:
+    return axis + rank if axis < 0 else axis
+
+
+def concatenation(ctx: OpContext) -> None:
+    o = ctx.options
+    xs = [ctx.input(i) for i in range(len(ctx.inputs))]
+    y = ctx.emit("Concat", xs, {"axis": _axis(ctx, o.Axis(), xs[0].type.rank)})
+    ctx.output(0, ctx.activation(y, o.FusedActivationFunction()))
+
+
+def pack(ctx: OpContext) -> None:
+    out_rank = len(ctx.out_info().shape)
+    axis = _axis(ctx, ctx.options.Axis(), out_rank)
+    xs = []
+    for i in range(len(ctx.inputs)):
+        x = ctx.input(i)
+        shape = list(x.shape)
+        xs.append(ctx.emit("Reshape", [x, ctx.const([*shape[:axis], 1, *shape[axis:]], what="unsqueeze")]))
+    ctx.output(0, ctx.emit("Concat", xs, {"axis": axis}) if len(xs) > 1 else xs[0])
+
+
+def unpack(ctx: OpContext) -> None:
+    x = ctx.raw(0)
+    axis = _axis(ctx, ctx.options.Axis(), x.type.rank)
+    n = len(ctx.outputs)
+    parts = ctx.emit("Split", [x, ctx.const([1] * n, what="split")], {"axis": axis}, n_out=n) if n > 1 else [x]
+    for i, p in enumerate(parts):
+        ctx.output(i, _to_output_shape(ctx, p, i))
+
+
+def _split_outputs(ctx: OpContext, x: Value, axis: int, sizes: list[int]) -> None:
+    if len(sizes) == 1:
+        ctx.output(0, x)
+        return
+    parts = ctx.emit("Split", [x, ctx.const(sizes, what="split")], {"axis": axis}, n_out=len(sizes))
+    for i, p in enumerate(parts):
+        ctx.output(i, p)
+
+
+def split(ctx: OpContext) -> None:  # inputs: axis, x
+    x = ctx.raw(1)
+    axis = _axis(ctx, int(np.asarray(ctx.const_array(0, "axis")).reshape(-1)[0]), x.type.rank)
+    n = len(ctx.outputs)
+    _split_outputs(ctx, x, axis, [x.shape[axis] // n] * n)
+
+
+def split_v(ctx: OpContext) -> None:  # inputs: x, size_splits, axis
+    x = ctx.raw(0)
+    axis = _axis(ctx, int(np.asarray(ctx.const_array(2, "axis")).reshape(-1)[0]), x.type.rank)
+    sizes = [int(s) for s in np.asarray(ctx.const_array(1, "size_splits")).reshape(-1)]
+    if -1 in sizes:  # one size may be inferred
+        sizes[sizes.index(-1)] = x.shape[axis] - sum(s for s in sizes if s != -1)
+    _split_outputs(ctx, x, axis, sizes)
+
+
+def slice_(ctx: OpContext) -> None:
+    x = ctx.raw(0)
+    begin = [int(b) for b in np.asarray(ctx.const_array(1, "begin")).reshape(-1)]
+    size = [int(s) for s in np.asarray(ctx.const_array(2, "size")).reshape(-1)]
+    end = [x.shape[a] if s < 0 else b + s for a, (b, s) in enumerate(zip(begin, size, strict=True))]
+    y = ctx.emit("Slice", [x, ctx.const(begin, what="starts"), ctx.const(end, what="ends"),
+                           ctx.const(list(range(len(begin))), what="axes")])
+    ctx.output(0, y)
+
+
+def strided_slice(ctx: OpContext) -> None:
+    """TensorFlow's dense slice spec: the ellipsis covers the dimensions no other entry names, new axes
+    consume none, shrunk axes take one element; a Slice over the input's dimensions, then a Reshape to the
+    output shape (new and shrunk axes are size 1)."""
+    o = ctx.options
+    if hasattr(o, "Offset") and o.Offset():
+        raise ctx.unsupported("the 'offset' form of STRIDED_SLICE is not supported")
+    x = ctx.raw(0)
+    rank = x.type.rank
+    begin, end, strides = (np.asarray(ctx.const_array(i, w)).reshape(-1).tolist()
+                           for i, w in ((1, "begin"), (2, "end"), (3, "strides")))
+    bm, em, ellipsis, new_axis, shrink = (o.BeginMask(), o.EndMask(), o.EllipsisMask(), o.NewAxisMask(),
+                                          o.ShrinkAxisMask())
+    n_spec = len(begin)
+    consuming = sum(1 for i in range(n_spec) if not (new_axis >> i) & 1 and not (ellipsis >> i) & 1)
+    starts, ends, steps = [0] * rank, list(x.shape), [1] * rank
+    dim = 0
+    for i in range(n_spec):
+        if (ellipsis >> i) & 1:
+            dim += rank - consuming  # these dimensions stay whole
+            continue
+        if (new_axis >> i) & 1:
+            continue
+        if dim >= rank:
+            raise ctx.unsupported(f"slice spec names {n_spec} entries for a rank-{rank} input")
+        s = int(strides[i])
+        if (shrink >> i) & 1:
+            b = int(begin[i]) + (x.shape[dim] if int(begin[i]) < 0 else 0)
+            starts[dim], ends[dim], steps[dim] = b, b + 1, 1
+        else:
+            starts[dim] = (0 if s > 0 else _MAX) if (bm >> i) & 1 else int(begin[i])
+            ends[dim] = (_MAX if s > 0 else _MIN) if (em >> i) & 1 else int(end[i])
+            steps[dim] = s
+        dim += 1
+    y = ctx.emit("Slice", [x, ctx.const(starts, what="starts"), ctx.const(ends, what="ends"),
+                           ctx.const(list(range(rank)), what="axes"), ctx.const(steps, what="steps")])
+    ctx.output(0, _to_output_shape(ctx, y))
+
+
+def gather(ctx: OpContext) -> None:
+    x = ctx.raw(0)
+    o = ctx.options
+    if o is not None and o.BatchDims():
+        raise ctx.unsupported("GATHER with batch_dims is not supported")
+    axis = _axis(ctx, o.Axis() if o is not None else 0, x.type.rank)
+    ctx.output(0, ctx.emit("Gather", [x, ctx.raw(1)], {"axis": axis}))
+
+
+def _pads(ctx: OpContext) -> list[int]:
+    p = np.asarray(ctx.const_array(1, "paddings")).reshape(-1, 2)
+    return [int(v) for v in p[:, 0]] + [int(v) for v in p[:, 1]]
+
+
+def pad(ctx: OpContext) -> None:  # PAD and PADV2 (a constant value input)
+    x = ctx.input(0)
+    value = ctx.input(2) if ctx.has_input(2) else ctx.const(0, x.dtype.np, "value")
+    ctx.output(0, ctx.emit("Pad", [x, ctx.const(_pads(ctx), what="pads"), value], {"mode": "constant"}))
+
+
+def mirror_pad(ctx: OpContext) -> None:
+    if ctx.options.Mode() == 0:  # REFLECT: ONNX's reflect mode
+        ctx.output(0, ctx.emit("Pad", [ctx.input(0), ctx.const(_pads(ctx), what="pads")], {"mode": "reflect"}))
+        return
+    # SYMMETRIC mirrors the edge element too, which Pad has no mode for: per padded axis, the reversed
+    # first/last rows (Slices with step -1) concatenated around the tensor.
+    y = ctx.raw(0)
+    pads = _pads(ctx)
+    rank = y.type.rank
+    for axis in range(rank):
+        begin, end, n = pads[axis], pads[rank + axis], y.shape[axis]
+        if begin > n or end > n:
+            raise ctx.unsupported(f"SYMMETRIC padding of {max(begin, end)} on an axis of {n}")
+        parts = []
+        if begin:
+            parts.append(_reversed(ctx, y, axis, begin - 1, _MIN))
+        parts.append(y)
+        if end:
+            parts.append(_reversed(ctx, y, axis, n - 1, n - 1 - end))
+        if len(parts) > 1:
+            y = ctx.emit("Concat", parts, {"axis": axis})
+    ctx.output(0, y)
+
+
+def _reversed(ctx: OpContext, v: Value, axis: int, start: int, end: int) -> Value:
+    return ctx.emit("Slice", [v, ctx.const([start], what="starts"), ctx.const([end], what="ends"),
+                              ctx.const([axis], what="axes"), ctx.const([-1], what="steps")])
+
+
+def _resize_bilinear(ctx: OpContext) -> None:
+    o = ctx.options
+    x = ctx.input(0, nchw=True)
+    size = [int(s) for s in np.asarray(ctx.const_array(1, "size")).reshape(-1)]
+    align, half = bool(o.AlignCorners()), bool(o.HalfPixelCenters())
+    ctm = "align_corners" if align else "half_pixel" if half else "asymmetric"
+    sizes = ctx.const([*x.shape[:2], *size], what="sizes")
+    y = ctx.emit("Resize", [x, None, None, sizes], {"mode": "linear", "coordinate_transformation_mode": ctm})
+    ctx.output(0, y, nchw=True)
+
+
+def nearest_indices(n_in: int, n_out: int, align: bool, half: bool) -> np.ndarray:
+    """The input row each output row of TFLite's RESIZE_NEAREST_NEIGHBOR reads (its float32 arithmetic)."""
+    scale = np.float32((n_in - 1) / (n_out - 1) if align and n_out > 1 else n_in / n_out)
+    pos = (np.arange(n_out, dtype=np.float32) + np.float32(0.5 if half else 0.0)) * scale
+    # TfLiteRound rounds half away from zero, which for pos >= 0 is floor(pos + 0.5).
+    idx = np.floor(pos + np.float32(0.5)) if align else np.floor(pos)
+    return np.minimum(idx.astype(np.int64), n_in - 1)
+
+
+def _resize_nearest(ctx: OpContext) -> None:
+    """Nearest-neighbour resizing is a selection: one Gather of the rows, one of the columns, with TFLite's
+    own index arithmetic (ONNX Resize has no mode for half_pixel_centers' rounding)."""
+    o = ctx.options
+    x = ctx.raw(0)  # NHWC, int8 stays int8
+    size = [int(s) for s in np.asarray(ctx.const_array(1, "size")).reshape(-1)]
+    align, half = bool(o.AlignCorners()), bool(o.HalfPixelCenters())
+    y = x
+    for axis in (1, 2):
+        idx = nearest_indices(x.shape[axis], size[axis - 1], align, half)
+        if not np.array_equal(idx, np.arange(x.shape[axis])):
+            y = ctx.emit("Gather", [y, ctx.const(idx, what=f"rows{axis}")], {"axis": axis})
+    ctx.output(0, y)
+
+
+def _depth_space(op: str):
+    def convert(ctx: OpContext) -> None:
+        attrs = {"blocksize": ctx.options.BlockSize()}
+        if op == "DepthToSpace":
+            attrs["mode"] = "DCR"  # TensorFlow's order: the block offset is the outer part of the channel
+        ctx.output(0, ctx.emit(op, [ctx.input(0, nchw=True)], attrs),
+                   nchw=True)
+
+    return convert
+
+
+def cast(ctx: OpContext) -> None:
+    ctx.output(0, ctx.emit("Cast", [ctx.raw(0)], {"to": ctx.out_info().dtype}))
+
+
+def quantize(ctx: OpContext) -> None:
+    ctx.output(0, ctx.input(0))  # input() dequantizes an integer input (a requantization), output() quantizes
+
+
+def dequantize(ctx: OpContext) -> None:
+    t = ctx.info(0)
+    data = ctx.b.const_data(ctx.inputs[0])
+    if data is not None:  # float16 or int8 weights: float32 now, at compile time
+        if t.quant is not None and data.dtype.kind in "iu":
+            q = t.quant
+            shape = [1] * data.ndim
+            if q.axis is not None:
+                shape[q.axis] = -1
+            f = (data.astype(np.float32) - q.zero_point.reshape(shape)) * q.scale.reshape(shape)
+        else:
+            f = data.astype(np.float32)
+        ctx.output(0, ctx.graph.constant(f"{ctx.label}_f32", f.astype(np.float32)))
+        return
+    v = ctx.input(0)
+    ctx.output(0, v if v.dtype is DType.FLOAT32 else ctx.emit("Cast", [v], {"to": DType.FLOAT32}))
+
+
+CONVERTERS = {
+    "RESHAPE": reshape, "SQUEEZE": reshape, "EXPAND_DIMS": reshape, "TRANSPOSE": transpose,
+    "CONCATENATION": concatenation, "PACK": pack, "UNPACK": unpack, "SPLIT": split, "SPLIT_V": split_v,
+    "SLICE": slice_, "STRIDED_SLICE": strided_slice, "GATHER": gather,
+    "PAD": pad, "PADV2": pad, "MIRROR_PAD": mirror_pad,
+    "RESIZE_BILINEAR": _resize_bilinear, "RESIZE_NEAREST_NEIGHBOR": _resize_nearest,
+    "DEPTH_TO_SPACE": _depth_space("DepthToSpace"), "SPACE_TO_DEPTH": _depth_space("SpaceToDepth"),
+    "CAST": cast, "QUANTIZE": quantize, "DEQUANTIZE": dequantize,
+}
