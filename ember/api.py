@@ -207,6 +207,8 @@ def _manifest(graph: Graph, plan: MemoryPlan, src, opts: CompileOptions, sha: st
         "ops": graph.op_counts(),
         "nodes": [{"name": n.name, "op": _op_label(n)} for n in graph.nodes],  # index = profile event id
         "flops": graph_flops(graph),
+        # Random ops the model gave no seed (ember/ops/random.py): the seed each was given at compile time.
+        "drawn_seeds": {n.name: n.attrs["seed"] for n in graph.walk() if n.attrs.get("seed_drawn")},
         "graph": graph_record(graph),  # for `ember report` (ember/report/record.py)
         "memory_plan": memory_record(plan),
         "passes": [{"name": r.name, "seconds": round(r.seconds, 6), "nodes": r.nodes_after} for r in pm.records],

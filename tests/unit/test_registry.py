@@ -37,6 +37,8 @@ def test_every_onnx_op_matches_a_node_test() -> None:
     for op_type in sorted(supported_ops()):
         entry = lookup(op_type, "")
         assert entry is not None and entry.ir in ops, f"ONNX {op_type} maps to no registered op"
+        if op_type in node_suite.NO_NODE_TESTS:
+            continue
         patterns = node_suite.test_patterns(op_type)
         assert any(re.match(p, n) for p in patterns for n in names), f"ONNX {op_type}: tests match nothing"
 

@@ -11,13 +11,14 @@ Softmax over the last axis between two zero-copy Reshapes).
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import onnx
 
-from ember.errors import UnsupportedOperatorError
+from ember.errors import ModelFormatError, UnsupportedOperatorError
 from ember.frontends.onnx.dtypes import dtype_from_onnx, dtype_from_onnx_name
 from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node, Value
@@ -255,6 +256,72 @@ def _dropout(node: Node, ctx: AdaptContext) -> list[Node]:
         training = ctx.opset < 7 and not node.attrs.pop("is_test", 0)
         node.inputs = [node.inputs[0], ctx.const(node, "ratio", np.asarray(ratio, np.float32)),
                        ctx.const(node, "training_mode", np.asarray(training))]
+    return _training_dropout(node, ctx)
+
+
+def _seed(node: Node) -> None:
+    """The reference seeds np.random.RandomState(int(seed)): a float attribute truncated, in [0, 2^32).
+    Without a seed, one is drawn now, at compile time: every call of the bundle then draws the same values
+    (it keeps no state between calls), and a recompile draws new ones."""
+    seed = node.attrs.get("seed")
+    if seed is None or seed != seed:  # the reference takes a NaN seed for none
+        node.attrs["seed"] = secrets.randbelow(2**32)
+        node.attrs["seed_drawn"] = True
+        return
+    if not np.isfinite(seed) or not 0 <= int(seed) < 2**32:
+        raise ModelFormatError(f"node '{node.name}' ({node.op}): seed {seed} is outside [0, 2^32), which "
+                               "numpy's generator (the ONNX reference) refuses")
+    node.attrs["seed"] = int(seed)
+
+
+def _random(node: Node, ctx: AdaptContext) -> list[Node]:
+    _seed(node)
+    _dtype_attr("dtype")(node, ctx)
+    if "shape" in node.attrs:
+        node.attrs["shape"] = tuple(int(d) for d in node.attrs["shape"])
+    return [node]
+
+
+def _bernoulli(node: Node, ctx: AdaptContext) -> list[Node]:
+    """Bernoulli draws a bool (ember/ops/random.py); a Cast after it gives the `dtype` asked for."""
+    _seed(node)
+    _dtype_attr("dtype")(node, ctx)
+    target = node.attrs.pop("dtype", _x(node).dtype)
+    before: list[Node] = []
+    if _x(node).dtype in (DType.FLOAT16, DType.BFLOAT16):  # widened exactly, as numpy widens p to double
+        wide = ctx.value(node, "p32")
+        before = [Node("Cast", ctx.graph.unique_name(f"{node.name}_widen"), [_x(node)], [wide],
+                       {"to": DType.FLOAT32})]
+        node.inputs = [wide]
+    if target is DType.BOOL:
+        return [*before, node]
+    y = node.outputs[0]
+    drawn = ctx.value(node, "drawn")
+    node.outputs = [drawn]
+    cast = Node("Cast", ctx.graph.unique_name(f"{node.name}_cast"), [drawn], [y], {"to": target})
+    return [*before, node, cast]
+
+
+def _training_dropout(node: Node, ctx: AdaptContext) -> list[Node]:
+    """Dropout with a constant training_mode of true and a ratio other than 0 draws its mask: the
+    TrainingDropout op. Any other Dropout stays the identity (ember/ops/misc.py)."""
+    ratio_v, training_v = node.input(1), node.input(2)
+    if training_v is None or training_v.const is None or not bool(np.asarray(training_v.const).reshape(-1)[0]):
+        return [node]
+    if ratio_v is not None and ratio_v.const is None:
+        return [node]  # misc.py names the input that must be a compile-time constant
+    ratio = np.asarray(0.5 if ratio_v is None else ratio_v.const).reshape(())
+    if float(ratio) == 0.0:
+        return [node]
+    if not 0.0 < float(ratio) < 1.0:
+        raise ModelFormatError(f"node '{node.name}' (Dropout): ratio {float(ratio)} is outside [0, 1)")
+    _seed(node)
+    # As the reference rounds it: 1.0 / (1.0 - ratio) in the ratio's own type (a Python float: double).
+    scale = float(np.float64(1.0) / (np.float64(1.0) - ratio)) if ratio_v is None else float(1.0 / (1.0 - ratio))
+    node.op = "TrainingDropout"
+    node.inputs = node.inputs[:1]
+    node.attrs = {**{k: v for k, v in node.attrs.items() if k.startswith("seed")}, "ratio": float(ratio),
+                  "scale": scale}
     return [node]
 
 
@@ -350,6 +417,10 @@ _add("OneHot", since=9, adapt=_onehot)
 _add("EyeLike", since=9, adapt=_dtype_attr("dtype"))
 _add("BatchNormalization", since=7, adapt=_batchnorm)
 _add("Dropout", adapt=_dropout)
+for _name in ("RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike"):
+    _add(_name, adapt=_random)
+_add("Bernoulli", since=15, adapt=_bernoulli)
+_add("Multinomial", since=7, adapt=_random)
 _add("Concat", adapt=_concat)
 _add("Split", adapt=_split)
 _add("Slice", adapt=_slice)
