@@ -8,6 +8,7 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,11 @@ def compile(model: Any, out_dir: str | os.PathLike, example_inputs: Any = None, 
     return load(out_dir, manifest["name"])
 
 
-def write_bundle(model_path: str, out: str | os.PathLike, opts: CompileOptions, command: str = "") -> dict[str, Any]:
+COMPILE_PHASES = 4  # what write_bundle tells `phase`: loading and optimizing, planning, C, the C compiler
+
+
+def write_bundle(model_path: str, out: str | os.PathLike, opts: CompileOptions, command: str = "",
+                 phase: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Build every bundle file in a temporary folder inside `out`, then rename them into place.
 
     Only the files of this bundle are ever written or replaced: NAME.c/.h/.o/.weights.bin/.weights.txt/.json
@@ -69,7 +74,7 @@ def write_bundle(model_path: str, out: str | os.PathLike, opts: CompileOptions, 
         raise OptionError(f"sanitizers apply to host bundles, not target '{target.name}'")
     # Files already there that are not this bundle's: refused before the slow part (again once it is named).
     claim(out, opts.name or network_name(Path(model_path).stem))
-    lowered = lower(model_path, opts, Purpose.BUNDLE, target, command)
+    lowered = lower(model_path, opts, Purpose.BUNDLE, target, command, phase)
     seconds = dict(lowered.seconds)
     graph, plan, src, pm, sha = lowered.graph, lowered.plan, lowered.sources, lowered.passes, lowered.model_sha
     name = graph.name
@@ -80,6 +85,8 @@ def write_bundle(model_path: str, out: str | os.PathLike, opts: CompileOptions, 
         (tmp / f"{name}.c").write_text(src.c)
         (tmp / f"{name}.h").write_text(src.h)
         # The weight files are written while the C compiler runs (it is another process, another core).
+        if phase is not None:
+            phase("compiling C, writing weights")
         writer = _WeightWriter(tmp, name, plan, opts.weights_txt)
         writer.start()
         t0 = time.perf_counter()

@@ -21,7 +21,8 @@ from ember.version import __version__
 
 
 def _compile(args: argparse.Namespace) -> int:
-    from ember.api import write_bundle
+    from ember.api import COMPILE_PHASES, write_bundle
+    from ember.progress import Progress
 
     opts = CompileOptions(
         name=args.name, target=args.target, cpu=args.cpu, float_abi=args.float_abi, reloc=args.reloc, cc=args.cc,
@@ -38,7 +39,11 @@ def _compile(args: argparse.Namespace) -> int:
     if args.report:
         check_writable_file(args.report, "--report")
     t0 = time.perf_counter()
-    m = write_bundle(args.model, args.output, opts, command)
+    bar = Progress(COMPILE_PHASES, "compiling", "phase")
+    try:
+        m = write_bundle(args.model, args.output, opts, command, bar.step)
+    finally:
+        bar.close()
     wall = time.perf_counter() - t0
     mem = m["memory"]
     ratio = mem["activations"] / mem["activations_lower_bound"] if mem["activations_lower_bound"] else 1.0

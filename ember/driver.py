@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -109,21 +110,25 @@ def build_graph(model_path: str, options: CompileOptions, purpose: Purpose = Pur
 
 
 def lower(model_path: str, options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, target: Target | None = None,
-          command: str = "") -> Lowered:
+          command: str = "", phase: Callable[[str], None] | None = None) -> Lowered:
     """Everything up to the C text: graph, memory plan and the bundle's sources, each checked against the
     limits of the C it becomes (names, counts as int, --max-memory and the target's address space).
 
     `target`: the one the bundle is for (default: the host). `command`: the command line that asked for
-    the build, recorded in the sources' banner."""
+    the build, recorded in the sources' banner. `phase(label)` is told as each phase starts (a progress bar)."""
     target = target if target is not None else get_target("host")
+    say = phase if phase is not None else (lambda _label: None)
     t0 = time.perf_counter()
+    say("loading and optimizing")
     graph, pm, sha = build_graph(model_path, options, purpose, target.kind)
     t1 = time.perf_counter()
+    say("planning memory")
     check_network_name(graph.name)
     check_limits(graph)
     plan = plan_memory(graph, inlined_constants(graph))
     check_memory(plan, target, options)
     t2 = time.perf_counter()
+    say("generating C")
     sources = generate(graph, plan, graph.name, options.api, _banner(graph.name, sha, command))
     t3 = time.perf_counter()
     passes = sum(r.seconds for r in pm.records)

@@ -22,6 +22,7 @@ from ember.deploy import registry
 from ember.deploy.config import DeployError, DeployFile, TargetSpec, print_notes, read
 from ember.deploy.model import Prepared, prepare
 from ember.errors import EmberError, ToolchainError
+from ember.progress import Progress
 from ember.toolchain.cc import compile_object, find_compiler
 from ember.toolchain.targets import get_target
 from ember.version import __version__
@@ -54,8 +55,15 @@ def deploy(path: str, out: str | None = None, validate: bool = False, benchmark:
     try:
         models = _prepare_all(dep, lib, work)
         built: dict[str, list[Built]] = {}
-        for t in dep.targets:
-            built[t.abi] = [_build(m, t, work / t.abi, _profile(dep, m, work)) for m in models]
+        bar = Progress(len(dep.targets) * len(models), "deploying", "bundle")
+        try:
+            for t in dep.targets:
+                built[t.abi] = []
+                for m in models:
+                    bar.step(f"{m.name} for {t.abi}")
+                    built[t.abi].append(_build(m, t, work / t.abi, _profile(dep, m, work)))
+        finally:
+            bar.close()
         _check_output_shapes(next(iter(built.values())))
         host = next((b for t, b in built.items() if _target_of(dep, t).target == "host"), None)
         if (validate or benchmark) and host is None:  # validation runs on the host: build it there too

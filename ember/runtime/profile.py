@@ -21,6 +21,7 @@ from ember.config import CompileOptions
 from ember.errors import OptionError
 from ember.ir.dtypes import DType
 from ember.ir.graph import Graph, Value
+from ember.progress import Progress
 from ember.quant.data import DataSource, InputInfo, Preprocess, collect_files
 from ember.quant.histogram import BINS, Histogram
 from ember.version import __version__
@@ -34,29 +35,23 @@ def captured_values(graph: Graph) -> list[Value]:
     return [v for n in graph.nodes for v in n.outputs if v is not None]
 
 
-class Progress:
-    """A one-line progress bar on stderr (redrawn in place on a terminal, else a closing summary)."""
+class ProfileProgress:
+    """A bar over the input files on a terminal (ember.progress), and a closing summary line when there
+    were enough files to be worth one."""
 
     def __init__(self, total: int, stream: IO[str] | None = None, min_total: int = 10) -> None:
         self.total, self.stream = total, stream if stream is not None else sys.stderr
         self.enabled = total >= min_total
-        self.live = self.enabled and self.stream.isatty()
+        self.bar = Progress(total, "profiling", "file", self.stream, min_total)
         self.start = time.perf_counter()
-        self.last = 0.0
 
     def update(self, done: int) -> None:
-        now = time.perf_counter()
-        if self.live and (now - self.last > 0.1 or done == self.total):
-            self.last = now
-            filled = int(30 * done / max(self.total, 1))
-            self.stream.write(f"\rprofiling [{'#' * filled}{'.' * (30 - filled)}] {done}/{self.total} files "
-                              f"{now - self.start:.1f}s")
-            self.stream.flush()
+        self.bar.update(done)
 
     def close(self, samples: int) -> None:
+        self.bar.close()
         if self.enabled:
-            self.stream.write(("\r" if self.live else "") +
-                              f"profiled {samples} sample(s) from {self.total} files in "
+            self.stream.write(f"profiled {samples} sample(s) from {self.total} files in "
                               f"{time.perf_counter() - self.start:.1f}s\n")
             self.stream.flush()
 
@@ -102,7 +97,7 @@ def profile_model(model: str, data: list[str], output: str | Path, prep: Preproc
         batch = max(1, _BATCH_BYTES // max(slot, 1))
         buffer = np.zeros(batch * max(slot, 1), np.uint8)
         feeds_seen: list[dict[str, np.ndarray]] = []
-        progress = Progress(len(source), stream)
+        progress = ProfileProgress(len(source), stream)
 
         def reduce() -> None:
             n = len(feeds_seen)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import re
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,7 @@ import yaml
 from PIL import Image
 
 import ember
-from ember.runtime.profile import Progress, profile_model
+from ember.runtime.profile import ProfileProgress, profile_model
 from tests.quant.conftest import calibration_data
 
 
@@ -82,16 +83,22 @@ def test_profile_images_with_progress(cnn: Path, tmp_path: Path) -> None:
     assert yaml.safe_load((tmp_path / "p.yaml").read_text())["tensors"]["x"]["count"] == 12 * 3 * 12 * 12
 
 
-def test_progress_redraws_on_a_terminal() -> None:
+def test_progress_bar_on_a_terminal_only() -> None:
     class Tty(io.StringIO):
         def isatty(self) -> bool:
             return True
 
     out = Tty()
-    bar = Progress(20, out)
+    bar = ProfileProgress(20, out)
     bar.update(20)
     bar.close(20)
-    assert "\rprofiling [" in out.getvalue() and "20/20 files" in out.getvalue()
-    quiet = io.StringIO()
-    Progress(3, quiet).close(3)  # few inputs: no bar
+    assert "profiling:" in out.getvalue() and "/20 [" in out.getvalue()  # tqdm's bar (redrawn at most 10/s)
+    assert re.search(r"profiled 20 sample\(s\) from 20 files in [0-9.]+s\n$", out.getvalue())
+    log = io.StringIO()  # not a terminal: no bar, only the summary
+    bar = ProfileProgress(20, log)
+    bar.update(20)
+    bar.close(20)
+    assert log.getvalue().startswith("profiled 20 sample(s)") and "\r" not in log.getvalue()
+    quiet = Tty()
+    ProfileProgress(3, quiet).close(3)  # few inputs: no bar, no summary
     assert quiet.getvalue() == ""
