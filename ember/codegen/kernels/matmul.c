@@ -319,3 +319,76 @@ static void ember_f32_to_f16_n(uint16_t *EMBER_RESTRICT d, const float *EMBER_RE
     for (i = 0; i < n; ++i) d[i] = ember_f32_to_f16(s[i]);
 }
 /*@end*/
+
+/*@kernel ember_matmul_int4 requires ember_simd*/
+/* Weight-only int4 (MatMulInt4: MatMulNBits, DequantizeLinear(int4) -> MatMul):
+ *   Y[i, j] = bias[j] + sum_k X[i, k] * (q[j, k] - z[j, b]) * s[j, b],  b = k / block.
+ * W stays packed as it is in the constant region: row j holds its codes q (0..15) two per byte, low nibble
+ * first (ONNX's order), `bb` bytes per block, `row_bytes` per row. The zero point z of a block is the
+ * 4-bit code zp4[j * zp_bytes + b / 2] (packed the same way), else zpf[j * nblk + b], else zdef.
+ * No float copy of W exists: X is split once into its even and odd elements (xe, xo: the low and high
+ * nibbles' partners, zero beyond K) plus per-block sums (xs), so a block's dot product reads nibbles
+ * straight into float vectors, and sum x * (q - z) = sum x * q - z * xs. Scratch: m * (2 * nblk * bb + nblk)
+ * floats. Accumulates in float32. */
+#if EMBER_VL > 1
+typedef uint8_t ember_vnib __attribute__((vector_size(EMBER_VL), aligned(1)));
+#endif
+static void ember_matmul_int4(float *EMBER_RESTRICT y, const float *EMBER_RESTRICT x, const uint8_t *w,
+                              const float *scales, const uint8_t *zp4, const float *zpf, float zdef,
+                              const float *bias, int m, int n, int k, int nblk, int bb, int row_bytes,
+                              int zp_bytes, float *EMBER_RESTRICT scratch) {
+    const int h = nblk * bb; /* floats per row in xe and in xo */
+    int i, j, b, t;
+    for (i = 0; i < m; ++i) {
+        const float *xr = x + (ptrdiff_t)i * k;
+        float *xe = scratch + (ptrdiff_t)i * (2 * h + nblk), *xo = xe + h, *xs = xo + h;
+        for (t = 0; t < h; ++t) {
+            xe[t] = 2 * t < k ? xr[2 * t] : 0.0f;
+            xo[t] = 2 * t + 1 < k ? xr[2 * t + 1] : 0.0f;
+        }
+        for (b = 0; b < nblk; ++b) {
+            float sum = 0.0f;
+            for (t = b * bb; t < (b + 1) * bb; ++t) sum += xe[t] + xo[t];
+            xs[b] = sum;
+        }
+    }
+    for (j = 0; j < n; ++j) {
+        const uint8_t *row = w + (ptrdiff_t)j * row_bytes;
+        const float *sc = scales + (ptrdiff_t)j * nblk;
+        for (i = 0; i < m; ++i) {
+            const float *xe = scratch + (ptrdiff_t)i * (2 * h + nblk), *xo = xe + h, *xs = xo + h;
+            float total = bias ? bias[j] : 0.0f;
+#if EMBER_VL > 1
+            ember_vf acc = (ember_vf){0};
+#endif
+            for (b = 0; b < nblk; ++b) {
+                const uint8_t *p = row + (ptrdiff_t)b * bb;
+                const float *e = xe + (ptrdiff_t)b * bb, *o = xo + (ptrdiff_t)b * bb;
+                const float s = sc[b];
+                float z = zdef, part = 0.0f;
+                if (zp4) z = (float)((zp4[(ptrdiff_t)j * zp_bytes + (b >> 1)] >> ((b & 1) * 4)) & 15);
+                else if (zpf) z = zpf[(ptrdiff_t)j * nblk + b];
+                t = 0;
+#if EMBER_VL > 1
+                if (bb >= EMBER_VL) {
+                    ember_vf vpart = (ember_vf){0};
+                    for (; t + EMBER_VL <= bb; t += EMBER_VL) {
+                        const ember_vnib v = *(const ember_vnib *)(p + t);
+                        const ember_vf lo = __builtin_convertvector(v & 15, ember_vf);
+                        const ember_vf hi = __builtin_convertvector(v >> 4, ember_vf);
+                        vpart += lo * *(const ember_vf *)(e + t) + hi * *(const ember_vf *)(o + t);
+                    }
+                    acc += vpart * s;
+                }
+#endif
+                for (; t < bb; ++t) part += (float)(p[t] & 15) * e[t] + (float)(p[t] >> 4) * o[t];
+                total += s * (part - z * xs[b]);
+            }
+#if EMBER_VL > 1
+            for (t = 0; t < EMBER_VL; ++t) total += acc[t];
+#endif
+            y[(ptrdiff_t)i * n + j] = total;
+        }
+    }
+}
+/*@end*/
