@@ -330,9 +330,85 @@ static void ember_f32_to_f16_n(uint16_t *EMBER_RESTRICT d, const float *EMBER_RE
  * nibbles' partners, zero beyond K) plus per-block sums (xs), so a block's dot product reads nibbles
  * straight into float vectors, and sum x * (q - z) = sum x * q - z * xs. Scratch: m * (2 * nblk * bb + nblk)
  * floats. Accumulates in float32. */
+#define EMBER_I4_NC 4 /* columns of W per pass over a row of X: their blocks share X's loads */
 #if EMBER_VL > 1
 typedef uint8_t ember_vnib __attribute__((vector_size(EMBER_VL), aligned(1)));
+typedef int32_t ember_vnib32 __attribute__((vector_size(EMBER_VL * 4)));
+/* Bytes reach floats through int32 lanes (a direct uint8 -> float conversion is scalarized by GCC), masked
+ * first (GCC widens a masked byte vector with one instruction, a loaded one byte by byte) and shifted after
+ * (x86 has no byte-vector shift). */
+#define EMBER_I4_F32(v) __builtin_convertvector((v), ember_vf)
 #endif
+/* y[j0 .. j0 + nc) of one row of X (xe, xo, xs: its split and block sums), nc <= EMBER_I4_NC (a constant
+ * at each call site, so the column arrays live in registers). */
+EMBER_INLINE void ember_int4_cols(float *EMBER_RESTRICT y, const float *xe, const float *xo, const float *xs,
+                                  const uint8_t *w, const float *scales, const uint8_t *zp4, const float *zpf,
+                                  float zdef, const float *bias, int j0, int nc, int nblk, int bb, int row_bytes,
+                                  int zp_bytes) {
+    float total[EMBER_I4_NC];
+#if EMBER_VL > 1
+    ember_vf acc[EMBER_I4_NC];
+#endif
+    int b, c, t;
+    for (c = 0; c < nc; ++c) {
+        total[c] = bias ? bias[j0 + c] : 0.0f;
+#if EMBER_VL > 1
+        acc[c] = (ember_vf){0};
+#endif
+    }
+    for (b = 0; b < nblk; ++b) {
+        const float *e = xe + (ptrdiff_t)b * bb, *o = xo + (ptrdiff_t)b * bb;
+        const ptrdiff_t off = (ptrdiff_t)b * bb;
+        t = 0;
+#if EMBER_VL > 1
+        if (bb >= EMBER_VL) {
+            ember_vf part[EMBER_I4_NC];
+            for (c = 0; c < nc; ++c) part[c] = (ember_vf){0};
+            for (; t + EMBER_VL <= bb; t += EMBER_VL) {
+                const ember_vf ev = *(const ember_vf *)(e + t), ov = *(const ember_vf *)(o + t);
+                for (c = 0; c < nc; ++c) {
+                    const ember_vnib v = *(const ember_vnib *)(w + (ptrdiff_t)(j0 + c) * row_bytes + off + t);
+                    const ember_vnib32 lo = __builtin_convertvector(v & 15, ember_vnib32);
+                    const ember_vnib32 hi = __builtin_convertvector(v & 0xF0, ember_vnib32) >> 4;
+                    part[c] += EMBER_I4_F32(lo) * ev + EMBER_I4_F32(hi) * ov;
+                }
+            }
+            for (c = 0; c < nc; ++c) acc[c] += part[c] * scales[(ptrdiff_t)(j0 + c) * nblk + b];
+        }
+#endif
+        if (t < bb)
+            for (c = 0; c < nc; ++c) {
+                const ptrdiff_t j = j0 + c;
+                const uint8_t *p = w + j * row_bytes + off;
+                float part = 0.0f;
+                int u;
+                for (u = t; u < bb; ++u) part += (float)(p[u] & 15) * e[u] + (float)(p[u] >> 4) * o[u];
+                total[c] += scales[j * nblk + b] * part;
+            }
+    }
+    /* The zero points' share, - sum_b s * z * xs[b], once per column. */
+    for (c = 0; c < nc; ++c) {
+        const ptrdiff_t j = j0 + c;
+        const float *sc = scales + j * nblk;
+        float zs = 0.0f;
+        if (zp4) {
+            const uint8_t *zr = zp4 + j * zp_bytes;
+            for (b = 0; b < nblk; ++b) zs += sc[b] * xs[b] * (float)((zr[b >> 1] >> ((b & 1) * 4)) & 15);
+        } else if (zpf) {
+            for (b = 0; b < nblk; ++b) zs += sc[b] * xs[b] * zpf[j * nblk + b];
+        } else {
+            for (b = 0; b < nblk; ++b) zs += sc[b] * xs[b];
+            zs *= zdef;
+        }
+        total[c] -= zs;
+    }
+    for (c = 0; c < nc; ++c) {
+#if EMBER_VL > 1
+        for (t = 0; t < EMBER_VL; ++t) total[c] += acc[c][t];
+#endif
+        y[j0 + c] = total[c];
+    }
+}
 static void ember_matmul_int4(float *EMBER_RESTRICT y, const float *EMBER_RESTRICT x, const uint8_t *w,
                               const float *scales, const uint8_t *zp4, const float *zpf, float zdef,
                               const float *bias, int m, int n, int k, int nblk, int bb, int row_bytes,
@@ -352,42 +428,18 @@ static void ember_matmul_int4(float *EMBER_RESTRICT y, const float *EMBER_RESTRI
             xs[b] = sum;
         }
     }
-    for (j = 0; j < n; ++j) {
-        const uint8_t *row = w + (ptrdiff_t)j * row_bytes;
-        const float *sc = scales + (ptrdiff_t)j * nblk;
+    /* Column groups outermost: their rows of W (K / 2 bytes each) stay in cache across the rows of X. */
+    for (j = 0; j < n; j += EMBER_I4_NC) {
         for (i = 0; i < m; ++i) {
             const float *xe = scratch + (ptrdiff_t)i * (2 * h + nblk), *xo = xe + h, *xs = xo + h;
-            float total = bias ? bias[j] : 0.0f;
-#if EMBER_VL > 1
-            ember_vf acc = (ember_vf){0};
-#endif
-            for (b = 0; b < nblk; ++b) {
-                const uint8_t *p = row + (ptrdiff_t)b * bb;
-                const float *e = xe + (ptrdiff_t)b * bb, *o = xo + (ptrdiff_t)b * bb;
-                const float s = sc[b];
-                float z = zdef, part = 0.0f;
-                if (zp4) z = (float)((zp4[(ptrdiff_t)j * zp_bytes + (b >> 1)] >> ((b & 1) * 4)) & 15);
-                else if (zpf) z = zpf[(ptrdiff_t)j * nblk + b];
-                t = 0;
-#if EMBER_VL > 1
-                if (bb >= EMBER_VL) {
-                    ember_vf vpart = (ember_vf){0};
-                    for (; t + EMBER_VL <= bb; t += EMBER_VL) {
-                        const ember_vnib v = *(const ember_vnib *)(p + t);
-                        const ember_vf lo = __builtin_convertvector(v & 15, ember_vf);
-                        const ember_vf hi = __builtin_convertvector(v >> 4, ember_vf);
-                        vpart += lo * *(const ember_vf *)(e + t) + hi * *(const ember_vf *)(o + t);
-                    }
-                    acc += vpart * s;
-                }
-#endif
-                for (; t < bb; ++t) part += (float)(p[t] & 15) * e[t] + (float)(p[t] >> 4) * o[t];
-                total += s * (part - z * xs[b]);
-            }
-#if EMBER_VL > 1
-            for (t = 0; t < EMBER_VL; ++t) total += acc[t];
-#endif
-            y[(ptrdiff_t)i * n + j] = total;
+            float *yr = y + (ptrdiff_t)i * n;
+            if (j + EMBER_I4_NC <= n)
+                ember_int4_cols(yr, xe, xo, xs, w, scales, zp4, zpf, zdef, bias, j, EMBER_I4_NC, nblk, bb,
+                                row_bytes, zp_bytes);
+            else
+                for (t = j; t < n; ++t)
+                    ember_int4_cols(yr, xe, xo, xs, w, scales, zp4, zpf, zdef, bias, t, 1, nblk, bb, row_bytes,
+                                    zp_bytes);
         }
     }
 }
