@@ -35,7 +35,8 @@ def _models(m: int, k: int, n: int, block: int, folder: Path) -> tuple[Path, Pat
     scales = (rng.random((n, nblk)) * 0.02 + 0.001).astype(np.float32)
     packed = (codes[:, 0::2] | (codes[:, 1::2] << 4)).reshape(n, nblk, block // 2)
     zpacked = zeros[:, 0::2] | (zeros[:, 1::2] << 4)
-    w = ((codes.reshape(n, nblk, block).astype(np.float32) - zeros[:, :nblk, None]) * scales[:, :, None]).reshape(n, -1)[:, :k].T
+    q = codes.reshape(n, nblk, block).astype(np.float32)
+    w = ((q - zeros[:, :nblk, None]) * scales[:, :, None]).reshape(n, -1)[:, :k].T
     io = ([helper.make_tensor_value_info("x", TensorProto.FLOAT, [m, k])],
           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [m, n])])
     opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
