@@ -339,6 +339,23 @@ typedef int32_t ember_vnib32 __attribute__((vector_size(EMBER_VL * 4)));
  * (x86 has no byte-vector shift). */
 #define EMBER_I4_F32(v) __builtin_convertvector((v), ember_vf)
 #endif
+/* The zero points' share of y[j], sum_b s[j, b] * z[j, b] * xs[b] (subtracted once per column). */
+EMBER_INLINE float ember_int4_zero_share(ptrdiff_t j, const float *xs, const float *scales, const uint8_t *zp4,
+                                         const float *zpf, float zdef, int nblk, int zp_bytes) {
+    const float *sc = scales + j * nblk;
+    float zs = 0.0f;
+    int b;
+    if (zp4) {
+        const uint8_t *zr = zp4 + j * zp_bytes;
+        for (b = 0; b < nblk; ++b) zs += sc[b] * xs[b] * (float)((zr[b >> 1] >> ((b & 1) * 4)) & 15);
+    } else if (zpf) {
+        for (b = 0; b < nblk; ++b) zs += sc[b] * xs[b] * zpf[j * nblk + b];
+    } else {
+        for (b = 0; b < nblk; ++b) zs += sc[b] * xs[b];
+        zs *= zdef;
+    }
+    return zs;
+}
 /* y[j0 .. j0 + nc) of one row of X (xe, xo, xs: its split and block sums), nc <= EMBER_I4_NC (a constant
  * at each call site, so the column arrays live in registers). */
 EMBER_INLINE void ember_int4_cols(float *EMBER_RESTRICT y, const float *xe, const float *xo, const float *xs,
@@ -386,22 +403,7 @@ EMBER_INLINE void ember_int4_cols(float *EMBER_RESTRICT y, const float *xe, cons
                 total[c] += scales[j * nblk + b] * part;
             }
     }
-    /* The zero points' share, - sum_b s * z * xs[b], once per column. */
-    for (c = 0; c < nc; ++c) {
-        const ptrdiff_t j = j0 + c;
-        const float *sc = scales + j * nblk;
-        float zs = 0.0f;
-        if (zp4) {
-            const uint8_t *zr = zp4 + j * zp_bytes;
-            for (b = 0; b < nblk; ++b) zs += sc[b] * xs[b] * (float)((zr[b >> 1] >> ((b & 1) * 4)) & 15);
-        } else if (zpf) {
-            for (b = 0; b < nblk; ++b) zs += sc[b] * xs[b] * zpf[j * nblk + b];
-        } else {
-            for (b = 0; b < nblk; ++b) zs += sc[b] * xs[b];
-            zs *= zdef;
-        }
-        total[c] -= zs;
-    }
+    for (c = 0; c < nc; ++c) total[c] -= ember_int4_zero_share(j0 + c, xs, scales, zp4, zpf, zdef, nblk, zp_bytes);
     for (c = 0; c < nc; ++c) {
 #if EMBER_VL > 1
         for (t = 0; t < EMBER_VL; ++t) total[c] += acc[c][t];
@@ -409,6 +411,47 @@ EMBER_INLINE void ember_int4_cols(float *EMBER_RESTRICT y, const float *xe, cons
         y[j0 + c] = total[c];
     }
 }
+#if EMBER_VL > 1
+#define EMBER_I4_TR 4 /* rows x columns of a tile: the nibbles of a block are widened once for 4 rows of X */
+#define EMBER_I4_TC 2
+/* y[i0 .. i0 + 4, j0 .. j0 + 2) (bb a multiple of EMBER_VL): like ember_int4_cols, with the block's scale
+ * applied to the widened codes so the 8 accumulators are all the tile keeps in registers. xsp: row i0's
+ * split of X; rows are `xstride` floats apart. */
+static void ember_int4_tile(float *EMBER_RESTRICT y, int n, const float *xsp, ptrdiff_t xstride, const uint8_t *w,
+                            const float *scales, const uint8_t *zp4, const float *zpf, float zdef,
+                            const float *bias, int j0, int nblk, int bb, int row_bytes, int zp_bytes) {
+    const int h = nblk * bb;
+    ember_vf acc[EMBER_I4_TR][EMBER_I4_TC];
+    int b, c, r, t;
+    for (r = 0; r < EMBER_I4_TR; ++r)
+        for (c = 0; c < EMBER_I4_TC; ++c) acc[r][c] = (ember_vf){0};
+    for (b = 0; b < nblk; ++b) {
+        const ptrdiff_t off = (ptrdiff_t)b * bb;
+        float s[EMBER_I4_TC];
+        for (c = 0; c < EMBER_I4_TC; ++c) s[c] = scales[(ptrdiff_t)(j0 + c) * nblk + b];
+        for (t = 0; t < bb; t += EMBER_VL) {
+            for (c = 0; c < EMBER_I4_TC; ++c) {
+                const ember_vnib v = *(const ember_vnib *)(w + (ptrdiff_t)(j0 + c) * row_bytes + off + t);
+                const ember_vnib32 lo = __builtin_convertvector(v & 15, ember_vnib32);
+                const ember_vnib32 hi = __builtin_convertvector(v & 0xF0, ember_vnib32) >> 4;
+                const ember_vf lf = EMBER_I4_F32(lo) * s[c], hf = EMBER_I4_F32(hi) * s[c];
+                for (r = 0; r < EMBER_I4_TR; ++r) {
+                    const float *xe = xsp + r * xstride + off + t;
+                    acc[r][c] += lf * *(const ember_vf *)xe + hf * *(const ember_vf *)(xe + h);
+                }
+            }
+        }
+    }
+    for (r = 0; r < EMBER_I4_TR; ++r)
+        for (c = 0; c < EMBER_I4_TC; ++c) {
+            const float *xs = xsp + r * xstride + 2 * h;
+            float total = bias ? bias[j0 + c] : 0.0f;
+            total -= ember_int4_zero_share(j0 + c, xs, scales, zp4, zpf, zdef, nblk, zp_bytes);
+            for (t = 0; t < EMBER_VL; ++t) total += acc[r][c][t];
+            y[(ptrdiff_t)r * n + j0 + c] = total;
+        }
+}
+#endif
 static void ember_matmul_int4(float *EMBER_RESTRICT y, const float *EMBER_RESTRICT x, const uint8_t *w,
                               const float *scales, const uint8_t *zp4, const float *zpf, float zdef,
                               const float *bias, int m, int n, int k, int nblk, int bb, int row_bytes,
@@ -428,9 +471,18 @@ static void ember_matmul_int4(float *EMBER_RESTRICT y, const float *EMBER_RESTRI
             xs[b] = sum;
         }
     }
-    /* Column groups outermost: their rows of W (K / 2 bytes each) stay in cache across the rows of X. */
+    /* Column groups outermost: their rows of W (K / 2 bytes each) stay in cache across the rows of X. Four
+     * rows at a time share each widened block (when blocks are whole vectors); the rest go one row at a time. */
     for (j = 0; j < n; j += EMBER_I4_NC) {
-        for (i = 0; i < m; ++i) {
+        i = 0;
+#if EMBER_VL > 1
+        if (bb % EMBER_VL == 0 && j + EMBER_I4_NC <= n)
+            for (; i + EMBER_I4_TR <= m; i += EMBER_I4_TR)
+                for (t = j; t < j + EMBER_I4_NC; t += EMBER_I4_TC)
+                    ember_int4_tile(y + (ptrdiff_t)i * n, n, scratch + (ptrdiff_t)i * (2 * h + nblk), 2 * h + nblk,
+                                    w, scales, zp4, zpf, zdef, bias, t, nblk, bb, row_bytes, zp_bytes);
+#endif
+        for (; i < m; ++i) {
             const float *xe = scratch + (ptrdiff_t)i * (2 * h + nblk), *xo = xe + h, *xs = xo + h;
             float *yr = y + (ptrdiff_t)i * n;
             if (j + EMBER_I4_NC <= n)
