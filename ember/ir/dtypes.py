@@ -5,9 +5,9 @@ ml_dtypes' dtypes, as onnx.numpy_helper returns them, and have the same layout i
 weights and at the bundle's inputs and outputs: bfloat16 is its 16 bits (uint16_t), each float8 its byte,
 and the sub-byte types take ONE BYTE PER ELEMENT, the value in the low bits and the high bits zero (int4
 -1 is 0x0F), so Bundle.run passes ml_dtypes arrays straight in and out. Packed storage (two int4 per
-byte) is not used. These types are storage types: only Cast, QuantizeLinear/DequantizeLinear and the ops
-that move bytes work on them; passes/widen_dtypes.py computes every other op in float32 (or int8/uint8)
-between Casts. Conversions are kernels/convert.c.
+byte) exists only as the uint8 weights of MatMulInt4 (ember/ops/matmul.py). These types are storage types:
+only Cast, QuantizeLinear/DequantizeLinear and the ops that move bytes work on them; passes/widen_dtypes.py
+computes every other op in float32 (or int8/uint8) between Casts. Conversions are kernels/convert.c.
 """
 
 from __future__ import annotations

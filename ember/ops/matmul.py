@@ -262,3 +262,107 @@ register(float16_via_f32(OpDef(
     takes_epilogue=True, weights=WeightLayout(lambda n, w: w.type.rank - 1, bias=None),
     flops=matmul_flops, int8=Int8.LINEAR,
 )))
+
+
+# MatMulInt4 (weight-only int4, packed) -----------------------------------------------------------
+# Y[..., N] = X[..., K] @ W, W[k, j] = (q[j, k] - z[j, b]) * s[j, b], b = k // block_size. The frontends make it
+# from com.microsoft MatMulNBits and passes/int4_matmul.py from DequantizeLinear(int4/uint4 constant) -> MatMul,
+# so a model's 4-bit weights stay 4 bits in the constant region (the kernel widens one block at a time).
+# Inputs: (X float32, B uint8 [N, row_bytes]: the codes 0..15 of row j along K, two per byte, low nibble first,
+# each block padded to `block_bytes(K, block_size)`; scales float32 [N, nblk]; zero points (optional): uint8
+# [N, ceil(nblk / 2)] packed 4-bit codes, or float32 [N, nblk]; bias (optional) float32 [N]).
+# Attributes: K, N, block_size; zero: the zero point of every block when input 3 is absent (8 for MatMulNBits).
+
+
+def int4_blocks(k: int, block: int) -> tuple[int, int]:
+    """(blocks along K, packed bytes per block): a block of odd size is allowed only as the one block."""
+    nblk = -(-k // block)
+    if block % 2 and nblk > 1:
+        raise ValueError(f"int4 blocks of odd size {block} (K={k})")
+    return nblk, (block + 1) // 2
+
+
+def pack_nibbles(codes: np.ndarray) -> np.ndarray:
+    """uint8 codes 0..15 [..., L] -> bytes [..., ceil(L / 2)], element 2i in the low nibble (ONNX's order)."""
+    c = np.asarray(codes, np.uint8) & 15
+    if c.shape[-1] % 2:
+        c = np.concatenate([c, np.zeros((*c.shape[:-1], 1), np.uint8)], axis=-1)
+    return (c[..., 0::2] | (c[..., 1::2] << 4)).astype(np.uint8)
+
+
+def unpack_nibbles(packed: np.ndarray, count: int) -> np.ndarray:
+    """The inverse of pack_nibbles: the first `count` codes along the last axis."""
+    p = np.asarray(packed, np.uint8)
+    both = np.stack([p & 15, p >> 4], axis=-1).reshape(*p.shape[:-1], -1)
+    return both[..., :count]
+
+
+def int4_weight(node: Node, b: np.ndarray, scales: np.ndarray, zeros: np.ndarray | None) -> np.ndarray:
+    """MatMulInt4's W as float32 [K, N] (evaluation and tests; code generation never builds it)."""
+    k, n, block = int(node.attrs["K"]), int(node.attrs["N"]), int(node.attrs["block_size"])
+    nblk, bb = int4_blocks(k, block)
+    q = unpack_nibbles(np.asarray(b).reshape(n, nblk, bb), 2 * bb)[:, :, :block].astype(np.float32)
+    if zeros is None:
+        z = np.full((n, nblk), float(node.attrs.get("zero", 0.0)), np.float32)
+    elif zeros.dtype == np.uint8:
+        z = unpack_nibbles(zeros.reshape(n, -1), nblk).astype(np.float32)
+    else:
+        z = np.asarray(zeros, np.float32).reshape(n, nblk)
+    w = (q - z[:, :, None]) * np.asarray(scales, np.float32).reshape(n, nblk)[:, :, None]
+    return np.ascontiguousarray(w.reshape(n, nblk * block)[:, :k].T)
+
+
+def _int4_geometry(node: Node) -> tuple[int, int, int, int, int]:
+    """(M rows of X, N, K, blocks, bytes per block)."""
+    k, n = int(node.attrs["K"]), int(node.attrs["N"])
+    nblk, bb = int4_blocks(k, int(node.attrs["block_size"]))
+    return math.prod(present(node.input(0)).shape[:-1]), n, k, nblk, bb
+
+
+def _infer_int4(node: Node) -> list[TensorType | None]:
+    x, b, s = inp(node, 0), inp(node, 1), inp(node, 2)
+    m, n, k, nblk, bb = _int4_geometry(node)
+    if x.type.rank < 1 or x.shape[-1] != k:
+        raise ShapeError(f"node '{node.name}' (MatMulInt4): A {list(x.shape)} does not end in K={k}")
+    if b.dtype is not DType.UINT8 or b.shape != (n, nblk * bb) or s.shape != (n, nblk):
+        raise ShapeError(f"node '{node.name}' (MatMulInt4): B {list(b.shape)} / scales {list(s.shape)} "
+                         f"do not match N={n}, K={k}, block_size={node.attrs['block_size']}")
+    return [typed(DType.FLOAT32, (*x.shape[:-1], n))]
+
+
+def _normalize_int4(node: Node, graph: Graph) -> None:
+    require_f32(node, node.input(0), node.input(2), node.input(4))
+    z = node.input(3)
+    if z is not None and z.dtype not in (DType.UINT8, DType.FLOAT32):
+        raise UnsupportedOperatorError(node.op, node.name, f"zero point type {z.dtype.short}")
+
+
+def _eval_int4(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
+    w = int4_weight(node, np.asarray(xs[1]), np.asarray(xs[2]), xs[3] if len(xs) > 3 else None)
+    y = np.matmul(np.asarray(xs[0], np.float32), w)
+    if len(xs) > 4 and xs[4] is not None:
+        y = y + np.asarray(xs[4], np.float32)
+    return [y.astype(np.float32)]
+
+
+def _lower_int4(node: Node, k: KernelEmitter) -> None:
+    m, n, kk, nblk, bb = _int4_geometry(node)
+    z = node.input(3)
+    zp4 = k.inp(3) if z is not None and z.dtype is DType.UINT8 else "0"
+    zpf = k.inp(3) if z is not None and z.dtype is DType.FLOAT32 else "0"
+    zdef = literal(float(node.attrs.get("zero", 0.0)), DType.FLOAT32)
+    zp_bytes = z.shape[-1] if z is not None else 0
+    k.call("ember_matmul_int4", k.out(0), k.inp(0), k.inp(1), k.inp(2), zp4, zpf, zdef, k.inp(4),
+           m, n, kk, nblk, bb, nblk * bb, zp_bytes, k.scratch("float"))
+
+
+def _int4_scratch(node: Node) -> int:
+    m, _, _, nblk, bb = _int4_geometry(node)
+    return m * (2 * nblk * bb + nblk) * 4
+
+
+register(OpDef(
+    "MatMulInt4", lower=_lower_int4, normalize=_normalize_int4, infer=_infer_int4, evaluate=_eval_int4,
+    kernels=("ember_matmul_int4",), scratch=_int4_scratch,
+    flops=lambda node: 2 * math.prod(present(node.outputs[0]).shape) * int(node.attrs["K"]),
+))

@@ -5,8 +5,9 @@ scale. And ONNX's integer ops ConvInteger, QLinearConv, MatMulInteger and
 QLinearMatMul, which their normalization turns into the integer kernels of ember/ops/qlinear.py.
 
 DequantizeLinear is `fold_late`: with constant inputs (the int8 weights and int32 biases of a QDQ model)
-it stays a node until passes/fold_qdq.py has turned the patterns it recognises into integer kernels;
-that pass folds the rest into float constants.
+it stays a node until passes/int4_matmul.py (int4/uint4 weights of a MatMul: MatMulInt4, packed) and
+passes/fold_qdq.py have turned the patterns they recognise into kernels on the quantized bytes; fold_qdq
+folds the rest into float constants.
 """
 
 from __future__ import annotations

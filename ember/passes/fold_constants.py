@@ -1,4 +1,9 @@
-"""Constant folding: a node whose inputs are all constants is evaluated now, by its OpDef's `evaluate`."""
+"""Constant folding: a node whose inputs are all constants is evaluated now, by its OpDef's `evaluate`.
+
+Except `fold_late` ops (OpDef.data; DequantizeLinear): their constant outputs would be float32 copies of
+quantized weights. passes/int4_matmul.py first turns MatMul(DequantizeLinear(int4 W)) into MatMulInt4 on the
+packed codes, fold_qdq then makes integer kernels of int8 ones and only afterwards folds what is left.
+"""
 
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ from ember.passes.fold_qdq import fold_qdq
 from ember.passes.fuse_activation import fuse_activation
 from ember.passes.fuse_elementwise import fuse_elementwise
 from ember.passes.fuse_norm import fuse_decomposed_norms, fuse_skip_norm
+from ember.passes.int4_matmul import pack_int4_matmuls
 from ember.passes.int8_layout import choose_int8_layout
 from ember.passes.manager import PassFn, each_graph
 from ember.passes.simplify import materialize_outputs, remove_identities
@@ -57,6 +58,9 @@ _FLOAT: list[tuple[str, PassFn, str]] = [
     ("fuse_decomposed_norms", fuse_decomposed_norms,
      "Exporters before opset 17/20 write LayerNorm and Gelu out elementwise; as operators again, LayerNorm is "
      "two passes over each row instead of nine over the tensor, and both int8-quantize as units."),
+    ("pack_int4_matmuls", each_graph(pack_int4_matmuls),
+     "MatMul of a DequantizeLinear(int4/uint4 constant) keeps the 4-bit weight packed (MatMulInt4); before "
+     "fold_qdq, which would store it as float32 (8x the bytes), and before fusions that expect a MatMul."),
     ("optimize_transposes", optimize_transposes,
      "Channels-last models wrap each NCHW op in Transposes; pushed together they cancel, so layout costs no "
      "copies between layers (and a Conv's BN and activation are adjacent again to fold)."),

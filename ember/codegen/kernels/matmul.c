@@ -319,3 +319,180 @@ static void ember_f32_to_f16_n(uint16_t *EMBER_RESTRICT d, const float *EMBER_RE
     for (i = 0; i < n; ++i) d[i] = ember_f32_to_f16(s[i]);
 }
 /*@end*/
+
+/*@kernel ember_matmul_int4 requires ember_simd*/
+/* Weight-only int4 (MatMulInt4: MatMulNBits, DequantizeLinear(int4) -> MatMul):
+ *   Y[i, j] = bias[j] + sum_k X[i, k] * (q[j, k] - z[j, b]) * s[j, b],  b = k / block.
+ * W stays packed as it is in the constant region: row j holds its codes q (0..15) two per byte, low nibble
+ * first (ONNX's order), `bb` bytes per block, `row_bytes` per row. The zero point z of a block is the
+ * 4-bit code zp4[j * zp_bytes + b / 2] (packed the same way), else zpf[j * nblk + b], else zdef.
+ * No float copy of W exists: X is split once into its even and odd elements (xe, xo: the low and high
+ * nibbles' partners, zero beyond K) plus per-block sums (xs), so a block's dot product reads nibbles
+ * straight into float vectors, and sum x * (q - z) = sum x * q - z * xs. Scratch: m * (2 * nblk * bb + nblk)
+ * floats. Accumulates in float32. */
+#define EMBER_I4_NC 4 /* columns of W per pass over a row of X: their blocks share X's loads */
+#if EMBER_VL > 1
+typedef uint8_t ember_vnib __attribute__((vector_size(EMBER_VL), aligned(1)));
+typedef int32_t ember_vnib32 __attribute__((vector_size(EMBER_VL * 4)));
+/* Bytes reach floats through int32 lanes (a direct uint8 -> float conversion is scalarized by GCC), masked
+ * first (GCC widens a masked byte vector with one instruction, a loaded one byte by byte) and shifted after
+ * (x86 has no byte-vector shift). */
+#define EMBER_I4_F32(v) __builtin_convertvector((v), ember_vf)
+#endif
+/* The zero points' share of y[j], sum_b s[j, b] * z[j, b] * xs[b] (subtracted once per column). */
+EMBER_INLINE float ember_int4_zero_share(ptrdiff_t j, const float *xs, const float *scales, const uint8_t *zp4,
+                                         const float *zpf, float zdef, int nblk, int zp_bytes) {
+    const float *sc = scales + j * nblk;
+    float zs = 0.0f;
+    int b;
+    if (zp4) {
+        const uint8_t *zr = zp4 + j * zp_bytes;
+        for (b = 0; b < nblk; ++b) zs += sc[b] * xs[b] * (float)((zr[b >> 1] >> ((b & 1) * 4)) & 15);
+    } else if (zpf) {
+        for (b = 0; b < nblk; ++b) zs += sc[b] * xs[b] * zpf[j * nblk + b];
+    } else {
+        for (b = 0; b < nblk; ++b) zs += sc[b] * xs[b];
+        zs *= zdef;
+    }
+    return zs;
+}
+/* y[j0 .. j0 + nc) of one row of X (xe, xo, xs: its split and block sums), nc <= EMBER_I4_NC (a constant
+ * at each call site, so the column arrays live in registers). */
+EMBER_INLINE void ember_int4_cols(float *EMBER_RESTRICT y, const float *xe, const float *xo, const float *xs,
+                                  const uint8_t *w, const float *scales, const uint8_t *zp4, const float *zpf,
+                                  float zdef, const float *bias, int j0, int nc, int nblk, int bb, int row_bytes,
+                                  int zp_bytes) {
+    float total[EMBER_I4_NC];
+#if EMBER_VL > 1
+    ember_vf acc[EMBER_I4_NC];
+#endif
+    int b, c, t;
+    for (c = 0; c < nc; ++c) {
+        total[c] = bias ? bias[j0 + c] : 0.0f;
+#if EMBER_VL > 1
+        acc[c] = (ember_vf){0};
+#endif
+    }
+    for (b = 0; b < nblk; ++b) {
+        const float *e = xe + (ptrdiff_t)b * bb, *o = xo + (ptrdiff_t)b * bb;
+        const ptrdiff_t off = (ptrdiff_t)b * bb;
+        t = 0;
+#if EMBER_VL > 1
+        if (bb >= EMBER_VL) {
+            ember_vf part[EMBER_I4_NC];
+            for (c = 0; c < nc; ++c) part[c] = (ember_vf){0};
+            for (; t + EMBER_VL <= bb; t += EMBER_VL) {
+                const ember_vf ev = *(const ember_vf *)(e + t), ov = *(const ember_vf *)(o + t);
+                for (c = 0; c < nc; ++c) {
+                    const ember_vnib v = *(const ember_vnib *)(w + (ptrdiff_t)(j0 + c) * row_bytes + off + t);
+                    const ember_vnib32 lo = __builtin_convertvector(v & 15, ember_vnib32);
+                    const ember_vnib32 hi = __builtin_convertvector(v & 0xF0, ember_vnib32) >> 4;
+                    part[c] += EMBER_I4_F32(lo) * ev + EMBER_I4_F32(hi) * ov;
+                }
+            }
+            for (c = 0; c < nc; ++c) acc[c] += part[c] * scales[(ptrdiff_t)(j0 + c) * nblk + b];
+        }
+#endif
+        if (t < bb)
+            for (c = 0; c < nc; ++c) {
+                const ptrdiff_t j = j0 + c;
+                const uint8_t *p = w + j * row_bytes + off;
+                float part = 0.0f;
+                int u;
+                for (u = t; u < bb; ++u) part += (float)(p[u] & 15) * e[u] + (float)(p[u] >> 4) * o[u];
+                total[c] += scales[j * nblk + b] * part;
+            }
+    }
+    for (c = 0; c < nc; ++c) total[c] -= ember_int4_zero_share(j0 + c, xs, scales, zp4, zpf, zdef, nblk, zp_bytes);
+    for (c = 0; c < nc; ++c) {
+#if EMBER_VL > 1
+        for (t = 0; t < EMBER_VL; ++t) total[c] += acc[c][t];
+#endif
+        y[j0 + c] = total[c];
+    }
+}
+#if EMBER_VL > 1
+#define EMBER_I4_TR 4 /* rows x columns of a tile: the nibbles of a block are widened once for 4 rows of X */
+#define EMBER_I4_TC 2
+/* y[i0 .. i0 + 4, j0 .. j0 + 2) (bb a multiple of EMBER_VL): like ember_int4_cols, with the block's scale
+ * applied to the widened codes so the 8 accumulators are all the tile keeps in registers. xsp: row i0's
+ * split of X; rows are `xstride` floats apart. */
+static void ember_int4_tile(float *EMBER_RESTRICT y, int n, const float *xsp, ptrdiff_t xstride, const uint8_t *w,
+                            const float *scales, const uint8_t *zp4, const float *zpf, float zdef,
+                            const float *bias, int j0, int nblk, int bb, int row_bytes, int zp_bytes) {
+    const int h = nblk * bb;
+    ember_vf acc[EMBER_I4_TR][EMBER_I4_TC];
+    int b, c, r, t;
+    for (r = 0; r < EMBER_I4_TR; ++r)
+        for (c = 0; c < EMBER_I4_TC; ++c) acc[r][c] = (ember_vf){0};
+    for (b = 0; b < nblk; ++b) {
+        const ptrdiff_t off = (ptrdiff_t)b * bb;
+        float s[EMBER_I4_TC];
+        for (c = 0; c < EMBER_I4_TC; ++c) s[c] = scales[(ptrdiff_t)(j0 + c) * nblk + b];
+        for (t = 0; t < bb; t += EMBER_VL) {
+            for (c = 0; c < EMBER_I4_TC; ++c) {
+                const ember_vnib v = *(const ember_vnib *)(w + (ptrdiff_t)(j0 + c) * row_bytes + off + t);
+                const ember_vnib32 lo = __builtin_convertvector(v & 15, ember_vnib32);
+                const ember_vnib32 hi = __builtin_convertvector(v & 0xF0, ember_vnib32) >> 4;
+                const ember_vf lf = EMBER_I4_F32(lo) * s[c], hf = EMBER_I4_F32(hi) * s[c];
+                for (r = 0; r < EMBER_I4_TR; ++r) {
+                    const float *xe = xsp + r * xstride + off + t;
+                    acc[r][c] += lf * *(const ember_vf *)xe + hf * *(const ember_vf *)(xe + h);
+                }
+            }
+        }
+    }
+    for (r = 0; r < EMBER_I4_TR; ++r)
+        for (c = 0; c < EMBER_I4_TC; ++c) {
+            const float *xs = xsp + r * xstride + 2 * h;
+            float total = bias ? bias[j0 + c] : 0.0f;
+            total -= ember_int4_zero_share(j0 + c, xs, scales, zp4, zpf, zdef, nblk, zp_bytes);
+            for (t = 0; t < EMBER_VL; ++t) total += acc[r][c][t];
+            y[(ptrdiff_t)r * n + j0 + c] = total;
+        }
+}
+#endif
+static void ember_matmul_int4(float *EMBER_RESTRICT y, const float *EMBER_RESTRICT x, const uint8_t *w,
+                              const float *scales, const uint8_t *zp4, const float *zpf, float zdef,
+                              const float *bias, int m, int n, int k, int nblk, int bb, int row_bytes,
+                              int zp_bytes, float *EMBER_RESTRICT scratch) {
+    const int h = nblk * bb; /* floats per row in xe and in xo */
+    int i, j, b, t;
+    for (i = 0; i < m; ++i) {
+        const float *xr = x + (ptrdiff_t)i * k;
+        float *xe = scratch + (ptrdiff_t)i * (2 * h + nblk), *xo = xe + h, *xs = xo + h;
+        for (t = 0; t < h; ++t) {
+            xe[t] = 2 * t < k ? xr[2 * t] : 0.0f;
+            xo[t] = 2 * t + 1 < k ? xr[2 * t + 1] : 0.0f;
+        }
+        for (b = 0; b < nblk; ++b) {
+            float sum = 0.0f;
+            for (t = b * bb; t < (b + 1) * bb; ++t) sum += xe[t] + xo[t];
+            xs[b] = sum;
+        }
+    }
+    /* Column groups outermost: their rows of W (K / 2 bytes each) stay in cache across the rows of X. Four
+     * rows at a time share each widened block (when blocks are whole vectors); the rest go one row at a time. */
+    for (j = 0; j < n; j += EMBER_I4_NC) {
+        i = 0;
+#if EMBER_VL > 1
+        if (bb % EMBER_VL == 0 && j + EMBER_I4_NC <= n)
+            for (; i + EMBER_I4_TR <= m; i += EMBER_I4_TR)
+                for (t = j; t < j + EMBER_I4_NC; t += EMBER_I4_TC)
+                    ember_int4_tile(y + (ptrdiff_t)i * n, n, scratch + (ptrdiff_t)i * (2 * h + nblk), 2 * h + nblk,
+                                    w, scales, zp4, zpf, zdef, bias, t, nblk, bb, row_bytes, zp_bytes);
+#endif
+        for (; i < m; ++i) {
+            const float *xe = scratch + (ptrdiff_t)i * (2 * h + nblk), *xo = xe + h, *xs = xo + h;
+            float *yr = y + (ptrdiff_t)i * n;
+            if (j + EMBER_I4_NC <= n)
+                ember_int4_cols(yr, xe, xo, xs, w, scales, zp4, zpf, zdef, bias, j, EMBER_I4_NC, nblk, bb,
+                                row_bytes, zp_bytes);
+            else
+                for (t = j; t < n; ++t)
+                    ember_int4_cols(yr, xe, xo, xs, w, scales, zp4, zpf, zdef, bias, t, 1, nblk, bb, row_bytes,
+                                    zp_bytes);
+        }
+    }
+}
+/*@end*/

@@ -104,8 +104,37 @@ def _matmul_nbits_weight(r: Rewrite, attrs: dict) -> np.ndarray:
     return np.ascontiguousarray(w.reshape(n, blocks * block)[:, :k].T)
 
 
+def _matmul_nbits_int4(r: Rewrite, attrs: dict) -> None:
+    """bits=4 on float32 A: MatMulInt4 reads B packed, as the file stores it (the same nibble layout)."""
+    k, n, block = int(attrs["K"]), int(attrs["N"]), int(attrs["block_size"])
+    b, scales, zeros, g_idx = r.need(1, "B"), r.need(2, "scales"), r.input(3), r.input(4)
+    if not (b.is_const and scales.is_const and (zeros is None or zeros.is_const)):
+        raise r.refuse("run-time weights (B, scales and zero_points must be initializers)")
+    if g_idx is not None and not (g_idx.is_const and np.array_equal(
+            np.asarray(g_idx.const).reshape(-1), np.arange(k) // block)):
+        raise r.refuse("g_idx other than the trivial order k // block_size (an act-order permutation)")
+    nblk = -(-k // block)
+    if block < 2 or block % 2 or b.type.numel != n * nblk * block // 2 or scales.type.numel != n * nblk:
+        raise ShapeError(f"node '{r.node.name}' (MatMulNBits): B {list(b.shape)} / scales {list(scales.shape)} "
+                         f"do not match K={k}, N={n}, block_size={block}")
+    inputs: list[Value | None] = [
+        r.need(0, "A"), r.const("packed", np.asarray(b.const, np.uint8).reshape(n, -1)),
+        r.const("scales", np.asarray(scales.const, np.float32).reshape(n, nblk)), None, r.input(5)]
+    zero = 8.0  # onnxruntime's default: the middle of 0..15
+    if zeros is not None:
+        zc = np.asarray(zeros.const)
+        if zeros.dtype.is_float:
+            inputs[3] = r.const("zeros", zc.astype(np.float32).reshape(n, nblk))
+        else:  # packed 4-bit codes, ceil(nblk / 2) bytes per row
+            inputs[3] = r.const("zeros", zc.astype(np.uint8).reshape(n, -1))
+    r.op("MatMulInt4", inputs, "matmul", {"K": k, "N": n, "block_size": block, "zero": zero}, out=r.output(0))
+
+
 def _matmul_nbits(r: Rewrite, attrs: dict) -> None:
-    # The block-quantized weights are dequantized at compile time: ember runs them as float32 weights.
+    if int(attrs.get("bits", 4)) == 4 and r.need(0, "A").dtype is DType.FLOAT32:
+        _matmul_nbits_int4(r, attrs)
+        return
+    # 2- and 8-bit weights (and float16 A) are dequantized at compile time: ember runs them as float32 weights.
     w = r.const("weight", _matmul_nbits_weight(r, attrs))
     a = r.need(0, "A")
     if r.input(5) is None:
