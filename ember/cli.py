@@ -159,15 +159,20 @@ def _targets(args: argparse.Namespace) -> int:
 
 def _operators(args: argparse.Namespace) -> int:
     from ember.frontends.onnx.ops import operator_table
+    from ember.frontends.tflite.ops import CONVERTERS
 
-    table = operator_table()
+    table: dict[str, dict[str, int]] = operator_table()
+    table["tflite"] = dict.fromkeys(CONVERTERS, 1)
     if args.domain and args.domain not in table:
         raise OptionError(f"--domain {args.domain}: ember compiles the domains {', '.join(sorted(table))}")
     for domain in sorted(table):
         if args.domain and domain != args.domain:
             continue
         ops = table[domain]
-        print(f"{domain} ({len(ops)} operators; the opset each is supported from in brackets):")
+        if domain == "tflite":
+            print(f"tflite ({len(ops)} builtin operators; float32, float16 weights and int8 models, subgraph 0):")
+        else:
+            print(f"{domain} ({len(ops)} operators; the opset each is supported from in brackets):")
         words = [f"{op}[{since}]" if since > 1 else op for op, since in sorted(ops.items())]
         line = " "
         for w in words:
@@ -377,8 +382,9 @@ def build_parser() -> argparse.ArgumentParser:
     t = sub.add_parser("targets", help="list the targets --target accepts")
     t.set_defaults(fn=_targets)
 
-    o = sub.add_parser("operators", help="list the operators ember compiles, per ONNX domain")
-    o.add_argument("--domain", help="only this domain (ai.onnx, ai.onnx.ml, com.microsoft)")
+    o = sub.add_parser("operators", aliases=["ops"],
+                       help="list the operators ember compiles, per ONNX domain and for TFLite")
+    o.add_argument("--domain", help="only this domain (ai.onnx, ai.onnx.ml, com.microsoft, tflite)")
     o.set_defaults(fn=_operators)
 
     r = sub.add_parser("run", help="run a host bundle on arrays or images")

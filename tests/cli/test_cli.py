@@ -199,3 +199,5 @@ def test_operators_lists_every_domain_and_refuses_an_unknown_one() -> None:
     assert "com.microsoft" not in only_ml.stdout and "TreeEnsemble[5]" in only_ml.stdout
     bad = run_ember("operators", "--domain", "ai.onnx.bogus")
     assert bad.returncode == 1 and "ai.onnx.ml" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+    tflite = run_ember("ops", "--domain", "tflite")  # `ops` is the short spelling
+    assert tflite.returncode == 0 and tflite.stdout.startswith("tflite (") and " DEPTHWISE_CONV_2D " in tflite.stdout
