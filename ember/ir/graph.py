@@ -87,6 +87,10 @@ class Graph:
         # Outputs whose size depends on values (ember/ops/counted.py): model output name -> (the name of the
         # output holding its count of valid entries, the axis the count applies to).
         self.valid_counts: dict[str, tuple[str, int]] = {}
+        # Model inputs/outputs that are sequences (static length, frontends/onnx/sequence.py): model name ->
+        # the names of the tensor inputs/outputs holding its elements, in order.
+        self.sequence_inputs: dict[str, list[str]] = {}
+        self.sequence_outputs: dict[str, list[str]] = {}
         self.nodes: list[Node] = []
         self._names: set[str] = set()
 

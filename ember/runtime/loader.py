@@ -198,6 +198,7 @@ class Bundle:
         if not isinstance(inputs, Mapping):
             raise BundleError(f"bundle {self.name}: inputs must be a dict of arrays by input name, "
                               f"not {type(inputs).__name__}")
+        inputs = self._sequence_inputs(inputs)
         names = {e["name"] for e in self.inputs}
         unknown = set(inputs) - names
         if unknown:
@@ -219,6 +220,24 @@ class Bundle:
                     raise BundleError(f"input '{e['name']}': cannot cast {arr.dtype} to {e['dtype']}")
             arrays[e["name"]] = np.ascontiguousarray(arr, dtype=dt)
         return arrays
+
+    def _sequence_inputs(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        """A sequence input given as a list (or tuple) of arrays: one element input each (NAME.json
+        `sequences`), of the length the bundle was compiled for."""
+        seqs = self.manifest.get("sequences", {}).get("inputs", {})
+        flat = {k: v for k, v in inputs.items() if k not in seqs}
+        for name, elems in seqs.items():
+            if name not in inputs:
+                if not any(e in inputs for e in elems):
+                    raise BundleError(f"missing input '{name}' (a sequence of {len(elems)} tensors)")
+                flat.update({e: inputs[e] for e in elems if e in inputs})
+                continue
+            items = inputs[name]
+            if not isinstance(items, (list, tuple)) or len(items) != len(elems):
+                got = f"{len(items)} elements" if isinstance(items, (list, tuple)) else type(items).__name__
+                raise BundleError(f"input '{name}': a sequence of {len(elems)} arrays expected, got {got}")
+            flat.update(zip(elems, items, strict=True))
+        return flat
 
     def runner(self, inputs: dict[str, np.ndarray], entry: Any = None, cast: bool = False) -> Runner:
         """Buffers allocated and inputs copied in once; calling the result runs the bundle again on them
@@ -273,7 +292,10 @@ class Runner:
             dt = DType.parse(e["dtype"]).np
             raw = self.mutable[e["offset"] : e["offset"] + e["bytes"]]
             out[e["name"]] = raw.view(dt).reshape(e["shape"]).copy()
-        return trim_to_counts(out, self.bundle.outputs)
+        out = trim_to_counts(out, self.bundle.outputs)
+        for name, elems in self.bundle.manifest.get("sequences", {}).get("outputs", {}).items():
+            out[name] = [out.pop(e) for e in elems]  # a sequence output: the list of its elements
+        return out
 
     def __call__(self) -> dict[str, np.ndarray]:
         with self.lock:
