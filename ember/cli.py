@@ -171,7 +171,7 @@ def _run(args: argparse.Namespace) -> int:
         check_writable_file(args.output, "--output")
     bundle = load(args.bundle)
     feeds = load_arrays(args.input, [e["name"] for e in bundle.inputs])
-    outs = bundle.run(feeds, cast=args.cast)
+    outs = bundle.by_element(bundle.run(feeds, cast=args.cast))  # a sequence output: one array per element
     if args.output:
         np.savez(args.output, **outs)
         print(f"wrote {len(outs)} output(s) to {args.output}")

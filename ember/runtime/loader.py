@@ -239,6 +239,15 @@ class Bundle:
             flat.update(zip(elems, items, strict=True))
         return flat
 
+    def by_element(self, outputs: dict[str, Any]) -> dict[str, np.ndarray]:
+        """`run`'s outputs with each sequence (a list) replaced by its element outputs, by their names in
+        NAME.json: every value an array (what `ember run` prints and saves)."""
+        flat = dict(outputs)
+        for name, elems in self.manifest.get("sequences", {}).get("outputs", {}).items():
+            if isinstance(flat.get(name), list):
+                flat.update(zip(elems, flat.pop(name), strict=True))
+        return flat
+
     def runner(self, inputs: dict[str, np.ndarray], entry: Any = None, cast: bool = False) -> Runner:
         """Buffers allocated and inputs copied in once; calling the result runs the bundle again on them
         (what benchmarks time: one C call, no allocation). `entry`: another build of the same entry

@@ -62,6 +62,9 @@ def test_split_map_concat_matches_onnxruntime(tmp_path: Path) -> None:
     ref = onnxruntime_outputs(path, feeds)
     for name in ("y", "parts", "n"):
         _check(got[name], ref[name], name)
+    flat = bundle.by_element(got)  # what `ember run` prints: one array per element
+    assert sorted(flat) == ["n", "parts_0", "parts_1", "parts_2", "y"]
+    np.testing.assert_array_equal(flat["parts_2"], got["parts"][2])
     manifest = json.loads((tmp_path / "b" / "m.json").read_text())
     assert manifest["sequences"]["outputs"] == {"parts": ["parts_0", "parts_1", "parts_2"]}
     assert [o["shape"] for o in manifest["outputs"] if o["name"].startswith("parts_")] == [[4, 1], [4, 2], [4, 3]]
