@@ -331,15 +331,18 @@ def _known_input(vi: onnx.ValueInfoProto, data: object) -> list[onnx.NodeProto]:
 
 def compile_inputs(model: onnx.ModelProto, feeds: dict[str, object]) -> dict[str, str]:
     """`--input` specs from the test's data: each element of a sequence input (NAME_k), and each tensor
-    input whose declared shape has symbols."""
+    input whose declared shape has symbols or is missing."""
     specs = {}
     for vi in model.graph.input:
         data = feeds.get(vi.name)
         if isinstance(data, list):
             for k, a in enumerate(data):
                 specs[f"{vi.name}_{k}"] = _spec(a)
-        elif isinstance(data, np.ndarray) and vi.type.HasField("tensor_type") and any(
-                not d.HasField("dim_value") for d in vi.type.tensor_type.shape.dim):
+            continue
+        tp = vi.type.optional_type.elem_type if vi.type.HasField("optional_type") else vi.type
+        if isinstance(data, np.ndarray) and tp.HasField("tensor_type") and (
+                not tp.tensor_type.HasField("shape") or any(not d.HasField("dim_value")
+                                                            for d in tp.tensor_type.shape.dim)):
             specs[vi.name] = _spec(data)
     return specs
 
