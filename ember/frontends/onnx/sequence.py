@@ -126,13 +126,13 @@ class SequenceBuilder:
         if op == "SequenceMap":
             results = self._sequence_map(np_node, label, args, env)
         else:
-            results = [self._sequence_op(op, label, args, attrs, np_node)]
+            results = [self._sequence_op(op, label, args, attrs)]
         for name, r in zip(np_node.output, results, strict=False):
             if name:
                 env[name] = r
 
     # one op -----------------------------------------------------------------
-    def _sequence_op(self, op: str, label: str, args: list, attrs: dict, np_node: onnx.NodeProto) -> Item:
+    def _sequence_op(self, op: str, label: str, args: list, attrs: dict) -> Item:
         where = f"node '{label}' ({op})"
         self._at = (op, label)
         if op == "Identity":
