@@ -204,6 +204,8 @@ def _manifest(graph: Graph, plan: MemoryPlan, src, opts: CompileOptions, sha: st
         "compiler": cc_cmd,
         "inputs": [entry(e) for e in src.io[:n_in]],
         "outputs": [entry(e) for e in src.io[n_in:]],
+        # Sequence inputs/outputs (frontends/onnx/sequence.py): model name -> its elements' input/output names.
+        "sequences": {"inputs": graph.sequence_inputs, "outputs": graph.sequence_outputs},
         "memory": {
             "constant": plan.constant_size,
             "mutable": plan.mutable_size,

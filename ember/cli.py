@@ -198,7 +198,9 @@ def _run(args: argparse.Namespace) -> int:
         check_writable_file(args.output, "--output")
     bundle = load(args.bundle)
     stacks, count = load_feeds(args.input, input_infos(bundle.inputs), _preprocess(args))
-    runs = [bundle.run(sample(stacks, k), cast=args.cast, dequantize=args.dequantize) for k in range(count)]
+    # A sequence output comes back as one array per element (NAME_0, NAME_1, ...).
+    runs = [bundle.by_element(bundle.run(sample(stacks, k), cast=args.cast, dequantize=args.dequantize))
+            for k in range(count)]
     outs = runs[0] if count == 1 else _stack_runs(runs)
     if args.output:
         np.savez(args.output, **outs)

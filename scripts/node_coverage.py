@@ -4,7 +4,7 @@ Each node test is compiled the way tests/ops/test_onnx_node.py does (inputs that
 frozen as constants), run, and compared at the test's tolerances. Outcomes: pass, mismatch (ran,
 outputs differ), unsupported (an operator or element type ember does not compile), refused (any other
 one-line error), error (a traceback: a bug). The rate is reported over all tests and without the ones a
-static-memory tensor compiler sets aside (sequence/optional values, string tensors, training optimizers;
+static-memory tensor compiler sets aside (string tensors, training optimizers;
 node_suite.set_aside_reason).
 
     python scripts/node_coverage.py [--jobs 2] [--match REGEX] [--json coverage.json]
@@ -44,7 +44,8 @@ def run_one(name: str) -> tuple[str, str, str]:
             return name, "unsupported", f"test data that are not tensors ({e})"
         try:
             onnx.save(model, work / "model.onnx")
-            bundle = ember.compile(work / "model.onnx", work / "out", opt_level=1)
+            bundle = ember.compile(work / "model.onnx", work / "out", opt_level=1,
+                                   inputs=node_suite.compile_inputs(model, feeds))
             got = bundle.run(feeds)
         except UnsupportedOperatorError as e:
             return name, "unsupported", str(e)

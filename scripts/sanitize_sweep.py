@@ -32,7 +32,7 @@ def sweep_one(name: str) -> tuple[str, str, str]:
 
     import ember
     from ember.errors import EmberError
-    from ember.runtime.loader import trim_to_counts
+    from ember.runtime.loader import element_inputs, sequence_outputs, trim_to_counts
     from tests.ops import node_suite
     from tests.support import cdriver
 
@@ -41,11 +41,14 @@ def sweep_one(name: str) -> tuple[str, str, str]:
         try:
             model, feeds, out_names = node_suite.bake_shape_inputs(name)
             onnx.save(model, work / "model.onnx")
-            bundle = ember.compile(work / "model.onnx", work / "out", opt_level=1)
+            bundle = ember.compile(work / "model.onnx", work / "out", opt_level=1,
+                                   inputs=node_suite.compile_inputs(model, feeds))
         except EmberError as e:
             return name, "compile", str(e)
         try:
-            got = trim_to_counts(cdriver.run(bundle.path, work / "drv", feeds, sanitize=True), bundle.outputs)
+            got = trim_to_counts(cdriver.run(bundle.path, work / "drv", element_inputs(bundle.manifest, feeds),
+                                             sanitize=True), bundle.outputs)
+            got = sequence_outputs(bundle.manifest, got)
         except AssertionError as e:
             text = str(e)
             outcome = "sanitizer" if _SANITIZER.search(text) else "error"

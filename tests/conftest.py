@@ -19,7 +19,7 @@ def artifacts(tmp_path_factory: pytest.TempPathFactory) -> ArtifactCache:
 # package's node tests, whatever their operators (a ratchet: raised as operators land).
 _NODE_TESTS = "tests/ops/test_onnx_node.py::test_node["
 _NODE_PASS_RATE = 0.97
-_ALL_PASS_RATE = 0.92
+_ALL_PASS_RATE = 0.95  # issue 19: 95% of all node tests (1790 of 1884 pass in this suite with sequences)
 _node_outcomes: dict[str, bool] = {}
 
 

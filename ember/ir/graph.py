@@ -89,6 +89,10 @@ class Graph:
         self.valid_counts: dict[str, tuple[str, int]] = {}
         # Model-level input/output name -> the layout its frontend stores it in ("NHWC" for TFLite images).
         self.layouts: dict[str, str] = {}
+        # Model inputs/outputs that are sequences (static length, frontends/onnx/sequence.py): model name ->
+        # the names of the tensor inputs/outputs holding its elements, in order.
+        self.sequence_inputs: dict[str, list[str]] = {}
+        self.sequence_outputs: dict[str, list[str]] = {}
         self.nodes: list[Node] = []
         self._names: set[str] = set()
 

@@ -110,11 +110,47 @@ def _check_manifest(m: Any) -> None:
             if offset + nbytes > mem["mutable"]:
                 raise ValueError(f"{what}: bytes {offset}..{offset + nbytes} lie outside the mutable region "
                                  f"({mem['mutable']} bytes)")
+    for kind in ("inputs", "outputs"):
+        names = {e["name"] for e in m[kind]}
+        for seq, elems in _sequences(m, kind).items():
+            if not isinstance(elems, list) or not set(elems) <= names:
+                raise ValueError(f"sequences.{kind} '{seq}': {elems!r} are not names of the bundle's {kind}")
 
 
 def _valid_count_fits(valid: Any, entry: dict[str, Any], outputs: list[dict[str, Any]]) -> bool:
     return (isinstance(valid, dict) and valid.get("count") in {o["name"] for o in outputs}
             and isinstance(valid.get("axis"), int) and 0 <= valid["axis"] < max(len(entry["shape"]), 1))
+
+
+def _sequences(manifest: dict[str, Any], kind: str) -> dict[str, list[str]]:
+    """NAME.json `sequences`: model input/output name -> its elements' input/output names."""
+    return manifest.get("sequences", {}).get(kind, {})
+
+
+def element_inputs(manifest: dict[str, Any], inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """Inputs by the bundle's input names: a sequence input given as a list (or tuple) of arrays becomes its
+    element inputs, which must be as many as the bundle was compiled for."""
+    seqs = _sequences(manifest, "inputs")
+    flat = {k: v for k, v in inputs.items() if k not in seqs}
+    for name, elems in seqs.items():
+        if name not in inputs:
+            if not any(e in inputs for e in elems):
+                raise BundleError(f"missing input '{name}' (a sequence of {len(elems)} tensors)")
+            continue  # given element by element
+        items = inputs[name]
+        if not isinstance(items, (list, tuple)) or len(items) != len(elems):
+            got = f"{len(items)} elements" if isinstance(items, (list, tuple)) else type(items).__name__
+            raise BundleError(f"input '{name}': a sequence of {len(elems)} arrays expected, got {got}")
+        flat.update(zip(elems, items, strict=True))
+    return flat
+
+
+def sequence_outputs(manifest: dict[str, Any], outputs: dict[str, np.ndarray]) -> dict[str, Any]:
+    """Outputs by model name: each sequence output the list of its element outputs."""
+    out: dict[str, Any] = dict(outputs)
+    for name, elems in _sequences(manifest, "outputs").items():
+        out[name] = [out.pop(e) for e in elems]
+    return out
 
 
 def trim_to_counts(outputs: dict[str, np.ndarray], entries: list[dict[str, Any]]) -> dict[str, np.ndarray]:
@@ -239,6 +275,7 @@ class Bundle:
         if not isinstance(inputs, Mapping):
             raise BundleError(f"bundle {self.name}: inputs must be a dict of arrays by input name, "
                               f"not {type(inputs).__name__}")
+        inputs = element_inputs(self.manifest, inputs)
         names = {e["name"] for e in self.inputs}
         unknown = set(inputs) - names
         if unknown:
@@ -264,6 +301,15 @@ class Bundle:
                     raise BundleError(f"input '{e['name']}': cannot cast {arr.dtype} to {e['dtype']}")
             arrays[e["name"]] = np.ascontiguousarray(arr, dtype=dt)
         return arrays
+
+    def by_element(self, outputs: dict[str, Any]) -> dict[str, np.ndarray]:
+        """`run`'s outputs with each sequence (a list) replaced by its element outputs, by their names in
+        NAME.json: every value an array (what `ember run` prints and saves)."""
+        flat = dict(outputs)
+        for name, elems in _sequences(self.manifest, "outputs").items():
+            if isinstance(flat.get(name), list):
+                flat.update(zip(elems, flat.pop(name), strict=True))
+        return flat
 
     def runner(self, inputs: dict[str, np.ndarray], entry: Any = None, cast: bool = False) -> Runner:
         """Buffers allocated and inputs copied in once; calling the result runs the bundle again on them
@@ -318,7 +364,7 @@ class Runner:
             dt = DType.parse(e["dtype"]).np
             raw = self.mutable[e["offset"] : e["offset"] + e["bytes"]]
             out[e["name"]] = raw.view(dt).reshape(e["shape"]).copy()
-        return trim_to_counts(out, self.bundle.outputs)
+        return sequence_outputs(self.bundle.manifest, trim_to_counts(out, self.bundle.outputs))
 
     def __call__(self) -> dict[str, np.ndarray]:
         with self.lock:

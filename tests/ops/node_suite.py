@@ -19,6 +19,8 @@ import onnx
 from onnx import numpy_helper
 
 from ember.frontends.onnx.ops import ONNX_OPS, lookup, supported_ops
+from ember.frontends.onnx.sequence import CONST_INPUTS, SEQUENCE_OPS
+from ember.ir.dtypes import DType
 from ember.ops import registry
 
 # Element types ember does not compile; tests using them are out of scope (reason in the value).
@@ -182,6 +184,9 @@ FROZEN_INPUTS: dict[str, tuple[tuple[str, ...], str]] = {
     **{f"test_{w}window{sym}_expanded": (("x",), "the window size sets Range's output size, as it sets the "
                                          "window op's own")
        for w in ("blackman", "hamming", "hann") for sym in ("", "_symmetric")},
+    **{name: (("trip_count", "cond"), "the carried sequence's length is the trip count: it must be static")
+       for name in ("test_loop13_seq", "test_loop16_seq_none")},
+    "test_if_opt": (("cond",), "the condition decides whether the optional output is present: it must be static"),
     **{f"test_affine_grid_{d}d{corners}_expanded": (("size",), "the grid's size (a shape) is a graph input "
                                                     "of the expanded function")
        for d in (2, 3) for corners in ("", "_align_corners")},
@@ -191,12 +196,6 @@ FROZEN_INPUTS: dict[str, tuple[tuple[str, ...], str]] = {
 EXCLUDED: dict[str, str] = {
     r"test_center_crop_pad_.*_expanded": "the pads are computed from the run-time 'shape' graph input: "
                                          "a data-dependent output shape",
-    r"test_identity_opt": "optional types are not supported (ember compiles tensors only)",
-    r"test_identity_sequence": "sequence types are not supported (ember compiles tensors only)",
-    r"test_if_seq": "sequence types are not supported (ember compiles tensors only)",
-    r"test_if_opt": "optional types are not supported (ember compiles tensors only)",
-    r"test_loop13_seq": "sequence types are not supported (ember compiles tensors only)",
-    r"test_loop16_seq_none": "optional and sequence types are not supported (ember compiles tensors only)",
     r"test_bernoulli.*": (
         "the expected values come from numpy's global generator after the test drew its input from it (the "
         "test ignores its seed attribute, or has none): no implementation can reproduce them; "
@@ -281,56 +280,119 @@ def exclusion_reason(name: str) -> str | None:
 
 
 def in_scope() -> list[str]:
-    known = supported_ops() | {op for domain, op in ONNX_OPS if domain == "ai.onnx.ml"}
+    known = supported_ops() | SEQUENCE_OPS | {op for domain, op in ONNX_OPS if domain == "ai.onnx.ml"}
     return sorted(n for n, t in all_node_tests().items() if _ops(t.model) <= known)
 
 
-def bake_shape_inputs(name: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray], list[str]]:
+def bake_shape_inputs(name: str) -> tuple[onnx.ModelProto, dict[str, object], list[str]]:
     """Model with every input that feeds a compile-time-constant slot turned into an initializer.
 
-    Returns the model, the remaining run-time inputs, and the output names.
+    Returns the model, the remaining run-time inputs (arrays; a list of arrays for a sequence input), and
+    the output names. An input the test gives as an empty sequence or an absent optional is known at
+    compile time: it becomes a SequenceEmpty or empty Optional node (sequence.py compiles the rest).
     """
     t = all_node_tests()[name]
     model = onnx.ModelProto()
     model.CopyFrom(t.model)
     inputs, outputs = t.data_sets[0]
     g = model.graph
-    feeds = {vi.name: as_array(a) for vi, a in zip(g.input, inputs, strict=False)}
+    feeds = {vi.name: _as_data(a) for vi, a in zip(g.input, inputs, strict=False)}
     const_slots: set[str] = set()
     for n in g.node:
+        slots = CONST_INPUTS.get(n.op_type, ())
         entry = lookup(n.op_type, n.domain)
-        if entry is None or not entry.ir:
-            continue
-        for i in registry.get(entry.ir).shape_inputs:
+        if entry is not None and entry.ir:
+            slots = registry.get(entry.ir).shape_inputs
+        for i in slots:
             if i < len(n.input) and n.input[i]:
                 const_slots.add(n.input[i])
     const_slots.update(FROZEN_INPUTS.get(name, ((), ""))[0])
+    static = []
     for vi in list(g.input):
         if vi.name in const_slots and vi.name in feeds:
             g.initializer.append(numpy_helper.from_array(feeds.pop(vi.name), vi.name))
             g.input.remove(vi)
+        elif vi.name in feeds and (feeds[vi.name] is None or isinstance(feeds[vi.name], list)
+                                   and not feeds[vi.name]):
+            static.extend(_known_input(vi, feeds.pop(vi.name)))
+            g.input.remove(vi)
+    for node in reversed(static):
+        g.node.insert(0, node)
     return model, feeds, [o.name for o in g.output]
 
 
-def mismatch(name: str, got: dict[str, np.ndarray], out_names: list[str]) -> str | None:
+def _as_data(a: object) -> object:
+    if a is None:
+        return None
+    if isinstance(a, list):
+        return [as_array(x) for x in a]
+    return as_array(a)
+
+
+def _known_input(vi: onnx.ValueInfoProto, data: object) -> list[onnx.NodeProto]:
+    """The nodes that give input `vi` its compile-time value: an empty sequence or an absent optional."""
+    if data is None:
+        return [onnx.helper.make_node("Optional", [], [vi.name], type=vi.type.optional_type.elem_type)]
+    optional = vi.type.HasField("optional_type")
+    tp = vi.type.optional_type.elem_type if optional else vi.type
+    dtype = tp.sequence_type.elem_type.tensor_type.elem_type
+    if not optional:
+        return [onnx.helper.make_node("SequenceEmpty", [], [vi.name], dtype=dtype)]
+    return [onnx.helper.make_node("SequenceEmpty", [], [f"{vi.name}_empty"], dtype=dtype),
+            onnx.helper.make_node("Optional", [f"{vi.name}_empty"], [vi.name])]
+
+
+def compile_inputs(model: onnx.ModelProto, feeds: dict[str, object]) -> dict[str, str]:
+    """`--input` specs from the test's data: each element of a sequence input (NAME_k), and each tensor
+    input whose declared shape has symbols or is missing."""
+    specs = {}
+    for vi in model.graph.input:
+        data = feeds.get(vi.name)
+        if isinstance(data, list):
+            for k, a in enumerate(data):
+                specs[f"{vi.name}_{k}"] = _spec(a)
+            continue
+        tp = vi.type.optional_type.elem_type if vi.type.HasField("optional_type") else vi.type
+        if isinstance(data, np.ndarray) and tp.HasField("tensor_type") and (
+                not tp.tensor_type.HasField("shape") or any(not d.HasField("dim_value")
+                                                            for d in tp.tensor_type.shape.dim)):
+            specs[vi.name] = _spec(data)
+    return specs
+
+
+def _spec(a: np.ndarray) -> str:
+    return f"{DType.from_numpy(a.dtype).short}:{'x'.join(map(str, a.shape))}"
+
+
+def same(ref: object, res: object, rtol: float, atol: float) -> str | None:
+    """Why `res` differs from the expected `ref` (a list for a sequence), or None."""
+    if isinstance(ref, list):
+        if not isinstance(res, list) or len(res) != len(ref):
+            return f"a sequence of {len(ref)} expected, got {type(res).__name__} of {len(res)}"
+        for k, (r, x) in enumerate(zip(ref, res, strict=True)):
+            if (why := same(r, x, rtol, atol)) is not None:
+                return f"element {k}: {why}"
+        return None
+    ref = as_array(ref)
+    if res.shape != ref.shape or res.dtype != ref.dtype:
+        return f"{res.dtype}{list(res.shape)} != expected {ref.dtype}{list(ref.shape)}"
+    ok = (np.array_equal(res, ref) if ref.dtype.kind in "biu"
+          else np.allclose(res, ref, rtol=rtol, atol=atol, equal_nan=True))
+    return None if ok else f"values differ beyond rtol={rtol} atol={atol}"
+
+
+def mismatch(name: str, got: dict[str, object], out_names: list[str]) -> str | None:
     """Why a bundle's outputs differ from a node test's expected ones (None: they match at its tolerances)."""
     case = all_node_tests()[name]
     for out_name, ref in zip(out_names, case.data_sets[0][1], strict=True):
-        ref, res = as_array(ref), got[out_name]
-        if res.shape != ref.shape or res.dtype != ref.dtype:
-            return f"{out_name}: {res.dtype}{list(res.shape)} != expected {ref.dtype}{list(ref.shape)}"
-        same = (np.array_equal(res, ref) if ref.dtype.kind in "biu"
-                else np.allclose(res, ref, rtol=case.rtol, atol=case.atol, equal_nan=True))
-        if not same:
-            return f"{out_name}: values differ beyond rtol={case.rtol} atol={case.atol}"
+        if (why := same(ref, got[out_name], case.rtol, case.atol)) is not None:
+            return f"{out_name}: {why}"
     return None
 
 
-# The only tests the all-of-ONNX rate may set aside: graphs of sequence or optional values, string
-# tensors, and the preview.training optimizers (ember compiles inference tensors).
-_SEQUENCE_OPS = {"SequenceAt", "SequenceConstruct", "SequenceEmpty", "SequenceErase", "SequenceInsert",
-                 "SequenceLength", "SequenceMap", "SplitToSequence", "ConcatFromSequence", "Optional",
-                 "OptionalGetElement", "OptionalHasElement"}
+# The only tests the all-of-ONNX rate may set aside: string tensors and the preview.training optimizers
+# (ember compiles inference tensors). Sequence and optional values count: the frontend resolves them at
+# compile time (ember/frontends/onnx/sequence.py).
 _STRING_OPS = {"StringNormalizer", "StringSplit", "StringConcat", "RegexFullMatch"}
 _TRAINING_DOMAIN = "ai.onnx.preview.training"
 
@@ -341,15 +403,11 @@ def set_aside_reason(name: str) -> str | None:
 
     def walk(graph: onnx.GraphProto) -> str | None:
         for vi in [*graph.input, *graph.output, *graph.value_info]:
-            if vi.type.HasField("sequence_type") or vi.type.HasField("optional_type"):
-                return "sequence/optional values"
             if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type == onnx.TensorProto.STRING:
                 return "string tensors"
         for n in graph.node:
             if n.domain == _TRAINING_DOMAIN:
                 return "preview.training optimizer"
-            if n.op_type in _SEQUENCE_OPS:
-                return "sequence/optional values"
             if n.op_type in _STRING_OPS:
                 return "string tensors"
             for a in n.attribute:

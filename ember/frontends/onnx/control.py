@@ -17,6 +17,7 @@ from onnx import numpy_helper
 
 from ember.errors import ModelFormatError, ShapeError, UnsupportedOperatorError
 from ember.frontends.onnx.protos import attr_to_python, text
+from ember.frontends.onnx.sequence import flatten, is_structured, unflatten
 from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node, Value
 
@@ -25,7 +26,8 @@ class NotConstant(ShapeError):
     """An input that sets a shape is computed at run time (a Loop body slicing at its iteration number)."""
 
 
-# A Loop whose body needs its iteration number at compile time is unrolled up to this many iterations.
+# A Loop whose body needs its iteration number at compile time, or that carries a sequence (its length grows
+# per iteration), is unrolled up to this many iterations.
 UNROLL_MAX = 64
 
 
@@ -45,12 +47,20 @@ class Scope(dict):
 
     def __missing__(self, name: str) -> Value:
         v = self.outer[name]
+        if self.graph is not None and is_structured(v):  # a sequence/optional: each of its tensors captured
+            shape, values = flatten(v)
+            v = unflatten(shape, [self._capture(x) for x in values])
+        elif self.graph is not None:
+            v = self._capture(v)
+        self[name] = v
+        return v
+
+    def _capture(self, v: Value) -> Value:
         if self.graph is not None:
             local = Value(self.graph.unique_name(v.name), v.type, None, v.const)
             if not v.is_const:
                 self.captured.append((v, local))
             v = local
-        self[name] = v
         return v
 
 
@@ -94,9 +104,11 @@ class ControlFlowBuilder:
             self.graph = outer
 
     def _subgraph(self, proto: onnx.GraphProto, env: Mapping[str, Value], formals: list[tuple[str, TensorType]],
-                  label: str, prologue: Callable[[Scope], None] | None = None) -> tuple[Graph, list[Value]]:
+                  label: str, prologue: Callable[[Scope], None] | None = None,
+                  shapes: list[object] | None = None) -> tuple[Graph, list[Value]]:
         """An ONNX subgraph as an IR Graph whose inputs are `formals` (bound to the proto's inputs by
-        position) and then one formal per captured outer value; returns it and the captured values."""
+        position) and then one formal per captured outer value; returns it and the captured values.
+        An output that is a sequence/optional becomes its tensors; `shapes` gets each output's structure."""
         sub = self.graph.subgraph(text(proto.name) or label)
         scope = Scope(env, sub)
         own = []
@@ -114,8 +126,15 @@ class ControlFlowBuilder:
         for out in proto.output:
             if out.name not in scope:
                 raise ModelFormatError(f"node '{label}': subgraph output '{text(out.name)}' is not produced")
-            sub.outputs.append(scope[out.name])
-            sub.output_names.append(text(out.name))
+            shape, values = flatten(scope[out.name])
+            if shapes is not None:
+                shapes.append(shape)
+            elif shape != "tensor":
+                raise UnsupportedOperatorError("Loop", label, f"its body output '{text(out.name)}' is a sequence or "
+                                               "optional: only a Loop unrolled at compile time carries those")
+            sub.outputs.extend(values)
+            sub.output_names.extend([text(out.name)] if shape == "tensor" else
+                                    [f"{text(out.name)}_{k}" for k in range(len(values))])
         sub.inputs = own + [f for _, f in scope.captured]
         return sub, [o for o, _ in scope.captured]
 
@@ -135,11 +154,16 @@ class ControlFlowBuilder:
         if cond.is_const:
             self._inline_if(np_node, label, env, cond)
             return
-        branches, captured = {}, []
+        branches, captured, shapes = {}, [], []
         for key in ("then", "else"):
             proto = _graph_attr(np_node, f"{key}_branch", label)
-            branches[key], caps = self._subgraph(proto, env, [], f"{label}_{key}")
+            shapes.append([])
+            branches[key], caps = self._subgraph(proto, env, [], f"{label}_{key}", shapes=shapes[-1])
             captured.append(caps)
+        if shapes[0] != shapes[1]:
+            raise UnsupportedOperatorError("If", label, "its branches give sequences of different lengths or "
+                                           "optionals of different presence, and the condition is computed at "
+                                           "run time (fix it with --const)")
         captures: list[Value] = []
         for v in [*captured[0], *captured[1]]:
             if not any(v is c for c in captures):
@@ -147,8 +171,16 @@ class ControlFlowBuilder:
         for g, caps in zip(branches.values(), captured, strict=True):
             mine = {id(o): f for o, f in zip(caps, g.inputs, strict=True)}
             g.inputs = [mine.get(id(c)) or Value(g.unique_name(c.name), c.type) for c in captures]
-        outputs = self._outputs(np_node, label, len(branches["then"].outputs))
-        self._bind(np_node, Node("If", label, [cond, *captures], outputs, {}, branches), env)
+        count = len(branches["then"].outputs)
+        if all(shape == "tensor" for shape in shapes[0]):
+            outputs = self._outputs(np_node, label, count)
+        else:
+            outputs = [self.graph.value(f"{label}_out{k}", TensorType(DType.FLOAT32, ())) for k in range(count)]
+        self._add(Node("If", label, [cond, *captures], list(outputs), {}, branches))
+        for name, shape in zip(np_node.output, shapes[0], strict=False):
+            v = unflatten(shape, outputs)  # consumes `outputs` from the front
+            if name:
+                env[name] = v
 
     def _loop(self, np_node: onnx.NodeProto, label: str, env: dict[str, Value]) -> None:
         names = [*np_node.input, "", ""]
@@ -161,14 +193,16 @@ class ControlFlowBuilder:
         if len(body_proto.input) != 2 + len(initial):
             raise ModelFormatError(f"node '{label}' (Loop): the body takes {len(body_proto.input)} inputs, not "
                                    f"2 + {len(initial)} loop-carried values")
-        formals = [("iteration", TensorType(DType.INT64, ())), ("cond", TensorType(DType.BOOL, ())),
-                   *((v.name, TensorType(v.dtype, v.shape)) for v in initial)]
         try:
+            if any(is_structured(v) for v in initial):  # a sequence grows per iteration: unrolled
+                raise NotConstant(f"node '{label}' (Loop): it carries a sequence or optional")
+            formals = [("iteration", TensorType(DType.INT64, ())), ("cond", TensorType(DType.BOOL, ())),
+                       *((v.name, TensorType(v.dtype, v.shape)) for v in initial)]
             body, captures = self._subgraph(body_proto, env, formals, f"{label}_body")
         except NotConstant as e:
             if m is None or not m.is_const or not 0 < int(np.asarray(m.const).reshape(-1)[0]) <= UNROLL_MAX:
-                raise NotConstant(f"{e}; a Loop body that needs its iteration number at compile time is unrolled "
-                                   f"only with a constant trip count of 1 to {UNROLL_MAX}") from None
+                raise NotConstant(f"{e}; such a Loop (its iteration number or a carried sequence needed at compile "
+                                  f"time) is unrolled only with a constant trip count of 1 to {UNROLL_MAX}") from None
             results = self._unroll(body_proto, label, env, int(np.asarray(m.const).reshape(-1)[0]), cond, initial)
             for name, v in zip(np_node.output, results, strict=False):
                 if name:

@@ -18,6 +18,7 @@ from ember.frontends.onnx.dtypes import dtype_from_onnx
 from ember.frontends.onnx.lean import LeanModel, NotLean, read_lean
 from ember.frontends.onnx.ops import AdaptContext, lookup
 from ember.frontends.onnx.protos import attr_to_python, evaluate_with_onnx, text
+from ember.frontends.onnx.sequence import SEQUENCE_OPS, Opt, Seq, SequenceBuilder, elem_dtype, is_structured
 from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node, Value
 from ember.ops import registry
@@ -75,6 +76,13 @@ def _read_lean(path: str) -> LeanModel | None:
     return source
 
 
+def _is_element_of(name: str, inp: onnx.ValueInfoProto) -> bool:
+    """`name` is NAME_<k>, an element of sequence input NAME (or of an optional sequence)."""
+    tp = inp.type.optional_type.elem_type if inp.type.HasField("optional_type") else inp.type
+    head, _, k = name.rpartition("_")
+    return tp.HasField("sequence_type") and head == inp.name and k.isdigit()
+
+
 def _first_line(e: BaseException) -> str:
     s = str(e).strip()
     return s.splitlines()[0] if s else type(e).__name__
@@ -99,7 +107,7 @@ def load_onnx(model: onnx.ModelProto | str, options: LoadOptions | None = None, 
     return graph
 
 
-class _Builder(ControlFlowBuilder):
+class _Builder(ControlFlowBuilder, SequenceBuilder):
     def __init__(self, model: onnx.ModelProto, opts: LoadOptions, name: str, opset: int,
                  source: LeanModel | None = None) -> None:
         self.model, self.opts, self.opset = model, opts, opset
@@ -116,7 +124,8 @@ class _Builder(ControlFlowBuilder):
             except Exception as e:
                 raise ModelFormatError(f"initializer '{init.name}': {_first_line(e)}") from None
             env[init.name] = self._constant(init.name, arr, init.data_type, f"initializer '{init.name}'")
-        unknown = set(self.opts.inputs) - {i.name for i in g.input}
+        unknown = set(self.opts.inputs) - {i.name for i in g.input} - {
+            n for n in self.opts.inputs for i in g.input if _is_element_of(n, i)}
         if unknown:
             raise ShapeError(f"--input names unknown input(s): {', '.join(sorted(unknown))}")
         unknown = set(self.opts.consts) - {i.name for i in g.input if i.name not in env}
@@ -125,6 +134,9 @@ class _Builder(ControlFlowBuilder):
         for inp in g.input:
             if inp.name in env:
                 continue  # initializer listed as input (old exporters)
+            if inp.type.HasField("sequence_type") or inp.type.HasField("optional_type"):
+                env[inp.name] = self._structured_input(inp)
+                continue
             if inp.name in self.opts.consts:
                 env[inp.name] = self.graph.constant(inp.name, self._const_input(inp, self.opts.consts[inp.name]))
                 continue
@@ -135,10 +147,65 @@ class _Builder(ControlFlowBuilder):
         for out in g.output:
             if out.name not in env:
                 raise ModelFormatError(f"graph output '{out.name}' is not produced by any node")
+            if is_structured(env[out.name]):
+                self._structured_output(out.name, env[out.name])
+                continue
             self.graph.outputs.append(env[out.name])
             self.graph.output_names.append(out.name)
         expose_counts(self.graph)
         return self.graph
+
+    def _structured_input(self, inp: onnx.ValueInfoProto) -> Seq | Opt:
+        """A sequence input: one tensor input per element, their shapes given by --input NAME_0, NAME_1, ...
+        An optional input is compiled present (a model that needs it absent is given without it)."""
+        tp, optional = inp.type, inp.type.HasField("optional_type")
+        if optional:
+            tp = tp.optional_type.elem_type
+        if tp.HasField("tensor_type"):
+            v = self.graph.value(inp.name, self._input_type(onnx.helper.make_value_info(inp.name, tp)))
+            self.graph.inputs.append(v)
+            return Opt(v)
+        if not tp.HasField("sequence_type"):
+            raise UnsupportedOperatorError("input", inp.name, "only tensors, sequences and optionals are supported")
+        dtype = elem_dtype(tp, f"input '{inp.name}'")
+        count = 0
+        while f"{inp.name}_{count}" in self.opts.inputs:
+            count += 1
+        if count == 0:
+            raise SymbolicDimensionError(f"input '{inp.name}' is a sequence: give its length and element shapes "
+                                         f"with --input {inp.name}_0:{dtype.short}:D0xD1x... --input "
+                                         f"{inp.name}_1:... (one per element)")
+        items = []
+        for k in range(count):
+            t = self._input_type(onnx.helper.make_value_info(f"{inp.name}_{k}", tp.sequence_type.elem_type))
+            items.append(self.graph.value(f"{inp.name}_{k}", t))
+        self.graph.inputs.extend(items)
+        self.graph.sequence_inputs[inp.name] = [v.name for v in items]
+        seq = Seq(tuple(items), dtype)
+        return Opt(seq) if optional else seq
+
+    def _structured_output(self, name: str, x: Seq | Opt) -> None:
+        """A sequence output as one tensor output per element (NAME_0, NAME_1, ...); a present optional as
+        what it holds. An absent one has no tensor to give: refused."""
+        if isinstance(x, Opt):
+            if x.value is None:
+                raise UnsupportedOperatorError("output", name, "it is an empty optional (known at compile time); "
+                                               "a bundle's outputs are tensors that always exist")
+            x = x.value
+        if isinstance(x, Value):
+            self.graph.outputs.append(x)
+            self.graph.output_names.append(name)
+            return
+        names = []
+        for k, v in enumerate(x.items):
+            if any(v is u for u in (*self.graph.inputs, *self.graph.outputs)):  # its own buffer per output
+                copy = self.graph.value(f"{name}_{k}", v.type)
+                self._add(Node("Identity", self.graph.unique_name(f"{name}_copy{k}"), [v], [copy]))
+                v = copy
+            self.graph.outputs.append(v)
+            self.graph.output_names.append(f"{name}_{k}")
+            names.append(f"{name}_{k}")
+        self.graph.sequence_outputs[name] = names
 
     def _constant(self, name: str, arr: np.ndarray, elem_type: int, where: str) -> Value:
         try:
@@ -214,6 +281,15 @@ class _Builder(ControlFlowBuilder):
             if np_node.domain in ("", "ai.onnx") and np_node.op_type in ("If", "Loop", "Scan"):
                 self.control_flow(np_node, label, env)
                 continue
+            structured = [n for n in np_node.input if n and n in env and is_structured(env[n])]
+            if np_node.domain in ("", "ai.onnx") and (np_node.op_type in SEQUENCE_OPS
+                                                       or (np_node.op_type == "Identity" and structured)):
+                self.sequence_node(np_node, label, env)
+                continue
+            if structured:
+                raise UnsupportedOperatorError(np_node.op_type, label, f"its input '{structured[0]}' is a sequence "
+                                               "or optional, which only sequence operators take",
+                                               domain=np_node.domain or "ai.onnx")
             inputs: list[Value | None] = []
             for name in np_node.input:
                 if name == "":

@@ -491,6 +491,10 @@ def operator_table() -> dict[str, dict[str, int]]:
             table.setdefault(domain or "ai.onnx", {})[op_type] = since
     for name in supported_ops() - set(table.get("ai.onnx", {})):
         table.setdefault("ai.onnx", {})[name] = first[name]
+    from ember.frontends.onnx.sequence import SEQUENCE_OPS  # resolved by the loader, not mapped to IR ops
+
+    for name in SEQUENCE_OPS:
+        table.setdefault("ai.onnx", {})[name] = first[name]
     return table
 
 
