@@ -1,6 +1,6 @@
 """Models quantized by onnxruntime's `quantize_dynamic` (DynamicQuantizeLinear + MatMulInteger), as written
 and after onnxruntime's own graph optimizer fused them (com.microsoft DynamicQuantizeMatMul /
-MatMulIntegerToFloat), against onnxruntime on the same model."""
+MatMulIntegerToFloat), against the ONNX reference implementation on the quantized model."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from onnxruntime.quantization import QuantType, quantize_dynamic
 
 import ember
-from tests.support.models import assert_outputs_match, onnxruntime_outputs
+from tests.support.models import assert_outputs_match, reference_outputs
 
 torch = pytest.importorskip("torch")
 
@@ -46,6 +46,8 @@ def test_quantize_dynamic(weights: str, fused: bool, tmp_path: Path) -> None:
         ops = {n.op_type for n in onnx.load(path).graph.node}
         assert ops & {"DynamicQuantizeMatMul", "MatMulIntegerToFloat"}, ops
     x = np.random.default_rng(1).standard_normal((4, 32)).astype(np.float32)
-    want = onnxruntime_outputs(path, {"x": x})
     got = ember.compile(path, tmp_path / "out").run({"x": x})
-    assert_outputs_match(got, want, rtol=1e-4, atol=1e-5)
+    # The spec's values (the fused model computes what the quantized one does, so that is its reference too).
+    # onnxruntime 1.32 is no reference here: its int8 MatMulInteger path gives up to 12% of the output range
+    # away from the ONNX reference implementation, which ember matches to float rounding.
+    assert_outputs_match(got, reference_outputs(tmp_path / "q.onnx", {"x": x}), rtol=1e-4, atol=1e-5)

@@ -27,6 +27,7 @@ from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantTy
 
 import ember
 from tests.support import cdriver
+from tests.support.models import reference_outputs
 
 
 def _w(rng: np.random.Generator, *shape: int, scale: float = 0.3) -> np.ndarray:
@@ -158,15 +159,17 @@ def test_qdq_model_matches_onnxruntime(tmp_path: Path, name: str, config: str) -
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     step = _step(path, "y")
     for feeds in _inputs(onnx.load(path)):
-        diff = np.abs(bundle.run(feeds)["y"] - session.run(None, feeds)[0]).max()
-        assert diff <= step * 1.001, f"output off by {diff / step:.2f} steps"
+        got = bundle.run(feeds)["y"]
+        diff = np.abs(got - reference_outputs(path, feeds)["y"]).max()
+        assert diff <= step * 1.001, f"output off by {diff / step:.2f} steps from the ONNX reference"
+        # onnxruntime's fused per-channel int8 kernels round otherwise: up to 4 steps off the reference.
+        diff = np.abs(got - session.run(None, feeds)[0]).max()
+        assert diff <= 4 * step * 1.001, f"output off by {diff / step:.2f} steps from onnxruntime"
 
     all_path, names = _int8_tensors_as_outputs(path)
     bundle = ember.compile(all_path, tmp_path / "out_all", opt_level=1)
-    session = ort.InferenceSession(str(all_path), providers=["CPUExecutionProvider"])
-    outs = [o.name for o in session.get_outputs()]
     for feeds in _inputs(onnx.load(path)):
-        got, ref = bundle.run(feeds), dict(zip(outs, session.run(None, feeds), strict=True))
+        got, ref = bundle.run(feeds), reference_outputs(all_path, feeds)
         for t in names:
             steps = np.abs(got[t].astype(np.int32) - ref[t].astype(np.int32)).max()
             assert steps <= (0 if name == "matmul" else 1), f"{t}: {steps} steps from onnxruntime"
@@ -182,8 +185,10 @@ def test_dynamic_quantized_model_matches_onnxruntime(tmp_path: Path, name: str) 
     assert "QMatMul" in ops and "DynamicQuantizeLinear" in ops and "MatMul" not in ops and "Conv" not in ops, ops
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     for feeds in _inputs(onnx.load(path)):
-        ref = session.run(None, feeds)[0]
-        np.testing.assert_allclose(bundle.run(feeds)["y"], ref, rtol=0, atol=1e-6 * np.abs(ref).max())
+        got, ref = bundle.run(feeds)["y"], reference_outputs(path, feeds)["y"]
+        np.testing.assert_allclose(got, ref, rtol=0, atol=1e-6 * np.abs(ref).max())
+        # onnxruntime 1.32 quantizes some rows one step otherwise: within 1% of the output range of it.
+        np.testing.assert_allclose(got, session.run(None, feeds)[0], rtol=0, atol=1e-2 * np.abs(ref).max())
 
 
 def test_qdq_block_in_sanitized_c_driver(tmp_path: Path) -> None:

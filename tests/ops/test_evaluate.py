@@ -18,7 +18,10 @@ from tests.ops import node_suite
 
 def _evaluable(name: str) -> bool:
     ops = registry.load_all()
-    for n in node_suite.all_node_tests()[name].model.graph.node:
+    graph = node_suite.all_node_tests()[name].model.graph
+    if not all(v.type.HasField("tensor_type") for v in (*graph.input, *graph.output)):
+        return False  # sequences and optionals: the frontend resolves them, no op evaluates them
+    for n in graph.node:
         entry = lookup(n.op_type, n.domain)
         if entry is None or not entry.ir or ops[entry.ir].evaluate is None:
             return False
@@ -51,11 +54,15 @@ def _run(graph: Graph, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 def test_evaluate_matches_node_tests() -> None:
     assert len(CASES) >= 400, f"only {len(CASES)} node tests of evaluable ops"
-    failures = []
+    failures, checked = [], 0
     for name in CASES:
         case = node_suite.all_node_tests()[name]
         model, feeds, out_names = node_suite.bake_shape_inputs(name)
-        got = _run(load_onnx(model), feeds)
+        graph = load_onnx(model)
+        if any(registry.get(n.op).evaluate is None for n in graph.nodes):
+            continue  # an adapter chose an op that never folds (training Dropout draws a random mask)
+        checked += 1
+        got = _run(graph, feeds)
         for out_name, ref in zip(out_names, case.data_sets[0][1], strict=True):
             ref, res = node_suite.as_array(ref), np.asarray(got[out_name])
             if res.shape != ref.shape or res.dtype != ref.dtype:
@@ -65,4 +72,5 @@ def test_evaluate_matches_node_tests() -> None:
                     failures.append(f"{name} {out_name}: values differ")
             elif not np.allclose(res, ref, rtol=case.rtol, atol=case.atol, equal_nan=True):
                 failures.append(f"{name} {out_name}: max error {np.nanmax(np.abs(res - ref))}")
-    assert not failures, f"{len(failures)} of {len(CASES)}:\n" + "\n".join(failures[:40])
+    assert checked >= 400, f"only {checked} node tests evaluated"
+    assert not failures, f"{len(failures)} of {checked}:\n" + "\n".join(failures[:40])

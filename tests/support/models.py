@@ -402,6 +402,21 @@ def onnxruntime_outputs(path: Path, inputs: dict[str, np.ndarray]) -> dict[str, 
     return dict(zip(names, sess.run(names, inputs), strict=True))
 
 
+def reference_outputs(path: Path, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The ONNX reference implementation's outputs: the spec, where onnxruntime's fused integer kernels round
+    otherwise (onnxruntime 1.32 is a few int8 steps off it on per-channel QDQ and dynamic quantization).
+    Quantization ops of opsets the reference no longer implements (13, 14) run as opset 21's, which compute
+    the same for int8/uint8 with per-tensor or per-axis scales."""
+    from onnx.reference import ReferenceEvaluator
+
+    model = onnx.load(str(path))
+    for o in model.opset_import:
+        if o.domain in ("", "ai.onnx") and o.version < 19:
+            o.version = 21
+    ref = ReferenceEvaluator(model)
+    return dict(zip(ref.output_names, ref.run(None, inputs), strict=True))
+
+
 def assert_close(got: np.ndarray, ref: np.ndarray, what: str, rel: float = 1e-4) -> None:
     """The issue's criterion: max abs error <= rel * (max - min) of the reference output."""
     assert got.shape == ref.shape, f"{what}: shape {got.shape} != reference {ref.shape}"
