@@ -129,7 +129,8 @@ def _bench(args: argparse.Namespace) -> int:
           + (f"  ({gflops:.1f} GFLOP/s)" if gflops else ""))
     mem, fp = r["memory"], r["footprint"]
     print(f"  memory   constant {mem['constant']:,} B, mutable {mem['mutable']:,} B, activations "
-          f"{mem['activations']:,} B; code {fp.get('code', 0):,} B")
+          f"{mem['activations']:,} B; code + tables "
+          f"{fp.get('code', 0) + fp.get('rodata', 0) + fp.get('data', 0):,} B (as ember compile counts them)")
     if "profile" in r:
         prof = r["profile"]
         total = sum(p["ms"] for p in prof) or 1.0

@@ -184,6 +184,8 @@ def test_bench_reports_latency_and_a_profile_of_every_node(artifacts, tmp_path: 
     # LeNet's two convolutions are most of its work: a profile that timed nothing would fail this.
     assert conv > 0.3 * sum(p["ms"] for p in r["profile"]) > 0
     assert r["memory"] == man["memory"]
+    fp = man["footprint"]  # the same code size as `ember compile` prints for this bundle
+    assert f"code + tables {fp['code'] + fp['rodata'] + fp['data']:,} B" in res.stdout
 
 
 def test_operators_lists_every_domain_and_refuses_an_unknown_one() -> None:
