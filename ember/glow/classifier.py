@@ -26,7 +26,6 @@ from ember.glow.options import (
     quant_options,
 )
 from ember.glow.tool import main_of, note
-from ember.version import __version__
 
 PROG = "image-classifier"
 FLAGS = [
@@ -51,12 +50,9 @@ _IMAGES = (".png", ".jpg", ".jpeg")
 
 def run(argv: list[str]) -> int:
     a = flags.parse(argv, FLAGS, {"m": "model", "h": "help"})
-    if a.get("help"):
-        flags.print_help(PROG, "ember's Glow-compatible image classifier and profiler", FLAGS,
-                         "<images> -model=<model> [-model-input-name=<name>] [-dump-profile=profile.yml] [options]")
-        return 0
-    if a.get("version"):
-        print(f"{PROG} (ember {__version__}): Glow's command line for ember bundles")
+    if flags.help_or_version(a, PROG, "ember's Glow-compatible image classifier and profiler", FLAGS,
+                             "<images> -model=<model> [-model-input-name=<name>] [-dump-profile=profile.yml] "
+                             "[options]"):
         return 0
     if "model" not in a.values:
         raise OptionError("-model=<path> is required")

@@ -12,7 +12,6 @@ from ember.errors import OptionError
 from ember.glow import flags, targets
 from ember.glow.options import MODEL_FLAGS, QUANT_FLAGS, find_model, parse_model_input, parse_symbols, quant_options
 from ember.glow.tool import main_of, note
-from ember.version import __version__
 
 PROG = "model-compiler"
 FLAGS = [
@@ -37,12 +36,8 @@ FLAGS = [
 
 def run(argv: list[str]) -> int:
     a = flags.parse(argv, FLAGS, {"m": "model", "h": "help"})
-    if a.get("help"):
-        flags.print_help(PROG, "ember's Glow-compatible bundle compiler", FLAGS,
-                         "-backend=CPU -model=<model> -emit-bundle=<dir> [options]")
-        return 0
-    if a.get("version"):
-        print(f"{PROG} (ember {__version__}): Glow's command line for ember bundles")
+    if flags.help_or_version(a, PROG, "ember's Glow-compatible bundle compiler", FLAGS,
+                             "-backend=CPU -model=<model> -emit-bundle=<dir> [options]"):
         return 0
     if a.positional:
         raise OptionError(f"unexpected argument '{a.positional[0]}' (options are written -name=value)")

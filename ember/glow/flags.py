@@ -82,3 +82,16 @@ def print_help(prog: str, summary: str, flags: list[Flag], usage: str) -> None:
         left = f"-{f.name}" if f.kind == "bool" else f"-{f.name}=<{f.metavar}>"
         print(f"  {left:<44} {f.help}")
     sys.stdout.flush()
+
+
+def help_or_version(a: Parsed, prog: str, summary: str, flags: list[Flag], usage: str) -> bool:
+    """-help prints the flags, -version the version; True when one of them was asked for (nothing else runs)."""
+    if a.get("help"):
+        print_help(prog, summary, flags, usage)
+        return True
+    if a.get("version"):
+        from ember.version import __version__
+
+        print(f"{prog} (ember {__version__}): Glow's command line for ember bundles")
+        return True
+    return False
