@@ -58,6 +58,20 @@ EMBER_RND_FN uint64_t ember_mt_u53(ember_mt_state *s) {
 EMBER_RND_FN double ember_mt_double(ember_mt_state *s) {
     return (double)ember_mt_u53(s) / 9007199254740992.0;
 }
+
+/* y[i] = DRAW(s) rounded to T, times scale, plus offset, each step rounded to T as numpy does (through a
+ * volatile: no fused multiply-add under -ffp-contract=fast). RandomUniform's and RandomNormal's kernels. */
+#define EMBER_RANDOM_AFFINE(NAME, T, DRAW)                                                               \
+    EMBER_RND_FN void NAME(T *y, int n, uint32_t seed, T scale, T offset, void *scratch) {              \
+        ember_mt_state *s = (ember_mt_state *)scratch;                                                   \
+        int i;                                                                                           \
+        ember_mt_seed(s, seed);                                                                          \
+        for (i = 0; i < n; ++i) {                                                                        \
+            volatile T t = (T)DRAW(s);                                                                   \
+            t = t * scale;                                                                               \
+            y[i] = t + offset;                                                                           \
+        }                                                                                                \
+    }
 /*@end*/
 
 /*@kernel ember_rnd_log requires ember_mt19937*/
@@ -200,50 +214,14 @@ EMBER_RND_FN double ember_mt_gauss(ember_mt_state *s) {
 
 /*@kernel ember_random_uniform requires ember_mt19937*/
 /* RandomUniform(Like): rand(), rounded to the output type, then * (high - low) and + low in that type. */
-EMBER_RND_FN void ember_random_uniform_f32(float *y, int n, uint32_t seed, float scale, float low, void *scratch) {
-    ember_mt_state *s = (ember_mt_state *)scratch;
-    int i;
-    ember_mt_seed(s, seed);
-    for (i = 0; i < n; ++i) {
-        volatile float t = (float)ember_mt_double(s);
-        t = t * scale;
-        y[i] = t + low;
-    }
-}
-EMBER_RND_FN void ember_random_uniform_f64(double *y, int n, uint32_t seed, double scale, double low,
-                                           void *scratch) {
-    ember_mt_state *s = (ember_mt_state *)scratch;
-    int i;
-    ember_mt_seed(s, seed);
-    for (i = 0; i < n; ++i) {
-        volatile double t = ember_mt_double(s) * scale;
-        y[i] = t + low;
-    }
-}
+EMBER_RANDOM_AFFINE(ember_random_uniform_f32, float, ember_mt_double)
+EMBER_RANDOM_AFFINE(ember_random_uniform_f64, double, ember_mt_double)
 /*@end*/
 
 /*@kernel ember_random_normal requires ember_rnd_log*/
 /* RandomNormal(Like): randn(), rounded to the output type, then * scale and + mean in that type. */
-EMBER_RND_FN void ember_random_normal_f32(float *y, int n, uint32_t seed, float scale, float mean, void *scratch) {
-    ember_mt_state *s = (ember_mt_state *)scratch;
-    int i;
-    ember_mt_seed(s, seed);
-    for (i = 0; i < n; ++i) {
-        volatile float t = (float)ember_mt_gauss(s);
-        t = t * scale;
-        y[i] = t + mean;
-    }
-}
-EMBER_RND_FN void ember_random_normal_f64(double *y, int n, uint32_t seed, double scale, double mean,
-                                          void *scratch) {
-    ember_mt_state *s = (ember_mt_state *)scratch;
-    int i;
-    ember_mt_seed(s, seed);
-    for (i = 0; i < n; ++i) {
-        volatile double t = ember_mt_gauss(s) * scale;
-        y[i] = t + mean;
-    }
-}
+EMBER_RANDOM_AFFINE(ember_random_normal_f32, float, ember_mt_gauss)
+EMBER_RANDOM_AFFINE(ember_random_normal_f64, double, ember_mt_gauss)
 /*@end*/
 
 /*@kernel ember_bernoulli requires ember_mt19937*/
