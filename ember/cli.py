@@ -275,7 +275,7 @@ def _run(args: argparse.Namespace) -> int:
 def _on_target(args: argparse.Namespace, bundle: Any) -> Callable[..., dict[str, Any]] | None:
     """How `--target T` / `--device NAME` run the bundle (feed, cast=, dequantize= -> outputs), or None
     for a host bundle run here. A cross bundle without either runs on its own target."""
-    from ember.runtime.targets import run_bundle, runner_kind
+    from ember.runtime.targets import check_target, run_bundle, runner_kind
 
     device = None
     if args.device:
@@ -291,6 +291,7 @@ def _on_target(args: argparse.Namespace, bundle: Any) -> Callable[..., dict[str,
         return None
     if device is None:
         runner_kind(target)  # an unknown target is an error before any data is read
+    check_target(bundle, target)
     print(f"running on {device.name + ' over ssh' if device else target}", file=sys.stderr)
 
     def execute(feed: dict[str, Any], cast: bool = False, dequantize: bool = False) -> dict[str, Any]:

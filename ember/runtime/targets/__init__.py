@@ -19,7 +19,7 @@ import numpy as np
 from ember.runtime.loader import Bundle, dequantize_array, sequence_outputs, trim_to_counts
 from ember.runtime.targets.common import TargetError
 
-__all__ = ["TargetError", "TargetRun", "missing_tools", "run_arrays", "run_bundle", "runner_kind"]
+__all__ = ["TargetError", "TargetRun", "check_target", "missing_tools", "run_arrays", "run_bundle", "runner_kind"]
 
 
 @dataclass
@@ -75,6 +75,13 @@ def run_arrays(bundle_dir: Path, target: str, arrays: dict[str, np.ndarray], wor
     return TargetRun(c.outputs, c.seconds, "wasmtime")
 
 
+def check_target(bundle: Bundle, target: str) -> None:
+    """A runner links the bundle's NAME.o as it is: it must have been compiled for `target`."""
+    if target != bundle.target:
+        raise TargetError(f"{bundle.path}: the bundle was compiled for '{bundle.target}', not '{target}' "
+                          f"(ember compile MODEL -o {bundle.path} --target {target})")
+
+
 def run_bundle(bundle: Bundle, feeds: dict[str, Any], target: str | None = None, device: Any = None,
                cast: bool = False, dequantize: bool = False, count_instructions: bool = False,
                work: Path | None = None) -> TargetRun:
@@ -82,9 +89,7 @@ def run_bundle(bundle: Bundle, feeds: dict[str, Any], target: str | None = None,
     `cast`, float data quantized for an --io int8 input) and the same outputs (sequences, valid counts,
     `dequantize`). `work`: where the driver is built (default: a temporary folder, kept on failure)."""
     target = target or bundle.target
-    if target != bundle.target:
-        raise TargetError(f"{bundle.path}: the bundle was compiled for '{bundle.target}', not '{target}' "
-                          f"(ember compile MODEL -o {bundle.path} --target {target})")
+    check_target(bundle, target)
     arrays = bundle.check_inputs(feeds, cast)
     tmp = work is None
     work = Path(tempfile.mkdtemp(prefix="ember-target-")) if work is None else Path(work).resolve()

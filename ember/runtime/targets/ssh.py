@@ -14,8 +14,9 @@ A devices file names each device once:
 
 `ember run/validate/bench OUT --device pi [--devices FILE]` builds the same freestanding driver as the
 qemu-user runner (linux.py: no C library, so nothing needs installing on the device), copies it with
-the bundle's files (NAME.o, NAME.h, NAME.weights.bin, driver.c) into WORKDIR/NAME with scp, runs it
-there on the weights and inputs, and reads the outputs back. ssh runs with BatchMode (keys only, never
+the bundle's files (NAME.o, NAME.h, NAME.weights.bin, driver.c) into WORKDIR/NAME (through ssh and
+`cat`: the device needs a shell, not sftp), runs it there on the weights and inputs (outputs.bin), and
+reads the outputs back. ssh runs with BatchMode (keys only, never
 a password prompt) and accepts a new host key once (StrictHostKeyChecking=accept-new).
 """
 
@@ -35,7 +36,7 @@ from ember.errors import OptionError
 from ember.runtime.targets import linux
 from ember.runtime.targets.common import TargetError
 
-SSH_TIMEOUT = 120.0  # seconds for each ssh/scp step (connecting, copying, one inference)
+SSH_TIMEOUT = 120.0  # seconds for each ssh step (connecting, copying, one inference)
 
 
 @dataclass(frozen=True)
@@ -127,9 +128,8 @@ def run_on_device(bundle_dir: Path, device: Device, arrays: dict[str, np.ndarray
     """Run the bundle once on `device`; returns a targets.TargetRun."""
     from ember.runtime.targets import TargetRun
 
-    for tool in ("ssh", "scp"):
-        if shutil.which(tool) is None:
-            raise TargetError(f"{tool} not found (apt-get install openssh-client)")
+    if shutil.which("ssh") is None:
+        raise TargetError("ssh not found (apt-get install openssh-client)")
     bundle_dir = Path(bundle_dir).resolve()
     man = linux.bundle_manifest(bundle_dir, device.target)
     name = man["name"]
@@ -142,14 +142,19 @@ def run_on_device(bundle_dir: Path, device: Device, arrays: dict[str, np.ndarray
     res = _run([*ssh, f"mkdir -p {shlex.quote(remote)}"], f"device {device.name}: creating {remote}")
     if res.returncode != 0:
         raise TargetError(f"device {device.name}: cannot create {remote}: {res.stderr.decode(errors='replace')}")
+    # Each file goes through `cat` on the device: no scp/sftp needed there (Dropbear, BusyBox), only a shell.
     files = [exe, work / "driver.c", feed, *(bundle_dir / f"{name}{s}" for s in (".o", ".h", ".weights.bin"))]
-    scp = ["scp", "-q", "-P", str(device.port), *device.ssh_options()]
-    res = _run([*scp, *map(str, files), f"{device.address}:{remote}/"], f"device {device.name}: copying the bundle")
-    if res.returncode != 0:
-        raise TargetError(f"device {device.name}: copying to {remote} failed: {res.stderr.decode(errors='replace')}")
-    # The driver reads the weights, then the inputs, from stdin and writes the outputs to stdout.
+    for f in files:
+        dst = shlex.quote(f"{remote}/{f.name}")
+        res = _run([*ssh, f"cat > {dst}" + (f" && chmod +x {dst}" if f == exe else "")],
+                   f"device {device.name}: copying {f.name}", f.read_bytes())
+        if res.returncode != 0:
+            raise TargetError(f"device {device.name}: copying {f.name} to {remote} failed: "
+                              f"{res.stderr.decode(errors='replace')}")
+    # The driver reads the weights, then the inputs, from stdin and writes the outputs to stdout; they
+    # are kept on the device (outputs.bin) and sent back.
     command = (f"cd {shlex.quote(remote)} && cat {shlex.quote(name + '.weights.bin')} inputs.bin | ./driver"
-               " > outputs.bin")
+               " > outputs.bin && cat outputs.bin")
     start = time.perf_counter()
     res = _run([*ssh, command], f"device {device.name}: running {name}")
     seconds = time.perf_counter() - start
@@ -157,9 +162,5 @@ def run_on_device(bundle_dir: Path, device: Device, arrays: dict[str, np.ndarray
         why = linux.DRIVER_STATUS.get(res.returncode, "failed")
         raise TargetError(f"device {device.name}: the driver exited with status {res.returncode}: {why}\n"
                           f"{res.stderr.decode(errors='replace')}")
-    out = work / "outputs.bin"
-    res = _run([*scp, f"{device.address}:{remote}/outputs.bin", str(out)], f"device {device.name}: fetching outputs")
-    if res.returncode != 0:
-        raise TargetError(f"device {device.name}: fetching outputs failed: {res.stderr.decode(errors='replace')}")
-    return TargetRun(linux.split_outputs(man, out.read_bytes(), f"device {device.name}"), seconds,
+    return TargetRun(linux.split_outputs(man, res.stdout, f"device {device.name}"), seconds,
                      f"ssh {device.address} ({device.name})")
