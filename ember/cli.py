@@ -168,19 +168,15 @@ def _bench_on_target(args: argparse.Namespace) -> int:
     from ember.runtime.targets import run_bundle
 
     bundle = load(args.bundle)
-    if _on_target(args, bundle) is None:  # --target host
+    where = _where(args, bundle)
+    if where is None:  # --target host on a host bundle
         raise OptionError("--target host: run `ember bench OUT` without --target for host latency")
-    device = None
-    if args.device:
-        from ember.runtime.targets.ssh import find_device
-
-        device = find_device(args.devices, args.device)
+    target, device = where
     feeds = random_inputs(bundle, seed=0)
     if args.input:
         stacks, _ = load_feeds(args.input, input_infos(bundle.inputs), _preprocess(args))
         feeds.update(sample(stacks, 0))
-    target = args.target or (device.target if device else bundle.target)
-    r = run_bundle(bundle, feeds, target, device, cast=True, count_instructions=True)
+    r = run_bundle(bundle, feeds, target, device, count_instructions=True)
     mem, fp = bundle.memory, bundle.footprint
     result: dict[str, Any] = {"name": bundle.name, "target": target, "runner": r.where, "seconds": r.seconds,
                               "memory": mem, "footprint": fp}
@@ -272,10 +268,10 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _on_target(args: argparse.Namespace, bundle: Any) -> Callable[..., dict[str, Any]] | None:
-    """How `--target T` / `--device NAME` run the bundle (feed, cast=, dequantize= -> outputs), or None
-    for a host bundle run here. A cross bundle without either runs on its own target."""
-    from ember.runtime.targets import check_target, run_bundle, runner_kind
+def _where(args: argparse.Namespace, bundle: Any) -> tuple[str, Any] | None:
+    """(target, device or None) that `--target T` / `--device NAME` run the bundle on, or None for a host
+    bundle run here. A cross bundle given neither runs on its own target."""
+    from ember.runtime.targets import check_target, runner_kind
 
     device = None
     if args.device:
@@ -288,14 +284,25 @@ def _on_target(args: argparse.Namespace, bundle: Any) -> Callable[..., dict[str,
     if target is None and bundle.target != "host":
         target = bundle.target
     if target is None or (target == "host" and device is None):
+        check_target(bundle, "host")  # --target host on a cross bundle
         return None
     if device is None:
         runner_kind(target)  # an unknown target is an error before any data is read
     check_target(bundle, target)
     print(f"running on {device.name + ' over ssh' if device else target}", file=sys.stderr)
+    return target, device
+
+
+def _on_target(args: argparse.Namespace, bundle: Any) -> Callable[..., dict[str, Any]] | None:
+    """`Bundle.run` on the target `_where` names (feed, cast=, dequantize= -> outputs), or None for the host."""
+    from ember.runtime.targets import run_bundle
+
+    where = _where(args, bundle)
+    if where is None:
+        return None
 
     def execute(feed: dict[str, Any], cast: bool = False, dequantize: bool = False) -> dict[str, Any]:
-        return run_bundle(bundle, feed, target, device, cast, dequantize).outputs
+        return run_bundle(bundle, feed, *where, cast=cast, dequantize=dequantize).outputs
 
     return execute
 
