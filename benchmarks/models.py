@@ -9,6 +9,7 @@ LeNet-5, MobileNetV2, ResNet-18 and the transformer encoder are the test suite's
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -86,9 +87,14 @@ def _lstm(input_size: int = 64, hidden: int = 128, layers: int = 2):
 
 
 def _torchvision():
-    """torchvision, imported for its model definitions only. The PyPI wheel's C extension is built against CUDA
-    torch and does not load beside the CPU build, and torchvision then fails at import registering fake kernels
-    for its nms ops, which do not exist: declared here (never run: no detection model is built), it imports."""
+    """torchvision, imported for its model definitions only. Beside the CPU build of torch it must be the matching
+    CPU build of torchvision (0.28 for torch 2.13, from PyTorch's CPU wheel index): PyPI's wheel is built against
+    CUDA torch, its C extension does not load, and importing it then fails registering fake kernels for its nms
+    ops. That case is worked around here by declaring the ops first (never run: no detection model is built
+    here), so that the architectures still build; `transformers` imports torchvision too, so BERT-base needs this."""
+    if importlib.util.find_spec("torchvision") is None:
+        raise SystemExit("benchmarks: torchvision is not installed; install the build that matches torch "
+                         f"{zoo._torch().__version__} (the CPU build for a CPU torch)")
     torch = zoo._torch()
     try:
         import torchvision
@@ -105,14 +111,18 @@ def _torchvision():
 
 def _vit_tiny():
     """ViT-Tiny / DeiT-Tiny's shape (patch 16, 12 layers, width 192, 3 heads, MLP 768) in torchvision's ViT."""
-    return _torchvision().models.VisionTransformer(image_size=224, patch_size=16, num_layers=12, num_heads=3,
-                                                   hidden_dim=192, mlp_dim=768)
+    vit = _torchvision().models.VisionTransformer(image_size=224, patch_size=16, num_layers=12, num_heads=3,
+                                                  hidden_dim=192, mlp_dim=768)
+    zoo._torch().nn.init.normal_(vit.heads.head.weight, std=0.02)  # torchvision starts it at zero: outputs all 0
+    return vit
 
 
 def _bert_base(path: Path, seq: int = 128) -> None:
     """transformers' BertModel with bert-base-uncased's configuration (12 layers, d=768, 12 heads, vocab 30522)
     and random weights, as torch.onnx exports it (attention spelled out: MatMul, Softmax); input `input_ids`
     (batch 1, `seq` tokens, every one attended), output `hidden`."""
+    if importlib.util.find_spec("torchvision") is not None:
+        _torchvision()  # transformers imports it: a CPU torch beside PyPI's torchvision needs the workaround
     import transformers
 
     torch = zoo._torch()
@@ -127,7 +137,9 @@ def _bert_base(path: Path, seq: int = 128) -> None:
             self.bert = bert
 
         def forward(self, ids):  # noqa: ANN001, ANN202
-            return self.bert(input_ids=ids).last_hidden_state
+            # token_type_ids given: BERT's default slices a buffer through GatherElements, which ember's constant
+            # folding (the ONNX reference implementation, onnx 1.23) fails on for [1, 512] data.
+            return self.bert(input_ids=ids, token_type_ids=torch.zeros_like(ids)).last_hidden_state
 
     ids = torch.randint(0, config.vocab_size, (1, seq), generator=torch.Generator().manual_seed(7))
     with torch.no_grad():
