@@ -350,23 +350,25 @@ class Bundle:
             feeds.append(arr)
         return feeds
 
-    def _out_arrays(self, out: Any, dequantize: bool) -> list[np.ndarray]:
+    def _out_arrays(self, out: Any, dequantize: bool) -> list[np.ndarray] | tuple[np.ndarray, ...]:
         """`run`'s `out=` in port order, each checked to take its output as it is: one-line errors."""
-        if type(out) is not dict and isinstance(out, Mapping):
-            out = dict(out)
         n = len(self.ports_out)
-        if type(out) is dict and len(out) == n:
+        kind = type(out)
+        if kind is not dict and kind is not list and kind is not tuple:
+            out = dict(out) if isinstance(out, Mapping) else list(out) if isinstance(out, list | tuple) else out
+            kind = type(out)
+        if kind is dict and len(out) == n:
             try:
                 arrays = [out[p.name] for p in self.ports_out]
             except KeyError:
                 raise self._out_error(out) from None
-        elif isinstance(out, list | tuple) and len(out) == n:
-            arrays = list(out)
+        elif (kind is list or kind is tuple) and len(out) == n:
+            arrays = out
         else:
             raise self._out_error(out)
         for p, arr in zip(self.ports_out, arrays, strict=True):
             dt = _FLOAT32 if dequantize and p.quantization else p.dtype
-            if (type(arr) is not np.ndarray or arr.dtype != dt or arr.shape != p.shape
+            if (not isinstance(arr, np.ndarray) or arr.dtype != dt or arr.shape != p.shape
                     or not arr.flags.c_contiguous or not arr.flags.writeable):
                 got = type(arr).__name__
                 if isinstance(arr, np.ndarray):
@@ -387,7 +389,7 @@ class Bundle:
             return BundleError(f"out=: {len(out)} arrays for the bundle's {len(names)} outputs {names}")
         return BundleError(f"out= must be a dict or list of numpy arrays, not {type(out).__name__}")
 
-    def _collect(self, views: list[np.ndarray], targets: list[np.ndarray] | None,
+    def _collect(self, views: list[np.ndarray], targets: list[np.ndarray] | tuple[np.ndarray, ...] | None,
                  dequantize: bool) -> dict[str, Any]:
         """Outputs out of the region: into `targets`, or each into a new array."""
         outs: dict[str, np.ndarray] = {}
