@@ -117,6 +117,8 @@ def main() -> int:
             t0 = time.perf_counter()
             bundle = ember.compile(model, Path(args.work) / "bundles" / name / f"t{n if takes_threads else 1}",
                                    weights_txt=False, **opts)
+            if takes_threads and hasattr(bundle, "set_threads"):
+                bundle.set_threads(n)
             if n == thread_counts[0]:
                 row["compile_s"] = time.perf_counter() - t0
                 row["gflop"] = bundle.manifest.get("flops", 0) / 1e9

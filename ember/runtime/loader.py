@@ -253,6 +253,10 @@ class Bundle:
                 raise BundleError(f"{self.path}: missing {self.name}{suffix}")
         self.inputs = self.manifest["inputs"]
         self.outputs = self.manifest["outputs"]
+        self.ports_in, self.ports_out = _ports(self.inputs), _ports(self.outputs)
+        self._sequences = bool(_sequences(self.manifest, "inputs") or _sequences(self.manifest, "outputs"))
+        self._counted = any(e.get("valid_count") for e in self.outputs)
+        self._free: list[Regions] = []  # regions no run holds now; list.pop/append are atomic
         mem = self.manifest["memory"]
         weights = self.path / f"{self.name}.weights.bin"
         if weights.stat().st_size != mem["constant"]:
@@ -262,10 +266,6 @@ class Bundle:
         self._weights[:] = np.frombuffer(weights.read_bytes(), np.uint8)
         self.target: str = self.manifest.get("target", "host")
         self._fn: Any = entry_point(self._link(sanitize), self.name) if self.target == "host" else None
-        self.ports_in, self.ports_out = _ports(self.inputs), _ports(self.outputs)
-        self._sequences = bool(_sequences(self.manifest, "inputs") or _sequences(self.manifest, "outputs"))
-        self._counted = any(e.get("valid_count") for e in self.outputs)
-        self._free: list[Regions] = []  # regions no run holds now; list.pop/append are atomic
 
     def _link(self, sanitize: bool) -> ctypes.CDLL:
         from ember.toolchain.cc import link_shared
