@@ -315,7 +315,7 @@ class Bundle:
         their own names) or a list in NAME.json's order, each C-contiguous and writable with the output's
         dtype (float32 where `dequantize` applies) and shape. The outputs are written into them and they
         are returned (an output trimmed to its valid count as a view of its array): the run allocates
-        nothing."""
+        nothing (but the float32 arrays it dequantizes into them)."""
         if self._fn is None:
             raise BundleError(f"{self.path}: built for target '{self.target}'; only host bundles run here")
         feeds = self._ready_inputs(inputs)
