@@ -40,7 +40,6 @@ class OrtTimer:
         for o in self.sess.get_outputs():
             self.binding.bind_output(o.name, "cpu")
         self.names = [o.name for o in self.sess.get_outputs()]
-        self.feeds = feeds
 
     def run_once(self) -> None:
         self.sess.run_with_iobinding(self.binding)
