@@ -17,6 +17,7 @@ from ember.errors import ModelFormatError, ShapeError, UnsupportedOperatorError
 from ember.frontends.detect import TFLITE_IDENTIFIER
 from ember.frontends.tflite.context import OpContext, Quant, TensorInfo
 from ember.frontends.tflite.ops import CONVERTERS, builtin_name, options_of
+from ember.frontends.tflite.sparse import densify
 from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Value
 
@@ -107,10 +108,16 @@ class _Builder:
             scale = q.ScaleAsNumpy().astype(np.float32)
             zp = q.ZeroPointAsNumpy().astype(np.int64) if q.ZeroPointLength() else np.zeros(scale.shape, np.int64)
             quant = Quant(scale, zp, int(q.QuantizedDimension()) if scale.size > 1 else None)
-        data = self._buffer(t.Buffer(), index, name, dtype, shape)
+        data = self._buffer(t.Buffer(), index, name, dtype, shape, t.Sparsity())
+        if data is None and t.IsVariable():
+            # A recurrent state (LSTM, SVDF) LiteRT keeps between invocations: a bundle is stateless, so each
+            # run starts from the state's initial value, zero (its zero point when quantized).
+            zp = int(quant.zero_point.reshape(-1)[0]) if quant is not None else 0
+            data = np.full(shape, zp, dtype.np)
         return TensorInfo(name, dtype, shape, quant, data)
 
-    def _buffer(self, bi: int, index: int, name: str, dtype: DType, shape: tuple[int, ...]) -> np.ndarray | None:
+    def _buffer(self, bi: int, index: int, name: str, dtype: DType, shape: tuple[int, ...],
+                sparsity: Any = None) -> np.ndarray | None:
         m = self.model
         if bi == 0:
             return None  # buffer 0 is the empty sentinel: a run-time tensor
@@ -128,6 +135,12 @@ class _Builder:
             return None
         else:
             raw = buf.DataAsNumpy()
+        if sparsity is not None:  # stored values of a sparse constant: dense from here on
+            if raw.size % dtype.itemsize:
+                raise ModelFormatError(f"{self.path}: tensor {index} ('{name}') has a sparse buffer of {raw.size} "
+                                       f"bytes, not a multiple of {dtype.itemsize}")
+            return densify(np.frombuffer(raw.tobytes(), dtype.np), shape, sparsity,
+                           f"{self.path}: tensor {index} ('{name}')")
         n = int(np.prod(shape)) if shape else 1
         if raw.size != n * dtype.itemsize:
             raise ModelFormatError(f"{self.path}: tensor {index} ('{name}') of shape {list(shape)} has a buffer of "
