@@ -149,10 +149,10 @@ def matmul_ops() -> tuple[Callable, list[tf.TensorSpec]]:
 
 
 def refused_ops() -> tuple[Callable, list[tf.TensorSpec]]:
-    """For the error tests: CUMSUM (a builtin this frontend does not convert yet) and a custom op (Igamma,
+    """For the error tests: MATRIX_DIAG (a builtin this frontend does not convert) and a custom op (Igamma,
     which TFLite has no builtin for)."""
     def f(x):
-        return tf.math.cumsum(x, axis=1), tf.math.igamma(tf.abs(x) + 1.0, tf.abs(x) + 2.0)
+        return tf.linalg.diag(x), tf.math.igamma(tf.abs(x) + 1.0, tf.abs(x) + 2.0)
 
     return f, [tf.TensorSpec([1, 4], tf.float32)]
 
@@ -203,10 +203,13 @@ def space_batch() -> tuple[Callable, list[tf.TensorSpec]]:
     return f, [tf.TensorSpec([1, 5, 6, 3], tf.float32)]
 
 
-def while_loop() -> tuple[Callable, list[tf.TensorSpec]]:
-    """A WHILE over two more subgraphs (cond, body), for the control-flow error."""
+def control_flow() -> tuple[Callable, list[tf.TensorSpec]]:
+    """WHILE (a condition computed from the values: a run-time exit) and IF, each over their own subgraphs."""
     def f(x):
-        return tf.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, v * 2.0), [tf.constant(0), x])[1]
+        i, v = tf.while_loop(lambda i, v: tf.reduce_sum(tf.abs(v)) < 20.0, lambda i, v: (i + 1, v * 1.5 + 0.25),
+                             [tf.constant(0), x])
+        c = tf.cond(tf.reduce_sum(x) > 0.0, lambda: tf.nn.relu(x) * 3.0, lambda: x - 1.0)
+        return v, i, c
 
     return f, [tf.TensorSpec([1, 4], tf.float32)]
 
@@ -345,7 +348,7 @@ def fixtures() -> dict[str, bytes]:
     out["conv_pool_fp16.tflite"] = _convert(fn, specs, False, 0, fp16=True)
     out["prelu_net.tflite"] = _convert(prelu_net(), [], False, 0)
     for name, make, int8 in (("math_more", math_more, False), ("math_more_int8", math_more_int8, True),
-                             ("space_batch", space_batch, False), ("while_loop", while_loop, False)):
+                             ("space_batch", space_batch, False), ("control_flow", control_flow, False)):
         fn, specs = make()
         out[f"{name}.tflite"] = _convert(fn, specs, int8, 41)
     out["sparse_fc.tflite"] = _convert(sparse_fc(), [], False, 0, sparse=True)

@@ -56,6 +56,8 @@ class _Builder:
         self.graph = Graph(name)
         self.values: dict[int, Value] = {}
         self.tensors: list[TensorInfo] = []
+        self.index = 0  # the subgraph this builder converts
+        self.active: tuple[int, ...] = (0,)  # the subgraphs being converted, outermost first
 
     def build(self) -> Graph:
         m = self.model
@@ -83,10 +85,42 @@ class _Builder:
             self.graph.layouts[name] = _layout(t.shape)
         return self.graph
 
+    def run_subgraph(self, index: int, graph: Graph, inputs: list[Value], what: str) -> list[Value]:
+        """Converts subgraph `index` (of an IF, WHILE) into `graph`, its inputs bound to `inputs`; returns the
+        values of its outputs."""
+        m = self.model
+        if not 0 < index < m.SubgraphsLength():
+            raise ModelFormatError(f"{self.path}: {what} names subgraph {index}, but the model has "
+                                   f"{m.SubgraphsLength()}")
+        if index in self.active:
+            raise UnsupportedOperatorError("subgraph", what, f"subgraph {index} calls itself (recursion)",
+                                           domain="tflite")
+        child = _Builder(m, self.data, self.graph.name, self.path)
+        child.graph, child.index, child.active = graph, index, (*self.active, index)
+        sg = m.Subgraphs(index)
+        child.tensors = [child._tensor(sg.Tensors(i), i) for i in range(sg.TensorsLength())]
+        formal = sg.InputsAsNumpy().tolist() if sg.InputsLength() else []
+        if len(formal) != len(inputs):
+            raise ModelFormatError(f"{self.path}: {what}: subgraph {index} takes {len(formal)} inputs, given "
+                                   f"{len(inputs)}")
+        for ti, v in zip(formal, inputs, strict=True):
+            t = child._tensor_at(ti, f"subgraph {index}'s input")
+            if t.shape != v.shape or t.dtype is not v.dtype:
+                raise ShapeError(f"{what}: subgraph {index} input '{t.name}' is {t.dtype.short}{list(t.shape)}, given "
+                                 f"{v.type}")
+            child.values[ti] = v
+        child._check_unsupported(sg)
+        for i in range(sg.OperatorsLength()):
+            child._operator(sg.Operators(i), i)
+        outs = sg.OutputsAsNumpy().tolist() if sg.OutputsLength() else []
+        for ti in outs:
+            child._tensor_at(ti, f"subgraph {index}'s output")
+        return [child.value_of(ti) for ti in outs]
+
     # ---- tensors ------------------------------------------------------------------------------------
     def _tensor_at(self, index: int, what: str) -> TensorInfo:
         if not 0 <= index < len(self.tensors):
-            raise ModelFormatError(f"{self.path}: {what} names tensor {index}, but subgraph 0 has "
+            raise ModelFormatError(f"{self.path}: {what} names tensor {index}, but subgraph {self.index} has "
                                    f"{len(self.tensors)} tensors")
         return self.tensors[index]
 
@@ -208,7 +242,8 @@ class _Builder:
         if rest:
             detail += "; also " + ", ".join(f"{n} (operator {k})" for n, k in rest[:8])
             detail += f" and {len(rest) - 8} more" if len(rest) > 8 else ""
-        raise UnsupportedOperatorError(name[len("custom op '"):-1] if custom else name, f"operator {i}", detail,
+        where = f"operator {i}" if self.index == 0 else f"subgraph {self.index} operator {i}"
+        raise UnsupportedOperatorError(name[len("custom op '"):-1] if custom else name, where, detail,
                                        domain="tflite custom" if custom else "tflite")
 
     def _operator(self, op: Any, i: int) -> None:

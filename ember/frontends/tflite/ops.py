@@ -11,13 +11,13 @@ from typing import Any
 
 import tflite
 
-from ember.frontends.tflite import ops_math, ops_nn, ops_seq, ops_shape
+from ember.frontends.tflite import ops_control, ops_math, ops_nn, ops_seq, ops_shape
 from ember.frontends.tflite.context import OpContext
 
 Converter = Callable[[OpContext], None]
 
 CONVERTERS: dict[str, Converter] = {**ops_nn.CONVERTERS, **ops_math.CONVERTERS, **ops_shape.CONVERTERS,
-                                    **ops_seq.CONVERTERS}
+                                    **ops_seq.CONVERTERS, **ops_control.CONVERTERS}
 
 _CUSTOM = tflite.BuiltinOperator.CUSTOM
 # BuiltinOptions union tag -> the name of its table class in the `tflite` package.
