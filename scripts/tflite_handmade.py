@@ -164,6 +164,40 @@ def transpose_conv_bias(custom: bool) -> bytes:
     return m.finish([y])
 
 
+def atrous() -> bytes:
+    """TensorFlow 1's atrous convolutions: SPACE_TO_BATCH_ND -> VALID CONV_2D / DEPTHWISE_CONV_2D ->
+    BATCH_TO_SPACE_ND, with paddings and crops (the TF2 converter would fuse them itself)."""
+    r = np.random.default_rng(64)
+    m = Model()
+    x = m.input("x", [1, 9, 10, 3])
+
+    def i32(name: str, v: list) -> int:
+        return m.const(name, np.array(v, np.int32))
+
+    s1 = m.tensor("s2b_1", [4, 6, 7, 3])
+    m.op(fb.BuiltinOperator.SPACE_TO_BATCH_ND, [x, i32("block_1", [2, 2]), i32("pads_1", [[1, 2], [2, 2]])], [s1])
+    c1 = m.tensor("conv_1", [4, 4, 5, 4])
+    m.op(fb.BuiltinOperator.CONV_2D, [s1, m.const("w1", r.normal(0, 0.4, (4, 3, 3, 3)).astype(np.float32)),
+                                      m.const("b1", r.normal(0, 0.2, (4,)).astype(np.float32))], [c1],
+         fb.BuiltinOptions.Conv2DOptions,
+         _options(fb.Conv2DOptionsT, padding=fb.Padding.VALID, strideW=1, strideH=1, dilationWFactor=1,
+                  dilationHFactor=1, fusedActivationFunction=fb.ActivationFunctionType.RELU))
+    y1 = m.tensor("atrous_conv", [1, 7, 9, 4])
+    m.op(fb.BuiltinOperator.BATCH_TO_SPACE_ND, [c1, i32("block_1b", [2, 2]), i32("crops_1", [[0, 1], [1, 0]])], [y1])
+    s2 = m.tensor("s2b_2", [9, 3, 4, 3])
+    m.op(fb.BuiltinOperator.SPACE_TO_BATCH_ND, [x, i32("block_2", [3, 3]), i32("pads_2", [[0, 0], [1, 1]])], [s2])
+    c2 = m.tensor("dw_2", [9, 2, 3, 3])
+    m.op(fb.BuiltinOperator.DEPTHWISE_CONV_2D,
+         [s2, m.const("w2", r.normal(0, 0.4, (1, 2, 2, 3)).astype(np.float32)),
+          m.const("b2", r.normal(0, 0.2, (3,)).astype(np.float32))], [c2],
+         fb.BuiltinOptions.DepthwiseConv2DOptions,
+         _options(fb.DepthwiseConv2DOptionsT, padding=fb.Padding.VALID, strideW=1, strideH=1, depthMultiplier=1,
+                  dilationWFactor=1, dilationHFactor=1))
+    y2 = m.tensor("atrous_dw", [1, 6, 9, 3])
+    m.op(fb.BuiltinOperator.BATCH_TO_SPACE_ND, [c2, i32("block_2b", [3, 3]), i32("crops_2", [[0, 0], [0, 0]])], [y2])
+    return m.finish([y1, y2])
+
+
 def handmade() -> dict[str, bytes]:
     return {
         "svdf.tflite": svdf(),
@@ -172,4 +206,5 @@ def handmade() -> dict[str, bytes]:
         "legacy_ops.tflite": legacy_ops(),
         "transpose_conv_bias.tflite": transpose_conv_bias(True),
         "transpose_conv_bias_ref.tflite": transpose_conv_bias(False),
+        "atrous.tflite": atrous(),
     }

@@ -19,7 +19,7 @@ from tests.frontends.test_tflite_float import compare_float
 from tests.frontends.tflite_support import FIXTURES, inputs_for, litert, run_ember, run_litert
 
 FLOAT = ["math_more", "space_batch", "sparse_fc", "legacy_ops", "svdf", "lstm_batch_major",
-         "lstm_time_major_cifg_peephole", "control_flow"]
+         "lstm_time_major_cifg_peephole", "control_flow", "atrous"]
 
 
 def _compile(name: str, out: Path):
@@ -67,6 +67,18 @@ def test_if_and_while_stay_control_flow(tmp_path: Path) -> None:
     interp = litert(FIXTURES / "control_flow.tflite")
     taken = {bool(np.sum(xs[0]) > 0) for xs in _runs(interp)}
     assert taken == {True, False}
+
+
+def test_space_to_batch_around_conv_folds_into_dilation() -> None:
+    """SPACE_TO_BATCH_ND -> VALID conv -> BATCH_TO_SPACE_ND compiles as one dilated convolution (no
+    space/batch Reshapes), the crops as one Slice; test_float_ops_match_litert checks its outputs."""
+    from ember.config import CompileOptions
+    from ember.driver import build_graph
+
+    graph, _, _ = build_graph(str(FIXTURES / "atrous.tflite"), CompileOptions())
+    convs = [n for n in graph.walk() if n.op.startswith("Conv")]
+    assert sorted(n.attrs["dilations"] for n in convs) == [[2, 2], [3, 3]]
+    assert "Reshape" not in graph.op_counts(), graph.op_counts()
 
 
 def test_transpose_conv_bias_matches_builtin(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ import tflite
 
 from ember.errors import ModelFormatError, ShapeError, UnsupportedOperatorError
 from ember.frontends.detect import TFLITE_IDENTIFIER
+from ember.frontends.tflite.atrous import Atrous, find_atrous
 from ember.frontends.tflite.context import OpContext, Quant, TensorInfo
 from ember.frontends.tflite.ops import CONVERTERS, builtin_name, options_of
 from ember.frontends.tflite.sparse import densify
@@ -74,8 +75,7 @@ class _Builder:
             self.graph.inputs.append(v)
             self.graph.layouts[v.name] = _layout(t.shape)
         self._check_unsupported(sg)
-        for i in range(sg.OperatorsLength()):
-            self._operator(sg.Operators(i), i)
+        self._operators(sg)
         for ti in sg.OutputsAsNumpy().tolist():
             t = self._tensor_at(ti, "graph output")
             v = self.value_of(ti)
@@ -110,8 +110,7 @@ class _Builder:
                                  f"{v.type}")
             child.values[ti] = v
         child._check_unsupported(sg)
-        for i in range(sg.OperatorsLength()):
-            child._operator(sg.Operators(i), i)
+        child._operators(sg)
         outs = sg.OutputsAsNumpy().tolist() if sg.OutputsLength() else []
         for ti in outs:
             child._tensor_at(ti, f"subgraph {index}'s output")
@@ -246,14 +245,29 @@ class _Builder:
         raise UnsupportedOperatorError(name[len("custom op '"):-1] if custom else name, where, detail,
                                        domain="tflite custom" if custom else "tflite")
 
-    def _operator(self, op: Any, i: int) -> None:
+    def _operators(self, sg: Any) -> None:
+        n = sg.OperatorsLength()
+        names = [self._opname(sg.Operators(i), i) for i in range(n)]
+        outs = set(sg.OutputsAsNumpy().tolist()) if sg.OutputsLength() else set()
+        folds = find_atrous(sg, names, lambda t: self._tensor_at(t, "an operator").data, outs)
+        skip = {f.s2b for f in folds.values()} | {f.b2s for f in folds.values()}
+        for i in range(n):
+            if i not in skip:
+                self._operator(sg.Operators(i), i, folds.get(i))
+
+    def _operator(self, op: Any, i: int, atrous: Atrous | None = None) -> None:
         name = self._opname(op, i)
         inputs = op.InputsAsNumpy().tolist() if op.InputsLength() else []
         outputs = op.OutputsAsNumpy().tolist() if op.OutputsLength() else []
+        if atrous is not None:  # the convolution reads the space-to-batch's input, writes the batch-to-space's output
+            sg_ops = self.model.Subgraphs(self.index)
+            inputs[0] = int(sg_ops.Operators(atrous.s2b).Inputs(0))
+            outputs = [int(sg_ops.Operators(atrous.b2s).Outputs(0))]
         for t in [*inputs, *outputs]:
             if t >= 0:
                 self._tensor_at(t, f"operator {i} ({name})")
         ctx = OpContext(self, i, name, inputs, outputs, options_of(op, name))
+        ctx.atrous = atrous
         try:
             CONVERTERS[name](ctx)
         except (IndexError, ValueError, TypeError, KeyError, ZeroDivisionError, AttributeError) as e:

@@ -61,9 +61,17 @@ def _conv(ctx: OpContext, x, w, kernel: list[int], stride: list[int], dil: list[
           act: int) -> None:
     b = ctx.bias(2, _bias_scale(ctx, 0, 1))
     pads = same_pads(padding, list(x.shape[2:]), kernel, stride, dil)
+    fold = ctx.atrous
+    if fold is not None:  # SPACE_TO_BATCH_ND -> this VALID convolution -> BATCH_TO_SPACE_ND: one dilated conv
+        dil, pads = list(fold.block), list(fold.pads)
     y = ctx.emit("Conv", [x, w, b], {"kernel_shape": kernel, "strides": stride, "dilations": dil, "pads": pads,
                                      "group": group})
-    ctx.output(0, ctx.activation(y, act), nchw=True)
+    y = ctx.activation(y, act)
+    if fold is not None and any(fold.crops):
+        ends = [y.shape[2] - fold.crops[2], y.shape[3] - fold.crops[3]]
+        y = ctx.emit("Slice", [y, ctx.const(fold.crops[:2], what="starts"), ctx.const(ends, what="ends"),
+                               ctx.const([2, 3], what="axes")])
+    ctx.output(0, y, nchw=True)
 
 
 def transpose_conv(ctx: OpContext) -> None:  # inputs: output shape, filter, x, bias
