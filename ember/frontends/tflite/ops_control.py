@@ -1,4 +1,4 @@
-"""Operators over other subgraphs: IF (onto ember's If) and WHILE (onto its Loop); CALL_ONCE is refused.
+"""Operators over other subgraphs: IF (onto ember's If) and WHILE (onto its Loop).
 
 A TFLite subgraph reads only its own inputs and constants, so each becomes an IR Graph whose formal inputs
 are exactly the operator's operands (loader.run_subgraph converts its operators into it). WHILE's condition
@@ -66,8 +66,6 @@ def while_(ctx: OpContext) -> None:
         ctx.output(i, v)
 
 
-def call_once(ctx: OpContext) -> None:
-    raise ctx.unsupported("CALL_ONCE initializes resource variables, which ember's stateless bundles do not have")
-
-
-CONVERTERS = {"IF": if_, "WHILE": while_, "CALL_ONCE": call_once}
+# CALL_ONCE (which initializes resource variables, which stateless bundles do not have) is not here: the
+# loader refuses it by name like any other builtin without a converter.
+CONVERTERS = {"IF": if_, "WHILE": while_}
