@@ -107,3 +107,27 @@ def test_other_custom_op_is_named(tmp_path: Path) -> None:
     with pytest.raises(UnsupportedOperatorError, match=r"^unsupported operator 'Igamma' \(domain 'tflite custom'\)"
                                                        r"[^\n]*$"):
         _compile("refused_ops", tmp_path)
+
+
+def test_subgraph_index_out_of_range(tmp_path: Path) -> None:
+    """A WHILE whose body names a subgraph the model does not have: one line naming it."""
+    import struct
+
+    import tflite
+
+    from ember.errors import ModelFormatError
+
+    data = bytearray((FIXTURES / "control_flow.tflite").read_bytes())
+    model = tflite.Model.GetRootAs(bytes(data), 0)
+    sg = model.Subgraphs(0)
+    while_op = next(sg.Operators(i) for i in range(sg.OperatorsLength())
+                    if model.OperatorCodes(sg.Operators(i).OpcodeIndex()).BuiltinCode() == tflite.BuiltinOperator.WHILE)
+    table = while_op.BuiltinOptions()
+    opts = tflite.WhileOptions()
+    opts.Init(table.Bytes, table.Pos)
+    pos = opts._tab.Pos + opts._tab.Offset(6)  # body_subgraph_index
+    data[pos:pos + 4] = struct.pack("<i", 99)
+    bad = tmp_path / "bad.tflite"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(ModelFormatError, match=r"WHILE_\d+ body names subgraph 99, but the model has 5$"):
+        ember.compile(bad, tmp_path / "out")

@@ -283,7 +283,8 @@ def fill(ctx: OpContext) -> None:
 
 def zeros_like(ctx: OpContext) -> None:
     t = ctx.out_info()
-    ctx.output(0, ctx.const(np.zeros(t.shape), t.dtype.np, "zeros"))
+    zero = int(t.quant.zero_point.reshape(-1)[0]) if t.quant is not None else 0  # real 0 of a quantized tensor
+    ctx.output(0, ctx.const(np.full(t.shape, zero), t.dtype.np, "zeros"))
 
 
 def densify(ctx: OpContext) -> None:
