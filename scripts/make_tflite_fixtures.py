@@ -171,8 +171,11 @@ def math_more() -> tuple[Callable, list[tf.TensorSpec]]:
         sel3 = tf.where(tf.less(x, 0.1) | tf.greater_equal(y, 0.2), x, y)
         n = tf.nn.l2_normalize(x, -1) + tf.nn.local_response_normalization(x, 1, 0.5, 0.2, 0.75)
         t = tf.tile(x, [1, 1, 2, 1]) + tf.broadcast_to(y[:, :1, :1], [1, 4, 12, 3])
+        a = tf.cast(x * 20.0, tf.int32)
+        d = tf.where(y > 0.0, 1, -1) * (tf.cast(tf.abs(y) * 6.0, tf.int32) + 1)  # never zero
+        ints = tf.math.floordiv(a, d) * 100 + tf.math.floormod(a, d)
         return (c, vals, ind, r, red, sel + sel2 + sel3, n, t, tf.nn.elu(x * 2.0), tf.nn.log_softmax(x),
-                tf.gather_nd(x, idx))
+                tf.gather_nd(x, idx), ints)
 
     spec = tf.TensorSpec([1, 4, 6, 3], tf.float32)
     return f, [spec, spec]
