@@ -1,7 +1,10 @@
-"""Read a .tflite flatbuffer (the `tflite` package's generated reader) and build ember's IR from subgraph 0.
+"""Read a .tflite flatbuffer (the `tflite` package's generated reader) and build ember's IR from subgraph 0
+(the subgraphs an IF or WHILE names become the subgraphs of ember's If and Loop: `run_subgraph`).
 
 Inputs and outputs keep TFLite's layout (NHWC); converters put NCHW canonical operators between Transposes,
 which passes/transposes.py cancels between layers. `Graph.layouts` records each I/O's layout for NAME.json.
+Sparse constants are made dense (sparse.py), variable tensors start at zero (a bundle is stateless), and
+SPACE_TO_BATCH_ND -> convolution -> BATCH_TO_SPACE_ND chains convert as one dilated convolution (atrous.py).
 """
 
 from __future__ import annotations

@@ -44,6 +44,8 @@ def unidirectional_sequence_lstm(ctx: OpContext) -> None:
     if float(o.CellClip()) or float(o.ProjClip()):
         raise ctx.unsupported(f"cell_clip {o.CellClip()} / proj_clip {o.ProjClip()} (ember's LSTM clips the "
                               "gates' inputs, TFLite the cell state)")
+    if hasattr(o, "DiagonalRecurrentTensors") and o.DiagonalRecurrentTensors():
+        raise ctx.unsupported("diagonal recurrent weights (diagonal_recurrent_tensors) are not supported")
     act = _ACTIVATIONS.get(o.FusedActivationFunction())
     if act is None:
         raise ctx.unsupported(f"fused activation {o.FusedActivationFunction()} (TANH or RELU)")
