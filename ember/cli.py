@@ -219,7 +219,7 @@ def _operators(args: argparse.Namespace) -> int:
             continue
         ops = table[domain]
         if domain == "tflite":
-            print(f"tflite ({len(ops)} builtin operators; float32, float16 weights and int8 models, subgraph 0):")
+            print(f"tflite ({len(ops)} builtin operators; float32, float16 weights, int8; IF/WHILE subgraphs):")
         else:
             print(f"{domain} ({len(ops)} operators; the opset each is supported from in brackets):")
         words = [f"{op}[{since}]" if since > 1 else op for op, since in sorted(ops.items())]
