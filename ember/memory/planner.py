@@ -207,8 +207,8 @@ def _shareable_input(graph, node, op, k, out, i, buf_of, last_use) -> Buffer | N
         return None
     if not op.inplace:
         return None
-    for v in node.inputs:
-        if v is None or v.is_const:
+    for slot, v in enumerate(node.inputs):
+        if v is None or v.is_const or (op.inplace is not True and slot not in op.inplace):
             continue
         b = buf_of[id(v)]
         if (
