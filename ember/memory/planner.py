@@ -75,6 +75,14 @@ def plan_memory(graph: Graph, needs_storage: set[int] | None = None) -> MemoryPl
     return plan
 
 
+def activation_peak(graph: Graph) -> int:
+    """The planner's lower bound for the graph's current node order (what a reordering pass compares), without
+    placing anything."""
+    buffers, scratch = _buffers(graph)
+    act = [b for b in buffers if b.region is Region.ACTIVATIONS] + [b for b, _ in scratch]
+    return peak_live([Span(b.start, b.end, b.size) for b in act])
+
+
 def _place_constants(graph: Graph, plan: MemoryPlan, needs_storage: set[int] | None) -> None:
     seen: dict[bytes, int] = {}
     offset = 0
