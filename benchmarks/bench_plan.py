@@ -1,7 +1,7 @@
 """Activation memory: the plan against its lower bound (the most bytes live at once) for every benchmark model
 and the MLPerf-Tiny-like shapes, with the planner's own time. No C compiler is run.
 
-    python benchmarks/bench_plan.py [--models resnet50,kws_dscnn] [--quantize int8] [--json out.json]
+    python benchmarks/bench_plan.py [--models resnet50,kws_dscnn] [--target cortex-m4] [--json out.json]
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from benchmarks import models, tiny_models  # noqa: E402
 from ember.config import CompileOptions  # noqa: E402
 from ember.driver import build_graph  # noqa: E402
 from ember.memory.planner import inlined_constants, plan_memory  # noqa: E402
+from ember.toolchain.targets import get_target  # noqa: E402
 
 ALL = [*models.MODELS, *tiny_models.TINY]
 
@@ -30,13 +31,15 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", default=",".join(ALL), help="comma-separated subset of " + ",".join(ALL))
     ap.add_argument("--work", default="benchmarks/.work", help="models go here")
+    ap.add_argument("--target", default="host", help="plan as for this target (its passes and kernels' scratch)")
     ap.add_argument("--json", default="benchmarks/results/plan.json", help="write results here")
     args = ap.parse_args()
     rows = []
+    kind = get_target(args.target).kind
     print(f"{'model':<16}{'nodes':>6}{'bound B':>13}{'plan B':>13}{'plan/bound':>11}{'plan s':>8}")
     for name in args.models.split(","):
         path = _build(name, Path(args.work) / "models")
-        graph, _, _ = build_graph(str(path), CompileOptions())
+        graph, _, _ = build_graph(str(path), CompileOptions(target=args.target), target_kind=kind)
         t0 = time.perf_counter()
         plan = plan_memory(graph, inlined_constants(graph))
         seconds = time.perf_counter() - t0
