@@ -1,20 +1,28 @@
 """Activation memory: the plan against its lower bound (the most bytes live at once) for every benchmark model
 and the MLPerf-Tiny-like shapes, with the planner's own time. No C compiler is run.
 
-    python benchmarks/bench_plan.py [--models resnet50,kws_dscnn] [--target cortex-m4] [--json out.json]
+    python benchmarks/bench_plan.py [--models resnet50,kws_dscnn] [--target cortex-m4] [--int8] [--json out.json]
+
+--int8 plans the int8 bundle (`ember profile` on 4 random inputs first, as benchmarks/bench_int8.py does).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import sys
 import time
 from pathlib import Path
 
+import onnx
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import models, tiny_models  # noqa: E402
+from benchmarks.bench_int8 import calibration_set  # noqa: E402
+from ember import cli  # noqa: E402
 from ember.config import CompileOptions  # noqa: E402
 from ember.driver import build_graph  # noqa: E402
 from ember.memory.planner import inlined_constants, plan_memory  # noqa: E402
@@ -27,11 +35,25 @@ def _build(name: str, folder: Path) -> Path:
     return models.build(name, folder) if name in models.MODELS else tiny_models.build(name, folder)
 
 
+def _options(name: str, path: Path, work: Path, target: str, int8: bool) -> CompileOptions:
+    if not int8:
+        return CompileOptions(target=target)
+    dims = onnx.load(str(path), load_external_data=False).graph.input[0].type.tensor_type.shape.dim
+    calib = calibration_set(work / "calib" / name, [d.dim_value for d in dims], 4)
+    profile = work / "profiles" / f"{name}.yaml"
+    profile.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.redirect_stdout(io.StringIO()):
+        if cli.main(["profile", str(path), str(calib), "-o", str(profile)]) != 0:
+            raise SystemExit(f"ember profile failed on {path}")
+    return CompileOptions(target=target, quantize="int8", profile=str(profile))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", default=",".join(ALL), help="comma-separated subset of " + ",".join(ALL))
     ap.add_argument("--work", default="benchmarks/.work", help="models go here")
     ap.add_argument("--target", default="host", help="plan as for this target (its passes and kernels' scratch)")
+    ap.add_argument("--int8", action="store_true", help="the int8 bundle (profiled on random inputs)")
     ap.add_argument("--json", default="benchmarks/results/plan.json", help="write results here")
     args = ap.parse_args()
     rows = []
@@ -39,7 +61,8 @@ def main() -> int:
     print(f"{'model':<16}{'nodes':>6}{'bound B':>13}{'plan B':>13}{'plan/bound':>11}{'plan s':>8}")
     for name in args.models.split(","):
         path = _build(name, Path(args.work) / "models")
-        graph, _, _ = build_graph(str(path), CompileOptions(target=args.target), target_kind=kind)
+        opts = _options(name, path, Path(args.work), args.target, args.int8)
+        graph, _, _ = build_graph(str(path), opts, target_kind=kind)
         t0 = time.perf_counter()
         plan = plan_memory(graph, inlined_constants(graph))
         seconds = time.perf_counter() - t0
