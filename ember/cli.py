@@ -35,6 +35,7 @@ def _compile(args: argparse.Namespace) -> int:
         per_channel=args.per_channel, calibration=args.calibration, percentile=args.percentile,
         keep_float=tuple(op.strip() for op in ",".join(args.keep_float).split(",") if op.strip()), io=args.io,
         weights=args.weights, max_memory=parse_size(args.max_memory) if args.max_memory else None,
+        ram_limit=parse_size(args.ram_limit, "--ram-limit") if args.ram_limit else None,
         weights_txt=not args.no_weights_txt,
     )
     command = "ember " + " ".join(shlex.quote(a) for a in sys.argv[1:])
@@ -454,6 +455,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--max-memory", metavar="SIZE",
                    help="refuse bundles whose three memory regions together need more, e.g. 512M, 16G "
                    "(default 4G for host, the target's address space otherwise)")
+    c.add_argument("--ram-limit", metavar="SIZE",
+                   help="refuse bundles whose RAM (inputs/outputs + activations; not the stack) is larger, e.g. "
+                   "64K or 65536, stating the smallest RAM ember reaches for the model")
     c.add_argument("-O", dest="opt_level", type=int, default=3, choices=(0, 1, 2, 3), help="C optimization level")
     _quant_args(c)
     c.set_defaults(fn=_compile)

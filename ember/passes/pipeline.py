@@ -21,6 +21,7 @@ from ember.passes.fuse_norm import fuse_decomposed_norms, fuse_skip_norm
 from ember.passes.int4_matmul import pack_int4_matmuls
 from ember.passes.int8_layout import choose_int8_layout
 from ember.passes.manager import PassFn, each_graph
+from ember.passes.schedule import schedule_for_memory
 from ember.passes.simplify import materialize_outputs, remove_identities
 from ember.passes.transposes import optimize_transposes
 from ember.passes.widen_dtypes import widen_storage_types
@@ -77,7 +78,8 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
     """The passes of one lowering, in order.
 
     float passes -> [quantize: QDQ rewrite] -> fold_qdq -> dead nodes -> [weight compression]
-    -> elementwise fusion -> outputs -> [conv algorithms, int8 layout: host/Linux at -O2 and up].
+    -> elementwise fusion -> outputs -> [conv algorithms, int8 layout: host/Linux at -O2 and up]
+    -> operator order for memory.
     """
     passes: Pipeline = [(name, fn) for name, fn, _ in _FLOAT]
     if purpose is Purpose.FLOAT:
@@ -104,6 +106,9 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
     if target_kind in SPEED_TARGET_KINDS and options.opt_level >= 2:
         passes.append(("choose_conv_algorithms", choose_conv_algorithms))
         passes.append(("choose_int8_layout", choose_int8_layout))
+    # Last, once every node, its scratch and its in-place chances are final: which branch of a branchy graph
+    # runs first decides how many tensors are alive at once (the activation region's size).
+    passes.append(("schedule_for_memory", schedule_for_memory))
     return passes
 
 
