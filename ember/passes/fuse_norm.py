@@ -239,7 +239,8 @@ def _swish(m: _Match, gate: Node) -> bool:
     if mul is None or x is None or x.dtype != DType.FLOAT32 or _other(mul, gate.outputs[0]) is not x:
         return False
     if gate.op == "HardSigmoid":
-        if abs(float(gate.attrs.get("alpha", 0.2)) - 1 / 6) > 1e-6 or abs(float(gate.attrs.get("beta", 0.5)) - 0.5) > 1e-6:
+        alpha, beta = float(gate.attrs.get("alpha", 0.2)), float(gate.attrs.get("beta", 0.5))
+        if abs(alpha - 1 / 6) > 1e-6 or abs(beta - 0.5) > 1e-6:
             return False
         fused = Node("HardSwish", m.graph.unique_name(f"{mul.name}_hardswish"), [x], [mul.outputs[0]], {})
     else:
