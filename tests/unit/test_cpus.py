@@ -71,11 +71,11 @@ def test_unknown_cpu_is_one_line_listing_the_choices(target: str, cpu: str, word
     assert "\n" not in msg and all(w in msg for w in words)
 
 
-def _conv_model(path: Path) -> Path:
-    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((16, 16, 3, 3)).astype(np.float32), "w")
+def _conv_model(path: Path, c: int = 16, m: int = 16, hw: int = 16) -> Path:
+    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((m, c, 3, 3)).astype(np.float32), "w")
     g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])], "g",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 16, 16])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 16, 16])], [w])
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, hw, hw])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, m, hw, hw])], [w])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 8
     onnx.save(m, path)
@@ -90,6 +90,17 @@ def test_family_thresholds_choose_the_conv_algorithm(tmp_path: Path) -> None:
         choose_conv_algorithms(graph, family)
         ops.append([n.op for n in graph.nodes])
     assert ops[0] == ["ConvWinograd"] and "ConvWinograd" not in ops[1]
+
+
+def test_avx2_keeps_big_k_convs_off_the_pixel_major_path(tmp_path: Path) -> None:
+    # 3x3 over 256 channels at 7x7: K = 2304, an im2col of 0.45 MB that Zen 3's L2 cannot hold per strip.
+    model = str(_conv_model(tmp_path / "c.onnx", c=256, m=64, hw=7))
+    chosen = {}
+    for family in ("avx512", "avx2"):
+        graph, _ = load_graph(model, CompileOptions())
+        choose_conv_algorithms(graph, FAMILIES[family])
+        chosen[family] = [n.op for n in graph.nodes]
+    assert chosen == {"avx512": ["ConvNarrow"], "avx2": ["ConvShifted"]}
 
 
 def test_cpu_choice_reaches_the_bundle_and_runs_here(tmp_path: Path) -> None:
