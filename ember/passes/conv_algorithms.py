@@ -44,7 +44,7 @@ from ember.toolchain.cpus import DEFAULT_FAMILY, CpuFamily
 # - shifted_max_width: Shifted pays where im2col's rows are short; it computes (KW-1)*dilation extra
 #   columns per output row, so it also needs those to be at most half a row (measured on LeNet).
 # - narrow_max_pixels / narrow_min_channels: pixel-major pays where the pixels fill at most 4 AVX-512
-#   vectors and the channels fill many; narrow_max_k: while its im2col stays in L2.
+#   vectors and the channels fill many (0: never).
 # Strided convs pay too with Shifted (im2col gathers every tap with a stride; the polyphase planes are one
 # pass over the input), where the extra columns are at most 1/SHIFTED_MAX_EXTRA of a row. Not 1x1 ones
 # (their im2col is one subsampling pass already) nor tiny K (MobileNet's 3-channel 3x3 stem): no gain there.
@@ -102,8 +102,7 @@ def _narrow_fits(node: Node, cpu: CpuFamily) -> bool:
     w, y = node.inputs[1], node.outputs[0]
     assert w is not None and y is not None
     m = w.shape[0]
-    return (math.prod(y.shape[2:]) <= cpu.narrow_max_pixels and m >= cpu.narrow_min_channels and m % PANEL == 0
-            and math.prod(w.shape[1:]) <= cpu.narrow_max_k)
+    return math.prod(y.shape[2:]) <= cpu.narrow_max_pixels and m >= cpu.narrow_min_channels and m % PANEL == 0
 
 
 def _shifted_fits(node: Node, cpu: CpuFamily) -> bool:

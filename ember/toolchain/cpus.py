@@ -36,10 +36,6 @@ class CpuFamily:
     shifted_max_width: int = 32
     narrow_max_pixels: int = 64
     narrow_min_channels: int = 64
-    # ConvNarrow re-reads its pixel-major im2col (pixels x K floats) once per 16 or 32 output channels, so
-    # it pays only while that stays in L2: on Zen 3 (512 KiB L2) ResNet-50's 3x3 convs at 7x7 (K = 4608,
-    # 0.9 MB) ran 2.4x slower than im2col, its 1x1 ones (K <= 2048 at most 0.4 MB) no slower.
-    narrow_max_k: int = 1 << 30
     # Kernel parameters (C macros, kernels/matmul.c): the K block of the float matmul, sized so a packed
     # B strip plus a row tile of A stay in a 32 KiB L1 (6 x 16 tiles: 16 + 6 KiB; 12 x 32: 32 + 12 KiB
     # against the 48 KiB L1 of AVX-512 Xeons since Ice Lake; Skylake-SP's 32 KiB still measured best at 256).
@@ -55,8 +51,11 @@ class CpuFamily:
 
 FAMILIES: dict[str, CpuFamily] = {f.name: f for f in (
     CpuFamily("x86-64", "SSE2 only (x86-64 baseline, x86-64-v2)", "sse2", 2),
+    # No ConvNarrow: with 8 lanes, 49 pixels waste few of them, and on Zen 3 (512 KiB L2) the pixel-major
+    # path measured 1.4-1.55x onnxruntime on the 1x1 convs of ResNet-50's and MobileNetV2's 7x7 stages
+    # (im2col: 1.15-1.25x) and 2.7x on ResNet-50's 3x3 at 7x7 (ConvShifted: 1.35x).
     CpuFamily("avx2", "AVX2 + FMA, 256-bit, two FMA units (Haswell to Alder Lake, Zen 1-3; x86-64-v3)", "avx2", 2,
-              narrow_max_k=2048),
+              narrow_max_pixels=0),
     CpuFamily("avx512", "AVX-512, two 512-bit FMA units (Xeon Skylake-SP to Granite Rapids, Zen 5; x86-64-v4)",
               "avx512", 2),
     CpuFamily("avx512-1fma", "AVX-512 at half rate: one 512-bit FMA unit (Ice/Tiger Lake client) or 2 x 256 (Zen 4)",
