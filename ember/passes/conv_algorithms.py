@@ -19,6 +19,8 @@
   `QConvShifted` (qshifted.py `qconv_shifted_fits`), its weights reordered to (c/4, kh, kw, c%4) with
   channels padded to fours: its tiles read the input's padded stride-phase word planes instead of an
   im2col copy.
+- MatMul with a constant 2-D float32 B and N a multiple of 32, where the CPU family asks for it
+  (`matmul_panels`): `MatMulPanels`, B packed in the matmul kernel's 32-column panels (no run-time packing).
 All keep the original Conv's attributes (pads, the fused `_act`) and add `kernel_shape`.
 Winograd weights are 16/9 (F(4x4): 4x) the size of the originals, so api.py runs this pass only for targets
 with memory to spare (host and Linux).
@@ -118,8 +120,24 @@ def _shifted_fits(node: Node, cpu: CpuFamily) -> bool:
     return w.shape[2:] != (1, 1) and y.shape[3] <= cpu.shifted_max_width and 2 * extra <= y.shape[3]
 
 
+def _panels_matmul(node: Node) -> bool:
+    if node.op != "MatMul" or len(node.inputs) != 2:
+        return False
+    a, b, y = node.inputs[0], node.inputs[1], node.outputs[0]
+    return (a is not None and b is not None and y is not None and b.is_const and b.type.rank == 2
+            and a.type.rank >= 2 and b.shape[1] % PANEL == 0 and a.dtype is DType.FLOAT32
+            and b.dtype is DType.FLOAT32 and y.dtype is DType.FLOAT32)
+
+
 def choose_conv_algorithms(graph: Graph, cpu: CpuFamily = DEFAULT_FAMILY) -> None:
     for node in graph.nodes:
+        if cpu.matmul_panels and _panels_matmul(node):
+            b = node.inputs[1]
+            assert b is not None and b.const is not None
+            panels = b.const.reshape(b.shape[0], -1, PANEL).transpose(1, 0, 2)  # (N/32, K, 32)
+            node.inputs[1] = graph.constant(f"{node.name}_b_panels", np.ascontiguousarray(panels))
+            node.op = "MatMulPanels"
+            continue
         if node.op == "QConv" and qconv_shifted_fits(node):
             wq = node.inputs[2]
             assert wq is not None and wq.const is not None

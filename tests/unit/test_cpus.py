@@ -126,3 +126,28 @@ def test_cpu_choice_reaches_the_bundle_and_runs_here(tmp_path: Path) -> None:
     (want,) = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(None, {"x": x})
     for y in results:
         np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
+
+
+def test_avx2_packs_constant_matmul_weights_in_panels(tmp_path: Path) -> None:
+    rng = np.random.default_rng(2)
+    b = numpy_helper.from_array(rng.standard_normal((48, 64)).astype(np.float32), "b")
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "b"], ["t"]), helper.make_node("Relu", ["t"], ["y"])],
+                          "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 7, 48])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 7, 64])], [b])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, tmp_path / "mm.onnx")
+    for family, op in ((DEFAULT_FAMILY, "MatMul"), (FAMILIES["avx2"], "MatMulPanels")):
+        graph, _ = load_graph(str(tmp_path / "mm.onnx"), CompileOptions())
+        choose_conv_algorithms(graph, family)
+        assert [n.op for n in graph.nodes] == [op, "Relu"]
+    flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    if " avx2" not in flags or " fma" not in flags:
+        return
+    import onnxruntime as ort
+
+    x = rng.standard_normal((2, 7, 48)).astype(np.float32)
+    bundle = ember.compile(tmp_path / "mm.onnx", tmp_path / "out", cpu="x86-64-v3")
+    assert [n["op"] for n in bundle.manifest["nodes"]] == ["MatMulPanels+Relu"]  # Relu runs in the tiles
+    (want,) = ort.InferenceSession(str(tmp_path / "mm.onnx"), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    np.testing.assert_allclose(bundle.run({"x": x})["y"], want, rtol=1e-5, atol=1e-5)
