@@ -49,8 +49,8 @@ from ember.toolchain.cpus import DEFAULT_FAMILY, CpuFamily
 #   vectors and the channels fill many (0: never).
 # Strided convs pay too with Shifted (im2col gathers every tap with a stride; the polyphase planes are one
 # pass over the input), where the extra columns are at most 1/SHIFTED_MAX_EXTRA of a row. Not 1x1 ones
-# (their im2col is one subsampling pass already) nor tiny K (MobileNet's 3-channel 3x3 stem): no gain there.
-SHIFTED_STRIDED_MIN_K = 64
+# (their im2col is one subsampling pass already) nor K below shifted_strided_min_k (MobileNet's 3-channel
+# 3x3 stem: no gain there on AVX-512).
 SHIFTED_MAX_EXTRA = 8
 PANEL = 32  # EMBER_MM_PANEL in kernels/matmul.c
 
@@ -115,7 +115,7 @@ def _shifted_fits(node: Node, cpu: CpuFamily) -> bool:
     strides = node.attrs.get("strides", [1, 1])
     extra = (w.shape[3] - 1) * node.attrs.get("dilations", [1, 1])[1] // strides[1]  # columns computed per row
     if strides != [1, 1]:
-        return (w.shape[2:] != (1, 1) and math.prod(w.shape[1:]) >= SHIFTED_STRIDED_MIN_K
+        return (w.shape[2:] != (1, 1) and math.prod(w.shape[1:]) >= cpu.shifted_strided_min_k
                 and SHIFTED_MAX_EXTRA * extra <= y.shape[3])
     return w.shape[2:] != (1, 1) and y.shape[3] <= cpu.shifted_max_width and 2 * extra <= y.shape[3]
 

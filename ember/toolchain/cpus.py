@@ -34,6 +34,7 @@ class CpuFamily:
     winograd_min_pixels: int = 64
     winograd4_min_tiles: int = 49
     shifted_max_width: int = 32
+    shifted_strided_min_k: int = 64
     narrow_max_pixels: int = 64
     narrow_min_channels: int = 64
     # Kernel parameters (C macros, kernels/matmul.c): the K block of the float matmul, sized so a packed
