@@ -71,6 +71,14 @@ def test_unknown_cpu_is_one_line_listing_the_choices(target: str, cpu: str, word
     assert "\n" not in msg and all(w in msg for w in words)
 
 
+def test_unknown_cpu_on_the_command_line(tmp_path: Path) -> None:
+    res = subprocess.run([sys.executable, "-m", "ember.cli", "compile", str(_conv_model(tmp_path / "c.onnx")), "-o",
+                          str(tmp_path / "out"), "--cpu", "zen3"], capture_output=True, text=True)
+    lines = res.stderr.strip().splitlines()
+    assert res.returncode == 1 and len(lines) == 1 and lines[0].startswith("ember: error: --cpu 'zen3'")
+    assert "znver3" in lines[0] and not (tmp_path / "out").exists()
+
+
 def _conv_model(path: Path, c: int = 16, m: int = 16, hw: int = 16) -> Path:
     w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((m, c, 3, 3)).astype(np.float32), "w")
     g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])], "g",
