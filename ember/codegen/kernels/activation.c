@@ -63,6 +63,16 @@ static void ember_act_apply_f32(float *x, ptrdiff_t n, int kind, float alpha, fl
     case EMBER_ACT_HARDSWISH:
         for (i = 0; i < n; ++i) x[i] = ember_act_f32(x[i], EMBER_ACT_HARDSWISH, alpha, beta);
         return;
+    /* The transcendental ones too: their branch-free exp vectorizes only in a loop of one kind. */
+    case EMBER_ACT_SIGMOID:
+        for (i = 0; i < n; ++i) x[i] = ember_act_f32(x[i], EMBER_ACT_SIGMOID, alpha, beta);
+        return;
+    case EMBER_ACT_TANH:
+        for (i = 0; i < n; ++i) x[i] = ember_act_f32(x[i], EMBER_ACT_TANH, alpha, beta);
+        return;
+    case EMBER_ACT_SWISH:
+        for (i = 0; i < n; ++i) x[i] = ember_act_f32(x[i], EMBER_ACT_SWISH, alpha, beta);
+        return;
     default:
         for (i = 0; i < n; ++i) x[i] = ember_act_f32(x[i], kind, alpha, beta);
         return;
