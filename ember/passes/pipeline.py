@@ -21,6 +21,7 @@ from ember.passes.fuse_norm import fuse_decomposed_norms, fuse_skip_norm
 from ember.passes.int4_matmul import pack_int4_matmuls
 from ember.passes.int8_layout import choose_int8_layout
 from ember.passes.manager import PassFn, each_graph
+from ember.passes.mcu_kernels import choose_mcu_kernels
 from ember.passes.simplify import materialize_outputs, remove_identities
 from ember.passes.transposes import optimize_transposes
 from ember.passes.widen_dtypes import widen_storage_types
@@ -73,7 +74,7 @@ _FLOAT: list[tuple[str, PassFn, str]] = [
 
 
 def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, target_kind: str = "host",
-                   model_sha: str = "") -> Pipeline:
+                   model_sha: str = "", int8_isa: str = "") -> Pipeline:
     """The passes of one lowering, in order.
 
     float passes -> [quantize: QDQ rewrite] -> fold_qdq -> dead nodes -> [weight compression]
@@ -104,6 +105,9 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
     if target_kind in SPEED_TARGET_KINDS and options.opt_level >= 2:
         passes.append(("choose_conv_algorithms", choose_conv_algorithms))
         passes.append(("choose_int8_layout", choose_int8_layout))
+    if int8_isa:
+        # Last: the integer nodes and their weights are final. `int8_isa`: the target's (Target.dsp).
+        passes.append(("choose_mcu_kernels", each_graph(lambda g: choose_mcu_kernels(g, int8_isa))))
     return passes
 
 
