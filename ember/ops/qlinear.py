@@ -24,10 +24,10 @@ from ember.codegen.emitter import KernelEmitter
 from ember.errors import UnsupportedOperatorError
 from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node, Value
+from ember.ops import qarm
 from ember.ops.conv import ConvGeometry, conv_geometry
 from ember.ops.infer import conv_out
 from ember.ops.matmul import matmul_shape, present
-from ember.ops import qarm
 from ember.ops.opdef import OpDef
 from ember.ops.registry import register
 
@@ -293,12 +293,12 @@ def _out_dtype(node: Node) -> DType:
 def infer_qconv(node: Node) -> list[TensorType | None]:
     """[N, M, windows...]: M rows of packed weights (input 2), windows from the Conv attributes."""
     x, w = present(node.input(0)), present(node.input(2))
-    return [TensorType(_out_dtype(node), (x.shape[0], w.shape[0],
+    return [TensorType(_out_dtype(node), (x.shape[0], node.attrs.get("_rows", w.shape[0]),
                                           *conv_out(node, x.shape[2:], node.attrs["kernel_shape"])))]
 
 
-register(OpDef("QConv", lower=lower_qconv, scratch=_qconv_scratch, kernels=("ember_qconv", "ember_qdwconv", "ember_qarm_conv", "ember_qarm_dw3"),
-               infer=infer_qconv))
+register(OpDef("QConv", lower=lower_qconv, scratch=_qconv_scratch,
+               kernels=("ember_qconv", "ember_qdwconv", "ember_qarm_conv", "ember_qarm_dw3"), infer=infer_qconv))
 
 
 # QMatMul ---------------------------------------------------------------------------------------
@@ -382,12 +382,13 @@ def _lower_qmatmul(node: Node, k: KernelEmitter) -> None:
 def _infer_qmatmul(node: Node) -> list[TensorType | None]:
     """A's rows times N: the rows of packed weights (constant input 2), else a run-time B's columns."""
     a, b = present(node.input(0)), present(node.input(2))
-    if b.is_const:
-        return [TensorType(_out_dtype(node), (*a.shape[:-1], b.shape[0]))]
+    if b.is_const:  # _rows: passes/mcu_kernels.py's weights have an even number of rows
+        return [TensorType(_out_dtype(node), (*a.shape[:-1], node.attrs.get("_rows", b.shape[0])))]
     return [TensorType(_out_dtype(node), matmul_shape(node, a.shape, b.shape))]
 
 
-register(OpDef("QMatMul", lower=_lower_qmatmul, scratch=_qmatmul_scratch, kernels=("ember_qmatmul", "ember_qpack_b", "ember_qarm_fc"),
+register(OpDef("QMatMul", lower=_lower_qmatmul, scratch=_qmatmul_scratch,
+               kernels=("ember_qmatmul", "ember_qpack_b", "ember_qarm_fc"),
                infer=_infer_qmatmul))
 
 

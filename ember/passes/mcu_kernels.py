@@ -42,6 +42,7 @@ def choose_mcu_kernels(graph: Graph, isa: str) -> None:
         q: QSpec = node.attrs["_q"]
         w = present(node.input(2))
         node.attrs["_isa"] = isa
+        node.attrs["_rows"] = present(node.outputs[0]).shape[1 if node.op == "QConv" else -1]
         if node.op == "QConv" and q.depthwise:
             continue  # ember_qarm_dw3 reads qconv_inputs' int16 C x 9 weights as they are
         if node.op == "QConv":

@@ -97,7 +97,8 @@ _TARGET_LIST = (
                        "soft": FloatABI("musleabi", "+v7a", ("-mfloat-abi=soft",), fpu="none")}, reloc="pic"),
     _cortex_m("m0", "thumb", "Cortex-M0/M0+ (ARMv6-M, no FPU)", "", None),
     _cortex_m("m4", "thumb", "Cortex-M4F (ARMv7E-M, single-precision FPv4)", "+vfp4d16sp", "fpv4-sp-d16", dsp=True),
-    _cortex_m("m7", "thumb", "Cortex-M7 (ARMv7E-M, FPv5 used single precision)", "+fp_armv8d16sp", "fpv5-sp-d16", dsp=True),
+    _cortex_m("m7", "thumb", "Cortex-M7 (ARMv7E-M, FPv5 used single precision)", "+fp_armv8d16sp", "fpv5-sp-d16",
+              dsp=True),
     # zig's cortex_m33 leaves out the optional DSP extension that GCC's -mcpu=cortex-m33 (and the usual
     # M33 parts) have: int8 kernels need it for SMLAD.
     _cortex_m("m33", "thumb", "Cortex-M33 (ARMv8-M mainline, DSP, single-precision FPv5)", "+fp_armv8d16sp",
