@@ -20,16 +20,17 @@ from ember.ops.matmul import present
 DSP = "dsp"
 
 
-def rq_pairs(requant: object) -> list[int] | None:
-    """Per channel [mult, shift - 32] for qarm.c's requantisation, which takes shifts 32..62 (real
-    multipliers below 0.5, as requantising a sum of products has); None when a channel's is larger.
-    A multiplier of 0 (a channel of zero scale) is any shift: 32."""
+def rq_pairs(requant: object, bias: tuple[int, ...] | None = None) -> list[int] | None:
+    """Per channel [mult, s, ra, bias] for qarm.c's requantisation (ember_qa_requant), which takes shifts
+    32 + s, s = 0..30 (real multipliers below 0.5, as requantising a sum of products has), ra = 2^(s-1);
+    None when a channel's multiplier is larger. A multiplier of 0 (zero scale) is any shift: 32."""
     out: list[int] = []
-    for m, s in zip(requant.mult, requant.shift, strict=True):  # type: ignore[attr-defined]
+    for i, (m, s) in enumerate(zip(requant.mult, requant.shift, strict=True)):  # type: ignore[attr-defined]
+        b = 0 if bias is None else int(bias[i])
         if m == 0:
-            out += [0, 0]
+            out += [0, 0, 0, b]
         elif 32 <= s <= 62:
-            out += [int(m), int(s) - 32]
+            out += [int(m), int(s) - 32, 1 << (s - 33) if s > 32 else 0, b]
         else:
             return None
     return out
@@ -84,18 +85,18 @@ def dw3_admits(g: ConvGeometry) -> bool:
     return g.planar and tuple(g.kernel[1:]) == (3, 3) and tuple(g.dilations[1:]) == (1, 1)
 
 
-def _tables(node: Node, k: KernelEmitter, w_rows: np.ndarray) -> tuple[str, str, str]:
-    """bias, rq and out tables; w_rows: the weights per output channel (any order), for the sums' bound."""
+def _tables(node: Node, k: KernelEmitter, w_rows: np.ndarray) -> tuple[str, str]:
+    """rq (per channel [mult, s, ra, bias]) and out tables; w_rows: the weights per output channel (any
+    order), for the sums' bound."""
     q = node.attrs["_q"]
     rq = q.requant
-    bias = "0" if q.bias is None else k.table(list(q.bias), DType.INT32)
-    pairs = rq_pairs(rq)
+    pairs = rq_pairs(rq, q.bias)
     assert pairs is not None, node.name  # the pass admitted only such layers
     bound = np.abs(np.asarray(w_rows, np.int64)).sum(axis=1) * 255
     if q.bias is not None:
         bound = bound + np.abs(np.asarray(q.bias, np.int64))
     fast = int(fast_requant(rq, bound))
-    return bias, k.table(pairs, DType.INT32), k.table([rq.zp, rq.lo, rq.hi, fast], DType.INT32)
+    return k.table(pairs, DType.INT32), k.table([rq.zp, rq.lo, rq.hi, fast], DType.INT32)
 
 
 def _zp(node: Node, k: KernelEmitter) -> str:
@@ -103,35 +104,36 @@ def _zp(node: Node, k: KernelEmitter) -> str:
 
 
 def conv_scratch(node: Node, g: ConvGeometry) -> int:
-    """Two int16 columns of Kp (conv), or one channel's zero-padded int16 plane (depthwise 3x3)."""
+    """Two interleaved int16 columns of Kp and the two plain ones they come from (conv), or one channel's
+    zero-padded int16 plane (depthwise 3x3)."""
     if node.attrs["_q"].depthwise:
         (oh, ow), (sh, sw) = g.out_size[1:], g.strides[1:]
         return 2 * ((oh - 1) * sh + 3) * (((ow - 1) * sw + 5) // 2 * 2)
-    return 4 * ((g.channels * g.taps + 3) // 4 * 4)
+    return 8 * ((g.channels * g.taps + 3) // 4 * 4)
 
 
 def fc_scratch(k_dim: int) -> int:
-    return 4 * ((k_dim + 3) // 4 * 4)
+    return 8 * ((k_dim + 3) // 4 * 4)
 
 
 def lower_conv(node: Node, k: KernelEmitter, g: ConvGeometry) -> None:
     x, y = present(node.input(0)), present(node.outputs[0])
     w = present(node.input(2)).const
-    bias, rq, out = _tables(node, k, w if node.attrs["_q"].depthwise else _pair_rows(w)[:y.shape[1]])
+    rq, out = _tables(node, k, w if node.attrs["_q"].depthwise else _pair_rows(w)[:y.shape[1]])
     geo = k.table(g.table(), DType.INT32)
     sgn = int(x.dtype is DType.INT8)
     if node.attrs["_q"].depthwise:
         k.call("ember_qarm_dw3", f"(uint8_t *){k.out(0)}", f"(const uint8_t *){k.inp(0)}", sgn, _zp(node, k), geo,
-               x.shape[0], k.inp(2), bias, rq, out, k.scratch("int16_t"))
+               x.shape[0], k.inp(2), rq, out, k.scratch("int16_t"))
         return
     k.call("ember_qarm_conv", f"(uint8_t *){k.out(0)}", f"(const uint8_t *){k.inp(0)}", sgn, _zp(node, k), geo,
-           x.shape[0], y.shape[1], k.inp(2), bias, rq, out, k.scratch("int16_t"))
+           x.shape[0], y.shape[1], k.inp(2), rq, out, k.scratch("int16_t"))
 
 
 def lower_fc(node: Node, k: KernelEmitter) -> None:
     a, y = present(node.input(0)), present(node.outputs[0])
     w = present(node.input(2)).const
-    bias, rq, out = _tables(node, k, _pair_rows(w)[:y.shape[-1]])
+    rq, out = _tables(node, k, _pair_rows(w)[:y.shape[-1]])
     rows, kk, n = math.prod(a.shape[:-1]), a.shape[-1], y.shape[-1]
     k.call("ember_qarm_fc", f"(uint8_t *){k.out(0)}", f"(const uint8_t *){k.inp(0)}", int(a.dtype is DType.INT8),
-           _zp(node, k), rows, n, kk, k.inp(2), bias, rq, out, k.scratch("int16_t"))
+           _zp(node, k), rows, n, kk, k.inp(2), rq, out, k.scratch("int16_t"))

@@ -42,25 +42,13 @@ EMBER_INLINE int32_t ember_qa_smlad(uint32_t a, uint32_t b, int32_t acc) {
     return acc + (int16_t)(a & 0xffffu) * (int16_t)(b & 0xffffu) + (int16_t)(a >> 16) * (int16_t)(b >> 16);
 }
 #endif
-/* One output channel's requantisation: rq = [mult, s] with shift = 32 + s (0 <= s <= 30); out = [zero
- * point, lo, hi, fast]. fast (ops/qarm.py `fast_requant`): every s >= 1 and no sum of the layer can be a
- * tie, so that the rounding is SMMLA's multiply-high plus 2^(s-1), then an arithmetic shift by s. */
-typedef struct {
-    int32_t mult, s, ra, zp, lo, hi, fast;
-    int64_t rnd;
-} ember_qa_rq;
-EMBER_INLINE void ember_qa_rq_init(ember_qa_rq *q, const int32_t *rq, int m, const int32_t *out) {
-    q->mult = rq[2 * m];
-    q->s = rq[2 * m + 1];
-    q->ra = q->s > 0 ? (int32_t)1 << (q->s - 1) : 0;
-    q->rnd = (int64_t)1 << (31 + q->s);
-    q->zp = out[0];
-    q->lo = out[1];
-    q->hi = out[2];
-    q->fast = out[3];
-}
-/* (a * b + ra * 2^32) >> 32 */
-EMBER_INLINE int32_t ember_qa_smmla(int32_t a, int32_t b, int32_t ra) {
+/* Requantisation of one output channel from its 4 table entries c = [mult, s, ra, bias]: shift = 32 + s
+ * (0 <= s <= 30), ra = 2^(s-1) (0 when s = 0); out = [zero point, lo, hi, fast]. fast (ops/qarm.py
+ * `fast_requant`): every s >= 1 and no sum of the layer can be a tie, so that the rounding is SMMLA's
+ * multiply-high plus 2^(s-1), then an arithmetic shift by s. Otherwise floor((p + 2^(k-1)) / 2^k) for
+ * p = acc * mult, k = 32 + s, made even where that sum is a multiple of 2^k (a tie: quant.c rounds half
+ * to even). `fast` is a constant where the callers inline this, so each form is its own loop. */
+EMBER_INLINE int32_t ember_qa_smmla(int32_t a, int32_t b, int32_t ra) { /* (a * b + ra * 2^32) >> 32 */
 #if EMBER_HAVE_ARM_DSP
     int32_t r;
     __asm__("smmla %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(ra));
@@ -69,28 +57,24 @@ EMBER_INLINE int32_t ember_qa_smmla(int32_t a, int32_t b, int32_t ra) {
     return (int32_t)(((int64_t)a * b + ((int64_t)ra << 32)) >> 32);
 #endif
 }
-/* floor((p + 2^(k-1)) / 2^k) for p = acc * mult, k = 32 + s, made even where that sum is a multiple of
- * 2^k (a tie: quant.c rounds half to even); the fast form where no tie can occur. */
-EMBER_INLINE uint8_t ember_qa_requant(int32_t acc, const ember_qa_rq *q) {
+EMBER_INLINE uint8_t ember_qa_requant(int32_t acc, const int32_t *c, int32_t zp, int32_t lo, int32_t hi, int fast) {
     int32_t r;
-    if (q->fast) {
-        r = ember_qa_smmla(acc, q->mult, q->ra) >> q->s;
+    if (fast) {
+        r = ember_qa_smmla(acc, c[0], c[2]) >> c[1];
     } else {
-        const int64_t p = (int64_t)acc * q->mult + q->rnd;
+        const int64_t p = (int64_t)acc * c[0] + ((int64_t)1 << (31 + c[1]));
         const int32_t h = (int32_t)(p >> 32);
-        r = h >> q->s;
-        if (((uint32_t)p | ((uint32_t)h & ((1u << q->s) - 1u))) == 0) r &= ~1;
+        r = h >> c[1];
+        if (((uint32_t)p | ((uint32_t)h & ((1u << c[1]) - 1u))) == 0) r &= ~1;
     }
-    r += q->zp;
-    return (uint8_t)(r < q->lo ? q->lo : r > q->hi ? q->hi : r);
+    r += zp;
+    return (uint8_t)(r < lo ? lo : r > hi ? hi : r);
 }
 /* Weights W (dsp_weights): output channels in pairs, each pair's rows interleaved a word (4 k) at a
  * time, so that one LDRD reads both rows' words; an odd last channel is paired with a zero row.
- * Columns (int16, two pixels or rows of A): per 4 k, the words (k0,k1) of both, then (k2,k3) of both, so
- * that one LDRD reads the two columns' words. This keeps the loop's live values (2 pointers, 4 sums, 2
- * weight words, 2 column words, an unpacked pair) within the core's registers: no spills.
- * Index of k of column j (0 or 1) in such an int16 buffer: */
-#define EMBER_QA_CIX(k, j) ((((k) >> 2) << 3) + (((k) >> 1) & 1) * 4 + (j) * 2 + ((k) & 1))
+ * Columns (int16, two pixels or rows of A; ember_qa_pair_cols): per 4 k, the words (k0,k1) of both, then
+ * (k2,k3) of both, so that one LDRD reads the two columns' words. This keeps the loop's live values
+ * (2 pointers, 4 sums, 2 weight words, 2 column words, an unpacked pair) within the core's registers. */
 /* The four sums of a channel pair (wp: its G = Kp / 4 word pairs) and a column pair, from acc. */
 EMBER_INLINE void ember_qa_dot22(int32_t acc[4], const int8_t *wp, const int16_t *cols, int G) {
     const ember_qa_u32 *w = (const ember_qa_u32 *)(const void *)wp, *x = (const ember_qa_u32 *)(const void *)cols;
@@ -150,26 +134,30 @@ EMBER_INLINE void ember_qa_dot22(int32_t acc[4], const int8_t *wp, const int16_t
     acc[3] = a11;
 }
 /* y[m * rs + j * cs] for the M output channels and the n (1 or 2) columns of cols. */
-static void ember_qa_gemm2(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n, const int8_t *W, int M, int Kp,
-                           const int16_t *cols, const int32_t *bias, const int32_t *rq, const int32_t *out) {
+EMBER_INLINE void ember_qa_gemm2_t(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n, const int8_t *W, int M, int Kp,
+                                   const int16_t *cols, const int32_t *rq, const int32_t *out, int fast) {
+    const int32_t zp = out[0], lo = out[1], hi = out[2];
     int m;
-    for (m = 0; m < M; m += 2) {
+    for (m = 0; m < M; m += 2, y += 2 * rs, W += 2 * Kp, rq += 8) {
         const int two = m + 1 < M;
-        const int32_t b0 = bias ? bias[m] : 0, b1 = bias && two ? bias[m + 1] : 0;
         int32_t acc[4];
-        ember_qa_rq q;
-        acc[0] = acc[1] = b0;
-        acc[2] = acc[3] = b1;
-        ember_qa_dot22(acc, W + (ptrdiff_t)m * Kp, cols, Kp / 4);
-        ember_qa_rq_init(&q, rq, m, out);
-        y[m * rs] = ember_qa_requant(acc[0], &q);
-        if (n > 1) y[m * rs + cs] = ember_qa_requant(acc[1], &q);
+        acc[0] = acc[1] = rq[3];
+        acc[2] = acc[3] = two ? rq[7] : 0;
+        ember_qa_dot22(acc, W, cols, Kp / 4);
+        y[0] = ember_qa_requant(acc[0], rq, zp, lo, hi, fast);
+        if (n > 1) y[cs] = ember_qa_requant(acc[1], rq, zp, lo, hi, fast);
         if (two) {
-            ember_qa_rq_init(&q, rq, m + 1, out);
-            y[(m + 1) * rs] = ember_qa_requant(acc[2], &q);
-            if (n > 1) y[(m + 1) * rs + cs] = ember_qa_requant(acc[3], &q);
+            y[rs] = ember_qa_requant(acc[2], rq + 4, zp, lo, hi, fast);
+            if (n > 1) y[rs + cs] = ember_qa_requant(acc[3], rq + 4, zp, lo, hi, fast);
         }
     }
+}
+EMBER_UNUSED static void ember_qa_gemm2(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n, const int8_t *W, int M, int Kp,
+                           const int16_t *cols, const int32_t *rq, const int32_t *out) {
+    if (out[3])
+        ember_qa_gemm2_t(y, rs, cs, n, W, M, Kp, cols, rq, out, 1);
+    else
+        ember_qa_gemm2_t(y, rs, cs, n, W, M, Kp, cols, rq, out, 0);
 }
 /* Byte b of an int8 (flip 0x80) or uint8 (flip 0) tensor minus the zero point: (b ^ flip) - z2, where
  * z2 = zero point + (flip ? 128 : 0). */
@@ -177,7 +165,7 @@ static void ember_qa_gemm2(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n, const 
 /* dst[i] = EMBER_QA_VAL(src[i]) for i < n: with the DSP extension four bytes per word, widened by UXTB16
  * into two halfword pairs, repaired to byte order by PKHBT/PKHTB, the zero point taken from both lanes by
  * SSUB16. Unaligned words: Cortex-M3 and up read and write them in normal memory. */
-static void ember_qa_widen(int16_t *EMBER_RESTRICT dst, const uint8_t *EMBER_RESTRICT src, int n, uint32_t flip,
+EMBER_UNUSED static void ember_qa_widen(int16_t *EMBER_RESTRICT dst, const uint8_t *EMBER_RESTRICT src, int n, uint32_t flip,
                            int32_t z2) {
     int i = 0;
 #if EMBER_HAVE_ARM_DSP
@@ -197,48 +185,77 @@ static void ember_qa_widen(int16_t *EMBER_RESTRICT dst, const uint8_t *EMBER_RES
 #endif
     for (; i < n; ++i) dst[i] = EMBER_QA_VAL(src[i], flip, z2);
 }
+/* The columns t0, t1 (Kp int16 each, 4-byte aligned) as ember_qa_dot22 reads them: per 4 k, the words
+ * (k0,k1) of both, then (k2,k3) of both. */
+EMBER_UNUSED static void ember_qa_pair_cols(int16_t *EMBER_RESTRICT cols, const int16_t *t0, const int16_t *t1, int Kp) {
+    const uint32_t *a = (const uint32_t *)(const void *)t0, *b = (const uint32_t *)(const void *)t1;
+    uint32_t *d = (uint32_t *)(void *)cols;
+    int g;
+    for (g = 0; g < Kp / 4; ++g, a += 2, b += 2, d += 4) {
+        const uint32_t a0 = a[0], a1 = a[1], b0 = b[0], b1 = b[1];
+        d[0] = a0;
+        d[1] = b0;
+        d[2] = a1;
+        d[3] = b1;
+    }
+}
 /*@end*/
 
 /*@kernel ember_qarm_conv requires ember_qarm ember_conv_geo*/
-/* Column jc of cols (EMBER_QA_CIX): the window of output pixel oh, ow (in the order channel, kernel row,
- * kernel column) of image xn, minus the zero point, 0 where the window leaves the image; zero-padded to Kp. */
+/* col[0 .. Kp): the window of output pixel oh, ow of image xn (in the order channel, kernel row, kernel
+ * column) minus the zero point, 0 where it leaves the image, zero-padded to Kp. */
 static void ember_qa_col(int16_t *EMBER_RESTRICT col, const uint8_t *EMBER_RESTRICT xn, uint32_t flip, int32_t z2,
-                         const int32_t *p, int oh, int ow, int Kp, int jc) {
+                         const int32_t *p, int oh, int ow, int Kp) {
     const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], Wd = p[EMBER_GEO_IN_W];
     const int KH = p[EMBER_GEO_K_H], KW = p[EMBER_GEO_K_W], DH = p[EMBER_GEO_DIL_H], DW = p[EMBER_GEO_DIL_W];
     const int ih0 = oh * p[EMBER_GEO_STRIDE_H] - p[EMBER_GEO_PAD_H], iw0 = ow * p[EMBER_GEO_STRIDE_W] - p[EMBER_GEO_PAD_W];
-    const int inside = ih0 >= 0 && iw0 >= 0 && ih0 + (KH - 1) * DH < H && iw0 + (KW - 1) * DW < Wd;
-    int c, i, j, k = 0;
-    for (c = 0; c < C; ++c) {
-        const uint8_t *xc = xn + (ptrdiff_t)c * H * Wd;
-        for (i = 0; i < KH; ++i) {
-            const int ih = ih0 + i * DH;
-            const uint8_t *xr = xc + (ptrdiff_t)ih * Wd + iw0;
-            if (inside) {
-                for (j = 0; j < KW; ++j, ++k) col[EMBER_QA_CIX(k, jc)] = EMBER_QA_VAL(xr[j * DW], flip, z2);
-            } else {
-                for (j = 0; j < KW; ++j, ++k) {
+    const ptrdiff_t S = (ptrdiff_t)H * Wd;
+    int16_t *d = col, *const end = col + Kp;
+    int c, i, j;
+    if (ih0 >= 0 && iw0 >= 0 && ih0 + (KH - 1) * DH < H && iw0 + (KW - 1) * DW < Wd) {
+        const uint8_t *xc = xn + (ptrdiff_t)ih0 * Wd + iw0;
+        if (KW == 3 && DW == 1) { /* the common 3-wide window: no inner loop */
+            for (c = 0; c < C; ++c, xc += S)
+                for (i = 0; i < KH; ++i, d += 3) {
+                    const uint8_t *xr = xc + (ptrdiff_t)i * DH * Wd;
+                    d[0] = EMBER_QA_VAL(xr[0], flip, z2);
+                    d[1] = EMBER_QA_VAL(xr[1], flip, z2);
+                    d[2] = EMBER_QA_VAL(xr[2], flip, z2);
+                }
+        } else {
+            for (c = 0; c < C; ++c, xc += S)
+                for (i = 0; i < KH; ++i) {
+                    const uint8_t *xr = xc + (ptrdiff_t)i * DH * Wd;
+                    for (j = 0; j < KW; ++j) *d++ = EMBER_QA_VAL(xr[j * DW], flip, z2);
+                }
+        }
+    } else {
+        for (c = 0; c < C; ++c)
+            for (i = 0; i < KH; ++i) {
+                const int ih = ih0 + i * DH;
+                const uint8_t *xr = xn + c * S + (ptrdiff_t)ih * Wd;
+                for (j = 0; j < KW; ++j) {
                     const int iw = iw0 + j * DW;
-                    col[EMBER_QA_CIX(k, jc)] = ih >= 0 && ih < H && iw >= 0 && iw < Wd ? EMBER_QA_VAL(xr[j * DW], flip, z2) : 0;
+                    *d++ = ih >= 0 && ih < H && iw >= 0 && iw < Wd ? EMBER_QA_VAL(xr[iw], flip, z2) : 0;
                 }
             }
-        }
     }
-    for (; k < Kp; ++k) col[EMBER_QA_CIX(k, jc)] = 0;
+    while (d != end) *d++ = 0;
 }
 /* Convolution (2-D, one group) of N images: y[n][m][pixel] requantised from W (M x Kp, dsp_weights) times
- * the windows, two output pixels at a time. cols: 4 * Kp bytes of scratch. A 1x1 stride-1 unpadded
- * convolution reads its columns straight from the channel planes. */
+ * the windows, two output pixels at a time: their columns built plainly in t (2 x Kp int16), then
+ * interleaved into cols (ember_qa_pair_cols). A 1x1 stride-1 unpadded convolution reads its columns
+ * straight from the channel planes. Scratch: cols then t, 8 * Kp bytes. */
 static void ember_qarm_conv(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N, int M,
-                            const int8_t *W, const int32_t *bias, const int32_t *rq, const int32_t *out,
-                            int16_t *cols) {
+                            const int8_t *W, const int32_t *rq, const int32_t *out, int16_t *cols) {
     const int C = p[EMBER_GEO_C], OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W];
     const int K = C * p[EMBER_GEO_K_H] * p[EMBER_GEO_K_W], Kp = (K + 3) & ~3, P = OH * OW;
     const ptrdiff_t S = (ptrdiff_t)p[EMBER_GEO_IN_H] * p[EMBER_GEO_IN_W];
     const int direct = K == C && S == P && p[EMBER_GEO_PAD_H] == 0 && p[EMBER_GEO_PAD_W] == 0;
     const uint32_t flip = sgn ? 0x80u : 0u;
     const int32_t z2 = xz + (sgn ? 128 : 0);
-    int n, q, c;
+    int16_t *t0 = cols + 2 * Kp, *t1 = t0 + Kp;
+    int n, q, c, oh = 0, ow = 0;
     for (n = 0; n < N; ++n) {
         const uint8_t *xn = x + (ptrdiff_t)n * C * S;
         uint8_t *yn = y + (ptrdiff_t)n * M * P;
@@ -247,122 +264,157 @@ static void ember_qarm_conv(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, c
             if (direct) {
                 const uint8_t *xq = xn + q;
                 for (c = 0; c < C; ++c, xq += S) {
-                    cols[EMBER_QA_CIX(c, 0)] = EMBER_QA_VAL(xq[0], flip, z2);
-                    cols[EMBER_QA_CIX(c, 1)] = two ? EMBER_QA_VAL(xq[1], flip, z2) : 0;
+                    t0[c] = EMBER_QA_VAL(xq[0], flip, z2);
+                    t1[c] = EMBER_QA_VAL(xq[two], flip, z2);
                 }
-                for (; c < Kp; ++c) cols[EMBER_QA_CIX(c, 0)] = cols[EMBER_QA_CIX(c, 1)] = 0;
+                for (; c < Kp; ++c) t0[c] = t1[c] = 0;
             } else {
-                ember_qa_col(cols, xn, flip, z2, p, q / OW, q % OW, Kp, 0);
-                if (two) ember_qa_col(cols, xn, flip, z2, p, (q + 1) / OW, (q + 1) % OW, Kp, 1);
-                else
-                    for (c = 0; c < Kp; ++c) cols[EMBER_QA_CIX(c, 1)] = 0;
+                ember_qa_col(t0, xn, flip, z2, p, oh, ow, Kp);
+                if (++ow == OW) ow = 0, ++oh;
+                if (two) {
+                    ember_qa_col(t1, xn, flip, z2, p, oh, ow, Kp);
+                    if (++ow == OW) ow = 0, ++oh;
+                }
             }
-            ember_qa_gemm2(yn + q, P, 1, 1 + two, W, M, Kp, cols, bias, rq, out);
+            ember_qa_pair_cols(cols, t0, two ? t1 : t0, Kp);
+            ember_qa_gemm2(yn + q, P, 1, 1 + two, W, M, Kp, cols, rq, out);
         }
+        oh = ow = 0;
     }
 }
 /*@end*/
 
 /*@kernel ember_qarm_fc requires ember_qarm*/
 /* Fully connected: y[r][n] requantised from sum_k (a[r][k] - zero point) W[n][k] + bias[n], rows of A in
- * pairs (the two columns of ember_qa_gemm2). cols: 4 * Kp bytes of scratch. */
+ * pairs (the two columns of ember_qa_gemm2). Scratch: cols then two plain columns, 8 * Kp bytes. */
 static void ember_qarm_fc(uint8_t *y, const uint8_t *a, int sgn, int32_t az, int R, int Nout, int K,
-                          const int8_t *W, const int32_t *bias, const int32_t *rq, const int32_t *out, int16_t *cols) {
+                          const int8_t *W, const int32_t *rq, const int32_t *out, int16_t *cols) {
     const int Kp = (K + 3) & ~3;
     const uint32_t flip = sgn ? 0x80u : 0u;
     const int32_t z2 = az + (sgn ? 128 : 0);
+    int16_t *t0 = cols + 2 * Kp, *t1 = t0 + Kp;
     int r, k;
     for (r = 0; r < R; r += 2) {
         const int two = r + 1 < R;
         const uint8_t *a0 = a + (ptrdiff_t)r * K;
-        for (k = 0; k < K; ++k) {
-            cols[EMBER_QA_CIX(k, 0)] = EMBER_QA_VAL(a0[k], flip, z2);
-            cols[EMBER_QA_CIX(k, 1)] = two ? EMBER_QA_VAL(a0[K + k], flip, z2) : 0;
+        ember_qa_widen(t0, a0, K, flip, z2);
+        for (k = K; k < Kp; ++k) t0[k] = 0;
+        if (two) {
+            ember_qa_widen(t1, a0 + K, K, flip, z2);
+            for (k = K; k < Kp; ++k) t1[k] = 0;
         }
-        for (; k < Kp; ++k) cols[EMBER_QA_CIX(k, 0)] = cols[EMBER_QA_CIX(k, 1)] = 0;
-        ember_qa_gemm2(y + (ptrdiff_t)r * Nout, 1, Nout, 1 + two, W, Nout, Kp, cols, bias, rq, out);
+        ember_qa_pair_cols(cols, t0, two ? t1 : t0, Kp);
+        ember_qa_gemm2(y + (ptrdiff_t)r * Nout, 1, Nout, 1 + two, W, Nout, Kp, cols, rq, out);
     }
 }
 /*@end*/
 
 /*@kernel ember_qarm_dw3 requires ember_qarm ember_conv_geo*/
+/* Outputs ow, ow + 1 of a stride-1 3x3 window: *a0, *a1 plus three plane rows (from p, Wp int16 apart,
+ * p 4-byte aligned) times wv = per kernel row the pairs (w0,w1) (w2,0) (0,w0) (w1,w2). */
+EMBER_INLINE void ember_qa_dw3_pair(int32_t *a0, int32_t *a1, const int16_t *p, int Wp, const uint32_t *wv) {
+    int32_t s0 = *a0, s1 = *a1;
+#if EMBER_HAVE_ARM_DSP
+    /* 24 instructions for 18 multiply-adds; in assembly: the compiler spills around the 12 weight words. */
+    uint32_t x0, x1, wa, wb;
+    const int16_t *q;
+    __asm__("ldrd %[x0], %[x1], [%[p]]\n\t"
+            "ldrd %[wa], %[wb], [%[wv]]\n\t"
+            "smlad %[s0], %[x0], %[wa], %[s0]\n\t"
+            "smlad %[s0], %[x1], %[wb], %[s0]\n\t"
+            "ldrd %[wa], %[wb], [%[wv], #8]\n\t"
+            "smlad %[s1], %[x0], %[wa], %[s1]\n\t"
+            "smlad %[s1], %[x1], %[wb], %[s1]\n\t"
+            "add %[q], %[p], %[rs]\n\t"
+            "ldrd %[x0], %[x1], [%[q]]\n\t"
+            "ldrd %[wa], %[wb], [%[wv], #16]\n\t"
+            "smlad %[s0], %[x0], %[wa], %[s0]\n\t"
+            "smlad %[s0], %[x1], %[wb], %[s0]\n\t"
+            "ldrd %[wa], %[wb], [%[wv], #24]\n\t"
+            "smlad %[s1], %[x0], %[wa], %[s1]\n\t"
+            "smlad %[s1], %[x1], %[wb], %[s1]\n\t"
+            "add %[q], %[q], %[rs]\n\t"
+            "ldrd %[x0], %[x1], [%[q]]\n\t"
+            "ldrd %[wa], %[wb], [%[wv], #32]\n\t"
+            "smlad %[s0], %[x0], %[wa], %[s0]\n\t"
+            "smlad %[s0], %[x1], %[wb], %[s0]\n\t"
+            "ldrd %[wa], %[wb], [%[wv], #40]\n\t"
+            "smlad %[s1], %[x0], %[wa], %[s1]\n\t"
+            "smlad %[s1], %[x1], %[wb], %[s1]"
+            : [s0] "+r"(s0), [s1] "+r"(s1), [x0] "=&r"(x0), [x1] "=&r"(x1), [wa] "=&r"(wa), [wb] "=&r"(wb),
+              [q] "=&r"(q)
+            : [p] "r"(p), [rs] "r"(2 * Wp), [wv] "r"(wv)
+            : "memory");
+#else
+    int i;
+    for (i = 0; i < 3; ++i, p += Wp) {
+        const uint32_t x0 = *(const ember_qa_u32 *)(const void *)p, x1 = *(const ember_qa_u32 *)(const void *)(p + 2);
+        s0 = ember_qa_smlad(x1, wv[4 * i + 1], ember_qa_smlad(x0, wv[4 * i], s0));
+        s1 = ember_qa_smlad(x1, wv[4 * i + 3], ember_qa_smlad(x0, wv[4 * i + 2], s1));
+    }
+#endif
+    *a0 = s0;
+    *a1 = s1;
+}
 /* Depthwise 3x3 (channel multiplier 1, dilation 1, any stride and padding) of N images. Each channel is
- * widened into a zero-padded int16 plane (plane: ember_qarm_dw3_scratch bytes), whose rows SMLAD reads
- * two pixels per word. Stride 1 makes two outputs per step from two words per kernel row, with the
- * row's weights as the pairs (w0,w1) (w2,0) for the first output and (0,w0) (w1,w2) for the second;
- * other strides one output from a word and a halfword per row. Wt: C x 9 int16. */
-static void ember_qarm_dw3(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
-                           const int16_t *Wt, const int32_t *bias, const int32_t *rq, const int32_t *out,
-                           int16_t *plane) {
+ * widened into a zero-padded int16 plane (plane: ops/qarm.py conv_scratch bytes; its border is zeroed
+ * once, as every channel's is the same), whose rows SMLAD reads two pixels per word. Stride 1 makes two
+ * outputs per step (ember_qa_dw3_pair), other strides one from a word and a halfword per kernel row.
+ * Wt: C x 9 int16; rq: per channel [mult, s, ra, bias] (ember_qa_requant). */
+EMBER_INLINE void ember_qa_dw3_t(uint8_t *y, const uint8_t *x, uint32_t flip, int32_t z2, const int32_t *p, int N,
+                                 const int16_t *Wt, const int32_t *rq, const int32_t *out, int16_t *plane, int fast) {
     const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], Wd = p[EMBER_GEO_IN_W];
     const int OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W], SH = p[EMBER_GEO_STRIDE_H], SW = p[EMBER_GEO_STRIDE_W];
     const int PH = p[EMBER_GEO_PAD_H], PW = p[EMBER_GEO_PAD_W];
     const int Hp = (OH - 1) * SH + 3, Wp = ((OW - 1) * SW + 5) & ~1;
-    const uint32_t flip = sgn ? 0x80u : 0u;
-    const int32_t z2 = xz + (sgn ? 128 : 0);
-    int n, c, r, j, oh, ow, i;
+    const int32_t zp = out[0], lo = out[1], hi = out[2];
+    const int r_end = H + PH < Hp ? H + PH : Hp, wd = Wd + PW < Wp ? Wd : Wp - PW;
+    int n, c, r, i, oh, ow;
+    for (i = 0; i < Hp * Wp; ++i) plane[i] = 0;
     for (n = 0; n < N; ++n)
-        for (c = 0; c < C; ++c) {
+        for (c = 0; c < C; ++c, rq += 4) {
             const uint8_t *xc = x + ((ptrdiff_t)n * C + c) * H * Wd;
-            uint8_t *yc = y + ((ptrdiff_t)n * C + c) * OH * OW;
+            uint8_t *yr = y + ((ptrdiff_t)n * C + c) * OH * OW;
             const int16_t *w = Wt + 9 * c;
-            uint32_t A[3], B[3], Cp[3], D[3];
-            ember_qa_rq q;
-            const int32_t b = bias ? bias[c] : 0;
-            ember_qa_rq_init(&q, rq, c, out);
-            for (r = 0; r < Hp; ++r) {
-                const int ih = r - PH;
-                int16_t *pr = plane + (ptrdiff_t)r * Wp;
-                const uint8_t *xr = xc + (ptrdiff_t)ih * Wd;
-                if (ih < 0 || ih >= H) {
-                    for (j = 0; j < Wp; ++j) pr[j] = 0;
-                    continue;
-                }
-                for (j = 0; j < PW; ++j) pr[j] = 0;
-                ember_qa_widen(pr + PW, xr, Wd, flip, z2);
-                for (j = PW + Wd; j < Wp; ++j) pr[j] = 0;
-            }
+            const int32_t b = rq[3];
+            uint32_t wv[12];
+            for (r = PH; r < r_end; ++r) ember_qa_widen(plane + (ptrdiff_t)r * Wp + PW, xc + (ptrdiff_t)(r - PH) * Wd, wd,
+                                                      flip, z2);
             for (i = 0; i < 3; ++i) {
                 const uint32_t w0 = (uint16_t)w[3 * i], w1 = (uint16_t)w[3 * i + 1], w2 = (uint16_t)w[3 * i + 2];
-                A[i] = w0 | w1 << 16;
-                B[i] = w2;
-                Cp[i] = w0 << 16;
-                D[i] = w1 | w2 << 16;
+                wv[4 * i] = w0 | w1 << 16;
+                wv[4 * i + 1] = w2;
+                wv[4 * i + 2] = w0 << 16;
+                wv[4 * i + 3] = w1 | w2 << 16;
             }
-            for (oh = 0; oh < OH; ++oh) {
-                const int16_t *r0 = plane + (ptrdiff_t)oh * SH * Wp, *r1 = r0 + Wp, *r2 = r1 + Wp;
-                uint8_t *yr = yc + (ptrdiff_t)oh * OW;
+            for (oh = 0; oh < OH; ++oh, yr += OW) {
+                const int16_t *r0 = plane + (ptrdiff_t)oh * SH * Wp;
                 if (SW == 1) {
                     for (ow = 0; ow < OW; ow += 2) {
-                        const ember_qa_u32 *u0 = (const ember_qa_u32 *)(const void *)(r0 + ow);
-                        const ember_qa_u32 *u1 = (const ember_qa_u32 *)(const void *)(r1 + ow);
-                        const ember_qa_u32 *u2 = (const ember_qa_u32 *)(const void *)(r2 + ow);
                         int32_t a0 = b, a1 = b;
-                        uint32_t lo = u0[0], hi = u0[1];
-                        a0 = ember_qa_smlad(hi, B[0], ember_qa_smlad(lo, A[0], a0));
-                        a1 = ember_qa_smlad(hi, D[0], ember_qa_smlad(lo, Cp[0], a1));
-                        lo = u1[0];
-                        hi = u1[1];
-                        a0 = ember_qa_smlad(hi, B[1], ember_qa_smlad(lo, A[1], a0));
-                        a1 = ember_qa_smlad(hi, D[1], ember_qa_smlad(lo, Cp[1], a1));
-                        lo = u2[0];
-                        hi = u2[1];
-                        a0 = ember_qa_smlad(hi, B[2], ember_qa_smlad(lo, A[2], a0));
-                        a1 = ember_qa_smlad(hi, D[2], ember_qa_smlad(lo, Cp[2], a1));
-                        yr[ow] = ember_qa_requant(a0, &q);
-                        if (ow + 1 < OW) yr[ow + 1] = ember_qa_requant(a1, &q);
+                        ember_qa_dw3_pair(&a0, &a1, r0 + ow, Wp, wv);
+                        yr[ow] = ember_qa_requant(a0, rq, zp, lo, hi, fast);
+                        if (ow + 1 < OW) yr[ow + 1] = ember_qa_requant(a1, rq, zp, lo, hi, fast);
                     }
                 } else {
                     for (ow = 0; ow < OW; ++ow) {
-                        const int16_t *s0 = r0 + ow * SW, *s1 = r1 + ow * SW, *s2 = r2 + ow * SW;
+                        const int16_t *s0 = r0 + ow * SW;
                         int32_t a = b;
-                        a = ember_qa_smlad(*(const ember_qa_u32 *)(const void *)s0, A[0], a) + s0[2] * (int16_t)B[0];
-                        a = ember_qa_smlad(*(const ember_qa_u32 *)(const void *)s1, A[1], a) + s1[2] * (int16_t)B[1];
-                        a = ember_qa_smlad(*(const ember_qa_u32 *)(const void *)s2, A[2], a) + s2[2] * (int16_t)B[2];
-                        yr[ow] = ember_qa_requant(a, &q);
+                        for (i = 0; i < 3; ++i, s0 += Wp)
+                            a = ember_qa_smlad(*(const ember_qa_u32 *)(const void *)s0, wv[4 * i], a) + s0[2] * w[3 * i + 2];
+                        yr[ow] = ember_qa_requant(a, rq, zp, lo, hi, fast);
                     }
                 }
             }
         }
+}
+static void ember_qarm_dw3(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
+                           const int16_t *Wt, const int32_t *rq, const int32_t *out, int16_t *plane) {
+    const uint32_t flip = sgn ? 0x80u : 0u;
+    const int32_t z2 = xz + (sgn ? 128 : 0);
+    if (out[3])
+        ember_qa_dw3_t(y, x, flip, z2, p, N, Wt, rq, out, plane, 1);
+    else
+        ember_qa_dw3_t(y, x, flip, z2, p, N, Wt, rq, out, plane, 0);
 }
 /*@end*/
