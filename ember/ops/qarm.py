@@ -20,19 +20,18 @@ from ember.ops.matmul import present
 DSP = "dsp"
 
 
-def rq_pairs(requant: object, bias: tuple[int, ...] | None = None) -> list[int] | None:
-    """Per channel [mult, s, ra, bias] for qarm.c's requantisation (ember_qa_requant), which takes shifts
-    32 + s, s = 0..30 (real multipliers below 0.5, as requantising a sum of products has), ra = 2^(s-1);
-    None when a channel's multiplier is larger. A multiplier of 0 (zero scale) is any shift: 32."""
+def rq_table(requant: object, bias: tuple[int, ...] | None, fast: bool) -> list[int]:
+    """Per channel [mult, sh, ra, bias] for qarm.c's ember_qa_requant: with `fast`, sh = shift - 32 and
+    ra = 2^(sh-1); otherwise sh = shift and ra unused. A multiplier of 0 (zero scale) gives 0 either way."""
     out: list[int] = []
     for i, (m, s) in enumerate(zip(requant.mult, requant.shift, strict=True)):  # type: ignore[attr-defined]
         b = 0 if bias is None else int(bias[i])
         if m == 0:
-            out += [0, 0, 0, b]
-        elif 32 <= s <= 62:
-            out += [int(m), int(s) - 32, 1 << (s - 33) if s > 32 else 0, b]
+            out += [0, 1, 1, b]
+        elif fast:
+            out += [int(m), int(s) - 32, 1 << (s - 33), b]
         else:
-            return None
+            out += [int(m), int(s), 0, b]
     return out
 
 
@@ -90,13 +89,12 @@ def _tables(node: Node, k: KernelEmitter, w_rows: np.ndarray) -> tuple[str, str]
     order), for the sums' bound."""
     q = node.attrs["_q"]
     rq = q.requant
-    pairs = rq_pairs(rq, q.bias)
-    assert pairs is not None, node.name  # the pass admitted only such layers
     bound = np.abs(np.asarray(w_rows, np.int64)).sum(axis=1) * 255
     if q.bias is not None:
         bound = bound + np.abs(np.asarray(q.bias, np.int64))
-    fast = int(fast_requant(rq, bound))
-    return k.table(pairs, DType.INT32), k.table([rq.zp, rq.lo, rq.hi, fast], DType.INT32)
+    fast = fast_requant(rq, bound)
+    return (k.table(rq_table(rq, q.bias, fast), DType.INT32),
+            k.table([rq.zp, rq.lo, rq.hi, int(fast)], DType.INT32))
 
 
 def _zp(node: Node, k: KernelEmitter) -> str:

@@ -1,10 +1,10 @@
 """Pick the Cortex-M integer kernels per layer from the target table, and store their weights as they read them.
 
-On a target whose `int8_isa` is "dsp" (Cortex-M4/M7/M33: SMLAD), a requantising QConv (2-D, one group, or
-depthwise 3x3) or a QMatMul of constant weights becomes kernels/qarm.c's variant when it computes the
-layer exactly: int8 weights with no per-row offset (qlinear.pack_weights' wofs) and requantisation shifts
-of 32..62 (ops/qarm.py rq_pairs). Its weights are replaced by the DSP lane order (qarm.dsp_weights); the
-others keep the portable kernels of qconv.c, so every layer stays bit-exact with the host build.
+On a target with the DSP extension (Target.dsp: Cortex-M4/M7/M33/M55, SMLAD), a requantising QConv (2-D,
+one group, or depthwise 3x3) or a QMatMul of constant weights becomes kernels/qarm.c's variant when its
+int8 weights need no per-row offset (qlinear.pack_weights' wofs). Its weights are replaced by the DSP
+lane order (qarm.dsp_weights); the other layers keep the portable kernels of qconv.c. Every path
+requantises exactly as quant.c does, so the bundle stays bit-exact with the host build.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from ember.ops.qlinear import QSpec, qconv_geometry
 
 def _admits(node: Node) -> bool:
     q = node.attrs.get("_q")
-    if not isinstance(q, QSpec) or q.requant is None or q.wofs is not None or qarm.rq_pairs(q.requant) is None:
+    if not isinstance(q, QSpec) or q.requant is None or q.wofs is not None:
         return False
     w = node.input(2)
     if w is None or not w.is_const:

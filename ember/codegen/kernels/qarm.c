@@ -42,12 +42,13 @@ EMBER_INLINE int32_t ember_qa_smlad(uint32_t a, uint32_t b, int32_t acc) {
     return acc + (int16_t)(a & 0xffffu) * (int16_t)(b & 0xffffu) + (int16_t)(a >> 16) * (int16_t)(b >> 16);
 }
 #endif
-/* Requantisation of one output channel from its 4 table entries c = [mult, s, ra, bias]: shift = 32 + s
- * (0 <= s <= 30), ra = 2^(s-1) (0 when s = 0); out = [zero point, lo, hi, fast]. fast (ops/qarm.py
- * `fast_requant`): every s >= 1 and no sum of the layer can be a tie, so that the rounding is SMMLA's
- * multiply-high plus 2^(s-1), then an arithmetic shift by s. Otherwise floor((p + 2^(k-1)) / 2^k) for
- * p = acc * mult, k = 32 + s, made even where that sum is a multiple of 2^k (a tie: quant.c rounds half
- * to even). `fast` is a constant where the callers inline this, so each form is its own loop. */
+/* Requantisation of one output channel from its 4 table entries c = [mult, sh, ra, bias] and out = [zero
+ * point, lo, hi, fast] (ops/qarm.py `rq_table`). fast (`fast_requant`): the real shift is 32 + sh with
+ * sh >= 1, ra = 2^(sh-1), and no sum of the layer can be a tie, so that rounding half up (SMMLA's
+ * multiply-high plus 2^(sh-1), then an arithmetic shift by sh) equals quant.c's half to even. Otherwise
+ * quant.c's own computation: sh is the shift (1..62), floor((p + 2^(sh-1)) / 2^sh) for p = acc * mult in
+ * 64 bits, made even where that sum is a multiple of 2^sh (a tie). `fast` is a constant where the callers
+ * inline this, so each form is a loop of its own. */
 EMBER_INLINE int32_t ember_qa_smmla(int32_t a, int32_t b, int32_t ra) { /* (a * b + ra * 2^32) >> 32 */
 #if EMBER_HAVE_ARM_DSP
     int32_t r;
@@ -62,10 +63,11 @@ EMBER_INLINE uint8_t ember_qa_requant(int32_t acc, const int32_t *c, int32_t zp,
     if (fast) {
         r = ember_qa_smmla(acc, c[0], c[2]) >> c[1];
     } else {
-        const int64_t p = (int64_t)acc * c[0] + ((int64_t)1 << (31 + c[1]));
-        const int32_t h = (int32_t)(p >> 32);
-        r = h >> c[1];
-        if (((uint32_t)p | ((uint32_t)h & ((1u << c[1]) - 1u))) == 0) r &= ~1;
+        const int64_t p = (int64_t)acc * c[0] + ((int64_t)1 << (c[1] - 1));
+        int64_t v = p >> c[1];
+        if ((p & (((int64_t)1 << c[1]) - 1)) == 0) v &= ~(int64_t)1;
+        v += zp;
+        return (uint8_t)(v < lo ? lo : v > hi ? hi : v);
     }
     r += zp;
     return (uint8_t)(r < lo ? lo : r > hi ? hi : r);
@@ -372,11 +374,12 @@ EMBER_INLINE void ember_qa_dw3_t(uint8_t *y, const uint8_t *x, uint32_t flip, in
     int n, c, r, i, oh, ow;
     for (i = 0; i < Hp * Wp; ++i) plane[i] = 0;
     for (n = 0; n < N; ++n)
-        for (c = 0; c < C; ++c, rq += 4) {
+        for (c = 0; c < C; ++c) {
+            const int32_t *cq = rq + 4 * c;
             const uint8_t *xc = x + ((ptrdiff_t)n * C + c) * H * Wd;
             uint8_t *yr = y + ((ptrdiff_t)n * C + c) * OH * OW;
             const int16_t *w = Wt + 9 * c;
-            const int32_t b = rq[3];
+            const int32_t b = cq[3];
             uint32_t wv[12];
             for (r = PH; r < r_end; ++r) ember_qa_widen(plane + (ptrdiff_t)r * Wp + PW, xc + (ptrdiff_t)(r - PH) * Wd, wd,
                                                       flip, z2);
@@ -393,8 +396,8 @@ EMBER_INLINE void ember_qa_dw3_t(uint8_t *y, const uint8_t *x, uint32_t flip, in
                     for (ow = 0; ow < OW; ow += 2) {
                         int32_t a0 = b, a1 = b;
                         ember_qa_dw3_pair(&a0, &a1, r0 + ow, Wp, wv);
-                        yr[ow] = ember_qa_requant(a0, rq, zp, lo, hi, fast);
-                        if (ow + 1 < OW) yr[ow + 1] = ember_qa_requant(a1, rq, zp, lo, hi, fast);
+                        yr[ow] = ember_qa_requant(a0, cq, zp, lo, hi, fast);
+                        if (ow + 1 < OW) yr[ow + 1] = ember_qa_requant(a1, cq, zp, lo, hi, fast);
                     }
                 } else {
                     for (ow = 0; ow < OW; ++ow) {
@@ -402,7 +405,7 @@ EMBER_INLINE void ember_qa_dw3_t(uint8_t *y, const uint8_t *x, uint32_t flip, in
                         int32_t a = b;
                         for (i = 0; i < 3; ++i, s0 += Wp)
                             a = ember_qa_smlad(*(const ember_qa_u32 *)(const void *)s0, wv[4 * i], a) + s0[2] * w[3 * i + 2];
-                        yr[ow] = ember_qa_requant(a, rq, zp, lo, hi, fast);
+                        yr[ow] = ember_qa_requant(a, cq, zp, lo, hi, fast);
                     }
                 }
             }
