@@ -61,7 +61,14 @@ EMBER_INLINE int32_t ember_qa_smmla(int32_t a, int32_t b, int32_t ra) { /* (a * 
 EMBER_INLINE uint8_t ember_qa_requant(int32_t acc, const int32_t *c, int32_t zp, int32_t lo, int32_t hi, int fast) {
     int32_t r;
     if (fast) {
-        r = ember_qa_smmla(acc, c[0], c[2]) >> c[1];
+        r = (ember_qa_smmla(acc, c[0], c[2]) >> c[1]) + zp;
+#if EMBER_HAVE_ARM_DSP
+        if (fast == 2) { /* the whole int8 range: one SSAT */
+            __asm__("ssat %0, #8, %1" : "=r"(r) : "r"(r));
+            return (uint8_t)r;
+        }
+#endif
+        return (uint8_t)(r < lo ? lo : r > hi ? hi : r);
     } else {
         const int64_t p = (int64_t)acc * c[0] + ((int64_t)1 << (c[1] - 1));
         int64_t v = p >> c[1];
@@ -69,8 +76,11 @@ EMBER_INLINE uint8_t ember_qa_requant(int32_t acc, const int32_t *c, int32_t zp,
         v += zp;
         return (uint8_t)(v < lo ? lo : v > hi ? hi : v);
     }
-    r += zp;
-    return (uint8_t)(r < lo ? lo : r > hi ? hi : r);
+}
+/* The requantisation form of a layer (the `fast` of ember_qa_requant): 0 exact, 1 fast, 2 fast onto the
+ * whole int8 range (no activation clamp narrower than int8 fused). */
+EMBER_INLINE int ember_qa_mode(const int32_t *out) {
+    return !out[3] ? 0 : out[1] == -128 && out[2] == 127 ? 2 : 1;
 }
 /* Weights W (dsp_weights): output channels in pairs, each pair's rows interleaved a word (4 k) at a
  * time, so that one LDRD reads both rows' words; an odd last channel is paired with a zero row.
@@ -135,7 +145,43 @@ EMBER_INLINE void ember_qa_dot22(int32_t acc[4], const int8_t *wp, const int16_t
     acc[2] = a10;
     acc[3] = a11;
 }
+/* The two sums of a channel pair (wp, as ember_qa_dot22) and one plain column x (Kp int16, 4-byte aligned),
+ * from acc: 12 instructions per 8 multiply-adds, where a pair of columns would waste half of them. */
+EMBER_INLINE void ember_qa_dot21(int32_t acc[2], const int8_t *wp, const int16_t *col, int G) {
+    const ember_qa_u32 *w = (const ember_qa_u32 *)(const void *)wp, *x = (const ember_qa_u32 *)(const void *)col;
+    const ember_qa_u32 *const end = w + 2 * G;
+    int32_t a0 = acc[0], a1 = acc[1];
+#if EMBER_HAVE_ARM_DSP
+    uint32_t wa, wb, x0, x1, t;
+    __asm__("1:\n\t"
+            "ldrd %[wa], %[wb], [%[w]], #8\n\t"
+            "ldrd %[x0], %[x1], [%[x]], #8\n\t"
+            "sxtb16 %[t], %[wa]\n\t"
+            "smlad %[a0], %[t], %[x0], %[a0]\n\t"
+            "sxtb16 %[t], %[wb]\n\t"
+            "smlad %[a1], %[t], %[x0], %[a1]\n\t"
+            "sxtb16 %[t], %[wa], ror #8\n\t"
+            "smlad %[a0], %[t], %[x1], %[a0]\n\t"
+            "sxtb16 %[t], %[wb], ror #8\n\t"
+            "smlad %[a1], %[t], %[x1], %[a1]\n\t"
+            "cmp %[w], %[end]\n\t"
+            "bne 1b"
+            : [a0] "+r"(a0), [a1] "+r"(a1), [w] "+r"(w), [x] "+r"(x), [wa] "=&r"(wa), [wb] "=&r"(wb),
+              [x0] "=&r"(x0), [x1] "=&r"(x1), [t] "=&r"(t)
+            : [end] "r"(end)
+            : "cc", "memory");
+#else
+    for (; w != end; w += 2, x += 2) {
+        a0 = ember_qa_smlad(ember_qa_sx13(w[0]), x[1], ember_qa_smlad(ember_qa_sx02(w[0]), x[0], a0));
+        a1 = ember_qa_smlad(ember_qa_sx13(w[1]), x[1], ember_qa_smlad(ember_qa_sx02(w[1]), x[0], a1));
+    }
+#endif
+    acc[0] = a0;
+    acc[1] = a1;
+}
 /* y[m * rs + j * cs] for the M output channels and the n (1 or 2) columns of cols. */
+/* y[m * rs + j * cs] for the M output channels and the n columns: two interleaved (ember_qa_pair_cols) in
+ * cols, or one plain column (n = 1). */
 EMBER_INLINE void ember_qa_gemm2_t(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n, const int8_t *W, int M, int Kp,
                                    const int16_t *cols, const int32_t *rq, const int32_t *out, int fast) {
     const int32_t zp = out[0], lo = out[1], hi = out[2];
@@ -143,20 +189,31 @@ EMBER_INLINE void ember_qa_gemm2_t(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n
     for (m = 0; m < M; m += 2, y += 2 * rs, W += 2 * Kp, rq += 8) {
         const int two = m + 1 < M;
         int32_t acc[4];
+        if (n == 1) {
+            acc[0] = rq[3];
+            acc[1] = two ? rq[7] : 0;
+            ember_qa_dot21(acc, W, cols, Kp / 4);
+            y[0] = ember_qa_requant(acc[0], rq, zp, lo, hi, fast);
+            if (two) y[rs] = ember_qa_requant(acc[1], rq + 4, zp, lo, hi, fast);
+            continue;
+        }
         acc[0] = acc[1] = rq[3];
         acc[2] = acc[3] = two ? rq[7] : 0;
         ember_qa_dot22(acc, W, cols, Kp / 4);
         y[0] = ember_qa_requant(acc[0], rq, zp, lo, hi, fast);
-        if (n > 1) y[cs] = ember_qa_requant(acc[1], rq, zp, lo, hi, fast);
+        y[cs] = ember_qa_requant(acc[1], rq, zp, lo, hi, fast);
         if (two) {
             y[rs] = ember_qa_requant(acc[2], rq + 4, zp, lo, hi, fast);
-            if (n > 1) y[rs + cs] = ember_qa_requant(acc[3], rq + 4, zp, lo, hi, fast);
+            y[rs + cs] = ember_qa_requant(acc[3], rq + 4, zp, lo, hi, fast);
         }
     }
 }
 EMBER_UNUSED static void ember_qa_gemm2(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n, const int8_t *W, int M, int Kp,
                            const int16_t *cols, const int32_t *rq, const int32_t *out) {
-    if (out[3])
+    const int mode = ember_qa_mode(out);
+    if (mode == 2)
+        ember_qa_gemm2_t(y, rs, cs, n, W, M, Kp, cols, rq, out, 2);
+    else if (mode == 1)
         ember_qa_gemm2_t(y, rs, cs, n, W, M, Kp, cols, rq, out, 1);
     else
         ember_qa_gemm2_t(y, rs, cs, n, W, M, Kp, cols, rq, out, 0);
@@ -278,8 +335,8 @@ static void ember_qarm_conv(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, c
                     if (++ow == OW) ow = 0, ++oh;
                 }
             }
-            ember_qa_pair_cols(cols, t0, two ? t1 : t0, Kp);
-            ember_qa_gemm2(yn + q, P, 1, 1 + two, W, M, Kp, cols, rq, out);
+            if (two) ember_qa_pair_cols(cols, t0, t1, Kp);
+            ember_qa_gemm2(yn + q, P, 1, 1 + two, W, M, Kp, two ? cols : t0, rq, out);
         }
         oh = ow = 0;
     }
@@ -305,8 +362,8 @@ static void ember_qarm_fc(uint8_t *y, const uint8_t *a, int sgn, int32_t az, int
             ember_qa_widen(t1, a0 + K, K, flip, z2);
             for (k = K; k < Kp; ++k) t1[k] = 0;
         }
-        ember_qa_pair_cols(cols, t0, two ? t1 : t0, Kp);
-        ember_qa_gemm2(y + (ptrdiff_t)r * Nout, 1, Nout, 1 + two, W, Nout, Kp, cols, rq, out);
+        if (two) ember_qa_pair_cols(cols, t0, t1, Kp);
+        ember_qa_gemm2(y + (ptrdiff_t)r * Nout, 1, Nout, 1 + two, W, Nout, Kp, two ? cols : t0, rq, out);
     }
 }
 /*@end*/
@@ -415,7 +472,10 @@ static void ember_qarm_dw3(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, co
                            const int16_t *Wt, const int32_t *rq, const int32_t *out, int16_t *plane) {
     const uint32_t flip = sgn ? 0x80u : 0u;
     const int32_t z2 = xz + (sgn ? 128 : 0);
-    if (out[3])
+    const int mode = ember_qa_mode(out);
+    if (mode == 2)
+        ember_qa_dw3_t(y, x, flip, z2, p, N, Wt, rq, out, plane, 2);
+    else if (mode == 1)
         ember_qa_dw3_t(y, x, flip, z2, p, N, Wt, rq, out, plane, 1);
     else
         ember_qa_dw3_t(y, x, flip, z2, p, N, Wt, rq, out, plane, 0);
