@@ -288,15 +288,21 @@ static void ember_qa_col(int16_t *EMBER_RESTRICT col, const uint8_t *EMBER_RESTR
                     for (j = 0; j < KW; ++j) *d++ = EMBER_QA_VAL(xr[j * DW], flip, z2);
                 }
         }
-    } else {
+    } else { /* the window's columns inside the image, [jlo, jhi), are the same for every row */
+        int jlo = 0, jhi = KW;
+        while (jlo < KW && iw0 + jlo * DW < 0) ++jlo;
+        while (jhi > jlo && iw0 + (jhi - 1) * DW >= Wd) --jhi;
         for (c = 0; c < C; ++c)
             for (i = 0; i < KH; ++i) {
                 const int ih = ih0 + i * DH;
-                const uint8_t *xr = xn + c * S + (ptrdiff_t)ih * Wd;
-                for (j = 0; j < KW; ++j) {
-                    const int iw = iw0 + j * DW;
-                    *d++ = ih >= 0 && ih < H && iw >= 0 && iw < Wd ? EMBER_QA_VAL(xr[iw], flip, z2) : 0;
+                const uint8_t *xr = xn + c * S + (ptrdiff_t)ih * Wd + iw0;
+                if (ih < 0 || ih >= H) {
+                    for (j = 0; j < KW; ++j) *d++ = 0;
+                    continue;
                 }
+                for (j = 0; j < jlo; ++j) *d++ = 0;
+                for (; j < jhi; ++j) *d++ = EMBER_QA_VAL(xr[j * DW], flip, z2);
+                for (; j < KW; ++j) *d++ = 0;
             }
     }
     while (d != end) *d++ = 0;
