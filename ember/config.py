@@ -51,6 +51,8 @@ class CompileOptions:
     weights: str | None = None  # fp16 | bf16 | int8: weight-only compression of a float bundle
     # Largest total of the three memory regions, bytes; None: 4 GiB for host, the address space otherwise.
     max_memory: int | None = None
+    # Largest RAM the bundle may use: the mutable region (inputs, outputs) plus the activations; None: no limit.
+    ram_limit: int | None = None
 
     def __post_init__(self) -> None:
         if self.api not in ("static", "dynamic"):
@@ -71,6 +73,9 @@ class CompileOptions:
         object.__setattr__(self, "consts", {k: const_array(k, v) for k, v in self.consts.items()})
         if self.max_memory is not None and (not isinstance(self.max_memory, int) or self.max_memory <= 0):
             raise OptionError(f"--max-memory {self.max_memory}: must be a positive number of bytes")
+        if self.ram_limit is not None and (not isinstance(self.ram_limit, int) or isinstance(self.ram_limit, bool)
+                                           or self.ram_limit <= 0):
+            raise OptionError(f"--ram-limit {self.ram_limit}: must be a positive number of bytes")
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)

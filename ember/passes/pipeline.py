@@ -22,6 +22,7 @@ from ember.passes.int4_matmul import pack_int4_matmuls
 from ember.passes.int8_layout import choose_int8_layout
 from ember.passes.manager import PassFn, each_graph
 from ember.passes.mcu_kernels import choose_mcu_kernels
+from ember.passes.schedule import schedule_for_memory
 from ember.passes.simplify import materialize_outputs, remove_identities
 from ember.passes.transposes import optimize_transposes
 from ember.passes.widen_dtypes import widen_storage_types
@@ -78,7 +79,8 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
     """The passes of one lowering, in order.
 
     float passes -> [quantize: QDQ rewrite] -> fold_qdq -> dead nodes -> [weight compression]
-    -> elementwise fusion -> outputs -> [conv algorithms, int8 layout: host/Linux at -O2 and up].
+    -> elementwise fusion -> outputs -> [conv algorithms, int8 layout: host/Linux at -O2 and up]
+    -> operator order for memory.
     """
     passes: Pipeline = [(name, fn) for name, fn, _ in _FLOAT]
     if purpose is Purpose.FLOAT:
@@ -106,8 +108,12 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
         passes.append(("choose_conv_algorithms", choose_conv_algorithms))
         passes.append(("choose_int8_layout", choose_int8_layout))
     if int8_isa:
-        # Last: the integer nodes and their weights are final. `int8_isa`: the target's (Target.dsp).
+        # Once the integer nodes and their weights are final; before scheduling, which reads the scratch
+        # sizes of the kernels chosen here. `int8_isa`: the target's (Target.dsp).
         passes.append(("choose_mcu_kernels", each_graph(lambda g: choose_mcu_kernels(g, int8_isa))))
+    # Last, once every node, its scratch and its in-place chances are final: which branch of a branchy graph
+    # runs first decides how many tensors are alive at once (the activation region's size).
+    passes.append(("schedule_for_memory", schedule_for_memory))
     return passes
 
 
