@@ -120,7 +120,7 @@ def lower(model_path: str, options: CompileOptions, purpose: Purpose = Purpose.B
     say = phase if phase is not None else (lambda _label: None)
     t0 = time.perf_counter()
     say("loading and optimizing")
-    graph, pm, sha = build_graph(model_path, options, purpose, target.kind, int8_isa="dsp" if target.dsp else "")
+    graph, pm, sha = build_graph(model_path, options, purpose, target.kind, int8_isa=target.int8_isa)
     t1 = time.perf_counter()
     say("planning memory")
     check_network_name(graph.name)

@@ -109,7 +109,7 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
         passes.append(("choose_int8_layout", choose_int8_layout))
     if int8_isa:
         # Once the integer nodes and their weights are final; before scheduling, which reads the scratch
-        # sizes of the kernels chosen here. `int8_isa`: the target's (Target.dsp).
+        # sizes of the kernels chosen here. `int8_isa`: the target's (Target.int8_isa).
         passes.append(("choose_mcu_kernels", each_graph(lambda g: choose_mcu_kernels(g, int8_isa))))
     # Last, once every node, its scratch and its in-place chances are final: which branch of a branchy graph
     # runs first decides how many tensors are alive at once (the activation region's size).

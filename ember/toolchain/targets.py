@@ -46,6 +46,11 @@ class Target:
     mve: bool = False
 
     @property
+    def int8_isa(self) -> str:
+        """The integer kernel set passes/mcu_kernels.py picks from: "mve", "dsp" or "" (portable)."""
+        return "mve" if self.mve else "dsp" if self.dsp else ""
+
+    @property
     def default_float_abi(self) -> str:
         return next(iter(self.float_abis))
 

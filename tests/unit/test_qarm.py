@@ -58,3 +58,12 @@ def test_dsp_weights_pair_rows_and_lane_order() -> None:
     assert flat[8:16].tolist() == [4, 0, 5, 0, 10, 0, 11, 0]
     # the odd last row is paired with a zero row
     assert flat[16:24].tolist() == [12, 14, 13, 15, 0, 0, 0, 0]
+
+
+def test_targets_name_their_integer_kernels() -> None:
+    from ember.toolchain.targets import get_target
+
+    isa = {t: get_target(t).int8_isa for t in ("cortex-m0", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55",
+                                               "riscv32", "armv7", "host")}
+    assert isa == {"cortex-m0": "", "cortex-m4": "dsp", "cortex-m7": "dsp", "cortex-m33": "dsp",
+                   "cortex-m55": "mve", "riscv32": "", "armv7": "", "host": ""}
