@@ -18,6 +18,7 @@ from ember.ops.conv import ConvGeometry
 from ember.ops.matmul import present
 
 DSP = "dsp"
+MVE = "mve"  # Helium: the convolution's product (ember_qarm_conv_mve); its other layers take DSP's kernels
 
 
 def rq_table(requant: object, bias: tuple[int, ...] | None, fast: bool) -> list[int]:
@@ -64,6 +65,14 @@ def dsp_weights(rows: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(words.transpose(0, 2, 1, 3).reshape(mp, kp))
 
 
+def mve_weights(rows: np.ndarray) -> np.ndarray:
+    """int8 rows M x K -> ceil(M/2)*2 x K8 (K rounded up to 8; rows and k zero padded), as VLDRB reads them."""
+    m, k = rows.shape
+    out = np.zeros(((m + 1) // 2 * 2, (k + 7) // 8 * 8), np.int8)
+    out[:m, :k] = rows
+    return out
+
+
 def _pair_rows(w: np.ndarray) -> np.ndarray:
     """dsp_weights' rows back in row order (each row's bytes still in lane order)."""
     mp, kp = w.shape
@@ -107,7 +116,7 @@ def conv_scratch(node: Node, g: ConvGeometry) -> int:
     if node.attrs["_q"].depthwise:
         (oh, ow), (sh, sw) = g.out_size[1:], g.strides[1:]
         return 2 * ((oh - 1) * sh + 3) * (((ow - 1) * sw + 5) // 2 * 2)
-    return 8 * ((g.channels * g.taps + 3) // 4 * 4)
+    return 8 * ((g.channels * g.taps + 7) // 8 * 8)
 
 
 def fc_scratch(k_dim: int) -> int:
@@ -117,14 +126,16 @@ def fc_scratch(k_dim: int) -> int:
 def lower_conv(node: Node, k: KernelEmitter, g: ConvGeometry) -> None:
     x, y = present(node.input(0)), present(node.outputs[0])
     w = present(node.input(2)).const
-    rq, out = _tables(node, k, w if node.attrs["_q"].depthwise else _pair_rows(w)[:y.shape[1]])
+    mve = node.attrs["_isa"] == MVE
+    rq, out = _tables(node, k, w[:y.shape[1]] if node.attrs["_q"].depthwise or mve else _pair_rows(w)[:y.shape[1]])
     geo = k.table(g.table(), DType.INT32)
     sgn = int(x.dtype is DType.INT8)
     if node.attrs["_q"].depthwise:
         k.call("ember_qarm_dw3", f"(uint8_t *){k.out(0)}", f"(const uint8_t *){k.inp(0)}", sgn, _zp(node, k), geo,
                x.shape[0], k.inp(2), rq, out, k.scratch("int16_t"))
         return
-    k.call("ember_qarm_conv", f"(uint8_t *){k.out(0)}", f"(const uint8_t *){k.inp(0)}", sgn, _zp(node, k), geo,
+    k.call("ember_qarm_conv_mve" if mve else "ember_qarm_conv", f"(uint8_t *){k.out(0)}",
+           f"(const uint8_t *){k.inp(0)}", sgn, _zp(node, k), geo,
            x.shape[0], y.shape[1], k.inp(2), rq, out, k.scratch("int16_t"))
 
 

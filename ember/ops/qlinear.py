@@ -215,7 +215,7 @@ def qconv_geometry(node: Node) -> ConvGeometry:
 def _qconv_scratch(node: Node) -> int:
     q: QSpec = node.attrs["_q"]
     y = present(node.outputs[0])
-    if node.attrs.get("_isa") == qarm.DSP:
+    if node.attrs.get("_isa") in (qarm.DSP, qarm.MVE):
         return qarm.conv_scratch(node, qconv_geometry(node))
     if q.depthwise:
         return 4 * _dw_work(node)
@@ -255,7 +255,7 @@ def _dw_work(node: Node) -> int:
 
 
 def lower_qconv(node: Node, k: KernelEmitter) -> None:
-    if node.attrs.get("_isa") == qarm.DSP:  # passes/mcu_kernels.py
+    if node.attrs.get("_isa") in (qarm.DSP, qarm.MVE):  # passes/mcu_kernels.py
         qarm.lower_conv(node, k, qconv_geometry(node))
         return
     q: QSpec = node.attrs["_q"]
@@ -298,7 +298,8 @@ def infer_qconv(node: Node) -> list[TensorType | None]:
 
 
 register(OpDef("QConv", lower=lower_qconv, scratch=_qconv_scratch,
-               kernels=("ember_qconv", "ember_qdwconv", "ember_qarm_conv", "ember_qarm_dw3"), infer=infer_qconv))
+               kernels=("ember_qconv", "ember_qdwconv", "ember_qarm_conv", "ember_qarm_dw3",
+                        "ember_qarm_conv_mve"), infer=infer_qconv))
 
 
 # QMatMul ---------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from ember.ops import qarm
 from ember.ops.matmul import present
 from ember.ops.qlinear import QSpec, qconv_geometry
 
-MVE = "mve"
+MVE = qarm.MVE
 
 
 def _admits(node: Node, isa: str) -> bool:
@@ -38,8 +38,8 @@ def _admits(node: Node, isa: str) -> bool:
 
 
 def choose_mcu_kernels(graph: Graph, isa: str) -> None:
-    """`isa`: Target.int8_isa. Helium cores ("mve") have the DSP extension too, and no kernels of their own
-    yet: they take the DSP kernels where those win."""
+    """`isa`: Target.int8_isa. Helium cores ("mve") have the DSP extension too: their convolutions take the
+    Helium product (ember_qarm_conv_mve), their depthwise layers the DSP kernel."""
     if isa not in (qarm.DSP, MVE):
         return
     for node in graph.nodes:
@@ -47,7 +47,8 @@ def choose_mcu_kernels(graph: Graph, isa: str) -> None:
             continue
         q: QSpec = node.attrs["_q"]
         w = present(node.input(2))
-        node.attrs["_isa"] = qarm.DSP
+        conv = node.op == "QConv" and not q.depthwise
+        node.attrs["_isa"] = MVE if isa == MVE and conv else qarm.DSP
         node.attrs["_rows"] = present(node.outputs[0]).shape[1 if node.op == "QConv" else -1]
         if node.op == "QConv" and q.depthwise:
             continue  # ember_qarm_dw3 reads qconv_inputs' int16 C x 9 weights as they are
@@ -56,4 +57,5 @@ def choose_mcu_kernels(graph: Graph, isa: str) -> None:
             rows = qarm.conv_rows(w.const, g.channels * g.taps, q.channels_last, g.taps)
         else:
             rows = w.const[:, :present(node.input(0)).shape[-1]]
-        node.inputs[2] = graph.constant(f"{node.name}_wdsp", qarm.dsp_weights(rows))
+        packed = qarm.mve_weights(rows) if node.attrs["_isa"] == MVE else qarm.dsp_weights(rows)
+        node.inputs[2] = graph.constant(f"{node.name}_w{node.attrs['_isa']}", packed)

@@ -1,5 +1,5 @@
-"""The Cortex-M DSP int8 kernels (kernels/qarm.c, picked by passes/mcu_kernels.py) run bare metal on QEMU,
-bit-identical to the host build: convolutions of odd channel counts, strides, asymmetric padding and a
+"""The Cortex-M DSP and Helium int8 kernels (kernels/qarm.c, picked by passes/mcu_kernels.py) run bare metal
+on QEMU, bit-identical to the host build: convolutions of odd channel counts, strides, asymmetric padding and a
 non-square kernel, depthwise 3x3 of stride 1 and 2 with odd widths, a 1x1, a fully-connected layer of odd
 sizes, two images (pairs of rows); and tests/ops/test_quant_ties.py's chain (uint8, power-of-two scales:
 many exact ties, the requantisation's exact form) against ONNX's reference.
@@ -59,10 +59,18 @@ def geometry_model() -> onnx.ModelProto:
 
 def _qarm_calls(bundle: ember.Bundle) -> dict[str, int]:
     text = (bundle.path / f"{bundle.name}.c").read_text()
-    return {k: text.count(f"    {k}(") for k in ("ember_qarm_conv", "ember_qarm_dw3", "ember_qarm_fc")}
+    return {k: text.count(f"    {k}(") for k in ("ember_qarm_conv", "ember_qarm_conv_mve", "ember_qarm_dw3",
+                                                   "ember_qarm_fc")}
 
 
-@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m33"])
+# The layers each core's kernels take: the M55's convolutions Helium's, its fully-connected layer the
+# portable (compiler-vectorized) one.
+CALLS = {"cortex-m4": {"ember_qarm_conv": 3, "ember_qarm_conv_mve": 0, "ember_qarm_dw3": 2, "ember_qarm_fc": 1},
+         "cortex-m55": {"ember_qarm_conv": 0, "ember_qarm_conv_mve": 3, "ember_qarm_dw3": 2, "ember_qarm_fc": 0}}
+CALLS["cortex-m33"] = CALLS["cortex-m4"]
+
+
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m33", "cortex-m55"])
 def test_geometry_int8_on_qemu_equals_host(tmp_path: Path, target: str) -> None:
     require_tools(target, mcu.missing_tools(target))
     onnx.save(geometry_model(), tmp_path / "g.onnx")
@@ -71,7 +79,7 @@ def test_geometry_int8_on_qemu_equals_host(tmp_path: Path, target: str) -> None:
     opts = {"quantize": "int8", "profile": str(tmp_path / "p.yaml"), "io": "int8"}
     host = ember.compile(tmp_path / "g.onnx", tmp_path / "host", **opts)
     bundle = ember.compile(tmp_path / "g.onnx", tmp_path / target, target=target, **opts)
-    assert _qarm_calls(bundle) == {"ember_qarm_conv": 3, "ember_qarm_dw3": 2, "ember_qarm_fc": 1}
+    assert _qarm_calls(bundle) == CALLS[target]
     x = {"x": RNG.integers(-128, 128, (2, 3, 13, 17)).astype(np.int8)}
     got = mcu.run_firmware(bundle.path, target, x, tmp_path / "run").outputs["y"]
     np.testing.assert_array_equal(got, host.run(x)["y"])

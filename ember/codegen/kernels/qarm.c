@@ -307,14 +307,17 @@ static void ember_qa_col(int16_t *EMBER_RESTRICT col, const uint8_t *EMBER_RESTR
     }
     while (d != end) *d++ = 0;
 }
-/* Convolution (2-D, one group) of N images: y[n][m][pixel] requantised from W (M x Kp, dsp_weights) times
- * the windows, two output pixels at a time: their columns built plainly in t (2 x Kp int16), then
- * interleaved into cols (ember_qa_pair_cols). A 1x1 stride-1 unpadded convolution reads its columns
- * straight from the channel planes. Scratch: cols then t, 8 * Kp bytes. */
-static void ember_qarm_conv(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N, int M,
-                            const int8_t *W, const int32_t *rq, const int32_t *out, int16_t *cols) {
+/* Convolution (2-D, one group) of N images: y[n][m][pixel] requantised from W times the windows, two output
+ * pixels at a time: their columns built plainly in t (2 x Kp int16, Kp: K rounded up to `kq`), then
+ * handed to `gemm` (qarm.c's SMLAD product, which interleaves them first, or Helium's). A 1x1 stride-1
+ * unpadded convolution reads its columns straight from the channel planes. Scratch: 8 * Kp bytes. */
+typedef void (*ember_qa_gemm_fn)(uint8_t *y, ptrdiff_t rs, int n, const int8_t *W, int M, int Kp, int16_t *cols,
+                                 const int16_t *t0, const int16_t *t1, const int32_t *rq, const int32_t *out);
+EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N, int M,
+                                  const int8_t *W, const int32_t *rq, const int32_t *out, int16_t *cols, int kq,
+                                  ember_qa_gemm_fn gemm) {
     const int C = p[EMBER_GEO_C], OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W];
-    const int K = C * p[EMBER_GEO_K_H] * p[EMBER_GEO_K_W], Kp = (K + 3) & ~3, P = OH * OW;
+    const int K = C * p[EMBER_GEO_K_H] * p[EMBER_GEO_K_W], Kp = (K + kq - 1) / kq * kq, P = OH * OW;
     const ptrdiff_t S = (ptrdiff_t)p[EMBER_GEO_IN_H] * p[EMBER_GEO_IN_W];
     const int direct = K == C && S == P && p[EMBER_GEO_PAD_H] == 0 && p[EMBER_GEO_PAD_W] == 0;
     const uint32_t flip = sgn ? 0x80u : 0u;
@@ -341,11 +344,20 @@ static void ember_qarm_conv(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, c
                     if (++ow == OW) ow = 0, ++oh;
                 }
             }
-            if (two) ember_qa_pair_cols(cols, t0, t1, Kp);
-            ember_qa_gemm2(yn + q, P, 1, 1 + two, W, M, Kp, two ? cols : t0, rq, out);
+            gemm(yn + q, P, 1 + two, W, M, Kp, cols, t0, t1, rq, out);
         }
         oh = ow = 0;
     }
+}
+/* The SMLAD product of ember_qa_conv_t's two plain columns (interleaved first when there are two). */
+EMBER_UNUSED static void ember_qa_gemm_dsp(uint8_t *y, ptrdiff_t rs, int n, const int8_t *W, int M, int Kp, int16_t *cols,
+                              const int16_t *t0, const int16_t *t1, const int32_t *rq, const int32_t *out) {
+    if (n == 2) ember_qa_pair_cols(cols, t0, t1, Kp);
+    ember_qa_gemm2(y, rs, 1, n, W, M, Kp, n == 2 ? cols : t0, rq, out);
+}
+EMBER_UNUSED static void ember_qarm_conv(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N, int M,
+                            const int8_t *W, const int32_t *rq, const int32_t *out, int16_t *cols) {
+    ember_qa_conv_t(y, x, sgn, xz, p, N, M, W, rq, out, cols, 4, ember_qa_gemm_dsp);
 }
 /*@end*/
 
@@ -485,5 +497,66 @@ static void ember_qarm_dw3(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, co
         ember_qa_dw3_t(y, x, flip, z2, p, N, Wt, rq, out, plane, 1);
     else
         ember_qa_dw3_t(y, x, flip, z2, p, N, Wt, rq, out, plane, 0);
+}
+/*@end*/
+
+/*@kernel ember_qarm_conv_mve requires ember_qarm_conv*/
+/* Cortex-M55 (Helium): ember_qa_conv_t's columns times W, plain int8 rows of Kp (K rounded up to 8;
+ * ops/qarm.py `mve_weights`, rows in pairs with a zero row after an odd last one): VLDRB.S16 widens 8
+ * weights, VMLADAVA.S16 adds 8 products of a weight vector and a column vector to a scalar sum, so a
+ * pair of channels times a pair of pixels is 8 instructions per 32 multiply-adds. */
+#if EMBER_GNUC && defined(__ARM_FEATURE_MVE)
+#include <arm_mve.h>
+#define EMBER_QA_MVE 1
+#else
+#define EMBER_QA_MVE 0
+#endif
+EMBER_INLINE void ember_qa_mgemm_t(uint8_t *y, ptrdiff_t rs, int n, const int8_t *W, int M, int Kp,
+                                   const int16_t *t0, const int16_t *t1, const int32_t *rq, const int32_t *out, int fast) {
+    const int32_t zp = out[0], lo = out[1], hi = out[2];
+    int m, k;
+    for (m = 0; m < M; m += 2, y += 2 * rs, W += 2 * Kp, rq += 8) {
+        const int two = m + 1 < M;
+        const int8_t *w0 = W, *w1 = W + Kp;
+        int32_t a00 = rq[3], a01 = rq[3], a10 = two ? rq[7] : 0, a11 = a10;
+#if EMBER_QA_MVE
+        for (k = 0; k < Kp; k += 8) {
+            const int16x8_t wa = vldrbq_s16(w0 + k), wb = vldrbq_s16(w1 + k);
+            const int16x8_t x0 = vld1q_s16(t0 + k), x1 = vld1q_s16(t1 + k);
+            a00 = vmladavaq_s16(a00, wa, x0);
+            a01 = vmladavaq_s16(a01, wa, x1);
+            a10 = vmladavaq_s16(a10, wb, x0);
+            a11 = vmladavaq_s16(a11, wb, x1);
+        }
+#else
+        for (k = 0; k < Kp; ++k) {
+            a00 += w0[k] * t0[k];
+            a01 += w0[k] * t1[k];
+            a10 += w1[k] * t0[k];
+            a11 += w1[k] * t1[k];
+        }
+#endif
+        y[0] = ember_qa_requant(a00, rq, zp, lo, hi, fast);
+        if (n > 1) y[1] = ember_qa_requant(a01, rq, zp, lo, hi, fast);
+        if (two) {
+            y[rs] = ember_qa_requant(a10, rq + 4, zp, lo, hi, fast);
+            if (n > 1) y[rs + 1] = ember_qa_requant(a11, rq + 4, zp, lo, hi, fast);
+        }
+    }
+}
+static void ember_qa_gemm_mve(uint8_t *y, ptrdiff_t rs, int n, const int8_t *W, int M, int Kp, int16_t *cols,
+                              const int16_t *t0, const int16_t *t1, const int32_t *rq, const int32_t *out) {
+    const int mode = ember_qa_mode(out);
+    (void)cols;
+    if (mode == 2)
+        ember_qa_mgemm_t(y, rs, n, W, M, Kp, t0, t1, rq, out, 2);
+    else if (mode == 1)
+        ember_qa_mgemm_t(y, rs, n, W, M, Kp, t0, t1, rq, out, 1);
+    else
+        ember_qa_mgemm_t(y, rs, n, W, M, Kp, t0, t1, rq, out, 0);
+}
+static void ember_qarm_conv_mve(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N, int M,
+                                const int8_t *W, const int32_t *rq, const int32_t *out, int16_t *cols) {
+    ember_qa_conv_t(y, x, sgn, xz, p, N, M, W, rq, out, cols, 8, ember_qa_gemm_mve);
 }
 /*@end*/
