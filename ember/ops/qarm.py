@@ -18,7 +18,7 @@ from ember.ops.conv import ConvGeometry
 from ember.ops.matmul import present
 
 DSP = "dsp"
-MVE = "mve"  # Helium: the convolution's product (ember_qarm_conv_mve); its other layers take DSP's kernels
+MVE = "mve"  # Helium: ember_qarm_conv_mve, ember_qarm_dw3_mve; fully-connected layers stay portable
 
 
 def rq_table(requant: object, bias: tuple[int, ...] | None, fast: bool) -> list[int]:
@@ -131,7 +131,8 @@ def lower_conv(node: Node, k: KernelEmitter, g: ConvGeometry) -> None:
     geo = k.table(g.table(), DType.INT32)
     sgn = int(x.dtype is DType.INT8)
     if node.attrs["_q"].depthwise:
-        k.call("ember_qarm_dw3", f"(uint8_t *){k.out(0)}", f"(const uint8_t *){k.inp(0)}", sgn, _zp(node, k), geo,
+        k.call("ember_qarm_dw3_mve" if mve else "ember_qarm_dw3", f"(uint8_t *){k.out(0)}",
+               f"(const uint8_t *){k.inp(0)}", sgn, _zp(node, k), geo,
                x.shape[0], k.inp(2), rq, out, k.scratch("int16_t"))
         return
     k.call("ember_qarm_conv_mve" if mve else "ember_qarm_conv", f"(uint8_t *){k.out(0)}",

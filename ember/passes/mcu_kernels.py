@@ -38,8 +38,7 @@ def _admits(node: Node, isa: str) -> bool:
 
 
 def choose_mcu_kernels(graph: Graph, isa: str) -> None:
-    """`isa`: Target.int8_isa. Helium cores ("mve") have the DSP extension too: their convolutions take the
-    Helium product (ember_qarm_conv_mve), their depthwise layers the DSP kernel."""
+    """`isa`: Target.int8_isa: "dsp" (qarm.c's SMLAD kernels) or "mve" (its Helium ones)."""
     if isa not in (qarm.DSP, MVE):
         return
     for node in graph.nodes:
@@ -47,8 +46,7 @@ def choose_mcu_kernels(graph: Graph, isa: str) -> None:
             continue
         q: QSpec = node.attrs["_q"]
         w = present(node.input(2))
-        conv = node.op == "QConv" and not q.depthwise
-        node.attrs["_isa"] = MVE if isa == MVE and conv else qarm.DSP
+        node.attrs["_isa"] = MVE if isa == MVE else qarm.DSP
         node.attrs["_rows"] = present(node.outputs[0]).shape[1 if node.op == "QConv" else -1]
         if node.op == "QConv" and q.depthwise:
             continue  # ember_qarm_dw3 reads qconv_inputs' int16 C x 9 weights as they are

@@ -486,7 +486,7 @@ EMBER_INLINE void ember_qa_dw3_t(uint8_t *y, const uint8_t *x, uint32_t flip, in
             }
         }
 }
-static void ember_qarm_dw3(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
+EMBER_UNUSED static void ember_qarm_dw3(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
                            const int16_t *Wt, const int32_t *rq, const int32_t *out, int16_t *plane) {
     const uint32_t flip = sgn ? 0x80u : 0u;
     const int32_t z2 = xz + (sgn ? 128 : 0);
@@ -558,5 +558,67 @@ static void ember_qa_gemm_mve(uint8_t *y, ptrdiff_t rs, int n, const int8_t *W, 
 static void ember_qarm_conv_mve(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N, int M,
                                 const int8_t *W, const int32_t *rq, const int32_t *out, int16_t *cols) {
     ember_qa_conv_t(y, x, sgn, xz, p, N, M, W, rq, out, cols, 8, ember_qa_gemm_mve);
+}
+/*@end*/
+
+/*@kernel ember_qarm_dw3_mve requires ember_qarm_dw3*/
+/* Cortex-M55 (Helium) depthwise 3x3: ember_qarm_dw3's zero-padded int16 plane, four outputs of a row per
+ * vector (each tap a halfword gather widened to int32 lanes, VMLA by the tap's weight), requantised in the
+ * vector by the fast form (VMULH.S32 is SMMLA's floor((acc * mult) / 2^32)), the row's last lanes
+ * predicated. Layers that need the exact form (possible ties) take ember_qarm_dw3. */
+#if EMBER_GNUC && defined(__ARM_FEATURE_MVE)
+#include <arm_mve.h>
+#define EMBER_QA_MVE_DW 1
+#else
+#define EMBER_QA_MVE_DW 0
+#endif
+static void ember_qarm_dw3_mve(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
+                               const int16_t *Wt, const int32_t *rq, const int32_t *out, int16_t *plane) {
+#if EMBER_QA_MVE_DW
+    const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], Wd = p[EMBER_GEO_IN_W];
+    const int OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W], SH = p[EMBER_GEO_STRIDE_H], SW = p[EMBER_GEO_STRIDE_W];
+    const int PH = p[EMBER_GEO_PAD_H], PW = p[EMBER_GEO_PAD_W];
+    const int Hp = (OH - 1) * SH + 3, Wp = ((OW - 1) * SW + 5) & ~1;
+    const int r_end = H + PH < Hp ? H + PH : Hp, wd = Wd + PW < Wp ? Wd : Wp - PW;
+    const uint32_t flip = sgn ? 0x80u : 0u;
+    const int32_t z2 = xz + (sgn ? 128 : 0);
+    const int32x4_t vzp = vdupq_n_s32(out[0]), vlo = vdupq_n_s32(out[1]), vhi = vdupq_n_s32(out[2]);
+    const uint32x4_t lanes = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)SW);
+    int n, c, r, i, oh, ow;
+    if (!out[3]) {
+        ember_qarm_dw3(y, x, sgn, xz, p, N, Wt, rq, out, plane);
+        return;
+    }
+    for (i = 0; i < Hp * Wp; ++i) plane[i] = 0;
+    for (n = 0; n < N; ++n)
+        for (c = 0; c < C; ++c) {
+            const int32_t *cq = rq + 4 * c;
+            const uint8_t *xc = x + ((ptrdiff_t)n * C + c) * H * Wd;
+            uint8_t *yr = y + ((ptrdiff_t)n * C + c) * OH * OW;
+            const int16_t *w = Wt + 9 * c;
+            const int32x4_t vb = vdupq_n_s32(cq[3]), vm = vdupq_n_s32(cq[0]), vra = vdupq_n_s32(cq[2]);
+            const int32x4_t vsh = vdupq_n_s32(-cq[1]);
+            for (r = PH; r < r_end; ++r) ember_qa_widen(plane + (ptrdiff_t)r * Wp + PW, xc + (ptrdiff_t)(r - PH) * Wd, wd,
+                                                      flip, z2);
+            for (oh = 0; oh < OH; ++oh, yr += OW) {
+                const int16_t *r0 = plane + (ptrdiff_t)oh * SH * Wp;
+                for (ow = 0; ow < OW; ow += 4) {
+                    const mve_pred16_t live = vctp32q((uint32_t)(OW - ow));
+                    const int16_t *s0 = r0 + ow * SW;
+                    int32x4_t a = vb, v;
+                    for (i = 0; i < 3; ++i, s0 += Wp) {
+                        a = vmlaq_n_s32(a, vldrhq_gather_shifted_offset_z_s32(s0, lanes, live), w[3 * i]);
+                        a = vmlaq_n_s32(a, vldrhq_gather_shifted_offset_z_s32(s0 + 1, lanes, live), w[3 * i + 1]);
+                        a = vmlaq_n_s32(a, vldrhq_gather_shifted_offset_z_s32(s0 + 2, lanes, live), w[3 * i + 2]);
+                    }
+                    v = vaddq_s32(vshlq_s32(vaddq_s32(vmulhq_s32(a, vm), vra), vsh), vzp);
+                    v = vminq_s32(vmaxq_s32(v, vlo), vhi);
+                    vstrbq_p_s32((int8_t *)(yr + ow), v, live);
+                }
+            }
+        }
+#else
+    ember_qarm_dw3(y, x, sgn, xz, p, N, Wt, rq, out, plane);
+#endif
 }
 /*@end*/
