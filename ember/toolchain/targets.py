@@ -40,8 +40,8 @@ class Target:
     # bundles must still link into the shared library that the Python runtime loads.
     static_flags: tuple[str, ...] = ("-fno-PIC",)
     endian: str = "little"  # weights.bin is little-endian; only little-endian targets are listed
-    # Integer kernel variants (passes/mcu_kernels.py): the ARM DSP extension's SMLAD/SXTB16 (Cortex-M4/M7/
-    # M33/M55), and Helium (MVE, Cortex-M55; no kernels of its own yet).
+    # Integer kernel variants (passes/mcu_kernels.py, kernels/qarm.c): the ARM DSP extension's SMLAD/SXTB16
+    # (Cortex-M4/M7/M33/M55), and Helium (MVE, Cortex-M55), which takes precedence (int8_isa).
     dsp: bool = False
     mve: bool = False
 

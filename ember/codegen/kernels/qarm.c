@@ -16,29 +16,29 @@
 typedef uint32_t ember_qa_u32 __attribute__((may_alias, aligned(2)));
 typedef uint32_t ember_qa_u8x4 __attribute__((may_alias, aligned(1)));
 #if EMBER_HAVE_ARM_DSP
-EMBER_INLINE uint32_t ember_qa_sx02(uint32_t x) {
+EMBER_UNUSED EMBER_INLINE uint32_t ember_qa_sx02(uint32_t x) {
     uint32_t r;
     __asm__("sxtb16 %0, %1" : "=r"(r) : "r"(x));
     return r;
 }
-EMBER_INLINE uint32_t ember_qa_sx13(uint32_t x) {
+EMBER_UNUSED EMBER_INLINE uint32_t ember_qa_sx13(uint32_t x) {
     uint32_t r;
     __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
     return r;
 }
-EMBER_INLINE int32_t ember_qa_smlad(uint32_t a, uint32_t b, int32_t acc) {
+EMBER_UNUSED EMBER_INLINE int32_t ember_qa_smlad(uint32_t a, uint32_t b, int32_t acc) {
     int32_t r;
     __asm__("smlad %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(acc));
     return r;
 }
 #else
-EMBER_INLINE uint32_t ember_qa_sx02(uint32_t x) {
+EMBER_UNUSED EMBER_INLINE uint32_t ember_qa_sx02(uint32_t x) {
     return (uint32_t)(uint16_t)(int16_t)(int8_t)(x & 0xffu) | (uint32_t)(uint16_t)(int16_t)(int8_t)((x >> 16) & 0xffu) << 16;
 }
-EMBER_INLINE uint32_t ember_qa_sx13(uint32_t x) {
+EMBER_UNUSED EMBER_INLINE uint32_t ember_qa_sx13(uint32_t x) {
     return ember_qa_sx02(x >> 8 | x << 24);
 }
-EMBER_INLINE int32_t ember_qa_smlad(uint32_t a, uint32_t b, int32_t acc) {
+EMBER_UNUSED EMBER_INLINE int32_t ember_qa_smlad(uint32_t a, uint32_t b, int32_t acc) {
     return acc + (int16_t)(a & 0xffffu) * (int16_t)(b & 0xffffu) + (int16_t)(a >> 16) * (int16_t)(b >> 16);
 }
 #endif
@@ -229,7 +229,8 @@ EMBER_UNUSED static void ember_qa_widen(int16_t *EMBER_RESTRICT dst, const uint8
     int i = 0;
 #if EMBER_HAVE_ARM_DSP
     const uint32_t f4 = flip * 0x01010101u, zz = (uint32_t)(uint16_t)z2 * 0x10001u;
-    for (; i + 4 <= n; i += 4) {
+    const int n4 = n & ~3;
+    for (; i < n4; i += 4) {
         const uint32_t w = *(const ember_qa_u8x4 *)(const void *)(src + i) ^ f4;
         uint32_t e, o, lo, hi;
         __asm__("uxtb16 %0, %1" : "=r"(e) : "r"(w));
