@@ -10,6 +10,7 @@ portable path alone.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -58,15 +59,18 @@ def geometry_model() -> onnx.ModelProto:
 
 
 def _qarm_calls(bundle: ember.Bundle) -> dict[str, int]:
+    """Calls in the entry point's body (whose first argument is a cast output pointer, ops/qarm.py)."""
     text = (bundle.path / f"{bundle.name}.c").read_text()
-    return {k: text.count(f"    {k}(") for k in ("ember_qarm_conv", "ember_qarm_conv_mve", "ember_qarm_dw3",
-                                                   "ember_qarm_fc")}
+    kernels = ("ember_qarm_conv", "ember_qarm_conv_mve", "ember_qarm_dw3", "ember_qarm_dw3_mve", "ember_qarm_fc")
+    return {k: len(re.findall(rf"^    {k}\(\(uint8_t \*\)", text, re.M)) for k in kernels}
 
 
-# The layers each core's kernels take: the M55's convolutions Helium's, its fully-connected layer the
-# portable (compiler-vectorized) one.
-CALLS = {"cortex-m4": {"ember_qarm_conv": 3, "ember_qarm_conv_mve": 0, "ember_qarm_dw3": 2, "ember_qarm_fc": 1},
-         "cortex-m55": {"ember_qarm_conv": 0, "ember_qarm_conv_mve": 3, "ember_qarm_dw3": 2, "ember_qarm_fc": 0}}
+# The layers each core's kernels take: the M55's convolutions and depthwise layers Helium's, its
+# fully-connected layer the portable (compiler-vectorized) one.
+CALLS = {"cortex-m4": {"ember_qarm_conv": 3, "ember_qarm_conv_mve": 0, "ember_qarm_dw3": 2, "ember_qarm_dw3_mve": 0,
+                       "ember_qarm_fc": 1},
+         "cortex-m55": {"ember_qarm_conv": 0, "ember_qarm_conv_mve": 3, "ember_qarm_dw3": 0, "ember_qarm_dw3_mve": 2,
+                        "ember_qarm_fc": 0}}
 CALLS["cortex-m33"] = CALLS["cortex-m4"]
 
 
@@ -85,14 +89,16 @@ def test_geometry_int8_on_qemu_equals_host(tmp_path: Path, target: str) -> None:
     np.testing.assert_array_equal(got, host.run(x)["y"])
 
 
-def test_ties_chain_on_cortex_m4_equals_reference(tmp_path: Path) -> None:
-    """uint8 activations, ties everywhere: the kernels' exact (SMULL, half to even) requantisation."""
-    target = "cortex-m4"
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
+def test_ties_chain_equals_reference(tmp_path: Path, target: str) -> None:
+    """uint8 activations, ties everywhere: the kernels' exact (64-bit, half to even) requantisation."""
     require_tools(target, mcu.missing_tools(target))
     model, feeds = chain_model()
     onnx.save(model, tmp_path / "m.onnx")
     bundle = ember.compile(tmp_path / "m.onnx", tmp_path / "out", target=target)
     calls = _qarm_calls(bundle)
-    assert calls["ember_qarm_conv"] == 3 and calls["ember_qarm_dw3"] == 1, calls
+    conv, dw = ("ember_qarm_conv", "ember_qarm_dw3") if target == "cortex-m4" else ("ember_qarm_conv_mve",
+                                                                                     "ember_qarm_dw3_mve")
+    assert calls[conv] == 3 and calls[dw] == 1, calls
     got = mcu.run_firmware(bundle.path, target, feeds, tmp_path / "run").outputs["y"]
     np.testing.assert_array_equal(got, ReferenceEvaluator(model).run(None, feeds)[0])

@@ -516,6 +516,11 @@ EMBER_INLINE void ember_qa_mgemm_t(uint8_t *y, ptrdiff_t rs, int n, const int8_t
                                    const int16_t *t0, const int16_t *t1, const int32_t *rq, const int32_t *out, int fast) {
     const int32_t zp = out[0], lo = out[1], hi = out[2];
     int m, k;
+#if EMBER_QA_MVE
+    const uint32_t po[4] = {0, 0, 4, 4}, yo[4] = {0, 1, (uint32_t)rs, (uint32_t)rs + 1};
+    const uint32x4_t pairs = vld1q_u32(po), yoff = vld1q_u32(yo);
+    const int32x4_t vzp = vdupq_n_s32(zp), vlo = vdupq_n_s32(lo), vhi = vdupq_n_s32(hi);
+#endif
     for (m = 0; m < M; m += 2, y += 2 * rs, W += 2 * Kp, rq += 8) {
         const int two = m + 1 < M;
         const int8_t *w0 = W, *w1 = W + Kp;
@@ -535,6 +540,17 @@ EMBER_INLINE void ember_qa_mgemm_t(uint8_t *y, ptrdiff_t rs, int n, const int8_t
             a01 += w0[k] * t1[k];
             a10 += w1[k] * t0[k];
             a11 += w1[k] * t1[k];
+        }
+#endif
+#if EMBER_QA_MVE
+        if (fast && n > 1 && two) { /* the four sums requantised in one vector: lanes (m, p) (m, p+1) (m+1, p) (m+1, p+1) */
+            int32x4_t v = vsetq_lane_s32(a11, vsetq_lane_s32(a10, vsetq_lane_s32(a01, vdupq_n_s32(a00), 1), 2), 3);
+            const int32x4_t mult = vldrwq_gather_shifted_offset_s32(rq, pairs);
+            const int32x4_t sh = vldrwq_gather_shifted_offset_s32(rq + 1, pairs);
+            const int32x4_t ra = vldrwq_gather_shifted_offset_s32(rq + 2, pairs);
+            v = vaddq_s32(vshlq_s32(vaddq_s32(vmulhq_s32(v, mult), ra), vnegq_s32(sh)), vzp);
+            vstrbq_scatter_offset_s32((int8_t *)y, yoff, vminq_s32(vmaxq_s32(v, vlo), vhi));
+            continue;
         }
 #endif
         y[0] = ember_qa_requant(a00, rq, zp, lo, hi, fast);
