@@ -312,6 +312,12 @@ static void ember_qa_col(int16_t *EMBER_RESTRICT col, const uint8_t *EMBER_RESTR
  * pixels at a time: their columns built plainly in t (2 x Kp int16, Kp: K rounded up to `kq`), then
  * handed to `gemm` (qarm.c's SMLAD product, which interleaves them first, or Helium's). A 1x1 stride-1
  * unpadded convolution reads its columns straight from the channel planes. Scratch: 8 * Kp bytes. */
+#if EMBER_GNUC && defined(__ARM_FEATURE_MVE)
+#include <arm_mve.h>
+#define EMBER_QA_MVE_COLS 1 /* Helium gathers for a 1x1 layer's columns (any product) */
+#else
+#define EMBER_QA_MVE_COLS 0
+#endif
 typedef void (*ember_qa_gemm_fn)(uint8_t *y, ptrdiff_t rs, int n, const int8_t *W, int M, int Kp, int16_t *cols,
                                  const int16_t *t0, const int16_t *t1, const int32_t *rq, const int32_t *out);
 EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N, int M,
@@ -332,10 +338,26 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
             const int two = q + 1 < P;
             if (direct) {
                 const uint8_t *xq = xn + q;
-                for (c = 0; c < C; ++c, xq += S) {
+                c = 0;
+#if EMBER_QA_MVE_COLS /* four channels of both pixels per step: byte gathers S apart, widened */
+                {
+                    const uint32x4_t offs = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)S);
+                    const int32x4_t vf = vdupq_n_s32((int32_t)flip), vz = vdupq_n_s32(z2);
+                    for (; c < C; c += 4, xq += 4 * S) {
+                        const mve_pred16_t live = vctp32q((uint32_t)(C - c));
+                        const int32x4_t b0 = vreinterpretq_s32_u32(vldrbq_gather_offset_z_u32(xq, offs, live));
+                        const int32x4_t b1 = vreinterpretq_s32_u32(vldrbq_gather_offset_z_u32(xq + two, offs, live));
+                        vstrhq_p_s32(t0 + c, vsubq_s32(veorq_s32(b0, vf), vz), live);
+                        vstrhq_p_s32(t1 + c, vsubq_s32(veorq_s32(b1, vf), vz), live);
+                    }
+                    c = C;
+                }
+#else
+                for (; c < C; ++c, xq += S) {
                     t0[c] = EMBER_QA_VAL(xq[0], flip, z2);
                     t1[c] = EMBER_QA_VAL(xq[two], flip, z2);
                 }
+#endif
                 for (; c < Kp; ++c) t0[c] = t1[c] = 0;
             } else {
                 ember_qa_col(t0, xn, flip, z2, p, oh, ow, Kp);
