@@ -27,6 +27,7 @@ from ember.report.flops import graph_flops
 from ember.report.record import graph_record, memory_record
 from ember.runtime.loader import Bundle, load
 from ember.toolchain.cc import compile_object
+from ember.toolchain.cpus import resolve_cpu
 from ember.toolchain.objfile import ObjectInfo, check_freestanding, inspect_object
 from ember.toolchain.targets import Target, get_target
 from ember.version import __version__
@@ -169,7 +170,9 @@ def _uses_float64(graph: Graph) -> bool:
 
 def _target_info(target: Target, opts: CompileOptions) -> dict[str, Any]:
     abi = target.float_abi(opts.float_abi)
+    cpu = resolve_cpu(target.name, opts.cpu)
     return {"name": target.name, "description": target.description, "cpu": opts.cpu or target.cpu,
+            "cpu_choice": cpu.record() if cpu is not None else None,
             "float_abi": opts.float_abi or target.default_float_abi, "fpu": abi.fpu,
             "reloc": opts.reloc or target.reloc, "pointer_bits": target.pointer_bits, "endian": target.endian,
             "compiler": "cc" if opts.cc else ("system cc" if target.zig_arch is None else "zig cc")}

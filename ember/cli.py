@@ -431,7 +431,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--name", help="network name (C prefix); default: model file stem")
     c.add_argument("--target", default="host", metavar="TARGET",
                    help="host (default), " + ", ".join(t for t in TARGETS if t != "host") + "; see `ember targets`")
-    c.add_argument("--cpu", help="CPU to compile for (host default: native), e.g. znver4, cortex-a53, cortex-a72")
+    c.add_argument("--cpu", help="CPU to compile for (host default: native, detected), e.g. x86-64-v3 (AVX2), "
+                   "x86-64-v4, znver4, cortex-a53; on host/x86_64 it also picks the kernel choices of its family")
     c.add_argument("--float-abi", choices=("hard", "soft"), help="float ABI (ARM and RISC-V targets)")
     c.add_argument("--reloc", choices=("static", "pic"),
                    help="relocation model of NAME.o (default: pic for host/Linux targets, static for MCU/wasm)")

@@ -85,7 +85,10 @@ def io_entries(graph: Graph, plan: MemoryPlan, name: str | None = None) -> tuple
     return ins, outs
 
 
-def generate(graph: Graph, plan: MemoryPlan, name: str, api: str, banner: str) -> BundleSources:
+def generate(graph: Graph, plan: MemoryPlan, name: str, api: str, banner: str,
+             defines: dict[str, int] | None = None) -> BundleSources:
+    """NAME.c and NAME.h. `defines`: kernel parameters of the CPU family (toolchain/cpus.py), as macros
+    ahead of the kernels."""
     check_network_name(name)
     ins, outs = io_entries(graph, plan, name)
     ctx = CodeContext(plan)
@@ -94,7 +97,7 @@ def generate(graph: Graph, plan: MemoryPlan, name: str, api: str, banner: str) -
     ctx.names.reserve(entry_symbols(name) | header_macros(name) | io_macros(name, ins + outs))
     ctx.emit_graph = lambda sub: _emit_subgraph(sub, ctx)
     _emit_nodes(graph, ctx)
-    c = _source(graph, ctx, name, api, banner, ins + outs, plan)
+    c = _source(graph, ctx, name, api, banner, ins + outs, plan, defines or {})
     h = _header(name, api, banner, ins, outs, plan, graph.valid_counts)
     return BundleSources(c, h, ins + outs)
 
@@ -184,13 +187,15 @@ def _hex_lines(data: memoryview) -> memoryview:
 
 
 def _source(graph: Graph, ctx: CodeContext, name: str, api: str, banner: str,
-            io: list[IOEntry], plan: MemoryPlan) -> str:
+            io: list[IOEntry], plan: MemoryPlan, defines: dict[str, int]) -> str:
     w = CWriter()
     w.lines(banner)
     w.line("#include <stdint.h>")
     w.line("#include <stddef.h>")
     w.line(f'#include "{name}.h"')
     w.line()
+    for macro, value in sorted(defines.items()):
+        w.line(f"#define {macro} {int(value)}")
     w.raw(_PROFILE_HOOKS)
     w.raw(library.assemble(ctx.needs))
     w.line()

@@ -26,6 +26,7 @@ from ember.passes.schedule import schedule_for_memory
 from ember.passes.simplify import materialize_outputs, remove_identities
 from ember.passes.transposes import optimize_transposes
 from ember.passes.widen_dtypes import widen_storage_types
+from ember.toolchain.cpus import DEFAULT_FAMILY, resolve_cpu
 
 if TYPE_CHECKING:
     from ember.config import CompileOptions
@@ -83,6 +84,7 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
     -> operator order for memory.
     """
     passes: Pipeline = [(name, fn) for name, fn, _ in _FLOAT]
+    cpu = resolve_cpu(options.target, options.cpu)  # first, so that a bad --cpu fails before any work
     if purpose is Purpose.FLOAT:
         return passes
     if purpose is Purpose.PROFILE:
@@ -105,7 +107,9 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
     # Every output needs its own slot in the mutable region, written by some node.
     passes.append(("materialize_outputs", each_graph(materialize_outputs)))
     if target_kind in SPEED_TARGET_KINDS and options.opt_level >= 2:
-        passes.append(("choose_conv_algorithms", choose_conv_algorithms))
+        # Thresholds of the CPU family that --cpu names (toolchain/cpus.py).
+        family = cpu.family if cpu is not None else DEFAULT_FAMILY
+        passes.append(("choose_conv_algorithms", lambda g: choose_conv_algorithms(g, family)))
         passes.append(("choose_int8_layout", choose_int8_layout))
     if int8_isa:
         # Once the integer nodes and their weights are final; before scheduling, which reads the scratch
