@@ -94,7 +94,7 @@ def _load_tflite(model_path: str, options: CompileOptions) -> tuple[Graph, str]:
 
 def build_graph(model_path: str, options: CompileOptions, purpose: Purpose = Purpose.BUNDLE,
                 target_kind: str = "host", check: bool = False,
-                pipeline: Pipeline | None = None) -> tuple[Graph, PassManager, str]:
+                pipeline: Pipeline | None = None, int8_isa: str = "") -> tuple[Graph, PassManager, str]:
     """Load and optimize; returns the graph, the pass manager (timings) and the model sha256.
 
     `check` runs the IR verifier after every pass (tests do). `pipeline` replaces the passes that
@@ -102,7 +102,7 @@ def build_graph(model_path: str, options: CompileOptions, purpose: Purpose = Pur
     """
     graph, sha = load_graph(model_path, options)
     if pipeline is None:
-        pipeline = build_pipeline(options, purpose, target_kind, sha)
+        pipeline = build_pipeline(options, purpose, target_kind, sha, int8_isa)
     pm = PassManager(list(pipeline), verify=verify if check else None)
     if check:
         verify(graph)
@@ -121,7 +121,7 @@ def lower(model_path: str, options: CompileOptions, purpose: Purpose = Purpose.B
     say = phase if phase is not None else (lambda _label: None)
     t0 = time.perf_counter()
     say("loading and optimizing")
-    graph, pm, sha = build_graph(model_path, options, purpose, target.kind)
+    graph, pm, sha = build_graph(model_path, options, purpose, target.kind, int8_isa=target.int8_isa)
     t1 = time.perf_counter()
     say("planning memory")
     check_network_name(graph.name)

@@ -24,6 +24,7 @@ from ember.codegen.emitter import KernelEmitter
 from ember.errors import UnsupportedOperatorError
 from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node, Value
+from ember.ops import qarm
 from ember.ops.conv import ConvGeometry, conv_geometry
 from ember.ops.infer import conv_out
 from ember.ops.matmul import matmul_shape, present
@@ -214,6 +215,8 @@ def qconv_geometry(node: Node) -> ConvGeometry:
 def _qconv_scratch(node: Node) -> int:
     q: QSpec = node.attrs["_q"]
     y = present(node.outputs[0])
+    if node.attrs.get("_isa") in (qarm.DSP, qarm.MVE):
+        return qarm.conv_scratch(node, qconv_geometry(node))
     if q.depthwise:
         return 4 * _dw_work(node)
     kp = present(node.input(2)).shape[1]
@@ -252,6 +255,9 @@ def _dw_work(node: Node) -> int:
 
 
 def lower_qconv(node: Node, k: KernelEmitter) -> None:
+    if node.attrs.get("_isa") in (qarm.DSP, qarm.MVE):  # passes/mcu_kernels.py
+        qarm.lower_conv(node, k, qconv_geometry(node))
+        return
     q: QSpec = node.attrs["_q"]
     x, y = present(node.input(0)), present(node.outputs[0])
     geo = k.table(qconv_geometry(node).table(), DType.INT32)
@@ -287,12 +293,13 @@ def _out_dtype(node: Node) -> DType:
 def infer_qconv(node: Node) -> list[TensorType | None]:
     """[N, M, windows...]: M rows of packed weights (input 2), windows from the Conv attributes."""
     x, w = present(node.input(0)), present(node.input(2))
-    return [TensorType(_out_dtype(node), (x.shape[0], w.shape[0],
+    return [TensorType(_out_dtype(node), (x.shape[0], node.attrs.get("_rows", w.shape[0]),
                                           *conv_out(node, x.shape[2:], node.attrs["kernel_shape"])))]
 
 
-register(OpDef("QConv", lower=lower_qconv, scratch=_qconv_scratch, kernels=("ember_qconv", "ember_qdwconv"),
-               infer=infer_qconv))
+register(OpDef("QConv", lower=lower_qconv, scratch=_qconv_scratch,
+               kernels=("ember_qconv", "ember_qdwconv", "ember_qarm_conv", "ember_qarm_dw3",
+                        "ember_qarm_conv_mve", "ember_qarm_dw3_mve"), infer=infer_qconv))
 
 
 # QMatMul ---------------------------------------------------------------------------------------
@@ -331,11 +338,16 @@ def _kp(k_dim: int) -> int:
 def _qmatmul_scratch(node: Node) -> int:
     a, w, y = present(node.input(0)), present(node.input(2)), present(node.outputs[0])
     kk, n = a.shape[-1], y.shape[-1]
+    if node.attrs.get("_isa") == qarm.DSP:
+        return qarm.fc_scratch(kk)
     base = _kp(kk) * QPB + 4 * QPB + 4 * n
     return base if w.is_const else base + (n * _kp(kk) + 63) // 64 * 64 + 4 * n
 
 
 def _lower_qmatmul(node: Node, k: KernelEmitter) -> None:
+    if node.attrs.get("_isa") == qarm.DSP:  # passes/mcu_kernels.py
+        qarm.lower_fc(node, k)
+        return
     q: QSpec = node.attrs["_q"]
     a, b, y = present(node.input(0)), present(node.input(2)), present(node.outputs[0])
     m, kk, n = a.shape[-2], a.shape[-1], y.shape[-1]
@@ -371,12 +383,13 @@ def _lower_qmatmul(node: Node, k: KernelEmitter) -> None:
 def _infer_qmatmul(node: Node) -> list[TensorType | None]:
     """A's rows times N: the rows of packed weights (constant input 2), else a run-time B's columns."""
     a, b = present(node.input(0)), present(node.input(2))
-    if b.is_const:
-        return [TensorType(_out_dtype(node), (*a.shape[:-1], b.shape[0]))]
+    if b.is_const:  # _rows: passes/mcu_kernels.py's weights have an even number of rows
+        return [TensorType(_out_dtype(node), (*a.shape[:-1], node.attrs.get("_rows", b.shape[0])))]
     return [TensorType(_out_dtype(node), matmul_shape(node, a.shape, b.shape))]
 
 
-register(OpDef("QMatMul", lower=_lower_qmatmul, scratch=_qmatmul_scratch, kernels=("ember_qmatmul", "ember_qpack_b"),
+register(OpDef("QMatMul", lower=_lower_qmatmul, scratch=_qmatmul_scratch,
+               kernels=("ember_qmatmul", "ember_qpack_b", "ember_qarm_fc"),
                infer=_infer_qmatmul))
 
 

@@ -21,6 +21,7 @@ from ember.passes.fuse_norm import fuse_decomposed_norms, fuse_skip_norm
 from ember.passes.int4_matmul import pack_int4_matmuls
 from ember.passes.int8_layout import choose_int8_layout
 from ember.passes.manager import PassFn, each_graph
+from ember.passes.mcu_kernels import choose_mcu_kernels
 from ember.passes.schedule import schedule_for_memory
 from ember.passes.simplify import materialize_outputs, remove_identities
 from ember.passes.transposes import optimize_transposes
@@ -75,7 +76,7 @@ _FLOAT: list[tuple[str, PassFn, str]] = [
 
 
 def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, target_kind: str = "host",
-                   model_sha: str = "") -> Pipeline:
+                   model_sha: str = "", int8_isa: str = "") -> Pipeline:
     """The passes of one lowering, in order.
 
     float passes -> [quantize: QDQ rewrite] -> fold_qdq -> dead nodes -> [weight compression]
@@ -110,6 +111,10 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
         family = cpu.family if cpu is not None else DEFAULT_FAMILY
         passes.append(("choose_conv_algorithms", lambda g: choose_conv_algorithms(g, family)))
         passes.append(("choose_int8_layout", choose_int8_layout))
+    if int8_isa:
+        # Once the integer nodes and their weights are final; before scheduling, which reads the scratch
+        # sizes of the kernels chosen here. `int8_isa`: the target's (Target.int8_isa).
+        passes.append(("choose_mcu_kernels", each_graph(lambda g: choose_mcu_kernels(g, int8_isa))))
     # Last, once every node, its scratch and its in-place chances are final: which branch of a branchy graph
     # runs first decides how many tensors are alive at once (the activation region's size).
     passes.append(("schedule_for_memory", schedule_for_memory))

@@ -40,6 +40,15 @@ class Target:
     # bundles must still link into the shared library that the Python runtime loads.
     static_flags: tuple[str, ...] = ("-fno-PIC",)
     endian: str = "little"  # weights.bin is little-endian; only little-endian targets are listed
+    # Integer kernel variants (passes/mcu_kernels.py, kernels/qarm.c): the ARM DSP extension's SMLAD/SXTB16
+    # (Cortex-M4/M7/M33/M55), and Helium (MVE, Cortex-M55), which takes precedence (int8_isa).
+    dsp: bool = False
+    mve: bool = False
+
+    @property
+    def int8_isa(self) -> str:
+        """The integer kernel set passes/mcu_kernels.py picks from: "mve", "dsp" or "" (portable)."""
+        return "mve" if self.mve else "dsp" if self.dsp else ""
 
     @property
     def default_float_abi(self) -> str:
@@ -67,13 +76,13 @@ _ARM_SOFT = FloatABI("eabi", gcc_flags=("-mfloat-abi=soft",), fpu="none")
 
 
 def _cortex_m(core: str, arch: str, description: str, fpu_features: str, fpu_flag: str | None,
-              fpu: str = "sp", zig_cpu: str | None = None) -> Target:
+              fpu: str = "sp", zig_cpu: str | None = None, dsp: bool = False, mve: bool = False) -> Target:
     abis = {"soft": _ARM_SOFT}
     if fpu_flag is not None:
         hard = FloatABI("eabihf", fpu_features, ("-mfloat-abi=hard", f"-mfpu={fpu_flag}"), fpu)
         abis = {"hard": hard, "soft": _ARM_SOFT}
     return Target(f"cortex-{core}", description, "mcu", arch, cpu=f"cortex-{core}", zig_cpu=zig_cpu,
-                  gcc_flags=("-mthumb",), float_abis=abis)
+                  gcc_flags=("-mthumb",), float_abis=abis, dsp=dsp, mve=mve)
 
 
 _TARGET_LIST = (
@@ -92,14 +101,15 @@ _TARGET_LIST = (
            float_abis={"hard": FloatABI("musleabihf", "+v7a+vfp3d16", ("-mfloat-abi=hard", "-mfpu=vfpv3-d16")),
                        "soft": FloatABI("musleabi", "+v7a", ("-mfloat-abi=soft",), fpu="none")}, reloc="pic"),
     _cortex_m("m0", "thumb", "Cortex-M0/M0+ (ARMv6-M, no FPU)", "", None),
-    _cortex_m("m4", "thumb", "Cortex-M4F (ARMv7E-M, single-precision FPv4)", "+vfp4d16sp", "fpv4-sp-d16"),
-    _cortex_m("m7", "thumb", "Cortex-M7 (ARMv7E-M, FPv5 used single precision)", "+fp_armv8d16sp", "fpv5-sp-d16"),
+    _cortex_m("m4", "thumb", "Cortex-M4F (ARMv7E-M, single-precision FPv4)", "+vfp4d16sp", "fpv4-sp-d16", dsp=True),
+    _cortex_m("m7", "thumb", "Cortex-M7 (ARMv7E-M, FPv5 used single precision)", "+fp_armv8d16sp", "fpv5-sp-d16",
+              dsp=True),
     # zig's cortex_m33 leaves out the optional DSP extension that GCC's -mcpu=cortex-m33 (and the usual
     # M33 parts) have: int8 kernels need it for SMLAD.
     _cortex_m("m33", "thumb", "Cortex-M33 (ARMv8-M mainline, DSP, single-precision FPv5)", "+fp_armv8d16sp",
-              "fpv5-sp-d16", zig_cpu="cortex_m33+dsp"),
+              "fpv5-sp-d16", zig_cpu="cortex_m33+dsp", dsp=True),
     _cortex_m("m55", "thumb", "Cortex-M55 (ARMv8.1-M, Helium MVE with float)", "+mve_fp+fp_armv8d16",
-              "fpv5-d16", fpu="dp"),
+              "fpv5-d16", fpu="dp", dsp=True, mve=True),
     Target("riscv32", "32-bit RISC-V bare metal: rv32imac (soft float); --float-abi hard: rv32imafc", "mcu",
            "riscv32", zig_cpu="generic_rv32",
            float_abis={"soft": FloatABI("none", "+m+a+c", ("-march=rv32imac", "-mabi=ilp32"), fpu="none"),

@@ -1,0 +1,663 @@
+/* int8 convolution, depthwise 3x3 and fully-connected kernels for Cortex-M cores with the DSP extension
+ * (M4, M7, M33: SMLAD dual 16-bit multiply-accumulate, SXTB16 dual sign extension). passes/mcu_kernels.py
+ * picks them per layer from the target table (Target.int8_isa), and packs their weights at compile time.
+ *
+ * Activations stay NCHW bytes. A layer first widens what one output needs into int16 minus the zero point
+ * (a column of the convolution's window, or a padded plane of one channel), so that padding is 0 and the
+ * sums need no zero-point correction; two int16 of a word are the two lanes SMLAD multiplies. Weights
+ * are int8 in the order k0 k2 k1 k3 per group of 4 (ops/qarm.py `dsp_weights`): SXTB16 of the word gives
+ * the lanes (k0, k1), of the word rotated by 8 (k2, k3), matching a column's two words.
+ *
+ * Requantisation is quant.c's (acc * mult * 2^-shift rounded half to even, + zero point, clamped) for the
+ * shifts 32..62 that the pass admits, from the 32-bit halves of one SMULL product: bit-exact with every
+ * other path. Without the DSP extension (another --cpu) the same C computes with portable stand-ins. */
+
+/*@kernel ember_qarm requires ember_prelude*/
+typedef uint32_t ember_qa_u32 __attribute__((may_alias, aligned(2)));
+typedef uint32_t ember_qa_u8x4 __attribute__((may_alias, aligned(1)));
+#if EMBER_HAVE_ARM_DSP
+EMBER_UNUSED EMBER_INLINE uint32_t ember_qa_sx02(uint32_t x) {
+    uint32_t r;
+    __asm__("sxtb16 %0, %1" : "=r"(r) : "r"(x));
+    return r;
+}
+EMBER_UNUSED EMBER_INLINE uint32_t ember_qa_sx13(uint32_t x) {
+    uint32_t r;
+    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
+    return r;
+}
+EMBER_UNUSED EMBER_INLINE int32_t ember_qa_smlad(uint32_t a, uint32_t b, int32_t acc) {
+    int32_t r;
+    __asm__("smlad %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(acc));
+    return r;
+}
+#else
+EMBER_UNUSED EMBER_INLINE uint32_t ember_qa_sx02(uint32_t x) {
+    return (uint32_t)(uint16_t)(int16_t)(int8_t)(x & 0xffu) | (uint32_t)(uint16_t)(int16_t)(int8_t)((x >> 16) & 0xffu) << 16;
+}
+EMBER_UNUSED EMBER_INLINE uint32_t ember_qa_sx13(uint32_t x) {
+    return ember_qa_sx02(x >> 8 | x << 24);
+}
+EMBER_UNUSED EMBER_INLINE int32_t ember_qa_smlad(uint32_t a, uint32_t b, int32_t acc) {
+    return acc + (int16_t)(a & 0xffffu) * (int16_t)(b & 0xffffu) + (int16_t)(a >> 16) * (int16_t)(b >> 16);
+}
+#endif
+/* Requantisation of one output channel from its 4 table entries c = [mult, sh, ra, bias] and out = [zero
+ * point, lo, hi, fast] (ops/qarm.py `rq_table`). fast (`fast_requant`): the real shift is 32 + sh with
+ * sh >= 1, ra = 2^(sh-1), and no sum of the layer can be a tie, so that rounding half up (SMMLA's
+ * multiply-high plus 2^(sh-1), then an arithmetic shift by sh) equals quant.c's half to even. Otherwise
+ * quant.c's own computation: sh is the shift (1..62), floor((p + 2^(sh-1)) / 2^sh) for p = acc * mult in
+ * 64 bits, made even where that sum is a multiple of 2^sh (a tie). `fast` is a constant where the callers
+ * inline this, so each form is a loop of its own. */
+EMBER_INLINE int32_t ember_qa_smmla(int32_t a, int32_t b, int32_t ra) { /* (a * b + ra * 2^32) >> 32 */
+#if EMBER_HAVE_ARM_DSP
+    int32_t r;
+    __asm__("smmla %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(ra));
+    return r;
+#else
+    return (int32_t)(((int64_t)a * b + ((int64_t)ra << 32)) >> 32);
+#endif
+}
+EMBER_INLINE uint8_t ember_qa_requant(int32_t acc, const int32_t *c, int32_t zp, int32_t lo, int32_t hi, int fast) {
+    int32_t r;
+    if (fast) {
+        r = (ember_qa_smmla(acc, c[0], c[2]) >> c[1]) + zp;
+#if EMBER_HAVE_ARM_DSP
+        if (fast == 2) { /* the whole int8 range: one SSAT */
+            __asm__("ssat %0, #8, %1" : "=r"(r) : "r"(r));
+            return (uint8_t)r;
+        }
+#endif
+        return (uint8_t)(r < lo ? lo : r > hi ? hi : r);
+    } else {
+        const int64_t p = (int64_t)acc * c[0] + ((int64_t)1 << (c[1] - 1));
+        int64_t v = p >> c[1];
+        if ((p & (((int64_t)1 << c[1]) - 1)) == 0) v &= ~(int64_t)1;
+        v += zp;
+        return (uint8_t)(v < lo ? lo : v > hi ? hi : v);
+    }
+}
+/* The requantisation form of a layer (the `fast` of ember_qa_requant): 0 exact, 1 fast, 2 fast onto the
+ * whole int8 range (no activation clamp narrower than int8 fused). */
+EMBER_INLINE int ember_qa_mode(const int32_t *out) {
+    return !out[3] ? 0 : out[1] == -128 && out[2] == 127 ? 2 : 1;
+}
+/* Weights W (dsp_weights): output channels in pairs, each pair's rows interleaved a word (4 k) at a
+ * time, so that one LDRD reads both rows' words; an odd last channel is paired with a zero row.
+ * Columns (int16, two pixels or rows of A; ember_qa_pair_cols): per 4 k, the words (k0,k1) of both, then
+ * (k2,k3) of both, so that one LDRD reads the two columns' words. This keeps the loop's live values
+ * (2 pointers, 4 sums, 2 weight words, 2 column words, an unpacked pair) within the core's registers. */
+/* The four sums of a channel pair (wp: its G = Kp / 4 word pairs) and a column pair, from acc. */
+EMBER_INLINE void ember_qa_dot22(int32_t acc[4], const int8_t *wp, const int16_t *cols, int G) {
+    const ember_qa_u32 *w = (const ember_qa_u32 *)(const void *)wp, *x = (const ember_qa_u32 *)(const void *)cols;
+    const ember_qa_u32 *const end = w + 2 * G;
+    int32_t a00 = acc[0], a01 = acc[1], a10 = acc[2], a11 = acc[3];
+#if EMBER_HAVE_ARM_DSP
+    /* 18 instructions per 16 multiply-adds. In assembly: compilers spill a sum or the end pointer here
+     * (12 live values, a frame pointer). G >= 1 (K >= 1). */
+    uint32_t wa, wb, x0, x1, t;
+    __asm__("1:\n\t"
+            "ldrd %[wa], %[wb], [%[w]], #8\n\t"
+            "ldrd %[x0], %[x1], [%[x]], #8\n\t"
+            "sxtb16 %[t], %[wa]\n\t"
+            "smlad %[a00], %[t], %[x0], %[a00]\n\t"
+            "smlad %[a01], %[t], %[x1], %[a01]\n\t"
+            "sxtb16 %[t], %[wb]\n\t"
+            "smlad %[a10], %[t], %[x0], %[a10]\n\t"
+            "smlad %[a11], %[t], %[x1], %[a11]\n\t"
+            "ldrd %[x0], %[x1], [%[x]], #8\n\t"
+            "sxtb16 %[t], %[wa], ror #8\n\t"
+            "smlad %[a00], %[t], %[x0], %[a00]\n\t"
+            "smlad %[a01], %[t], %[x1], %[a01]\n\t"
+            "sxtb16 %[t], %[wb], ror #8\n\t"
+            "smlad %[a10], %[t], %[x0], %[a10]\n\t"
+            "smlad %[a11], %[t], %[x1], %[a11]\n\t"
+            "cmp %[w], %[end]\n\t"
+            "bne 1b"
+            : [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11), [w] "+r"(w), [x] "+r"(x),
+              [wa] "=&r"(wa), [wb] "=&r"(wb), [x0] "=&r"(x0), [x1] "=&r"(x1), [t] "=&r"(t)
+            : [end] "r"(end)
+            : "cc", "memory");
+#else
+    while (w != end) {
+        const uint32_t wa = w[0], wb = w[1];
+        uint32_t x0 = x[0], x1 = x[1], t;
+        t = ember_qa_sx02(wa);
+        a00 = ember_qa_smlad(t, x0, a00);
+        a01 = ember_qa_smlad(t, x1, a01);
+        t = ember_qa_sx02(wb);
+        a10 = ember_qa_smlad(t, x0, a10);
+        a11 = ember_qa_smlad(t, x1, a11);
+        x0 = x[2];
+        x1 = x[3];
+        t = ember_qa_sx13(wa);
+        a00 = ember_qa_smlad(t, x0, a00);
+        a01 = ember_qa_smlad(t, x1, a01);
+        t = ember_qa_sx13(wb);
+        a10 = ember_qa_smlad(t, x0, a10);
+        a11 = ember_qa_smlad(t, x1, a11);
+        w += 2;
+        x += 4;
+    }
+#endif
+    acc[0] = a00;
+    acc[1] = a01;
+    acc[2] = a10;
+    acc[3] = a11;
+}
+/* The two sums of a channel pair (wp, as ember_qa_dot22) and one plain column x (Kp int16, 4-byte aligned),
+ * from acc: 12 instructions per 8 multiply-adds, where a pair of columns would waste half of them. */
+EMBER_INLINE void ember_qa_dot21(int32_t acc[2], const int8_t *wp, const int16_t *col, int G) {
+    const ember_qa_u32 *w = (const ember_qa_u32 *)(const void *)wp, *x = (const ember_qa_u32 *)(const void *)col;
+    const ember_qa_u32 *const end = w + 2 * G;
+    int32_t a0 = acc[0], a1 = acc[1];
+#if EMBER_HAVE_ARM_DSP
+    uint32_t wa, wb, x0, x1, t;
+    __asm__("1:\n\t"
+            "ldrd %[wa], %[wb], [%[w]], #8\n\t"
+            "ldrd %[x0], %[x1], [%[x]], #8\n\t"
+            "sxtb16 %[t], %[wa]\n\t"
+            "smlad %[a0], %[t], %[x0], %[a0]\n\t"
+            "sxtb16 %[t], %[wb]\n\t"
+            "smlad %[a1], %[t], %[x0], %[a1]\n\t"
+            "sxtb16 %[t], %[wa], ror #8\n\t"
+            "smlad %[a0], %[t], %[x1], %[a0]\n\t"
+            "sxtb16 %[t], %[wb], ror #8\n\t"
+            "smlad %[a1], %[t], %[x1], %[a1]\n\t"
+            "cmp %[w], %[end]\n\t"
+            "bne 1b"
+            : [a0] "+r"(a0), [a1] "+r"(a1), [w] "+r"(w), [x] "+r"(x), [wa] "=&r"(wa), [wb] "=&r"(wb),
+              [x0] "=&r"(x0), [x1] "=&r"(x1), [t] "=&r"(t)
+            : [end] "r"(end)
+            : "cc", "memory");
+#else
+    for (; w != end; w += 2, x += 2) {
+        a0 = ember_qa_smlad(ember_qa_sx13(w[0]), x[1], ember_qa_smlad(ember_qa_sx02(w[0]), x[0], a0));
+        a1 = ember_qa_smlad(ember_qa_sx13(w[1]), x[1], ember_qa_smlad(ember_qa_sx02(w[1]), x[0], a1));
+    }
+#endif
+    acc[0] = a0;
+    acc[1] = a1;
+}
+/* y[m * rs + j * cs] for the M output channels and the n (1 or 2) columns of cols. */
+/* y[m * rs + j * cs] for the M output channels and the n columns: two interleaved (ember_qa_pair_cols) in
+ * cols, or one plain column (n = 1). */
+EMBER_INLINE void ember_qa_gemm2_t(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n, const int8_t *W, int M, int Kp,
+                                   const int16_t *cols, const int32_t *rq, const int32_t *out, int fast) {
+    const int32_t zp = out[0], lo = out[1], hi = out[2];
+    int m;
+    for (m = 0; m < M; m += 2, y += 2 * rs, W += 2 * Kp, rq += 8) {
+        const int two = m + 1 < M;
+        int32_t acc[4];
+        if (n == 1) {
+            acc[0] = rq[3];
+            acc[1] = two ? rq[7] : 0;
+            ember_qa_dot21(acc, W, cols, Kp / 4);
+            y[0] = ember_qa_requant(acc[0], rq, zp, lo, hi, fast);
+            if (two) y[rs] = ember_qa_requant(acc[1], rq + 4, zp, lo, hi, fast);
+            continue;
+        }
+        acc[0] = acc[1] = rq[3];
+        acc[2] = acc[3] = two ? rq[7] : 0;
+        ember_qa_dot22(acc, W, cols, Kp / 4);
+        y[0] = ember_qa_requant(acc[0], rq, zp, lo, hi, fast);
+        y[cs] = ember_qa_requant(acc[1], rq, zp, lo, hi, fast);
+        if (two) {
+            y[rs] = ember_qa_requant(acc[2], rq + 4, zp, lo, hi, fast);
+            y[rs + cs] = ember_qa_requant(acc[3], rq + 4, zp, lo, hi, fast);
+        }
+    }
+}
+EMBER_UNUSED static void ember_qa_gemm2(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n, const int8_t *W, int M, int Kp,
+                           const int16_t *cols, const int32_t *rq, const int32_t *out) {
+    const int mode = ember_qa_mode(out);
+    if (mode == 2)
+        ember_qa_gemm2_t(y, rs, cs, n, W, M, Kp, cols, rq, out, 2);
+    else if (mode == 1)
+        ember_qa_gemm2_t(y, rs, cs, n, W, M, Kp, cols, rq, out, 1);
+    else
+        ember_qa_gemm2_t(y, rs, cs, n, W, M, Kp, cols, rq, out, 0);
+}
+/* Byte b of an int8 (flip 0x80) or uint8 (flip 0) tensor minus the zero point: (b ^ flip) - z2, where
+ * z2 = zero point + (flip ? 128 : 0). */
+#define EMBER_QA_VAL(b, flip, z2) ((int16_t)((int32_t)((b) ^ (flip)) - (z2)))
+/* dst[i] = EMBER_QA_VAL(src[i]) for i < n: with the DSP extension four bytes per word, widened by UXTB16
+ * into two halfword pairs, repaired to byte order by PKHBT/PKHTB, the zero point taken from both lanes by
+ * SSUB16. Unaligned words: Cortex-M3 and up read and write them in normal memory. */
+EMBER_UNUSED static void ember_qa_widen(int16_t *EMBER_RESTRICT dst, const uint8_t *EMBER_RESTRICT src, int n, uint32_t flip,
+                           int32_t z2) {
+    int i = 0;
+#if EMBER_HAVE_ARM_DSP
+    const uint32_t f4 = flip * 0x01010101u, zz = (uint32_t)(uint16_t)z2 * 0x10001u;
+    const int n4 = n & ~3;
+    for (; i < n4; i += 4) {
+        const uint32_t w = *(const ember_qa_u8x4 *)(const void *)(src + i) ^ f4;
+        uint32_t e, o, lo, hi;
+        __asm__("uxtb16 %0, %1" : "=r"(e) : "r"(w));
+        __asm__("uxtb16 %0, %1, ror #8" : "=r"(o) : "r"(w));
+        __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(lo) : "r"(e), "r"(o));
+        __asm__("pkhtb %0, %1, %2, asr #16" : "=r"(hi) : "r"(o), "r"(e));
+        __asm__("ssub16 %0, %1, %2" : "=r"(lo) : "r"(lo), "r"(zz));
+        __asm__("ssub16 %0, %1, %2" : "=r"(hi) : "r"(hi), "r"(zz));
+        ((ember_qa_u32 *)(void *)(dst + i))[0] = lo;
+        ((ember_qa_u32 *)(void *)(dst + i))[1] = hi;
+    }
+#endif
+    for (; i < n; ++i) dst[i] = EMBER_QA_VAL(src[i], flip, z2);
+}
+/* The columns t0, t1 (Kp int16 each, 4-byte aligned) as ember_qa_dot22 reads them: per 4 k, the words
+ * (k0,k1) of both, then (k2,k3) of both. */
+EMBER_UNUSED static void ember_qa_pair_cols(int16_t *EMBER_RESTRICT cols, const int16_t *t0, const int16_t *t1, int Kp) {
+    const uint32_t *a = (const uint32_t *)(const void *)t0, *b = (const uint32_t *)(const void *)t1;
+    uint32_t *d = (uint32_t *)(void *)cols;
+    int g;
+    for (g = 0; g < Kp / 4; ++g, a += 2, b += 2, d += 4) {
+        const uint32_t a0 = a[0], a1 = a[1], b0 = b[0], b1 = b[1];
+        d[0] = a0;
+        d[1] = b0;
+        d[2] = a1;
+        d[3] = b1;
+    }
+}
+/*@end*/
+
+/*@kernel ember_qarm_conv requires ember_qarm ember_conv_geo*/
+/* col[0 .. Kp): the window of output pixel oh, ow of image xn (in the order channel, kernel row, kernel
+ * column) minus the zero point, 0 where it leaves the image, zero-padded to Kp. */
+static void ember_qa_col(int16_t *EMBER_RESTRICT col, const uint8_t *EMBER_RESTRICT xn, uint32_t flip, int32_t z2,
+                         const int32_t *p, int oh, int ow, int Kp) {
+    const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], Wd = p[EMBER_GEO_IN_W];
+    const int KH = p[EMBER_GEO_K_H], KW = p[EMBER_GEO_K_W], DH = p[EMBER_GEO_DIL_H], DW = p[EMBER_GEO_DIL_W];
+    const int ih0 = oh * p[EMBER_GEO_STRIDE_H] - p[EMBER_GEO_PAD_H], iw0 = ow * p[EMBER_GEO_STRIDE_W] - p[EMBER_GEO_PAD_W];
+    const ptrdiff_t S = (ptrdiff_t)H * Wd;
+    int16_t *d = col, *const end = col + Kp;
+    int c, i, j;
+    if (ih0 >= 0 && iw0 >= 0 && ih0 + (KH - 1) * DH < H && iw0 + (KW - 1) * DW < Wd) {
+        const uint8_t *xc = xn + (ptrdiff_t)ih0 * Wd + iw0;
+        if (KW == 3 && DW == 1) { /* the common 3-wide window: no inner loop */
+            for (c = 0; c < C; ++c, xc += S)
+                for (i = 0; i < KH; ++i, d += 3) {
+                    const uint8_t *xr = xc + (ptrdiff_t)i * DH * Wd;
+                    d[0] = EMBER_QA_VAL(xr[0], flip, z2);
+                    d[1] = EMBER_QA_VAL(xr[1], flip, z2);
+                    d[2] = EMBER_QA_VAL(xr[2], flip, z2);
+                }
+        } else {
+            for (c = 0; c < C; ++c, xc += S)
+                for (i = 0; i < KH; ++i) {
+                    const uint8_t *xr = xc + (ptrdiff_t)i * DH * Wd;
+                    for (j = 0; j < KW; ++j) *d++ = EMBER_QA_VAL(xr[j * DW], flip, z2);
+                }
+        }
+    } else { /* the window's columns inside the image, [jlo, jhi), are the same for every row */
+        int jlo = 0, jhi = KW;
+        while (jlo < KW && iw0 + jlo * DW < 0) ++jlo;
+        while (jhi > jlo && iw0 + (jhi - 1) * DW >= Wd) --jhi;
+        for (c = 0; c < C; ++c)
+            for (i = 0; i < KH; ++i) {
+                const int ih = ih0 + i * DH;
+                const uint8_t *xr = xn + c * S + (ptrdiff_t)ih * Wd + iw0;
+                if (ih < 0 || ih >= H) {
+                    for (j = 0; j < KW; ++j) *d++ = 0;
+                    continue;
+                }
+                for (j = 0; j < jlo; ++j) *d++ = 0;
+                for (; j < jhi; ++j) *d++ = EMBER_QA_VAL(xr[j * DW], flip, z2);
+                for (; j < KW; ++j) *d++ = 0;
+            }
+    }
+    while (d != end) *d++ = 0;
+}
+/* Convolution (2-D, one group) of N images: y[n][m][pixel] requantised from W times the windows, two output
+ * pixels at a time: their columns built plainly in t (2 x Kp int16, Kp: K rounded up to `kq`), then
+ * handed to `gemm` (qarm.c's SMLAD product, which interleaves them first, or Helium's). A 1x1 stride-1
+ * unpadded convolution reads its columns straight from the channel planes. Scratch: 8 * Kp bytes. */
+#if EMBER_GNUC && defined(__ARM_FEATURE_MVE)
+#include <arm_mve.h>
+#define EMBER_QA_MVE_COLS 1 /* Helium gathers for a 1x1 layer's columns (any product) */
+#else
+#define EMBER_QA_MVE_COLS 0
+#endif
+typedef void (*ember_qa_gemm_fn)(uint8_t *y, ptrdiff_t rs, int n, const int8_t *W, int M, int Kp, int16_t *cols,
+                                 const int16_t *t0, const int16_t *t1, const int32_t *rq, const int32_t *out);
+EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N, int M,
+                                  const int8_t *W, const int32_t *rq, const int32_t *out, int16_t *cols, int kq,
+                                  ember_qa_gemm_fn gemm) {
+    const int C = p[EMBER_GEO_C], OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W];
+    const int K = C * p[EMBER_GEO_K_H] * p[EMBER_GEO_K_W], Kp = (K + kq - 1) / kq * kq, P = OH * OW;
+    const ptrdiff_t S = (ptrdiff_t)p[EMBER_GEO_IN_H] * p[EMBER_GEO_IN_W];
+    const int direct = K == C && S == P && p[EMBER_GEO_PAD_H] == 0 && p[EMBER_GEO_PAD_W] == 0;
+    const uint32_t flip = sgn ? 0x80u : 0u;
+    const int32_t z2 = xz + (sgn ? 128 : 0);
+    int16_t *t0 = cols + 2 * Kp, *t1 = t0 + Kp;
+    int n, q, c, oh = 0, ow = 0;
+    for (n = 0; n < N; ++n) {
+        const uint8_t *xn = x + (ptrdiff_t)n * C * S;
+        uint8_t *yn = y + (ptrdiff_t)n * M * P;
+        for (q = 0; q < P; q += 2) {
+            const int two = q + 1 < P;
+            if (direct) {
+                const uint8_t *xq = xn + q;
+                c = 0;
+#if EMBER_QA_MVE_COLS /* four channels of both pixels per step: byte gathers S apart, widened */
+                {
+                    const uint32x4_t offs = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)S);
+                    const int32x4_t vf = vdupq_n_s32((int32_t)flip), vz = vdupq_n_s32(z2);
+                    for (; c < C; c += 4, xq += 4 * S) {
+                        const mve_pred16_t live = vctp32q((uint32_t)(C - c));
+                        const int32x4_t b0 = vreinterpretq_s32_u32(vldrbq_gather_offset_z_u32(xq, offs, live));
+                        const int32x4_t b1 = vreinterpretq_s32_u32(vldrbq_gather_offset_z_u32(xq + two, offs, live));
+                        vstrhq_p_s32(t0 + c, vsubq_s32(veorq_s32(b0, vf), vz), live);
+                        vstrhq_p_s32(t1 + c, vsubq_s32(veorq_s32(b1, vf), vz), live);
+                    }
+                    c = C;
+                }
+#else
+                for (; c < C; ++c, xq += S) {
+                    t0[c] = EMBER_QA_VAL(xq[0], flip, z2);
+                    t1[c] = EMBER_QA_VAL(xq[two], flip, z2);
+                }
+#endif
+                for (; c < Kp; ++c) t0[c] = t1[c] = 0;
+            } else {
+                ember_qa_col(t0, xn, flip, z2, p, oh, ow, Kp);
+                if (++ow == OW) ow = 0, ++oh;
+                if (two) {
+                    ember_qa_col(t1, xn, flip, z2, p, oh, ow, Kp);
+                    if (++ow == OW) ow = 0, ++oh;
+                }
+            }
+            gemm(yn + q, P, 1 + two, W, M, Kp, cols, t0, t1, rq, out);
+        }
+        oh = ow = 0;
+    }
+}
+/* The SMLAD product of ember_qa_conv_t's two plain columns (interleaved first when there are two). */
+EMBER_UNUSED static void ember_qa_gemm_dsp(uint8_t *y, ptrdiff_t rs, int n, const int8_t *W, int M, int Kp, int16_t *cols,
+                              const int16_t *t0, const int16_t *t1, const int32_t *rq, const int32_t *out) {
+    if (n == 2) ember_qa_pair_cols(cols, t0, t1, Kp);
+    ember_qa_gemm2(y, rs, 1, n, W, M, Kp, n == 2 ? cols : t0, rq, out);
+}
+EMBER_UNUSED static void ember_qarm_conv(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N, int M,
+                            const int8_t *W, const int32_t *rq, const int32_t *out, int16_t *cols) {
+    ember_qa_conv_t(y, x, sgn, xz, p, N, M, W, rq, out, cols, 4, ember_qa_gemm_dsp);
+}
+/*@end*/
+
+/*@kernel ember_qarm_fc requires ember_qarm*/
+/* Fully connected: y[r][n] requantised from sum_k (a[r][k] - zero point) W[n][k] + bias[n], rows of A in
+ * pairs (the two columns of ember_qa_gemm2). Scratch: cols then two plain columns, 8 * Kp bytes. */
+static void ember_qarm_fc(uint8_t *y, const uint8_t *a, int sgn, int32_t az, int R, int Nout, int K,
+                          const int8_t *W, const int32_t *rq, const int32_t *out, int16_t *cols) {
+    const int Kp = (K + 3) & ~3;
+    const uint32_t flip = sgn ? 0x80u : 0u;
+    const int32_t z2 = az + (sgn ? 128 : 0);
+    int16_t *t0 = cols + 2 * Kp, *t1 = t0 + Kp;
+    int r, k;
+    for (r = 0; r < R; r += 2) {
+        const int two = r + 1 < R;
+        const uint8_t *a0 = a + (ptrdiff_t)r * K;
+        ember_qa_widen(t0, a0, K, flip, z2);
+        for (k = K; k < Kp; ++k) t0[k] = 0;
+        if (two) {
+            ember_qa_widen(t1, a0 + K, K, flip, z2);
+            for (k = K; k < Kp; ++k) t1[k] = 0;
+        }
+        if (two) ember_qa_pair_cols(cols, t0, t1, Kp);
+        ember_qa_gemm2(y + (ptrdiff_t)r * Nout, 1, Nout, 1 + two, W, Nout, Kp, two ? cols : t0, rq, out);
+    }
+}
+/*@end*/
+
+/*@kernel ember_qarm_dw3 requires ember_qarm ember_conv_geo*/
+/* Outputs ow, ow + 1 of a stride-1 3x3 window: *a0, *a1 plus three plane rows (from p, Wp int16 apart,
+ * p 4-byte aligned) times wv = per kernel row the pairs (w0,w1) (w2,0) (0,w0) (w1,w2). */
+EMBER_INLINE void ember_qa_dw3_pair(int32_t *a0, int32_t *a1, const int16_t *p, int Wp, const uint32_t *wv) {
+    int32_t s0 = *a0, s1 = *a1;
+#if EMBER_HAVE_ARM_DSP
+    /* 24 instructions for 18 multiply-adds; in assembly: the compiler spills around the 12 weight words. */
+    uint32_t x0, x1, wa, wb;
+    const int16_t *q;
+    __asm__("ldrd %[x0], %[x1], [%[p]]\n\t"
+            "ldrd %[wa], %[wb], [%[wv]]\n\t"
+            "smlad %[s0], %[x0], %[wa], %[s0]\n\t"
+            "smlad %[s0], %[x1], %[wb], %[s0]\n\t"
+            "ldrd %[wa], %[wb], [%[wv], #8]\n\t"
+            "smlad %[s1], %[x0], %[wa], %[s1]\n\t"
+            "smlad %[s1], %[x1], %[wb], %[s1]\n\t"
+            "add %[q], %[p], %[rs]\n\t"
+            "ldrd %[x0], %[x1], [%[q]]\n\t"
+            "ldrd %[wa], %[wb], [%[wv], #16]\n\t"
+            "smlad %[s0], %[x0], %[wa], %[s0]\n\t"
+            "smlad %[s0], %[x1], %[wb], %[s0]\n\t"
+            "ldrd %[wa], %[wb], [%[wv], #24]\n\t"
+            "smlad %[s1], %[x0], %[wa], %[s1]\n\t"
+            "smlad %[s1], %[x1], %[wb], %[s1]\n\t"
+            "add %[q], %[q], %[rs]\n\t"
+            "ldrd %[x0], %[x1], [%[q]]\n\t"
+            "ldrd %[wa], %[wb], [%[wv], #32]\n\t"
+            "smlad %[s0], %[x0], %[wa], %[s0]\n\t"
+            "smlad %[s0], %[x1], %[wb], %[s0]\n\t"
+            "ldrd %[wa], %[wb], [%[wv], #40]\n\t"
+            "smlad %[s1], %[x0], %[wa], %[s1]\n\t"
+            "smlad %[s1], %[x1], %[wb], %[s1]"
+            : [s0] "+r"(s0), [s1] "+r"(s1), [x0] "=&r"(x0), [x1] "=&r"(x1), [wa] "=&r"(wa), [wb] "=&r"(wb),
+              [q] "=&r"(q)
+            : [p] "r"(p), [rs] "r"(2 * Wp), [wv] "r"(wv)
+            : "memory");
+#else
+    int i;
+    for (i = 0; i < 3; ++i, p += Wp) {
+        const uint32_t x0 = *(const ember_qa_u32 *)(const void *)p, x1 = *(const ember_qa_u32 *)(const void *)(p + 2);
+        s0 = ember_qa_smlad(x1, wv[4 * i + 1], ember_qa_smlad(x0, wv[4 * i], s0));
+        s1 = ember_qa_smlad(x1, wv[4 * i + 3], ember_qa_smlad(x0, wv[4 * i + 2], s1));
+    }
+#endif
+    *a0 = s0;
+    *a1 = s1;
+}
+/* Depthwise 3x3 (channel multiplier 1, dilation 1, any stride and padding) of N images. Each channel is
+ * widened into a zero-padded int16 plane (plane: ops/qarm.py conv_scratch bytes; its border is zeroed
+ * once, as every channel's is the same), whose rows SMLAD reads two pixels per word. Stride 1 makes two
+ * outputs per step (ember_qa_dw3_pair), other strides one from a word and a halfword per kernel row.
+ * Wt: C x 9 int16; rq: per channel [mult, s, ra, bias] (ember_qa_requant). */
+EMBER_INLINE void ember_qa_dw3_t(uint8_t *y, const uint8_t *x, uint32_t flip, int32_t z2, const int32_t *p, int N,
+                                 const int16_t *Wt, const int32_t *rq, const int32_t *out, int16_t *plane, int fast) {
+    const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], Wd = p[EMBER_GEO_IN_W];
+    const int OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W], SH = p[EMBER_GEO_STRIDE_H], SW = p[EMBER_GEO_STRIDE_W];
+    const int PH = p[EMBER_GEO_PAD_H], PW = p[EMBER_GEO_PAD_W];
+    const int Hp = (OH - 1) * SH + 3, Wp = ((OW - 1) * SW + 5) & ~1;
+    const int32_t zp = out[0], lo = out[1], hi = out[2];
+    const int r_end = H + PH < Hp ? H + PH : Hp, wd = Wd + PW < Wp ? Wd : Wp - PW;
+    int n, c, r, i, oh, ow;
+    for (i = 0; i < Hp * Wp; ++i) plane[i] = 0;
+    for (n = 0; n < N; ++n)
+        for (c = 0; c < C; ++c) {
+            const int32_t *cq = rq + 4 * c;
+            const uint8_t *xc = x + ((ptrdiff_t)n * C + c) * H * Wd;
+            uint8_t *yr = y + ((ptrdiff_t)n * C + c) * OH * OW;
+            const int16_t *w = Wt + 9 * c;
+            const int32_t b = cq[3];
+            uint32_t wv[12];
+            for (r = PH; r < r_end; ++r) ember_qa_widen(plane + (ptrdiff_t)r * Wp + PW, xc + (ptrdiff_t)(r - PH) * Wd, wd,
+                                                      flip, z2);
+            for (i = 0; i < 3; ++i) {
+                const uint32_t w0 = (uint16_t)w[3 * i], w1 = (uint16_t)w[3 * i + 1], w2 = (uint16_t)w[3 * i + 2];
+                wv[4 * i] = w0 | w1 << 16;
+                wv[4 * i + 1] = w2;
+                wv[4 * i + 2] = w0 << 16;
+                wv[4 * i + 3] = w1 | w2 << 16;
+            }
+            for (oh = 0; oh < OH; ++oh, yr += OW) {
+                const int16_t *r0 = plane + (ptrdiff_t)oh * SH * Wp;
+                if (SW == 1) {
+                    for (ow = 0; ow < OW; ow += 2) {
+                        int32_t a0 = b, a1 = b;
+                        ember_qa_dw3_pair(&a0, &a1, r0 + ow, Wp, wv);
+                        yr[ow] = ember_qa_requant(a0, cq, zp, lo, hi, fast);
+                        if (ow + 1 < OW) yr[ow + 1] = ember_qa_requant(a1, cq, zp, lo, hi, fast);
+                    }
+                } else {
+                    for (ow = 0; ow < OW; ++ow) {
+                        const int16_t *s0 = r0 + ow * SW;
+                        int32_t a = b;
+                        for (i = 0; i < 3; ++i, s0 += Wp)
+                            a = ember_qa_smlad(*(const ember_qa_u32 *)(const void *)s0, wv[4 * i], a) + s0[2] * w[3 * i + 2];
+                        yr[ow] = ember_qa_requant(a, cq, zp, lo, hi, fast);
+                    }
+                }
+            }
+        }
+}
+EMBER_UNUSED static void ember_qarm_dw3(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
+                           const int16_t *Wt, const int32_t *rq, const int32_t *out, int16_t *plane) {
+    const uint32_t flip = sgn ? 0x80u : 0u;
+    const int32_t z2 = xz + (sgn ? 128 : 0);
+    const int mode = ember_qa_mode(out);
+    if (mode == 2)
+        ember_qa_dw3_t(y, x, flip, z2, p, N, Wt, rq, out, plane, 2);
+    else if (mode == 1)
+        ember_qa_dw3_t(y, x, flip, z2, p, N, Wt, rq, out, plane, 1);
+    else
+        ember_qa_dw3_t(y, x, flip, z2, p, N, Wt, rq, out, plane, 0);
+}
+/*@end*/
+
+/*@kernel ember_qarm_conv_mve requires ember_qarm_conv*/
+/* Cortex-M55 (Helium): ember_qa_conv_t's columns times W, plain int8 rows of Kp (K rounded up to 8;
+ * ops/qarm.py `mve_weights`, rows in pairs with a zero row after an odd last one): VLDRB.S16 widens 8
+ * weights, VMLADAVA.S16 adds 8 products of a weight vector and a column vector to a scalar sum, so a
+ * pair of channels times a pair of pixels is 8 instructions per 32 multiply-adds. */
+#if EMBER_GNUC && defined(__ARM_FEATURE_MVE)
+#include <arm_mve.h>
+#define EMBER_QA_MVE 1
+#else
+#define EMBER_QA_MVE 0
+#endif
+EMBER_INLINE void ember_qa_mgemm_t(uint8_t *y, ptrdiff_t rs, int n, const int8_t *W, int M, int Kp,
+                                   const int16_t *t0, const int16_t *t1, const int32_t *rq, const int32_t *out, int fast) {
+    const int32_t zp = out[0], lo = out[1], hi = out[2];
+    int m, k;
+#if EMBER_QA_MVE
+    const uint32_t po[4] = {0, 0, 4, 4}, yo[4] = {0, 1, (uint32_t)rs, (uint32_t)rs + 1};
+    const uint32x4_t pairs = vld1q_u32(po), yoff = vld1q_u32(yo);
+    const int32x4_t vzp = vdupq_n_s32(zp), vlo = vdupq_n_s32(lo), vhi = vdupq_n_s32(hi);
+#endif
+    for (m = 0; m < M; m += 2, y += 2 * rs, W += 2 * Kp, rq += 8) {
+        const int two = m + 1 < M;
+        const int8_t *w0 = W, *w1 = W + Kp;
+        int32_t a00 = rq[3], a01 = rq[3], a10 = two ? rq[7] : 0, a11 = a10;
+#if EMBER_QA_MVE
+        for (k = 0; k < Kp; k += 8) {
+            const int16x8_t wa = vldrbq_s16(w0 + k), wb = vldrbq_s16(w1 + k);
+            const int16x8_t x0 = vld1q_s16(t0 + k), x1 = vld1q_s16(t1 + k);
+            a00 = vmladavaq_s16(a00, wa, x0);
+            a01 = vmladavaq_s16(a01, wa, x1);
+            a10 = vmladavaq_s16(a10, wb, x0);
+            a11 = vmladavaq_s16(a11, wb, x1);
+        }
+#else
+        for (k = 0; k < Kp; ++k) {
+            a00 += w0[k] * t0[k];
+            a01 += w0[k] * t1[k];
+            a10 += w1[k] * t0[k];
+            a11 += w1[k] * t1[k];
+        }
+#endif
+#if EMBER_QA_MVE
+        if (fast && n > 1 && two) { /* the four sums requantised in one vector: lanes (m, p) (m, p+1) (m+1, p) (m+1, p+1) */
+            int32x4_t v = vsetq_lane_s32(a11, vsetq_lane_s32(a10, vsetq_lane_s32(a01, vdupq_n_s32(a00), 1), 2), 3);
+            const int32x4_t mult = vldrwq_gather_shifted_offset_s32(rq, pairs);
+            const int32x4_t sh = vldrwq_gather_shifted_offset_s32(rq + 1, pairs);
+            const int32x4_t ra = vldrwq_gather_shifted_offset_s32(rq + 2, pairs);
+            v = vaddq_s32(vshlq_s32(vaddq_s32(vmulhq_s32(v, mult), ra), vnegq_s32(sh)), vzp);
+            vstrbq_scatter_offset_s32((int8_t *)y, yoff, vminq_s32(vmaxq_s32(v, vlo), vhi));
+            continue;
+        }
+#endif
+        y[0] = ember_qa_requant(a00, rq, zp, lo, hi, fast);
+        if (n > 1) y[1] = ember_qa_requant(a01, rq, zp, lo, hi, fast);
+        if (two) {
+            y[rs] = ember_qa_requant(a10, rq + 4, zp, lo, hi, fast);
+            if (n > 1) y[rs + 1] = ember_qa_requant(a11, rq + 4, zp, lo, hi, fast);
+        }
+    }
+}
+static void ember_qa_gemm_mve(uint8_t *y, ptrdiff_t rs, int n, const int8_t *W, int M, int Kp, int16_t *cols,
+                              const int16_t *t0, const int16_t *t1, const int32_t *rq, const int32_t *out) {
+    const int mode = ember_qa_mode(out);
+    (void)cols;
+    if (mode == 2)
+        ember_qa_mgemm_t(y, rs, n, W, M, Kp, t0, t1, rq, out, 2);
+    else if (mode == 1)
+        ember_qa_mgemm_t(y, rs, n, W, M, Kp, t0, t1, rq, out, 1);
+    else
+        ember_qa_mgemm_t(y, rs, n, W, M, Kp, t0, t1, rq, out, 0);
+}
+static void ember_qarm_conv_mve(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N, int M,
+                                const int8_t *W, const int32_t *rq, const int32_t *out, int16_t *cols) {
+    ember_qa_conv_t(y, x, sgn, xz, p, N, M, W, rq, out, cols, 8, ember_qa_gemm_mve);
+}
+/*@end*/
+
+/*@kernel ember_qarm_dw3_mve requires ember_qarm_dw3*/
+/* Cortex-M55 (Helium) depthwise 3x3: ember_qarm_dw3's zero-padded int16 plane, four outputs of a row per
+ * vector (each tap a halfword gather widened to int32 lanes, VMLA by the tap's weight), requantised in the
+ * vector by the fast form (VMULH.S32 is SMMLA's floor((acc * mult) / 2^32)), the row's last lanes
+ * predicated. Layers that need the exact form (possible ties) take ember_qarm_dw3. */
+#if EMBER_GNUC && defined(__ARM_FEATURE_MVE)
+#include <arm_mve.h>
+#define EMBER_QA_MVE_DW 1
+#else
+#define EMBER_QA_MVE_DW 0
+#endif
+static void ember_qarm_dw3_mve(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
+                               const int16_t *Wt, const int32_t *rq, const int32_t *out, int16_t *plane) {
+#if EMBER_QA_MVE_DW
+    const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], Wd = p[EMBER_GEO_IN_W];
+    const int OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W], SH = p[EMBER_GEO_STRIDE_H], SW = p[EMBER_GEO_STRIDE_W];
+    const int PH = p[EMBER_GEO_PAD_H], PW = p[EMBER_GEO_PAD_W];
+    const int Hp = (OH - 1) * SH + 3, Wp = ((OW - 1) * SW + 5) & ~1;
+    const int r_end = H + PH < Hp ? H + PH : Hp, wd = Wd + PW < Wp ? Wd : Wp - PW;
+    const uint32_t flip = sgn ? 0x80u : 0u;
+    const int32_t z2 = xz + (sgn ? 128 : 0);
+    const int32x4_t vzp = vdupq_n_s32(out[0]), vlo = vdupq_n_s32(out[1]), vhi = vdupq_n_s32(out[2]);
+    const uint32x4_t lanes = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)SW);
+    int n, c, r, i, oh, ow;
+    if (!out[3]) {
+        ember_qarm_dw3(y, x, sgn, xz, p, N, Wt, rq, out, plane);
+        return;
+    }
+    for (i = 0; i < Hp * Wp; ++i) plane[i] = 0;
+    for (n = 0; n < N; ++n)
+        for (c = 0; c < C; ++c) {
+            const int32_t *cq = rq + 4 * c;
+            const uint8_t *xc = x + ((ptrdiff_t)n * C + c) * H * Wd;
+            uint8_t *yr = y + ((ptrdiff_t)n * C + c) * OH * OW;
+            const int16_t *w = Wt + 9 * c;
+            const int32x4_t vb = vdupq_n_s32(cq[3]), vm = vdupq_n_s32(cq[0]), vra = vdupq_n_s32(cq[2]);
+            const int32x4_t vsh = vdupq_n_s32(-cq[1]);
+            for (r = PH; r < r_end; ++r) ember_qa_widen(plane + (ptrdiff_t)r * Wp + PW, xc + (ptrdiff_t)(r - PH) * Wd, wd,
+                                                      flip, z2);
+            for (oh = 0; oh < OH; ++oh, yr += OW) {
+                const int16_t *r0 = plane + (ptrdiff_t)oh * SH * Wp;
+                for (ow = 0; ow < OW; ow += 4) {
+                    const mve_pred16_t live = vctp32q((uint32_t)(OW - ow));
+                    const int16_t *s0 = r0 + ow * SW;
+                    int32x4_t a = vb, v;
+                    for (i = 0; i < 3; ++i, s0 += Wp) {
+                        a = vmlaq_n_s32(a, vldrhq_gather_shifted_offset_z_s32(s0, lanes, live), w[3 * i]);
+                        a = vmlaq_n_s32(a, vldrhq_gather_shifted_offset_z_s32(s0 + 1, lanes, live), w[3 * i + 1]);
+                        a = vmlaq_n_s32(a, vldrhq_gather_shifted_offset_z_s32(s0 + 2, lanes, live), w[3 * i + 2]);
+                    }
+                    v = vaddq_s32(vshlq_s32(vaddq_s32(vmulhq_s32(a, vm), vra), vsh), vzp);
+                    v = vminq_s32(vmaxq_s32(v, vlo), vhi);
+                    vstrbq_p_s32((int8_t *)(yr + ow), v, live);
+                }
+            }
+        }
+#else
+    ember_qarm_dw3(y, x, sgn, xz, p, N, Wt, rq, out, plane);
+#endif
+}
+/*@end*/

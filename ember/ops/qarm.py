@@ -1,0 +1,149 @@
+"""The Cortex-M DSP variants of the integer convolution, depthwise 3x3 and matrix product (kernels/qarm.c).
+
+passes/mcu_kernels.py marks a QConv/QMatMul with `_isa = "dsp"` when its target has the DSP extension
+(Target.int8_isa) and the layer is one these kernels compute exactly (`admits`), and stores its weights
+as they read them (`dsp_weights`); qlinear.py's lowerings hand marked nodes to this module.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ember.codegen.emitter import KernelEmitter
+from ember.ir.dtypes import DType
+from ember.ir.graph import Node
+from ember.ops.conv import ConvGeometry
+from ember.ops.matmul import present
+
+DSP = "dsp"
+MVE = "mve"  # Helium: ember_qarm_conv_mve, ember_qarm_dw3_mve; fully-connected layers stay portable
+
+
+def rq_table(requant: object, bias: tuple[int, ...] | None, fast: bool) -> list[int]:
+    """Per channel [mult, sh, ra, bias] for qarm.c's ember_qa_requant: with `fast`, sh = shift - 32 and
+    ra = 2^(sh-1); otherwise sh = shift and ra unused. A multiplier of 0 (zero scale) gives 0 either way."""
+    out: list[int] = []
+    for i, (m, s) in enumerate(zip(requant.mult, requant.shift, strict=True)):  # type: ignore[attr-defined]
+        b = 0 if bias is None else int(bias[i])
+        if m == 0:
+            out += [0, 1, 1, b]
+        elif fast:
+            out += [int(m), int(s) - 32, 1 << (s - 33), b]
+        else:
+            out += [int(m), int(s), 0, b]
+    return out
+
+
+def fast_requant(requant: object, bound: np.ndarray) -> bool:
+    """Whether qarm.c may requantise by SMMLA (its `fast`): every shift above 32, and no tie, so that
+    rounding half up equals quant.c's half to even. A tie needs acc * mult to be an odd multiple of
+    2^(shift-1), so 2^(shift-1) must divide it: impossible when the powers of 2 in mult and in the
+    largest |acc| (`bound`, per channel) stay below that."""
+    for m, s, b in zip(requant.mult, requant.shift, np.broadcast_to(bound, (len(requant.mult),)),  # type: ignore[attr-defined]
+                       strict=True):
+        if m == 0:
+            continue
+        if s <= 32:
+            return False
+        twos = (int(m) & -int(m)).bit_length() - 1
+        if int(b).bit_length() - 1 + twos >= s - 1:
+            return False
+    return True
+
+
+def dsp_weights(rows: np.ndarray) -> np.ndarray:
+    """int8 rows M x K -> ceil(M/2)*2 x Kp (K rounded up to 4, rows and k zero padded): each group of 4 k
+    stored k0 k2 k1 k3 (SXTB16 of the word gives the lanes (k0, k1), of the word rotated by 8 (k2, k3)),
+    and the rows in pairs, a pair's two rows interleaved a word at a time (one LDRD reads both)."""
+    m, k = rows.shape
+    mp, kp = (m + 1) // 2 * 2, (k + 3) // 4 * 4
+    padded = np.zeros((mp, kp), np.int8)
+    padded[:m, :k] = rows
+    words = padded.reshape(mp // 2, 2, kp // 4, 4)[:, :, :, [0, 2, 1, 3]]
+    return np.ascontiguousarray(words.transpose(0, 2, 1, 3).reshape(mp, kp))
+
+
+def mve_weights(rows: np.ndarray) -> np.ndarray:
+    """int8 rows M x K -> ceil(M/2)*2 x K8 (K rounded up to 8; rows and k zero padded), as VLDRB reads them."""
+    m, k = rows.shape
+    out = np.zeros(((m + 1) // 2 * 2, (k + 7) // 8 * 8), np.int8)
+    out[:m, :k] = rows
+    return out
+
+
+def _pair_rows(w: np.ndarray) -> np.ndarray:
+    """dsp_weights' rows back in row order (each row's bytes still in lane order)."""
+    mp, kp = w.shape
+    return w.reshape(mp // 2, kp // 4, 2, 4).transpose(0, 2, 1, 3).reshape(mp, kp)
+
+
+def conv_rows(packed: np.ndarray, k: int, channels_last: bool, taps: int) -> np.ndarray:
+    """The real K weights per output channel in the order (channel, kernel row, kernel column), from
+    qlinear.pack_weights' rows (whose order is (taps, channels) when `channels_last`)."""
+    rows = np.asarray(packed[:, :k], np.int8)
+    if channels_last:
+        rows = rows.reshape(rows.shape[0], taps, k // taps).transpose(0, 2, 1).reshape(rows.shape[0], k)
+    return rows
+
+
+def dw3_admits(g: ConvGeometry) -> bool:
+    """A 2-D 3x3 depthwise window of dilation 1 (ember_qarm_dw3)."""
+    return g.planar and tuple(g.kernel[1:]) == (3, 3) and tuple(g.dilations[1:]) == (1, 1)
+
+
+def _tables(node: Node, k: KernelEmitter, w_rows: np.ndarray) -> tuple[str, str]:
+    """rq (per channel [mult, s, ra, bias]) and out tables; w_rows: the weights per output channel (any
+    order), for the sums' bound."""
+    q = node.attrs["_q"]
+    rq = q.requant
+    bound = np.abs(np.asarray(w_rows, np.int64)).sum(axis=1) * 255
+    if q.bias is not None:
+        bound = bound + np.abs(np.asarray(q.bias, np.int64))
+    fast = fast_requant(rq, bound)
+    return (k.table(rq_table(rq, q.bias, fast), DType.INT32),
+            k.table([rq.zp, rq.lo, rq.hi, int(fast)], DType.INT32))
+
+
+def _zp(node: Node, k: KernelEmitter) -> str:
+    return f"(int32_t){k.inp(1)}[0]" if node.input(1) is not None else str(node.attrs["_q"].x_zp)
+
+
+def conv_scratch(node: Node, g: ConvGeometry) -> int:
+    """Two interleaved int16 columns of Kp and the two plain ones they come from (conv), or one channel's
+    zero-padded int16 plane (depthwise 3x3)."""
+    if node.attrs["_q"].depthwise:
+        (oh, ow), (sh, sw) = g.out_size[1:], g.strides[1:]
+        return 2 * ((oh - 1) * sh + 3) * (((ow - 1) * sw + 5) // 2 * 2)
+    return 8 * ((g.channels * g.taps + 7) // 8 * 8)
+
+
+def fc_scratch(k_dim: int) -> int:
+    return 8 * ((k_dim + 3) // 4 * 4)
+
+
+def lower_conv(node: Node, k: KernelEmitter, g: ConvGeometry) -> None:
+    x, y = present(node.input(0)), present(node.outputs[0])
+    w = present(node.input(2)).const
+    mve = node.attrs["_isa"] == MVE
+    rq, out = _tables(node, k, w[:y.shape[1]] if node.attrs["_q"].depthwise or mve else _pair_rows(w)[:y.shape[1]])
+    geo = k.table(g.table(), DType.INT32)
+    sgn = int(x.dtype is DType.INT8)
+    if node.attrs["_q"].depthwise:
+        k.call("ember_qarm_dw3_mve" if mve else "ember_qarm_dw3", f"(uint8_t *){k.out(0)}",
+               f"(const uint8_t *){k.inp(0)}", sgn, _zp(node, k), geo,
+               x.shape[0], k.inp(2), rq, out, k.scratch("int16_t"))
+        return
+    k.call("ember_qarm_conv_mve" if mve else "ember_qarm_conv", f"(uint8_t *){k.out(0)}",
+           f"(const uint8_t *){k.inp(0)}", sgn, _zp(node, k), geo,
+           x.shape[0], y.shape[1], k.inp(2), rq, out, k.scratch("int16_t"))
+
+
+def lower_fc(node: Node, k: KernelEmitter) -> None:
+    a, y = present(node.input(0)), present(node.outputs[0])
+    w = present(node.input(2)).const
+    rq, out = _tables(node, k, _pair_rows(w)[:y.shape[-1]])
+    rows, kk, n = math.prod(a.shape[:-1]), a.shape[-1], y.shape[-1]
+    k.call("ember_qarm_fc", f"(uint8_t *){k.out(0)}", f"(const uint8_t *){k.inp(0)}", int(a.dtype is DType.INT8),
+           _zp(node, k), rows, n, kk, k.inp(2), rq, out, k.scratch("int16_t"))

@@ -1,0 +1,59 @@
+"""Pick the Cortex-M integer kernels per layer from the target table, and store their weights as they read them.
+
+On a target with the DSP extension (Target.dsp: Cortex-M4/M7/M33/M55, SMLAD), a requantising QConv (2-D,
+one group, or depthwise 3x3) or a QMatMul of constant weights becomes kernels/qarm.c's variant when its
+int8 weights need no per-row offset (qlinear.pack_weights' wofs). Its weights are replaced by the DSP
+lane order (qarm.dsp_weights); the other layers keep the portable kernels of qconv.c. Every path
+requantises exactly as quant.c does, so the bundle stays bit-exact with the host build.
+"""
+
+from __future__ import annotations
+
+from ember.ir.graph import Graph, Node
+from ember.ops import qarm
+from ember.ops.matmul import present
+from ember.ops.qlinear import QSpec, qconv_geometry
+
+MVE = qarm.MVE
+
+
+def _admits(node: Node, isa: str) -> bool:
+    q = node.attrs.get("_q")
+    if not isinstance(q, QSpec) or q.requant is None or q.wofs is not None:
+        return False
+    w = node.input(2)
+    if w is None or not w.is_const:
+        return False
+    if node.op == "QMatMul":
+        # On Helium cores the portable matrix-vector product, which the compiler vectorizes for MVE, is
+        # faster than SMLAD pairs (MLPerf Tiny's autoencoder: 0.19 M instructions against 0.43 M).
+        return isa != MVE
+    x, y = present(node.input(0)), present(node.outputs[0])
+    if node.op != "QConv" or x.type.rank != 4:
+        return False
+    g = qconv_geometry(node)
+    if q.depthwise:
+        return x.shape[1] == y.shape[1] and qarm.dw3_admits(g)
+    return int(node.attrs.get("group", 1)) == 1 and g.planar
+
+
+def choose_mcu_kernels(graph: Graph, isa: str) -> None:
+    """`isa`: Target.int8_isa: "dsp" (qarm.c's SMLAD kernels) or "mve" (its Helium ones)."""
+    if isa not in (qarm.DSP, MVE):
+        return
+    for node in graph.nodes:
+        if not _admits(node, isa):
+            continue
+        q: QSpec = node.attrs["_q"]
+        w = present(node.input(2))
+        node.attrs["_isa"] = MVE if isa == MVE else qarm.DSP
+        node.attrs["_rows"] = present(node.outputs[0]).shape[1 if node.op == "QConv" else -1]
+        if node.op == "QConv" and q.depthwise:
+            continue  # ember_qarm_dw3 reads qconv_inputs' int16 C x 9 weights as they are
+        if node.op == "QConv":
+            g = qconv_geometry(node)
+            rows = qarm.conv_rows(w.const, g.channels * g.taps, q.channels_last, g.taps)
+        else:
+            rows = w.const[:, :present(node.input(0)).shape[-1]]
+        packed = qarm.mve_weights(rows) if node.attrs["_isa"] == MVE else qarm.dsp_weights(rows)
+        node.inputs[2] = graph.constant(f"{node.name}_w{node.attrs['_isa']}", packed)

@@ -1,0 +1,104 @@
+"""The Cortex-M DSP and Helium int8 kernels (kernels/qarm.c, picked by passes/mcu_kernels.py) run bare metal
+on QEMU, bit-identical to the host build: convolutions of odd channel counts, strides, asymmetric padding and a
+non-square kernel, depthwise 3x3 of stride 1 and 2 with odd widths, a 1x1, a fully-connected layer of odd
+sizes, two images (pairs of rows); and tests/ops/test_quant_ties.py's chain (uint8, power-of-two scales:
+many exact ties, the requantisation's exact form) against ONNX's reference.
+
+Each test also checks that the layers it means did take the qarm kernels, so that it cannot pass on the
+portable path alone.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+import ember
+from ember.cli import main
+from tests.cross import require_tools
+from tests.ops.test_quant_ties import chain_model
+from tests.support import mcu
+
+RNG = np.random.default_rng(23)
+
+
+def _conv(name: str, src: str, c: int, m: int, k: tuple[int, int], inits: list, group: int = 1,
+          **attrs: object) -> onnx.NodeProto:
+    w = RNG.normal(0, 0.3, (m, c // group, *k)).astype(np.float32)
+    inits += [numpy_helper.from_array(w, f"{name}_w"),
+              numpy_helper.from_array(RNG.normal(0, 0.2, m).astype(np.float32), f"{name}_b")]
+    return helper.make_node("Conv", [src, f"{name}_w", f"{name}_b"], [name], group=group, kernel_shape=list(k), **attrs)
+
+
+def geometry_model() -> onnx.ModelProto:
+    """[2, 3, 13, 17] -> conv 3x3/2 (5 channels) -> relu -> conv 3x2 stride (1, 2), pads (0, 1, 1, 0) (7)
+    -> depthwise 3x3/1 -> relu -> depthwise 3x3/2, pads (0, 1, 1, 0) -> 1x1 (9) -> flatten -> FC 5."""
+    inits: list = []
+    nodes = [_conv("c1", "x", 3, 5, (3, 3), inits, strides=[2, 2], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             _conv("c2", "r1", 5, 7, (3, 2), inits, strides=[1, 2], pads=[0, 1, 1, 0]),
+             _conv("d1", "c2", 7, 7, (3, 3), inits, group=7, pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["d1"], ["r2"]),
+             _conv("d2", "r2", 7, 7, (3, 3), inits, group=7, strides=[2, 2], pads=[0, 1, 1, 0]),
+             _conv("p1", "d2", 7, 9, (1, 1), inits),
+             helper.make_node("Flatten", ["p1"], ["f"])]
+    # shapes: c1 7x9, c2 6x5, d1 6x5, d2 3x2, p1 9 x 3x2 = 54 features
+    inits += [numpy_helper.from_array(RNG.normal(0, 0.2, (54, 5)).astype(np.float32), "fc_w"),
+              numpy_helper.from_array(RNG.normal(0, 0.2, 5).astype(np.float32), "fc_b")]
+    nodes += [helper.make_node("MatMul", ["f", "fc_w"], ["mm"]), helper.make_node("Add", ["mm", "fc_b"], ["y"])]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 13, 17])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5])
+    graph = helper.make_graph(nodes, "geometry", [x], [y], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _qarm_calls(bundle: ember.Bundle) -> dict[str, int]:
+    """Calls in the entry point's body (whose first argument is a cast output pointer, ops/qarm.py)."""
+    text = (bundle.path / f"{bundle.name}.c").read_text()
+    kernels = ("ember_qarm_conv", "ember_qarm_conv_mve", "ember_qarm_dw3", "ember_qarm_dw3_mve", "ember_qarm_fc")
+    return {k: len(re.findall(rf"^    {k}\(\(uint8_t \*\)", text, re.M)) for k in kernels}
+
+
+# The layers each core's kernels take: the M55's convolutions and depthwise layers Helium's, its
+# fully-connected layer the portable (compiler-vectorized) one.
+CALLS = {"cortex-m4": {"ember_qarm_conv": 3, "ember_qarm_conv_mve": 0, "ember_qarm_dw3": 2, "ember_qarm_dw3_mve": 0,
+                       "ember_qarm_fc": 1},
+         "cortex-m55": {"ember_qarm_conv": 0, "ember_qarm_conv_mve": 3, "ember_qarm_dw3": 0, "ember_qarm_dw3_mve": 2,
+                        "ember_qarm_fc": 0}}
+CALLS["cortex-m33"] = CALLS["cortex-m4"]
+
+
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m33", "cortex-m55"])
+def test_geometry_int8_on_qemu_equals_host(tmp_path: Path, target: str) -> None:
+    require_tools(target, mcu.missing_tools(target))
+    onnx.save(geometry_model(), tmp_path / "g.onnx")
+    np.save(tmp_path / "calib.npy", RNG.normal(0, 1, (8, 3, 13, 17)).astype(np.float32))
+    assert main(["profile", str(tmp_path / "g.onnx"), str(tmp_path / "calib.npy"), "-o", str(tmp_path / "p.yaml")]) == 0
+    opts = {"quantize": "int8", "profile": str(tmp_path / "p.yaml"), "io": "int8"}
+    host = ember.compile(tmp_path / "g.onnx", tmp_path / "host", **opts)
+    bundle = ember.compile(tmp_path / "g.onnx", tmp_path / target, target=target, **opts)
+    assert _qarm_calls(bundle) == CALLS[target]
+    x = {"x": RNG.integers(-128, 128, (2, 3, 13, 17)).astype(np.int8)}
+    got = mcu.run_firmware(bundle.path, target, x, tmp_path / "run").outputs["y"]
+    np.testing.assert_array_equal(got, host.run(x)["y"])
+
+
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
+def test_ties_chain_equals_reference(tmp_path: Path, target: str) -> None:
+    """uint8 activations, ties everywhere: the kernels' exact (64-bit, half to even) requantisation."""
+    require_tools(target, mcu.missing_tools(target))
+    model, feeds = chain_model()
+    onnx.save(model, tmp_path / "m.onnx")
+    bundle = ember.compile(tmp_path / "m.onnx", tmp_path / "out", target=target)
+    calls = _qarm_calls(bundle)
+    conv, dw = ("ember_qarm_conv", "ember_qarm_dw3") if target == "cortex-m4" else ("ember_qarm_conv_mve",
+                                                                                     "ember_qarm_dw3_mve")
+    assert calls[conv] == 3 and calls[dw] == 1, calls
+    got = mcu.run_firmware(bundle.path, target, feeds, tmp_path / "run").outputs["y"]
+    np.testing.assert_array_equal(got, ReferenceEvaluator(model).run(None, feeds)[0])

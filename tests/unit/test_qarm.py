@@ -1,0 +1,69 @@
+"""ops/qarm.py: the Cortex-M DSP kernels' weight layout and their requantisation's fast form (SMMLA, rounding
+half up) agreeing with quant.c's half to even wherever `fast_requant` allows it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ember.ops.qarm import dsp_weights, fast_requant, rq_table
+from ember.ops.qlinear import Requant, fixed_point
+
+
+def _half_even(p: int, k: int) -> int:
+    q, r = divmod(p, 1 << k)  # floor
+    half = 1 << (k - 1)
+    return q + (r > half or (r == half and q & 1))
+
+
+def _fast(acc: int, c: list[int]) -> int:
+    """qarm.c's fast form: SMMLA (floor of (acc * mult + ra * 2^32) / 2^32), then >> sh."""
+    return ((acc * c[0] + (c[2] << 32)) >> 32) >> c[1]
+
+
+def test_fast_form_equals_half_to_even_when_admitted() -> None:
+    rng = np.random.default_rng(3)
+    admitted = 0
+    for _ in range(300):
+        m = float(np.float32(10.0 ** rng.uniform(-6, -0.4)))
+        mult, shift = fixed_point(m)
+        bound = int(rng.integers(1, 2**24))
+        rq = Requant((mult,), (shift,), 0, -128, 127)
+        if not fast_requant(rq, np.array([bound])):
+            continue
+        admitted += 1
+        c = rq_table(rq, None, True)
+        accs = np.concatenate([rng.integers(-bound, bound + 1, 200), [0, bound, -bound, 1, -1]])
+        for acc in accs.tolist():
+            assert _fast(acc, c) == _half_even(acc * mult, shift), (m, acc)
+    assert admitted > 200
+
+
+def test_ties_refuse_the_fast_form() -> None:
+    """Multiplier 2^-3 (mult = 2^30, shift 33): acc = 4 is exactly half a step; rounding up would give 1."""
+    mult, shift = fixed_point(0.125)
+    rq = Requant((mult,), (shift,), 0, -128, 127)
+    assert not fast_requant(rq, np.array([1000]))
+    assert _half_even(4 * mult, shift) == 0 and _fast(4, rq_table(rq, None, True)) == 1
+    assert rq_table(rq, (5,), False) == [mult, shift, 0, 5]
+
+
+def test_dsp_weights_pair_rows_and_lane_order() -> None:
+    rows = np.arange(3 * 6, dtype=np.int8).reshape(3, 6)  # odd rows, K not a multiple of 4
+    w = dsp_weights(rows)
+    assert w.shape == (4, 8)
+    flat = w.reshape(-1)
+    # first pair, first word of row 0 then of row 1: k0 k2 k1 k3
+    assert flat[:8].tolist() == [0, 2, 1, 3, 6, 8, 7, 9]
+    # first pair's second words: row 0's k4 k5 (k6, k7 zero padding), then row 1's
+    assert flat[8:16].tolist() == [4, 0, 5, 0, 10, 0, 11, 0]
+    # the odd last row is paired with a zero row
+    assert flat[16:24].tolist() == [12, 14, 13, 15, 0, 0, 0, 0]
+
+
+def test_targets_name_their_integer_kernels() -> None:
+    from ember.toolchain.targets import get_target
+
+    isa = {t: get_target(t).int8_isa for t in ("cortex-m0", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55",
+                                               "riscv32", "armv7", "host")}
+    assert isa == {"cortex-m0": "", "cortex-m4": "dsp", "cortex-m7": "dsp", "cortex-m33": "dsp",
+                   "cortex-m55": "mve", "riscv32": "", "armv7": "", "host": ""}
