@@ -33,7 +33,7 @@ def _compile(args: argparse.Namespace) -> int:
         per_channel=args.per_channel, calibration=args.calibration, percentile=args.percentile,
         keep_float=tuple(op.strip() for op in ",".join(args.keep_float).split(",") if op.strip()), io=args.io,
         weights=args.weights, max_memory=parse_size(args.max_memory) if args.max_memory else None,
-        weights_txt=not args.no_weights_txt,
+        weights_txt=not args.no_weights_txt, threads=args.threads,
     )
     command = "ember " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     if args.report:
@@ -122,9 +122,10 @@ def _bench(args: argparse.Namespace) -> int:
     _at_least(args.top, 0, "--top")
     if args.json:
         check_writable_file(args.json, "--json")
-    r = bench(args.bundle, args.rounds, args.warmup, not args.no_profile, args.input, _preprocess(args))
+    r = bench(args.bundle, args.rounds, args.warmup, not args.no_profile, args.input, _preprocess(args), args.threads)
     gflops = r["flops"] / (r["median_ms"] * 1e6) if r["flops"] else 0.0
-    print(f"bundle {r['name']}: {r['rounds']} rounds after {r['warmup']} warm-up")
+    print(f"bundle {r['name']}: {r['rounds']} rounds after {r['warmup']} warm-up"
+          + (f", {r['threads']} threads" if r["threads"] > 1 else ""))
     print(f"  latency  min {r['min_ms']:.4f} ms  median {r['median_ms']:.4f} ms  p90 {r['p90_ms']:.4f} ms"
           + (f"  ({gflops:.1f} GFLOP/s)" if gflops else ""))
     mem, fp = r["memory"], r["footprint"]
@@ -198,6 +199,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.output:
         check_writable_file(args.output, "--output")
     bundle = load(args.bundle)
+    if args.threads is not None:
+        bundle.set_threads(args.threads)
     stacks, count = load_feeds(args.input, input_infos(bundle.inputs), _preprocess(args))
     # A sequence output comes back as one array per element (NAME_0, NAME_1, ...).
     runs = [bundle.by_element(bundle.run(sample(stacks, k), cast=args.cast, dequantize=args.dequantize))
@@ -352,6 +355,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="refuse bundles whose three memory regions together need more, e.g. 512M, 16G "
                    "(default 4G for host, the target's address space otherwise)")
     c.add_argument("-O", dest="opt_level", type=int, default=3, choices=(0, 1, 2, 3), help="C optimization level")
+    c.add_argument("--threads", type=int, default=1, metavar="N",
+                   help="run large kernels on up to N threads (host and Linux targets): the bundle owns a pool "
+                   "of POSIX threads (link with -pthread); NAME_set_threads changes the count at run time")
     _quant_args(c)
     c.set_defaults(fn=_compile)
 
@@ -379,6 +385,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--no-profile", action="store_true", help="skip the instrumented per-operator build")
     b.add_argument("--top", type=int, default=10, help="how many of the slowest nodes to list")
     b.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    b.add_argument("--threads", type=int, metavar="N",
+                   help="threads a multi-threaded bundle runs on (default: all it was compiled with --threads for)")
     _data_args(b, "what the timed runs are fed (default: random data); the first sample of a stack")
     b.set_defaults(fn=_bench)
 
@@ -399,6 +407,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="convert arrays to the bundle's dtypes (default: a dtype mismatch is an error; float data "
                    "for an --io int8 input is always quantized with its scale and zero point)")
     r.add_argument("--dequantize", action="store_true", help="return an --io int8 bundle's outputs as float32")
+    r.add_argument("--threads", type=int, metavar="N",
+                   help="threads a multi-threaded bundle runs on (default: all it was compiled with --threads for)")
     _data_args(r, "the data of input NAME (several samples: one run each)")
     r.set_defaults(fn=_run)
 

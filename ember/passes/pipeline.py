@@ -22,6 +22,7 @@ from ember.passes.int4_matmul import pack_int4_matmuls
 from ember.passes.int8_layout import choose_int8_layout
 from ember.passes.manager import PassFn, each_graph
 from ember.passes.simplify import materialize_outputs, remove_identities
+from ember.passes.threads import split_for_threads
 from ember.passes.transposes import optimize_transposes
 from ember.passes.widen_dtypes import widen_storage_types
 
@@ -104,6 +105,9 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
     if target_kind in SPEED_TARGET_KINDS and options.opt_level >= 2:
         passes.append(("choose_conv_algorithms", choose_conv_algorithms))
         passes.append(("choose_int8_layout", choose_int8_layout))
+    if options.threads > 1:
+        # Last: it divides the calls of the kernels the passes above chose, by their final shapes.
+        passes.append(("split_for_threads", lambda g: split_for_threads(g, options.threads)))
     return passes
 
 

@@ -1,0 +1,141 @@
+"""Static partitioning of one kernel call for multi-threaded bundles (`--threads N`).
+
+A node that `passes/threads.py` marks with `_parts` = P is computed as P independent calls of its own
+lowering, each on a *view* of the node: the same op and attributes, but some inputs and outputs cut to
+a contiguous range of output channels or rows (a pointer offset into the whole tensor). The kernels
+never see threads and need no range parameters; each element of the output is computed by exactly the
+code and in the reduction order of the unsplit call, so results do not depend on the thread count.
+
+An OpDef says how it splits with `split(node) -> Split | None`: how many units (output channels, rows)
+there are, on which multiple of units part boundaries fall, and which of its tensors are cut along
+which axis. Only an axis with nothing but unit dimensions before it can be cut (a contiguous range).
+Every part gets scratch of its own: the node's scratch becomes P strides of the largest part's.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ember.ir.dtypes import DType
+from ember.ir.graph import Node, Value
+
+PARTS_ATTR = "_parts"
+_ALIGN_BYTES = 64
+
+
+@dataclass(frozen=True)
+class Slice:
+    """Input (`out=False`) or output `index`, cut along `axis`: one unit is `per_unit` entries of it."""
+
+    index: int
+    axis: int
+    out: bool = False
+    per_unit: int = 1
+
+
+@dataclass(frozen=True)
+class Split:
+    units: int  # output channels or rows the work divides into
+    align: int  # part boundaries fall on multiples of this many units
+    slices: tuple[Slice, ...]
+    # Attributes a part of `count` units overrides (a depthwise Conv's group).
+    attrs: Callable[[int], dict[str, Any]] | None = None
+
+
+@dataclass
+class PartView:
+    """One part: the node as its lowering sees it, and where each cut value lies in its whole value."""
+
+    node: Node
+    units: tuple[int, int]
+    locations: dict[int, tuple[Value, int]]  # id(view value) -> (whole value, byte offset)
+
+
+def contiguous_axis(shape: tuple[int, ...]) -> int | None:
+    """The first axis that is not a leading unit dimension (cutting it gives contiguous ranges)."""
+    for axis, d in enumerate(shape):
+        if d != 1:
+            return axis
+    return None
+
+
+def cuttable(v: Value | None, axis: int) -> bool:
+    return (v is not None and not v.blocked and 0 <= axis < v.type.rank and math.prod(v.shape[:axis]) == 1
+            and not v.dtype.is_storage_only and v.dtype is not DType.FLOAT16)
+
+
+def max_parts(split: Split, threads: int) -> int:
+    return max(1, min(threads, split.units // split.align))
+
+
+def part_ranges(split: Split, parts: int) -> list[tuple[int, int]]:
+    """[lo, hi) units of each part: whole blocks of `align` units, as even as they divide."""
+    blocks = -(-split.units // split.align)
+    cuts = [min(split.units, (blocks * p // parts) * split.align) for p in range(parts + 1)]
+    return list(zip(cuts[:-1], cuts[1:], strict=True))
+
+
+def part_views(node: Node, split: Split, parts: int) -> list[PartView]:
+    views = []
+    attrs = {k: v for k, v in node.attrs.items() if k != PARTS_ATTR}
+    for lo, hi in part_ranges(split, parts):
+        ins: list[Value | None] = list(node.inputs)
+        outs: list[Value | None] = list(node.outputs)
+        locations: dict[int, tuple[Value, int]] = {}
+        for s in split.slices:
+            values = outs if s.out else ins
+            whole = values[s.index] if s.index < len(values) else None
+            if whole is None:
+                continue
+            view, offset = _cut(whole, s, lo, hi)
+            values[s.index] = view
+            locations[id(view)] = (whole, offset)
+        part_attrs = dict(attrs)
+        if split.attrs is not None:
+            part_attrs.update(split.attrs(hi - lo))
+        views.append(PartView(Node(node.op, node.name, ins, outs, part_attrs), (lo, hi), locations))
+    return views
+
+
+def _cut(v: Value, s: Slice, lo: int, hi: int) -> tuple[Value, int]:
+    assert cuttable(v, s.axis), f"{v}: axis {s.axis} cannot be cut into contiguous parts"
+    a, b = lo * s.per_unit, min(hi * s.per_unit, v.shape[s.axis])
+    shape = (*v.shape[: s.axis], b - a, *v.shape[s.axis + 1 :])
+    inner = math.prod(v.shape[s.axis + 1 :])
+    const = None
+    if v.const is not None:
+        index = tuple([slice(None)] * s.axis + [slice(a, b)])
+        const = v.const[index]
+    return Value(v.name, v.type.with_shape(shape), const=const), a * inner * v.dtype.itemsize
+
+
+def node_split(node: Node, split_fn: Callable[[Node], Split | None] | None) -> tuple[Split, int] | None:
+    """(split, parts) of a node marked for threads, else None."""
+    parts = node.attrs.get(PARTS_ATTR, 1)
+    if parts <= 1 or split_fn is None:
+        return None
+    split = split_fn(node)
+    return (split, parts) if split is not None else None
+
+
+def part_scratch(scratch: Callable[[Node], int], node: Node, split: Split, parts: int) -> int:
+    """Bytes of scratch between one part's and the next's: the largest part's, 64-byte aligned."""
+    most = max(scratch(v.node) for v in part_views(node, split, parts))
+    return -(-most // _ALIGN_BYTES) * _ALIGN_BYTES
+
+
+def with_part_scratch(scratch: Callable[[Node], int],
+                      split_fn: Callable[[Node], Split | None]) -> Callable[[Node], int]:
+    """An OpDef's scratch for nodes that may be split: one region per part."""
+
+    def sized(node: Node) -> int:
+        found = node_split(node, split_fn)
+        if found is None:
+            return scratch(node)
+        split, parts = found
+        return part_scratch(scratch, node, split, parts) * parts
+
+    return sized

@@ -1,0 +1,130 @@
+"""How the big kernel calls divide among threads (`--threads N`; the mechanism: ember/ops/parallel.py).
+
+Loaded after every family (registry.FAMILIES), it sets `OpDef.split` on the operators whose one kernel
+call can be cut into independent calls by pointer offsets alone, and gives their scratch one region per
+part. Convolutions divide along output channels (their weights' rows, bias, output planes; a depthwise
+one also its input planes); matrix products along the rows of A and of the output (or, for a batch
+of products with per-batch B, along the batch). Everything is for one image (N = 1), since the output
+channels of several images are not one contiguous range.
+
+Not divided (they run on one thread): Winograd convolutions (their transformed weights interleave the
+output channels with the 16 or 36 tile positions), grouped non-depthwise convolutions, ConvTranspose,
+integer convolutions (per-channel requantisation tables and channel-blocked layouts), float16 nodes.
+"""
+
+from __future__ import annotations
+
+from ember.ir.dtypes import DType
+from ember.ir.graph import Node
+from ember.ops import registry
+from ember.ops.conv import _conv_parts
+from ember.ops.parallel import Slice, Split, contiguous_axis, cuttable, with_part_scratch
+
+# Output channels per part boundary: whole row tiles of the matmul kernels and whole vectors of the
+# depthwise kernels, so each part runs the code paths the whole call would.
+CHANNEL_ALIGN = 8
+ROW_ALIGN = 4
+PANEL = 32  # ConvNarrow's weight panels (passes/conv_algorithms.py)
+
+
+def _float_image(node: Node) -> bool:
+    x, y = node.input(0), node.outputs[0]
+    return (x is not None and y is not None and x.dtype is DType.FLOAT32 and y.dtype is DType.FLOAT32
+            and x.shape[0] == 1 and cuttable(y, 1))
+
+
+def _split_conv(node: Node) -> Split | None:
+    if not _float_image(node) or node.input(1) is None:
+        return None
+    geo, group, m, depthwise, _ = _conv_parts(node)
+    bias, out = Slice(2, 0), Slice(0, 1, out=True)
+    if depthwise and m == geo.channels:
+        return Split(m, CHANNEL_ALIGN, (Slice(0, 1), Slice(1, 0), bias, out), attrs=lambda count: {"group": count})
+    if group != 1:
+        return None
+    return Split(m, CHANNEL_ALIGN, (Slice(1, 0), bias, out))
+
+
+def _split_shifted(node: Node) -> Split | None:
+    if not _float_image(node):
+        return None
+    y = node.outputs[0]
+    assert y is not None
+    return Split(y.shape[1], CHANNEL_ALIGN, (Slice(1, 0), Slice(2, 0), Slice(0, 1, out=True)))
+
+
+def _split_narrow(node: Node) -> Split | None:
+    """Weights (M/32, K, 32): whole panels of 32 output channels."""
+    if not _float_image(node):
+        return None
+    y = node.outputs[0]
+    assert y is not None
+    return Split(y.shape[1] // PANEL, 1,
+                 (Slice(1, 0), Slice(2, 0, per_unit=PANEL), Slice(0, 1, out=True, per_unit=PANEL)))
+
+
+def _split_gemm(node: Node) -> Split | None:
+    a, c, y = node.input(0), node.input(2), node.outputs[0]
+    if a is None or y is None or y.dtype is not DType.FLOAT32 or node.attrs.get("transA", 0):
+        return None
+    b = node.input(1)
+    if b is None or (node.attrs.get("transB", 0) and not b.is_const):
+        return None  # B transposed into scratch first: every part would do it again
+    slices = [Slice(0, 0), Slice(0, 0, out=True)]
+    if c is not None and c.type.rank == 2 and c.shape[0] == y.shape[0] > 1:
+        slices.append(Slice(2, 0))
+    return Split(y.shape[0], ROW_ALIGN, tuple(slices))
+
+
+def _rows_split(node: Node, b_index: int, dtypes: tuple[DType, ...], folded: bool = False) -> Split | None:
+    """A product whose B is shared by every row of A (its batch dims fold into rows): cut A's and the
+    output's first non-unit axis before the last (`folded`: B is packed weights, always shared); with
+    per-batch B of A's batch shape, cut the batch."""
+    a, b, y = node.input(0), node.input(b_index), node.outputs[0]
+    if a is None or b is None or y is None or a.dtype not in dtypes or a.type.rank < 2 or a.type.rank != y.type.rank:
+        return None
+    if b.type.rank < 2:
+        return None
+    shared = all(d == 1 for d in b.shape[:-2]) and a.shape[:-2] == y.shape[:-2]
+    if folded or shared:
+        axis = contiguous_axis(a.shape[:-1])
+        if axis is None or not (cuttable(a, axis) and cuttable(y, axis)):
+            return None
+        align = ROW_ALIGN if axis == a.type.rank - 2 else 1
+        return Split(a.shape[axis], align, (Slice(0, axis), Slice(0, axis, out=True)))
+    if a.shape[:-2] == b.shape[:-2] == y.shape[:-2]:
+        axis = contiguous_axis(a.shape[:-2])
+        if axis is None or not (cuttable(a, axis) and cuttable(b, axis) and cuttable(y, axis)):
+            return None
+        return Split(a.shape[axis], 1, (Slice(0, axis), Slice(b_index, axis), Slice(0, axis, out=True)))
+    return None
+
+
+def _split_matmul(node: Node) -> Split | None:
+    y = node.outputs[0]
+    if y is None or y.dtype is not DType.FLOAT32:
+        return None
+    return _rows_split(node, 1, (DType.FLOAT32,))
+
+
+def _split_qmatmul(node: Node) -> Split | None:
+    b = node.input(2)
+    if b is None or not b.is_const:
+        return None  # a run-time B is packed per batch entry into the one scratch
+    return _rows_split(node, 2, (DType.INT8, DType.UINT8), folded=True)
+
+
+SPLITS = {
+    "Conv": _split_conv,
+    "ConvShifted": _split_shifted,
+    "ConvNarrow": _split_narrow,
+    "Gemm": _split_gemm,
+    "MatMul": _split_matmul,
+    "QMatMul": _split_qmatmul,
+}
+
+for _name, _fn in SPLITS.items():
+    _op = registry.OPS[_name]
+    _op.split = _fn
+    if _op.scratch is not None:
+        _op.scratch = with_part_scratch(_op.scratch, _fn)
