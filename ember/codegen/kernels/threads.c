@@ -18,6 +18,9 @@
  * job description is only rewritten once nobody can still be reading it. */
 #include <pthread.h>
 
+#ifndef EMBER_THREADS
+#define EMBER_THREADS 2 /* NAME.c defines it first: the bundle's --threads */
+#endif
 #if defined(__x86_64__) || defined(__i386__)
 #define EMBER_TP_PAUSE() __builtin_ia32_pause()
 #elif defined(__aarch64__) || (defined(__arm__) && defined(__ARM_ARCH) && __ARM_ARCH >= 7)
