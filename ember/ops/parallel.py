@@ -19,8 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ember.ir.dtypes import DType
-from ember.ir.graph import Node, Value
+from ember.ir.graph import Graph, Node, Value
 
 PARTS_ATTR = "_parts"
 _ALIGN_BYTES = 64
@@ -28,12 +30,17 @@ _ALIGN_BYTES = 64
 
 @dataclass(frozen=True)
 class Slice:
-    """Input (`out=False`) or output `index`, cut along `axis`: one unit is `per_unit` entries of it."""
+    """Input (`out=False`) or output `index`, cut along `axis`: one unit is `per_unit` entries of it.
+
+    `part_major`: a constant input whose cut axis is not its first (Winograd weights [position][M][C])
+    is stored part by part instead (`relayout`, when passes/threads.py divides the node): part p's
+    sub-tensor, in the original layout, follows part p - 1's, so each part reads a contiguous block."""
 
     index: int
     axis: int
     out: bool = False
     per_unit: int = 1
+    part_major: bool = False
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,21 @@ def contiguous_axis(shape: tuple[int, ...]) -> int | None:
         if d != 1:
             return axis
     return None
+
+
+def relayout(graph: Graph, node: Node, split: Split, parts: int) -> None:
+    """Stores each `part_major` constant input of a node divided into `parts` part by part."""
+    for s in split.slices:
+        v = node.inputs[s.index] if not s.out and s.index < len(node.inputs) else None
+        if not s.part_major or v is None or v.const is None:
+            continue
+        blocks = [v.const[_index(s.axis, lo * s.per_unit, hi * s.per_unit)].reshape(-1)
+                  for lo, hi in part_ranges(split, parts)]
+        node.inputs[s.index] = graph.constant(f"{v.name}_parts", np.concatenate(blocks).reshape(v.shape))
+
+
+def _index(axis: int, a: int, b: int) -> tuple[slice, ...]:
+    return tuple([slice(None)] * axis + [slice(a, b)])
 
 
 def cuttable(v: Value | None, axis: int) -> bool:
@@ -101,14 +123,15 @@ def part_views(node: Node, split: Split, parts: int) -> list[PartView]:
 
 
 def _cut(v: Value, s: Slice, lo: int, hi: int) -> tuple[Value, int]:
-    assert cuttable(v, s.axis), f"{v}: axis {s.axis} cannot be cut into contiguous parts"
     a, b = lo * s.per_unit, min(hi * s.per_unit, v.shape[s.axis])
     shape = (*v.shape[: s.axis], b - a, *v.shape[s.axis + 1 :])
+    if s.part_major:  # parts stored one after another (relayout): a block of the flat array
+        start = a * math.prod(v.shape) // v.shape[s.axis]
+        const = None if v.const is None else v.const.reshape(-1)[start : start + math.prod(shape)].reshape(shape)
+        return Value(v.name, v.type.with_shape(shape), const=const), start * v.dtype.itemsize
+    assert cuttable(v, s.axis), f"{v}: axis {s.axis} cannot be cut into contiguous parts"
     inner = math.prod(v.shape[s.axis + 1 :])
-    const = None
-    if v.const is not None:
-        index = tuple([slice(None)] * s.axis + [slice(a, b)])
-        const = v.const[index]
+    const = None if v.const is None else v.const[_index(s.axis, a, b)]
     return Value(v.name, v.type.with_shape(shape), const=const), a * inner * v.dtype.itemsize
 
 

@@ -7,8 +7,9 @@ one also its input planes); matrix products along the rows of A and of the outpu
 of products with per-batch B, along the batch). Everything is for one image (N = 1), since the output
 channels of several images are not one contiguous range.
 
-Not divided (they run on one thread): Winograd convolutions (their transformed weights interleave the
-output channels with the 16 or 36 tile positions), grouped non-depthwise convolutions, ConvTranspose,
+Winograd convolutions' transformed weights interleave the output channels with the 16 or 36 tile
+positions; once divided they are stored part by part (parallel.relayout), so each part's are contiguous.
+Not divided (they run on one thread): grouped non-depthwise convolutions, ConvTranspose,
 integer convolutions (per-channel requantisation tables and channel-blocked layouts), float16 nodes.
 """
 
@@ -61,6 +62,16 @@ def _split_narrow(node: Node) -> Split | None:
     assert y is not None
     return Split(y.shape[1] // PANEL, 1,
                  (Slice(1, 0), Slice(2, 0, per_unit=PANEL), Slice(0, 1, out=True, per_unit=PANEL)))
+
+
+def _split_winograd(node: Node) -> Split | None:
+    """Weights U [position][M][C]: stored part by part once divided (parallel.relayout)."""
+    u = node.input(1)
+    if not _float_image(node) or u is None or not u.is_const:
+        return None
+    y = node.outputs[0]
+    assert y is not None
+    return Split(y.shape[1], CHANNEL_ALIGN, (Slice(1, 1, part_major=True), Slice(2, 0), Slice(0, 1, out=True)))
 
 
 def _split_gemm(node: Node) -> Split | None:
@@ -118,6 +129,8 @@ SPLITS = {
     "Conv": _split_conv,
     "ConvShifted": _split_shifted,
     "ConvNarrow": _split_narrow,
+    "ConvWinograd": _split_winograd,
+    "ConvWinograd4": _split_winograd,
     "Gemm": _split_gemm,
     "MatMul": _split_matmul,
     "QMatMul": _split_qmatmul,

@@ -13,7 +13,7 @@ import math
 
 from ember.ir.graph import Graph, Node
 from ember.ops import registry
-from ember.ops.parallel import PARTS_ATTR, max_parts
+from ember.ops.parallel import PARTS_ATTR, max_parts, relayout
 
 MIN_WORK = 1_000_000
 
@@ -38,3 +38,4 @@ def split_for_threads(graph: Graph, threads: int) -> None:
         parts = max_parts(split, threads)
         if parts > 1:
             node.attrs[PARTS_ATTR] = parts
+            relayout(graph, node, split, parts)

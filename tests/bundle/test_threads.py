@@ -27,14 +27,15 @@ def _const(name: str, arr: np.ndarray) -> onnx.TensorProto:
 
 
 def _convnet(path: Path) -> Path:
-    """Pointwise, depthwise and strided convolutions and a matmul, each big enough to be divided."""
+    """Pointwise, depthwise, strided and Winograd convolutions and a matmul, each big enough to be divided."""
     rng = np.random.default_rng(7)
 
     def w(*shape: int) -> np.ndarray:
         return (rng.standard_normal(shape) / np.sqrt(np.prod(shape[1:]))).astype(np.float32)
 
     inits = [_const("w1", w(64, 16, 1, 1)), _const("b1", w(64)), _const("wd", w(64, 1, 3, 3)), _const("bd", w(64)),
-             _const("w2", w(72, 64, 3, 3)), _const("b2", w(72)), _const("shape", np.array([72, 256], np.int64)),
+             _const("w2", w(72, 64, 3, 3)), _const("b2", w(72)), _const("w3", w(72, 72, 3, 3)), _const("b3", w(72)),
+             _const("shape", np.array([72, 256], np.int64)),
              _const("wm", w(256, 40))]
     nodes = [
         helper.make_node("Conv", ["input", "w1", "b1"], ["c1"]),
@@ -42,7 +43,8 @@ def _convnet(path: Path) -> Path:
         helper.make_node("Conv", ["r1", "wd", "bd"], ["c2"], group=64, pads=[1, 1, 1, 1]),
         helper.make_node("Clip", ["c2"], ["r2"]),
         helper.make_node("Conv", ["r2", "w2", "b2"], ["c3"], strides=[2, 2], pads=[1, 1, 1, 1]),
-        helper.make_node("Reshape", ["c3", "shape"], ["flat"]),
+        helper.make_node("Conv", ["c3", "w3", "b3"], ["c4"], pads=[1, 1, 1, 1]),
+        helper.make_node("Reshape", ["c4", "shape"], ["flat"]),
         helper.make_node("MatMul", ["flat", "wm"], ["output"]),
     ]
     x = helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 16, 32, 32])
@@ -80,7 +82,9 @@ def _input(seed: int) -> dict[str, np.ndarray]:
 
 def test_threaded_float_bundle_matches_one_thread(convnet: tuple[Path, ember.Bundle, ember.Bundle]) -> None:
     model, serial, threaded = convnet
-    assert threaded.threads == 3 and threaded.manifest["threads"]["divided"] >= 4
+    assert threaded.threads == 3 and threaded.manifest["threads"]["divided"] == 5
+    assert [n["op"] for n in threaded.manifest["nodes"]] == ["Conv+Relu", "Conv+Clip", "ConvShifted", "ConvWinograd",
+                                                             "Reshape", "MatMul"]
     assert threaded.manifest["threads"]["link_flags"] == ["-pthread"]
     header = (threaded.path / "convnet.h").read_text()
     assert "#define CONVNET_THREADS 3" in header and "int convnet_set_threads(int n);" in header
