@@ -157,6 +157,15 @@ def test_pool_is_thread_sanitizer_clean(convnet: tuple[Path, ember.Bundle, ember
         assert_close(got, convnet[1].run(x)["output"], f"thread {i}", rel=1e-5)
 
 
+def test_threaded_bundle_is_asan_ubsan_clean(convnet: tuple[Path, ember.Bundle, ember.Bundle],
+                                             tmp_path: Path) -> None:
+    """NAME.c with its pool, -Wall -Wextra -Werror, AddressSanitizer and UBSan, in a plain C driver."""
+    _, serial, threaded = convnet
+    x = _input(31)
+    got = cdriver.run(threaded.path, tmp_path, x, sanitize=True, cflags=("-pthread",), opt="-O0")
+    assert_close(got["output"], serial.run(x)["output"], "sanitized, 3 threads", rel=1e-5)
+
+
 def _ember(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
     out, err = capsys.readouterr()
