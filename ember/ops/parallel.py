@@ -48,8 +48,8 @@ class Split:
     units: int  # output channels or rows the work divides into
     align: int  # part boundaries fall on multiples of this many units
     slices: tuple[Slice, ...]
-    # Attributes a part of `count` units overrides (a depthwise Conv's group).
-    attrs: Callable[[int], dict[str, Any]] | None = None
+    # Attributes the part of units [lo, hi) overrides (a depthwise Conv's group, per-channel int8 tables).
+    attrs: Callable[[int, int], dict[str, Any]] | None = None
 
 
 @dataclass
@@ -117,7 +117,7 @@ def part_views(node: Node, split: Split, parts: int) -> list[PartView]:
             locations[id(view)] = (whole, offset)
         part_attrs = dict(attrs)
         if split.attrs is not None:
-            part_attrs.update(split.attrs(hi - lo))
+            part_attrs.update(split.attrs(lo, hi))
         views.append(PartView(Node(node.op, node.name, ins, outs, part_attrs), (lo, hi), locations))
     return views
 

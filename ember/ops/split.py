@@ -9,11 +9,15 @@ channels of several images are not one contiguous range.
 
 Winograd convolutions' transformed weights interleave the output channels with the 16 or 36 tile
 positions; once divided they are stored part by part (parallel.relayout), so each part's are contiguous.
-Not divided (they run on one thread): grouped non-depthwise convolutions, ConvTranspose,
-integer convolutions (per-channel requantisation tables and channel-blocked layouts), float16 nodes.
+Int8 convolutions divide with their per-channel tables (QSpec) cut alike, when their output is plain.
+Not divided (they run on one thread): grouped non-depthwise convolutions, ConvTranspose, int8 depthwise
+convolutions and int8 convolutions into channel-blocked outputs (passes/int8_layout.py), float16 nodes.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
 
 from ember.ir.dtypes import DType
 from ember.ir.graph import Node
@@ -40,7 +44,7 @@ def _split_conv(node: Node) -> Split | None:
     geo, group, m, depthwise, _ = _conv_parts(node)
     bias, out = Slice(2, 0), Slice(0, 1, out=True)
     if depthwise and m == geo.channels:
-        return Split(m, CHANNEL_ALIGN, (Slice(0, 1), Slice(1, 0), bias, out), attrs=lambda count: {"group": count})
+        return Split(m, CHANNEL_ALIGN, (Slice(0, 1), Slice(1, 0), bias, out), attrs=lambda lo, hi: {"group": hi - lo})
     if group != 1:
         return None
     return Split(m, CHANNEL_ALIGN, (Slice(1, 0), bias, out))
@@ -72,6 +76,28 @@ def _split_winograd(node: Node) -> Split | None:
     y = node.outputs[0]
     assert y is not None
     return Split(y.shape[1], CHANNEL_ALIGN, (Slice(1, 1, part_major=True), Slice(2, 0), Slice(0, 1, out=True)))
+
+
+def _split_qconv(node: Node) -> Split | None:
+    """An ungrouped int8 convolution into a plain (not channel-blocked) output: packed weight rows and the
+    per-channel tables of its spec (bias, row sums, offsets, requantisation) cut alike."""
+    x, y, q = node.input(0), node.outputs[0], node.attrs.get("_q")
+    if (x is None or y is None or q is None or q.depthwise or node.attrs.get("group", 1) != 1 or x.shape[0] != 1
+            or not cuttable(y, 1) or not cuttable(node.input(2), 0)):
+        return None
+    m = y.shape[1]
+
+    def cut(values: tuple[int, ...] | None, lo: int, hi: int) -> tuple[int, ...] | None:
+        return values[lo:hi] if values is not None and len(values) == m else values
+
+    def spec(lo: int, hi: int) -> dict[str, Any]:
+        rq = q.requant
+        if rq is not None:
+            rq = replace(rq, mult=cut(rq.mult, lo, hi), shift=cut(rq.shift, lo, hi))
+        return {"_q": replace(q, bias=cut(q.bias, lo, hi), rowsum=cut(q.rowsum, lo, hi), wofs=cut(q.wofs, lo, hi),
+                              requant=rq)}
+
+    return Split(m, CHANNEL_ALIGN, (Slice(2, 0), Slice(0, 1, out=True)), attrs=spec)
 
 
 def _split_gemm(node: Node) -> Split | None:
@@ -131,6 +157,7 @@ SPLITS = {
     "ConvNarrow": _split_narrow,
     "ConvWinograd": _split_winograd,
     "ConvWinograd4": _split_winograd,
+    "QConv": _split_qconv,
     "Gemm": _split_gemm,
     "MatMul": _split_matmul,
     "QMatMul": _split_qmatmul,

@@ -22,8 +22,9 @@ def _work(node: Node) -> int:
     op = registry.get(node.op)
     if op.flops is not None:
         return op.flops(node)
-    # Integer products have no FLOP count: 2 x outputs x the reduced length (input 0's last axis).
-    x, y = node.input(0), node.outputs[0]
+    # Integer convolutions and products have no FLOP count: 2 x outputs x the length of a row of their
+    # packed weights (input 2), or of input 0's last axis.
+    x, y = node.input(2) if len(node.inputs) > 2 and node.input(2) is not None else node.input(0), node.outputs[0]
     return 0 if x is None or y is None or not x.shape else 2 * math.prod(y.shape) * x.shape[-1]
 
 

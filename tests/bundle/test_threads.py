@@ -54,17 +54,32 @@ def _convnet(path: Path) -> Path:
     return path
 
 
-def _qmatmul(path: Path) -> Path:
-    """QLinearMatMul: uint8 activations times constant uint8 weights, requantised to uint8."""
+def _int8(path: Path) -> Path:
+    """QLinearConv (per-channel weight scales) and QLinearMatMul: uint8 in, constant uint8 weights, uint8 out."""
     rng = np.random.default_rng(3)
-    inits = [_const("a_scale", np.array(0.02, np.float32)), _const("a_zp", np.array(128, np.uint8)),
-             _const("b", rng.integers(0, 256, (256, 96)).astype(np.uint8)),
-             _const("b_scale", np.array(0.01, np.float32)), _const("b_zp", np.array(120, np.uint8)),
-             _const("y_scale", np.array(0.5, np.float32)), _const("y_zp", np.array(100, np.uint8))]
-    node = helper.make_node("QLinearMatMul", ["input", "a_scale", "a_zp", "b", "b_scale", "b_zp", "y_scale", "y_zp"],
-                            ["output"])
-    graph = helper.make_graph([node], "qmm", [helper.make_tensor_value_info("input", TensorProto.UINT8, [1, 64, 256])],
-                              [helper.make_tensor_value_info("output", TensorProto.UINT8, [1, 64, 96])], inits)
+
+    def u8(*shape: int) -> np.ndarray:
+        return rng.integers(0, 256, shape).astype(np.uint8)
+
+    def scalar(name: str, v: float, dtype: type) -> onnx.TensorProto:
+        return _const(name, np.array(v, dtype))
+
+    inits = [scalar("x_scale", 0.02, np.float32), scalar("x_zp", 128, np.uint8), _const("w", u8(64, 32, 3, 3)),
+             _const("w_scale", rng.uniform(0.002, 0.01, 64).astype(np.float32)), _const("w_zp", u8(64)),
+             _const("bias", rng.integers(-5000, 5000, 64).astype(np.int32)), scalar("y_scale", 0.5, np.float32),
+             scalar("y_zp", 100, np.uint8), _const("b", u8(256, 96)), scalar("b_scale", 0.01, np.float32),
+             scalar("b_zp", 120, np.uint8)]
+    nodes = [
+        helper.make_node("QLinearConv", ["input", "x_scale", "x_zp", "w", "w_scale", "w_zp", "y_scale", "y_zp",
+                                         "bias"], ["conv"], pads=[1, 1, 1, 1]),
+        helper.make_node("QLinearMatMul", ["rows", "x_scale", "x_zp", "b", "b_scale", "b_zp", "y_scale", "y_zp"],
+                         ["product"]),
+    ]
+    ins = [helper.make_tensor_value_info("input", TensorProto.UINT8, [1, 32, 16, 16]),
+           helper.make_tensor_value_info("rows", TensorProto.UINT8, [1, 64, 256])]
+    outs = [helper.make_tensor_value_info("conv", TensorProto.UINT8, [1, 64, 16, 16]),
+            helper.make_tensor_value_info("product", TensorProto.UINT8, [1, 64, 96])]
+    graph = helper.make_graph(nodes, "int8", ins, outs, inits)
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
     return path
 
@@ -123,15 +138,17 @@ def test_python_threads_share_a_threaded_bundle(convnet: tuple[Path, ember.Bundl
 
 
 def test_int8_threaded_bundle_is_bit_identical(tmp_path: Path) -> None:
-    model = _qmatmul(tmp_path / "qmm.onnx")
+    model = _int8(tmp_path / "int8.onnx")
     serial = ember.compile(model, tmp_path / "t1")
     threaded = ember.compile(model, tmp_path / "t2", threads=2)
-    assert threaded.manifest["threads"]["divided"] == 1
-    x = {"input": np.random.default_rng(5).integers(0, 256, (1, 64, 256)).astype(np.uint8)}
-    got = threaded.run(x)["output"]
-    assert np.array_equal(got, serial.run(x)["output"])
-    ref = onnxruntime_outputs(model, x)["output"]
-    assert np.abs(got.astype(np.int32) - ref.astype(np.int32)).max() <= 1
+    assert threaded.manifest["threads"]["divided"] == 2
+    rng = np.random.default_rng(5)
+    x = {"input": rng.integers(0, 256, (1, 32, 16, 16)).astype(np.uint8),
+         "rows": rng.integers(0, 256, (1, 64, 256)).astype(np.uint8)}
+    got, want, ref = threaded.run(x), serial.run(x), onnxruntime_outputs(model, x)
+    for k in ("conv", "product"):
+        assert np.array_equal(got[k], want[k]), k
+        assert np.abs(got[k].astype(np.int32) - ref[k].astype(np.int32)).max() <= 1, k
 
 
 def test_pool_is_thread_sanitizer_clean(convnet: tuple[Path, ember.Bundle, ember.Bundle], tmp_path: Path) -> None:
