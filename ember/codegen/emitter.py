@@ -40,8 +40,10 @@ class CodeContext:
         self.tables = CWriter()
         self.needs: set[str] = {"ember_prelude"}
         self.names = NameSupply()
-        # Multi-threaded bundles: the functions that compute one part of a divided node (codegen/bundle.py).
+        # Multi-threaded bundles: the functions that compute one part of a divided node (codegen/bundle.py),
+        # and the tables their parts emitted, by content (the parts of a node share their geometry tables).
         self.tasks = CWriter()
+        self.part_tables: dict[tuple[str, str], str] = {}
         # Emits a subgraph's nodes at the current point of `body` (set by codegen/bundle.py).
         self.emit_graph: Callable[[Graph], None] | None = None
 
@@ -116,10 +118,15 @@ class KernelEmitter:
 
     def table(self, values: Sequence[int | float] | np.ndarray, dtype: DType = DType.INT32) -> str:
         """A file-scope `static const` array (read-only, so the entry point stays re-entrant)."""
-        name = self.ctx.names.fresh("ember_tab")
         vals = [literal(x, dtype) for x in np.asarray(values).reshape(-1).tolist()] or ["0"]
         body = ", ".join(vals)
+        key = (dtype.ctype, body)
+        if self.views and key in self.ctx.part_tables:
+            return self.ctx.part_tables[key]
+        name = self.ctx.names.fresh("ember_tab")
         self.ctx.tables.line(f"static const {dtype.ctype} {name}[{len(vals)}] = {{{body}}};")
+        if self.views:
+            self.ctx.part_tables[key] = name
         return name
 
 
