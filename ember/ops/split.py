@@ -29,7 +29,6 @@ from ember.ops.parallel import Slice, Split, contiguous_axis, cuttable, with_par
 # depthwise kernels, so each part runs the code paths the whole call would.
 CHANNEL_ALIGN = 8
 ROW_ALIGN = 4
-PANEL = 32  # ConvNarrow's weight panels (passes/conv_algorithms.py)
 
 
 def _float_image(node: Node) -> bool:
@@ -59,13 +58,14 @@ def _split_shifted(node: Node) -> Split | None:
 
 
 def _split_narrow(node: Node) -> Split | None:
-    """Weights (M/32, K, 32): whole panels of 32 output channels."""
-    if not _float_image(node):
+    """Weights (M/P, K, P): whole panels of P output channels (P = 32, passes/conv_algorithms.py)."""
+    w = node.input(1)
+    if not _float_image(node) or w is None or w.type.rank != 3:
         return None
-    y = node.outputs[0]
+    y, panel = node.outputs[0], w.shape[2]
     assert y is not None
-    return Split(y.shape[1] // PANEL, 1,
-                 (Slice(1, 0), Slice(2, 0, per_unit=PANEL), Slice(0, 1, out=True, per_unit=PANEL)))
+    return Split(y.shape[1] // panel, 1,
+                 (Slice(1, 0), Slice(2, 0, per_unit=panel), Slice(0, 1, out=True, per_unit=panel)))
 
 
 def _split_winograd(node: Node) -> Split | None:

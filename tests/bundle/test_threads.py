@@ -27,7 +27,8 @@ def _const(name: str, arr: np.ndarray) -> onnx.TensorProto:
 
 
 def _convnet(path: Path) -> Path:
-    """Pointwise, depthwise, strided and Winograd convolutions and a matmul, each big enough to be divided."""
+    """Pointwise, depthwise, strided, Winograd and pixel-major (ConvNarrow) convolutions and a matmul, each big
+    enough to be divided."""
     rng = np.random.default_rng(7)
 
     def w(*shape: int) -> np.ndarray:
@@ -35,8 +36,8 @@ def _convnet(path: Path) -> Path:
 
     inits = [_const("w1", w(64, 16, 1, 1)), _const("b1", w(64)), _const("wd", w(64, 1, 3, 3)), _const("bd", w(64)),
              _const("w2", w(72, 64, 3, 3)), _const("b2", w(72)), _const("w3", w(72, 72, 3, 3)), _const("b3", w(72)),
-             _const("shape", np.array([72, 256], np.int64)),
-             _const("wm", w(256, 40))]
+             _const("w4", w(64, 72, 3, 3)), _const("b4", w(64)), _const("shape", np.array([64, 64], np.int64)),
+             _const("wm", w(64, 160))]
     nodes = [
         helper.make_node("Conv", ["input", "w1", "b1"], ["c1"]),
         helper.make_node("Relu", ["c1"], ["r1"]),
@@ -44,11 +45,12 @@ def _convnet(path: Path) -> Path:
         helper.make_node("Clip", ["c2"], ["r2"]),
         helper.make_node("Conv", ["r2", "w2", "b2"], ["c3"], strides=[2, 2], pads=[1, 1, 1, 1]),
         helper.make_node("Conv", ["c3", "w3", "b3"], ["c4"], pads=[1, 1, 1, 1]),
-        helper.make_node("Reshape", ["c4", "shape"], ["flat"]),
+        helper.make_node("Conv", ["c4", "w4", "b4"], ["c5"], strides=[2, 2], pads=[1, 1, 1, 1]),
+        helper.make_node("Reshape", ["c5", "shape"], ["flat"]),
         helper.make_node("MatMul", ["flat", "wm"], ["output"]),
     ]
     x = helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 16, 32, 32])
-    y = helper.make_tensor_value_info("output", TensorProto.FLOAT, [72, 40])
+    y = helper.make_tensor_value_info("output", TensorProto.FLOAT, [64, 160])
     graph = helper.make_graph(nodes, "convnet", [x], [y], inits)
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
     return path
@@ -97,9 +99,9 @@ def _input(seed: int) -> dict[str, np.ndarray]:
 
 def test_threaded_float_bundle_matches_one_thread(convnet: tuple[Path, ember.Bundle, ember.Bundle]) -> None:
     model, serial, threaded = convnet
-    assert threaded.threads == 3 and threaded.manifest["threads"]["divided"] == 5
+    assert threaded.threads == 3 and threaded.manifest["threads"]["divided"] == 6
     assert [n["op"] for n in threaded.manifest["nodes"]] == ["Conv+Relu", "Conv+Clip", "ConvShifted", "ConvWinograd",
-                                                             "Reshape", "MatMul"]
+                                                             "ConvNarrow", "Reshape", "MatMul"]
     assert threaded.manifest["threads"]["link_flags"] == ["-pthread"]
     header = (threaded.path / "convnet.h").read_text()
     assert "#define CONVNET_THREADS 3" in header and "int convnet_set_threads(int n);" in header
@@ -170,7 +172,7 @@ def test_pool_is_thread_sanitizer_clean(convnet: tuple[Path, ember.Bundle, ember
     assert res.returncode == 0, f"exit {res.returncode}\n{res.stdout}\n{res.stderr[-4000:]}"
     assert "mismatches: 0 0" in res.stdout
     for i, x in enumerate(xs):
-        got = np.frombuffer((tmp_path / f"out{i}.bin").read_bytes(), np.float32).reshape(72, 40)
+        got = np.frombuffer((tmp_path / f"out{i}.bin").read_bytes(), np.float32).reshape(64, 160)
         assert_close(got, convnet[1].run(x)["output"], f"thread {i}", rel=1e-5)
 
 
