@@ -246,6 +246,10 @@ def _info(args: argparse.Namespace) -> int:
     print(f"  memory: constant {mem['constant']:,} B, mutable {mem['mutable']:,} B, activations "
           f"{mem['activations']:,} B (lower bound {mem['activations_lower_bound']:,} B)")
     print("  ops: " + ", ".join(f"{k} x{v}" for k, v in m["ops"].items()))
+    threads = m.get("threads", {})
+    if threads.get("max", 1) > 1:
+        print(f"  threads: up to {threads['max']}, {threads['divided']} node(s) divided among them "
+              f"(link with {' '.join(threads['link_flags'])})")
     return 0
 
 

@@ -152,7 +152,10 @@ def _emit_parts(node: Node, op: OpDef, split: Split, parts: int, ctx: CodeContex
         for p, view in enumerate(part_views(node, split, parts)):
             lo, hi = view.units
             with ctx.body.block(f"{'if' if p == 0 else 'else if'} (part == {p})", f" /* units {lo}..{hi} */"):
-                op.lower(view.node, KernelEmitter(ctx, view.node, view.locations, base + p * stride))
+                if split.lower is not None:
+                    split.lower(node, KernelEmitter(ctx, node, scratch_at=base + p * stride), lo, hi)
+                else:
+                    op.lower(view.node, KernelEmitter(ctx, view.node, view.locations, base + p * stride))
         task = ctx.body.getvalue()
     finally:
         ctx.body = body

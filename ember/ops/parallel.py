@@ -17,12 +17,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ember.ir.dtypes import DType
 from ember.ir.graph import Graph, Node, Value
+
+if TYPE_CHECKING:
+    from ember.codegen.emitter import KernelEmitter
 
 PARTS_ATTR = "_parts"
 _ALIGN_BYTES = 64
@@ -50,6 +53,9 @@ class Split:
     slices: tuple[Slice, ...]
     # Attributes the part of units [lo, hi) overrides (a depthwise Conv's group, per-channel int8 tables).
     attrs: Callable[[int, int], dict[str, Any]] | None = None
+    # Instead of the op's lowering on a view: emits the part of units [lo, hi) of the whole node itself
+    # (a range no view can express, such as columns of a matrix: a pointer offset with the whole row stride).
+    lower: Callable[[Node, KernelEmitter, int, int], None] | None = None
 
 
 @dataclass

@@ -5,7 +5,8 @@ call can be cut into independent calls by pointer offsets alone, and gives their
 part. Convolutions divide along output channels (their weights' rows, bias, output planes; a depthwise
 one also its input planes); matrix products along the rows of A and of the output (or, for a batch
 of products with per-batch B, along the batch). Everything is for one image (N = 1), since the output
-channels of several images are not one contiguous range.
+channels of several images are not one contiguous range. A 1x1 convolution over many pixels divides along its output
+pixels instead (matmul columns: pointer offsets with the whole row stride).
 
 Winograd convolutions' transformed weights interleave the output channels with the 16 or 36 tile
 positions; once divided they are stored part by part (parallel.relayout), so each part's are contiguous.
@@ -19,16 +20,20 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from ember.codegen.emitter import KernelEmitter
 from ember.ir.dtypes import DType
 from ember.ir.graph import Node
 from ember.ops import registry
 from ember.ops.conv import _conv_parts
+from ember.ops.epilogue import epilogue_args
 from ember.ops.parallel import Slice, Split, contiguous_axis, cuttable, with_part_scratch
 
 # Output channels per part boundary: whole row tiles of the matmul kernels and whole vectors of the
 # depthwise kernels, so each part runs the code paths the whole call would.
 CHANNEL_ALIGN = 8
 ROW_ALIGN = 4
+# Output pixels per part boundary of a 1x1 conv divided by columns: whole strips of the widest vectors.
+PIXEL_ALIGN = 32
 
 
 def _float_image(node: Node) -> bool:
@@ -40,13 +45,27 @@ def _float_image(node: Node) -> bool:
 def _split_conv(node: Node) -> Split | None:
     if not _float_image(node) or node.input(1) is None:
         return None
-    geo, group, m, depthwise, _ = _conv_parts(node)
+    geo, group, m, depthwise, direct = _conv_parts(node)
     bias, out = Slice(2, 0), Slice(0, 1, out=True)
     if depthwise and m == geo.channels:
         return Split(m, CHANNEL_ALIGN, (Slice(0, 1), Slice(1, 0), bias, out), attrs=lambda lo, hi: {"group": hi - lo})
     if group != 1:
         return None
+    if direct and geo.pixels >= max(m, PIXEL_ALIGN * 4):
+        # A 1x1 conv is one matmul y (M x P) = w (M x C) * x (C x P): parts of the P columns share nothing,
+        # where parts of the M rows would each pack all of x for the kernel again.
+        return Split(geo.pixels, PIXEL_ALIGN, (), lower=_lower_direct_columns)
     return Split(m, CHANNEL_ALIGN, (Slice(1, 0), bias, out))
+
+
+def _lower_direct_columns(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:
+    """Output pixels [lo, hi) of a 1x1, stride-1 conv: the matmul kernel on column offsets, whole row strides."""
+    x, y, b = node.input(0), node.outputs[0], node.input(2)
+    assert x is not None and y is not None
+    c, m, p = x.shape[1], y.shape[1], hi - lo
+    pixels = y.type.numel // m
+    k.call("ember_matmul_f32", f"{k.out(0)} + {lo}", pixels, k.inp(1), c, 1, f"{k.inp(0)} + {lo}", pixels, m, p, c,
+           "1.0f", k.inp(2) if b is not None else "0", 1, 0, "1.0f", *epilogue_args(node))
 
 
 def _split_shifted(node: Node) -> Split | None:

@@ -214,6 +214,8 @@ def test_bench_and_run_take_threads(convnet: tuple[Path, ember.Bundle, ember.Bun
                           "--output", str(tmp_path / "o.npz"))
     assert code == 0, err
     assert_close(np.load(tmp_path / "o.npz")["output"], serial.run(_input(4))["output"], "ember run", rel=1e-5)
+    code, out, _ = _ember(capsys, "info", str(threaded.path))
+    assert code == 0 and "threads: up to 3, 6 node(s) divided among them (link with -pthread)" in out
     code, _, err = _ember(capsys, "bench", str(serial.path), "--threads", "2")
     assert code == 1
     assert err.strip() == "ember: error: threads 2: bundle convnet runs on 1 to 1 threads (compiled without --threads)"

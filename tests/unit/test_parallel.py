@@ -26,14 +26,16 @@ def test_parts_cover_every_unit_once_on_aligned_boundaries() -> None:
     assert max_parts(Split(4, 8, ()), 4) == 1
 
 
-def _conv(group: int, channels: int, out: int) -> tuple[Graph, Node]:
+def _conv(group: int, channels: int, out: int, k: int = 3) -> tuple[Graph, Node]:
     g = Graph("g")
     x = Value("x", TensorType(DType.FLOAT32, (1, channels, 16, 16)))
     g.inputs.append(x)
-    w = g.constant("w", np.arange(out * channels // group * 9, dtype=np.float32).reshape(out, channels // group, 3, 3))
+    shape = (out, channels // group, k, k)
+    w = g.constant("w", np.arange(np.prod(shape), dtype=np.float32).reshape(shape))
     b = g.constant("b", np.arange(out, dtype=np.float32))
     y = Value("y", TensorType(DType.FLOAT32, (1, out, 16, 16)))
-    node = Node("Conv", "conv", [x, w, b], [y], {"group": group, "pads": [1, 1, 1, 1], "kernel_shape": [3, 3]})
+    pads = [k // 2] * 4
+    node = Node("Conv", "conv", [x, w, b], [y], {"group": group, "pads": pads, "kernel_shape": [k, k]})
     y.producer = node
     g.add_node(node)
     g.outputs.append(y)
@@ -54,6 +56,16 @@ def test_conv_parts_are_offsets_into_the_whole_tensors() -> None:
     assert third.locations[id(y)] == (node.outputs[0], 24 * 16 * 16 * 4)
     assert third.node.inputs[0] is node.inputs[0]  # every part reads the whole input
     assert PARTS_ATTR not in third.node.attrs
+
+
+def test_pointwise_conv_over_many_pixels_divides_its_pixels() -> None:
+    """y = w x as a matmul: parts of its columns (256 pixels) rather than of its 64 rows."""
+    _, node = _conv(1, 32, 64, k=1)
+    split = registry.get("Conv").split(node)
+    assert split is not None and split.units == 256 and split.lower is not None and split.slices == ()
+    _, wide = _conv(1, 32, 512, k=1)  # more channels than pixels: rows
+    split = registry.get("Conv").split(wide)
+    assert split is not None and split.units == 512 and split.lower is None
 
 
 def test_depthwise_parts_cut_the_input_too_and_keep_their_group() -> None:
