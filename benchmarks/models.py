@@ -1,5 +1,7 @@
-"""The benchmark models, built with fixed seeds: the four CNNs, the encoder of issue 4, an LSTM, and a Hugging
-Face BERT encoder as onnxruntime's transformer optimizer fuses it (com.microsoft Attention, SkipLayerNormalization).
+"""The benchmark models, built with fixed seeds: the four CNNs, the encoder of issue 4, an LSTM, a Hugging
+Face BERT encoder as onnxruntime's transformer optimizer fuses it (com.microsoft Attention, SkipLayerNormalization),
+and real architectures from installed packages with random weights (torchvision's EfficientNet-B0,
+MobileNetV3-Large, ResNet-50 and a ViT-Tiny; transformers' BERT-base), exported by torch.onnx.
 
 LeNet-5, MobileNetV2, ResNet-18 and the transformer encoder are the test suite's own definitions
 (tests/support/models.py); ResNet-50 (bottleneck blocks, as in the paper) and the LSTM are written out here.
@@ -7,6 +9,8 @@ LeNet-5, MobileNetV2, ResNet-18 and the transformer encoder are the test suite's
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -82,6 +86,71 @@ def _lstm(input_size: int = 64, hidden: int = 128, layers: int = 2):
     return LSTM()
 
 
+def _torchvision():
+    """torchvision, imported for its model definitions only. Beside the CPU build of torch it must be the matching
+    CPU build of torchvision (0.28 for torch 2.13, from PyTorch's CPU wheel index): PyPI's wheel is built against
+    CUDA torch, its C extension does not load, and importing it then fails registering fake kernels for its nms
+    ops. That case is worked around here by declaring the ops first (never run: no detection model is built
+    here), so that the architectures still build; `transformers` imports torchvision too, so BERT-base needs this."""
+    if importlib.util.find_spec("torchvision") is None:
+        raise SystemExit("benchmarks: torchvision is not installed; install the build that matches torch "
+                         f"{zoo._torch().__version__} (the CPU build for a CPU torch)")
+    torch = zoo._torch()
+    try:
+        import torchvision
+    except RuntimeError as e:
+        if "torchvision::nms" not in str(e):
+            raise
+        for name in [m for m in sys.modules if m.split(".")[0] == "torchvision"]:
+            del sys.modules[name]
+        for op in ("nms", "qnms"):
+            torch.library.define(f"torchvision::{op}", "(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+        import torchvision
+    return torchvision
+
+
+def _vit_tiny():
+    """ViT-Tiny / DeiT-Tiny's shape (patch 16, 12 layers, width 192, 3 heads, MLP 768) in torchvision's ViT."""
+    vit = _torchvision().models.VisionTransformer(image_size=224, patch_size=16, num_layers=12, num_heads=3,
+                                                  hidden_dim=192, mlp_dim=768)
+    zoo._torch().nn.init.normal_(vit.heads.head.weight, std=0.02)  # torchvision starts it at zero: outputs all 0
+    return vit
+
+
+def _bert_base(path: Path, seq: int = 128) -> None:
+    """transformers' BertModel with bert-base-uncased's configuration (12 layers, d=768, 12 heads, vocab 30522)
+    and random weights, as torch.onnx exports it (attention spelled out: MatMul, Softmax); input `input_ids`
+    (batch 1, `seq` tokens, every one attended), output `hidden`."""
+    if importlib.util.find_spec("torchvision") is not None:
+        _torchvision()  # transformers imports it: a CPU torch beside PyPI's torchvision needs the workaround
+    import transformers
+
+    torch = zoo._torch()
+    config = transformers.BertConfig()
+    config._attn_implementation = "eager"
+    torch.manual_seed(0)
+    bert = transformers.BertModel(config, add_pooling_layer=False).eval()
+
+    class Encoder(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, ids):  # noqa: ANN001, ANN202
+            # token_type_ids given: BERT's default slices a buffer through GatherElements, which ember's constant
+            # folding (the ONNX reference implementation, onnx 1.23) fails on for [1, 512] data.
+            return self.bert(input_ids=ids, token_type_ids=torch.zeros_like(ids)).last_hidden_state
+
+    ids = torch.randint(0, config.vocab_size, (1, seq), generator=torch.Generator().manual_seed(7))
+    with torch.no_grad():
+        torch.onnx.export(Encoder(), (ids,), str(path), opset_version=zoo.OPSET, dynamo=False,
+                          input_names=["input_ids"], output_names=["hidden"])
+
+
+def _tv(name: str):
+    return lambda: getattr(_torchvision().models, name)()
+
+
 # name -> (builder, note); BatchNorm is folded by the exporter (as users export for inference).
 MODELS: dict[str, tuple[Callable[[Path], None], str]] = {
     "lenet5": (zoo._torch_builder(zoo._lenet, (1, 1, 28, 28)), "LeNet-5 28x28"),
@@ -93,6 +162,12 @@ MODELS: dict[str, tuple[Callable[[Path], None], str]] = {
     "transformer16": (_transformer_opset16, "the transformer encoder exported at opset 16 (no LayerNorm op)"),
     "lstm": (zoo._torch_builder(_lstm, (100, 1, 64)), "LSTM (2 layers, hidden 128, input 64, seq 100, batch 1)"),
     "bert": (_bert, "BERT encoder (4 layers, d=256, 4 heads, seq 128) fused by onnxruntime's optimizer"),
+    "efficientnet_b0": (zoo._torch_builder(_tv("efficientnet_b0"), (1, 3, 224, 224)), "torchvision EfficientNet-B0"),
+    "mobilenet_v3_large": (zoo._torch_builder(_tv("mobilenet_v3_large"), (1, 3, 224, 224)),
+                           "torchvision MobileNetV3-Large"),
+    "resnet50_tv": (zoo._torch_builder(_tv("resnet50"), (1, 3, 224, 224)), "torchvision ResNet-50"),
+    "vit_tiny": (zoo._torch_builder(_vit_tiny, (1, 3, 224, 224)), "ViT-Tiny (DeiT-Tiny shape), torchvision ViT"),
+    "bert_base": (_bert_base, "BERT-base (transformers, 12 layers, d=768, seq 128), torch.onnx export"),
 }
 
 

@@ -20,13 +20,16 @@ class EmberTimer:
 
 
 class OrtTimer:
-    """onnxruntime with one intra-op thread, sequential execution, inputs and outputs bound once."""
+    """onnxruntime with one intra-op thread (or `threads`), sequential execution, inputs and outputs bound once.
+    `spin=False`: idle workers sleep instead of spinning, so that they leave the cores to the engine timed next."""
 
-    def __init__(self, model: Path, feeds: dict[str, np.ndarray]) -> None:
+    def __init__(self, model: Path, feeds: dict[str, np.ndarray], threads: int = 1, spin: bool = True) -> None:
         import onnxruntime as ort
 
         opts = ort.SessionOptions()
-        opts.intra_op_num_threads = 1
+        opts.intra_op_num_threads = threads
+        if not spin:
+            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         opts.inter_op_num_threads = 1
         opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL

@@ -28,25 +28,30 @@ from ember.report.flops import graph_flops
 from ember.report.record import graph_record, memory_record
 from ember.runtime.loader import Bundle, load
 from ember.toolchain.cc import compile_object
+from ember.toolchain.cpus import resolve_cpu
 from ember.toolchain.objfile import ObjectInfo, check_freestanding, inspect_object
 from ember.toolchain.targets import Target, get_target
 from ember.version import __version__
 
 
 def compile(model: Any, out_dir: str | os.PathLike, example_inputs: Any = None,  # noqa: A001
-            **options: Any) -> Bundle:
+            representative_data: Any = None, **options: Any) -> Bundle:
     """Compile a model into a bundle in `out_dir`; returns it loaded (runnable for the host target).
 
-    `model`: a model file's path, an `onnx.ModelProto`, or a `torch.nn.Module` with `example_inputs` (a
-    tensor or a tuple of them: exported through torch.onnx, which fixes the input shapes)."""
-    if isinstance(model, str | os.PathLike):
+    `model`: a model file's path, an `onnx.ModelProto`, a `torch.nn.Module` with `example_inputs` (a
+    tensor or a tuple of them: exported through torch.onnx, which fixes the input shapes), or a Keras model
+    or SavedModel directory (converted by TFLiteConverter; full-integer int8 with `representative_data`, an
+    iterable of input lists)."""
+    from ember.model_source import is_saved_model_dir, saved_model
+
+    if isinstance(model, str | os.PathLike) and not is_saved_model_dir(model):
+        if representative_data is not None:
+            raise OptionError("representative_data: only for a Keras model or a SavedModel directory")
         if example_inputs is not None:
             raise OptionError("example_inputs: only for a torch.nn.Module (a model file has its own shapes)")
         manifest = write_bundle(os.fspath(model), out_dir, CompileOptions(**options))
         return load(out_dir, manifest["name"])
-    from ember.model_source import saved_model
-
-    with saved_model(model, example_inputs) as (path, name):
+    with saved_model(model, example_inputs, representative_data) as (path, name):
         options.setdefault("name", name)
         manifest = write_bundle(str(path), out_dir, CompileOptions(**options))
     return load(out_dir, manifest["name"])
@@ -167,7 +172,9 @@ def _uses_float64(graph: Graph) -> bool:
 
 def _target_info(target: Target, opts: CompileOptions) -> dict[str, Any]:
     abi = target.float_abi(opts.float_abi)
+    cpu = resolve_cpu(target.name, opts.cpu)
     return {"name": target.name, "description": target.description, "cpu": opts.cpu or target.cpu,
+            "cpu_choice": cpu.record() if cpu is not None else None,
             "float_abi": opts.float_abi or target.default_float_abi, "fpu": abi.fpu,
             "reloc": opts.reloc or target.reloc, "pointer_bits": target.pointer_bits, "endian": target.endian,
             "compiler": "cc" if opts.cc else ("system cc" if target.zig_arch is None else "zig cc")}

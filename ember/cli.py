@@ -8,7 +8,9 @@ import os
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -33,6 +35,7 @@ def _compile(args: argparse.Namespace) -> int:
         per_channel=args.per_channel, calibration=args.calibration, percentile=args.percentile,
         keep_float=tuple(op.strip() for op in ",".join(args.keep_float).split(",") if op.strip()), io=args.io,
         weights=args.weights, max_memory=parse_size(args.max_memory) if args.max_memory else None,
+        ram_limit=parse_size(args.ram_limit, "--ram-limit") if args.ram_limit else None,
         weights_txt=not args.no_weights_txt, threads=args.threads,
     )
     command = "ember " + " ".join(shlex.quote(a) for a in sys.argv[1:])
@@ -122,7 +125,10 @@ def _bench(args: argparse.Namespace) -> int:
     _at_least(args.top, 0, "--top")
     if args.json:
         check_writable_file(args.json, "--json")
-    r = bench(args.bundle, args.rounds, args.warmup, not args.no_profile, args.input, _preprocess(args), args.threads)
+    if args.target or args.device or _cross(args.bundle):
+        return _bench_on_target(args)
+    r = bench(args.bundle, args.rounds, args.warmup, not args.no_profile, args.input, _preprocess(args),
+              args.threads)
     gflops = r["flops"] / (r["median_ms"] * 1e6) if r["flops"] else 0.0
     print(f"bundle {r['name']}: {r['rounds']} rounds after {r['warmup']} warm-up"
           + (f", {r['threads']} threads" if r["threads"] > 1 else ""))
@@ -151,6 +157,50 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cross(path: str) -> bool:
+    from ember.runtime.loader import find_manifest, read_manifest
+
+    return read_manifest(find_manifest(Path(path))).get("target", "host") != "host"
+
+
+def _bench_on_target(args: argparse.Namespace) -> int:
+    """One run on the target: on a microcontroller the executed instructions of the inference (QEMU
+    -icount), firmware flash and RAM and the stack high-water mark; elsewhere the run's wall time."""
+    from ember.runtime.inputs import input_infos, load_feeds, random_inputs, sample
+    from ember.runtime.loader import load
+    from ember.runtime.targets import run_bundle
+
+    bundle = load(args.bundle)
+    where = _where(args, bundle)
+    if where is None:  # --target host on a host bundle
+        raise OptionError("--target host: run `ember bench OUT` without --target for host latency")
+    target, device = where
+    feeds = random_inputs(bundle, seed=0)
+    if args.input:
+        stacks, _ = load_feeds(args.input, input_infos(bundle.inputs), _preprocess(args))
+        feeds.update(sample(stacks, 0))
+    r = run_bundle(bundle, feeds, target, device, count_instructions=True)
+    mem, fp = bundle.memory, bundle.footprint
+    result: dict[str, Any] = {"name": bundle.name, "target": target, "runner": r.where, "seconds": r.seconds,
+                              "memory": mem, "footprint": fp}
+    print(f"bundle {bundle.name} on {target} ({r.where})")
+    if r.instructions is not None:
+        result.update(instructions=r.instructions, stack=r.stack, firmware=r.sizes)
+        print(f"  instructions  {r.instructions:,} per inference (the entry-point call alone, QEMU -icount)")
+        print(f"  firmware      flash {r.sizes['flash']:,} B (code, weights, .data image), RAM {r.sizes['ram']:,} B "
+              "(regions, .data, .bss, 32 KiB stack reserve)")
+        print(f"  stack         {r.stack:,} B high-water mark of the inference")
+    else:
+        print(f"  one run       {r.seconds * 1e3:.1f} ms wall, process start included"
+              + (" (emulated: no speed measure)" if "qemu" in r.where else ""))
+    print(f"  bundle        flash {fp.get('flash', 0):,} B, RAM {fp.get('ram', 0):,} B (constant {mem['constant']:,}, "
+          f"mutable {mem['mutable']:,}, activations {mem['activations']:,})")
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
 def _targets(args: argparse.Namespace) -> int:
     print(f"{'target':<11} {'cpu':<12} {'float ABI':<10} {'bits':>4}  description")
     for t in TARGETS.values():
@@ -172,7 +222,7 @@ def _operators(args: argparse.Namespace) -> int:
             continue
         ops = table[domain]
         if domain == "tflite":
-            print(f"tflite ({len(ops)} builtin operators; float32, float16 weights and int8 models, subgraph 0):")
+            print(f"tflite ({len(ops)} builtin operators; float32, float16 weights, int8; IF/WHILE subgraphs):")
         else:
             print(f"{domain} ({len(ops)} operators; the opset each is supported from in brackets):")
         words = [f"{op}[{since}]" if since > 1 else op for op, since in sorted(ops.items())]
@@ -199,11 +249,12 @@ def _run(args: argparse.Namespace) -> int:
     if args.output:
         check_writable_file(args.output, "--output")
     bundle = load(args.bundle)
+    execute = _on_target(args, bundle) or bundle.run
     if args.threads is not None:
         bundle.set_threads(args.threads)
     stacks, count = load_feeds(args.input, input_infos(bundle.inputs), _preprocess(args))
     # A sequence output comes back as one array per element (NAME_0, NAME_1, ...).
-    runs = [bundle.by_element(bundle.run(sample(stacks, k), cast=args.cast, dequantize=args.dequantize))
+    runs = [bundle.by_element(execute(sample(stacks, k), cast=args.cast, dequantize=args.dequantize))
             for k in range(count)]
     outs = runs[0] if count == 1 else _stack_runs(runs)
     if args.output:
@@ -220,6 +271,60 @@ def _run(args: argparse.Namespace) -> int:
             with np.printoptions(threshold=64, precision=6):
                 print(f"{name} {arr.dtype}{list(arr.shape)}:\n{arr}")
     return 0
+
+
+def _where(args: argparse.Namespace, bundle: Any) -> tuple[str, Any] | None:
+    """(target, device or None) that `--target T` / `--device NAME` run the bundle on, or None for a host
+    bundle run here. A cross bundle given neither runs on its own target."""
+    from ember.runtime.targets import check_target, runner_kind
+
+    device = None
+    if args.device:
+        from ember.runtime.targets.ssh import find_device
+
+        device = find_device(args.devices, args.device)
+        if args.target and args.target != device.target:
+            raise OptionError(f"--target {args.target}: device '{device.name}' is a {device.target} device")
+    target = args.target or (device.target if device else None)
+    if target is None and bundle.target != "host":
+        target = bundle.target
+    if target is None or (target == "host" and device is None):
+        check_target(bundle, "host")  # --target host on a cross bundle
+        return None
+    if device is None:
+        runner_kind(target)  # an unknown target is an error before any data is read
+    check_target(bundle, target)
+    if bundle.threads > 1 or getattr(args, "threads", None) is not None:
+        # The target runners link NAME.o into a freestanding program: no POSIX threads there.
+        raise OptionError(f"--threads: bundle {bundle.name} runs on {target} single-threaded only; compile it without "
+                          "--threads, or link NAME.o with -pthread into your own program there")
+    print(f"running on {device.name + ' over ssh' if device else target}", file=sys.stderr)
+    return target, device
+
+
+def _on_target(args: argparse.Namespace, bundle: Any) -> Callable[..., dict[str, Any]] | None:
+    """`Bundle.run` on the target `_where` names (feed, cast=, dequantize= -> outputs), or None for the host."""
+    from ember.runtime.targets import run_bundle
+
+    where = _where(args, bundle)
+    if where is None:
+        return None
+
+    def execute(feed: dict[str, Any], cast: bool = False, dequantize: bool = False) -> dict[str, Any]:
+        return run_bundle(bundle, feed, *where, cast=cast, dequantize=dequantize).outputs
+
+    return execute
+
+
+def _target_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("running on the target (docs/targets.md)")
+    g.add_argument("--target", metavar="TARGET",
+                   help="run on TARGET: microcontrollers in bare-metal firmware under qemu-system, Linux targets "
+                   "under qemu-user (or natively), wasm32 under wasmtime; the bundle must be compiled for it "
+                   "(default: the bundle's own target)")
+    g.add_argument("--device", metavar="NAME", help="run on device NAME of the devices file over ssh (Linux targets)")
+    g.add_argument("--devices", metavar="FILE", default="devices.yml",
+                   help="the devices file (default devices.yml): name, host, user, port, key, target, workdir")
 
 
 def _stack_runs(runs: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
@@ -265,8 +370,12 @@ def _validate(args: argparse.Namespace) -> int:
             raise OptionError(f"{flag} {value}: must lie in [0, 1]")
     if args.json:
         check_writable_file(args.json, "--json")
+    from ember.runtime.loader import load
+
+    execute = _on_target(args, load(args.bundle))
     result = validate(args.model, args.bundle, args.input, args.seed, args.max_error, args.min_cosine,
-                      args.min_top1, args.labels, args.max_accuracy_drop, _preprocess(args), args.cast)
+                      args.min_top1, args.labels, args.max_accuracy_drop, _preprocess(args), args.cast,
+                      execute=execute)
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
     return 0 if result["ok"] else 1
@@ -334,7 +443,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--name", help="network name (C prefix); default: model file stem")
     c.add_argument("--target", default="host", metavar="TARGET",
                    help="host (default), " + ", ".join(t for t in TARGETS if t != "host") + "; see `ember targets`")
-    c.add_argument("--cpu", help="CPU to compile for (host default: native), e.g. znver4, cortex-a53, cortex-a72")
+    c.add_argument("--cpu", help="CPU to compile for (host default: native, detected), e.g. x86-64-v3 (AVX2), "
+                   "x86-64-v4, znver4, cortex-a53; on host/x86_64 it also picks the kernel choices of its family")
     c.add_argument("--float-abi", choices=("hard", "soft"), help="float ABI (ARM and RISC-V targets)")
     c.add_argument("--reloc", choices=("static", "pic"),
                    help="relocation model of NAME.o (default: pic for host/Linux targets, static for MCU/wasm)")
@@ -358,6 +468,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--max-memory", metavar="SIZE",
                    help="refuse bundles whose three memory regions together need more, e.g. 512M, 16G "
                    "(default 4G for host, the target's address space otherwise)")
+    c.add_argument("--ram-limit", metavar="SIZE",
+                   help="refuse bundles whose RAM (inputs/outputs + activations; not the stack) is larger, e.g. "
+                   "64K or 65536, stating the smallest RAM ember reaches for the model")
     c.add_argument("-O", dest="opt_level", type=int, default=3, choices=(0, 1, 2, 3), help="C optimization level")
     c.add_argument("--threads", type=int, default=1, metavar="N",
                    help="run large kernels on up to N threads (host and Linux targets): the bundle owns a pool "
@@ -382,7 +495,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="freeze a graph input to a constant (as compile's --const; use the same at compile time)")
     pr.set_defaults(fn=_profile)
 
-    b = sub.add_parser("bench", help="latency, memory and per-operator time profile of a host bundle")
+    b = sub.add_parser("bench", help="latency, memory and per-operator time profile of a host bundle; "
+                       "instructions, flash, RAM and stack on a microcontroller (--target)")
     b.add_argument("bundle", help="bundle directory")
     b.add_argument("--rounds", type=int, default=0, help="timed runs (default: about 2 s worth)")
     b.add_argument("--warmup", type=int, default=0, help="untimed runs first (default: about 0.3 s worth)")
@@ -392,6 +506,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--threads", type=int, metavar="N",
                    help="threads a multi-threaded bundle runs on (default: all it was compiled with --threads for)")
     _data_args(b, "what the timed runs are fed (default: random data); the first sample of a stack")
+    _target_args(b)
     b.set_defaults(fn=_bench)
 
     t = sub.add_parser("targets", help="list the targets --target accepts")
@@ -402,7 +517,7 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--domain", help="only this domain (ai.onnx, ai.onnx.ml, com.microsoft, tflite)")
     o.set_defaults(fn=_operators)
 
-    r = sub.add_parser("run", help="run a host bundle on arrays or images")
+    r = sub.add_parser("run", help="run a bundle on arrays or images (here, or on its target: --target, --device)")
     r.add_argument("bundle", help="bundle directory (or DIR/NAME.json)")
     r.add_argument("--output", metavar="FILE.npz", help="save outputs here (several samples: stacked along a new "
                    "first axis)")
@@ -414,6 +529,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--threads", type=int, metavar="N",
                    help="threads a multi-threaded bundle runs on (default: all it was compiled with --threads for)")
     _data_args(r, "the data of input NAME (several samples: one run each)")
+    _target_args(r)
     r.set_defaults(fn=_run)
 
     i = sub.add_parser("info", help="inputs, outputs, memory and ops of a bundle")
@@ -444,6 +560,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--cast", action="store_true",
                    help="convert arrays to the bundle's dtypes, for both sides (default: a mismatch is an error)")
     _data_args(v, "the data of input NAME (several samples: each compared, results aggregated)")
+    _target_args(v)
     v.set_defaults(fn=_validate)
 
     rp = sub.add_parser("report", help="write a bundle's HTML report (graph, memory plan, times, validation)")

@@ -51,6 +51,8 @@ class CompileOptions:
     weights: str | None = None  # fp16 | bf16 | int8: weight-only compression of a float bundle
     # Largest total of the three memory regions, bytes; None: 4 GiB for host, the address space otherwise.
     max_memory: int | None = None
+    # Largest RAM the bundle may use: the mutable region (inputs, outputs) plus the activations; None: no limit.
+    ram_limit: int | None = None
     # Threads a bundle may use (host and Linux targets): its pool's size and the parts big kernels divide into.
     threads: int = 1
 
@@ -75,6 +77,9 @@ class CompileOptions:
             raise OptionError(f"--threads {self.threads}: must be a whole number from 1 to {MAX_THREADS}")
         if self.max_memory is not None and (not isinstance(self.max_memory, int) or self.max_memory <= 0):
             raise OptionError(f"--max-memory {self.max_memory}: must be a positive number of bytes")
+        if self.ram_limit is not None and (not isinstance(self.ram_limit, int) or isinstance(self.ram_limit, bool)
+                                           or self.ram_limit <= 0):
+            raise OptionError(f"--ram-limit {self.ram_limit}: must be a positive number of bytes")
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)

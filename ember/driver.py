@@ -27,6 +27,7 @@ from ember.memory.planner import inlined_constants, plan_memory
 from ember.passes.manager import PassManager
 from ember.passes.pipeline import Pipeline, Purpose, build_pipeline
 from ember.passes.verify import verify
+from ember.toolchain.cpus import resolve_cpu
 from ember.toolchain.targets import Target, get_target
 from ember.version import __version__
 
@@ -130,7 +131,9 @@ def lower(model_path: str, options: CompileOptions, purpose: Purpose = Purpose.B
     check_memory(plan, target, options)
     t2 = time.perf_counter()
     say("generating C")
-    sources = generate(graph, plan, graph.name, options.api, _banner(graph.name, sha, command), options.threads)
+    cpu = resolve_cpu(target.name, options.cpu)
+    sources = generate(graph, plan, graph.name, options.api, _banner(graph.name, sha, command),
+                       cpu.family.c_defines() if cpu is not None else None, options.threads)
     t3 = time.perf_counter()
     passes = sum(r.seconds for r in pm.records)
     seconds = {"load": t1 - t0 - passes, "passes": passes, "plan": t2 - t1, "codegen": t3 - t2}

@@ -24,7 +24,9 @@ def check_limits(graph: Graph) -> None:
 
 
 def check_memory(plan: MemoryPlan, target: Target, opts: CompileOptions) -> None:
-    """The three regions together within --max-memory (default 4 GiB on the host) and the address space."""
+    """The three regions together within --max-memory (default 4 GiB on the host) and the address space; the
+    RAM (mutable + activations) within --ram-limit."""
+    _check_ram(plan, opts)
     space = 2**target.pointer_bits - 1
     limit = min(opts.max_memory or (DEFAULT_HOST_MAX_MEMORY if target.kind == "host" else space), space)
     total = plan.constant_size + plan.mutable_size + plan.activations_size
@@ -33,3 +35,17 @@ def check_memory(plan: MemoryPlan, target: Target, opts: CompileOptions) -> None
         raise ResourceLimitError(
             f"the bundle needs {total:,} bytes (constant {plan.constant_size:,} + mutable {plan.mutable_size:,} + "
             f"activations {plan.activations_size:,}), more than the limit of {limit:,} ({hint})")
+
+
+def _check_ram(plan: MemoryPlan, opts: CompileOptions) -> None:
+    """The plan is already the smallest ember reaches: the operator order of least peak (passes/schedule.py)
+    and offsets at (or within 2% of) that order's lower bound, so the error states it as the floor."""
+    if opts.ram_limit is None:
+        return
+    need = plan.mutable_size + plan.activations_size
+    if need <= opts.ram_limit:
+        return
+    raise ResourceLimitError(
+        f"--ram-limit {opts.ram_limit:,}: the smallest RAM ember reaches for this model is {need:,} bytes "
+        f"(mutable {plan.mutable_size:,} + activations {plan.activations_size:,}, whose lower bound in the best "
+        f"operator order is {plan.lower_bound:,}), {need - opts.ram_limit:,} over the limit")

@@ -86,6 +86,9 @@ class _LiteRT(Reference):
                 info = np.iinfo(dtype)
                 x = np.clip(np.rint(x.astype(np.float32) / np.float32(scale)) + zp, info.min, info.max)
             self.interp.set_tensor(d["index"], np.ascontiguousarray(x.astype(dtype).reshape(d["shape"])))
+        # LSTM/SVDF states are variables LiteRT keeps between invocations; a bundle starts each run from
+        # their initial values, so each reference run does too.
+        self.interp.reset_all_variables()
         self.interp.invoke()
         out = []
         for d in self.outs:

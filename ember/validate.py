@@ -8,6 +8,7 @@ top-1 agreement with the float reference, and with `--labels` by its accuracy ne
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -191,9 +192,10 @@ def _reference_feed(bundle: Bundle, feed: dict[str, np.ndarray]) -> dict[str, np
 def validate(model: str, bundle_dir: str, input_specs: list[str], seed: int, max_error: float | None = None,
              min_cosine: float | None = None, min_top1: float | None = None, labels: str | None = None,
              max_accuracy_drop: float | None = None, prep: Preprocess | None = None,
-             cast: bool = False) -> dict[str, Any]:
+             cast: bool = False, execute: Callable[..., dict[str, Any]] | None = None) -> dict[str, Any]:
     """Compare and print the table; returns the results (`ok`, per output, accuracy) as `ember report`'s
-    validation file has them (docs/report.md)."""
+    validation file has them (docs/report.md). `execute(feed, dequantize=True)`: how the bundle runs
+    (default `Bundle.run` here; `ember validate --target` runs it on its target)."""
     bundle = load(bundle_dir)
     kind = bundle_kind(bundle)
     t = _thresholds(kind, max_error, min_cosine, min_top1, max_accuracy_drop, bool(input_specs))
@@ -221,7 +223,7 @@ def validate(model: str, bundle_dir: str, input_specs: list[str], seed: int, max
             ref = reference.run({**frozen, **ref_feed})
         except Exception as e:
             raise EmberError(f"{runtime} failed on sample {k} of {model} ({_first_line(e)})") from None
-        got = bundle.run(feed, dequantize=True)
+        got = (execute or bundle.run)(feed, dequantize=True)
         for n, r in zip(names, ref, strict=True):
             refs[n].append(np.asarray(r))
             gots[n].append(got[n])

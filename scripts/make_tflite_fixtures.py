@@ -20,6 +20,7 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from tflite_handmade import handmade  # noqa: E402
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "tflite"
 
@@ -148,12 +149,88 @@ def matmul_ops() -> tuple[Callable, list[tf.TensorSpec]]:
 
 
 def refused_ops() -> tuple[Callable, list[tf.TensorSpec]]:
-    """For the error tests: CUMSUM (a builtin this frontend does not convert yet) and a custom op (Igamma,
+    """For the error tests: MATRIX_DIAG (a builtin this frontend does not convert) and a custom op (Igamma,
     which TFLite has no builtin for)."""
     def f(x):
-        return tf.math.cumsum(x, axis=1), tf.math.igamma(tf.abs(x) + 1.0, tf.abs(x) + 2.0)
+        return tf.linalg.diag(x), tf.math.igamma(tf.abs(x) + 1.0, tf.abs(x) + 2.0)
 
     return f, [tf.TensorSpec([1, 4], tf.float32)]
+
+
+def math_more() -> tuple[Callable, list[tf.TensorSpec]]:
+    """The second batch of elementwise, comparison, scan and normalization builtins."""
+    idx = tf.constant([[0, 1], [0, 3], [0, 2]], tf.int32)
+
+    def f(x, y):  # [1, 4, 6, 3] each
+        c = tf.math.cumsum(x, 1) + tf.math.cumsum(x, 2, exclusive=True, reverse=True)
+        vals, ind = tf.math.top_k(x, 2)
+        r = tf.round(x * 3.0) + tf.math.floordiv(x, 0.3) + tf.math.floormod(x, 0.3) + tf.math.floormod(-x, 0.7)
+        red = tf.reduce_min(x, [1, 2]) + tf.reduce_prod(y + 1.0, 1)[0, 0]
+        sel = tf.where(x > y, x, y * 2.0) + tf.where(tf.logical_or(x <= 0.0, y >= 0.5), 1.0, 0.0)
+        sel2 = tf.where(tf.logical_and(tf.not_equal(x, y), tf.logical_not(tf.equal(x, 0.5))), x, -y)
+        sel3 = tf.where(tf.less(x, 0.1) | tf.greater_equal(y, 0.2), x, y)
+        n = tf.nn.l2_normalize(x, -1) + tf.nn.local_response_normalization(x, 1, 0.5, 0.2, 0.75)
+        t = tf.tile(x, [1, 1, 2, 1]) + tf.broadcast_to(y[:, :1, :1], [1, 4, 12, 3])
+        a = tf.cast(x * 20.0, tf.int32)
+        d = tf.where(y > 0.0, 1, -1) * (tf.cast(tf.abs(y) * 6.0, tf.int32) + 1)  # never zero
+        ints = tf.math.floordiv(a, d) * 100 + tf.math.floormod(a, d)
+        return (c, vals, ind, r, red, sel + sel2 + sel3, n, t, tf.nn.elu(x * 2.0), tf.nn.log_softmax(x),
+                tf.gather_nd(x, idx), ints)
+
+    spec = tf.TensorSpec([1, 4, 6, 3], tf.float32)
+    return f, [spec, spec]
+
+
+def math_more_int8() -> tuple[Callable, list[tf.TensorSpec]]:
+    """The builtins of math_more that TFLite runs on int8."""
+    idx = tf.constant([[0, 1], [0, 3], [0, 2]], tf.int32)
+
+    def f(x, y):
+        sel = tf.where(x > y, x, y)
+        n = tf.nn.l2_normalize(x, -1)
+        t = tf.tile(x, [1, 1, 2, 1]) + tf.broadcast_to(y[:, :1, :1], [1, 4, 12, 3])
+        return (tf.reduce_min(x, [1, 2]), sel, n, t, tf.nn.elu(x * 2.0), tf.nn.log_softmax(x),
+                tf.gather_nd(x, idx))
+
+    spec = tf.TensorSpec([1, 4, 6, 3], tf.float32)
+    return f, [spec, spec]
+
+
+def space_batch() -> tuple[Callable, list[tf.TensorSpec]]:
+    """SPACE_TO_BATCH_ND and BATCH_TO_SPACE_ND on their own, with paddings and crops."""
+    def f(x):  # [1, 5, 6, 3]
+        s = tf.space_to_batch_nd(x, [2, 3], [[1, 0], [0, 0]])  # [6, 3, 2, 3]
+        b = tf.compat.v1.batch_to_space_nd(s * 2.0, [2, 3], [[0, 1], [1, 2]])
+        return s, b
+
+    return f, [tf.TensorSpec([1, 5, 6, 3], tf.float32)]
+
+
+def control_flow() -> tuple[Callable, list[tf.TensorSpec]]:
+    """WHILE (a condition computed from the values: a run-time exit) and IF, each over their own subgraphs."""
+    def f(x):
+        i, v = tf.while_loop(lambda i, v: tf.reduce_sum(tf.abs(v)) < 20.0, lambda i, v: (i + 1, v * 1.5 + 0.25),
+                             [tf.constant(0), x])
+        c = tf.cond(tf.reduce_sum(x) > 0.0, lambda: tf.nn.relu(x) * 3.0, lambda: x - 1.0)
+        return v, i, c
+
+    return f, [tf.TensorSpec([1, 4], tf.float32)]
+
+
+def sparse_fc() -> tf.keras.Model:
+    """A Dense layer whose weights are 80% zeros in 1x4 blocks: the converter stores them sparse, read through
+    DENSIFY or directly by FULLY_CONNECTED."""
+    tf.keras.utils.set_random_seed(8)
+    L = tf.keras.layers
+    x = inp = L.Input((16,), batch_size=1)
+    x = L.Dense(12, activation="relu")(x)
+    model = tf.keras.Model(inp, L.Dense(8)(x))
+    r = _rng(8)
+    for layer in model.layers[1:]:
+        w, b = layer.get_weights()
+        keep = np.repeat(r.uniform(size=(w.shape[0], w.shape[1] // 4)) < 0.2, 4, axis=1)
+        layer.set_weights([(w * keep).astype(np.float32), b])
+    return model
 
 
 # ---- small networks (Keras, fixed seeds) ----------------------------------------------------------------
@@ -224,7 +301,8 @@ def _randomize_bn(model: tf.keras.Model, seed: int) -> None:
 # ---- conversion -------------------------------------------------------------------------------------------
 
 def _convert(fn: Callable | tf.keras.Model, specs: list[tf.TensorSpec], int8: bool, seed: int,
-             fp16: bool = False, signature: bool = False, custom: bool = False, int8_io: bool = True) -> bytes:
+             fp16: bool = False, signature: bool = False, custom: bool = False, int8_io: bool = True,
+             sparse: bool = False) -> bytes:
     if isinstance(fn, tf.keras.Model):
         specs = [tf.TensorSpec(t.shape, t.dtype) for t in fn.inputs]
         model = fn
@@ -245,6 +323,8 @@ def _convert(fn: Callable | tf.keras.Model, specs: list[tf.TensorSpec], int8: bo
         if int8_io:  # else float I/O: QUANTIZE and DEQUANTIZE operators at the edges
             conv.inference_input_type = tf.int8
             conv.inference_output_type = tf.int8
+    elif sparse:
+        conv.optimizations = [tf.lite.Optimize.EXPERIMENTAL_SPARSITY]
     elif fp16:  # float16 weights behind DEQUANTIZE operators
         conv.optimizations = [tf.lite.Optimize.DEFAULT]
         conv.target_spec.supported_types = [tf.float16]
@@ -270,6 +350,12 @@ def fixtures() -> dict[str, bytes]:
     fn, specs = conv_pool()
     out["conv_pool_fp16.tflite"] = _convert(fn, specs, False, 0, fp16=True)
     out["prelu_net.tflite"] = _convert(prelu_net(), [], False, 0)
+    for name, make, int8 in (("math_more", math_more, False), ("math_more_int8", math_more_int8, True),
+                             ("space_batch", space_batch, False), ("control_flow", control_flow, False)):
+        fn, specs = make()
+        out[f"{name}.tflite"] = _convert(fn, specs, int8, 41)
+    out["sparse_fc.tflite"] = _convert(sparse_fc(), [], False, 0, sparse=True)
+    out.update(handmade())
     return out
 
 

@@ -87,8 +87,11 @@ def io_entries(graph: Graph, plan: MemoryPlan, name: str | None = None) -> tuple
     return ins, outs
 
 
-def generate(graph: Graph, plan: MemoryPlan, name: str, api: str, banner: str, threads: int = 1) -> BundleSources:
-    """`threads` > 1: a multi-threaded bundle (its pool: kernels/threads.c; nodes marked by passes/threads.py)."""
+def generate(graph: Graph, plan: MemoryPlan, name: str, api: str, banner: str,
+             defines: dict[str, int] | None = None, threads: int = 1) -> BundleSources:
+    """NAME.c and NAME.h. `defines`: kernel parameters of the CPU family (toolchain/cpus.py), as macros
+    ahead of the kernels. `threads` > 1: a multi-threaded bundle (its pool: kernels/threads.c; nodes marked
+    by passes/threads.py)."""
     check_network_name(name)
     ins, outs = io_entries(graph, plan, name)
     ctx = CodeContext(plan)
@@ -98,7 +101,7 @@ def generate(graph: Graph, plan: MemoryPlan, name: str, api: str, banner: str, t
     ctx.emit_graph = lambda sub: _emit_subgraph(sub, ctx)
     pool = ctx.names.fresh("ember_threads") if threads > 1 else None
     _emit_nodes(graph, ctx, pool)
-    c = _source(graph, ctx, name, api, banner, ins + outs, plan, threads, pool)
+    c = _source(graph, ctx, name, api, banner, ins + outs, plan, defines or {}, threads, pool)
     h = _header(name, api, banner, ins, outs, plan, graph.valid_counts, threads)
     return BundleSources(c, h, ins + outs)
 
@@ -220,13 +223,16 @@ def _hex_lines(data: memoryview) -> memoryview:
 
 
 def _source(graph: Graph, ctx: CodeContext, name: str, api: str, banner: str,
-            io: list[IOEntry], plan: MemoryPlan, threads: int = 1, pool: str | None = None) -> str:
+            io: list[IOEntry], plan: MemoryPlan, defines: dict[str, int], threads: int = 1,
+            pool: str | None = None) -> str:
     w = CWriter()
     w.lines(banner)
     w.line("#include <stdint.h>")
     w.line("#include <stddef.h>")
     w.line(f'#include "{name}.h"')
     w.line()
+    for macro, value in sorted(defines.items()):
+        w.line(f"#define {macro} {int(value)}")
     w.raw(_PROFILE_HOOKS)
     if pool is not None:
         w.line(f"#define EMBER_THREADS {threads}")

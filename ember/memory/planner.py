@@ -2,8 +2,9 @@
 
 constant: weights, packed 64-byte aligned, identical tensors stored once.
 mutable: graph inputs and outputs, each at a fixed offset (the user reads/writes them there).
-activations: every intermediate, placed by liveness with offset reuse (greedy by size),
-  in-place elementwise outputs and zero-copy reshapes sharing their input's buffer.
+activations: every intermediate, placed by liveness with offset reuse (ember/memory/offsets.py: greedy
+  placements in several orders, then perturbed ones, then an exact search for small graphs, stopping at the
+  lower bound), in-place outputs and zero-copy reshapes sharing their input's buffer.
 
 Control flow: the nodes of a control-flow node's subgraphs are numbered after the node's own step, one
 subgraph after the other, and the node ends one step after its last subgraph. An If's two branches thus
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ember.ir.graph import Graph, Node, Value
+from ember.memory.offsets import Span, peak_live, place
 from ember.memory.plan import Lifetime, MemoryPlan, Region, align
 from ember.ops import registry
 from ember.ops.opdef import SubgraphBinding
@@ -58,8 +60,11 @@ def plan_memory(graph: Graph, needs_storage: set[int] | None = None) -> MemoryPl
     buffers, scratch = _buffers(graph)
     _place_mutable(graph, buffers, plan)
     act = [b for b in buffers if b.region is Region.ACTIVATIONS] + [b for b, _ in scratch]
-    plan.lower_bound = _lower_bound(act, max((b.end for b in buffers), default=0) + 1)
-    plan.activations_size = _greedy_by_size(act)
+    spans = [Span(b.start, b.end, b.size) for b in act]
+    plan.lower_bound = peak_live(spans)
+    offsets, plan.activations_size = place(spans)
+    for b, off in zip(act, offsets, strict=True):
+        b.offset = off
     for b in act:
         for v in b.values:
             plan.location[id(v)] = (Region.ACTIVATIONS, b.offset)
@@ -68,6 +73,14 @@ def plan_memory(graph: Graph, needs_storage: set[int] | None = None) -> MemoryPl
     labels = [b.values[0].name for b in act[: len(act) - len(scratch)]] + [f"{n.name} (scratch)" for _, n in scratch]
     plan.lifetimes = [Lifetime(b.start, b.end, b.offset, b.size, k) for b, k in zip(act, labels, strict=True)]
     return plan
+
+
+def activation_peak(graph: Graph) -> int:
+    """The planner's lower bound for the graph's current node order (what a reordering pass compares), without
+    placing anything."""
+    buffers, scratch = _buffers(graph)
+    act = [b for b in buffers if b.region is Region.ACTIVATIONS] + [b for b, _ in scratch]
+    return peak_live([Span(b.start, b.end, b.size) for b in act])
 
 
 def _place_constants(graph: Graph, plan: MemoryPlan, needs_storage: set[int] | None) -> None:
@@ -202,8 +215,8 @@ def _shareable_input(graph, node, op, k, out, i, buf_of, last_use) -> Buffer | N
         return None
     if not op.inplace:
         return None
-    for v in node.inputs:
-        if v is None or v.is_const:
+    for slot, v in enumerate(node.inputs):
+        if v is None or v.is_const or (op.inplace is not True and slot not in op.inplace):
             continue
         b = buf_of[id(v)]
         if (
@@ -227,29 +240,3 @@ def _place_mutable(graph: Graph, buffers: list[Buffer], plan: MemoryPlan) -> Non
             for v in b.values:
                 plan.location[id(v)] = (Region.MUTABLE, b.offset)
     plan.mutable_size = offset
-
-
-def _lower_bound(buffers: list[Buffer], steps: int) -> int:
-    peak = 0
-    for t in range(steps):
-        peak = max(peak, sum(b.size for b in buffers if b.start <= t <= b.end))
-    return peak
-
-
-def _greedy_by_size(buffers: list[Buffer]) -> int:
-    """Largest buffers first, each at the lowest offset not overlapping a placed buffer alive at once."""
-    placed: list[Buffer] = []
-    total = 0
-    for b in sorted(buffers, key=lambda b: (-b.size, b.start)):
-        live = sorted(
-            (p for p in placed if p.start <= b.end and b.start <= p.end), key=lambda p: p.offset
-        )
-        offset = 0
-        for p in live:
-            if offset + b.size <= p.offset:
-                break
-            offset = max(offset, align(p.offset + p.size))
-        b.offset = offset
-        placed.append(b)
-        total = max(total, align(offset + b.size))
-    return total

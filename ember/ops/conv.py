@@ -215,6 +215,9 @@ def conv_infer(channels):
 
 # Inputs: (X [N, C, spatial...], W [M, C/group, kernel...], B (optional, [M])).
 # Attributes: auto_pad, dilations, group, kernel_shape, pads, strides.
+# Not in place, even depthwise at stride 1 where the shapes agree: dwconv3.c's big-plane path reads the middle
+# rows straight from X while it writes Y's rows, and the row kernel (dwconv.c) writes a row before it reads the
+# input rows below it.
 register(float16_via_f32(OpDef(
     "Conv", lower=_lower_conv, normalize=_normalize, scratch=_conv_scratch,
     infer=conv_infer(lambda n: inp(n, 1).shape[0]),

@@ -264,6 +264,36 @@ register(float16_via_f32(OpDef(
 )))
 
 
+# MatMulPanels (internal: a MatMul with a constant 2-D B, rewritten by ember/passes/conv_algorithms.py where
+# the CPU family asks for it) -----------------------------------------------------------------------------
+# Inputs: (A float32 [..., K], Bp float32 [N / 32, K, 32]: B packed at compile time in the 32-column panels of
+# kernels/matmul.c, so no strip of B is packed at run time and B streams from memory once, in order.
+
+def _panels_dims(node: Node) -> tuple[int, int, int]:
+    """(M: A's rows with its batch dims folded in, N, K)."""
+    a, bp = present(node.input(0)), present(node.input(1))
+    return math.prod(a.shape[:-1]), bp.shape[0] * bp.shape[2], bp.shape[1]
+
+
+def _lower_matmul_panels(node: Node, k: KernelEmitter) -> None:
+    m, n, kk = _panels_dims(node)
+    k.call("ember_matmul_panels_f32", k.out(0), n, k.inp(0), kk, 1, k.inp(1), m, n, kk, "0", 0, 0,
+           *epilogue_args(node))
+
+
+def _infer_matmul_panels(node: Node) -> list[TensorType | None]:
+    a, bp = inp(node, 0), inp(node, 1)
+    if bp.type.rank != 3 or a.shape[-1] != bp.shape[1]:
+        raise ShapeError(f"node '{node.name}' (MatMulPanels): A {list(a.shape)} and panels {list(bp.shape)}")
+    return [typed(a.dtype, (*a.shape[:-1], bp.shape[0] * bp.shape[2]))]
+
+
+register(OpDef(
+    "MatMulPanels", lower=_lower_matmul_panels, kernels=("ember_matmul_panels_f32",), infer=_infer_matmul_panels,
+    takes_epilogue=True, flops=lambda n: 2 * _panels_dims(n)[0] * _panels_dims(n)[1] * _panels_dims(n)[2],
+))
+
+
 # MatMulInt4 (weight-only int4, packed) -----------------------------------------------------------
 # Y[..., N] = X[..., K] @ W, W[k, j] = (q[j, k] - z[j, b]) * s[j, b], b = k // block_size. The frontends make it
 # from com.microsoft MatMulNBits and passes/int4_matmul.py from DequantizeLinear(int4/uint4 constant) -> MatMul,

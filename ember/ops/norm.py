@@ -57,7 +57,8 @@ def _lower_bn(node: Node, k: KernelEmitter) -> None:
 # Inputs: (X, scale, bias, mean, var). Attribute `training_mode`: batch statistics, running ones updated.
 register(OpDef(
     "BatchNormalization", lower=_lower_bn, normalize=_check, infer=_infer_bn,
-    kernels=("ember_batchnorm_f32",),
+    # Y over X: a channel's statistics are read before its values are written, each value from its own.
+    inplace=(0,), kernels=("ember_batchnorm_f32",),
 ))
 
 
@@ -72,7 +73,7 @@ def _lower_in(node: Node, k: KernelEmitter) -> None:
 
 register(OpDef(
     "InstanceNormalization", lower=_lower_in, normalize=_check, infer=same_as_input,
-    kernels=("ember_norm_rows_f32",),
+    inplace=(0,), kernels=("ember_norm_rows_f32",),  # ember_norm_rows_f32: statistics of a row, then the row
 ))
 
 
@@ -119,7 +120,7 @@ def _infer_ln(node: Node) -> list[TensorType | None]:
 # Inputs: (X, scale, bias (optional)). Attributes: axis (-1), epsilon, stash_type (a DType).
 register(OpDef(
     "LayerNormalization", lower=_lower_ln, normalize=_normalize_ln, infer=_infer_ln,
-    kernels=("ember_norm_rows_f32",), int8=Int8.FLOAT,
+    inplace=(0,), kernels=("ember_norm_rows_f32",), int8=Int8.FLOAT,  # statistics of a row, then the row
 ))
 
 
@@ -169,5 +170,5 @@ def _lower_gn(node: Node, k: KernelEmitter) -> None:
 register(OpDef(
     "GroupNormalization", lower=_lower_gn, normalize=_check,
     infer=same_as_input,
-    kernels=("ember_groupnorm_f32",),
+    inplace=(0,), kernels=("ember_groupnorm_f32",),  # a group's statistics, then its values
 ))

@@ -103,8 +103,10 @@ class OpDef:
     shape_inputs: tuple[int, ...] = ()
     # Bytes of scratch memory the kernel needs, live only during the node.
     scratch: Callable[[Node], int] | None = None
-    # Output may overwrite this input's buffer when the input dies here (elementwise ops).
-    inplace: bool = False
+    # Output 0 may overwrite an input's buffer when that input dies here and has the output's shape and element
+    # size: True for any input (elementwise loops read element i before writing it), or the input slots whose
+    # reads the kernel finishes before it writes over them (e.g. (0,): a row normalized after its statistics).
+    inplace: bool | tuple[int, ...] = False
     # Output is the same bytes as input 0 (reshape-like): planned zero-copy.
     alias: bool = False
     # Checks and rewrites the canonical node into what the lowering expects (once types are known).

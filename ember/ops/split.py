@@ -163,6 +163,14 @@ def _split_matmul(node: Node) -> Split | None:
     return _rows_split(node, 1, (DType.FLOAT32,))
 
 
+def _split_matmul_panels(node: Node) -> Split | None:
+    """A times constant B packed in panels (MatMulPanels): A's batch dims fold into rows."""
+    y = node.outputs[0]
+    if y is None or y.dtype is not DType.FLOAT32:
+        return None
+    return _rows_split(node, 1, (DType.FLOAT32,), folded=True)
+
+
 def _split_qmatmul(node: Node) -> Split | None:
     b = node.input(2)
     if b is None or not b.is_const:
@@ -179,6 +187,7 @@ SPLITS = {
     "QConv": _split_qconv,
     "Gemm": _split_gemm,
     "MatMul": _split_matmul,
+    "MatMulPanels": _split_matmul_panels,
     "QMatMul": _split_qmatmul,
 }
 

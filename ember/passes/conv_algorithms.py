@@ -3,7 +3,7 @@
 - Winograd F(2x2, 3x3): a 3x3, stride-1, undilated, ungrouped 2-D Conv becomes `ConvWinograd`, whose
   weight input is U[e][m][c] = (G g_mc G^T)[e] (16 x M x C); its kernel (kernels/winograd.c) does 16
   multiplies per 2x2 output tile and channel pair instead of 36. On maps with at least
-  WINOGRAD4_MIN_TILES 4x4 tiles it becomes `ConvWinograd4` instead: F(4x4, 3x3), 36 multiplies per
+  `winograd4_min_tiles` 4x4 tiles it becomes `ConvWinograd4` instead: F(4x4, 3x3), 36 multiplies per
   4x4 tile (U is 36 x M x C), which halves the matmul work again.
 - Pixel-major: a Conv with few output pixels (the 7x7 maps at the end of a CNN) but many channels
   becomes `ConvNarrow`, whose weights are stored transposed and packed in panels of 32 output
@@ -11,7 +11,7 @@
   pixels broadcast, so 49 pixels waste no vector lanes, and the weights, the big operand there,
   stream from memory once, in order (kernels/conv.c, matmul.c `panels`).
 - Shifted: a strided Conv, or a stride-1 Conv on a small map (output rows of at most
-  SHIFTED_MAX_WIDTH), becomes `ConvShifted` (weights unchanged): its matmul reads B as shifted views
+  `shifted_max_width`), becomes `ConvShifted` (weights unchanged): its matmul reads B as shifted views
   of the input's zero-padded polyphase planes instead of an im2col copy (whose per-tap strided
   gathers and short row copies cost more there).
 - Integer (QConv): a stride-1 2-D convolution whose channels come in fours, a strided 1x1, or a
@@ -19,6 +19,8 @@
   `QConvShifted` (qshifted.py `qconv_shifted_fits`), its weights reordered to (c/4, kh, kw, c%4) with
   channels padded to fours: its tiles read the input's padded stride-phase word planes instead of an
   im2col copy.
+- MatMul with a constant 2-D float32 B and N a multiple of 32, where the CPU family asks for it
+  (`matmul_panels`): `MatMulPanels`, B packed in the matmul kernel's 32-column panels (no run-time packing).
 All keep the original Conv's attributes (pads, the fused `_act`) and add `kernel_shape`.
 Winograd weights are 16/9 (F(4x4): 4x) the size of the originals, so api.py runs this pass only for targets
 with memory to spare (host and Linux).
@@ -33,24 +35,23 @@ import numpy as np
 from ember.ir.dtypes import DType
 from ember.ir.graph import Graph, Node
 from ember.ops.qshifted import qconv_shifted_fits, shifted_weights
+from ember.toolchain.cpus import DEFAULT_FAMILY, CpuFamily
 
-# Below these sizes the transforms cost more than the multiplies they save (measured, issue 4).
-WINOGRAD_MIN_CHANNELS = 16
-WINOGRAD_MIN_PIXELS = 64
-# F(4x4, 3x3) where its tiles fill the matmul's columns (28x28 maps and up: 49 tiles); smaller maps
-# would leave its matmuls one vector wide (measured, issue 4).
-WINOGRAD4_MIN_TILES = 49
-# Shifted pays where im2col's rows are short; it computes (KW-1)*dilation extra columns per output
-# row, so it also needs those to be at most half a row (measured on LeNet, issue 4).
-SHIFTED_MAX_WIDTH = 32
-# Strided convs pay too (im2col gathers every tap with a stride; the polyphase planes are one pass over
-# the input), where the extra columns are at most 1/SHIFTED_MAX_EXTRA of a row. Not 1x1 ones (their
-# im2col is one subsampling pass already) nor tiny K (MobileNet's 3-channel 3x3 stem): no gain there.
-SHIFTED_STRIDED_MIN_K = 64
+# The thresholds (Winograd, ConvNarrow, ConvShifted) come from the CPU family (toolchain/cpus.py): the
+# defaults there were measured on AVX-512 (issue 4). What each decides:
+# - winograd_min_channels / winograd_min_pixels: below these sizes the transforms cost more than the
+#   multiplies they save.
+# - winograd4_min_tiles: F(4x4, 3x3) where its tiles fill the matmul's columns (28x28 maps and up: 49
+#   tiles); smaller maps would leave its matmuls one vector wide.
+# - shifted_max_width: Shifted pays where im2col's rows are short; it computes (KW-1)*dilation extra
+#   columns per output row, so it also needs those to be at most half a row (measured on LeNet).
+# - narrow_max_pixels / narrow_min_channels: pixel-major pays where the pixels fill at most 4 AVX-512
+#   vectors and the channels fill many (0: never).
+# Strided convs pay too with Shifted (im2col gathers every tap with a stride; the polyphase planes are one
+# pass over the input), where the extra columns are at most 1/SHIFTED_MAX_EXTRA of a row. Not 1x1 ones
+# (their im2col is one subsampling pass already) nor K below shifted_strided_min_k (MobileNet's 3-channel
+# 3x3 stem: no gain there on AVX-512).
 SHIFTED_MAX_EXTRA = 8
-# Pixel-major pays where the pixels fill at most 4 AVX-512 vectors and the channels fill many.
-NARROW_MAX_PIXELS = 64
-NARROW_MIN_CHANNELS = 64
 PANEL = 32  # EMBER_MM_PANEL in kernels/matmul.c
 
 # Winograd weight transforms U = G g G^T: F(2x2, 3x3) and F(4x4, 3x3) (points 0, +-1, +-2).
@@ -81,7 +82,7 @@ def _plain_conv(node: Node) -> bool:
             and node.attrs.get("group", 1) == 1)
 
 
-def _winograd_fits(node: Node) -> bool:
+def _winograd_fits(node: Node, cpu: CpuFamily) -> bool:
     x, w, y = node.inputs[0], node.inputs[1], node.outputs[0]
     assert x is not None and w is not None and y is not None
     if x.type.rank != 4 or w.shape[2:] != (3, 3):
@@ -90,7 +91,7 @@ def _winograd_fits(node: Node) -> bool:
     if any(s != 1 for s in strides) or any(d != 1 for d in dilations):
         return False
     m, c = w.shape[0], w.shape[1]
-    return min(m, c) >= WINOGRAD_MIN_CHANNELS and y.shape[2] * y.shape[3] >= WINOGRAD_MIN_PIXELS
+    return min(m, c) >= cpu.winograd_min_channels and y.shape[2] * y.shape[3] >= cpu.winograd_min_pixels
 
 
 def _winograd4_tiles(node: Node) -> int:
@@ -99,14 +100,14 @@ def _winograd4_tiles(node: Node) -> int:
     return -(-y.shape[2] // 4) * -(-y.shape[3] // 4)
 
 
-def _narrow_fits(node: Node) -> bool:
+def _narrow_fits(node: Node, cpu: CpuFamily) -> bool:
     w, y = node.inputs[1], node.outputs[0]
     assert w is not None and y is not None
     m = w.shape[0]
-    return math.prod(y.shape[2:]) <= NARROW_MAX_PIXELS and m >= NARROW_MIN_CHANNELS and m % PANEL == 0
+    return math.prod(y.shape[2:]) <= cpu.narrow_max_pixels and m >= cpu.narrow_min_channels and m % PANEL == 0
 
 
-def _shifted_fits(node: Node) -> bool:
+def _shifted_fits(node: Node, cpu: CpuFamily) -> bool:
     x, w, y = node.inputs[0], node.inputs[1], node.outputs[0]
     assert x is not None and w is not None and y is not None
     if x.type.rank != 4:
@@ -114,13 +115,29 @@ def _shifted_fits(node: Node) -> bool:
     strides = node.attrs.get("strides", [1, 1])
     extra = (w.shape[3] - 1) * node.attrs.get("dilations", [1, 1])[1] // strides[1]  # columns computed per row
     if strides != [1, 1]:
-        return (w.shape[2:] != (1, 1) and math.prod(w.shape[1:]) >= SHIFTED_STRIDED_MIN_K
+        return (w.shape[2:] != (1, 1) and math.prod(w.shape[1:]) >= cpu.shifted_strided_min_k
                 and SHIFTED_MAX_EXTRA * extra <= y.shape[3])
-    return w.shape[2:] != (1, 1) and y.shape[3] <= SHIFTED_MAX_WIDTH and 2 * extra <= y.shape[3]
+    return w.shape[2:] != (1, 1) and y.shape[3] <= cpu.shifted_max_width and 2 * extra <= y.shape[3]
 
 
-def choose_conv_algorithms(graph: Graph) -> None:
+def _panels_matmul(node: Node) -> bool:
+    if node.op != "MatMul" or len(node.inputs) != 2:
+        return False
+    a, b, y = node.inputs[0], node.inputs[1], node.outputs[0]
+    return (a is not None and b is not None and y is not None and b.is_const and b.type.rank == 2
+            and a.type.rank >= 2 and b.shape[1] % PANEL == 0 and a.dtype is DType.FLOAT32
+            and b.dtype is DType.FLOAT32 and y.dtype is DType.FLOAT32)
+
+
+def choose_conv_algorithms(graph: Graph, cpu: CpuFamily = DEFAULT_FAMILY) -> None:
     for node in graph.nodes:
+        if cpu.matmul_panels and _panels_matmul(node):
+            b = node.inputs[1]
+            assert b is not None and b.const is not None
+            panels = b.const.reshape(b.shape[0], -1, PANEL).transpose(1, 0, 2)  # (N/32, K, 32)
+            node.inputs[1] = graph.constant(f"{node.name}_b_panels", np.ascontiguousarray(panels))
+            node.op = "MatMulPanels"
+            continue
         if node.op == "QConv" and qconv_shifted_fits(node):
             wq = node.inputs[2]
             assert wq is not None and wq.const is not None
@@ -131,13 +148,13 @@ def choose_conv_algorithms(graph: Graph) -> None:
             continue
         w = node.inputs[1]
         assert w is not None and w.const is not None
-        if _winograd_fits(node) and _winograd4_tiles(node) >= WINOGRAD4_MIN_TILES:
+        if _winograd_fits(node, cpu) and _winograd4_tiles(node) >= cpu.winograd4_min_tiles:
             node.op, data, suffix = "ConvWinograd4", winograd_weights(w.const, 4), "winograd4"
-        elif _winograd_fits(node):
+        elif _winograd_fits(node, cpu):
             node.op, data, suffix = "ConvWinograd", winograd_weights(w.const), "winograd"
-        elif _narrow_fits(node):
+        elif _narrow_fits(node, cpu):
             node.op, data, suffix = "ConvNarrow", narrow_panels(w.const), "panels"
-        elif _shifted_fits(node):
+        elif _shifted_fits(node, cpu):
             node.op, node.attrs["kernel_shape"] = "ConvShifted", list(w.shape[2:])
             continue
         else:

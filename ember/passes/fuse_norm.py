@@ -1,10 +1,13 @@
-"""Transformer fusions: decomposed LayerNorm and Gelu back into their operators, and residual Add + LayerNorm
-into one SkipLayerNormalization.
+"""Transformer and CNN fusions: decomposed LayerNorm, Gelu and Swish back into their operators, and residual
+Add + LayerNorm into one SkipLayerNormalization.
 
 Exporters without a LayerNormalization (opset < 17) or a Gelu (opset < 20) write them out elementwise:
 mean, Sub, Pow, mean, Add eps, Sqrt, Div, Mul gamma, Add beta; and x * 0.5 * (1 + erf(x / sqrt 2)) (or the
 tanh form). `fuse_decomposed_norms` matches those chains (every intermediate read only inside the chain) and
 puts the operator back: the LayerNorm kernel makes two passes over a row instead of nine over the tensor.
+SiLU (x * Sigmoid(x), as PyTorch exports EfficientNet's and YOLO's activation before opset 24) and
+x * HardSigmoid(x; 1/6, 1/2) become Swish and HardSwish: one pass instead of two, and as activations they
+fuse into the producing convolution's epilogue.
 
 `fuse_skip_norm` then folds the residual Add (and a constant per-channel bias Add: a 3-D MatMul's, or a
 contrib SkipLayerNormalization's) into the LayerNormalization that reads it: the sum is computed row by row
@@ -227,6 +230,25 @@ def _gelu(m: _Match, f: Node) -> bool:
     return True
 
 
+# Decomposed Swish / HardSwish ---------------------------------------------------------------------------
+
+def _swish(m: _Match, gate: Node) -> bool:
+    """x * Sigmoid(x) -> Swish(x); x * HardSigmoid(x; alpha 1/6, beta 1/2) -> HardSwish(x)."""
+    x = gate.inputs[0]
+    mul = m.sole(gate.outputs[0], "Mul")
+    if mul is None or x is None or x.dtype != DType.FLOAT32 or _other(mul, gate.outputs[0]) is not x:
+        return False
+    if gate.op == "HardSigmoid":
+        alpha, beta = float(gate.attrs.get("alpha", 0.2)), float(gate.attrs.get("beta", 0.5))
+        if abs(alpha - 1 / 6) > 1e-6 or abs(beta - 0.5) > 1e-6:
+            return False
+        fused = Node("HardSwish", m.graph.unique_name(f"{mul.name}_hardswish"), [x], [mul.outputs[0]], {})
+    else:
+        fused = Node("Swish", m.graph.unique_name(f"{mul.name}_swish"), [x], [mul.outputs[0]], {"alpha": 1.0})
+    _replace(m.graph, [gate, mul], fused)
+    return True
+
+
 def fuse_decomposed_norms(graph: Graph) -> None:
     for node in list(graph.nodes):
         if node not in graph.nodes:
@@ -235,6 +257,8 @@ def fuse_decomposed_norms(graph: Graph) -> None:
             _layer_norm(_Match(graph), node)
         elif node.op in ("Erf", "Tanh"):
             _gelu(_Match(graph), node)
+        elif node.op in ("Sigmoid", "HardSigmoid"):
+            _swish(_Match(graph), node)
 
 
 # Skip LayerNorm -----------------------------------------------------------------------------------------

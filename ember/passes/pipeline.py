@@ -21,10 +21,12 @@ from ember.passes.fuse_norm import fuse_decomposed_norms, fuse_skip_norm
 from ember.passes.int4_matmul import pack_int4_matmuls
 from ember.passes.int8_layout import choose_int8_layout
 from ember.passes.manager import PassFn, each_graph
+from ember.passes.schedule import schedule_for_memory
 from ember.passes.simplify import materialize_outputs, remove_identities
 from ember.passes.threads import split_for_threads
 from ember.passes.transposes import optimize_transposes
 from ember.passes.widen_dtypes import widen_storage_types
+from ember.toolchain.cpus import DEFAULT_FAMILY, resolve_cpu
 
 if TYPE_CHECKING:
     from ember.config import CompileOptions
@@ -78,9 +80,11 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
     """The passes of one lowering, in order.
 
     float passes -> [quantize: QDQ rewrite] -> fold_qdq -> dead nodes -> [weight compression]
-    -> elementwise fusion -> outputs -> [conv algorithms, int8 layout: host/Linux at -O2 and up].
+    -> elementwise fusion -> outputs -> [conv algorithms, int8 layout: host/Linux at -O2 and up]
+    -> operator order for memory.
     """
     passes: Pipeline = [(name, fn) for name, fn, _ in _FLOAT]
+    cpu = resolve_cpu(options.target, options.cpu)  # first, so that a bad --cpu fails before any work
     if purpose is Purpose.FLOAT:
         return passes
     if purpose is Purpose.PROFILE:
@@ -103,11 +107,17 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
     # Every output needs its own slot in the mutable region, written by some node.
     passes.append(("materialize_outputs", each_graph(materialize_outputs)))
     if target_kind in SPEED_TARGET_KINDS and options.opt_level >= 2:
-        passes.append(("choose_conv_algorithms", choose_conv_algorithms))
+        # Thresholds of the CPU family that --cpu names (toolchain/cpus.py).
+        family = cpu.family if cpu is not None else DEFAULT_FAMILY
+        passes.append(("choose_conv_algorithms", lambda g: choose_conv_algorithms(g, family)))
         passes.append(("choose_int8_layout", choose_int8_layout))
     if options.threads > 1:
-        # Last: it divides the calls of the kernels the passes above chose, by their final shapes.
+        # After the algorithm choices: it divides the calls of the kernels they chose, by their final shapes;
+        # before schedule_for_memory, since it gives each part scratch of its own.
         passes.append(("split_for_threads", lambda g: split_for_threads(g, options.threads)))
+    # Last, once every node, its scratch and its in-place chances are final: which branch of a branchy graph
+    # runs first decides how many tensors are alive at once (the activation region's size).
+    passes.append(("schedule_for_memory", schedule_for_memory))
     return passes
 
 

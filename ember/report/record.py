@@ -21,6 +21,7 @@ _ALGORITHMS = {
     "ConvNarrow": "pixel-major matmul, packed panels",
     "ConvShifted": "matmul over shifted views",
     "QConvShifted": "int8, shifted word planes",
+    "MatMulPanels": "matmul, weights in packed panels",
 }
 
 

@@ -10,7 +10,7 @@ import re
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -170,15 +170,17 @@ def sequence_outputs(manifest: dict[str, Any], outputs: dict[str, np.ndarray]) -
     return out
 
 
-def trim_to_counts(outputs: dict[str, np.ndarray], entries: list[dict[str, Any]]) -> dict[str, np.ndarray]:
+def trim_to_counts(outputs: dict[str, np.ndarray], entries: list[dict[str, Any]],
+                   copy: bool = True) -> dict[str, np.ndarray]:
     """Outputs whose size depends on values (NAME.json `valid_count`, ember/ops/counted.py) cut to the
-    entries their count output says are valid."""
+    entries their count output says are valid: contiguous copies, or views of the given arrays."""
     for e in entries:
         valid = e.get("valid_count")
         if valid:
             arr, axis = outputs[e["name"]], valid["axis"]
             count = min(max(int(np.asarray(outputs[valid["count"]]).reshape(-1)[0]), 0), arr.shape[axis])
-            outputs[e["name"]] = np.ascontiguousarray(np.take(arr, np.arange(count), axis=axis))
+            cut = arr[(slice(None),) * axis + (slice(0, count),)]
+            outputs[e["name"]] = np.ascontiguousarray(cut) if copy else cut
     return outputs
 
 
@@ -208,14 +210,53 @@ def dequantize_array(x: np.ndarray, q: dict[str, Any]) -> np.ndarray:
     return ((x.astype(np.float64) - zp) * scale).astype(np.float32)
 
 
+_FLOAT32 = np.dtype(np.float32)
+
+
+class Port(NamedTuple):
+    """One input or output of a bundle, parsed from NAME.json once: where it lies in the mutable region."""
+
+    name: str
+    dtype: np.dtype
+    shape: tuple[int, ...]
+    offset: int
+    nbytes: int
+    quantization: dict[str, Any] | None
+
+
+def _ports(entries: list[dict[str, Any]]) -> tuple[Port, ...]:
+    return tuple(Port(e["name"], DType.parse(e["dtype"]).np, tuple(e["shape"]), e["offset"], e["bytes"],
+                      e.get("quantization")) for e in entries)
+
+
+class Regions:
+    """One mutable and one activations region, with every input's and output's place in the mutable region as a
+    typed view made once: a run copies the inputs into their views and the outputs out of theirs, nothing else."""
+
+    __slots__ = ("mutable", "activations", "args", "ins", "outs")
+
+    def __init__(self, bundle: Bundle) -> None:
+        mem = bundle.manifest["memory"]
+        self.mutable = _allocate(mem["mutable"], "mutable region")
+        self.activations = _allocate(mem["activations"], "activations region")
+        self.args = (bundle._weights.ctypes.data, self.mutable.ctypes.data, self.activations.ctypes.data)
+        self.ins = [self._view(p) for p in bundle.ports_in]
+        self.outs = [self._view(p) for p in bundle.ports_out]
+
+    def _view(self, p: Port) -> np.ndarray:
+        return self.mutable[p.offset : p.offset + p.nbytes].view(p.dtype).reshape(p.shape)
+
+
 class Bundle:
     """A compiled bundle on disk: its manifest, and for the host target a function to run it.
 
     Bundles for other targets load for inspection (inputs, outputs, memory, footprint); running one
     needs its device (or an emulator: see tests/cross).
 
-    Threads: `run` is safe to call from many threads at once (each call has its own regions; the entry
-    point is re-entrant). A `Runner` owns one set of regions, so it runs one call at a time (a lock)."""
+    Threads: `run` is safe to call from many threads at once (each call takes a set of regions no other call
+    holds; the entry point is re-entrant). The bundle keeps those sets for the next calls, one per call that
+    ran at the same time, so a run allocates nothing but its outputs (and with `out=`, not those either).
+    A `Runner` owns one set of regions, so it runs one call at a time (a lock)."""
 
     def __init__(self, path: str | os.PathLike, sanitize: bool = False, name: str | None = None) -> None:
         manifest = find_manifest(Path(path), name)
@@ -229,6 +270,10 @@ class Bundle:
                 raise BundleError(f"{self.path}: missing {self.name}{suffix}")
         self.inputs = self.manifest["inputs"]
         self.outputs = self.manifest["outputs"]
+        self.ports_in, self.ports_out = _ports(self.inputs), _ports(self.outputs)
+        self._sequences = bool(_sequences(self.manifest, "inputs") or _sequences(self.manifest, "outputs"))
+        self._counted = any(e.get("valid_count") for e in self.outputs)
+        self._free: list[Regions] = []  # regions no run holds now; list.pop/append are atomic
         mem = self.manifest["memory"]
         weights = self.path / f"{self.name}.weights.bin"
         if weights.stat().st_size != mem["constant"]:
@@ -285,19 +330,108 @@ class Bundle:
         """Flash and RAM the bundle needs on its target (code, tables, weights; regions)."""
         return dict(self.manifest.get("footprint", {}))
 
-    def run(self, inputs: dict[str, np.ndarray], cast: bool = False,
-            dequantize: bool = False) -> dict[str, np.ndarray]:
+    def run(self, inputs: dict[str, np.ndarray], cast: bool = False, dequantize: bool = False,
+            out: Mapping[str, np.ndarray] | list[np.ndarray] | tuple[np.ndarray, ...] | None = None,
+            ) -> dict[str, Any]:
         """Run once: inputs by model name (numpy, framework layout); returns outputs by name.
 
         Inputs must have the bundle's dtypes exactly; `cast=True` converts them (numpy's rules). Float data
         for a quantized input (`--io int8`) is quantized with its scale and zero point; `dequantize=True`
-        returns quantized outputs as float32."""
-        outs = self.runner(inputs, cast=cast)()
-        if dequantize:
-            for e in self.outputs:
-                if e.get("quantization") and e["name"] in outs:
-                    outs[e["name"]] = dequantize_array(outs[e["name"]], e["quantization"])
+        returns quantized outputs as float32. Inputs of the right dtype and shape are copied straight into the
+        bundle's region, with no conversion copy first (strided ones too).
+
+        `out`: preallocated output arrays, a dict by output name (NAME.json's, a sequence's elements by
+        their own names) or a list in NAME.json's order, each C-contiguous and writable with the output's
+        dtype (float32 where `dequantize` applies) and shape. The outputs are written into them and they
+        are returned (an output trimmed to its valid count as a view of its array): the run allocates
+        nothing (but the float32 arrays it dequantizes into them)."""
+        if self._fn is None:
+            raise BundleError(f"{self.path}: built for target '{self.target}'; only host bundles run here")
+        feeds = self._ready_inputs(inputs)
+        if feeds is None:  # a conversion, a sequence or an error to report: the checked path
+            arrays = self.check_inputs(inputs, cast)
+            feeds = [arrays[p.name] for p in self.ports_in]
+        targets = None if out is None else self._out_arrays(out, dequantize)
+        try:
+            regions = self._free.pop()
+        except IndexError:
+            regions = Regions(self)
+        try:
+            for view, arr in zip(regions.ins, feeds, strict=True):
+                view[...] = arr
+            rc = self._fn(*regions.args)
+            if rc != 0:
+                raise EmberError(f"bundle {self.name} returned {rc}")
+            outs = self._collect(regions.outs, targets, dequantize)
+        finally:
+            self._free.append(regions)
         return outs
+
+    def _ready_inputs(self, inputs: Any) -> list[np.ndarray] | None:
+        """The inputs in port order when each is already an array of the port's dtype and shape, else None."""
+        if type(inputs) is not dict or len(inputs) != len(self.ports_in) or self._sequences:
+            return None
+        feeds = []
+        for p in self.ports_in:
+            arr = inputs.get(p.name)
+            if type(arr) is not np.ndarray or arr.dtype != p.dtype or arr.shape != p.shape:
+                return None
+            feeds.append(arr)
+        return feeds
+
+    def _out_arrays(self, out: Any, dequantize: bool) -> list[np.ndarray] | tuple[np.ndarray, ...]:
+        """`run`'s `out=` in port order, each checked to take its output as it is: one-line errors."""
+        n = len(self.ports_out)
+        kind = type(out)
+        if kind is not dict and kind is not list and kind is not tuple:
+            out = dict(out) if isinstance(out, Mapping) else list(out) if isinstance(out, list | tuple) else out
+            kind = type(out)
+        if kind is dict and len(out) == n:
+            try:
+                arrays = [out[p.name] for p in self.ports_out]
+            except KeyError:
+                raise self._out_error(out) from None
+        elif (kind is list or kind is tuple) and len(out) == n:
+            arrays = out
+        else:
+            raise self._out_error(out)
+        for p, arr in zip(self.ports_out, arrays, strict=True):
+            dt = _FLOAT32 if dequantize and p.quantization else p.dtype
+            if (not isinstance(arr, np.ndarray) or arr.dtype != dt or arr.shape != p.shape
+                    or not arr.flags.c_contiguous or not arr.flags.writeable):
+                got = type(arr).__name__
+                if isinstance(arr, np.ndarray):
+                    got = (f"{arr.dtype}{list(arr.shape)}{'' if arr.flags.c_contiguous else ' not C-contiguous'}"
+                           f"{'' if arr.flags.writeable else ' read-only'}")
+                raise BundleError(f"out '{p.name}': {got}; the bundle writes a C-contiguous, writable "
+                                  f"{dt}{list(p.shape)}")
+        return arrays
+
+    def _out_error(self, out: Any) -> BundleError:
+        names = [p.name for p in self.ports_out]
+        if isinstance(out, dict):
+            unknown = sorted(map(str, set(out) - set(names)))
+            missing = [n for n in names if n not in out]
+            what = f"unknown output(s) {unknown}" if unknown else f"missing output(s) {missing}"
+            return BundleError(f"out=: {what}; the bundle writes {names}")
+        if isinstance(out, list | tuple):
+            return BundleError(f"out=: {len(out)} arrays for the bundle's {len(names)} outputs {names}")
+        return BundleError(f"out= must be a dict or list of numpy arrays, not {type(out).__name__}")
+
+    def _collect(self, views: list[np.ndarray], targets: list[np.ndarray] | tuple[np.ndarray, ...] | None,
+                 dequantize: bool) -> dict[str, Any]:
+        """Outputs out of the region: into `targets`, or each into a new array."""
+        outs: dict[str, np.ndarray] = {}
+        for i, (p, view) in enumerate(zip(self.ports_out, views, strict=True)):
+            deq = dequantize and p.quantization
+            if targets is None:
+                outs[p.name] = dequantize_array(view, p.quantization) if deq else view.copy()
+            else:
+                targets[i][...] = dequantize_array(view, p.quantization) if deq else view
+                outs[p.name] = targets[i]
+        if self._counted:
+            outs = trim_to_counts(outs, self.outputs, copy=targets is None)
+        return sequence_outputs(self.manifest, outs) if self._sequences else outs
 
     def check_inputs(self, inputs: Any, cast: bool = False) -> dict[str, np.ndarray]:
         """The inputs as contiguous arrays of the bundle's dtypes, or a one-line error naming the input."""
@@ -347,13 +481,10 @@ class Bundle:
         if entry is None and self._fn is None:
             raise BundleError(f"{self.path}: built for target '{self.target}'; only host bundles run here")
         arrays = self.check_inputs(inputs, cast)
-        mem = self.manifest["memory"]
-        mutable = _allocate(mem["mutable"], "mutable region")
-        activations = _allocate(mem["activations"], "activations region")
-        for e in self.inputs:
-            data = arrays[e["name"]].reshape(-1).view(np.uint8)
-            mutable[e["offset"] : e["offset"] + data.size] = data
-        return Runner(self, entry or self._fn, mutable, activations)
+        regions = Regions(self)
+        for p, view in zip(self.ports_in, regions.ins, strict=True):
+            np.copyto(view, arrays[p.name])
+        return Runner(self, entry or self._fn, regions.mutable, regions.activations)
 
     __call__ = run
 
@@ -389,10 +520,8 @@ class Runner:
 
     def _outputs(self) -> dict[str, np.ndarray]:
         out = {}
-        for e in self.bundle.outputs:
-            dt = DType.parse(e["dtype"]).np
-            raw = self.mutable[e["offset"] : e["offset"] + e["bytes"]]
-            out[e["name"]] = raw.view(dt).reshape(e["shape"]).copy()
+        for p in self.bundle.ports_out:
+            out[p.name] = self.mutable[p.offset : p.offset + p.nbytes].view(p.dtype).reshape(p.shape).copy()
         return sequence_outputs(self.bundle.manifest, trim_to_counts(out, self.bundle.outputs))
 
     def __call__(self) -> dict[str, np.ndarray]:

@@ -100,8 +100,11 @@ def _input(seed: int) -> dict[str, np.ndarray]:
 def test_threaded_float_bundle_matches_one_thread(convnet: tuple[Path, ember.Bundle, ember.Bundle]) -> None:
     model, serial, threaded = convnet
     assert threaded.threads == 3 and threaded.manifest["threads"]["divided"] == 6
-    assert [n["op"] for n in threaded.manifest["nodes"]] == ["Conv+Relu", "Conv+Clip", "ConvShifted", "ConvWinograd",
-                                                             "ConvNarrow", "Reshape", "MatMul"]
+    ops = [n["op"] for n in threaded.manifest["nodes"]]
+    # Algorithms per CPU family (toolchain/cpus.py): the 8x8 stride-2 layer may be ConvNarrow, the matmul
+    # with constant B MatMulPanels.
+    assert ops[:4] + ops[5:6] == ["Conv+Relu", "Conv+Clip", "ConvShifted", "ConvWinograd", "Reshape"]
+    assert ops[4] in ("ConvNarrow", "ConvShifted") and ops[6] in ("MatMul", "MatMulPanels")
     assert threaded.manifest["threads"]["link_flags"] == ["-pthread"]
     header = (threaded.path / "convnet.h").read_text()
     assert "#define CONVNET_THREADS 3" in header and "int convnet_set_threads(int n);" in header

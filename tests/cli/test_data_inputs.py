@@ -14,6 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 from PIL import Image
 
 from ember.cli import main
+from ember.errors import BundleError
 from ember.quant.data import InputInfo, Preprocess, load_image
 from ember.runtime.loader import dequantize_array, load, quantize_array
 
@@ -140,6 +141,11 @@ def test_int8_bundle_takes_float_data_and_gives_float_outputs(work: Path, capsys
     s_out, z_out = qout["quantization"]["scale"][0], qout["quantization"]["zero_point"][0]
     np.testing.assert_allclose(q.run({"data": x}, dequantize=True)["prob"], (raw.astype(np.float64) - z_out) * s_out,
                                rtol=1e-6)
+    deq = np.empty((1, 10), np.float32)  # out=: float32 arrays for the outputs dequantize=True makes float
+    assert q.run({"data": x}, dequantize=True, out=[deq])["prob"] is deq
+    np.testing.assert_array_equal(deq, q.run({"data": x}, dequantize=True)["prob"])
+    with pytest.raises(BundleError, match=r"out 'prob': float32\[1, 10\]; the bundle writes .* int8\[1, 10\]"):
+        q.run({"data": x}, out=[deq])
     code, _, err = cli(capsys, "run", str(work / "q"), "--input", f"data={work / 'calib.npy'}", "--dequantize",
                        "--output", str(work / "qo.npz"))
     assert code == 0, err

@@ -1,7 +1,7 @@
 """Bundles compiled for the Linux cross targets, run as static programs under qemu-user.
 
 Each bundle is built by `ember.compile(model, out, target=T)`; its NAME.o is linked, unchanged, with a
-freestanding driver (tests/support/crossrun.py: raw system calls, no C library) and run natively
+freestanding driver (ember/runtime/targets/linux.py: raw system calls, no C library) and run natively
 (x86_64, i386 on an x86-64 host) or under qemu-aarch64 / qemu-arm / qemu-riscv64. Criterion: the
 outputs match the host bundle's with max abs error <= 1e-4 x the output's range (other compiler, CPU
 and fused multiply-adds: the rounding may differ, nothing else).

@@ -1,7 +1,7 @@
 """Bundles compiled for microcontroller targets, run bare metal on emulated boards (QEMU).
 
 Each bundle is built by `ember.compile(model, out, target=T)`; its NAME.o is linked, unchanged, into
-a minimal firmware (tests/support/firmware, tests/support/mcu.py) that runs one inference and prints
+a minimal firmware (ember/runtime/targets/firmware, mcu.py) that runs one inference and prints
 the outputs through semihosting. Criterion: the outputs match the host bundle's (same C, another
 compiler and CPU: only the rounding of fused multiply-adds and of soft-float helpers may differ) with
 max abs error <= 1e-4 x the output's range (tests.support.models.assert_close).

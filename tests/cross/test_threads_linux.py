@@ -11,16 +11,16 @@ from pathlib import Path
 import numpy as np
 
 import ember
+from ember.runtime.targets import linux
 from tests.bundle.test_threads import _convnet, _input
 from tests.cross import require_tools
-from tests.support import crossrun
 from tests.support.models import assert_close
 
 HERE = Path(__file__).parent
 
 
 def test_threaded_bundle_under_qemu_aarch64(tmp_path: Path) -> None:
-    require_tools("aarch64", crossrun.missing_tools("aarch64"))
+    require_tools("aarch64", linux.missing_tools("aarch64"))
     model = _convnet(tmp_path / "convnet.onnx")
     host = ember.compile(model, tmp_path / "host")
     bundle = ember.compile(model, tmp_path / "aarch64", target="aarch64", threads=2)
@@ -28,11 +28,11 @@ def test_threaded_bundle_under_qemu_aarch64(tmp_path: Path) -> None:
     main.write_text((HERE.parent / "bundle" / "pool_main.c").read_text().replace("@name@", "convnet")
                     .replace("@NAME@", "CONVNET"))
     exe = tmp_path / "app"
-    build = subprocess.run([*crossrun.ZIG, "cc", "-target", "aarch64-linux-musl", "-std=c99", "-O1", "-static",
+    build = subprocess.run([*linux.ZIG, "cc", "-target", "aarch64-linux-musl", "-std=c99", "-O1", "-static",
                             "-I", str(bundle.path), str(main), str(bundle.path / "convnet.o"), "-pthread", "-o",
                             str(exe)], capture_output=True, text=True, timeout=300)
     assert build.returncode == 0, build.stderr[-2000:]
-    qemu = crossrun.QEMU["aarch64"]
+    qemu = linux.QEMU["aarch64"]
     args = [shutil.which(qemu) or f"{qemu}-static", str(exe), str(bundle.path / "convnet.weights.bin")]
     xs = [_input(41), _input(42)]
     for i, x in enumerate(xs):

@@ -2,7 +2,7 @@
 
 Each bundle is built by `ember.compile(model, out, target="wasm32")`; its NAME.o (a wasm32 object) is
 linked by wasm-ld with a freestanding driver that exports the regions' addresses and a run function
-(tests/support/crossrun.py); the module imports nothing. Criterion: the outputs match the host bundle's
+(ember/runtime/targets/wasm.py); the module imports nothing. Criterion: the outputs match the host bundle's
 with max abs error <= 1e-4 x the output's range.
 """
 

@@ -36,6 +36,8 @@ def inputs_for(interp: Any, seed: int = 0) -> list[np.ndarray]:
         shape, dtype = tuple(d["shape"]), np.dtype(d["dtype"])
         if dtype.kind == "f":
             out.append(rng.uniform(-1, 1, shape).astype(dtype))
+        elif not d["quantization"][0]:  # plain integers (ids, indices): small non-negative values
+            out.append(rng.integers(0, 5, shape).astype(dtype))
         else:
             scale, zp = d["quantization"]
             lo, hi = np.iinfo(dtype).min, np.iinfo(dtype).max

@@ -1,7 +1,7 @@
 """End-to-end: real models compiled by ember, run, and compared with onnxruntime.
 
 Criteria (from the issue): max abs error <= 1e-4 x (max - min) of each output; planned activation
-memory within 10% of its lower bound; two runs and two compiles byte-identical; the generated C
+memory within 2% of its lower bound; two runs and two compiles byte-identical; the generated C
 warning-free as freestanding C99 and clean under AddressSanitizer + UBSan.
 """
 
@@ -52,8 +52,9 @@ def test_matches_onnxruntime(artifacts: ArtifactCache, name: str) -> None:
 def test_activation_memory_near_lower_bound(artifacts: ArtifactCache, name: str) -> None:
     mem = artifacts.bundle(name).manifest["memory"]
     assert mem["activations_lower_bound"] <= mem["activations"]
-    assert mem["activations"] <= 1.10 * mem["activations_lower_bound"], (
-        f"{name}: activations {mem['activations']} B > 1.10 x lower bound {mem['activations_lower_bound']} B")
+    bound = -(-mem["activations_lower_bound"] // 64) * 64  # the region's size is a multiple of 64 bytes
+    assert mem["activations"] <= 1.02 * bound, (
+        f"{name}: activations {mem['activations']} B > 1.02 x lower bound {mem['activations_lower_bound']} B")
 
 
 @pytest.mark.parametrize("name", MODELS)

@@ -97,6 +97,16 @@ def test_gather_elements_types_and_smaller_indices(tmp_path: Path, dtype: type) 
     _check(tmp_path, "GatherElements", [("d", data, False), ("i", ix, False)], [("y", dtype)], 13, axis=1)
 
 
+def test_gather_elements_constant_folds_where_the_reference_cannot(tmp_path: Path) -> None:
+    # transformers' BERT export gathers [1,128] position ids from a constant [1,512] buffer: ONNX's reference
+    # implementation fails on it ("cannot reshape"), so folding must fall back to ember's own evaluation.
+    data = np.arange(512, dtype=np.int64).reshape(1, 512) * 3
+    ix = np.arange(128, dtype=np.int64).reshape(1, 128)[:, ::-1].copy()
+    got = _check(tmp_path, "GatherElements", [("d", data, True), ("i", ix, True)], [("y", np.int64)], 13,
+                 runtime=True, axis=1)
+    np.testing.assert_array_equal(got[0], np.take_along_axis(data, ix, axis=1))
+
+
 def test_gather_nd_batch_dims_2(tmp_path: Path) -> None:
     data = _rand((2, 3, 4, 5, 2), np.float64)
     ix = np.stack([RNG.integers(-4, 4, (2, 3, 6)), RNG.integers(-5, 5, (2, 3, 6))], -1).astype(np.int64)

@@ -163,3 +163,36 @@ def test_skip_layernorm_keeps_mean_and_inv_std_outputs(tmp_path: Path) -> None:
     path = b.model(tmp_path / "ln.onnx", ["y", "mean", "inv"])
     assert _ops(path) == {"MatMul": 1, "SkipLayerNormalization": 1}
     _check(path, tmp_path)
+
+
+def _conv_silu(path: Path, gate: str, also_output: bool = False) -> Path:
+    """Conv -> x * gate(x), as torch.onnx writes SiLU (Sigmoid) and HardSwish (HardSigmoid) before opset 14/24."""
+    w = numpy_helper.from_array((RNG.standard_normal((8, 3, 3, 3)) * 0.3).astype(np.float32), "w")
+    attrs = {"alpha": 1 / 6, "beta": 0.5} if gate == "HardSigmoid" else {}
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node(gate, ["c"], ["g"], **attrs),
+             helper.make_node("Mul", ["g", "c"], ["y"])]
+    outs = ["y", "g"] if also_output else ["y"]
+    g = helper.make_graph(nodes, "silu", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                          [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs], [w])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+    return path
+
+
+def test_silu_and_hardswish_written_out_fuse_into_the_convolution(tmp_path: Path) -> None:
+    for gate in ("Sigmoid", "HardSigmoid"):
+        path = _conv_silu(tmp_path / f"{gate}.onnx", gate)
+        ops = _ops(path)
+        assert len(ops) == 1 and next(iter(ops)).startswith("Conv"), ops  # the activation is its epilogue now
+        feeds = {"x": RNG.standard_normal((1, 3, 8, 8)).astype(np.float32)}
+        got = ember.compile(path, tmp_path / f"{gate}_out").run(feeds)
+        assert_close(got["y"], onnxruntime_outputs(path, feeds)["y"], gate)
+
+
+def test_a_gate_read_elsewhere_stays_a_gate(tmp_path: Path) -> None:
+    path = _conv_silu(tmp_path / "m.onnx", "Sigmoid", also_output=True)
+    assert "Swish" not in _ops(path, Purpose.FLOAT)
+    feeds = {"x": RNG.standard_normal((1, 3, 8, 8)).astype(np.float32)}
+    got = ember.compile(path, tmp_path / "out").run(feeds)
+    for name, r in onnxruntime_outputs(path, feeds).items():
+        assert_close(got[name], r, name)

@@ -68,6 +68,23 @@ def test_pointwise_conv_over_many_pixels_divides_its_pixels() -> None:
     assert split is not None and split.units == 512 and split.lower is None
 
 
+def test_conv_narrow_parts_are_whole_weight_panels() -> None:
+    g = Graph("g")
+    x = Value("x", TensorType(DType.FLOAT32, (1, 8, 8, 8)))
+    w = g.constant("w", np.zeros((3, 72, 32), np.float32))  # 96 channels in panels of 32, K = 8 x 3 x 3
+    b = g.constant("b", np.zeros(96, np.float32))
+    y = Value("y", TensorType(DType.FLOAT32, (1, 96, 8, 8)))
+    node = Node("ConvNarrow", "n", [x, w, b], [y], {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]})
+    split = registry.get("ConvNarrow").split(node)
+    assert split is not None and split.units == 3
+    last = part_views(node, split, 2)[1]
+    assert last.units == (1, 3)
+    assert last.node.inputs[1].shape == (2, 72, 32) and last.locations[id(last.node.inputs[1])][1] == 72 * 32 * 4
+    assert last.node.outputs[0].shape == (1, 64, 8, 8)
+    assert last.locations[id(last.node.outputs[0])][1] == 32 * 64 * 4
+    assert last.locations[id(last.node.inputs[2])][1] == 32 * 4
+
+
 def test_depthwise_parts_cut_the_input_too_and_keep_their_group() -> None:
     _, node = _conv(32, 32, 32)
     split = registry.get("Conv").split(node)

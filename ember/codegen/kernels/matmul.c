@@ -29,7 +29,9 @@ typedef float ember_vf;
 /*@end*/
 
 /*@kernel ember_matmul_core requires ember_act_apply_f32 ember_simd*/
+#ifndef EMBER_MM_KC /* NAME.c defines it from the CPU family (toolchain/cpus.py) */
 #define EMBER_MM_KC 256
+#endif
 #define EMBER_MM_PANEL 32 /* columns per compile-time packed B panel (a multiple of every 2*EMBER_VL) */
 /* Clamp to [lo, hi] keeping NaN (the fused Relu/Clip epilogue, applied in registers). */
 EMBER_INLINE float ember_sclamp(float x, float lo, float hi) {

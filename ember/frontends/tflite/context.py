@@ -51,6 +51,7 @@ class OpContext:
         self.inputs, self.outputs, self.options = inputs, outputs, options
         self.label = f"{opname}_{index}"
         self.graph: Graph = builder.graph
+        self.atrous: Any = None  # a convolution folded with the space/batch moves around it (atrous.py)
 
     # ---- errors -------------------------------------------------------------------------------------
     def unsupported(self, detail: str) -> UnsupportedOperatorError:

@@ -1,7 +1,10 @@
-"""Read a .tflite flatbuffer (the `tflite` package's generated reader) and build ember's IR from subgraph 0.
+"""Read a .tflite flatbuffer (the `tflite` package's generated reader) and build ember's IR from subgraph 0
+(the subgraphs an IF or WHILE names become the subgraphs of ember's If and Loop: `run_subgraph`).
 
 Inputs and outputs keep TFLite's layout (NHWC); converters put NCHW canonical operators between Transposes,
 which passes/transposes.py cancels between layers. `Graph.layouts` records each I/O's layout for NAME.json.
+Sparse constants are made dense (sparse.py), variable tensors start at zero (a bundle is stateless), and
+SPACE_TO_BATCH_ND -> convolution -> BATCH_TO_SPACE_ND chains convert as one dilated convolution (atrous.py).
 """
 
 from __future__ import annotations
@@ -15,8 +18,10 @@ import tflite
 
 from ember.errors import ModelFormatError, ShapeError, UnsupportedOperatorError
 from ember.frontends.detect import TFLITE_IDENTIFIER
+from ember.frontends.tflite.atrous import Atrous, find_atrous
 from ember.frontends.tflite.context import OpContext, Quant, TensorInfo
 from ember.frontends.tflite.ops import CONVERTERS, builtin_name, options_of
+from ember.frontends.tflite.sparse import densify
 from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Value
 
@@ -55,6 +60,8 @@ class _Builder:
         self.graph = Graph(name)
         self.values: dict[int, Value] = {}
         self.tensors: list[TensorInfo] = []
+        self.index = 0  # the subgraph this builder converts
+        self.active: tuple[int, ...] = (0,)  # the subgraphs being converted, outermost first
 
     def build(self) -> Graph:
         m = self.model
@@ -71,8 +78,7 @@ class _Builder:
             self.graph.inputs.append(v)
             self.graph.layouts[v.name] = _layout(t.shape)
         self._check_unsupported(sg)
-        for i in range(sg.OperatorsLength()):
-            self._operator(sg.Operators(i), i)
+        self._operators(sg)
         for ti in sg.OutputsAsNumpy().tolist():
             t = self._tensor_at(ti, "graph output")
             v = self.value_of(ti)
@@ -82,10 +88,41 @@ class _Builder:
             self.graph.layouts[name] = _layout(t.shape)
         return self.graph
 
+    def run_subgraph(self, index: int, graph: Graph, inputs: list[Value], what: str) -> list[Value]:
+        """Converts subgraph `index` (of an IF, WHILE) into `graph`, its inputs bound to `inputs`; returns the
+        values of its outputs."""
+        m = self.model
+        if not 0 < index < m.SubgraphsLength():
+            raise ModelFormatError(f"{self.path}: {what} names subgraph {index}, but the model has "
+                                   f"{m.SubgraphsLength()}")
+        if index in self.active:
+            raise UnsupportedOperatorError("subgraph", what, f"subgraph {index} calls itself (recursion)",
+                                           domain="tflite")
+        child = _Builder(m, self.data, self.graph.name, self.path)
+        child.graph, child.index, child.active = graph, index, (*self.active, index)
+        sg = m.Subgraphs(index)
+        child.tensors = [child._tensor(sg.Tensors(i), i) for i in range(sg.TensorsLength())]
+        formal = sg.InputsAsNumpy().tolist() if sg.InputsLength() else []
+        if len(formal) != len(inputs):
+            raise ModelFormatError(f"{self.path}: {what}: subgraph {index} takes {len(formal)} inputs, given "
+                                   f"{len(inputs)}")
+        for ti, v in zip(formal, inputs, strict=True):
+            t = child._tensor_at(ti, f"subgraph {index}'s input")
+            if t.shape != v.shape or t.dtype is not v.dtype:
+                raise ShapeError(f"{what}: subgraph {index} input '{t.name}' is {t.dtype.short}{list(t.shape)}, given "
+                                 f"{v.type}")
+            child.values[ti] = v
+        child._check_unsupported(sg)
+        child._operators(sg)
+        outs = sg.OutputsAsNumpy().tolist() if sg.OutputsLength() else []
+        for ti in outs:
+            child._tensor_at(ti, f"subgraph {index}'s output")
+        return [child.value_of(ti) for ti in outs]
+
     # ---- tensors ------------------------------------------------------------------------------------
     def _tensor_at(self, index: int, what: str) -> TensorInfo:
         if not 0 <= index < len(self.tensors):
-            raise ModelFormatError(f"{self.path}: {what} names tensor {index}, but subgraph 0 has "
+            raise ModelFormatError(f"{self.path}: {what} names tensor {index}, but subgraph {self.index} has "
                                    f"{len(self.tensors)} tensors")
         return self.tensors[index]
 
@@ -107,10 +144,16 @@ class _Builder:
             scale = q.ScaleAsNumpy().astype(np.float32)
             zp = q.ZeroPointAsNumpy().astype(np.int64) if q.ZeroPointLength() else np.zeros(scale.shape, np.int64)
             quant = Quant(scale, zp, int(q.QuantizedDimension()) if scale.size > 1 else None)
-        data = self._buffer(t.Buffer(), index, name, dtype, shape)
+        data = self._buffer(t.Buffer(), index, name, dtype, shape, t.Sparsity())
+        if data is None and t.IsVariable():
+            # A recurrent state (LSTM, SVDF) LiteRT keeps between invocations: a bundle is stateless, so each
+            # run starts from the state's initial value, zero (its zero point when quantized).
+            zp = int(quant.zero_point.reshape(-1)[0]) if quant is not None else 0
+            data = np.full(shape, zp, dtype.np)
         return TensorInfo(name, dtype, shape, quant, data)
 
-    def _buffer(self, bi: int, index: int, name: str, dtype: DType, shape: tuple[int, ...]) -> np.ndarray | None:
+    def _buffer(self, bi: int, index: int, name: str, dtype: DType, shape: tuple[int, ...],
+                sparsity: Any = None) -> np.ndarray | None:
         m = self.model
         if bi == 0:
             return None  # buffer 0 is the empty sentinel: a run-time tensor
@@ -128,6 +171,12 @@ class _Builder:
             return None
         else:
             raw = buf.DataAsNumpy()
+        if sparsity is not None:  # stored values of a sparse constant: dense from here on
+            if raw.size % dtype.itemsize:
+                raise ModelFormatError(f"{self.path}: tensor {index} ('{name}') has a sparse buffer of {raw.size} "
+                                       f"bytes, not a multiple of {dtype.itemsize}")
+            return densify(np.frombuffer(raw.tobytes(), dtype.np), shape, sparsity,
+                           f"{self.path}: tensor {index} ('{name}')")
         n = int(np.prod(shape)) if shape else 1
         if raw.size != n * dtype.itemsize:
             raise ModelFormatError(f"{self.path}: tensor {index} ('{name}') of shape {list(shape)} has a buffer of "
@@ -195,17 +244,33 @@ class _Builder:
         if rest:
             detail += "; also " + ", ".join(f"{n} (operator {k})" for n, k in rest[:8])
             detail += f" and {len(rest) - 8} more" if len(rest) > 8 else ""
-        raise UnsupportedOperatorError(name[len("custom op '"):-1] if custom else name, f"operator {i}", detail,
+        where = f"operator {i}" if self.index == 0 else f"subgraph {self.index} operator {i}"
+        raise UnsupportedOperatorError(name[len("custom op '"):-1] if custom else name, where, detail,
                                        domain="tflite custom" if custom else "tflite")
 
-    def _operator(self, op: Any, i: int) -> None:
+    def _operators(self, sg: Any) -> None:
+        n = sg.OperatorsLength()
+        names = [self._opname(sg.Operators(i), i) for i in range(n)]
+        outs = set(sg.OutputsAsNumpy().tolist()) if sg.OutputsLength() else set()
+        folds = find_atrous(sg, names, lambda t: self._tensor_at(t, "an operator").data, outs)
+        skip = {f.s2b for f in folds.values()} | {f.b2s for f in folds.values()}
+        for i in range(n):
+            if i not in skip:
+                self._operator(sg.Operators(i), i, folds.get(i))
+
+    def _operator(self, op: Any, i: int, atrous: Atrous | None = None) -> None:
         name = self._opname(op, i)
         inputs = op.InputsAsNumpy().tolist() if op.InputsLength() else []
         outputs = op.OutputsAsNumpy().tolist() if op.OutputsLength() else []
+        if atrous is not None:  # the convolution reads the space-to-batch's input, writes the batch-to-space's output
+            sg_ops = self.model.Subgraphs(self.index)
+            inputs[0] = int(sg_ops.Operators(atrous.s2b).Inputs(0))
+            outputs = [int(sg_ops.Operators(atrous.b2s).Outputs(0))]
         for t in [*inputs, *outputs]:
             if t >= 0:
                 self._tensor_at(t, f"operator {i} ({name})")
         ctx = OpContext(self, i, name, inputs, outputs, options_of(op, name))
+        ctx.atrous = atrous
         try:
             CONVERTERS[name](ctx)
         except (IndexError, ValueError, TypeError, KeyError, ZeroDivisionError, AttributeError) as e:

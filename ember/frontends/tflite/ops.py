@@ -11,12 +11,13 @@ from typing import Any
 
 import tflite
 
-from ember.frontends.tflite import ops_math, ops_nn, ops_shape
+from ember.frontends.tflite import ops_control, ops_math, ops_nn, ops_seq, ops_shape
 from ember.frontends.tflite.context import OpContext
 
 Converter = Callable[[OpContext], None]
 
-CONVERTERS: dict[str, Converter] = {**ops_nn.CONVERTERS, **ops_math.CONVERTERS, **ops_shape.CONVERTERS}
+CONVERTERS: dict[str, Converter] = {**ops_nn.CONVERTERS, **ops_math.CONVERTERS, **ops_shape.CONVERTERS,
+                                    **ops_seq.CONVERTERS, **ops_control.CONVERTERS}
 
 _CUSTOM = tflite.BuiltinOperator.CUSTOM
 # BuiltinOptions union tag -> the name of its table class in the `tflite` package.
@@ -34,7 +35,10 @@ def builtin_name(code: Any) -> str:
 
 
 def options_of(op: Any, name: str) -> Any:
-    """The operator's BuiltinOptions table as its typed class (None when it has none)."""
+    """The operator's BuiltinOptions table as its typed class (None when it has none); a custom operator's
+    custom_options bytes."""
+    if name.startswith("custom op "):
+        return op.CustomOptionsAsNumpy().tobytes() if op.CustomOptionsLength() else b""
     tag = op.BuiltinOptionsType()
     cls_name = _OPTION_CLASSES.get(tag)
     table = op.BuiltinOptions()

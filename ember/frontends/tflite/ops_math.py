@@ -87,6 +87,83 @@ def _arg(op: str):
     return convert
 
 
+def elu(ctx: OpContext) -> None:
+    ctx.output(0, ctx.emit("Elu", [ctx.input(0)], {"alpha": 1.0}))
+
+
+def log_softmax(ctx: OpContext) -> None:
+    ctx.output(0, ctx.emit("LogSoftmax", [ctx.input(0)], {"axis": -1}))
+
+
+def floor_div(ctx: OpContext) -> None:
+    a, b = ctx.input(0), ctx.input(1)
+    if a.dtype.is_float:
+        ctx.output(0, ctx.emit("Floor", [ctx.emit("Div", [a, b])]))
+        return
+    # Integers: a - floor_mod(a, b) is an exact multiple of b, so C's truncating division is the floored one.
+    r = ctx.emit("Mod", [a, b], {"fmod": 0})
+    ctx.output(0, ctx.emit("Div", [ctx.emit("Sub", [a, r]), b]))
+
+
+def floor_mod(ctx: OpContext) -> None:  # the remainder with the divisor's sign, as TFLite's FloorMod
+    ctx.output(0, ctx.emit("Mod", [ctx.input(0), ctx.input(1)], {"fmod": 0}))
+
+
+def _compare(op: str, negate: bool = False):
+    def convert(ctx: OpContext) -> None:
+        y = ctx.emit(op, [ctx.input(0), ctx.input(1)])
+        ctx.output(0, ctx.emit("Not", [y]) if negate else y)
+
+    return convert
+
+
+def logical_not(ctx: OpContext) -> None:
+    ctx.output(0, ctx.emit("Not", [ctx.input(0)]))
+
+
+def select(ctx: OpContext) -> None:
+    """SELECT_V2 broadcasts; SELECT (v1) also takes a rank-1 condition that picks whole rows of x."""
+    cond, a, b = ctx.input(0), ctx.input(1), ctx.input(2)
+    if ctx.opname == "SELECT" and cond.type.rank == 1 and a.type.rank > 1:
+        cond = ctx.emit("Reshape", [cond, ctx.const([cond.shape[0]] + [1] * (a.type.rank - 1), what="rows")])
+    ctx.output(0, ctx.emit("Where", [cond, a, b]))
+
+
+def cumsum(ctx: OpContext) -> None:
+    o = ctx.options
+    x = ctx.input(0)
+    axis = int(np.asarray(ctx.const_array(1, "axis")).reshape(-1)[0]) % x.type.rank
+    attrs = {"exclusive": int(bool(o.Exclusive())), "reverse": int(bool(o.Reverse()))} if o is not None else {}
+    ctx.output(0, ctx.emit("CumSum", [x, ctx.const(axis, what="axis")], attrs))
+
+
+def top_k(ctx: OpContext) -> None:
+    x = ctx.input(0)
+    k = int(np.asarray(ctx.const_array(1, "k")).reshape(-1)[0])
+    values, indices = ctx.emit("TopK", [x, ctx.const([k], what="k")], {"axis": -1, "largest": 1, "sorted": 1},
+                               n_out=2)
+    ctx.output(0, values)
+    ctx.output(1, indices)  # int64 -> the model's int32
+
+
+def l2_normalization(ctx: OpContext) -> None:
+    """TFLite's L2Normalization: x / max(sqrt(sum x^2 over the last axis), 1e-6)."""
+    x = ctx.input(0)
+    ss = ctx.emit("ReduceSum", [ctx.emit("Mul", [x, x]), ctx.const([x.type.rank - 1], what="axes")],
+                  {"keepdims": 1})
+    norm = ctx.emit("Max", [ctx.emit("Sqrt", [ss]), ctx.const(1e-6, np.float32, "eps")])
+    ctx.output(0, ctx.activation(ctx.emit("Div", [x, norm]), _fused(ctx)))
+
+
+def local_response_normalization(ctx: OpContext) -> None:
+    """x / (bias + alpha * sum of x^2 over channels c-r..c+r)^beta: ONNX LRN with size 2r+1, whose alpha is
+    divided by the size."""
+    o = ctx.options
+    size = 2 * int(o.Radius()) + 1
+    attrs = {"size": size, "alpha": float(o.Alpha()) * size, "beta": float(o.Beta()), "bias": float(o.Bias())}
+    ctx.output(0, ctx.emit("LRN", [ctx.input(0, nchw=True)], attrs), nchw=True)
+
+
 CONVERTERS = {
     "ADD": _binary("Add"), "SUB": _binary("Sub"), "MUL": _binary("Mul"), "DIV": _binary("Div"),
     "MAXIMUM": _binary("Max"), "MINIMUM": _binary("Min"), "POW": _binary("Pow"),
@@ -98,4 +175,12 @@ CONVERTERS = {
     "HARD_SWISH": _unary("HardSwish"), "GELU": gelu, "SOFTMAX": softmax,
     "MEAN": _reduce("ReduceMean"), "SUM": _reduce("ReduceSum"), "REDUCE_MAX": _reduce("ReduceMax"),
     "ARG_MAX": _arg("ArgMax"), "ARG_MIN": _arg("ArgMin"),
+    "REDUCE_MIN": _reduce("ReduceMin"), "REDUCE_PROD": _reduce("ReduceProd"),
+    "ELU": elu, "LOG_SOFTMAX": log_softmax, "ROUND": _unary("Round"), "FLOOR_DIV": floor_div,
+    "FLOOR_MOD": floor_mod, "CUMSUM": cumsum, "TOPK_V2": top_k, "L2_NORMALIZATION": l2_normalization,
+    "LOCAL_RESPONSE_NORMALIZATION": local_response_normalization,
+    "LESS": _compare("Less"), "LESS_EQUAL": _compare("LessOrEqual"), "GREATER": _compare("Greater"),
+    "GREATER_EQUAL": _compare("GreaterOrEqual"), "EQUAL": _compare("Equal"),
+    "NOT_EQUAL": _compare("Equal", negate=True), "LOGICAL_AND": _binary("And"), "LOGICAL_OR": _binary("Or"),
+    "LOGICAL_NOT": logical_not, "SELECT": select, "SELECT_V2": select,
 }

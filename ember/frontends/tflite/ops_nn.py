@@ -3,6 +3,8 @@ BATCH_MATMUL. Convolutions and pools run as NCHW canonical ops between Transpose
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 
 from ember.frontends.tflite.context import OpContext
@@ -59,32 +61,70 @@ def _conv(ctx: OpContext, x, w, kernel: list[int], stride: list[int], dil: list[
           act: int) -> None:
     b = ctx.bias(2, _bias_scale(ctx, 0, 1))
     pads = same_pads(padding, list(x.shape[2:]), kernel, stride, dil)
+    fold = ctx.atrous
+    if fold is not None:  # SPACE_TO_BATCH_ND -> this VALID convolution -> BATCH_TO_SPACE_ND: one dilated conv
+        dil, pads = list(fold.block), list(fold.pads)
     y = ctx.emit("Conv", [x, w, b], {"kernel_shape": kernel, "strides": stride, "dilations": dil, "pads": pads,
                                      "group": group})
-    ctx.output(0, ctx.activation(y, act), nchw=True)
+    y = ctx.activation(y, act)
+    if fold is not None and any(fold.crops):
+        ends = [y.shape[2] - fold.crops[2], y.shape[3] - fold.crops[3]]
+        y = ctx.emit("Slice", [y, ctx.const(fold.crops[:2], what="starts"), ctx.const(ends, what="ends"),
+                               ctx.const([2, 3], what="axes")])
+    ctx.output(0, y, nchw=True)
 
 
-def transpose_conv(ctx: OpContext) -> None:
+def transpose_conv(ctx: OpContext) -> None:  # inputs: output shape, filter, x, bias
     o = ctx.options
     out_shape = [int(d) for d in ctx.const_array(0, "output shape")]  # NHWC
-    w = ctx.const_array(1, "filter")  # [O, H, W, I]
-    x = ctx.input(2, nchw=True)
-    stride, kernel = [o.StrideH(), o.StrideW()], list(w.shape[1:3])
-    weight = ctx.weight(w.transpose(3, 0, 1, 2), ctx.info(1).quant, 1, "w")  # ConvTranspose: [I, O, H, W]
+    act = o.FusedActivationFunction() if hasattr(o, "FusedActivationFunction") else 0
+    _transpose_conv(ctx, 2, 1, 3, out_shape, [o.StrideH(), o.StrideW()], o.Padding(), act)
+
+
+def _transpose_conv(ctx: OpContext, xi: int, wi: int, bi: int, out_shape: list[int], stride: list[int],
+                    padding: int, act: int) -> None:
+    w = ctx.const_array(wi, "filter")  # [O, H, W, I]
+    x = ctx.input(xi, nchw=True)
+    kernel = list(w.shape[1:3])
+    weight = ctx.weight(w.transpose(3, 0, 1, 2), ctx.info(wi).quant, 1, "w")  # ConvTranspose: [I, O, H, W]
     pads, opad = [0, 0, 0, 0], [0, 0]
     for a in range(2):
         n_in, n_out, s, k = x.shape[2 + a], out_shape[1 + a], stride[a], kernel[a]
         # TFLite pads as the forward convolution from the output would: total = (in - 1) * s + k - out.
-        total = max((n_in - 1) * s + k - n_out, 0) if o.Padding() == _SAME else 0
+        total = max((n_in - 1) * s + k - n_out, 0) if padding == _SAME else 0
         begin = total // 2
         end = (n_in - 1) * s + k - n_out - begin
         pads[a], pads[2 + a] = begin, max(end, 0)
         opad[a] = max(-end, 0)
-    b = ctx.bias(3, _bias_scale(ctx, 2, 1)) if ctx.has_input(3) else None
+    b = ctx.bias(bi, _bias_scale(ctx, xi, wi)) if ctx.has_input(bi) else None
     y = ctx.emit("ConvTranspose", [x, weight, b], {"kernel_shape": kernel, "strides": stride, "pads": pads,
                                                     "output_padding": opad, "dilations": [1, 1], "group": 1})
-    act = o.FusedActivationFunction() if hasattr(o, "FusedActivationFunction") else 0
     ctx.output(0, ctx.activation(y, act), nchw=True)
+
+
+def transpose_conv_bias(ctx: OpContext) -> None:
+    """MediaPipe's custom Convolution2DTransposeBias (segmentation models): inputs x, filter [O, H, W, I],
+    bias; its options are a TfLiteTransposeConvParams struct (int32 padding 1 SAME / 2 VALID, stride_w,
+    stride_h), the output shape in/out x stride (SAME) or (in - 1) x stride + kernel (VALID)."""
+    raw = ctx.options or b""
+    if len(raw) < 12:
+        raise ctx.unsupported(f"custom options of {len(raw)} bytes, expected TfLiteTransposeConvParams (12)")
+    padding, stride_w, stride_h = struct.unpack_from("<3i", raw)
+    if padding not in (1, 2) or stride_w < 1 or stride_h < 1:
+        raise ctx.unsupported(f"padding {padding} and strides {stride_h}x{stride_w} in its custom options")
+    _transpose_conv(ctx, 0, 1, 2, list(ctx.out_info().shape), [stride_h, stride_w], _SAME if padding == 1 else 1,
+                    0)
+
+
+def l2_pool(ctx: OpContext) -> None:
+    """sqrt(mean of x^2 over the window's valid elements), as TFLite's L2Pool."""
+    o = ctx.options
+    x = ctx.input(0, nchw=True)
+    kernel, stride = [o.FilterHeight(), o.FilterWidth()], [o.StrideH(), o.StrideW()]
+    pads = same_pads(o.Padding(), list(x.shape[2:]), kernel, stride, [1, 1])
+    sq = ctx.emit("AveragePool", [ctx.emit("Mul", [x, x])], {"kernel_shape": kernel, "strides": stride,
+                                                             "pads": pads, "count_include_pad": 0})
+    ctx.output(0, ctx.activation(ctx.emit("Sqrt", [sq]), o.FusedActivationFunction()), nchw=True)
 
 
 def _pool(op: str):
@@ -137,4 +177,6 @@ CONVERTERS = {
     "MAX_POOL_2D": _pool("MaxPool"),
     "FULLY_CONNECTED": fully_connected,
     "BATCH_MATMUL": batch_matmul,
+    "L2_POOL_2D": l2_pool,
+    "custom op 'Convolution2DTransposeBias'": transpose_conv_bias,
 }

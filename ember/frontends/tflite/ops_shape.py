@@ -255,6 +255,94 @@ def dequantize(ctx: OpContext) -> None:
     ctx.output(0, v if v.dtype is DType.FLOAT32 else ctx.emit("Cast", [v], {"to": DType.FLOAT32}))
 
 
+def tile(ctx: OpContext) -> None:
+    reps = [int(r) for r in np.asarray(ctx.const_array(1, "multiples")).reshape(-1)]
+    ctx.output(0, ctx.emit("Tile", [ctx.raw(0), ctx.const(reps, what="repeats")]))
+
+
+def broadcast_to(ctx: OpContext) -> None:
+    ctx.output(0, ctx.emit("Expand", [ctx.raw(0), ctx.const(list(ctx.out_info().shape), what="shape")]))
+
+
+def gather_nd(ctx: OpContext) -> None:
+    idx = ctx.emit("Cast", [ctx.raw(1)], {"to": DType.INT64})  # GatherND's indices are int64
+    ctx.output(0, ctx.emit("GatherND", [ctx.raw(0), idx], {"batch_dims": 0}))
+
+
+def embedding_lookup(ctx: OpContext) -> None:  # inputs: ids, params; rows of params
+    ctx.output(0, ctx.emit("Gather", [ctx.input(1), ctx.raw(0)], {"axis": 0}))
+
+
+def shape(ctx: OpContext) -> None:  # shapes are static: a constant
+    ctx.output(0, ctx.const(list(ctx.shape(0)), ctx.out_info().dtype.np, "shape"))
+
+
+def fill(ctx: OpContext) -> None:
+    ctx.output(0, ctx.emit("Expand", [ctx.input(1), ctx.const(list(ctx.out_info().shape), what="shape")]))
+
+
+def zeros_like(ctx: OpContext) -> None:
+    t = ctx.out_info()
+    zero = int(t.quant.zero_point.reshape(-1)[0]) if t.quant is not None else 0  # real 0 of a quantized tensor
+    ctx.output(0, ctx.const(np.full(t.shape, zero), t.dtype.np, "zeros"))
+
+
+def densify(ctx: OpContext) -> None:
+    """The loader already densified the sparse constant (loader._densify): this operator only passes it on."""
+    ctx.output(0, ctx.raw(0))
+
+
+def space_to_batch_nd(ctx: OpContext) -> None:
+    """[N, H, W, C] padded, then each bh x bw block offset becomes a batch: Pad, Reshape to
+    [N, H/bh, bh, W/bw, bw, C], Transpose to [bh, bw, N, H/bh, W/bw, C], Reshape."""
+    x = ctx.raw(0)
+    block = [int(b) for b in np.asarray(ctx.const_array(1, "block_shape")).reshape(-1)]
+    pads = np.asarray(ctx.const_array(2, "paddings")).reshape(-1, 2)
+    m, rank = len(block), x.type.rank
+    if int(pads.sum()):
+        full = [0] * rank * 2
+        for a in range(m):
+            full[1 + a], full[rank + 1 + a] = int(pads[a, 0]), int(pads[a, 1])
+        x = ctx.emit("Pad", [x, ctx.const(full, what="pads"), _zero_of(ctx, 0)], {"mode": "constant"})
+    n, spatial, rest = x.shape[0], x.shape[1:1 + m], list(x.shape[1 + m:])
+    split = [n]
+    for s, b in zip(spatial, block, strict=True):
+        split += [s // b, b]
+    y = ctx.emit("Reshape", [x, ctx.const(split + rest, what="split")])
+    perm = [2 + 2 * a for a in range(m)] + [0] + [1 + 2 * a for a in range(m)] + list(range(1 + 2 * m, y.type.rank))
+    y = ctx.transpose(y, tuple(perm))
+    ctx.output(0, _to_output_shape(ctx, y))
+
+
+def batch_to_space_nd(ctx: OpContext) -> None:
+    """The inverse: Reshape to [bh, bw, N, H, W, C], Transpose to [N, H, bh, W, bw, C], Reshape, crop."""
+    x = ctx.raw(0)
+    block = [int(b) for b in np.asarray(ctx.const_array(1, "block_shape")).reshape(-1)]
+    crops = np.asarray(ctx.const_array(2, "crops")).reshape(-1, 2)
+    m = len(block)
+    n = x.shape[0] // int(np.prod(block))
+    spatial, rest = list(x.shape[1:1 + m]), list(x.shape[1 + m:])
+    y = ctx.emit("Reshape", [x, ctx.const(block + [n] + spatial + rest, what="split")])
+    perm = [m]
+    for a in range(m):
+        perm += [m + 1 + a, a]
+    y = ctx.transpose(y, tuple(perm + list(range(2 * m + 1, y.type.rank))))
+    y = ctx.emit("Reshape", [y, ctx.const([n] + [s * b for s, b in zip(spatial, block, strict=True)] + rest,
+                                          what="merge")])
+    if int(crops.sum()):
+        ends = [y.shape[1 + a] - int(crops[a, 1]) for a in range(m)]
+        y = ctx.emit("Slice", [y, ctx.const([int(c) for c in crops[:, 0]], what="starts"),
+                               ctx.const(ends, what="ends"), ctx.const(list(range(1, 1 + m)), what="axes")])
+    ctx.output(0, y)
+
+
+def _zero_of(ctx: OpContext, i: int) -> Value:
+    """The stored value of real 0 for input i (its zero point when quantized): what padding fills with."""
+    t = ctx.info(i)
+    zp = int(t.quant.zero_point.reshape(-1)[0]) if t.quant is not None else 0
+    return ctx.const(zp, t.dtype.np, "zero")
+
+
 CONVERTERS = {
     "RESHAPE": reshape, "SQUEEZE": reshape, "EXPAND_DIMS": reshape, "TRANSPOSE": transpose,
     "CONCATENATION": concatenation, "PACK": pack, "UNPACK": unpack, "SPLIT": split, "SPLIT_V": split_v,
@@ -263,4 +351,7 @@ CONVERTERS = {
     "RESIZE_BILINEAR": _resize_bilinear, "RESIZE_NEAREST_NEIGHBOR": _resize_nearest,
     "DEPTH_TO_SPACE": _depth_space("DepthToSpace"), "SPACE_TO_DEPTH": _depth_space("SpaceToDepth"),
     "CAST": cast, "QUANTIZE": quantize, "DEQUANTIZE": dequantize,
+    "TILE": tile, "BROADCAST_TO": broadcast_to, "GATHER_ND": gather_nd, "EMBEDDING_LOOKUP": embedding_lookup,
+    "SHAPE": shape, "FILL": fill, "ZEROS_LIKE": zeros_like, "DENSIFY": densify,
+    "SPACE_TO_BATCH_ND": space_to_batch_nd, "BATCH_TO_SPACE_ND": batch_to_space_nd,
 }

@@ -25,7 +25,7 @@ __vectors:
     .word Fault_Handler         /* 12: DebugMonitor */
     .word 0                     /* 13: reserved */
     .word Fault_Handler         /* 14: PendSV */
-    .word Fault_Handler         /* 15: SysTick */
+    .word SysTick_Handler       /* 15: SysTick: counts counter wraps (firmware.c, fw_count_*) */
     /* No external interrupts: the firmware never enables one. */
 
     .text

@@ -1,7 +1,7 @@
 /* Semihosting output and exit, fault reports, and the few memory functions a compiler may call.
  *
  * Built for every test target (Cortex-M and RISC-V). Exit statuses: what main returned, or 3 for a
- * CPU fault/trap (see fw_fault_exit); tests/support/mcu.py reads them from QEMU's exit status.
+ * CPU fault/trap (see fw_fault_exit); ember/runtime/targets/mcu.py reads them from QEMU's exit status.
  */
 #include "firmware.h"
 
@@ -73,6 +73,58 @@ uint32_t fw_stack_used(void) {
     while (p < __stack_top && *p == STACK_PAINT) p++;
     return (uint32_t)((uintptr_t)__stack_top - (uintptr_t)p);
 }
+
+/* --------------------------------------------------------------------------- instruction count */
+#if defined(__arm__)
+/* SysTick runs down from 0xFFFFFF on the core clock; with QEMU's -icount that clock advances a
+   fixed number of nanoseconds per executed instruction, so ticks convert exactly to instructions. */
+#define SYST_CSR (*(volatile uint32_t *)0xE000E010u)
+#define SYST_RVR (*(volatile uint32_t *)0xE000E014u)
+#define SYST_CVR (*(volatile uint32_t *)0xE000E018u)
+#define SYST_RELOAD 0xFFFFFFu
+static volatile uint32_t systick_wraps;
+
+void SysTick_Handler(void);
+void SysTick_Handler(void) { systick_wraps++; }
+
+void fw_count_start(void) {
+    SYST_CSR = 0;
+    SYST_RVR = SYST_RELOAD;
+    SYST_CVR = 0; /* any write clears it; it reloads on the next tick */
+    systick_wraps = 0;
+    SYST_CSR = 7; /* ENABLE | TICKINT | CLKSOURCE = core clock */
+}
+
+void fw_count_stop(uint32_t *hi, uint32_t *lo) {
+    uint32_t now = SYST_CVR, wraps;
+    uint64_t ticks;
+    SYST_CSR = 0;
+    wraps = systick_wraps;
+    /* Ticks since start: the first tick loads RELOAD, each wrap adds RELOAD + 1. */
+    ticks = (uint64_t)wraps * (SYST_RELOAD + 1u) + (SYST_RELOAD - now) + 1u;
+    *hi = (uint32_t)(ticks >> 32);
+    *lo = (uint32_t)ticks;
+}
+#elif defined(__riscv)
+static uint64_t read_instret(void) {
+    uint32_t hi, lo, again;
+    do {
+        __asm__ volatile("csrr %0, minstreth" : "=r"(hi));
+        __asm__ volatile("csrr %0, minstret" : "=r"(lo));
+        __asm__ volatile("csrr %0, minstreth" : "=r"(again));
+    } while (hi != again);
+    return ((uint64_t)hi << 32) | lo;
+}
+static uint64_t instret_start;
+
+void fw_count_start(void) { instret_start = read_instret(); }
+
+void fw_count_stop(uint32_t *hi, uint32_t *lo) {
+    uint64_t n = read_instret() - instret_start;
+    *hi = (uint32_t)(n >> 32);
+    *lo = (uint32_t)n;
+}
+#endif
 
 /* --------------------------------------------------------------------------- faults */
 static void put_field(const char *name, uint32_t v) {

@@ -29,4 +29,10 @@ void fw_exit(int status) __attribute__((noreturn));
 /* Bytes of the stack that were ever used (the start-up code paints the stack before main). */
 uint32_t fw_stack_used(void);
 
+/* Executed instructions between fw_count_start and fw_count_stop, in the units the runner converts
+   (ember/runtime/targets/mcu.py): under QEMU's -icount, Cortex-M SysTick ticks of the core clock
+   (its wraps counted in SysTick_Handler), RISC-V minstret. Written as hi:lo for 64 bits. */
+void fw_count_start(void);
+void fw_count_stop(uint32_t *hi, uint32_t *lo);
+
 #endif

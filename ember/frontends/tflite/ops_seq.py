@@ -1,0 +1,113 @@
+"""Sequence operators: UNIDIRECTIONAL_SEQUENCE_LSTM (onto ember's LSTM) and SVDF (the keyword-spotting
+layer, onto MatMul, Concat and reductions).
+
+Both read a state tensor LiteRT keeps between invocations (a variable tensor). A bundle is stateless: the
+loader gives every variable tensor its initial value (zeros), so a bundle run equals LiteRT's first
+invocation after `reset_all_variables()`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ember.frontends.tflite.context import OpContext
+from ember.ir.graph import Value
+
+# TFLite's UNIDIRECTIONAL_SEQUENCE_LSTM input slots (lstm_shared.h).
+_W = {"i": 1, "f": 2, "c": 3, "o": 4}
+_R = {"i": 5, "f": 6, "c": 7, "o": 8}
+_PEEP = {"i": 9, "f": 10, "o": 11}
+_BIAS = {"i": 12, "f": 13, "c": 14, "o": 15}
+_PROJECTION, _OUT_STATE, _CELL_STATE, _LAYER_NORM = (16, 17), 18, 19, (20, 21, 22, 23)
+_ACTIVATIONS = {1: "Relu", 4: "Tanh"}  # TFLite fused activation -> ONNX LSTM's g/h activation
+
+
+def _dense(ctx: OpContext, i: int, what: str) -> np.ndarray | None:
+    """A constant input as float32 (dequantized when stored as integers); None when the slot is empty."""
+    if not ctx.has_input(i):
+        return None
+    data = ctx.const_array(i, what)
+    q = ctx.info(i).quant
+    if q is None or data.dtype.kind == "f":
+        return data.astype(np.float32)
+    shape = [1] * data.ndim
+    if q.axis is not None:
+        shape[q.axis] = -1
+    return ((data.astype(np.float32) - q.zero_point.reshape(shape)) * q.scale.reshape(shape)).astype(np.float32)
+
+
+def unidirectional_sequence_lstm(ctx: OpContext) -> None:
+    o = ctx.options
+    for i in (*_PROJECTION, *_LAYER_NORM):
+        if ctx.has_input(i):
+            raise ctx.unsupported("projection and layer-normalized LSTMs are not supported")
+    if float(o.CellClip()) or float(o.ProjClip()):
+        raise ctx.unsupported(f"cell_clip {o.CellClip()} / proj_clip {o.ProjClip()} (ember's LSTM clips the "
+                              "gates' inputs, TFLite the cell state)")
+    if hasattr(o, "DiagonalRecurrentTensors") and o.DiagonalRecurrentTensors():
+        raise ctx.unsupported("diagonal recurrent weights (diagonal_recurrent_tensors) are not supported")
+    act = _ACTIVATIONS.get(o.FusedActivationFunction())
+    if act is None:
+        raise ctx.unsupported(f"fused activation {o.FusedActivationFunction()} (TANH or RELU)")
+    x = ctx.input(0)
+    time_major = bool(o.TimeMajor())
+    w = {g: _dense(ctx, i, f"input-to-{g} weights") for g, i in _W.items()}
+    r = {g: _dense(ctx, i, f"recurrent-to-{g} weights") for g, i in _R.items()}
+    b = {g: _dense(ctx, i, f"{g} gate bias") for g, i in _BIAS.items()}
+    peep = {g: _dense(ctx, i, f"cell-to-{g} weights") for g, i in _PEEP.items()}
+    hidden, n_in = w["f"].shape  # type: ignore[union-attr]
+    cifg = w["i"] is None
+    if cifg:
+        # Coupled gates: TFLite computes f and takes i = 1 - f; ember's LSTM (ONNX input_forget) computes i and
+        # takes f = 1 - i. sigmoid(-z) = 1 - sigmoid(z), so ember's input gate gets the negated forget terms.
+        for d in (w, r, b, peep):
+            d["i"] = -d["f"] if d["f"] is not None else None
+    zeros = np.zeros(hidden, np.float32)
+    order = "iofc"  # ONNX's gate order
+    big_w = np.concatenate([w[g] for g in order])[None]  # type: ignore[misc]
+    big_r = np.concatenate([r[g] for g in order])[None]  # type: ignore[misc]
+    big_b = np.concatenate([b[g] if b[g] is not None else zeros for g in order] + [zeros] * 4)[None]
+    inputs: list[Value | None] = [x, ctx.graph.constant(f"{ctx.label}_W", big_w),
+                                  ctx.graph.constant(f"{ctx.label}_R", big_r),
+                                  ctx.graph.constant(f"{ctx.label}_B", big_b.astype(np.float32)), None]
+    batch = x.shape[1] if time_major else x.shape[0]
+    state_shape = [1, batch, hidden] if time_major else [batch, 1, hidden]
+    for i in (_OUT_STATE, _CELL_STATE):
+        inputs.append(ctx.emit("Reshape", [ctx.input(i), ctx.const(state_shape, what="state")]))
+    if any(p is not None for p in peep.values()):
+        p = np.concatenate([peep[g] if peep[g] is not None else zeros for g in "iof"])[None]
+        inputs.append(ctx.graph.constant(f"{ctx.label}_P", p.astype(np.float32)))
+    attrs = {"hidden_size": int(hidden), "direction": "forward", "layout": 0 if time_major else 1,
+             "activations": ["Sigmoid", act, act], "input_forget": int(cifg)}
+    y = ctx.emit("LSTM", inputs, attrs, n_out=3)[0]  # [T, 1, B, H] or [B, T, 1, H]
+    ctx.output(0, ctx.emit("Reshape", [y, ctx.const(list(ctx.out_info().shape), what="shape")]))
+
+
+def svdf(ctx: OpContext) -> None:
+    """TFLite's SVDF step: the state [B, F, M] shifts one step left, its last column takes this step's
+    features x . W_feature^T; each filter's output is its row dotted with W_time; the `rank` filters of a
+    unit are summed, the bias added, the fused activation applied."""
+    o = ctx.options
+    x = ctx.input(0)  # [B, I]
+    wf, wt = ctx.input(1), ctx.input(2)  # [F, I], [F, M]
+    filters, memory = ctx.shape(2)
+    batch, rank = x.shape[0], int(o.Rank())
+    feat = ctx.emit("Gemm", [x, wf], {"transB": 1})  # [B, F]
+    feat = ctx.emit("Reshape", [feat, ctx.const([batch, filters, 1], what="col")])
+    state = ctx.emit("Reshape", [ctx.input(4), ctx.const([batch, filters, memory], what="state")])
+    if memory > 1:
+        kept = ctx.emit("Slice", [state, ctx.const([1], what="starts"), ctx.const([memory], what="ends"),
+                                  ctx.const([2], what="axes")])
+        state = ctx.emit("Concat", [kept, feat], {"axis": 2})
+    else:
+        state = feat
+    per_filter = ctx.emit("ReduceSum", [ctx.emit("Mul", [state, wt]), ctx.const([2], what="mem")], {"keepdims": 0})
+    units = filters // rank
+    y = ctx.emit("ReduceSum", [ctx.emit("Reshape", [per_filter, ctx.const([batch, units, rank], what="rank")]),
+                               ctx.const([2], what="ranks")], {"keepdims": 0})
+    if ctx.has_input(3):
+        y = ctx.emit("Add", [y, ctx.input(3)])
+    ctx.output(0, ctx.activation(y, o.FusedActivationFunction()))
+
+
+CONVERTERS = {"UNIDIRECTIONAL_SEQUENCE_LSTM": unidirectional_sequence_lstm, "SVDF": svdf}

@@ -1,0 +1,152 @@
+"""CPU families and the kernel choices that suit each (issue 24), in one table.
+
+On the x86-64 targets (host, x86_64) `--cpu NAME` names a CPU as GCC's -march does. NAME goes to the C
+compiler unchanged (it decides the instruction set, so the kernels' SIMD paths), and the table below maps
+it to a family, which holds every other per-CPU choice: the convolution algorithm thresholds
+(passes/conv_algorithms.py) and the kernel parameters written as macros at the top of NAME.c. `native`
+(the host's default) reads the flags and model name of /proc/cpuinfo. The choice is recorded in NAME.json.
+
+A bundle compiled for one CPU runs correctly on any CPU with its instruction set: the family changes only
+speed. Other targets have no table: their --cpu goes to the compiler as before, with default choices.
+"""
+
+from __future__ import annotations
+
+import functools
+import platform
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from ember.errors import OptionError
+
+TABLE_TARGETS = ("host", "x86_64")
+
+
+@dataclass(frozen=True)
+class CpuFamily:
+    name: str
+    description: str
+    simd: str  # widest float vectors: sse2 | avx2 | avx512
+    fma_units: int  # FMA units at the full vector width (Zen 4 splits 512-bit ops in two 256-bit halves: 1)
+    # Convolution algorithms (conv_algorithms.py says what each threshold decides).
+    winograd_min_channels: int = 16
+    winograd_min_pixels: int = 64
+    winograd4_min_tiles: int = 49
+    shifted_max_width: int = 32
+    shifted_strided_min_k: int = 64
+    narrow_max_pixels: int = 64
+    narrow_min_channels: int = 64
+    # Kernel parameters (C macros, kernels/matmul.c): the K block of the float matmul, sized so a packed
+    # B strip plus a row tile of A stay in a 32 KiB L1 (6 x 16 tiles: 16 + 6 KiB; 12 x 32: 32 + 12 KiB
+    # against the 48 KiB L1 of AVX-512 Xeons since Ice Lake; Skylake-SP's 32 KiB still measured best at 256).
+    mm_kc: int = 256
+    # MatMul with a constant B (transformers' projections) packs B in panels at compile time: on Zen 3 the
+    # run-time packing of B strips (rows a page apart) cost 2-9% of each BERT-sized matmul.
+    matmul_panels: bool = False
+
+    def c_defines(self) -> dict[str, int]:
+        """The macros NAME.c defines before its kernels (each kernel keeps its own default without one)."""
+        return {"EMBER_MM_KC": self.mm_kc}
+
+    def record(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+FAMILIES: dict[str, CpuFamily] = {f.name: f for f in (
+    CpuFamily("x86-64", "SSE2 only (x86-64 baseline, x86-64-v2)", "sse2", 2),
+    # No ConvNarrow: with 8 lanes, 49 pixels waste few of them, and on Zen 3 (512 KiB L2) the pixel-major
+    # path measured 1.4-1.55x onnxruntime on the 1x1 convs of ResNet-50's and MobileNetV2's 7x7 stages
+    # (im2col: 1.15-1.25x) and 2.7x on ResNet-50's 3x3 at 7x7 (ConvShifted: 1.35x).
+    CpuFamily("avx2", "AVX2 + FMA, 256-bit, two FMA units (Haswell to Alder Lake, Zen 1-3; x86-64-v3)", "avx2", 2,
+              narrow_max_pixels=0, matmul_panels=True),
+    CpuFamily("avx512", "AVX-512, two 512-bit FMA units (Xeon Skylake-SP to Granite Rapids, Zen 5; x86-64-v4)",
+              "avx512", 2),
+    CpuFamily("avx512-1fma", "AVX-512 at half rate: one 512-bit FMA unit (Ice/Tiger Lake client) or 2 x 256 (Zen 4)",
+              "avx512", 1),
+)}
+
+# Targets without a table (ARM, RISC-V, wasm, i386) and hosts that are not x86-64: the thresholds measured
+# when ember was tuned (issue 4).
+DEFAULT_FAMILY = CpuFamily("default", "no CPU table for this target", "any", 2)
+
+# GCC's -march names -> family. Names outside the table are refused on the table's targets: a misspelt CPU
+# would otherwise reach the compiler, or silently get another CPU's choices.
+CPUS: dict[str, str] = {
+    "x86-64": "x86-64", "x86-64-v2": "x86-64", "nehalem": "x86-64", "westmere": "x86-64", "sandybridge": "x86-64",
+    "ivybridge": "x86-64", "btver2": "x86-64", "bdver4": "x86-64",
+    "x86-64-v3": "avx2", "haswell": "avx2", "broadwell": "avx2", "skylake": "avx2", "alderlake": "avx2",
+    "raptorlake": "avx2", "meteorlake": "avx2", "znver1": "avx2", "znver2": "avx2", "znver3": "avx2",
+    "x86-64-v4": "avx512", "skylake-avx512": "avx512", "cascadelake": "avx512", "cooperlake": "avx512",
+    "icelake-server": "avx512", "sapphirerapids": "avx512", "emeraldrapids": "avx512", "graniterapids": "avx512",
+    "znver5": "avx512",
+    "icelake-client": "avx512-1fma", "tigerlake": "avx512-1fma", "rocketlake": "avx512-1fma",
+    "cannonlake": "avx512-1fma", "znver4": "avx512-1fma",
+}
+
+
+@dataclass(frozen=True)
+class CpuChoice:
+    name: str  # as given (or the target's default): what -march gets
+    family: CpuFamily
+    model: str | None = None  # native: the CPU's model name from /proc/cpuinfo
+
+    def record(self) -> dict[str, Any]:
+        """What NAME.json keeps (target_info.cpu_choice)."""
+        return {"cpu": self.name, "model": self.model, "family": self.family.record()}
+
+
+def choices() -> list[str]:
+    return ["native", *CPUS]
+
+
+def resolve_cpu(target: str, cpu: str | None) -> CpuChoice | None:
+    """The family of `cpu` (None: the target's default) on `target`; None where the table does not apply
+    (not an x86-64 target, or a host that is not x86-64)."""
+    if target not in TABLE_TARGETS:
+        return None
+    name = cpu if cpu is not None else ("native" if target == "host" else "x86-64")
+    if name == "native":
+        if target != "host":
+            raise OptionError(f"--cpu native is for target host only; target '{target}' takes one of: "
+                              + ", ".join(CPUS))
+        return _native()
+    if name not in CPUS:
+        raise OptionError(f"--cpu '{name}' is not a CPU ember knows for target '{target}'; choose from: "
+                          + ", ".join(choices()))
+    return CpuChoice(name, FAMILIES[CPUS[name]])
+
+
+@functools.cache
+def _native() -> CpuChoice | None:
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return None
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        text = ""  # not Linux: SSE2 choices, while -march=native still lets the compiler use what there is
+    family, model = detect(text)
+    return CpuChoice("native", family, model)
+
+
+def detect(cpuinfo: str) -> tuple[CpuFamily, str | None]:
+    """The family of the first CPU that /proc/cpuinfo text describes, and its model name."""
+    fields: dict[str, str] = {}
+    for line in cpuinfo.splitlines():
+        if not line.strip():
+            if fields:
+                break
+            continue
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    flags = set(fields.get("flags", "").split())
+    model = fields.get("model name")
+    if "avx512f" in flags:
+        # Zen 4 (AMD family 25, 0x19) executes 512-bit operations as two 256-bit halves; Intel client cores
+        # (Core, not Xeon) with AVX-512 have one 512-bit FMA unit.
+        amd_zen4 = fields.get("vendor_id") == "AuthenticAMD" and fields.get("cpu family") == "25"
+        intel_client = fields.get("vendor_id") == "GenuineIntel" and "Core" in (model or "")
+        return FAMILIES["avx512-1fma" if amd_zen4 or intel_client else "avx512"], model
+    if {"avx2", "fma"} <= flags:
+        return FAMILIES["avx2"], model
+    return FAMILIES["x86-64"], model

@@ -1,0 +1,1 @@
+"""The examples/ folder built and run as a user would (issue 21)."""

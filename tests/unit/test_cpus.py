@@ -1,0 +1,161 @@
+"""--cpu on the x86-64 targets: the CPU table (toolchain/cpus.py), native detection, the one-line error for
+an unknown name, and what a choice changes: the convolution algorithms, NAME.c's kernel macros, NAME.json."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import ember
+from ember.config import CompileOptions
+from ember.driver import load_graph
+from ember.errors import OptionError
+from ember.passes.conv_algorithms import choose_conv_algorithms
+from ember.toolchain.cpus import CPUS, DEFAULT_FAMILY, FAMILIES, detect, resolve_cpu
+
+# /proc/cpuinfo's first processor, cut to the fields detection reads (flags shortened).
+EPYC_MILAN = """processor\t: 0
+vendor_id\t: AuthenticAMD
+cpu family\t: 25
+model\t\t: 1
+model name\t: AMD EPYC 7B13
+flags\t\t: fpu sse sse2 ssse3 fma sse4_1 sse4_2 avx f16c avx2 bmi2
+
+processor\t: 1
+vendor_id\t: AuthenticAMD
+flags\t\t: fpu
+"""
+ZEN4 = "vendor_id : AuthenticAMD\ncpu family : 25\nmodel name : AMD EPYC 9654\nflags : avx2 fma avx512f avx512bw\n"
+XEON = "vendor_id : GenuineIntel\nmodel name : Intel(R) Xeon(R) Platinum 8480+\nflags : avx2 fma avx512f\n"
+TIGERLAKE = "vendor_id : GenuineIntel\nmodel name : 11th Gen Intel(R) Core(TM) i7-1165G7\nflags : avx2 fma avx512f\n"
+OLD = "vendor_id : GenuineIntel\nmodel name : Intel(R) Xeon(R) CPU E5-2670\nflags : sse2 sse4_2 avx\n"
+
+
+@pytest.mark.parametrize(("text", "family", "model"), [
+    (EPYC_MILAN, "avx2", "AMD EPYC 7B13"), (ZEN4, "avx512-1fma", "AMD EPYC 9654"),
+    (XEON, "avx512", "Intel(R) Xeon(R) Platinum 8480+"), (TIGERLAKE, "avx512-1fma", None), (OLD, "x86-64", None),
+    ("", "x86-64", None)])
+def test_native_detection_reads_flags_and_model(text: str, family: str, model: str | None) -> None:
+    fam, name = detect(text)
+    assert fam.name == family
+    if model is not None:
+        assert name == model
+
+
+def test_table_names_map_to_families() -> None:
+    assert resolve_cpu("host", "x86-64-v3").family.name == "avx2"
+    assert resolve_cpu("x86_64", "znver3").family.name == "avx2"
+    assert resolve_cpu("host", "x86-64-v4").family.name == "avx512"
+    assert resolve_cpu("host", "znver4").family.name == "avx512-1fma"
+    assert resolve_cpu("x86_64", None).family.name == "x86-64"  # the x86_64 target's baseline
+    assert set(CPUS.values()) <= set(FAMILIES)
+    # Targets without a table keep passing --cpu to the compiler untouched.
+    assert resolve_cpu("aarch64", "cortex-a72") is None and resolve_cpu("cortex-m4", None) is None
+
+
+@pytest.mark.parametrize(("target", "cpu", "words"), [
+    ("host", "skylake-avx51", ["skylake-avx51", "host", "x86-64-v3", "native"]),
+    ("x86_64", "native", ["native", "x86_64", "x86-64-v3"])])
+def test_unknown_cpu_is_one_line_listing_the_choices(target: str, cpu: str, words: list[str]) -> None:
+    with pytest.raises(OptionError) as e:
+        resolve_cpu(target, cpu)
+    msg = str(e.value)
+    assert "\n" not in msg and all(w in msg for w in words)
+
+
+def test_unknown_cpu_on_the_command_line(tmp_path: Path) -> None:
+    res = subprocess.run([sys.executable, "-m", "ember.cli", "compile", str(_conv_model(tmp_path / "c.onnx")), "-o",
+                          str(tmp_path / "out"), "--cpu", "zen3"], capture_output=True, text=True)
+    lines = res.stderr.strip().splitlines()
+    assert res.returncode == 1 and len(lines) == 1 and lines[0].startswith("ember: error: --cpu 'zen3'")
+    assert "znver3" in lines[0] and not (tmp_path / "out").exists()
+
+
+def _conv_model(path: Path, c: int = 16, m: int = 16, hw: int = 16) -> Path:
+    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((m, c, 3, 3)).astype(np.float32), "w")
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, hw, hw])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, m, hw, hw])], [w])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, path)
+    return path
+
+
+def test_family_thresholds_choose_the_conv_algorithm(tmp_path: Path) -> None:
+    model = str(_conv_model(tmp_path / "c.onnx"))
+    ops = []
+    for family in (DEFAULT_FAMILY, dataclasses.replace(DEFAULT_FAMILY, winograd_min_pixels=10**6)):
+        graph, _ = load_graph(model, CompileOptions())
+        choose_conv_algorithms(graph, family)
+        ops.append([n.op for n in graph.nodes])
+    assert ops[0] == ["ConvWinograd"] and "ConvWinograd" not in ops[1]
+
+
+def test_avx2_keeps_7x7_maps_off_the_pixel_major_path(tmp_path: Path) -> None:
+    # 3x3 over 256 channels at 7x7: pixel-major on AVX-512, where it was measured faster; not on AVX2.
+    model = str(_conv_model(tmp_path / "c.onnx", c=256, m=64, hw=7))
+    chosen = {}
+    for family in ("avx512", "avx2"):
+        graph, _ = load_graph(model, CompileOptions())
+        choose_conv_algorithms(graph, FAMILIES[family])
+        chosen[family] = [n.op for n in graph.nodes]
+    assert chosen == {"avx512": ["ConvNarrow"], "avx2": ["ConvShifted"]}
+
+
+def test_cpu_choice_reaches_the_bundle_and_runs_here(tmp_path: Path) -> None:
+    model = _conv_model(tmp_path / "c.onnx")
+    x = np.random.default_rng(1).standard_normal((1, 16, 16, 16)).astype(np.float32)
+    # x86-64-v3 (AVX2) runs on any CPU with AVX2; the plain x86-64 build runs anywhere.
+    flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    cpus = ["x86-64", "x86-64-v3"] if " avx2" in flags and " fma" in flags else ["x86-64"]
+    results = []
+    for cpu in cpus:
+        out = tmp_path / cpu
+        res = subprocess.run([sys.executable, "-m", "ember.cli", "compile", str(model), "-o", str(out), "--cpu", cpu],
+                             capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr
+        manifest = json.loads((out / "c.json").read_text())
+        choice = manifest["target_info"]["cpu_choice"]
+        assert choice["cpu"] == cpu and choice["family"]["name"] == CPUS[cpu]
+        assert f"-march={cpu}" in manifest["compiler"]
+        assert f"#define EMBER_MM_KC {FAMILIES[CPUS[cpu]].mm_kc}" in (out / "c.c").read_text()
+        results.append(ember.load(out).run({"x": x})["y"])
+    import onnxruntime as ort
+
+    (want,) = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    for y in results:
+        np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
+
+
+def test_avx2_packs_constant_matmul_weights_in_panels(tmp_path: Path) -> None:
+    rng = np.random.default_rng(2)
+    b = numpy_helper.from_array(rng.standard_normal((48, 64)).astype(np.float32), "b")
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "b"], ["t"]), helper.make_node("Relu", ["t"], ["y"])],
+                          "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 7, 48])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 7, 64])], [b])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, tmp_path / "mm.onnx")
+    for family, op in ((DEFAULT_FAMILY, "MatMul"), (FAMILIES["avx2"], "MatMulPanels")):
+        graph, _ = load_graph(str(tmp_path / "mm.onnx"), CompileOptions())
+        choose_conv_algorithms(graph, family)
+        assert [n.op for n in graph.nodes] == [op, "Relu"]
+    flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    if " avx2" not in flags or " fma" not in flags:
+        return
+    import onnxruntime as ort
+
+    x = rng.standard_normal((2, 7, 48)).astype(np.float32)
+    bundle = ember.compile(tmp_path / "mm.onnx", tmp_path / "out", cpu="x86-64-v3")
+    assert [n["op"] for n in bundle.manifest["nodes"]] == ["MatMulPanels+Relu"]  # Relu runs in the tiles
+    (want,) = ort.InferenceSession(str(tmp_path / "mm.onnx"), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    np.testing.assert_allclose(bundle.run({"x": x})["y"], want, rtol=1e-5, atol=1e-5)
