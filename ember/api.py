@@ -20,6 +20,7 @@ from ember.ir.dtypes import DType
 from ember.ir.graph import Graph, Node
 from ember.memory.plan import MemoryPlan
 from ember.ops.epilogue import epilogue_of
+from ember.ops.parallel import PARTS_ATTR
 from ember.output import check_writable_file, claim, make_dirs, remove_empty_dirs, replace_bundle
 from ember.passes.manager import PassManager
 from ember.passes.pipeline import Purpose
@@ -104,7 +105,8 @@ def write_bundle(model_path: str, out: str | os.PathLike, opts: CompileOptions, 
             writer.join()
         seconds["write"] = writer.result()
         info = inspect_object(obj)
-        check_freestanding(info, f"{name}.o", target.name, allow_double=_uses_float64(graph))
+        check_freestanding(info, f"{name}.o", target.name, allow_double=_uses_float64(graph),
+                           threads=opts.threads > 1)
         # Recorded with the paths the files will have, not the temporary folder's.
         cc_cmd = [a.replace(str(tmp), str(out)) for a in cc_cmd]
         manifest = _manifest(graph, plan, src, opts, sha, cc_cmd, pm)
@@ -220,6 +222,9 @@ def _manifest(graph: Graph, plan: MemoryPlan, src, opts: CompileOptions, sha: st
             "activations_lower_bound": plan.lower_bound,
             "alignment": 64,
         },
+        # --threads: the pool's size, the nodes divided among its threads, and what linking needs.
+        "threads": {"max": opts.threads, "divided": sum(1 for n in graph.nodes if n.attrs.get(PARTS_ATTR, 1) > 1),
+                    "link_flags": ["-pthread"] if opts.threads > 1 else []},
         "ops": graph.op_counts(),
         "nodes": [{"name": n.name, "op": _op_label(n)} for n in graph.nodes],  # index = profile event id
         "flops": graph_flops(graph),

@@ -36,7 +36,7 @@ def _compile(args: argparse.Namespace) -> int:
         keep_float=tuple(op.strip() for op in ",".join(args.keep_float).split(",") if op.strip()), io=args.io,
         weights=args.weights, max_memory=parse_size(args.max_memory) if args.max_memory else None,
         ram_limit=parse_size(args.ram_limit, "--ram-limit") if args.ram_limit else None,
-        weights_txt=not args.no_weights_txt,
+        weights_txt=not args.no_weights_txt, threads=args.threads,
     )
     command = "ember " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     if args.report:
@@ -127,9 +127,11 @@ def _bench(args: argparse.Namespace) -> int:
         check_writable_file(args.json, "--json")
     if args.target or args.device or _cross(args.bundle):
         return _bench_on_target(args)
-    r = bench(args.bundle, args.rounds, args.warmup, not args.no_profile, args.input, _preprocess(args))
+    r = bench(args.bundle, args.rounds, args.warmup, not args.no_profile, args.input, _preprocess(args),
+              args.threads)
     gflops = r["flops"] / (r["median_ms"] * 1e6) if r["flops"] else 0.0
-    print(f"bundle {r['name']}: {r['rounds']} rounds after {r['warmup']} warm-up")
+    print(f"bundle {r['name']}: {r['rounds']} rounds after {r['warmup']} warm-up"
+          + (f", {r['threads']} threads" if r["threads"] > 1 else ""))
     print(f"  latency  min {r['min_ms']:.4f} ms  median {r['median_ms']:.4f} ms  p90 {r['p90_ms']:.4f} ms"
           + (f"  ({gflops:.1f} GFLOP/s)" if gflops else ""))
     mem, fp = r["memory"], r["footprint"]
@@ -248,6 +250,8 @@ def _run(args: argparse.Namespace) -> int:
         check_writable_file(args.output, "--output")
     bundle = load(args.bundle)
     execute = _on_target(args, bundle) or bundle.run
+    if args.threads is not None:
+        bundle.set_threads(args.threads)
     stacks, count = load_feeds(args.input, input_infos(bundle.inputs), _preprocess(args))
     # A sequence output comes back as one array per element (NAME_0, NAME_1, ...).
     runs = [bundle.by_element(execute(sample(stacks, k), cast=args.cast, dequantize=args.dequantize))
@@ -290,6 +294,10 @@ def _where(args: argparse.Namespace, bundle: Any) -> tuple[str, Any] | None:
     if device is None:
         runner_kind(target)  # an unknown target is an error before any data is read
     check_target(bundle, target)
+    if bundle.threads > 1 or getattr(args, "threads", None) is not None:
+        # The target runners link NAME.o into a freestanding program: no POSIX threads there.
+        raise OptionError(f"--threads: bundle {bundle.name} runs on {target} single-threaded only; compile it without "
+                          "--threads, or link NAME.o with -pthread into your own program there")
     print(f"running on {device.name + ' over ssh' if device else target}", file=sys.stderr)
     return target, device
 
@@ -343,6 +351,10 @@ def _info(args: argparse.Namespace) -> int:
     print(f"  memory: constant {mem['constant']:,} B, mutable {mem['mutable']:,} B, activations "
           f"{mem['activations']:,} B (lower bound {mem['activations_lower_bound']:,} B)")
     print("  ops: " + ", ".join(f"{k} x{v}" for k, v in m["ops"].items()))
+    threads = m.get("threads", {})
+    if threads.get("max", 1) > 1:
+        print(f"  threads: up to {threads['max']}, {threads['divided']} node(s) divided among them "
+              f"(link with {' '.join(threads['link_flags'])})")
     return 0
 
 
@@ -460,6 +472,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="refuse bundles whose RAM (inputs/outputs + activations; not the stack) is larger, e.g. "
                    "64K or 65536, stating the smallest RAM ember reaches for the model")
     c.add_argument("-O", dest="opt_level", type=int, default=3, choices=(0, 1, 2, 3), help="C optimization level")
+    c.add_argument("--threads", type=int, default=1, metavar="N",
+                   help="run large kernels on up to N threads (host and Linux targets): the bundle owns a pool "
+                   "of POSIX threads (link with -pthread); NAME_set_threads changes the count at run time")
     _quant_args(c)
     c.set_defaults(fn=_compile)
 
@@ -488,6 +503,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--no-profile", action="store_true", help="skip the instrumented per-operator build")
     b.add_argument("--top", type=int, default=10, help="how many of the slowest nodes to list")
     b.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    b.add_argument("--threads", type=int, metavar="N",
+                   help="threads a multi-threaded bundle runs on (default: all it was compiled with --threads for)")
     _data_args(b, "what the timed runs are fed (default: random data); the first sample of a stack")
     _target_args(b)
     b.set_defaults(fn=_bench)
@@ -509,6 +526,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="convert arrays to the bundle's dtypes (default: a dtype mismatch is an error; float data "
                    "for an --io int8 input is always quantized with its scale and zero point)")
     r.add_argument("--dequantize", action="store_true", help="return an --io int8 bundle's outputs as float32")
+    r.add_argument("--threads", type=int, metavar="N",
+                   help="threads a multi-threaded bundle runs on (default: all it was compiled with --threads for)")
     _data_args(r, "the data of input NAME (several samples: one run each)")
     _target_args(r)
     r.set_defaults(fn=_run)

@@ -53,6 +53,8 @@ class CompileOptions:
     max_memory: int | None = None
     # Largest RAM the bundle may use: the mutable region (inputs, outputs) plus the activations; None: no limit.
     ram_limit: int | None = None
+    # Threads a bundle may use (host and Linux targets): its pool's size and the parts big kernels divide into.
+    threads: int = 1
 
     def __post_init__(self) -> None:
         if self.api not in ("static", "dynamic"):
@@ -71,6 +73,8 @@ class CompileOptions:
             if v > MAX_DIM:
                 raise OptionError(f"--define {k}={v}: dimensions are at most {MAX_DIM} (C int)")
         object.__setattr__(self, "consts", {k: const_array(k, v) for k, v in self.consts.items()})
+        if not isinstance(self.threads, int) or isinstance(self.threads, bool) or not 1 <= self.threads <= MAX_THREADS:
+            raise OptionError(f"--threads {self.threads}: must be a whole number from 1 to {MAX_THREADS}")
         if self.max_memory is not None and (not isinstance(self.max_memory, int) or self.max_memory <= 0):
             raise OptionError(f"--max-memory {self.max_memory}: must be a positive number of bytes")
         if self.ram_limit is not None and (not isinstance(self.ram_limit, int) or isinstance(self.ram_limit, bool)
@@ -118,6 +122,7 @@ def _check_quantization(o: CompileOptions) -> None:
             raise OptionError(f"--keep-float: unknown operator '{op}'")
 
 
+MAX_THREADS = 256  # the pool's storage is static: a bound keeps a typo from reserving megabytes
 # Dimensions and element counts reach the generated C as `int`.
 MAX_DIM = 2**31 - 1
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}

@@ -118,6 +118,7 @@ def lower(model_path: str, options: CompileOptions, purpose: Purpose = Purpose.B
     `target`: the one the bundle is for (default: the host). `command`: the command line that asked for
     the build, recorded in the sources' banner. `phase(label)` is told as each phase starts (a progress bar)."""
     target = target if target is not None else get_target("host")
+    check_threads(options, target)
     say = phase if phase is not None else (lambda _label: None)
     t0 = time.perf_counter()
     say("loading and optimizing")
@@ -132,11 +133,22 @@ def lower(model_path: str, options: CompileOptions, purpose: Purpose = Purpose.B
     say("generating C")
     cpu = resolve_cpu(target.name, options.cpu)
     sources = generate(graph, plan, graph.name, options.api, _banner(graph.name, sha, command),
-                       cpu.family.c_defines() if cpu is not None else None)
+                       cpu.family.c_defines() if cpu is not None else None, options.threads)
     t3 = time.perf_counter()
     passes = sum(r.seconds for r in pm.records)
     seconds = {"load": t1 - t0 - passes, "passes": passes, "plan": t2 - t1, "codegen": t3 - t2}
     return Lowered(graph, plan, sources, pm, sha, seconds)
+
+
+# Kinds of target (targets.py) whose bundles run under an OS with POSIX threads.
+THREAD_TARGET_KINDS = ("host", "linux")
+
+
+def check_threads(options: CompileOptions, target: Target) -> None:
+    if options.threads > 1 and target.kind not in THREAD_TARGET_KINDS:
+        what = {"mcu": "a microcontroller", "wasm": "a WebAssembly"}.get(target.kind, f"a {target.kind}")
+        raise OptionError(f"--threads {options.threads}: target '{target.name}' is {what} target; multi-threaded "
+                          "bundles need POSIX threads (host and Linux targets)")
 
 
 def _banner(name: str, sha: str, command: str) -> str:

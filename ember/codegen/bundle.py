@@ -24,11 +24,13 @@ from ember.errors import OptionError
 from ember.ir.graph import Graph, Node, Value
 from ember.memory.plan import MemoryPlan
 from ember.ops import registry
+from ember.ops.opdef import OpDef
+from ember.ops.parallel import Split, node_split, part_views
 
 # The macros NAME.h defines for each input and output NAME_x: NAME_x itself (its offset) and these.
 _IO_SUFFIXES = ("_TYPE", "_DTYPE", "_NUM_DIMS", "_DIMS", "_SIZE", "_BYTES", "_SCALE", "_ZERO_POINT")
 # Macros NAME.h and NAME.c define besides those of the inputs and outputs (NAME_... ones given the prefix).
-_NAMED_MACROS = ("CONSTANT_MEM_SIZE", "MUTABLE_MEM_SIZE", "ACTIVATIONS_MEM_SIZE", "MEM_ALIGN")
+_NAMED_MACROS = ("CONSTANT_MEM_SIZE", "MUTABLE_MEM_SIZE", "ACTIVATIONS_MEM_SIZE", "MEM_ALIGN", "THREADS")
 _FIXED_MACROS = {"GLOW_MEM_ALIGN", "GLOW_GET_ADDR", "EMBER_GLOW_BUNDLE_TYPES", "EMBER_PROFILE", "EMBER_CAPTURE",
                  "EMBER_PROFILE_EVENT", "EMBER_CAPTURE_TENSOR"}
 
@@ -55,7 +57,7 @@ def check_network_name(name: str) -> None:
 
 
 def entry_symbols(name: str) -> set[str]:
-    return {name, f"{name}_symbols", f"{name}_config"}
+    return {name, f"{name}_symbols", f"{name}_config", f"{name}_set_threads", f"{name}_shutdown"}
 
 
 def io_macros(name: str, entries: list[IOEntry]) -> set[str]:
@@ -86,9 +88,10 @@ def io_entries(graph: Graph, plan: MemoryPlan, name: str | None = None) -> tuple
 
 
 def generate(graph: Graph, plan: MemoryPlan, name: str, api: str, banner: str,
-             defines: dict[str, int] | None = None) -> BundleSources:
+             defines: dict[str, int] | None = None, threads: int = 1) -> BundleSources:
     """NAME.c and NAME.h. `defines`: kernel parameters of the CPU family (toolchain/cpus.py), as macros
-    ahead of the kernels."""
+    ahead of the kernels. `threads` > 1: a multi-threaded bundle (its pool: kernels/threads.c; nodes marked
+    by passes/threads.py)."""
     check_network_name(name)
     ins, outs = io_entries(graph, plan, name)
     ctx = CodeContext(plan)
@@ -96,9 +99,10 @@ def generate(graph: Graph, plan: MemoryPlan, name: str, api: str, banner: str,
     # from the entry point, its symbols and every macro the header defines.
     ctx.names.reserve(entry_symbols(name) | header_macros(name) | io_macros(name, ins + outs))
     ctx.emit_graph = lambda sub: _emit_subgraph(sub, ctx)
-    _emit_nodes(graph, ctx)
-    c = _source(graph, ctx, name, api, banner, ins + outs, plan, defines or {})
-    h = _header(name, api, banner, ins, outs, plan, graph.valid_counts)
+    pool = ctx.names.fresh("ember_threads") if threads > 1 else None
+    _emit_nodes(graph, ctx, pool)
+    c = _source(graph, ctx, name, api, banner, ins + outs, plan, defines or {}, threads, pool)
+    h = _header(name, api, banner, ins, outs, plan, graph.valid_counts, threads)
     return BundleSources(c, h, ins + outs)
 
 
@@ -121,18 +125,50 @@ void ember_capture_tensor(int value, const void *data, size_t bytes);
 """
 
 
-def _emit_node(node: Node, ctx: CodeContext) -> None:
+def _emit_node(node: Node, ctx: CodeContext, pool: str | None = None) -> None:
     op = registry.get(node.op)
     outs = ", ".join(v.name for v in node.outputs if v is not None)
     ctx.body.line(f"/* {c_comment(node.name)}: {node.op} -> {c_comment(outs)} */")
+    found = node_split(node, op.split) if pool is not None else None
     if all(v is None or v.type.numel == 0 for v in node.outputs):
         pass  # empty outputs: nothing to compute (and kernels get no scratch for them)
+    elif found is not None:
+        assert pool is not None
+        _emit_parts(node, op, *found, ctx, pool)
     elif op.expr is not None:
         emit_chain(ctx, [(node, op.expr)], node.inputs, node.outputs[0])
     elif op.lower is not None:
         op.lower(node, KernelEmitter(ctx, node))
     else:
         raise AssertionError(f"op {node.op} reached code generation without a lowering")
+
+
+def _emit_parts(node: Node, op: OpDef, split: Split, parts: int, ctx: CodeContext, pool: str) -> None:
+    """A divided node: one task function computes part `part` (a call of the node's own lowering on its
+    view of the node, with the part's scratch); the entry point hands the parts to the pool."""
+    assert op.lower is not None
+    fn = ctx.names.fresh("ember_task")
+    stride = op.scratch(node) // parts if op.scratch is not None else 0
+    base = ctx.plan.scratch.get(id(node), 0)
+    body, ctx.body = ctx.body, CWriter()
+    try:
+        for p, view in enumerate(part_views(node, split, parts)):
+            lo, hi = view.units
+            with ctx.body.block(f"{'if' if p == 0 else 'else if'} (part == {p})", f" /* units {lo}..{hi} */"):
+                if split.lower is not None:
+                    split.lower(node, KernelEmitter(ctx, node, scratch_at=base + p * stride), lo, hi)
+                else:
+                    op.lower(view.node, KernelEmitter(ctx, view.node, view.locations, base + p * stride))
+        task = ctx.body.getvalue()
+    finally:
+        ctx.body = body
+    w = ctx.tasks
+    with w.block(f"static void {fn}(uint8_t *constantWeight, uint8_t *mutableWeight, uint8_t *activations, int part)"):
+        w.line("(void)constantWeight;")
+        w.line("(void)mutableWeight;")
+        w.line("(void)activations;")
+        w.raw(_indent(task))
+    ctx.body.line(f"ember_tp_run({pool}, {fn}, {parts}, constantWeight, mutableWeight, activations);")
 
 
 def _emit_subgraph(graph: Graph, ctx: CodeContext) -> None:
@@ -142,11 +178,11 @@ def _emit_subgraph(graph: Graph, ctx: CodeContext) -> None:
         _emit_node(node, ctx)
 
 
-def _emit_nodes(graph: Graph, ctx: CodeContext) -> None:
+def _emit_nodes(graph: Graph, ctx: CodeContext, pool: str | None = None) -> None:
     captured = 0
     for i, node in enumerate(graph.nodes):
         ctx.body.line(f"EMBER_PROFILE_EVENT({i}, 0);")
-        _emit_node(node, ctx)
+        _emit_node(node, ctx, pool)
         ctx.body.line(f"EMBER_PROFILE_EVENT({i}, 1);")
         for v in node.outputs:
             if v is not None:
@@ -187,7 +223,8 @@ def _hex_lines(data: memoryview) -> memoryview:
 
 
 def _source(graph: Graph, ctx: CodeContext, name: str, api: str, banner: str,
-            io: list[IOEntry], plan: MemoryPlan, defines: dict[str, int]) -> str:
+            io: list[IOEntry], plan: MemoryPlan, defines: dict[str, int], threads: int = 1,
+            pool: str | None = None) -> str:
     w = CWriter()
     w.lines(banner)
     w.line("#include <stdint.h>")
@@ -197,17 +234,31 @@ def _source(graph: Graph, ctx: CodeContext, name: str, api: str, banner: str,
     for macro, value in sorted(defines.items()):
         w.line(f"#define {macro} {int(value)}")
     w.raw(_PROFILE_HOOKS)
+    if pool is not None:
+        w.line(f"#define EMBER_THREADS {threads}")
+        ctx.need("ember_tp")
     w.raw(library.assemble(ctx.needs))
     w.line()
     w.raw(ctx.tables.getvalue())
     if api == "dynamic":
         _symbol_table(w, name, io, plan)
     w.line()
+    if pool is not None:
+        w.raw(ctx.tasks.getvalue())
+        with w.block(f"int {name}_set_threads(int n)"):
+            w.line("return ember_tp_set_threads(n);")
+        with w.block(f"void {name}_shutdown(void)"):
+            w.line("ember_tp_shutdown();")
+        w.line()
     with w.block(f"int {name}(uint8_t *constantWeight, uint8_t *mutableWeight, uint8_t *activations)"):
+        if pool is not None:
+            w.line(f"const int {pool} = ember_tp_enter(); /* threads this call uses; 0: alone */")
         w.line("(void)constantWeight;")
         w.line("(void)mutableWeight;")
         w.line("(void)activations;")
         w.raw(_indent(ctx.body.getvalue()))
+        if pool is not None:
+            w.line(f"ember_tp_leave({pool});")
         w.line("return 0;")
     return w.getvalue()
 
@@ -228,7 +279,7 @@ def _symbol_table(w: CWriter, name: str, io: list[IOEntry], plan: MemoryPlan) ->
 
 
 def _header(name: str, api: str, banner: str, ins: list[IOEntry], outs: list[IOEntry], plan: MemoryPlan,
-            valid_counts: dict[str, tuple[str, int]]) -> str:
+            valid_counts: dict[str, tuple[str, int]], threads: int = 1) -> str:
     up = name.upper()
     guard = f"EMBER_BUNDLE_{up}_H"
     w = CWriter()
@@ -291,11 +342,25 @@ def _header(name: str, api: str, banner: str, ins: list[IOEntry], outs: list[IOE
     w.line("// Bundle entry point (inference function); returns 0 on success. Re-entrant.")
     w.line(f"int {name}(uint8_t *constantWeight, uint8_t *mutableWeight, uint8_t *activations);")
     w.line()
+    if threads > 1:
+        w.lines(_THREADS_API.format(name=name, up=up, threads=threads))
+        w.line()
     w.line("#ifdef __cplusplus")
     w.line("}")
     w.line("#endif")
     w.line(f"#endif // {guard}")
     return w.getvalue()
+
+
+_THREADS_API = """// Threads (--threads {threads}): large kernels run on up to {up}_THREADS threads of a pool of
+// POSIX threads that the bundle starts on its first call, in static storage. Link with -pthread.
+// {name}_set_threads(n): threads a call uses from now on, 1..{up}_THREADS (returns the number set); the
+// results do not depend on it. {name}_shutdown(): joins the pool's threads (a later call starts them
+// again). Re-entrant still: while one call uses the pool, another thread's call (on its own mutable and
+// activation buffers) runs alone on its thread, with the same results.
+#define {up}_THREADS {threads}
+int {name}_set_threads(int n);
+void {name}_shutdown(void);"""
 
 
 _DYNAMIC_TYPES = """

@@ -40,6 +40,10 @@ class CodeContext:
         self.tables = CWriter()
         self.needs: set[str] = {"ember_prelude"}
         self.names = NameSupply()
+        # Multi-threaded bundles: the functions that compute one part of a divided node (codegen/bundle.py),
+        # and the tables their parts emitted, by content (the parts of a node share their geometry tables).
+        self.tasks = CWriter()
+        self.part_tables: dict[tuple[str, str], str] = {}
         # Emits a subgraph's nodes at the current point of `body` (set by codegen/bundle.py).
         self.emit_graph: Callable[[Graph], None] | None = None
 
@@ -50,15 +54,28 @@ class CodeContext:
 class KernelEmitter:
     """Handed to `OpDef.lower(node, k)`: builds the C statements that compute one node."""
 
-    def __init__(self, ctx: CodeContext, node: Node) -> None:
+    def __init__(self, ctx: CodeContext, node: Node, views: dict[int, tuple[Value, int]] | None = None,
+                 scratch_at: int | None = None) -> None:
         self.ctx = ctx
         self.node = node
+        # One part of a divided node (ember/ops/parallel.py): its cut values, each as (whole value, byte
+        # offset), and the byte offset of the part's own scratch.
+        self.views = views or {}
+        self.scratch_at = scratch_at
+
+    def where(self, v: Value) -> tuple[Region, int]:
+        """The region and byte offset of a tensor (of a cut value: inside its whole value)."""
+        if id(v) in self.views:
+            whole, extra = self.views[id(v)]
+            region, off = self.ctx.plan.where(whole)
+            return region, off + extra
+        return self.ctx.plan.where(v)
 
     def ptr(self, v: Value | None, ctype: str | None = None) -> str:
         """Typed pointer expression to a tensor's first element (writable unless in the constant region)."""
         if v is None:
             return "0"
-        region, off = self.ctx.plan.where(v)
+        region, off = self.where(v)
         ct = ctype if ctype is not None else v.dtype.ctype
         qual = "const " if region is Region.CONSTANT else ""
         return f"(({qual}{ct} *)({region.value} + {off}))"
@@ -70,10 +87,10 @@ class KernelEmitter:
         return self.ptr(self.node.input(i), ctype)
 
     def same_buffer(self, a: Value, b: Value) -> bool:
-        return self.ctx.plan.where(a) == self.ctx.plan.where(b)
+        return self.where(a) == self.where(b)
 
     def scratch(self, ctype: str = "uint8_t") -> str:
-        off = self.ctx.plan.scratch[id(self.node)]
+        off = self.scratch_at if self.scratch_at is not None else self.ctx.plan.scratch[id(self.node)]
         return f"(({ctype} *)(activations + {off}))"
 
     def need(self, *names: str) -> None:
@@ -101,10 +118,15 @@ class KernelEmitter:
 
     def table(self, values: Sequence[int | float] | np.ndarray, dtype: DType = DType.INT32) -> str:
         """A file-scope `static const` array (read-only, so the entry point stays re-entrant)."""
-        name = self.ctx.names.fresh("ember_tab")
         vals = [literal(x, dtype) for x in np.asarray(values).reshape(-1).tolist()] or ["0"]
         body = ", ".join(vals)
+        key = (dtype.ctype, body)
+        if self.views and key in self.ctx.part_tables:
+            return self.ctx.part_tables[key]
+        name = self.ctx.names.fresh("ember_tab")
         self.ctx.tables.line(f"static const {dtype.ctype} {name}[{len(vals)}] = {{{body}}};")
+        if self.views:
+            self.ctx.part_tables[key] = name
         return name
 
 

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from ember.codegen.emitter import ExprHandler, KernelEmitter
+    from ember.ops.parallel import Split
 
 InferFn = Callable[[Node], list[TensorType | None]]
 EvaluateFn = Callable[[Node, list["np.ndarray | None"]], list["np.ndarray"]]
@@ -132,6 +133,9 @@ class OpDef:
     # Control flow: simplify the node in its graph once more is constant (inline an If whose condition is,
     # hand constant captured values to the subgraphs, drop captures no subgraph reads).
     simplify: Callable[[Node, Graph], None] | None = None
+    # Multi-threaded bundles (ember/ops/parallel.py): how one call of the kernel divides into independent
+    # calls over ranges of output channels or rows; None where this node does not divide.
+    split: Callable[[Node], Split | None] | None = None
 
     def __post_init__(self) -> None:
         if (self.expr is None) == (self.lower is None) and self.name not in _NO_LOWERING:

@@ -16,6 +16,7 @@ FAMILIES = (
     "resize", "misc", "quantize", "qlinear", "qshifted", "qpointwise", "ml", "dynamic", "bitwise", "loss",
     "signal", "einsum", "normalize", "spatial", "linalg", "indexing", "reorder", "control", "attention",
     "linear_attention", "recurrent", "random",
+    "split",  # last: how the other families' kernel calls divide among threads (--threads)
 )
 
 

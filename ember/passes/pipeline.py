@@ -24,6 +24,7 @@ from ember.passes.manager import PassFn, each_graph
 from ember.passes.mcu_kernels import choose_mcu_kernels
 from ember.passes.schedule import schedule_for_memory
 from ember.passes.simplify import materialize_outputs, remove_identities
+from ember.passes.threads import split_for_threads
 from ember.passes.transposes import optimize_transposes
 from ember.passes.widen_dtypes import widen_storage_types
 from ember.toolchain.cpus import DEFAULT_FAMILY, resolve_cpu
@@ -115,6 +116,10 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
         # Once the integer nodes and their weights are final; before scheduling, which reads the scratch
         # sizes of the kernels chosen here. `int8_isa`: the target's (Target.int8_isa).
         passes.append(("choose_mcu_kernels", each_graph(lambda g: choose_mcu_kernels(g, int8_isa))))
+    if options.threads > 1:
+        # After the algorithm choices: it divides the calls of the kernels they chose, by their final shapes;
+        # before schedule_for_memory, since it gives each part scratch of its own.
+        passes.append(("split_for_threads", lambda g: split_for_threads(g, options.threads)))
     # Last, once every node, its scratch and its in-place chances are final: which branch of a branchy graph
     # runs first decides how many tensors are alive at once (the activation region's size).
     passes.append(("schedule_for_memory", schedule_for_memory))

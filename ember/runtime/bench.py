@@ -20,7 +20,7 @@ import numpy as np
 from ember.errors import ToolchainError
 from ember.quant.data import Preprocess
 from ember.runtime.inputs import input_infos, load_feeds, random_inputs, sample
-from ember.runtime.loader import Bundle, entry_point
+from ember.runtime.loader import Bundle, entry_point, link_flags, set_threads
 from ember.toolchain.cc import compile_object, link_shared
 from ember.toolchain.targets import get_target
 
@@ -51,7 +51,7 @@ def latency(bundle: Bundle, feeds: dict[str, np.ndarray], rounds: int, warmup: i
     return times
 
 
-def profile(bundle: Bundle, feeds: dict[str, np.ndarray], rounds: int) -> list[dict[str, Any]]:
+def profile(bundle: Bundle, feeds: dict[str, np.ndarray], rounds: int, threads: int = 1) -> list[dict[str, Any]]:
     """Mean milliseconds per run of every node, from an instrumented build of the bundle."""
     man = bundle.manifest
     nodes = man["nodes"]
@@ -66,8 +66,9 @@ def profile(bundle: Bundle, feeds: dict[str, np.ndarray], rounds: int) -> list[d
         timer_c.write_text(_TIMER_C.format(n=max(len(nodes), 1)))
         _compile_hosted(timer_c, timer_o)
         so = work / "profiled.so"
-        link_shared([obj, timer_o], so, opts.get("cc"))
+        link_shared([obj, timer_o], so, opts.get("cc"), libs=link_flags(man))
         lib = ctypes.CDLL(str(so))
+        set_threads(lib, man, threads)
         runner = bundle.runner(feeds, entry_point(lib, bundle.name))
         runner.run_once()
         counters = (ctypes.c_uint64 * max(len(nodes), 1)).in_dll(lib, "ember_profile_ns")
@@ -86,9 +87,13 @@ def _compile_hosted(src: Path, obj: Path) -> None:
 
 
 def bench(path: str | Path, rounds: int = 0, warmup: int = 0, with_profile: bool = True,
-          inputs: list[str] | None = None, prep: Preprocess | None = None) -> dict[str, Any]:
-    """`inputs`: --input NAME=FILE specs to time the bundle on (their first sample); default random data."""
+          inputs: list[str] | None = None, prep: Preprocess | None = None,
+          threads: int | None = None) -> dict[str, Any]:
+    """`inputs`: --input NAME=FILE specs to time the bundle on (their first sample); default random data.
+    `threads`: how many of a multi-threaded bundle's threads to run on (default: all it was compiled for)."""
     bundle = Bundle(path)
+    threads = bundle.threads if threads is None else threads
+    bundle.set_threads(threads)
     feeds = random_inputs(bundle, seed=0)
     if inputs:
         stacks, _ = load_feeds(inputs, input_infos(bundle.inputs), prep)
@@ -102,8 +107,8 @@ def bench(path: str | Path, rounds: int = 0, warmup: int = 0, with_profile: bool
         "name": bundle.name, "rounds": rounds, "warmup": warmup,
         "min_ms": ms[0], "median_ms": statistics.median(ms), "p90_ms": ms[min(len(ms) - 1, int(0.9 * len(ms)))],
         "mean_ms": statistics.fmean(ms), "memory": bundle.memory, "footprint": bundle.footprint,
-        "flops": bundle.manifest.get("flops", 0),
+        "flops": bundle.manifest.get("flops", 0), "threads": threads,
     }
     if with_profile:
-        result["profile"] = profile(bundle, feeds, max(3, min(rounds, 200)))
+        result["profile"] = profile(bundle, feeds, max(3, min(rounds, 200)), threads)
     return result

@@ -31,6 +31,23 @@ def _aligned(nbytes: int, align: int = 64) -> np.ndarray:
     return raw[start : start + nbytes]
 
 
+def link_flags(manifest: dict[str, Any]) -> tuple[str, ...]:
+    """What linking the bundle's object needs besides it (-pthread for a multi-threaded bundle)."""
+    return tuple(manifest.get("threads", {}).get("link_flags", []))
+
+
+def set_threads(lib: ctypes.CDLL, manifest: dict[str, Any], n: int) -> None:
+    """Calls NAME_set_threads(n) of a loaded build of the bundle, after checking n against its pool."""
+    most = int(manifest.get("threads", {}).get("max", 1))
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= most:
+        how = f"compiled with --threads {most}" if most > 1 else "compiled without --threads"
+        raise BundleError(f"threads {n!r}: bundle {manifest['name']} runs on 1 to {most} threads ({how})")
+    if most > 1:
+        fn = getattr(lib, f"{manifest['name']}_set_threads")
+        fn.restype, fn.argtypes = ctypes.c_int, [ctypes.c_int]
+        fn(n)
+
+
 def find_manifest(path: Path, name: str | None = None) -> Path:
     """NAME.json of the bundle at `path`: that file itself, DIR/NAME.json, or a folder's only bundle."""
     if path.is_file() and path.suffix == ".json":
@@ -265,7 +282,8 @@ class Bundle:
         self._weights = _allocate(mem["constant"], "constant weights")
         self._weights[:] = np.frombuffer(weights.read_bytes(), np.uint8)
         self.target: str = self.manifest.get("target", "host")
-        self._fn: Any = entry_point(self._link(sanitize), self.name) if self.target == "host" else None
+        self._lib = self._link(sanitize) if self.target == "host" else None
+        self._fn: Any = entry_point(self._lib, self.name) if self._lib is not None else None
 
     def _link(self, sanitize: bool) -> ctypes.CDLL:
         from ember.toolchain.cc import link_shared
@@ -283,7 +301,7 @@ class Bundle:
             # that the next run would try to load.
             part = so.with_name(f"{so.name}.{os.getpid()}.part")
             try:
-                link_shared([obj], part, self.manifest["options"].get("cc"), sanitize)
+                link_shared([obj], part, self.manifest["options"].get("cc"), sanitize, link_flags(self.manifest))
                 os.replace(part, so)
             finally:
                 part.unlink(missing_ok=True)
@@ -291,6 +309,17 @@ class Bundle:
             return ctypes.CDLL(str(so.resolve()))
         except OSError as e:
             raise BundleError(f"{so}: cannot load ({e})") from None
+
+    @property
+    def threads(self) -> int:
+        """The most threads the bundle can use (`--threads`; 1: it runs on the calling thread)."""
+        return int(self.manifest.get("threads", {}).get("max", 1))
+
+    def set_threads(self, n: int) -> None:
+        """How many threads its calls use from now on: 1 up to `threads` (results do not depend on it)."""
+        if self._lib is None:
+            raise BundleError(f"{self.path}: built for target '{self.target}'; only host bundles run here")
+        set_threads(self._lib, self.manifest, n)
 
     @property
     def memory(self) -> dict[str, int]:

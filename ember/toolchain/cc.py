@@ -98,10 +98,12 @@ def compile_object(src: Path, obj: Path, target: Target, abi: FloatABI, opt_leve
     return cmd
 
 
-def link_shared(objs: list[Path], out: Path, cc: str | None, sanitize: bool = False) -> None:
+def link_shared(objs: list[Path], out: Path, cc: str | None, sanitize: bool = False,
+                libs: tuple[str, ...] = ()) -> None:
+    """`libs`: flags after the objects (-pthread for a multi-threaded bundle)."""
     compiler = find_compiler(TARGETS["host"], cc)
     cmd = [*compiler.command, *compiler.user_flags, "-shared", *(SANITIZE_FLAGS if sanitize else ()),
-           *map(str, objs), "-o", str(out)]
+           *map(str, objs), *libs, "-o", str(out)]
     _run(cmd, f"linking {out.name}")
 
 

@@ -134,9 +134,14 @@ def _leb(b: bytes, pos: int) -> tuple[int, int]:
             return result, pos
 
 
-def check_freestanding(info: ObjectInfo, obj_name: str, target_name: str, allow_double: bool) -> None:
+# A multi-threaded bundle (--threads) also calls POSIX threads: its pool (codegen/kernels/threads.c).
+_PTHREAD = re.compile(r"^pthread_\w+$")
+
+
+def check_freestanding(info: ObjectInfo, obj_name: str, target_name: str, allow_double: bool,
+                       threads: bool = False) -> None:
     """Refuse objects that would need a C library, or double-precision soft float where it is banned."""
-    foreign = [s for s in info.undefined if not _HELPER.match(s)]
+    foreign = [s for s in info.undefined if not _HELPER.match(s) and not (threads and _PTHREAD.match(s))]
     if foreign:
         raise ToolchainError(f"{obj_name} for {target_name} references {', '.join(foreign[:8])}, which a "
                              "freestanding bundle may not use (compiler flags in --cc?)")

@@ -115,11 +115,11 @@ def build(bundle: Path, work: Path, sanitize: bool = False, weights_from_file: b
 
 
 def run(bundle: Path, work: Path, inputs: dict[str, np.ndarray], sanitize: bool = False,
-        weights_from_file: bool | None = None, cflags: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
+        weights_from_file: bool | None = None, cflags: tuple[str, ...] = (), opt: str = "-O1") -> dict[str, np.ndarray]:
     """Build the driver, run it on `inputs` (by model name), return the outputs by model name."""
     bundle = Path(bundle)
     man = manifest(bundle)
-    exe, from_file = build(bundle, work, sanitize, weights_from_file, cflags=cflags)
+    exe, from_file = build(bundle, work, sanitize, weights_from_file, opt, cflags)
     args: list[str] = [str(exe)]
     if from_file:
         args.append(str(bundle / f"{man['name']}.weights.bin"))

@@ -1,0 +1,198 @@
+"""How the big kernel calls divide among threads (`--threads N`; the mechanism: ember/ops/parallel.py).
+
+Loaded after every family (registry.FAMILIES), it sets `OpDef.split` on the operators whose one kernel
+call can be cut into independent calls by pointer offsets alone, and gives their scratch one region per
+part. Convolutions divide along output channels (their weights' rows, bias, output planes; a depthwise
+one also its input planes); matrix products along the rows of A and of the output (or, for a batch
+of products with per-batch B, along the batch). Everything is for one image (N = 1), since the output
+channels of several images are not one contiguous range. A 1x1 convolution over many pixels divides along its output
+pixels instead (matmul columns: pointer offsets with the whole row stride).
+
+Winograd convolutions' transformed weights interleave the output channels with the 16 or 36 tile
+positions; once divided they are stored part by part (parallel.relayout), so each part's are contiguous.
+Int8 convolutions divide with their per-channel tables (QSpec) cut alike, when their output is plain.
+Not divided (they run on one thread): grouped non-depthwise convolutions, ConvTranspose, int8 depthwise
+convolutions and int8 convolutions into channel-blocked outputs (passes/int8_layout.py), float16 nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from ember.codegen.emitter import KernelEmitter
+from ember.ir.dtypes import DType
+from ember.ir.graph import Node
+from ember.ops import registry
+from ember.ops.conv import _conv_parts
+from ember.ops.epilogue import epilogue_args
+from ember.ops.parallel import Slice, Split, contiguous_axis, cuttable, with_part_scratch
+
+# Output channels per part boundary: whole row tiles of the matmul kernels and whole vectors of the
+# depthwise kernels, so each part runs the code paths the whole call would.
+CHANNEL_ALIGN = 8
+ROW_ALIGN = 4
+# Output pixels per part boundary of a 1x1 conv divided by columns: whole strips of the widest vectors.
+PIXEL_ALIGN = 32
+
+
+def _float_image(node: Node) -> bool:
+    x, y = node.input(0), node.outputs[0]
+    return (x is not None and y is not None and x.dtype is DType.FLOAT32 and y.dtype is DType.FLOAT32
+            and x.shape[0] == 1 and cuttable(y, 1))
+
+
+def _split_conv(node: Node) -> Split | None:
+    if not _float_image(node) or node.input(1) is None:
+        return None
+    geo, group, m, depthwise, direct = _conv_parts(node)
+    bias, out = Slice(2, 0), Slice(0, 1, out=True)
+    if depthwise and m == geo.channels:
+        return Split(m, CHANNEL_ALIGN, (Slice(0, 1), Slice(1, 0), bias, out), attrs=lambda lo, hi: {"group": hi - lo})
+    if group != 1:
+        return None
+    if direct and geo.pixels >= max(m, PIXEL_ALIGN * 4):
+        # A 1x1 conv is one matmul y (M x P) = w (M x C) * x (C x P): parts of the P columns share nothing,
+        # where parts of the M rows would each pack all of x for the kernel again.
+        return Split(geo.pixels, PIXEL_ALIGN, (), lower=_lower_direct_columns)
+    return Split(m, CHANNEL_ALIGN, (Slice(1, 0), bias, out))
+
+
+def _lower_direct_columns(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:
+    """Output pixels [lo, hi) of a 1x1, stride-1 conv: the matmul kernel on column offsets, whole row strides."""
+    x, y, b = node.input(0), node.outputs[0], node.input(2)
+    assert x is not None and y is not None
+    c, m, p = x.shape[1], y.shape[1], hi - lo
+    pixels = y.type.numel // m
+    k.call("ember_matmul_f32", f"{k.out(0)} + {lo}", pixels, k.inp(1), c, 1, f"{k.inp(0)} + {lo}", pixels, m, p, c,
+           "1.0f", k.inp(2) if b is not None else "0", 1, 0, "1.0f", *epilogue_args(node))
+
+
+def _split_shifted(node: Node) -> Split | None:
+    if not _float_image(node):
+        return None
+    y = node.outputs[0]
+    assert y is not None
+    return Split(y.shape[1], CHANNEL_ALIGN, (Slice(1, 0), Slice(2, 0), Slice(0, 1, out=True)))
+
+
+def _split_narrow(node: Node) -> Split | None:
+    """Weights (M/P, K, P): whole panels of P output channels (P = 32, passes/conv_algorithms.py)."""
+    w = node.input(1)
+    if not _float_image(node) or w is None or w.type.rank != 3:
+        return None
+    y, panel = node.outputs[0], w.shape[2]
+    assert y is not None
+    return Split(y.shape[1] // panel, 1,
+                 (Slice(1, 0), Slice(2, 0, per_unit=panel), Slice(0, 1, out=True, per_unit=panel)))
+
+
+def _split_winograd(node: Node) -> Split | None:
+    """Weights U [position][M][C]: stored part by part once divided (parallel.relayout)."""
+    u = node.input(1)
+    if not _float_image(node) or u is None or not u.is_const:
+        return None
+    y = node.outputs[0]
+    assert y is not None
+    return Split(y.shape[1], CHANNEL_ALIGN, (Slice(1, 1, part_major=True), Slice(2, 0), Slice(0, 1, out=True)))
+
+
+def _split_qconv(node: Node) -> Split | None:
+    """An ungrouped int8 convolution into a plain (not channel-blocked) output: packed weight rows and the
+    per-channel tables of its spec (bias, row sums, offsets, requantisation) cut alike."""
+    x, y, q = node.input(0), node.outputs[0], node.attrs.get("_q")
+    if (x is None or y is None or q is None or q.depthwise or node.attrs.get("group", 1) != 1 or x.shape[0] != 1
+            or not cuttable(y, 1) or not cuttable(node.input(2), 0)):
+        return None
+    m = y.shape[1]
+
+    def cut(values: tuple[int, ...] | None, lo: int, hi: int) -> tuple[int, ...] | None:
+        return values[lo:hi] if values is not None and len(values) == m else values
+
+    def spec(lo: int, hi: int) -> dict[str, Any]:
+        rq = q.requant
+        if rq is not None:
+            rq = replace(rq, mult=cut(rq.mult, lo, hi), shift=cut(rq.shift, lo, hi))
+        return {"_q": replace(q, bias=cut(q.bias, lo, hi), rowsum=cut(q.rowsum, lo, hi), wofs=cut(q.wofs, lo, hi),
+                              requant=rq)}
+
+    return Split(m, CHANNEL_ALIGN, (Slice(2, 0), Slice(0, 1, out=True)), attrs=spec)
+
+
+def _split_gemm(node: Node) -> Split | None:
+    a, c, y = node.input(0), node.input(2), node.outputs[0]
+    if a is None or y is None or y.dtype is not DType.FLOAT32 or node.attrs.get("transA", 0):
+        return None
+    b = node.input(1)
+    if b is None or (node.attrs.get("transB", 0) and not b.is_const):
+        return None  # B transposed into scratch first: every part would do it again
+    slices = [Slice(0, 0), Slice(0, 0, out=True)]
+    if c is not None and c.type.rank == 2 and c.shape[0] == y.shape[0] > 1:
+        slices.append(Slice(2, 0))
+    return Split(y.shape[0], ROW_ALIGN, tuple(slices))
+
+
+def _rows_split(node: Node, b_index: int, dtypes: tuple[DType, ...], folded: bool = False) -> Split | None:
+    """A product whose B is shared by every row of A (its batch dims fold into rows): cut A's and the
+    output's first non-unit axis before the last (`folded`: B is packed weights, always shared); with
+    per-batch B of A's batch shape, cut the batch."""
+    a, b, y = node.input(0), node.input(b_index), node.outputs[0]
+    if a is None or b is None or y is None or a.dtype not in dtypes or a.type.rank < 2 or a.type.rank != y.type.rank:
+        return None
+    if b.type.rank < 2:
+        return None
+    shared = all(d == 1 for d in b.shape[:-2]) and a.shape[:-2] == y.shape[:-2]
+    if folded or shared:
+        axis = contiguous_axis(a.shape[:-1])
+        if axis is None or not (cuttable(a, axis) and cuttable(y, axis)):
+            return None
+        align = ROW_ALIGN if axis == a.type.rank - 2 else 1
+        return Split(a.shape[axis], align, (Slice(0, axis), Slice(0, axis, out=True)))
+    if a.shape[:-2] == b.shape[:-2] == y.shape[:-2]:
+        axis = contiguous_axis(a.shape[:-2])
+        if axis is None or not (cuttable(a, axis) and cuttable(b, axis) and cuttable(y, axis)):
+            return None
+        return Split(a.shape[axis], 1, (Slice(0, axis), Slice(b_index, axis), Slice(0, axis, out=True)))
+    return None
+
+
+def _split_matmul(node: Node) -> Split | None:
+    y = node.outputs[0]
+    if y is None or y.dtype is not DType.FLOAT32:
+        return None
+    return _rows_split(node, 1, (DType.FLOAT32,))
+
+
+def _split_matmul_panels(node: Node) -> Split | None:
+    """A times constant B packed in panels (MatMulPanels): A's batch dims fold into rows."""
+    y = node.outputs[0]
+    if y is None or y.dtype is not DType.FLOAT32:
+        return None
+    return _rows_split(node, 1, (DType.FLOAT32,), folded=True)
+
+
+def _split_qmatmul(node: Node) -> Split | None:
+    b = node.input(2)
+    if b is None or not b.is_const:
+        return None  # a run-time B is packed per batch entry into the one scratch
+    return _rows_split(node, 2, (DType.INT8, DType.UINT8), folded=True)
+
+
+SPLITS = {
+    "Conv": _split_conv,
+    "ConvShifted": _split_shifted,
+    "ConvNarrow": _split_narrow,
+    "ConvWinograd": _split_winograd,
+    "ConvWinograd4": _split_winograd,
+    "QConv": _split_qconv,
+    "Gemm": _split_gemm,
+    "MatMul": _split_matmul,
+    "MatMulPanels": _split_matmul_panels,
+    "QMatMul": _split_qmatmul,
+}
+
+for _name, _fn in SPLITS.items():
+    _op = registry.OPS[_name]
+    _op.split = _fn
+    if _op.scratch is not None:
+        _op.scratch = with_part_scratch(_op.scratch, _fn)
