@@ -165,11 +165,18 @@ def _dw_padded_floats(geo: ConvGeometry) -> int:
 
 # im2col runs in blocks of output pixels whose columns fit in about this many bytes (an L2 share).
 IM2COL_BLOCK_BYTES = 1024 * 1024
+# Set by passes/scratch_budget.py on targets without a cache to fill (microcontrollers): the bytes a
+# kernel's blocked scratch may take instead, since there the scratch is RAM the plan must hold.
+SCRATCH_BUDGET = "_scratch_budget"
 
 
-def _im2col_block(geo: ConvGeometry, group: int) -> int:
-    """Output pixels per im2col block: a multiple of 64 (whole vector strips), at least 256."""
+def _im2col_block(node: Node, geo: ConvGeometry, group: int) -> int:
+    """Output pixels per im2col block: a multiple of 64 (whole vector strips), at least 256; under a scratch
+    budget, a multiple of 4 (the matmul's column tile), at least 4."""
     k = geo.channels // group * geo.taps
+    budget = node.attrs.get(SCRATCH_BUDGET)
+    if budget is not None:
+        return min(geo.pixels, max(4, budget // (4 * k) // 4 * 4))
     return min(geo.pixels, max(256, IM2COL_BLOCK_BYTES // (4 * k) // 64 * 64))
 
 
@@ -179,7 +186,7 @@ def _conv_scratch(node: Node) -> int:
         return _dw_padded_floats(geo) * 4
     if direct:
         return 0
-    return geo.channels // group * geo.taps * _im2col_block(geo, group) * 4
+    return geo.channels // group * geo.taps * _im2col_block(node, geo, group) * 4
 
 
 def _lower_conv(node: Node, k: KernelEmitter) -> None:
@@ -193,7 +200,7 @@ def _lower_conv(node: Node, k: KernelEmitter) -> None:
         return
     col = "0" if direct else k.scratch("float")
     k.call("ember_conv_f32", k.out(0), k.inp(0), k.inp(1), bias, col, tab, n, group, m, int(direct),
-           _im2col_block(geo, group), *epilogue_args(node))
+           _im2col_block(node, geo, group), *epilogue_args(node))
 
 
 def conv_infer(channels):

@@ -23,6 +23,7 @@ from ember.passes.int8_layout import choose_int8_layout
 from ember.passes.manager import PassFn, each_graph
 from ember.passes.mcu_kernels import choose_mcu_kernels
 from ember.passes.schedule import schedule_for_memory
+from ember.passes.scratch_budget import budget_scratch
 from ember.passes.simplify import materialize_outputs, remove_identities
 from ember.passes.threads import split_for_threads
 from ember.passes.transposes import optimize_transposes
@@ -120,6 +121,10 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
         # After the algorithm choices: it divides the calls of the kernels they chose, by their final shapes;
         # before schedule_for_memory, since it gives each part scratch of its own.
         passes.append(("split_for_threads", lambda g: split_for_threads(g, options.threads)))
+    if target_kind == "mcu":
+        # Scratch is RAM the plan holds there, with no cache to fill: blocked kernels take small blocks
+        # (before scheduling, which reads the scratch sizes).
+        passes.append(("budget_scratch", each_graph(budget_scratch)))
     # Last, once every node, its scratch and its in-place chances are final: which branch of a branchy graph
     # runs first decides how many tensors are alive at once (the activation region's size).
     passes.append(("schedule_for_memory", schedule_for_memory))

@@ -1,0 +1,25 @@
+"""Kernel scratch sized for RAM, not for caches: microcontroller targets.
+
+Some kernels work through their operands in blocks whose scratch is sized to fill a share of a desktop
+CPU's L2 (float im2col: 1 MiB of columns). A microcontroller has no cache to fill, and the scratch is RAM
+that the plan must hold: LeNet's first convolution alone took 78,400 B of im2col columns on the Cortex-M
+targets, twice the host's whole activation region. This pass gives every node that has scratch a byte
+budget (`SCRATCH_BUDGET`); kernels whose block is tunable (ember/ops/conv.py) size it to fit, and the
+plan counts what they ask for as usual.
+"""
+
+from __future__ import annotations
+
+from ember.ir.graph import Graph
+from ember.ops import registry
+from ember.ops.conv import SCRATCH_BUDGET
+
+# Large enough that a block spans some output pixels (the matmul's column tile), small next to the
+# activations of the models that fit a microcontroller.
+MCU_SCRATCH_BUDGET = 4096
+
+
+def budget_scratch(graph: Graph, budget: int = MCU_SCRATCH_BUDGET) -> None:
+    for node in graph.nodes:
+        if node.op in registry.load_all() and registry.get(node.op).scratch is not None:
+            node.attrs[SCRATCH_BUDGET] = budget
