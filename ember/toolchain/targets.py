@@ -101,6 +101,7 @@ _TARGET_LIST = (
            float_abis={"hard": FloatABI("musleabihf", "+v7a+vfp3d16", ("-mfloat-abi=hard", "-mfpu=vfpv3-d16")),
                        "soft": FloatABI("musleabi", "+v7a", ("-mfloat-abi=soft",), fpu="none")}, reloc="pic"),
     _cortex_m("m0", "thumb", "Cortex-M0/M0+ (ARMv6-M, no FPU)", "", None),
+    _cortex_m("m3", "thumb", "Cortex-M3 (ARMv7-M, no FPU, no DSP: STM32F1/F2, LPC17xx)", "", None),
     _cortex_m("m4", "thumb", "Cortex-M4F (ARMv7E-M, single-precision FPv4)", "+vfp4d16sp", "fpv4-sp-d16", dsp=True),
     _cortex_m("m7", "thumb", "Cortex-M7 (ARMv7E-M, FPv5 used single precision)", "+fp_armv8d16sp", "fpv5-sp-d16",
               dsp=True),

@@ -27,6 +27,7 @@ MODELS = ["lenet", "mobilenet_v2_small"]
 # (target, float ABI): None is the target's default (hard float where the core has an FPU).
 CASES = [
     pytest.param("cortex-m0", None, id="cortex-m0"),
+    pytest.param("cortex-m3", None, id="cortex-m3"),
     pytest.param("cortex-m4", None, id="cortex-m4"),
     pytest.param("cortex-m7", None, id="cortex-m7"),
     pytest.param("cortex-m33", None, id="cortex-m33"),

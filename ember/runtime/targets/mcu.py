@@ -64,6 +64,8 @@ BOARDS: dict[str, Board] = {
     # unaligned accesses as an M0 would.
     "cortex-m0": Board("mps2-an385", "Cortex-M3", _ARM, "arm/mps2-an385.ld", "SSRAM1 0x00000000 (4 MiB)",
                        "SSRAM2/3 0x20000000 (4 MiB)", cflags=("-DTRAP_UNALIGNED",), clock_hz=25_000_000),
+    "cortex-m3": Board("mps2-an385", "Cortex-M3", _ARM, "arm/mps2-an385.ld", "SSRAM1 0x00000000 (4 MiB)",
+                       "SSRAM2/3 0x20000000 (4 MiB)", clock_hz=25_000_000),
     "cortex-m4": Board("mps2-an386", "Cortex-M4F", _ARM, "arm/mps2-an386.ld", "SSRAM1 0x00000000 (4 MiB)",
                        "SSRAM2/3 0x20000000 (4 MiB)", clock_hz=25_000_000),
     "cortex-m7": Board("mps2-an500", "Cortex-M7 (FPv5-D16)", _ARM, "arm/mps2-an500.ld", "SSRAM1 0x00000000 (4 MiB)",

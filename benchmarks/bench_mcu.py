@@ -1,0 +1,171 @@
+"""The MLPerf Tiny models, int8, on Cortex-M cores under QEMU: instructions, flash and RAM per inference (issue 23).
+
+For each model of benchmarks/mlperf_tiny.py (fixed-seed random weights): `ember profile` on 8 fixed-seed
+standard-normal inputs, then `ember.compile(..., quantize="int8", io="int8", target=CORE)` for the host and
+each core. Each core's bundle is linked into the test firmware (tests/support/mcu.py) and run once on its
+QEMU board with a fixed-seed int8 input:
+
+- instructions: executed by the entry point alone, counted with QEMU `-icount shift=0` (1 ns of virtual time
+  per instruction) and SysTick read around the call, calibrated in the same run on a loop of known length.
+  Instructions, not cycles: QEMU models no pipeline, so on a real Cortex-M4 cycles are somewhat more.
+- flash: the bundle's code and read-only tables as linked into the firmware (the sizes of the symbols of
+  NAME.o in the linked ELF) plus the constant weights.
+- RAM: the bundle's mutable region (inputs, outputs) + activation region + the firmware's measured stack
+  high-water mark (the stack is painted at reset; it includes main's frame and the output printing).
+- TFLM: TFLite Micro's arena for the same architecture as a full-int8 TFLite file, ESTIMATED by re-implementing
+  its GreedyMemoryPlanner on the file's tensors (benchmarks/tflm_arena.py: a lower bound, without TFLM's
+  persistent allocations and kernel scratch); RAM/TFLM compares ember's RAM with that.
+- exact: the core's outputs are byte-identical to the host int8 bundle's.
+
+    python benchmarks/bench_mcu.py [--models kws,vww,ic,ad] [--cores cortex-m0,...] [--no-tflm]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import ember  # noqa: E402
+from benchmarks import mlperf_tiny  # noqa: E402
+from ember import cli  # noqa: E402
+from tests.support import mcu  # noqa: E402
+
+CORES = ("cortex-m0", "cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55")
+CALIBRATION_SAMPLES = 8
+
+
+def int8_bundle(name: str, work: Path, target: str) -> ember.Bundle:
+    """The model's int8 bundle (int8 I/O) for `target`, profiling once per work folder."""
+    model = work / "models" / f"{name}.onnx"
+    profile = work / "models" / f"{name}.yaml"
+    if not profile.exists():
+        mlperf_tiny.export(name, model)
+        data = work / "models" / f"{name}.calib.npy"
+        np.save(data, mlperf_tiny.calibration(name, CALIBRATION_SAMPLES))
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert cli.main(["profile", str(model), str(data), "-o", str(profile)]) == 0
+    return ember.compile(str(model), work / "bundles" / name / target, quantize="int8", profile=str(profile),
+                         io="int8", target=target)
+
+
+def int8_input(bundle: ember.Bundle, seed: int = 6) -> dict[str, np.ndarray]:
+    e = bundle.manifest["inputs"][0]
+    return {e["name"]: np.random.default_rng(seed).integers(-128, 128, e["shape"]).astype(np.int8)}
+
+
+def bundle_flash(elf: Path, obj: Path, constant: int) -> int:
+    """Bytes of flash the bundle takes in the linked firmware: its code and tables, plus the weights."""
+    from elftools.elf.constants import SH_FLAGS
+    from elftools.elf.elffile import ELFFile
+
+    def symbols(path: Path) -> list:
+        with open(path, "rb") as f:
+            elf_file = ELFFile(f)
+            tab = elf_file.get_section_by_name(".symtab")
+            out = []
+            for s in tab.iter_symbols() if tab is not None else ():
+                if s["st_shndx"] in ("SHN_UNDEF", "SHN_ABS", "SHN_COMMON") or not s.name:
+                    continue
+                sec = elf_file.get_section(s["st_shndx"])
+                ro = sec["sh_flags"] & SH_FLAGS.SHF_ALLOC and not sec["sh_flags"] & SH_FLAGS.SHF_WRITE
+                out.append((s.name, s["st_info"]["type"], s["st_size"], bool(ro)))
+            return out
+
+    own = {name for name, kind, _, _ in symbols(obj) if kind in ("STT_FUNC", "STT_OBJECT")}
+    return constant + sum(size for name, kind, size, ro in symbols(elf) if ro and name in own)
+
+
+def bench(name: str, work: Path, cores: list[str], tflm: int | None) -> list[dict]:
+    host = int8_bundle(name, work, "host")
+    x = int8_input(host)
+    ref = host.run(x)
+    macs = mlperf_tiny.macs(name)
+    rows = []
+    for core in cores:
+        bundle = int8_bundle(name, work, core)
+        run = mcu.run_firmware(bundle.path, core, x, work / "runs" / name / core, count_instructions=True)
+        mem = bundle.manifest["memory"]
+        exact = all(run.outputs[k].tobytes() == v.tobytes() for k, v in ref.items())
+        ram = mem["mutable"] + mem["activations"] + run.stack
+        rows.append({
+            "model": name, "core": core, "board": run.board.machine, "emulated": run.board.core,
+            "instructions": run.instructions, "macs": macs, "macs_per_instruction": macs / run.instructions,
+            "flash": bundle_flash(work / "runs" / name / core / "firmware.elf", bundle.path / f"{bundle.name}.o",
+                                  mem["constant"]),
+            "ram": ram, "mutable": mem["mutable"], "activations": mem["activations"], "stack": run.stack,
+            "tflm_arena_estimate": tflm, "ram_over_tflm": ram / tflm if tflm else None, "bit_exact": exact,
+        })
+        _print_row(rows[-1])
+    return rows
+
+
+_HEAD = (f"{'model':5} {'core':10} {'board':10} {'instr':>12} {'MAC/ins':>7} {'flash B':>9} {'RAM B':>8} "
+         f"{'(mut+act+stack)':>22} {'TFLM est.':>9} {'RAM/TFLM':>8} exact")
+
+
+def _print_row(r: dict) -> None:
+    tflm = f"{r['tflm_arena_estimate']:>9,}" if r["tflm_arena_estimate"] else f"{'-':>9}"
+    ratio = f"{r['ram_over_tflm']:>7.2f}x" if r["ram_over_tflm"] else f"{'-':>8}"
+    parts = f"{r['mutable']}+{r['activations']}+{r['stack']}"
+    print(f"{r['model']:5} {r['core']:10} {r['board']:10} {r['instructions']:>12,} {r['macs_per_instruction']:>7.3f} "
+          f"{r['flash']:>9,} {r['ram']:>8,} {parts:>22} {tflm} {ratio} {'yes' if r['bit_exact'] else 'NO'}",
+          flush=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", default=",".join(mlperf_tiny.MODELS))
+    ap.add_argument("--cores", default=",".join(CORES))
+    ap.add_argument("--work", default="benchmarks/.work/mcu", help="models, profiles, bundles, firmware go here")
+    ap.add_argument("--no-tflm", action="store_true", help="skip the TFLite conversion and the TFLM arena estimate")
+    ap.add_argument("--json", default="benchmarks/results/mcu.json")
+    args = ap.parse_args()
+    work = Path(args.work)
+    cores = args.cores.split(",")
+    for core in cores:
+        missing = mcu.missing_tools(core)
+        if missing:
+            print(f"bench_mcu: {core} needs {', '.join(missing)}", file=sys.stderr)
+            return 2
+    print("Cores and QEMU boards (qemu-system-arm, -icount shift=0):")
+    for core in cores:
+        print(f"  {core:10} {mcu.BOARDS[core].machine:10} {mcu.BOARDS[core].core}")
+    print("TFLM est.: TFLite Micro GreedyMemoryPlanner re-implemented on the int8 .tflite (no persistent tail, "
+          "no kernel scratch: a lower bound of TFLM's arena)")
+    print(_HEAD, flush=True)
+    start, rows = time.perf_counter(), []
+    for name in args.models.split(","):
+        tflm = None
+        if not args.no_tflm:
+            from benchmarks import tflm_arena
+
+            path = work / "tflite" / f"{name}.tflite"
+            if not path.exists():
+                with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                    tflm_arena.write_tflite(name, path)
+            tflm = tflm_arena.arena_estimate(path)
+        rows += bench(name, work, cores, tflm)
+    result = {
+        "ember": ember.__version__, "qemu": "qemu-system-arm -icount shift=0, SysTick around the entry point",
+        "weights": "random, fixed seeds (benchmarks/mlperf_tiny.py); int8 via ember profile, int8 I/O",
+        "tflm": "GreedyMemoryPlanner estimate on the full-int8 TFLite file (benchmarks/tflm_arena.py)",
+        "boards": {c: {"machine": mcu.BOARDS[c].machine, "core": mcu.BOARDS[c].core} for c in cores},
+        "rows": rows,
+    }
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {args.json} ({time.perf_counter() - start:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
