@@ -129,7 +129,7 @@ def main() -> int:
     ap.add_argument("--no-tflm", action="store_true", help="skip the TFLite conversion and the TFLM arena estimate")
     ap.add_argument("--json", default="benchmarks/results/mcu.json")
     args = ap.parse_args()
-    work = Path(args.work)
+    work = Path(args.work).resolve()  # the firmware build runs in its own folder
     cores = args.cores.split(",")
     for core in cores:
         missing = mcu.missing_tools(core)

@@ -117,3 +117,15 @@ def test_hard_float_bundle_faults_with_fpu_off(artifacts: ArtifactCache, tmp_pat
     where = mcu.function_at(tmp_path / "firmware.elf", int(pc.group(1), 16))
     own = mcu.function_symbols(bundle.path / f"{bundle.name}.o")
     assert where in own, f"the fault is in {where}, not in a function of {bundle.name}.o ({sorted(own)})\n{msg}"
+
+
+@pytest.mark.parametrize("target", ["cortex-m0", "cortex-m3", "cortex-m4", "cortex-m33", "cortex-m55", "riscv32"])
+def test_mcu_plan_is_no_larger_than_the_hosts(artifacts: ArtifactCache, target: str) -> None:
+    """Kernel scratch on a microcontroller is RAM the plan holds, sized for RAM (passes/scratch_budget.py),
+    not for a desktop L2: LeNet's activation region for a Cortex-M is at most the host's. It was 97,216 B
+    against the host's 44,352 B while float im2col took blocks of up to 1 MiB (78,400 B for the first conv)."""
+    host = artifacts.bundle("lenet").manifest["memory"]
+    small = artifacts.bundle("lenet", target=target).manifest["memory"]
+    assert small["activations"] <= host["activations"], (target, small, host)
+    # Not smaller than possible: the first pooling's input and output (6x28x28 and 6x14x14 floats) live together.
+    assert small["activations"] >= small["activations_lower_bound"] >= 4 * 6 * (28 * 28 + 14 * 14), small

@@ -22,11 +22,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import ember
+from benchmarks import mlperf_tiny
 from ember.cli import main
 from tests.cross import copy_bundle, require_tools
 from tests.support import mcu
 from tests.support.cache import ArtifactCache, locked
-from tests.support.models import assert_close, input_specs, random_inputs
+from tests.support.models import assert_close, build, input_specs, random_inputs
 
 CALIBRATION_SAMPLES = 4
 DSP_TARGETS = ("cortex-m4", "cortex-m7", "cortex-m33")
@@ -106,6 +108,51 @@ def test_int8_bundle_on_qemu_is_bit_identical_to_host(artifacts: ArtifactCache, 
           f"RAM {fp['ram']}; firmware text {run.sizes['text']} bss {run.sizes['bss']}, peak stack {run.stack} B")
     bad = _differences(run.outputs, ref)
     assert not bad, f"int8 {model} on {target}/{run.board.machine} differs from the host int8 bundle: {bad}"
+
+
+def _mlperf_bundle(artifacts: ArtifactCache, name: str, target: str) -> ember.Bundle:
+    """An MLPerf Tiny model (benchmarks/mlperf_tiny.py) int8 with int8 I/O, profiled on its fixed-seed
+    calibration data, built once per run (shared by the xdist workers)."""
+    folder = artifacts.root / "mlperf-tiny"
+    model = build(name, folder, lambda path: mlperf_tiny.export(name, path))
+    profile, out = folder / f"{name}.yaml", folder / "bundles" / f"{name}-{target}"
+    with locked(folder, f"{name}-{target}"):
+        with locked(folder, f"{name}-profile"):
+            if not profile.exists():
+                data = folder / f"{name}.calib.npy"
+                np.save(data, mlperf_tiny.calibration(name, CALIBRATION_SAMPLES))
+                tmp = folder / f"{name}.yaml.part"
+                assert main(["profile", str(model), str(data), "-o", str(tmp)]) == 0
+                tmp.replace(profile)
+        if not (out / ".complete").exists():
+            ember.compile(model, out, quantize="int8", profile=str(profile), io="int8", target=target)
+            (out / ".complete").touch()
+        return ember.load(out)
+
+
+@pytest.mark.parametrize("model", list(mlperf_tiny.MODELS))
+def test_mlperf_tiny_int8_on_cortex_m4_is_bit_identical_to_host(artifacts: ArtifactCache, tmp_path: Path,
+                                                                model: str) -> None:
+    """Issue 23's models (DS-CNN, MobileNetV1 0.25, ResNet-8, the FC autoencoder), int8 with int8 I/O: the
+    Cortex-M4 firmware's output bytes equal the host bundle's, on a fixed-seed input over the whole int8 range.
+    The run also counts the inference's instructions as benchmarks/bench_mcu.py does: no Cortex-M4 instruction
+    does more than two multiply-accumulates (SMLAD), so fewer than MACs / 2 means a broken counter."""
+    target = "cortex-m4"
+    require_tools(target, mcu.missing_tools(target))
+    host = _mlperf_bundle(artifacts, model, "host")
+    ops = host.manifest["ops"]
+    assert ops.get("QConv", 0) + ops.get("QMatMul", 0) > 0 and not {"Conv", "Gemm", "MatMul"} & set(ops), ops
+    e = host.manifest["inputs"][0]
+    assert e["dtype"] == "int8", e
+    x = {e["name"]: np.random.default_rng(6).integers(-128, 128, e["shape"]).astype(np.int8)}
+    ref = host.run(x)
+    run = mcu.run_firmware(_mlperf_bundle(artifacts, model, target).path, target, x, tmp_path, count_instructions=True)
+    macs = mlperf_tiny.macs(model)
+    print(f"MLPerf Tiny {model} int8 on {target}: {run.instructions} instructions ({macs} MACs), "
+          f"{run.seconds:.2f} s, peak stack {run.stack} B")
+    assert run.instructions is not None and macs / 2 <= run.instructions <= 20 * macs, (run.instructions, macs)
+    bad = _differences(run.outputs, ref)
+    assert not bad, f"MLPerf Tiny {model} on {target}/{run.board.machine} differs from the host int8 bundle: {bad}"
 
 
 @pytest.mark.parametrize("model", ["lenet", "mobilenet_v2_small"])
