@@ -40,6 +40,11 @@ from ember import cli  # noqa: E402
 from tests.support import mcu  # noqa: E402
 
 CORES = ("cortex-m0", "cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55")
+# Issue 23's bar on Cortex-M4: instructions per inference below the cycles of the fastest published
+# Cortex-M4 engine; RAM at most 0.75x TFLM's arena; the M55 (Helium) path 2x fewer instructions than the M4's.
+M4_INSTRUCTIONS_GOAL = {"kws": 4.0e6, "vww": 8.0e6, "ic": 15e6, "ad": 0.45e6}
+RAM_OVER_TFLM_GOAL = 0.75
+M55_SPEEDUP_GOAL = {"kws": 2.0, "vww": 2.0}
 CALIBRATION_SAMPLES = 8
 
 
@@ -121,6 +126,27 @@ def _print_row(r: dict) -> None:
           flush=True)
 
 
+def goals(rows: list[dict]) -> list[dict]:
+    """Issue 23's criteria, each with the measured value and whether it is met."""
+    at = {(r["model"], r["core"]): r for r in rows}
+    out = []
+    for model, goal in M4_INSTRUCTIONS_GOAL.items():
+        r = at.get((model, "cortex-m4"))
+        if r is None:
+            continue
+        out.append({"what": f"{model} cortex-m4 instructions <= {goal:,.0f}", "value": r["instructions"],
+                    "met": r["instructions"] <= goal})
+        if r["ram_over_tflm"] is not None:
+            out.append({"what": f"{model} cortex-m4 RAM <= {RAM_OVER_TFLM_GOAL} x TFLM estimate",
+                        "value": round(r["ram_over_tflm"], 3), "met": r["ram_over_tflm"] <= RAM_OVER_TFLM_GOAL})
+        m55 = at.get((model, "cortex-m55"))
+        if model in M55_SPEEDUP_GOAL and m55 is not None:
+            speedup = r["instructions"] / m55["instructions"]
+            out.append({"what": f"{model} cortex-m55 >= {M55_SPEEDUP_GOAL[model]}x fewer instructions than m4",
+                        "value": round(speedup, 2), "met": speedup >= M55_SPEEDUP_GOAL[model]})
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", default=",".join(mlperf_tiny.MODELS))
@@ -154,12 +180,17 @@ def main() -> int:
                     tflm_arena.write_tflite(name, path)
             tflm = tflm_arena.arena_estimate(path)
         rows += bench(name, work, cores, tflm)
+    checks = goals(rows)
+    if checks:
+        print("Issue 23 criteria:")
+        for c in checks:
+            print(f"  {'met    ' if c['met'] else 'NOT met'}  {c['what']}: {c['value']:,}")
     result = {
         "ember": ember.__version__, "qemu": "qemu-system-arm -icount shift=0, SysTick around the entry point",
         "weights": "random, fixed seeds (benchmarks/mlperf_tiny.py); int8 via ember profile, int8 I/O",
         "tflm": "GreedyMemoryPlanner estimate on the full-int8 TFLite file (benchmarks/tflm_arena.py)",
         "boards": {c: {"machine": mcu.BOARDS[c].machine, "core": mcu.BOARDS[c].core} for c in cores},
-        "rows": rows,
+        "rows": rows, "criteria": checks,
     }
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
