@@ -6,8 +6,9 @@ that same profile. The integer kernels promise exact int32 sums and integer requ
 so the criterion is equality of the output bytes with the host int8 bundle (float I/O: the float input is
 quantized and the output dequantized inside the bundle, so those steps are compared too; int8 I/O: the
 integer pipeline alone). The Cortex-M4/M7/M33 objects must use the DSP (SMLAD) path of the int8 matrix
-product, and an object whose SMLAD path is deliberately broken must be caught. Last, a float bundle with
-bfloat16 weights (--weights bf16) runs on a core without FPU and on one with.
+product, and an object whose SMLAD path is deliberately broken must be caught. The four MLPerf Tiny models
+(benchmarks/mlperf_tiny.py, issue 23) run int8 with int8 I/O on the Cortex-M4, bit-exact with the host. Last, a
+float bundle with bfloat16 weights (--weights bf16) runs on a core without FPU and on one with.
 
 Numbers (flash/RAM of int8 vs float bundles): tests/cross/README.md.
 """
