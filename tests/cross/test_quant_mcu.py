@@ -166,11 +166,13 @@ def test_dsp_cores_use_smlad(artifacts: ArtifactCache, model: str, target: str) 
     assert _smlad_count(bundle.path / f"{bundle.name}.o") > 0, f"{model} for {target}: no SMLAD in {bundle.name}.o"
 
 
-def test_no_dsp_core_uses_portable_path(artifacts: ArtifactCache) -> None:
-    """Cortex-M0 (ARMv6-M) has no DSP instructions: its object must come from the portable path."""
+@pytest.mark.parametrize("target", ["cortex-m0", "cortex-m3"])
+def test_no_dsp_core_uses_portable_path(artifacts: ArtifactCache, target: str) -> None:
+    """Cortex-M0 (ARMv6-M) and Cortex-M3 (ARMv7-M) have no DSP instructions: their objects must come from the
+    portable path (an SMLAD there is an undefined-instruction fault)."""
     if shutil.which("arm-none-eabi-objdump") is None:
-        require_tools("cortex-m0", ["arm-none-eabi-objdump (apt-get install binutils-arm-none-eabi)"])
-    bundle = _bundle(artifacts, "lenet", "cortex-m0")
+        require_tools(target, ["arm-none-eabi-objdump (apt-get install binutils-arm-none-eabi)"])
+    bundle = _bundle(artifacts, "lenet", target)
     assert _smlad_count(bundle.path / f"{bundle.name}.o") == 0
 
 
