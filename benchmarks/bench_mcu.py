@@ -2,16 +2,16 @@
 
 For each model of benchmarks/mlperf_tiny.py (fixed-seed random weights): `ember profile` on 8 fixed-seed
 standard-normal inputs, then `ember.compile(..., quantize="int8", io="int8", target=CORE)` for the host and
-each core. Each core's bundle is linked into the test firmware (tests/support/mcu.py) and run once on its
-QEMU board with a fixed-seed int8 input:
+each core. Each core's bundle is linked into ember's bare-metal firmware (ember/runtime/targets/mcu.py) and run
+once on its QEMU board with a fixed-seed int8 input:
 
-- instructions: executed by the entry point alone, counted with QEMU `-icount shift=0` (1 ns of virtual time
-  per instruction) and SysTick read around the call, calibrated in the same run on a loop of known length.
-  Instructions, not cycles: QEMU models no pipeline, so on a real Cortex-M4 cycles are somewhat more.
+- instructions: executed by the entry-point call alone, counted with QEMU `-icount` and SysTick read around
+  the call (docs/targets.md). Instructions, not cycles: QEMU models no pipeline, so on a real Cortex-M4
+  cycles are somewhat more.
 - flash: the bundle's code and read-only tables as linked into the firmware (the sizes of the symbols of
   NAME.o in the linked ELF) plus the constant weights.
 - RAM: the bundle's mutable region (inputs, outputs) + activation region + the firmware's measured stack
-  high-water mark (the stack is painted at reset; it includes main's frame and the output printing).
+  high-water mark right after the call (painted at reset; main's frame included).
 - TFLM: TFLite Micro's arena for the same architecture as a full-int8 TFLite file, ESTIMATED by re-implementing
   its GreedyMemoryPlanner on the file's tensors (benchmarks/tflm_arena.py: a lower bound, without TFLM's
   persistent allocations and kernel scratch); RAM/TFLM compares ember's RAM with that.
@@ -162,7 +162,7 @@ def main() -> int:
         if missing:
             print(f"bench_mcu: {core} needs {', '.join(missing)}", file=sys.stderr)
             return 2
-    print("Cores and QEMU boards (qemu-system-arm, -icount shift=0):")
+    print("Cores and QEMU boards (qemu-system-arm -icount; instructions of the entry-point call):")
     for core in cores:
         print(f"  {core:10} {mcu.BOARDS[core].machine:10} {mcu.BOARDS[core].core}")
     print("TFLM est.: TFLite Micro GreedyMemoryPlanner re-implemented on the int8 .tflite (no persistent tail, "
@@ -186,7 +186,7 @@ def main() -> int:
         for c in checks:
             print(f"  {'met    ' if c['met'] else 'NOT met'}  {c['what']}: {c['value']:,}")
     result = {
-        "ember": ember.__version__, "qemu": "qemu-system-arm -icount shift=0, SysTick around the entry point",
+        "ember": ember.__version__, "qemu": "qemu-system-arm -icount, SysTick around the entry point",
         "weights": "random, fixed seeds (benchmarks/mlperf_tiny.py); int8 via ember profile, int8 I/O",
         "tflm": "GreedyMemoryPlanner estimate on the full-int8 TFLite file (benchmarks/tflm_arena.py)",
         "boards": {c: {"machine": mcu.BOARDS[c].machine, "core": mcu.BOARDS[c].core} for c in cores},
