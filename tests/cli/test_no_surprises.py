@@ -74,8 +74,8 @@ def test_compile_takes_a_model_proto(tmp_path: Path) -> None:
     assert bundle.name == "tiny_add"
     x = np.ones((2, 3), np.float32)
     np.testing.assert_array_equal(bundle.run({"x": x})["y"], x + np.arange(3, dtype=np.float32))
-    with pytest.raises(OptionError, match=r"^ember.compile: model must be a path, an onnx.ModelProto or a "
-                       r"torch.nn.Module \(with example_inputs\), not dict$"):
+    with pytest.raises(OptionError, match=r"^ember.compile: model must be a path, an onnx.ModelProto, a "
+                       r"torch.nn.Module \(with example_inputs\), a Keras model or a SavedModel directory, not dict$"):
         ember.compile({"graph": 1}, tmp_path / "c")
 
 
