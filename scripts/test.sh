@@ -5,7 +5,7 @@ cd "$(dirname "$0")/.."
 # Cross-target tests: QEMU for the Cortex-M boards, RISC-V virt and qemu-user Linux, and the Arm
 # embedded toolchain the Cortex-M test firmware is built with (what NXP and ST users have); OpenSSH for
 # the --device test, which starts its own sshd on a free port.
-APT_PACKAGES="qemu-system-arm qemu-system-misc qemu-user gcc-arm-none-eabi libnewlib-arm-none-eabi chromium openssh-server openssh-client"
+APT_PACKAGES="qemu-system-arm qemu-system-misc qemu-user gcc-arm-none-eabi libnewlib-arm-none-eabi chromium openssh-server openssh-client cargo"
 if ! dpkg -s $APT_PACKAGES >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
         apt-get update -qq

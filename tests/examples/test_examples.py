@@ -85,7 +85,7 @@ def test_python_example(c_example: Path, examples: Path) -> None:
 def test_rust_example(c_example: Path, examples: Path, tmp_path: Path) -> None:
     """cargo build runs build.rs, which runs `ember compile` and links lenet.o into the program."""
     if shutil.which("cargo") is None:
-        pytest.skip("cargo not found: install Rust (https://rustup.rs) to build examples/rust")
+        require_tools("examples/rust", ["cargo (apt-get install cargo, or https://rustup.rs)"])
     model = c_example / "build" / "lenet.onnx"
     out = _run(["cargo", "run", "-q", "--offline", "--", str(examples / "image.f32")], examples / "rust",
                EMBER_MODEL=str(model), CARGO_TARGET_DIR=str(tmp_path / "target"))
