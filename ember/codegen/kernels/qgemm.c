@@ -351,7 +351,10 @@ static void ember_qstore(const ember_qout *o, int m, ptrdiff_t pix, int j0, cons
     } else {
         uint8_t *EMBER_RESTRICT y = o->y + at;
         const int32_t mult = o->mult[m], shift = o->shift[m], zp = o->zp, lo = o->lo, hi = o->hi;
-        if (ps == 1 && !wo && n > 8) { /* vectorized in runs of 64: not worth it for a few sums */
+        if (!wo && n > 4 && n <= 16) { /* a narrow tile's row (AVX2, SSE2), or strided (channel-blocked
+                                          rows: ps 4): the scalar int64 loop took most of their time */
+            ember_qrun16(y, ps, acc, n, c, mult, shift, zp, lo, hi);
+        } else if (ps == 1 && !wo && n > 8) { /* vectorized in runs of 64: not worth it for a few sums */
             ember_qrun(y, acc, n, c, mult, shift, zp, lo, hi);
         } else
             for (j = 0; j < n; ++j)
