@@ -145,8 +145,13 @@ EMBER_QDW_PLANES(ember_qdw_planes_f32, float, ember_qdw_fill_f32)
 EMBER_QNOINLINE static void ember_qdw_requant(uint8_t *EMBER_RESTRICT q, const float *EMBER_RESTRICT acc, ptrdiff_t n,
                                               int32_t b0, int32_t mu, int32_t sh, const int32_t *out) {
     const int32_t zp = out[EMBER_QOUT_ZP], lo = out[EMBER_QOUT_LO], hi = out[EMBER_QOUT_HI];
-    ptrdiff_t i;
-    for (i = 0; i < n; ++i) q[i] = (uint8_t)ember_q_requant((int64_t)(int32_t)acc[i] + b0, mu, sh, zp, lo, hi);
+    int32_t a[256]; /* in runs through ember_qrun, which vectorizes (this loop's int64 did not on AVX2) */
+    ptrdiff_t i, j;
+    for (i = 0; i < n; i += 256) {
+        const int r = n - i < 256 ? (int)(n - i) : 256;
+        for (j = 0; j < r; ++j) a[j] = (int32_t)acc[i + j];
+        ember_qrun(q + i, a, r, b0, mu, sh, zp, lo, hi);
+    }
 }
 #endif
 
