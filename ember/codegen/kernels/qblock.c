@@ -80,7 +80,7 @@ static void ember_qgemm_part(const ember_qout *o, const int8_t *W, int M, int Kp
                               ptrdiff_t pix, int pb) {
     int32_t acc[EMBER_QMR * EMBER_QNR];
     const int tail = ember_qgemv_tail(o, Kp, pb), pt = pb - tail;
-    int m0, j0, r, j, g;
+    int m0, j0, j, g;
     for (j = 0; j < tail; ++j) /* the tail pixels' words as rows of bytes */
         for (g = 0; g < Kp / 4; ++g)
             *(ember_qi32u *)(void *)(o->row + (ptrdiff_t)j * Kp + 4 * g) =
@@ -133,8 +133,7 @@ static void ember_qgemm_part(const ember_qout *o, const int8_t *W, int M, int Kp
                 if (full) ember_qtile_row(acc, w, Kp, x);
                 else ember_qtile_row_narrow(acc, w, Kp, x);
             }
-            for (r = 0; r < R; ++r)
-                ember_qstore(o, m0 + r, pix + j0, j0, acc + r * EMBER_QNR, pt - j0 < width ? pt - j0 : width);
+            ember_qstore_rows(o, m0, R, pix + j0, j0, acc, pt - j0 < width ? pt - j0 : width);
             j0 += width;
         }
         for (j = 0; j < tail; ++j)
@@ -147,7 +146,7 @@ static void ember_qgemm_part(const ember_qout *o, const int8_t *W, int M, int Kp
 static void ember_qgemm_block(const ember_qout *o, const int8_t *W, int M, int Kp, const uint8_t *X,
                               ptrdiff_t pix, int pb) {
     int32_t acc[EMBER_QMR * EMBER_QNR];
-    int m0, j0, r;
+    int m0, j0;
     if (pb % EMBER_QNR) {
         ember_qgemm_part(o, W, M, Kp, X, pix, pb);
         return;
@@ -191,7 +190,7 @@ static void ember_qgemm_block(const ember_qout *o, const int8_t *W, int M, int K
                 if (full) ember_qtile_row(acc, w, Kp, x);
                 else ember_qtile_row_narrow(acc, w, Kp, x);
             }
-            for (r = 0; r < R; ++r) ember_qstore(o, m0 + r, pix + j0, j0, acc + r * EMBER_QNR, n);
+            ember_qstore_rows(o, m0, R, pix + j0, j0, acc, n);
             j0 += width;
         }
         m0 += R;

@@ -145,24 +145,39 @@ EMBER_QDW_PLANES(ember_qdw_planes_f32, float, ember_qdw_fill_f32)
 EMBER_QNOINLINE static void ember_qdw_requant(uint8_t *EMBER_RESTRICT q, const float *EMBER_RESTRICT acc, ptrdiff_t n,
                                               int32_t b0, int32_t mu, int32_t sh, const int32_t *out) {
     const int32_t zp = out[EMBER_QOUT_ZP], lo = out[EMBER_QOUT_LO], hi = out[EMBER_QOUT_HI];
-    ptrdiff_t i;
-    for (i = 0; i < n; ++i) q[i] = (uint8_t)ember_q_requant((int64_t)(int32_t)acc[i] + b0, mu, sh, zp, lo, hi);
+    int32_t a[256]; /* in runs through ember_qrun, which vectorizes (this loop's int64 did not on AVX2) */
+    ptrdiff_t i, j;
+    for (i = 0; i < n; i += 256) {
+        const int r = n - i < 256 ? (int)(n - i) : 256;
+        for (j = 0; j < r; ++j) a[j] = (int32_t)acc[i + j];
+        ember_qrun(q + i, a, r, b0, mu, sh, zp, lo, hi);
+    }
 }
 #endif
 
 /* Channel c's n pixels of the channel-blocked image xi (bs bytes per block) as a plane d. */
 static void ember_qdw_unblock(uint8_t *EMBER_RESTRICT d, const uint8_t *EMBER_RESTRICT xi, ptrdiff_t bs, int c,
                               ptrdiff_t n) {
-    ptrdiff_t i;
-    for (i = 0; i < n; ++i) d[i] = xi[ember_qblk_off(i, c, bs)];
+    ptrdiff_t i, b;
+    for (b = 0; b < n; b += 64) { /* a block of 64 pixels at a time: a plain stride-4 gather */
+        const uint8_t *s = xi + ember_qblk_off(b, c, bs);
+        const ptrdiff_t e = n - b < 64 ? n - b : 64;
+        for (i = 0; i < e; ++i) d[b + i] = s[4 * i];
+    }
 }
 /* n bytes s to channel m of the image yi from pixel pix: its plane of P pixels, or channel-blocked
  * (bs > 0 bytes per block). */
 static void ember_qdw_put(uint8_t *EMBER_RESTRICT yi, ptrdiff_t bs, int m, ptrdiff_t P, ptrdiff_t pix,
                           const uint8_t *EMBER_RESTRICT s, int n) {
-    int j;
+    int j, e;
     if (bs)
-        for (j = 0; j < n; ++j) yi[ember_qblk_off(pix + j, m, bs)] = s[j];
+        for (j = 0; j < n; j += e) { /* up to the end of each block of 64 pixels: a plain stride-4 scatter */
+            uint8_t *d = yi + ember_qblk_off(pix + j, m, bs);
+            int i;
+            e = 64 - (int)((pix + j) & 63);
+            e = e < n - j ? e : n - j;
+            for (i = 0; i < e; ++i) d[4 * i] = s[j + i];
+        }
     else
         for (j = 0; j < n; ++j) yi[m * P + pix + j] = s[j];
 }

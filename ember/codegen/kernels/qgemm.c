@@ -339,6 +339,50 @@ EMBER_INLINE uint8_t *ember_qblk_at(const ember_qout *o, int m, ptrdiff_t pix) {
     return o->y + ember_qblk_off(pix, m, o->rs);
 }
 
+#if EMBER_Q_PATH == 2 && EMBER_HAVE_AVX2 && defined(__FMA__)
+/* AVX2's requantisation of a tile row in float (qvec.c explains why it is exact: one fused multiply-add
+ * rounded to nearest even, the default MXCSR mode, to 1.5 * 2^23 plus the integer), where qlinear.py's
+ * float_limit holds (out[EMBER_QOUT_FLOAT]); the int64 arithmetic it replaces has no AVX2 instructions
+ * for its shifts and was most of an int8 network's time. y[j * ps] for the n <= 16 sums acc + c. */
+#define EMBER_QF8 1
+typedef int32_t ember_qf8i __attribute__((vector_size(32)));
+typedef float ember_qf8f __attribute__((vector_size(32)));
+typedef int32_t ember_qf8iu __attribute__((vector_size(32), aligned(4), may_alias));
+/* Row sums acc + c (n <= 16, the rest ignored) requantised into the int32 lanes of r[0], r[1]. */
+EMBER_INLINE void ember_qf8_row(ember_qf8i *r, const int32_t *acc, int n, int32_t c, int32_t mult, int shift,
+                                const int32_t *out) {
+    union { uint32_t u; float f; } p2;
+    int32_t a[16];
+    int j, h;
+    ember_qf8f m;
+    const ember_qf8f bias = (ember_qf8f){0} + 12582912.0f;
+    const ember_qf8i off = (ember_qf8i){0} + (0x4B400000 - out[EMBER_QOUT_ZP]), lo = (ember_qf8i){0} + out[EMBER_QOUT_LO],
+                     hi = (ember_qf8i){0} + out[EMBER_QOUT_HI], lim = (ember_qf8i){0} + out[EMBER_QOUT_LIMIT];
+    p2.u = (uint32_t)(127 - shift) << 23;
+    m = (ember_qf8f){0} + (float)mult * p2.f;
+    for (j = 0; j < 16; ++j) a[j] = j < n ? acc[j] : 0;
+    for (h = 0; h < 2; ++h) {
+        ember_qf8i v = *(const ember_qf8iu *)(const void *)(a + 8 * h) + c;
+        ember_qf8f t;
+        if (out[EMBER_QOUT_LIMIT]) {
+            v = (ember_qf8i)__builtin_ia32_pminsd256((ember_qf8i)v, lim);
+            v = (ember_qf8i)__builtin_ia32_pmaxsd256((ember_qf8i)v, -lim);
+        }
+        t = __builtin_convertvector(v, ember_qf8f);
+        __asm__("vfmadd213ps %2, %1, %0" : "+x"(t) : "x"(m), "x"(bias));
+        v = (ember_qf8i)t - off;
+        v = (ember_qf8i)__builtin_ia32_pmaxsd256(v, lo);
+        r[h] = (ember_qf8i)__builtin_ia32_pminsd256(v, hi);
+    }
+}
+static void ember_qf8_run(uint8_t *EMBER_RESTRICT y, ptrdiff_t ps, const int32_t *acc, int n, int32_t c, int32_t mult,
+                          int shift, const int32_t *out) {
+    ember_qf8i r[2];
+    int j;
+    ember_qf8_row(r, acc, n, c, mult, shift, out);
+    for (j = 0; j < n; ++j) y[j * ps] = (uint8_t)r[j >> 3][j & 7];
+}
+#endif
 /* Row m's sums acc[0 .. n) for the pixels from `pix` (j0 of the block) become outputs. */
 static void ember_qstore(const ember_qout *o, int m, ptrdiff_t pix, int j0, const int32_t *acc, int n) {
     const int32_t c = o->corr[m], wo = o->wofs ? o->wofs[m] : 0;
@@ -351,13 +395,48 @@ static void ember_qstore(const ember_qout *o, int m, ptrdiff_t pix, int j0, cons
     } else {
         uint8_t *EMBER_RESTRICT y = o->y + at;
         const int32_t mult = o->mult[m], shift = o->shift[m], zp = o->zp, lo = o->lo, hi = o->hi;
-        if (ps == 1 && !wo && n > 8) { /* vectorized in runs of 64: not worth it for a few sums */
+#ifdef EMBER_QF8
+        if (!wo && n <= 16 && o->out[EMBER_QOUT_FLOAT]) {
+            ember_qf8_run(y, ps, acc, n, c, mult, shift, o->out);
+            return;
+        }
+#endif
+        if (!wo && n > 4 && n <= 16) { /* a narrow tile's row (AVX2, SSE2), or strided (channel-blocked
+                                          rows: ps 4): the scalar int64 loop took most of their time */
+            ember_qrun16(y, ps, acc, n, c, mult, shift, zp, lo, hi);
+        } else if (ps == 1 && !wo && n > 8) { /* vectorized in runs of 64: not worth it for a few sums */
             ember_qrun(y, acc, n, c, mult, shift, zp, lo, hi);
         } else
             for (j = 0; j < n; ++j)
                 y[j * ps] = (uint8_t)ember_q_requant((int64_t)acc[j] + c + (int64_t)wo * cs[j], mult, shift, zp, lo,
                                                      hi);
     }
+}
+
+/* Rows m0 .. m0+R-1 of a tile (acc: EMBER_QNR sums a row) for the n pixels from `pix` become outputs. On
+ * AVX2, a channel quad of a channel-blocked output goes out as whole words (byte t of a pixel's word:
+ * row m0 + t) instead of byte by byte. */
+static void ember_qstore_rows(const ember_qout *o, int m0, int R, ptrdiff_t pix, int j0, const int32_t *acc, int n) {
+    int r;
+#ifdef EMBER_QF8
+    if (R == 4 && o->blk && o->kind == 1 && !o->wofs && n <= 16 && (m0 & 3) == 0 && o->out[EMBER_QOUT_FLOAT]) {
+        typedef uint32_t u8v __attribute__((vector_size(32)));
+        ember_qf8i q[4][2];
+        uint8_t *const y = ember_qblk_at(o, m0, pix);
+        int h, j;
+        for (r = 0; r < 4; ++r)
+            ember_qf8_row(q[r], acc + r * EMBER_QNR, n, o->corr[m0 + r], o->mult[m0 + r], o->shift[m0 + r], o->out);
+        for (h = 0; h < 2; ++h) {
+            const u8v b = (u8v){0} + 255u;
+            const u8v w = ((u8v)q[0][h] & b) | ((u8v)q[1][h] & b) << 8 | ((u8v)q[2][h] & b) << 16 | (u8v)q[3][h] << 24;
+            if (n >= 8 * h + 8) *(ember_qf8iu *)(void *)(y + 32 * h) = (ember_qf8i)w;
+            else /* a partial vector: its words one by one (no calls: the bundle is freestanding) */
+                for (j = 0; j < n - 8 * h; ++j) *(ember_qi32u *)(void *)(y + 32 * h + 4 * j) = (int32_t)w[j];
+        }
+        return;
+    }
+#endif
+    for (r = 0; r < R; ++r) ember_qstore(o, m0 + r, pix, j0, acc + r * EMBER_QNR, n);
 }
 
 #ifdef EMBER_QRQ

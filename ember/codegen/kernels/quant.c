@@ -89,6 +89,24 @@ EMBER_INLINE void ember_qrun64(uint8_t *EMBER_RESTRICT y, const int32_t *EMBER_R
         y[j] = (uint8_t)(r + zp);
     }
 }
+/* ember_qrun for n <= 16 sums (a tile's row where vectors are narrow: AVX2, SSE2), y[j * ps]: the same
+ * arithmetic over a zero-padded run of 16, which compilers vectorize whole. */
+EMBER_INLINE void ember_qrun16(uint8_t *EMBER_RESTRICT y, ptrdiff_t ps, const int32_t *EMBER_RESTRICT acc, int n, int32_t c,
+                           int32_t mult, int shift, int32_t zp, int32_t lo, int32_t hi) {
+    const int64_t l = lo - zp, h = hi - zp, rnd = EMBER_Q_RND(int64_t, shift);
+    int32_t a[16];
+    uint8_t b[16];
+    int j;
+    for (j = 0; j < 16; ++j) a[j] = j < n ? acc[j] : 0;
+    for (j = 0; j < 16; ++j) {
+        const int64_t p = (int64_t)(a[j] + c) * mult;
+        int64_t r = EMBER_Q_ROUND_SHIFT(p, shift, rnd);
+        r = r < l ? l : r;
+        r = r > h ? h : r;
+        b[j] = (uint8_t)(r + zp);
+    }
+    for (j = 0; j < n; ++j) y[j * ps] = b[j];
+}
 static void ember_qrun(uint8_t *EMBER_RESTRICT y, const int32_t *EMBER_RESTRICT acc, ptrdiff_t n, int32_t c,
                        int32_t mult, int shift, int32_t zp, int32_t lo, int32_t hi) {
     const int64_t l = lo - zp, h = hi - zp;
