@@ -289,6 +289,31 @@ static void ember_qa_col(int16_t *EMBER_RESTRICT col, const uint8_t *EMBER_RESTR
                     for (j = 0; j < KW; ++j) *d++ = EMBER_QA_VAL(xr[j * DW], flip, z2);
                 }
         }
+    } else if (KW == 3 && DW == 1) { /* a border window: branch-free per element, kernel rows outermost */
+        /* Reads clamped into the image, masked to 0 outside it; the masks are the same for every channel. */
+        const int16_t m0 = iw0 >= 0 && iw0 < Wd ? -1 : 0, m1 = iw0 + 1 >= 0 && iw0 + 1 < Wd ? -1 : 0;
+        const int16_t m2 = iw0 + 2 >= 0 && iw0 + 2 < Wd ? -1 : 0;
+        const int o0 = iw0 < 0 ? 0 : iw0 >= Wd ? Wd - 1 : iw0;
+        const int o1 = iw0 + 1 < 0 ? 0 : iw0 + 1 >= Wd ? Wd - 1 : iw0 + 1;
+        const int o2 = iw0 + 2 < 0 ? 0 : iw0 + 2 >= Wd ? Wd - 1 : iw0 + 2;
+        const ptrdiff_t step = (ptrdiff_t)KH * 3;
+        for (i = 0; i < KH; ++i) {
+            const int ih = ih0 + i * DH;
+            int16_t *dc = col + 3 * i;
+            if (ih < 0 || ih >= H) {
+                for (c = 0; c < C; ++c, dc += step) dc[0] = dc[1] = dc[2] = 0;
+                continue;
+            }
+            {
+                const uint8_t *xr = xn + (ptrdiff_t)ih * Wd;
+                for (c = 0; c < C; ++c, dc += step, xr += S) {
+                    dc[0] = (int16_t)(EMBER_QA_VAL(xr[o0], flip, z2) & m0);
+                    dc[1] = (int16_t)(EMBER_QA_VAL(xr[o1], flip, z2) & m1);
+                    dc[2] = (int16_t)(EMBER_QA_VAL(xr[o2], flip, z2) & m2);
+                }
+            }
+        }
+        d = col + (ptrdiff_t)C * step;
     } else { /* the window's columns inside the image, [jlo, jhi), are the same for every row */
         int jlo = 0, jhi = KW;
         while (jlo < KW && iw0 + jlo * DW < 0) ++jlo;
