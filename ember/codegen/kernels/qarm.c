@@ -250,6 +250,21 @@ EMBER_UNUSED static void ember_qa_widen(int16_t *EMBER_RESTRICT dst, const uint8
 EMBER_UNUSED static void ember_qa_pair_cols(int16_t *EMBER_RESTRICT cols, const int16_t *t0, const int16_t *t1, int Kp) {
     const uint32_t *a = (const uint32_t *)(const void *)t0, *b = (const uint32_t *)(const void *)t1;
     uint32_t *d = (uint32_t *)(void *)cols;
+#if EMBER_HAVE_ARM_DSP /* 6 instructions per 4 k (the compiler's unrolled copy: 10); Kp >= 4. The pointers are
+                        * early-clobber: aend equals t1, which the compiler would otherwise put in b's register. */
+    const uint32_t *const aend = a + Kp / 2;
+    uint32_t a0, a1, b0, b1;
+    __asm__("1:\n\t"
+            "ldrd %[a0], %[a1], [%[a]], #8\n\t"
+            "ldrd %[b0], %[b1], [%[b]], #8\n\t"
+            "strd %[a0], %[b0], [%[d]], #16\n\t"
+            "strd %[a1], %[b1], [%[d], #-8]\n\t"
+            "cmp %[a], %[aend]\n\t"
+            "bne 1b"
+            : [a] "+&r"(a), [b] "+&r"(b), [d] "+&r"(d), [a0] "=&r"(a0), [a1] "=&r"(a1), [b0] "=&r"(b0), [b1] "=&r"(b1)
+            : [aend] "r"(aend)
+            : "cc", "memory");
+#else
     int g;
     for (g = 0; g < Kp / 4; ++g, a += 2, b += 2, d += 4) {
         const uint32_t a0 = a[0], a1 = a[1], b0 = b[0], b1 = b[1];
@@ -258,6 +273,7 @@ EMBER_UNUSED static void ember_qa_pair_cols(int16_t *EMBER_RESTRICT cols, const 
         d[2] = a1;
         d[3] = b1;
     }
+#endif
 }
 /*@end*/
 
