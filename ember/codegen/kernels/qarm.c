@@ -250,6 +250,21 @@ EMBER_UNUSED static void ember_qa_widen(int16_t *EMBER_RESTRICT dst, const uint8
 EMBER_UNUSED static void ember_qa_pair_cols(int16_t *EMBER_RESTRICT cols, const int16_t *t0, const int16_t *t1, int Kp) {
     const uint32_t *a = (const uint32_t *)(const void *)t0, *b = (const uint32_t *)(const void *)t1;
     uint32_t *d = (uint32_t *)(void *)cols;
+#if EMBER_HAVE_ARM_DSP /* 6 instructions per 4 k (the compiler's unrolled copy: 10); Kp >= 4. The pointers are
+                        * early-clobber: aend equals t1, which the compiler would otherwise put in b's register. */
+    const uint32_t *const aend = a + Kp / 2;
+    uint32_t a0, a1, b0, b1;
+    __asm__("1:\n\t"
+            "ldrd %[a0], %[a1], [%[a]], #8\n\t"
+            "ldrd %[b0], %[b1], [%[b]], #8\n\t"
+            "strd %[a0], %[b0], [%[d]], #16\n\t"
+            "strd %[a1], %[b1], [%[d], #-8]\n\t"
+            "cmp %[a], %[aend]\n\t"
+            "bne 1b"
+            : [a] "+&r"(a), [b] "+&r"(b), [d] "+&r"(d), [a0] "=&r"(a0), [a1] "=&r"(a1), [b0] "=&r"(b0), [b1] "=&r"(b1)
+            : [aend] "r"(aend)
+            : "cc", "memory");
+#else
     int g;
     for (g = 0; g < Kp / 4; ++g, a += 2, b += 2, d += 4) {
         const uint32_t a0 = a[0], a1 = a[1], b0 = b[0], b1 = b[1];
@@ -258,6 +273,7 @@ EMBER_UNUSED static void ember_qa_pair_cols(int16_t *EMBER_RESTRICT cols, const 
         d[2] = a1;
         d[3] = b1;
     }
+#endif
 }
 /*@end*/
 
@@ -274,6 +290,23 @@ static void ember_qa_col(int16_t *EMBER_RESTRICT col, const uint8_t *EMBER_RESTR
     int c, i, j;
     if (ih0 >= 0 && iw0 >= 0 && ih0 + (KH - 1) * DH < H && iw0 + (KW - 1) * DW < Wd) {
         const uint8_t *xc = xn + (ptrdiff_t)ih0 * Wd + iw0;
+#if EMBER_HAVE_ARM_DSP
+        if (KW == 3 && DW == 1 && iw0 + 3 < Wd) { /* one 4-byte read per row (stays in the image), widened */
+            const uint32_t f4 = flip * 0x01010101u, zz = (uint32_t)(uint16_t)z2 * 0x10001u;
+            for (c = 0; c < C; ++c, xc += S)
+                for (i = 0; i < KH; ++i, d += 3) {
+                    const uint32_t w = *(const ember_qa_u8x4 *)(const void *)(xc + (ptrdiff_t)i * DH * Wd) ^ f4;
+                    uint32_t e, o, a;
+                    __asm__("uxtb16 %0, %1" : "=r"(e) : "r"(w));
+                    __asm__("uxtb16 %0, %1, ror #8" : "=r"(o) : "r"(w));
+                    __asm__("ssub16 %0, %1, %2" : "=r"(e) : "r"(e), "r"(zz));
+                    __asm__("ssub16 %0, %1, %2" : "=r"(o) : "r"(o), "r"(zz));
+                    __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(a) : "r"(e), "r"(o));
+                    *(ember_qa_u32 *)(void *)d = a;
+                    d[2] = (int16_t)(e >> 16);
+                }
+        } else
+#endif
         if (KW == 3 && DW == 1) { /* the common 3-wide window: no inner loop */
             for (c = 0; c < C; ++c, xc += S)
                 for (i = 0; i < KH; ++i, d += 3) {
@@ -289,6 +322,31 @@ static void ember_qa_col(int16_t *EMBER_RESTRICT col, const uint8_t *EMBER_RESTR
                     for (j = 0; j < KW; ++j) *d++ = EMBER_QA_VAL(xr[j * DW], flip, z2);
                 }
         }
+    } else if (KW == 3 && DW == 1) { /* a border window: branch-free per element, kernel rows outermost */
+        /* Reads clamped into the image, masked to 0 outside it; the masks are the same for every channel. */
+        const int16_t m0 = iw0 >= 0 && iw0 < Wd ? -1 : 0, m1 = iw0 + 1 >= 0 && iw0 + 1 < Wd ? -1 : 0;
+        const int16_t m2 = iw0 + 2 >= 0 && iw0 + 2 < Wd ? -1 : 0;
+        const int o0 = iw0 < 0 ? 0 : iw0 >= Wd ? Wd - 1 : iw0;
+        const int o1 = iw0 + 1 < 0 ? 0 : iw0 + 1 >= Wd ? Wd - 1 : iw0 + 1;
+        const int o2 = iw0 + 2 < 0 ? 0 : iw0 + 2 >= Wd ? Wd - 1 : iw0 + 2;
+        const ptrdiff_t step = (ptrdiff_t)KH * 3;
+        for (i = 0; i < KH; ++i) {
+            const int ih = ih0 + i * DH;
+            int16_t *dc = col + 3 * i;
+            if (ih < 0 || ih >= H) {
+                for (c = 0; c < C; ++c, dc += step) dc[0] = dc[1] = dc[2] = 0;
+                continue;
+            }
+            {
+                const uint8_t *xr = xn + (ptrdiff_t)ih * Wd;
+                for (c = 0; c < C; ++c, dc += step, xr += S) {
+                    dc[0] = (int16_t)(EMBER_QA_VAL(xr[o0], flip, z2) & m0);
+                    dc[1] = (int16_t)(EMBER_QA_VAL(xr[o1], flip, z2) & m1);
+                    dc[2] = (int16_t)(EMBER_QA_VAL(xr[o2], flip, z2) & m2);
+                }
+            }
+        }
+        d = col + (ptrdiff_t)C * step;
     } else { /* the window's columns inside the image, [jlo, jhi), are the same for every row */
         int jlo = 0, jhi = KW;
         while (jlo < KW && iw0 + jlo * DW < 0) ++jlo;
@@ -307,6 +365,57 @@ static void ember_qa_col(int16_t *EMBER_RESTRICT col, const uint8_t *EMBER_RESTR
             }
     }
     while (d != end) *d++ = 0;
+}
+/* The columns of output pixels (oh, ow) and (oh, ow + 1) into t0, t1, as ember_qa_col, for a stride-1
+ * 3-wide window when both lie inside the image: one 4-byte read per channel and kernel row feeds both
+ * (their windows share the middle two bytes), widened once. Returns 0 (nothing written) otherwise. Not
+ * inlined: ember_qa_conv_t's direct (1x1) loop keeps its registers. */
+EMBER_NOINLINE static int ember_qa_col2(int16_t *EMBER_RESTRICT t0, int16_t *EMBER_RESTRICT t1, const uint8_t *EMBER_RESTRICT xn,
+                         uint32_t flip, int32_t z2, const int32_t *p, int oh, int ow, int Kp) {
+    const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], Wd = p[EMBER_GEO_IN_W], KH = p[EMBER_GEO_K_H];
+    const int DH = p[EMBER_GEO_DIL_H];
+    const int ih0 = oh * p[EMBER_GEO_STRIDE_H] - p[EMBER_GEO_PAD_H], iw0 = ow - p[EMBER_GEO_PAD_W];
+    const ptrdiff_t S = (ptrdiff_t)H * Wd, RS = (ptrdiff_t)DH * Wd;
+    const int K = C * KH * 3;
+    const uint8_t *xc;
+    int c, i, k;
+    if (p[EMBER_GEO_STRIDE_W] != 1 || p[EMBER_GEO_K_W] != 3 || p[EMBER_GEO_DIL_W] != 1 || ih0 < 0 || iw0 < 0 ||
+        ih0 + (KH - 1) * DH >= H || iw0 + 3 >= Wd)
+        return 0;
+    xc = xn + (ptrdiff_t)ih0 * Wd + iw0;
+    {
+        int16_t *d0 = t0, *d1 = t1;
+#if EMBER_HAVE_ARM_DSP
+        const uint32_t f4 = flip * 0x01010101u, zz = (uint32_t)(uint16_t)z2 * 0x10001u;
+#endif
+        for (c = 0; c < C; ++c, xc += S) {
+            const uint8_t *xr = xc;
+            for (i = 0; i < KH; ++i, xr += RS, d0 += 3, d1 += 3) {
+#if EMBER_HAVE_ARM_DSP /* bytes b0..b3: e = (b0, b2), o = (b1, b3) less the zero point */
+                const uint32_t w = *(const ember_qa_u8x4 *)(const void *)xr ^ f4;
+                uint32_t e, o, a, b;
+                __asm__("uxtb16 %0, %1" : "=r"(e) : "r"(w));
+                __asm__("uxtb16 %0, %1, ror #8" : "=r"(o) : "r"(w));
+                __asm__("ssub16 %0, %1, %2" : "=r"(e) : "r"(e), "r"(zz));
+                __asm__("ssub16 %0, %1, %2" : "=r"(o) : "r"(o), "r"(zz));
+                __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(a) : "r"(e), "r"(o));
+                __asm__("pkhbt %0, %1, %2" : "=r"(b) : "r"(o), "r"(e));
+                *(ember_qa_u32 *)(void *)d0 = a;
+                d0[2] = (int16_t)(e >> 16);
+                *(ember_qa_u32 *)(void *)d1 = b;
+                d1[2] = (int16_t)(o >> 16);
+#else
+                const int16_t v1 = EMBER_QA_VAL(xr[1], flip, z2), v2 = EMBER_QA_VAL(xr[2], flip, z2);
+                d0[0] = EMBER_QA_VAL(xr[0], flip, z2);
+                d0[1] = d1[0] = v1;
+                d0[2] = d1[1] = v2;
+                d1[2] = EMBER_QA_VAL(xr[3], flip, z2);
+#endif
+            }
+        }
+    }
+    for (k = K; k < Kp; ++k) t0[k] = t1[k] = 0;
+    return 1;
 }
 /* Convolution (2-D, one group) of N images: y[n][m][pixel] requantised from W times the windows, two output
  * pixels at a time: their columns built plainly in t (2 x Kp int16, Kp: K rounded up to `kq`), then
@@ -327,6 +436,7 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
     const int K = C * p[EMBER_GEO_K_H] * p[EMBER_GEO_K_W], Kp = (K + kq - 1) / kq * kq, P = OH * OW;
     const ptrdiff_t S = (ptrdiff_t)p[EMBER_GEO_IN_H] * p[EMBER_GEO_IN_W];
     const int direct = K == C && S == P && p[EMBER_GEO_PAD_H] == 0 && p[EMBER_GEO_PAD_W] == 0;
+    const int pairs = p[EMBER_GEO_STRIDE_W] == 1 && p[EMBER_GEO_K_W] == 3 && p[EMBER_GEO_DIL_W] == 1; /* col2's */
     const uint32_t flip = sgn ? 0x80u : 0u;
     const int32_t z2 = xz + (sgn ? 128 : 0);
     int16_t *t0 = cols + 2 * Kp, *t1 = t0 + Kp;
@@ -359,6 +469,8 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
                 }
 #endif
                 for (; c < Kp; ++c) t0[c] = t1[c] = 0;
+            } else if (pairs && two && ow + 1 < OW && ember_qa_col2(t0, t1, xn, flip, z2, p, oh, ow, Kp)) {
+                if ((ow += 2) == OW) ow = 0, ++oh;
             } else {
                 ember_qa_col(t0, xn, flip, z2, p, oh, ow, Kp);
                 if (++ow == OW) ow = 0, ++oh;

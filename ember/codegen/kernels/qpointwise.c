@@ -49,9 +49,23 @@ EMBER_INLINE void ember_qadd_run32(uint8_t *y, const uint8_t *a, const uint8_t *
     const int32_t za = q->za, zb = q->zb, mha = q->mh[0], mhb = q->mh[1], mla = q->ml[0], mlb = q->ml[1];
     const int32_t k = q->k, rnd = q->rnd, zy = r[EMBER_QADD_ZY], lo = r[EMBER_QADD_LO] - zy, hi = r[EMBER_QADD_HI] - zy;
     ptrdiff_t i;
+#if EMBER_HAVE_ARM_DSP /* Cortex-M DSP: (a', b') as one halfword pair (SSUB16), L and H by SMUAD / SMLAD */
+    const uint32_t zz = (uint16_t)za | (uint32_t)zb << 16, ml2 = (uint16_t)mla | (uint32_t)mlb << 16;
+    const uint32_t mh2 = (uint16_t)mha | (uint32_t)mhb << 16;
+#endif
     for (i = 0; i < n; ++i) {
+#if EMBER_HAVE_ARM_DSP /* the same integers: |a'|, |b'| <= 255 and the split multipliers fit int16 */
+        const uint32_t ab = (uint32_t)(a[i] ^ flip) | (uint32_t)(b[i * bstep] ^ flip) << 16;
+        uint32_t d;
+        int32_t L, G;
+        __asm__("ssub16 %0, %1, %2" : "=r"(d) : "r"(ab), "r"(zz));
+        __asm__("smuad %0, %1, %2" : "=r"(L) : "r"(d), "r"(ml2));
+        __asm__("smlad %0, %1, %2, %3" : "=r"(G) : "r"(d), "r"(mh2), "r"(L >> 16));
+        G |= (L & 0xFFFF) != 0;
+#else
         const int32_t ap = (a[i] ^ flip) - za, bp = (b[i * bstep] ^ flip) - zb, L = ap * mla + bp * mlb;
         const int32_t G = (ap * mha + bp * mhb + (L >> 16)) | ((L & 0xFFFF) != 0);
+#endif
         int32_t v = EMBER_Q_ROUND_SHIFT(G, k, rnd);
         v = v < lo ? lo : v;
         v = v > hi ? hi : v;
