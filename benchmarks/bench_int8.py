@@ -32,6 +32,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import ember  # noqa: E402
+from benchmarks.machine import banner, describe  # noqa: E402
 from benchmarks.models import MODELS, build  # noqa: E402
 from benchmarks.timing import EmberTimer, OrtTimer  # noqa: E402
 from ember import cli  # noqa: E402
@@ -56,12 +57,14 @@ def main() -> int:
     ort.set_default_logger_severity(3)  # quantize_static's notes on unused initializers
     os.sched_setaffinity(0, {args.core})
     work = Path(args.work)
+    machine = describe()
+    print(banner(machine))
     rows = []
     for name in args.models.split(","):
         rows.append(bench_model(name, work, args))
         _print_row(rows[-1], header=len(rows) == 1)
 
-    result = {"machine": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
+    result = {**machine, "machine": platform.processor() or platform.machine(),
               "onnxruntime": ort.__version__, "ember": ember.__version__, "core": args.core,
               "calibration": f"{args.samples} fixed-seed standard-normal inputs (.npy), min-max",
               "ort_qdq": "quantize_static QDQ, per-channel QInt8 weights, QUInt8 activations, MinMax",
