@@ -75,6 +75,8 @@ DEFAULT_FAMILY = CpuFamily("default", "no CPU table for this target", "any", 2)
 CPUS: dict[str, str] = {
     "x86-64": "x86-64", "x86-64-v2": "x86-64", "nehalem": "x86-64", "westmere": "x86-64", "sandybridge": "x86-64",
     "ivybridge": "x86-64", "btver2": "x86-64", "bdver4": "x86-64",
+    # GCC's older aliases, as Glow users write them in -mcpu=.
+    "core2": "x86-64", "corei7": "x86-64", "corei7-avx": "x86-64", "core-avx-i": "x86-64", "core-avx2": "avx2",
     "x86-64-v3": "avx2", "haswell": "avx2", "broadwell": "avx2", "skylake": "avx2", "alderlake": "avx2",
     "raptorlake": "avx2", "meteorlake": "avx2", "znver1": "avx2", "znver2": "avx2", "znver3": "avx2",
     "x86-64-v4": "avx512", "skylake-avx512": "avx512", "cascadelake": "avx512", "cooperlake": "avx512",
