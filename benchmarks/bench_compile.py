@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -22,6 +21,7 @@ import onnx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.machine import banner, describe  # noqa: E402
 from benchmarks.models import MODELS, build  # noqa: E402
 
 # Run in a child interpreter, so imports and peak memory are the compile's alone.
@@ -44,16 +44,6 @@ o.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
 ort.InferenceSession(sys.argv[1], o, providers=["CPUExecutionProvider"])
 print(json.dumps({"wall": time.perf_counter() - t0, "peak_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
 """
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def weight_bytes(model: Path) -> int:
@@ -81,7 +71,8 @@ def main() -> int:
     ap.add_argument("--json", default="benchmarks/results/compile.json", help="write results here")
     args = ap.parse_args()
     rows = []
-    print(f"CPU: {cpu_model()} ({os.cpu_count()} cores)")
+    machine = describe()
+    print(banner(machine))
     print(f"{'model':<14}{'weights MB':>11}{'variant':>18}{'wall s':>8}{'peak MB':>9}{'peak/weights':>13}  phases (s)")
     for name in args.models.split(","):
         model = build(name, Path(args.work) / "models")
@@ -101,7 +92,7 @@ def main() -> int:
                 phases = ", ".join(f"{k} {v:.2f}" for k, v in row["phases_s"].items())
                 print(f"{name:<14}{wb / 1e6:>11.1f}{variant:>18}{row['wall_s']:>8.2f}{row['peak_bytes'] / 1e6:>9.0f}"
                       f"{row['peak_over_weights']:>13.2f}  {phases}")
-    result = {"cpu": cpu_model(), "cpu_count": os.cpu_count(), "median_of": args.repeat, "rows": rows}
+    result = {"cpu": machine["cpu_model"], "cpu_count": machine["cpu_count"], "median_of": args.repeat, "rows": rows}
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {args.json}")

@@ -26,7 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import ember  # noqa: E402
-from benchmarks.bench_compile import cpu_model  # noqa: E402
+from benchmarks.machine import describe  # noqa: E402
 from benchmarks.timing import EmberTimer, interleave  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "tflite"
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
             r = rows[-1]
             print(f"{r['model']:<24} ember {r['ember_ms']:9.4f} ms   LiteRT {r['litert_ms']:9.4f} ms   "
                   f"{r['ratio']:5.2f}x", flush=True)
-    result = {"cpu": cpu_model(), "machine": platform.machine(), "threads": 1,
+    result = {"cpu": describe()["cpu_model"], "machine": platform.machine(), "threads": 1,
               "litert": "ai-edge-litert, XNNPACK delegate, num_threads=1", "models": rows}
     print(f"CPU: {result['cpu']}")
     if args.json:
