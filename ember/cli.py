@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shlex
@@ -24,6 +25,7 @@ from ember.version import __version__
 
 def _compile(args: argparse.Namespace) -> int:
     from ember.api import COMPILE_PHASES, write_bundle
+    from ember.model_source import is_saved_model_dir, saved_model
     from ember.progress import Progress
 
     opts = CompileOptions(
@@ -44,7 +46,13 @@ def _compile(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     bar = Progress(COMPILE_PHASES, "compiling", "phase")
     try:
-        m = write_bundle(args.model, args.output, opts, command, bar.step)
+        if is_saved_model_dir(args.model):  # converted to a temporary .tflite by TFLiteConverter (ember[tf])
+            with saved_model(args.model, None) as (path, name):
+                if opts.name is None:
+                    opts = dataclasses.replace(opts, name=name)
+                m = write_bundle(str(path), args.output, opts, command, bar.step)
+        else:
+            m = write_bundle(args.model, args.output, opts, command, bar.step)
     finally:
         bar.close()
     wall = time.perf_counter() - t0
@@ -438,7 +446,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     c = sub.add_parser("compile", help="compile a model into a bundle")
-    c.add_argument("model", help="the .onnx model file")
+    c.add_argument("model", help="the model: an .onnx or .tflite file (detected by content), or a TensorFlow "
+                   "SavedModel directory (converted by TFLiteConverter; needs pip install 'ember[tf]')")
     c.add_argument("-o", "--output", required=True, help="output bundle directory")
     c.add_argument("--name", help="network name (C prefix); default: model file stem")
     c.add_argument("--target", default="host", metavar="TARGET",
