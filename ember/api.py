@@ -229,6 +229,8 @@ def _manifest(graph: Graph, plan: MemoryPlan, src, opts: CompileOptions, sha: st
         "outputs": [entry(e) for e in src.io[n_in:]],
         # Sequence inputs/outputs (frontends/onnx/sequence.py): model name -> its elements' input/output names.
         "sequences": {"inputs": graph.sequence_inputs, "outputs": graph.sequence_outputs},
+        # --state io: recurrent state inputs -> the outputs to copy onto them before the next call.
+        "state": graph.state_outputs,
         "weights": _weights_record(graph, opts),
         "memory": {
             "constant": plan.constant_size,

@@ -38,7 +38,7 @@ def _compile(args: argparse.Namespace) -> int:
         keep_float=tuple(op.strip() for op in ",".join(args.keep_float).split(",") if op.strip()), io=args.io,
         weights=args.weights, max_memory=parse_size(args.max_memory) if args.max_memory else None,
         ram_limit=parse_size(args.ram_limit, "--ram-limit") if args.ram_limit else None,
-        weights_txt=not args.no_weights_txt, threads=args.threads,
+        weights_txt=not args.no_weights_txt, threads=args.threads, state=args.state,
     )
     command = "ember " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     if args.report:
@@ -468,6 +468,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="freeze a graph input to a constant (a number, a comma list or a .npy file), e.g. "
                    "sample_rate=16000: what it decides folds (an If on it keeps one branch); the bundle has no "
                    "such input")
+    c.add_argument("--state", choices=("zero", "io"), default="zero",
+                   help="recurrent state of a TFLite model (LSTM, SVDF variable tensors): zero (default) starts "
+                   "every run from zero; io makes each state an input and its next value an output NAME_next, "
+                   "to copy back before the next call (streaming); see docs/bundle.md")
     c.add_argument("--dump-graph", metavar="FILE.dot", help="write the optimized graph as Graphviz")
     c.add_argument("--no-weights-txt", action="store_true",
                    help="do not write NAME.weights.txt (the weights as C text, 6 bytes per weight byte); "

@@ -55,10 +55,15 @@ class CompileOptions:
     ram_limit: int | None = None
     # Threads a bundle may use (host and Linux targets): its pool's size and the parts big kernels divide into.
     threads: int = 1
+    # Recurrent state (TFLite variable tensors: LSTM, SVDF): "zero" starts every run from zero; "io" makes each
+    # state an extra input and output (`NAME.json` `state`), which a streaming caller carries between calls.
+    state: str = "zero"
 
     def __post_init__(self) -> None:
         if self.api not in ("static", "dynamic"):
             raise OptionError(f"--api must be static or dynamic, not '{self.api}'")
+        if self.state not in ("zero", "io"):
+            raise OptionError(f"--state must be zero or io, not '{self.state}'")
         if self.reloc not in (None, "static", "pic"):
             raise OptionError(f"--reloc must be static or pic, not '{self.reloc}'")
         if self.quantize or self.profile or self.weights or self.keep_float or self.io != "float":

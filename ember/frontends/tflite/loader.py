@@ -19,11 +19,11 @@ import tflite
 from ember.errors import ModelFormatError, ShapeError, UnsupportedOperatorError
 from ember.frontends.detect import TFLITE_IDENTIFIER
 from ember.frontends.tflite.atrous import Atrous, find_atrous
-from ember.frontends.tflite.context import OpContext, Quant, TensorInfo
+from ember.frontends.tflite.context import OpContext, Quant, TensorInfo, add_node
 from ember.frontends.tflite.ops import CONVERTERS, builtin_name, options_of
 from ember.frontends.tflite.sparse import densify
 from ember.ir.dtypes import DType, TensorType
-from ember.ir.graph import Graph, Value
+from ember.ir.graph import Graph, Node, Value
 
 _DTYPES = {
     tflite.TensorType.FLOAT32: DType.FLOAT32, tflite.TensorType.FLOAT16: DType.FLOAT16,
@@ -43,11 +43,12 @@ def read_tflite(path: str) -> bytes:
     return data
 
 
-def load_tflite(data: bytes, name: str = "model", path: str = "model") -> Graph:
-    """The IR of subgraph 0 of the TFLite model in `data` (the whole file)."""
+def load_tflite(data: bytes, name: str = "model", path: str = "model", state_io: bool = False) -> Graph:
+    """The IR of subgraph 0 of the TFLite model in `data` (the whole file). `state_io`: subgraph 0's variable
+    tensors (recurrent state) become graph inputs, and their values after the run graph outputs."""
     try:
         model = tflite.Model.GetRootAs(data, 0)
-        return _Builder(model, data, name, path).build()
+        return _Builder(model, data, name, path, state_io).build()
     except (struct.error, IndexError, ValueError, TypeError, AttributeError) as e:
         # flatbuffers reads past the end of a truncated file, or offsets that point nowhere.
         s = str(e).splitlines()[0] if str(e) else type(e).__name__
@@ -55,8 +56,9 @@ def load_tflite(data: bytes, name: str = "model", path: str = "model") -> Graph:
 
 
 class _Builder:
-    def __init__(self, model: Any, data: bytes, name: str, path: str) -> None:
-        self.model, self.data, self.path = model, data, path
+    def __init__(self, model: Any, data: bytes, name: str, path: str, state_io: bool = False) -> None:
+        self.model, self.data, self.path, self.state_io = model, data, path, state_io
+        self.state_inputs: dict[int, Value] = {}  # subgraph 0's variable tensors as state inputs (state_io)
         self.graph = Graph(name)
         self.values: dict[int, Value] = {}
         self.tensors: list[TensorInfo] = []
@@ -77,6 +79,8 @@ class _Builder:
             self.values[ti] = v
             self.graph.inputs.append(v)
             self.graph.layouts[v.name] = _layout(t.shape)
+        if self.state_io:
+            self._state_inputs(sg)
         self._check_unsupported(sg)
         self._operators(sg)
         for ti in sg.OutputsAsNumpy().tolist():
@@ -86,7 +90,42 @@ class _Builder:
             self.graph.outputs.append(v)
             self.graph.output_names.append(name)
             self.graph.layouts[name] = _layout(t.shape)
+        self._state_outputs()
         return self.graph
+
+    def _state_inputs(self, sg: Any) -> None:
+        """Each variable tensor without initial data becomes an input holding the state before the run."""
+        for ti in range(sg.TensorsLength()):
+            if sg.Tensors(ti).IsVariable() and ti not in self.values and sg.Tensors(ti).Buffer() >= 0:
+                t = self.tensors[ti]
+                v = self.graph.value(t.name, TensorType(t.dtype, t.shape))
+                self.tensors[ti] = TensorInfo(t.name, t.dtype, t.shape, t.quant, None)  # not the zeros
+                self.values[ti] = self.state_inputs[ti] = v
+                self.graph.inputs.append(v)
+                self.graph.layouts[v.name] = "ND"
+
+    def _state_outputs(self) -> None:
+        """The state after the run (what the last operator writing each variable left in it), as outputs
+        named `<state input>_next`: the caller copies each onto its input before the next call."""
+        taken = {v.name for v in self.graph.inputs} | set(self.graph.output_names)
+        for ti, state_in in self.state_inputs.items():
+            name = f"{state_in.name}_next"
+            while name in taken:
+                name += "_"
+            taken.add(name)
+            v = self.values[ti]
+            if v is state_in:  # no operator writes it: the state passes through unchanged
+                v = self.graph.value(name, v.type)
+                add_node(self.graph, Node("Identity", self.graph.unique_name(f"{name}_Identity"), [state_in], [v]))
+            self.graph.outputs.append(v)
+            self.graph.output_names.append(name)
+            self.graph.layouts[name] = "ND"
+            self.graph.state_outputs[state_in.name] = name
+
+    def write_state(self, index: int, v: Value) -> None:
+        """An operator updated variable tensor `index` (LSTM, SVDF state) to `v`: later readers see it, and
+        with state_io it is the state output."""
+        self.values[index] = v
 
     def run_subgraph(self, index: int, graph: Graph, inputs: list[Value], what: str) -> list[Value]:
         """Converts subgraph `index` (of an IF, WHILE) into `graph`, its inputs bound to `inputs`; returns the

@@ -1,9 +1,10 @@
 """Sequence operators: UNIDIRECTIONAL_SEQUENCE_LSTM (onto ember's LSTM) and SVDF (the keyword-spotting
 layer, onto MatMul, Concat and reductions).
 
-Both read a state tensor LiteRT keeps between invocations (a variable tensor). A bundle is stateless: the
-loader gives every variable tensor its initial value (zeros), so a bundle run equals LiteRT's first
-invocation after `reset_all_variables()`.
+Both read a state tensor LiteRT keeps between invocations (a variable tensor) and write its next value
+(`_write_state`). A bundle keeps no state of its own: by default the loader gives every variable tensor its
+initial value (zeros), so a run equals LiteRT's first invocation after `reset_all_variables()`; with
+`--state io` the state is an input and its next value an output, which a streaming caller carries over.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember.frontends.tflite.context import OpContext
+from ember.ir.dtypes import DType
 from ember.ir.graph import Value
 
 # TFLite's UNIDIRECTIONAL_SEQUENCE_LSTM input slots (lstm_shared.h).
@@ -79,8 +81,19 @@ def unidirectional_sequence_lstm(ctx: OpContext) -> None:
         inputs.append(ctx.graph.constant(f"{ctx.label}_P", p.astype(np.float32)))
     attrs = {"hidden_size": int(hidden), "direction": "forward", "layout": 0 if time_major else 1,
              "activations": ["Sigmoid", act, act], "input_forget": int(cifg)}
-    y = ctx.emit("LSTM", inputs, attrs, n_out=3)[0]  # [T, 1, B, H] or [B, T, 1, H]
+    y, y_h, y_c = ctx.emit("LSTM", inputs, attrs, n_out=3)  # y: [T, 1, B, H] or [B, T, 1, H]
     ctx.output(0, ctx.emit("Reshape", [y, ctx.const(list(ctx.out_info().shape), what="shape")]))
+    _write_state(ctx, _OUT_STATE, y_h)
+    _write_state(ctx, _CELL_STATE, y_c)
+
+
+def _write_state(ctx: OpContext, slot: int, v: Value) -> None:
+    """The operator leaves `v` (float) in the variable tensor of input `slot`, reshaped and quantized to it."""
+    t = ctx.info(slot)
+    v = ctx.emit("Reshape", [v, ctx.const(list(t.shape), what="state_shape")])
+    if t.quant is not None and t.dtype in (DType.INT8, DType.UINT8, DType.INT16):
+        v = ctx.quantize(v, t)
+    ctx.b.write_state(ctx.inputs[slot], v)
 
 
 def svdf(ctx: OpContext) -> None:
@@ -101,6 +114,7 @@ def svdf(ctx: OpContext) -> None:
         state = ctx.emit("Concat", [kept, feat], {"axis": 2})
     else:
         state = feat
+    _write_state(ctx, 4, state)
     per_filter = ctx.emit("ReduceSum", [ctx.emit("Mul", [state, wt]), ctx.const([2], what="mem")], {"keepdims": 0})
     units = filters // rank
     y = ctx.emit("ReduceSum", [ctx.emit("Reshape", [per_filter, ctx.const([batch, units, rank], what="rank")]),
