@@ -1,0 +1,78 @@
+"""Full-integer SVDF (int8 input and output, int16 time weights and state, as keyword spotters ship it) on
+TFLite's integer arithmetic: outputs bit-exact with LiteRT's reference kernels and with TFLite Micro's
+interpreter, from the zero state and over a stream of calls that carry the state (`--state io`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ember
+from ember.ops.svdf import quantize_multiplier
+from tests.frontends.tflite_support import FIXTURES, litert
+
+MODEL = FIXTURES / "svdf_int8.tflite"
+OUT_ZP = 5  # the fixture's output zero point (scripts/tflite_handmade.py svdf_int8)
+
+
+def _frames(n: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(11)
+    return [rng.integers(-128, 128, (2, 8)).astype(np.int8) for _ in range(n)]
+
+
+def test_quantize_multiplier_is_tflites() -> None:
+    assert quantize_multiplier(0.5) == (1 << 30, 0)
+    assert quantize_multiplier(0.75) == (1610612736, 0)
+    assert quantize_multiplier(1.0) == (1 << 30, 1)
+    assert quantize_multiplier(2.0 ** -40) == (0, 0)  # below TFLite's smallest shift: zero
+    assert quantize_multiplier(0.0) == (0, 0)
+
+
+def test_svdf_int8_bit_exact_from_zero_state(tmp_path: Path) -> None:
+    runtime = pytest.importorskip("tflite_micro.python.tflite_micro.runtime")
+    bundle = ember.compile(MODEL, tmp_path, opt_level=1)
+    assert bundle.manifest["ops"] == {"SvdfInteger": 1}  # integer end to end, no float SVDF
+    interp = litert(MODEL)
+    xd, yd = interp.get_input_details()[0], interp.get_output_details()[0]
+    micro = runtime.Interpreter.from_file(str(MODEL))
+    for x in _frames(3):
+        interp.reset_all_variables()
+        interp.set_tensor(xd["index"], x)
+        interp.invoke()
+        ref = interp.get_tensor(yd["index"])
+        micro.reset()
+        micro.set_input(x, 0)
+        micro.invoke()
+        got = bundle.run({"x": x})["y"]
+        assert got.dtype == np.int8
+        np.testing.assert_array_equal(got, ref)
+        np.testing.assert_array_equal(got, micro.get_output(0))
+
+
+def test_svdf_int8_streaming_bit_exact(tmp_path: Path) -> None:
+    runtime = pytest.importorskip("tflite_micro.python.tflite_micro.runtime")
+    bundle = ember.compile(MODEL, tmp_path, state="io", opt_level=1)
+    assert bundle.manifest["state"] == {"state": "state_next"}
+    interp = litert(MODEL)
+    xd, yd = interp.get_input_details()[0], interp.get_output_details()[0]
+    micro = runtime.Interpreter.from_file(str(MODEL))
+    state = np.zeros((2, 40), np.int16)  # the reset: the state's zero point
+    outs = []
+    for k, x in enumerate(_frames(8)):
+        interp.set_tensor(xd["index"], x)
+        interp.invoke()
+        micro.set_input(x, 0)
+        micro.invoke()
+        got = bundle.run({"x": x, "state": state})
+        np.testing.assert_array_equal(got["y"], interp.get_tensor(yd["index"]), err_msg=f"call {k}")
+        np.testing.assert_array_equal(got["y"], micro.get_output(0), err_msg=f"call {k} (TFLite Micro)")
+        nxt = got["state_next"]
+        assert nxt.dtype == np.int16 and nxt.shape == (2, 40)
+        # Each filter's row (memory 5) moved left one step, as TFLite Micro keeps it; the newest value last.
+        np.testing.assert_array_equal(nxt.reshape(2, 8, 5)[:, :, :4], state.reshape(2, 8, 5)[:, :, 1:])
+        state = nxt
+        outs.append(got["y"])
+    # The fixture's RELU is not applied (TFLite's integer SVDF ignores it): outputs below the zero point.
+    assert (np.array(outs) < OUT_ZP).any()
