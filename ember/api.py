@@ -229,8 +229,8 @@ def _manifest(graph: Graph, plan: MemoryPlan, src, opts: CompileOptions, sha: st
         "outputs": [entry(e) for e in src.io[n_in:]],
         # Sequence inputs/outputs (frontends/onnx/sequence.py): model name -> its elements' input/output names.
         "sequences": {"inputs": graph.sequence_inputs, "outputs": graph.sequence_outputs},
-        # --state io: recurrent state inputs -> the outputs to copy onto them before the next call.
-        "state": graph.state_outputs,
+        # --state io: each recurrent state input, the output to copy onto it before the next call, its reset value.
+        "state": [{"input": i, "output": o, "reset": r} for i, (o, r) in graph.state_outputs.items()],
         "weights": _weights_record(graph, opts),
         "memory": {
             "constant": plan.constant_size,

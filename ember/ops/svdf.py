@@ -3,7 +3,8 @@ reference kernel and TFLite Micro's, on kernels/svdf.c.
 
 Inputs: x int8 [B, I], feature weights int8 [F, I], time weights int16 (or int8) [F, M], bias int32 [F/rank]
 (optional), state int16 (or int8) [B, F*M]. Outputs: y int8 [B, F/rank] and the next state (same type and
-shape as the state). Attributes: rank; the zero points in_zp, state_zp, out_zp; and the two fixed-point
+shape as the state). Attributes: rank; the zero points in_zp, state_zp, out_zp; out_scale (the output's
+quantization, which its type carries); and the two fixed-point
 rescales (m1, s1): features to state, (m2, s2): time-filtered sums to output, as TFLite's QuantizeMultiplier
 makes them (`quantize_multiplier`).
 
@@ -18,7 +19,7 @@ import math
 
 from ember.codegen.emitter import KernelEmitter
 from ember.errors import ShapeError
-from ember.ir.dtypes import DType, TensorType
+from ember.ir.dtypes import DType, QuantParams, TensorType
 from ember.ir.graph import Node
 from ember.ops.infer import inp
 from ember.ops.opdef import OpDef
@@ -48,7 +49,8 @@ def _infer(node: Node) -> list[TensorType]:
     filters, memory = wt.shape
     if wf.shape[0] != filters or rank <= 0 or filters % rank or state.shape != (x.shape[0], filters * memory):
         raise ShapeError(f"SvdfInteger {node.name}: {filters} filters, rank {rank}, state {list(state.shape)}")
-    return [TensorType(DType.INT8, (x.shape[0], filters // rank)), TensorType(state.dtype, state.shape)]
+    out_q = QuantParams((float(node.attrs["out_scale"]),), (int(node.attrs["out_zp"]),))
+    return [TensorType(DType.INT8, (x.shape[0], filters // rank), out_q), TensorType(state.dtype, state.shape)]
 
 
 def _lower(node: Node, k: KernelEmitter) -> None:

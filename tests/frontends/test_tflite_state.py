@@ -13,9 +13,10 @@ import ember
 from ember.errors import OptionError
 from tests.frontends.tflite_support import FIXTURES, litert
 
-STATES = {"svdf": {"state": "state_next"},
-          "lstm_batch_major": {"h_state": "h_state_next", "c_state": "c_state_next"},
-          "lstm_time_major_cifg_peephole": {"h_state": "h_state_next", "c_state": "c_state_next"}}
+LSTM_STATE = [{"input": "h_state", "output": "h_state_next", "reset": 0},
+              {"input": "c_state", "output": "c_state_next", "reset": 0}]
+STATES = {"svdf": [{"input": "state", "output": "state_next", "reset": 0}],
+          "lstm_batch_major": LSTM_STATE, "lstm_time_major_cifg_peephole": LSTM_STATE}
 CALLS = 4
 
 
@@ -41,7 +42,7 @@ def test_streaming_calls_equal_litert_invocations(name: str, tmp_path: Path) -> 
         interp.invoke()  # LiteRT keeps its variable tensors from the previous invocation
         got = bundle.run({x_name: x, **state})
         _close(got[y_name], interp.get_tensor(yd["index"]), f"{name} call {k}")
-        state = {i: got[o] for i, o in m["state"].items()}
+        state = {s["input"]: got[s["output"]] for s in m["state"]}
         outs.append(got[y_name])
     # The state matters: a later call differs from the same frame run from the zero state.
     fresh = bundle.run({x_name: frames[-1], **{i["name"]: np.zeros(i["shape"], np.float32) for i in m["inputs"][1:]}})

@@ -11,6 +11,7 @@ import pytest
 
 import ember
 from ember.ops.svdf import quantize_multiplier
+from ember.validate import validate
 from tests.frontends.tflite_support import FIXTURES, litert
 
 MODEL = FIXTURES / "svdf_int8.tflite"
@@ -54,7 +55,7 @@ def test_svdf_int8_bit_exact_from_zero_state(tmp_path: Path) -> None:
 def test_svdf_int8_streaming_bit_exact(tmp_path: Path) -> None:
     runtime = pytest.importorskip("tflite_micro.python.tflite_micro.runtime")
     bundle = ember.compile(MODEL, tmp_path, state="io", opt_level=1)
-    assert bundle.manifest["state"] == {"state": "state_next"}
+    assert bundle.manifest["state"] == [{"input": "state", "output": "state_next", "reset": 0}]
     interp = litert(MODEL)
     xd, yd = interp.get_input_details()[0], interp.get_output_details()[0]
     micro = runtime.Interpreter.from_file(str(MODEL))
@@ -76,3 +77,7 @@ def test_svdf_int8_streaming_bit_exact(tmp_path: Path) -> None:
         outs.append(got["y"])
     # The fixture's RELU is not applied (TFLite's integer SVDF ignores it): outputs below the zero point.
     assert (np.array(outs) < OUT_ZP).any()
+    # `ember validate` feeds the state its reset value and compares y with LiteRT's first invocation.
+    result = validate(str(MODEL), str(tmp_path), [], seed=0)
+    assert result["ok"] and [o["output"] for o in result["outputs"]] == ["y"]
+    assert result["outputs"][0]["max_abs_error"] == 0

@@ -120,7 +120,8 @@ class _Builder:
             self.graph.outputs.append(v)
             self.graph.output_names.append(name)
             self.graph.layouts[name] = "ND"
-            self.graph.state_outputs[state_in.name] = name
+            q = self.tensors[ti].quant
+            self.graph.state_outputs[state_in.name] = (name, int(q.zero_point.reshape(-1)[0]) if q is not None else 0)
 
     def write_state(self, index: int, v: Value) -> None:
         """An operator updated variable tensor `index` (LSTM, SVDF state) to `v`: later readers see it, and

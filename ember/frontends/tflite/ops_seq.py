@@ -155,7 +155,8 @@ def _svdf_integer(ctx: OpContext) -> None:
     m2, s2 = quantize_multiplier(float(scale("state") * scale("time weights") / np.float32(out.quant.scale[0])))
     zp = {k: int(v.zero_point.reshape(-1)[0]) for k, v in q.items()}
     attrs = {"rank": int(ctx.options.Rank()), "in_zp": zp["input"], "state_zp": zp["state"],
-             "out_zp": int(out.quant.zero_point.reshape(-1)[0]), "m1": m1, "s1": s1, "m2": m2, "s2": s2}
+             "out_zp": int(out.quant.zero_point.reshape(-1)[0]), "out_scale": float(out.quant.scale[0]),
+             "m1": m1, "s1": s1, "m2": m2, "s2": s2}
     bias = ctx.raw(3) if ctx.has_input(3) else None
     y, nxt = ctx.emit("SvdfInteger", [ctx.raw(0), ctx.raw(1), ctx.raw(2), bias, ctx.raw(4)], attrs, n_out=2)
     ctx.output(0, y)
