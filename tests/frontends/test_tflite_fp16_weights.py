@@ -54,7 +54,7 @@ def _onnx_conv(path: Path) -> Path:
 
 def test_onnx_fp16_weights_against_onnxruntime(tmp_path: Path) -> None:
     """ONNX float weights rounded to float16 at compile time: relative weight error <= 2^-11, so outputs stay
-    within 1e-2 of onnxruntime's range here (the stated cost); NAME.weights.bin halves."""
+    within 2e-3 of onnxruntime's output range here (README: typically 1e-3); NAME.weights.bin halves."""
     import onnxruntime as ort
 
     model = _onnx_conv(tmp_path / "conv.onnx")
@@ -70,4 +70,4 @@ def test_onnx_fp16_weights_against_onnxruntime(tmp_path: Path) -> None:
     span = float(want.max() - want.min())
     np.testing.assert_allclose(full.run({"x": x})["y"], want, atol=1e-5 * span)
     err = np.abs(half.run({"x": x})["y"] - want).max()
-    assert 0 < err <= 1e-2 * span, err  # rounded (not exact), within the stated fp16 cost
+    assert 0 < err <= 2e-3 * span, err  # rounded (not exact), within the stated fp16 cost
