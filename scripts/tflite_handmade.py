@@ -100,13 +100,18 @@ def svdf(rank: int = 2) -> bytes:
     return m.finish([y])
 
 
-def svdf_int8() -> bytes:
+def svdf_int8(state8: bool = False) -> bytes:
     """Full-integer SVDF as keyword spotters ship it (TFLite's integer kernel: int8 input, feature weights and
     output, int16 time weights and state, int32 bias at state x time-weight scale): batch 2, 8 inputs,
-    4 units x rank 2, memory 5. Its RELU is in the options, which TFLite's integer kernel does not apply."""
+    4 units x rank 2, memory 5. Its RELU is in the options, which TFLite's integer kernel does not apply.
+    `state8`: int8 time weights and an int8 state with a zero point (TFLite Micro's variant; LiteRT has none)."""
     r = np.random.default_rng(65)
     m = Model()
     s_x, s_wf, s_state, s_wt, s_y = 2 / 255, 1.5 / 127, 4 / 32767, 2 / 32767, 6 / 127
+    small = np.int8 if state8 else np.int16
+    state_zp = -7 if state8 else 0
+    if state8:
+        s_state, s_wt = 4 / 127, 2 / 127
     x = m.tensor("x", [2, 8], np.int8, quant=(s_x, -3))
     m.inputs.append(x)
 
@@ -116,9 +121,9 @@ def svdf_int8() -> bytes:
         return m.tensor(name, list(real.shape), dtype, data, quant=(scale, 0))
 
     wf = q("w_feature", r.normal(0, 0.5, (8, 8)), s_wf, np.int8)
-    wt = q("w_time", r.normal(0, 0.5, (8, 5)), s_wt, np.int16)
+    wt = q("w_time", r.normal(0, 0.5, (8, 5)), s_wt, small)
     bias = q("bias", r.normal(0, 0.2, (4,)), s_state * s_wt, np.int32)
-    state = m.tensor("state", [2, 8 * 5], np.int16, variable=True, quant=(s_state, 0))
+    state = m.tensor("state", [2, 8 * 5], small, variable=True, quant=(s_state, state_zp))
     y = m.tensor("y", [2, 4], np.int8, quant=(s_y, 5))
     m.op(fb.BuiltinOperator.SVDF, [x, wf, wt, bias, state], [y], fb.BuiltinOptions.SVDFOptions,
          _options(fb.SVDFOptionsT, rank=2, fusedActivationFunction=fb.ActivationFunctionType.RELU))
@@ -231,6 +236,7 @@ def handmade() -> dict[str, bytes]:
     return {
         "svdf.tflite": svdf(),
         "svdf_int8.tflite": svdf_int8(),
+        "svdf_int8_state8.tflite": svdf_int8(True),
         "lstm_batch_major.tflite": lstm(False, False, False),
         "lstm_time_major_cifg_peephole.tflite": lstm(True, True, True),
         "legacy_ops.tflite": legacy_ops(),

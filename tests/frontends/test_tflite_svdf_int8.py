@@ -81,3 +81,22 @@ def test_svdf_int8_streaming_bit_exact(tmp_path: Path) -> None:
     result = validate(str(MODEL), str(tmp_path), [], seed=0)
     assert result["ok"] and [o["output"] for o in result["outputs"]] == ["y"]
     assert result["outputs"][0]["max_abs_error"] == 0
+
+
+def test_svdf_int8_state_with_zero_point_matches_tflite_micro(tmp_path: Path) -> None:
+    """TFLite Micro's variant with int8 time weights and an int8 state whose zero point is -7 (LiteRT's
+    kernel reads every state as int16, so TFLite Micro alone is the reference): the reset state is the zero
+    point, and a stream of calls stays bit-exact."""
+    runtime = pytest.importorskip("tflite_micro.python.tflite_micro.runtime")
+    model = FIXTURES / "svdf_int8_state8.tflite"
+    bundle = ember.compile(model, tmp_path, state="io", opt_level=1)
+    assert bundle.manifest["state"] == [{"input": "state", "output": "state_next", "reset": -7}]
+    micro = runtime.Interpreter.from_file(str(model))
+    state = np.full((2, 40), -7, np.int8)
+    for k, x in enumerate(_frames(6)):
+        micro.set_input(x, 0)
+        micro.invoke()
+        got = bundle.run({"x": x, "state": state})
+        np.testing.assert_array_equal(got["y"], micro.get_output(0), err_msg=f"call {k}")
+        state = got["state_next"]
+        assert state.dtype == np.int8
