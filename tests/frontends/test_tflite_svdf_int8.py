@@ -4,6 +4,8 @@ interpreter, from the zero state and over a stream of calls that carry the state
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -100,3 +102,53 @@ def test_svdf_int8_state_with_zero_point_matches_tflite_micro(tmp_path: Path) ->
         np.testing.assert_array_equal(got["y"], micro.get_output(0), err_msg=f"call {k}")
         state = got["state_next"]
         assert state.dtype == np.int8
+
+
+_STREAM_MAIN = r"""
+#include <stdio.h>
+#include "svdf_int8_state8.h"
+static const int8_t frames[%(n)d][16] = {%(frames)s};
+static uint8_t weights[SVDF_INT8_STATE8_CONSTANT_MEM_SIZE + 1] GLOW_MEM_ALIGN(SVDF_INT8_STATE8_MEM_ALIGN);
+static uint8_t mut[SVDF_INT8_STATE8_MUTABLE_MEM_SIZE] GLOW_MEM_ALIGN(SVDF_INT8_STATE8_MEM_ALIGN);
+static uint8_t act[SVDF_INT8_STATE8_ACTIVATIONS_MEM_SIZE + 1] GLOW_MEM_ALIGN(SVDF_INT8_STATE8_MEM_ALIGN);
+int main(int argc, char **argv) {
+    FILE *f = fopen(argv[argc - 1], "rb");
+    int k, i;
+    if (!f || fread(weights, 1, SVDF_INT8_STATE8_CONSTANT_MEM_SIZE, f) != SVDF_INT8_STATE8_CONSTANT_MEM_SIZE) return 2;
+    fclose(f);
+    svdf_int8_state8_reset_state(mut);
+    for (k = 0; k < %(n)d; ++k) {
+        for (i = 0; i < 16; ++i) ((int8_t *)GLOW_GET_ADDR(mut, SVDF_INT8_STATE8_x))[i] = frames[k][i];
+        if (svdf_int8_state8(weights, mut, act) != 0) return 3;
+        svdf_int8_state8_carry_state(mut);
+        const int8_t *y = (const int8_t *)GLOW_GET_ADDR(mut, SVDF_INT8_STATE8_y);
+        for (i = 0; i < SVDF_INT8_STATE8_y_SIZE; ++i) printf("%%d ", y[i]);
+        printf("\n");
+    }
+    return 0;
+}
+"""
+
+
+def test_header_state_helpers_stream_in_c(tmp_path: Path) -> None:
+    """NAME.h's reset/carry helpers (--state io): a C program that resets once and carries the state after
+    each call prints TFLite Micro's outputs; the header compiles warning-free."""
+    runtime = pytest.importorskip("tflite_micro.python.tflite_micro.runtime")
+    if shutil.which("cc") is None:
+        pytest.skip("needs the host C compiler")
+    model = FIXTURES / "svdf_int8_state8.tflite"
+    ember.compile(model, tmp_path / "b", state="io", opt_level=1)
+    frames = _frames(5)
+    rows = ", ".join("{" + ", ".join(str(int(v)) for v in x.ravel()) + "}" for x in frames)
+    main = tmp_path / "main.c"
+    main.write_text(_STREAM_MAIN % {"n": len(frames), "frames": rows})
+    exe = tmp_path / "stream"
+    subprocess.run(["cc", "-std=c99", "-O1", "-Wall", "-Wextra", "-Werror", "-I", str(tmp_path / "b"), str(main),
+                    str(tmp_path / "b" / "svdf_int8_state8.o"), "-o", str(exe)], check=True, timeout=120)
+    out = subprocess.run([str(exe), str(tmp_path / "b" / "svdf_int8_state8.weights.bin")], check=True,
+                         capture_output=True, text=True, timeout=60).stdout.splitlines()
+    micro = runtime.Interpreter.from_file(str(model))
+    for k, x in enumerate(frames):
+        micro.set_input(x, 0)
+        micro.invoke()
+        assert [int(v) for v in out[k].split()] == micro.get_output(0).ravel().tolist(), f"call {k}"
