@@ -281,7 +281,7 @@ def _symbol_table(w: CWriter, name: str, io: list[IOEntry], plan: MemoryPlan) ->
 
 def _header(name: str, api: str, banner: str, ins: list[IOEntry], outs: list[IOEntry], plan: MemoryPlan,
             valid_counts: dict[str, tuple[str, int]], threads: int = 1,
-            state: dict[str, tuple[str, int]] | None = None) -> str:
+            state: dict[str, tuple[str, int | float]] | None = None) -> str:
     up = name.upper()
     guard = f"EMBER_BUNDLE_{up}_H"
     w = CWriter()
@@ -357,7 +357,7 @@ def _header(name: str, api: str, banner: str, ins: list[IOEntry], outs: list[IOE
 
 
 def _state_api(w: CWriter, name: str, ins: list[IOEntry], outs: list[IOEntry],
-               state: dict[str, tuple[str, int]]) -> None:
+               state: dict[str, tuple[str, int | float]]) -> None:
     """--state io: two helpers over the recurrent state inputs and outputs (loops, no libc), so a streaming
     caller keeps its state in mutableWeight as Glow's and TFLite Micro's variables are kept."""
     up = name.upper()

@@ -95,7 +95,7 @@ class Graph:
         self.sequence_outputs: dict[str, list[str]] = {}
         # Recurrent state carried by the caller (TFLite variable tensors with --state io): input name -> (the
         # output holding its value after the run, the stored value of a reset state: its zero point).
-        self.state_outputs: dict[str, tuple[str, int]] = {}
+        self.state_outputs: dict[str, tuple[str, int | float]] = {}
         self.nodes: list[Node] = []
         self._names: set[str] = set()
 

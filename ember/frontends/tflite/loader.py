@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import tflite
 
-from ember.errors import ModelFormatError, ShapeError, UnsupportedOperatorError
+from ember.errors import ModelFormatError, OptionError, ShapeError, UnsupportedOperatorError
 from ember.frontends.detect import TFLITE_IDENTIFIER
 from ember.frontends.tflite.atrous import Atrous, find_atrous
 from ember.frontends.tflite.context import OpContext, Quant, TensorInfo, add_node
@@ -59,6 +59,7 @@ class _Builder:
     def __init__(self, model: Any, data: bytes, name: str, path: str, state_io: bool = False) -> None:
         self.model, self.data, self.path, self.state_io = model, data, path, state_io
         self.state_inputs: dict[int, Value] = {}  # subgraph 0's variable tensors as state inputs (state_io)
+        self.resets: dict[int, int | float] = {}  # their reset values
         self.graph = Graph(name)
         self.values: dict[int, Value] = {}
         self.tensors: list[TensorInfo] = []
@@ -94,15 +95,23 @@ class _Builder:
         return self.graph
 
     def _state_inputs(self, sg: Any) -> None:
-        """Each variable tensor without initial data becomes an input holding the state before the run."""
+        """Each variable tensor becomes an input holding the state before the run; its initial value (zero,
+        its zero point, or the one value its buffer holds) is the reset value NAME.json states."""
         for ti in range(sg.TensorsLength()):
-            if sg.Tensors(ti).IsVariable() and ti not in self.values and sg.Tensors(ti).Buffer() >= 0:
-                t = self.tensors[ti]
-                v = self.graph.value(t.name, TensorType(t.dtype, t.shape))
-                self.tensors[ti] = TensorInfo(t.name, t.dtype, t.shape, t.quant, None)  # not the zeros
-                self.values[ti] = self.state_inputs[ti] = v
-                self.graph.inputs.append(v)
-                self.graph.layouts[v.name] = "ND"
+            if not sg.Tensors(ti).IsVariable() or ti in self.values:
+                continue
+            t = self.tensors[ti]
+            init = t.data if t.data is not None else np.zeros(t.shape, t.dtype.np)
+            reset = init.reshape(-1)[0].item() if init.size else 0
+            if init.size and not np.all(init == init.reshape(-1)[0]):
+                raise OptionError(f"--state io: variable tensor {ti} ('{t.name}') starts from values that differ "
+                                  "from element to element; a state input resets to one number")
+            v = self.graph.value(t.name, TensorType(t.dtype, t.shape))
+            self.tensors[ti] = TensorInfo(t.name, t.dtype, t.shape, t.quant, None)  # read from the input
+            self.values[ti] = self.state_inputs[ti] = v
+            self.resets[ti] = reset
+            self.graph.inputs.append(v)
+            self.graph.layouts[v.name] = "ND"
 
     def _state_outputs(self) -> None:
         """The state after the run (what the last operator writing each variable left in it), as outputs
@@ -120,8 +129,7 @@ class _Builder:
             self.graph.outputs.append(v)
             self.graph.output_names.append(name)
             self.graph.layouts[name] = "ND"
-            q = self.tensors[ti].quant
-            self.graph.state_outputs[state_in.name] = (name, int(q.zero_point.reshape(-1)[0]) if q is not None else 0)
+            self.graph.state_outputs[state_in.name] = (name, self.resets[ti])
 
     def write_state(self, index: int, v: Value) -> None:
         """An operator updated variable tensor `index` (LSTM, SVDF state) to `v`: later readers see it, and
