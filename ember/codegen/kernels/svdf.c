@@ -30,7 +30,8 @@ static int32_t ember_svdf_ld(const void *p, size_t i, int wide) {
  * is 0: a bundle that does not return the state); each unit's output is its bias plus its `rank` filters'
  * shifted rows dotted with their time weights, rescaled to the output and clamped to int8. The filters of a
  * unit are consecutive, so every filter is finished before the next starts and no scratch is needed.
- * `wide`: the state is int16 (else int8); `wt_wide`: the time weights are. */
+ * `wide`: the state is int16 (else int8); `wt_wide`: the time weights are. The sums wrap as TFLite's int32
+ * sums do on two's-complement machines, but in unsigned arithmetic, so that a hostile model is no UB. */
 static void ember_svdf_int(const int8_t *x, const int8_t *wf, const void *wt, const int32_t *bias,
                            const void *state, void *next, int8_t *y, int batch, int n_in, int n_filter,
                            int n_mem, int rank, int wide, int wt_wide, int32_t in_zp, int32_t state_zp,
@@ -41,28 +42,30 @@ static void ember_svdf_int(const int8_t *x, const int8_t *wf, const void *wt, co
     for (b = 0; b < batch; ++b) {
         const int8_t *xb = x + (size_t)b * (size_t)n_in;
         for (u = 0; u < n_unit; ++u) {
-            int32_t acc = bias ? bias[u] : 0, out;
+            uint32_t acc = bias ? (uint32_t)bias[u] : 0u;
+            int64_t out;
             for (r = 0; r < rank; ++r) {
                 const int f = u * rank + r;
                 const size_t row = ((size_t)b * (size_t)n_filter + (size_t)f) * (size_t)n_mem;
                 const size_t wrow = (size_t)f * (size_t)n_mem;
-                int32_t feat = 0, v;
+                uint32_t feat = 0u;
+                int64_t v;
                 for (j = 0; j + 1 < n_mem; ++j) {
                     const int32_t s = ember_svdf_ld(state, row + (size_t)j + 1, wide);
-                    acc += ember_svdf_ld(wt, wrow + (size_t)j, wt_wide) * (s - state_zp);
+                    acc += (uint32_t)((int64_t)ember_svdf_ld(wt, wrow + (size_t)j, wt_wide) * ((int64_t)s - state_zp));
                     if (next && wide) ((int16_t *)next)[row + (size_t)j] = (int16_t)s;
                     else if (next) ((int8_t *)next)[row + (size_t)j] = (int8_t)s;
                 }
                 for (c = 0; c < n_in; ++c) {
-                    feat += (int32_t)wf[(size_t)f * (size_t)n_in + (size_t)c] * ((int32_t)xb[c] - in_zp);
+                    feat += (uint32_t)((int64_t)wf[(size_t)f * (size_t)n_in + (size_t)c] * ((int64_t)xb[c] - in_zp));
                 }
-                v = state_zp + ember_svdf_requant(feat, m1, s1);
+                v = (int64_t)state_zp + ember_svdf_requant((int32_t)feat, m1, s1);
                 v = v < lo ? lo : (v > hi ? hi : v);
-                acc += ember_svdf_ld(wt, wrow + (size_t)n_mem - 1, wt_wide) * (v - state_zp);
+                acc += (uint32_t)((int64_t)ember_svdf_ld(wt, wrow + (size_t)n_mem - 1, wt_wide) * (v - state_zp));
                 if (next && wide) ((int16_t *)next)[row + (size_t)n_mem - 1] = (int16_t)v;
                 else if (next) ((int8_t *)next)[row + (size_t)n_mem - 1] = (int8_t)v;
             }
-            out = ember_svdf_requant(acc, m2, s2) + out_zp;
+            out = (int64_t)ember_svdf_requant((int32_t)acc, m2, s2) + out_zp;
             y[(size_t)b * (size_t)n_unit + (size_t)u] = (int8_t)(out < -128 ? -128 : (out > 127 ? 127 : out));
         }
     }
