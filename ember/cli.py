@@ -70,6 +70,9 @@ def _compile(args: argparse.Namespace) -> int:
     secs = m["seconds"]
     phases = ", ".join(f"{k} {v:.2f}" for k, v in secs.items())
     print(f"  compiled in      : {wall:>12.2f} s ({phases}; weights written while cc ran)")
+    if m.get("state"):
+        names = ", ".join(f"{s['input']} <- {s['output']}" for s in m["state"])
+        print(f"  recurrent state  : {names} (carried by the caller: {m['name']}_carry_state in {m['name']}.h)")
     if opts.quantize:
         ops = m["ops"]
         print(f"  quantized        : {opts.quantize}/{opts.precision}, schema {opts.schema}, calibration "

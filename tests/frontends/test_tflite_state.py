@@ -72,3 +72,14 @@ def test_state_io_is_for_tflite_models(tmp_path: Path) -> None:
         ember.compile(path, tmp_path / "out", state="io")
     with pytest.raises(OptionError, match="--state must be zero or io, not 'keep'"):
         ember.compile(FIXTURES / "svdf.tflite", tmp_path / "out", state="keep")
+
+
+def test_cli_state_io(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from ember.cli import main
+
+    assert main(["compile", str(FIXTURES / "svdf.tflite"), "-o", str(tmp_path), "--state", "io", "-O1"]) == 0
+    assert "recurrent state  : state <- state_next (carried by the caller: svdf_carry_state in svdf.h)" in \
+        capsys.readouterr().out
+    header = (tmp_path / "svdf.h").read_text()
+    assert "static inline void svdf_reset_state(uint8_t *mutableWeight)" in header
+    assert "static inline void svdf_carry_state(uint8_t *mutableWeight)" in header
