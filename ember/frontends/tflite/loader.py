@@ -3,7 +3,8 @@
 
 Inputs and outputs keep TFLite's layout (NHWC); converters put NCHW canonical operators between Transposes,
 which passes/transposes.py cancels between layers. `Graph.layouts` records each I/O's layout for NAME.json.
-Sparse constants are made dense (sparse.py), variable tensors start at zero (a bundle is stateless), and
+Sparse constants are made dense (sparse.py), variable tensors start at zero (a bundle is stateless; with
+`state_io`, --state io, they are inputs and their next values outputs), and
 SPACE_TO_BATCH_ND -> convolution -> BATCH_TO_SPACE_ND chains convert as one dilated convolution (atrous.py).
 """
 

@@ -1,5 +1,5 @@
 """Sequence operators: UNIDIRECTIONAL_SEQUENCE_LSTM (onto ember's LSTM) and SVDF (the keyword-spotting
-layer, onto MatMul, Concat and reductions).
+layer: float onto Gemm, Concat and reductions; full-integer onto SvdfInteger, TFLite's integer kernel).
 
 Both read a state tensor LiteRT keeps between invocations (a variable tensor) and write its next value
 (`_write_state`). A bundle keeps no state of its own: by default the loader gives every variable tensor its
