@@ -29,6 +29,7 @@ from ember.ops.conv import ConvGeometry, conv_geometry
 from ember.ops.infer import conv_out
 from ember.ops.matmul import matmul_shape, present
 from ember.ops.opdef import OpDef
+from ember.ops.overlap import qconv_overlap
 from ember.ops.registry import register
 
 QPB = 64  # EMBER_QPB of qgemm.c: pixels per packed activation block
@@ -297,7 +298,7 @@ def infer_qconv(node: Node) -> list[TensorType | None]:
                                           *conv_out(node, x.shape[2:], node.attrs["kernel_shape"])))]
 
 
-register(OpDef("QConv", lower=lower_qconv, scratch=_qconv_scratch,
+register(OpDef("QConv", lower=lower_qconv, scratch=_qconv_scratch, overlap=qconv_overlap,
                kernels=("ember_qconv", "ember_qdwconv", "ember_qarm_conv", "ember_qarm_dw3",
                         "ember_qarm_conv_mve", "ember_qarm_dw3_mve"), infer=infer_qconv))
 
