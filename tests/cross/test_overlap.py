@@ -1,8 +1,9 @@
 """Outputs planned over their own input (OpDef.overlap, ember/ops/overlap.py): every declared kernel variant
 gives the same bytes as a plan that keeps input and output apart. An overlap in the wrong order corrupts
 values without touching memory outside the bundle's buffers, which ASan cannot see, so this comparison is the
-check: on the host (ember_qconv's pointwise path), and under QEMU on the Cortex-M4 (qarm.c's ember_qarm_dw3
-and direct ember_qarm_conv) and the Cortex-M0 (the portable ember_qdwconv and ember_qconv)."""
+check: on the host (ember_qconv's pointwise path), under QEMU on the Cortex-M4 (qarm.c's ember_qarm_dw3 and
+direct ember_qarm_conv), the Cortex-M55 (their Helium variants) and the Cortex-M0 (the portable ember_qdwconv
+and ember_qconv)."""
 
 from __future__ import annotations
 
@@ -80,7 +81,7 @@ def _shared(bundle: ember.Bundle) -> int:
     return sum(len(c) == 2 and c[0] == c[1] for c in _calls(bundle))
 
 
-@pytest.mark.parametrize("target", ["host", "cortex-m4", "cortex-m0"])
+@pytest.mark.parametrize("target", ["host", "cortex-m4", "cortex-m55", "cortex-m0"])
 def test_overlapping_plan_is_bit_identical_to_separate_buffers(model: Path, tmp_path: Path, target: str,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     if target != "host":
