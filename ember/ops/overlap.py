@@ -4,7 +4,8 @@ The planner (ember/memory/planner.py) lets output 0 start at the offset returned
 when input 0 dies at the node: a plan no arena allocator can make, sound only because of the order in which
 the kernel chosen for the node reads and writes. Each case below names the kernel variant and the order that
 makes it safe; a variant not named (a new kernel, a channel-blocked layout, AVX-512's pixel-major depthwise)
-gets None, so it keeps its input and output apart. tests/unit/test_overlap.py runs every declared variant
+gets None, so it keeps its input and output apart, as does a call divided among threads (`--threads`: its
+parts run at once, in no order). tests/unit/test_overlap.py runs every declared variant
 against a plan without overlap (host, and Cortex-M0/M4 under QEMU): an overlap bug is invisible to ASan.
 
 - Depthwise (one output channel per input channel), qarm.c ember_qarm_dw3 / ember_qarm_dw3_mve (DSP, MVE)
@@ -26,6 +27,7 @@ import math
 from ember.ir.graph import Node
 from ember.ops.conv import conv_geometry
 from ember.ops.matmul import present
+from ember.ops.parallel import PARTS_ATTR
 
 MCU = "_mcu"  # node attribute: compiled for a microcontroller (passes/scratch_budget.py sets it)
 ARM_ISAS = ("dsp", "mve")  # ops/qarm.py DSP, MVE: qarm.c's kernels
@@ -33,7 +35,7 @@ ARM_ISAS = ("dsp", "mve")  # ops/qarm.py DSP, MVE: qarm.c's kernels
 
 def qconv_overlap(node: Node) -> int | None:
     x, y = present(node.input(0)), present(node.outputs[0])
-    if x.blocked or y.blocked:
+    if x.blocked or y.blocked or node.attrs.get(PARTS_ATTR, 1) > 1:  # divided among threads: parts run at once
         return None
     g = conv_geometry(node, list(x.shape[2:]), list(node.attrs["kernel_shape"]), list(y.shape[2:]))
     if not g.planar:
