@@ -84,3 +84,24 @@ def test_one_row_matmul_scratch_is_one_packed_row(tmp_path: Path) -> None:
     a = rng.integers(0, 256, (1, 640)).astype(np.uint8)
     want = (a.astype(np.int32) - 7) @ b.astype(np.int32)
     np.testing.assert_array_equal(bundle.run({"a": a})["y"], want)
+
+
+def test_overlap_is_declared_only_for_the_checked_kernel_orders(tmp_path: Path) -> None:
+    """ops/overlap.py on the layers of tests/cross/test_overlap.py's model: depthwise and pointwise layers
+    overlap on a microcontroller; a 3x3 stem or head never does, nor a call divided among threads, nor a
+    depthwise layer on the host (whose AVX-512 kernel reads in another order)."""
+    from ember.config import CompileOptions
+    from ember.driver import build_graph
+    from ember.ops.overlap import qconv_overlap
+    from ember.ops.parallel import PARTS_ATTR
+    from tests.cross.test_overlap import OVERLAPPING, _model
+
+    model = str(_model(tmp_path / "overlap.onnx"))
+    graph = build_graph(model, CompileOptions(target="cortex-m0"), target_kind="mcu")[0]
+    convs = {n.name: n for n in graph.nodes if n.op == "QConv"}
+    assert {name for name, n in convs.items() if qconv_overlap(n) == 0} == set(OVERLAPPING)
+    assert qconv_overlap(convs["stem"]) is None and qconv_overlap(convs["head"]) is None
+    convs["pw1"].attrs[PARTS_ATTR] = 2
+    assert qconv_overlap(convs["pw1"]) is None
+    host = build_graph(model, CompileOptions(opt_level=1), target_kind="host")[0]
+    assert {n.name for n in host.nodes if n.op == "QConv" and qconv_overlap(n) == 0} == {"pw1", "pw2"}
