@@ -20,7 +20,10 @@ once on its QEMU board with a fixed-seed int8 input:
   includes its input and output tensors; ember's also includes the stack, TFLM's figure does not.
 - exact: the core's outputs are byte-identical to the host int8 bundle's.
 
-    python benchmarks/bench_mcu.py [--models kws,vww,ic,ad] [--cores cortex-m0,...] [--no-tflm]
+With --reuse-inputs the bundles are compiled so (ember compile --reuse-inputs): the input's bytes take
+intermediates once read, as TFLM's arena does; everything is then in the mutable region (act = 0).
+
+    python benchmarks/bench_mcu.py [--models kws,vww,ic,ad] [--cores cortex-m0,...] [--no-tflm] [--reuse-inputs]
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ M55_SPEEDUP_GOAL = {"kws": 2.0, "vww": 2.0}
 CALIBRATION_SAMPLES = 8
 
 
-def int8_bundle(name: str, work: Path, target: str) -> ember.Bundle:
+def int8_bundle(name: str, work: Path, target: str, reuse_inputs: bool = False) -> ember.Bundle:
     """The model's int8 bundle (int8 I/O) for `target`, profiling once per work folder."""
     model = work / "models" / f"{name}.onnx"
     profile = work / "models" / f"{name}.yaml"
@@ -61,8 +64,9 @@ def int8_bundle(name: str, work: Path, target: str) -> ember.Bundle:
         np.save(data, mlperf_tiny.calibration(name, CALIBRATION_SAMPLES))
         with contextlib.redirect_stdout(io.StringIO()):
             assert cli.main(["profile", str(model), str(data), "-o", str(profile)]) == 0
-    return ember.compile(str(model), work / "bundles" / name / target, quantize="int8", profile=str(profile),
-                         io="int8", target=target)
+    folder = work / ("bundles-reuse" if reuse_inputs else "bundles") / name / target
+    return ember.compile(str(model), folder, quantize="int8", profile=str(profile), io="int8", target=target,
+                         reuse_inputs=reuse_inputs)
 
 
 def int8_input(bundle: ember.Bundle, seed: int = 6) -> dict[str, np.ndarray]:
@@ -92,14 +96,15 @@ def bundle_flash(elf: Path, obj: Path, constant: int) -> int:
     return constant + sum(size for name, kind, size, ro in symbols(elf) if ro and name in own)
 
 
-def bench(name: str, work: Path, cores: list[str], tflm: tflm_arena.Arena | None) -> list[dict]:
+def bench(name: str, work: Path, cores: list[str], tflm: tflm_arena.Arena | None,
+          reuse_inputs: bool = False) -> list[dict]:
     host = int8_bundle(name, work, "host")
     x = int8_input(host)
     ref = host.run(x)
     macs = mlperf_tiny.macs(name)
     rows = []
     for core in cores:
-        bundle = int8_bundle(name, work, core)
+        bundle = int8_bundle(name, work, core, reuse_inputs)
         run = mcu.run_firmware(bundle.path, core, x, work / "runs" / name / core, count_instructions=True)
         mem = bundle.manifest["memory"]
         exact = all(run.outputs[k].tobytes() == v.tobytes() for k, v in ref.items())
@@ -157,6 +162,7 @@ def main() -> int:
     ap.add_argument("--cores", default=",".join(CORES))
     ap.add_argument("--work", default="benchmarks/.work/mcu", help="models, profiles, bundles, firmware go here")
     ap.add_argument("--no-tflm", action="store_true", help="skip the TFLite conversion and the TFLM arena")
+    ap.add_argument("--reuse-inputs", action="store_true", help="compile with --reuse-inputs (module docstring)")
     ap.add_argument("--json", default="benchmarks/results/mcu.json")
     args = ap.parse_args()
     work = Path(args.work).resolve()  # the firmware build runs in its own folder
@@ -182,7 +188,7 @@ def main() -> int:
                 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
                     tflm_arena.write_tflite(name, path)
             tflm = tflm_arena.tflm_arena(path)
-        rows += bench(name, work, cores, tflm)
+        rows += bench(name, work, cores, tflm, args.reuse_inputs)
     checks = goals(rows)
     if checks:
         print("Issue 23 criteria:")
@@ -191,6 +197,7 @@ def main() -> int:
     result = {
         "ember": ember.__version__, "qemu": "qemu-system-arm -icount, SysTick around the entry point",
         "weights": "random, fixed seeds (benchmarks/mlperf_tiny.py); int8 via ember profile, int8 I/O",
+        "reuse_inputs": args.reuse_inputs,
         "tflm": "arena measured by tflite-micro's interpreter on the full-int8 TFLite file (benchmarks/tflm_arena.py)",
         "boards": {c: {"machine": mcu.BOARDS[c].machine, "core": mcu.BOARDS[c].core} for c in cores},
         "rows": rows, "criteria": checks,

@@ -56,21 +56,29 @@ def inlined_constants(graph: Graph) -> set[int]:
     return needs
 
 
-def plan_memory(graph: Graph, needs_storage: set[int] | None = None) -> MemoryPlan:
-    """`needs_storage`: ids of constant values that must be placed (others are inlined by codegen)."""
+def plan_memory(graph: Graph, needs_storage: set[int] | None = None, reuse_inputs: bool = False) -> MemoryPlan:
+    """`needs_storage`: ids of constant values that must be placed (others are inlined by codegen).
+    `reuse_inputs` (--reuse-inputs): inputs, outputs, intermediates and scratch all go in the mutable region,
+    placed by liveness together, so intermediates reuse the bytes of inputs already read."""
     plan = MemoryPlan()
     _place_constants(graph, plan, needs_storage)
     buffers, scratch = _buffers(graph)
-    _place_mutable(graph, buffers, plan)
-    act = [b for b in buffers if b.region is Region.ACTIVATIONS] + [b for b, _ in scratch]
+    region = Region.MUTABLE if reuse_inputs else Region.ACTIVATIONS
+    if not reuse_inputs:
+        _place_mutable(graph, buffers, plan)
+    act = [b for b in buffers if reuse_inputs or b.region is Region.ACTIVATIONS] + [b for b, _ in scratch]
     spans = _spans(act)
     plan.lower_bound = peak_live(spans)
-    offsets, plan.activations_size = place(spans)
+    offsets, size = place(spans)
+    if reuse_inputs:
+        plan.mutable_size, plan.scratch_region = size, region
+    else:
+        plan.activations_size = size
     for b, off in zip(act, offsets, strict=True):
         b.offset = off
     for b in act:
         for v in b.values:
-            plan.location[id(v)] = (Region.ACTIVATIONS, b.offset)
+            plan.location[id(v)] = (region, b.offset)
     for b, node in scratch:
         plan.scratch[id(node)] = b.offset
     labels = [b.values[0].name for b in act[: len(act) - len(scratch)]] + [f"{n.name} (scratch)" for _, n in scratch]

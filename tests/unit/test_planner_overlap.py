@@ -105,3 +105,35 @@ def test_overlap_is_declared_only_for_the_checked_kernel_orders(tmp_path: Path) 
     assert qconv_overlap(convs["pw1"]) is None
     host = build_graph(model, CompileOptions(opt_level=1), target_kind="host")[0]
     assert {n.name for n in host.nodes if n.op == "QConv" and qconv_overlap(n) == 0} == {"pw1", "pw2"}
+
+
+def test_reuse_inputs_plans_intermediates_over_read_inputs(tmp_path: Path) -> None:
+    """`ember compile --reuse-inputs`: one region for inputs, outputs and intermediates (as TFLite Micro's
+    arena), smaller than the two regions apart, and the same output bytes."""
+    import json
+
+    from ember.cli import main
+    from tests.cross.test_overlap import _model
+
+    model = _model(tmp_path / "overlap.onnx")
+    x = {"x": np.random.default_rng(5).integers(-128, 128, (1, 3, 14, 18)).astype(np.int8)}
+    apart = ember.compile(str(model), tmp_path / "apart", target="host", opt_level=1)
+    assert main(["compile", str(model), "-o", str(tmp_path / "one"), "-O", "1", "--reuse-inputs"]) == 0
+    memory = json.loads((tmp_path / "one" / "overlap.json").read_text())["memory"]
+    assert memory["activations"] == 0
+    assert memory["mutable"] < apart.manifest["memory"]["mutable"] + apart.manifest["memory"]["activations"]
+    one = ember.load(tmp_path / "one")
+    for _ in range(2):  # the inputs are written before every call
+        assert one.run(x)["y"].tobytes() == apart.run(x)["y"].tobytes()
+
+
+def test_ram_limit_with_reuse_inputs_names_the_one_region(tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    from ember.cli import main
+    from tests.cross.test_overlap import _model
+
+    model = _model(tmp_path / "overlap.onnx")
+    assert main(["compile", str(model), "-o", str(tmp_path / "a"), "--reuse-inputs", "--ram-limit", "64"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("ember: error: --ram-limit 64: the smallest RAM ember reaches"), err
+    assert "one mutable region with --reuse-inputs" in err[0]
+    assert not (tmp_path / "a").exists()
