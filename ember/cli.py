@@ -39,6 +39,7 @@ def _compile(args: argparse.Namespace) -> int:
         weights=args.weights, max_memory=parse_size(args.max_memory) if args.max_memory else None,
         ram_limit=parse_size(args.ram_limit, "--ram-limit") if args.ram_limit else None,
         weights_txt=not args.no_weights_txt, threads=args.threads, state=args.state,
+        reuse_inputs=args.reuse_inputs,
     )
     command = "ember " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     if args.report:
@@ -487,6 +488,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--ram-limit", metavar="SIZE",
                    help="refuse bundles whose RAM (inputs/outputs + activations; not the stack) is larger, e.g. "
                    "64K or 65536, stating the smallest RAM ember reaches for the model")
+    c.add_argument("--reuse-inputs", action="store_true",
+                   help="let the call overwrite its inputs: intermediates go over inputs already read, all in the "
+                   "mutable region (the activation region is empty), as in TFLite Micro's arena; write the inputs "
+                   "before every call")
     c.add_argument("-O", dest="opt_level", type=int, default=3, choices=(0, 1, 2, 3), help="C optimization level")
     c.add_argument("--threads", type=int, default=1, metavar="N",
                    help="run large kernels on up to N threads (host and Linux targets): the bundle owns a pool "

@@ -53,6 +53,9 @@ class CompileOptions:
     max_memory: int | None = None
     # Largest RAM the bundle may use: the mutable region (inputs, outputs) plus the activations; None: no limit.
     ram_limit: int | None = None
+    # The call may overwrite its inputs: inputs, outputs and intermediates are planned in one region (the mutable
+    # one), intermediates over inputs already read, as TFLite Micro's arena does; the activation region is empty.
+    reuse_inputs: bool = False
     # Threads a bundle may use (host and Linux targets): its pool's size and the parts big kernels divide into.
     threads: int = 1
     # Recurrent state (TFLite variable tensors: LSTM, SVDF): "zero" starts every run from zero; "io" makes each

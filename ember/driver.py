@@ -130,7 +130,7 @@ def lower(model_path: str, options: CompileOptions, purpose: Purpose = Purpose.B
     say("planning memory")
     check_network_name(graph.name)
     check_limits(graph)
-    plan = plan_memory(graph, inlined_constants(graph))
+    plan = plan_memory(graph, inlined_constants(graph), options.reuse_inputs)
     check_memory(plan, target, options)
     t2 = time.perf_counter()
     say("generating C")
