@@ -14,9 +14,10 @@ from onnx import TensorProto, helper, numpy_helper
 import ember
 
 # (M, K, N): M covers 1, 4-row and 6-row tiles and their mixes (8 = 4 + 4, 9 = 4 + 4 + 1, 13 = 6 + 6 + 1,
-# 32 = 4 x 6 + 4 + 4, 128 = 20 x 6 + 4 + 4); K one and several K blocks with a remainder; N whole panels.
+# 32 = 4 x 6 + 4 + 4, 128 = 20 x 6 + 4 + 4); K one and several K blocks with a remainder; N whole panels (16
+# columns for AVX2, so 16 and 48 are panels there too).
 PANEL_SHAPES = [(1, 33, 32), (8, 300, 64), (9, 70, 96), (13, 9, 32), (32, 64, 128), (7, 256, 64), (128, 520, 96),
-                (14, 257, 160)]
+                (14, 257, 160), (5, 40, 16), (10, 30, 48)]
 # Run-time B: N not a multiple of the strip either (overlapping last strips, a scalar column).
 RUNTIME_SHAPES = [(8, 300, 20), (9, 40, 50), (32, 64, 33), (17, 5, 7)]
 

@@ -35,7 +35,9 @@ typedef float ember_vf;
 #ifndef EMBER_MM_PREFETCH /* the same: 1 prefetches the next block of compile-time panels */
 #define EMBER_MM_PREFETCH 1
 #endif
-#define EMBER_MM_PANEL 32 /* columns per compile-time packed B panel (a multiple of every 2*EMBER_VL) */
+#ifndef EMBER_MM_PANEL /* columns per compile-time packed B panel: the CPU family's (16 or 32), else 32 */
+#define EMBER_MM_PANEL 32
+#endif
 /* Clamp to [lo, hi] keeping NaN (the fused Relu/Clip epilogue, applied in registers). */
 EMBER_INLINE float ember_sclamp(float x, float lo, float hi) {
     x = x < lo ? lo : x;
@@ -293,7 +295,7 @@ static void ember_matmul_f32(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const floa
 /*@end*/
 
 /*@kernel ember_matmul_panels_f32 requires ember_matmul_core*/
-/* The same with B packed in 32-column panels (see `panels` above); N must be a multiple of 32. */
+/* The same with B packed in EMBER_MM_PANEL-column panels (see `panels` above); N must be a multiple of it. */
 static void ember_matmul_panels_f32(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A, ptrdiff_t a_sm,
                                     ptrdiff_t a_sk, const float *Bp, int M, int N, int K, const float *bias,
                                     ptrdiff_t bias_sm, ptrdiff_t bias_sn, int act, float act_a, float act_b) {
