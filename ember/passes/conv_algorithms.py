@@ -52,7 +52,7 @@ from ember.toolchain.cpus import DEFAULT_FAMILY, CpuFamily
 # (their im2col is one subsampling pass already) nor K below shifted_strided_min_k (MobileNet's 3-channel
 # 3x3 stem: no gain there on AVX-512).
 SHIFTED_MAX_EXTRA = 8
-PANEL = 32  # EMBER_MM_PANEL in kernels/matmul.c
+PANEL = 32  # EMBER_MM_PANEL in kernels/matmul.c, unless the CPU family says otherwise (CpuFamily.mm_panel)
 
 # Winograd weight transforms U = G g G^T: F(2x2, 3x3) and F(4x4, 3x3) (points 0, +-1, +-2).
 _G2 = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
@@ -67,10 +67,10 @@ def winograd_weights(w: np.ndarray, tile: int = 2) -> np.ndarray:
     return u.reshape(len(g) ** 2, w.shape[0], w.shape[1]).astype(w.dtype)
 
 
-def narrow_panels(w: np.ndarray) -> np.ndarray:
-    """(M, C, k...) weights -> their K x M transpose in panels of 32 columns: (M/32, K, 32)."""
+def narrow_panels(w: np.ndarray, panel: int = PANEL) -> np.ndarray:
+    """(M, C, k...) weights -> their K x M transpose in panels of P columns: (M/P, K, P)."""
     m = w.shape[0]
-    return w.reshape(m // PANEL, PANEL, -1).transpose(0, 2, 1)
+    return w.reshape(m // panel, panel, -1).transpose(0, 2, 1)
 
 
 def _plain_conv(node: Node) -> bool:
@@ -104,7 +104,7 @@ def _narrow_fits(node: Node, cpu: CpuFamily) -> bool:
     w, y = node.inputs[1], node.outputs[0]
     assert w is not None and y is not None
     m = w.shape[0]
-    return math.prod(y.shape[2:]) <= cpu.narrow_max_pixels and m >= cpu.narrow_min_channels and m % PANEL == 0
+    return math.prod(y.shape[2:]) <= cpu.narrow_max_pixels and m >= cpu.narrow_min_channels and m % cpu.mm_panel == 0
 
 
 def _shifted_fits(node: Node, cpu: CpuFamily) -> bool:
@@ -120,21 +120,21 @@ def _shifted_fits(node: Node, cpu: CpuFamily) -> bool:
     return w.shape[2:] != (1, 1) and y.shape[3] <= cpu.shifted_max_width and 2 * extra <= y.shape[3]
 
 
-def _panels_matmul(node: Node) -> bool:
+def _panels_matmul(node: Node, panel: int) -> bool:
     if node.op != "MatMul" or len(node.inputs) != 2:
         return False
     a, b, y = node.inputs[0], node.inputs[1], node.outputs[0]
     return (a is not None and b is not None and y is not None and b.is_const and b.type.rank == 2
-            and a.type.rank >= 2 and b.shape[1] % PANEL == 0 and a.dtype is DType.FLOAT32
+            and a.type.rank >= 2 and b.shape[1] % panel == 0 and a.dtype is DType.FLOAT32
             and b.dtype is DType.FLOAT32 and y.dtype is DType.FLOAT32)
 
 
 def choose_conv_algorithms(graph: Graph, cpu: CpuFamily = DEFAULT_FAMILY) -> None:
     for node in graph.nodes:
-        if cpu.matmul_panels and _panels_matmul(node):
+        if cpu.matmul_panels and _panels_matmul(node, cpu.mm_panel):
             b = node.inputs[1]
             assert b is not None and b.const is not None
-            panels = b.const.reshape(b.shape[0], -1, PANEL).transpose(1, 0, 2)  # (N/32, K, 32)
+            panels = b.const.reshape(b.shape[0], -1, cpu.mm_panel).transpose(1, 0, 2)  # (N/P, K, P)
             node.inputs[1] = graph.constant(f"{node.name}_b_panels", np.ascontiguousarray(panels))
             node.op = "MatMulPanels"
             continue
@@ -153,7 +153,7 @@ def choose_conv_algorithms(graph: Graph, cpu: CpuFamily = DEFAULT_FAMILY) -> Non
         elif _winograd_fits(node, cpu):
             node.op, data, suffix = "ConvWinograd", winograd_weights(w.const), "winograd"
         elif _narrow_fits(node, cpu):
-            node.op, data, suffix = "ConvNarrow", narrow_panels(w.const), "panels"
+            node.op, data, suffix = "ConvNarrow", narrow_panels(w.const, cpu.mm_panel), "panels"
         elif _shifted_fits(node, cpu):
             node.op, node.attrs["kernel_shape"] = "ConvShifted", list(w.shape[2:])
             continue
