@@ -55,6 +55,11 @@ class CompileOptions:
     ram_limit: int | None = None
     # Threads a bundle may use (host and Linux targets): its pool's size and the parts big kernels divide into.
     threads: int = 1
+    # --tune: time each layer shape's candidate algorithms on this machine first (ember/tune.py) and keep the
+    # fastest in the choice file; --tune-file PATH: that file (default ~/.cache/ember/choices.json), whose
+    # choices a compile uses, with or without --tune (passes/choice_file.py).
+    tune: bool = False
+    tune_file: str | None = None
 
     def __post_init__(self) -> None:
         if self.api not in ("static", "dynamic"):
