@@ -17,9 +17,11 @@ convolutions and int8 convolutions into channel-blocked outputs (passes/int8_lay
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any
 
+from ember.codegen.elementwise import emit_chain
 from ember.codegen.emitter import KernelEmitter
 from ember.ir.dtypes import DType
 from ember.ir.graph import Node
@@ -178,6 +180,85 @@ def _split_qmatmul(node: Node) -> Split | None:
     return _rows_split(node, 2, (DType.INT8, DType.UINT8), folded=True)
 
 
+# An elementwise step costs about what this many matmul FLOPs do (a load, a store, a few operations where
+# a matmul's FLOP is half an FMA on data in registers): 1M FLOP-equivalents = 64K element-steps.
+ELEMENT_WORK = 16
+
+
+def _split_elementwise(node: Node) -> Split | None:
+    """An elementwise op or fused chain: along the output's first non-unit axis, by pointer offsets (inputs
+    that broadcast along it are read whole); each element is computed by the same expression either way."""
+    y = node.outputs[0]
+    if y is None or len(node.outputs) != 1:
+        return None
+    axis = contiguous_axis(y.shape)
+    if axis is None:
+        return None
+    steps = len(node.attrs.get("_steps", ())) or 1
+    return Split(y.shape[axis], 1, (), lower=_lower_elementwise_part, work=ELEMENT_WORK * steps * y.type.numel)
+
+
+def _lower_elementwise_part(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:
+    y = node.outputs[0]
+    assert y is not None
+    axis = contiguous_axis(y.shape)
+    assert axis is not None
+    if node.op == "FusedElementwise":
+        steps = [(step, registry.get(step.op).expr) for step in node.attrs["_steps"]]
+    else:
+        steps = [(node, registry.get(node.op).expr)]
+    emit_chain(k.ctx, [(n, e) for n, e in steps if e is not None], node.inputs, y, (axis, lo, hi))
+
+
+def _rows(node: Node, before: int, ins: tuple[int, ...], outs: tuple[int, ...], work: int) -> Split | None:
+    """Rows of a row-wise kernel (softmax, normalization): the first non-unit axis of input 0 before axis
+    `before` (the first normalized one), cut alike in inputs `ins` and outputs `outs` where present."""
+    x = node.input(0)
+    if x is None or x.dtype is not DType.FLOAT32:
+        return None
+    axis = contiguous_axis(x.shape)
+    if axis is None or axis >= before:
+        return None
+    slices = [Slice(i, axis) for i in ins if node.input(i) is not None]
+    slices += [Slice(i, axis, out=True) for i in outs if i < len(node.outputs) and node.outputs[i] is not None]
+    values = [node.input(s.index) if not s.out else node.outputs[s.index] for s in slices]
+    if not all(cuttable(v, axis) and v is not None and v.shape[:axis + 1] == x.shape[:axis + 1] for v in values):
+        return None
+    return Split(x.shape[axis], 1, tuple(slices), work=work)
+
+
+def _split_softmax(node: Node) -> Split | None:
+    x = node.input(0)
+    if x is None or x.type.rank == 0:
+        return None
+    axis = node.attrs.get("axis", -1)
+    return _rows(node, axis + x.type.rank if axis < 0 else axis, (0,), (0,), ELEMENT_WORK * 4 * x.type.numel)
+
+
+def _split_layernorm(node: Node) -> Split | None:
+    """LayerNormalization (X, scale, bias -> Y, Mean, InvStdDev) and SkipLayerNormalization (X, skip, scale,
+    bias, add_bias -> Y, Mean, InvStdDev, sum): rows of X (and skip) and of every output; scale and bias
+    are per normalized element, shared."""
+    x = node.input(0)
+    if x is None or x.type.rank == 0:
+        return None
+    axis = node.attrs.get("axis", -1)
+    skip = node.op == "SkipLayerNormalization"
+    return _rows(node, axis + x.type.rank if axis < 0 else axis, (0, 1) if skip else (0,),
+                 (0, 1, 2, 3) if skip else (0, 1, 2), ELEMENT_WORK * 4 * x.type.numel)
+
+
+def _split_pool(node: Node) -> Split | None:
+    """Pooling is plane by plane: whole channels of one image (not MaxPool's Indices output, whose values
+    count from the whole input's start)."""
+    x, y = node.input(0), node.outputs[0]
+    if (x is None or y is None or x.dtype is not DType.FLOAT32 or x.shape[0] != 1 or not cuttable(x, 1)
+            or not cuttable(y, 1) or any(o is not None for o in node.outputs[1:])):
+        return None
+    window = math.prod(node.attrs.get("kernel_shape") or x.shape[2:])
+    return Split(x.shape[1], 1, (Slice(0, 1), Slice(0, 1, out=True)), work=4 * y.type.numel * window)
+
+
 SPLITS = {
     "Conv": _split_conv,
     "ConvShifted": _split_shifted,
@@ -189,7 +270,19 @@ SPLITS = {
     "MatMul": _split_matmul,
     "MatMulPanels": _split_matmul_panels,
     "QMatMul": _split_qmatmul,
+    "Softmax": _split_softmax,
+    "LogSoftmax": _split_softmax,
+    "LayerNormalization": _split_layernorm,
+    "SkipLayerNormalization": _split_layernorm,
+    "MaxPool": _split_pool,
+    "AveragePool": _split_pool,
+    "LpPool": _split_pool,
+    "GlobalAveragePool": _split_pool,
+    "GlobalMaxPool": _split_pool,
 }
+
+SPLITS.update({name: _split_elementwise for name, op in registry.OPS.items() if op.expr is not None})
+SPLITS["FusedElementwise"] = _split_elementwise
 
 for _name, _fn in SPLITS.items():
     _op = registry.OPS[_name]
