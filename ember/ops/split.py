@@ -26,7 +26,7 @@ from ember.codegen.emitter import KernelEmitter
 from ember.ir.dtypes import DType
 from ember.ir.graph import Node
 from ember.ops import registry
-from ember.ops.conv import _conv_parts
+from ember.ops.conv import _conv_parts, _im2col_block
 from ember.ops.epilogue import epilogue_args
 from ember.ops.parallel import Slice, Split, contiguous_axis, cuttable, with_part_scratch
 
@@ -36,6 +36,10 @@ CHANNEL_ALIGN = 8
 ROW_ALIGN = 4
 # Output pixels per part boundary of a 1x1 conv divided by columns: whole strips of the widest vectors.
 PIXEL_ALIGN = 32
+# An im2col conv divides along its output pixels from this many on (else along its channels); part
+# boundaries on whole 64-pixel strips, as ember_conv_f32's own blocks are.
+IM2COL_MIN_PIXELS = 256
+IM2COL_ALIGN = 64
 
 
 def _float_image(node: Node) -> bool:
@@ -57,7 +61,27 @@ def _split_conv(node: Node) -> Split | None:
         # A 1x1 conv is one matmul y (M x P) = w (M x C) * x (C x P): parts of the P columns share nothing,
         # where parts of the M rows would each pack all of x for the kernel again.
         return Split(geo.pixels, PIXEL_ALIGN, (), lower=_lower_direct_columns)
+    if not direct and geo.pixels >= IM2COL_MIN_PIXELS:
+        # Parts of the output channels would each build the whole im2col matrix; parts of the pixels build
+        # only their own columns of it (and share the weights, read-only).
+        return Split(geo.pixels, IM2COL_ALIGN, (), lower=_lower_im2col_columns)
     return Split(m, CHANNEL_ALIGN, (Slice(1, 0), bias, out))
+
+
+def _lower_im2col_columns(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:
+    """Output pixels [lo, hi) of an ungrouped conv of one image: ember_conv_f32's loop over im2col blocks,
+    on this part's pixels only, into this part's scratch."""
+    geo, _, m, _, _ = _conv_parts(node)
+    qb, kk = _im2col_block(node, geo, 1), geo.channels * geo.taps
+    col, tab = k.scratch("float"), k.table(geo.table(), DType.INT32)
+    bias = k.inp(2) if node.input(2) is not None else "0"
+    k.need("ember_im2col_f32", "ember_matmul_f32")
+    q, nq = k.fresh("q0"), k.fresh("nq")
+    with k.w.block(f"for (ptrdiff_t {q} = {lo}; {q} < {hi}; {q} += {qb})"):
+        k.line(f"const int {nq} = {hi} - {q} < {qb} ? (int)({hi} - {q}) : {qb};")
+        k.call("ember_im2col_f32", col, nq, k.inp(0), geo.channels, tab, q, nq)
+        k.call("ember_matmul_f32", f"{k.out(0)} + {q}", geo.pixels, k.inp(1), kk, 1, col, nq, m, nq, kk, "1.0f",
+               bias, 1, 0, "1.0f", *epilogue_args(node))
 
 
 def _lower_direct_columns(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:

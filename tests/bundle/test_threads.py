@@ -143,14 +143,16 @@ def test_python_threads_share_a_threaded_bundle(convnet: tuple[Path, ember.Bundl
 
 
 def _rowwise(path: Path) -> Path:
-    """What is divided besides kernels with weights: a fused elementwise chain with a per-channel operand
+    """What is divided besides convolutions by channels and matmuls by rows: an im2col convolution (by
+    output pixels), a fused elementwise chain with a per-channel operand
     (broadcast along the divided axis), a plain Add, max and average pooling, global pooling, softmax over
     rows, LayerNormalization and its skip form."""
     rng = np.random.default_rng(11)
     inits = [_const("bias", rng.standard_normal((64, 1, 1)).astype(np.float32)),
              _const("shape", np.array([1, 64, 64 * 64], np.int64)),
              _const("gamma", rng.standard_normal(4096).astype(np.float32)),
-             _const("beta", rng.standard_normal(4096).astype(np.float32))]
+             _const("beta", rng.standard_normal(4096).astype(np.float32)),
+             _const("wc", (rng.standard_normal((8, 64, 3, 3)) / 24).astype(np.float32))]
     nodes = [
         helper.make_node("Add", ["input", "bias"], ["a"]),
         helper.make_node("Tanh", ["a"], ["t"]),
@@ -164,11 +166,14 @@ def _rowwise(path: Path) -> Path:
         helper.make_node("LayerNormalization", ["rows", "gamma", "beta"], ["ln"], axis=-1),
         helper.make_node("Add", ["ln", "sm"], ["sum"]),
         helper.make_node("LayerNormalization", ["sum", "gamma"], ["out"], axis=-1),
+        # Dilated 3x3 on a wide map: im2col (no Winograd, no ConvShifted), divided along its output pixels.
+        helper.make_node("Conv", ["s", "wc"], ["conv"], dilations=[2, 2], pads=[2, 2, 2, 2]),
     ]
     x = helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 64, 64, 64])
     outs = [helper.make_tensor_value_info("ap", TensorProto.FLOAT, [1, 64, 31, 31]),
             helper.make_tensor_value_info("gap", TensorProto.FLOAT, [1, 64, 1, 1]),
-            helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 64, 4096])]
+            helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 64, 4096]),
+            helper.make_tensor_value_info("conv", TensorProto.FLOAT, [1, 8, 64, 64])]
     graph = helper.make_graph(nodes, "rowwise", [x], outs, inits)
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
     return path
@@ -180,15 +185,16 @@ def test_elementwise_pooling_and_row_kernels_divide(tmp_path: Path) -> None:
     threaded = ember.compile(model, tmp_path / "t2", threads=2)
     divided = {n["op"] for n in threaded.manifest["nodes"]} - {"Reshape"}
     assert threaded.manifest["threads"]["divided"] == len(threaded.manifest["nodes"]) - 1, divided
-    assert {"MaxPool", "AveragePool", "GlobalAveragePool", "Softmax"} <= divided
+    assert {"MaxPool", "AveragePool", "GlobalAveragePool", "Softmax", "Conv"} <= divided
     assert any(op.startswith("Fused(") for op in divided) and any("LayerNormalization" in op for op in divided)
     x = {"input": np.random.default_rng(41).standard_normal((1, 64, 64, 64)).astype(np.float32)}
     got, want, ref = threaded.run(x), serial.run(x), onnxruntime_outputs(model, x)
-    for k in ("ap", "gap", "out"):
+    for k in ("ap", "gap", "out", "conv"):
         assert_close(got[k], want[k], f"{k}: 2 threads vs 1", rel=1e-5)
         assert_close(got[k], ref[k], f"{k}: 2 threads vs onnxruntime")
     got_c = cdriver.run(threaded.path, tmp_path / "c", x, sanitize=True, cflags=("-pthread",), opt="-O0")
-    assert_close(got_c["out"], want["out"], "sanitized C driver, 2 threads", rel=1e-5)
+    for k in ("out", "conv"):
+        assert_close(got_c[k], want[k], f"{k}: sanitized C driver, 2 threads", rel=1e-5)
 
 
 def test_int8_threaded_bundle_is_bit_identical(tmp_path: Path) -> None:
