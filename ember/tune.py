@@ -5,9 +5,11 @@ direct; MatMul with constant B: panels or run-time packing; passes/conv_algorith
 found by one pass run. Candidate set k gives every layer shape not yet in the choice file its k-th
 candidate (its last where it has fewer); each set is compiled as one whole bundle, forced through a
 temporary choice file, and timed by the instrumented build of `ember bench` (runtime/bench.py
-`profile`: a timer around every node), so each layer is timed in its real place in the network, its
-input in the cache state the layer before leaves it. Compiles = the most candidates any layer has
-(at most 5), whatever the number of layers; shapes already in the file are not timed again.
+`ProfiledBuild`: a timer around every node), so each layer is timed in its real place in the network,
+its input in the cache state the layer before leaves it. The sets are timed in turns, each layer keeping
+its least mean over the turns, so a load change on a shared machine does not favour one set. Builds = the
+most candidates any layer has (at most 5), whatever the number of layers; shapes already in the file are
+not timed again.
 
 Timing needs the bundle's own instructions on this machine: host bundles, and Linux targets of this
 machine's architecture (timed as host builds for their --cpu). Other targets are refused.
@@ -30,7 +32,7 @@ from ember.errors import OptionError
 from ember.passes.choice_file import choice_path, context_key, read_document, write_document
 from ember.passes.conv_algorithms import CHOICE_ATTR, AlgorithmChoice
 from ember.passes.pipeline import Purpose
-from ember.runtime.bench import latency, profile
+from ember.runtime.bench import ProfiledBuild, latency
 from ember.runtime.inputs import random_inputs
 from ember.runtime.loader import Bundle
 from ember.toolchain.targets import Target, get_target
@@ -39,6 +41,9 @@ from ember.toolchain.targets import Target, get_target
 # timer jitter on layers of tens of microseconds, while a ResNet-50 set stays at a few seconds.
 SECONDS_PER_SET = 1.5
 MAX_ROUNDS = 200
+REPEATS = 3
+# Weights of the candidate builds kept loaded at once for interleaved timing (each holds its own copy).
+KEEP_BYTES = 1 << 30
 
 Builder = Callable[[str, Path, CompileOptions], dict[str, Any]]
 
@@ -78,36 +83,72 @@ def tune(model_path: str, options: CompileOptions, build: Builder) -> dict[str, 
         c = node.attrs.get(CHOICE_ATTR)
         if isinstance(c, AlgorithmChoice) and len(c.candidates) > 1 and c.key not in known:
             layers[c.key] = c.candidates
-    sets = max((len(c) for c in layers.values()), default=0)
-    times: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    count = max((len(c) for c in layers.values()), default=0)
+    best: dict[str, dict[str, float]] = defaultdict(dict)  # key -> candidate -> milliseconds
     if layers:
         # Timed as host builds: a Linux target of this architecture runs the same kernels for its --cpu.
         timed = replace(base, target="host", cpu=options.cpu or (target.cpu if target.kind == "linux" else None))
         with tempfile.TemporaryDirectory(prefix="ember-tune-") as tmp:
-            for k in range(sets):
-                forced = {key: cands[min(k, len(cands) - 1)] for key, cands in layers.items()}
-                _time_set(model_path, timed, forced, Path(tmp) / f"set{k}", build, times)
-    for key, by_choice in times.items():
-        us = {c: round(sum(v) / len(v) * 1e3, 2) for c, v in by_choice.items()}
+            sets = [{key: cands[min(k, len(cands) - 1)] for key, cands in layers.items()} for k in range(count)]
+            _time_sets(model_path, timed, sets, Path(tmp), build, best)
+    for key, by_choice in best.items():
+        us = {c: round(ms * 1e3, 2) for c, ms in by_choice.items()}
         known[key] = {"choice": min(us, key=lambda c: (us[c], c)), "us": us}
     if layers:
         write_document(path, doc)
-    return {"file": str(path), "context": context, "timed_shapes": len(times), "known_shapes": len(known),
-            "candidate_sets": sets, "seconds": round(time.perf_counter() - t0, 3)}
+    return {"file": str(path), "context": context, "timed_shapes": len(best), "known_shapes": len(known),
+            "candidate_sets": count, "seconds": round(time.perf_counter() - t0, 3)}
 
 
-def _time_set(model_path: str, options: CompileOptions, forced: dict[str, str], folder: Path, build: Builder,
-              times: dict[str, dict[str, list[float]]]) -> None:
-    """Compiles the model with `forced` choices and adds each forced node's milliseconds to `times`."""
-    choices = folder / "choices.json"
-    ctx = context_key(options)
-    write_document(choices, {"ember_choices": 1, "contexts": {ctx: {k: {"choice": c} for k, c in forced.items()}}})
-    manifest = build(model_path, folder / "bundle", replace(options, tune_file=str(choices)))
-    bundle = Bundle(folder / "bundle")
-    feeds = random_inputs(bundle, seed=0)
-    probe = latency(bundle, feeds, 1, 1)[0]
-    rounds = max(3, min(MAX_ROUNDS, int(SECONDS_PER_SET / max(probe, 1e-6))))
-    by_node = {r["name"]: r["ms"] for r in profile(bundle, feeds, rounds, options.threads)}
-    for rec in manifest.get("algorithms", []):
-        if forced.get(rec["key"]) == rec["choice"] and rec["node"] in by_node:
-            times[rec["key"]][rec["choice"]].append(by_node[rec["node"]])
+class _Timed:
+    """One candidate set's instrumented build, and which node times which (layer key, candidate)."""
+
+    def __init__(self, model_path: str, options: CompileOptions, forced: dict[str, str], folder: Path,
+                 build: Builder) -> None:
+        choices = folder / "choices.json"
+        ctx = context_key(options)
+        write_document(choices, {"ember_choices": 1,
+                                 "contexts": {ctx: {k: {"choice": c} for k, c in forced.items()}}})
+        manifest = build(model_path, folder / "bundle", replace(options, tune_file=str(choices)))
+        bundle = Bundle(folder / "bundle")
+        feeds = random_inputs(bundle, seed=0)
+        probe = latency(bundle, feeds, 1, 1)[0]
+        self.rounds = max(2, min(MAX_ROUNDS, int(SECONDS_PER_SET / REPEATS / max(probe, 1e-6))))
+        (folder / "profiled").mkdir()
+        self.profiled = ProfiledBuild(bundle, feeds, folder / "profiled", options.threads)
+        index = {n["name"]: i for i, n in enumerate(manifest["nodes"])}
+        self.nodes = [(index[r["node"]], r["key"], r["choice"]) for r in manifest.get("algorithms", [])
+                      if forced.get(r["key"]) == r["choice"] and r["node"] in index]
+        self.constant = int(manifest["memory"]["constant"])
+
+    def measure(self, best: dict[str, dict[str, float]]) -> None:
+        """One repeat: the mean of `rounds` runs per node; a layer shape keeps its least mean over repeats
+        (and over its nodes' mean, where several nodes share the shape)."""
+        ms = self.profiled.run(self.rounds)
+        sums: dict[tuple[str, str], list[float]] = defaultdict(list)
+        for i, key, choice in self.nodes:
+            sums[(key, choice)].append(ms[i])
+        for (key, choice), v in sums.items():
+            mean = sum(v) / len(v)
+            best[key][choice] = min(best[key].get(choice, mean), mean)
+
+
+def _time_sets(model_path: str, options: CompileOptions, sets: list[dict[str, str]], folder: Path, build: Builder,
+               best: dict[str, dict[str, float]]) -> None:
+    """Builds every candidate set, then times them in turns (REPEATS rounds of all sets, alternating order),
+    so that a load change on a shared machine shifts every candidate alike instead of the set it hit. Sets
+    are kept loaded only while their weights fit KEEP_BYTES; beyond that each is timed as soon as built."""
+    kept: list[_Timed] = []
+    held = 0
+    for k, forced in enumerate(sets):
+        (folder / f"set{k}").mkdir()
+        timed = _Timed(model_path, options, forced, folder / f"set{k}", build)
+        if held + timed.constant <= KEEP_BYTES:
+            kept.append(timed)
+            held += timed.constant
+        else:
+            for _ in range(REPEATS):
+                timed.measure(best)
+    for r in range(REPEATS):
+        for timed in kept if r % 2 == 0 else reversed(kept):
+            timed.measure(best)

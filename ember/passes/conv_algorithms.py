@@ -184,8 +184,14 @@ def layer_key(node: Node) -> str:
 
     if node.op == "MatMul":
         return f"MatMul a={dims(0)} b={dims(1)}"
-    geo = [f"{k}={','.join(map(str, v))}" for k in ("strides", "pads", "dilations") if (v := node.attrs.get(k))]
-    return " ".join([f"Conv x={dims(0)} w={dims(1)}", *geo])
+    r = len(node.inputs[1].shape) - 2 if node.inputs[1] is not None else 0
+    # Defaults written out: a model that states them and one that leaves them out have one key.
+    geo = {"strides": [1] * r, "pads": [0] * (2 * r), "dilations": [1] * r}
+    geo.update({k: node.attrs[k] for k in geo if node.attrs.get(k)})
+    pad = node.attrs.get("auto_pad", "NOTSET")
+    y = "x".join(map(str, node.outputs[0].shape)) if node.outputs[0] is not None else "-"
+    return " ".join([f"Conv x={dims(0)} w={dims(1)} y={y}", *(f"{k}={','.join(map(str, v))}" for k, v in geo.items()),
+                     *([f"auto_pad={pad}"] if pad != "NOTSET" else [])])
 
 
 def threshold_choice(node: Node, cpu: CpuFamily) -> str:
