@@ -125,3 +125,27 @@ def test_a_split_node_has_scratch_for_each_part() -> None:
     node.attrs[PARTS_ATTR] = 4
     assert scratch(node) == 4 * (-(-one // 64) * 64)
     assert Slice(0, 1).per_unit == 1
+
+
+def _add(shape: tuple[int, ...], other: tuple[int, ...]) -> tuple[Graph, Node]:
+    g = Graph("g")
+    x = Value("x", TensorType(DType.FLOAT32, shape))
+    g.inputs.append(x)
+    b = g.constant("b", np.ones(other, np.float32))
+    y = Value("y", TensorType(DType.FLOAT32, shape))
+    node = Node("Add", "add", [x, b], [y], {})
+    y.producer = node
+    g.add_node(node)
+    g.outputs.append(y)
+    return g, node
+
+
+def test_elementwise_nodes_divide_along_their_first_non_unit_axis_when_big() -> None:
+    g, big = _add((1, 64, 64, 64), (64, 1, 1))  # 262K elements x 16: 4.2M operations' worth
+    split = registry.get("Add").split(big)
+    assert split is not None and split.units == 64 and split.lower is not None and split.slices == ()
+    split_for_threads(g, 2)
+    assert big.attrs[PARTS_ATTR] == 2
+    g, small = _add((1, 8, 32, 32), (8, 1, 1))  # 8K elements: runs on the calling thread
+    split_for_threads(g, 2)
+    assert PARTS_ATTR not in small.attrs
