@@ -34,6 +34,7 @@ from ember.ops.parallel import Slice, Split, contiguous_axis, cuttable, with_par
 # depthwise kernels, so each part runs the code paths the whole call would.
 CHANNEL_ALIGN = 8
 ROW_ALIGN = 4
+DEPTHWISE_INT8_ALIGN = 16
 # Output pixels per part boundary of a 1x1 conv divided by columns: whole strips of the widest vectors.
 PIXEL_ALIGN = 32
 # An im2col conv divides along its output pixels from this many on (else along its channels); part
@@ -124,11 +125,16 @@ def _split_winograd(node: Node) -> Split | None:
 
 
 def _split_qconv(node: Node) -> Split | None:
-    """An ungrouped int8 convolution into a plain (not channel-blocked) output: packed weight rows and the
-    per-channel tables of its spec (bias, row sums, offsets, requantisation) cut alike."""
+    """An ungrouped or depthwise int8 convolution between plain (not channel-blocked) tensors: packed weight
+    rows and the per-channel tables of its spec (bias, row sums, offsets, requantisation) cut alike."""
     x, y, q = node.input(0), node.outputs[0], node.attrs.get("_q")
-    if (x is None or y is None or q is None or q.depthwise or node.attrs.get("group", 1) != 1 or x.shape[0] != 1
-            or not cuttable(y, 1) or not cuttable(node.input(2), 0)):
+    if x is None or y is None or q is None or x.shape[0] != 1 or not cuttable(y, 1) or not cuttable(node.input(2), 0):
+        return None
+    if node.attrs.get("_isa"):
+        return None  # the microcontroller kernels (qarm.py): no threads there
+    if q.depthwise and not cuttable(x, 1):
+        return None
+    if not q.depthwise and node.attrs.get("group", 1) != 1:
         return None
     m = y.shape[1]
 
@@ -139,9 +145,15 @@ def _split_qconv(node: Node) -> Split | None:
         rq = q.requant
         if rq is not None:
             rq = replace(rq, mult=cut(rq.mult, lo, hi), shift=cut(rq.shift, lo, hi))
-        return {"_q": replace(q, bias=cut(q.bias, lo, hi), rowsum=cut(q.rowsum, lo, hi), wofs=cut(q.wofs, lo, hi),
-                              requant=rq)}
+        attrs: dict[str, Any] = {"_q": replace(q, bias=cut(q.bias, lo, hi), rowsum=cut(q.rowsum, lo, hi),
+                                               wofs=cut(q.wofs, lo, hi), requant=rq)}
+        if q.depthwise:
+            attrs["group"] = hi - lo
+        return attrs
 
+    if q.depthwise:
+        # Input planes, weight rows and tables of its channels; whole 16-channel groups (qdwvnni.c's vectors).
+        return Split(m, DEPTHWISE_INT8_ALIGN, (Slice(0, 1), Slice(2, 0), Slice(0, 1, out=True)), attrs=spec)
     return Split(m, CHANNEL_ALIGN, (Slice(2, 0), Slice(0, 1, out=True)), attrs=spec)
 
 

@@ -57,7 +57,8 @@ def _convnet(path: Path) -> Path:
 
 
 def _int8(path: Path) -> Path:
-    """QLinearConv (per-channel weight scales) and QLinearMatMul: uint8 in, constant uint8 weights, uint8 out."""
+    """QLinearConv (per-channel weight scales; a depthwise one too) and QLinearMatMul: uint8 in, constant
+    uint8 weights, uint8 out."""
     rng = np.random.default_rng(3)
 
     def u8(*shape: int) -> np.ndarray:
@@ -70,17 +71,22 @@ def _int8(path: Path) -> Path:
              _const("w_scale", rng.uniform(0.002, 0.01, 64).astype(np.float32)), _const("w_zp", u8(64)),
              _const("bias", rng.integers(-5000, 5000, 64).astype(np.int32)), scalar("y_scale", 0.5, np.float32),
              scalar("y_zp", 100, np.uint8), _const("b", u8(256, 96)), scalar("b_scale", 0.01, np.float32),
-             scalar("b_zp", 120, np.uint8)]
+             scalar("b_zp", 120, np.uint8), _const("wd", u8(64, 1, 3, 3)),
+             _const("wd_scale", rng.uniform(0.01, 0.05, 64).astype(np.float32)), _const("wd_zp", u8(64))]
     nodes = [
         helper.make_node("QLinearConv", ["input", "x_scale", "x_zp", "w", "w_scale", "w_zp", "y_scale", "y_zp",
                                          "bias"], ["conv"], pads=[1, 1, 1, 1]),
         helper.make_node("QLinearMatMul", ["rows", "x_scale", "x_zp", "b", "b_scale", "b_zp", "y_scale", "y_zp"],
                          ["product"]),
+        helper.make_node("QLinearConv", ["planes", "x_scale", "x_zp", "wd", "wd_scale", "wd_zp", "y_scale", "y_zp"],
+                         ["depthwise"], group=64, pads=[1, 1, 1, 1]),
     ]
     ins = [helper.make_tensor_value_info("input", TensorProto.UINT8, [1, 32, 16, 16]),
-           helper.make_tensor_value_info("rows", TensorProto.UINT8, [1, 64, 256])]
+           helper.make_tensor_value_info("rows", TensorProto.UINT8, [1, 64, 256]),
+           helper.make_tensor_value_info("planes", TensorProto.UINT8, [1, 64, 32, 32])]
     outs = [helper.make_tensor_value_info("conv", TensorProto.UINT8, [1, 64, 16, 16]),
-            helper.make_tensor_value_info("product", TensorProto.UINT8, [1, 64, 96])]
+            helper.make_tensor_value_info("product", TensorProto.UINT8, [1, 64, 96]),
+            helper.make_tensor_value_info("depthwise", TensorProto.UINT8, [1, 64, 32, 32])]
     graph = helper.make_graph(nodes, "int8", ins, outs, inits)
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
     return path
@@ -201,12 +207,13 @@ def test_int8_threaded_bundle_is_bit_identical(tmp_path: Path) -> None:
     model = _int8(tmp_path / "int8.onnx")
     serial = ember.compile(model, tmp_path / "t1")
     threaded = ember.compile(model, tmp_path / "t2", threads=2)
-    assert threaded.manifest["threads"]["divided"] == 2
+    assert threaded.manifest["threads"]["divided"] == 3
     rng = np.random.default_rng(5)
     x = {"input": rng.integers(0, 256, (1, 32, 16, 16)).astype(np.uint8),
-         "rows": rng.integers(0, 256, (1, 64, 256)).astype(np.uint8)}
+         "rows": rng.integers(0, 256, (1, 64, 256)).astype(np.uint8),
+         "planes": rng.integers(0, 256, (1, 64, 32, 32)).astype(np.uint8)}
     got, want, ref = threaded.run(x), serial.run(x), onnxruntime_outputs(model, x)
-    for k in ("conv", "product"):
+    for k in ("conv", "product", "depthwise"):
         assert np.array_equal(got[k], want[k]), k
         assert np.abs(got[k].astype(np.int32) - ref[k].astype(np.int32)).max() <= 1, k
 
