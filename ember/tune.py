@@ -6,8 +6,9 @@ found by one pass run. Candidate set k gives every layer shape not yet in the ch
 candidate (its last where it has fewer); each set is compiled as one whole bundle, forced through a
 temporary choice file, and timed by the instrumented build of `ember bench` (runtime/bench.py
 `ProfiledBuild`: a timer around every node), so each layer is timed in its real place in the network,
-its input in the cache state the layer before leaves it. The sets are timed in turns, each layer keeping
-its least mean over the turns, so a load change on a shared machine does not favour one set. Builds = the
+its input in the cache state the layer before leaves it. Each node keeps its least time over the runs
+(on a shared machine a run that lost its core mid-node is not the node's cost), and the sets are timed in
+turns, so a load change does not favour one set. Builds = the
 most candidates any layer has (at most 5), whatever the number of layers; shapes already in the file are
 not timed again.
 
@@ -122,9 +123,9 @@ class _Timed:
         self.constant = int(manifest["memory"]["constant"])
 
     def measure(self, best: dict[str, dict[str, float]]) -> None:
-        """One repeat: the mean of `rounds` runs per node; a layer shape keeps its least mean over repeats
-        (and over its nodes' mean, where several nodes share the shape)."""
-        ms = self.profiled.run(self.rounds)
+        """One repeat: the least time of each node over `rounds` runs; a layer shape keeps its least over
+        the repeats (of its nodes' mean, where several nodes share the shape)."""
+        ms = self.profiled.run_least(self.rounds)
         sums: dict[tuple[str, str], list[float]] = defaultdict(list)
         for i, key, choice in self.nodes:
             sums[(key, choice)].append(ms[i])
