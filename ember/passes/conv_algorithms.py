@@ -131,10 +131,10 @@ def _panels_matmul(node: Node) -> bool:
             and b.dtype is DType.FLOAT32 and y.dtype is DType.FLOAT32)
 
 
-# Every algorithm a float Conv or MatMul can take (what `--tune` times, ember/tune.py): "im2col" and "direct"
-# (a 1x1 stride-1 conv: one matmul on the input) are the plain Conv kernel, "packed" the plain MatMul's
-# run-time packing of B.
-ALGORITHMS = ("winograd4", "winograd", "narrow", "shifted", "im2col", "direct", "panels", "packed")
+# The algorithms a float Conv or MatMul can take (what `--tune` times, ember/tune.py): "winograd4",
+# "winograd", "narrow", "shifted" (the ops above), "im2col" and "direct" (the plain Conv kernel; direct: a
+# 1x1 stride-1 unpadded conv, one matmul on the input), "panels" (MatMulPanels) and "packed" (the plain
+# MatMul, which packs B at run time).
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,12 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _model(tmp_path_factory.mktemp("tune") / "tuned.onnx")
 
 
+@pytest.fixture(scope="module")
+def plain(model: Path, tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
+    """The thresholds' choices (NAME.json `algorithms`) of a compile without a choice file."""
+    return ember.compile(str(model), tmp_path_factory.mktemp("plain")).manifest["algorithms"]
+
+
 def _check_outputs(bundle: ember.Bundle, model: Path) -> None:
     x = {"x": np.random.default_rng(1).standard_normal((1, 16, 12, 12)).astype(np.float32)}
     assert_outputs_match(bundle.run(x), onnxruntime_outputs(model, x), rtol=1e-4, atol=1e-4)
@@ -83,11 +89,11 @@ def _force(path: Path, options: CompileOptions, choices: dict[str, str]) -> None
     path.write_text(json.dumps(doc))
 
 
-def test_every_candidate_matches_onnxruntime_and_one_file_gives_one_bundle(model: Path, tmp_path: Path) -> None:
-    first = ember.compile(str(model), tmp_path / "plain").manifest["algorithms"]
+def test_every_candidate_matches_onnxruntime_and_one_file_gives_one_bundle(model: Path, plain: list[dict],
+                                                                           tmp_path: Path) -> None:
     ops = set()
     for k in range(5):  # candidate set k, as tune.py builds them
-        forced = {a["key"]: a["candidates"][min(k, len(a["candidates"]) - 1)] for a in first}
+        forced = {a["key"]: a["candidates"][min(k, len(a["candidates"]) - 1)] for a in plain}
         choices = tmp_path / f"set{k}.json"
         _force(choices, CompileOptions(), forced)
         bundle = ember.compile(str(model), tmp_path / f"set{k}", tune_file=str(choices))
@@ -103,8 +109,9 @@ def test_every_candidate_matches_onnxruntime_and_one_file_gives_one_bundle(model
     assert {"ConvWinograd4", "ConvWinograd", "ConvNarrow", "ConvShifted", "Conv", "MatMulPanels", "MatMul"} <= ops
 
 
-def test_a_choice_that_does_not_fit_the_layer_falls_back_to_the_thresholds(model: Path, tmp_path: Path) -> None:
-    plain = ember.compile(str(model), tmp_path / "plain").manifest["algorithms"]
+def test_a_choice_that_does_not_fit_the_layer_falls_back_to_the_thresholds(model: Path, plain: list[dict],
+                                                                             tmp_path: Path) -> None:
+    assert all(a["source"] == "threshold" for a in plain)
     key_1x1 = next(a["key"] for a in plain if a["choice"] == "direct")
     choices = tmp_path / "c.json"
     _force(choices, CompileOptions(), {key_1x1: "winograd4", "Conv x=9x9 w=9x9x3x3": "im2col"})
