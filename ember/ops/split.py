@@ -37,8 +37,8 @@ ROW_ALIGN = 4
 DEPTHWISE_INT8_ALIGN = 16
 # Output pixels per part boundary of a 1x1 conv divided by columns: whole strips of the widest vectors.
 PIXEL_ALIGN = 32
-# An im2col conv divides along its output pixels from this many on (else along its channels); part
-# boundaries on whole 64-pixel strips, as ember_conv_f32's own blocks are.
+# An im2col conv divides along its output pixels from this many on (and at least as many as its output
+# channels; else along its channels); part boundaries on whole 64-pixel strips, as ember_conv_f32's blocks.
 IM2COL_MIN_PIXELS = 256
 IM2COL_ALIGN = 64
 
@@ -62,9 +62,10 @@ def _split_conv(node: Node) -> Split | None:
         # A 1x1 conv is one matmul y (M x P) = w (M x C) * x (C x P): parts of the P columns share nothing,
         # where parts of the M rows would each pack all of x for the kernel again.
         return Split(geo.pixels, PIXEL_ALIGN, (), lower=_lower_direct_columns)
-    if not direct and geo.pixels >= IM2COL_MIN_PIXELS:
-        # Parts of the output channels would each build the whole im2col matrix; parts of the pixels build
-        # only their own columns of it (and share the weights, read-only).
+    if not direct and geo.pixels >= max(m, IM2COL_MIN_PIXELS):
+        # Parts of the output channels would each build the whole im2col matrix (K x P); parts of the pixels
+        # build only their own columns of it, but each packs all of the weights (K x M) for the matmul:
+        # pixels where they are the bigger operand.
         return Split(geo.pixels, IM2COL_ALIGN, (), lower=_lower_im2col_columns)
     return Split(m, CHANNEL_ALIGN, (Slice(1, 0), bias, out))
 
