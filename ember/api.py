@@ -201,6 +201,20 @@ def _footprint(info: ObjectInfo, plan: MemoryPlan) -> dict[str, Any]:
             "undefined_symbols": list(info.undefined)}
 
 
+def _weights_record(graph: Graph, opts: CompileOptions) -> dict[str, Any]:
+    """How the constants are stored: `format` is the --weights type (float16/bfloat16/int8 compression of a
+    float bundle) or else the element type holding most constant bytes (float32, int8 for a quantized model);
+    `bytes` per element type (bfloat16 is held as uint16 bits)."""
+    by_dtype: dict[str, int] = {}
+    seen: set[int] = set()
+    for n in graph.walk():
+        for v in n.inputs:
+            if v is not None and v.is_const and id(v) not in seen:
+                seen.add(id(v))
+                by_dtype[v.type.dtype.short] = by_dtype.get(v.type.dtype.short, 0) + v.type.nbytes
+    dominant = max(by_dtype, key=lambda k: by_dtype[k]) if by_dtype else "f32"
+    compressed = {"fp16": "float16", "bf16": "bfloat16", "int8": "int8"}.get(opts.weights or "")
+    return {"format": compressed or dominant, "bytes": dict(sorted(by_dtype.items()))}
 
 
 def _manifest(graph: Graph, plan: MemoryPlan, src, opts: CompileOptions, sha: str, cc_cmd: list[str],
@@ -228,6 +242,9 @@ def _manifest(graph: Graph, plan: MemoryPlan, src, opts: CompileOptions, sha: st
         "outputs": [entry(e) for e in src.io[n_in:]],
         # Sequence inputs/outputs (frontends/onnx/sequence.py): model name -> its elements' input/output names.
         "sequences": {"inputs": graph.sequence_inputs, "outputs": graph.sequence_outputs},
+        # --state io: each recurrent state input, the output to copy onto it before the next call, its reset value.
+        "state": [{"input": i, "output": o, "reset": r} for i, (o, r) in graph.state_outputs.items()],
+        "weights": _weights_record(graph, opts),
         "memory": {
             "constant": plan.constant_size,
             "mutable": plan.mutable_size,

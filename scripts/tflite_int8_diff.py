@@ -22,12 +22,15 @@ from tests.frontends.tflite_support import FIXTURES, inputs_for, litert, run_emb
 def main() -> int:
     print(f"{'model':32} {'max steps':>9} {'elements differing':>20}")
     for path in sorted(FIXTURES.glob("*int8*.tflite")):
+        if path.stem.endswith("_state8"):  # TFLite Micro's int8-state SVDF: LiteRT has no kernel for it
+            continue
         with tempfile.TemporaryDirectory() as out:
             bundle = ember.compile(path, out)
             interp = litert(path, reference="reduce_misc" not in path.stem)
             worst, differ, total = 0, 0, 0
             for seed in range(3):
                 xs = inputs_for(interp, seed)
+                interp.reset_all_variables()  # a bundle starts each run from the zero state (SVDF)
                 for r, g in zip(run_litert(interp, xs), run_ember(bundle, interp, xs), strict=True):
                     d = np.abs(r.astype(np.float64) - g.astype(np.float64))
                     worst, differ, total = max(worst, float(d.max())), differ + int((d > 0).sum()), total + d.size
