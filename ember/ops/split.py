@@ -228,6 +228,8 @@ def _split_elementwise(node: Node) -> Split | None:
     y = node.outputs[0]
     if y is None or len(node.outputs) != 1:
         return None
+    if any(v is not None and v.dtype.is_storage_only for v in (*node.inputs, y)):
+        return None  # sub-byte and float8 types: element offsets are not byte offsets of their own
     axis = contiguous_axis(y.shape)
     if axis is None:
         return None
