@@ -22,6 +22,8 @@ from ember.memory.plan import MemoryPlan
 from ember.ops.epilogue import epilogue_of
 from ember.ops.parallel import PARTS_ATTR
 from ember.output import check_writable_file, claim, make_dirs, remove_empty_dirs, replace_bundle
+from ember.passes.choice_file import choice_path, context_key
+from ember.passes.conv_algorithms import CHOICE_ATTR, AlgorithmChoice
 from ember.passes.manager import PassManager
 from ember.passes.pipeline import Purpose
 from ember.report.flops import graph_flops
@@ -31,6 +33,7 @@ from ember.toolchain.cc import compile_object
 from ember.toolchain.cpus import resolve_cpu
 from ember.toolchain.objfile import ObjectInfo, check_freestanding, inspect_object
 from ember.toolchain.targets import Target, get_target
+from ember.tune import check_tune, tune
 from ember.version import __version__
 
 
@@ -80,8 +83,16 @@ def write_bundle(model_path: str, out: str | os.PathLike, opts: CompileOptions, 
         raise OptionError(f"sanitizers apply to host bundles, not target '{target.name}'")
     # Files already there that are not this bundle's: refused before the slow part (again once it is named).
     claim(out, opts.name or network_name(Path(model_path).stem))
+    tuning = None
+    if opts.tune:
+        check_tune(opts, target)
+        if phase is not None:
+            phase("tuning: timing candidate kernels")
+        tuning = tune(model_path, opts, lambda m, folder, o: write_bundle(m, folder, o))
     lowered = lower(model_path, opts, Purpose.BUNDLE, target, command, phase)
     seconds = dict(lowered.seconds)
+    if tuning is not None:
+        seconds["tune"] = tuning["seconds"]
     graph, plan, src, pm, sha = lowered.graph, lowered.plan, lowered.sources, lowered.passes, lowered.model_sha
     name = graph.name
     previous = claim(out, name)
@@ -111,6 +122,8 @@ def write_bundle(model_path: str, out: str | os.PathLike, opts: CompileOptions, 
         cc_cmd = [a.replace(str(tmp), str(out)) for a in cc_cmd]
         manifest = _manifest(graph, plan, src, opts, sha, cc_cmd, pm)
         manifest["target_info"] = _target_info(target, opts)
+        if opts.tune or opts.tune_file:
+            manifest["tuning"] = tuning or {"file": str(choice_path(opts)), "context": context_key(opts)}
         manifest["footprint"] = _footprint(info, plan)
         manifest["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
         (tmp / f"{name}.json").write_text(json.dumps(manifest, indent=2) + "\n")
@@ -244,6 +257,10 @@ def _manifest(graph: Graph, plan: MemoryPlan, src, opts: CompileOptions, sha: st
                     "link_flags": ["-pthread"] if opts.threads > 1 else []},
         "ops": graph.op_counts(),
         "nodes": [{"name": n.name, "op": _op_label(n)} for n in graph.nodes],  # index = profile event id
+        # Each float Conv/MatMul's algorithm, its layer key, and whether a choice file or the thresholds chose it.
+        "algorithms": [{"node": n.name, "key": c.key, "choice": c.choice, "source": c.source,
+                        "candidates": list(c.candidates)} for n in graph.nodes
+                       if isinstance(c := n.attrs.get(CHOICE_ATTR), AlgorithmChoice)],
         "flops": graph_flops(graph),
         # Random ops the model gave no seed (ember/ops/random.py): the seed each was given at compile time.
         "drawn_seeds": {n.name: n.attrs["seed"] for n in graph.walk() if n.attrs.get("seed_drawn")},

@@ -39,13 +39,13 @@ def _compile(args: argparse.Namespace) -> int:
         weights=args.weights, max_memory=parse_size(args.max_memory) if args.max_memory else None,
         ram_limit=parse_size(args.ram_limit, "--ram-limit") if args.ram_limit else None,
         weights_txt=not args.no_weights_txt, threads=args.threads, state=args.state,
-        reuse_inputs=args.reuse_inputs,
+        reuse_inputs=args.reuse_inputs, tune=args.tune, tune_file=args.tune_file,
     )
     command = "ember " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     if args.report:
         check_writable_file(args.report, "--report")
     t0 = time.perf_counter()
-    bar = Progress(COMPILE_PHASES, "compiling", "phase")
+    bar = Progress(COMPILE_PHASES + int(args.tune), "compiling", "phase")
     try:
         if is_saved_model_dir(args.model):  # converted to a temporary .tflite by TFLiteConverter (ember[tf])
             with saved_model(args.model, None) as (path, name):
@@ -71,6 +71,11 @@ def _compile(args: argparse.Namespace) -> int:
     secs = m["seconds"]
     phases = ", ".join(f"{k} {v:.2f}" for k, v in secs.items())
     print(f"  compiled in      : {wall:>12.2f} s ({phases}; weights written while cc ran)")
+    if "tuning" in m:
+        t, tuned = m["tuning"], sum(a["source"] == "tuned" for a in m["algorithms"])
+        timed = (f"timed {t['timed_shapes']} new shape(s) in {t['candidate_sets']} candidate build(s), "
+                 f"{t['seconds']:.1f} s; " if "seconds" in t else "")
+        print(f"  tuned            : {timed}{tuned} of {len(m['algorithms'])} layer(s) from {t['file']}")
     if m.get("state"):
         names = ", ".join(f"{s['input']} <- {s['output']}" for s in m["state"])
         print(f"  recurrent state  : {names} (carried by the caller: {m['name']}_carry_state in {m['name']}.h)")
@@ -496,6 +501,13 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--threads", type=int, default=1, metavar="N",
                    help="run large kernels on up to N threads (host and Linux targets): the bundle owns a pool "
                    "of POSIX threads (link with -pthread); NAME_set_threads changes the count at run time")
+    c.add_argument("--tune", action="store_true",
+                   help="time each layer shape's candidate kernels (Winograd, im2col, ...) on this machine first "
+                   "and compile with the fastest (host and Linux targets of this machine's architecture); the "
+                   "choices are kept in the choice file, so shapes already timed are not timed again")
+    c.add_argument("--tune-file", metavar="PATH",
+                   help="the choice file --tune writes (default ~/.cache/ember/choices.json); without --tune, "
+                   "compile with the choices it holds (the same file gives the same bundle)")
     _quant_args(c)
     c.set_defaults(fn=_compile)
 

@@ -58,6 +58,11 @@ class CompileOptions:
     reuse_inputs: bool = False
     # Threads a bundle may use (host and Linux targets): its pool's size and the parts big kernels divide into.
     threads: int = 1
+    # --tune: time each layer shape's candidate algorithms on this machine first (ember/tune.py) and keep the
+    # fastest in the choice file; --tune-file PATH: that file (default ~/.cache/ember/choices.json), whose
+    # choices a compile uses, with or without --tune (passes/choice_file.py).
+    tune: bool = False
+    tune_file: str | None = None
     # Recurrent state (TFLite variable tensors: LSTM, SVDF): "zero" starts every run from zero; "io" makes each
     # state an extra input and output (`NAME.json` `state`), which a streaming caller carries between calls.
     state: str = "zero"

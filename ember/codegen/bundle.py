@@ -147,7 +147,7 @@ def _emit_node(node: Node, ctx: CodeContext, pool: str | None = None) -> None:
 def _emit_parts(node: Node, op: OpDef, split: Split, parts: int, ctx: CodeContext, pool: str) -> None:
     """A divided node: one task function computes part `part` (a call of the node's own lowering on its
     view of the node, with the part's scratch); the entry point hands the parts to the pool."""
-    assert op.lower is not None
+    assert op.lower is not None or split.lower is not None
     fn = ctx.names.fresh("ember_task")
     stride = op.scratch(node) // parts if op.scratch is not None else 0
     base = ctx.plan.scratch.get(id(node), 0)
@@ -159,6 +159,7 @@ def _emit_parts(node: Node, op: OpDef, split: Split, parts: int, ctx: CodeContex
                 if split.lower is not None:
                     split.lower(node, KernelEmitter(ctx, node, scratch_at=base + p * stride), lo, hi)
                 else:
+                    assert op.lower is not None
                     op.lower(view.node, KernelEmitter(ctx, view.node, view.locations, base + p * stride))
         task = ctx.body.getvalue()
     finally:
