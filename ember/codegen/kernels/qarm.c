@@ -522,92 +522,143 @@ static void ember_qarm_fc(uint8_t *y, const uint8_t *a, int sgn, int32_t az, int
 /*@end*/
 
 /*@kernel ember_qarm_dw3 requires ember_qarm ember_conv_geo*/
-/* Outputs ow, ow + 1 of a stride-1 3x3 window: *a0, *a1 plus three plane rows (from p, Wp int16 apart,
- * p 4-byte aligned) times wv = per kernel row the pairs (w0,w1) (w2,0) (0,w0) (w1,w2). */
-EMBER_INLINE void ember_qa_dw3_pair(int32_t *a0, int32_t *a1, const int16_t *p, int Wp, const uint32_t *wv) {
-    int32_t s0 = *a0, s1 = *a1;
+/* Outputs ow .. ow + 3 of a stride-1 3x3 window: o[0..3] plus three plane rows (from p, Wp int16 apart, p
+ * 4-byte aligned; it reads p[0 .. 5] of each) times wv = per kernel row the pairs A (w0,w1) B (w2,0)
+ * C (0,w0) D (w1,w2): with X0 X1 X2 the row's words (p0,p1) (p2,p3) (p4,p5), o0 += X0.A + X1.B,
+ * o1 += X0.C + X1.D, o2 += X1.A + X2.B, o3 += X1.C + X2.D. */
+EMBER_INLINE void ember_qa_dw3_quad(int32_t o[4], const int16_t *p, int Wp, const uint32_t *wv) {
+    int32_t o0 = o[0], o1 = o[1], o2 = o[2], o3 = o[3];
 #if EMBER_HAVE_ARM_DSP
-    /* 24 instructions for 18 multiply-adds; in assembly: the compiler spills around the 12 weight words. */
-    uint32_t x0, x1, wa, wb;
-    const int16_t *q;
-    __asm__("ldrd %[x0], %[x1], [%[p]]\n\t"
-            "ldrd %[wa], %[wb], [%[wv]]\n\t"
-            "smlad %[s0], %[x0], %[wa], %[s0]\n\t"
-            "smlad %[s0], %[x1], %[wb], %[s0]\n\t"
-            "ldrd %[wa], %[wb], [%[wv], #8]\n\t"
-            "smlad %[s1], %[x0], %[wa], %[s1]\n\t"
-            "smlad %[s1], %[x1], %[wb], %[s1]\n\t"
-            "add %[q], %[p], %[rs]\n\t"
-            "ldrd %[x0], %[x1], [%[q]]\n\t"
-            "ldrd %[wa], %[wb], [%[wv], #16]\n\t"
-            "smlad %[s0], %[x0], %[wa], %[s0]\n\t"
-            "smlad %[s0], %[x1], %[wb], %[s0]\n\t"
-            "ldrd %[wa], %[wb], [%[wv], #24]\n\t"
-            "smlad %[s1], %[x0], %[wa], %[s1]\n\t"
-            "smlad %[s1], %[x1], %[wb], %[s1]\n\t"
-            "add %[q], %[q], %[rs]\n\t"
-            "ldrd %[x0], %[x1], [%[q]]\n\t"
-            "ldrd %[wa], %[wb], [%[wv], #32]\n\t"
-            "smlad %[s0], %[x0], %[wa], %[s0]\n\t"
-            "smlad %[s0], %[x1], %[wb], %[s0]\n\t"
-            "ldrd %[wa], %[wb], [%[wv], #40]\n\t"
-            "smlad %[s1], %[x0], %[wa], %[s1]\n\t"
-            "smlad %[s1], %[x1], %[wb], %[s1]"
-            : [s0] "+r"(s0), [s1] "+r"(s1), [x0] "=&r"(x0), [x1] "=&r"(x1), [wa] "=&r"(wa), [wb] "=&r"(wb),
-              [q] "=&r"(q)
-            : [p] "r"(p), [rs] "r"(2 * Wp), [wv] "r"(wv)
+    /* 38 instructions for 36 multiply-adds (two outputs at a time took 48); in assembly: the compiler
+     * spills around the weight words. */
+    uint32_t x0, x1, x2, wa, wb;
+    const int16_t *q = p;
+#define EMBER_QA_DW3_ROW(OFS)                        \
+    "ldrd %[x0], %[x1], [%[q]]\n\t"                  \
+    "ldr %[x2], [%[q], #8]\n\t"                      \
+    "ldrd %[wa], %[wb], [%[wv], #" #OFS "]\n\t"      \
+    "smlad %[o0], %[x0], %[wa], %[o0]\n\t"           \
+    "smlad %[o0], %[x1], %[wb], %[o0]\n\t"           \
+    "smlad %[o2], %[x1], %[wa], %[o2]\n\t"           \
+    "smlad %[o2], %[x2], %[wb], %[o2]\n\t"           \
+    "ldrd %[wa], %[wb], [%[wv], #" #OFS "+8]\n\t"    \
+    "smlad %[o1], %[x0], %[wa], %[o1]\n\t"           \
+    "smlad %[o1], %[x1], %[wb], %[o1]\n\t"           \
+    "smlad %[o3], %[x1], %[wa], %[o3]\n\t"           \
+    "smlad %[o3], %[x2], %[wb], %[o3]\n\t"
+    __asm__(EMBER_QA_DW3_ROW(0) "add %[q], %[q], %[rs]\n\t"
+            EMBER_QA_DW3_ROW(16) "add %[q], %[q], %[rs]\n\t"
+            EMBER_QA_DW3_ROW(32)
+            : [o0] "+r"(o0), [o1] "+r"(o1), [o2] "+r"(o2), [o3] "+r"(o3), [q] "+r"(q), [x0] "=&r"(x0),
+              [x1] "=&r"(x1), [x2] "=&r"(x2), [wa] "=&r"(wa), [wb] "=&r"(wb)
+            : [rs] "r"(2 * Wp), [wv] "r"(wv)
             : "memory");
+#undef EMBER_QA_DW3_ROW
 #else
     int i;
-    for (i = 0; i < 3; ++i, p += Wp) {
+    for (i = 0; i < 3; ++i, p += Wp, wv += 4) {
         const uint32_t x0 = *(const ember_qa_u32 *)(const void *)p, x1 = *(const ember_qa_u32 *)(const void *)(p + 2);
-        s0 = ember_qa_smlad(x1, wv[4 * i + 1], ember_qa_smlad(x0, wv[4 * i], s0));
-        s1 = ember_qa_smlad(x1, wv[4 * i + 3], ember_qa_smlad(x0, wv[4 * i + 2], s1));
+        const uint32_t x2 = *(const ember_qa_u32 *)(const void *)(p + 4);
+        o0 = ember_qa_smlad(x1, wv[1], ember_qa_smlad(x0, wv[0], o0));
+        o1 = ember_qa_smlad(x1, wv[3], ember_qa_smlad(x0, wv[2], o1));
+        o2 = ember_qa_smlad(x2, wv[1], ember_qa_smlad(x1, wv[0], o2));
+        o3 = ember_qa_smlad(x2, wv[3], ember_qa_smlad(x1, wv[2], o3));
     }
 #endif
-    *a0 = s0;
-    *a1 = s1;
+    o[0] = o0;
+    o[1] = o1;
+    o[2] = o2;
+    o[3] = o3;
+}
+/* How ember_qarm_dw3 and ember_qarm_dw3_mve lay out a channel: a zero-padded int16 plane of Hp rows of Wp
+ * (ops/qarm.py `dw3_plane`, which sizes the scratch). A layer of stride 1 with more output rows than
+ * columns works on the transposed plane (`t`: its rows are the image's columns, the weights transposed),
+ * so that its rows are the long axis: KWS's 25 x 5 maps are 5 rows of 25, not 25 rows of 5. The loops
+ * then run over (oh, ow) of that plane and store output (oh, ow) at oh * ys_row + ow * ys_col. */
+typedef struct {
+    int t, H, W, OH, OW, PH, PW, SH, SW, Hp, Wp;
+    ptrdiff_t xs_row, xs_col, ys_row, ys_col;
+} ember_qa_dw3_geo_t;
+EMBER_INLINE ember_qa_dw3_geo_t ember_qa_dw3_geo(const int32_t *p) {
+    ember_qa_dw3_geo_t g;
+    const int s1 = p[EMBER_GEO_STRIDE_H] == 1 && p[EMBER_GEO_STRIDE_W] == 1;
+    g.t = s1 && p[EMBER_GEO_OUT_H] > p[EMBER_GEO_OUT_W];
+    g.H = p[g.t ? EMBER_GEO_IN_W : EMBER_GEO_IN_H], g.W = p[g.t ? EMBER_GEO_IN_H : EMBER_GEO_IN_W];
+    g.OH = p[g.t ? EMBER_GEO_OUT_W : EMBER_GEO_OUT_H], g.OW = p[g.t ? EMBER_GEO_OUT_H : EMBER_GEO_OUT_W];
+    g.PH = p[g.t ? EMBER_GEO_PAD_W : EMBER_GEO_PAD_H], g.PW = p[g.t ? EMBER_GEO_PAD_H : EMBER_GEO_PAD_W];
+    g.SH = p[EMBER_GEO_STRIDE_H], g.SW = p[EMBER_GEO_STRIDE_W];
+    g.Hp = (g.OH - 1) * g.SH + 3;
+    g.Wp = s1 ? (g.OW + 3) / 4 * 4 + 2 : ((g.OW - 1) * g.SW + 5) & ~1;
+    g.xs_row = g.t ? 1 : p[EMBER_GEO_IN_W], g.xs_col = g.t ? p[EMBER_GEO_IN_W] : 1;
+    g.ys_row = g.t ? 1 : p[EMBER_GEO_OUT_W], g.ys_col = g.t ? p[EMBER_GEO_OUT_W] : 1;
+    return g;
+}
+/* Widen channel xc into the plane (whose padding stays 0: only image positions are written) and build the
+ * 9 weights' words wv (ember_qa_dw3_quad's A B C D per kernel row; w transposed with the plane). */
+EMBER_INLINE void ember_qa_dw3_load(int16_t *plane, const ember_qa_dw3_geo_t *g, const uint8_t *xc, uint32_t flip,
+                                    int32_t z2, const int16_t *w, uint32_t wv[12]) {
+    const int r_end = g->H + g->PH < g->Hp ? g->H + g->PH : g->Hp, wd = g->W + g->PW < g->Wp ? g->W : g->Wp - g->PW;
+    int r, j, i;
+    if (!g->t) {
+        for (r = g->PH; r < r_end; ++r)
+            ember_qa_widen(plane + (ptrdiff_t)r * g->Wp + g->PW, xc + (ptrdiff_t)(r - g->PH) * g->xs_row, wd, flip, z2);
+    } else {
+        for (r = g->PH; r < r_end; ++r) {
+            int16_t *d = plane + (ptrdiff_t)r * g->Wp + g->PW;
+            const uint8_t *s = xc + (ptrdiff_t)(r - g->PH) * g->xs_row;
+            for (j = 0; j < wd; ++j, s += g->xs_col) d[j] = EMBER_QA_VAL(*s, flip, z2);
+        }
+    }
+    for (i = 0; i < 3; ++i) {
+        const int16_t *wr = g->t ? w + i : w + 3 * i;
+        const ptrdiff_t ws = g->t ? 3 : 1;
+        const uint32_t w0 = (uint16_t)wr[0], w1 = (uint16_t)wr[ws], w2 = (uint16_t)wr[2 * ws];
+        wv[4 * i] = w0 | w1 << 16;
+        wv[4 * i + 1] = w2;
+        wv[4 * i + 2] = w0 << 16;
+        wv[4 * i + 3] = w1 | w2 << 16;
+    }
 }
 /* Depthwise 3x3 (channel multiplier 1, dilation 1, any stride and padding) of N images. Each channel is
- * widened into a zero-padded int16 plane (plane: ops/qarm.py conv_scratch bytes; its border is zeroed
- * once, as every channel's is the same), whose rows SMLAD reads two pixels per word. Stride 1 makes two
- * outputs per step (ember_qa_dw3_pair), other strides one from a word and a halfword per kernel row.
- * Wt: C x 9 int16; rq: per channel [mult, s, ra, bias] (ember_qa_requant). */
+ * widened into a zero-padded int16 plane (ember_qa_dw3_geo; its border is zeroed once, as every
+ * channel's is the same), whose rows SMLAD reads two pixels per word. Stride 1 makes four outputs per
+ * step (ember_qa_dw3_quad; the plane's rows are long enough for the last step's reads), other strides one
+ * from a word and a halfword per kernel row. Wt: C x 9 int16; rq: per channel [mult, s, ra, bias]
+ * (ember_qa_requant). */
 EMBER_INLINE void ember_qa_dw3_t(uint8_t *y, const uint8_t *x, uint32_t flip, int32_t z2, const int32_t *p, int N,
                                  const int16_t *Wt, const int32_t *rq, const int32_t *out, int16_t *plane, int fast) {
-    const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], Wd = p[EMBER_GEO_IN_W];
-    const int OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W], SH = p[EMBER_GEO_STRIDE_H], SW = p[EMBER_GEO_STRIDE_W];
-    const int PH = p[EMBER_GEO_PAD_H], PW = p[EMBER_GEO_PAD_W];
-    const int Hp = (OH - 1) * SH + 3, Wp = ((OW - 1) * SW + 5) & ~1;
+    const ember_qa_dw3_geo_t g = ember_qa_dw3_geo(p);
+    const int C = p[EMBER_GEO_C], OW = g.OW, Wp = g.Wp, SH = g.SH, SW = g.SW;
+    const ptrdiff_t cs = g.ys_col, in_plane = (ptrdiff_t)g.H * g.W, out_plane = (ptrdiff_t)g.OH * g.OW;
     const int32_t zp = out[0], lo = out[1], hi = out[2];
-    const int r_end = H + PH < Hp ? H + PH : Hp, wd = Wd + PW < Wp ? Wd : Wp - PW;
-    int n, c, r, i, oh, ow;
-    for (i = 0; i < Hp * Wp; ++i) plane[i] = 0;
+    int n, c, i, oh, ow;
+    for (i = 0; i < g.Hp * Wp; ++i) plane[i] = 0;
     for (n = 0; n < N; ++n)
         for (c = 0; c < C; ++c) {
             const int32_t *cq = rq + 4 * c;
-            const uint8_t *xc = x + ((ptrdiff_t)n * C + c) * H * Wd;
-            uint8_t *yr = y + ((ptrdiff_t)n * C + c) * OH * OW;
+            uint8_t *yc = y + ((ptrdiff_t)n * C + c) * out_plane;
             const int16_t *w = Wt + 9 * c;
             const int32_t b = cq[3];
             uint32_t wv[12];
-            for (r = PH; r < r_end; ++r) ember_qa_widen(plane + (ptrdiff_t)r * Wp + PW, xc + (ptrdiff_t)(r - PH) * Wd, wd,
-                                                      flip, z2);
-            for (i = 0; i < 3; ++i) {
-                const uint32_t w0 = (uint16_t)w[3 * i], w1 = (uint16_t)w[3 * i + 1], w2 = (uint16_t)w[3 * i + 2];
-                wv[4 * i] = w0 | w1 << 16;
-                wv[4 * i + 1] = w2;
-                wv[4 * i + 2] = w0 << 16;
-                wv[4 * i + 3] = w1 | w2 << 16;
-            }
-            for (oh = 0; oh < OH; ++oh, yr += OW) {
+            ember_qa_dw3_load(plane, &g, x + ((ptrdiff_t)n * C + c) * in_plane, flip, z2, w, wv);
+            for (oh = 0; oh < g.OH; ++oh) {
                 const int16_t *r0 = plane + (ptrdiff_t)oh * SH * Wp;
+                uint8_t *yr = yc + oh * g.ys_row;
                 if (SW == 1) {
-                    for (ow = 0; ow < OW; ow += 2) {
-                        int32_t a0 = b, a1 = b;
-                        ember_qa_dw3_pair(&a0, &a1, r0 + ow, Wp, wv);
-                        yr[ow] = ember_qa_requant(a0, cq, zp, lo, hi, fast);
-                        if (ow + 1 < OW) yr[ow + 1] = ember_qa_requant(a1, cq, zp, lo, hi, fast);
+                    for (ow = 0; ow < OW; ow += 4) {
+                        int32_t o[4];
+                        uint8_t *yq = yr + ow * cs;
+                        o[0] = o[1] = o[2] = o[3] = b;
+                        ember_qa_dw3_quad(o, r0 + ow, Wp, wv);
+                        yq[0] = ember_qa_requant(o[0], cq, zp, lo, hi, fast);
+                        if (ow + 4 <= OW) {
+                            yq[cs] = ember_qa_requant(o[1], cq, zp, lo, hi, fast);
+                            yq[2 * cs] = ember_qa_requant(o[2], cq, zp, lo, hi, fast);
+                            yq[3 * cs] = ember_qa_requant(o[3], cq, zp, lo, hi, fast);
+                        } else {
+                            if (ow + 1 < OW) yq[cs] = ember_qa_requant(o[1], cq, zp, lo, hi, fast);
+                            if (ow + 2 < OW) yq[2 * cs] = ember_qa_requant(o[2], cq, zp, lo, hi, fast);
+                        }
                     }
                 } else {
                     for (ow = 0; ow < OW; ++ow) {
@@ -723,50 +774,70 @@ static void ember_qarm_conv_mve(uint8_t *y, const uint8_t *x, int sgn, int32_t x
 #else
 #define EMBER_QA_MVE_DW 0
 #endif
+#if EMBER_QA_MVE_DW
+/* One channel's output rows from its plane (geometry g), 4 outputs per vector; `s1` (a constant where
+ * inlined): stride 1, whose taps are contiguous loads (the plane's rows reach 2 past the last vector's
+ * lanes), otherwise gathers. */
+EMBER_INLINE void ember_qa_dw3_mve_rows(uint8_t *yc, const int16_t *plane, const ember_qa_dw3_geo_t *g,
+                                        const int16_t *wk, const int32_t *cq, const int32_t *out, int s1) {
+    const int OW = g->OW, Wp = g->Wp, SW = s1 ? 1 : g->SW;
+    const int32x4_t vzp = vdupq_n_s32(out[0]), vlo = vdupq_n_s32(out[1]), vhi = vdupq_n_s32(out[2]);
+    const int32x4_t vb = vdupq_n_s32(cq[3]), vm = vdupq_n_s32(cq[0]), vra = vdupq_n_s32(cq[2]);
+    const int32x4_t vsh = vdupq_n_s32(-cq[1]);
+    const uint32x4_t lanes = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)SW);
+    const uint32x4_t ylanes = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)g->ys_col); /* outputs ys_col apart */
+    int oh, ow, i;
+    for (oh = 0; oh < g->OH; ++oh) {
+        const int16_t *r0 = plane + (ptrdiff_t)oh * g->SH * Wp;
+        uint8_t *yr = yc + oh * g->ys_row;
+        for (ow = 0; ow < OW; ow += 4) {
+            const mve_pred16_t live = vctp32q((uint32_t)(OW - ow));
+            const int16_t *s0 = r0 + ow * SW;
+            int32x4_t a = vb, v;
+            for (i = 0; i < 3; ++i, s0 += Wp) {
+                if (s1) {
+                    a = vmlaq_n_s32(a, vldrhq_s32(s0), wk[3 * i]);
+                    a = vmlaq_n_s32(a, vldrhq_s32(s0 + 1), wk[3 * i + 1]);
+                    a = vmlaq_n_s32(a, vldrhq_s32(s0 + 2), wk[3 * i + 2]);
+                } else {
+                    a = vmlaq_n_s32(a, vldrhq_gather_shifted_offset_z_s32(s0, lanes, live), wk[3 * i]);
+                    a = vmlaq_n_s32(a, vldrhq_gather_shifted_offset_z_s32(s0 + 1, lanes, live), wk[3 * i + 1]);
+                    a = vmlaq_n_s32(a, vldrhq_gather_shifted_offset_z_s32(s0 + 2, lanes, live), wk[3 * i + 2]);
+                }
+            }
+            v = vaddq_s32(vshlq_s32(vaddq_s32(vmulhq_s32(a, vm), vra), vsh), vzp);
+            v = vminq_s32(vmaxq_s32(v, vlo), vhi);
+            vstrbq_scatter_offset_p_s32((int8_t *)(yr + ow * g->ys_col), ylanes, v, live);
+        }
+    }
+}
+#endif
 static void ember_qarm_dw3_mve(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
                                const int16_t *Wt, const int32_t *rq, const int32_t *out, int16_t *plane) {
 #if EMBER_QA_MVE_DW
-    const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], Wd = p[EMBER_GEO_IN_W];
-    const int OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W], SH = p[EMBER_GEO_STRIDE_H], SW = p[EMBER_GEO_STRIDE_W];
-    const int PH = p[EMBER_GEO_PAD_H], PW = p[EMBER_GEO_PAD_W];
-    const int Hp = (OH - 1) * SH + 3, Wp = ((OW - 1) * SW + 5) & ~1;
-    const int r_end = H + PH < Hp ? H + PH : Hp, wd = Wd + PW < Wp ? Wd : Wp - PW;
+    const ember_qa_dw3_geo_t g = ember_qa_dw3_geo(p);
+    const int C = p[EMBER_GEO_C];
+    const ptrdiff_t in_plane = (ptrdiff_t)g.H * g.W, out_plane = (ptrdiff_t)g.OH * g.OW;
     const uint32_t flip = sgn ? 0x80u : 0u;
     const int32_t z2 = xz + (sgn ? 128 : 0);
-    const int32x4_t vzp = vdupq_n_s32(out[0]), vlo = vdupq_n_s32(out[1]), vhi = vdupq_n_s32(out[2]);
-    const uint32x4_t lanes = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)SW);
-    int n, c, r, i, oh, ow;
+    int n, c, i;
     if (!out[3]) {
         ember_qarm_dw3(y, x, sgn, xz, p, N, Wt, rq, out, plane);
         return;
     }
-    for (i = 0; i < Hp * Wp; ++i) plane[i] = 0;
+    for (i = 0; i < g.Hp * g.Wp; ++i) plane[i] = 0;
     for (n = 0; n < N; ++n)
         for (c = 0; c < C; ++c) {
-            const int32_t *cq = rq + 4 * c;
-            const uint8_t *xc = x + ((ptrdiff_t)n * C + c) * H * Wd;
-            uint8_t *yr = y + ((ptrdiff_t)n * C + c) * OH * OW;
             const int16_t *w = Wt + 9 * c;
-            const int32x4_t vb = vdupq_n_s32(cq[3]), vm = vdupq_n_s32(cq[0]), vra = vdupq_n_s32(cq[2]);
-            const int32x4_t vsh = vdupq_n_s32(-cq[1]);
-            for (r = PH; r < r_end; ++r) ember_qa_widen(plane + (ptrdiff_t)r * Wp + PW, xc + (ptrdiff_t)(r - PH) * Wd, wd,
-                                                      flip, z2);
-            for (oh = 0; oh < OH; ++oh, yr += OW) {
-                const int16_t *r0 = plane + (ptrdiff_t)oh * SH * Wp;
-                for (ow = 0; ow < OW; ow += 4) {
-                    const mve_pred16_t live = vctp32q((uint32_t)(OW - ow));
-                    const int16_t *s0 = r0 + ow * SW;
-                    int32x4_t a = vb, v;
-                    for (i = 0; i < 3; ++i, s0 += Wp) {
-                        a = vmlaq_n_s32(a, vldrhq_gather_shifted_offset_z_s32(s0, lanes, live), w[3 * i]);
-                        a = vmlaq_n_s32(a, vldrhq_gather_shifted_offset_z_s32(s0 + 1, lanes, live), w[3 * i + 1]);
-                        a = vmlaq_n_s32(a, vldrhq_gather_shifted_offset_z_s32(s0 + 2, lanes, live), w[3 * i + 2]);
-                    }
-                    v = vaddq_s32(vshlq_s32(vaddq_s32(vmulhq_s32(a, vm), vra), vsh), vzp);
-                    v = vminq_s32(vmaxq_s32(v, vlo), vhi);
-                    vstrbq_p_s32((int8_t *)(yr + ow), v, live);
-                }
-            }
+            uint8_t *yc = y + ((ptrdiff_t)n * C + c) * out_plane;
+            int16_t wk[9];
+            uint32_t wv[12];
+            ember_qa_dw3_load(plane, &g, x + ((ptrdiff_t)n * C + c) * in_plane, flip, z2, w, wv);
+            for (i = 0; i < 9; ++i) wk[i] = g.t ? w[i % 3 * 3 + i / 3] : w[i]; /* (kernel row, column) of the plane */
+            if (g.SW == 1)
+                ember_qa_dw3_mve_rows(yc, plane, &g, wk, rq + 4 * c, out, 1);
+            else
+                ember_qa_dw3_mve_rows(yc, plane, &g, wk, rq + 4 * c, out, 0);
         }
 #else
     ember_qarm_dw3(y, x, sgn, xz, p, N, Wt, rq, out, plane);
