@@ -95,11 +95,14 @@ def dw3_admits(g: ConvGeometry) -> bool:
 
 def dw3_plane(out_h: int, out_w: int, stride_h: int, stride_w: int) -> tuple[int, int]:
     """Rows and row length (int16) of the zero-padded plane of one channel, as qarm.c's ember_qa_dw3_geo
-    lays it out: stride 1 transposes a map of more rows than columns and rounds the row's outputs up to
-    the 4 of a step (ember_qa_dw3_quad reads 2 past them); other strides read 2 past the last window."""
+    lays it out: stride 1 transposes a map of more rows than columns; column strides 1 and 2 round the
+    row's outputs up to the 4 of a step (whose reads end 2 past its last window); other strides read 2
+    past the last window."""
     if stride_h == stride_w == 1:
         rows, cols = sorted((out_h, out_w))
         return rows + 2, (cols + 3) // 4 * 4 + 2
+    if stride_w <= 2:  # steps of 4 outputs: ember_qa_dw3_quad2 reads 10 halfwords from column 2 * ow
+        return (out_h - 1) * stride_h + 3, stride_w * ((out_w + 3) // 4 * 4) + 2
     return (out_h - 1) * stride_h + 3, ((out_w - 1) * stride_w + 5) // 2 * 2
 
 

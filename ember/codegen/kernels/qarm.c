@@ -570,6 +570,51 @@ EMBER_INLINE void ember_qa_dw3_quad(int32_t o[4], const int16_t *p, int Wp, cons
     o[2] = o2;
     o[3] = o3;
 }
+/* Outputs ow .. ow + 3 of a stride-2 3x3 window, as ember_qa_dw3_quad (p: the plane at column 2 * ow; it
+ * reads p[0 .. 9] of each row): with X0 .. X4 the row's words, o0 += X0.A + X1.B, o1 += X1.A + X2.B,
+ * o2 += X2.A + X3.B, o3 += X3.A + X4.B. 39 instructions for 36 multiply-adds (one output at a time: 33
+ * per output). */
+EMBER_INLINE void ember_qa_dw3_quad2(int32_t o[4], const int16_t *p, int Wp, const uint32_t *wv) {
+    int32_t o0 = o[0], o1 = o[1], o2 = o[2], o3 = o[3];
+#if EMBER_HAVE_ARM_DSP
+    uint32_t x0, x1, x2, wa, wb;
+    const int16_t *q = p;
+#define EMBER_QA_DW3_ROW2(OFS)                       \
+    "ldrd %[x0], %[x1], [%[q]]\n\t"                  \
+    "ldr %[x2], [%[q], #8]\n\t"                      \
+    "ldrd %[wa], %[wb], [%[wv], #" #OFS "]\n\t"      \
+    "smlad %[o0], %[x0], %[wa], %[o0]\n\t"           \
+    "smlad %[o0], %[x1], %[wb], %[o0]\n\t"           \
+    "smlad %[o1], %[x1], %[wa], %[o1]\n\t"           \
+    "smlad %[o1], %[x2], %[wb], %[o1]\n\t"           \
+    "ldrd %[x0], %[x1], [%[q], #12]\n\t"             \
+    "smlad %[o2], %[x2], %[wa], %[o2]\n\t"           \
+    "smlad %[o2], %[x0], %[wb], %[o2]\n\t"           \
+    "smlad %[o3], %[x0], %[wa], %[o3]\n\t"           \
+    "smlad %[o3], %[x1], %[wb], %[o3]\n\t"
+    __asm__(EMBER_QA_DW3_ROW2(0) "add %[q], %[q], %[rs]\n\t"
+            EMBER_QA_DW3_ROW2(16) "add %[q], %[q], %[rs]\n\t"
+            EMBER_QA_DW3_ROW2(32)
+            : [o0] "+r"(o0), [o1] "+r"(o1), [o2] "+r"(o2), [o3] "+r"(o3), [q] "+r"(q), [x0] "=&r"(x0),
+              [x1] "=&r"(x1), [x2] "=&r"(x2), [wa] "=&r"(wa), [wb] "=&r"(wb)
+            : [rs] "r"(2 * Wp), [wv] "r"(wv)
+            : "memory");
+#undef EMBER_QA_DW3_ROW2
+#else
+    int i;
+    for (i = 0; i < 3; ++i, p += Wp, wv += 4) {
+        const ember_qa_u32 *x = (const ember_qa_u32 *)(const void *)p;
+        o0 = ember_qa_smlad(x[1], wv[1], ember_qa_smlad(x[0], wv[0], o0));
+        o1 = ember_qa_smlad(x[2], wv[1], ember_qa_smlad(x[1], wv[0], o1));
+        o2 = ember_qa_smlad(x[3], wv[1], ember_qa_smlad(x[2], wv[0], o2));
+        o3 = ember_qa_smlad(x[4], wv[1], ember_qa_smlad(x[3], wv[0], o3));
+    }
+#endif
+    o[0] = o0;
+    o[1] = o1;
+    o[2] = o2;
+    o[3] = o3;
+}
 /* How ember_qarm_dw3 and ember_qarm_dw3_mve lay out a channel: a zero-padded int16 plane of Hp rows of Wp
  * (ops/qarm.py `dw3_plane`, which sizes the scratch). A layer of stride 1 with more output rows than
  * columns works on the transposed plane (`t`: its rows are the image's columns, the weights transposed),
@@ -588,7 +633,7 @@ EMBER_INLINE ember_qa_dw3_geo_t ember_qa_dw3_geo(const int32_t *p) {
     g.PH = p[g.t ? EMBER_GEO_PAD_W : EMBER_GEO_PAD_H], g.PW = p[g.t ? EMBER_GEO_PAD_H : EMBER_GEO_PAD_W];
     g.SH = p[EMBER_GEO_STRIDE_H], g.SW = p[EMBER_GEO_STRIDE_W];
     g.Hp = (g.OH - 1) * g.SH + 3;
-    g.Wp = s1 ? (g.OW + 3) / 4 * 4 + 2 : ((g.OW - 1) * g.SW + 5) & ~1;
+    g.Wp = g.SW <= 2 ? g.SW * ((g.OW + 3) / 4 * 4) + 2 : ((g.OW - 1) * g.SW + 5) & ~1;
     g.xs_row = g.t ? 1 : p[EMBER_GEO_IN_W], g.xs_col = g.t ? p[EMBER_GEO_IN_W] : 1;
     g.ys_row = g.t ? 1 : p[EMBER_GEO_OUT_W], g.ys_col = g.t ? p[EMBER_GEO_OUT_W] : 1;
     return g;
@@ -619,57 +664,74 @@ EMBER_INLINE void ember_qa_dw3_load(int16_t *plane, const ember_qa_dw3_geo_t *g,
         wv[4 * i + 3] = w1 | w2 << 16;
     }
 }
+/* One channel's output rows from its plane (geometry g): `sw` (a constant where inlined) 1 or 2, steps of
+ * four outputs, 0 any other stride, one at a time. The requantisation's constants are copied out of cq
+ * first: the steps' assembly clobbers memory, which would reload them for every output. */
+EMBER_INLINE void ember_qa_dw3_rows(uint8_t *yc, const int16_t *plane, const ember_qa_dw3_geo_t *g, const uint32_t *wv,
+                                    const int16_t *w, const int32_t *cq, const int32_t *out, int fast, int sw) {
+    const int OW = g->OW, Wp = g->Wp, SW = sw ? sw : g->SW;
+    const ptrdiff_t cs = g->ys_col;
+    const int32_t c[3] = {cq[0], cq[1], cq[2]}, b = cq[3], zp = out[0], lo = out[1], hi = out[2];
+    int oh, ow, i;
+    for (oh = 0; oh < g->OH; ++oh) {
+        const int16_t *r0 = plane + (ptrdiff_t)oh * g->SH * Wp;
+        uint8_t *yr = yc + oh * g->ys_row;
+        if (sw) {
+            for (ow = 0; ow < OW; ow += 4) {
+                int32_t o[4];
+                uint8_t *yq = yr + ow * cs;
+                o[0] = o[1] = o[2] = o[3] = b;
+                if (sw == 1)
+                    ember_qa_dw3_quad(o, r0 + ow, Wp, wv);
+                else
+                    ember_qa_dw3_quad2(o, r0 + 2 * ow, Wp, wv);
+                yq[0] = ember_qa_requant(o[0], c, zp, lo, hi, fast);
+                if (ow + 4 <= OW) {
+                    yq[cs] = ember_qa_requant(o[1], c, zp, lo, hi, fast);
+                    yq[2 * cs] = ember_qa_requant(o[2], c, zp, lo, hi, fast);
+                    yq[3 * cs] = ember_qa_requant(o[3], c, zp, lo, hi, fast);
+                } else {
+                    if (ow + 1 < OW) yq[cs] = ember_qa_requant(o[1], c, zp, lo, hi, fast);
+                    if (ow + 2 < OW) yq[2 * cs] = ember_qa_requant(o[2], c, zp, lo, hi, fast);
+                }
+            }
+        } else {
+            for (ow = 0; ow < OW; ++ow) {
+                const int16_t *s0 = r0 + ow * SW;
+                int32_t a = b;
+                for (i = 0; i < 3; ++i, s0 += Wp)
+                    a = ember_qa_smlad(*(const ember_qa_u32 *)(const void *)s0, wv[4 * i], a) + s0[2] * w[3 * i + 2];
+                yr[ow] = ember_qa_requant(a, c, zp, lo, hi, fast);
+            }
+        }
+    }
+}
 /* Depthwise 3x3 (channel multiplier 1, dilation 1, any stride and padding) of N images. Each channel is
  * widened into a zero-padded int16 plane (ember_qa_dw3_geo; its border is zeroed once, as every
- * channel's is the same), whose rows SMLAD reads two pixels per word. Stride 1 makes four outputs per
- * step (ember_qa_dw3_quad; the plane's rows are long enough for the last step's reads), other strides one
- * from a word and a halfword per kernel row. Wt: C x 9 int16; rq: per channel [mult, s, ra, bias]
+ * channel's is the same), whose rows SMLAD reads two pixels per word. Strides 1 and 2 make four outputs
+ * per step (ember_qa_dw3_quad, _quad2; the plane's rows are long enough for the last step's reads), other
+ * strides one from a word and a halfword per kernel row. Wt: C x 9 int16; rq: per channel [mult, s, ra, bias]
  * (ember_qa_requant). */
 EMBER_INLINE void ember_qa_dw3_t(uint8_t *y, const uint8_t *x, uint32_t flip, int32_t z2, const int32_t *p, int N,
                                  const int16_t *Wt, const int32_t *rq, const int32_t *out, int16_t *plane, int fast) {
     const ember_qa_dw3_geo_t g = ember_qa_dw3_geo(p);
-    const int C = p[EMBER_GEO_C], OW = g.OW, Wp = g.Wp, SH = g.SH, SW = g.SW;
-    const ptrdiff_t cs = g.ys_col, in_plane = (ptrdiff_t)g.H * g.W, out_plane = (ptrdiff_t)g.OH * g.OW;
-    const int32_t zp = out[0], lo = out[1], hi = out[2];
-    int n, c, i, oh, ow;
-    for (i = 0; i < g.Hp * Wp; ++i) plane[i] = 0;
+    const int C = p[EMBER_GEO_C], SW = g.SW;
+    const ptrdiff_t in_plane = (ptrdiff_t)g.H * g.W, out_plane = (ptrdiff_t)g.OH * g.OW;
+    int n, c, i;
+    for (i = 0; i < g.Hp * g.Wp; ++i) plane[i] = 0;
     for (n = 0; n < N; ++n)
         for (c = 0; c < C; ++c) {
             const int32_t *cq = rq + 4 * c;
             uint8_t *yc = y + ((ptrdiff_t)n * C + c) * out_plane;
             const int16_t *w = Wt + 9 * c;
-            const int32_t b = cq[3];
             uint32_t wv[12];
             ember_qa_dw3_load(plane, &g, x + ((ptrdiff_t)n * C + c) * in_plane, flip, z2, w, wv);
-            for (oh = 0; oh < g.OH; ++oh) {
-                const int16_t *r0 = plane + (ptrdiff_t)oh * SH * Wp;
-                uint8_t *yr = yc + oh * g.ys_row;
-                if (SW == 1) {
-                    for (ow = 0; ow < OW; ow += 4) {
-                        int32_t o[4];
-                        uint8_t *yq = yr + ow * cs;
-                        o[0] = o[1] = o[2] = o[3] = b;
-                        ember_qa_dw3_quad(o, r0 + ow, Wp, wv);
-                        yq[0] = ember_qa_requant(o[0], cq, zp, lo, hi, fast);
-                        if (ow + 4 <= OW) {
-                            yq[cs] = ember_qa_requant(o[1], cq, zp, lo, hi, fast);
-                            yq[2 * cs] = ember_qa_requant(o[2], cq, zp, lo, hi, fast);
-                            yq[3 * cs] = ember_qa_requant(o[3], cq, zp, lo, hi, fast);
-                        } else {
-                            if (ow + 1 < OW) yq[cs] = ember_qa_requant(o[1], cq, zp, lo, hi, fast);
-                            if (ow + 2 < OW) yq[2 * cs] = ember_qa_requant(o[2], cq, zp, lo, hi, fast);
-                        }
-                    }
-                } else {
-                    for (ow = 0; ow < OW; ++ow) {
-                        const int16_t *s0 = r0 + ow * SW;
-                        int32_t a = b;
-                        for (i = 0; i < 3; ++i, s0 += Wp)
-                            a = ember_qa_smlad(*(const ember_qa_u32 *)(const void *)s0, wv[4 * i], a) + s0[2] * w[3 * i + 2];
-                        yr[ow] = ember_qa_requant(a, cq, zp, lo, hi, fast);
-                    }
-                }
-            }
+            if (SW == 1)
+                ember_qa_dw3_rows(yc, plane, &g, wv, w, cq, out, fast, 1);
+            else if (SW == 2)
+                ember_qa_dw3_rows(yc, plane, &g, wv, w, cq, out, fast, 2);
+            else
+                ember_qa_dw3_rows(yc, plane, &g, wv, w, cq, out, fast, 0);
         }
 }
 EMBER_UNUSED static void ember_qarm_dw3(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
