@@ -93,6 +93,19 @@ def dw3_admits(g: ConvGeometry) -> bool:
     return g.planar and tuple(g.kernel[1:]) == (3, 3) and tuple(g.dilations[1:]) == (1, 1)
 
 
+def dw3_plane(out_h: int, out_w: int, stride_h: int, stride_w: int) -> tuple[int, int]:
+    """Rows and row length (int16) of the zero-padded plane of one channel, as qarm.c's ember_qa_dw3_geo
+    lays it out: stride 1 transposes a map of more rows than columns; column strides 1 and 2 round the
+    row's outputs up to the 4 of a step (whose reads end 2 past its last window); other strides read 2
+    past the last window."""
+    if stride_h == stride_w == 1:
+        rows, cols = sorted((out_h, out_w))
+        return rows + 2, (cols + 3) // 4 * 4 + 2
+    if stride_w <= 2:  # steps of 4 outputs: ember_qa_dw3_quad2 reads 10 halfwords from column 2 * ow
+        return (out_h - 1) * stride_h + 3, stride_w * ((out_w + 3) // 4 * 4) + 2
+    return (out_h - 1) * stride_h + 3, ((out_w - 1) * stride_w + 5) // 2 * 2
+
+
 def _tables(node: Node, k: KernelEmitter, w_rows: np.ndarray) -> tuple[str, str]:
     """rq (per channel [mult, s, ra, bias]) and out tables; w_rows: the weights per output channel (any
     order), for the sums' bound."""
@@ -114,8 +127,8 @@ def conv_scratch(node: Node, g: ConvGeometry) -> int:
     """Two interleaved int16 columns of Kp and the two plain ones they come from (conv), or one channel's
     zero-padded int16 plane (depthwise 3x3)."""
     if node.attrs["_q"].depthwise:
-        (oh, ow), (sh, sw) = g.out_size[1:], g.strides[1:]
-        return 2 * ((oh - 1) * sh + 3) * (((ow - 1) * sw + 5) // 2 * 2)
+        hp, wp = dw3_plane(*g.out_size[1:], *g.strides[1:])
+        return 2 * hp * wp
     return 8 * ((g.channels * g.taps + 7) // 8 * 8)
 
 

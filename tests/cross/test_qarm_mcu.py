@@ -38,18 +38,21 @@ def _conv(name: str, src: str, c: int, m: int, k: tuple[int, int], inits: list, 
 
 def geometry_model() -> onnx.ModelProto:
     """[2, 3, 13, 17] -> conv 3x3/2 (5 channels) -> relu -> conv 3x2 stride (1, 2), pads (0, 1, 1, 0) (7)
-    -> depthwise 3x3/1 -> relu -> depthwise 3x3/2, pads (0, 1, 1, 0) -> 1x1 (9) -> flatten -> FC 5."""
+    -> depthwise 3x3/1 (6x5: more rows than columns, the transposed plane) -> relu -> depthwise 3x3 stride
+    (2, 1), pads 1 (steps of four outputs and one left) -> depthwise 3x3/2, pads (0, 1, 1, 0) -> 1x1 (9)
+    -> flatten -> FC 5."""
     inits: list = []
     nodes = [_conv("c1", "x", 3, 5, (3, 3), inits, strides=[2, 2], pads=[1, 1, 1, 1]),
              helper.make_node("Relu", ["c1"], ["r1"]),
              _conv("c2", "r1", 5, 7, (3, 2), inits, strides=[1, 2], pads=[0, 1, 1, 0]),
              _conv("d1", "c2", 7, 7, (3, 3), inits, group=7, pads=[1, 1, 1, 1]),
              helper.make_node("Relu", ["d1"], ["r2"]),
-             _conv("d2", "r2", 7, 7, (3, 3), inits, group=7, strides=[2, 2], pads=[0, 1, 1, 0]),
+             _conv("d3", "r2", 7, 7, (3, 3), inits, group=7, strides=[2, 1], pads=[1, 1, 1, 1]),
+             _conv("d2", "d3", 7, 7, (3, 3), inits, group=7, strides=[2, 2], pads=[0, 1, 1, 0]),
              _conv("p1", "d2", 7, 9, (1, 1), inits),
              helper.make_node("Flatten", ["p1"], ["f"])]
-    # shapes: c1 7x9, c2 6x5, d1 6x5, d2 3x2, p1 9 x 3x2 = 54 features
-    inits += [numpy_helper.from_array(RNG.normal(0, 0.2, (54, 5)).astype(np.float32), "fc_w"),
+    # shapes: c1 7x9, c2 6x5, d1 6x5, d3 3x5, d2 1x2, p1 9 x 1x2 = 18 features
+    inits += [numpy_helper.from_array(RNG.normal(0, 0.2, (18, 5)).astype(np.float32), "fc_w"),
               numpy_helper.from_array(RNG.normal(0, 0.2, 5).astype(np.float32), "fc_b")]
     nodes += [helper.make_node("MatMul", ["f", "fc_w"], ["mm"]), helper.make_node("Add", ["mm", "fc_b"], ["y"])]
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 13, 17])
@@ -67,9 +70,9 @@ def _qarm_calls(bundle: ember.Bundle) -> dict[str, int]:
 
 # The layers each core's kernels take: the M55's convolutions and depthwise layers Helium's, its
 # fully-connected layer the portable (compiler-vectorized) one.
-CALLS = {"cortex-m4": {"ember_qarm_conv": 3, "ember_qarm_conv_mve": 0, "ember_qarm_dw3": 2, "ember_qarm_dw3_mve": 0,
+CALLS = {"cortex-m4": {"ember_qarm_conv": 3, "ember_qarm_conv_mve": 0, "ember_qarm_dw3": 3, "ember_qarm_dw3_mve": 0,
                        "ember_qarm_fc": 1},
-         "cortex-m55": {"ember_qarm_conv": 0, "ember_qarm_conv_mve": 3, "ember_qarm_dw3": 0, "ember_qarm_dw3_mve": 2,
+         "cortex-m55": {"ember_qarm_conv": 0, "ember_qarm_conv_mve": 3, "ember_qarm_dw3": 0, "ember_qarm_dw3_mve": 3,
                         "ember_qarm_fc": 0}}
 CALLS["cortex-m33"] = CALLS["cortex-m4"]
 

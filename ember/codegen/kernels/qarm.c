@@ -208,10 +208,125 @@ EMBER_INLINE void ember_qa_gemm2_t(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n
         }
     }
 }
+/* ember_qa_gemm2's common case: two columns, the SSAT requantisation (mode 2) and M2 whole channel pairs. With
+ * the DSP extension one assembly loop over the pairs, products and requantisation both, whose values
+ * beyond the product's 12 registers live in a small context block (ctx) read once per pair: compiled from
+ * C, the loop spent 77 to 87 instructions per pair outside the products (VWW's 1x1 layers: 3.0 M of 13 M),
+ * now 44. */
+EMBER_INLINE void ember_qa_gemm22s(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, const int8_t *W, int M2, int Kp,
+                                   const int16_t *cols, const int32_t *rq, int32_t zp) {
+#if EMBER_HAVE_ARM_DSP
+    struct {
+        const int16_t *cols;
+        int32_t k2;
+        uint8_t *y;
+        int32_t rs, cs;
+        const int32_t *rq;
+        int32_t zp;
+        const int8_t *wend;
+    } ctx;
+    const int8_t *w = W;
+    uint32_t a00, a01, a10, a11, wa, wb, x0, x1, t;
+    const uint32_t *x, *end;
+    ctx.cols = cols, ctx.k2 = 2 * Kp, ctx.y = y, ctx.rs = (int32_t)rs, ctx.cs = (int32_t)cs, ctx.rq = rq, ctx.zp = zp;
+    ctx.wend = W + (ptrdiff_t)M2 * 2 * Kp;
+    if (M2 <= 0) return;
+    __asm__ volatile(
+        "0:\n\t"
+        "ldr %[t], [%[ctx], #20]\n\t" /* rq: the pair's biases */
+        "ldr %[a00], [%[t], #12]\n\t"
+        "mov %[a01], %[a00]\n\t"
+        "ldr %[a10], [%[t], #28]\n\t"
+        "mov %[a11], %[a10]\n\t"
+        "ldr %[x], [%[ctx]]\n\t"
+        "ldr %[end], [%[ctx], #4]\n\t"
+        "add %[end], %[end], %[w]\n\t"
+        "1:\n\t"
+        "ldrd %[wa], %[wb], [%[w]], #8\n\t"
+        "ldrd %[x0], %[x1], [%[x]], #8\n\t"
+        "sxtb16 %[t], %[wa]\n\t"
+        "smlad %[a00], %[t], %[x0], %[a00]\n\t"
+        "smlad %[a01], %[t], %[x1], %[a01]\n\t"
+        "sxtb16 %[t], %[wb]\n\t"
+        "smlad %[a10], %[t], %[x0], %[a10]\n\t"
+        "smlad %[a11], %[t], %[x1], %[a11]\n\t"
+        "ldrd %[x0], %[x1], [%[x]], #8\n\t"
+        "sxtb16 %[t], %[wa], ror #8\n\t"
+        "smlad %[a00], %[t], %[x0], %[a00]\n\t"
+        "smlad %[a01], %[t], %[x1], %[a01]\n\t"
+        "sxtb16 %[t], %[wb], ror #8\n\t"
+        "smlad %[a10], %[t], %[x0], %[a10]\n\t"
+        "smlad %[a11], %[t], %[x1], %[a11]\n\t"
+        "cmp %[w], %[end]\n\t"
+        "bne 1b\n\t"
+        /* ember_qa_requant's SSAT form: (SMMLA(acc, mult, ra) >> sh) + zero point, saturated to int8 */
+        "ldr %[t], [%[ctx], #20]\n\t"
+        "ldr %[x0], [%[ctx], #24]\n\t"
+        "ldrd %[wa], %[wb], [%[t]]\n\t"
+        "ldr %[x1], [%[t], #8]\n\t"
+        "smmla %[a00], %[a00], %[wa], %[x1]\n\t"
+        "asr %[a00], %[a00], %[wb]\n\t"
+        "add %[a00], %[a00], %[x0]\n\t"
+        "ssat %[a00], #8, %[a00]\n\t"
+        "smmla %[a01], %[a01], %[wa], %[x1]\n\t"
+        "asr %[a01], %[a01], %[wb]\n\t"
+        "add %[a01], %[a01], %[x0]\n\t"
+        "ssat %[a01], #8, %[a01]\n\t"
+        "ldrd %[wa], %[wb], [%[t], #16]\n\t"
+        "ldr %[x1], [%[t], #24]\n\t"
+        "smmla %[a10], %[a10], %[wa], %[x1]\n\t"
+        "asr %[a10], %[a10], %[wb]\n\t"
+        "add %[a10], %[a10], %[x0]\n\t"
+        "ssat %[a10], #8, %[a10]\n\t"
+        "smmla %[a11], %[a11], %[wa], %[x1]\n\t"
+        "asr %[a11], %[a11], %[wb]\n\t"
+        "add %[a11], %[a11], %[x0]\n\t"
+        "ssat %[a11], #8, %[a11]\n\t"
+        "add %[t], %[t], #32\n\t"
+        "str %[t], [%[ctx], #20]\n\t"
+        "ldr %[t], [%[ctx], #8]\n\t" /* y */
+        "ldr %[x1], [%[ctx], #12]\n\t" /* rs */
+        "ldr %[end], [%[ctx], #16]\n\t" /* cs */
+        "strb %[a00], [%[t]]\n\t"
+        "strb %[a01], [%[t], %[end]]\n\t"
+        "add %[x0], %[t], %[x1]\n\t"
+        "strb %[a10], [%[x0]]\n\t"
+        "strb %[a11], [%[x0], %[end]]\n\t"
+        "add %[t], %[x0], %[x1]\n\t"
+        "str %[t], [%[ctx], #8]\n\t"
+        "ldr %[t], [%[ctx], #28]\n\t" /* wend */
+        "cmp %[w], %[t]\n\t"
+        "bne 0b"
+        : [a00] "=&r"(a00), [a01] "=&r"(a01), [a10] "=&r"(a10), [a11] "=&r"(a11), [w] "+&r"(w), [x] "=&r"(x),
+          [end] "=&r"(end), [wa] "=&r"(wa), [wb] "=&r"(wb), [x0] "=&r"(x0), [x1] "=&r"(x1), [t] "=&r"(t)
+        : [ctx] "r"(&ctx)
+        : "cc", "memory");
+#else
+    const int8_t *const wend = W + (ptrdiff_t)M2 * 2 * Kp;
+    while (W != wend) {
+        int32_t acc[4];
+        acc[0] = acc[1] = rq[3];
+        acc[2] = acc[3] = rq[7];
+        ember_qa_dot22(acc, W, cols, Kp / 4);
+        W += 2 * Kp;
+        y[0] = ember_qa_requant(acc[0], rq, zp, -128, 127, 2);
+        y[cs] = ember_qa_requant(acc[1], rq, zp, -128, 127, 2);
+        y[rs] = ember_qa_requant(acc[2], rq + 4, zp, -128, 127, 2);
+        y[rs + cs] = ember_qa_requant(acc[3], rq + 4, zp, -128, 127, 2);
+        y += 2 * rs;
+        rq += 8;
+    }
+#endif
+}
 EMBER_UNUSED static void ember_qa_gemm2(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n, const int8_t *W, int M, int Kp,
                            const int16_t *cols, const int32_t *rq, const int32_t *out) {
     const int mode = ember_qa_mode(out);
-    if (mode == 2)
+    if (mode == 2 && n == 2) {
+        const int M2 = M / 2;
+        ember_qa_gemm22s(y, rs, cs, W, M2, Kp, cols, rq, out[0]);
+        if (M & 1)
+            ember_qa_gemm2_t(y + 2 * M2 * rs, rs, cs, n, W + (ptrdiff_t)M2 * 2 * Kp, 1, Kp, cols, rq + 8 * M2, out, 2);
+    } else if (mode == 2)
         ember_qa_gemm2_t(y, rs, cs, n, W, M, Kp, cols, rq, out, 2);
     else if (mode == 1)
         ember_qa_gemm2_t(y, rs, cs, n, W, M, Kp, cols, rq, out, 1);
@@ -417,10 +532,61 @@ EMBER_NOINLINE static int ember_qa_col2(int16_t *EMBER_RESTRICT t0, int16_t *EMB
     for (k = K; k < Kp; ++k) t0[k] = t1[k] = 0;
     return 1;
 }
+/* The columns of pixels q and q + 1 of a 1x1 stride-1 layer (xq: pixel q of channel 0; channel planes S
+ * bytes apart) straight in ember_qa_pair_cols' interleaved layout: per two channels c, c + 1 the words
+ * (c, c + 1) of pixel q, then of pixel q + 1, zero-padded to Kp. With the DSP extension one halfword read
+ * per channel (both pixels) and SXTB16/UXTB16 to split the pixels: 11 instructions per channel pair where
+ * widening each pixel and interleaving took about 36. */
+static void ember_qa_direct2(int16_t *EMBER_RESTRICT cols, const uint8_t *EMBER_RESTRICT xq, ptrdiff_t S, int C, int Kp,
+                             uint32_t flip, int32_t z2) {
+    int c = 0;
+#if EMBER_HAVE_ARM_DSP
+    /* In assembly, 11 instructions per channel pair (compiled from C: 16). int8 bytes are sign-extended
+     * (SXTB16) and less the zero point, uint8 ones zero-extended: the same values as EMBER_QA_VAL. */
+    if (C >= 2) {
+        uint32_t *d = (uint32_t *)(void *)cols;
+        const uint32_t *const dend = d + (C & ~1);
+        const uint32_t zz = (uint32_t)(uint16_t)(flip ? z2 - 128 : z2) * 0x10001u;
+        uint32_t a, b, e, o;
+#define EMBER_QA_DIRECT2(EXT)                                                                        \
+    __asm__("1:\n\t"                                                                                 \
+            "ldrh %[a], [%[x]]\n\t"                                                                  \
+            "ldrh %[b], [%[x], %[s]]\n\t"                                                            \
+            "add %[x], %[x], %[s2]\n\t"                                                              \
+            "orr %[a], %[a], %[b], lsl #16\n\t"                                                      \
+            EXT " %[e], %[a]\n\t"                                                                    \
+            EXT " %[o], %[a], ror #8\n\t"                                                            \
+            "ssub16 %[e], %[e], %[zz]\n\t"                                                           \
+            "ssub16 %[o], %[o], %[zz]\n\t"                                                           \
+            "strd %[e], %[o], [%[d]], #8\n\t"                                                        \
+            "cmp %[d], %[dend]\n\t"                                                                  \
+            "bne 1b"                                                                                 \
+            : [x] "+&r"(xq), [d] "+&r"(d), [a] "=&r"(a), [b] "=&r"(b), [e] "=&r"(e), [o] "=&r"(o)   \
+            : [s] "r"(S), [s2] "r"(2 * S), [zz] "r"(zz), [dend] "r"(dend)                            \
+            : "cc", "memory")
+        if (flip)
+            EMBER_QA_DIRECT2("sxtb16");
+        else
+            EMBER_QA_DIRECT2("uxtb16");
+#undef EMBER_QA_DIRECT2
+        c = C & ~1;
+    }
+#endif
+    for (; c < C; ++c, xq += S) {
+        int16_t *d2 = cols + 2 * (c & ~1) + (c & 1);
+        d2[0] = EMBER_QA_VAL(xq[0], flip, z2);
+        d2[2] = EMBER_QA_VAL(xq[1], flip, z2);
+    }
+    for (c = C; c < Kp; ++c) {
+        int16_t *d2 = cols + 2 * (c & ~1) + (c & 1);
+        d2[0] = d2[2] = 0;
+    }
+}
 /* Convolution (2-D, one group) of N images: y[n][m][pixel] requantised from W times the windows, two output
  * pixels at a time: their columns built plainly in t (2 x Kp int16, Kp: K rounded up to `kq`), then
  * handed to `gemm` (qarm.c's SMLAD product, which interleaves them first, or Helium's). A 1x1 stride-1
- * unpadded convolution reads its columns straight from the channel planes. Scratch: 8 * Kp bytes. */
+ * unpadded convolution reads its columns straight from the channel planes (`dsp`: two at a time already
+ * interleaved for ember_qa_gemm2, ember_qa_direct2). Scratch: 8 * Kp bytes. */
 #if EMBER_GNUC && defined(__ARM_FEATURE_MVE)
 #include <arm_mve.h>
 #define EMBER_QA_MVE_COLS 1 /* Helium gathers for a 1x1 layer's columns (any product) */
@@ -431,7 +597,7 @@ typedef void (*ember_qa_gemm_fn)(uint8_t *y, ptrdiff_t rs, int n, const int8_t *
                                  const int16_t *t0, const int16_t *t1, const int32_t *rq, const int32_t *out);
 EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N, int M,
                                   const int8_t *W, const int32_t *rq, const int32_t *out, int16_t *cols, int kq,
-                                  ember_qa_gemm_fn gemm) {
+                                  ember_qa_gemm_fn gemm, int dsp) {
     const int C = p[EMBER_GEO_C], OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W];
     const int K = C * p[EMBER_GEO_K_H] * p[EMBER_GEO_K_W], Kp = (K + kq - 1) / kq * kq, P = OH * OW;
     const ptrdiff_t S = (ptrdiff_t)p[EMBER_GEO_IN_H] * p[EMBER_GEO_IN_W];
@@ -446,6 +612,11 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
         uint8_t *yn = y + (ptrdiff_t)n * M * P;
         for (q = 0; q < P; q += 2) {
             const int two = q + 1 < P;
+            if (dsp && direct && two) { /* SMLAD's interleaved columns straight from the planes */
+                ember_qa_direct2(cols, xn + q, S, C, Kp, flip, z2);
+                ember_qa_gemm2(yn + q, P, 1, 2, W, M, Kp, cols, rq, out);
+                continue;
+            }
             if (direct) {
                 const uint8_t *xq = xn + q;
                 c = 0;
@@ -492,7 +663,7 @@ EMBER_UNUSED static void ember_qa_gemm_dsp(uint8_t *y, ptrdiff_t rs, int n, cons
 }
 EMBER_UNUSED static void ember_qarm_conv(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N, int M,
                             const int8_t *W, const int32_t *rq, const int32_t *out, int16_t *cols) {
-    ember_qa_conv_t(y, x, sgn, xz, p, N, M, W, rq, out, cols, 4, ember_qa_gemm_dsp);
+    ember_qa_conv_t(y, x, sgn, xz, p, N, M, W, rq, out, cols, 4, ember_qa_gemm_dsp, 1);
 }
 /*@end*/
 
@@ -522,103 +693,216 @@ static void ember_qarm_fc(uint8_t *y, const uint8_t *a, int sgn, int32_t az, int
 /*@end*/
 
 /*@kernel ember_qarm_dw3 requires ember_qarm ember_conv_geo*/
-/* Outputs ow, ow + 1 of a stride-1 3x3 window: *a0, *a1 plus three plane rows (from p, Wp int16 apart,
- * p 4-byte aligned) times wv = per kernel row the pairs (w0,w1) (w2,0) (0,w0) (w1,w2). */
-EMBER_INLINE void ember_qa_dw3_pair(int32_t *a0, int32_t *a1, const int16_t *p, int Wp, const uint32_t *wv) {
-    int32_t s0 = *a0, s1 = *a1;
+/* Outputs ow .. ow + 3 of a stride-1 3x3 window: o[0..3] plus three plane rows (from p, Wp int16 apart, p
+ * 4-byte aligned; it reads p[0 .. 5] of each) times wv = per kernel row the pairs A (w0,w1) B (w2,0)
+ * C (0,w0) D (w1,w2): with X0 X1 X2 the row's words (p0,p1) (p2,p3) (p4,p5), o0 += X0.A + X1.B,
+ * o1 += X0.C + X1.D, o2 += X1.A + X2.B, o3 += X1.C + X2.D. */
+EMBER_INLINE void ember_qa_dw3_quad(int32_t o[4], const int16_t *p, int Wp, const uint32_t *wv) {
+    int32_t o0 = o[0], o1 = o[1], o2 = o[2], o3 = o[3];
 #if EMBER_HAVE_ARM_DSP
-    /* 24 instructions for 18 multiply-adds; in assembly: the compiler spills around the 12 weight words. */
-    uint32_t x0, x1, wa, wb;
-    const int16_t *q;
-    __asm__("ldrd %[x0], %[x1], [%[p]]\n\t"
-            "ldrd %[wa], %[wb], [%[wv]]\n\t"
-            "smlad %[s0], %[x0], %[wa], %[s0]\n\t"
-            "smlad %[s0], %[x1], %[wb], %[s0]\n\t"
-            "ldrd %[wa], %[wb], [%[wv], #8]\n\t"
-            "smlad %[s1], %[x0], %[wa], %[s1]\n\t"
-            "smlad %[s1], %[x1], %[wb], %[s1]\n\t"
-            "add %[q], %[p], %[rs]\n\t"
-            "ldrd %[x0], %[x1], [%[q]]\n\t"
-            "ldrd %[wa], %[wb], [%[wv], #16]\n\t"
-            "smlad %[s0], %[x0], %[wa], %[s0]\n\t"
-            "smlad %[s0], %[x1], %[wb], %[s0]\n\t"
-            "ldrd %[wa], %[wb], [%[wv], #24]\n\t"
-            "smlad %[s1], %[x0], %[wa], %[s1]\n\t"
-            "smlad %[s1], %[x1], %[wb], %[s1]\n\t"
-            "add %[q], %[q], %[rs]\n\t"
-            "ldrd %[x0], %[x1], [%[q]]\n\t"
-            "ldrd %[wa], %[wb], [%[wv], #32]\n\t"
-            "smlad %[s0], %[x0], %[wa], %[s0]\n\t"
-            "smlad %[s0], %[x1], %[wb], %[s0]\n\t"
-            "ldrd %[wa], %[wb], [%[wv], #40]\n\t"
-            "smlad %[s1], %[x0], %[wa], %[s1]\n\t"
-            "smlad %[s1], %[x1], %[wb], %[s1]"
-            : [s0] "+r"(s0), [s1] "+r"(s1), [x0] "=&r"(x0), [x1] "=&r"(x1), [wa] "=&r"(wa), [wb] "=&r"(wb),
-              [q] "=&r"(q)
-            : [p] "r"(p), [rs] "r"(2 * Wp), [wv] "r"(wv)
+    /* 38 instructions for 36 multiply-adds (two outputs at a time took 48); in assembly: the compiler
+     * spills around the weight words. */
+    uint32_t x0, x1, x2, wa, wb;
+    const int16_t *q = p;
+#define EMBER_QA_DW3_ROW(OFS)                        \
+    "ldrd %[x0], %[x1], [%[q]]\n\t"                  \
+    "ldr %[x2], [%[q], #8]\n\t"                      \
+    "ldrd %[wa], %[wb], [%[wv], #" #OFS "]\n\t"      \
+    "smlad %[o0], %[x0], %[wa], %[o0]\n\t"           \
+    "smlad %[o0], %[x1], %[wb], %[o0]\n\t"           \
+    "smlad %[o2], %[x1], %[wa], %[o2]\n\t"           \
+    "smlad %[o2], %[x2], %[wb], %[o2]\n\t"           \
+    "ldrd %[wa], %[wb], [%[wv], #" #OFS "+8]\n\t"    \
+    "smlad %[o1], %[x0], %[wa], %[o1]\n\t"           \
+    "smlad %[o1], %[x1], %[wb], %[o1]\n\t"           \
+    "smlad %[o3], %[x1], %[wa], %[o3]\n\t"           \
+    "smlad %[o3], %[x2], %[wb], %[o3]\n\t"
+    __asm__(EMBER_QA_DW3_ROW(0) "add %[q], %[q], %[rs]\n\t"
+            EMBER_QA_DW3_ROW(16) "add %[q], %[q], %[rs]\n\t"
+            EMBER_QA_DW3_ROW(32)
+            : [o0] "+r"(o0), [o1] "+r"(o1), [o2] "+r"(o2), [o3] "+r"(o3), [q] "+r"(q), [x0] "=&r"(x0),
+              [x1] "=&r"(x1), [x2] "=&r"(x2), [wa] "=&r"(wa), [wb] "=&r"(wb)
+            : [rs] "r"(2 * Wp), [wv] "r"(wv)
             : "memory");
+#undef EMBER_QA_DW3_ROW
 #else
     int i;
-    for (i = 0; i < 3; ++i, p += Wp) {
+    for (i = 0; i < 3; ++i, p += Wp, wv += 4) {
         const uint32_t x0 = *(const ember_qa_u32 *)(const void *)p, x1 = *(const ember_qa_u32 *)(const void *)(p + 2);
-        s0 = ember_qa_smlad(x1, wv[4 * i + 1], ember_qa_smlad(x0, wv[4 * i], s0));
-        s1 = ember_qa_smlad(x1, wv[4 * i + 3], ember_qa_smlad(x0, wv[4 * i + 2], s1));
+        const uint32_t x2 = *(const ember_qa_u32 *)(const void *)(p + 4);
+        o0 = ember_qa_smlad(x1, wv[1], ember_qa_smlad(x0, wv[0], o0));
+        o1 = ember_qa_smlad(x1, wv[3], ember_qa_smlad(x0, wv[2], o1));
+        o2 = ember_qa_smlad(x2, wv[1], ember_qa_smlad(x1, wv[0], o2));
+        o3 = ember_qa_smlad(x2, wv[3], ember_qa_smlad(x1, wv[2], o3));
     }
 #endif
-    *a0 = s0;
-    *a1 = s1;
+    o[0] = o0;
+    o[1] = o1;
+    o[2] = o2;
+    o[3] = o3;
+}
+/* Outputs ow .. ow + 3 of a stride-2 3x3 window, as ember_qa_dw3_quad (p: the plane at column 2 * ow; it
+ * reads p[0 .. 9] of each row): with X0 .. X4 the row's words, o0 += X0.A + X1.B, o1 += X1.A + X2.B,
+ * o2 += X2.A + X3.B, o3 += X3.A + X4.B. 39 instructions for 36 multiply-adds (one output at a time: 33
+ * per output). */
+EMBER_INLINE void ember_qa_dw3_quad2(int32_t o[4], const int16_t *p, int Wp, const uint32_t *wv) {
+    int32_t o0 = o[0], o1 = o[1], o2 = o[2], o3 = o[3];
+#if EMBER_HAVE_ARM_DSP
+    uint32_t x0, x1, x2, wa, wb;
+    const int16_t *q = p;
+#define EMBER_QA_DW3_ROW2(OFS)                       \
+    "ldrd %[x0], %[x1], [%[q]]\n\t"                  \
+    "ldr %[x2], [%[q], #8]\n\t"                      \
+    "ldrd %[wa], %[wb], [%[wv], #" #OFS "]\n\t"      \
+    "smlad %[o0], %[x0], %[wa], %[o0]\n\t"           \
+    "smlad %[o0], %[x1], %[wb], %[o0]\n\t"           \
+    "smlad %[o1], %[x1], %[wa], %[o1]\n\t"           \
+    "smlad %[o1], %[x2], %[wb], %[o1]\n\t"           \
+    "ldrd %[x0], %[x1], [%[q], #12]\n\t"             \
+    "smlad %[o2], %[x2], %[wa], %[o2]\n\t"           \
+    "smlad %[o2], %[x0], %[wb], %[o2]\n\t"           \
+    "smlad %[o3], %[x0], %[wa], %[o3]\n\t"           \
+    "smlad %[o3], %[x1], %[wb], %[o3]\n\t"
+    __asm__(EMBER_QA_DW3_ROW2(0) "add %[q], %[q], %[rs]\n\t"
+            EMBER_QA_DW3_ROW2(16) "add %[q], %[q], %[rs]\n\t"
+            EMBER_QA_DW3_ROW2(32)
+            : [o0] "+r"(o0), [o1] "+r"(o1), [o2] "+r"(o2), [o3] "+r"(o3), [q] "+r"(q), [x0] "=&r"(x0),
+              [x1] "=&r"(x1), [x2] "=&r"(x2), [wa] "=&r"(wa), [wb] "=&r"(wb)
+            : [rs] "r"(2 * Wp), [wv] "r"(wv)
+            : "memory");
+#undef EMBER_QA_DW3_ROW2
+#else
+    int i;
+    for (i = 0; i < 3; ++i, p += Wp, wv += 4) {
+        const ember_qa_u32 *x = (const ember_qa_u32 *)(const void *)p;
+        o0 = ember_qa_smlad(x[1], wv[1], ember_qa_smlad(x[0], wv[0], o0));
+        o1 = ember_qa_smlad(x[2], wv[1], ember_qa_smlad(x[1], wv[0], o1));
+        o2 = ember_qa_smlad(x[3], wv[1], ember_qa_smlad(x[2], wv[0], o2));
+        o3 = ember_qa_smlad(x[4], wv[1], ember_qa_smlad(x[3], wv[0], o3));
+    }
+#endif
+    o[0] = o0;
+    o[1] = o1;
+    o[2] = o2;
+    o[3] = o3;
+}
+/* How ember_qarm_dw3 and ember_qarm_dw3_mve lay out a channel: a zero-padded int16 plane of Hp rows of Wp
+ * (ops/qarm.py `dw3_plane`, which sizes the scratch). A layer of stride 1 with more output rows than
+ * columns works on the transposed plane (`t`: its rows are the image's columns, the weights transposed),
+ * so that its rows are the long axis: KWS's 25 x 5 maps are 5 rows of 25, not 25 rows of 5. The loops
+ * then run over (oh, ow) of that plane and store output (oh, ow) at oh * ys_row + ow * ys_col. */
+typedef struct {
+    int t, H, W, OH, OW, PH, PW, SH, SW, Hp, Wp;
+    ptrdiff_t xs_row, xs_col, ys_row, ys_col;
+} ember_qa_dw3_geo_t;
+EMBER_INLINE ember_qa_dw3_geo_t ember_qa_dw3_geo(const int32_t *p) {
+    ember_qa_dw3_geo_t g;
+    const int s1 = p[EMBER_GEO_STRIDE_H] == 1 && p[EMBER_GEO_STRIDE_W] == 1;
+    g.t = s1 && p[EMBER_GEO_OUT_H] > p[EMBER_GEO_OUT_W];
+    g.H = p[g.t ? EMBER_GEO_IN_W : EMBER_GEO_IN_H], g.W = p[g.t ? EMBER_GEO_IN_H : EMBER_GEO_IN_W];
+    g.OH = p[g.t ? EMBER_GEO_OUT_W : EMBER_GEO_OUT_H], g.OW = p[g.t ? EMBER_GEO_OUT_H : EMBER_GEO_OUT_W];
+    g.PH = p[g.t ? EMBER_GEO_PAD_W : EMBER_GEO_PAD_H], g.PW = p[g.t ? EMBER_GEO_PAD_H : EMBER_GEO_PAD_W];
+    g.SH = p[EMBER_GEO_STRIDE_H], g.SW = p[EMBER_GEO_STRIDE_W];
+    g.Hp = (g.OH - 1) * g.SH + 3;
+    g.Wp = g.SW <= 2 ? g.SW * ((g.OW + 3) / 4 * 4) + 2 : ((g.OW - 1) * g.SW + 5) & ~1;
+    g.xs_row = g.t ? 1 : p[EMBER_GEO_IN_W], g.xs_col = g.t ? p[EMBER_GEO_IN_W] : 1;
+    g.ys_row = g.t ? 1 : p[EMBER_GEO_OUT_W], g.ys_col = g.t ? p[EMBER_GEO_OUT_W] : 1;
+    return g;
+}
+/* Widen channel xc into the plane (whose padding stays 0: only image positions are written) and build the
+ * 9 weights' words wv (ember_qa_dw3_quad's A B C D per kernel row; w transposed with the plane). */
+EMBER_INLINE void ember_qa_dw3_load(int16_t *plane, const ember_qa_dw3_geo_t *g, const uint8_t *xc, uint32_t flip,
+                                    int32_t z2, const int16_t *w, uint32_t wv[12]) {
+    const int r_end = g->H + g->PH < g->Hp ? g->H + g->PH : g->Hp, wd = g->W + g->PW < g->Wp ? g->W : g->Wp - g->PW;
+    int r, j, i;
+    if (!g->t) {
+        for (r = g->PH; r < r_end; ++r)
+            ember_qa_widen(plane + (ptrdiff_t)r * g->Wp + g->PW, xc + (ptrdiff_t)(r - g->PH) * g->xs_row, wd, flip, z2);
+    } else {
+        for (r = g->PH; r < r_end; ++r) {
+            int16_t *d = plane + (ptrdiff_t)r * g->Wp + g->PW;
+            const uint8_t *s = xc + (ptrdiff_t)(r - g->PH) * g->xs_row;
+            for (j = 0; j < wd; ++j, s += g->xs_col) d[j] = EMBER_QA_VAL(*s, flip, z2);
+        }
+    }
+    for (i = 0; i < 3; ++i) {
+        const int16_t *wr = g->t ? w + i : w + 3 * i;
+        const ptrdiff_t ws = g->t ? 3 : 1;
+        const uint32_t w0 = (uint16_t)wr[0], w1 = (uint16_t)wr[ws], w2 = (uint16_t)wr[2 * ws];
+        wv[4 * i] = w0 | w1 << 16;
+        wv[4 * i + 1] = w2;
+        wv[4 * i + 2] = w0 << 16;
+        wv[4 * i + 3] = w1 | w2 << 16;
+    }
+}
+/* One channel's output rows from its plane (geometry g): `sw` (a constant where inlined) 1 or 2, steps of
+ * four outputs, 0 any other stride, one at a time. The requantisation's constants are copied out of cq
+ * first: the steps' assembly clobbers memory, which would reload them for every output. */
+EMBER_INLINE void ember_qa_dw3_rows(uint8_t *yc, const int16_t *plane, const ember_qa_dw3_geo_t *g, const uint32_t *wv,
+                                    const int16_t *w, const int32_t *cq, const int32_t *out, int fast, int sw) {
+    const int OW = g->OW, Wp = g->Wp, SW = sw ? sw : g->SW;
+    const ptrdiff_t cs = g->ys_col;
+    const int32_t c[3] = {cq[0], cq[1], cq[2]}, b = cq[3], zp = out[0], lo = out[1], hi = out[2];
+    int oh, ow, i;
+    for (oh = 0; oh < g->OH; ++oh) {
+        const int16_t *r0 = plane + (ptrdiff_t)oh * g->SH * Wp;
+        uint8_t *yr = yc + oh * g->ys_row;
+        if (sw) {
+            for (ow = 0; ow < OW; ow += 4) {
+                int32_t o[4];
+                uint8_t *yq = yr + ow * cs;
+                o[0] = o[1] = o[2] = o[3] = b;
+                if (sw == 1)
+                    ember_qa_dw3_quad(o, r0 + ow, Wp, wv);
+                else
+                    ember_qa_dw3_quad2(o, r0 + 2 * ow, Wp, wv);
+                yq[0] = ember_qa_requant(o[0], c, zp, lo, hi, fast);
+                if (ow + 4 <= OW) {
+                    yq[cs] = ember_qa_requant(o[1], c, zp, lo, hi, fast);
+                    yq[2 * cs] = ember_qa_requant(o[2], c, zp, lo, hi, fast);
+                    yq[3 * cs] = ember_qa_requant(o[3], c, zp, lo, hi, fast);
+                } else {
+                    if (ow + 1 < OW) yq[cs] = ember_qa_requant(o[1], c, zp, lo, hi, fast);
+                    if (ow + 2 < OW) yq[2 * cs] = ember_qa_requant(o[2], c, zp, lo, hi, fast);
+                }
+            }
+        } else {
+            for (ow = 0; ow < OW; ++ow) {
+                const int16_t *s0 = r0 + ow * SW;
+                int32_t a = b;
+                for (i = 0; i < 3; ++i, s0 += Wp)
+                    a = ember_qa_smlad(*(const ember_qa_u32 *)(const void *)s0, wv[4 * i], a) + s0[2] * w[3 * i + 2];
+                yr[ow] = ember_qa_requant(a, c, zp, lo, hi, fast);
+            }
+        }
+    }
 }
 /* Depthwise 3x3 (channel multiplier 1, dilation 1, any stride and padding) of N images. Each channel is
- * widened into a zero-padded int16 plane (plane: ops/qarm.py conv_scratch bytes; its border is zeroed
- * once, as every channel's is the same), whose rows SMLAD reads two pixels per word. Stride 1 makes two
- * outputs per step (ember_qa_dw3_pair), other strides one from a word and a halfword per kernel row.
- * Wt: C x 9 int16; rq: per channel [mult, s, ra, bias] (ember_qa_requant). */
+ * widened into a zero-padded int16 plane (ember_qa_dw3_geo; its border is zeroed once, as every
+ * channel's is the same), whose rows SMLAD reads two pixels per word. Strides 1 and 2 make four outputs
+ * per step (ember_qa_dw3_quad, _quad2; the plane's rows are long enough for the last step's reads), other
+ * strides one from a word and a halfword per kernel row. Wt: C x 9 int16; rq: per channel [mult, s, ra, bias]
+ * (ember_qa_requant). */
 EMBER_INLINE void ember_qa_dw3_t(uint8_t *y, const uint8_t *x, uint32_t flip, int32_t z2, const int32_t *p, int N,
                                  const int16_t *Wt, const int32_t *rq, const int32_t *out, int16_t *plane, int fast) {
-    const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], Wd = p[EMBER_GEO_IN_W];
-    const int OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W], SH = p[EMBER_GEO_STRIDE_H], SW = p[EMBER_GEO_STRIDE_W];
-    const int PH = p[EMBER_GEO_PAD_H], PW = p[EMBER_GEO_PAD_W];
-    const int Hp = (OH - 1) * SH + 3, Wp = ((OW - 1) * SW + 5) & ~1;
-    const int32_t zp = out[0], lo = out[1], hi = out[2];
-    const int r_end = H + PH < Hp ? H + PH : Hp, wd = Wd + PW < Wp ? Wd : Wp - PW;
-    int n, c, r, i, oh, ow;
-    for (i = 0; i < Hp * Wp; ++i) plane[i] = 0;
+    const ember_qa_dw3_geo_t g = ember_qa_dw3_geo(p);
+    const int C = p[EMBER_GEO_C], SW = g.SW;
+    const ptrdiff_t in_plane = (ptrdiff_t)g.H * g.W, out_plane = (ptrdiff_t)g.OH * g.OW;
+    int n, c, i;
+    for (i = 0; i < g.Hp * g.Wp; ++i) plane[i] = 0;
     for (n = 0; n < N; ++n)
         for (c = 0; c < C; ++c) {
             const int32_t *cq = rq + 4 * c;
-            const uint8_t *xc = x + ((ptrdiff_t)n * C + c) * H * Wd;
-            uint8_t *yr = y + ((ptrdiff_t)n * C + c) * OH * OW;
+            uint8_t *yc = y + ((ptrdiff_t)n * C + c) * out_plane;
             const int16_t *w = Wt + 9 * c;
-            const int32_t b = cq[3];
             uint32_t wv[12];
-            for (r = PH; r < r_end; ++r) ember_qa_widen(plane + (ptrdiff_t)r * Wp + PW, xc + (ptrdiff_t)(r - PH) * Wd, wd,
-                                                      flip, z2);
-            for (i = 0; i < 3; ++i) {
-                const uint32_t w0 = (uint16_t)w[3 * i], w1 = (uint16_t)w[3 * i + 1], w2 = (uint16_t)w[3 * i + 2];
-                wv[4 * i] = w0 | w1 << 16;
-                wv[4 * i + 1] = w2;
-                wv[4 * i + 2] = w0 << 16;
-                wv[4 * i + 3] = w1 | w2 << 16;
-            }
-            for (oh = 0; oh < OH; ++oh, yr += OW) {
-                const int16_t *r0 = plane + (ptrdiff_t)oh * SH * Wp;
-                if (SW == 1) {
-                    for (ow = 0; ow < OW; ow += 2) {
-                        int32_t a0 = b, a1 = b;
-                        ember_qa_dw3_pair(&a0, &a1, r0 + ow, Wp, wv);
-                        yr[ow] = ember_qa_requant(a0, cq, zp, lo, hi, fast);
-                        if (ow + 1 < OW) yr[ow + 1] = ember_qa_requant(a1, cq, zp, lo, hi, fast);
-                    }
-                } else {
-                    for (ow = 0; ow < OW; ++ow) {
-                        const int16_t *s0 = r0 + ow * SW;
-                        int32_t a = b;
-                        for (i = 0; i < 3; ++i, s0 += Wp)
-                            a = ember_qa_smlad(*(const ember_qa_u32 *)(const void *)s0, wv[4 * i], a) + s0[2] * w[3 * i + 2];
-                        yr[ow] = ember_qa_requant(a, cq, zp, lo, hi, fast);
-                    }
-                }
-            }
+            ember_qa_dw3_load(plane, &g, x + ((ptrdiff_t)n * C + c) * in_plane, flip, z2, w, wv);
+            if (SW == 1)
+                ember_qa_dw3_rows(yc, plane, &g, wv, w, cq, out, fast, 1);
+            else if (SW == 2)
+                ember_qa_dw3_rows(yc, plane, &g, wv, w, cq, out, fast, 2);
+            else
+                ember_qa_dw3_rows(yc, plane, &g, wv, w, cq, out, fast, 0);
         }
 }
 EMBER_UNUSED static void ember_qarm_dw3(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
@@ -695,10 +979,54 @@ EMBER_INLINE void ember_qa_mgemm_t(uint8_t *y, ptrdiff_t rs, int n, const int8_t
         }
     }
 }
+#if EMBER_QA_MVE
+/* ember_qa_mgemm_t's common case: two columns, the fast requantisation, M2 whole channel pairs; one branch-free
+ * loop (the general one spent about 78 instructions per pair outside the products, mostly reloads around
+ * its branches). */
+EMBER_INLINE void ember_qa_mgemm22(uint8_t *y, ptrdiff_t rs, const int8_t *W, int M2, int Kp, const int16_t *t0,
+                                   const int16_t *t1, const int32_t *rq, const int32_t *out) {
+    const uint32_t po[4] = {0, 0, 4, 4}, yo[4] = {0, 1, (uint32_t)rs, (uint32_t)rs + 1};
+    const uint32x4_t pairs = vld1q_u32(po), yoff = vld1q_u32(yo);
+    const int32x4_t vzp = vdupq_n_s32(out[0]), vlo = vdupq_n_s32(out[1]), vhi = vdupq_n_s32(out[2]);
+    const int8_t *const wend = W + (ptrdiff_t)M2 * 2 * Kp;
+    while (W != wend) {
+        const int8_t *w0 = W, *w1 = W + Kp;
+        int32_t a00 = rq[3], a01 = rq[3], a10 = rq[7], a11 = rq[7];
+        int k;
+        int32x4_t v;
+        for (k = 0; k < Kp; k += 8) {
+            const int16x8_t wa = vldrbq_s16(w0 + k), wb = vldrbq_s16(w1 + k);
+            const int16x8_t x0 = vld1q_s16(t0 + k), x1 = vld1q_s16(t1 + k);
+            a00 = vmladavaq_s16(a00, wa, x0);
+            a01 = vmladavaq_s16(a01, wa, x1);
+            a10 = vmladavaq_s16(a10, wb, x0);
+            a11 = vmladavaq_s16(a11, wb, x1);
+        }
+        v = vsetq_lane_s32(a11, vsetq_lane_s32(a10, vsetq_lane_s32(a01, vdupq_n_s32(a00), 1), 2), 3);
+        v = vmulhq_s32(v, vldrwq_gather_shifted_offset_s32(rq, pairs));
+        v = vaddq_s32(v, vldrwq_gather_shifted_offset_s32(rq + 2, pairs));
+        v = vshlq_s32(v, vnegq_s32(vldrwq_gather_shifted_offset_s32(rq + 1, pairs)));
+        v = vminq_s32(vmaxq_s32(vaddq_s32(v, vzp), vlo), vhi);
+        vstrbq_scatter_offset_s32((int8_t *)y, yoff, v);
+        W += 2 * Kp;
+        y += 2 * rs;
+        rq += 8;
+    }
+}
+#endif
 static void ember_qa_gemm_mve(uint8_t *y, ptrdiff_t rs, int n, const int8_t *W, int M, int Kp, int16_t *cols,
                               const int16_t *t0, const int16_t *t1, const int32_t *rq, const int32_t *out) {
     const int mode = ember_qa_mode(out);
     (void)cols;
+#if EMBER_QA_MVE
+    if (mode && n == 2) {
+        const int M2 = M / 2;
+        ember_qa_mgemm22(y, rs, W, M2, Kp, t0, t1, rq, out);
+        if (M & 1)
+            ember_qa_mgemm_t(y + 2 * M2 * rs, rs, n, W + (ptrdiff_t)M2 * 2 * Kp, 1, Kp, t0, t1, rq + 8 * M2, out, mode);
+        return;
+    }
+#endif
     if (mode == 2)
         ember_qa_mgemm_t(y, rs, n, W, M, Kp, t0, t1, rq, out, 2);
     else if (mode == 1)
@@ -708,7 +1036,7 @@ static void ember_qa_gemm_mve(uint8_t *y, ptrdiff_t rs, int n, const int8_t *W, 
 }
 static void ember_qarm_conv_mve(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N, int M,
                                 const int8_t *W, const int32_t *rq, const int32_t *out, int16_t *cols) {
-    ember_qa_conv_t(y, x, sgn, xz, p, N, M, W, rq, out, cols, 8, ember_qa_gemm_mve);
+    ember_qa_conv_t(y, x, sgn, xz, p, N, M, W, rq, out, cols, 8, ember_qa_gemm_mve, 0);
 }
 /*@end*/
 
@@ -723,50 +1051,70 @@ static void ember_qarm_conv_mve(uint8_t *y, const uint8_t *x, int sgn, int32_t x
 #else
 #define EMBER_QA_MVE_DW 0
 #endif
+#if EMBER_QA_MVE_DW
+/* One channel's output rows from its plane (geometry g), 4 outputs per vector; `s1` (a constant where
+ * inlined): stride 1, whose taps are contiguous loads (the plane's rows reach 2 past the last vector's
+ * lanes), otherwise gathers. */
+EMBER_INLINE void ember_qa_dw3_mve_rows(uint8_t *yc, const int16_t *plane, const ember_qa_dw3_geo_t *g,
+                                        const int16_t *wk, const int32_t *cq, const int32_t *out, int s1) {
+    const int OW = g->OW, Wp = g->Wp, SW = s1 ? 1 : g->SW;
+    const int32x4_t vzp = vdupq_n_s32(out[0]), vlo = vdupq_n_s32(out[1]), vhi = vdupq_n_s32(out[2]);
+    const int32x4_t vb = vdupq_n_s32(cq[3]), vm = vdupq_n_s32(cq[0]), vra = vdupq_n_s32(cq[2]);
+    const int32x4_t vsh = vdupq_n_s32(-cq[1]);
+    const uint32x4_t lanes = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)SW);
+    const uint32x4_t ylanes = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)g->ys_col); /* outputs ys_col apart */
+    int oh, ow, i;
+    for (oh = 0; oh < g->OH; ++oh) {
+        const int16_t *r0 = plane + (ptrdiff_t)oh * g->SH * Wp;
+        uint8_t *yr = yc + oh * g->ys_row;
+        for (ow = 0; ow < OW; ow += 4) {
+            const mve_pred16_t live = vctp32q((uint32_t)(OW - ow));
+            const int16_t *s0 = r0 + ow * SW;
+            int32x4_t a = vb, v;
+            for (i = 0; i < 3; ++i, s0 += Wp) {
+                if (s1) {
+                    a = vmlaq_n_s32(a, vldrhq_s32(s0), wk[3 * i]);
+                    a = vmlaq_n_s32(a, vldrhq_s32(s0 + 1), wk[3 * i + 1]);
+                    a = vmlaq_n_s32(a, vldrhq_s32(s0 + 2), wk[3 * i + 2]);
+                } else {
+                    a = vmlaq_n_s32(a, vldrhq_gather_shifted_offset_z_s32(s0, lanes, live), wk[3 * i]);
+                    a = vmlaq_n_s32(a, vldrhq_gather_shifted_offset_z_s32(s0 + 1, lanes, live), wk[3 * i + 1]);
+                    a = vmlaq_n_s32(a, vldrhq_gather_shifted_offset_z_s32(s0 + 2, lanes, live), wk[3 * i + 2]);
+                }
+            }
+            v = vaddq_s32(vshlq_s32(vaddq_s32(vmulhq_s32(a, vm), vra), vsh), vzp);
+            v = vminq_s32(vmaxq_s32(v, vlo), vhi);
+            vstrbq_scatter_offset_p_s32((int8_t *)(yr + ow * g->ys_col), ylanes, v, live);
+        }
+    }
+}
+#endif
 static void ember_qarm_dw3_mve(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
                                const int16_t *Wt, const int32_t *rq, const int32_t *out, int16_t *plane) {
 #if EMBER_QA_MVE_DW
-    const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], Wd = p[EMBER_GEO_IN_W];
-    const int OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W], SH = p[EMBER_GEO_STRIDE_H], SW = p[EMBER_GEO_STRIDE_W];
-    const int PH = p[EMBER_GEO_PAD_H], PW = p[EMBER_GEO_PAD_W];
-    const int Hp = (OH - 1) * SH + 3, Wp = ((OW - 1) * SW + 5) & ~1;
-    const int r_end = H + PH < Hp ? H + PH : Hp, wd = Wd + PW < Wp ? Wd : Wp - PW;
+    const ember_qa_dw3_geo_t g = ember_qa_dw3_geo(p);
+    const int C = p[EMBER_GEO_C];
+    const ptrdiff_t in_plane = (ptrdiff_t)g.H * g.W, out_plane = (ptrdiff_t)g.OH * g.OW;
     const uint32_t flip = sgn ? 0x80u : 0u;
     const int32_t z2 = xz + (sgn ? 128 : 0);
-    const int32x4_t vzp = vdupq_n_s32(out[0]), vlo = vdupq_n_s32(out[1]), vhi = vdupq_n_s32(out[2]);
-    const uint32x4_t lanes = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)SW);
-    int n, c, r, i, oh, ow;
+    int n, c, i;
     if (!out[3]) {
         ember_qarm_dw3(y, x, sgn, xz, p, N, Wt, rq, out, plane);
         return;
     }
-    for (i = 0; i < Hp * Wp; ++i) plane[i] = 0;
+    for (i = 0; i < g.Hp * g.Wp; ++i) plane[i] = 0;
     for (n = 0; n < N; ++n)
         for (c = 0; c < C; ++c) {
-            const int32_t *cq = rq + 4 * c;
-            const uint8_t *xc = x + ((ptrdiff_t)n * C + c) * H * Wd;
-            uint8_t *yr = y + ((ptrdiff_t)n * C + c) * OH * OW;
             const int16_t *w = Wt + 9 * c;
-            const int32x4_t vb = vdupq_n_s32(cq[3]), vm = vdupq_n_s32(cq[0]), vra = vdupq_n_s32(cq[2]);
-            const int32x4_t vsh = vdupq_n_s32(-cq[1]);
-            for (r = PH; r < r_end; ++r) ember_qa_widen(plane + (ptrdiff_t)r * Wp + PW, xc + (ptrdiff_t)(r - PH) * Wd, wd,
-                                                      flip, z2);
-            for (oh = 0; oh < OH; ++oh, yr += OW) {
-                const int16_t *r0 = plane + (ptrdiff_t)oh * SH * Wp;
-                for (ow = 0; ow < OW; ow += 4) {
-                    const mve_pred16_t live = vctp32q((uint32_t)(OW - ow));
-                    const int16_t *s0 = r0 + ow * SW;
-                    int32x4_t a = vb, v;
-                    for (i = 0; i < 3; ++i, s0 += Wp) {
-                        a = vmlaq_n_s32(a, vldrhq_gather_shifted_offset_z_s32(s0, lanes, live), w[3 * i]);
-                        a = vmlaq_n_s32(a, vldrhq_gather_shifted_offset_z_s32(s0 + 1, lanes, live), w[3 * i + 1]);
-                        a = vmlaq_n_s32(a, vldrhq_gather_shifted_offset_z_s32(s0 + 2, lanes, live), w[3 * i + 2]);
-                    }
-                    v = vaddq_s32(vshlq_s32(vaddq_s32(vmulhq_s32(a, vm), vra), vsh), vzp);
-                    v = vminq_s32(vmaxq_s32(v, vlo), vhi);
-                    vstrbq_p_s32((int8_t *)(yr + ow), v, live);
-                }
-            }
+            uint8_t *yc = y + ((ptrdiff_t)n * C + c) * out_plane;
+            int16_t wk[9];
+            uint32_t wv[12];
+            ember_qa_dw3_load(plane, &g, x + ((ptrdiff_t)n * C + c) * in_plane, flip, z2, w, wv);
+            for (i = 0; i < 9; ++i) wk[i] = g.t ? w[i % 3 * 3 + i / 3] : w[i]; /* (kernel row, column) of the plane */
+            if (g.SW == 1)
+                ember_qa_dw3_mve_rows(yc, plane, &g, wk, rq + 4 * c, out, 1);
+            else
+                ember_qa_dw3_mve_rows(yc, plane, &g, wk, rq + 4 * c, out, 0);
         }
 #else
     ember_qarm_dw3(y, x, sgn, xz, p, N, Wt, rq, out, plane);
