@@ -49,6 +49,18 @@ class Q:
     def dtype(self) -> DType:
         return self.out.dtype
 
+    @property
+    def rounding(self) -> int:
+        """TFLite's requantisation where a TFLite model's converter marked this output (qlinear.ROUNDINGS)."""
+        return int(self.node.attrs.get("_rounding", 0))
+
+    def quantize_tflite(self, real: float) -> int:
+        """TFLite's Quantize of an activation bound: zero point + round(real / scale), float32 division,
+        half away from zero (CalculateActivationRangeQuantized), saturated."""
+        lo, hi = (-128, 127) if self.dtype is DType.INT8 else (0, 255)
+        v = float(np.float32(real) / self.scale)
+        return int(np.clip(math.copysign(math.floor(abs(v) + 0.5), v) + self.zp, lo, hi))
+
     def quantize(self, real: np.ndarray | float) -> np.ndarray:
         """ONNX QuantizeLinear of float values with these parameters (float32 division, rint, saturate)."""
         lo, hi = (-128, 127) if self.dtype is DType.INT8 else (0, 255)

@@ -161,8 +161,11 @@ class OpContext:
         assert t.quant is not None
         scale = np.float32(t.quant.scale.reshape(-1)[0])
         zp = t.dtype.np.type(t.quant.zero_point.reshape(-1)[0])
-        return self.emit("QuantizeLinear", [v, self.const(scale, np.float32, "scale"),
-                                            self.const(zp, t.dtype.np, "zp")])
+        out = self.emit("QuantizeLinear", [v, self.const(scale, np.float32, "scale"),
+                                           self.const(zp, t.dtype.np, "zp")])
+        # TFLite's integer arithmetic for the kernel fold_qdq makes of this output (ops/qlinear.py)
+        out.producer.attrs["_rounding"] = self.b.rounding
+        return out
 
     def activation(self, v: Value, fused: int) -> Value:
         """TFLite's fused activation (ActivationFunctionType) applied to v."""

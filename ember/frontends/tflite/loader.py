@@ -24,6 +24,7 @@ from ember.frontends.tflite.ops import CONVERTERS, builtin_name, options_of
 from ember.frontends.tflite.sparse import densify
 from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Value
+from ember.ops.qlinear import ROUNDINGS
 
 _DTYPES = {
     tflite.TensorType.FLOAT32: DType.FLOAT32, tflite.TensorType.FLOAT16: DType.FLOAT16,
@@ -43,11 +44,14 @@ def read_tflite(path: str) -> bytes:
     return data
 
 
-def load_tflite(data: bytes, name: str = "model", path: str = "model") -> Graph:
-    """The IR of subgraph 0 of the TFLite model in `data` (the whole file)."""
+def load_tflite(data: bytes, name: str = "model", path: str = "model", rounding: str = "litert") -> Graph:
+    """The IR of subgraph 0 of the TFLite model in `data` (the whole file). `rounding`: whose integer
+    arithmetic the quantized operators follow, LiteRT's or TFLite Micro's (ember/ops/qlinear.py ROUNDINGS)."""
     try:
         model = tflite.Model.GetRootAs(data, 0)
-        return _Builder(model, data, name, path).build()
+        builder = _Builder(model, data, name, path)
+        builder.rounding = ROUNDINGS[rounding]
+        return builder.build()
     except (struct.error, IndexError, ValueError, TypeError, AttributeError) as e:
         # flatbuffers reads past the end of a truncated file, or offsets that point nowhere.
         s = str(e).splitlines()[0] if str(e) else type(e).__name__
@@ -62,6 +66,7 @@ class _Builder:
         self.tensors: list[TensorInfo] = []
         self.index = 0  # the subgraph this builder converts
         self.active: tuple[int, ...] = (0,)  # the subgraphs being converted, outermost first
+        self.rounding = ROUNDINGS["litert"]  # the requantisation quantized outputs are marked with
 
     def build(self) -> Graph:
         m = self.model
