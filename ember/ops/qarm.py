@@ -42,7 +42,7 @@ def fast_requant(requant: object, bound: np.ndarray) -> bool:
     2^(shift-1), so 2^(shift-1) must divide it: impossible when the powers of 2 in mult and in the
     largest |acc| (`bound`, per channel) stay below that. LiteRT's rounding is half up itself (any tie is
     fine); TFLite Micro's rounds twice, which SMMLA does not."""
-    rounding = int(getattr(requant, "rounding", 0))
+    rounding = int(getattr(requant, "rounding", 0))  # qlinear.py SINGLE (1) or DOUBLE (2)
     if rounding == 2:
         return False
     for m, s, b in zip(requant.mult, requant.shift, np.broadcast_to(bound, (len(requant.mult),)),  # type: ignore[attr-defined]

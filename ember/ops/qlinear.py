@@ -78,11 +78,11 @@ def fixed_point(m: float) -> tuple[int, int]:
     return mult, shift
 
 
-# TFLite's requantisations (a TFLite model's ops carry one, ember/frontends/tflite): LiteRT 2.x is built with
-# TFLITE_SINGLE_ROUNDING (acc * M rounded half up once); TFLite Micro is not (a doubling high multiply, then a
-# rounding divide by a power of two, each half away from zero). Measured against both interpreters.
-LITERT, MICRO = 1, 2
-ROUNDINGS = {"onnx": 0, "litert": LITERT, "micro": MICRO}
+# TFLite's requantisations (a TFLite model's ops carry one, ember/frontends/tflite): SINGLE, acc * M rounded
+# half up once (TFLITE_SINGLE_ROUNDING, and ruy's); DOUBLE, a doubling high multiply, then a rounding divide by
+# a power of two, each half away from zero. Measured: LiteRT 2.x's reference kernels round twice except its
+# FULLY_CONNECTED (once); TFLite Micro's round twice everywhere.
+SINGLE, DOUBLE = 1, 2
 
 
 def tflite_multiplier(real: float, rounding: int) -> tuple[int, int]:

@@ -24,7 +24,6 @@ from ember.frontends.tflite.ops import CONVERTERS, builtin_name, options_of
 from ember.frontends.tflite.sparse import densify
 from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Value
-from ember.ops.qlinear import ROUNDINGS
 
 _DTYPES = {
     tflite.TensorType.FLOAT32: DType.FLOAT32, tflite.TensorType.FLOAT16: DType.FLOAT16,
@@ -50,7 +49,7 @@ def load_tflite(data: bytes, name: str = "model", path: str = "model", rounding:
     try:
         model = tflite.Model.GetRootAs(data, 0)
         builder = _Builder(model, data, name, path)
-        builder.rounding = ROUNDINGS[rounding]
+        builder.rounding = rounding
         return builder.build()
     except (struct.error, IndexError, ValueError, TypeError, AttributeError) as e:
         # flatbuffers reads past the end of a truncated file, or offsets that point nowhere.
@@ -66,7 +65,7 @@ class _Builder:
         self.tensors: list[TensorInfo] = []
         self.index = 0  # the subgraph this builder converts
         self.active: tuple[int, ...] = (0,)  # the subgraphs being converted, outermost first
-        self.rounding = ROUNDINGS["litert"]  # the requantisation quantized outputs are marked with
+        self.rounding = "litert"  # whose requantisation quantized outputs are marked with (context.py)
 
     def build(self) -> Graph:
         m = self.model
