@@ -83,6 +83,7 @@ def fixed_point(m: float) -> tuple[int, int]:
 # a power of two, each half away from zero. Measured: LiteRT 2.x's reference kernels round twice except its
 # FULLY_CONNECTED (once); TFLite Micro's round twice everywhere.
 SINGLE, DOUBLE = 1, 2
+TFL_DIVIDE = 3 * 64 + 1  # a shift code: acc / mult rounded half away from zero (TFLite's int8 AVERAGE_POOL_2D)
 
 
 def tflite_multiplier(real: float, rounding: int) -> tuple[int, int]:

@@ -17,7 +17,7 @@ from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node, Value
 from ember.ops import registry
 from ember.ops.opdef import Int8
-from ember.ops.qlinear import BYTE_TYPES, fixed_point
+from ember.ops.qlinear import BYTE_TYPES, TFL_DIVIDE, fixed_point, tflite_multiplier
 from ember.ops.qpointwise import QAddParams, QAvgPoolParams, QLutTable, QMeanParams, QMulParams, QOut
 
 
@@ -250,9 +250,14 @@ def _fold_binary(graph: Graph, node: Node, q: Q, a: DQ, b: DQ, bounds: tuple[flo
     za, zb = int(a.zp[0]), int(b.zp[0])
     lo, hi = _out(q).lo, _out(q).hi
     if bounds is not None:  # clamping the real value commutes with the monotone quantization
-        lo = max(lo, int(q.quantize(bounds[0]))) if bounds[0] > -math.inf else lo
-        hi = min(hi, int(q.quantize(bounds[1]))) if bounds[1] < math.inf else hi
-    if node.op == "Mul":
+        quantize = q.quantize_tflite if q.rounding else (lambda r: int(q.quantize(r)))
+        lo = max(lo, quantize(bounds[0])) if bounds[0] > -math.inf else lo
+        hi = min(hi, quantize(bounds[1])) if bounds[1] < math.inf else hi
+    if node.op == "Mul" and q.rounding:  # TFLite's MUL: (a - za) * (b - zb) requantised by its multiplier
+        real = float(np.float32(np.float32(a.scale[0]) * np.float32(b.scale[0])) / q.scale)
+        mult, k = tflite_multiplier(real, q.rounding)
+        attr, params = "_qmul", QMulParams(za, zb, mult, k + 64 * q.rounding, QOut(q.zp, lo, hi))
+    elif node.op == "Mul":
         mult, shift = fixed_point(float(np.float32(a.scale[0]) * np.float32(b.scale[0]) / q.scale))
         attr, params = "_qmul", QMulParams(za, zb, mult, shift, QOut(q.zp, lo, hi))
     else:
@@ -270,6 +275,11 @@ def _fold_binary(graph: Graph, node: Node, q: Q, a: DQ, b: DQ, bounds: tuple[flo
 
 def _avgpool(graph: Graph, node: Node, x: DQ, q: Q) -> Node:
     kvol = math.prod(node.attrs["kernel_shape"])
+    if q.rounding and x.scale[0] == q.scale and int(x.zp[0]) == q.zp and not node.attrs.get("count_include_pad"):
+        # TFLite's: the raw bytes' sum divided by the count, half away from zero (quant.c TFL_DIVIDE)
+        counts = (1, *range(1, kvol + 1))
+        spec = QAvgPoolParams(0, counts, (TFL_DIVIDE,) * (kvol + 1), QOut(0, _out(q).lo, _out(q).hi))
+        return Node("QAvgPool", graph.unique_name(f"{node.name}_int8"), [x.q], [q.out], {**node.attrs, "_qpool": spec})
     pairs = [(0, 1)] + [fixed_point(float(x.scale[0]) / (float(q.scale) * c)) for c in range(1, kvol + 1)]
     spec = QAvgPoolParams(int(x.zp[0]), tuple(p[0] for p in pairs), tuple(p[1] for p in pairs), _out(q))
     return Node("QAvgPool", graph.unique_name(f"{node.name}_int8"), [x.q], [q.out], {**node.attrs, "_qpool": spec})

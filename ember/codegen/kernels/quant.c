@@ -49,7 +49,7 @@ EMBER_INLINE ember_qsat_i ember_q_saturate16(const float *x, float sc, int32_t z
  * k - 1 exactly when the dropped fraction is above one half, or is one half and the kept part odd. */
 #define EMBER_Q_RND(T, k) ((((T)1) << ((k) - 1)) - 1)
 #define EMBER_Q_ROUND_SHIFT(p, k, rnd) (((p) + (rnd) + (((p) >> (k)) & 1)) >> (k))
-/* TFLite's requantisations (ember/ops/qlinear.py `tflite_requant`), chosen by the shift's high bits so that
+/* TFLite's requantisations (ember/ops/qlinear.py `tflite_requant`, TFL_DIVIDE), chosen by the shift's high bits so that
  * every kernel's (mult, shift) interface carries them: shift = 64 + k, LiteRT's (built with
  * TFLITE_SINGLE_ROUNDING): (acc * mult + 2^(k-1)) >> k, half up; shift = 128 + k, TFLite Micro's
  * MultiplyByQuantizedMultiplier: acc * 2^max(31-k, 0) (int32), SaturatingRoundingDoublingHighMul by mult
@@ -59,6 +59,10 @@ EMBER_INLINE int64_t ember_q_scale_tfl(int64_t acc, int32_t mult, int shift) {
     const int k = shift & 63;
     int64_t a, p, h;
     int rs;
+    if (shift >= 3 * EMBER_Q_TFL) { /* 192 + k: TFLite's average pool, acc / mult half away from zero */
+        const int64_t half = mult / 2;
+        return acc > 0 ? (acc + half) / mult : (acc - half) / mult;
+    }
     if (shift < 2 * EMBER_Q_TFL) return (acc * mult + ((int64_t)1 << (k - 1))) >> k;
     a = k < 31 ? acc * ((int64_t)1 << (31 - k)) : acc;
     a = a < -2147483647 - 1 ? -2147483647 - 1 : a > 2147483647 ? 2147483647 : a; /* int32, as TFLite's (its overflow is UB) */

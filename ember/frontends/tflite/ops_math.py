@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember.frontends.tflite import exact
 from ember.frontends.tflite.context import OpContext
 
 
@@ -46,7 +47,13 @@ def _clip(lo: float, hi: float):
 
 
 def leaky_relu(ctx: OpContext) -> None:
-    ctx.output(0, ctx.emit("LeakyRelu", [ctx.input(0)], {"alpha": float(ctx.options.Alpha())}))
+    alpha = float(ctx.options.Alpha())
+    if exact.int8_unary(ctx):  # TFLite's integer arithmetic, as a table
+        table = exact.leaky_relu_table(ctx, alpha)
+        if table is not None:
+            ctx.output(0, exact.lut(ctx, table))
+            return
+    ctx.output(0, ctx.emit("LeakyRelu", [ctx.input(0)], {"alpha": alpha}))
 
 
 def prelu(ctx: OpContext) -> None:
