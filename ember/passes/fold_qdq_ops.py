@@ -17,7 +17,7 @@ from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node, Value
 from ember.ops import registry
 from ember.ops.opdef import Int8
-from ember.ops.qlinear import BYTE_TYPES, TFL_DIVIDE, fixed_point, tflite_multiplier
+from ember.ops.qlinear import BYTE_TYPES, DOUBLE, TFL_DIVIDE, fixed_point, tflite_multiplier
 from ember.ops.qpointwise import QAddParams, QAvgPoolParams, QLutTable, QMeanParams, QMulParams, QOut
 
 
@@ -257,6 +257,12 @@ def _fold_binary(graph: Graph, node: Node, q: Q, a: DQ, b: DQ, bounds: tuple[flo
         real = float(np.float32(np.float32(a.scale[0]) * np.float32(b.scale[0])) / q.scale)
         mult, k = tflite_multiplier(real, q.rounding)
         attr, params = "_qmul", QMulParams(za, zb, mult, k + 64 * q.rounding, QOut(q.zp, lo, hi))
+    elif q.rounding:  # TFLite's ADD/SUB: both inputs at 2^20 / (2 max scale), then the output's multiplier
+        twice = 2.0 * float(max(np.float32(a.scale[0]), np.float32(b.scale[0])))
+        reals = (float(a.scale[0]) / twice, float(b.scale[0]) / twice, twice / (2.0**20 * float(q.scale)))
+        codes = [(m, k + 64 * DOUBLE) for m, k in (tflite_multiplier(r, DOUBLE) for r in reals)]
+        tfl = (*codes[0], *codes[1], *codes[2], int(node.op == "Sub"))
+        attr, params = "_qadd", QAddParams(za, zb, 0, 0, 64, QOut(q.zp, lo, hi), tfl)
     elif node.op == "Mul":
         mult, shift = fixed_point(float(np.float32(a.scale[0]) * np.float32(b.scale[0]) / q.scale))
         attr, params = "_qmul", QMulParams(za, zb, mult, shift, QOut(q.zp, lo, hi))
