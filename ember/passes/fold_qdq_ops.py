@@ -155,6 +155,8 @@ def fold_pointwise(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> Non
         new.outputs = [q.out]
     elif node.op == "AveragePool" and 3 <= x.q.type.rank <= 5:
         new = _avgpool(graph, node, x, q)
+    elif node.op == "GlobalAveragePool" and q.rounding:
+        new = _tflite_mean(graph, node, x, q)
     elif node.op == "GlobalAveragePool":
         s = math.prod(x.q.shape[2:])
         mult, shift = fixed_point(float(x.scale[0]) / (float(q.scale) * s))
@@ -163,6 +165,17 @@ def fold_pointwise(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> Non
     else:
         return
     _swap(graph, node, q, new)
+
+
+def _tflite_mean(graph: Graph, node: Node, x: DQ, q: Q) -> Node:
+    """TFLite's int8 MEAN (QuantizedMeanOrSum): the multiplier of x_scale / y_scale with 1/n folded into
+    it in integers, (M << s) / n for s = floor(log2 n) (at most 32), and the shift raised by s."""
+    n = math.prod(x.q.shape[2:])
+    mult, k = tflite_multiplier(float(x.scale[0]) / float(q.scale), q.rounding)
+    s = min(n.bit_length() - 1, 32, 31 + (31 - k))
+    mult, k = ((mult << s) // n, k + s) if k + s <= 62 else (0, 1)  # past 2^-62: every mean is 0
+    return Node("QMean", graph.unique_name(f"{node.name}_int8"), [x.q], [q.out],
+                {"_qmean": QMeanParams(int(x.zp[0]), mult, k + 64 * q.rounding, _out(q))})
 
 
 def _swap(graph: Graph, node: Node, q: Q, new: Node, before: list[Node] | None = None) -> None:

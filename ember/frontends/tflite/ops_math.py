@@ -79,6 +79,15 @@ def _reduce(op: str):
         rank = x.type.rank
         axes = sorted({int(a) % rank for a in np.asarray(ctx.const_array(1, "axes")).reshape(-1)})
         keep = int(bool(ctx.options.KeepDims())) if ctx.options is not None else 0
+        if op == "ReduceMean" and rank == 4 and axes == [1, 2] and exact.int8_unary(ctx):
+            # a global average of int8: the integer kernel with TFLite's arithmetic (passes/fold_qdq_ops.py)
+            y = ctx.emit("GlobalAveragePool", [ctx.input(0, nchw=True)])
+            if keep:
+                ctx.output(0, y, nchw=True)
+            else:  # [N, C, 1, 1] -> [N, C] as int8
+                y = ctx.quantize(y, ctx.out_info())
+                ctx.output(0, ctx.emit("Reshape", [y, ctx.const(list(ctx.out_info().shape), what="shape")]))
+            return
         y = ctx.emit(op, [x, ctx.const(axes, what="axes")], {"keepdims": keep})
         ctx.output(0, y)
 
