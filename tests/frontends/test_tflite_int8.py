@@ -33,7 +33,8 @@ APPROXIMATE = {"op_transpose_conv_int8": (1, 0.1),
                "reduce_misc_int8": (1, 1.0), "resize_space_int8": (1, 1.0), "kws_cnn_int8_float_io": (1, 1.0)}
 
 
-def _micro(path: Path, xs: list[np.ndarray], n_out: int) -> list[np.ndarray]:
+def micro_outputs(path: Path, xs: list[np.ndarray], n_out: int) -> list[np.ndarray]:
+    """TFLite Micro's outputs (its reference kernels) for the inputs xs."""
     runtime = pytest.importorskip("tflite_micro.python.tflite_micro.runtime")
     interp = runtime.Interpreter.from_file(str(path), arena_size=1 << 20)
     for i, x in enumerate(xs):
@@ -67,7 +68,7 @@ def _check_exact(path: Path, name: str, tmp_path: Path, opt_level: int) -> None:
     micro = ember.compile(path, tmp_path / "micro", name=name, opt_level=opt_level, tflite_rounding="micro")
     for xs in _inputs(interp):
         _assert_same(name, run_litert(interp, xs), run_ember(lite, interp, xs), "LiteRT")
-        _assert_same(name, _micro(path, xs, n_out), run_ember(micro, interp, xs), "TFLite Micro")
+        _assert_same(name, micro_outputs(path, xs, n_out), run_ember(micro, interp, xs), "TFLite Micro")
 
 
 @pytest.mark.parametrize("op", EXACT_OPS)
