@@ -67,3 +67,140 @@ def int8_unary(ctx: OpContext) -> bool:
     xi, yo = ctx.info(0), ctx.out_info()
     return (xi.dtype is DType.INT8 and yo.dtype is DType.INT8 and xi.quant is not None and yo.quant is not None
             and xi.quant.axis is None and yo.quant.axis is None)
+
+
+# LOGISTIC and TANH --------------------------------------------------------------------------------
+# LiteRT's int8 kernels (reference and optimized) look results up in a table its Prepare fills in float
+# (PopulateLookupTable); TFLite Micro's compute them in fixed point (gemmlowp's logistic and tanh of a Q4.27
+# input). Both are reproduced here for every int8 input.
+
+def _q(ctx: OpContext, i: int | None) -> tuple[float, int]:
+    t = ctx.out_info() if i is None else ctx.info(i)
+    assert t.quant is not None
+    return _f32(t.quant.scale.reshape(-1)[0]), int(t.quant.zero_point.reshape(-1)[0])
+
+
+def float_table(ctx: OpContext, fn: str) -> np.ndarray:
+    """PopulateLookupTable: float32 dequantize, the function (libm's, correctly rounded here), times
+    1/scale, std::round (half away from zero), plus the zero point, saturated."""
+    (sx, zx), (sy, zy) = _q(ctx, 0), _q(ctx, None)
+    real = (np.float32(sx) * (INT8_CODES - zx).astype(np.float32)).astype(np.float32)
+    if fn == "logistic":
+        e = np.exp(-real.astype(np.float64)).astype(np.float32)
+        out = (np.float32(1.0) / (np.float32(1.0) + e)).astype(np.float32)
+    else:
+        out = np.tanh(real.astype(np.float64)).astype(np.float32)
+    scaled = (out * np.float32(np.float32(1.0) / np.float32(sy))).astype(np.float32)
+    rounded = np.sign(scaled) * np.floor(np.abs(scaled) + np.float32(0.5))
+    return np.clip(rounded.astype(np.int64) + zy, -128, 127)
+
+
+_I32 = 1 << 32
+
+
+def _wrap(v: int) -> int:
+    return (v + (1 << 31)) % _I32 - (1 << 31)
+
+
+def _srdhm(a: int, b: int) -> int:
+    """SaturatingRoundingDoublingHighMul on int32."""
+    if a == b == -(1 << 31):
+        return (1 << 31) - 1
+    ab = a * b
+    p = ab + ((1 << 30) if ab >= 0 else 1 - (1 << 30))
+    return p >> 31 if p >= 0 else -((-p) >> 31)
+
+
+def _rdbpot(x: int, e: int) -> int:
+    """RoundingDivideByPOT: x / 2^e rounded half away from zero."""
+    mask = (1 << e) - 1
+    return (x >> e) + int((x & mask) > (mask >> 1) + int(x < 0))
+
+
+def _sat_shl(x: int, e: int) -> int:
+    """SaturatingRoundingMultiplyByPOT for a positive exponent."""
+    lim = (1 << (31 - e)) - 1
+    return (1 << 31) - 1 if x > lim else -(1 << 31) if x < -lim else x << e
+
+
+def _exp_quarter(a: int) -> int:
+    """exp on [-1/4, 0) in Q0.31: its Taylor polynomial around -1/8."""
+    c, third = 1895147668, 715827883  # exp(-1/8), 1/3
+    x = _wrap(a + (1 << 28))
+    x2 = _srdhm(x, x)
+    x3 = _srdhm(x2, x)
+    x4 = _srdhm(x2, x2)
+    poly = _rdbpot(_wrap(_srdhm(_wrap(_rdbpot(x4, 2) + x3), third) + x2), 1)
+    return _wrap(c + _srdhm(c, _wrap(x + poly)))
+
+
+_BARREL = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308), (2, 39332535), (3, 720401))
+
+
+def _half_sum(a: int, b: int) -> int:
+    """RoundingHalfSum: (a + b) / 2, half away from zero."""
+    s = a + b + (1 if a + b >= 0 else -1)
+    return s // 2 if s >= 0 else -((-s) // 2)
+
+
+def _reciprocal(a: int) -> int:
+    """1 / (1 + a) in Q2.29 for a in Q0.31 [0, 1]: three Newton-Raphson steps from 48/17 - 32/17 d, with
+    d = (1 + a) / 2 (gemmlowp's one_over_one_plus_x_for_x_in_0_1 before its final rescale)."""
+    d = _half_sum(a, (1 << 31) - 1)
+    x = _wrap(1515870810 + _srdhm(d, -1010580540))  # 48/17, -32/17 in Q2.29
+    for _ in range(3):
+        x = _wrap(x + _sat_shl(_srdhm(x, _wrap((1 << 29) - _srdhm(d, x))), 2))
+    return x
+
+
+def _exp_neg(a: int, bits: int) -> int:
+    """exp of a <= 0 held in Q(bits).(31 - bits), in Q0.31: exp of a's part in [-1/4, 0), then a factor
+    exp(-2^e) for each set bit of the rest (gemmlowp's exp_on_negative_values)."""
+    frac = 31 - bits
+    quarter = 1 << (frac - 2)
+    mod = _wrap((a & (quarter - 1)) - quarter)
+    result = _exp_quarter(_sat_shl(mod, bits))
+    remainder = _wrap(mod - a)
+    for exponent, mult in (*_BARREL, (4, 242)):
+        if bits > exponent and remainder & (1 << (frac + exponent)):
+            result = _srdhm(result, mult)
+    return (1 << 31) - 1 if a == 0 else result
+
+
+def _logistic_q4(a: int) -> int:
+    """gemmlowp's logistic of a Q4.27 value, in Q0.31."""
+    if a == 0:
+        return 1 << 30
+    pos = _sat_shl(_reciprocal(_exp_neg(-abs(a), 4)), 1)  # x / 2 as Q1.30, rescaled to Q0.31
+    return pos if a > 0 else _wrap((1 << 31) - 1 - pos)
+
+
+def _tanh_q4(a: int) -> int:
+    """gemmlowp's tanh of a Q4.27 value, in Q0.31: (1 - e) / (1 + e) for e = exp(-2 |a|) (the raw value
+    of -|a| read as Q5.26)."""
+    if a == 0:
+        return 0
+    t = _sat_shl(_wrap(_reciprocal(_exp_neg(-abs(a), 5)) - (1 << 29)), 2)
+    return -t if a < 0 else t
+
+
+def micro_table(ctx: OpContext, fn: str) -> np.ndarray | None:
+    """TFLite Micro's int8 LOGISTIC (output scale 1/256, zero point -128) or TANH (1/128, 0)."""
+    (sx, zx), (sy, zy) = _q(ctx, 0), _q(ctx, None)
+    if (sy, zy) != ((1 / 256, -128) if fn == "logistic" else (1 / 128, 0)):
+        return None
+    q, shift = np.frexp(float(sx) * float(1 << 27))
+    mult = int(np.floor(abs(q) * (1 << 31) + 0.5))
+    radius = int(np.floor(15.0 * (1 << 27) / 2.0**shift))
+    out = []
+    for v in (INT8_CODES - zx).tolist():
+        if v <= -radius or v >= radius:
+            out.append(-128 if v <= -radius else 127)
+            continue
+        a = _srdhm(v << int(shift) if shift > 0 else v, mult)  # |v| < radius: no overflow
+        a = _rdbpot(a, -int(shift)) if shift < 0 else a
+        if fn == "logistic":
+            out.append(min(max(_rdbpot(_logistic_q4(a), 23) - 128, -128), 127))
+        else:
+            out.append(min(max(_rdbpot(_tanh_q4(a), 24), -128), 127))
+    return np.asarray(out, np.int64)

@@ -56,6 +56,19 @@ def leaky_relu(ctx: OpContext) -> None:
     ctx.output(0, ctx.emit("LeakyRelu", [ctx.input(0)], {"alpha": alpha}))
 
 
+def _sigmoid_like(fn: str, op: str):
+    """LOGISTIC / TANH: on int8, a table of the interpreter's own results (exact.py), else the float op."""
+    def convert(ctx: OpContext) -> None:
+        if exact.int8_unary(ctx):
+            table = exact.micro_table(ctx, fn) if ctx.b.rounding == "micro" else exact.float_table(ctx, fn)
+            if table is not None:
+                ctx.output(0, exact.lut(ctx, table))
+                return
+        ctx.output(0, ctx.emit(op, [ctx.input(0)]))
+
+    return convert
+
+
 def prelu(ctx: OpContext) -> None:
     ctx.output(0, ctx.emit("PRelu", [ctx.input(0), ctx.input(1)]))
 
@@ -187,7 +200,8 @@ CONVERTERS = {
     "EXP": _unary("Exp"), "LOG": _unary("Log"), "SQRT": _unary("Sqrt"), "RSQRT": rsqrt, "ABS": _unary("Abs"),
     "NEG": _unary("Neg"), "FLOOR": _unary("Floor"), "CEIL": _unary("Ceil"),
     "RELU": _unary("Relu"), "RELU6": _clip(0.0, 6.0), "RELU_N1_TO_1": _clip(-1.0, 1.0),
-    "LEAKY_RELU": leaky_relu, "PRELU": prelu, "LOGISTIC": _unary("Sigmoid"), "TANH": _unary("Tanh"),
+    "LEAKY_RELU": leaky_relu, "PRELU": prelu, "LOGISTIC": _sigmoid_like("logistic", "Sigmoid"),
+    "TANH": _sigmoid_like("tanh", "Tanh"),
     "HARD_SWISH": _unary("HardSwish"), "GELU": gelu, "SOFTMAX": softmax,
     "MEAN": _reduce("ReduceMean"), "SUM": _reduce("ReduceSum"), "REDUCE_MAX": _reduce("ReduceMax"),
     "ARG_MAX": _arg("ArgMax"), "ARG_MIN": _arg("ArgMin"),
