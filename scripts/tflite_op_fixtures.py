@@ -36,6 +36,7 @@ def op_models() -> dict[str, tuple[Callable, int]]:
         "tanh": (lambda a: tf.nn.tanh(a * 3.0), 1),
         "logistic_alone": (tf.nn.sigmoid, 1),  # the model's input is the operator's: rescale_input
         "tanh_alone": (tf.nn.tanh, 1),
+        "hard_swish_alone": (lambda a: a * tf.nn.relu6(a + 3.0) / 6.0, 1),  # one HARD_SWISH operator
         "hard_swish": (lambda a: a * tf.nn.relu6(a * 4.0 + 3.0) / 6.0, 1),
         "softmax": (lambda a: tf.nn.softmax(a * 2.0), 1),
         "mean": (lambda a: tf.reduce_mean(a, [1, 2], keepdims=True), 1),
@@ -48,10 +49,11 @@ def op_specs(n: int) -> list[tf.TensorSpec]:
 
 
 # Input scales at which TFLite Micro's fixed-point LOGISTIC / TANH and LiteRT's float table disagree on some
-# int8 input (found by comparing ember/frontends/tflite/exact.py's two tables, input zero point 0): the op_
-# models with their input scale rewritten, so each interpreter's own results are tested.
+# int8 input (found by comparing ember/frontends/tflite/exact.py's two tables, input zero point 0), and one
+# at which HARD_SWISH's integer kernel and a float table do: the op_ models with their input scale rewritten.
 RESCALED = {"logistic_rescaled": ("logistic_alone", 0.011914488859474659),
-            "tanh_rescaled": ("tanh_alone", 0.02025909163057804)}
+            "tanh_rescaled": ("tanh_alone", 0.02025909163057804),
+            "hard_swish_rescaled": ("hard_swish_alone", 0.0328582301735878)}
 
 
 def rescale_input(model: bytes, scale: float) -> bytes:

@@ -23,7 +23,7 @@ from tests.frontends.tflite_support import FIXTURES, inputs_for, litert, run_emb
 # One-operator models (scripts/tflite_op_fixtures.py), each bit-exact with both interpreters.
 EXACT_OPS = ["add", "add_relu", "sub", "mul", "concat", "conv_relu6", "depthwise", "fully_connected", "avgpool",
              "maxpool", "leaky_relu", "logistic", "tanh", "hard_swish", "softmax", "mean", "logistic_rescaled",
-             "tanh_rescaled"]
+             "tanh_rescaled", "hard_swish_rescaled"]
 # Networks bit-exact with both (name -> opt level of the LiteRT build: one at -O3 takes the tuned kernel paths).
 EXACT_NETWORKS = {"conv_pool_int8": 3, "kws_cnn_int8": 1, "mobilenet_like_int8": 1, "matmul_ops_int8": 1}
 # Models with operators TFLite Micro lacks (STRIDED_SLICE of rank 5, TILE, ...): bit-exact with LiteRT

@@ -1,4 +1,5 @@
-"""TFLite's integer arithmetic for int8 operators whose result is a function of one byte: the 256 outputs
+"""TFLite's integer arithmetic for int8 operators whose result is a function of one byte (LEAKY_RELU,
+HARD_SWISH, LOGISTIC, TANH): the 256 outputs
 computed here, at compile time, exactly as TFLite's kernels compute them, become a QLut table (the same
 kernel as ember's own int8 lookups), so the bundle is bit-exact with LiteRT and TFLite Micro.
 
@@ -204,3 +205,60 @@ def micro_table(ctx: OpContext, fn: str) -> np.ndarray | None:
         else:
             out.append(min(max(_rdbpot(_tanh_q4(a), 24), -128), 127))
     return np.asarray(out, np.int64)
+
+
+# HARD_SWISH ---------------------------------------------------------------------------------------
+# Both interpreters run TFLite's reference int8 kernel: 16-bit fixed point on a "hires" input scale
+# (input scale / 128), a relu-ish factor in [0, 1] and an output multiplier, each from QuantizeMultiplier of a
+# float32 ratio cut to 16 bits (DownScaleInt32ToInt16Multiplier).
+
+def _i16(v: int) -> int:
+    return (v + (1 << 15)) % (1 << 16) - (1 << 15)
+
+
+def _srdhm16(a: int, b: int) -> int:
+    """gemmlowp's SaturatingRoundingDoublingHighMul on int16."""
+    if a == b == -(1 << 15):
+        return (1 << 15) - 1
+    ab = a * b
+    p = ab + ((1 << 14) if ab >= 0 else 1 - (1 << 14))
+    return _i16(p // (1 << 15) if p >= 0 else -((-p) // (1 << 15)))
+
+
+def _sat16(v: int) -> int:
+    return max(-(1 << 15), min((1 << 15) - 1, v))
+
+
+def _int16_multiplier(real: float) -> tuple[int, int]:
+    """QuantizeMultiplier then DownScaleInt32ToInt16Multiplier: (Q15 significand, exponent)."""
+    m, k = tflite_multiplier(real, SINGLE)
+    if m == 0:
+        return 0, 0
+    m16 = (1 << 15) - 1 if m >= (1 << 31) - 1 - (1 << 15) else (m + (1 << 15)) >> 16
+    return m16, 31 - k
+
+
+def hard_swish_table(ctx: OpContext) -> np.ndarray | None:
+    """TFLite's int8 HARD_SWISH (reference_ops::HardSwish) for the 256 inputs."""
+    (sx, zx), (sy, zy) = _q(ctx, 0), _q(ctx, None)
+    hires = np.float32(np.float32(1.0 / 128.0) * np.float32(sx))
+    out_m, out_e = _int16_multiplier(float(np.float32(hires / np.float32(sy))))
+    relu_m, relu_e = _int16_multiplier(float(np.float32(hires / np.float32(3.0 / 32768.0))))
+    if out_e > 0:
+        return None  # TFLite refuses such a model
+    table = []
+    for v in (INT8_CODES - zx).tolist():
+        x = _i16(v * 128)
+        pre = _srdhm16(x, out_m)
+        r = x
+        if relu_e > 0:
+            r = _sat16(r << (relu_e - 1))
+        r = _srdhm16(r, relu_m)
+        if relu_e > 0:
+            r = _sat16(r << 1)
+        elif relu_e < 0:
+            r = _rdbpot(r, -relu_e)
+        r = (r + (1 << 15)) >> 1
+        prod = _i16(int(r * pre / (1 << 15)))  # SaturatingDoublingHighMul: truncates toward zero
+        table.append(min(max(_rdbpot(prod, -out_e) + zy, -128), 127))
+    return np.asarray(table, np.int64)

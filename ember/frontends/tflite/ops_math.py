@@ -69,6 +69,11 @@ def _sigmoid_like(fn: str, op: str):
     return convert
 
 
+def hard_swish(ctx: OpContext) -> None:
+    table = exact.hard_swish_table(ctx) if exact.int8_unary(ctx) else None
+    ctx.output(0, exact.lut(ctx, table) if table is not None else ctx.emit("HardSwish", [ctx.input(0)]))
+
+
 def prelu(ctx: OpContext) -> None:
     ctx.output(0, ctx.emit("PRelu", [ctx.input(0), ctx.input(1)]))
 
@@ -202,7 +207,7 @@ CONVERTERS = {
     "RELU": _unary("Relu"), "RELU6": _clip(0.0, 6.0), "RELU_N1_TO_1": _clip(-1.0, 1.0),
     "LEAKY_RELU": leaky_relu, "PRELU": prelu, "LOGISTIC": _sigmoid_like("logistic", "Sigmoid"),
     "TANH": _sigmoid_like("tanh", "Tanh"),
-    "HARD_SWISH": _unary("HardSwish"), "GELU": gelu, "SOFTMAX": softmax,
+    "HARD_SWISH": hard_swish, "GELU": gelu, "SOFTMAX": softmax,
     "MEAN": _reduce("ReduceMean"), "SUM": _reduce("ReduceSum"), "REDUCE_MAX": _reduce("ReduceMax"),
     "ARG_MAX": _arg("ArgMax"), "ARG_MIN": _arg("ArgMin"),
     "REDUCE_MIN": _reduce("ReduceMin"), "REDUCE_PROD": _reduce("ReduceProd"),
