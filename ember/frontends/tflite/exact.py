@@ -1,7 +1,7 @@
 """TFLite's integer arithmetic for int8 operators whose result is a function of one byte (LEAKY_RELU,
-HARD_SWISH, LOGISTIC, TANH): the 256 outputs
-computed here, at compile time, exactly as TFLite's kernels compute them, become a QLut table (the same
-kernel as ember's own int8 lookups), so the bundle is bit-exact with LiteRT and TFLite Micro.
+HARD_SWISH, LOGISTIC, TANH): the 256 outputs computed here, at compile time, exactly as TFLite's kernels
+compute them, become a QLut table (the same kernel as ember's own int8 lookups), so the bundle is bit-exact
+with LiteRT and TFLite Micro.
 
 Formulas follow TFLite's kernels (tensorflow/lite/kernels/internal/reference/*.h and each op's Prepare):
 multipliers from QuantizeMultiplier (ops/qlinear.py `tflite_multiplier`), MultiplyByQuantizedMultiplier with
