@@ -12,12 +12,18 @@ once on its QEMU board with a fixed-seed int8 input:
   NAME.o in the linked ELF) plus the constant weights.
 - RAM: the bundle's mutable region (inputs, outputs) + activation region + the firmware's measured stack
   high-water mark right after the call (painted at reset; main's frame included).
-- TFLM: TFLite Micro's arena for the same architecture as a full-int8 TFLite file, ESTIMATED by re-implementing
-  its GreedyMemoryPlanner on the file's tensors (benchmarks/tflm_arena.py: a lower bound, without TFLM's
-  persistent allocations and kernel scratch); RAM/TFLM compares ember's RAM with that.
+- TFLM: TFLite Micro's arena for the same architecture as a full-int8 TFLite file, MEASURED by allocating it in
+  tflite-micro's interpreter (benchmarks/tflm_arena.py): the total by which users size `tensor_arena`
+  (planned tensors, the model's input and output included, plus persistent data); `TFLM head` is its planned
+  tensors alone. RAM/TFLM compares ember's RAM with the total.
+- What both count: ember's RAM includes its input and output buffers (the mutable region) as TFLM's arena
+  includes its input and output tensors; ember's also includes the stack, TFLM's figure does not.
 - exact: the core's outputs are byte-identical to the host int8 bundle's.
 
-    python benchmarks/bench_mcu.py [--models kws,vww,ic,ad] [--cores cortex-m0,...] [--no-tflm]
+With --reuse-inputs the bundles are compiled so (ember compile --reuse-inputs): the input's bytes take
+intermediates once read, as TFLM's arena does; everything is then in the mutable region (act = 0).
+
+    python benchmarks/bench_mcu.py [--models kws,vww,ic,ad] [--cores cortex-m0,...] [--no-tflm] [--reuse-inputs]
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import ember  # noqa: E402
-from benchmarks import mlperf_tiny  # noqa: E402
+from benchmarks import mlperf_tiny, tflm_arena  # noqa: E402
 from ember import cli  # noqa: E402
 from tests.support import mcu  # noqa: E402
 
@@ -48,7 +54,7 @@ M55_SPEEDUP_GOAL = {"kws": 2.0, "vww": 2.0}
 CALIBRATION_SAMPLES = 8
 
 
-def int8_bundle(name: str, work: Path, target: str) -> ember.Bundle:
+def int8_bundle(name: str, work: Path, target: str, reuse_inputs: bool = False) -> ember.Bundle:
     """The model's int8 bundle (int8 I/O) for `target`, profiling once per work folder."""
     model = work / "models" / f"{name}.onnx"
     profile = work / "models" / f"{name}.yaml"
@@ -58,8 +64,9 @@ def int8_bundle(name: str, work: Path, target: str) -> ember.Bundle:
         np.save(data, mlperf_tiny.calibration(name, CALIBRATION_SAMPLES))
         with contextlib.redirect_stdout(io.StringIO()):
             assert cli.main(["profile", str(model), str(data), "-o", str(profile)]) == 0
-    return ember.compile(str(model), work / "bundles" / name / target, quantize="int8", profile=str(profile),
-                         io="int8", target=target)
+    folder = work / ("bundles-reuse" if reuse_inputs else "bundles") / name / target
+    return ember.compile(str(model), folder, quantize="int8", profile=str(profile), io="int8", target=target,
+                         reuse_inputs=reuse_inputs)
 
 
 def int8_input(bundle: ember.Bundle, seed: int = 6) -> dict[str, np.ndarray]:
@@ -89,14 +96,15 @@ def bundle_flash(elf: Path, obj: Path, constant: int) -> int:
     return constant + sum(size for name, kind, size, ro in symbols(elf) if ro and name in own)
 
 
-def bench(name: str, work: Path, cores: list[str], tflm: int | None) -> list[dict]:
+def bench(name: str, work: Path, cores: list[str], tflm: tflm_arena.Arena | None,
+          reuse_inputs: bool = False) -> list[dict]:
     host = int8_bundle(name, work, "host")
     x = int8_input(host)
     ref = host.run(x)
     macs = mlperf_tiny.macs(name)
     rows = []
     for core in cores:
-        bundle = int8_bundle(name, work, core)
+        bundle = int8_bundle(name, work, core, reuse_inputs)
         run = mcu.run_firmware(bundle.path, core, x, work / "runs" / name / core, count_instructions=True)
         mem = bundle.manifest["memory"]
         exact = all(run.outputs[k].tobytes() == v.tobytes() for k, v in ref.items())
@@ -107,18 +115,19 @@ def bench(name: str, work: Path, cores: list[str], tflm: int | None) -> list[dic
             "flash": bundle_flash(work / "runs" / name / core / "firmware.elf", bundle.path / f"{bundle.name}.o",
                                   mem["constant"]),
             "ram": ram, "mutable": mem["mutable"], "activations": mem["activations"], "stack": run.stack,
-            "tflm_arena_estimate": tflm, "ram_over_tflm": ram / tflm if tflm else None, "bit_exact": exact,
+            "tflm_arena": tflm.total if tflm else None, "tflm_head": tflm.head if tflm else None,
+            "ram_over_tflm": ram / tflm.total if tflm else None, "bit_exact": exact,
         })
         _print_row(rows[-1])
     return rows
 
 
 _HEAD = (f"{'model':5} {'core':10} {'board':10} {'instr':>12} {'MAC/ins':>7} {'flash B':>9} {'RAM B':>8} "
-         f"{'(mut+act+stack)':>22} {'TFLM est.':>9} {'RAM/TFLM':>8} exact")
+         f"{'(mut+act+stack)':>22} {'TFLM arena':>10} {'TFLM head':>9} {'RAM/TFLM':>8} exact")
 
 
 def _print_row(r: dict) -> None:
-    tflm = f"{r['tflm_arena_estimate']:>9,}" if r["tflm_arena_estimate"] else f"{'-':>9}"
+    tflm = (f"{r['tflm_arena']:>10,} {r['tflm_head']:>9,}" if r["tflm_arena"] else f"{'-':>10} {'-':>9}")
     ratio = f"{r['ram_over_tflm']:>7.2f}x" if r["ram_over_tflm"] else f"{'-':>8}"
     parts = f"{r['mutable']}+{r['activations']}+{r['stack']}"
     print(f"{r['model']:5} {r['core']:10} {r['board']:10} {r['instructions']:>12,} {r['macs_per_instruction']:>7.3f} "
@@ -137,7 +146,7 @@ def goals(rows: list[dict]) -> list[dict]:
         out.append({"what": f"{model} cortex-m4 instructions <= {goal:,.0f}", "value": r["instructions"],
                     "met": r["instructions"] <= goal})
         if r["ram_over_tflm"] is not None:
-            out.append({"what": f"{model} cortex-m4 RAM <= {RAM_OVER_TFLM_GOAL} x TFLM estimate",
+            out.append({"what": f"{model} cortex-m4 RAM <= {RAM_OVER_TFLM_GOAL} x TFLM arena",
                         "value": round(r["ram_over_tflm"], 3), "met": r["ram_over_tflm"] <= RAM_OVER_TFLM_GOAL})
         m55 = at.get((model, "cortex-m55"))
         if model in M55_SPEEDUP_GOAL and m55 is not None:
@@ -152,7 +161,8 @@ def main() -> int:
     ap.add_argument("--models", default=",".join(mlperf_tiny.MODELS))
     ap.add_argument("--cores", default=",".join(CORES))
     ap.add_argument("--work", default="benchmarks/.work/mcu", help="models, profiles, bundles, firmware go here")
-    ap.add_argument("--no-tflm", action="store_true", help="skip the TFLite conversion and the TFLM arena estimate")
+    ap.add_argument("--no-tflm", action="store_true", help="skip the TFLite conversion and the TFLM arena")
+    ap.add_argument("--reuse-inputs", action="store_true", help="compile with --reuse-inputs (module docstring)")
     ap.add_argument("--json", default="benchmarks/results/mcu.json")
     args = ap.parse_args()
     work = Path(args.work).resolve()  # the firmware build runs in its own folder
@@ -165,21 +175,20 @@ def main() -> int:
     print("Cores and QEMU boards (qemu-system-arm -icount; instructions of the entry-point call):")
     for core in cores:
         print(f"  {core:10} {mcu.BOARDS[core].machine:10} {mcu.BOARDS[core].core}")
-    print("TFLM est.: TFLite Micro GreedyMemoryPlanner re-implemented on the int8 .tflite (no persistent tail, "
-          "no kernel scratch: a lower bound of TFLM's arena)")
+    print("TFLM arena: measured in tflite-micro's interpreter on the full-int8 .tflite (x86-64 build, reference "
+          "kernels): total = head (planned tensors, I/O included) + tail (persistent); RAM/TFLM = RAM / total. "
+          "ember's RAM counts its I/O buffers (mut) and its stack.")
     print(_HEAD, flush=True)
     start, rows = time.perf_counter(), []
     for name in args.models.split(","):
         tflm = None
         if not args.no_tflm:
-            from benchmarks import tflm_arena
-
             path = work / "tflite" / f"{name}.tflite"
             if not path.exists():
                 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
                     tflm_arena.write_tflite(name, path)
-            tflm = tflm_arena.arena_estimate(path)
-        rows += bench(name, work, cores, tflm)
+            tflm = tflm_arena.tflm_arena(path)
+        rows += bench(name, work, cores, tflm, args.reuse_inputs)
     checks = goals(rows)
     if checks:
         print("Issue 23 criteria:")
@@ -188,7 +197,8 @@ def main() -> int:
     result = {
         "ember": ember.__version__, "qemu": "qemu-system-arm -icount, SysTick around the entry point",
         "weights": "random, fixed seeds (benchmarks/mlperf_tiny.py); int8 via ember profile, int8 I/O",
-        "tflm": "GreedyMemoryPlanner estimate on the full-int8 TFLite file (benchmarks/tflm_arena.py)",
+        "reuse_inputs": args.reuse_inputs,
+        "tflm": "arena measured by tflite-micro's interpreter on the full-int8 TFLite file (benchmarks/tflm_arena.py)",
         "boards": {c: {"machine": mcu.BOARDS[c].machine, "core": mcu.BOARDS[c].core} for c in cores},
         "rows": rows, "criteria": checks,
     }

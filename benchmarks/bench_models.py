@@ -9,6 +9,7 @@ ember's Bundle.run (inputs copied in, outputs out: "py"), onnxruntime with input
 optimizations and `--threads` intra-op threads. Prints a table naming the CPU and writes JSON.
 
     python benchmarks/bench_models.py [--models lenet5,resnet50] [--threads 1,2] [--rounds 50] [--json out.json]
+                                      [--tune]
 """
 
 from __future__ import annotations
@@ -93,6 +94,8 @@ def main() -> int:
     ap.add_argument("--ort-spin", action="store_true",
                     help="let onnxruntime's idle workers spin with several threads (default: they sleep, leaving "
                     "the cores to the ember run timed next)")
+    ap.add_argument("--tune", action="store_true",
+                    help="compile with ember --tune (choices kept in WORK/choices.json, so a rerun times nothing)")
     ap.add_argument("--work", default="benchmarks/.work", help="bundles go here")
     ap.add_argument("--cache", default="benchmarks/results/cache", help="exported models are kept here")
     ap.add_argument("--json", default="benchmarks/results/float32.json", help="write results here")
@@ -114,6 +117,8 @@ def main() -> int:
         row: dict[str, Any] = {"model": name, "note": MODELS[name][1], "by_threads": {}}
         for n in thread_counts:
             opts = {"cpu": args.cpu, **({"threads": n} if takes_threads else {})}
+            if args.tune:
+                opts.update(tune=True, tune_file=str(Path(args.work) / "choices.json"))
             t0 = time.perf_counter()
             bundle = ember.compile(model, Path(args.work) / "bundles" / name / f"t{n if takes_threads else 1}",
                                    weights_txt=False, **opts)

@@ -1,32 +1,39 @@
-"""The MLPerf Tiny models as full-int8 TFLite files, and an estimate of TensorFlow Lite Micro's arena for them.
+"""The MLPerf Tiny models as full-int8 TFLite files, and TensorFlow Lite Micro's arena for them, measured.
 
-tflite-micro cannot be installed here, so its arena is estimated by re-implementing the sizing of its
-default planner, GreedyMemoryPlanner (tensorflow/lite/micro/memory_planner/greedy_memory_planner.cc, with
-the lifetimes of micro_allocation_info.cc), on the TFLite file's tensors:
+The arena is measured with TFLite Micro itself (the `tflite-micro` package's Python interpreter, test extra):
+the file is loaded into an interpreter, which allocates every tensor the way firmware does, and its recording
+allocator reports what the allocation used (`print_allocations`, printed from C: read back from fd 2):
 
-- every non-constant tensor of the subgraph is a buffer of its byte size rounded up to 16
-  (MicroArenaBufferAlignment); its lifetime runs from the operator that writes it (graph inputs: 0) to the
-  last operator that reads it (graph outputs: the last operator), both inclusive;
-- buffers are placed largest first; each goes at the lowest offset, scanning the placed buffers whose
-  lifetimes overlap its own in offset order, where it fits in the gap before the next one;
-- the planned size is the highest end offset.
+- head: the non-persistent tensors as TFLM's GreedyMemoryPlanner places them (every activation, the
+  model's input and output tensors included) plus kernel scratch buffers;
+- tail: the persistent allocations (TfLiteEvalTensor and node structures, per-channel requantization
+  multipliers and shifts, the operators' user data);
+- total: head + tail, the `arena_used_bytes()` by which TFLM users size `tensor_arena`. This is the figure
+  bench_mcu.py compares ember's RAM with.
 
-What this leaves out, and the real arena adds: the persistent tail (TfLiteEvalTensor and node structures,
-per-channel requantization multipliers and shifts, the operators' user data) and kernel scratch buffers
-(CMSIS-NN's im2col / depthwise buffers). So this estimate is a LOWER bound of TFLM's arena, which favours
-TFLM in any comparison with it.
+What the measured number is: the x86-64 build of TFLM with its reference kernels. On a Cortex-M, the tail's
+structures hold 4-byte pointers instead of 8 (a few hundred bytes less), and CMSIS-NN kernels ask for scratch
+buffers (im2col, depthwise) that the reference kernels do not: both differences are small, in opposite
+directions, and the head (the tensors) is the same on every build.
 
 The Keras models follow the MLPerf Tiny reference training code (the same architectures as
 benchmarks/mlperf_tiny.py), random fixed-seed weights, full-int8 conversion with int8 input and output on
-fixed-seed random representative data.
+fixed-seed random representative data. The last layer of a classifier is rescaled so that its logits span
+about [-1, 1] on that data (kernel scaled to unit spread, bias spread over [-1, 1]): the random VWW network's
+features vanish, its logits are constant, and TFLM's int8 Softmax aborts (QuantizeMultiplierGreaterThanOne)
+on the resulting input scale of 1e-8. The arena depends on shapes, not on weights.
 
-    python benchmarks/tflm_arena.py [--out benchmarks/.work/tflite]    # writes NAME.tflite, prints estimates
+    python benchmarks/tflm_arena.py [--out benchmarks/.work/tflite]    # writes NAME.tflite, prints the arenas
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
+import os
+import re
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,8 +43,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.mlperf_tiny import MODELS, calibration  # noqa: E402
-
-ALIGN = 16  # MicroArenaBufferAlignment()
 
 
 # ----------------------------------------------------------------------------- Keras models
@@ -85,6 +90,19 @@ def _keras_model(name: str) -> Any:
     return keras.Model(inp, L.Dense(10, activation="softmax")(L.Flatten()(x)))
 
 
+def _unit_logits(model: Any, data: np.ndarray) -> None:
+    """Scales a final softmax Dense layer so that its logits have unit spread on `data` (module docstring)."""
+    import keras
+
+    last = model.layers[-1]
+    if not isinstance(last, keras.layers.Dense) or last.activation is not keras.activations.softmax:
+        return
+    features = keras.Model(model.inputs, last.input).predict(data, verbose=0)
+    kernel, bias = last.get_weights()
+    spread = max(float(np.std(features @ kernel)), 1.0)
+    last.set_weights([kernel / spread, np.linspace(-1.0, 1.0, bias.size, dtype=bias.dtype)])
+
+
 def write_tflite(name: str, path: Path, samples: int = 8) -> Path:
     """Convert the Keras model to a full-int8 TFLite file (int8 input and output); returns `path`."""
     import tensorflow as tf
@@ -98,6 +116,7 @@ def write_tflite(name: str, path: Path, samples: int = 8) -> Path:
         for x in data:
             yield [x[None]]
 
+    _unit_logits(model, data)
     conv = tf.lite.TFLiteConverter.from_keras_model(model)
     conv.optimizations = [tf.lite.Optimize.DEFAULT]
     conv.representative_dataset = representative
@@ -109,65 +128,43 @@ def write_tflite(name: str, path: Path, samples: int = 8) -> Path:
     return path
 
 
-# ----------------------------------------------------------------------------- the planner
+# ----------------------------------------------------------------------------- the measurement
 @dataclass(frozen=True)
-class Buffer:
-    size: int
-    first: int
-    last: int
+class Arena:
+    """TFLite Micro's arena for one model, in bytes (see the module docstring)."""
+
+    total: int
+    head: int
+    tail: int
 
 
-_BYTES = {0: 4, 1: 2, 2: 4, 3: 1, 4: 8, 6: 1, 7: 2, 9: 1, 10: 8}  # schema TensorType -> bytes per element
+def _captured_stderr(fn: Any) -> str:
+    """What `fn()` writes to file descriptor 2 (TFLM's MicroPrintf, which sys.stderr does not see)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as f:
+        os.dup2(f.fileno(), 2)
+        try:
+            fn()
+        finally:
+            ctypes.CDLL(None).fflush(None)
+            os.dup2(saved, 2)
+            os.close(saved)
+        f.seek(0)
+        return f.read().decode(errors="replace")
 
 
-def tflite_buffers(path: Path) -> list[Buffer]:
-    """The planned buffers of the file's first subgraph, as TFLM's allocation info builds them."""
-    import tflite
+def tflm_arena(path: Path, arena_size: int = 4 << 20) -> Arena:
+    """Allocates the model in a TFLite Micro interpreter (with an arena of `arena_size`, more than enough)
+    and returns what its allocation used."""
+    from tflite_micro.python.tflite_micro import runtime
 
-    model = tflite.Model.GetRootAsModel(path.read_bytes(), 0)
-    g = model.Subgraphs(0)
-    first: dict[int, int] = {i: 0 for i in g.InputsAsNumpy()}
-    last: dict[int, int] = {}
-    n_ops = g.OperatorsLength()
-    for i in range(n_ops):
-        op = g.Operators(i)
-        for t in op.InputsAsNumpy():
-            if t >= 0:
-                last[int(t)] = i
-        for t in op.OutputsAsNumpy():
-            first.setdefault(int(t), i)
-    for t in g.OutputsAsNumpy():
-        last[int(t)] = n_ops - 1
-    buffers = []
-    for t in sorted(first):
-        tensor = g.Tensors(t)
-        if model.Buffers(tensor.Buffer()).DataLength() > 0:
-            continue  # a constant: lives in the flatbuffer, not in the arena
-        size = int(np.prod(tensor.ShapeAsNumpy())) * _BYTES[tensor.Type()]
-        buffers.append(Buffer((size + ALIGN - 1) // ALIGN * ALIGN, first[t], last.get(t, first[t])))
-    return buffers
-
-
-def greedy_plan(buffers: list[Buffer]) -> int:
-    """Bytes GreedyMemoryPlanner needs for `buffers`: largest first, each at the lowest gap that fits."""
-    order = sorted(range(len(buffers)), key=lambda i: -buffers[i].size)  # stable: equal sizes keep their order
-    placed: list[tuple[int, Buffer]] = []  # (offset, buffer), kept sorted by offset
-    for i in order:
-        b = buffers[i]
-        offset = 0
-        for off, other in placed:
-            if other.first > b.last or other.last < b.first:
-                continue  # lifetimes do not overlap
-            if off >= offset + b.size:
-                break  # the gap before this buffer holds b
-            offset = max(offset, off + other.size)
-        placed.append((offset, b))
-        placed.sort(key=lambda e: e[0])
-    return max((off + b.size for off, b in placed), default=0)
-
-
-def arena_estimate(path: Path) -> int:
-    return greedy_plan(tflite_buffers(path))
+    interpreter = runtime.Interpreter.from_file(str(path), arena_size=arena_size)
+    text = _captured_stderr(interpreter.print_allocations)
+    found = dict(re.findall(r"Arena allocation (total|head|tail) (\d+) bytes", text))
+    if set(found) != {"total", "head", "tail"}:
+        raise RuntimeError(f"tflite-micro printed no arena allocation for {path}: {text[:200]!r}")
+    return Arena(int(found["total"]), int(found["head"]), int(found["tail"]))
 
 
 def main() -> int:
@@ -177,7 +174,8 @@ def main() -> int:
     args = ap.parse_args()
     for name in args.models.split(","):
         path = write_tflite(name, Path(args.out) / f"{name}.tflite")
-        print(f"{name}: {path} ({path.stat().st_size} B), TFLM GreedyMemoryPlanner estimate {arena_estimate(path)} B")
+        a = tflm_arena(path)
+        print(f"{name}: {path} ({path.stat().st_size} B), TFLM arena {a.total} B (head {a.head}, tail {a.tail})")
     return 0
 
 

@@ -22,6 +22,8 @@ from ember.memory.plan import MemoryPlan
 from ember.ops.epilogue import epilogue_of
 from ember.ops.parallel import PARTS_ATTR
 from ember.output import check_writable_file, claim, make_dirs, remove_empty_dirs, replace_bundle
+from ember.passes.choice_file import choice_path, context_key
+from ember.passes.conv_algorithms import CHOICE_ATTR, AlgorithmChoice
 from ember.passes.manager import PassManager
 from ember.passes.pipeline import Purpose
 from ember.report.flops import graph_flops
@@ -31,6 +33,7 @@ from ember.toolchain.cc import compile_object
 from ember.toolchain.cpus import resolve_cpu
 from ember.toolchain.objfile import ObjectInfo, check_freestanding, inspect_object
 from ember.toolchain.targets import Target, get_target
+from ember.tune import check_tune, tune
 from ember.version import __version__
 
 
@@ -80,8 +83,16 @@ def write_bundle(model_path: str, out: str | os.PathLike, opts: CompileOptions, 
         raise OptionError(f"sanitizers apply to host bundles, not target '{target.name}'")
     # Files already there that are not this bundle's: refused before the slow part (again once it is named).
     claim(out, opts.name or network_name(Path(model_path).stem))
+    tuning = None
+    if opts.tune:
+        check_tune(opts, target)
+        if phase is not None:
+            phase("tuning: timing candidate kernels")
+        tuning = tune(model_path, opts, lambda m, folder, o: write_bundle(m, folder, o))
     lowered = lower(model_path, opts, Purpose.BUNDLE, target, command, phase)
     seconds = dict(lowered.seconds)
+    if tuning is not None:
+        seconds["tune"] = tuning["seconds"]
     graph, plan, src, pm, sha = lowered.graph, lowered.plan, lowered.sources, lowered.passes, lowered.model_sha
     name = graph.name
     previous = claim(out, name)
@@ -111,6 +122,8 @@ def write_bundle(model_path: str, out: str | os.PathLike, opts: CompileOptions, 
         cc_cmd = [a.replace(str(tmp), str(out)) for a in cc_cmd]
         manifest = _manifest(graph, plan, src, opts, sha, cc_cmd, pm)
         manifest["target_info"] = _target_info(target, opts)
+        if opts.tune or opts.tune_file:
+            manifest["tuning"] = tuning or {"file": str(choice_path(opts)), "context": context_key(opts)}
         manifest["footprint"] = _footprint(info, plan)
         manifest["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
         (tmp / f"{name}.json").write_text(json.dumps(manifest, indent=2) + "\n")
@@ -188,6 +201,20 @@ def _footprint(info: ObjectInfo, plan: MemoryPlan) -> dict[str, Any]:
             "undefined_symbols": list(info.undefined)}
 
 
+def _weights_record(graph: Graph, opts: CompileOptions) -> dict[str, Any]:
+    """How the constants are stored: `format` is the --weights type (float16/bfloat16/int8 compression of a
+    float bundle) or else the element type holding most constant bytes (float32, int8 for a quantized model);
+    `bytes` per element type (bfloat16 is held as uint16 bits)."""
+    by_dtype: dict[str, int] = {}
+    seen: set[int] = set()
+    for n in graph.walk():
+        for v in n.inputs:
+            if v is not None and v.is_const and id(v) not in seen:
+                seen.add(id(v))
+                by_dtype[v.type.dtype.short] = by_dtype.get(v.type.dtype.short, 0) + v.type.nbytes
+    dominant = max(by_dtype, key=lambda k: by_dtype[k]) if by_dtype else "f32"
+    compressed = {"fp16": "float16", "bf16": "bfloat16", "int8": "int8"}.get(opts.weights or "")
+    return {"format": compressed or dominant, "bytes": dict(sorted(by_dtype.items()))}
 
 
 def _manifest(graph: Graph, plan: MemoryPlan, src, opts: CompileOptions, sha: str, cc_cmd: list[str],
@@ -215,6 +242,9 @@ def _manifest(graph: Graph, plan: MemoryPlan, src, opts: CompileOptions, sha: st
         "outputs": [entry(e) for e in src.io[n_in:]],
         # Sequence inputs/outputs (frontends/onnx/sequence.py): model name -> its elements' input/output names.
         "sequences": {"inputs": graph.sequence_inputs, "outputs": graph.sequence_outputs},
+        # --state io: each recurrent state input, the output to copy onto it before the next call, its reset value.
+        "state": [{"input": i, "output": o, "reset": r} for i, (o, r) in graph.state_outputs.items()],
+        "weights": _weights_record(graph, opts),
         "memory": {
             "constant": plan.constant_size,
             "mutable": plan.mutable_size,
@@ -227,6 +257,10 @@ def _manifest(graph: Graph, plan: MemoryPlan, src, opts: CompileOptions, sha: st
                     "link_flags": ["-pthread"] if opts.threads > 1 else []},
         "ops": graph.op_counts(),
         "nodes": [{"name": n.name, "op": _op_label(n)} for n in graph.nodes],  # index = profile event id
+        # Each float Conv/MatMul's algorithm, its layer key, and whether a choice file or the thresholds chose it.
+        "algorithms": [{"node": n.name, "key": c.key, "choice": c.choice, "source": c.source,
+                        "candidates": list(c.candidates)} for n in graph.nodes
+                       if isinstance(c := n.attrs.get(CHOICE_ATTR), AlgorithmChoice)],
         "flops": graph_flops(graph),
         # Random ops the model gave no seed (ember/ops/random.py): the seed each was given at compile time.
         "drawn_seeds": {n.name: n.attrs["seed"] for n in graph.walk() if n.attrs.get("seed_drawn")},

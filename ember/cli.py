@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shlex
@@ -24,6 +25,7 @@ from ember.version import __version__
 
 def _compile(args: argparse.Namespace) -> int:
     from ember.api import COMPILE_PHASES, write_bundle
+    from ember.model_source import is_saved_model_dir, saved_model
     from ember.progress import Progress
 
     opts = CompileOptions(
@@ -36,15 +38,22 @@ def _compile(args: argparse.Namespace) -> int:
         keep_float=tuple(op.strip() for op in ",".join(args.keep_float).split(",") if op.strip()), io=args.io,
         weights=args.weights, max_memory=parse_size(args.max_memory) if args.max_memory else None,
         ram_limit=parse_size(args.ram_limit, "--ram-limit") if args.ram_limit else None,
-        weights_txt=not args.no_weights_txt, threads=args.threads, tflite_rounding=args.tflite_rounding,
+        weights_txt=not args.no_weights_txt, threads=args.threads, state=args.state,
+        reuse_inputs=args.reuse_inputs, tune=args.tune, tune_file=args.tune_file, tflite_rounding=args.tflite_rounding,
     )
     command = "ember " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     if args.report:
         check_writable_file(args.report, "--report")
     t0 = time.perf_counter()
-    bar = Progress(COMPILE_PHASES, "compiling", "phase")
+    bar = Progress(COMPILE_PHASES + int(args.tune), "compiling", "phase")
     try:
-        m = write_bundle(args.model, args.output, opts, command, bar.step)
+        if is_saved_model_dir(args.model):  # converted to a temporary .tflite by TFLiteConverter (ember[tf])
+            with saved_model(args.model, None) as (path, name):
+                if opts.name is None:
+                    opts = dataclasses.replace(opts, name=name)
+                m = write_bundle(str(path), args.output, opts, command, bar.step)
+        else:
+            m = write_bundle(args.model, args.output, opts, command, bar.step)
     finally:
         bar.close()
     wall = time.perf_counter() - t0
@@ -62,6 +71,14 @@ def _compile(args: argparse.Namespace) -> int:
     secs = m["seconds"]
     phases = ", ".join(f"{k} {v:.2f}" for k, v in secs.items())
     print(f"  compiled in      : {wall:>12.2f} s ({phases}; weights written while cc ran)")
+    if "tuning" in m:
+        t, tuned = m["tuning"], sum(a["source"] == "tuned" for a in m["algorithms"])
+        timed = (f"timed {t['timed_shapes']} new shape(s) in {t['candidate_sets']} candidate build(s), "
+                 f"{t['seconds']:.1f} s; " if "seconds" in t else "")
+        print(f"  tuned            : {timed}{tuned} of {len(m['algorithms'])} layer(s) from {t['file']}")
+    if m.get("state"):
+        names = ", ".join(f"{s['input']} <- {s['output']}" for s in m["state"])
+        print(f"  recurrent state  : {names} (carried by the caller: {m['name']}_carry_state in {m['name']}.h)")
     if opts.quantize:
         ops = m["ops"]
         print(f"  quantized        : {opts.quantize}/{opts.precision}, schema {opts.schema}, calibration "
@@ -440,7 +457,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     c = sub.add_parser("compile", help="compile a model into a bundle")
-    c.add_argument("model", help="the .onnx model file")
+    c.add_argument("model", help="the model: an .onnx or .tflite file (detected by content), or a TensorFlow "
+                   "SavedModel directory (converted by TFLiteConverter; needs pip install 'ember[tf]')")
     c.add_argument("-o", "--output", required=True, help="output bundle directory")
     c.add_argument("--name", help="network name (C prefix); default: model file stem")
     c.add_argument("--target", default="host", metavar="TARGET",
@@ -461,6 +479,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="freeze a graph input to a constant (a number, a comma list or a .npy file), e.g. "
                    "sample_rate=16000: what it decides folds (an If on it keeps one branch); the bundle has no "
                    "such input")
+    c.add_argument("--state", choices=("zero", "io"), default="zero",
+                   help="recurrent state of a TFLite model (LSTM, SVDF variable tensors): zero (default) starts "
+                   "every run from zero; io makes each state an input and its next value an output NAME_next, "
+                   "to copy back before the next call (streaming); see docs/bundle.md")
     c.add_argument("--dump-graph", metavar="FILE.dot", help="write the optimized graph as Graphviz")
     c.add_argument("--no-weights-txt", action="store_true",
                    help="do not write NAME.weights.txt (the weights as C text, 6 bytes per weight byte); "
@@ -473,10 +495,21 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--ram-limit", metavar="SIZE",
                    help="refuse bundles whose RAM (inputs/outputs + activations; not the stack) is larger, e.g. "
                    "64K or 65536, stating the smallest RAM ember reaches for the model")
+    c.add_argument("--reuse-inputs", action="store_true",
+                   help="let the call overwrite its inputs: intermediates go over inputs already read, all in the "
+                   "mutable region (the activation region is empty), as in TFLite Micro's arena; write the inputs "
+                   "before every call")
     c.add_argument("-O", dest="opt_level", type=int, default=3, choices=(0, 1, 2, 3), help="C optimization level")
     c.add_argument("--threads", type=int, default=1, metavar="N",
                    help="run large kernels on up to N threads (host and Linux targets): the bundle owns a pool "
                    "of POSIX threads (link with -pthread); NAME_set_threads changes the count at run time")
+    c.add_argument("--tune", action="store_true",
+                   help="time each layer shape's candidate kernels (Winograd, im2col, ...) on this machine first "
+                   "and compile with the fastest (host and Linux targets of this machine's architecture); the "
+                   "choices are kept in the choice file, so shapes already timed are not timed again")
+    c.add_argument("--tune-file", metavar="PATH",
+                   help="the choice file --tune writes (default ~/.cache/ember/choices.json); without --tune, "
+                   "compile with the choices it holds (the same file gives the same bundle)")
     _quant_args(c)
     c.set_defaults(fn=_compile)
 

@@ -55,12 +55,25 @@ class CompileOptions:
     max_memory: int | None = None
     # Largest RAM the bundle may use: the mutable region (inputs, outputs) plus the activations; None: no limit.
     ram_limit: int | None = None
+    # The call may overwrite its inputs: inputs, outputs and intermediates are planned in one region (the mutable
+    # one), intermediates over inputs already read, as TFLite Micro's arena does; the activation region is empty.
+    reuse_inputs: bool = False
     # Threads a bundle may use (host and Linux targets): its pool's size and the parts big kernels divide into.
     threads: int = 1
+    # --tune: time each layer shape's candidate algorithms on this machine first (ember/tune.py) and keep the
+    # fastest in the choice file; --tune-file PATH: that file (default ~/.cache/ember/choices.json), whose
+    # choices a compile uses, with or without --tune (passes/choice_file.py).
+    tune: bool = False
+    tune_file: str | None = None
+    # Recurrent state (TFLite variable tensors: LSTM, SVDF): "zero" starts every run from zero; "io" makes each
+    # state an extra input and output (`NAME.json` `state`), which a streaming caller carries between calls.
+    state: str = "zero"
 
     def __post_init__(self) -> None:
         if self.api not in ("static", "dynamic"):
             raise OptionError(f"--api must be static or dynamic, not '{self.api}'")
+        if self.state not in ("zero", "io"):
+            raise OptionError(f"--state must be zero or io, not '{self.state}'")
         if self.reloc not in (None, "static", "pic"):
             raise OptionError(f"--reloc must be static or pic, not '{self.reloc}'")
         if self.quantize or self.profile or self.weights or self.keep_float or self.io != "float":

@@ -64,6 +64,9 @@ def load_graph(model_path: str, options: CompileOptions) -> tuple[Graph, str]:
     content: TFLite's flatbuffer identifier, else an ONNX protobuf."""
     if model_format(model_path) == "tflite":
         return _load_tflite(model_path, options)
+    if options.state != "zero":
+        raise OptionError("--state io: only TFLite models keep recurrent state in variable tensors (an ONNX "
+                          "model's LSTM state already is an input and an output)")
     load_opts = LoadOptions(
         defines=dict(options.defines),
         inputs={k: parse_input_spec(k, v) for k, v in options.inputs.items()},
@@ -89,7 +92,8 @@ def _load_tflite(model_path: str, options: CompileOptions) -> tuple[Graph, str]:
         raise OptionError("--input and --const are not supported for TFLite models yet (their shapes are static)")
     data = read_tflite(model_path)
     name = options.name or network_name(Path(model_path).stem)
-    return load_tflite(data, name, model_path, options.tflite_rounding), hashlib.sha256(data).hexdigest()
+    return (load_tflite(data, name, model_path, options.state == "io", options.tflite_rounding),
+            hashlib.sha256(data).hexdigest())
 
 
 def build_graph(model_path: str, options: CompileOptions, purpose: Purpose = Purpose.BUNDLE,
@@ -127,7 +131,7 @@ def lower(model_path: str, options: CompileOptions, purpose: Purpose = Purpose.B
     say("planning memory")
     check_network_name(graph.name)
     check_limits(graph)
-    plan = plan_memory(graph, inlined_constants(graph))
+    plan = plan_memory(graph, inlined_constants(graph), options.reuse_inputs)
     check_memory(plan, target, options)
     t2 = time.perf_counter()
     say("generating C")

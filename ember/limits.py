@@ -45,7 +45,8 @@ def _check_ram(plan: MemoryPlan, opts: CompileOptions) -> None:
     need = plan.mutable_size + plan.activations_size
     if need <= opts.ram_limit:
         return
+    parts = ("one mutable region with --reuse-inputs, whose lower bound" if opts.reuse_inputs else
+             f"mutable {plan.mutable_size:,} + activations {plan.activations_size:,}, whose lower bound")
     raise ResourceLimitError(
         f"--ram-limit {opts.ram_limit:,}: the smallest RAM ember reaches for this model is {need:,} bytes "
-        f"(mutable {plan.mutable_size:,} + activations {plan.activations_size:,}, whose lower bound in the best "
-        f"operator order is {plan.lower_bound:,}), {need - opts.ram_limit:,} over the limit")
+        f"({parts} in the best operator order is {plan.lower_bound:,}), {need - opts.ram_limit:,} over the limit")

@@ -207,7 +207,15 @@ def validate(model: str, bundle_dir: str, input_specs: list[str], seed: int, max
         stacks, count = {k: v[None] for k, v in feeds.items()}, 1
     label_array = load_labels(labels, count) if labels else None
     fmt = model_format(model)
-    reference = open_reference(model, fmt, [e["name"] for e in bundle.inputs], [e["name"] for e in bundle.outputs])
+    # --state io: the recurrent state starts from its reset value, as LiteRT's first invocation does; the
+    # state outputs have no counterpart among the model's outputs.
+    state = {s["input"]: s for s in bundle.manifest.get("state", [])}
+    stacks = {k: v for k, v in stacks.items() if k not in state}
+    resets = {e["name"]: np.full(e["shape"], state[e["name"]]["reset"], e["dtype"]) for e in bundle.inputs
+              if e["name"] in state}
+    state_outs = {s["output"] for s in state.values()}
+    reference = open_reference(model, fmt, [e["name"] for e in bundle.inputs if e["name"] not in state],
+                               [e["name"] for e in bundle.outputs if e["name"] not in state_outs])
     if reference.quantized and kind == "float":  # a TFLite int8 model: judged as an int8 bundle is
         kind = "int8"
         t = _thresholds(kind, max_error, min_cosine, min_top1, max_accuracy_drop, bool(input_specs))
@@ -217,7 +225,7 @@ def validate(model: str, bundle_dir: str, input_specs: list[str], seed: int, max
     refs: dict[str, list[np.ndarray]] = {n: [] for n in names}
     gots: dict[str, list[np.ndarray]] = {n: [] for n in names}
     for k in range(count):
-        feed = _checked(bundle, sample(stacks, k), cast)
+        feed = _checked(bundle, {**sample(stacks, k), **resets}, cast)
         ref_feed = _reference_feed(bundle, feed) if fmt == "onnx" else feed
         try:  # the reference first: data it refuses (an index out of range) need not reach the bundle
             ref = reference.run({**frozen, **ref_feed})

@@ -12,7 +12,8 @@ import numpy as np
 from tensorflow.lite.python import schema_py_generated as fb
 
 _TYPES = {np.dtype(np.float32): fb.TensorType.FLOAT32, np.dtype(np.int32): fb.TensorType.INT32,
-          np.dtype(np.bool_): fb.TensorType.BOOL, np.dtype(np.int64): fb.TensorType.INT64}
+          np.dtype(np.bool_): fb.TensorType.BOOL, np.dtype(np.int64): fb.TensorType.INT64,
+          np.dtype(np.int8): fb.TensorType.INT8, np.dtype(np.int16): fb.TensorType.INT16}
 
 
 class Model:
@@ -27,10 +28,13 @@ class Model:
         self.outputs: list[int] = []
 
     def tensor(self, name: str, shape: list[int], dtype: type = np.float32, data: np.ndarray | None = None,
-               variable: bool = False) -> int:
+               variable: bool = False, quant: tuple[float, int] | None = None) -> int:
         t = fb.TensorT()
         t.name, t.shape, t.type = name.encode(), np.asarray(shape, np.int32), _TYPES[np.dtype(dtype)]
         t.isVariable = variable
+        if quant is not None:  # per-tensor (scale, zero point)
+            t.quantization = fb.QuantizationParametersT()
+            t.quantization.scale, t.quantization.zeroPoint = [float(quant[0])], [int(quant[1])]
         if data is not None:
             b = fb.BufferT()
             b.data = np.frombuffer(np.ascontiguousarray(data, dtype).tobytes(), np.uint8)
@@ -93,6 +97,36 @@ def svdf(rank: int = 2) -> bytes:
     y = m.tensor("y", [2, 3])
     m.op(fb.BuiltinOperator.SVDF, [x, wf, wt, bias, state], [y], fb.BuiltinOptions.SVDFOptions,
          _options(fb.SVDFOptionsT, rank=rank, fusedActivationFunction=fb.ActivationFunctionType.RELU))
+    return m.finish([y])
+
+
+def svdf_int8(state8: bool = False) -> bytes:
+    """Full-integer SVDF as keyword spotters ship it (TFLite's integer kernel: int8 input, feature weights and
+    output, int16 time weights and state, int32 bias at state x time-weight scale): batch 2, 8 inputs,
+    4 units x rank 2, memory 5. Its RELU is in the options, which TFLite's integer kernel does not apply.
+    `state8`: int8 time weights and an int8 state with a zero point (TFLite Micro's variant; LiteRT has none)."""
+    r = np.random.default_rng(65)
+    m = Model()
+    s_x, s_wf, s_state, s_wt, s_y = 2 / 255, 1.5 / 127, 4 / 32767, 2 / 32767, 6 / 127
+    small = np.int8 if state8 else np.int16
+    state_zp = -7 if state8 else 0
+    if state8:
+        s_state, s_wt = 4 / 127, 2 / 127
+    x = m.tensor("x", [2, 8], np.int8, quant=(s_x, -3))
+    m.inputs.append(x)
+
+    def q(name: str, real: np.ndarray, scale: float, dtype: type) -> int:
+        info = np.iinfo(dtype)
+        data = np.clip(np.round(real / scale), info.min, info.max).astype(dtype)
+        return m.tensor(name, list(real.shape), dtype, data, quant=(scale, 0))
+
+    wf = q("w_feature", r.normal(0, 0.5, (8, 8)), s_wf, np.int8)
+    wt = q("w_time", r.normal(0, 0.5, (8, 5)), s_wt, small)
+    bias = q("bias", r.normal(0, 0.2, (4,)), s_state * s_wt, np.int32)
+    state = m.tensor("state", [2, 8 * 5], small, variable=True, quant=(s_state, state_zp))
+    y = m.tensor("y", [2, 4], np.int8, quant=(s_y, 5))
+    m.op(fb.BuiltinOperator.SVDF, [x, wf, wt, bias, state], [y], fb.BuiltinOptions.SVDFOptions,
+         _options(fb.SVDFOptionsT, rank=2, fusedActivationFunction=fb.ActivationFunctionType.RELU))
     return m.finish([y])
 
 
@@ -201,6 +235,8 @@ def atrous() -> bytes:
 def handmade() -> dict[str, bytes]:
     return {
         "svdf.tflite": svdf(),
+        "svdf_int8.tflite": svdf_int8(),
+        "svdf_int8_state8.tflite": svdf_int8(True),
         "lstm_batch_major.tflite": lstm(False, False, False),
         "lstm_time_major_cifg_peephole.tflite": lstm(True, True, True),
         "legacy_ops.tflite": legacy_ops(),

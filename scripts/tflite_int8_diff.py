@@ -29,6 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     print(f"{'model':32} {'max steps':>9} {'elements differing':>20}")
     for path in sorted(FIXTURES.glob("*int8*.tflite")):
+        if path.stem.endswith("_state8"):  # TFLite Micro's int8-state SVDF: LiteRT has no kernel for it
+            continue
         with tempfile.TemporaryDirectory() as out:
             bundle = ember.compile(path, out, opt_level=1, tflite_rounding=args.rounding)
             interp = litert(path, reference="reduce_misc" not in path.stem)
@@ -36,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 for seed in range(3):
                     xs = inputs_for(interp, seed)
+                    interp.reset_all_variables()  # a bundle starts each run from the zero state (SVDF)
                     n_out = len(interp.get_output_details())
                     ref = run_litert(interp, xs) if args.rounding == "litert" else micro_outputs(path, xs, n_out)
                     for r, g in zip(ref, run_ember(bundle, interp, xs), strict=True):

@@ -57,7 +57,8 @@ def check_network_name(name: str) -> None:
 
 
 def entry_symbols(name: str) -> set[str]:
-    return {name, f"{name}_symbols", f"{name}_config", f"{name}_set_threads", f"{name}_shutdown"}
+    return {name, f"{name}_symbols", f"{name}_config", f"{name}_set_threads", f"{name}_shutdown",
+            f"{name}_reset_state", f"{name}_carry_state"}
 
 
 def io_macros(name: str, entries: list[IOEntry]) -> set[str]:
@@ -102,7 +103,7 @@ def generate(graph: Graph, plan: MemoryPlan, name: str, api: str, banner: str,
     pool = ctx.names.fresh("ember_threads") if threads > 1 else None
     _emit_nodes(graph, ctx, pool)
     c = _source(graph, ctx, name, api, banner, ins + outs, plan, defines or {}, threads, pool)
-    h = _header(name, api, banner, ins, outs, plan, graph.valid_counts, threads)
+    h = _header(name, api, banner, ins, outs, plan, graph.valid_counts, threads, graph.state_outputs)
     return BundleSources(c, h, ins + outs)
 
 
@@ -146,7 +147,7 @@ def _emit_node(node: Node, ctx: CodeContext, pool: str | None = None) -> None:
 def _emit_parts(node: Node, op: OpDef, split: Split, parts: int, ctx: CodeContext, pool: str) -> None:
     """A divided node: one task function computes part `part` (a call of the node's own lowering on its
     view of the node, with the part's scratch); the entry point hands the parts to the pool."""
-    assert op.lower is not None
+    assert op.lower is not None or split.lower is not None
     fn = ctx.names.fresh("ember_task")
     stride = op.scratch(node) // parts if op.scratch is not None else 0
     base = ctx.plan.scratch.get(id(node), 0)
@@ -158,6 +159,7 @@ def _emit_parts(node: Node, op: OpDef, split: Split, parts: int, ctx: CodeContex
                 if split.lower is not None:
                     split.lower(node, KernelEmitter(ctx, node, scratch_at=base + p * stride), lo, hi)
                 else:
+                    assert op.lower is not None
                     op.lower(view.node, KernelEmitter(ctx, view.node, view.locations, base + p * stride))
         task = ctx.body.getvalue()
     finally:
@@ -279,7 +281,8 @@ def _symbol_table(w: CWriter, name: str, io: list[IOEntry], plan: MemoryPlan) ->
 
 
 def _header(name: str, api: str, banner: str, ins: list[IOEntry], outs: list[IOEntry], plan: MemoryPlan,
-            valid_counts: dict[str, tuple[str, int]], threads: int = 1) -> str:
+            valid_counts: dict[str, tuple[str, int]], threads: int = 1,
+            state: dict[str, tuple[str, int | float]] | None = None) -> str:
     up = name.upper()
     guard = f"EMBER_BUNDLE_{up}_H"
     w = CWriter()
@@ -345,11 +348,38 @@ def _header(name: str, api: str, banner: str, ins: list[IOEntry], outs: list[IOE
     if threads > 1:
         w.lines(_THREADS_API.format(name=name, up=up, threads=threads))
         w.line()
+    if state:
+        _state_api(w, name, ins, outs, state)
     w.line("#ifdef __cplusplus")
     w.line("}")
     w.line("#endif")
     w.line(f"#endif // {guard}")
     return w.getvalue()
+
+
+def _state_api(w: CWriter, name: str, ins: list[IOEntry], outs: list[IOEntry],
+               state: dict[str, tuple[str, int | float]]) -> None:
+    """--state io: two helpers over the recurrent state inputs and outputs (loops, no libc), so a streaming
+    caller keeps its state in mutableWeight as Glow's and TFLite Micro's variables are kept."""
+    up = name.upper()
+    pairs = [(i, next(o for o in outs if o.name == state[i.name][0]), state[i.name][1]) for i in ins
+             if i.name in state]
+    w.line("// Recurrent state (--state io): the state inputs hold the state before a call, their outputs")
+    w.line(f"// after it. {name}_reset_state: every state to its reset value (a new stream);")
+    w.line(f"// {name}_carry_state: after a call, each state output onto its input (the next call goes on).")
+    w.line(f"static inline void {name}_reset_state(uint8_t *mutableWeight) {{")
+    for i, _, reset in pairs:
+        ct, p = i.value.type.dtype.ctype, f"{up}_{i.cname}"
+        w.line(f"    {{ {ct} *s = ({ct} *)(mutableWeight + {p}); size_t k;")
+        w.line(f"      for (k = 0; k < {p}_SIZE; ++k) s[k] = ({ct})({reset}); }}")
+    w.line("}")
+    w.line(f"static inline void {name}_carry_state(uint8_t *mutableWeight) {{")
+    for i, o, _ in pairs:
+        w.line(f"    {{ const uint8_t *src = mutableWeight + {up}_{o.cname};")
+        w.line(f"      uint8_t *dst = mutableWeight + {up}_{i.cname}; size_t k;")
+        w.line(f"      for (k = 0; k < {up}_{i.cname}_BYTES; ++k) dst[k] = src[k]; }}")
+    w.line("}")
+    w.line()
 
 
 _THREADS_API = """// Threads (--threads {threads}): large kernels run on up to {up}_THREADS threads of a pool of

@@ -45,11 +45,17 @@ def _collapse(shape: list[int], strides: list[list[int]]) -> tuple[list[int], li
 StepExpr = Callable[[ExprHandler, list[str], Node], str]
 
 
-def emit_chain(ctx: CodeContext, steps: list[tuple[Node, StepExpr]], leaves: list[Value | None], out: Value) -> None:
-    """One loop nest computing `out` from `leaves` through each step's expression in order."""
+def emit_chain(ctx: CodeContext, steps: list[tuple[Node, StepExpr]], leaves: list[Value | None], out: Value,
+               part: tuple[int, int, int] | None = None) -> None:
+    """One loop nest computing `out` from `leaves` through each step's expression in order.
+
+    `part` = (axis, lo, hi): only the outputs whose index along `axis` is in [lo, hi) (one thread's part of
+    a divided node, ember/ops/split.py): every pointer starts `lo` steps along the axis, the loops keep the
+    whole tensors' strides."""
     if out.type.numel == 0:
         return  # nothing to compute (and `i < 0` loops over size_t draw -Wtype-limits)
     out_shape = out.shape
+    axis, lo, hi = part if part is not None else (0, 0, out_shape[0] if out_shape else 1)
     w = ctx.body
     leaf_ptrs: list[tuple[Value, str]] = []
     scalar_exprs: dict[int, str] = {}
@@ -61,12 +67,16 @@ def emit_chain(ctx: CodeContext, steps: list[tuple[Node, StepExpr]], leaves: lis
         else:
             region, off = ctx.plan.where(v)
             qual = "const " if region is Region.CONSTANT else ""
-            leaf_ptrs.append((v, f"(({qual}{v.dtype.ctype} *)({region.value} + {off}))"))
+            leaf_ptrs.append((v, _skip(f"(({qual}{v.dtype.ctype} *)({region.value} + {off}))", v.shape, out_shape,
+                                       axis, lo)))
     out_region, out_off = ctx.plan.where(out)
-    out_ptr = f"(({out.dtype.ctype} *)({out_region.value} + {out_off}))"
+    out_ptr = _skip(f"(({out.dtype.ctype} *)({out_region.value} + {out_off}))", out_shape, out_shape, axis, lo)
     strides = [broadcast_strides(v.shape, out_shape) for v, _ in leaf_ptrs]
     strides.append(broadcast_strides(out_shape, out_shape))
-    dims, sts = _collapse(list(out_shape), strides)
+    shape = list(out_shape)
+    if part is not None:
+        shape[axis] = hi - lo
+    dims, sts = _collapse(shape, strides)
     idx = [f"i{k}" for k in range(len(dims))]
 
     def index(st: list[int]) -> str:
@@ -91,6 +101,12 @@ def emit_chain(ctx: CodeContext, steps: list[tuple[Node, StepExpr]], leaves: lis
         w.line(f"{out_ptr}[{index(sts[-1])}] = {_store(ctx, out.dtype, f't{len(steps) - 1}')};")
         for _ in dims:
             w.close()
+
+
+def _skip(ptr: str, shape: tuple[int, ...], out_shape: tuple[int, ...], axis: int, lo: int) -> str:
+    """`ptr` moved to index `lo` along the output's `axis` (not at all where the tensor broadcasts there)."""
+    step = broadcast_strides(shape, out_shape)[axis] * lo if out_shape else 0
+    return f"({ptr} + {step})" if step else ptr
 
 
 def _load(ctx: CodeContext, dtype: DType, ref: str) -> str:

@@ -91,7 +91,7 @@ class KernelEmitter:
 
     def scratch(self, ctype: str = "uint8_t") -> str:
         off = self.scratch_at if self.scratch_at is not None else self.ctx.plan.scratch[id(self.node)]
-        return f"(({ctype} *)(activations + {off}))"
+        return f"(({ctype} *)({self.ctx.plan.scratch_region.value} + {off}))"
 
     def need(self, *names: str) -> None:
         self.ctx.need(*names)

@@ -19,7 +19,8 @@ def model_format(path: str) -> str:
     if not os.path.exists(path):
         raise ModelFormatError(f"{path}: no such file")
     if os.path.isdir(path):
-        raise ModelFormatError(f"{path}: is a directory, expected a model file (.onnx or .tflite)")
+        raise ModelFormatError(f"{path}: is a directory, expected a model file (.onnx or .tflite) or a "
+                               "TensorFlow SavedModel directory (one holding saved_model.pb)")
     with open(path, "rb") as f:
         head = f.read(8)
     if head[4:8] == TFLITE_IDENTIFIER:

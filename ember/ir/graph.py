@@ -93,6 +93,9 @@ class Graph:
         # the names of the tensor inputs/outputs holding its elements, in order.
         self.sequence_inputs: dict[str, list[str]] = {}
         self.sequence_outputs: dict[str, list[str]] = {}
+        # Recurrent state carried by the caller (TFLite variable tensors with --state io): input name -> (the
+        # output holding its value after the run, the stored value of a reset state: its zero point).
+        self.state_outputs: dict[str, tuple[str, int | float]] = {}
         self.nodes: list[Node] = []
         self._names: set[str] = set()
 

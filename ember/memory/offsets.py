@@ -6,6 +6,10 @@ order (size, lifetime, area, start, the step of greatest pressure first) with a 
 the smallest, then orders perturbed at random, and stop as soon as one reaches the lower bound. Small problems
 that still miss it get an exact search.
 
+Tied buffers (a `group`): an output a streaming kernel writes over its dying input (OpDef.overlap) must sit at
+a fixed distance from that input, so the buffers of one group are placed together, each `rel` bytes above the
+group's base, and never checked against each other (they meet only at the step that hands one to the next).
+
 Pure arithmetic on (start, end, size): no graph, no operators.
 """
 
@@ -23,11 +27,14 @@ WORK = 100_000  # greedy placements x buffers x the most alive at once (what one
 
 @dataclass(frozen=True)
 class Span:
-    """A buffer alive at steps start..end inclusive, `size` bytes."""
+    """A buffer alive at steps start..end inclusive, `size` bytes; in tie group `group` (-1: none), `rel` bytes
+    above the group's base offset."""
 
     start: int
     end: int
     size: int
+    group: int = -1
+    rel: int = 0
 
 
 def _align(n: int, a: int) -> int:
@@ -35,7 +42,10 @@ def _align(n: int, a: int) -> int:
 
 
 def peak_live(spans: Sequence[Span]) -> int:
-    """The most bytes alive at any one step (no placement can use less)."""
+    """The most bytes alive at any one step (no placement can use less); a tie group counts the extent of its
+    buffers alive at the step."""
+    if any(s.group >= 0 for s in spans):
+        return _peak_grouped(spans)
     events: list[tuple[int, int]] = []
     for s in spans:
         events.append((s.start, s.size))
@@ -45,6 +55,23 @@ def peak_live(spans: Sequence[Span]) -> int:
     for _, d in events:
         live += d
         peak = max(peak, live)
+    return peak
+
+
+def _peak_grouped(spans: Sequence[Span]) -> int:
+    steps = sorted({s.start for s in spans} | {s.end for s in spans})
+    peak = 0
+    for t in steps:
+        live = 0
+        extent: dict[int, tuple[int, int]] = {}
+        for s in spans:
+            if s.start <= t <= s.end:
+                if s.group < 0:
+                    live += s.size
+                else:
+                    lo, hi = extent.get(s.group, (s.rel, s.rel + s.size))
+                    extent[s.group] = (min(lo, s.rel), max(hi, s.rel + s.size))
+        peak = max(peak, live + sum(hi - lo for lo, hi in extent.values()))
     return peak
 
 
@@ -62,12 +89,49 @@ def _overlap(a: Span, b: Span) -> bool:
     return a.start <= b.end and b.start <= a.end
 
 
+def _members(spans: Sequence[Span]) -> dict[int, list[int]]:
+    groups: dict[int, list[int]] = {}
+    for i, s in enumerate(spans):
+        if s.group >= 0:
+            groups.setdefault(s.group, []).append(i)
+    return groups
+
+
+def _place_group(spans: Sequence[Span], members: list[int], offsets: list[int], at_step: dict[int, list[int]],
+                 align: int) -> int:
+    """The lowest base (a multiple of `align`) at which every buffer of a tie group misses the placed buffers
+    alive with it; sets their offsets and returns the base."""
+    group = spans[members[0]].group
+    near = {i: [j for j in {j for t in range(spans[i].start, spans[i].end + 1) for j in at_step.get(t, ())}
+                if spans[j].group != group] for i in members}
+    tops = {i: [(offsets[j], offsets[j] + spans[j].size) for j in near[i]] for i in members}
+    bases = {0, _align(max((hi for i in members for _, hi in tops[i]), default=0), align)}  # the last always fits
+    bases |= {_align(max(0, hi - spans[i].rel), align) for i in members for _, hi in tops[i]}
+    for base in sorted(bases):
+        if all(hi <= base + spans[i].rel or base + spans[i].rel + spans[i].size <= lo
+               for i in members for lo, hi in tops[i]):
+            break
+    for i in members:
+        offsets[i] = base + spans[i].rel
+    return base
+
+
 def _greedy(spans: Sequence[Span], order: list[int], align: int, best_fit: bool) -> tuple[list[int], int]:
     offsets = [-1] * len(spans)
     at_step: dict[int, list[int]] = {}  # the buffers placed so far alive at each step
+    groups = _members(spans)
     total = 0
     for i in order:
         s = spans[i]
+        if s.group >= 0:  # the whole group at once, where its first buffer in this order comes
+            if offsets[i] >= 0:
+                continue
+            _place_group(spans, groups[s.group], offsets, at_step, align)
+            for j in groups[s.group]:
+                for t in range(spans[j].start, spans[j].end + 1):
+                    at_step.setdefault(t, []).append(j)
+                total = max(total, _align(offsets[j] + spans[j].size, align))
+            continue
         near = {j for t in range(s.start, s.end + 1) for j in at_step.get(t, ())}
         live = sorted((offsets[j], spans[j].size) for j in near)
         best, best_gap, cur = -1, -1, 0
@@ -143,7 +207,7 @@ def place(spans: Sequence[Span], align: int = 64) -> tuple[list[int], int]:
             best = got
             if best[1] <= bound:
                 return best
-    if len(spans) <= EXACT_MAX:
+    if len(spans) <= EXACT_MAX and all(s.group < 0 for s in spans):
         exact = _exact(spans, align, best[1], bound)
         if exact is not None:
             best = exact

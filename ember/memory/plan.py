@@ -41,7 +41,8 @@ class Lifetime:
 @dataclass
 class MemoryPlan:
     location: dict[int, tuple[Region, int]] = field(default_factory=dict)
-    scratch: dict[int, int] = field(default_factory=dict)  # id(node) -> activations offset
+    scratch: dict[int, int] = field(default_factory=dict)  # id(node) -> offset in scratch_region
+    scratch_region: Region = Region.ACTIVATIONS  # MUTABLE when inputs are reused (planner.py: one region)
     # (offset, little-endian bytes as a uint8 array): views of the graph's constants, in offset order.
     constants: list[tuple[int, np.ndarray]] = field(default_factory=list)
     constant_size: int = 0

@@ -30,7 +30,9 @@ from ember.ops.opdef import SubgraphBinding
 
 @dataclass
 class Buffer:
-    """Storage shared by one or more values (aliases), alive from `start` to `end` (node indices)."""
+    """Storage shared by one or more values (aliases), alive from `start` to `end` (node indices). `tie`: the
+    output of a streaming kernel written over its dying input (OpDef.overlap) starts that many bytes above
+    the input's buffer, placed with it (offsets.py's tie groups)."""
 
     values: list[Value]
     size: int
@@ -38,6 +40,7 @@ class Buffer:
     end: int
     region: Region = Region.ACTIVATIONS
     offset: int = -1
+    tie: tuple[Buffer, int] | None = None
 
 
 def inlined_constants(graph: Graph) -> set[int]:
@@ -53,21 +56,29 @@ def inlined_constants(graph: Graph) -> set[int]:
     return needs
 
 
-def plan_memory(graph: Graph, needs_storage: set[int] | None = None) -> MemoryPlan:
-    """`needs_storage`: ids of constant values that must be placed (others are inlined by codegen)."""
+def plan_memory(graph: Graph, needs_storage: set[int] | None = None, reuse_inputs: bool = False) -> MemoryPlan:
+    """`needs_storage`: ids of constant values that must be placed (others are inlined by codegen).
+    `reuse_inputs` (--reuse-inputs): inputs, outputs, intermediates and scratch all go in the mutable region,
+    placed by liveness together, so intermediates reuse the bytes of inputs already read."""
     plan = MemoryPlan()
     _place_constants(graph, plan, needs_storage)
     buffers, scratch = _buffers(graph)
-    _place_mutable(graph, buffers, plan)
-    act = [b for b in buffers if b.region is Region.ACTIVATIONS] + [b for b, _ in scratch]
-    spans = [Span(b.start, b.end, b.size) for b in act]
+    region = Region.MUTABLE if reuse_inputs else Region.ACTIVATIONS
+    if not reuse_inputs:
+        _place_mutable(graph, buffers, plan)
+    act = [b for b in buffers if reuse_inputs or b.region is Region.ACTIVATIONS] + [b for b, _ in scratch]
+    spans = _spans(act)
     plan.lower_bound = peak_live(spans)
-    offsets, plan.activations_size = place(spans)
+    offsets, size = place(spans)
+    if reuse_inputs:
+        plan.mutable_size, plan.scratch_region = size, region
+    else:
+        plan.activations_size = size
     for b, off in zip(act, offsets, strict=True):
         b.offset = off
     for b in act:
         for v in b.values:
-            plan.location[id(v)] = (Region.ACTIVATIONS, b.offset)
+            plan.location[id(v)] = (region, b.offset)
     for b, node in scratch:
         plan.scratch[id(node)] = b.offset
     labels = [b.values[0].name for b in act[: len(act) - len(scratch)]] + [f"{n.name} (scratch)" for _, n in scratch]
@@ -80,7 +91,23 @@ def activation_peak(graph: Graph) -> int:
     placing anything."""
     buffers, scratch = _buffers(graph)
     act = [b for b in buffers if b.region is Region.ACTIVATIONS] + [b for b, _ in scratch]
-    return peak_live([Span(b.start, b.end, b.size) for b in act])
+    return peak_live(_spans(act))
+
+
+def _spans(act: list[Buffer]) -> list[Span]:
+    """The placer's view of the activation buffers: a chain of ties is one group, each buffer at the sum of the
+    ties below it (offsets.py places a group's buffers together)."""
+    index = {id(b): k for k, b in enumerate(act)}
+    tied = {id(b.tie[0]) for b in act if b.tie is not None}
+    spans = []
+    for b in act:
+        root, rel = b, 0
+        while root.tie is not None:
+            rel += root.tie[1]
+            root = root.tie[0]
+        group = index[id(root)] if root is not b or id(b) in tied else -1
+        spans.append(Span(b.start, b.end, b.size, group, rel))
+    return spans
 
 
 def _place_constants(graph: Graph, plan: MemoryPlan, needs_storage: set[int] | None) -> None:
@@ -170,14 +197,17 @@ def _place_nodes(graph: Graph, top: bool, steps: dict[int, tuple[int, int]], las
                 continue
             shared = None
             if k == 0 and not n.subgraphs:
-                shared = _shareable_input(graph, n, op, k, out, i, buf_of, last_use)
+                shared = _shareable_input(graph, n, op, out, i, buf_of, last_use)
+            tie = None
+            if isinstance(shared, tuple):
+                shared, tie = None, shared
             if shared is not None:
                 shared.values.append(out)
                 shared.end = max(shared.end, last_use.get(id(out), i))
                 buf_of[id(out)] = shared
                 continue
             region = Region.MUTABLE if top and graph.is_output(out) else Region.ACTIVATIONS
-            b = Buffer([out], out.storage_bytes, i, max(last_use.get(id(out), i), i), region)
+            b = Buffer([out], out.storage_bytes, i, max(last_use.get(id(out), i), i), region, tie=tie)
             buf_of[id(out)] = b
             buffers.append(b)
         if op.scratch is not None:
@@ -205,7 +235,14 @@ def _place_nodes(graph: Graph, top: bool, steps: dict[int, tuple[int, int]], las
             _place_nodes(sub, False, steps, last_use, buf_of, buffers, scratch)
 
 
-def _shareable_input(graph, node, op, k, out, i, buf_of, last_use) -> Buffer | None:
+def _dies_here(b: Buffer, i: int, last_use: dict[int, int]) -> bool:
+    """Whether every value of activation buffer `b` is read for the last time at step `i`."""
+    return b.region is Region.ACTIVATIONS and b.end == i and all(last_use.get(id(m), -1) <= i for m in b.values)
+
+
+def _shareable_input(graph, node, op, out, i, buf_of, last_use) -> Buffer | tuple[Buffer, int] | None:
+    """The buffer output 0 of `node` may share, or (input 0's buffer, bytes above it) where a buffer of its own
+    overlaps input 0's (OpDef.overlap)."""
     if graph.is_output(out):
         return None
     if op.alias:
@@ -213,6 +250,12 @@ def _shareable_input(graph, node, op, k, out, i, buf_of, last_use) -> Buffer | N
         if src is not None and not src.is_const and src.type.nbytes == out.type.nbytes:
             return buf_of[id(src)]
         return None
+    if op.overlap is not None:
+        src = node.inputs[0]
+        if src is not None and not src.is_const and _dies_here(buf_of[id(src)], i, last_use):
+            at = op.overlap(node)
+            if at is not None:
+                return buf_of[id(src)], at
     if not op.inplace:
         return None
     for slot, v in enumerate(node.inputs):
@@ -220,12 +263,10 @@ def _shareable_input(graph, node, op, k, out, i, buf_of, last_use) -> Buffer | N
             continue
         b = buf_of[id(v)]
         if (
-            b.region is Region.ACTIVATIONS
-            and v.shape == out.shape
+            v.shape == out.shape
             and v.dtype.itemsize == out.dtype.itemsize
             and v.blocked == out.blocked
-            and b.end == i
-            and all(last_use.get(id(m), -1) <= i for m in b.values)
+            and _dies_here(b, i, last_use)
         ):
             return b
     return None

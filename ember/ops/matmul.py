@@ -266,8 +266,9 @@ register(float16_via_f32(OpDef(
 
 # MatMulPanels (internal: a MatMul with a constant 2-D B, rewritten by ember/passes/conv_algorithms.py where
 # the CPU family asks for it) -----------------------------------------------------------------------------
-# Inputs: (A float32 [..., K], Bp float32 [N / 32, K, 32]: B packed at compile time in the 32-column panels of
-# kernels/matmul.c, so no strip of B is packed at run time and B streams from memory once, in order.
+# Inputs: (A float32 [..., K], Bp float32 [N / P, K, P]: B packed at compile time in the P-column panels of
+# kernels/matmul.c (P = EMBER_MM_PANEL, the CPU family's mm_panel), so no strip of B is packed at run time and
+# B streams from memory once, in order.
 
 def _panels_dims(node: Node) -> tuple[int, int, int]:
     """(M: A's rows with its batch dims folded in, N, K)."""

@@ -109,6 +109,10 @@ class OpDef:
     inplace: bool | tuple[int, ...] = False
     # Output is the same bytes as input 0 (reshape-like): planned zero-copy.
     alias: bool = False
+    # Streaming kernels: the byte offset, from input 0's first byte, at which output 0 may start when input 0
+    # dies here, because the kernel chosen for this node writes each output byte only over input bytes it
+    # has already read (None: no overlap). Sizes may differ; ember/ops/overlap.py states each variant's case.
+    overlap: Callable[[Node], int | None] | None = None
     # Checks and rewrites the canonical node into what the lowering expects (once types are known).
     normalize: NormalizeFn | None = None
     # Free-form data for the lowering (e.g. which activation a fused node applies).

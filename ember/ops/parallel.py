@@ -56,6 +56,9 @@ class Split:
     # Instead of the op's lowering on a view: emits the part of units [lo, hi) of the whole node itself
     # (a range no view can express, such as columns of a matrix: a pointer offset with the whole row stride).
     lower: Callable[[Node, KernelEmitter, int, int], None] | None = None
+    # The node's work in FLOP-equivalents where its op has no FLOP count (elementwise chains), for the
+    # threshold of passes/threads.py.
+    work: int | None = None
 
 
 @dataclass

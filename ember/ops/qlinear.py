@@ -29,6 +29,7 @@ from ember.ops.conv import ConvGeometry, conv_geometry
 from ember.ops.infer import conv_out
 from ember.ops.matmul import matmul_shape, present
 from ember.ops.opdef import OpDef
+from ember.ops.overlap import qconv_overlap
 from ember.ops.registry import register
 
 QPB = 64  # EMBER_QPB of qgemm.c: pixels per packed activation block
@@ -337,7 +338,7 @@ def infer_qconv(node: Node) -> list[TensorType | None]:
                                           *conv_out(node, x.shape[2:], node.attrs["kernel_shape"])))]
 
 
-register(OpDef("QConv", lower=lower_qconv, scratch=_qconv_scratch,
+register(OpDef("QConv", lower=lower_qconv, scratch=_qconv_scratch, overlap=qconv_overlap,
                kernels=("ember_qconv", "ember_qdwconv", "ember_qarm_conv", "ember_qarm_dw3",
                         "ember_qarm_conv_mve", "ember_qarm_dw3_mve"), infer=infer_qconv))
 
@@ -375,13 +376,26 @@ def _kp(k_dim: int) -> int:
     return (k_dim + 3) // 4 * 4
 
 
+def qmatmul_x_bytes(rows: int, k_dim: int) -> int:
+    """Bytes of ember_qmatmul's packed activations: one row of Kp for at most 2 rows (its matrix-vector
+    path), else a block of EMBER_QPB rows."""
+    return _kp(k_dim) * (1 if rows <= 2 else QPB)
+
+
+def _qmatmul_base(node: Node) -> int:
+    """ember_qmatmul's scratch: packed rows, then EMBER_QPB column sums and N row corrections (int32)."""
+    a, w, y = present(node.input(0)), present(node.input(2)), present(node.outputs[0])
+    rows = math.prod(a.shape[:-1]) if w.is_const else a.shape[-2]  # what one ember_qmatmul call gets as M
+    return qmatmul_x_bytes(rows, a.shape[-1]) + 4 * QPB + 4 * y.shape[-1]
+
+
 def _qmatmul_scratch(node: Node) -> int:
     a, w, y = present(node.input(0)), present(node.input(2)), present(node.outputs[0])
     kk, n = a.shape[-1], y.shape[-1]
     if node.attrs.get("_isa") == qarm.DSP:
         return qarm.fc_scratch(kk)
-    base = _kp(kk) * QPB + 4 * QPB + 4 * n
-    return base if w.is_const else base + (n * _kp(kk) + 63) // 64 * 64 + 4 * n
+    base = _qmatmul_base(node)
+    return base if w.is_const else (base + 63) // 64 * 64 + (n * _kp(kk) + 63) // 64 * 64 + 4 * n
 
 
 def _lower_qmatmul(node: Node, k: KernelEmitter) -> None:
@@ -408,7 +422,7 @@ def _lower_qmatmul(node: Node, k: KernelEmitter) -> None:
     idx_a = np.broadcast_to(np.arange(math.prod(a_batch)).reshape(a_batch), out_batch).reshape(-1) * (m * kk)
     idx_b = np.broadcast_to(np.arange(math.prod(b_batch)).reshape(b_batch), out_batch).reshape(-1) * (kk * n)
     ta, tb = k.table(idx_a, DType.INT32), k.table(idx_b, DType.INT32)
-    base = _kp(kk) * QPB + 4 * QPB + 4 * n
+    base = (_qmatmul_base(node) + 63) // 64 * 64
     wbuf = f"(int8_t *)({k.scratch()} + {base})"
     rowsum = f"(int32_t *)(void *)({k.scratch()} + {base + (n * _kp(kk) + 63) // 64 * 64})"
     k.need("ember_qmatmul", "ember_qpack_b")

@@ -15,7 +15,7 @@ FAMILIES = (
     "elementwise", "activation", "matmul", "conv", "pool", "norm", "reduce", "shape", "movement",
     "resize", "misc", "quantize", "qlinear", "qshifted", "qpointwise", "ml", "dynamic", "bitwise", "loss",
     "signal", "einsum", "normalize", "spatial", "linalg", "indexing", "reorder", "control", "attention",
-    "linear_attention", "recurrent", "random",
+    "linear_attention", "recurrent", "random", "svdf",
     "split",  # last: how the other families' kernel calls divide among threads (--threads)
 )
 

@@ -17,14 +17,16 @@ convolutions and int8 convolutions into channel-blocked outputs (passes/int8_lay
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any
 
+from ember.codegen.elementwise import emit_chain
 from ember.codegen.emitter import KernelEmitter
 from ember.ir.dtypes import DType
 from ember.ir.graph import Node
 from ember.ops import registry
-from ember.ops.conv import _conv_parts
+from ember.ops.conv import _conv_parts, _im2col_block
 from ember.ops.epilogue import epilogue_args
 from ember.ops.parallel import Slice, Split, contiguous_axis, cuttable, with_part_scratch
 
@@ -32,8 +34,13 @@ from ember.ops.parallel import Slice, Split, contiguous_axis, cuttable, with_par
 # depthwise kernels, so each part runs the code paths the whole call would.
 CHANNEL_ALIGN = 8
 ROW_ALIGN = 4
+DEPTHWISE_INT8_ALIGN = 16
 # Output pixels per part boundary of a 1x1 conv divided by columns: whole strips of the widest vectors.
 PIXEL_ALIGN = 32
+# An im2col conv divides along its output pixels from this many on (and at least as many as its output
+# channels; else along its channels); part boundaries on whole 64-pixel strips, as ember_conv_f32's blocks.
+IM2COL_MIN_PIXELS = 256
+IM2COL_ALIGN = 64
 
 
 def _float_image(node: Node) -> bool:
@@ -55,7 +62,28 @@ def _split_conv(node: Node) -> Split | None:
         # A 1x1 conv is one matmul y (M x P) = w (M x C) * x (C x P): parts of the P columns share nothing,
         # where parts of the M rows would each pack all of x for the kernel again.
         return Split(geo.pixels, PIXEL_ALIGN, (), lower=_lower_direct_columns)
+    if not direct and geo.pixels >= max(m, IM2COL_MIN_PIXELS):
+        # Parts of the output channels would each build the whole im2col matrix (K x P); parts of the pixels
+        # build only their own columns of it, but each packs all of the weights (K x M) for the matmul:
+        # pixels where they are the bigger operand.
+        return Split(geo.pixels, IM2COL_ALIGN, (), lower=_lower_im2col_columns)
     return Split(m, CHANNEL_ALIGN, (Slice(1, 0), bias, out))
+
+
+def _lower_im2col_columns(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:
+    """Output pixels [lo, hi) of an ungrouped conv of one image: ember_conv_f32's loop over im2col blocks,
+    on this part's pixels only, into this part's scratch."""
+    geo, _, m, _, _ = _conv_parts(node)
+    qb, kk = _im2col_block(node, geo, 1), geo.channels * geo.taps
+    col, tab = k.scratch("float"), k.table(geo.table(), DType.INT32)
+    bias = k.inp(2) if node.input(2) is not None else "0"
+    k.need("ember_im2col_f32", "ember_matmul_f32")
+    q, nq = k.fresh("q0"), k.fresh("nq")
+    with k.w.block(f"for (ptrdiff_t {q} = {lo}; {q} < {hi}; {q} += {qb})"):
+        k.line(f"const int {nq} = {hi} - {q} < {qb} ? (int)({hi} - {q}) : {qb};")
+        k.call("ember_im2col_f32", col, nq, k.inp(0), geo.channels, tab, q, nq)
+        k.call("ember_matmul_f32", f"{k.out(0)} + {q}", geo.pixels, k.inp(1), kk, 1, col, nq, m, nq, kk, "1.0f",
+               bias, 1, 0, "1.0f", *epilogue_args(node))
 
 
 def _lower_direct_columns(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:
@@ -98,11 +126,16 @@ def _split_winograd(node: Node) -> Split | None:
 
 
 def _split_qconv(node: Node) -> Split | None:
-    """An ungrouped int8 convolution into a plain (not channel-blocked) output: packed weight rows and the
-    per-channel tables of its spec (bias, row sums, offsets, requantisation) cut alike."""
+    """An ungrouped or depthwise int8 convolution between plain (not channel-blocked) tensors: packed weight
+    rows and the per-channel tables of its spec (bias, row sums, offsets, requantisation) cut alike."""
     x, y, q = node.input(0), node.outputs[0], node.attrs.get("_q")
-    if (x is None or y is None or q is None or q.depthwise or node.attrs.get("group", 1) != 1 or x.shape[0] != 1
-            or not cuttable(y, 1) or not cuttable(node.input(2), 0)):
+    if x is None or y is None or q is None or x.shape[0] != 1 or not cuttable(y, 1) or not cuttable(node.input(2), 0):
+        return None
+    if node.attrs.get("_isa"):
+        return None  # the microcontroller kernels (qarm.py): no threads there
+    if q.depthwise and not cuttable(x, 1):
+        return None
+    if not q.depthwise and node.attrs.get("group", 1) != 1:
         return None
     m = y.shape[1]
 
@@ -113,9 +146,15 @@ def _split_qconv(node: Node) -> Split | None:
         rq = q.requant
         if rq is not None:
             rq = replace(rq, mult=cut(rq.mult, lo, hi), shift=cut(rq.shift, lo, hi))
-        return {"_q": replace(q, bias=cut(q.bias, lo, hi), rowsum=cut(q.rowsum, lo, hi), wofs=cut(q.wofs, lo, hi),
-                              requant=rq)}
+        attrs: dict[str, Any] = {"_q": replace(q, bias=cut(q.bias, lo, hi), rowsum=cut(q.rowsum, lo, hi),
+                                               wofs=cut(q.wofs, lo, hi), requant=rq)}
+        if q.depthwise:
+            attrs["group"] = hi - lo
+        return attrs
 
+    if q.depthwise:
+        # Input planes, weight rows and tables of its channels; whole 16-channel groups (qdwvnni.c's vectors).
+        return Split(m, DEPTHWISE_INT8_ALIGN, (Slice(0, 1), Slice(2, 0), Slice(0, 1, out=True)), attrs=spec)
     return Split(m, CHANNEL_ALIGN, (Slice(2, 0), Slice(0, 1, out=True)), attrs=spec)
 
 
@@ -178,6 +217,87 @@ def _split_qmatmul(node: Node) -> Split | None:
     return _rows_split(node, 2, (DType.INT8, DType.UINT8), folded=True)
 
 
+# An elementwise step costs about what this many matmul FLOPs do (a load, a store, a few operations where
+# a matmul's FLOP is half an FMA on data in registers): 1M FLOP-equivalents = 64K element-steps.
+ELEMENT_WORK = 16
+
+
+def _split_elementwise(node: Node) -> Split | None:
+    """An elementwise op or fused chain: along the output's first non-unit axis, by pointer offsets (inputs
+    that broadcast along it are read whole); each element is computed by the same expression either way."""
+    y = node.outputs[0]
+    if y is None or len(node.outputs) != 1:
+        return None
+    if any(v is not None and v.dtype.is_storage_only for v in (*node.inputs, y)):
+        return None  # sub-byte and float8 types: element offsets are not byte offsets of their own
+    axis = contiguous_axis(y.shape)
+    if axis is None:
+        return None
+    steps = len(node.attrs.get("_steps", ())) or 1
+    return Split(y.shape[axis], 1, (), lower=_lower_elementwise_part, work=ELEMENT_WORK * steps * y.type.numel)
+
+
+def _lower_elementwise_part(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:
+    y = node.outputs[0]
+    assert y is not None
+    axis = contiguous_axis(y.shape)
+    assert axis is not None
+    if node.op == "FusedElementwise":
+        steps = [(step, registry.get(step.op).expr) for step in node.attrs["_steps"]]
+    else:
+        steps = [(node, registry.get(node.op).expr)]
+    emit_chain(k.ctx, [(n, e) for n, e in steps if e is not None], node.inputs, y, (axis, lo, hi))
+
+
+def _rows(node: Node, before: int, ins: tuple[int, ...], outs: tuple[int, ...], work: int) -> Split | None:
+    """Rows of a row-wise kernel (softmax, normalization): the first non-unit axis of input 0 before axis
+    `before` (the first normalized one), cut alike in inputs `ins` and outputs `outs` where present."""
+    x = node.input(0)
+    if x is None or x.dtype is not DType.FLOAT32:
+        return None
+    axis = contiguous_axis(x.shape)
+    if axis is None or axis >= before:
+        return None
+    slices = [Slice(i, axis) for i in ins if node.input(i) is not None]
+    slices += [Slice(i, axis, out=True) for i in outs if i < len(node.outputs) and node.outputs[i] is not None]
+    values = [node.input(s.index) if not s.out else node.outputs[s.index] for s in slices]
+    if not all(cuttable(v, axis) and v is not None and v.shape[:axis + 1] == x.shape[:axis + 1] for v in values):
+        return None
+    return Split(x.shape[axis], 1, tuple(slices), work=work)
+
+
+def _split_softmax(node: Node) -> Split | None:
+    x = node.input(0)
+    if x is None or x.type.rank == 0:
+        return None
+    axis = node.attrs.get("axis", -1)
+    return _rows(node, axis + x.type.rank if axis < 0 else axis, (0,), (0,), ELEMENT_WORK * 4 * x.type.numel)
+
+
+def _split_layernorm(node: Node) -> Split | None:
+    """LayerNormalization (X, scale, bias -> Y, Mean, InvStdDev) and SkipLayerNormalization (X, skip, scale,
+    bias, add_bias -> Y, Mean, InvStdDev, sum): rows of X (and skip) and of every output; scale and bias
+    are per normalized element, shared."""
+    x = node.input(0)
+    if x is None or x.type.rank == 0:
+        return None
+    axis = node.attrs.get("axis", -1)
+    skip = node.op == "SkipLayerNormalization"
+    return _rows(node, axis + x.type.rank if axis < 0 else axis, (0, 1) if skip else (0,),
+                 (0, 1, 2, 3) if skip else (0, 1, 2), ELEMENT_WORK * 4 * x.type.numel)
+
+
+def _split_pool(node: Node) -> Split | None:
+    """Pooling is plane by plane: whole channels of one image (not MaxPool's Indices output, whose values
+    count from the whole input's start)."""
+    x, y = node.input(0), node.outputs[0]
+    if (x is None or y is None or x.dtype is not DType.FLOAT32 or x.shape[0] != 1 or not cuttable(x, 1)
+            or not cuttable(y, 1) or any(o is not None for o in node.outputs[1:])):
+        return None
+    window = math.prod(node.attrs.get("kernel_shape") or x.shape[2:])
+    return Split(x.shape[1], 1, (Slice(0, 1), Slice(0, 1, out=True)), work=4 * y.type.numel * window)
+
+
 SPLITS = {
     "Conv": _split_conv,
     "ConvShifted": _split_shifted,
@@ -189,7 +309,19 @@ SPLITS = {
     "MatMul": _split_matmul,
     "MatMulPanels": _split_matmul_panels,
     "QMatMul": _split_qmatmul,
+    "Softmax": _split_softmax,
+    "LogSoftmax": _split_softmax,
+    "LayerNormalization": _split_layernorm,
+    "SkipLayerNormalization": _split_layernorm,
+    "MaxPool": _split_pool,
+    "AveragePool": _split_pool,
+    "LpPool": _split_pool,
+    "GlobalAveragePool": _split_pool,
+    "GlobalMaxPool": _split_pool,
 }
+
+SPLITS.update({name: _split_elementwise for name, op in registry.OPS.items() if op.expr is not None})
+SPLITS["FusedElementwise"] = _split_elementwise
 
 for _name, _fn in SPLITS.items():
     _op = registry.OPS[_name]

@@ -29,6 +29,8 @@ with memory to spare (host and Linux).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -52,7 +54,7 @@ from ember.toolchain.cpus import DEFAULT_FAMILY, CpuFamily
 # (their im2col is one subsampling pass already) nor K below shifted_strided_min_k (MobileNet's 3-channel
 # 3x3 stem: no gain there on AVX-512).
 SHIFTED_MAX_EXTRA = 8
-PANEL = 32  # EMBER_MM_PANEL in kernels/matmul.c
+PANEL = 32  # EMBER_MM_PANEL in kernels/matmul.c, unless the CPU family says otherwise (CpuFamily.mm_panel)
 
 # Winograd weight transforms U = G g G^T: F(2x2, 3x3) and F(4x4, 3x3) (points 0, +-1, +-2).
 _G2 = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
@@ -67,10 +69,10 @@ def winograd_weights(w: np.ndarray, tile: int = 2) -> np.ndarray:
     return u.reshape(len(g) ** 2, w.shape[0], w.shape[1]).astype(w.dtype)
 
 
-def narrow_panels(w: np.ndarray) -> np.ndarray:
-    """(M, C, k...) weights -> their K x M transpose in panels of 32 columns: (M/32, K, 32)."""
+def narrow_panels(w: np.ndarray, panel: int = PANEL) -> np.ndarray:
+    """(M, C, k...) weights -> their K x M transpose in panels of P columns: (M/P, K, P)."""
     m = w.shape[0]
-    return w.reshape(m // PANEL, PANEL, -1).transpose(0, 2, 1)
+    return w.reshape(m // panel, panel, -1).transpose(0, 2, 1)
 
 
 def _plain_conv(node: Node) -> bool:
@@ -104,7 +106,7 @@ def _narrow_fits(node: Node, cpu: CpuFamily) -> bool:
     w, y = node.inputs[1], node.outputs[0]
     assert w is not None and y is not None
     m = w.shape[0]
-    return math.prod(y.shape[2:]) <= cpu.narrow_max_pixels and m >= cpu.narrow_min_channels and m % PANEL == 0
+    return math.prod(y.shape[2:]) <= cpu.narrow_max_pixels and m >= cpu.narrow_min_channels and m % cpu.mm_panel == 0
 
 
 def _shifted_fits(node: Node, cpu: CpuFamily) -> bool:
@@ -120,44 +122,132 @@ def _shifted_fits(node: Node, cpu: CpuFamily) -> bool:
     return w.shape[2:] != (1, 1) and y.shape[3] <= cpu.shifted_max_width and 2 * extra <= y.shape[3]
 
 
-def _panels_matmul(node: Node) -> bool:
+def _panels_matmul(node: Node, panel: int) -> bool:
     if node.op != "MatMul" or len(node.inputs) != 2:
         return False
     a, b, y = node.inputs[0], node.inputs[1], node.outputs[0]
     return (a is not None and b is not None and y is not None and b.is_const and b.type.rank == 2
-            and a.type.rank >= 2 and b.shape[1] % PANEL == 0 and a.dtype is DType.FLOAT32
+            and a.type.rank >= 2 and b.shape[1] % panel == 0 and a.dtype is DType.FLOAT32
             and b.dtype is DType.FLOAT32 and y.dtype is DType.FLOAT32)
 
 
-def choose_conv_algorithms(graph: Graph, cpu: CpuFamily = DEFAULT_FAMILY) -> None:
+# The algorithms a float Conv or MatMul can take (what `--tune` times, ember/tune.py): "winograd4",
+# "winograd", "narrow", "shifted" (the ops above), "im2col" and "direct" (the plain Conv kernel; direct: a
+# 1x1 stride-1 unpadded conv, one matmul on the input), "panels" (MatMulPanels) and "packed" (the plain
+# MatMul, which packs B at run time).
+
+
+@dataclass(frozen=True)
+class AlgorithmChoice:
+    """What the pass chose for one node (node.attrs[CHOICE_ATTR]; NAME.json's `algorithms`)."""
+
+    key: str  # layer_key: the node's shape, the unit of the choice file
+    choice: str
+    source: str  # "threshold" (the CPU family's) or "tuned" (the choice file's)
+    candidates: tuple[str, ...]
+
+
+CHOICE_ATTR = "_algorithm"
+
+
+def _plain_algorithm(node: Node) -> str:
+    w = node.inputs[1]
+    assert w is not None
+    one = w.shape[2:] == (1,) * (w.type.rank - 2) and set(node.attrs.get("strides") or [1]) == {1}
+    return "direct" if one and not any(node.attrs.get("pads") or [0]) else "im2col"
+
+
+def candidates(node: Node, cpu: CpuFamily = DEFAULT_FAMILY) -> tuple[str, ...]:
+    """The algorithms that compute this node correctly, whatever they cost (empty: nothing to choose)."""
+    if node.op == "MatMul":
+        return ("panels", "packed") if _panels_matmul(node, cpu.mm_panel) else ()
+    if not _plain_conv(node):
+        return ()
+    x, w, y = node.inputs[0], node.inputs[1], node.outputs[0]
+    assert x is not None and w is not None and y is not None
+    found = []
+    if x.type.rank == 4 and w.shape[2:] == (3, 3) and node.attrs.get("strides", [1, 1]) == [1, 1] \
+            and node.attrs.get("dilations", [1, 1]) == [1, 1]:
+        found += ["winograd4", "winograd"]
+    if x.type.rank == 4 and w.shape[0] % cpu.mm_panel == 0:
+        found.append("narrow")
+    if x.type.rank == 4 and w.shape[2:] != (1, 1):
+        found.append("shifted")
+    return (*found, _plain_algorithm(node))
+
+
+def layer_key(node: Node) -> str:
+    """The node's shape and geometry: nodes with equal keys cost alike, so one choice serves them all."""
+    def dims(i: int) -> str:
+        v = node.input(i)
+        return "x".join(map(str, v.shape)) if v is not None else "-"
+
+    if node.op == "MatMul":
+        return f"MatMul a={dims(0)} b={dims(1)}"
+    r = len(node.inputs[1].shape) - 2 if node.inputs[1] is not None else 0
+    # Defaults written out: a model that states them and one that leaves them out have one key.
+    geo = {"strides": [1] * r, "pads": [0] * (2 * r), "dilations": [1] * r}
+    geo.update({k: node.attrs[k] for k in geo if node.attrs.get(k)})
+    pad = node.attrs.get("auto_pad", "NOTSET")
+    y = "x".join(map(str, node.outputs[0].shape)) if node.outputs[0] is not None else "-"
+    return " ".join([f"Conv x={dims(0)} w={dims(1)} y={y}", *(f"{k}={','.join(map(str, v))}" for k, v in geo.items()),
+                     *([f"auto_pad={pad}"] if pad != "NOTSET" else [])])
+
+
+def threshold_choice(node: Node, cpu: CpuFamily) -> str:
+    """The CPU family's choice for a node with candidates (the thresholds above)."""
+    if node.op == "MatMul":
+        return "panels" if cpu.matmul_panels else "packed"
+    if _winograd_fits(node, cpu) and _winograd4_tiles(node) >= cpu.winograd4_min_tiles:
+        return "winograd4"
+    if _winograd_fits(node, cpu):
+        return "winograd"
+    if _narrow_fits(node, cpu):
+        return "narrow"
+    if _shifted_fits(node, cpu):
+        return "shifted"
+    return _plain_algorithm(node)
+
+
+def choose_conv_algorithms(graph: Graph, cpu: CpuFamily = DEFAULT_FAMILY,
+                           tuned: Mapping[str, str] | None = None) -> None:
+    """`tuned`: layer_key -> algorithm, from a choice file (`--tune`); other nodes get the thresholds' choice."""
     for node in graph.nodes:
-        if cpu.matmul_panels and _panels_matmul(node):
-            b = node.inputs[1]
-            assert b is not None and b.const is not None
-            panels = b.const.reshape(b.shape[0], -1, PANEL).transpose(1, 0, 2)  # (N/32, K, 32)
-            node.inputs[1] = graph.constant(f"{node.name}_b_panels", np.ascontiguousarray(panels))
-            node.op = "MatMulPanels"
-            continue
         if node.op == "QConv" and qconv_shifted_fits(node):
             wq = node.inputs[2]
             assert wq is not None and wq.const is not None
             node.inputs[2] = graph.constant(f"{node.name}_wq_shifted", shifted_weights(node, wq.const))
             node.op = "QConvShifted"
             continue
-        if not _plain_conv(node):
+        options = candidates(node, cpu)
+        if not options:
             continue
-        w = node.inputs[1]
-        assert w is not None and w.const is not None
-        if _winograd_fits(node, cpu) and _winograd4_tiles(node) >= cpu.winograd4_min_tiles:
-            node.op, data, suffix = "ConvWinograd4", winograd_weights(w.const, 4), "winograd4"
-        elif _winograd_fits(node, cpu):
-            node.op, data, suffix = "ConvWinograd", winograd_weights(w.const), "winograd"
-        elif _narrow_fits(node, cpu):
-            node.op, data, suffix = "ConvNarrow", narrow_panels(w.const), "panels"
-        elif _shifted_fits(node, cpu):
-            node.op, node.attrs["kernel_shape"] = "ConvShifted", list(w.shape[2:])
-            continue
-        else:
-            continue
-        node.attrs["kernel_shape"] = list(w.shape[2:])
-        node.inputs[1] = graph.constant(f"{node.name}_w_{suffix}", np.ascontiguousarray(data))
+        key = layer_key(node)
+        choice, source = threshold_choice(node, cpu), "threshold"
+        if tuned is not None and tuned.get(key) in options:
+            choice, source = tuned[key], "tuned"
+        node.attrs[CHOICE_ATTR] = AlgorithmChoice(key, choice, source, options)
+        _apply(graph, node, choice, cpu.mm_panel)
+
+
+def _apply(graph: Graph, node: Node, choice: str, panel: int) -> None:
+    w = node.inputs[1]
+    assert w is not None and w.const is not None
+    if choice == "panels":
+        panels = w.const.reshape(w.shape[0], -1, panel).transpose(1, 0, 2)  # (N/P, K, P)
+        node.inputs[1] = graph.constant(f"{node.name}_b_panels", np.ascontiguousarray(panels))
+        node.op = "MatMulPanels"
+        return
+    if choice in ("packed", "im2col", "direct"):
+        return
+    node.attrs["kernel_shape"] = list(w.shape[2:])
+    if choice == "shifted":
+        node.op = "ConvShifted"
+        return
+    if choice == "winograd4":
+        node.op, data, suffix = "ConvWinograd4", winograd_weights(w.const, 4), "winograd4"
+    elif choice == "winograd":
+        node.op, data, suffix = "ConvWinograd", winograd_weights(w.const), "winograd"
+    else:
+        node.op, data, suffix = "ConvNarrow", narrow_panels(w.const, panel), "panels"
+    node.inputs[1] = graph.constant(f"{node.name}_w_{suffix}", np.ascontiguousarray(data))

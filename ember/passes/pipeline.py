@@ -10,6 +10,7 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 from ember.errors import OptionError
+from ember.passes.choice_file import read_choices
 from ember.passes.conv_algorithms import choose_conv_algorithms
 from ember.passes.dce import remove_dead_nodes
 from ember.passes.fold_batchnorm import fold_batchnorm
@@ -111,7 +112,9 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
     if target_kind in SPEED_TARGET_KINDS and options.opt_level >= 2:
         # Thresholds of the CPU family that --cpu names (toolchain/cpus.py).
         family = cpu.family if cpu is not None else DEFAULT_FAMILY
-        passes.append(("choose_conv_algorithms", lambda g: choose_conv_algorithms(g, family)))
+        # --tune / --tune-file: the measured choices of a choice file win over the thresholds.
+        tuned = read_choices(options) if options.tune or options.tune_file else None
+        passes.append(("choose_conv_algorithms", lambda g: choose_conv_algorithms(g, family, tuned)))
         passes.append(("choose_int8_layout", choose_int8_layout))
     if int8_isa:
         # Once the integer nodes and their weights are final; before scheduling, which reads the scratch

@@ -3,12 +3,12 @@ Inception block, attention heads) which branch runs first decides how many tenso
 
 The bytes alive after a set S of nodes has run do not depend on the order within S (a tensor is alive while
 some consumer has not run), and neither does the cost of running node n next (what is alive, plus n's new
-outputs and scratch, less an output written in place over an input that dies at n). So the best peak over
-all topological orders is a dynamic program over the sets S closed under predecessors, level by level (|S| =
-0, 1, ...). Each level keeps its best states only up to a budget: exact when a graph's levels fit (narrow and
-small graphs), a beam search beyond (a greedy order at worst). The result replaces the node order only if the
-planner's own bound for it (memory/planner.activation_peak) is smaller; ties keep the original order. The
-pass is deterministic.
+outputs and scratch, less an output written in place over, or overlapping (OpDef.overlap), an input that dies
+at n). So the best peak over all topological orders is a dynamic program over the sets S closed under
+predecessors, level by level (|S| = 0, 1, ...). Each level keeps its best states only up to a budget: exact
+when a graph's levels fit (narrow and small graphs), a beam search beyond (a greedy order at worst). The result
+replaces the node order only if the planner's own bound for it (memory/planner.activation_peak) is smaller;
+ties keep the original order. The pass is deterministic.
 
 Only the top-level graph is reordered: a control-flow node runs as one step, its subgraphs as they are.
 """
@@ -85,6 +85,11 @@ def _model(graph: Graph) -> _Model:
             if k == 0 and op.inplace and not n.subgraphs:
                 me.in_place = [group[id(v)] for s, v in enumerate(n.inputs) if _may_share(op.inplace, s, v, out, group)]
                 me.saving = out.storage_bytes if me.in_place else 0
+            elif k == 0 and op.overlap is not None and src is not None and id(src) in group:
+                at = op.overlap(n)  # the output starts `at` bytes into its dying input (OpDef.overlap)
+                if at is not None:
+                    me.in_place = [group[id(src)]]
+                    me.saving = max(0, min(out.storage_bytes, src.storage_bytes - at))
     return _Model(nodes, size, users)
 
 

@@ -31,10 +31,10 @@ def _work(node: Node) -> int:
 def split_for_threads(graph: Graph, threads: int) -> None:
     for node in graph.nodes:
         op = registry.get(node.op)
-        if op.split is None or _work(node) < MIN_WORK:
+        if op.split is None:
             continue
         split = op.split(node)
-        if split is None:
+        if split is None or (split.work if split.work is not None else _work(node)) < MIN_WORK:
             continue
         parts = max_parts(split, threads)
         if parts > 1:

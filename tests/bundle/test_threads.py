@@ -57,7 +57,8 @@ def _convnet(path: Path) -> Path:
 
 
 def _int8(path: Path) -> Path:
-    """QLinearConv (per-channel weight scales) and QLinearMatMul: uint8 in, constant uint8 weights, uint8 out."""
+    """QLinearConv (per-channel weight scales; a depthwise one too) and QLinearMatMul: uint8 in, constant
+    uint8 weights, uint8 out."""
     rng = np.random.default_rng(3)
 
     def u8(*shape: int) -> np.ndarray:
@@ -70,17 +71,22 @@ def _int8(path: Path) -> Path:
              _const("w_scale", rng.uniform(0.002, 0.01, 64).astype(np.float32)), _const("w_zp", u8(64)),
              _const("bias", rng.integers(-5000, 5000, 64).astype(np.int32)), scalar("y_scale", 0.5, np.float32),
              scalar("y_zp", 100, np.uint8), _const("b", u8(256, 96)), scalar("b_scale", 0.01, np.float32),
-             scalar("b_zp", 120, np.uint8)]
+             scalar("b_zp", 120, np.uint8), _const("wd", u8(64, 1, 3, 3)),
+             _const("wd_scale", rng.uniform(0.01, 0.05, 64).astype(np.float32)), _const("wd_zp", u8(64))]
     nodes = [
         helper.make_node("QLinearConv", ["input", "x_scale", "x_zp", "w", "w_scale", "w_zp", "y_scale", "y_zp",
                                          "bias"], ["conv"], pads=[1, 1, 1, 1]),
         helper.make_node("QLinearMatMul", ["rows", "x_scale", "x_zp", "b", "b_scale", "b_zp", "y_scale", "y_zp"],
                          ["product"]),
+        helper.make_node("QLinearConv", ["planes", "x_scale", "x_zp", "wd", "wd_scale", "wd_zp", "y_scale", "y_zp"],
+                         ["depthwise"], group=64, pads=[1, 1, 1, 1]),
     ]
     ins = [helper.make_tensor_value_info("input", TensorProto.UINT8, [1, 32, 16, 16]),
-           helper.make_tensor_value_info("rows", TensorProto.UINT8, [1, 64, 256])]
+           helper.make_tensor_value_info("rows", TensorProto.UINT8, [1, 64, 256]),
+           helper.make_tensor_value_info("planes", TensorProto.UINT8, [1, 64, 32, 32])]
     outs = [helper.make_tensor_value_info("conv", TensorProto.UINT8, [1, 64, 16, 16]),
-            helper.make_tensor_value_info("product", TensorProto.UINT8, [1, 64, 96])]
+            helper.make_tensor_value_info("product", TensorProto.UINT8, [1, 64, 96]),
+            helper.make_tensor_value_info("depthwise", TensorProto.UINT8, [1, 64, 32, 32])]
     graph = helper.make_graph(nodes, "int8", ins, outs, inits)
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
     return path
@@ -142,16 +148,72 @@ def test_python_threads_share_a_threaded_bundle(convnet: tuple[Path, ember.Bundl
         assert_close(got[i], w, f"python thread {i}", rel=1e-5)
 
 
+def _rowwise(path: Path) -> Path:
+    """What is divided besides convolutions by channels and matmuls by rows: an im2col convolution (by
+    output pixels), a fused elementwise chain with a per-channel operand
+    (broadcast along the divided axis), a plain Add, max and average pooling, global pooling, softmax over
+    rows, LayerNormalization and its skip form."""
+    rng = np.random.default_rng(11)
+    inits = [_const("bias", rng.standard_normal((64, 1, 1)).astype(np.float32)),
+             _const("shape", np.array([1, 64, 64 * 64], np.int64)),
+             _const("gamma", rng.standard_normal(4096).astype(np.float32)),
+             _const("beta", rng.standard_normal(4096).astype(np.float32)),
+             _const("wc", (rng.standard_normal((8, 64, 3, 3)) / 24).astype(np.float32))]
+    nodes = [
+        helper.make_node("Add", ["input", "bias"], ["a"]),
+        helper.make_node("Tanh", ["a"], ["t"]),
+        helper.make_node("Mul", ["t", "input"], ["m"]),
+        helper.make_node("Add", ["m", "input"], ["s"]),
+        helper.make_node("MaxPool", ["s"], ["mp"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("AveragePool", ["mp"], ["ap"], kernel_shape=[3, 3], strides=[2, 2]),
+        helper.make_node("GlobalAveragePool", ["s"], ["gap"]),
+        helper.make_node("Reshape", ["s", "shape"], ["rows"]),
+        helper.make_node("Softmax", ["rows"], ["sm"], axis=-1),
+        helper.make_node("LayerNormalization", ["rows", "gamma", "beta"], ["ln"], axis=-1),
+        helper.make_node("Add", ["ln", "sm"], ["sum"]),
+        helper.make_node("LayerNormalization", ["sum", "gamma"], ["out"], axis=-1),
+        # Dilated 3x3 on a wide map: im2col (no Winograd, no ConvShifted), divided along its output pixels.
+        helper.make_node("Conv", ["s", "wc"], ["conv"], dilations=[2, 2], pads=[2, 2, 2, 2]),
+    ]
+    x = helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 64, 64, 64])
+    outs = [helper.make_tensor_value_info("ap", TensorProto.FLOAT, [1, 64, 31, 31]),
+            helper.make_tensor_value_info("gap", TensorProto.FLOAT, [1, 64, 1, 1]),
+            helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 64, 4096]),
+            helper.make_tensor_value_info("conv", TensorProto.FLOAT, [1, 8, 64, 64])]
+    graph = helper.make_graph(nodes, "rowwise", [x], outs, inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_elementwise_pooling_and_row_kernels_divide(tmp_path: Path) -> None:
+    model = _rowwise(tmp_path / "rowwise.onnx")
+    serial = ember.compile(model, tmp_path / "t1")
+    threaded = ember.compile(model, tmp_path / "t2", threads=2)
+    divided = {n["op"] for n in threaded.manifest["nodes"]} - {"Reshape"}
+    assert threaded.manifest["threads"]["divided"] == len(threaded.manifest["nodes"]) - 1, divided
+    assert {"MaxPool", "AveragePool", "GlobalAveragePool", "Softmax", "Conv"} <= divided
+    assert any(op.startswith("Fused(") for op in divided) and any("LayerNormalization" in op for op in divided)
+    x = {"input": np.random.default_rng(41).standard_normal((1, 64, 64, 64)).astype(np.float32)}
+    got, want, ref = threaded.run(x), serial.run(x), onnxruntime_outputs(model, x)
+    for k in ("ap", "gap", "out", "conv"):
+        assert_close(got[k], want[k], f"{k}: 2 threads vs 1", rel=1e-5)
+        assert_close(got[k], ref[k], f"{k}: 2 threads vs onnxruntime")
+    got_c = cdriver.run(threaded.path, tmp_path / "c", x, sanitize=True, cflags=("-pthread",), opt="-O0")
+    for k in ("out", "conv"):
+        assert_close(got_c[k], want[k], f"{k}: sanitized C driver, 2 threads", rel=1e-5)
+
+
 def test_int8_threaded_bundle_is_bit_identical(tmp_path: Path) -> None:
     model = _int8(tmp_path / "int8.onnx")
     serial = ember.compile(model, tmp_path / "t1")
     threaded = ember.compile(model, tmp_path / "t2", threads=2)
-    assert threaded.manifest["threads"]["divided"] == 2
+    assert threaded.manifest["threads"]["divided"] == 3
     rng = np.random.default_rng(5)
     x = {"input": rng.integers(0, 256, (1, 32, 16, 16)).astype(np.uint8),
-         "rows": rng.integers(0, 256, (1, 64, 256)).astype(np.uint8)}
+         "rows": rng.integers(0, 256, (1, 64, 256)).astype(np.uint8),
+         "planes": rng.integers(0, 256, (1, 64, 32, 32)).astype(np.uint8)}
     got, want, ref = threaded.run(x), serial.run(x), onnxruntime_outputs(model, x)
-    for k in ("conv", "product"):
+    for k in ("conv", "product", "depthwise"):
         assert np.array_equal(got[k], want[k]), k
         assert np.abs(got[k].astype(np.int32) - ref[k].astype(np.int32)).max() <= 1, k
 

@@ -127,7 +127,10 @@ def test_cpu_choice_reaches_the_bundle_and_runs_here(tmp_path: Path) -> None:
         choice = manifest["target_info"]["cpu_choice"]
         assert choice["cpu"] == cpu and choice["family"]["name"] == CPUS[cpu]
         assert f"-march={cpu}" in manifest["compiler"]
-        assert f"#define EMBER_MM_KC {FAMILIES[CPUS[cpu]].mm_kc}" in (out / "c.c").read_text()
+        family = FAMILIES[CPUS[cpu]]
+        source = (out / "c.c").read_text()
+        assert f"#define EMBER_MM_KC {family.mm_kc}" in source
+        assert f"#define EMBER_MM_PREFETCH {int(family.mm_prefetch)}" in source
         results.append(ember.load(out).run({"x": x})["y"])
     import onnxruntime as ort
 

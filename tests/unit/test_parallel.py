@@ -26,14 +26,14 @@ def test_parts_cover_every_unit_once_on_aligned_boundaries() -> None:
     assert max_parts(Split(4, 8, ()), 4) == 1
 
 
-def _conv(group: int, channels: int, out: int, k: int = 3) -> tuple[Graph, Node]:
+def _conv(group: int, channels: int, out: int, k: int = 3, size: int = 16) -> tuple[Graph, Node]:
     g = Graph("g")
-    x = Value("x", TensorType(DType.FLOAT32, (1, channels, 16, 16)))
+    x = Value("x", TensorType(DType.FLOAT32, (1, channels, size, size)))
     g.inputs.append(x)
     shape = (out, channels // group, k, k)
     w = g.constant("w", np.arange(np.prod(shape), dtype=np.float32).reshape(shape))
     b = g.constant("b", np.arange(out, dtype=np.float32))
-    y = Value("y", TensorType(DType.FLOAT32, (1, out, 16, 16)))
+    y = Value("y", TensorType(DType.FLOAT32, (1, out, size, size)))
     pads = [k // 2] * 4
     node = Node("Conv", "conv", [x, w, b], [y], {"group": group, "pads": pads, "kernel_shape": [k, k]})
     y.producer = node
@@ -43,7 +43,7 @@ def _conv(group: int, channels: int, out: int, k: int = 3) -> tuple[Graph, Node]
 
 
 def test_conv_parts_are_offsets_into_the_whole_tensors() -> None:
-    _, node = _conv(1, 16, 40)
+    _, node = _conv(1, 16, 40, size=8)
     split = registry.get("Conv").split(node)
     assert split is not None and split.units == 40
     views = part_views(node, split, 3)
@@ -53,9 +53,17 @@ def test_conv_parts_are_offsets_into_the_whole_tensors() -> None:
     assert w.shape == (16, 16, 3, 3) and np.array_equal(w.const, node.inputs[1].const[24:40])
     assert third.locations[id(w)] == (node.inputs[1], 24 * 16 * 9 * 4)
     assert third.locations[id(b)] == (node.inputs[2], 24 * 4)
-    assert third.locations[id(y)] == (node.outputs[0], 24 * 16 * 16 * 4)
+    assert third.locations[id(y)] == (node.outputs[0], 24 * 8 * 8 * 4)
     assert third.node.inputs[0] is node.inputs[0]  # every part reads the whole input
     assert PARTS_ATTR not in third.node.attrs
+
+
+def test_im2col_conv_over_many_pixels_divides_its_pixels() -> None:
+    """Parts of the channels would each build the whole im2col matrix: from 256 pixels on, the pixels."""
+    _, node = _conv(1, 16, 40)
+    split = registry.get("Conv").split(node)
+    assert split is not None and split.units == 256 and split.align == 64 and split.lower is not None
+    assert part_ranges(split, 3) == [(0, 64), (64, 128), (128, 256)]
 
 
 def test_pointwise_conv_over_many_pixels_divides_its_pixels() -> None:
@@ -117,3 +125,27 @@ def test_a_split_node_has_scratch_for_each_part() -> None:
     node.attrs[PARTS_ATTR] = 4
     assert scratch(node) == 4 * (-(-one // 64) * 64)
     assert Slice(0, 1).per_unit == 1
+
+
+def _add(shape: tuple[int, ...], other: tuple[int, ...]) -> tuple[Graph, Node]:
+    g = Graph("g")
+    x = Value("x", TensorType(DType.FLOAT32, shape))
+    g.inputs.append(x)
+    b = g.constant("b", np.ones(other, np.float32))
+    y = Value("y", TensorType(DType.FLOAT32, shape))
+    node = Node("Add", "add", [x, b], [y], {})
+    y.producer = node
+    g.add_node(node)
+    g.outputs.append(y)
+    return g, node
+
+
+def test_elementwise_nodes_divide_along_their_first_non_unit_axis_when_big() -> None:
+    g, big = _add((1, 64, 64, 64), (64, 1, 1))  # 262K elements x 16: 4.2M operations' worth
+    split = registry.get("Add").split(big)
+    assert split is not None and split.units == 64 and split.lower is not None and split.slices == ()
+    split_for_threads(g, 2)
+    assert big.attrs[PARTS_ATTR] == 2
+    g, small = _add((1, 8, 32, 32), (8, 1, 1))  # 8K elements: runs on the calling thread
+    split_for_threads(g, 2)
+    assert PARTS_ATTR not in small.attrs

@@ -32,7 +32,12 @@ typedef float ember_vf;
 #ifndef EMBER_MM_KC /* NAME.c defines it from the CPU family (toolchain/cpus.py) */
 #define EMBER_MM_KC 256
 #endif
-#define EMBER_MM_PANEL 32 /* columns per compile-time packed B panel (a multiple of every 2*EMBER_VL) */
+#ifndef EMBER_MM_PREFETCH /* the same: 1 prefetches the next block of compile-time panels */
+#define EMBER_MM_PREFETCH 1
+#endif
+#ifndef EMBER_MM_PANEL /* columns per compile-time packed B panel: the CPU family's (16 or 32), else 32 */
+#define EMBER_MM_PANEL 32
+#endif
 /* Clamp to [lo, hi] keeping NaN (the fused Relu/Clip epilogue, applied in registers). */
 EMBER_INLINE float ember_sclamp(float x, float lo, float hi) {
     x = x < lo ? lo : x;
@@ -109,10 +114,16 @@ EMBER_MM_TILE(ember_mm_tile_11s, float, ember_sclamp, 1, 1)
 /* Rows of the next register tile when r rows are left: EMBER_MR while the rest is 0 or at least 6, then
  * 8 or 6 (still >= 12 accumulators, full speed), and only then 4 and 1 (too few independent
  * accumulators to hide the FMA latency). M = 64 goes 12, 12, 12, 12, 8, 8 instead of 5 x 12 + 4, and
- * with AVX-512 the 49 pixels of a 7x7 map 12, 12, 12, 13. */
+ * with AVX-512 the 49 pixels of a 7x7 map 12, 12, 12, 13. With 8-float vectors (AVX2) 8 and 9 rows
+ * go 4, 4 (+ 1) rather than 6, 1, 1 (+ 1): a 4 x 16 tile (8 accumulators) still keeps both FMA units
+ * busy, a 1-row tile a quarter of them, so M = 128 (BERT's rows) and 32 (Attention's query block)
+ * do a 6-row tile's work fewer. */
 static int ember_mm_rows(int r) {
 #if EMBER_MR == 12
     if (r == 13) return 13;
+#endif
+#if EMBER_MR == 6 && EMBER_VL == 8
+    if (r == 8 || r == 9) return 4;
 #endif
     if (r >= EMBER_MR && (r == EMBER_MR || r - EMBER_MR >= 6)) return EMBER_MR;
 #if EMBER_MR > 8
@@ -242,7 +253,7 @@ static void ember_matmul_core(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
             const int kn = K - k0 < EMBER_MM_KC ? K - k0 : EMBER_MM_KC;
             const float *b = panels ? EMBER_MM_PANEL_AT(n0, k0) : B + (ptrdiff_t)k0 * b_sk + n0;
             ptrdiff_t bs = panels ? EMBER_MM_PANEL : b_sk;
-#if EMBER_GNUC
+#if EMBER_GNUC && EMBER_MM_PREFETCH
             /* Compile-time panels stream through memory in this loop's order: ask for the next block
              * while this one is multiplied (the weights of late layers come from L3 or DRAM). */
             if (panels && (n0 + nv < N || k0 + kn < K)) {
@@ -284,7 +295,7 @@ static void ember_matmul_f32(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const floa
 /*@end*/
 
 /*@kernel ember_matmul_panels_f32 requires ember_matmul_core*/
-/* The same with B packed in 32-column panels (see `panels` above); N must be a multiple of 32. */
+/* The same with B packed in EMBER_MM_PANEL-column panels (see `panels` above); N must be a multiple of it. */
 static void ember_matmul_panels_f32(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A, ptrdiff_t a_sm,
                                     ptrdiff_t a_sk, const float *Bp, int M, int N, int K, const float *bias,
                                     ptrdiff_t bias_sm, ptrdiff_t bias_sn, int act, float act_a, float act_b) {

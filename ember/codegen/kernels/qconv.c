@@ -101,7 +101,8 @@ static void ember_qmatmul(void *y, int kind, const void *a, int a_sgn, int32_t a
                           const int32_t *mult, const int32_t *shift, const int32_t *out, uint8_t *scratch) {
     const int Kp = (K + 3) & ~3;
     uint8_t *X = scratch;
-    int32_t *colsum = (int32_t *)(void *)(scratch + EMBER_QSCRATCH_X(Kp)), *corr = colsum + EMBER_QPB;
+    /* M <= 2 packs one row of Kp bytes at a time, not a block (ops/qlinear.py qmatmul_x_bytes sizes the same) */
+    int32_t *colsum = (int32_t *)(void *)(scratch + (M <= 2 ? Kp : EMBER_QSCRATCH_X(Kp))), *corr = colsum + EMBER_QPB;
     uint8_t flip;
     const int32_t zv = ember_qview(a_sgn, az, &flip);
     const uint32_t flip4 = flip * 0x01010101u;

@@ -3,7 +3,8 @@
 
 Inputs and outputs keep TFLite's layout (NHWC); converters put NCHW canonical operators between Transposes,
 which passes/transposes.py cancels between layers. `Graph.layouts` records each I/O's layout for NAME.json.
-Sparse constants are made dense (sparse.py), variable tensors start at zero (a bundle is stateless), and
+Sparse constants are made dense (sparse.py), variable tensors start at zero (a bundle is stateless; with
+`state_io`, --state io, they are inputs and their next values outputs), and
 SPACE_TO_BATCH_ND -> convolution -> BATCH_TO_SPACE_ND chains convert as one dilated convolution (atrous.py).
 """
 
@@ -16,14 +17,14 @@ from typing import Any
 import numpy as np
 import tflite
 
-from ember.errors import ModelFormatError, ShapeError, UnsupportedOperatorError
+from ember.errors import ModelFormatError, OptionError, ShapeError, UnsupportedOperatorError
 from ember.frontends.detect import TFLITE_IDENTIFIER
 from ember.frontends.tflite.atrous import Atrous, find_atrous
-from ember.frontends.tflite.context import OpContext, Quant, TensorInfo
+from ember.frontends.tflite.context import OpContext, Quant, TensorInfo, add_node
 from ember.frontends.tflite.ops import CONVERTERS, builtin_name, options_of
 from ember.frontends.tflite.sparse import densify
 from ember.ir.dtypes import DType, TensorType
-from ember.ir.graph import Graph, Value
+from ember.ir.graph import Graph, Node, Value
 
 _DTYPES = {
     tflite.TensorType.FLOAT32: DType.FLOAT32, tflite.TensorType.FLOAT16: DType.FLOAT16,
@@ -43,12 +44,15 @@ def read_tflite(path: str) -> bytes:
     return data
 
 
-def load_tflite(data: bytes, name: str = "model", path: str = "model", rounding: str = "litert") -> Graph:
-    """The IR of subgraph 0 of the TFLite model in `data` (the whole file). `rounding`: whose integer
-    arithmetic the quantized operators follow, LiteRT's or TFLite Micro's (ember/ops/qlinear.py ROUNDINGS)."""
+def load_tflite(data: bytes, name: str = "model", path: str = "model", state_io: bool = False,
+                rounding: str = "litert") -> Graph:
+    """The IR of subgraph 0 of the TFLite model in `data` (the whole file). `state_io`: subgraph 0's variable
+    tensors (recurrent state) become graph inputs, and their values after the run graph outputs. `rounding`:
+    whose integer arithmetic the quantized operators follow, LiteRT's or TFLite Micro's (frontends/tflite/
+    context.py `rounding`)."""
     try:
         model = tflite.Model.GetRootAs(data, 0)
-        builder = _Builder(model, data, name, path)
+        builder = _Builder(model, data, name, path, state_io)
         builder.rounding = rounding
         return builder.build()
     except (struct.error, IndexError, ValueError, TypeError, AttributeError) as e:
@@ -58,8 +62,10 @@ def load_tflite(data: bytes, name: str = "model", path: str = "model", rounding:
 
 
 class _Builder:
-    def __init__(self, model: Any, data: bytes, name: str, path: str) -> None:
-        self.model, self.data, self.path = model, data, path
+    def __init__(self, model: Any, data: bytes, name: str, path: str, state_io: bool = False) -> None:
+        self.model, self.data, self.path, self.state_io = model, data, path, state_io
+        self.state_inputs: dict[int, Value] = {}  # subgraph 0's variable tensors as state inputs (state_io)
+        self.resets: dict[int, int | float] = {}  # their reset values
         self.graph = Graph(name)
         self.values: dict[int, Value] = {}
         self.tensors: list[TensorInfo] = []
@@ -81,6 +87,8 @@ class _Builder:
             self.values[ti] = v
             self.graph.inputs.append(v)
             self.graph.layouts[v.name] = _layout(t.shape)
+        if self.state_io:
+            self._state_inputs(sg)
         self._check_unsupported(sg)
         self._operators(sg)
         for ti in sg.OutputsAsNumpy().tolist():
@@ -90,7 +98,50 @@ class _Builder:
             self.graph.outputs.append(v)
             self.graph.output_names.append(name)
             self.graph.layouts[name] = _layout(t.shape)
+        self._state_outputs()
         return self.graph
+
+    def _state_inputs(self, sg: Any) -> None:
+        """Each variable tensor becomes an input holding the state before the run; its initial value (zero,
+        its zero point, or the one value its buffer holds) is the reset value NAME.json states."""
+        for ti in range(sg.TensorsLength()):
+            if not sg.Tensors(ti).IsVariable() or ti in self.values:
+                continue
+            t = self.tensors[ti]
+            init = t.data if t.data is not None else np.zeros(t.shape, t.dtype.np)
+            reset = init.reshape(-1)[0].item() if init.size else 0
+            if init.size and not np.all(init == init.reshape(-1)[0]):
+                raise OptionError(f"--state io: variable tensor {ti} ('{t.name}') starts from values that differ "
+                                  "from element to element; a state input resets to one number")
+            v = self.graph.value(t.name, TensorType(t.dtype, t.shape))
+            self.tensors[ti] = TensorInfo(t.name, t.dtype, t.shape, t.quant, None)  # read from the input
+            self.values[ti] = self.state_inputs[ti] = v
+            self.resets[ti] = reset
+            self.graph.inputs.append(v)
+            self.graph.layouts[v.name] = "ND"
+
+    def _state_outputs(self) -> None:
+        """The state after the run (what the last operator writing each variable left in it), as outputs
+        named `<state input>_next`: the caller copies each onto its input before the next call."""
+        taken = {v.name for v in self.graph.inputs} | set(self.graph.output_names)
+        for ti, state_in in self.state_inputs.items():
+            name = f"{state_in.name}_next"
+            while name in taken:
+                name += "_"
+            taken.add(name)
+            v = self.values[ti]
+            if v is state_in:  # no operator writes it: the state passes through unchanged
+                v = self.graph.value(name, v.type)
+                add_node(self.graph, Node("Identity", self.graph.unique_name(f"{name}_Identity"), [state_in], [v]))
+            self.graph.outputs.append(v)
+            self.graph.output_names.append(name)
+            self.graph.layouts[name] = "ND"
+            self.graph.state_outputs[state_in.name] = (name, self.resets[ti])
+
+    def write_state(self, index: int, v: Value) -> None:
+        """An operator updated variable tensor `index` (LSTM, SVDF state) to `v`: later readers see it, and
+        with state_io it is the state output."""
+        self.values[index] = v
 
     def run_subgraph(self, index: int, graph: Graph, inputs: list[Value], what: str) -> list[Value]:
         """Converts subgraph `index` (of an IF, WHILE) into `graph`, its inputs bound to `inputs`; returns the
