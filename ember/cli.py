@@ -39,7 +39,7 @@ def _compile(args: argparse.Namespace) -> int:
         weights=args.weights, max_memory=parse_size(args.max_memory) if args.max_memory else None,
         ram_limit=parse_size(args.ram_limit, "--ram-limit") if args.ram_limit else None,
         weights_txt=not args.no_weights_txt, threads=args.threads, state=args.state,
-        reuse_inputs=args.reuse_inputs, tune=args.tune, tune_file=args.tune_file,
+        reuse_inputs=args.reuse_inputs, tune=args.tune, tune_file=args.tune_file, tflite_rounding=args.tflite_rounding,
     )
     command = "ember " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     if args.report:
@@ -435,6 +435,8 @@ def _quant_args(c: argparse.ArgumentParser) -> None:
                    help="how ranges become scale and zero point (Glow's schemas; default asymmetric)")
     q.add_argument("--precision", default="int8", choices=("int8", "int16"), help="activation and weight type")
     q.add_argument("--bias", default="int32", choices=("int32", "int8"), help="bias type (default int32)")
+    q.add_argument("--tflite-rounding", dest="tflite_rounding", default="litert", choices=("litert", "micro"),
+                   help="an int8 TFLite model's integer arithmetic, bit-exact with LiteRT (default) or TFLite Micro")
     q.add_argument("--per-channel", dest="per_channel", action=argparse.BooleanOptionalAction, default=None,
                    help="one weight scale per output channel (default: for convolutions only)")
     q.add_argument("--calibration", default="minmax", choices=("minmax", "percentile", "kl", "mse"),

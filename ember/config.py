@@ -48,6 +48,8 @@ class CompileOptions:
     percentile: float = 99.99
     keep_float: tuple[str, ...] = ()  # op types left in float
     io: str = "float"  # float | int8: the bundle's inputs and outputs
+    # A fully-quantized TFLite model's requantisation: LiteRT's (single rounding) or TFLite Micro's (double)
+    tflite_rounding: str = "litert"
     weights: str | None = None  # fp16 | bf16 | int8: weight-only compression of a float bundle
     # Largest total of the three memory regions, bytes; None: 4 GiB for host, the address space otherwise.
     max_memory: int | None = None
@@ -117,6 +119,8 @@ def _check_quantization(o: CompileOptions) -> None:
     if o.weights and o.quantize:
         raise OptionError("--weights compresses a float bundle's weights; --quantize int8 stores int8 weights already")
     qs.check(o.schema, o.precision)
+    if o.tflite_rounding not in ("litert", "micro"):
+        raise OptionError(f"--tflite-rounding must be litert or micro, not '{o.tflite_rounding}'")
     if o.bias not in ("int32", "int8"):
         raise OptionError(f"--bias must be int32 or int8, not '{o.bias}'")
     if o.calibration not in METHODS:

@@ -92,7 +92,8 @@ def _load_tflite(model_path: str, options: CompileOptions) -> tuple[Graph, str]:
         raise OptionError("--input and --const are not supported for TFLite models yet (their shapes are static)")
     data = read_tflite(model_path)
     name = options.name or network_name(Path(model_path).stem)
-    return load_tflite(data, name, model_path, options.state == "io"), hashlib.sha256(data).hexdigest()
+    return (load_tflite(data, name, model_path, options.state == "io", options.tflite_rounding),
+            hashlib.sha256(data).hexdigest())
 
 
 def build_graph(model_path: str, options: CompileOptions, purpose: Purpose = Purpose.BUNDLE,

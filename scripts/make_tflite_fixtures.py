@@ -21,6 +21,7 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from tflite_handmade import handmade  # noqa: E402
+from tflite_op_fixtures import RESCALED, op_models, op_specs, rescale_input  # noqa: E402
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "tflite"
 
@@ -356,6 +357,10 @@ def fixtures() -> dict[str, bytes]:
         out[f"{name}.tflite"] = _convert(fn, specs, int8, 41)
     out["sparse_fc.tflite"] = _convert(sparse_fc(), [], False, 0, sparse=True)
     out.update(handmade())
+    for name, (fn, n) in op_models().items():  # one operator each, for the bit-exactness tests
+        out[f"op_{name}_int8.tflite"] = _convert(fn, op_specs(n), True, 61)
+    for name, (base, scale) in RESCALED.items():
+        out[f"op_{name}_int8.tflite"] = rescale_input(out[f"op_{base}_int8.tflite"], scale)
     return out
 
 

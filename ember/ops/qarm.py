@@ -31,8 +31,8 @@ def rq_table(requant: object, bias: tuple[int, ...] | None, fast: bool) -> list[
             out += [0, 1, 1, b]
         elif fast:
             out += [int(m), int(s) - 32, 1 << (s - 33), b]
-        else:
-            out += [int(m), int(s), 0, b]
+        else:  # TFLite's roundings marked as quant.c's ember_q_scale reads them
+            out += [int(m), int(s) + 64 * int(getattr(requant, "rounding", 0)), 0, b]
     return out
 
 
@@ -40,13 +40,19 @@ def fast_requant(requant: object, bound: np.ndarray) -> bool:
     """Whether qarm.c may requantise by SMMLA (its `fast`): every shift above 32, and no tie, so that
     rounding half up equals quant.c's half to even. A tie needs acc * mult to be an odd multiple of
     2^(shift-1), so 2^(shift-1) must divide it: impossible when the powers of 2 in mult and in the
-    largest |acc| (`bound`, per channel) stay below that."""
+    largest |acc| (`bound`, per channel) stay below that. LiteRT's rounding is half up itself (any tie is
+    fine); TFLite Micro's rounds twice, which SMMLA does not."""
+    rounding = int(getattr(requant, "rounding", 0))  # qlinear.py SINGLE (1) or DOUBLE (2)
+    if rounding == 2:
+        return False
     for m, s, b in zip(requant.mult, requant.shift, np.broadcast_to(bound, (len(requant.mult),)),  # type: ignore[attr-defined]
                        strict=True):
         if m == 0:
             continue
         if s <= 32:
             return False
+        if rounding == 1:
+            continue
         twos = (int(m) & -int(m)).bit_length() - 1
         if int(b).bit_length() - 1 + twos >= s - 1:
             return False

@@ -46,6 +46,11 @@ class Requant:
     zp: int
     lo: int
     hi: int
+    rounding: int = 0  # ONNX (0) or TFLite's (LITERT, MICRO: `tflite_multiplier`), quant.c ember_q_scale_tfl
+
+    def shift_codes(self) -> tuple[int, ...]:
+        """The shifts as the kernels read them: TFLite's roundings are marked by quant.c's EMBER_Q_TFL."""
+        return tuple(s + 64 * self.rounding for s in self.shift) if self.rounding else self.shift
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,39 @@ def fixed_point(m: float) -> tuple[int, int]:
     if shift > 62:
         mult, shift = (mult + (1 << (shift - 63))) >> (shift - 62), 62
     return mult, shift
+
+
+# TFLite's requantisations (a TFLite model's ops carry one, ember/frontends/tflite): SINGLE, acc * M rounded
+# half up once (TFLITE_SINGLE_ROUNDING, and ruy's); DOUBLE, a doubling high multiply, then a rounding divide by
+# a power of two, each half away from zero. Measured: LiteRT 2.x's reference kernels round twice except its
+# FULLY_CONNECTED (once); TFLite Micro's round twice everywhere.
+SINGLE, DOUBLE = 1, 2
+TFL_DIVIDE = 3 * 64 + 1  # a shift code: acc / mult rounded half away from zero (TFLite's int8 AVERAGE_POOL_2D)
+
+
+def tflite_multiplier(real: float, rounding: int) -> tuple[int, int]:
+    """TFLite's QuantizeMultiplier of the double-precision real multiplier as (M, k): M a Q31 significand
+    (below 2^31), k = 31 - TFLite's exponent, the total right shift (1..62 as ember's kernels take it)."""
+    if not real > 0.0 or not math.isfinite(real):
+        return 0, 1
+    q, e = math.frexp(real)
+    m = math.floor(q * (1 << 31) + 0.5)  # TfLiteRound: half away from zero
+    if m == 1 << 31:
+        m, e = m // 2, e + 1
+    if e < -31:
+        return 0, 1
+    if e > 30:  # LiteRT saturates the multiplier; Micro's int32 left shift would overflow as well
+        return (1 << 31) - 1, 1
+    return m, 31 - e
+
+
+def tflite_requant(reals: np.ndarray, rounding: int, out_dtype: DType, zp: int, lo: int | None = None,
+                   hi: int | None = None) -> Requant:
+    """make_requant with TFLite's multipliers (double precision) and rounding."""
+    qlo, qhi = (-128, 127) if out_dtype is DType.INT8 else (0, 255)
+    pairs = [tflite_multiplier(float(m), rounding) for m in np.asarray(reals, np.float64).reshape(-1)]
+    return Requant(tuple(p[0] for p in pairs), tuple(p[1] for p in pairs), int(zp),
+                   qlo if lo is None else max(qlo, lo), qhi if hi is None else min(qhi, hi), rounding)
 
 
 def make_requant(multipliers: np.ndarray, out_dtype: DType, zp: int, lo: int | None = None,
@@ -115,6 +153,8 @@ def exact_in_float(rq: Requant, bound: np.ndarray) -> bool:
     """Whether sums v with |v| <= bound (per row) take qvec.c's float requantisation, which equals the
     integer one there: |v| < 2^24 (exact as floats), multipliers of at most 24 significant bits, and
     |v| * mult * 2^-shift < 2^22 (rounded by adding 1.5 * 2^23)."""
+    if rq.rounding:  # TFLite's roundings are integer only
+        return False
     mult, shift = np.asarray(rq.mult, np.int64), np.asarray(rq.shift, np.float64)
     bound = np.broadcast_to(np.asarray(bound, np.float64), mult.shape)
     return bool(np.all(bound < 2.0**24) and _mults_exact_in_float(mult)
@@ -135,7 +175,7 @@ def float_limit(rq: Requant, bound: np.ndarray | None) -> tuple[int, int]:
     largest L_r changes no output."""
     mult, shift = np.asarray(rq.mult, np.int64), np.asarray(rq.shift, np.int64)
     t = max(rq.hi - rq.zp, rq.zp - rq.lo) + 1
-    if not len(mult) or not _mults_exact_in_float(mult):
+    if rq.rounding or not len(mult) or not _mults_exact_in_float(mult):
         return 0, 0
     live = mult > 0  # rows of multiplier 0 give the zero point in float too
     # L_r * m_r >= t, exactly (in integers)
@@ -158,7 +198,7 @@ def _out_args(k: KernelEmitter, q: QSpec, bound: np.ndarray | None = None) -> li
         return ["0", "0", k.table([0, 0, 0, 0, 0, 0], DType.INT32)]
     f = int(bound is not None and exact_in_float(rq, bound))
     ok, lim = (1, 0) if f else float_limit(rq, bound)
-    return [_table(k, rq.mult), _table(k, rq.shift), k.table([rq.zp, rq.lo, rq.hi, f, ok, lim], DType.INT32)]
+    return [_table(k, rq.mult), _table(k, rq.shift_codes()), k.table([rq.zp, rq.lo, rq.hi, f, ok, lim], DType.INT32)]
 
 
 def packed_bound(q: QSpec, packed: np.ndarray) -> np.ndarray:

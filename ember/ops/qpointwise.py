@@ -54,9 +54,12 @@ class QAddParams:
     mb: int
     shift: int
     out: QOut
+    # TFLite's ADD/SUB instead (shift = 64, quant.c EMBER_Q_TFL): [Ma, ka, Mb, kb, My, ky, sub], each input
+    # minus its zero point times 2^20 requantised by (M, k), the sum (difference) by (My, ky)
+    tflite: tuple[int, ...] = ()
 
     def table(self) -> list[int]:
-        return [self.za, self.zb, self.ma, self.mb, self.shift, *self.out.table()]
+        return [self.za, self.zb, self.ma, self.mb, self.shift, *self.out.table(), *self.tflite]
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from ember.ir.graph import Graph, Node, Value
 from ember.ops import registry
 from ember.ops.epilogue import EPILOGUE_ATTR, epilogue_of
 from ember.ops.opdef import Int8
-from ember.ops.qlinear import BYTE_TYPES, make_requant, qconv_inputs, qmatmul_inputs
+from ember.ops.qlinear import BYTE_TYPES, make_requant, qconv_inputs, qmatmul_inputs, tflite_requant
 from ember.passes.fold_qdq_ops import DQ, Q, dq_of, fold_pointwise, q_of, replace
 
 
@@ -58,11 +58,15 @@ def _act_bounds(node: Node) -> tuple[float, float] | None:
 _NARROW_BIAS = (DType.INT8, DType.UINT8, DType.INT16)
 
 
-def _bias(v: Value | None, target: np.ndarray) -> np.ndarray | None | bool:
-    """The bias as int32 at scale `target` (x_scale * w_scale per channel); False if it cannot be."""
+def _bias(v: Value | None, target: np.ndarray, as_stored: bool = False) -> np.ndarray | None | bool:
+    """The bias as int32 at scale `target` (x_scale * w_scale per channel); False if it cannot be.
+    `as_stored`: an int32 bias is added as it is, whatever its scale says (TFLite's kernels do)."""
     if v is None:
         return None
     d = dq_of(v)
+    if as_stored and d is not None and d.q.is_const and d.q.dtype is DType.INT32 and not d.zp.any():
+        bq = np.asarray(d.q.const, np.int64).reshape(-1)
+        return np.broadcast_to(bq, target.shape) if bq.size in (1, target.size) else False
     if d is not None and d.q.is_const and d.q.dtype is DType.INT32 and not d.zp.any():
         bq = np.asarray(d.q.const, np.int64).reshape(-1)
         if bq.size not in (1, target.size):
@@ -91,6 +95,11 @@ def _requant(q: Q, x: DQ, wscale: np.ndarray, node: Node):
     bounds = _act_bounds(node)
     if bounds is None:
         return None
+    if q.rounding:  # a TFLite model's: its multipliers in double precision, its clamp's rounding
+        lo = None if bounds[0] == -math.inf else q.quantize_tflite(bounds[0])
+        hi = None if bounds[1] == math.inf else q.quantize_tflite(bounds[1])
+        reals = float(np.float32(x.scale[0])) * wscale.astype(np.float64) / float(q.scale)
+        return tflite_requant(reals, q.rounding, q.dtype, q.zp, lo, hi)
     lo = None if bounds[0] == -math.inf else int(q.quantize(bounds[0]))
     hi = None if bounds[1] == math.inf else int(q.quantize(bounds[1]))
     mults = (np.float32(x.scale[0]) * wscale / q.scale).astype(np.float32)
@@ -133,7 +142,7 @@ def _fold_linear(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
         real, wscale = got
         real = real.T if trans_b else real
         new = Node("QMatMul", name, [], [q.out], {})
-    bias = _bias(node.input(2), (np.float32(x.scale[0]) * wscale).astype(np.float32))
+    bias = _bias(node.input(2), (np.float32(x.scale[0]) * wscale).astype(np.float32), as_stored=q.rounding > 0)
     rq = _requant(q, x, wscale, node)
     if bias is False or rq is None:
         return

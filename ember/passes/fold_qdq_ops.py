@@ -17,7 +17,7 @@ from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node, Value
 from ember.ops import registry
 from ember.ops.opdef import Int8
-from ember.ops.qlinear import BYTE_TYPES, fixed_point
+from ember.ops.qlinear import BYTE_TYPES, DOUBLE, TFL_DIVIDE, fixed_point, tflite_multiplier
 from ember.ops.qpointwise import QAddParams, QAvgPoolParams, QLutTable, QMeanParams, QMulParams, QOut
 
 
@@ -48,6 +48,18 @@ class Q:
     @property
     def dtype(self) -> DType:
         return self.out.dtype
+
+    @property
+    def rounding(self) -> int:
+        """TFLite's requantisation where a TFLite model's converter marked this output (qlinear.ROUNDINGS)."""
+        return int(self.node.attrs.get("_rounding", 0))
+
+    def quantize_tflite(self, real: float) -> int:
+        """TFLite's Quantize of an activation bound: zero point + round(real / scale), float32 division,
+        half away from zero (CalculateActivationRangeQuantized), saturated."""
+        lo, hi = (-128, 127) if self.dtype is DType.INT8 else (0, 255)
+        v = float(np.float32(real) / self.scale)
+        return int(np.clip(math.copysign(math.floor(abs(v) + 0.5), v) + self.zp, lo, hi))
 
     def quantize(self, real: np.ndarray | float) -> np.ndarray:
         """ONNX QuantizeLinear of float values with these parameters (float32 division, rint, saturate)."""
@@ -143,6 +155,8 @@ def fold_pointwise(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> Non
         new.outputs = [q.out]
     elif node.op == "AveragePool" and 3 <= x.q.type.rank <= 5:
         new = _avgpool(graph, node, x, q)
+    elif node.op == "GlobalAveragePool" and q.rounding:
+        new = _tflite_mean(graph, node, x, q)
     elif node.op == "GlobalAveragePool":
         s = math.prod(x.q.shape[2:])
         mult, shift = fixed_point(float(x.scale[0]) / (float(q.scale) * s))
@@ -151,6 +165,17 @@ def fold_pointwise(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> Non
     else:
         return
     _swap(graph, node, q, new)
+
+
+def _tflite_mean(graph: Graph, node: Node, x: DQ, q: Q) -> Node:
+    """TFLite's int8 MEAN (QuantizedMeanOrSum): the multiplier of x_scale / y_scale with 1/n folded into
+    it in integers, (M << s) / n for s = floor(log2 n) (at most 32), and the shift raised by s."""
+    n = math.prod(x.q.shape[2:])
+    mult, k = tflite_multiplier(float(x.scale[0]) / float(q.scale), q.rounding)
+    s = min(n.bit_length() - 1, 32, 31 + (31 - k))
+    mult, k = ((mult << s) // n, k + s) if k + s <= 62 else (0, 1)  # past 2^-62: every mean is 0
+    return Node("QMean", graph.unique_name(f"{node.name}_int8"), [x.q], [q.out],
+                {"_qmean": QMeanParams(int(x.zp[0]), mult, k + 64 * q.rounding, _out(q))})
 
 
 def _swap(graph: Graph, node: Node, q: Q, new: Node, before: list[Node] | None = None) -> None:
@@ -238,9 +263,20 @@ def _fold_binary(graph: Graph, node: Node, q: Q, a: DQ, b: DQ, bounds: tuple[flo
     za, zb = int(a.zp[0]), int(b.zp[0])
     lo, hi = _out(q).lo, _out(q).hi
     if bounds is not None:  # clamping the real value commutes with the monotone quantization
-        lo = max(lo, int(q.quantize(bounds[0]))) if bounds[0] > -math.inf else lo
-        hi = min(hi, int(q.quantize(bounds[1]))) if bounds[1] < math.inf else hi
-    if node.op == "Mul":
+        quantize = q.quantize_tflite if q.rounding else (lambda r: int(q.quantize(r)))
+        lo = max(lo, quantize(bounds[0])) if bounds[0] > -math.inf else lo
+        hi = min(hi, quantize(bounds[1])) if bounds[1] < math.inf else hi
+    if node.op == "Mul" and q.rounding:  # TFLite's MUL: (a - za) * (b - zb) requantised by its multiplier
+        real = float(np.float32(np.float32(a.scale[0]) * np.float32(b.scale[0])) / q.scale)
+        mult, k = tflite_multiplier(real, q.rounding)
+        attr, params = "_qmul", QMulParams(za, zb, mult, k + 64 * q.rounding, QOut(q.zp, lo, hi))
+    elif q.rounding:  # TFLite's ADD/SUB: both inputs at 2^20 / (2 max scale), then the output's multiplier
+        twice = 2.0 * float(max(np.float32(a.scale[0]), np.float32(b.scale[0])))
+        reals = (float(a.scale[0]) / twice, float(b.scale[0]) / twice, twice / (2.0**20 * float(q.scale)))
+        codes = [(m, k + 64 * DOUBLE) for m, k in (tflite_multiplier(r, DOUBLE) for r in reals)]
+        tfl = (*codes[0], *codes[1], *codes[2], int(node.op == "Sub"))
+        attr, params = "_qadd", QAddParams(za, zb, 0, 0, 64, QOut(q.zp, lo, hi), tfl)
+    elif node.op == "Mul":
         mult, shift = fixed_point(float(np.float32(a.scale[0]) * np.float32(b.scale[0]) / q.scale))
         attr, params = "_qmul", QMulParams(za, zb, mult, shift, QOut(q.zp, lo, hi))
     else:
@@ -258,6 +294,11 @@ def _fold_binary(graph: Graph, node: Node, q: Q, a: DQ, b: DQ, bounds: tuple[flo
 
 def _avgpool(graph: Graph, node: Node, x: DQ, q: Q) -> Node:
     kvol = math.prod(node.attrs["kernel_shape"])
+    if q.rounding and x.scale[0] == q.scale and int(x.zp[0]) == q.zp and not node.attrs.get("count_include_pad"):
+        # TFLite's: the raw bytes' sum divided by the count, half away from zero (quant.c TFL_DIVIDE)
+        counts = (1, *range(1, kvol + 1))
+        spec = QAvgPoolParams(0, counts, (TFL_DIVIDE,) * (kvol + 1), QOut(0, _out(q).lo, _out(q).hi))
+        return Node("QAvgPool", graph.unique_name(f"{node.name}_int8"), [x.q], [q.out], {**node.attrs, "_qpool": spec})
     pairs = [(0, 1)] + [fixed_point(float(x.scale[0]) / (float(q.scale) * c)) for c in range(1, kvol + 1)]
     spec = QAvgPoolParams(int(x.zp[0]), tuple(p[0] for p in pairs), tuple(p[1] for p in pairs), _out(q))
     return Node("QAvgPool", graph.unique_name(f"{node.name}_int8"), [x.q], [q.out], {**node.attrs, "_qpool": spec})

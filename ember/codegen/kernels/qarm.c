@@ -12,7 +12,7 @@
  * shifts 32..62 that the pass admits, from the 32-bit halves of one SMULL product: bit-exact with every
  * other path. Without the DSP extension (another --cpu) the same C computes with portable stand-ins. */
 
-/*@kernel ember_qarm requires ember_prelude*/
+/*@kernel ember_qarm requires ember_prelude ember_qround*/
 typedef uint32_t ember_qa_u32 __attribute__((may_alias, aligned(2)));
 typedef uint32_t ember_qa_u8x4 __attribute__((may_alias, aligned(1)));
 #if EMBER_HAVE_ARM_DSP
@@ -69,6 +69,9 @@ EMBER_INLINE uint8_t ember_qa_requant(int32_t acc, const int32_t *c, int32_t zp,
         }
 #endif
         return (uint8_t)(r < lo ? lo : r > hi ? hi : r);
+    } else if (c[1] >= EMBER_Q_TFL) { /* TFLite's roundings (quant.c) */
+        const int64_t v = ember_q_scale_tfl(acc, c[0], c[1]) + zp;
+        return (uint8_t)(v < lo ? lo : v > hi ? hi : v);
     } else {
         const int64_t p = (int64_t)acc * c[0] + ((int64_t)1 << (c[1] - 1));
         int64_t v = p >> c[1];

@@ -229,10 +229,29 @@ static void ember_qadd_runs(uint8_t *y, const uint8_t *a, const uint8_t *b, ptrd
         else ember_qadd_run32(y + i, a + i, bi, 0, m, sgn, r, q);
     }
 }
+/* TFLite's int8 ADD and SUB (its AddElementwise): each input's value minus its zero point, times 2^20,
+ * requantised by its own multiplier, then the sum (or difference) by the output's, each rounded twice
+ * (quant.c ember_q_scale_tfl); r[8 ..]: qpointwise.py QAddParams.tflite. */
+static void ember_qadd_tfl(uint8_t *y, const uint8_t *a, const uint8_t *b, ptrdiff_t n, ptrdiff_t b_div,
+                           ptrdiff_t b_mod, int sgn, const int32_t *r) {
+    const int32_t *t = r + 8;
+    ptrdiff_t i;
+    for (i = 0; i < n; ++i) {
+        const int64_t va = ember_q_scale_tfl((int64_t)(ember_q_load(a, i, sgn) - r[EMBER_QADD_ZA]) * (1 << 20), t[0], t[1]);
+        const int64_t vb = ember_q_scale_tfl(
+            (int64_t)(ember_q_load(b, (i / b_div) % b_mod, sgn) - r[EMBER_QADD_ZB]) * (1 << 20), t[2], t[3]);
+        y[i] = (uint8_t)ember_q_requant(t[6] ? va - vb : va + vb, t[4], t[5], r[EMBER_QADD_ZY], r[EMBER_QADD_LO],
+                                        r[EMBER_QADD_HI]);
+    }
+}
 static void ember_qadd(uint8_t *y, const uint8_t *a, const uint8_t *b, ptrdiff_t n, ptrdiff_t b_div,
                        ptrdiff_t b_mod, int sgn, const int32_t *r) {
     ember_qadd_k q;
     ptrdiff_t i;
+    if (r[EMBER_QADD_SHIFT] >= EMBER_Q_TFL) {
+        ember_qadd_tfl(y, a, b, n, b_div, b_mod, sgn, r);
+        return;
+    }
     if (ember_qadd_split(r, sgn, &q)) {
         ember_qadd_runs(y, a, b, n, b_div, b_mod, sgn, r, &q);
         return;

@@ -49,8 +49,32 @@ EMBER_INLINE ember_qsat_i ember_q_saturate16(const float *x, float sc, int32_t z
  * k - 1 exactly when the dropped fraction is above one half, or is one half and the kept part odd. */
 #define EMBER_Q_RND(T, k) ((((T)1) << ((k) - 1)) - 1)
 #define EMBER_Q_ROUND_SHIFT(p, k, rnd) (((p) + (rnd) + (((p) >> (k)) & 1)) >> (k))
+/* TFLite's requantisations (ember/ops/qlinear.py `tflite_requant`, TFL_DIVIDE), chosen by the shift's high bits so that
+ * every kernel's (mult, shift) interface carries them: shift = 64 + k, LiteRT's (built with
+ * TFLITE_SINGLE_ROUNDING): (acc * mult + 2^(k-1)) >> k, half up; shift = 128 + k, TFLite Micro's
+ * MultiplyByQuantizedMultiplier: acc * 2^max(31-k, 0) (int32), SaturatingRoundingDoublingHighMul by mult
+ * (half away from zero), then RoundingDivideByPOT by max(k-31, 0) (half away from zero). */
+#define EMBER_Q_TFL 64
+EMBER_INLINE int64_t ember_q_scale_tfl(int64_t acc, int32_t mult, int shift) {
+    const int k = shift & 63;
+    int64_t a, p, h;
+    int rs;
+    if (shift >= 3 * EMBER_Q_TFL) { /* 192 + k: TFLite's average pool, acc / mult half away from zero */
+        const int64_t half = mult / 2;
+        return acc > 0 ? (acc + half) / mult : (acc - half) / mult;
+    }
+    if (shift < 2 * EMBER_Q_TFL) return (acc * mult + ((int64_t)1 << (k - 1))) >> k;
+    a = k < 31 ? acc * ((int64_t)1 << (31 - k)) : acc;
+    a = a < -2147483647 - 1 ? -2147483647 - 1 : a > 2147483647 ? 2147483647 : a; /* int32, as TFLite's (its overflow is UB) */
+    p = a * mult + (a * mult >= 0 ? ((int64_t)1 << 30) : 1 - ((int64_t)1 << 30));
+    h = p >= 0 ? p >> 31 : -((-p) >> 31); /* a division by 2^31, truncating */
+    rs = k > 31 ? k - 31 : 0;
+    if (!rs) return h;
+    return (h >> rs) + ((h & (((int64_t)1 << rs) - 1)) > ((((int64_t)1 << rs) - 1) >> 1) + (h < 0));
+}
 EMBER_INLINE int64_t ember_q_scale(int64_t acc, int32_t mult, int shift) {
     const int64_t p = acc * mult;
+    if (shift >= EMBER_Q_TFL) return ember_q_scale_tfl(acc, mult, shift);
     return EMBER_Q_ROUND_SHIFT(p, shift, EMBER_Q_RND(int64_t, shift));
 }
 /* ember_q_scale + zero point, clamped to [lo, hi]. */
@@ -97,6 +121,10 @@ EMBER_INLINE void ember_qrun16(uint8_t *EMBER_RESTRICT y, ptrdiff_t ps, const in
     int32_t a[16];
     uint8_t b[16];
     int j;
+    if (shift >= EMBER_Q_TFL) { /* TFLite's rounding (ember_q_scale_tfl) */
+        for (j = 0; j < n; ++j) y[j * ps] = (uint8_t)ember_q_requant(acc[j] + c, mult, shift, zp, lo, hi);
+        return;
+    }
     for (j = 0; j < 16; ++j) a[j] = j < n ? acc[j] : 0;
     for (j = 0; j < 16; ++j) {
         const int64_t p = (int64_t)(a[j] + c) * mult;
@@ -107,10 +135,45 @@ EMBER_INLINE void ember_qrun16(uint8_t *EMBER_RESTRICT y, ptrdiff_t ps, const in
     }
     for (j = 0; j < n; ++j) y[j * ps] = b[j];
 }
+/* ember_qrun64 for TFLite's requantisations (shift >= EMBER_Q_TFL): LiteRT's half-up rounding is the same
+ * 32 x 32 -> 64-bit multiply, add and shift, which compilers vectorize as they do ember_qrun64's. */
+EMBER_INLINE void ember_qrun64_tfl(uint8_t *EMBER_RESTRICT y, const int32_t *EMBER_RESTRICT acc, int32_t c,
+                                   int32_t mult, int shift, int32_t zp, int64_t l, int64_t h) {
+    int j;
+    if (shift < 2 * EMBER_Q_TFL) {
+        const int k = shift & 63;
+        const int64_t rnd = (int64_t)1 << (k - 1);
+        for (j = 0; j < 64; ++j) {
+            int64_t r = ((int64_t)(acc[j] + c) * mult + rnd) >> k;
+            r = r < l ? l : r;
+            r = r > h ? h : r;
+            y[j] = (uint8_t)(r + zp);
+        }
+        return;
+    }
+    for (j = 0; j < 64; ++j) {
+        int64_t r = ember_q_scale_tfl(acc[j] + c, mult, shift);
+        r = r < l ? l : r;
+        r = r > h ? h : r;
+        y[j] = (uint8_t)(r + zp);
+    }
+}
 static void ember_qrun(uint8_t *EMBER_RESTRICT y, const int32_t *EMBER_RESTRICT acc, ptrdiff_t n, int32_t c,
                        int32_t mult, int shift, int32_t zp, int32_t lo, int32_t hi) {
     const int64_t l = lo - zp, h = hi - zp;
     ptrdiff_t j;
+    if (shift >= EMBER_Q_TFL) {
+        for (j = 0; j + 64 <= n; j += 64) ember_qrun64_tfl(y + j, acc + j, c, mult, shift, zp, l, h);
+        if (j < n) {
+            int32_t a[64];
+            uint8_t b[64];
+            int i, r = (int)(n - j);
+            for (i = 0; i < 64; ++i) a[i] = i < r ? acc[j + i] : 0;
+            ember_qrun64_tfl(b, a, c, mult, shift, zp, l, h);
+            for (i = 0; i < r; ++i) y[j + i] = b[i];
+        }
+        return;
+    }
     for (j = 0; j + 64 <= n; j += 64) ember_qrun64(y + j, acc + j, c, mult, shift, zp, l, h);
     if (j < n) {
         int32_t a[64];

@@ -19,6 +19,7 @@ from ember.errors import ModelFormatError, UnsupportedOperatorError
 from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node, Value
 from ember.ops import registry
+from ember.ops.qlinear import DOUBLE, SINGLE
 
 TO_NCHW = (0, 3, 1, 2)
 TO_NHWC = (0, 2, 3, 1)
@@ -161,8 +162,16 @@ class OpContext:
         assert t.quant is not None
         scale = np.float32(t.quant.scale.reshape(-1)[0])
         zp = t.dtype.np.type(t.quant.zero_point.reshape(-1)[0])
-        return self.emit("QuantizeLinear", [v, self.const(scale, np.float32, "scale"),
-                                            self.const(zp, t.dtype.np, "zp")])
+        out = self.emit("QuantizeLinear", [v, self.const(scale, np.float32, "scale"),
+                                           self.const(zp, t.dtype.np, "zp")])
+        # TFLite's integer arithmetic for the kernel fold_qdq makes of this output (ops/qlinear.py)
+        out.producer.attrs["_rounding"] = self.rounding()
+        return out
+
+    def rounding(self) -> int:
+        """How this operator's kernel requantises (ops/qlinear.py SINGLE, DOUBLE): TFLite Micro rounds twice
+        everywhere; LiteRT too, except in FULLY_CONNECTED (measured against both interpreters)."""
+        return SINGLE if self.b.rounding == "litert" and self.opname == "FULLY_CONNECTED" else DOUBLE
 
     def activation(self, v: Value, fused: int) -> Value:
         """TFLite's fused activation (ActivationFunctionType) applied to v."""

@@ -44,12 +44,17 @@ def read_tflite(path: str) -> bytes:
     return data
 
 
-def load_tflite(data: bytes, name: str = "model", path: str = "model", state_io: bool = False) -> Graph:
+def load_tflite(data: bytes, name: str = "model", path: str = "model", state_io: bool = False,
+                rounding: str = "litert") -> Graph:
     """The IR of subgraph 0 of the TFLite model in `data` (the whole file). `state_io`: subgraph 0's variable
-    tensors (recurrent state) become graph inputs, and their values after the run graph outputs."""
+    tensors (recurrent state) become graph inputs, and their values after the run graph outputs. `rounding`:
+    whose integer arithmetic the quantized operators follow, LiteRT's or TFLite Micro's (frontends/tflite/
+    context.py `rounding`)."""
     try:
         model = tflite.Model.GetRootAs(data, 0)
-        return _Builder(model, data, name, path, state_io).build()
+        builder = _Builder(model, data, name, path, state_io)
+        builder.rounding = rounding
+        return builder.build()
     except (struct.error, IndexError, ValueError, TypeError, AttributeError) as e:
         # flatbuffers reads past the end of a truncated file, or offsets that point nowhere.
         s = str(e).splitlines()[0] if str(e) else type(e).__name__
@@ -66,6 +71,7 @@ class _Builder:
         self.tensors: list[TensorInfo] = []
         self.index = 0  # the subgraph this builder converts
         self.active: tuple[int, ...] = (0,)  # the subgraphs being converted, outermost first
+        self.rounding = "litert"  # whose requantisation quantized outputs are marked with (context.py)
 
     def build(self) -> Graph:
         m = self.model

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember.frontends.tflite import exact
 from ember.frontends.tflite.context import OpContext
 
 
@@ -46,7 +47,31 @@ def _clip(lo: float, hi: float):
 
 
 def leaky_relu(ctx: OpContext) -> None:
-    ctx.output(0, ctx.emit("LeakyRelu", [ctx.input(0)], {"alpha": float(ctx.options.Alpha())}))
+    alpha = float(ctx.options.Alpha())
+    if exact.int8_unary(ctx):  # TFLite's integer arithmetic, as a table
+        table = exact.leaky_relu_table(ctx, alpha)
+        if table is not None:
+            ctx.output(0, exact.lut(ctx, table))
+            return
+    ctx.output(0, ctx.emit("LeakyRelu", [ctx.input(0)], {"alpha": alpha}))
+
+
+def _sigmoid_like(fn: str, op: str):
+    """LOGISTIC / TANH: on int8, a table of the interpreter's own results (exact.py), else the float op."""
+    def convert(ctx: OpContext) -> None:
+        if exact.int8_unary(ctx):
+            table = exact.micro_table(ctx, fn) if ctx.b.rounding == "micro" else exact.float_table(ctx, fn)
+            if table is not None:
+                ctx.output(0, exact.lut(ctx, table))
+                return
+        ctx.output(0, ctx.emit(op, [ctx.input(0)]))
+
+    return convert
+
+
+def hard_swish(ctx: OpContext) -> None:
+    table = exact.hard_swish_table(ctx) if exact.int8_unary(ctx) else None
+    ctx.output(0, exact.lut(ctx, table) if table is not None else ctx.emit("HardSwish", [ctx.input(0)]))
 
 
 def prelu(ctx: OpContext) -> None:
@@ -72,6 +97,15 @@ def _reduce(op: str):
         rank = x.type.rank
         axes = sorted({int(a) % rank for a in np.asarray(ctx.const_array(1, "axes")).reshape(-1)})
         keep = int(bool(ctx.options.KeepDims())) if ctx.options is not None else 0
+        if op == "ReduceMean" and rank == 4 and axes == [1, 2] and exact.int8_unary(ctx):
+            # a global average of int8: the integer kernel with TFLite's arithmetic (passes/fold_qdq_ops.py)
+            y = ctx.emit("GlobalAveragePool", [ctx.input(0, nchw=True)])
+            if keep:
+                ctx.output(0, y, nchw=True)
+            else:  # [N, C, 1, 1] -> [N, C] as int8
+                y = ctx.quantize(y, ctx.out_info())
+                ctx.output(0, ctx.emit("Reshape", [y, ctx.const(list(ctx.out_info().shape), what="shape")]))
+            return
         y = ctx.emit(op, [x, ctx.const(axes, what="axes")], {"keepdims": keep})
         ctx.output(0, y)
 
@@ -171,8 +205,9 @@ CONVERTERS = {
     "EXP": _unary("Exp"), "LOG": _unary("Log"), "SQRT": _unary("Sqrt"), "RSQRT": rsqrt, "ABS": _unary("Abs"),
     "NEG": _unary("Neg"), "FLOOR": _unary("Floor"), "CEIL": _unary("Ceil"),
     "RELU": _unary("Relu"), "RELU6": _clip(0.0, 6.0), "RELU_N1_TO_1": _clip(-1.0, 1.0),
-    "LEAKY_RELU": leaky_relu, "PRELU": prelu, "LOGISTIC": _unary("Sigmoid"), "TANH": _unary("Tanh"),
-    "HARD_SWISH": _unary("HardSwish"), "GELU": gelu, "SOFTMAX": softmax,
+    "LEAKY_RELU": leaky_relu, "PRELU": prelu, "LOGISTIC": _sigmoid_like("logistic", "Sigmoid"),
+    "TANH": _sigmoid_like("tanh", "Tanh"),
+    "HARD_SWISH": hard_swish, "GELU": gelu, "SOFTMAX": softmax,
     "MEAN": _reduce("ReduceMean"), "SUM": _reduce("ReduceSum"), "REDUCE_MAX": _reduce("ReduceMax"),
     "ARG_MAX": _arg("ArgMax"), "ARG_MIN": _arg("ArgMin"),
     "REDUCE_MIN": _reduce("ReduceMin"), "REDUCE_PROD": _reduce("ReduceProd"),

@@ -8,6 +8,7 @@ import struct
 import numpy as np
 
 from ember.frontends.tflite.context import OpContext
+from ember.ir.dtypes import DType
 
 _SAME = 0  # tflite.Padding.SAME; VALID is 1
 
@@ -149,12 +150,20 @@ def fully_connected(ctx: OpContext) -> None:
     w = (ctx.weight(w_data, ctx.info(1).quant, 0, "w") if w_data is not None else ctx.input(1))  # [N, K]
     k = ctx.info(1).shape[1]
     if x.type.rank != 2 or x.shape[1] != k:
-        x = ctx.emit("Reshape", [x, ctx.const([-1, k], what="rows")])
+        t = ctx.info(0)
+        if t.quant is not None and t.dtype in (DType.INT8, DType.UINT8) and t.quant.axis is None:
+            # rows of int8 bytes, then dequantized: the integer kernel (passes/fold_qdq.py) takes them
+            x = ctx.dequantize(ctx.emit("Reshape", [ctx.raw(0), ctx.const([-1, k], what="rows")]), t.quant, None)
+        else:
+            x = ctx.emit("Reshape", [x, ctx.const([-1, k], what="rows")])
     b = ctx.bias(2, _bias_scale(ctx, 0, 1))
     y = ctx.emit("Gemm", [x, w, b], {"transB": 1})
     y = ctx.activation(y, o.FusedActivationFunction() if o is not None else 0)
     want = ctx.out_info().shape
     if tuple(y.shape) != tuple(want):  # keep_num_dims: the input's leading dimensions
+        t = ctx.out_info()
+        if t.quant is not None and t.dtype in (DType.INT8, DType.UINT8):
+            y = ctx.quantize(y, t)  # reshaped as int8: the QuantizeLinear right after the Gemm folds with it
         y = ctx.emit("Reshape", [y, ctx.const(list(want), what="shape")])
     ctx.output(0, y)
 

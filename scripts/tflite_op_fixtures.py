@@ -1,0 +1,66 @@
+"""One-operator full-integer TFLite models for the bit-exactness tests (tests/frontends/test_tflite_int8.py):
+each int8 input is [1, 4, 8, 8], 256 elements, so that a unary operator can be fed every int8 value at once.
+make_tflite_fixtures.py converts them (int8 I/O, its seeded calibration data) as op_NAME_int8.tflite."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import tensorflow as tf
+
+SHAPE = [1, 4, 8, 8]
+
+
+def _w(rng: np.random.Generator, *shape: int, scale: float = 0.3) -> tf.Tensor:
+    return tf.constant(rng.normal(0, scale, shape).astype(np.float32))
+
+
+def op_models() -> dict[str, tuple[Callable, int]]:
+    """name -> (a tf function of its inputs, the number of [1, 4, 8, 8] inputs)."""
+    r = np.random.default_rng(60)
+    w, dw, b, fc, wt = _w(r, 3, 3, 8, 6), _w(r, 3, 3, 8, 1), _w(r, 8), _w(r, 8, 5), _w(r, 3, 3, 6, 8)
+    return {
+        "add": (lambda a, c: a + c, 2),
+        "add_relu": (lambda a, c: tf.nn.relu(a + c * 2.0), 2),
+        "sub": (lambda a, c: a - c, 2),
+        "mul": (lambda a, c: a * c, 2),
+        "concat": (lambda a, c: tf.concat([a, c * 3.0], -1), 2),
+        "conv_relu6": (lambda a: tf.nn.relu6(tf.nn.conv2d(a, w, 1, "SAME") + b[:6]), 1),
+        "depthwise": (lambda a: tf.nn.depthwise_conv2d(a, dw, [1, 1, 1, 1], "SAME") + b, 1),
+        "fully_connected": (lambda a: tf.einsum("bhwc,cd->bhwd", a, fc), 1),
+        "avgpool": (lambda a: tf.nn.avg_pool2d(a, 3, 2, "SAME"), 1),
+        "maxpool": (lambda a: tf.nn.max_pool2d(a, 2, 2, "VALID"), 1),
+        "leaky_relu": (lambda a: tf.nn.leaky_relu(a, 0.1), 1),
+        "logistic": (lambda a: tf.nn.sigmoid(a * 4.0), 1),
+        "tanh": (lambda a: tf.nn.tanh(a * 3.0), 1),
+        "logistic_alone": (tf.nn.sigmoid, 1),  # the model's input is the operator's: rescale_input
+        "tanh_alone": (tf.nn.tanh, 1),
+        "hard_swish_alone": (lambda a: a * tf.nn.relu6(a + 3.0) / 6.0, 1),  # one HARD_SWISH operator
+        "hard_swish": (lambda a: a * tf.nn.relu6(a * 4.0 + 3.0) / 6.0, 1),
+        "softmax": (lambda a: tf.nn.softmax(a * 2.0), 1),
+        "mean": (lambda a: tf.reduce_mean(a, [1, 2], keepdims=True), 1),
+        "transpose_conv": (lambda a: tf.nn.conv2d_transpose(a, wt, [1, 8, 16, 6], 2, "SAME"), 1),
+    }
+
+
+def op_specs(n: int) -> list[tf.TensorSpec]:
+    return [tf.TensorSpec(SHAPE, tf.float32)] * n
+
+
+# Input scales at which TFLite Micro's fixed-point LOGISTIC / TANH and LiteRT's float table disagree on some
+# int8 input (found by comparing ember/frontends/tflite/exact.py's two tables, input zero point 0), and one
+# at which HARD_SWISH's integer kernel and a float table do: the op_ models with their input scale rewritten.
+RESCALED = {"logistic_rescaled": ("logistic_alone", 0.011914488859474659),
+            "tanh_rescaled": ("tanh_alone", 0.02025909163057804),
+            "hard_swish_rescaled": ("hard_swish_alone", 0.0328582301735878)}
+
+
+def rescale_input(model: bytes, scale: float) -> bytes:
+    """The model with its input's float32 scale (whose bytes must occur once in the file) replaced."""
+    import tflite
+
+    sg = tflite.Model.GetRootAs(model, 0).Subgraphs(0)
+    old = np.float32(sg.Tensors(sg.Inputs(0)).Quantization().Scale(0)).tobytes()
+    assert model.count(old) == 1, "the input scale's bytes are not unique"
+    return model.replace(old, np.float32(scale).tobytes())
