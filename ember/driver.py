@@ -133,12 +133,20 @@ def lower(model_path: str, options: CompileOptions, purpose: Purpose = Purpose.B
     say("generating C")
     cpu = resolve_cpu(target.name, options.cpu)
     sources = generate(graph, plan, graph.name, options.api, _banner(graph.name, sha, command),
-                       cpu.family.c_defines() if cpu is not None else None, options.threads)
+                       cpu.family.c_defines() if cpu is not None else None, options.threads,
+                       C_PARTS if target.kind in C_PARTS_TARGET_KINDS else 1)
     t3 = time.perf_counter()
     passes = sum(r.seconds for r in pm.records)
     seconds = {"load": t1 - t0 - passes, "passes": passes, "plan": t2 - t1, "codegen": t3 - t2}
     return Lowered(graph, plan, sources, pm, sha, seconds)
 
+
+# A big model's NAME.c is cut into this many translation units, compiled at once and linked into one NAME.o
+# (codegen/bundle.py says what is big): the C compiler was most of ResNet-50's compile time. Not for
+# microcontrollers and wasm, whose flash would hold the kernels the parts share twice. A constant, not the
+# machine's core count, so that NAME.c is the same wherever it is generated.
+C_PARTS = 2
+C_PARTS_TARGET_KINDS = ("host", "linux")
 
 # Kinds of target (targets.py) whose bundles run under an OS with POSIX threads.
 THREAD_TARGET_KINDS = ("host", "linux")
