@@ -32,7 +32,7 @@ from ember.api import write_bundle
 from ember.config import CompileOptions
 m = write_bundle(sys.argv[1], sys.argv[2], CompileOptions(weights_txt=sys.argv[3] == "1"))
 print(json.dumps({"wall": time.perf_counter() - t0, "peak_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-                  "seconds": m["seconds"]}))
+                  "seconds": m["seconds"], "c_parts": m["c_parts"]}))
 """
 _ORT_CHILD = """
 import json, resource, sys, time
@@ -87,9 +87,11 @@ def main() -> int:
                 r = _best([_child(*child_args) for _ in range(args.repeat)])
                 row = {"model": name, "variant": variant, "weight_bytes": wb, "wall_s": r["wall"],
                        "peak_bytes": r["peak_kb"] * 1024, "peak_over_weights": r["peak_kb"] * 1024 / wb,
-                       "phases_s": r.get("seconds", {})}
+                       "phases_s": r.get("seconds", {}), "c_parts": r.get("c_parts")}
                 rows.append(row)
                 phases = ", ".join(f"{k} {v:.2f}" for k, v in row["phases_s"].items())
+                if row["c_parts"]:
+                    phases += f" ({row['c_parts']} C part{'s' if row['c_parts'] > 1 else ''})"
                 print(f"{name:<14}{wb / 1e6:>11.1f}{variant:>18}{row['wall_s']:>8.2f}{row['peak_bytes'] / 1e6:>9.0f}"
                       f"{row['peak_over_weights']:>13.2f}  {phases}")
     result = {"cpu": machine["cpu_model"], "cpu_count": machine["cpu_count"], "median_of": args.repeat, "rows": rows}
