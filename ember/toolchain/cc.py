@@ -121,13 +121,11 @@ def compile_object(src: Path, obj: Path, target: Target, abi: FloatABI, opt_leve
 def _localize_hidden(obj: Path) -> None:
     """The parts' hidden functions as local symbols, so that NAME.o defines only the bundle's API: with
     the system's objcopy, for the host's own objects; elsewhere (and without binutils) they stay hidden
-    global symbols named NAME_part<p>, which no shared library exports."""
+    global symbols named NAME_part..., which no shared library exports. An object objcopy cannot rewrite
+    is left as it was (it writes a new file and renames it only on success)."""
     objcopy = shutil.which("objcopy")
-    if objcopy is None or obj.read_bytes()[:4] != b"\x7fELF":
-        return
-    res = subprocess.run([objcopy, "--localize-hidden", str(obj)], capture_output=True, text=True)
-    if res.returncode != 0:
-        return  # an object this objcopy cannot rewrite: the symbols stay hidden, the object is good
+    if objcopy is not None and obj.read_bytes()[:4] == b"\x7fELF":
+        subprocess.run([objcopy, "--localize-hidden", str(obj)], capture_output=True, check=False)
 
 
 def _run_all(cmds: list[list[str]], what: str) -> None:
