@@ -256,7 +256,8 @@ def _segments(pieces: list[_Piece], max_parts: int) -> list[_Segment]:
     for piece, w in zip(pieces, weights, strict=True):
         cut[min(count - 1, (done + w // 2) * count // total)].append(piece)  # where its midpoint falls
         done += w
-    segments = [_Segment(i % parts, c) for i, c in enumerate(cut) if c]
+    # Dealt from the last part: part 0 also holds the entry point and everything only it defines.
+    segments = [_Segment((i + 1) % parts, c) for i, c in enumerate(cut) if c]
     # Parts left without a segment (a few heavy nodes) are no parts: number the rest 0, 1, ... again.
     renumber = {p: i for i, p in enumerate(sorted({0} | {s.part for s in segments}))}
     for s in segments:
