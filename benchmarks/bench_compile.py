@@ -1,7 +1,7 @@
 """What compiling costs: wall time (.onnx -> NAME.o, per phase) and peak memory, beside onnxruntime's
 session creation for the same model (its load-and-optimize step), each in a fresh process.
 
-Peak memory is the compiling process's own peak resident set (getrusage; the C compiler runs in a child
+Peak memory is the compiling process's own peak resident set (VmHWM; the C compiler runs in a child
 process and is not counted), compared with the model's weight bytes (its initializers).
 
     python benchmarks/bench_compile.py [--models resnet50,mobilenet_v2] [--repeat 3] [--json out.json]
@@ -24,25 +24,32 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.machine import banner, describe  # noqa: E402
 from benchmarks.models import MODELS, build  # noqa: E402
 
+# The child's own peak resident set: VmHWM, which starts afresh at exec. Not getrusage's ru_maxrss, which
+# Linux carries over from the process before exec: the forked copy of this one, which has read the model.
+_PEAK = """
+def PEAK_KB():
+    with open("/proc/self/status") as f:
+        return next(int(ln.split()[1]) for ln in f if ln.startswith("VmHWM:"))
+"""
 # Run in a child interpreter, so imports and peak memory are the compile's alone.
-_EMBER_CHILD = """
-import json, resource, sys, time
+_EMBER_CHILD = _PEAK + """
+import json, sys, time
 t0 = time.perf_counter()
 from ember.api import write_bundle
 from ember.config import CompileOptions
 m = write_bundle(sys.argv[1], sys.argv[2], CompileOptions(weights_txt=sys.argv[3] == "1"))
-print(json.dumps({"wall": time.perf_counter() - t0, "peak_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-                  "seconds": m["seconds"]}))
+print(json.dumps({"wall": time.perf_counter() - t0, "peak_kb": PEAK_KB(), "seconds": m["seconds"],
+                  "c_parts": m["c_parts"]}))
 """
-_ORT_CHILD = """
-import json, resource, sys, time
+_ORT_CHILD = _PEAK + """
+import json, sys, time
 t0 = time.perf_counter()
 import onnxruntime as ort
 o = ort.SessionOptions()
 o.intra_op_num_threads = 1
 o.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
 ort.InferenceSession(sys.argv[1], o, providers=["CPUExecutionProvider"])
-print(json.dumps({"wall": time.perf_counter() - t0, "peak_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+print(json.dumps({"wall": time.perf_counter() - t0, "peak_kb": PEAK_KB()}))
 """
 
 
@@ -87,9 +94,11 @@ def main() -> int:
                 r = _best([_child(*child_args) for _ in range(args.repeat)])
                 row = {"model": name, "variant": variant, "weight_bytes": wb, "wall_s": r["wall"],
                        "peak_bytes": r["peak_kb"] * 1024, "peak_over_weights": r["peak_kb"] * 1024 / wb,
-                       "phases_s": r.get("seconds", {})}
+                       "phases_s": r.get("seconds", {}), "c_parts": r.get("c_parts")}
                 rows.append(row)
                 phases = ", ".join(f"{k} {v:.2f}" for k, v in row["phases_s"].items())
+                if row["c_parts"]:
+                    phases += f" ({row['c_parts']} C part{'s' if row['c_parts'] > 1 else ''})"
                 print(f"{name:<14}{wb / 1e6:>11.1f}{variant:>18}{row['wall_s']:>8.2f}{row['peak_bytes'] / 1e6:>9.0f}"
                       f"{row['peak_over_weights']:>13.2f}  {phases}")
     result = {"cpu": machine["cpu_model"], "cpu_count": machine["cpu_count"], "median_of": args.repeat, "rows": rows}

@@ -110,7 +110,7 @@ def write_bundle(model_path: str, out: str | os.PathLike, opts: CompileOptions, 
         obj = tmp / f"{name}.o"
         try:
             cc_cmd = compile_object(tmp / f"{name}.c", obj, target, abi, opts.opt_level,
-                                    opts.reloc or target.reloc, opts.cc, opts.cpu)
+                                    opts.reloc or target.reloc, opts.cc, opts.cpu, parts=src.parts)
             seconds["cc"] = time.perf_counter() - t0
         finally:
             writer.join()
@@ -238,6 +238,9 @@ def _manifest(graph: Graph, plan: MemoryPlan, src, opts: CompileOptions, sha: st
         "target": opts.target,
         "options": opts.to_json(),
         "compiler": cc_cmd,
+        # Translation units in NAME.c (compiled each with -DEMBER_PART=p, the command above part 0's, then
+        # linked with `cc -r` into NAME.o); 1: NAME.c compiled as it is.
+        "c_parts": src.parts,
         "inputs": [entry(e) for e in src.io[:n_in]],
         "outputs": [entry(e) for e in src.io[n_in:]],
         # Sequence inputs/outputs (frontends/onnx/sequence.py): model name -> its elements' input/output names.

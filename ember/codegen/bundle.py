@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import BinaryIO
 
 import numpy as np
@@ -48,6 +50,18 @@ class BundleSources:
     c: str
     h: str
     io: list[IOEntry]
+    # Translation units NAME.c holds: compiled once per part with -DEMBER_PART=p and linked into one NAME.o
+    # (toolchain/cc.py); compiled without EMBER_PART, NAME.c is one translation unit as ever.
+    parts: int = 1
+
+
+# The least C (in characters, a kernel counted once per node that calls it) a part of NAME.c must have to
+# be worth a compiler process: GCC's time goes mostly to the copies of a kernel it specializes for the
+# constants at each call, which a part of the calls makes only for its own. And how many segments of
+# consecutive nodes each part gets, dealt in turn: every part then has some of each stage of the network
+# (an early stage's kernels cost GCC more than a late one's), so the compiler processes end about together.
+MIN_PART_WEIGHT = 60_000
+ROUNDS = 3
 
 
 def check_network_name(name: str) -> None:
@@ -89,10 +103,11 @@ def io_entries(graph: Graph, plan: MemoryPlan, name: str | None = None) -> tuple
 
 
 def generate(graph: Graph, plan: MemoryPlan, name: str, api: str, banner: str,
-             defines: dict[str, int] | None = None, threads: int = 1) -> BundleSources:
+             defines: dict[str, int] | None = None, threads: int = 1, max_parts: int = 1) -> BundleSources:
     """NAME.c and NAME.h. `defines`: kernel parameters of the CPU family (toolchain/cpus.py), as macros
     ahead of the kernels. `threads` > 1: a multi-threaded bundle (its pool: kernels/threads.c; nodes marked
-    by passes/threads.py)."""
+    by passes/threads.py). `max_parts` > 1: NAME.c may be cut into that many translation units (a big
+    model's, to be compiled at once on several cores); a threaded bundle is one (its pool is one)."""
     check_network_name(name)
     ins, outs = io_entries(graph, plan, name)
     ctx = CodeContext(plan)
@@ -101,10 +116,14 @@ def generate(graph: Graph, plan: MemoryPlan, name: str, api: str, banner: str,
     ctx.names.reserve(entry_symbols(name) | header_macros(name) | io_macros(name, ins + outs))
     ctx.emit_graph = lambda sub: _emit_subgraph(sub, ctx)
     pool = ctx.names.fresh("ember_threads") if threads > 1 else None
-    _emit_nodes(graph, ctx, pool)
-    c = _source(graph, ctx, name, api, banner, ins + outs, plan, defines or {}, threads, pool)
+    pieces = _emit_nodes(graph, ctx, pool)
+    segments = _segments(pieces, 1 if pool is not None else max_parts)
+    for seg in segments:
+        if seg.part > 0:
+            seg.fn = ctx.names.fresh(f"{name}_part{seg.part}")
+    c = _source(graph, ctx, name, api, banner, ins + outs, plan, defines or {}, threads, pool, segments)
     h = _header(name, api, banner, ins, outs, plan, graph.valid_counts, threads, graph.state_outputs)
-    return BundleSources(c, h, ins + outs)
+    return BundleSources(c, h, ins + outs, 1 + max(seg.part for seg in segments))
 
 
 # An instrumented build (`ember bench`: NAME.c compiled with -DEMBER_PROFILE) brackets every node with
@@ -180,9 +199,27 @@ def _emit_subgraph(graph: Graph, ctx: CodeContext) -> None:
         _emit_node(node, ctx)
 
 
-def _emit_nodes(graph: Graph, ctx: CodeContext, pool: str | None = None) -> None:
+@dataclass
+class _Piece:
+    """One node of the graph in C: its statements, the file-scope tables they read, the kernel blocks they
+    call, and a guess of what compiling it costs (its text and that of the kernels it calls)."""
+
+    body: str
+    tables: str
+    needs: set[str] = field(default_factory=set)
+
+    @property
+    def weight(self) -> int:
+        lib = library.blocks()
+        return len(self.body) + sum(len(lib[n].text) for n in self.needs if n in lib)
+
+
+def _emit_nodes(graph: Graph, ctx: CodeContext, pool: str | None = None) -> list[_Piece]:
     captured = 0
+    pieces: list[_Piece] = []
+    needs = ctx.needs
     for i, node in enumerate(graph.nodes):
+        ctx.body, ctx.tables, ctx.needs = CWriter(), CWriter(), set()
         ctx.body.line(f"EMBER_PROFILE_EVENT({i}, 0);")
         _emit_node(node, ctx, pool)
         ctx.body.line(f"EMBER_PROFILE_EVENT({i}, 1);")
@@ -191,6 +228,71 @@ def _emit_nodes(graph: Graph, ctx: CodeContext, pool: str | None = None) -> None
                 region, off = ctx.plan.where(v)
                 ctx.body.line(f"EMBER_CAPTURE_TENSOR({captured}, {region.value} + {off}, {v.type.nbytes}u);")
                 captured += 1
+        tables = ctx.tables.getvalue()
+        pieces.append(_Piece(ctx.body.getvalue(), "" if tables == "\n" else tables, ctx.needs))
+        needs |= ctx.needs
+    ctx.needs = needs
+    return pieces
+
+
+@dataclass
+class _Segment:
+    """Consecutive nodes that one part of NAME.c computes; in a part after the first, function `fn` does."""
+
+    part: int
+    pieces: list[_Piece]
+    fn: str = ""
+
+
+def _segments(pieces: list[_Piece], max_parts: int) -> list[_Segment]:
+    """The nodes in order, as segments of about equal weight dealt to at most `max_parts` parts in turn
+    (ROUNDS each); as many parts as have MIN_PART_WEIGHT each, and one part (one segment) for a small model."""
+    weights = [p.weight for p in pieces]
+    total = sum(weights)
+    parts = max(1, min(max_parts, total // MIN_PART_WEIGHT, len(pieces)))
+    if parts == 1:
+        return [_Segment(0, pieces)]
+    count = min(parts * ROUNDS, len(pieces))
+    cut: list[list[_Piece]] = [[] for _ in range(count)]
+    done = 0
+    for piece, w in zip(pieces, weights, strict=True):
+        cut[min(count - 1, (done + w // 2) * count // total)].append(piece)  # where its midpoint falls
+        done += w
+    # Dealt from the last part: part 0 also holds the entry point and everything only it defines.
+    segments = [_Segment((i + 1) % parts, c) for i, c in enumerate(cut) if c]
+    # Parts left without a segment (a few heavy nodes) are no parts: number the rest 0, 1, ... again.
+    renumber = {p: i for i, p in enumerate(sorted({0} | {s.part for s in segments}))}
+    for s in segments:
+        s.part = renumber[s.part]
+    return segments
+
+
+@contextmanager
+def _only_in(w: CWriter, which: set[int], parts: int) -> Iterator[None]:
+    """C that only the translation units of parts `which` compile (and NAME.c compiled whole)."""
+    if len(which) == parts:
+        yield
+        return
+    w.line("#if " + " || ".join(["!defined(EMBER_PART)", *(f"EMBER_PART == {p}" for p in sorted(which))]))
+    yield
+    w.line("#endif")
+
+
+def _library(w: CWriter, needs: set[str], groups: list[list[_Piece]]) -> None:
+    """The kernel blocks, each in the translation units of the parts that call it (or need what calls it)."""
+    if len(groups) == 1:
+        w.raw(library.assemble(needs))
+        return
+    lib = library.blocks()
+    closures = [set(library.ordered({"ember_prelude"}.union(*(p.needs for p in g)))) for g in groups]
+    for n in library.ordered(needs):
+        with _only_in(w, {p for p, c in enumerate(closures) if n in c}, len(groups)):
+            w.raw(lib[n].text.rstrip() + "\n")
+        w.line()
+
+
+def _body(pieces: list[_Piece]) -> str:
+    return _indent("".join(piece.body for piece in pieces))
 
 
 # "0xAB, " for every byte value: the text file is a table lookup and a reshape (ResNet-50's 100 MB of
@@ -224,9 +326,27 @@ def _hex_lines(data: memoryview) -> memoryview:
     return flat.data
 
 
+# NAME.c cut into parts: compiled whole, the segments of the parts after the first are static functions
+# the entry point calls; compiled as part p (-DEMBER_PART=p), they are hidden functions of the linked NAME.o.
+_PARTS_LINKAGE = """#ifdef EMBER_PART
+#define EMBER_PART_FN __attribute__((visibility("hidden")))
+{decls}
+#else
+#define EMBER_PART_FN static
+#endif
+"""
+
+
+def _segment_fn(fn: str) -> str:
+    return f"EMBER_PART_FN void {fn}(uint8_t *constantWeight, uint8_t *mutableWeight, uint8_t *activations)"
+
+
 def _source(graph: Graph, ctx: CodeContext, name: str, api: str, banner: str,
-            io: list[IOEntry], plan: MemoryPlan, defines: dict[str, int], threads: int = 1,
-            pool: str | None = None) -> str:
+            io: list[IOEntry], plan: MemoryPlan, defines: dict[str, int], threads: int,
+            pool: str | None, segments: list[_Segment]) -> str:
+    parts = 1 + max(seg.part for seg in segments)
+    groups = [[piece for seg in segments if seg.part == p for piece in seg.pieces] for p in range(parts)]
+    called = [seg for seg in segments if seg.part > 0]
     w = CWriter()
     w.lines(banner)
     w.line("#include <stdint.h>")
@@ -235,16 +355,28 @@ def _source(graph: Graph, ctx: CodeContext, name: str, api: str, banner: str,
     w.line()
     for macro, value in sorted(defines.items()):
         w.line(f"#define {macro} {int(value)}")
+    if parts > 1:
+        w.raw(_PARTS_LINKAGE.format(decls="\n".join(_segment_fn(seg.fn) + ";" for seg in called)))
     w.raw(_PROFILE_HOOKS)
     if pool is not None:
         w.line(f"#define EMBER_THREADS {threads}")
         ctx.need("ember_tp")
-    w.raw(library.assemble(ctx.needs))
+    _library(w, ctx.needs, groups)
     w.line()
-    w.raw(ctx.tables.getvalue())
+    for p, group in enumerate(groups):
+        with _only_in(w, {p}, parts):
+            w.raw("".join(piece.tables for piece in group))
     if api == "dynamic":
-        _symbol_table(w, name, io, plan)
+        with _only_in(w, {0}, parts):
+            _symbol_table(w, name, io, plan)
     w.line()
+    for seg in called:
+        with _only_in(w, {seg.part}, parts), w.block(_segment_fn(seg.fn)):
+            w.line("(void)constantWeight;")
+            w.line("(void)mutableWeight;")
+            w.line("(void)activations;")
+            w.raw(_body(seg.pieces))
+        w.line()
     if pool is not None:
         w.raw(ctx.tasks.getvalue())
         with w.block(f"int {name}_set_threads(int n)"):
@@ -252,13 +384,18 @@ def _source(graph: Graph, ctx: CodeContext, name: str, api: str, banner: str,
         with w.block(f"void {name}_shutdown(void)"):
             w.line("ember_tp_shutdown();")
         w.line()
-    with w.block(f"int {name}(uint8_t *constantWeight, uint8_t *mutableWeight, uint8_t *activations)"):
+    with _only_in(w, {0}, parts), w.block(f"int {name}(uint8_t *constantWeight, uint8_t *mutableWeight, "
+                                          "uint8_t *activations)"):
         if pool is not None:
             w.line(f"const int {pool} = ember_tp_enter(); /* threads this call uses; 0: alone */")
         w.line("(void)constantWeight;")
         w.line("(void)mutableWeight;")
         w.line("(void)activations;")
-        w.raw(_indent(ctx.body.getvalue()))
+        for seg in segments:
+            if seg.part == 0:
+                w.raw(_body(seg.pieces))
+            else:
+                w.line(f"{seg.fn}(constantWeight, mutableWeight, activations);")
         if pool is not None:
             w.line(f"ember_tp_leave({pool});")
         w.line("return 0;")

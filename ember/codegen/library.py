@@ -40,7 +40,13 @@ def blocks() -> dict[str, Block]:
 def assemble(names: set[str]) -> str:
     """Source text of the named blocks and everything they require, dependencies first, stable order."""
     lib = blocks()
-    ordered: list[str] = []
+    return "\n".join(lib[n].text.rstrip() + "\n" for n in ordered(names))
+
+
+def ordered(names: set[str]) -> list[str]:
+    """The named blocks and everything they require, dependencies first, in a stable order."""
+    lib = blocks()
+    order: list[str] = []
     state: dict[str, int] = {}
 
     def visit(n: str) -> None:
@@ -54,8 +60,8 @@ def assemble(names: set[str]) -> str:
         for d in lib[n].requires:
             visit(d)
         state[n] = 2
-        ordered.append(n)
+        order.append(n)
 
     for n in sorted(names):
         visit(n)
-    return "\n".join(lib[n].text.rstrip() + "\n" for n in ordered)
+    return order

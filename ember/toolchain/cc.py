@@ -83,8 +83,13 @@ def target_flags(compiler: Compiler, target: Target, abi: FloatABI, cpu: str | N
 
 def compile_object(src: Path, obj: Path, target: Target, abi: FloatABI, opt_level: int, reloc: str,
                    cc: str | None, cpu: str | None = None, sanitize: bool = False,
-                   extra: tuple[str, ...] = ()) -> list[str]:
-    """Compile one C file to an object; returns the command used (recorded in NAME.json)."""
+                   extra: tuple[str, ...] = (), parts: int = 1) -> list[str]:
+    """Compile one C file to an object; returns the command used (recorded in NAME.json).
+
+    `parts` > 1: the file holds that many translation units (codegen/bundle.py: -DEMBER_PART=p selects
+    one); they are compiled at once, each by its own compiler process, and linked into the one object
+    `obj` (`cc -r`), whose parts' hidden functions become local symbols where binutils' objcopy is at hand.
+    The command returned is then the first part's."""
     compiler = find_compiler(target, cc)
     cmd = [*compiler.command, *BASE_FLAGS, f"-O{opt_level}", *target_flags(compiler, target, abi, cpu)]
     if compiler.family == "gcc":
@@ -93,9 +98,54 @@ def compile_object(src: Path, obj: Path, target: Target, abi: FloatABI, opt_leve
     if sanitize:
         cmd += SANITIZE_FLAGS
     cmd += [*extra, *compiler.user_flags]
-    cmd += ["-c", str(src), "-o", str(obj)]
-    _run(cmd, f"compiling {src.name} for {target.name}")
-    return cmd
+    what = f"compiling {src.name} for {target.name}"
+    if parts <= 1:
+        cmd += ["-c", str(src), "-o", str(obj)]
+        _run(cmd, what)
+        return cmd
+    part_objs = [obj.with_name(f"{obj.stem}.part{p}.o") for p in range(parts)]
+    cmds = [[*cmd, f"-DEMBER_PART={p}", "-c", str(src), "-o", str(o)] for p, o in enumerate(part_objs)]
+    try:
+        _run_all(cmds, what)
+        link = [*compiler.command, *target_flags(compiler, target, abi, cpu), *compiler.user_flags, "-r",
+                "-nostdlib", *map(str, part_objs), "-o", str(obj)]
+        _run(link, f"linking the parts of {obj.name}")
+    finally:
+        for o in part_objs:
+            o.unlink(missing_ok=True)
+    if target.zig_arch is None:  # the host's own object format
+        _localize_hidden(obj)
+    return cmds[0]
+
+
+def _localize_hidden(obj: Path) -> None:
+    """The parts' hidden functions as local symbols, so that NAME.o defines only the bundle's API: with
+    the system's objcopy, for the host's own objects; elsewhere (and without binutils) they stay hidden
+    global symbols named NAME_part..., which no shared library exports. An object objcopy cannot rewrite
+    is left as it was (it writes a new file and renames it only on success)."""
+    objcopy = shutil.which("objcopy")
+    if objcopy is not None and obj.read_bytes()[:4] == b"\x7fELF":
+        subprocess.run([objcopy, "--localize-hidden", str(obj)], capture_output=True, check=False)
+
+
+def _run_all(cmds: list[list[str]], what: str) -> None:
+    """Run compiler commands at once; the first failure (in command order) is the one reported."""
+    procs: list[subprocess.Popen[str]] = []
+    try:
+        for cmd in cmds:
+            try:
+                procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+            except OSError as e:
+                raise ToolchainError(f"{what}: cannot run {cmd[0]}: {e}") from None
+        results = [(p.communicate()[1], p.returncode) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    for stderr, rc in results:
+        if rc != 0:
+            raise ToolchainError(f"{what} failed: {_first_error(stderr)}")
 
 
 def link_shared(objs: list[Path], out: Path, cc: str | None, sanitize: bool = False,
@@ -113,5 +163,8 @@ def _run(cmd: list[str], what: str) -> None:
     except OSError as e:
         raise ToolchainError(f"{what}: cannot run {cmd[0]}: {e}") from None
     if res.returncode != 0:
-        err = next((ln for ln in res.stderr.splitlines() if "error" in ln), res.stderr.strip()[:300])
-        raise ToolchainError(f"{what} failed: {err}")
+        raise ToolchainError(f"{what} failed: {_first_error(res.stderr)}")
+
+
+def _first_error(stderr: str) -> str:
+    return next((ln for ln in stderr.splitlines() if "error" in ln), stderr.strip()[:300])

@@ -4,6 +4,7 @@ turn If / Loop / Scan with run-time control into the IR's control-flow nodes (em
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -90,14 +91,31 @@ def _first_line(e: BaseException) -> str:
 
 def load_onnx(model: onnx.ModelProto | str, options: LoadOptions | None = None, name: str = "model") -> Graph:
     """The model (a proto, or a file path) as IR. Given a path, the ONNX checker reads the file itself
-    before Python parses it, and the initializers' bytes stay in the file until each becomes an array
-    (lean.py), so compiling holds the weights about once, not three times."""
+    (its C++ side, which lets go of the GIL) while Python reads and builds the model beside it, and the
+    initializers' bytes stay in the file until each becomes an array (lean.py), so compiling holds the
+    weights about once, not three times. A model the checker rejects is read again the usual way, and
+    check_model names the problem (not whatever building it met first)."""
     opts = options if options is not None else LoadOptions()
-    checked, source = False, None
-    if isinstance(model, str):
-        checked = file_passes_checker(model)
-        source = _read_lean(model) if checked else None
-        model = source.model if source is not None else read_model(model)
+    if not isinstance(model, str):
+        return _load(model, opts, name, None, checked=False)
+    with ThreadPoolExecutor(1, thread_name_prefix="ember-onnx-checker") as pool:
+        verdict = pool.submit(file_passes_checker, model)
+        source = _read_lean(model)
+        try:
+            graph = _load(source.model, opts, name, source, checked=True) if source is not None else None
+        except Exception:
+            if verdict.result():
+                raise
+            graph = None
+        checked = verdict.result()
+    if graph is not None and checked:
+        return graph
+    # Not in the form the lean reader takes, or the checker complains: parsed the usual way (check_model
+    # then runs the checker on the proto, which names the problem).
+    return _load(read_model(model), opts, name, None, checked)
+
+
+def _load(model: onnx.ModelProto, opts: LoadOptions, name: str, source: LeanModel | None, checked: bool) -> Graph:
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
     if opset == 0 and not any(o.domain in ("ai.onnx.ml", "com.microsoft") for o in model.opset_import):
         raise ModelFormatError("model imports no ai.onnx opset")  # an ai.onnx.ml model may import only its own
