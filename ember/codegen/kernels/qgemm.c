@@ -320,6 +320,7 @@ typedef struct {
     const int32_t *out; /* [zp, lo, hi, sums below 2^24, float path holds, its clamp] (ember_qrq_setup) */
     uint8_t *row;       /* EMBER_QTAIL * Kp bytes for qblock.c's tail pixels, or NULL */
     int blk;            /* y is channel-blocked (ember_qblk_at; rs: bytes per block of pixels), else rows */
+    int w127;           /* no weight is -128 (ember_qw127): AVX2's VPMADDUBSW tiles are exact */
 } ember_qout;
 /* The output kind and requantisation of o (its other fields are the caller's). */
 static void ember_qout_init(ember_qout *o, int kind, const int32_t *mult, const int32_t *shift, const int32_t *out) {
@@ -331,6 +332,14 @@ static void ember_qout_init(ember_qout *o, int kind, const int32_t *mult, const 
     o->hi = out[EMBER_QOUT_HI];
     o->out = out;
     o->blk = 0;
+    o->w127 = 0;
+}
+/* Whether none of the n weight bytes W is -128 (set by callers where the tiles may use it). */
+EMBER_INLINE int ember_qw127(const int8_t *W, ptrdiff_t n) {
+    int8_t m = 0;
+    ptrdiff_t i;
+    for (i = 0; i < n; ++i) m |= (int8_t)(W[i] == -128); /* no early exit: vectorizes */
+    return !m;
 }
 /* A channel-blocked tensor (qpack.c) stores channel c of pixel p at byte (p / 64) * 64C + (c / 4) * 256 +
  * (p % 64) * 4 + c % 4: blocks of 64 pixels, in them the words of four channels that a product's
@@ -585,12 +594,82 @@ EMBER_INLINE void ember_qf8_put_words(uint8_t *y, ember_qf8i q0, ember_qf8i q1, 
             }                                                                                           \
         }                                                                                               \
     }
-EMBER_QTILE_RQ(ember_qtile_full_rq, EMBER_QMR, EMBER_QNV)
-EMBER_QTILE_RQ(ember_qtile_narrow_rq, EMBER_QMR, 1)
-EMBER_QTILE_RQ(ember_qtile_row_rq, 1, 4)
-EMBER_QTILE_RQ(ember_qtile_row_narrow_rq, 1, 1)
-EMBER_QTILE_RQ(ember_qtile_v2_rq, EMBER_QMR, 2)
-EMBER_QTILE_RQ(ember_qtile_v3_rq, EMBER_QMR, 3)
+EMBER_QTILE_RQ(ember_qtile_full_rqw, EMBER_QMR, EMBER_QNV)
+EMBER_QTILE_RQ(ember_qtile_narrow_rqw, EMBER_QMR, 1)
+EMBER_QTILE_RQ(ember_qtile_row_rqw, 1, 4)
+EMBER_QTILE_RQ(ember_qtile_row_narrow_rqw, 1, 1)
+EMBER_QTILE_RQ(ember_qtile_v2_rqw, EMBER_QMR, 2)
+EMBER_QTILE_RQ(ember_qtile_v3_rqw, EMBER_QMR, 3)
+/* Where no weight is -128 (o->w127): VPMADDUBSW multiplies unsigned by signed bytes and adds pairs into
+ * int16, twice the products of a VPMADDWD and no widening of bytes. With x the int8 view bytes,
+ * |x| (VPSIGNB x by x: -128 gives the byte 0x80, 128 unsigned) times w * sign(x) (VPSIGNB w by x, exact
+ * for w in [-127, 127]) is w * x, and a pair's sum is at most 2 * 128 * 127 = 32512: never saturated.
+ * VPMADDWD by ones then adds the pairs into one int32 lane per pixel: V8 vectors of 8 pixels. Only the
+ * activations' loads read past a narrow tile's pixels (still inside the packed block of 64). */
+typedef char ember_qb32 __attribute__((vector_size(32)));
+typedef char ember_qb32u __attribute__((vector_size(32), aligned(1), may_alias));
+typedef short ember_qh16 __attribute__((vector_size(32)));
+#define EMBER_QTILE_RQS(NAME, R, V8)                                                                    \
+    static void NAME(const ember_qout *o, int m0, const int8_t *W, int Kp, const uint8_t *X,            \
+                     ptrdiff_t pix, int n, const ember_qrq_out *range) {                                \
+        ember_qf8i a[R][V8];                                                                            \
+        ember_qb32 x[V8], ax[V8];                                                                       \
+        const ember_qh16 ones = (ember_qh16){0} + 1;                                                    \
+        const uint8_t *xg = X, *const end = X + (ptrdiff_t)Kp * EMBER_QPB;                             \
+        const int8_t *w = W;                                                                            \
+        int r, v;                                                                                       \
+        EMBER_UNROLL for (r = 0; r < R; ++r)                                                            \
+            EMBER_UNROLL for (v = 0; v < V8; ++v) a[r][v] = (ember_qf8i){0};                            \
+        do { /* Kp >= 4 */                                                                              \
+            EMBER_UNROLL for (v = 0; v < V8; ++v) {                                                     \
+                x[v] = *(const ember_qb32u *)(const void *)(xg + 32 * v);                               \
+                ax[v] = __builtin_ia32_psignb256(x[v], x[v]);                                           \
+            }                                                                                           \
+            EMBER_UNROLL for (r = 0; r < R; ++r) {                                                      \
+                const ember_qb32 wr = (ember_qb32)((ember_qf8i){0} + *(const ember_qi32u *)(const void *)(w + (ptrdiff_t)r * Kp)); \
+                EMBER_UNROLL for (v = 0; v < V8; ++v)                                                   \
+                    a[r][v] += (ember_qf8i)__builtin_ia32_pmaddwd256(                                   \
+                        __builtin_ia32_pmaddubsw256(ax[v], __builtin_ia32_psignb256(wr, x[v])), ones);  \
+            }                                                                                           \
+            xg += 4 * EMBER_QPB;                                                                        \
+            w += 4;                                                                                     \
+        } while (xg != end);                                                                            \
+        { /* constants copied first: byte stores may alias anything not visibly local */               \
+            const ember_qrq_out rg = *range;                                                            \
+            const ptrdiff_t rs = o->rs;                                                                 \
+            const int32_t *const mult = o->mult + m0, *const shift = o->shift + m0, *const corr = o->corr + m0; \
+            ember_qf8i q[R][V8];                                                                        \
+            EMBER_UNROLL for (r = 0; r < R; ++r) {                                                      \
+                const ember_qf8f mf = (ember_qf8f){0} + ember_qf8_mult(mult[r], shift[r]);               \
+                EMBER_UNROLL for (v = 0; v < V8; ++v) q[r][v] = ember_qf8_rq(a[r][v] + corr[r], mf, &rg); \
+            }                                                                                           \
+            if (R == 4 && o->blk) { /* a channel quad's words (m0 % 4 == 0) */                          \
+                uint8_t *const y = ember_qblk_at(o, m0, pix);                                           \
+                EMBER_UNROLL for (v = 0; v < V8; ++v)                                                   \
+                    ember_qf8_put_words(y + 32 * v, q[0][v], q[1 % R][v], q[2 % R][v], q[3 % R][v], n - 8 * v); \
+            } else {                                                                                    \
+                uint8_t *const y = o->y + m0 * rs + pix;                                                \
+                EMBER_UNROLL for (r = 0; r < R; ++r)                                                    \
+                    EMBER_UNROLL for (v = 0; v < V8; ++v) ember_qf8_put(y + r * rs + 8 * v, q[r][v], n - 8 * v); \
+            }                                                                                           \
+        }                                                                                               \
+    }
+EMBER_QTILE_RQS(ember_qtile_full_rqs, EMBER_QMR, 2)
+EMBER_QTILE_RQS(ember_qtile_narrow_rqs, EMBER_QMR, 1)
+EMBER_QTILE_RQS(ember_qtile_row_rqs, 1, 2)
+/* The drivers' tiles (qblock.c): VPMADDUBSW where the weights allow, else VPMADDWD. */
+#define EMBER_QTILE_PICK(NAME, FAST, SLOW)                                                              \
+    static void NAME(const ember_qout *o, int m0, const int8_t *W, int Kp, const uint8_t *X,            \
+                     ptrdiff_t pix, int n, const ember_qrq_out *range) {                                \
+        if (o->w127) FAST(o, m0, W, Kp, X, pix, n, range);                                              \
+        else SLOW(o, m0, W, Kp, X, pix, n, range);                                                      \
+    }
+EMBER_QTILE_PICK(ember_qtile_full_rq, ember_qtile_full_rqs, ember_qtile_full_rqw)
+EMBER_QTILE_PICK(ember_qtile_narrow_rq, ember_qtile_narrow_rqs, ember_qtile_narrow_rqw)
+EMBER_QTILE_PICK(ember_qtile_row_rq, ember_qtile_row_rqs, ember_qtile_row_rqw)
+EMBER_QTILE_PICK(ember_qtile_row_narrow_rq, ember_qtile_row_rqs, ember_qtile_row_narrow_rqw)
+EMBER_QTILE_PICK(ember_qtile_v2_rq, ember_qtile_narrow_rqs, ember_qtile_v2_rqw)
+EMBER_QTILE_PICK(ember_qtile_v3_rq, ember_qtile_full_rqs, ember_qtile_v3_rqw)
 #endif
 
 /*@end*/
