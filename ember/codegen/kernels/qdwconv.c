@@ -195,12 +195,18 @@ static void ember_qdx_fill(float *EMBER_RESTRICT F, const uint8_t *xi, ptrdiff_t
             ember_window_bounds(W, Wq, sw, b - pl, &lo, &hi);
             if (ih < 0 || ih >= H) lo = hi = 0;
             for (j = 0; j < lo; ++j) *(ember_qdx_f4u *)(void *)(d + 4 * j) = (ember_qdx_f4){0};
-            for (; j < hi; ++j) {
+            while (j < hi) { /* runs of pixels inside one block of 64: words 4 * sw bytes apart */
                 const ptrdiff_t pix = (ptrdiff_t)ih * W + j * sw + b - pl;
                 const uint8_t *s = xi + ember_qblk_off(pix, c, bs);
-                const ember_qdx_i4 v = sgn ? __builtin_convertvector(*(const ember_qdx_s4u *)(const void *)s, ember_qdx_i4)
-                                           : __builtin_convertvector(*(const ember_qdx_u4u *)(const void *)s, ember_qdx_i4);
-                *(ember_qdx_f4u *)(void *)(d + 4 * j) = __builtin_convertvector(v - z, ember_qdx_f4);
+                const int run = (63 - (int)(pix & 63)) / sw + 1, e = j + (run < hi - j ? run : hi - j);
+                if (sgn)
+                    for (; j < e; ++j, s += 4 * sw)
+                        *(ember_qdx_f4u *)(void *)(d + 4 * j) = __builtin_convertvector(
+                            __builtin_convertvector(*(const ember_qdx_s4u *)(const void *)s, ember_qdx_i4) - z, ember_qdx_f4);
+                else
+                    for (; j < e; ++j, s += 4 * sw)
+                        *(ember_qdx_f4u *)(void *)(d + 4 * j) = __builtin_convertvector(
+                            __builtin_convertvector(*(const ember_qdx_u4u *)(const void *)s, ember_qdx_i4) - z, ember_qdx_f4);
             }
             for (; j < Wq; ++j) *(ember_qdx_f4u *)(void *)(d + 4 * j) = (ember_qdx_f4){0};
         }

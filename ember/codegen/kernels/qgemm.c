@@ -616,11 +616,15 @@ typedef short ember_qh16 __attribute__((vector_size(32)));
         ember_qb32 x[V8], ax[V8];                                                                       \
         const ember_qh16 ones = (ember_qh16){0} + 1;                                                    \
         const uint8_t *xg = X, *const end = X + (ptrdiff_t)Kp * EMBER_QPB;                             \
-        const int8_t *w = W;                                                                            \
-        int r, v;                                                                                       \
+        const int8_t *w = W, *pf = W + (ptrdiff_t)R * Kp;                                              \
+        int r, v, step = 0;                                                                             \
         EMBER_UNROLL for (r = 0; r < R; ++r)                                                            \
             EMBER_UNROLL for (v = 0; v < V8; ++v) a[r][v] = (ember_qf8i){0};                            \
         do { /* Kp >= 4 */                                                                              \
+            if ((step++ & 3) == 0) { /* the next rows' weights into L2, as EMBER_QTILE_RQ's AVX-512 tiles */ \
+                __builtin_prefetch(pf, 0, 2);                                                           \
+                pf += 64;                                                                               \
+            }                                                                                           \
             EMBER_UNROLL for (v = 0; v < V8; ++v) {                                                     \
                 x[v] = *(const ember_qb32u *)(const void *)(xg + 32 * v);                               \
                 ax[v] = __builtin_ia32_psignb256(x[v], x[v]);                                           \
