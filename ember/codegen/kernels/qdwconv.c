@@ -172,8 +172,23 @@ typedef float ember_qdx_f4 __attribute__((vector_size(16)));
 typedef float ember_qdx_f4u __attribute__((vector_size(16), aligned(4), may_alias));
 typedef int32_t ember_qdx_i8 __attribute__((vector_size(32)));
 typedef int32_t ember_qdx_i4 __attribute__((vector_size(16)));
-typedef int8_t ember_qdx_s4u __attribute__((vector_size(4), aligned(1), may_alias));
-typedef uint8_t ember_qdx_u4u __attribute__((vector_size(4), aligned(1), may_alias));
+typedef uint64_t ember_qdx_u64u __attribute__((aligned(1), may_alias));
+typedef uint32_t ember_qdx_u32u __attribute__((aligned(1), may_alias));
+
+/* The 8 (ld8) or 4 bytes at s, int8 if sgn else uint8, as int32 lanes: one VPMOVSXBD/VPMOVZXBD from memory
+ * (GCC assembles a conversion of an unaligned byte vector from scalar byte loads). */
+EMBER_INLINE ember_qdx_i8 ember_qdx_ld8(const uint8_t *s, int sgn) {
+    ember_qdx_i8 r;
+    if (sgn) __asm__("vpmovsxbd %1, %0" : "=x"(r) : "m"(*(const ember_qdx_u64u *)(const void *)s));
+    else __asm__("vpmovzxbd %1, %0" : "=x"(r) : "m"(*(const ember_qdx_u64u *)(const void *)s));
+    return r;
+}
+EMBER_INLINE ember_qdx_i4 ember_qdx_ld4(const uint8_t *s, int sgn) {
+    ember_qdx_i4 r;
+    if (sgn) __asm__("vpmovsxbd %1, %0" : "=x"(r) : "m"(*(const ember_qdx_u32u *)(const void *)s));
+    else __asm__("vpmovzxbd %1, %0" : "=x"(r) : "m"(*(const ember_qdx_u32u *)(const void *)s));
+    return r;
+}
 typedef short ember_qdx_h16 __attribute__((vector_size(32)));
 typedef char ember_qdx_b32 __attribute__((vector_size(32)));
 typedef uint32_t ember_qdx_w8u __attribute__((vector_size(32), aligned(1), may_alias));
@@ -186,6 +201,7 @@ static void ember_qdx_fill(float *EMBER_RESTRICT F, const uint8_t *xi, ptrdiff_t
     const int H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], sw = p[EMBER_GEO_STRIDE_W], pt = p[EMBER_GEO_PAD_H],
               pl = p[EMBER_GEO_PAD_W];
     const ember_qdx_i4 z = (ember_qdx_i4){0} + xz;
+    const ember_qdx_i8 z8 = (ember_qdx_i8){0} + xz;
     int rr, b, j;
     for (rr = 0; rr < nr; ++rr) {
         const int ih = r0 + rr - pt;
@@ -199,14 +215,11 @@ static void ember_qdx_fill(float *EMBER_RESTRICT F, const uint8_t *xi, ptrdiff_t
                 const ptrdiff_t pix = (ptrdiff_t)ih * W + j * sw + b - pl;
                 const uint8_t *s = xi + ember_qblk_off(pix, c, bs);
                 const int run = (63 - (int)(pix & 63)) / sw + 1, e = j + (run < hi - j ? run : hi - j);
-                if (sgn)
-                    for (; j < e; ++j, s += 4 * sw)
-                        *(ember_qdx_f4u *)(void *)(d + 4 * j) = __builtin_convertvector(
-                            __builtin_convertvector(*(const ember_qdx_s4u *)(const void *)s, ember_qdx_i4) - z, ember_qdx_f4);
-                else
-                    for (; j < e; ++j, s += 4 * sw)
-                        *(ember_qdx_f4u *)(void *)(d + 4 * j) = __builtin_convertvector(
-                            __builtin_convertvector(*(const ember_qdx_u4u *)(const void *)s, ember_qdx_i4) - z, ember_qdx_f4);
+                if (sw == 1) /* two pixels' words at a time */
+                    for (; j + 2 <= e; j += 2, s += 8)
+                        *(ember_qdx_f8u *)(void *)(d + 4 * j) = __builtin_convertvector(ember_qdx_ld8(s, sgn) - z8, ember_qdx_f8);
+                for (; j < e; ++j, s += 4 * sw)
+                    *(ember_qdx_f4u *)(void *)(d + 4 * j) = __builtin_convertvector(ember_qdx_ld4(s, sgn) - z, ember_qdx_f4);
             }
             for (; j < Wq; ++j) *(ember_qdx_f4u *)(void *)(d + 4 * j) = (ember_qdx_f4){0};
         }

@@ -13,10 +13,10 @@
  *
  * The sums are exact int32 on every path, so every target gives the same bits. Paths, from the
  * compiler's predefined macros (so --target/--cpu decide): AVX-512 VNNI or AVX-VNNI (VPDPBUSD), AVX2 or
- * SSE2 ((V)PMADDWD on sign-extended bytes), AArch64 dot product (SDOT), Cortex-M DSP (SMLAD on SXTB16
+ * SSE2 ((V)PMADDWD on sign-extended bytes; AVX2's requantising tiles VPMADDUBSW where no weight is -128), AArch64 dot product (SDOT), Cortex-M DSP (SMLAD on SXTB16
  * pairs), other 128-bit SIMD (NEON, wasm: widened int16 products in generic vector code), portable C. A
  * tile is R rows x V vectors of pixels kept in registers over all of K; on AVX-512 its sums are
- * requantised there too (qvec.c) where the compile-time check of qlinear.py allows. */
+ * requantised there too (qvec.c; AVX2: ember_qf8) where the compile-time check of qlinear.py allows. */
 
 /*@kernel ember_qblk requires ember_prelude*/
 /* Byte offset of (pixel pix, channel c) in one image of a channel-blocked int8 tensor
@@ -117,7 +117,17 @@ typedef int32_t ember_qv __attribute__((vector_size(EMBER_QVL * 8)));
 typedef int32_t ember_qvx __attribute__((vector_size(EMBER_QVL * 4), aligned(4)));
 typedef int8_t ember_qbx __attribute__((vector_size(EMBER_QVL * 4)));
 typedef short ember_qhx __attribute__((vector_size(EMBER_QVL * 8)));
+#if EMBER_QVL == 4
+/* One VPMOVSXBW (from memory where it can): GCC's conversion is two halves, a shift and an insert. */
+EMBER_INLINE ember_qhx ember_qwiden(ember_qvx v) {
+    ember_qhx r;
+    __asm__("vpmovsxbw %1, %0" : "=x"(r) : "xm"(v));
+    return r;
+}
+#define EMBER_QWIDEN(v) ember_qwiden((ember_qvx)(v))
+#else
 #define EMBER_QWIDEN(v) __builtin_convertvector((ember_qbx)(v), ember_qhx)
+#endif
 #define EMBER_QTILE(NAME, R, V)                                                                         \
     static void NAME(int32_t *acc, const int8_t *W, int Kp, const uint8_t *X) {                        \
         ember_qv a[R][V];                                                                               \
