@@ -4,7 +4,8 @@ bits of the NCHW build (--opt-level 1, which neither blocks values nor shifts co
 kernels the other integer tests hold to the reference): 1x1s that read blocks in place (uint8) or
 flipped (int8), shifted 3x3s that read and write it (stores that run into the next block), im2col
 ones of strides 1 and 2, a strided 1x1, depthwise ones, a residual QAdd, two images, a last partial
-block. On the host build, the portable path under ASan/UBSan and the AVX-512 tiles under them."""
+block. On the host build, the portable path under ASan/UBSan and the AVX-512 or AVX2 tiles and
+depthwise kernels under them."""
 
 from __future__ import annotations
 
@@ -19,10 +20,11 @@ import ember
 from ember.config import CompileOptions
 from ember.driver import build_graph
 from tests.ops.test_quant_kernels import _f32, _model
-from tests.ops.test_quant_shifted import HAS_VNNI
+from tests.ops.test_quant_shifted import HAS_VNNI, NATIVE
 from tests.support import cdriver
 
 RNG = np.random.default_rng(41)
+HAS_AVX2 = "__AVX2__" in NATIVE and "__FMA__" in NATIVE and "__AVX512F__" not in NATIVE  # qgemm.c's AVX2 tiles
 
 # name, input, input channels, output channels, kernel, stride: a chain from the input x; "sum" adds a
 # and c.
@@ -85,7 +87,7 @@ def _check_bit_identical(tmp_path: Path, model: onnx.ModelProto, feeds: dict[str
     builds = {"host": bundle.run(feeds),
               # the portable path (no -march: SSE2), sanitized
               "portable": cdriver.run(bundle.path, tmp_path / "drv", feeds, sanitize=True)}
-    if HAS_VNNI:  # the AVX-512 tiles' word stores and the depthwise transposes, sanitized
+    if HAS_VNNI or HAS_AVX2:  # the AVX-512 or AVX2 tiles' word stores and depthwise kernels, sanitized
         builds["native"] = cdriver.run(bundle.path, tmp_path / "drv_native", feeds, sanitize=True,
                                        cflags=("-march=native",))
     for build, got in builds.items():

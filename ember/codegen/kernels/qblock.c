@@ -85,7 +85,7 @@ static void ember_qgemm_part(const ember_qout *o, const int8_t *W, int M, int Kp
         for (g = 0; g < Kp / 4; ++g)
             *(ember_qi32u *)(void *)(o->row + (ptrdiff_t)j * Kp + 4 * g) =
                 *(const ember_qi32u *)(const void *)(EMBER_QXG(X, g) + 4 * (pt + j));
-#ifdef EMBER_QRQ
+#if defined(EMBER_QRQ) || defined(EMBER_QRQ2)
     ember_qrq_out range;
     if (ember_qrq_setup(o, &range)) { /* requantised in registers */
         for (m0 = 0; m0 < M;) {
@@ -151,7 +151,7 @@ static void ember_qgemm_block(const ember_qout *o, const int8_t *W, int M, int K
         ember_qgemm_part(o, W, M, Kp, X, pix, pb);
         return;
     }
-#ifdef EMBER_QRQ
+#if defined(EMBER_QRQ) || defined(EMBER_QRQ2)
     ember_qrq_out range;
     if (ember_qrq_setup(o, &range)) { /* requantised in registers */
         for (m0 = 0; m0 < M;) {

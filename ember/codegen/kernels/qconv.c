@@ -42,6 +42,9 @@ static void ember_qconv(void *y, int kind, const void *x, int x_sgn, int32_t xz,
         ember_window_bounds(p[EMBER_GEO_IN_W], p[EMBER_GEO_OUT_W], p[EMBER_GEO_STRIDE_W],
                             kw * p[EMBER_GEO_DIL_W] - p[EMBER_GEO_PAD_W], &kwb[2 * kw], &kwb[2 * kw + 1]);
     ember_qout_init(&o, kind, mult, shift, out);
+#ifdef EMBER_QRQ2
+    o.w127 = ember_qw127(W, (ptrdiff_t)M * Kp);
+#endif
     o.blk = lay >> 1 & 1;
     o.rs = o.blk ? 64 * M : P;
     o.ps = o.blk ? 4 : 1;
@@ -109,6 +112,9 @@ static void ember_qmatmul(void *y, int kind, const void *a, int a_sgn, int32_t a
     ember_qout o;
     int m0, j, k;
     ember_qout_init(&o, kind, mult, shift, out);
+#ifdef EMBER_QRQ2
+    o.w127 = ember_qw127(W, (ptrdiff_t)N * Kp);
+#endif
     o.y = (uint8_t *)y;
     o.rs = 1;
     o.ps = N;

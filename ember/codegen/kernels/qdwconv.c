@@ -155,6 +155,163 @@ EMBER_QNOINLINE static void ember_qdw_requant(uint8_t *EMBER_RESTRICT q, const f
 }
 #endif
 
+#if EMBER_HAVE_AVX2 && defined(__FMA__) && !EMBER_HAVE_AVX512 && !defined(EMBER_QDW_VNNI)
+/* AVX2, channel-blocked input and output (lay 3, multiplier 1): a channel quad at a time, never a
+ * channel plane. The quad's input rows for a band of output rows are laid out once as floats x - xz
+ * (4 channels a pixel, zero padding, columns split by stride phase as EMBER_QDW_PLANES does), so that
+ * 8 consecutive output pixels of a tap are 4 contiguous 8-float vectors (2 pixels x 4 channels): one
+ * fused multiply-add each by the tap's 4 weights. The sums (bias first) are exact integers in float
+ * and so is the requantisation, where qlinear.py's exact_in_float holds (out[EMBER_QOUT_EXACT]); then
+ * packed to bytes and stored as whole words. The general path unblocked each channel into a plane,
+ * converted it, and scattered each output byte back at a stride of 4. */
+#define EMBER_QDW_AVX2 1
+#define EMBER_QDX_TAPS 64
+typedef float ember_qdx_f8 __attribute__((vector_size(32)));
+typedef float ember_qdx_f8u __attribute__((vector_size(32), aligned(4), may_alias));
+typedef float ember_qdx_f4 __attribute__((vector_size(16)));
+typedef float ember_qdx_f4u __attribute__((vector_size(16), aligned(4), may_alias));
+typedef int32_t ember_qdx_i8 __attribute__((vector_size(32)));
+typedef int32_t ember_qdx_i4 __attribute__((vector_size(16)));
+typedef uint64_t ember_qdx_u64u __attribute__((aligned(1), may_alias));
+typedef uint32_t ember_qdx_u32u __attribute__((aligned(1), may_alias));
+
+/* The 8 (ld8) or 4 bytes at s, int8 if sgn else uint8, as int32 lanes: one VPMOVSXBD/VPMOVZXBD from memory
+ * (GCC assembles a conversion of an unaligned byte vector from scalar byte loads). */
+EMBER_INLINE ember_qdx_i8 ember_qdx_ld8(const uint8_t *s, int sgn) {
+    ember_qdx_i8 r;
+    if (sgn) __asm__("vpmovsxbd %1, %0" : "=x"(r) : "m"(*(const ember_qdx_u64u *)(const void *)s));
+    else __asm__("vpmovzxbd %1, %0" : "=x"(r) : "m"(*(const ember_qdx_u64u *)(const void *)s));
+    return r;
+}
+EMBER_INLINE ember_qdx_i4 ember_qdx_ld4(const uint8_t *s, int sgn) {
+    ember_qdx_i4 r;
+    if (sgn) __asm__("vpmovsxbd %1, %0" : "=x"(r) : "m"(*(const ember_qdx_u32u *)(const void *)s));
+    else __asm__("vpmovzxbd %1, %0" : "=x"(r) : "m"(*(const ember_qdx_u32u *)(const void *)s));
+    return r;
+}
+typedef short ember_qdx_h16 __attribute__((vector_size(32)));
+typedef char ember_qdx_b32 __attribute__((vector_size(32)));
+typedef uint32_t ember_qdx_w8u __attribute__((vector_size(32), aligned(1), may_alias));
+typedef uint32_t ember_qdx_w1u __attribute__((aligned(1), may_alias));
+
+/* Padded input rows r0 .. r0+nr-1 of channel quad c of the blocked image xi (bs bytes per block) as
+ * floats x - xz: row rr, phase b, column j at F + ((rr * sw + b) * Wq + j) * 4 (padded column j*sw + b). */
+static void ember_qdx_fill(float *EMBER_RESTRICT F, const uint8_t *xi, ptrdiff_t bs, int c, int sgn, int32_t xz,
+                           const int32_t *p, int r0, int nr, int Wq) {
+    const int H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], sw = p[EMBER_GEO_STRIDE_W], pt = p[EMBER_GEO_PAD_H],
+              pl = p[EMBER_GEO_PAD_W];
+    const ember_qdx_i4 z = (ember_qdx_i4){0} + xz;
+    const ember_qdx_i8 z8 = (ember_qdx_i8){0} + xz;
+    int rr, b, j;
+    for (rr = 0; rr < nr; ++rr) {
+        const int ih = r0 + rr - pt;
+        for (b = 0; b < sw; ++b) {
+            float *EMBER_RESTRICT d = F + ((ptrdiff_t)rr * sw + b) * Wq * 4;
+            int lo, hi; /* the columns j with input column j*sw + b - pl inside the input */
+            ember_window_bounds(W, Wq, sw, b - pl, &lo, &hi);
+            if (ih < 0 || ih >= H) lo = hi = 0;
+            for (j = 0; j < lo; ++j) *(ember_qdx_f4u *)(void *)(d + 4 * j) = (ember_qdx_f4){0};
+            while (j < hi) { /* runs of pixels inside one block of 64: words 4 * sw bytes apart */
+                const ptrdiff_t pix = (ptrdiff_t)ih * W + j * sw + b - pl;
+                const uint8_t *s = xi + ember_qblk_off(pix, c, bs);
+                const int run = (63 - (int)(pix & 63)) / sw + 1, e = j + (run < hi - j ? run : hi - j);
+                if (sw == 1) /* two pixels' words at a time */
+                    for (; j + 2 <= e; j += 2, s += 8)
+                        *(ember_qdx_f8u *)(void *)(d + 4 * j) = __builtin_convertvector(ember_qdx_ld8(s, sgn) - z8, ember_qdx_f8);
+                for (; j < e; ++j, s += 4 * sw)
+                    *(ember_qdx_f4u *)(void *)(d + 4 * j) = __builtin_convertvector(ember_qdx_ld4(s, sgn) - z, ember_qdx_f4);
+            }
+            for (; j < Wq; ++j) *(ember_qdx_f4u *)(void *)(d + 4 * j) = (ember_qdx_f4){0};
+        }
+    }
+}
+/* Requantised lanes (2 pixels x 4 channels) of the float sums a: bias 1.5 * 2^23 added by one rounding,
+ * then the integer bits (qvec.c), clamped. */
+EMBER_INLINE ember_qdx_i8 ember_qdx_rq(ember_qdx_f8 a, ember_qdx_f8 m, ember_qdx_i8 off, ember_qdx_i8 lo, ember_qdx_i8 hi) {
+    ember_qdx_i8 v;
+    __asm__("vfmadd213ps %2, %1, %0" : "+x"(a) : "x"(m), "x"((ember_qdx_f8){0} + 12582912.0f));
+    v = (ember_qdx_i8)a - off;
+    v = (ember_qdx_i8)__builtin_ia32_pmaxsd256(v, lo);
+    return (ember_qdx_i8)__builtin_ia32_pminsd256(v, hi);
+}
+/* The layer on AVX2 if it takes this path (returns 0 where not: then the general path runs). */
+static int ember_qdx_conv(uint8_t *y, const uint8_t *x, int x_sgn, int32_t xz, const int32_t *p, int N, int M,
+                          const int16_t *w, const int32_t *bias, const int32_t *mult, const int32_t *shift,
+                          const int32_t *out, void *scratch, ptrdiff_t room) {
+    const int KH = p[EMBER_GEO_K_H], KW = p[EMBER_GEO_K_W], OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W],
+              sh = p[EMBER_GEO_STRIDE_H], sw = p[EMBER_GEO_STRIDE_W], dh = p[EMBER_GEO_DIL_H], dw = p[EMBER_GEO_DIL_W];
+    const int taps = KH * KW, OWv = (OW + 7) / 8 * 8, Wq = OWv + (KW - 1) * dw / sw;
+    const ptrdiff_t s_in = (ptrdiff_t)p[EMBER_GEO_IN_H] * p[EMBER_GEO_IN_W], s_out = (ptrdiff_t)OH * OW;
+    const ptrdiff_t bs = 64 * (ptrdiff_t)M, row_bytes = (ptrdiff_t)sw * Wq * 16;
+    const ptrdiff_t fit_rows = room / row_bytes, halo = (ptrdiff_t)(KH - 1) * dh + 1;
+    const int band = fit_rows < halo ? 0 : (int)((fit_rows - halo) / sh + 1 < OH ? (fit_rows - halo) / sh + 1 : OH);
+    const ember_qdx_i8 off = (ember_qdx_i8){0} + (0x4B400000 - out[EMBER_QOUT_ZP]),
+                       lo = (ember_qdx_i8){0} + out[EMBER_QOUT_LO], hi = (ember_qdx_i8){0} + out[EMBER_QOUT_HI];
+    const int uns = out[EMBER_QOUT_LO] >= 0; /* bytes by unsigned saturation (the clamp holds them) */
+    const ember_qdx_i8 order = {0, 4, 1, 5, 2, 6, 3, 7};
+    float *const F = (float *)scratch;
+    ptrdiff_t toff[EMBER_QDX_TAPS];
+    ember_qdx_f8 wf[EMBER_QDX_TAPS];
+    int n, c, t, oh0, oh, ow0, l, j;
+    if (p[EMBER_GEO_IN_D] != 1 || p[EMBER_GEO_K_D] != 1 || p[EMBER_GEO_OUT_D] != 1 || M % 4 || taps > EMBER_QDX_TAPS ||
+        band < 1 || p[EMBER_GEO_C] != M)
+        return 0;
+    for (t = 0; t < taps; ++t) { /* floats from a band row's first output pixel to tap t's input */
+        const int kh = t / KW, kw = t % KW;
+        toff[t] = (((ptrdiff_t)kh * dh * sw + kw * dw % sw) * Wq + kw * dw / sw) * 4;
+    }
+    for (n = 0; n < N; ++n)
+        for (c = 0; c < M; c += 4) {
+            const uint8_t *xi = x + n * ((s_in + 63) / 64) * bs;
+            uint8_t *yi = y + n * ((s_out + 63) / 64) * bs;
+            ember_qdx_f8 m, b0;
+            for (l = 0; l < 8; ++l) {
+                union { uint32_t u; float f; } p2;
+                p2.u = (uint32_t)(127 - shift[c + l % 4]) << 23;
+                m[l] = (float)mult[c + l % 4] * p2.f;
+                b0[l] = bias ? (float)bias[c + l % 4] : 0.0f;
+            }
+            for (t = 0; t < taps; ++t)
+                for (l = 0; l < 8; ++l) wf[t][l] = (float)w[(ptrdiff_t)(c + l % 4) * taps + t];
+            for (oh0 = 0; oh0 < OH; oh0 += band) {
+                const int nb = OH - oh0 < band ? OH - oh0 : band;
+                ember_qdx_fill(F, xi, bs, c, x_sgn, xz, p, oh0 * sh, (nb - 1) * sh + (KH - 1) * dh + 1, Wq);
+                for (oh = oh0; oh < oh0 + nb; ++oh) {
+                    const float *row = F + (ptrdiff_t)(oh - oh0) * sh * sw * Wq * 4;
+                    for (ow0 = 0; ow0 < OW; ow0 += 8) {
+                        ember_qdx_f8 a0 = b0, a1 = b0, a2 = b0, a3 = b0;
+                        ember_qdx_i8 q;
+                        const ptrdiff_t pix = (ptrdiff_t)oh * OW + ow0;
+                        const int cnt = OW - ow0 < 8 ? OW - ow0 : 8;
+                        for (t = 0; t < taps; ++t) {
+                            const float *s = row + toff[t] + 4 * ow0;
+                            a0 += wf[t] * *(const ember_qdx_f8u *)(const void *)s;
+                            a1 += wf[t] * *(const ember_qdx_f8u *)(const void *)(s + 8);
+                            a2 += wf[t] * *(const ember_qdx_f8u *)(const void *)(s + 16);
+                            a3 += wf[t] * *(const ember_qdx_f8u *)(const void *)(s + 24);
+                        }
+                        {
+                            const ember_qdx_h16 h01 = (ember_qdx_h16)__builtin_ia32_packssdw256(
+                                                        ember_qdx_rq(a0, m, off, lo, hi), ember_qdx_rq(a1, m, off, lo, hi)),
+                                                h23 = (ember_qdx_h16)__builtin_ia32_packssdw256(
+                                                        ember_qdx_rq(a2, m, off, lo, hi), ember_qdx_rq(a3, m, off, lo, hi));
+                            const ember_qdx_b32 b8 = uns ? (ember_qdx_b32)__builtin_ia32_packuswb256(h01, h23)
+                                                         : (ember_qdx_b32)__builtin_ia32_packsswb256(h01, h23);
+                            q = (ember_qdx_i8)__builtin_ia32_permvarsi256((ember_qdx_i8)b8, order); /* pixel order */
+                        }
+                        if (cnt == 8 && (pix & 63) <= 56) /* 8 words of one block */
+                            *(ember_qdx_w8u *)(void *)(yi + ember_qblk_off(pix, c, bs)) = (ember_qdx_w8u)q;
+                        else
+                            for (j = 0; j < cnt; ++j)
+                                *(ember_qdx_w1u *)(void *)(yi + ember_qblk_off(pix + j, c, bs)) = (uint32_t)q[j];
+                    }
+                }
+            }
+        }
+    return 1;
+}
+#endif
+
 /* Channel c's n pixels of the channel-blocked image xi (bs bytes per block) as a plane d. */
 static void ember_qdw_unblock(uint8_t *EMBER_RESTRICT d, const uint8_t *EMBER_RESTRICT xi, ptrdiff_t bs, int c,
                               ptrdiff_t n) {
@@ -233,6 +390,11 @@ static void ember_qdwconv(void *y, int kind, const void *x, int x_sgn, int32_t x
     }
 #else
     (void)room;
+#endif
+#ifdef EMBER_QDW_AVX2
+    if (lay == 3 && kind == 1 && (exact & 1) && out[EMBER_QOUT_EXACT] &&
+        ember_qdx_conv((uint8_t *)y, (const uint8_t *)x, x_sgn, xz, p, N, M, w, bias, mult, shift, out, scratch, room))
+        return;
 #endif
     exact &= 1;
     for (kw = 0; kw < KW && kw < 16; ++kw)

@@ -13,10 +13,10 @@
  *
  * The sums are exact int32 on every path, so every target gives the same bits. Paths, from the
  * compiler's predefined macros (so --target/--cpu decide): AVX-512 VNNI or AVX-VNNI (VPDPBUSD), AVX2 or
- * SSE2 ((V)PMADDWD on sign-extended bytes), AArch64 dot product (SDOT), Cortex-M DSP (SMLAD on SXTB16
+ * SSE2 ((V)PMADDWD on sign-extended bytes; AVX2's requantising tiles VPMADDUBSW where no weight is -128), AArch64 dot product (SDOT), Cortex-M DSP (SMLAD on SXTB16
  * pairs), other 128-bit SIMD (NEON, wasm: widened int16 products in generic vector code), portable C. A
  * tile is R rows x V vectors of pixels kept in registers over all of K; on AVX-512 its sums are
- * requantised there too (qvec.c) where the compile-time check of qlinear.py allows. */
+ * requantised there too (qvec.c; AVX2: ember_qf8) where the compile-time check of qlinear.py allows. */
 
 /*@kernel ember_qblk requires ember_prelude*/
 /* Byte offset of (pixel pix, channel c) in one image of a channel-blocked int8 tensor
@@ -117,7 +117,17 @@ typedef int32_t ember_qv __attribute__((vector_size(EMBER_QVL * 8)));
 typedef int32_t ember_qvx __attribute__((vector_size(EMBER_QVL * 4), aligned(4)));
 typedef int8_t ember_qbx __attribute__((vector_size(EMBER_QVL * 4)));
 typedef short ember_qhx __attribute__((vector_size(EMBER_QVL * 8)));
+#if EMBER_QVL == 4
+/* One VPMOVSXBW (from memory where it can): GCC's conversion is two halves, a shift and an insert. */
+EMBER_INLINE ember_qhx ember_qwiden(ember_qvx v) {
+    ember_qhx r;
+    __asm__("vpmovsxbw %1, %0" : "=x"(r) : "xm"(v));
+    return r;
+}
+#define EMBER_QWIDEN(v) ember_qwiden((ember_qvx)(v))
+#else
 #define EMBER_QWIDEN(v) __builtin_convertvector((ember_qbx)(v), ember_qhx)
+#endif
 #define EMBER_QTILE(NAME, R, V)                                                                         \
     static void NAME(int32_t *acc, const int8_t *W, int Kp, const uint8_t *X) {                        \
         ember_qv a[R][V];                                                                               \
@@ -320,6 +330,7 @@ typedef struct {
     const int32_t *out; /* [zp, lo, hi, sums below 2^24, float path holds, its clamp] (ember_qrq_setup) */
     uint8_t *row;       /* EMBER_QTAIL * Kp bytes for qblock.c's tail pixels, or NULL */
     int blk;            /* y is channel-blocked (ember_qblk_at; rs: bytes per block of pixels), else rows */
+    int w127;           /* no weight is -128 (ember_qw127): AVX2's VPMADDUBSW tiles are exact */
 } ember_qout;
 /* The output kind and requantisation of o (its other fields are the caller's). */
 static void ember_qout_init(ember_qout *o, int kind, const int32_t *mult, const int32_t *shift, const int32_t *out) {
@@ -331,6 +342,14 @@ static void ember_qout_init(ember_qout *o, int kind, const int32_t *mult, const 
     o->hi = out[EMBER_QOUT_HI];
     o->out = out;
     o->blk = 0;
+    o->w127 = 0;
+}
+/* Whether none of the n weight bytes W is -128 (set by callers where the tiles may use it). */
+EMBER_INLINE int ember_qw127(const int8_t *W, ptrdiff_t n) {
+    int8_t m = 0;
+    ptrdiff_t i;
+    for (i = 0; i < n; ++i) m |= (int8_t)(W[i] == -128); /* no early exit: vectorizes */
+    return !m;
 }
 /* A channel-blocked tensor (qpack.c) stores channel c of pixel p at byte (p / 64) * 64C + (c / 4) * 256 +
  * (p % 64) * 4 + c % 4: blocks of 64 pixels, in them the words of four channels that a product's
@@ -477,6 +496,194 @@ EMBER_QTILE_RQ_DECL(ember_qtile_v2_rq);
 EMBER_QTILE_RQ_DECL(ember_qtile_v3_rq);
 EMBER_QTILE_RQ(ember_qtile_v2_rq, EMBER_QMR, 2)
 EMBER_QTILE_RQ(ember_qtile_v3_rq, EMBER_QMR, 3)
+#endif
+
+#if defined(EMBER_QF8) && EMBER_QVL == 4
+/* AVX2's tiles requantised in registers, as the AVX-512 ones are (EMBER_QTILE_RQ, same drivers and
+ * signature): a tile's sums are never stored as int32 and reloaded. A sum vector holds 4 pixels as two
+ * VPMADDWD lanes each; a horizontal add of two of them and a 64-bit lane permute give 8 pixels' sums in
+ * order, which ember_qf8's float requantisation (exact where qlinear.py's float_limit holds) turns into
+ * bytes, and a channel quad of a channel-blocked output into whole words. For small K (MobileNet's
+ * 1x1 layers: 16 .. 96) the store of int32 sums and the scalar pair sums took most of the layer. */
+#define EMBER_QRQ2 1
+typedef long long ember_qf8q __attribute__((vector_size(32)));
+typedef uint8_t ember_qf8b __attribute__((vector_size(8)));
+typedef uint64_t ember_qu64u __attribute__((may_alias, aligned(1)));
+typedef struct {
+    ember_qf8i off, lo, hi, lim;
+    int limit;
+} ember_qrq_out;
+/* As the AVX-512 ember_qrq_setup: whether o takes the float path, and its constants. */
+static int ember_qrq_setup(const ember_qout *o, ember_qrq_out *r) {
+    const int32_t *out = o->out;
+    r->off = (ember_qf8i){0} + (0x4B400000 - out[EMBER_QOUT_ZP]);
+    r->lo = (ember_qf8i){0} + out[EMBER_QOUT_LO];
+    r->hi = (ember_qf8i){0} + out[EMBER_QOUT_HI];
+    r->lim = (ember_qf8i){0} + out[EMBER_QOUT_LIMIT];
+    r->limit = out[EMBER_QOUT_LIMIT] != 0;
+    return o->kind == 1 && (o->ps == 1 || o->blk) && !o->wofs && out[EMBER_QOUT_FLOAT];
+}
+/* mult * 2^-shift as a float (exact: 24 significant bits). */
+EMBER_INLINE float ember_qf8_mult(int32_t mult, int shift) {
+    union { uint32_t u; float f; } p2;
+    p2.u = (uint32_t)(127 - shift) << 23;
+    return (float)mult * p2.f;
+}
+/* The 8 pixels' sums of two pair-sum vectors (pixels 0-3, 4-7), in pixel order. */
+EMBER_INLINE ember_qf8i ember_qf8_sum8(ember_qv a0, ember_qv a1) {
+    const ember_qf8i s = (ember_qf8i)__builtin_ia32_phaddd256((ember_qf8i)a0, (ember_qf8i)a1); /* 0 1 4 5 2 3 6 7 */
+    return (ember_qf8i)__builtin_ia32_permdi256((ember_qf8q)s, 0xD8);
+}
+/* ember_q_requant of the 8 sums v (corrections included) as int32 lanes in [lo, hi] (ember_qf8_row). */
+EMBER_INLINE ember_qf8i ember_qf8_rq(ember_qf8i v, ember_qf8f m, const ember_qrq_out *rg) {
+    ember_qf8f t;
+    if (rg->limit) {
+        v = (ember_qf8i)__builtin_ia32_pminsd256(v, rg->lim);
+        v = (ember_qf8i)__builtin_ia32_pmaxsd256(v, -rg->lim);
+    }
+    t = __builtin_convertvector(v, ember_qf8f);
+    __asm__("vfmadd213ps %2, %1, %0" : "+x"(t) : "x"(m), "x"((ember_qf8f){0} + 12582912.0f));
+    v = (ember_qf8i)t - rg->off;
+    v = (ember_qf8i)__builtin_ia32_pmaxsd256(v, rg->lo);
+    return (ember_qf8i)__builtin_ia32_pminsd256(v, rg->hi);
+}
+/* The first n (none if n <= 0, at most 8) lanes of q as bytes to y. */
+EMBER_INLINE void ember_qf8_put(uint8_t *y, ember_qf8i q, int n) {
+    int j;
+    if (n >= 8) *(ember_qu64u *)(void *)y = (uint64_t)__builtin_convertvector(q, ember_qf8b);
+    else
+        for (j = 0; j < n; ++j) y[j] = (uint8_t)q[j];
+}
+/* A channel quad's 8 pixels (q0 .. q3: its channels' lanes) as the first n words at y (none if n <= 0). */
+EMBER_INLINE void ember_qf8_put_words(uint8_t *y, ember_qf8i q0, ember_qf8i q1, ember_qf8i q2, ember_qf8i q3, int n) {
+    typedef uint32_t u8v __attribute__((vector_size(32)));
+    const u8v b = (u8v){0} + 255u;
+    const u8v w = ((u8v)q0 & b) | ((u8v)q1 & b) << 8 | ((u8v)q2 & b) << 16 | (u8v)q3 << 24;
+    int j;
+    if (n >= 8) *(ember_qf8iu *)(void *)y = (ember_qf8i)w;
+    else
+        for (j = 0; j < n; ++j) *(ember_qi32u *)(void *)(y + 4 * j) = (int32_t)w[j];
+}
+#define EMBER_QTILE_RQ(NAME, R, V)                                                                      \
+    static void NAME(const ember_qout *o, int m0, const int8_t *W, int Kp, const uint8_t *X,            \
+                     ptrdiff_t pix, int n, const ember_qrq_out *range) {                                \
+        ember_qv a[R][V + (V & 1)]; /* an odd V's last pair: a vector of zeros */                       \
+        ember_qhx x[V];                                                                                 \
+        const uint8_t *xg = X, *const end = X + (ptrdiff_t)Kp * EMBER_QPB;                             \
+        const int8_t *w = W;                                                                            \
+        int r, v, h;                                                                                    \
+        EMBER_UNROLL for (r = 0; r < R; ++r)                                                            \
+            EMBER_UNROLL for (v = 0; v < V + (V & 1); ++v) a[r][v] = (ember_qv){0};                     \
+        do { /* Kp >= 4 */                                                                              \
+            EMBER_UNROLL for (v = 0; v < V; ++v) x[v] = EMBER_QWIDEN(((const ember_qvx *)(const void *)xg)[v]); \
+            EMBER_UNROLL for (r = 0; r < R; ++r) {                                                      \
+                const ember_qhx wr = EMBER_QWIDEN((ember_qvx){0} + *(const ember_qi32u *)(const void *)(w + (ptrdiff_t)r * Kp)); \
+                EMBER_UNROLL for (v = 0; v < V; ++v) a[r][v] += (ember_qv)EMBER_QPMADDWD(x[v], wr);     \
+            }                                                                                           \
+            xg += 4 * EMBER_QPB;                                                                        \
+            w += 4;                                                                                     \
+        } while (xg != end);                                                                            \
+        { /* constants copied first: byte stores may alias anything not visibly local */               \
+            const ember_qrq_out rg = *range;                                                            \
+            const ptrdiff_t rs = o->rs;                                                                 \
+            const int32_t *const mult = o->mult + m0, *const shift = o->shift + m0, *const corr = o->corr + m0; \
+            ember_qf8i q[R][(V + 1) / 2];                                                               \
+            EMBER_UNROLL for (r = 0; r < R; ++r) {                                                      \
+                const ember_qf8f mf = (ember_qf8f){0} + ember_qf8_mult(mult[r], shift[r]);               \
+                EMBER_UNROLL for (h = 0; h < (V + 1) / 2; ++h)                                          \
+                    q[r][h] = ember_qf8_rq(ember_qf8_sum8(a[r][2 * h], a[r][2 * h + 1]) + corr[r], mf, &rg); \
+            }                                                                                           \
+            if (R == 4 && o->blk) { /* a channel quad's words (m0 % 4 == 0) */                          \
+                uint8_t *const y = ember_qblk_at(o, m0, pix);                                           \
+                EMBER_UNROLL for (h = 0; h < (V + 1) / 2; ++h)                                          \
+                    ember_qf8_put_words(y + 32 * h, q[0][h], q[1 % R][h], q[2 % R][h], q[3 % R][h], n - 8 * h); \
+            } else {                                                                                    \
+                uint8_t *const y = o->y + m0 * rs + pix;                                                \
+                EMBER_UNROLL for (r = 0; r < R; ++r)                                                    \
+                    EMBER_UNROLL for (h = 0; h < (V + 1) / 2; ++h) ember_qf8_put(y + r * rs + 8 * h, q[r][h], n - 8 * h); \
+            }                                                                                           \
+        }                                                                                               \
+    }
+EMBER_QTILE_RQ(ember_qtile_full_rqw, EMBER_QMR, EMBER_QNV)
+EMBER_QTILE_RQ(ember_qtile_narrow_rqw, EMBER_QMR, 1)
+EMBER_QTILE_RQ(ember_qtile_row_rqw, 1, 4)
+EMBER_QTILE_RQ(ember_qtile_row_narrow_rqw, 1, 1)
+EMBER_QTILE_RQ(ember_qtile_v2_rqw, EMBER_QMR, 2)
+EMBER_QTILE_RQ(ember_qtile_v3_rqw, EMBER_QMR, 3)
+/* Where no weight is -128 (o->w127): VPMADDUBSW multiplies unsigned by signed bytes and adds pairs into
+ * int16, twice the products of a VPMADDWD and no widening of bytes. With x the int8 view bytes,
+ * |x| (VPSIGNB x by x: -128 gives the byte 0x80, 128 unsigned) times w * sign(x) (VPSIGNB w by x, exact
+ * for w in [-127, 127]) is w * x, and a pair's sum is at most 2 * 128 * 127 = 32512: never saturated.
+ * VPMADDWD by ones then adds the pairs into one int32 lane per pixel: V8 vectors of 8 pixels. Only the
+ * activations' loads read past a narrow tile's pixels (still inside the packed block of 64). */
+typedef char ember_qb32 __attribute__((vector_size(32)));
+typedef char ember_qb32u __attribute__((vector_size(32), aligned(1), may_alias));
+typedef short ember_qh16 __attribute__((vector_size(32)));
+#define EMBER_QTILE_RQS(NAME, R, V8)                                                                    \
+    static void NAME(const ember_qout *o, int m0, const int8_t *W, int Kp, const uint8_t *X,            \
+                     ptrdiff_t pix, int n, const ember_qrq_out *range) {                                \
+        ember_qf8i a[R][V8];                                                                            \
+        ember_qb32 x[V8], ax[V8];                                                                       \
+        const ember_qh16 ones = (ember_qh16){0} + 1;                                                    \
+        const uint8_t *xg = X, *const end = X + (ptrdiff_t)Kp * EMBER_QPB;                             \
+        const int8_t *w = W, *pf = W + (ptrdiff_t)R * Kp;                                              \
+        int r, v, step = 0;                                                                             \
+        EMBER_UNROLL for (r = 0; r < R; ++r)                                                            \
+            EMBER_UNROLL for (v = 0; v < V8; ++v) a[r][v] = (ember_qf8i){0};                            \
+        do { /* Kp >= 4 */                                                                              \
+            if ((step++ & 3) == 0) { /* the next rows' weights into L2, as EMBER_QTILE_RQ's AVX-512 tiles */ \
+                __builtin_prefetch(pf, 0, 2);                                                           \
+                pf += 64;                                                                               \
+            }                                                                                           \
+            EMBER_UNROLL for (v = 0; v < V8; ++v) {                                                     \
+                x[v] = *(const ember_qb32u *)(const void *)(xg + 32 * v);                               \
+                ax[v] = __builtin_ia32_psignb256(x[v], x[v]);                                           \
+            }                                                                                           \
+            EMBER_UNROLL for (r = 0; r < R; ++r) {                                                      \
+                const ember_qb32 wr = (ember_qb32)((ember_qf8i){0} + *(const ember_qi32u *)(const void *)(w + (ptrdiff_t)r * Kp)); \
+                EMBER_UNROLL for (v = 0; v < V8; ++v)                                                   \
+                    a[r][v] += (ember_qf8i)__builtin_ia32_pmaddwd256(                                   \
+                        __builtin_ia32_pmaddubsw256(ax[v], __builtin_ia32_psignb256(wr, x[v])), ones);  \
+            }                                                                                           \
+            xg += 4 * EMBER_QPB;                                                                        \
+            w += 4;                                                                                     \
+        } while (xg != end);                                                                            \
+        { /* constants copied first: byte stores may alias anything not visibly local */               \
+            const ember_qrq_out rg = *range;                                                            \
+            const ptrdiff_t rs = o->rs;                                                                 \
+            const int32_t *const mult = o->mult + m0, *const shift = o->shift + m0, *const corr = o->corr + m0; \
+            ember_qf8i q[R][V8];                                                                        \
+            EMBER_UNROLL for (r = 0; r < R; ++r) {                                                      \
+                const ember_qf8f mf = (ember_qf8f){0} + ember_qf8_mult(mult[r], shift[r]);               \
+                EMBER_UNROLL for (v = 0; v < V8; ++v) q[r][v] = ember_qf8_rq(a[r][v] + corr[r], mf, &rg); \
+            }                                                                                           \
+            if (R == 4 && o->blk) { /* a channel quad's words (m0 % 4 == 0) */                          \
+                uint8_t *const y = ember_qblk_at(o, m0, pix);                                           \
+                EMBER_UNROLL for (v = 0; v < V8; ++v)                                                   \
+                    ember_qf8_put_words(y + 32 * v, q[0][v], q[1 % R][v], q[2 % R][v], q[3 % R][v], n - 8 * v); \
+            } else {                                                                                    \
+                uint8_t *const y = o->y + m0 * rs + pix;                                                \
+                EMBER_UNROLL for (r = 0; r < R; ++r)                                                    \
+                    EMBER_UNROLL for (v = 0; v < V8; ++v) ember_qf8_put(y + r * rs + 8 * v, q[r][v], n - 8 * v); \
+            }                                                                                           \
+        }                                                                                               \
+    }
+EMBER_QTILE_RQS(ember_qtile_full_rqs, EMBER_QMR, 2)
+EMBER_QTILE_RQS(ember_qtile_narrow_rqs, EMBER_QMR, 1)
+EMBER_QTILE_RQS(ember_qtile_row_rqs, 1, 2)
+/* The drivers' tiles (qblock.c): VPMADDUBSW where the weights allow, else VPMADDWD. */
+#define EMBER_QTILE_PICK(NAME, FAST, SLOW)                                                              \
+    static void NAME(const ember_qout *o, int m0, const int8_t *W, int Kp, const uint8_t *X,            \
+                     ptrdiff_t pix, int n, const ember_qrq_out *range) {                                \
+        if (o->w127) FAST(o, m0, W, Kp, X, pix, n, range);                                              \
+        else SLOW(o, m0, W, Kp, X, pix, n, range);                                                      \
+    }
+EMBER_QTILE_PICK(ember_qtile_full_rq, ember_qtile_full_rqs, ember_qtile_full_rqw)
+EMBER_QTILE_PICK(ember_qtile_narrow_rq, ember_qtile_narrow_rqs, ember_qtile_narrow_rqw)
+EMBER_QTILE_PICK(ember_qtile_row_rq, ember_qtile_row_rqs, ember_qtile_row_rqw)
+EMBER_QTILE_PICK(ember_qtile_row_narrow_rq, ember_qtile_row_rqs, ember_qtile_row_narrow_rqw)
+EMBER_QTILE_PICK(ember_qtile_v2_rq, ember_qtile_narrow_rqs, ember_qtile_v2_rqw)
+EMBER_QTILE_PICK(ember_qtile_v3_rq, ember_qtile_full_rqs, ember_qtile_v3_rqw)
 #endif
 
 /*@end*/

@@ -1,0 +1,50 @@
+"""qgemm.c's AVX2 tiles (on an AVX2 host; elsewhere these check whichever tiles the host has): with no
+weight of -128 they multiply by VPMADDUBSW on |x| and w * sign(x), whose int16 pair sums must never
+saturate, so activations of -128 and 127 against weights of +-127 are the worst case; a -128 weight
+takes the VPMADDWD tiles. Both requantise in registers and store 4-row tiles, single rows, and the
+partial tiles of a block's last pixels (here 117 pixels: a block of 64, then 3 tiles of 16 and 5)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from onnx import helper
+
+from tests.ops.test_quant_kernels import _check, _f32
+
+RNG = np.random.default_rng(57)
+
+
+def _extreme(shape: tuple[int, ...], values: list[int], dtype: type) -> np.ndarray:
+    """Mostly the given extreme values, a quarter anything in the dtype's range."""
+    info = np.iinfo(dtype)
+    out = RNG.choice(np.array(values, np.int64), shape)
+    anything = RNG.integers(info.min, info.max + 1, shape)
+    return np.where(RNG.random(shape) < 0.25, anything, out).astype(dtype)
+
+
+# x dtype, output channels, kernel, smallest weight
+CASES = {"s8_1x1_quads": (np.int8, 12, 1, -127), "u8_3x3_rows": (np.uint8, 7, 3, -127),
+         "s8_3x3_w128": (np.int8, 7, 3, -128), "u8_1x1_w128": (np.uint8, 12, 1, -128)}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_extreme_products_match_reference(tmp_path: Path, case: str) -> None:
+    xdt, m, k, wmin = CASES[case]
+    info = np.iinfo(xdt)
+    x = _extreme((1, 16, 9, 13), [info.min, info.max], xdt)
+    w = _extreme((m, 16, k, k), [wmin, 127], np.int8)
+    if wmin == -127:
+        w = np.maximum(w, -127).astype(np.int8)
+    else:
+        assert (w == -128).any()
+    consts = {"xs": _f32(0.02), "xz": np.array(0 if xdt is np.int8 else 128, xdt), "w": w,
+              "ws": RNG.uniform(0.004, 0.01, m).astype(np.float32), "wz": np.zeros(m, np.int8),
+              "ys": _f32(0.9), "yz": np.array(-3 if xdt is np.int8 else 125, xdt),
+              "b": RNG.integers(-3000, 3000, m).astype(np.int32)}
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"],
+                            pads=[k // 2] * 4)
+    got = _check(tmp_path, [node], {"x": x}, consts)
+    assert len(np.unique(got["y"])) > 20  # not saturated into a few values
