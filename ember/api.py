@@ -110,7 +110,8 @@ def write_bundle(model_path: str, out: str | os.PathLike, opts: CompileOptions, 
         obj = tmp / f"{name}.o"
         try:
             cc_cmd = compile_object(tmp / f"{name}.c", obj, target, abi, opts.opt_level,
-                                    opts.reloc or target.reloc, opts.cc, opts.cpu, parts=src.parts)
+                                    opts.reloc or target.reloc, opts.cc, opts.cpu,
+                                    parts=src.parts if _usable_cores() >= 2 else 1)
             seconds["cc"] = time.perf_counter() - t0
         finally:
             writer.join()
@@ -139,6 +140,13 @@ def write_bundle(model_path: str, out: str | os.PathLike, opts: CompileOptions, 
         raise
     shutil.rmtree(tmp, ignore_errors=True)
     return manifest
+
+
+def _usable_cores() -> int:
+    """Cores this process may run on. NAME.c's parts (driver.C_PARTS) are compiled at once only where two
+    cores can take them; on one core the whole file, the same C as one translation unit, costs less."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
 
 
 class _WeightWriter(threading.Thread):

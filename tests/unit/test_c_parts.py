@@ -12,6 +12,7 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 import ember
+from ember import api
 from ember.codegen import bundle as codegen
 from ember.config import CompileOptions
 from ember.driver import lower
@@ -24,8 +25,9 @@ from tests.support.models import assert_outputs_match, onnxruntime_outputs, rand
 
 @pytest.fixture
 def split(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every model big enough for parts (a part needs 1 character of C)."""
+    """Every model big enough for parts (a part needs 1 character of C), on a machine with two cores."""
     monkeypatch.setattr(codegen, "MIN_PART_WEIGHT", 1)
+    monkeypatch.setattr(api, "_usable_cores", lambda: 2)
 
 
 def _global_symbols(obj: Path) -> set[str]:
@@ -67,6 +69,18 @@ def test_split_host_bundle_runs_right_and_exports_only_its_entry(artifacts: Arti
     assert _global_symbols(obj) == {"lenet"}  # the parts' functions became local symbols
     assert not list((tmp_path / "out").glob("*.part*.o"))  # the parts' objects are gone
     x = random_inputs(path, None, seed=3)
+    assert_outputs_match(b.run(x), onnxruntime_outputs(path, x))
+
+
+def test_one_core_compiles_the_whole_file(artifacts: ArtifactCache, tmp_path: Path, split: None,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where one core is usable the parts would only queue: NAME.c (still cut) is compiled as one unit."""
+    monkeypatch.setattr(api, "_usable_cores", lambda: 1)
+    path = artifacts.model("lenet")
+    b = ember.compile(path, tmp_path / "out", name="lenet")
+    assert b.manifest["c_parts"] == 2
+    assert not any(a.startswith("-DEMBER_PART") for a in b.manifest["compiler"])
+    x = random_inputs(path, None, seed=4)
     assert_outputs_match(b.run(x), onnxruntime_outputs(path, x))
 
 
