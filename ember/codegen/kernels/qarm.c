@@ -48,7 +48,8 @@ EMBER_UNUSED EMBER_INLINE int32_t ember_qa_smlad(uint32_t a, uint32_t b, int32_t
  * multiply-high plus 2^(sh-1), then an arithmetic shift by sh) equals quant.c's half to even. Otherwise
  * quant.c's own computation: sh is the shift (1..62), floor((p + 2^(sh-1)) / 2^sh) for p = acc * mult in
  * 64 bits, made even where that sum is a multiple of 2^sh (a tie). `fast` is a constant where the callers
- * inline this, so each form is a loop of its own. */
+ * inline this, so each form is a loop of its own. The fast form is repeated in assembly in
+ * ember_qa_gemm22s and in Helium vectors in ember_qa_mgemm22: a change of rounding changes all three. */
 EMBER_INLINE int32_t ember_qa_smmla(int32_t a, int32_t b, int32_t ra) { /* (a * b + ra * 2^32) >> 32 */
 #if EMBER_HAVE_ARM_DSP
     int32_t r;
