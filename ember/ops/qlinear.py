@@ -295,9 +295,10 @@ def _dw_work(node: Node) -> int:
     return max(planes, (band + 3) // 4)
 
 
-def lower_qconv(node: Node, k: KernelEmitter) -> None:
+def lower_qconv(node: Node, k: KernelEmitter, add: tuple[str, ...] = ()) -> None:
+    """`add`: the residual, QAdd table and stage of a fused add (ops/qconv_add.py): the kernels' `_add` variants."""
     if node.attrs.get("_isa") in (qarm.DSP, qarm.MVE):  # passes/mcu_kernels.py
-        qarm.lower_conv(node, k, qconv_geometry(node))
+        qarm.lower_conv(node, k, qconv_geometry(node), add)
         return
     q: QSpec = node.attrs["_q"]
     x, y = present(node.input(0)), present(node.outputs[0])
@@ -322,8 +323,9 @@ def lower_qconv(node: Node, k: KernelEmitter) -> None:
         k.call("ember_qconv_shifted", *head, y.shape[1], k.inp(2), _table(k, q.bias), _table(k, q.rowsum), mult,
                shift, out, lay, k.scratch())
         return
-    k.call("ember_qconv", *head, int(node.attrs.get("group", 1)), y.shape[1], int(q.channels_last), k.inp(2),
-           _table(k, q.bias), _table(k, q.rowsum), _table(k, q.wofs), mult, shift, out, lay, k.scratch())
+    k.call("ember_qconv_add" if add else "ember_qconv", *head, int(node.attrs.get("group", 1)), y.shape[1],
+           int(q.channels_last), k.inp(2), _table(k, q.bias), _table(k, q.rowsum), _table(k, q.wofs), mult, shift, out,
+           lay, k.scratch(), *add)
 
 
 def _out_dtype(node: Node) -> DType:
