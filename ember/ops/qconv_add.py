@@ -19,7 +19,7 @@ from ember.ir.graph import Node
 from ember.ops import qarm, registry
 from ember.ops.matmul import present
 from ember.ops.opdef import OpDef
-from ember.ops.qlinear import QPB, infer_qconv, lower_qconv
+from ember.ops.qlinear import infer_qconv, lower_qconv, qpb
 from ember.ops.qpointwise import QAddParams
 from ember.ops.registry import register
 
@@ -36,7 +36,7 @@ def _conv_bytes(node: Node) -> int:
 
 def stage_bytes(node: Node) -> int:
     """M rows of the pixels staged between the product and the add."""
-    pixels = QA_STAGE if node.attrs.get("_isa") in (qarm.DSP, qarm.MVE) else QPB
+    pixels = QA_STAGE if node.attrs.get("_isa") in (qarm.DSP, qarm.MVE) else qpb(node)
     return present(node.outputs[0]).shape[1] * pixels
 
 

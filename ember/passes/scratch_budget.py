@@ -15,6 +15,7 @@ from ember.ir.graph import Graph
 from ember.ops import registry
 from ember.ops.conv import SCRATCH_BUDGET
 from ember.ops.overlap import MCU
+from ember.ops.qlinear import MCU_QPB, QPB_ATTR
 
 # Large enough that a block spans some output pixels (the matmul's column tile), small next to the
 # activations of the models that fit a microcontroller.
@@ -28,5 +29,6 @@ def budget_scratch(graph: Graph, budget: int = MCU_SCRATCH_BUDGET) -> None:
         op = registry.get(node.op)
         if op.scratch is not None:
             node.attrs[SCRATCH_BUDGET] = budget
+            node.attrs[QPB_ATTR] = MCU_QPB  # the integer products' packed block (NAME.c's EMBER_QPB)
         if op.overlap is not None:  # the kernels a microcontroller build has (ember/ops/overlap.py)
             node.attrs[MCU] = True

@@ -7,7 +7,7 @@
  * rowsum, wofs (or NULL), mult/shift (kind 1); out = [zp, lo, hi, the sums are below 2^24 (qvec.c), then
  * qgemm.c's float requantisation holds, after a clamp to +-out[5] if out[5] (qlinear.py float_limit)]. cl: the
  * weights' K order is (kd, kh, kw, c) (Cg % 4 == 0), else (c, kd, kh, kw). scratch: Kp * EMBER_QPB bytes,
- * EMBER_QPB + M int32, EMBER_QTAIL * Kp bytes (qblock.c's tail pixels), then (from a 64-byte boundary)
+ * EMBER_QPB + M int32, EMBER_QTAIL_ROWS * Kp bytes (qblock.c's tail pixels), then (from a 64-byte boundary)
  * ember_qpack_rows' words for a 2-D convolution (channels in fours: ember_qpack_rows; others:
  * ember_qpack_rows1). lay: bit 0, x is channel-blocked (qgemm.c ember_qblk_at; one group, channels in
  * fours, 2-D); bit 1, y is (requantised, M % 4 == 0). */
@@ -40,7 +40,7 @@ EMBER_INLINE void ember_qconv_t(void *y, int kind, const void *x, int x_sgn, int
     /* by rows of words (qpack.c): 2-D, channels in fours (a 1x1's K order is the same either way) */
     const int rows =
         Cg % 4 == 0 && !direct && p[EMBER_GEO_IN_D] == 1 && p[EMBER_GEO_K_D] == 1 && p[EMBER_GEO_OUT_D] == 1;
-    uint32_t *wr = (uint32_t *)(void *)(scratch + ((EMBER_QSCRATCH_X(Kp) + 4 * EMBER_QPB + 4 * M + EMBER_QTAIL * Kp + 63) & ~63));
+    uint32_t *wr = (uint32_t *)(void *)(scratch + ((EMBER_QSCRATCH_X(Kp) + 4 * EMBER_QPB + 4 * M + EMBER_QTAIL_ROWS * Kp + 63) & ~63));
     int kwb[32];
     ember_qout o;
     int n, g, kw;
