@@ -5,8 +5,10 @@ CPU's L2 (float im2col: 1 MiB of columns). A microcontroller has no cache to fil
 that the plan must hold: LeNet's first convolution alone took 78,400 B of im2col columns on the Cortex-M
 targets, twice the host's whole activation region. This pass gives every node that has scratch a byte
 budget (`SCRATCH_BUDGET`); kernels whose block is tunable (ember/ops/conv.py) size it to fit, and the
-plan counts what they ask for as usual. It also marks the nodes whose output may overlap their input
-(OpDef.overlap) as compiled for a microcontroller, where some kernels have no other variant.
+plan counts what they ask for as usual. The integer products (qgemm.c) pack blocks of MCU_QPB pixels
+there instead of 64 (`QPB_ATTR` on each node, and NAME.c's EMBER_QPB, driver.py): IC ResNet-8's 64-channel
+3x3 layers packed 36,864 B of columns per block. It also marks the nodes whose output may overlap their
+input (OpDef.overlap) as compiled for a microcontroller, where some kernels have no other variant.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ over the shortcut's buffer.
 
 The model has a stem convolution and two residual blocks on a 9x11 map (99 pixels: partial stages of 16 and 64 pixels): an
 identity shortcut (the Add's second operand), then a strided body beside a 1x1 strided shortcut convolution,
-Add(shortcut, body): the body's last convolution is the Add's second operand (the swapped parameters).
+Add(shortcut, body): the body's last convolution is the Add's second operand (the swapped parameters); last
+a convolution to two pixels.
 """
 
 from __future__ import annotations
@@ -42,9 +43,12 @@ def residual_model() -> onnx.ModelProto:
              helper.make_node("Relu", ["a"], ["ar"]),
              _conv("b1", "ar", 8, 6, 3, inits, stride=2), helper.make_node("Relu", ["b1"], ["b1r"]),
              _conv("b2", "b1r", 6, 6, 3, inits), _conv("s", "ar", 8, 6, 1, inits, stride=2),
-             helper.make_node("Add", ["s", "b2"], ["b"]), helper.make_node("Relu", ["b"], ["y"])]
+             helper.make_node("Add", ["s", "b2"], ["b"]), helper.make_node("Relu", ["b"], ["br"])]
+    # two output pixels: ember_qconv's matrix-vector path, its one scratch row on a microcontroller
+    inits += [numpy_helper.from_array(RNG.normal(0, 0.2, (4, 6, 5, 5)).astype(np.float32), "t_w")]
+    nodes.append(helper.make_node("Conv", ["br", "t_w"], ["y"], kernel_shape=[5, 5]))
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 9, 11])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 6, 5, 6])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 1, 2])
     graph = helper.make_graph(nodes, "residual", [x], [y], inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
@@ -66,9 +70,10 @@ def test_fused_residual_on_qemu_equals_host(tmp_path: Path, target: str) -> None
     bundle = ember.compile(tmp_path / "r.onnx", tmp_path / target, target=target, **opts)
     fused = _calls(bundle, KERNEL[target])
     assert len(fused) == 2 and not _calls(bundle, "ember_qadd")
-    # the first block's output (not a graph output) over its shortcut: the call's y is its residual
-    y_arg, res_arg = fused[0][0], fused[0][-3]
-    assert re.search(r"activations \+ (\d+)", y_arg).group(1) == re.search(r"activations \+ (\d+)", res_arg).group(1)
+    # each block's output over its shortcut: the call's y is its residual
+    for args in fused:
+        y_at, res_at = (re.search(r"activations \+ (\d+)", a) for a in (args[0], args[-3]))
+        assert y_at is not None and res_at is not None and y_at.group(1) == res_at.group(1), args
     x = {"x": RNG.integers(-128, 128, (1, 3, 9, 11)).astype(np.int8)}
     got = mcu.run_firmware(bundle.path, target, x, tmp_path / "run").outputs["y"]
     np.testing.assert_array_equal(got, host.run(x)["y"])
