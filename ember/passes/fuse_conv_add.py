@@ -5,10 +5,10 @@ of its own while its input and the shortcut are alive: three tensors at once, th
 ResNet-8 (3 x 16 KB). Fused (ops/qconv_add.py), the convolution adds the shortcut element by element as
 it stores, and its output takes the shortcut's buffer (the shortcut dies there), so two are alive.
 
-A QConv is fused when it is the QAdd's only reader's producer, requantises to the Add's byte type (the
-same as its input and the other operand's), is 2-D of one group (not depthwise) with the plain planar
-layout, and the other operand has the output's shape (no broadcast) and is not the convolution's own
-input (which it reads while writing). Of two candidate convolutions (a shortcut that is a convolution
+A QConv is fused when the QAdd is the only reader of its output, it requantises to the Add's byte type
+(the same as its input's and the other operand's), is 2-D of one group (not depthwise) with the plain
+planar layout, and the other operand has the output's shape (no broadcast) and is not the convolution's
+own input (which it reads while writing). Of two candidate convolutions (a shortcut that is a convolution
 too) the one with the smaller input is fused: its input and the residual are alive together.
 """
 

@@ -3,10 +3,10 @@ bit-identical on QEMU to the host build (which keeps the Add apart), with each c
 ember_qconv_add on Cortex-M0, SMLAD's ember_qarm_conv_add on M4, Helium's on M55) and the output written
 over the shortcut's buffer.
 
-The model has a stem convolution and two residual blocks on a 9x11 map (99 pixels: partial stages of 16 and 64 pixels): an
-identity shortcut (the Add's second operand), then a strided body beside a 1x1 strided shortcut convolution,
-Add(shortcut, body): the body's last convolution is the Add's second operand (the swapped parameters); last
-a convolution to two pixels.
+The model has a stem convolution and two residual blocks on a 9x11 map (99 pixels: partial stages of 16
+pixels, qarm.c's, and of the portable kernel's blocks): an identity shortcut (the Add's second operand),
+then a strided body beside a 1x1 strided shortcut convolution, Add(shortcut, body): the body's last
+convolution is the Add's second operand (the swapped parameters); last a convolution to two pixels.
 """
 
 from __future__ import annotations
