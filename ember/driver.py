@@ -25,6 +25,7 @@ from ember.ir.graph import Graph
 from ember.limits import check_limits, check_memory
 from ember.memory.plan import MemoryPlan
 from ember.memory.planner import inlined_constants, plan_memory
+from ember.ops.qlinear import MCU_QPB
 from ember.passes.manager import PassManager
 from ember.passes.pipeline import Pipeline, Purpose, build_pipeline
 from ember.passes.verify import verify
@@ -143,8 +144,11 @@ def lower(model_path: str, options: CompileOptions, purpose: Purpose = Purpose.B
     t2 = time.perf_counter()
     say("generating C")
     cpu = resolve_cpu(target.name, options.cpu)
-    sources = generate(graph, plan, graph.name, options.api, _banner(graph.name, sha, command),
-                       cpu.family.c_defines() if cpu is not None else None, options.threads,
+    defines = cpu.family.c_defines() if cpu is not None else {}
+    if target.kind == "mcu":  # the block passes/scratch_budget.py sized the integer products' scratch for
+        defines["EMBER_QPB"] = MCU_QPB
+    sources = generate(graph, plan, graph.name, options.api, _banner(graph.name, sha, command), defines or None,
+                       options.threads,
                        C_PARTS if target.kind in C_PARTS_TARGET_KINDS else 1)
     t3 = time.perf_counter()
     passes = sum(r.seconds for r in pm.records)

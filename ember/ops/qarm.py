@@ -142,7 +142,8 @@ def fc_scratch(k_dim: int) -> int:
     return 8 * ((k_dim + 3) // 4 * 4)
 
 
-def lower_conv(node: Node, k: KernelEmitter, g: ConvGeometry) -> None:
+def lower_conv(node: Node, k: KernelEmitter, g: ConvGeometry, add: tuple[str, ...] = ()) -> None:
+    """`add`: the residual, QAdd table and stage of a fused add (ops/qconv_add.py): the `_add` variant."""
     x, y = present(node.input(0)), present(node.outputs[0])
     w = present(node.input(2)).const
     mve = node.attrs["_isa"] == MVE
@@ -154,9 +155,9 @@ def lower_conv(node: Node, k: KernelEmitter, g: ConvGeometry) -> None:
                f"(const uint8_t *){k.inp(0)}", sgn, _zp(node, k), geo,
                x.shape[0], k.inp(2), rq, out, k.scratch("int16_t"))
         return
-    k.call("ember_qarm_conv_mve" if mve else "ember_qarm_conv", f"(uint8_t *){k.out(0)}",
+    k.call(("ember_qarm_conv_mve" if mve else "ember_qarm_conv") + ("_add" if add else ""), f"(uint8_t *){k.out(0)}",
            f"(const uint8_t *){k.inp(0)}", sgn, _zp(node, k), geo,
-           x.shape[0], y.shape[1], k.inp(2), rq, out, k.scratch("int16_t"))
+           x.shape[0], y.shape[1], k.inp(2), rq, out, k.scratch("int16_t"), *add)
 
 
 def lower_fc(node: Node, k: KernelEmitter) -> None:

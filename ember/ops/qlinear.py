@@ -33,6 +33,11 @@ from ember.ops.overlap import qconv_overlap
 from ember.ops.registry import register
 
 QPB = 64  # EMBER_QPB of qgemm.c: pixels per packed activation block
+# On microcontrollers (NAME.c defines EMBER_QPB so, driver.py; passes/scratch_budget.py marks the nodes with
+# QPB_ATTR): the packed block is RAM the plan holds, 64 pixels of a 64-channel 3x3 layer 36,864 B. The
+# tiles' reads per product are the same; only the per-block work (corrections, packing set-up) repeats.
+MCU_QPB = 16
+QPB_ATTR = "_qpb"
 QTAIL = 8  # EMBER_QTAIL of qblock.c: a block's last pixels done as matrix-vector products (Kp bytes each)
 BYTE_TYPES = (DType.INT8, DType.UINT8)
 
@@ -253,6 +258,11 @@ def qconv_geometry(node: Node) -> ConvGeometry:
     return conv_geometry(node, list(x.shape[2:]), list(node.attrs["kernel_shape"]), list(y.shape[2:]))
 
 
+def qpb(node: Node) -> int:
+    """EMBER_QPB as the kernels of `node` are compiled with."""
+    return int(node.attrs.get(QPB_ATTR, QPB))
+
+
 def _qconv_scratch(node: Node) -> int:
     q: QSpec = node.attrs["_q"]
     y = present(node.outputs[0])
@@ -260,15 +270,17 @@ def _qconv_scratch(node: Node) -> int:
         return qarm.conv_scratch(node, qconv_geometry(node))
     if q.depthwise:
         return 4 * _dw_work(node)
-    kp = present(node.input(2)).shape[1]
-    base = kp * QPB + 4 * QPB + 4 * y.shape[1] + QTAIL * kp
+    kp, pb = present(node.input(2)).shape[1], qpb(node)
+    # qblock.c EMBER_QTAIL_ROWS: the tail pixels are AVX-512's alone; a microcontroller's is P <= 2's one row
+    tail = 1 if QPB_ATTR in node.attrs else QTAIL
+    base = kp * pb + 4 * pb + 4 * y.shape[1] + tail * kp
     g = qconv_geometry(node)
     if g.direct or not g.planar:
         return base
     # qpack.c ember_qrows_geometry: the block's input rows as words split by column phase, and one more row
     # (channels in fours); otherwise each (channel, kernel row)'s input row split by phase (bytes)
     (kh, kw), (oh, ow), (sh, sw), (dh, dw) = g.kernel[1:], g.out_size[1:], g.strides[1:], g.dilations[1:]
-    rows = (min((QPB - 1) // ow + 2, oh) - 1) * sh + (kh - 1) * dh + 1
+    rows = (min((pb - 1) // ow + 2, oh) - 1) * sh + (kh - 1) * dh + 1
     wq = ((ow - 1) * sw + (kw - 1) * dw + sw) // sw
     cg = g.channels // int(node.attrs.get("group", 1))
     words = 4 * (rows + 1) * sw * wq if cg % 4 == 0 else cg * kh * sw * wq
@@ -295,9 +307,10 @@ def _dw_work(node: Node) -> int:
     return max(planes, (band + 3) // 4)
 
 
-def lower_qconv(node: Node, k: KernelEmitter) -> None:
+def lower_qconv(node: Node, k: KernelEmitter, add: tuple[str, ...] = ()) -> None:
+    """`add`: the residual, QAdd table and stage of a fused add (ops/qconv_add.py): the kernels' `_add` variants."""
     if node.attrs.get("_isa") in (qarm.DSP, qarm.MVE):  # passes/mcu_kernels.py
-        qarm.lower_conv(node, k, qconv_geometry(node))
+        qarm.lower_conv(node, k, qconv_geometry(node), add)
         return
     q: QSpec = node.attrs["_q"]
     x, y = present(node.input(0)), present(node.outputs[0])
@@ -322,8 +335,9 @@ def lower_qconv(node: Node, k: KernelEmitter) -> None:
         k.call("ember_qconv_shifted", *head, y.shape[1], k.inp(2), _table(k, q.bias), _table(k, q.rowsum), mult,
                shift, out, lay, k.scratch())
         return
-    k.call("ember_qconv", *head, int(node.attrs.get("group", 1)), y.shape[1], int(q.channels_last), k.inp(2),
-           _table(k, q.bias), _table(k, q.rowsum), _table(k, q.wofs), mult, shift, out, lay, k.scratch())
+    k.call("ember_qconv_add" if add else "ember_qconv", *head, int(node.attrs.get("group", 1)), y.shape[1],
+           int(q.channels_last), k.inp(2), _table(k, q.bias), _table(k, q.rowsum), _table(k, q.wofs), mult, shift, out,
+           lay, k.scratch(), *add)
 
 
 def _out_dtype(node: Node) -> DType:
@@ -376,17 +390,17 @@ def _kp(k_dim: int) -> int:
     return (k_dim + 3) // 4 * 4
 
 
-def qmatmul_x_bytes(rows: int, k_dim: int) -> int:
+def qmatmul_x_bytes(rows: int, k_dim: int, pb: int = QPB) -> int:
     """Bytes of ember_qmatmul's packed activations: one row of Kp for at most 2 rows (its matrix-vector
     path), else a block of EMBER_QPB rows."""
-    return _kp(k_dim) * (1 if rows <= 2 else QPB)
+    return _kp(k_dim) * (1 if rows <= 2 else pb)
 
 
 def _qmatmul_base(node: Node) -> int:
     """ember_qmatmul's scratch: packed rows, then EMBER_QPB column sums and N row corrections (int32)."""
     a, w, y = present(node.input(0)), present(node.input(2)), present(node.outputs[0])
     rows = math.prod(a.shape[:-1]) if w.is_const else a.shape[-2]  # what one ember_qmatmul call gets as M
-    return qmatmul_x_bytes(rows, a.shape[-1]) + 4 * QPB + 4 * y.shape[-1]
+    return qmatmul_x_bytes(rows, a.shape[-1], qpb(node)) + 4 * qpb(node) + 4 * y.shape[-1]
 
 
 def _qmatmul_scratch(node: Node) -> int:

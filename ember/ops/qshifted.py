@@ -12,7 +12,7 @@ from ember.ir.graph import Node
 from ember.ops.conv import ConvGeometry
 from ember.ops.matmul import present
 from ember.ops.opdef import OpDef
-from ember.ops.qlinear import QPB, QSpec, float_limit, infer_qconv, lower_qconv, packed_bound, qconv_geometry
+from ember.ops.qlinear import QSpec, float_limit, infer_qconv, lower_qconv, packed_bound, qconv_geometry, qpb
 from ember.ops.registry import register
 
 SHIFTED_MAX_TAPS = 64  # qshift.c EMBER_QSH_TAPS
@@ -88,7 +88,7 @@ def _scratch(node: Node) -> int:
     rows, cols = _plane_shape(g)
     plane = rows * cols + 64 + (kw - 1) * dw // sw
     planes = _phases(kh, dh, sh) * _phases(kw, dw, sw)
-    return (kp * QPB + 4 * QPB + 4 * m + 63) // 64 * 64 + 4 * quads * planes * plane + 4 * cols
+    return (kp * qpb(node) + 4 * qpb(node) + 4 * m + 63) // 64 * 64 + 4 * quads * planes * plane + 4 * cols
 
 
 register(OpDef("QConvShifted", lower=lower_qconv, scratch=_scratch, kernels=("ember_qconv_shifted",),

@@ -17,6 +17,7 @@ from ember.passes.fold_batchnorm import fold_batchnorm
 from ember.passes.fold_constants import fold_constants
 from ember.passes.fold_qdq import fold_qdq
 from ember.passes.fuse_activation import fuse_activation
+from ember.passes.fuse_conv_add import fuse_conv_add
 from ember.passes.fuse_elementwise import fuse_elementwise
 from ember.passes.fuse_norm import fuse_decomposed_norms, fuse_skip_norm
 from ember.passes.int4_matmul import pack_int4_matmuls
@@ -125,6 +126,9 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
         # before schedule_for_memory, since it gives each part scratch of its own.
         passes.append(("split_for_threads", lambda g: split_for_threads(g, options.threads)))
     if target_kind == "mcu":
+        # A residual Add into the convolution before it, whose output then takes the shortcut's buffer: one
+        # tensor fewer alive in a residual block. After the kernel choice (the fused kernels are its variants).
+        passes.append(("fuse_conv_add", each_graph(fuse_conv_add)))
         # Scratch is RAM the plan holds there, with no cache to fill: blocked kernels take small blocks
         # (before scheduling, which reads the scratch sizes).
         passes.append(("budget_scratch", each_graph(budget_scratch)))

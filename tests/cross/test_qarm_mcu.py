@@ -64,16 +64,17 @@ def geometry_model() -> onnx.ModelProto:
 def _qarm_calls(bundle: ember.Bundle) -> dict[str, int]:
     """Calls in the entry point's body (whose first argument is a cast output pointer, ops/qarm.py)."""
     text = (bundle.path / f"{bundle.name}.c").read_text()
-    kernels = ("ember_qarm_conv", "ember_qarm_conv_mve", "ember_qarm_dw3", "ember_qarm_dw3_mve", "ember_qarm_fc")
+    kernels = ("ember_qarm_conv", "ember_qarm_conv_mve", "ember_qarm_dw3", "ember_qarm_dw3_mve", "ember_qarm_fc",
+               "ember_qarm_conv_add", "ember_qarm_conv_mve_add")
     return {k: len(re.findall(rf"^    {k}\(\(uint8_t \*\)", text, re.M)) for k in kernels}
 
 
 # The layers each core's kernels take: the M55's convolutions and depthwise layers Helium's, its
 # fully-connected layer the portable (compiler-vectorized) one.
 CALLS = {"cortex-m4": {"ember_qarm_conv": 3, "ember_qarm_conv_mve": 0, "ember_qarm_dw3": 3, "ember_qarm_dw3_mve": 0,
-                       "ember_qarm_fc": 1},
+                       "ember_qarm_fc": 1, "ember_qarm_conv_add": 0, "ember_qarm_conv_mve_add": 0},
          "cortex-m55": {"ember_qarm_conv": 0, "ember_qarm_conv_mve": 3, "ember_qarm_dw3": 0, "ember_qarm_dw3_mve": 3,
-                        "ember_qarm_fc": 0}}
+                        "ember_qarm_fc": 0, "ember_qarm_conv_add": 0, "ember_qarm_conv_mve_add": 0}}
 CALLS["cortex-m33"] = CALLS["cortex-m4"]
 
 
@@ -102,6 +103,7 @@ def test_ties_chain_equals_reference(tmp_path: Path, target: str) -> None:
     calls = _qarm_calls(bundle)
     conv, dw = ("ember_qarm_conv", "ember_qarm_dw3") if target == "cortex-m4" else ("ember_qarm_conv_mve",
                                                                                      "ember_qarm_dw3_mve")
-    assert calls[conv] == 3 and calls[dw] == 1, calls
+    # the chain's residual Add goes into the convolution before it (passes/fuse_conv_add.py)
+    assert calls[conv] == 2 and calls[f"{conv}_add"] == 1 and calls[dw] == 1, calls
     got = mcu.run_firmware(bundle.path, target, feeds, tmp_path / "run").outputs["y"]
     np.testing.assert_array_equal(got, ReferenceEvaluator(model).run(None, feeds)[0])

@@ -599,9 +599,17 @@ static void ember_qa_direct2(int16_t *EMBER_RESTRICT cols, const uint8_t *EMBER_
 #endif
 typedef void (*ember_qa_gemm_fn)(uint8_t *y, ptrdiff_t rs, int n, const int8_t *W, int M, int Kp, int16_t *cols,
                                  const int16_t *t0, const int16_t *t1, const int32_t *rq, const int32_t *out);
+/* A residual add fused into the requantisation (ember_qarm_conv_add): ember_qa_conv_t stores the outputs of
+ * EMBER_QA_STAGE pixels in `stage` (M rows of EMBER_QA_STAGE bytes), then `fin` writes y[m * ys + j] =
+ * QAdd(stage[m][j], r[m * ys + j]) for j < n: element by element, so y may be r (the output in place over
+ * the residual, ops/qconv_add.py). */
+#define EMBER_QA_STAGE 16
+typedef void (*ember_qa_res_fn)(uint8_t *y, ptrdiff_t ys, const uint8_t *stage, const uint8_t *r, int M, int n,
+                                int sgn, const int32_t *radd);
 EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N, int M,
                                   const int8_t *W, const int32_t *rq, const int32_t *out, int16_t *cols, int kq,
-                                  ember_qa_gemm_fn gemm, int dsp) {
+                                  ember_qa_gemm_fn gemm, int dsp, ember_qa_res_fn fin, const uint8_t *res,
+                                  const int32_t *radd, uint8_t *stage) {
     const int C = p[EMBER_GEO_C], OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W];
     const int K = C * p[EMBER_GEO_K_H] * p[EMBER_GEO_K_W], Kp = (K + kq - 1) / kq * kq, P = OH * OW;
     const ptrdiff_t S = (ptrdiff_t)p[EMBER_GEO_IN_H] * p[EMBER_GEO_IN_W];
@@ -614,11 +622,17 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
     for (n = 0; n < N; ++n) {
         const uint8_t *xn = x + (ptrdiff_t)n * C * S;
         uint8_t *yn = y + (ptrdiff_t)n * M * P;
+        const uint8_t *rn = res ? res + (ptrdiff_t)n * M * P : 0;
         for (q = 0; q < P; q += 2) {
             const int two = q + 1 < P;
+            /* a fused residual add (ember_qarm_conv_add): the outputs go to the stage first */
+            uint8_t *const yq = res ? stage + (q & (EMBER_QA_STAGE - 1)) : yn + q;
+            const ptrdiff_t rs = res ? EMBER_QA_STAGE : P;
+            if (res && q && (q & (EMBER_QA_STAGE - 1)) == 0)
+                fin(yn + q - EMBER_QA_STAGE, P, stage, rn + q - EMBER_QA_STAGE, M, EMBER_QA_STAGE, sgn, radd);
             if (dsp && direct && two) { /* SMLAD's interleaved columns straight from the planes */
                 ember_qa_direct2(cols, xn + q, S, C, Kp, flip, z2);
-                ember_qa_gemm2(yn + q, P, 1, 2, W, M, Kp, cols, rq, out);
+                ember_qa_gemm2(yq, rs, 1, 2, W, M, Kp, cols, rq, out);
                 continue;
             }
             if (direct) {
@@ -654,7 +668,11 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
                     if (++ow == OW) ow = 0, ++oh;
                 }
             }
-            gemm(yn + q, P, 1 + two, W, M, Kp, cols, t0, t1, rq, out);
+            gemm(yq, rs, 1 + two, W, M, Kp, cols, t0, t1, rq, out);
+        }
+        if (res && P) { /* the last, maybe partial, stage */
+            const int q0 = (P - 1) & ~(EMBER_QA_STAGE - 1);
+            fin(yn + q0, P, stage, rn + q0, M, P - q0, sgn, radd);
         }
         oh = ow = 0;
     }
@@ -667,7 +685,7 @@ EMBER_UNUSED static void ember_qa_gemm_dsp(uint8_t *y, ptrdiff_t rs, int n, cons
 }
 EMBER_UNUSED static void ember_qarm_conv(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N, int M,
                             const int8_t *W, const int32_t *rq, const int32_t *out, int16_t *cols) {
-    ember_qa_conv_t(y, x, sgn, xz, p, N, M, W, rq, out, cols, 4, ember_qa_gemm_dsp, 1);
+    ember_qa_conv_t(y, x, sgn, xz, p, N, M, W, rq, out, cols, 4, ember_qa_gemm_dsp, 1, 0, 0, 0, 0);
 }
 /*@end*/
 
@@ -1038,9 +1056,9 @@ static void ember_qa_gemm_mve(uint8_t *y, ptrdiff_t rs, int n, const int8_t *W, 
     else
         ember_qa_mgemm_t(y, rs, n, W, M, Kp, t0, t1, rq, out, 0);
 }
-static void ember_qarm_conv_mve(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N, int M,
+EMBER_UNUSED static void ember_qarm_conv_mve(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N, int M,
                                 const int8_t *W, const int32_t *rq, const int32_t *out, int16_t *cols) {
-    ember_qa_conv_t(y, x, sgn, xz, p, N, M, W, rq, out, cols, 8, ember_qa_gemm_mve, 0);
+    ember_qa_conv_t(y, x, sgn, xz, p, N, M, W, rq, out, cols, 8, ember_qa_gemm_mve, 0, 0, 0, 0, 0);
 }
 /*@end*/
 
@@ -1123,5 +1141,35 @@ static void ember_qarm_dw3_mve(uint8_t *y, const uint8_t *x, int sgn, int32_t xz
 #else
     ember_qarm_dw3(y, x, sgn, xz, p, N, Wt, rq, out, plane);
 #endif
+}
+/*@end*/
+
+/*@kernel ember_qa_res requires ember_qarm_conv ember_qadd*/
+/* ember_qa_res_fn: the staged outputs plus the residual, by qpointwise.c's QAdd one channel row at a time. */
+static void ember_qa_res_rows(uint8_t *y, ptrdiff_t ys, const uint8_t *stage, const uint8_t *r, int M, int n, int sgn,
+                              const int32_t *radd) {
+    int m;
+    for (m = 0; m < M; ++m) ember_qadd(y + m * ys, stage + m * EMBER_QA_STAGE, r + m * ys, n, 1, n, sgn, radd);
+}
+/*@end*/
+
+/*@kernel ember_qarm_conv_add requires ember_qa_res*/
+/* ember_qarm_conv, then y = QAdd(y, res) (ops/qconv_add.py): res's element read before y's is written, so
+ * y may be res. stage: M * EMBER_QA_STAGE bytes. */
+static void ember_qarm_conv_add(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N, int M,
+                                const int8_t *W, const int32_t *rq, const int32_t *out, int16_t *cols,
+                                const uint8_t *res, const int32_t *radd, uint8_t *stage) {
+    ember_qa_conv_t(y, x, sgn, xz, p, N, M, W, rq, out, cols, 4, ember_qa_gemm_dsp, 1, ember_qa_res_rows, res, radd,
+                    stage);
+}
+/*@end*/
+
+/*@kernel ember_qarm_conv_mve_add requires ember_qarm_conv_mve ember_qa_res*/
+/* ember_qarm_conv_mve, then y = QAdd(y, res) as ember_qarm_conv_add. */
+static void ember_qarm_conv_mve_add(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
+                                    int M, const int8_t *W, const int32_t *rq, const int32_t *out, int16_t *cols,
+                                    const uint8_t *res, const int32_t *radd, uint8_t *stage) {
+    ember_qa_conv_t(y, x, sgn, xz, p, N, M, W, rq, out, cols, 8, ember_qa_gemm_mve, 0, ember_qa_res_rows, res, radd,
+                    stage);
 }
 /*@end*/

@@ -55,6 +55,14 @@ EMBER_INLINE void ember_qgemv(const ember_qout *o, const int8_t *W, int M, int K
 }
 
 #define EMBER_QTAIL 8 /* most pixels of a block that ember_qgemm_block leaves to matrix-vector products */
+/* Rows of Kp bytes at o->row that a convolution's scratch holds: the tail pixels where there are any (AVX-512
+ * VNNI, ember_qgemv_tail), else the one pixel of ember_qconv's P <= 2 path (ops/qlinear.py sizes the same on
+ * microcontrollers and EMBER_QTAIL rows elsewhere). */
+#if EMBER_Q_PATH == 1 && EMBER_QVL == 16
+#define EMBER_QTAIL_ROWS EMBER_QTAIL
+#else
+#define EMBER_QTAIL_ROWS 1
+#endif
 /* How many of the last pixels of a block of pb go to matrix-vector products (their bytes in o->row,
  * EMBER_QTAIL rows of Kp) instead of a vector of mostly idle lanes: where that takes less time, counting
  * a lane vector Kp/4 dot products a row and a pixel Kp/64 plus about 40 for its sum and store (measured:

@@ -7,13 +7,20 @@
  * rowsum, wofs (or NULL), mult/shift (kind 1); out = [zp, lo, hi, the sums are below 2^24 (qvec.c), then
  * qgemm.c's float requantisation holds, after a clamp to +-out[5] if out[5] (qlinear.py float_limit)]. cl: the
  * weights' K order is (kd, kh, kw, c) (Cg % 4 == 0), else (c, kd, kh, kw). scratch: Kp * EMBER_QPB bytes,
- * EMBER_QPB + M int32, EMBER_QTAIL * Kp bytes (qblock.c's tail pixels), then (from a 64-byte boundary)
+ * EMBER_QPB + M int32, EMBER_QTAIL_ROWS * Kp bytes (qblock.c's tail pixels), then (from a 64-byte boundary)
  * ember_qpack_rows' words for a 2-D convolution (channels in fours: ember_qpack_rows; others:
  * ember_qpack_rows1). lay: bit 0, x is channel-blocked (qgemm.c ember_qblk_at; one group, channels in
  * fours, 2-D); bit 1, y is (requantised, M % 4 == 0). */
-static void ember_qconv(void *y, int kind, const void *x, int x_sgn, int32_t xz, const int32_t *p, int N, int G,
-                        int M, int cl, const int8_t *W, const int32_t *bias, const int32_t *rowsum, const int32_t *wofs,
-                        const int32_t *mult, const int32_t *shift, const int32_t *out, int lay, uint8_t *scratch) {
+/* A residual add fused into the requantisation (ember_qconv_add): the outputs of each block of pixels go to
+ * `stage` (M rows of EMBER_QPB bytes), then `fin` writes y[m * ys + j] = QAdd(stage[m][j], r[m * ys + j])
+ * for j < n, element by element, so y may be r. */
+typedef void (*ember_qconv_fin)(uint8_t *y, ptrdiff_t ys, const uint8_t *stage, const uint8_t *r, int M, int n,
+                                int sgn, const int32_t *radd);
+EMBER_INLINE void ember_qconv_t(void *y, int kind, const void *x, int x_sgn, int32_t xz, const int32_t *p, int N, int G,
+                                int M, int cl, const int8_t *W, const int32_t *bias, const int32_t *rowsum,
+                                const int32_t *wofs, const int32_t *mult, const int32_t *shift, const int32_t *out,
+                                int lay, uint8_t *scratch, ember_qconv_fin fin, const uint8_t *res,
+                                const int32_t *radd, uint8_t *stage) {
     const int C = p[EMBER_GEO_C], Cg = C / G, Mg = M / G,
               K = Cg * p[EMBER_GEO_K_D] * p[EMBER_GEO_K_H] * p[EMBER_GEO_K_W], Kp = (K + 3) & ~3;
     const ptrdiff_t s_in = (ptrdiff_t)p[EMBER_GEO_IN_D] * p[EMBER_GEO_IN_H] * p[EMBER_GEO_IN_W],
@@ -33,7 +40,7 @@ static void ember_qconv(void *y, int kind, const void *x, int x_sgn, int32_t xz,
     /* by rows of words (qpack.c): 2-D, channels in fours (a 1x1's K order is the same either way) */
     const int rows =
         Cg % 4 == 0 && !direct && p[EMBER_GEO_IN_D] == 1 && p[EMBER_GEO_K_D] == 1 && p[EMBER_GEO_OUT_D] == 1;
-    uint32_t *wr = (uint32_t *)(void *)(scratch + ((EMBER_QSCRATCH_X(Kp) + 4 * EMBER_QPB + 4 * M + EMBER_QTAIL * Kp + 63) & ~63));
+    uint32_t *wr = (uint32_t *)(void *)(scratch + ((EMBER_QSCRATCH_X(Kp) + 4 * EMBER_QPB + 4 * M + EMBER_QTAIL_ROWS * Kp + 63) & ~63));
     int kwb[32];
     ember_qout o;
     int n, g, kw;
@@ -46,7 +53,7 @@ static void ember_qconv(void *y, int kind, const void *x, int x_sgn, int32_t xz,
     o.w127 = ember_qw127(W, (ptrdiff_t)M * Kp);
 #endif
     o.blk = lay >> 1 & 1;
-    o.rs = o.blk ? 64 * M : P;
+    o.rs = o.blk ? 64 * M : res ? EMBER_QPB : P;
     o.ps = o.blk ? 4 : 1;
     o.corr = corr;
     o.colsum = colsum;
@@ -56,12 +63,15 @@ static void ember_qconv(void *y, int kind, const void *x, int x_sgn, int32_t xz,
             const ptrdiff_t m0 = (ptrdiff_t)g * Mg;
             const uint8_t *xg = (const uint8_t *)x + n * x_img + (ptrdiff_t)g * Cg * s_in;
             ember_qcorr(corr, Mg, K, zv, bias ? bias + m0 : bias, rowsum + m0, wofs ? wofs + m0 : wofs);
-            o.y = (uint8_t *)y + (n * y_img + m0 * P) * (kind == 0 ? 4 : 1);
+            uint8_t *const yg = (uint8_t *)y + (n * y_img + m0 * P) * (kind == 0 ? 4 : 1);
+            const uint8_t *const rg = res ? res + n * y_img + m0 * P : 0;
+            o.y = res ? stage : yg;
             o.wofs = wofs ? wofs + m0 : wofs;
             o.mult = mult ? mult + m0 : mult;
             o.shift = shift ? shift + m0 : shift;
             for (pix = 0; pix < P; pix += EMBER_QPB) {
                 const int pb = P - pix < EMBER_QPB ? (int)(P - pix) : EMBER_QPB;
+                const ptrdiff_t at = res ? 0 : pix; /* the block's first output pixel in o.y */
                 Xb = X;
                 if (lay & 1 && direct) { /* the input's block is the packed block */
                     if (flip) ember_qwords((uint32_t *)(void *)X, (const uint32_t *)(const void *)(xg + pix * C),
@@ -86,13 +96,37 @@ static void ember_qconv(void *y, int kind, const void *x, int x_sgn, int32_t xz,
                         for (k = 0; k < Kp; k += 4)
                             *(ember_qu32a *)(void *)(row + k) =
                                 *(const ember_qu32a *)(const void *)(Xb + (ptrdiff_t)k * EMBER_QPB + 4 * j);
-                        ember_qgemv(&o, W + m0 * Kp, Mg, Kp, row, pix + j, j);
+                        ember_qgemv(&o, W + m0 * Kp, Mg, Kp, row, at + j, j);
                     }
-                    continue;
-                }
-                ember_qgemm_block(&o, W + m0 * Kp, Mg, Kp, Xb, pix, pb);
+                } else
+                    ember_qgemm_block(&o, W + m0 * Kp, Mg, Kp, Xb, at, pb);
+                if (res) fin(yg + pix, P, stage, rg + pix, Mg, pb, x_sgn, radd);
             }
         }
+}
+EMBER_UNUSED static void ember_qconv(void *y, int kind, const void *x, int x_sgn, int32_t xz, const int32_t *p, int N,
+                                     int G, int M, int cl, const int8_t *W, const int32_t *bias, const int32_t *rowsum,
+                                     const int32_t *wofs, const int32_t *mult, const int32_t *shift, const int32_t *out,
+                                     int lay, uint8_t *scratch) {
+    ember_qconv_t(y, kind, x, x_sgn, xz, p, N, G, M, cl, W, bias, rowsum, wofs, mult, shift, out, lay, scratch, 0, 0,
+                  0, 0);
+}
+/*@end*/
+
+/*@kernel ember_qconv_add requires ember_qconv ember_qadd*/
+static void ember_qconv_rows(uint8_t *y, ptrdiff_t ys, const uint8_t *stage, const uint8_t *r, int M, int n, int sgn,
+                             const int32_t *radd) {
+    int m;
+    for (m = 0; m < M; ++m) ember_qadd(y + m * ys, stage + m * EMBER_QPB, r + m * ys, n, 1, n, sgn, radd);
+}
+/* ember_qconv (kind 1, an unblocked output), then y = QAdd(y, res) (ops/qconv_add.py): res's element read
+ * before y's is written, so y may be res. stage: M * EMBER_QPB bytes. */
+static void ember_qconv_add(void *y, int kind, const void *x, int x_sgn, int32_t xz, const int32_t *p, int N, int G,
+                            int M, int cl, const int8_t *W, const int32_t *bias, const int32_t *rowsum,
+                            const int32_t *wofs, const int32_t *mult, const int32_t *shift, const int32_t *out, int lay,
+                            uint8_t *scratch, const uint8_t *res, const int32_t *radd, uint8_t *stage) {
+    ember_qconv_t(y, kind, x, x_sgn, xz, p, N, G, M, cl, W, bias, rowsum, wofs, mult, shift, out, lay, scratch,
+                  ember_qconv_rows, res, radd, stage);
 }
 /*@end*/
 

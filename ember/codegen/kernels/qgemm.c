@@ -63,7 +63,9 @@ EMBER_INLINE ptrdiff_t ember_qblk_off(ptrdiff_t pix, int c, ptrdiff_t bs) {
 #define EMBER_QNV 4 /* vectors of pixels of a full tile; a narrow tile has 1 */
 #endif
 #define EMBER_QNR (EMBER_QNV * EMBER_QVL) /* pixels of a full tile */
-#define EMBER_QPB 64                      /* pixels per packed activation block */
+#ifndef EMBER_QPB /* NAME.c's own on microcontrollers (ops/qlinear.py MCU_QPB) */
+#define EMBER_QPB 64 /* pixels per packed activation block */
+#endif
 #if EMBER_Q_UVIEW
 typedef uint8_t ember_qx;
 #else
