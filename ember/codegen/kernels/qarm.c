@@ -8,7 +8,7 @@
  * are int8 in the order k0 k2 k1 k3 per group of 4 (ops/qarm.py `dsp_weights`): SXTB16 of the word gives
  * the lanes (k0, k1), of the word rotated by 8 (k2, k3), matching a column's two words. Convolutions
  * store them widened to int16 instead (`dsp_weights16`, twice the flash): no SXTB16 in the product loop,
- * 13 instructions per 16 multiply-adds where int8 weights take 17.
+ * 12.5 instructions per 16 multiply-adds where int8 weights take 17.
  *
  * Requantisation is quant.c's (acc * mult * 2^-shift rounded half to even, + zero point, clamped) for the
  * shifts 32..62 that the pass admits, from the 32-bit halves of one SMULL product: bit-exact with every
@@ -93,9 +93,9 @@ EMBER_INLINE int ember_qa_mode(const int32_t *out) {
  * (k2,k3) of both, so that one LDRD reads the two columns' words. This keeps the loop's live values
  * (2 pointers, 4 sums, 2 weight words, 2 column words, an unpacked pair) within the core's registers. */
 /* int16 weights (h, dsp_weights16): per 4 k of a channel pair the words (k0,k1) of both rows, then (k2,k3)
- * of both, as the columns. One half group: a word pair of each, four SMLAD. The loop runs two groups
- * (26 instructions per 32 multiply-adds), entered at its second when the count is odd (bit 4 of the
- * bytes left); t is a scratch register. */
+ * of both, as the columns. One half group: a word pair of each, four SMLAD. The loop runs four groups
+ * (50 instructions per 64 multiply-adds), entered where the rest of G / 4 groups remain (bits 4 and 5 of
+ * the bytes left); t is a scratch register. */
 #define EMBER_QA_HALF22H                                  \
     "ldrd %[wa], %[wb], [%[w]], #8\n\t"                   \
     "ldrd %[x0], %[x1], [%[x]], #8\n\t"                   \
@@ -105,11 +105,19 @@ EMBER_INLINE int ember_qa_mode(const int32_t *out) {
     "smlad %[a11], %[wb], %[x1], %[a11]\n\t"
 #define EMBER_QA_LOOP22H(L)                               \
     "sub %[t], %[end], %[w]\n\t"                          \
-    "tst %[t], #16\n\t"                                   \
-    "bne 2f\n\t"                                          \
+    "lsls %[t], %[t], #27\n\t" /* G % 4: bit 4 N, bit 5 C */ \
+    "bcc 6f\n\t"                                          \
+    "bmi 2f\n\t"                                          \
+    "b 3f\n\t"                                            \
+    "6:\n\t"                                              \
+    "bmi 4f\n\t"                                          \
     L ":\n\t"                                             \
     EMBER_QA_HALF22H EMBER_QA_HALF22H                      \
     "2:\n\t"                                              \
+    EMBER_QA_HALF22H EMBER_QA_HALF22H                      \
+    "3:\n\t"                                              \
+    EMBER_QA_HALF22H EMBER_QA_HALF22H                      \
+    "4:\n\t"                                              \
     EMBER_QA_HALF22H EMBER_QA_HALF22H                      \
     "cmp %[w], %[end]\n\t"                                \
     "bne " L "b\n\t"
@@ -723,8 +731,20 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
             if (direct) {
                 const uint8_t *xq = xn + q;
                 c = 0;
-#if EMBER_QA_MVE_COLS /* four channels of both pixels per step: byte gathers S apart, widened */
-                {
+#if EMBER_QA_MVE_COLS /* byte gathers S apart, widened: eight channels of both pixels per step where
+                       * the offsets fit 16-bit lanes, otherwise four */
+                if ((uint32_t)S <= 0xffffu / 7) {
+                    const uint16x8_t offs = vmulq_n_u16(vidupq_n_u16(0, 1), (uint16_t)S);
+                    const uint16x8_t vf = vdupq_n_u16((uint16_t)flip), vz = vdupq_n_u16((uint16_t)z2);
+                    for (; c < C; c += 8, xq += 8 * S) {
+                        const mve_pred16_t live = vctp16q((uint32_t)(C - c));
+                        const uint16x8_t b0 = vldrbq_gather_offset_z_u16(xq, offs, live);
+                        const uint16x8_t b1 = vldrbq_gather_offset_z_u16(xq + two, offs, live);
+                        vstrhq_p_s16(t0 + c, vreinterpretq_s16_u16(vsubq_u16(veorq_u16(b0, vf), vz)), live);
+                        vstrhq_p_s16(t1 + c, vreinterpretq_s16_u16(vsubq_u16(veorq_u16(b1, vf), vz)), live);
+                    }
+                    c = C;
+                } else {
                     const uint32x4_t offs = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)S);
                     const int32x4_t vf = vdupq_n_s32((int32_t)flip), vz = vdupq_n_s32(z2);
                     for (; c < C; c += 4, xq += 4 * S) {
