@@ -71,6 +71,18 @@ def dsp_weights(rows: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(words.transpose(0, 2, 1, 3).reshape(mp, kp))
 
 
+def dsp_weights16(rows: np.ndarray) -> np.ndarray:
+    """int8 rows M x K -> int16 ceil(M/2)*2 x Kp (as dsp_weights' padding) for a convolution's int16 product
+    loop: per pair of rows and group of 4 k, (k0, k1) of both rows, then (k2, k3) of both, the words the
+    columns pair with, so that SMLAD reads them with no SXTB16 (twice dsp_weights' flash)."""
+    m, k = rows.shape
+    mp, kp = (m + 1) // 2 * 2, (k + 3) // 4 * 4
+    padded = np.zeros((mp, kp), np.int16)
+    padded[:m, :k] = rows
+    # (pair, row, group, half, lane) -> (pair, group, half, row, lane)
+    return np.ascontiguousarray(padded.reshape(mp // 2, 2, kp // 4, 2, 2).transpose(0, 2, 3, 1, 4).reshape(mp, kp))
+
+
 def mve_weights(rows: np.ndarray) -> np.ndarray:
     """int8 rows M x K -> ceil(M/2)*2 x K8 (K rounded up to 8; rows and k zero padded), as VLDRB reads them."""
     m, k = rows.shape
@@ -80,8 +92,11 @@ def mve_weights(rows: np.ndarray) -> np.ndarray:
 
 
 def _pair_rows(w: np.ndarray) -> np.ndarray:
-    """dsp_weights' rows back in row order (each row's bytes still in lane order)."""
+    """dsp_weights' (int8) or dsp_weights16's (int16) rows back in row order (each row's values still in
+    lane order)."""
     mp, kp = w.shape
+    if w.dtype == np.int16:
+        return w.reshape(mp // 2, kp // 4, 2, 2, 2).transpose(0, 3, 1, 2, 4).reshape(mp, kp)
     return w.reshape(mp // 2, kp // 4, 2, 4).transpose(0, 2, 1, 3).reshape(mp, kp)
 
 

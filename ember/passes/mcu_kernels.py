@@ -3,8 +3,9 @@
 On a target with the DSP extension (Target.dsp: Cortex-M4/M7/M33/M55, SMLAD), a requantising QConv (2-D,
 one group, or depthwise 3x3) or a QMatMul of constant weights becomes kernels/qarm.c's variant when its
 int8 weights need no per-row offset (qlinear.pack_weights' wofs). Its weights are replaced by the DSP
-lane order (qarm.dsp_weights); the other layers keep the portable kernels of qconv.c. Every path
-requantises exactly as quant.c does, so the bundle stays bit-exact with the host build.
+lane order (qarm.dsp_weights; a convolution's widened to int16, qarm.dsp_weights16); the other layers keep
+the portable kernels of qconv.c. Every path requantises exactly as quant.c does, so the bundle stays
+bit-exact with the host build.
 """
 
 from __future__ import annotations
@@ -55,5 +56,10 @@ def choose_mcu_kernels(graph: Graph, isa: str) -> None:
             rows = qarm.conv_rows(w.const, g.channels * g.taps, q.channels_last, g.taps)
         else:
             rows = w.const[:, :present(node.input(0)).shape[-1]]
-        packed = qarm.mve_weights(rows) if node.attrs["_isa"] == MVE else qarm.dsp_weights(rows)
+        if node.attrs["_isa"] == MVE:
+            packed = qarm.mve_weights(rows)
+        elif node.op == "QConv":  # int16: the product loop without SXTB16 (qarm.c ember_qa_gemm2h)
+            packed = qarm.dsp_weights16(rows)
+        else:
+            packed = qarm.dsp_weights(rows)
         node.inputs[2] = graph.constant(f"{node.name}_w{node.attrs['_isa']}", packed)

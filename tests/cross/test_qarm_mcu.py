@@ -107,3 +107,30 @@ def test_ties_chain_equals_reference(tmp_path: Path, target: str) -> None:
     assert calls[conv] == 2 and calls[f"{conv}_add"] == 1 and calls[dw] == 1, calls
     got = mcu.run_firmware(bundle.path, target, feeds, tmp_path / "run").outputs["y"]
     np.testing.assert_array_equal(got, ReferenceEvaluator(model).run(None, feeds)[0])
+
+
+def test_int16_weight_loop_entries_on_qemu_equal_host(tmp_path: Path) -> None:
+    """Convolutions whose G = Kp / 4 groups leave each remainder mod 4 (K = 20, 6, 30, 12: G = 5, 2, 8, 3): the
+    int16-weight product loop of four groups entered at each of its four points (qarm.c EMBER_QA_LOOP22H)."""
+    target = "cortex-m4"
+    require_tools(target, mcu.missing_tools(target))
+    inits: list = []
+    nodes = [_conv("k20", "x", 5, 6, (2, 2), inits),  # G = 5
+             _conv("k8", "k20", 6, 5, (1, 1), inits),  # K 6 -> Kp 8: G = 2
+             _conv("k30", "k8", 5, 4, (3, 2), inits, pads=[1, 0, 1, 1], strides=[1, 2]),  # 30 -> 32: G = 8
+             _conv("k12", "k30", 4, 3, (3, 1), inits, pads=[1, 0, 1, 0]),  # G = 3
+             _conv("y", "k12", 3, 2, (2, 2), inits)]  # G = 3
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 5, 9, 11])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    model = helper.make_model(helper.make_graph(nodes, "loops", [x], [y], inits),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    onnx.save(model, tmp_path / "m.onnx")
+    np.save(tmp_path / "calib.npy", RNG.normal(0, 1, (8, 5, 9, 11)).astype(np.float32))
+    assert main(["profile", str(tmp_path / "m.onnx"), str(tmp_path / "calib.npy"), "-o", str(tmp_path / "p.yaml")]) == 0
+    opts = {"quantize": "int8", "profile": str(tmp_path / "p.yaml"), "io": "int8"}
+    host = ember.compile(tmp_path / "m.onnx", tmp_path / "host", **opts)
+    bundle = ember.compile(tmp_path / "m.onnx", tmp_path / target, target=target, **opts)
+    assert _qarm_calls(bundle)["ember_qarm_conv"] == 5
+    feeds = {"x": RNG.integers(-128, 128, (1, 5, 9, 11)).astype(np.int8)}
+    got = mcu.run_firmware(bundle.path, target, feeds, tmp_path / "run").outputs["y"]
+    np.testing.assert_array_equal(got, host.run(feeds)["y"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.ops.qarm import dsp_weights, fast_requant, rq_table
+from ember.ops.qarm import _pair_rows, dsp_weights, dsp_weights16, fast_requant, rq_table
 from ember.ops.qlinear import Requant, fixed_point
 
 
@@ -58,6 +58,18 @@ def test_dsp_weights_pair_rows_and_lane_order() -> None:
     assert flat[8:16].tolist() == [4, 0, 5, 0, 10, 0, 11, 0]
     # the odd last row is paired with a zero row
     assert flat[16:24].tolist() == [12, 14, 13, 15, 0, 0, 0, 0]
+
+
+def test_dsp_weights16_pairs_half_groups_and_unpairs() -> None:
+    """A convolution's int16 weights: per pair and 4 k, (k0, k1) of both rows, then (k2, k3) of both."""
+    rows = np.arange(-9, 3 * 6 - 9, dtype=np.int8).reshape(3, 6)
+    w = dsp_weights16(rows)
+    assert w.dtype == np.int16 and w.shape == (4, 8)
+    flat = w.reshape(-1)
+    assert flat[:8].tolist() == [-9, -8, -3, -2, -7, -6, -1, 0]  # rows 0, 1: k0 k1, then k2 k3
+    assert flat[8:16].tolist() == [-5, -4, 1, 2, 0, 0, 0, 0]  # k4 k5 of both, then the padding k6 k7
+    assert flat[16:24].tolist() == [3, 4, 0, 0, 5, 6, 0, 0]  # the odd last row with a zero row
+    assert (_pair_rows(w)[:3, :6] == rows).all() and not _pair_rows(w)[3].any()
 
 
 def test_targets_name_their_integer_kernels() -> None:

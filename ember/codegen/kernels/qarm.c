@@ -6,7 +6,9 @@
  * (a column of the convolution's window, or a padded plane of one channel), so that padding is 0 and the
  * sums need no zero-point correction; two int16 of a word are the two lanes SMLAD multiplies. Weights
  * are int8 in the order k0 k2 k1 k3 per group of 4 (ops/qarm.py `dsp_weights`): SXTB16 of the word gives
- * the lanes (k0, k1), of the word rotated by 8 (k2, k3), matching a column's two words.
+ * the lanes (k0, k1), of the word rotated by 8 (k2, k3), matching a column's two words. Convolutions
+ * store them widened to int16 instead (`dsp_weights16`, twice the flash): no SXTB16 in the product loop,
+ * 12.5 instructions per 16 multiply-adds where int8 weights take 17.
  *
  * Requantisation is quant.c's (acc * mult * 2^-shift rounded half to even, + zero point, clamped) for the
  * shifts 32..62 that the pass admits, from the 32-bit halves of one SMULL product: bit-exact with every
@@ -91,12 +93,55 @@ EMBER_INLINE int ember_qa_mode(const int32_t *out) {
  * Columns (int16, two pixels or rows of A; ember_qa_pair_cols): per 4 k, the words (k0,k1) of both, then
  * (k2,k3) of both, so that one LDRD reads the two columns' words. This keeps the loop's live values
  * (2 pointers, 4 sums, 2 weight words, 2 column words, an unpacked pair) within the core's registers. */
-/* The four sums of a channel pair (wp: its G = Kp / 4 word pairs) and a column pair, from acc. */
-EMBER_INLINE void ember_qa_dot22(int32_t acc[4], const int8_t *wp, const int16_t *cols, int G) {
+/* int16 weights (h, dsp_weights16): per 4 k of a channel pair the words (k0,k1) of both rows, then (k2,k3)
+ * of both, as the columns. One half group: a word pair of each, four SMLAD. The loop runs four groups
+ * (50 instructions per 64 multiply-adds), entered where the rest of G / 4 groups remain (bits 4 and 5 of
+ * the bytes left); t is a scratch register. */
+#define EMBER_QA_HALF22H                                  \
+    "ldrd %[wa], %[wb], [%[w]], #8\n\t"                   \
+    "ldrd %[x0], %[x1], [%[x]], #8\n\t"                   \
+    "smlad %[a00], %[wa], %[x0], %[a00]\n\t"              \
+    "smlad %[a01], %[wa], %[x1], %[a01]\n\t"              \
+    "smlad %[a10], %[wb], %[x0], %[a10]\n\t"              \
+    "smlad %[a11], %[wb], %[x1], %[a11]\n\t"
+#define EMBER_QA_LOOP22H(L)                               \
+    "sub %[t], %[end], %[w]\n\t"                          \
+    "lsls %[t], %[t], #27\n\t" /* G % 4: bit 4 N, bit 5 C */ \
+    "bcc 6f\n\t"                                          \
+    "bmi 2f\n\t"                                          \
+    "b 3f\n\t"                                            \
+    "6:\n\t"                                              \
+    "bmi 4f\n\t"                                          \
+    L ":\n\t"                                             \
+    EMBER_QA_HALF22H EMBER_QA_HALF22H                      \
+    "2:\n\t"                                              \
+    EMBER_QA_HALF22H EMBER_QA_HALF22H                      \
+    "3:\n\t"                                              \
+    EMBER_QA_HALF22H EMBER_QA_HALF22H                      \
+    "4:\n\t"                                              \
+    EMBER_QA_HALF22H EMBER_QA_HALF22H                      \
+    "cmp %[w], %[end]\n\t"                                \
+    "bne " L "b\n\t"
+/* The four sums of a channel pair (wp: its G = Kp / 4 word pairs, or with h its G groups of int16) and a
+ * column pair, from acc. `h` is a constant where inlined. */
+EMBER_INLINE void ember_qa_dot22(int32_t acc[4], const int8_t *wp, const int16_t *cols, int G, int h) {
     const ember_qa_u32 *w = (const ember_qa_u32 *)(const void *)wp, *x = (const ember_qa_u32 *)(const void *)cols;
-    const ember_qa_u32 *const end = w + 2 * G;
+    const ember_qa_u32 *const end = w + 2 * G * (1 + h);
     int32_t a00 = acc[0], a01 = acc[1], a10 = acc[2], a11 = acc[3];
 #if EMBER_HAVE_ARM_DSP
+    if (h) {
+        uint32_t wa, wb, x0, x1, t;
+        __asm__(EMBER_QA_LOOP22H("1")
+                : [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11), [w] "+r"(w), [x] "+r"(x),
+                  [wa] "=&r"(wa), [wb] "=&r"(wb), [x0] "=&r"(x0), [x1] "=&r"(x1), [t] "=&r"(t)
+                : [end] "r"(end)
+                : "cc", "memory");
+        acc[0] = a00;
+        acc[1] = a01;
+        acc[2] = a10;
+        acc[3] = a11;
+        return;
+    }
     /* 18 instructions per 16 multiply-adds. In assembly: compilers spill a sum or the end pointer here
      * (12 live values, a frame pointer). G >= 1 (K >= 1). */
     uint32_t wa, wb, x0, x1, t;
@@ -123,6 +168,14 @@ EMBER_INLINE void ember_qa_dot22(int32_t acc[4], const int8_t *wp, const int16_t
             : [end] "r"(end)
             : "cc", "memory");
 #else
+    while (h && w != end) {
+        a00 = ember_qa_smlad(w[0], x[0], a00);
+        a01 = ember_qa_smlad(w[0], x[1], a01);
+        a10 = ember_qa_smlad(w[1], x[0], a10);
+        a11 = ember_qa_smlad(w[1], x[1], a11);
+        w += 2;
+        x += 2;
+    }
     while (w != end) {
         const uint32_t wa = w[0], wb = w[1];
         uint32_t x0 = x[0], x1 = x[1], t;
@@ -151,11 +204,31 @@ EMBER_INLINE void ember_qa_dot22(int32_t acc[4], const int8_t *wp, const int16_t
 }
 /* The two sums of a channel pair (wp, as ember_qa_dot22) and one plain column x (Kp int16, 4-byte aligned),
  * from acc: 12 instructions per 8 multiply-adds, where a pair of columns would waste half of them. */
-EMBER_INLINE void ember_qa_dot21(int32_t acc[2], const int8_t *wp, const int16_t *col, int G) {
+EMBER_INLINE void ember_qa_dot21(int32_t acc[2], const int8_t *wp, const int16_t *col, int G, int h) {
     const ember_qa_u32 *w = (const ember_qa_u32 *)(const void *)wp, *x = (const ember_qa_u32 *)(const void *)col;
-    const ember_qa_u32 *const end = w + 2 * G;
+    const ember_qa_u32 *const end = w + 2 * G * (1 + h);
     int32_t a0 = acc[0], a1 = acc[1];
 #if EMBER_HAVE_ARM_DSP
+    if (h) { /* int16 weights: 9 instructions per 8 multiply-adds */
+        uint32_t wa, wb, x0, x1;
+        __asm__("1:\n\t"
+                "ldrd %[wa], %[wb], [%[w]], #8\n\t"
+                "ldrd %[x0], %[x1], [%[x]], #8\n\t"
+                "smlad %[a0], %[wa], %[x0], %[a0]\n\t"
+                "smlad %[a1], %[wb], %[x0], %[a1]\n\t"
+                "ldrd %[wa], %[wb], [%[w]], #8\n\t"
+                "smlad %[a0], %[wa], %[x1], %[a0]\n\t"
+                "smlad %[a1], %[wb], %[x1], %[a1]\n\t"
+                "cmp %[w], %[end]\n\t"
+                "bne 1b"
+                : [a0] "+r"(a0), [a1] "+r"(a1), [w] "+r"(w), [x] "+r"(x), [wa] "=&r"(wa), [wb] "=&r"(wb),
+                  [x0] "=&r"(x0), [x1] "=&r"(x1)
+                : [end] "r"(end)
+                : "cc", "memory");
+        acc[0] = a0;
+        acc[1] = a1;
+        return;
+    }
     uint32_t wa, wb, x0, x1, t;
     __asm__("1:\n\t"
             "ldrd %[wa], %[wb], [%[w]], #8\n\t"
@@ -175,6 +248,10 @@ EMBER_INLINE void ember_qa_dot21(int32_t acc[2], const int8_t *wp, const int16_t
             : [end] "r"(end)
             : "cc", "memory");
 #else
+    for (; h && w != end; w += 4, x += 2) {
+        a0 = ember_qa_smlad(w[2], x[1], ember_qa_smlad(w[0], x[0], a0));
+        a1 = ember_qa_smlad(w[3], x[1], ember_qa_smlad(w[1], x[0], a1));
+    }
     for (; w != end; w += 2, x += 2) {
         a0 = ember_qa_smlad(ember_qa_sx13(w[0]), x[1], ember_qa_smlad(ember_qa_sx02(w[0]), x[0], a0));
         a1 = ember_qa_smlad(ember_qa_sx13(w[1]), x[1], ember_qa_smlad(ember_qa_sx02(w[1]), x[0], a1));
@@ -187,23 +264,23 @@ EMBER_INLINE void ember_qa_dot21(int32_t acc[2], const int8_t *wp, const int16_t
 /* y[m * rs + j * cs] for the M output channels and the n columns: two interleaved (ember_qa_pair_cols) in
  * cols, or one plain column (n = 1). */
 EMBER_INLINE void ember_qa_gemm2_t(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n, const int8_t *W, int M, int Kp,
-                                   const int16_t *cols, const int32_t *rq, const int32_t *out, int fast) {
+                                   const int16_t *cols, const int32_t *rq, const int32_t *out, int fast, int h) {
     const int32_t zp = out[0], lo = out[1], hi = out[2];
     int m;
-    for (m = 0; m < M; m += 2, y += 2 * rs, W += 2 * Kp, rq += 8) {
+    for (m = 0; m < M; m += 2, y += 2 * rs, W += 2 * Kp * (1 + h), rq += 8) {
         const int two = m + 1 < M;
         int32_t acc[4];
         if (n == 1) {
             acc[0] = rq[3];
             acc[1] = two ? rq[7] : 0;
-            ember_qa_dot21(acc, W, cols, Kp / 4);
+            ember_qa_dot21(acc, W, cols, Kp / 4, h);
             y[0] = ember_qa_requant(acc[0], rq, zp, lo, hi, fast);
             if (two) y[rs] = ember_qa_requant(acc[1], rq + 4, zp, lo, hi, fast);
             continue;
         }
         acc[0] = acc[1] = rq[3];
         acc[2] = acc[3] = two ? rq[7] : 0;
-        ember_qa_dot22(acc, W, cols, Kp / 4);
+        ember_qa_dot22(acc, W, cols, Kp / 4, h);
         y[0] = ember_qa_requant(acc[0], rq, zp, lo, hi, fast);
         y[cs] = ember_qa_requant(acc[1], rq, zp, lo, hi, fast);
         if (two) {
@@ -212,13 +289,87 @@ EMBER_INLINE void ember_qa_gemm2_t(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n
         }
     }
 }
+/* The SMLAD loop of ember_qa_gemm22s over int8 weights (as ember_qa_dot22's). */
+#define EMBER_QA_LOOP22B                                                                                               \
+        "1:\n\t"                                                                                                       \
+        "ldrd %[wa], %[wb], [%[w]], #8\n\t"                                                                            \
+        "ldrd %[x0], %[x1], [%[x]], #8\n\t"                                                                            \
+        "sxtb16 %[t], %[wa]\n\t"                                                                                       \
+        "smlad %[a00], %[t], %[x0], %[a00]\n\t"                                                                        \
+        "smlad %[a01], %[t], %[x1], %[a01]\n\t"                                                                        \
+        "sxtb16 %[t], %[wb]\n\t"                                                                                       \
+        "smlad %[a10], %[t], %[x0], %[a10]\n\t"                                                                        \
+        "smlad %[a11], %[t], %[x1], %[a11]\n\t"                                                                        \
+        "ldrd %[x0], %[x1], [%[x]], #8\n\t"                                                                            \
+        "sxtb16 %[t], %[wa], ror #8\n\t"                                                                               \
+        "smlad %[a00], %[t], %[x0], %[a00]\n\t"                                                                        \
+        "smlad %[a01], %[t], %[x1], %[a01]\n\t"                                                                        \
+        "sxtb16 %[t], %[wb], ror #8\n\t"                                                                               \
+        "smlad %[a10], %[t], %[x0], %[a10]\n\t"                                                                        \
+        "smlad %[a11], %[t], %[x1], %[a11]\n\t"                                                                        \
+        "cmp %[w], %[end]\n\t"                                                                                         \
+        "bne 1b\n\t"
+/* ember_qa_gemm22s's assembly, its products' loop LOOP. */
+#define EMBER_QA_GEMM22S(LOOP)                                                                                         \
+    __asm__ volatile("0:\n\t"                                                                                      \
+        "ldr %[t], [%[ctx], #20]\n\t" /* rq: the pair's biases */                                                      \
+        "ldr %[a00], [%[t], #12]\n\t"                                                                                  \
+        "mov %[a01], %[a00]\n\t"                                                                                       \
+        "ldr %[a10], [%[t], #28]\n\t"                                                                                  \
+        "mov %[a11], %[a10]\n\t"                                                                                       \
+        "ldr %[x], [%[ctx]]\n\t"                                                                                       \
+        "ldr %[end], [%[ctx], #4]\n\t"                                                                                 \
+        "add %[end], %[end], %[w]\n\t"                                                                                 \
+        LOOP                                                                                                           \
+        /* ember_qa_requant's SSAT form: (SMMLA(acc, mult, ra) >> sh) + zero point, saturated to int8 */               \
+        "ldr %[t], [%[ctx], #20]\n\t"                                                                                  \
+        "ldr %[x0], [%[ctx], #24]\n\t"                                                                                 \
+        "ldrd %[wa], %[wb], [%[t]]\n\t"                                                                                \
+        "ldr %[x1], [%[t], #8]\n\t"                                                                                    \
+        "smmla %[a00], %[a00], %[wa], %[x1]\n\t"                                                                       \
+        "asr %[a00], %[a00], %[wb]\n\t"                                                                                \
+        "add %[a00], %[a00], %[x0]\n\t"                                                                                \
+        "ssat %[a00], #8, %[a00]\n\t"                                                                                  \
+        "smmla %[a01], %[a01], %[wa], %[x1]\n\t"                                                                       \
+        "asr %[a01], %[a01], %[wb]\n\t"                                                                                \
+        "add %[a01], %[a01], %[x0]\n\t"                                                                                \
+        "ssat %[a01], #8, %[a01]\n\t"                                                                                  \
+        "ldrd %[wa], %[wb], [%[t], #16]\n\t"                                                                           \
+        "ldr %[x1], [%[t], #24]\n\t"                                                                                   \
+        "smmla %[a10], %[a10], %[wa], %[x1]\n\t"                                                                       \
+        "asr %[a10], %[a10], %[wb]\n\t"                                                                                \
+        "add %[a10], %[a10], %[x0]\n\t"                                                                                \
+        "ssat %[a10], #8, %[a10]\n\t"                                                                                  \
+        "smmla %[a11], %[a11], %[wa], %[x1]\n\t"                                                                       \
+        "asr %[a11], %[a11], %[wb]\n\t"                                                                                \
+        "add %[a11], %[a11], %[x0]\n\t"                                                                                \
+        "ssat %[a11], #8, %[a11]\n\t"                                                                                  \
+        "add %[t], %[t], #32\n\t"                                                                                      \
+        "str %[t], [%[ctx], #20]\n\t"                                                                                  \
+        "ldr %[t], [%[ctx], #8]\n\t" /* y */                                                                           \
+        "ldr %[x1], [%[ctx], #12]\n\t" /* rs */                                                                        \
+        "ldr %[end], [%[ctx], #16]\n\t" /* cs */                                                                       \
+        "strb %[a00], [%[t]]\n\t"                                                                                      \
+        "strb %[a01], [%[t], %[end]]\n\t"                                                                              \
+        "add %[x0], %[t], %[x1]\n\t"                                                                                   \
+        "strb %[a10], [%[x0]]\n\t"                                                                                     \
+        "strb %[a11], [%[x0], %[end]]\n\t"                                                                             \
+        "add %[t], %[x0], %[x1]\n\t"                                                                                   \
+        "str %[t], [%[ctx], #8]\n\t"                                                                                   \
+        "ldr %[t], [%[ctx], #28]\n\t" /* wend */                                                                       \
+        "cmp %[w], %[t]\n\t"                                                                                           \
+        "bne 0b"                                                                                                       \
+        : [a00] "=&r"(a00), [a01] "=&r"(a01), [a10] "=&r"(a10), [a11] "=&r"(a11), [w] "+&r"(w), [x] "=&r"(x),          \
+          [end] "=&r"(end), [wa] "=&r"(wa), [wb] "=&r"(wb), [x0] "=&r"(x0), [x1] "=&r"(x1), [t] "=&r"(t)               \
+        : [ctx] "r"(&ctx)                                                                                              \
+        : "cc", "memory")
 /* ember_qa_gemm2's common case: two columns, the SSAT requantisation (mode 2) and M2 whole channel pairs. With
  * the DSP extension one assembly loop over the pairs, products and requantisation both, whose values
  * beyond the product's 12 registers live in a small context block (ctx) read once per pair: compiled from
  * C, the loop spent 77 to 87 instructions per pair outside the products (VWW's 1x1 layers: 3.0 M of 13 M),
- * now 44. */
+ * now 44. `h` (a constant where inlined): int16 weights (EMBER_QA_LOOP22H). */
 EMBER_INLINE void ember_qa_gemm22s(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, const int8_t *W, int M2, int Kp,
-                                   const int16_t *cols, const int32_t *rq, int32_t zp) {
+                                   const int16_t *cols, const int32_t *rq, int32_t zp, int h) {
 #if EMBER_HAVE_ARM_DSP
     struct {
         const int16_t *cols;
@@ -232,87 +383,21 @@ EMBER_INLINE void ember_qa_gemm22s(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, const
     const int8_t *w = W;
     uint32_t a00, a01, a10, a11, wa, wb, x0, x1, t;
     const uint32_t *x, *end;
-    ctx.cols = cols, ctx.k2 = 2 * Kp, ctx.y = y, ctx.rs = (int32_t)rs, ctx.cs = (int32_t)cs, ctx.rq = rq, ctx.zp = zp;
-    ctx.wend = W + (ptrdiff_t)M2 * 2 * Kp;
+    ctx.cols = cols, ctx.k2 = 2 * Kp * (1 + h), ctx.y = y, ctx.rs = (int32_t)rs, ctx.cs = (int32_t)cs, ctx.rq = rq, ctx.zp = zp;
+    ctx.wend = W + (ptrdiff_t)M2 * 2 * Kp * (1 + h);
     if (M2 <= 0) return;
-    __asm__ volatile(
-        "0:\n\t"
-        "ldr %[t], [%[ctx], #20]\n\t" /* rq: the pair's biases */
-        "ldr %[a00], [%[t], #12]\n\t"
-        "mov %[a01], %[a00]\n\t"
-        "ldr %[a10], [%[t], #28]\n\t"
-        "mov %[a11], %[a10]\n\t"
-        "ldr %[x], [%[ctx]]\n\t"
-        "ldr %[end], [%[ctx], #4]\n\t"
-        "add %[end], %[end], %[w]\n\t"
-        "1:\n\t"
-        "ldrd %[wa], %[wb], [%[w]], #8\n\t"
-        "ldrd %[x0], %[x1], [%[x]], #8\n\t"
-        "sxtb16 %[t], %[wa]\n\t"
-        "smlad %[a00], %[t], %[x0], %[a00]\n\t"
-        "smlad %[a01], %[t], %[x1], %[a01]\n\t"
-        "sxtb16 %[t], %[wb]\n\t"
-        "smlad %[a10], %[t], %[x0], %[a10]\n\t"
-        "smlad %[a11], %[t], %[x1], %[a11]\n\t"
-        "ldrd %[x0], %[x1], [%[x]], #8\n\t"
-        "sxtb16 %[t], %[wa], ror #8\n\t"
-        "smlad %[a00], %[t], %[x0], %[a00]\n\t"
-        "smlad %[a01], %[t], %[x1], %[a01]\n\t"
-        "sxtb16 %[t], %[wb], ror #8\n\t"
-        "smlad %[a10], %[t], %[x0], %[a10]\n\t"
-        "smlad %[a11], %[t], %[x1], %[a11]\n\t"
-        "cmp %[w], %[end]\n\t"
-        "bne 1b\n\t"
-        /* ember_qa_requant's SSAT form: (SMMLA(acc, mult, ra) >> sh) + zero point, saturated to int8 */
-        "ldr %[t], [%[ctx], #20]\n\t"
-        "ldr %[x0], [%[ctx], #24]\n\t"
-        "ldrd %[wa], %[wb], [%[t]]\n\t"
-        "ldr %[x1], [%[t], #8]\n\t"
-        "smmla %[a00], %[a00], %[wa], %[x1]\n\t"
-        "asr %[a00], %[a00], %[wb]\n\t"
-        "add %[a00], %[a00], %[x0]\n\t"
-        "ssat %[a00], #8, %[a00]\n\t"
-        "smmla %[a01], %[a01], %[wa], %[x1]\n\t"
-        "asr %[a01], %[a01], %[wb]\n\t"
-        "add %[a01], %[a01], %[x0]\n\t"
-        "ssat %[a01], #8, %[a01]\n\t"
-        "ldrd %[wa], %[wb], [%[t], #16]\n\t"
-        "ldr %[x1], [%[t], #24]\n\t"
-        "smmla %[a10], %[a10], %[wa], %[x1]\n\t"
-        "asr %[a10], %[a10], %[wb]\n\t"
-        "add %[a10], %[a10], %[x0]\n\t"
-        "ssat %[a10], #8, %[a10]\n\t"
-        "smmla %[a11], %[a11], %[wa], %[x1]\n\t"
-        "asr %[a11], %[a11], %[wb]\n\t"
-        "add %[a11], %[a11], %[x0]\n\t"
-        "ssat %[a11], #8, %[a11]\n\t"
-        "add %[t], %[t], #32\n\t"
-        "str %[t], [%[ctx], #20]\n\t"
-        "ldr %[t], [%[ctx], #8]\n\t" /* y */
-        "ldr %[x1], [%[ctx], #12]\n\t" /* rs */
-        "ldr %[end], [%[ctx], #16]\n\t" /* cs */
-        "strb %[a00], [%[t]]\n\t"
-        "strb %[a01], [%[t], %[end]]\n\t"
-        "add %[x0], %[t], %[x1]\n\t"
-        "strb %[a10], [%[x0]]\n\t"
-        "strb %[a11], [%[x0], %[end]]\n\t"
-        "add %[t], %[x0], %[x1]\n\t"
-        "str %[t], [%[ctx], #8]\n\t"
-        "ldr %[t], [%[ctx], #28]\n\t" /* wend */
-        "cmp %[w], %[t]\n\t"
-        "bne 0b"
-        : [a00] "=&r"(a00), [a01] "=&r"(a01), [a10] "=&r"(a10), [a11] "=&r"(a11), [w] "+&r"(w), [x] "=&r"(x),
-          [end] "=&r"(end), [wa] "=&r"(wa), [wb] "=&r"(wb), [x0] "=&r"(x0), [x1] "=&r"(x1), [t] "=&r"(t)
-        : [ctx] "r"(&ctx)
-        : "cc", "memory");
+    if (h)
+        EMBER_QA_GEMM22S(EMBER_QA_LOOP22H("1"));
+    else
+        EMBER_QA_GEMM22S(EMBER_QA_LOOP22B);
 #else
-    const int8_t *const wend = W + (ptrdiff_t)M2 * 2 * Kp;
+    const int8_t *const wend = W + (ptrdiff_t)M2 * 2 * Kp * (1 + h);
     while (W != wend) {
         int32_t acc[4];
         acc[0] = acc[1] = rq[3];
         acc[2] = acc[3] = rq[7];
-        ember_qa_dot22(acc, W, cols, Kp / 4);
-        W += 2 * Kp;
+        ember_qa_dot22(acc, W, cols, Kp / 4, h);
+        W += 2 * Kp * (1 + h);
         y[0] = ember_qa_requant(acc[0], rq, zp, -128, 127, 2);
         y[cs] = ember_qa_requant(acc[1], rq, zp, -128, 127, 2);
         y[rs] = ember_qa_requant(acc[2], rq + 4, zp, -128, 127, 2);
@@ -322,20 +407,31 @@ EMBER_INLINE void ember_qa_gemm22s(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, const
     }
 #endif
 }
-EMBER_UNUSED static void ember_qa_gemm2(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n, const int8_t *W, int M, int Kp,
-                           const int16_t *cols, const int32_t *rq, const int32_t *out) {
+/* y = W times the n columns, requantised (ember_qa_gemm2_t); `h` (a constant where inlined): int16 weights. */
+EMBER_INLINE void ember_qa_gemm2_w(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n, const int8_t *W, int M, int Kp,
+                                   const int16_t *cols, const int32_t *rq, const int32_t *out, int h) {
     const int mode = ember_qa_mode(out);
     if (mode == 2 && n == 2) {
         const int M2 = M / 2;
-        ember_qa_gemm22s(y, rs, cs, W, M2, Kp, cols, rq, out[0]);
+        ember_qa_gemm22s(y, rs, cs, W, M2, Kp, cols, rq, out[0], h);
         if (M & 1)
-            ember_qa_gemm2_t(y + 2 * M2 * rs, rs, cs, n, W + (ptrdiff_t)M2 * 2 * Kp, 1, Kp, cols, rq + 8 * M2, out, 2);
+            ember_qa_gemm2_t(y + 2 * M2 * rs, rs, cs, n, W + (ptrdiff_t)M2 * 2 * Kp * (1 + h), 1, Kp, cols,
+                             rq + 8 * M2, out, 2, h);
     } else if (mode == 2)
-        ember_qa_gemm2_t(y, rs, cs, n, W, M, Kp, cols, rq, out, 2);
+        ember_qa_gemm2_t(y, rs, cs, n, W, M, Kp, cols, rq, out, 2, h);
     else if (mode == 1)
-        ember_qa_gemm2_t(y, rs, cs, n, W, M, Kp, cols, rq, out, 1);
+        ember_qa_gemm2_t(y, rs, cs, n, W, M, Kp, cols, rq, out, 1, h);
     else
-        ember_qa_gemm2_t(y, rs, cs, n, W, M, Kp, cols, rq, out, 0);
+        ember_qa_gemm2_t(y, rs, cs, n, W, M, Kp, cols, rq, out, 0, h);
+}
+/* int8 weights (fully-connected layers: dsp_weights) and int16 ones (convolutions: dsp_weights16). */
+EMBER_UNUSED static void ember_qa_gemm2(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n, const int8_t *W, int M, int Kp,
+                                        const int16_t *cols, const int32_t *rq, const int32_t *out) {
+    ember_qa_gemm2_w(y, rs, cs, n, W, M, Kp, cols, rq, out, 0);
+}
+EMBER_UNUSED static void ember_qa_gemm2h(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n, const int16_t *W, int M, int Kp,
+                                         const int16_t *cols, const int32_t *rq, const int32_t *out) {
+    ember_qa_gemm2_w(y, rs, cs, n, (const int8_t *)(const void *)W, M, Kp, cols, rq, out, 1);
 }
 /* Byte b of an int8 (flip 0x80) or uint8 (flip 0) tensor minus the zero point: (b ^ flip) - z2, where
  * z2 = zero point + (flip ? 128 : 0). */
@@ -343,10 +439,22 @@ EMBER_UNUSED static void ember_qa_gemm2(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, 
 /* dst[i] = EMBER_QA_VAL(src[i]) for i < n: with the DSP extension four bytes per word, widened by UXTB16
  * into two halfword pairs, repaired to byte order by PKHBT/PKHTB, the zero point taken from both lanes by
  * SSUB16. Unaligned words: Cortex-M3 and up read and write them in normal memory. */
+#if EMBER_GNUC && defined(__ARM_FEATURE_MVE)
+#include <arm_mve.h>
+#endif
 EMBER_UNUSED static void ember_qa_widen(int16_t *EMBER_RESTRICT dst, const uint8_t *EMBER_RESTRICT src, int n, uint32_t flip,
                            int32_t z2) {
     int i = 0;
-#if EMBER_HAVE_ARM_DSP
+#if EMBER_GNUC && defined(__ARM_FEATURE_MVE)
+    /* Helium (ember_qarm_dw3_mve's planes): 8 bytes per step, zero-extended to int16 lanes, the last step
+     * predicated: about 6 instructions per 8 where the DSP form takes 28. */
+    const uint16x8_t f8 = vdupq_n_u16((uint16_t)flip), z8 = vdupq_n_u16((uint16_t)z2);
+    for (; i < n; i += 8) {
+        const mve_pred16_t live = vctp16q((uint32_t)(n - i));
+        const uint16x8_t v = vsubq_u16(veorq_u16(vldrbq_z_u16(src + i, live), f8), z8);
+        vstrhq_p_s16(dst + i, vreinterpretq_s16_u16(v), live);
+    }
+#elif EMBER_HAVE_ARM_DSP
     const uint32_t f4 = flip * 0x01010101u, zz = (uint32_t)(uint16_t)z2 * 0x10001u;
     const int n4 = n & ~3;
     for (; i < n4; i += 4) {
@@ -632,14 +740,26 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
                 fin(yn + q - EMBER_QA_STAGE, P, stage, rn + q - EMBER_QA_STAGE, M, EMBER_QA_STAGE, sgn, radd);
             if (dsp && direct && two) { /* SMLAD's interleaved columns straight from the planes */
                 ember_qa_direct2(cols, xn + q, S, C, Kp, flip, z2);
-                ember_qa_gemm2(yq, rs, 1, 2, W, M, Kp, cols, rq, out);
+                ember_qa_gemm2h(yq, rs, 1, 2, (const int16_t *)(const void *)W, M, Kp, cols, rq, out);
                 continue;
             }
             if (direct) {
                 const uint8_t *xq = xn + q;
                 c = 0;
-#if EMBER_QA_MVE_COLS /* four channels of both pixels per step: byte gathers S apart, widened */
-                {
+#if EMBER_QA_MVE_COLS /* byte gathers S apart, widened: eight channels of both pixels per step where
+                       * the offsets fit 16-bit lanes, otherwise four */
+                if ((uint32_t)S <= 0xffffu / 7) {
+                    const uint16x8_t offs = vmulq_n_u16(vidupq_n_u16(0, 1), (uint16_t)S);
+                    const uint16x8_t vf = vdupq_n_u16((uint16_t)flip), vz = vdupq_n_u16((uint16_t)z2);
+                    for (; c < C; c += 8, xq += 8 * S) {
+                        const mve_pred16_t live = vctp16q((uint32_t)(C - c));
+                        const uint16x8_t b0 = vldrbq_gather_offset_z_u16(xq, offs, live);
+                        const uint16x8_t b1 = vldrbq_gather_offset_z_u16(xq + two, offs, live);
+                        vstrhq_p_s16(t0 + c, vreinterpretq_s16_u16(vsubq_u16(veorq_u16(b0, vf), vz)), live);
+                        vstrhq_p_s16(t1 + c, vreinterpretq_s16_u16(vsubq_u16(veorq_u16(b1, vf), vz)), live);
+                    }
+                    c = C;
+                } else {
                     const uint32x4_t offs = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)S);
                     const int32x4_t vf = vdupq_n_s32((int32_t)flip), vz = vdupq_n_s32(z2);
                     for (; c < C; c += 4, xq += 4 * S) {
@@ -681,11 +801,13 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
 EMBER_UNUSED static void ember_qa_gemm_dsp(uint8_t *y, ptrdiff_t rs, int n, const int8_t *W, int M, int Kp, int16_t *cols,
                               const int16_t *t0, const int16_t *t1, const int32_t *rq, const int32_t *out) {
     if (n == 2) ember_qa_pair_cols(cols, t0, t1, Kp);
-    ember_qa_gemm2(y, rs, 1, n, W, M, Kp, n == 2 ? cols : t0, rq, out);
+    ember_qa_gemm2h(y, rs, 1, n, (const int16_t *)(const void *)W, M, Kp, n == 2 ? cols : t0, rq, out);
 }
 EMBER_UNUSED static void ember_qarm_conv(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N, int M,
-                            const int8_t *W, const int32_t *rq, const int32_t *out, int16_t *cols) {
-    ember_qa_conv_t(y, x, sgn, xz, p, N, M, W, rq, out, cols, 4, ember_qa_gemm_dsp, 1, 0, 0, 0, 0);
+                            const int16_t *W, const int32_t *rq, const int32_t *out, int16_t *cols) {
+    /* W: int16 (dsp_weights16), carried through ember_qa_conv_t's byte pointer to ember_qa_gemm2h */
+    ember_qa_conv_t(y, x, sgn, xz, p, N, M, (const int8_t *)(const void *)W, rq, out, cols, 4, ember_qa_gemm_dsp, 1,
+                    0, 0, 0, 0);
 }
 /*@end*/
 
@@ -987,8 +1109,7 @@ EMBER_INLINE void ember_qa_mgemm_t(uint8_t *y, ptrdiff_t rs, int n, const int8_t
             int32x4_t v = vsetq_lane_s32(a11, vsetq_lane_s32(a10, vsetq_lane_s32(a01, vdupq_n_s32(a00), 1), 2), 3);
             const int32x4_t mult = vldrwq_gather_shifted_offset_s32(rq, pairs);
             const int32x4_t sh = vldrwq_gather_shifted_offset_s32(rq + 1, pairs);
-            const int32x4_t ra = vldrwq_gather_shifted_offset_s32(rq + 2, pairs);
-            v = vaddq_s32(vshlq_s32(vaddq_s32(vmulhq_s32(v, mult), ra), vnegq_s32(sh)), vzp);
+            v = vaddq_s32(vrshlq_s32(vmulhq_s32(v, mult), vnegq_s32(sh)), vzp); /* VRSHL adds ra itself */
             vstrbq_scatter_offset_s32((int8_t *)y, yoff, vminq_s32(vmaxq_s32(v, vlo), vhi));
             continue;
         }
@@ -1007,9 +1128,14 @@ EMBER_INLINE void ember_qa_mgemm_t(uint8_t *y, ptrdiff_t rs, int n, const int8_t
  * its branches). */
 EMBER_INLINE void ember_qa_mgemm22(uint8_t *y, ptrdiff_t rs, const int8_t *W, int M2, int Kp, const int16_t *t0,
                                    const int16_t *t1, const int32_t *rq, const int32_t *out) {
-    const uint32_t po[4] = {0, 0, 4, 4}, yo[4] = {0, 1, (uint32_t)rs, (uint32_t)rs + 1};
-    const uint32x4_t pairs = vld1q_u32(po), yoff = vld1q_u32(yo);
-    const int32x4_t vzp = vdupq_n_s32(out[0]), vlo = vdupq_n_s32(out[1]), vhi = vdupq_n_s32(out[2]);
+    /* The pair's multipliers and shifts by gathers from a vector of addresses (rq[0] rq[0] rq[4] rq[4]) that
+     * each pair's first gather advances by 32 bytes (VLDRW with writeback): no offsets vector to reload. */
+    const uint32_t r0 = (uint32_t)(uintptr_t)rq - 32, yo[4] = {0, 1, (uint32_t)rs, (uint32_t)rs + 1};
+    const uint32_t bo[4] = {r0, r0, r0 + 16, r0 + 16};
+    const uint32x4_t yoff = vld1q_u32(yo);
+    uint32x4_t base = vld1q_u32(bo);
+    const int32_t zp = out[0];
+    const int32x4_t vlo = vdupq_n_s32(out[1]), vhi = vdupq_n_s32(out[2]);
     const int8_t *const wend = W + (ptrdiff_t)M2 * 2 * Kp;
     while (W != wend) {
         const int8_t *w0 = W, *w1 = W + Kp;
@@ -1025,10 +1151,10 @@ EMBER_INLINE void ember_qa_mgemm22(uint8_t *y, ptrdiff_t rs, const int8_t *W, in
             a11 = vmladavaq_s16(a11, wb, x1);
         }
         v = vsetq_lane_s32(a11, vsetq_lane_s32(a10, vsetq_lane_s32(a01, vdupq_n_s32(a00), 1), 2), 3);
-        v = vmulhq_s32(v, vldrwq_gather_shifted_offset_s32(rq, pairs));
-        v = vaddq_s32(v, vldrwq_gather_shifted_offset_s32(rq + 2, pairs));
-        v = vshlq_s32(v, vnegq_s32(vldrwq_gather_shifted_offset_s32(rq + 1, pairs)));
-        v = vminq_s32(vmaxq_s32(vaddq_s32(v, vzp), vlo), vhi);
+        v = vmulhq_s32(v, vldrwq_gather_base_wb_s32(&base, 32));
+        /* the fast form's + ra (2^(sh-1)) and >> sh in one rounding shift */
+        v = vrshlq_s32(v, vnegq_s32(vldrwq_gather_base_s32(base, 4)));
+        v = vminq_s32(vmaxq_s32(vaddq_n_s32(v, zp), vlo), vhi);
         vstrbq_scatter_offset_s32((int8_t *)y, yoff, v);
         W += 2 * Kp;
         y += 2 * rs;
@@ -1078,10 +1204,10 @@ EMBER_UNUSED static void ember_qarm_conv_mve(uint8_t *y, const uint8_t *x, int s
  * inlined): stride 1, whose taps are contiguous loads (the plane's rows reach 2 past the last vector's
  * lanes), otherwise gathers. */
 EMBER_INLINE void ember_qa_dw3_mve_rows(uint8_t *yc, const int16_t *plane, const ember_qa_dw3_geo_t *g,
-                                        const int16_t *wk, const int32_t *cq, const int32_t *out, int s1) {
+                                        const int16_t *wk, const int32_t *cq, const int32_t *out, int s1, int t) {
     const int OW = g->OW, Wp = g->Wp, SW = s1 ? 1 : g->SW;
     const int32x4_t vzp = vdupq_n_s32(out[0]), vlo = vdupq_n_s32(out[1]), vhi = vdupq_n_s32(out[2]);
-    const int32x4_t vb = vdupq_n_s32(cq[3]), vm = vdupq_n_s32(cq[0]), vra = vdupq_n_s32(cq[2]);
+    const int32x4_t vb = vdupq_n_s32(cq[3]), vm = vdupq_n_s32(cq[0]);
     const int32x4_t vsh = vdupq_n_s32(-cq[1]);
     const uint32x4_t lanes = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)SW);
     const uint32x4_t ylanes = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)g->ys_col); /* outputs ys_col apart */
@@ -1104,9 +1230,12 @@ EMBER_INLINE void ember_qa_dw3_mve_rows(uint8_t *yc, const int16_t *plane, const
                     a = vmlaq_n_s32(a, vldrhq_gather_shifted_offset_z_s32(s0 + 2, lanes, live), wk[3 * i + 2]);
                 }
             }
-            v = vaddq_s32(vshlq_s32(vaddq_s32(vmulhq_s32(a, vm), vra), vsh), vzp);
+            v = vaddq_s32(vrshlq_s32(vmulhq_s32(a, vm), vsh), vzp); /* VRSHL: + 2^(sh-1), >> sh (ra's) */
             v = vminq_s32(vmaxq_s32(v, vlo), vhi);
-            vstrbq_scatter_offset_p_s32((int8_t *)(yr + ow * g->ys_col), ylanes, v, live);
+            if (t) /* the transposed plane's outputs: a column of the map */
+                vstrbq_scatter_offset_p_s32((int8_t *)(yr + ow * g->ys_col), ylanes, v, live);
+            else /* contiguous: no offsets vector to keep */
+                vstrbq_p_s32((int8_t *)(yr + ow), v, live);
         }
     }
 }
@@ -1133,10 +1262,12 @@ static void ember_qarm_dw3_mve(uint8_t *y, const uint8_t *x, int sgn, int32_t xz
             uint32_t wv[12];
             ember_qa_dw3_load(plane, &g, x + ((ptrdiff_t)n * C + c) * in_plane, flip, z2, w, wv);
             for (i = 0; i < 9; ++i) wk[i] = g.t ? w[i % 3 * 3 + i / 3] : w[i]; /* (kernel row, column) of the plane */
-            if (g.SW == 1)
-                ember_qa_dw3_mve_rows(yc, plane, &g, wk, rq + 4 * c, out, 1);
+            if (g.t) /* stride 1 */
+                ember_qa_dw3_mve_rows(yc, plane, &g, wk, rq + 4 * c, out, 1, 1);
+            else if (g.SW == 1)
+                ember_qa_dw3_mve_rows(yc, plane, &g, wk, rq + 4 * c, out, 1, 0);
             else
-                ember_qa_dw3_mve_rows(yc, plane, &g, wk, rq + 4 * c, out, 0);
+                ember_qa_dw3_mve_rows(yc, plane, &g, wk, rq + 4 * c, out, 0, 0);
         }
 #else
     ember_qarm_dw3(y, x, sgn, xz, p, N, Wt, rq, out, plane);
@@ -1157,10 +1288,10 @@ static void ember_qa_res_rows(uint8_t *y, ptrdiff_t ys, const uint8_t *stage, co
 /* ember_qarm_conv, then y = QAdd(y, res) (ops/qconv_add.py): res's element read before y's is written, so
  * y may be res. stage: M * EMBER_QA_STAGE bytes. */
 static void ember_qarm_conv_add(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N, int M,
-                                const int8_t *W, const int32_t *rq, const int32_t *out, int16_t *cols,
+                                const int16_t *W, const int32_t *rq, const int32_t *out, int16_t *cols,
                                 const uint8_t *res, const int32_t *radd, uint8_t *stage) {
-    ember_qa_conv_t(y, x, sgn, xz, p, N, M, W, rq, out, cols, 4, ember_qa_gemm_dsp, 1, ember_qa_res_rows, res, radd,
-                    stage);
+    ember_qa_conv_t(y, x, sgn, xz, p, N, M, (const int8_t *)(const void *)W, rq, out, cols, 4, ember_qa_gemm_dsp, 1,
+                    ember_qa_res_rows, res, radd, stage);
 }
 /*@end*/
 
