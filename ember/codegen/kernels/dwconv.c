@@ -219,6 +219,19 @@ static void ember_dwconv_planes_f32(float *y, const float *x, const float *w, co
                         acc[q] = b0 + w0 * p00[q] + w1 * p01[q] + w2 * p00[q + 1] + w3 * p10[q] + w4 * p11[q] +
                                  w5 * p10[q + 1] + w6 * p00[q + Wh] + w7 * p01[q + Wh] + w8 * p00[q + Wh + 1];
                 }
+            } else if (KW == 5) {
+                /* EfficientNet's and MobileNetV3's 5x5: one pass per kernel row (five taps added in registers)
+                 * instead of one per tap, so acc is loaded and stored 5 times, not 25. */
+                for (q = 0; q < len; ++q) acc[q] = b0;
+                for (kh = 0; kh < KH; ++kh) {
+                    const float *EMBER_RESTRICT t0 = EMBER_DW_TAP(kh, 0), *EMBER_RESTRICT t1 = EMBER_DW_TAP(kh, 1),
+                                *EMBER_RESTRICT t2 = EMBER_DW_TAP(kh, 2), *EMBER_RESTRICT t3 = EMBER_DW_TAP(kh, 3),
+                                *EMBER_RESTRICT t4 = EMBER_DW_TAP(kh, 4);
+                    const float v0 = wm[kh * 5], v1 = wm[kh * 5 + 1], v2 = wm[kh * 5 + 2], v3 = wm[kh * 5 + 3],
+                                v4 = wm[kh * 5 + 4];
+                    for (q = 0; q < len; ++q)
+                        acc[q] += v0 * t0[q] + v1 * t1[q] + v2 * t2[q] + v3 * t3[q] + v4 * t4[q];
+                }
             } else {
                 for (q = 0; q < len; ++q) acc[q] = b0;
                 for (kh = 0; kh < KH; ++kh)

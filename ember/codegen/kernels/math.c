@@ -138,10 +138,26 @@ static float ember_tanhf(float x) {
 }
 /*@end*/
 
-/*@kernel ember_sigmoidf requires ember_expf*/
+/*@kernel ember_sigmoidf requires ember_bits*/
+/* 1 / (1 + e^-x) from e = e^-|x| (never overflows): s = 1 / (1 + e) for x >= 0, e * s below. Branch-free
+ * so that Swish/Sigmoid loops vectorize (a branch per sign kept GCC's loops scalar: 3x slower), and
+ * cheaper than ember_expf: no overflow clamp, and 2^k (k in [-150, 0]) is the normal 2^(k+64) times the
+ * constant 2^-64 (one rounding), so that sigmoid(x) below x = -87 comes out subnormal and right. NaN propagates. */
 EMBER_INLINE float ember_sigmoidf(float x) {
-    if (x >= 0.0f) return 1.0f / (1.0f + ember_expf(-x));
-    { float e = ember_expf(x); return e / (1.0f + e); }
+    const float shift = 12582912.0f; /* 1.5 * 2^23, as in ember_expf */
+    float t = -ember_as_f32(ember_as_u32(x) & 0x7fffffffu), kf, k, r, e, s;
+    int32_t ki;
+    t = t < -104.0f ? -104.0f : t;
+    kf = t * 1.44269502162933349609f + shift;
+    ki = (int32_t)(ember_as_u32(kf) - ember_as_u32(shift));
+    k = kf - shift;
+    r = t - k * 0.693145751953125f;
+    r = r - k * 1.428606765330187045e-06f;
+    e = 1.0f + r * (1.0f + r * (0.5f + r * (1.66666666666666667e-1f + r * (4.16666666666666667e-2f +
+        r * (8.33333333333333333e-3f + r * (1.38888888888888889e-3f + r * 1.98412698412698413e-4f))))));
+    e = e * ember_as_f32((uint32_t)(ki + 64 + 127) << 23) * 5.42101086242752217e-20f; /* 2^(k+64) * 2^-64 */
+    s = 1.0f / (1.0f + e);
+    return x >= 0.0f ? s : e * s;
 }
 /*@end*/
 

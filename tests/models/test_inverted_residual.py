@@ -1,0 +1,92 @@
+"""MobileNet/EfficientNet inverted-residual blocks against onnxruntime: expand 1x1 -> depthwise (3x3 stride 2,
+5x5 stride 1) -> Squeeze-Excitation (GlobalAveragePool, two 1x1 convs, Mul) -> project 1x1, with a residual
+Add; Swish written as Sigmoid * x (as torch exports SiLU) and MobileNetV3's HardSwish/HardSigmoid. These are
+the layers whose fused epilogues and pools the float CNN speed work (issue 24) rewrote.
+
+Odd plane sizes (23x23, 12x12, 6x6) leave the pools' 16-wide partial sums a tail, and inputs of a few
+units put the Swish/Sigmoid epilogues on both sides of zero and far into the tails.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+import ember
+from tests.support import cdriver
+from tests.support.models import assert_close, onnxruntime_outputs
+
+
+class _Net:
+    """Accumulates nodes and initializers of one graph; each method returns its output's name."""
+
+    def __init__(self) -> None:
+        self.nodes: list[onnx.NodeProto] = []
+        self.inits: list[onnx.TensorProto] = []
+        self.rng = np.random.default_rng(24)
+
+    def _name(self, stem: str) -> str:
+        return f"{stem}{len(self.nodes)}"
+
+    def conv(self, x: str, cin: int, cout: int, k: int = 1, stride: int = 1, group: int = 1) -> str:
+        w, b, y = self._name("w"), self._name("b"), self._name("conv")
+        fan_in = cin // group * k * k
+        self.inits.append(numpy_helper.from_array(
+            (self.rng.standard_normal((cout, cin // group, k, k)) * 1.5 / np.sqrt(fan_in)).astype(np.float32), w))
+        self.inits.append(numpy_helper.from_array(self.rng.uniform(-0.5, 0.5, cout).astype(np.float32), b))
+        self.nodes.append(helper.make_node("Conv", [x, w, b], [y], kernel_shape=[k, k], strides=[stride, stride],
+                                           pads=[k // 2] * 4, group=group))
+        return y
+
+    def op(self, op: str, *xs: str) -> str:
+        y = self._name(op.lower())
+        self.nodes.append(helper.make_node(op, list(xs), [y]))
+        return y
+
+    def swish(self, x: str) -> str:
+        return self.op("Mul", x, self.op("Sigmoid", x))
+
+    def block(self, x: str, cin: int, cout: int, expand: int, k: int, stride: int, v3: bool = False) -> str:
+        """One inverted-residual block; the residual Add where shapes allow (stride 1, cin == cout)."""
+        act = (lambda t: self.op("HardSwish", t)) if v3 else self.swish
+        gate = "HardSigmoid" if v3 else "Sigmoid"
+        mid = cin * expand
+        h = act(self.conv(x, cin, mid))
+        h = act(self.conv(h, mid, mid, k, stride, group=mid))
+        s = self.op("GlobalAveragePool", h)
+        s = self.op(gate, self.conv(act(self.conv(s, mid, max(1, mid // 4))), max(1, mid // 4), mid))
+        h = self.conv(self.op("Mul", h, s), mid, cout)
+        return self.op("Add", x, h) if stride == 1 and cin == cout else h
+
+
+def _model(path: Path) -> Path:
+    net = _Net()
+    x = net.swish(net.conv("x", 3, 8, 3, 1))                     # 23x23
+    x = net.block(x, 8, 12, expand=6, k=3, stride=2)             # 12x12, no residual
+    x = net.block(x, 12, 12, expand=4, k=5, stride=1)            # 12x12, residual
+    x = net.block(x, 12, 16, expand=3, k=5, stride=2, v3=True)   # 6x6, MobileNetV3's activations
+    x = net.block(x, 16, 16, expand=4, k=3, stride=1, v3=True)   # residual
+    y = net.op("GlobalAveragePool", x)
+    graph = helper.make_graph(net.nodes, "irblocks", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                              [1, 3, 23, 23])], [helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, 16, 1, 1])],
+                              net.inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, path)
+    return path
+
+
+def test_inverted_residual_blocks_match_onnxruntime(tmp_path: Path) -> None:
+    path = _model(tmp_path / "irblocks.onnx")
+    bundle = ember.compile(path, tmp_path / "out")
+    x = {"x": (np.random.default_rng(5).standard_normal((1, 3, 23, 23)) * 3).astype(np.float32)}
+    ref = onnxruntime_outputs(path, x)
+    (name,) = ref
+    assert_close(bundle.run(x)[name], ref[name], "inverted-residual blocks")
+    # The same C built by itself with ASan + UBSan, and warning-free as freestanding C99.
+    assert_close(cdriver.run(bundle.path, tmp_path / "asan", x, sanitize=True)[name], ref[name],
+                 "inverted-residual blocks (sanitized C driver)")
+    cdriver.compile_werror(bundle.path, tmp_path / "werror.o")
