@@ -119,4 +119,8 @@ def test_a_real_ctrl_c_during_compile(tmp_path: Path) -> None:
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=60)
     assert p.returncode == 130 and err.decode().strip() == "ember: interrupted"
-    assert not out.exists()
+    # On a busy machine the signal can land after the finished bundle was moved into place: then the folder
+    # holds that whole bundle; otherwise nothing at all. Never a temporary folder or a part of a bundle.
+    if out.exists():
+        assert not list(out.glob(".ember-*")), sorted(p.name for p in out.iterdir())
+        assert {f.name for f in out.iterdir()} >= {"m.json", "m.h", "m.o", "m.weights.bin"}
