@@ -84,13 +84,15 @@ EMBER_INLINE int32_t ember_q_requant(int64_t acc, int32_t mult, int shift, int32
 }
 /* Entries of a requantised result's `out` table (ember/ops/qpointwise.py QOut): zero point, clamp; the
  * integer products' (qlinear.py _out_args) add: sums exact in float, tiles may requantise in float
- * (qlinear.py float_limit's ok), after clamping sums to [-L, L] (its L; 0: no clamp). */
+ * (qlinear.py float_limit's ok), after clamping sums to [-L, L] (its L; 0: no clamp), and whether no
+ * weight byte is -128 (found at compile time; -1: run-time weights, qgemm.c ember_qout_w127 checks). */
 #define EMBER_QOUT_ZP 0
 #define EMBER_QOUT_LO 1
 #define EMBER_QOUT_HI 2
 #define EMBER_QOUT_EXACT 3
 #define EMBER_QOUT_FLOAT 4
 #define EMBER_QOUT_LIMIT 5
+#define EMBER_QOUT_W127 6
 /* Element i of int8 (sgn = 1) or uint8 (sgn = 0) bytes, as an int. */
 EMBER_INLINE int32_t ember_q_load(const uint8_t *p, ptrdiff_t i, int sgn) {
     return sgn ? (int32_t)(int8_t)p[i] : (int32_t)p[i];
