@@ -160,29 +160,23 @@ EMBER_INLINE void ember_qrun64_tfl(uint8_t *EMBER_RESTRICT y, const int32_t *EMB
         y[j] = (uint8_t)(r + zp);
     }
 }
+/* One run of 64 with the rounding that shift names: ember's, or TFLite's (shift >= EMBER_Q_TFL). */
+EMBER_INLINE void ember_qrun64_any(uint8_t *EMBER_RESTRICT y, const int32_t *EMBER_RESTRICT acc, int32_t c,
+                                   int32_t mult, int shift, int32_t zp, int64_t l, int64_t h) {
+    if (shift >= EMBER_Q_TFL) ember_qrun64_tfl(y, acc, c, mult, shift, zp, l, h);
+    else ember_qrun64(y, acc, c, mult, shift, zp, l, h);
+}
 static void ember_qrun(uint8_t *EMBER_RESTRICT y, const int32_t *EMBER_RESTRICT acc, ptrdiff_t n, int32_t c,
                        int32_t mult, int shift, int32_t zp, int32_t lo, int32_t hi) {
     const int64_t l = lo - zp, h = hi - zp;
     ptrdiff_t j;
-    if (shift >= EMBER_Q_TFL) {
-        for (j = 0; j + 64 <= n; j += 64) ember_qrun64_tfl(y + j, acc + j, c, mult, shift, zp, l, h);
-        if (j < n) {
-            int32_t a[64];
-            uint8_t b[64];
-            int i, r = (int)(n - j);
-            for (i = 0; i < 64; ++i) a[i] = i < r ? acc[j + i] : 0;
-            ember_qrun64_tfl(b, a, c, mult, shift, zp, l, h);
-            for (i = 0; i < r; ++i) y[j + i] = b[i];
-        }
-        return;
-    }
-    for (j = 0; j + 64 <= n; j += 64) ember_qrun64(y + j, acc + j, c, mult, shift, zp, l, h);
+    for (j = 0; j + 64 <= n; j += 64) ember_qrun64_any(y + j, acc + j, c, mult, shift, zp, l, h);
     if (j < n) {
         int32_t a[64];
         uint8_t b[64];
         int i, r = (int)(n - j);
         for (i = 0; i < 64; ++i) a[i] = i < r ? acc[j + i] : 0;
-        ember_qrun64(b, a, c, mult, shift, zp, l, h);
+        ember_qrun64_any(b, a, c, mult, shift, zp, l, h);
         for (i = 0; i < r; ++i) y[j + i] = b[i];
     }
 }
