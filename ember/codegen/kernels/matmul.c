@@ -38,6 +38,9 @@ typedef float ember_vf;
 #ifndef EMBER_MM_PANEL /* columns per compile-time packed B panel: the CPU family's (16 or 32), else 32 */
 #define EMBER_MM_PANEL 32
 #endif
+#ifndef EMBER_MM_STRIP_PREFETCH /* the same: 1 prefetches the next strip's B rows while packing this one's */
+#define EMBER_MM_STRIP_PREFETCH 0
+#endif
 /* Clamp to [lo, hi] keeping NaN (the fused Relu/Clip epilogue, applied in registers). */
 EMBER_INLINE float ember_sclamp(float x, float lo, float hi) {
     x = x < lo ? lo : x;
@@ -267,6 +270,16 @@ static void ember_matmul_core(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
                 for (k = 0; k < kn; ++k) {
                     const float *bk = b_row ? B + b_row[k0 + k] + n0 : b + (ptrdiff_t)k * b_sk;
                     for (j = 0; j < nv; ++j) bpack[k * nv + j] = bk[j];
+#if EMBER_GNUC && EMBER_MM_STRIP_PREFETCH
+                    /* The rows of B are a whole output row of pixels apart (im2col's columns, a 1x1 conv's
+                     * input planes): each row is its own stream, which the hardware prefetcher does not
+                     * follow, so the packing copy waited on L3 for every line. The next strip's lines (the
+                     * first and last float of it) are fetched to L2 now, a strip's multiplies ahead. */
+                    if (!b_row && n0 + nv < N) {
+                        __builtin_prefetch(bk + nv, 0, 2);
+                        __builtin_prefetch(bk + (N - n0 < 2 * nv ? N - n0 : 2 * nv) - 1, 0, 2);
+                    }
+#endif
                 }
                 b = bpack;
                 bs = nv;
