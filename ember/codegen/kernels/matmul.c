@@ -232,12 +232,13 @@ static void ember_matmul_core(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
                   bias_sm, in_tile && k0 + kn >= K && clamp, lo, hi)
 #define EMBER_MM_PANEL_AT(N0, K0) \
     (B + (ptrdiff_t)((N0) / EMBER_MM_PANEL) * K * EMBER_MM_PANEL + (ptrdiff_t)(K0) * EMBER_MM_PANEL + (N0) % EMBER_MM_PANEL)
-#if EMBER_MM_BLOCK_N && EMBER_VL > 1
+#if EMBER_MM_BLOCK_N && EMBER_VL > 1 && EMBER_VL <= 8 /* at most 64 columns of strips: see below */
     /* A few strips (the 49 pixels of a 7x7 map, ConvShifted's 61 columns there), many rows (the output
      * channels) and a long K: A, the weights (4-9 MiB in ResNet-50's last stage), would stream from memory
      * once per strip in the loop below. Here each K block of B is packed whole (every strip, contiguous),
      * then each row tile of A runs over all strips while it is in L1: A is read once. N <= 64 makes at
-     * most 64 columns of strips (ember_mm_strip's overlapping last strip included). With several K blocks
+     * most 64 columns of strips with vectors of 4 or 8 floats (the strips before the last end at a multiple
+     * of two vectors below N, so at 64 - 2 vectors at most, and the last one is at most 2 vectors). With several K blocks
      * the strips must not overlap (a tile adds its block to the partial sums in C, which the overlapped
      * strip has already advanced in this block): the rest after the whole strips then goes as one vector
      * and single columns. */
