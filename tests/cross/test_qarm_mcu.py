@@ -1,5 +1,5 @@
-"""The Cortex-M DSP and Helium int8 kernels (kernels/qarm.c, picked by passes/mcu_kernels.py) run bare metal
-on QEMU, bit-identical to the host build: convolutions of odd channel counts, strides, asymmetric padding and a
+"""The Cortex-M DSP and Helium int8 kernels (kernels/qarm.c, qarm_mve.c, picked by passes/mcu_kernels.py) run bare
+metal on QEMU, bit-identical to the host build: convolutions of odd channel counts, strides, asymmetric padding and a
 non-square kernel, depthwise 3x3 of stride 1 and 2 with odd widths, a 1x1, a fully-connected layer of odd
 sizes, two images (pairs of rows); and tests/ops/test_quant_ties.py's chain (uint8, power-of-two scales:
 many exact ties, the requantisation's exact form) against ONNX's reference.
@@ -65,7 +65,8 @@ def _qarm_calls(bundle: ember.Bundle) -> dict[str, int]:
     """Calls in the entry point's body (whose first argument is a cast output pointer, ops/qarm.py)."""
     text = (bundle.path / f"{bundle.name}.c").read_text()
     kernels = ("ember_qarm_conv", "ember_qarm_conv_mve", "ember_qarm_dw3", "ember_qarm_dw3_mve", "ember_qarm_fc",
-               "ember_qarm_conv_add", "ember_qarm_conv_mve_add", "ember_qarm_conv_mve8", "ember_qarm_conv_mve8_add")
+               "ember_qarm_conv_add", "ember_qarm_conv_mve_add", "ember_qarm_conv_mve8", "ember_qarm_conv_mve8_add",
+               "ember_qarm_dw3_mve8")
     return {k: len(re.findall(rf"^    {k}\(\(uint8_t \*\)", text, re.M)) for k in kernels}
 
 
@@ -73,9 +74,9 @@ def _qarm_calls(bundle: ember.Bundle) -> dict[str, int]:
 # fully-connected layer the portable (compiler-vectorized) one.
 NONE = dict.fromkeys(("ember_qarm_conv_add", "ember_qarm_conv_mve_add", "ember_qarm_conv_mve8_add"), 0)
 CALLS = {"cortex-m4": {"ember_qarm_conv": 3, "ember_qarm_conv_mve": 0, "ember_qarm_conv_mve8": 0, "ember_qarm_dw3": 3,
-                       "ember_qarm_dw3_mve": 0, "ember_qarm_fc": 1, **NONE},
+                       "ember_qarm_dw3_mve": 0, "ember_qarm_dw3_mve8": 0, "ember_qarm_fc": 1, **NONE},
          "cortex-m55": {"ember_qarm_conv": 0, "ember_qarm_conv_mve": 0, "ember_qarm_conv_mve8": 3, "ember_qarm_dw3": 0,
-                        "ember_qarm_dw3_mve": 3, "ember_qarm_fc": 0, **NONE}}
+                        "ember_qarm_dw3_mve": 0, "ember_qarm_dw3_mve8": 3, "ember_qarm_fc": 0, **NONE}}
 CALLS["cortex-m33"] = CALLS["cortex-m4"]
 
 

@@ -1,4 +1,4 @@
-/*@kernel ember_qarm_conv_mve8 requires ember_qarm_conv_mve*/
+/*@kernel ember_qarm_conv_mve8 requires ember_qarm_conv*/
 /* Cortex-M55 (Helium) convolution on int8 columns: VMLADAVA.S8 adds 16 products of int8 weights and int8
  * inputs to a scalar sum, twice the 8 of ember_qarm_conv_mve's VMLADAVA.S16, and the columns stay bytes.
  * They hold the input bytes themselves as int8 (uint8 tensors flipped by 0x80: s = b - 128), not their
@@ -8,20 +8,36 @@
  * point's own byte (s = zs: they add nothing). Weights (`mve8_weights`): rows in pairs, K rounded up to 16
  * (zeros), the pair's two rows interleaved 16 bytes at a time. Columns: two output pixels' windows, t0 and
  * t1, Kp bytes each (scratch 2 * Kp). */
-#if EMBER_QA_MVE
+#if EMBER_GNUC && defined(__ARM_FEATURE_MVE)
+#include <arm_mve.h>
+#define EMBER_QM8 1
+#else
+#define EMBER_QM8 0
+#endif
+#if EMBER_QM8
 /* t[0 .. K): the window of output pixel (oh, ow) in ember_qa_col's order (channel, kernel row, kernel
- * column), each byte ^ flip, zb ^ flip outside the image. A window inside the image copies each kernel row
- * by one predicated load and store (KW <= 16, dilation 1 across). */
+ * column), each byte ^ flip, zb ^ flip outside the image. A window inside the image: with `win` (its KH * KW
+ * <= 16 byte offsets, ember_qm8_conv_t) one gather per channel (the first layer's 3 x 3 x 3: 3 gathers where
+ * copying took 9 rows), else one predicated load and store per kernel row (KW <= 16, dilation 1 across). */
 static void ember_qm8_col(int8_t *EMBER_RESTRICT t, const uint8_t *EMBER_RESTRICT xn, uint8_t flip, uint8_t zb,
-                          const int32_t *p, int oh, int ow) {
+                          const int32_t *p, int oh, int ow, const uint8x16_t *win) {
     const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], Wd = p[EMBER_GEO_IN_W];
     const int KH = p[EMBER_GEO_K_H], KW = p[EMBER_GEO_K_W], DH = p[EMBER_GEO_DIL_H], DW = p[EMBER_GEO_DIL_W];
     const int ih0 = oh * p[EMBER_GEO_STRIDE_H] - p[EMBER_GEO_PAD_H], iw0 = ow * p[EMBER_GEO_STRIDE_W] - p[EMBER_GEO_PAD_W];
     const ptrdiff_t S = (ptrdiff_t)H * Wd, RS = (ptrdiff_t)DH * Wd;
+    const int inside = ih0 >= 0 && iw0 >= 0 && ih0 + (KH - 1) * DH < H && iw0 + (KW - 1) * DW < Wd;
+    const uint8x16_t vf = vdupq_n_u8(flip);
     int c, i, j;
-    if (DW == 1 && KW <= 16 && ih0 >= 0 && iw0 >= 0 && ih0 + (KH - 1) * DH < H && iw0 + KW - 1 < Wd) {
+    if (inside && win) {
+        const int kk = KH * KW;
+        const mve_pred16_t live = vctp8q((uint32_t)kk);
+        const uint8_t *xc = xn + (ptrdiff_t)ih0 * Wd + iw0;
+        for (c = 0; c < C; ++c, xc += S, t += kk)
+            vstrbq_p_u8((uint8_t *)t, veorq_u8(vldrbq_gather_offset_u8(xc, *win), vf), live);
+        return;
+    }
+    if (inside && DW == 1 && KW <= 16) {
         const mve_pred16_t row = vctp8q((uint32_t)KW);
-        const uint8x16_t vf = vdupq_n_u8(flip);
         const uint8_t *xc = xn + (ptrdiff_t)ih0 * Wd + iw0;
         for (c = 0; c < C; ++c, xc += S) {
             const uint8_t *xr = xc;
@@ -151,15 +167,23 @@ EMBER_INLINE void ember_qm8_gemm22(uint8_t *y, ptrdiff_t rs, const int8_t *W, in
 static void ember_qm8_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N, int M,
                              const int8_t *W, const int32_t *rq, const int32_t *out, int8_t *cols,
                              ember_qa_res_fn fin, const uint8_t *res, const int32_t *radd, uint8_t *stage) {
-#if EMBER_QA_MVE
+#if EMBER_QM8
     const int C = p[EMBER_GEO_C], OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W];
     const int K = C * p[EMBER_GEO_K_H] * p[EMBER_GEO_K_W], Kp = (K + 15) & ~15, P = OH * OW;
     const ptrdiff_t S = (ptrdiff_t)p[EMBER_GEO_IN_H] * p[EMBER_GEO_IN_W];
     const int direct = K == C && S == P && p[EMBER_GEO_PAD_H] == 0 && p[EMBER_GEO_PAD_W] == 0;
     const int fast = ember_qa_mode(out) != 0;
     const uint8_t flip = sgn ? 0u : 0x80u, zb = (uint8_t)xz;
+    const int KH = p[EMBER_GEO_K_H], KW = p[EMBER_GEO_K_W], RS = p[EMBER_GEO_DIL_H] * p[EMBER_GEO_IN_W];
     int8_t *t0 = cols, *t1 = cols + Kp;
+    uint8x16_t win = vdupq_n_u8(0); /* a small window's byte offsets (ember_qm8_col), lanes past it 0 */
     int n, q, k, oh = 0, ow = 0;
+    const int gather = !direct && KH * KW <= 16 && (KH - 1) * RS + (KW - 1) * p[EMBER_GEO_DIL_W] <= 255;
+    if (gather) {
+        uint8_t o[16];
+        for (k = 0; k < 16; ++k) o[k] = (uint8_t)(k < KH * KW ? k / KW * RS + k % KW * p[EMBER_GEO_DIL_W] : 0);
+        win = vld1q_u8(o);
+    }
     for (k = K; k < Kp; ++k) t0[k] = t1[k] = 0; /* their weights are 0: any value, but a defined one */
     for (n = 0; n < N; ++n) {
         const uint8_t *xn = x + (ptrdiff_t)n * C * S;
@@ -175,10 +199,10 @@ static void ember_qm8_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, 
                 ember_qm8_direct(t0, xn + q, S, C, flip);
                 if (two) ember_qm8_direct(t1, xn + q + 1, S, C, flip);
             } else {
-                ember_qm8_col(t0, xn, flip, zb, p, oh, ow);
+                ember_qm8_col(t0, xn, flip, zb, p, oh, ow, gather ? &win : 0);
                 if (++ow == OW) ow = 0, ++oh;
                 if (two) {
-                    ember_qm8_col(t1, xn, flip, zb, p, oh, ow);
+                    ember_qm8_col(t1, xn, flip, zb, p, oh, ow, gather ? &win : 0);
                     if (++ow == OW) ow = 0, ++oh;
                 }
             }
@@ -218,7 +242,7 @@ static void ember_qarm_conv_mve8_add(uint8_t *y, const uint8_t *x, int sgn, int3
 }
 /*@end*/
 
-/*@kernel ember_qarm_dw3_mve8 requires ember_qarm_dw3_mve*/
+/*@kernel ember_qarm_dw3_mve8 requires ember_qarm_dw3*/
 /* Cortex-M55 (Helium) depthwise 3x3 of column stride 1 or 2 on an int8 plane: ember_qarm_dw3's zero-padded
  * plane (ember_qa_dw3_geo), but of the input bytes themselves (^ flip, as ember_qarm_conv_mve8's columns;
  * the border the zero point's byte, its share taken from the bias at compile time, ops/qarm.py `mve8_bias`).
@@ -227,7 +251,13 @@ static void ember_qarm_conv_mve8_add(uint8_t *y, const uint8_t *x, int sgn, int3
  * output's lanes and at the second's, zeros elsewhere) gives both sums: 4 outputs from 2 gathers and 4
  * products, requantised in one vector by the fast form. Scratch: the plane, Hp * Wp bytes (Wp <= 125, so
  * that the offsets fit a byte). */
-#if EMBER_QA_MVE_DW
+#if EMBER_GNUC && defined(__ARM_FEATURE_MVE)
+#include <arm_mve.h>
+#define EMBER_QM8_DW 1
+#else
+#define EMBER_QM8_DW 0
+#endif
+#if EMBER_QM8_DW
 /* Channel xc into the plane's image positions (ember_qa_dw3_load's rows), 16 bytes per predicated step; the
  * transposed plane's rows by byte gathers down the image's columns. */
 static void ember_qm8_dw_load(int8_t *plane, const ember_qa_dw3_geo_t *g, const uint8_t *xc, uint8_t flip) {
@@ -285,7 +315,7 @@ EMBER_INLINE void ember_qm8_dw_rows(uint8_t *yc, const int8_t *plane, const embe
 #endif
 static void ember_qarm_dw3_mve8(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
                                 const int8_t *W, const int32_t *rq, const int32_t *out, int8_t *plane) {
-#if EMBER_QA_MVE_DW
+#if EMBER_QM8_DW
     const ember_qa_dw3_geo_t g = ember_qa_dw3_geo(p);
     const int C = p[EMBER_GEO_C], Ww = g.SW == 1 ? 4 : 5;
     const ptrdiff_t in_plane = (ptrdiff_t)g.H * g.W, out_plane = (ptrdiff_t)g.OH * g.OW;
