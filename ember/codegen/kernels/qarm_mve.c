@@ -118,28 +118,37 @@ EMBER_INLINE void ember_qm8_gemm_t(uint8_t *y, ptrdiff_t rs, int n, const int8_t
     }
 }
 /* ember_qm8_gemm_t's common case: the fast requantisation, two columns, M2 whole channel pairs (G = Kp / 16),
- * the product loop in assembly: 9 instructions per 64 multiply-adds in a low-overhead loop, about 20 per
- * channel pair around it (compiled: 10, and about 40 around, reloading what it spilled). VMLAVA sums into
- * even registers only: the four sums are bound to r0, r2, r4, r6. The multipliers and shifts come by
- * gathers from a written-back address vector, as in ember_qa_mgemm22. */
+ * the products in assembly: the first 16 k by VMLADAV (no sums to load first), the other G - 1 steps in a
+ * low-overhead loop of 9 instructions per 64 multiply-adds; the bias joins in the vector, as the multipliers
+ * and shifts do, by gathers from a written-back address vector (as in ember_qa_mgemm22). About 18
+ * instructions per channel pair around the products (compiled: 10 per step and about 40 around). VMLADAV
+ * sums into even registers only: the four sums are bound to r0, r2, r4, r6. */
 EMBER_INLINE void ember_qm8_gemm22(uint8_t *y, ptrdiff_t rs, const int8_t *W, int M2, int G, const int8_t *t0,
                                    const int8_t *t1, const int32_t *rq, const int32_t *out) {
-    const uint32_t r0 = (uint32_t)(uintptr_t)rq - 32, yo[4] = {0, 1, (uint32_t)rs, (uint32_t)rs + 1};
+    /* base: the addresses of the biases rq[3] rq[3] rq[7] rq[7] of the pair before the first */
+    const uint32_t r0 = (uint32_t)(uintptr_t)rq - 32 + 12, yo[4] = {0, 1, (uint32_t)rs, (uint32_t)rs + 1};
     const uint32_t bo[4] = {r0, r0, r0 + 16, r0 + 16};
     const uint32x4_t yoff = vld1q_u32(yo);
     uint32x4_t base = vld1q_u32(bo);
-    const int32_t zp = out[0];
-    const int32x4_t vlo = vdupq_n_s32(out[1]), vhi = vdupq_n_s32(out[2]);
-    const int8_t *w = W;
-    int i;
-    for (i = 0; i < M2; ++i, y += 2 * rs, rq += 8) {
-        register int32_t a00 __asm__("r0") = rq[3];
-        register int32_t a01 __asm__("r2") = rq[3];
-        register int32_t a10 __asm__("r4") = rq[7];
-        register int32_t a11 __asm__("r6") = rq[7];
+    const int32x4_t vzp = vdupq_n_s32(out[0]), vlo = vdupq_n_s32(out[1]), vhi = vdupq_n_s32(out[2]);
+    const int8_t *w = W, *const wend = W + (ptrdiff_t)M2 * 32 * G;
+    const int g1 = G - 1;
+    while (w != wend) {
+        register int32_t a00 __asm__("r0");
+        register int32_t a01 __asm__("r2");
+        register int32_t a10 __asm__("r4");
+        register int32_t a11 __asm__("r6");
         const int8_t *x0 = t0, *x1 = t1;
         int32x4_t v;
-        __asm__("dls lr, %[g]\n"
+        __asm__("vldrb.u8 q0, [%[w]], #16\n\t"
+                "vldrb.u8 q1, [%[x0]], #16\n\t"
+                "vldrb.u8 q2, [%[x1]], #16\n\t"
+                "vmladav.s8 %[a00], q0, q1\n\t"
+                "vmladav.s8 %[a01], q0, q2\n\t"
+                "vldrb.u8 q0, [%[w]], #16\n\t"
+                "vmladav.s8 %[a10], q0, q1\n\t"
+                "vmladav.s8 %[a11], q0, q2\n\t"
+                "wls lr, %[g1], 2f\n"
                 "1:\n\t"
                 "vldrb.u8 q0, [%[w]], #16\n\t"
                 "vldrb.u8 q1, [%[x0]], #16\n\t"
@@ -149,16 +158,18 @@ EMBER_INLINE void ember_qm8_gemm22(uint8_t *y, ptrdiff_t rs, const int8_t *W, in
                 "vldrb.u8 q0, [%[w]], #16\n\t"
                 "vmlava.s8 %[a10], q0, q1\n\t"
                 "vmlava.s8 %[a11], q0, q2\n\t"
-                "le lr, 1b"
-                : [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11), [w] "+r"(w), [x0] "+r"(x0),
-                  [x1] "+r"(x1)
-                : [g] "r"(G)
+                "le lr, 1b\n"
+                "2:"
+                : [a00] "=&r"(a00), [a01] "=&r"(a01), [a10] "=&r"(a10), [a11] "=&r"(a11), [w] "+&r"(w),
+                  [x0] "+&r"(x0), [x1] "+&r"(x1)
+                : [g1] "r"(g1)
                 : "q0", "q1", "q2", "lr", "memory");
         v = vsetq_lane_s32(a11, vsetq_lane_s32(a10, vsetq_lane_s32(a01, vdupq_n_s32(a00), 1), 2), 3);
-        v = vmulhq_s32(v, vldrwq_gather_base_wb_s32(&base, 32));
-        v = vrshlq_s32(v, vnegq_s32(vldrwq_gather_base_s32(base, 4))); /* + ra (2^(sh-1)), >> sh */
-        v = vminq_s32(vmaxq_s32(vaddq_n_s32(v, zp), vlo), vhi);
+        v = vmulhq_s32(vaddq_s32(v, vldrwq_gather_base_wb_s32(&base, 32)), vldrwq_gather_base_s32(base, -12));
+        v = vrshlq_s32(v, vnegq_s32(vldrwq_gather_base_s32(base, -8))); /* + ra (2^(sh-1)), >> sh */
+        v = vminq_s32(vmaxq_s32(vaddq_s32(v, vzp), vlo), vhi);
         vstrbq_scatter_offset_s32((int8_t *)y, yoff, v);
+        y += 2 * rs;
     }
 }
 #endif
