@@ -110,14 +110,24 @@ def _mve8_rows(w: np.ndarray) -> np.ndarray:
     return w.reshape(mp // 2, kp // 16, 2, 16).transpose(0, 2, 1, 3).reshape(mp, kp)
 
 
-def mve8_bias(node: Node, w_rows: np.ndarray) -> tuple[int, ...]:
+def folded_bias(bias: tuple[int, ...] | None, x_zp: int, x_int8: bool, w_rows: np.ndarray) -> tuple[int, ...]:
     """The bias less the input zero point's share, zs * (the row's weight sum), with zs the zero point as
-    the int8 columns of ember_qarm_conv_mve8 hold it (a uint8 tensor's less 128): the kernel's sums are
-    then the sums of (x - zero point) * w that every other path computes."""
+    the int8 columns of ember_qarm_conv_mve8 hold it (a uint8 tensor's less 128): the kernel's sums of
+    w * s (s: the byte as int8, a uint8 one's less 128) are then the sums of (x - zero point) * w that
+    every other path computes."""
+    zs = int(x_zp) - (0 if x_int8 else 128)
+    b = np.zeros(w_rows.shape[0], np.int64) if bias is None else np.asarray(bias, np.int64)
+    return tuple(int(v) for v in b - zs * np.asarray(w_rows, np.int64).sum(axis=1))
+
+
+def mve8_bias(node: Node, w_rows: np.ndarray) -> tuple[int, ...]:
     q = node.attrs["_q"]
-    zs = int(q.x_zp) - (0 if present(node.input(0)).dtype is DType.INT8 else 128)
-    bias = np.zeros(w_rows.shape[0], np.int64) if q.bias is None else np.asarray(q.bias, np.int64)
-    return tuple(int(v) for v in bias - zs * np.asarray(w_rows, np.int64).sum(axis=1))
+    return folded_bias(q.bias, q.x_zp, present(node.input(0)).dtype is DType.INT8, w_rows)
+
+
+def mve8_fits(node: Node, w_rows: np.ndarray) -> bool:
+    """mve8_bias stays an int32 (it always does but for sums of millions of weights)."""
+    return bool(np.abs(np.asarray(mve8_bias(node, w_rows), np.int64)).max(initial=0) < 2**31)
 
 
 def dw8_weights(w: np.ndarray, stride_w: int, transposed: bool) -> np.ndarray:

@@ -63,7 +63,7 @@ def choose_mcu_kernels(graph: Graph, isa: str) -> None:
             rows = qarm.conv_rows(w.const, g.channels * g.taps, q.channels_last, g.taps)
         else:
             rows = w.const[:, :present(node.input(0)).shape[-1]]
-        if node.attrs["_isa"] == MVE and node.input(1) is None:
+        if node.attrs["_isa"] == MVE and node.input(1) is None and qarm.mve8_fits(node, rows):
             # int8 columns (VMLADAVA.S8, qarm_mve.c): the zero point, folded into the bias, must be a constant
             node.attrs[qarm.MVE8] = True
             packed = qarm.mve8_weights(rows)
