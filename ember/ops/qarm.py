@@ -1,4 +1,5 @@
-"""The Cortex-M DSP variants of the integer convolution, depthwise 3x3 and matrix product (kernels/qarm.c).
+"""The Cortex-M DSP variants of the integer convolution, depthwise 3x3 and matrix product (kernels/qarm.c), and
+Cortex-M55's Helium int8 convolution and depthwise 3x3 (kernels/qarm_mve.c, nodes marked `_mve8`).
 
 passes/mcu_kernels.py marks a QConv/QMatMul with `_isa = "dsp"` when its target has the DSP extension
 (Target.int8_isa) and the layer is one these kernels compute exactly (`admits`), and stores its weights
@@ -18,7 +19,7 @@ from ember.ops.conv import ConvGeometry
 from ember.ops.matmul import present
 
 DSP = "dsp"
-MVE = "mve"  # Helium: ember_qarm_conv_mve, ember_qarm_dw3_mve; fully-connected layers stay portable
+MVE = "mve"  # Helium: ember_qarm_conv_mve(8), ember_qarm_dw3_mve(8); fully-connected layers stay portable
 
 
 def rq_table(requant: object, bias: tuple[int, ...] | None, fast: bool) -> list[int]:

@@ -5,7 +5,9 @@ one group, or depthwise 3x3) or a QMatMul of constant weights becomes kernels/qa
 int8 weights need no per-row offset (qlinear.pack_weights' wofs). Its weights are replaced by the DSP
 lane order (qarm.dsp_weights; a convolution's widened to int16, qarm.dsp_weights16); the other layers keep
 the portable kernels of qconv.c. Every path requantises exactly as quant.c does, so the bundle stays
-bit-exact with the host build.
+bit-exact with the host build. On Helium (Cortex-M55) a layer whose input zero point is a constant takes
+kernels/qarm_mve.c's int8 kernels (`_mve8`: qarm.mve8_weights, qarm.dw8_weights; the zero point's share in
+the bias); a depthwise layer only where its requantisation is the fast form.
 """
 
 from __future__ import annotations
