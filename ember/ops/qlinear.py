@@ -359,7 +359,8 @@ def infer_qconv(node: Node) -> list[TensorType | None]:
 
 register(OpDef("QConv", lower=lower_qconv, scratch=_qconv_scratch, overlap=qconv_overlap,
                kernels=("ember_qconv", "ember_qdwconv", "ember_qarm_conv", "ember_qarm_dw3",
-                        "ember_qarm_conv_mve", "ember_qarm_dw3_mve"), infer=infer_qconv))
+                        "ember_qarm_conv_mve", "ember_qarm_dw3_mve", "ember_qarm_conv_mve8",
+                        "ember_qarm_dw3_mve8"), infer=infer_qconv))
 
 
 # QMatMul ---------------------------------------------------------------------------------------
