@@ -348,7 +348,7 @@ static void ember_qout_init(ember_qout *o, int kind, const int32_t *mult, const 
 }
 /* Whether none of the n weight bytes W is -128 (set by callers where the tiles may use it): the compiler's
  * answer in out[EMBER_QOUT_W127], or for weights known only at run time, a scan. */
-EMBER_INLINE int ember_qw127(const int32_t *out, const int8_t *W, ptrdiff_t n) {
+EMBER_UNUSED EMBER_INLINE int ember_qw127(const int32_t *out, const int8_t *W, ptrdiff_t n) {
     int8_t m = 0;
     ptrdiff_t i;
     if (out[EMBER_QOUT_W127] >= 0) return out[EMBER_QOUT_W127];
