@@ -20,8 +20,13 @@ from ember.ops.registry import register
 
 F32 = DType.FLOAT32
 _INT32_MAX = 2**31 - 1
-# Query rows per block: the kernel keeps BQ x T scores in scratch instead of the whole Sq x T matrix.
-_QUERY_BLOCK = 32
+# Query rows per block: the kernel keeps BQ x T scores in scratch instead of the whole Sq x T matrix. 48 is a
+# multiple of every matmul register tile's rows (EMBER_MR 6, 8, 12: whole tiles; 32 left AVX2 two 4-row tiles,
+# 1.13x the time of 48 on ViT-Tiny's 3 x 197 x 64 heads).
+_QUERY_BLOCK = 48
+# The kernel packs K (and V) in the matmul's compile-time panels, whose width is the CPU family's (16 or 32,
+# toolchain/cpus.py): scratch is sized for keys rounded up to the widest.
+_WIDEST_PANEL = 32
 
 
 def _refuse(node: Node, why: str) -> UnsupportedOperatorError:
@@ -196,11 +201,17 @@ def _cache_buffers(node: Node) -> list[int]:
                                                                                                (2, sizes[1]))]
 
 
-def _attention_scratch(node: Node) -> int:
-    dims = _Dims(node)
+def _kernel_scratch(dims: _Dims) -> int:
+    """Floats of ember_attention_f32's scratch (attention.c): K packed, a block of scores, a row's bias, the
+    rows' softmax factors, and V packed when its head size fills whole panels."""
+    keys = -(-dims.total // _WIDEST_PANEL) * _WIDEST_PANEL
     block = min(dims.sq, _QUERY_BLOCK)
-    floats = dims.d * dims.total + block * dims.total + dims.total + sum(_cache_buffers(node))
-    return floats * 4
+    v_packed = dims.total * dims.dv if dims.dv % 16 == 0 else 0
+    return dims.d * keys + block * keys + keys + block + v_packed
+
+
+def _attention_scratch(node: Node) -> int:
+    return (_kernel_scratch(_Dims(node)) + sum(_cache_buffers(node))) * 4
 
 
 def _lower_attention(node: Node, k: KernelEmitter) -> None:
@@ -208,7 +219,7 @@ def _lower_attention(node: Node, k: KernelEmitter) -> None:
     mask, nonpad = node.input(3), node.input(6)
     block = min(dims.sq, _QUERY_BLOCK)
     scratch = k.scratch("float")
-    offset = dims.d * dims.total + block * dims.total + dims.total
+    offset = _kernel_scratch(dims)
     k_ptr, v_ptr = k.inp(1), k.inp(2)
     k_strides, v_strides = dims.strides(dims.hkv, dims.skv, dims.d), dims.strides(dims.hkv, dims.skv, dims.dv)
     cache_scratch = _cache_buffers(node) or [0, 0]
