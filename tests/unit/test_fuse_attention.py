@@ -1,0 +1,64 @@
+"""fuse_attention: MatMul(Q * c, Transpose(K) * c) [/ c] -> Softmax -> MatMul(., V), as torch exports attention,
+becomes one Attention node with the constants' product as its scale and gives onnxruntime's outputs; a Softmax
+over another axis, scores that something else reads, or broadcast batch dims keep the nodes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import ember
+from tests.support.models import assert_close, onnxruntime_outputs
+
+
+def _model(path: Path, variant: str, b: int = 1, h: int = 3, s: int = 37, d: int = 24) -> dict[str, np.ndarray]:
+    if variant == "broadcast_k":  # one K for two batches of queries
+        b, kb = 2, 1
+    else:
+        kb = b
+    rng = np.random.default_rng(3)
+    feeds = {"q": rng.standard_normal((b, h, s, d)), "k": rng.standard_normal((kb, h, s, d)),
+             "v": rng.standard_normal((b, h, s, 20))}
+    feeds = {n: x.astype(np.float32) for n, x in feeds.items()}
+    c = float(d) ** -0.25
+    inits = [numpy_helper.from_array(np.array([c], np.float32), "c"),
+             numpy_helper.from_array(np.array(1.7, np.float32), "div")]
+    nodes = [helper.make_node("Mul", ["q", "c"], ["qs"])]
+    if variant == "scale_before_transpose":  # Transpose(K * c)
+        nodes += [helper.make_node("Mul", ["c", "k"], ["ks"]),
+                  helper.make_node("Transpose", ["ks"], ["kt"], perm=[0, 1, 3, 2])]
+    else:  # Transpose(K) * c, torch's order
+        nodes += [helper.make_node("Transpose", ["k"], ["k_t"], perm=[0, 1, 3, 2]),
+                  helper.make_node("Mul", ["k_t", "c"], ["kt"])]
+    nodes += [helper.make_node("MatMul", ["qs", "kt"], ["sc"]),
+              helper.make_node("Div", ["sc", "div"], ["sd"]),
+              helper.make_node("Softmax", ["sd"], ["p"], axis=2 if variant == "other_axis" else -1),
+              helper.make_node("MatMul", ["p", "v"], ["y"])]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]
+    if variant == "scores_read":
+        outputs.append(helper.make_tensor_value_info("sc", TensorProto.FLOAT, None))
+    graph = helper.make_graph(nodes, "att", [helper.make_tensor_value_info(n, TensorProto.FLOAT, x.shape)
+                                             for n, x in feeds.items()], outputs, inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return feeds
+
+
+@pytest.mark.parametrize(("variant", "fused"), [("torch", True), ("scale_before_transpose", True),
+                                                ("other_axis", False), ("scores_read", False),
+                                                ("broadcast_k", False)])
+def test_written_out_attention_fuses_and_matches_onnxruntime(variant: str, fused: bool, tmp_path: Path) -> None:
+    path = tmp_path / "att.onnx"
+    feeds = _model(path, variant)
+    bundle = ember.compile(path, tmp_path / "out")
+    ops = [n["op"] for n in bundle.manifest["nodes"]]
+    if fused:
+        assert ops == ["Attention"], ops
+    else:
+        assert "Attention" not in ops and "Softmax" in ops, ops
+    got, ref = bundle.run(feeds), onnxruntime_outputs(path, feeds)
+    for name, want in ref.items():
+        assert_close(got[name], want, f"{variant}: {name}")
