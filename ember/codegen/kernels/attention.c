@@ -131,6 +131,21 @@ EMBER_INLINE float ember_attention_sum(const float *s, int T) {
     return sum;
 }
 
+/* e^x for the softmax's x = s - max <= 0 (or NaN): x clamped at -87 (a weight of 2^-126 where the true one
+ * is smaller, against a row sum of at least 1), so 2^k is one exponent field: half of ember_expf's
+ * operations, whose range clamps and two-factor scaling cover all of float. Degree-7 polynomial on
+ * |r| <= ln2 / 2, as there. */
+EMBER_INLINE float ember_attention_exp(float x) {
+    const float shift = 12582912.0f, xc = x < -87.0f ? -87.0f : x;
+    const float kf = xc * 1.44269502162933349609f + shift, k = kf - shift;
+    const uint32_t ki = ember_as_u32(kf) - ember_as_u32(shift);
+    const float r = (xc - k * 0.693145751953125f) - k * 1.428606765330187045e-06f, r2 = r * r;
+    const float p = (1.0f + r) + r2 * ((0.5f + r * 1.66666666666666667e-1f) +
+                                       r2 * ((4.16666666666666667e-2f + r * 8.33333333333333333e-3f) +
+                                             r2 * (1.38888888888888889e-3f + r * 1.98412698412698413e-4f)));
+    return p * ember_as_f32((ki + 127u) << 23);
+}
+
 /* Softcap, bias (NULL: none) and a numerically stable softmax over one row of T scores, in place; the stage
  * the mode asks for is copied to qk (when not NULL). A fully masked row becomes zeros. Returns the factor
  * that normalizes the row (1 / the sum of its exponentials, 0 for a masked row): the row is left
@@ -155,7 +170,7 @@ static float ember_attention_row(float *s, float *qk, const float *bias, int T, 
         r = 0.0f;
     } else {
         /* Masked keys (-inf) weigh exactly 0; the largest score is subtracted so nothing overflows. */
-        for (j = 0; j < T; ++j) s[j] = s[j] == ninf ? 0.0f : ember_expf(s[j] - m);
+        for (j = 0; j < T; ++j) s[j] = s[j] == ninf ? 0.0f : ember_attention_exp(s[j] - m);
         r = 1.0f / ember_attention_sum(s, T);
     }
     if (qk && mode == 3) {
