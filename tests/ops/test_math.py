@@ -187,7 +187,7 @@ def test_fmod_exact(mathprog: Path, fn: str) -> None:
 
 
 def test_gelu_absolute_error(mathprog: Path) -> None:
-    """ember_geluf (Gelu's kernel) is within 1.3e-7 * |x| + 1 ulp of x * Phi(x) everywhere: the sweep plus a
+    """ember_geluf (Gelu's kernel) is within 2e-7 * |x| + 1 ulp of x * Phi(x) everywhere: the sweep plus a
     dense grid over [-8, 8], where erf is neither 0 nor +-1; NaN -> NaN, +inf -> inf, -inf -> NaN (as the ONNX
     reference's 0.5 * x * (1 + erf(x / sqrt 2)))."""
     x = np.concatenate([_sweep(), np.linspace(-8, 8, 400_001, dtype=np.float32)])
@@ -198,7 +198,7 @@ def test_gelu_absolute_error(mathprog: Path) -> None:
     assert np.array_equal(np.isnan(got), np.isnan(ref)), "NaN where the reference has none, or the reverse"
     fin = np.isfinite(ref)
     assert np.array_equal(got[~fin & ~np.isnan(ref)], ref[~fin & ~np.isnan(ref)].astype(np.float32))
-    bound = 1.3e-7 * np.abs(x64[fin]) + np.spacing(np.abs(ref[fin]).astype(np.float32)).astype(np.float64)
+    bound = 2e-7 * np.abs(x64[fin]) + np.spacing(np.abs(ref[fin]).astype(np.float32)).astype(np.float64)
     err = np.abs(got[fin].astype(np.float64) - ref[fin])
     i = int(np.argmax(err - bound))
     assert err[i] <= bound[i], f"gelu({x[fin][i]!r}) = {got[fin][i]!r}, expected {ref[fin][i]!r}"
