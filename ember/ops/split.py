@@ -26,6 +26,7 @@ from ember.codegen.emitter import KernelEmitter
 from ember.ir.dtypes import DType
 from ember.ir.graph import Node
 from ember.ops import registry
+from ember.ops.attention import split_rows
 from ember.ops.conv import _conv_parts, _im2col_block
 from ember.ops.epilogue import epilogue_args
 from ember.ops.parallel import Slice, Split, contiguous_axis, cuttable, with_part_scratch
@@ -299,6 +300,7 @@ def _split_pool(node: Node) -> Split | None:
 
 
 SPLITS = {
+    "Attention": split_rows,
     "Conv": _split_conv,
     "ConvShifted": _split_shifted,
     "ConvNarrow": _split_narrow,
