@@ -193,8 +193,12 @@ def _conv_scratch(node: Node) -> int:
 def _lower_conv(node: Node, k: KernelEmitter) -> None:
     geo, group, m, depthwise, direct = _conv_parts(node)
     n = present(node.input(0)).shape[0]
-    tab = k.table(geo.table(), DType.INT32)
     bias = k.inp(2) if node.input(2) is not None else "0"
+    if direct and geo.pixels == 1 and group == 1 and n == 1:
+        # One pixel (Squeeze-Excitation's FCs): a matrix-vector product, weight rows streamed once.
+        k.call("ember_gemv_rows_f32", k.out(0), k.inp(1), k.inp(0), bias, m, geo.channels, *epilogue_args(node))
+        return
+    tab = k.table(geo.table(), DType.INT32)
     if depthwise:
         pad = k.scratch("float") if _dw_padded_floats(geo) else "0"
         k.call("ember_dwconv_f32", k.out(0), k.inp(0), k.inp(1), bias, pad, tab, n, m, *epilogue_args(node))
@@ -229,7 +233,7 @@ def conv_infer(channels):
 register(float16_via_f32(OpDef(
     "Conv", lower=_lower_conv, normalize=_normalize, scratch=_conv_scratch,
     infer=conv_infer(lambda n: inp(n, 1).shape[0]),
-    kernels=("ember_conv_f32", "ember_dwconv_f32"),
+    kernels=("ember_conv_f32", "ember_dwconv_f32", "ember_gemv_rows_f32"),
     takes_epilogue=True, weights=WeightLayout(lambda n, w: 0, per_channel_default=True), flops=_conv_flops,
     int8=Int8.LINEAR,
 )))

@@ -41,6 +41,16 @@ class _Net:
                                            pads=[k // 2] * 4, group=group))
         return y
 
+    def gemm(self, x: str, k: int, n: int, trans_b: int = 0, **attrs: float) -> str:
+        """A fully connected layer of one row; its bias of shape (1, n), or (n,) with B transposed."""
+        w, b, y = self._name("w"), self._name("b"), self._name("gemm")
+        weights = self.rng.standard_normal((n, k) if trans_b else (k, n)) * 1.5 / np.sqrt(k)
+        self.inits.append(numpy_helper.from_array(weights.astype(np.float32), w))
+        bias = self.rng.uniform(-0.5, 0.5, n if trans_b else (1, n))
+        self.inits.append(numpy_helper.from_array(bias.astype(np.float32), b))
+        self.nodes.append(helper.make_node("Gemm", [x, w, b], [y], transB=trans_b, **attrs))
+        return y
+
     def op(self, op: str, *xs: str) -> str:
         y = self._name(op.lower())
         self.nodes.append(helper.make_node(op, list(xs), [y]))
@@ -70,8 +80,13 @@ def _model(path: Path) -> Path:
     x = net.block(x, 12, 16, expand=3, k=5, stride=2, v3=True)   # 6x6, MobileNetV3's activations
     x = net.block(x, 16, 16, expand=4, k=3, stride=1, v3=True)   # residual
     y = net.op("GlobalAveragePool", x)
+    # A classifier head of one image (Gemm of a single row: kernels/gemv.c) at widths that leave vector and
+    # unroll tails: B transposed with alpha, beta and a fused HardSwish, then B as stored.
+    h = net.op("HardSwish", net.gemm(net.op("Flatten", y), 16, 37, trans_b=1, alpha=0.5, beta=2.0))
+    logits = net.gemm(h, 37, 19)
     graph = helper.make_graph(net.nodes, "irblocks", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
-                              [1, 3, 23, 23])], [helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, 16, 1, 1])],
+                              [1, 3, 23, 23])], [helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, 16, 1, 1]),
+                                                 helper.make_tensor_value_info(logits, TensorProto.FLOAT, [1, 19])],
                               net.inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     onnx.checker.check_model(model, full_check=True)
@@ -82,11 +97,13 @@ def _model(path: Path) -> Path:
 def test_inverted_residual_blocks_match_onnxruntime(tmp_path: Path) -> None:
     path = _model(tmp_path / "irblocks.onnx")
     bundle = ember.compile(path, tmp_path / "out")
+    source = (bundle.path / "irblocks.c").read_text()
+    assert "ember_gemv_rows_f32(" in source and "ember_gemv_cols_f32(" in source  # the one-pixel/one-row paths ran
     x = {"x": (np.random.default_rng(5).standard_normal((1, 3, 23, 23)) * 3).astype(np.float32)}
     ref = onnxruntime_outputs(path, x)
-    (name,) = ref
-    assert_close(bundle.run(x)[name], ref[name], "inverted-residual blocks")
-    # The same C built by itself with ASan + UBSan, and warning-free as freestanding C99.
-    assert_close(cdriver.run(bundle.path, tmp_path / "asan", x, sanitize=True)[name], ref[name],
-                 "inverted-residual blocks (sanitized C driver)")
+    got, sanitized = bundle.run(x), cdriver.run(bundle.path, tmp_path / "asan", x, sanitize=True)
+    for name in ref:
+        assert_close(got[name], ref[name], f"inverted-residual blocks: {name}")
+        # The same C built by itself with ASan + UBSan, and warning-free as freestanding C99.
+        assert_close(sanitized[name], ref[name], f"inverted-residual blocks (sanitized C driver): {name}")
     cdriver.compile_werror(bundle.path, tmp_path / "werror.o")
