@@ -163,6 +163,32 @@ def _dw_padded_floats(geo: ConvGeometry) -> int:
     return max(planes, fast)
 
 
+# kernels/dwblock.c's EMBER_DWK_BLOCKED_PIXELS: input planes up to this size may run channel-blocked.
+DW_BLOCKED_PIXELS = 3136
+
+
+def _dw3_fast(geo: ConvGeometry) -> bool:
+    """One of dwconv3.c's 3x3 pad-1 geometries (stride 1 same-size, stride 2 halving), which it runs itself."""
+    (h, w), (oh, ow) = geo.in_size[1:], geo.out_size[1:]
+    if (*geo.kernel[1:], *geo.dilations[1:], *geo.pads_begin[1:]) != (3, 3, 1, 1, 1, 1):
+        return False
+    return ((geo.strides[1:] == (1, 1) and (oh, ow) == (h, w))
+            or (geo.strides[1:] == (2, 2) and h in (2 * oh, 2 * oh - 1) and w in (2 * ow, 2 * ow - 1)))
+
+
+def _dw_blocked_floats(node: Node, geo: ConvGeometry, m: int) -> int:
+    """Scratch of ember_dwconv_blocked_f32's channel-blocked path (dwblock.c), 0 where it is not used: for
+    small 2-D planes, multiplier 1, other than dwconv3.c's geometries; never under a scratch budget (a
+    microcontroller's RAM, where vectors are narrow or absent)."""
+    pixels = geo.in_size[1] * geo.in_size[2]
+    if not geo.planar or m != geo.channels or pixels > DW_BLOCKED_PIXELS or _dw3_fast(geo) \
+            or SCRATCH_BUDGET in node.attrs:
+        return 0
+    (oh, ow), (kh, kw), (sh, sw), (dh, dw) = geo.out_size[1:], geo.kernel[1:], geo.strides[1:], geo.dilations[1:]
+    gh, gw = (oh - 1) * sh + (kh - 1) * dh + 1, (ow - 1) * sw + (kw - 1) * dw + 1
+    return 16 * (gh * gw + oh * ow + kh * kw + 2)  # 16: the widest EMBER_VL
+
+
 # im2col runs in blocks of output pixels whose columns fit in about this many bytes (an L2 share).
 IM2COL_BLOCK_BYTES = 1024 * 1024
 # Set by passes/scratch_budget.py on targets without a cache to fill (microcontrollers): the bytes a
@@ -182,9 +208,9 @@ def _im2col_block(node: Node, geo: ConvGeometry, group: int) -> int:
 
 
 def _conv_scratch(node: Node) -> int:
-    geo, group, _, depthwise, direct = _conv_parts(node)
+    geo, group, m, depthwise, direct = _conv_parts(node)
     if depthwise:
-        return _dw_padded_floats(geo) * 4
+        return max(_dw_padded_floats(geo), _dw_blocked_floats(node, geo, m)) * 4
     if direct:
         return 0
     return geo.channels // group * geo.taps * _im2col_block(node, geo, group) * 4
@@ -201,7 +227,8 @@ def _lower_conv(node: Node, k: KernelEmitter) -> None:
     tab = k.table(geo.table(), DType.INT32)
     if depthwise:
         pad = k.scratch("float") if _dw_padded_floats(geo) else "0"
-        k.call("ember_dwconv_f32", k.out(0), k.inp(0), k.inp(1), bias, pad, tab, n, m, *epilogue_args(node))
+        fn = "ember_dwconv_blocked_f32" if _dw_blocked_floats(node, geo, m) else "ember_dwconv_f32"
+        k.call(fn, k.out(0), k.inp(0), k.inp(1), bias, pad, tab, n, m, *epilogue_args(node))
         return
     col = "0" if direct else k.scratch("float")
     k.call("ember_conv_f32", k.out(0), k.inp(0), k.inp(1), bias, col, tab, n, group, m, int(direct),
@@ -233,7 +260,7 @@ def conv_infer(channels):
 register(float16_via_f32(OpDef(
     "Conv", lower=_lower_conv, normalize=_normalize, scratch=_conv_scratch,
     infer=conv_infer(lambda n: inp(n, 1).shape[0]),
-    kernels=("ember_conv_f32", "ember_dwconv_f32", "ember_gemv_rows_f32"),
+    kernels=("ember_conv_f32", "ember_dwconv_f32", "ember_dwconv_blocked_f32", "ember_gemv_rows_f32"),
     takes_epilogue=True, weights=WeightLayout(lambda n, w: 0, per_channel_default=True), flops=_conv_flops,
     int8=Int8.LINEAR,
 )))

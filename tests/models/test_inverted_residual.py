@@ -31,14 +31,14 @@ class _Net:
     def _name(self, stem: str) -> str:
         return f"{stem}{len(self.nodes)}"
 
-    def conv(self, x: str, cin: int, cout: int, k: int = 1, stride: int = 1, group: int = 1) -> str:
+    def conv(self, x: str, cin: int, cout: int, k: int = 1, stride: int = 1, group: int = 1, dilation: int = 1) -> str:
         w, b, y = self._name("w"), self._name("b"), self._name("conv")
         fan_in = cin // group * k * k
         self.inits.append(numpy_helper.from_array(
             (self.rng.standard_normal((cout, cin // group, k, k)) * 1.5 / np.sqrt(fan_in)).astype(np.float32), w))
         self.inits.append(numpy_helper.from_array(self.rng.uniform(-0.5, 0.5, cout).astype(np.float32), b))
         self.nodes.append(helper.make_node("Conv", [x, w, b], [y], kernel_shape=[k, k], strides=[stride, stride],
-                                           pads=[k // 2] * 4, group=group))
+                                           pads=[k // 2 * dilation] * 4, group=group, dilations=[dilation] * 2))
         return y
 
     def gemm(self, x: str, k: int, n: int, trans_b: int = 0, **attrs: float) -> str:
@@ -79,6 +79,11 @@ def _model(path: Path) -> Path:
     x = net.block(x, 12, 12, expand=4, k=5, stride=1)            # 12x12, residual
     x = net.block(x, 12, 16, expand=3, k=5, stride=2, v3=True)   # 6x6, MobileNetV3's activations
     x = net.block(x, 16, 16, expand=4, k=3, stride=1, v3=True)   # residual
+    # A dilated 7x7 depthwise with Relu6 (Clip: clamped in registers) on 20 channels, 6x6: the channel-blocked
+    # path (kernels/dwblock.c) with a last block of channels that overlaps the one before it.
+    net.inits += [numpy_helper.from_array(np.float32(v), name) for v, name in ((0.0, "zero"), (6.0, "six"))]
+    d = net.op("Clip", net.conv(net.conv(x, 16, 20), 20, 20, k=7, group=20, dilation=2), "zero", "six")
+    x = net.op("Add", x, net.conv(d, 20, 16))
     y = net.op("GlobalAveragePool", x)
     # A classifier head of one image (Gemm of a single row: kernels/gemv.c) at widths that leave vector and
     # unroll tails: B transposed with alpha, beta and a fused HardSwish, then B as stored.
@@ -98,7 +103,8 @@ def test_inverted_residual_blocks_match_onnxruntime(tmp_path: Path) -> None:
     path = _model(tmp_path / "irblocks.onnx")
     bundle = ember.compile(path, tmp_path / "out")
     source = (bundle.path / "irblocks.c").read_text()
-    assert "ember_gemv_rows_f32(" in source and "ember_gemv_cols_f32(" in source  # the one-pixel/one-row paths ran
+    # the one-pixel and one-row products and the channel-blocked depthwise ran
+    assert all(f"{fn}(" in source for fn in ("ember_gemv_rows_f32", "ember_gemv_cols_f32", "ember_dwconv_blocked_f32"))
     x = {"x": (np.random.default_rng(5).standard_normal((1, 3, 23, 23)) * 3).astype(np.float32)}
     ref = onnxruntime_outputs(path, x)
     got, sanitized = bundle.run(x), cdriver.run(bundle.path, tmp_path / "asan", x, sanitize=True)
@@ -107,3 +113,25 @@ def test_inverted_residual_blocks_match_onnxruntime(tmp_path: Path) -> None:
         # The same C built by itself with ASan + UBSan, and warning-free as freestanding C99.
         assert_close(sanitized[name], ref[name], f"inverted-residual blocks (sanitized C driver): {name}")
     cdriver.compile_werror(bundle.path, tmp_path / "werror.o")
+
+
+def test_channel_blocked_depthwise_divides_among_threads(tmp_path: Path) -> None:
+    """EfficientNet's 5x5 stride-2 depthwise + Swish (28x28 -> 14x14, 200 channels: enough work to divide) on
+    the channel-blocked path, compiled for 2 threads: each part runs it on its own channels and scratch."""
+    net = _Net()
+    y = net.swish(net.conv("x", 200, 200, k=5, stride=2, group=200))
+    x_info = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 200, 28, 28])
+    graph = helper.make_graph(net.nodes, "dw5", [x_info],
+                              [helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, 200, 14, 14])], net.inits)
+    path = tmp_path / "dw5.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    serial = ember.compile(path, tmp_path / "t1")
+    threaded = ember.compile(path, tmp_path / "t2", threads=2)
+    assert threaded.manifest["threads"]["divided"] == 1
+    assert "ember_dwconv_blocked_f32(" in (threaded.path / "dw5.c").read_text()
+    x = {"x": np.random.default_rng(7).standard_normal((1, 200, 28, 28)).astype(np.float32) * 2}
+    want, ref = serial.run(x)[y], onnxruntime_outputs(path, x)[y]
+    assert_close(want, ref, "blocked depthwise, 1 thread")
+    assert_close(threaded.run(x)[y], want, "blocked depthwise: 2 threads vs 1", rel=1e-5)
+    sanitized = cdriver.run(threaded.path, tmp_path / "c", x, sanitize=True, cflags=("-pthread",), opt="-O0")
+    assert_close(sanitized[y], want, "blocked depthwise: sanitized C driver, 2 threads", rel=1e-5)
