@@ -14,7 +14,7 @@ from ember.codegen.emitter import KernelEmitter
 from ember.errors import ShapeError, UnsupportedOperatorError
 from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node
-from ember.ops.epilogue import epilogue_args
+from ember.ops.epilogue import epilogue_args, epilogue_of
 from ember.ops.infer import conv_out, inp, typed
 from ember.ops.matmul import float16_via_f32, present, require_f32
 from ember.ops.opdef import Int8, OpDef, WeightLayout
@@ -216,6 +216,12 @@ def _conv_scratch(node: Node) -> int:
     return geo.channels // group * geo.taps * _im2col_block(node, geo, group) * 4
 
 
+def tile_epilogue(node: Node) -> bool:
+    """Whether the matmul kernel applies the node's activation in its register tile: none, Relu or Clip."""
+    e = epilogue_of(node)
+    return e is None or e.clamp is not None
+
+
 def _lower_conv(node: Node, k: KernelEmitter) -> None:
     geo, group, m, depthwise, direct = _conv_parts(node)
     n = present(node.input(0)).shape[0]
@@ -223,6 +229,12 @@ def _lower_conv(node: Node, k: KernelEmitter) -> None:
     if direct and geo.pixels == 1 and group == 1 and n == 1:
         # One pixel (Squeeze-Excitation's FCs): a matrix-vector product, weight rows streamed once.
         k.call("ember_gemv_rows_f32", k.out(0), k.inp(1), k.inp(0), bias, m, geo.channels, *epilogue_args(node))
+        return
+    if direct and group == 1 and n == 1 and not tile_epilogue(node):
+        # Swish/HardSwish/...: the product in L2-sized column blocks, the activation in long row loops.
+        s = geo.pixels
+        k.call("ember_pointwise_act_f32", k.out(0), s, k.inp(0), s, k.inp(1), bias, m, geo.channels, s,
+               *epilogue_args(node))
         return
     tab = k.table(geo.table(), DType.INT32)
     if depthwise:
@@ -260,7 +272,8 @@ def conv_infer(channels):
 register(float16_via_f32(OpDef(
     "Conv", lower=_lower_conv, normalize=_normalize, scratch=_conv_scratch,
     infer=conv_infer(lambda n: inp(n, 1).shape[0]),
-    kernels=("ember_conv_f32", "ember_dwconv_f32", "ember_dwconv_blocked_f32", "ember_gemv_rows_f32"),
+    kernels=("ember_conv_f32", "ember_dwconv_f32", "ember_dwconv_blocked_f32", "ember_gemv_rows_f32",
+             "ember_pointwise_act_f32"),
     takes_epilogue=True, weights=WeightLayout(lambda n, w: 0, per_channel_default=True), flops=_conv_flops,
     int8=Int8.LINEAR,
 )))

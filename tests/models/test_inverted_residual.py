@@ -103,8 +103,9 @@ def test_inverted_residual_blocks_match_onnxruntime(tmp_path: Path) -> None:
     path = _model(tmp_path / "irblocks.onnx")
     bundle = ember.compile(path, tmp_path / "out")
     source = (bundle.path / "irblocks.c").read_text()
-    # the one-pixel and one-row products and the channel-blocked depthwise ran
-    assert all(f"{fn}(" in source for fn in ("ember_gemv_rows_f32", "ember_gemv_cols_f32", "ember_dwconv_blocked_f32"))
+    # the one-pixel and one-row products, the channel-blocked depthwise and the blocked 1x1 + activation ran
+    assert all(f"{fn}(" in source for fn in ("ember_gemv_rows_f32", "ember_gemv_cols_f32", "ember_dwconv_blocked_f32",
+                                             "ember_pointwise_act_f32"))
     x = {"x": (np.random.default_rng(5).standard_normal((1, 3, 23, 23)) * 3).astype(np.float32)}
     ref = onnxruntime_outputs(path, x)
     got, sanitized = bundle.run(x), cdriver.run(bundle.path, tmp_path / "asan", x, sanitize=True)
@@ -115,20 +116,22 @@ def test_inverted_residual_blocks_match_onnxruntime(tmp_path: Path) -> None:
     cdriver.compile_werror(bundle.path, tmp_path / "werror.o")
 
 
-def test_channel_blocked_depthwise_divides_among_threads(tmp_path: Path) -> None:
+def test_blocked_depthwise_and_pointwise_divide_among_threads(tmp_path: Path) -> None:
     """EfficientNet's 5x5 stride-2 depthwise + Swish (28x28 -> 14x14, 200 channels: enough work to divide) on
-    the channel-blocked path, compiled for 2 threads: each part runs it on its own channels and scratch."""
+    the channel-blocked path, then a 1x1 conv + HardSwish (kernels/pointwise.c), compiled for 2 threads: the
+    depthwise divides along channels (each part with its own scratch), the 1x1 along output pixels."""
     net = _Net()
-    y = net.swish(net.conv("x", 200, 200, k=5, stride=2, group=200))
+    y = net.op("HardSwish", net.conv(net.swish(net.conv("x", 200, 200, k=5, stride=2, group=200)), 200, 64))
     x_info = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 200, 28, 28])
     graph = helper.make_graph(net.nodes, "dw5", [x_info],
-                              [helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, 200, 14, 14])], net.inits)
+                              [helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, 64, 14, 14])], net.inits)
     path = tmp_path / "dw5.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
     serial = ember.compile(path, tmp_path / "t1")
     threaded = ember.compile(path, tmp_path / "t2", threads=2)
-    assert threaded.manifest["threads"]["divided"] == 1
-    assert "ember_dwconv_blocked_f32(" in (threaded.path / "dw5.c").read_text()
+    assert threaded.manifest["threads"]["divided"] == 2
+    source = (threaded.path / "dw5.c").read_text()
+    assert "ember_dwconv_blocked_f32(" in source and "ember_pointwise_act_f32(" in source
     x = {"x": np.random.default_rng(7).standard_normal((1, 200, 28, 28)).astype(np.float32) * 2}
     want, ref = serial.run(x)[y], onnxruntime_outputs(path, x)[y]
     assert_close(want, ref, "blocked depthwise, 1 thread")

@@ -9,38 +9,12 @@
  * measured on Zen 3 at 5x5: 28x28 planes win 2x, 56x56 ones (stride 2) still win. */
 #define EMBER_DWK_BLOCKED_PIXELS 3136
 #if EMBER_VL > 1
-/* EMBER_VL consecutive planes j0.. of the N*C (multiplier 1): transposed into `grid`, GH x GW channel
- * vectors whose border (the padding, and what the windows never read) the caller zeroed once; then four
- * outputs of a row at a time (each weight vector loaded once for four FMAs), transposed back into y.
- * `wt`: KH*KW + 1 vectors (the taps' weights by lane, then the bias); `out`: OH*OW vectors. */
-static void ember_dwk_block(float *y, const float *x, const float *w, const float *bias, float *grid, float *out,
-                            float *wt, const int32_t *p, ptrdiff_t j0, int GH, int GW, int clamp, float lo,
-                            float hi, int act, float act_a, float act_b) {
-    const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], KH = p[EMBER_GEO_K_H],
-              KW = p[EMBER_GEO_K_W], OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W];
-    const int sh = p[EMBER_GEO_STRIDE_H], sw = p[EMBER_GEO_STRIDE_W], dh = p[EMBER_GEO_DIL_H],
-              dw = p[EMBER_GEO_DIL_W], pt = p[EMBER_GEO_PAD_H], pl = p[EMBER_GEO_PAD_W], taps = KH * KW;
-    const ptrdiff_t hw = (ptrdiff_t)H * W, n = (ptrdiff_t)OH * OW, row = (ptrdiff_t)GW * EMBER_VL;
-    const ptrdiff_t step = (ptrdiff_t)sw * EMBER_VL;
-    ember_vf v[EMBER_VL], bv;
-    ptrdiff_t p0;
-    int c, k, r, col, oh, ow, kh, kw;
-    for (c = 0; c < EMBER_VL; ++c) {
-        const ptrdiff_t m = (j0 + c) % C;
-        for (k = 0; k < taps; ++k) wt[k * EMBER_VL + c] = w[m * taps + k];
-        wt[taps * EMBER_VL + c] = bias ? bias[m] : 0.0f;
-    }
-    bv = EMBER_DW_LD(wt + taps * EMBER_VL);
-    for (p0 = 0; p0 < hw; p0 += EMBER_VL) {
-        if (p0 > hw - EMBER_VL) p0 = hw - EMBER_VL;
-        for (c = 0; c < EMBER_VL; ++c) v[c] = EMBER_DW_LD(x + (j0 + c) * hw + p0);
-        ember_dw_transpose(v);
-        r = (int)(p0 / W) + pt, col = (int)(p0 % W);
-        for (k = 0; k < EMBER_VL; ++k) {
-            if (r < GH && col + pl < GW) EMBER_DW_ST(grid + r * row + (ptrdiff_t)(col + pl) * EMBER_VL, v[k]);
-            if (++col == W) col = 0, ++r;
-        }
-    }
+/* The outputs of one block of planes from its grid: four outputs of a row at a time (each weight vector
+ * loaded once for four FMAs), a ragged end one at a time. */
+EMBER_INLINE void ember_dwk_rows(const float *grid, float *out, const float *wt, ember_vf bv, int OH, int OW, int KH,
+                                 int KW, int sh, int dh, int dw, ptrdiff_t row, ptrdiff_t step, int clamp, float lo,
+                                 float hi) {
+    int oh, ow, kh, kw;
     for (oh = 0; oh < OH; ++oh) {
         const float *g = grid + (ptrdiff_t)oh * sh * row;
         float *o = out + (ptrdiff_t)oh * OW * EMBER_VL;
@@ -71,6 +45,47 @@ static void ember_dwk_block(float *y, const float *x, const float *w, const floa
             EMBER_DW_ST(o + (ptrdiff_t)ow * EMBER_VL, ember_dw_clamp(a0, clamp, lo, hi));
         }
     }
+}
+
+/* EMBER_VL consecutive planes j0.. of the N*C (multiplier 1): transposed into `grid`, GH x GW channel
+ * vectors whose border (the padding, and what the windows never read) the caller zeroed once; then four
+ * outputs of a row at a time (each weight vector loaded once for four FMAs), transposed back into y.
+ * `wt`: KH*KW + 1 vectors (the taps' weights by lane, then the bias); `out`: OH*OW vectors. */
+static void ember_dwk_block(float *y, const float *x, const float *w, const float *bias, float *grid, float *out,
+                            float *wt, const int32_t *p, ptrdiff_t j0, int GH, int GW, int clamp, float lo,
+                            float hi, int act, float act_a, float act_b) {
+    const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], KH = p[EMBER_GEO_K_H],
+              KW = p[EMBER_GEO_K_W], OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W];
+    const int sh = p[EMBER_GEO_STRIDE_H], sw = p[EMBER_GEO_STRIDE_W], dh = p[EMBER_GEO_DIL_H],
+              dw = p[EMBER_GEO_DIL_W], pt = p[EMBER_GEO_PAD_H], pl = p[EMBER_GEO_PAD_W], taps = KH * KW;
+    const ptrdiff_t hw = (ptrdiff_t)H * W, n = (ptrdiff_t)OH * OW, row = (ptrdiff_t)GW * EMBER_VL;
+    const ptrdiff_t step = (ptrdiff_t)sw * EMBER_VL;
+    ember_vf v[EMBER_VL], bv;
+    ptrdiff_t p0;
+    int c, k, r, col;
+    for (c = 0; c < EMBER_VL; ++c) {
+        const ptrdiff_t m = (j0 + c) % C;
+        for (k = 0; k < taps; ++k) wt[k * EMBER_VL + c] = w[m * taps + k];
+        wt[taps * EMBER_VL + c] = bias ? bias[m] : 0.0f;
+    }
+    bv = EMBER_DW_LD(wt + taps * EMBER_VL);
+    for (p0 = 0; p0 < hw; p0 += EMBER_VL) {
+        if (p0 > hw - EMBER_VL) p0 = hw - EMBER_VL;
+        for (c = 0; c < EMBER_VL; ++c) v[c] = EMBER_DW_LD(x + (j0 + c) * hw + p0);
+        ember_dw_transpose(v);
+        r = (int)(p0 / W) + pt, col = (int)(p0 % W);
+        for (k = 0; k < EMBER_VL; ++k) {
+            if (r < GH && col + pl < GW) EMBER_DW_ST(grid + r * row + (ptrdiff_t)(col + pl) * EMBER_VL, v[k]);
+            if (++col == W) col = 0, ++r;
+        }
+    }
+    /* 5x5 and 3x3 with their tap loops unrolled at compile time (the same function, constant KH and KW) */
+    if (KH == 5 && KW == 5)
+        ember_dwk_rows(grid, out, wt, bv, OH, OW, 5, 5, sh, dh, dw, row, step, clamp, lo, hi);
+    else if (KH == 3 && KW == 3)
+        ember_dwk_rows(grid, out, wt, bv, OH, OW, 3, 3, sh, dh, dw, row, step, clamp, lo, hi);
+    else
+        ember_dwk_rows(grid, out, wt, bv, OH, OW, KH, KW, sh, dh, dw, row, step, clamp, lo, hi);
     /* Any other activation on the outputs while they are one contiguous run (not VL planes of OH*OW). */
     if (!clamp) ember_act_apply_f32(out, n * EMBER_VL, act, act_a, act_b);
     for (p0 = 0; p0 < n; p0 += EMBER_VL) {
