@@ -179,14 +179,15 @@ def _dw3_fast(geo: ConvGeometry) -> bool:
 def _dw_blocked_floats(node: Node, geo: ConvGeometry, m: int) -> int:
     """Scratch of ember_dwconv_blocked_f32's channel-blocked path (dwblock.c), 0 where it is not used: for
     small 2-D planes, multiplier 1, other than dwconv3.c's geometries; never under a scratch budget (a
-    microcontroller's RAM, where vectors are narrow or absent)."""
-    pixels = geo.in_size[1] * geo.in_size[2]
-    if not geo.planar or m != geo.channels or pixels > DW_BLOCKED_PIXELS or _dw3_fast(geo) \
-            or SCRATCH_BUDGET in node.attrs:
+    microcontroller's RAM, where vectors are narrow or absent). Where this says yes, the kernel's own test
+    (ember_dwk_blocked_fits) does at every vector width but 1 (scalar builds run ember_dwconv_f32)."""
+    pixels, vl = geo.in_size[1] * geo.in_size[2], 16  # the widest EMBER_VL: at least a vector of each
+    if (not geo.planar or m != geo.channels or m < vl or not vl <= pixels <= DW_BLOCKED_PIXELS
+            or geo.pixels < vl or _dw3_fast(geo) or SCRATCH_BUDGET in node.attrs):
         return 0
     (oh, ow), (kh, kw), (sh, sw), (dh, dw) = geo.out_size[1:], geo.kernel[1:], geo.strides[1:], geo.dilations[1:]
     gh, gw = (oh - 1) * sh + (kh - 1) * dh + 1, (ow - 1) * sw + (kw - 1) * dw + 1
-    return 16 * (gh * gw + oh * ow + kh * kw + 2)  # 16: the widest EMBER_VL
+    return vl * (gh * gw + oh * ow + kh * kw + 2)
 
 
 # im2col runs in blocks of output pixels whose columns fit in about this many bytes (an L2 share).
