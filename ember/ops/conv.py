@@ -217,10 +217,17 @@ def _conv_scratch(node: Node) -> int:
     return geo.channels // group * geo.taps * _im2col_block(node, geo, group) * 4
 
 
-def tile_epilogue(node: Node) -> bool:
-    """Whether the matmul kernel applies the node's activation in its register tile: none, Relu or Clip."""
+# kernels/pointwise.c's blocks hold 128 KiB of output, at least 64 columns: past 256 output channels they
+# grow beyond L2's share, and on Zen 3 the matmul's own strip-wise activation measured faster there
+# (MobileNetV3's 14x14 expand layers, 480-672 channels: 0.20 -> 0.24 ms, 0.37 -> 0.46 ms).
+POINTWISE_MAX_ROWS = 256
+
+
+def blocked_pointwise(node: Node, m: int) -> bool:
+    """Whether a 1x1 conv of `m` output channels runs as kernels/pointwise.c: its activation is one the matmul
+    tile cannot apply in registers (Swish, HardSwish, Sigmoid ...; not none, Relu, Clip), over few channels."""
     e = epilogue_of(node)
-    return e is None or e.clamp is not None
+    return e is not None and e.clamp is None and m <= POINTWISE_MAX_ROWS
 
 
 def _lower_conv(node: Node, k: KernelEmitter) -> None:
@@ -231,7 +238,7 @@ def _lower_conv(node: Node, k: KernelEmitter) -> None:
         # One pixel (Squeeze-Excitation's FCs): a matrix-vector product, weight rows streamed once.
         k.call("ember_gemv_rows_f32", k.out(0), k.inp(1), k.inp(0), bias, m, geo.channels, *epilogue_args(node))
         return
-    if direct and group == 1 and n == 1 and not tile_epilogue(node):
+    if direct and group == 1 and n == 1 and blocked_pointwise(node, m):
         # Swish/HardSwish/...: the product in L2-sized column blocks, the activation in long row loops.
         s = geo.pixels
         k.call("ember_pointwise_act_f32", k.out(0), s, k.inp(0), s, k.inp(1), bias, m, geo.channels, s,
