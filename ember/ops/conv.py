@@ -224,8 +224,9 @@ POINTWISE_MAX_ROWS = 256
 
 
 def blocked_pointwise(node: Node, m: int) -> bool:
-    """Whether a 1x1 conv of `m` output channels runs as kernels/pointwise.c: its activation is one the matmul
-    tile cannot apply in registers (Swish, HardSwish, Sigmoid ...; not none, Relu, Clip), over few channels."""
+    """Whether a 1x1 (or im2col) conv of `m` output channels runs as kernels/pointwise.c: its activation is one
+    the matmul tile cannot apply in registers (Swish, HardSwish, Sigmoid ...; not none, Relu, Clip), over few
+    channels."""
     e = epilogue_of(node)
     return e is not None and e.clamp is None and m <= POINTWISE_MAX_ROWS
 
@@ -249,6 +250,11 @@ def _lower_conv(node: Node, k: KernelEmitter) -> None:
         pad = k.scratch("float") if _dw_padded_floats(geo) else "0"
         fn = "ember_dwconv_blocked_f32" if _dw_blocked_floats(node, geo, m) else "ember_dwconv_f32"
         k.call(fn, k.out(0), k.inp(0), k.inp(1), bias, pad, tab, n, m, *epilogue_args(node))
+        return
+    if not direct and group == 1 and n == 1 and blocked_pointwise(node, m):
+        # A stem's im2col conv + Swish/HardSwish: the same, im2col block by block.
+        k.call("ember_conv_act_f32", k.out(0), k.inp(0), k.inp(1), bias, k.scratch("float"), tab, m,
+               _im2col_block(node, geo, group), *epilogue_args(node))
         return
     col = "0" if direct else k.scratch("float")
     k.call("ember_conv_f32", k.out(0), k.inp(0), k.inp(1), bias, col, tab, n, group, m, int(direct),
@@ -281,7 +287,7 @@ register(float16_via_f32(OpDef(
     "Conv", lower=_lower_conv, normalize=_normalize, scratch=_conv_scratch,
     infer=conv_infer(lambda n: inp(n, 1).shape[0]),
     kernels=("ember_conv_f32", "ember_dwconv_f32", "ember_dwconv_blocked_f32", "ember_gemv_rows_f32",
-             "ember_pointwise_act_f32"),
+             "ember_pointwise_act_f32", "ember_conv_act_f32"),
     takes_epilogue=True, weights=WeightLayout(lambda n, w: 0, per_channel_default=True), flops=_conv_flops,
     int8=Int8.LINEAR,
 )))

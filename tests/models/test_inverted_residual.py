@@ -138,3 +138,25 @@ def test_blocked_depthwise_and_pointwise_divide_among_threads(tmp_path: Path) ->
     assert_close(threaded.run(x)[y], want, "blocked depthwise: 2 threads vs 1", rel=1e-5)
     sanitized = cdriver.run(threaded.path, tmp_path / "c", x, sanitize=True, cflags=("-pthread",), opt="-O0")
     assert_close(sanitized[y], want, "blocked depthwise: sanitized C driver, 2 threads", rel=1e-5)
+
+
+def test_stem_convolutions_with_swish_and_hardswish(tmp_path: Path) -> None:
+    """EfficientNet's and MobileNetV3's stems (3x3 stride 2 from 3 channels, im2col) with their activations
+    applied block by block after the product (kernels/pointwise.c, ember_conv_act_f32)."""
+    net = _Net()
+    a = net.swish(net.conv("x", 3, 24, k=3, stride=2))
+    b = net.op("HardSwish", net.conv("x", 3, 16, k=3, stride=2))
+    outs = [helper.make_tensor_value_info(a, TensorProto.FLOAT, [1, 24, 48, 48]),
+            helper.make_tensor_value_info(b, TensorProto.FLOAT, [1, 16, 48, 48])]
+    graph = helper.make_graph(net.nodes, "stem", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                              [1, 3, 96, 96])], outs, net.inits)
+    path = tmp_path / "stem.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    bundle = ember.compile(path, tmp_path / "out")
+    assert (bundle.path / "stem.c").read_text().count("ember_conv_act_f32(") == 3  # the kernel and two calls
+    x = {"x": np.random.default_rng(9).standard_normal((1, 3, 96, 96)).astype(np.float32) * 2}
+    ref, got = onnxruntime_outputs(path, x), bundle.run(x)
+    sanitized = cdriver.run(bundle.path, tmp_path / "asan", x, sanitize=True)
+    for name in (a, b):
+        assert_close(got[name], ref[name], f"stem {name}")
+        assert_close(sanitized[name], ref[name], f"stem {name} (sanitized C driver)")
