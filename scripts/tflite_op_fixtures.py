@@ -41,6 +41,9 @@ def op_models() -> dict[str, tuple[Callable, int]]:
         "softmax": (lambda a: tf.nn.softmax(a * 2.0), 1),
         "mean": (lambda a: tf.reduce_mean(a, [1, 2], keepdims=True), 1),
         "transpose_conv": (lambda a: tf.nn.conv2d_transpose(a, wt, [1, 8, 16, 6], 2, "SAME"), 1),
+        # LiteRT runs these on int8 (TFLite Micro has no int8 kernel for them); RSQRT of a negative fails it
+        "sqrt": (lambda a: tf.sqrt(tf.abs(a * 3.0)), 1),
+        "rsqrt": (lambda a: tf.math.rsqrt(tf.abs(a) + 0.25), 1),
     }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.frontends.tflite import exact
+from ember.frontends.tflite import exact, exact_roots
 from ember.frontends.tflite.context import OpContext
 
 
@@ -35,7 +35,17 @@ def _unary(op: str):
 
 
 def rsqrt(ctx: OpContext) -> None:
+    if exact.int8_unary(ctx):  # LiteRT's fixed-point RSQRT, as a table
+        ctx.output(0, exact.lut(ctx, exact_roots.rsqrt_table(ctx)))
+        return
     ctx.output(0, ctx.emit("Reciprocal", [ctx.emit("Sqrt", [ctx.input(0)])]))
+
+
+def sqrt(ctx: OpContext) -> None:
+    if exact.int8_unary(ctx):  # LiteRT's int8 SQRT truncates its float result: a table
+        ctx.output(0, exact.lut(ctx, exact_roots.sqrt_table(ctx)))
+        return
+    ctx.output(0, ctx.emit("Sqrt", [ctx.input(0)]))
 
 
 def _clip(lo: float, hi: float):
@@ -202,7 +212,7 @@ CONVERTERS = {
     "ADD": _binary("Add"), "SUB": _binary("Sub"), "MUL": _binary("Mul"), "DIV": _binary("Div"),
     "MAXIMUM": _binary("Max"), "MINIMUM": _binary("Min"), "POW": _binary("Pow"),
     "SQUARED_DIFFERENCE": squared_difference,
-    "EXP": _unary("Exp"), "LOG": _unary("Log"), "SQRT": _unary("Sqrt"), "RSQRT": rsqrt, "ABS": _unary("Abs"),
+    "EXP": _unary("Exp"), "LOG": _unary("Log"), "SQRT": sqrt, "RSQRT": rsqrt, "ABS": _unary("Abs"),
     "NEG": _unary("Neg"), "FLOOR": _unary("Floor"), "CEIL": _unary("Ceil"),
     "RELU": _unary("Relu"), "RELU6": _clip(0.0, 6.0), "RELU_N1_TO_1": _clip(-1.0, 1.0),
     "LEAKY_RELU": leaky_relu, "PRELU": prelu, "LOGISTIC": _sigmoid_like("logistic", "Sigmoid"),
