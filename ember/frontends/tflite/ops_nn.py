@@ -186,7 +186,7 @@ def fully_connected(ctx: OpContext) -> None:
     k = ctx.info(1).shape[1]
     if x.type.rank != 2 or x.shape[1] != k:
         t = ctx.info(0)
-        if t.quant is not None and t.dtype in (DType.INT8, DType.UINT8) and t.quant.axis is None:
+        if t.quant is not None and t.dtype in (DType.INT8, DType.UINT8, DType.INT16) and t.quant.axis is None:
             # rows of int8 bytes, then dequantized: the integer kernel (passes/fold_qdq.py) takes them
             x = ctx.dequantize(ctx.emit("Reshape", [ctx.raw(0), ctx.const([-1, k], what="rows")]), t.quant, None)
         else:
@@ -197,7 +197,7 @@ def fully_connected(ctx: OpContext) -> None:
     want = ctx.out_info().shape
     if tuple(y.shape) != tuple(want):  # keep_num_dims: the input's leading dimensions
         t = ctx.out_info()
-        if t.quant is not None and t.dtype in (DType.INT8, DType.UINT8):
+        if t.quant is not None and t.dtype in (DType.INT8, DType.UINT8, DType.INT16):
             y = ctx.quantize(y, t)  # reshaped as int8: the QuantizeLinear right after the Gemm folds with it
         y = ctx.emit("Reshape", [y, ctx.const(list(want), what="shape")])
     ctx.output(0, y)

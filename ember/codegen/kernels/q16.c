@@ -1,0 +1,123 @@
+/* TFLite's 16x8 integer kernels: int16 activations (zero point 0), int8 weights, int64 bias and
+ * accumulators (TFLite's reference_integer_ops for int16). Portable C, one output at a time: written for
+ * exactness first (a SIMD / Cortex-M path can come later, as qarm.c does for int8). */
+
+/*@kernel ember_q16_base requires ember_qround*/
+/* TFLite's MultiplyByQuantizedMultiplier of an int64 accumulator: the Q31 multiplier rounded to Q15
+ * (m15), then one rounding right shift by `shift` (15 - TFLite's exponent, at least 1). */
+EMBER_INLINE int64_t ember_q16_scale(int64_t acc, int32_t m15, int32_t shift) {
+    return (acc * m15 + ((int64_t)1 << (shift - 1))) >> shift;
+}
+EMBER_INLINE int16_t ember_q16_clamp(int64_t v, int32_t lo, int32_t hi) {
+    return (int16_t)(v < lo ? lo : v > hi ? hi : v);
+}
+/* Geometry table of ember_q16_conv and ember_q16_avgpool (ops/q16.py Q16Geometry). */
+#define EMBER_Q16_N 0
+#define EMBER_Q16_C 1
+#define EMBER_Q16_H 2
+#define EMBER_Q16_W 3
+#define EMBER_Q16_M 4
+#define EMBER_Q16_OH 5
+#define EMBER_Q16_OW 6
+#define EMBER_Q16_KH 7
+#define EMBER_Q16_KW 8
+#define EMBER_Q16_SH 9
+#define EMBER_Q16_SW 10
+#define EMBER_Q16_DH 11
+#define EMBER_Q16_DW 12
+#define EMBER_Q16_PH 13
+#define EMBER_Q16_PW 14
+#define EMBER_Q16_G 15
+/*@end*/
+
+/*@kernel ember_q16_conv requires ember_q16_base*/
+/* CONV_2D, DEPTHWISE_CONV_2D (groups) and FULLY_CONNECTED (1x1 on [N, K, 1, 1]) on NCHW int16:
+ * acc = bias[m] + sum x * w (int64), per-channel requantisation, clamp to [lo, hi]. The padding reads
+ * zeros (the int16 zero point). `full`: (m15, shift) are a Q31 multiplier and ember_q_scale_tfl's shift
+ * code (LiteRT's int16 FULLY_CONNECTED); else the Q15 multiplier and right shift of ember_q16_scale. */
+static void ember_q16_conv(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTRICT x, const int8_t *w,
+                           const int64_t *bias, const int32_t *m15, const int32_t *shift, const int32_t *g,
+                           int32_t lo, int32_t hi, int32_t full) {
+    const int32_t C = g[EMBER_Q16_C], H = g[EMBER_Q16_H], W = g[EMBER_Q16_W], M = g[EMBER_Q16_M];
+    const int32_t OH = g[EMBER_Q16_OH], OW = g[EMBER_Q16_OW], KH = g[EMBER_Q16_KH], KW = g[EMBER_Q16_KW];
+    const int32_t cg = C / g[EMBER_Q16_G], mg = M / g[EMBER_Q16_G];
+    int32_t n, m, oy, ox, c, ky, kx;
+    for (n = 0; n < g[EMBER_Q16_N]; ++n)
+        for (m = 0; m < M; ++m) {
+            const int16_t *xg = x + ((ptrdiff_t)n * C + (ptrdiff_t)(m / mg) * cg) * H * W;
+            const int8_t *wm = w + (ptrdiff_t)m * cg * KH * KW;
+            int16_t *ym = y + ((ptrdiff_t)n * M + m) * OH * OW;
+            for (oy = 0; oy < OH; ++oy)
+                for (ox = 0; ox < OW; ++ox) {
+                    int64_t acc = bias ? bias[m] : 0;
+                    for (c = 0; c < cg; ++c)
+                        for (ky = 0; ky < KH; ++ky) {
+                            const int32_t iy = oy * g[EMBER_Q16_SH] - g[EMBER_Q16_PH] + ky * g[EMBER_Q16_DH];
+                            if (iy < 0 || iy >= H) continue;
+                            for (kx = 0; kx < KW; ++kx) {
+                                const int32_t ix = ox * g[EMBER_Q16_SW] - g[EMBER_Q16_PW] + kx * g[EMBER_Q16_DW];
+                                if (ix < 0 || ix >= W) continue;
+                                acc += (int32_t)xg[((ptrdiff_t)c * H + iy) * W + ix] *
+                                       (int32_t)wm[((ptrdiff_t)c * KH + ky) * KW + kx];
+                            }
+                        }
+                    ym[(ptrdiff_t)oy * OW + ox] = ember_q16_clamp(
+                        full ? ember_q_scale_tfl(acc, m15[m], shift[m]) : ember_q16_scale(acc, m15[m], shift[m]), lo, hi);
+                }
+        }
+}
+/*@end*/
+
+/*@kernel ember_q16_pool requires ember_q16_base*/
+/* AVERAGE_POOL_2D (TFLite's: the valid elements' int32 sum divided by their count, half away from zero)
+ * or MAX_POOL_2D (`max`) on NCHW int16, then the clamp; input and output share their scale. M = C. */
+static void ember_q16_pool(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTRICT x, const int32_t *g,
+                           int32_t lo, int32_t hi, int32_t max) {
+    const int32_t H = g[EMBER_Q16_H], W = g[EMBER_Q16_W], OH = g[EMBER_Q16_OH], OW = g[EMBER_Q16_OW];
+    const ptrdiff_t planes = (ptrdiff_t)g[EMBER_Q16_N] * g[EMBER_Q16_C];
+    ptrdiff_t p;
+    int32_t oy, ox, ky, kx;
+    for (p = 0; p < planes; ++p)
+        for (oy = 0; oy < OH; ++oy)
+            for (ox = 0; ox < OW; ++ox) {
+                int32_t sum = max ? -32768 : 0, count = 0;
+                for (ky = 0; ky < g[EMBER_Q16_KH]; ++ky) {
+                    const int32_t iy = oy * g[EMBER_Q16_SH] - g[EMBER_Q16_PH] + ky;
+                    if (iy < 0 || iy >= H) continue;
+                    for (kx = 0; kx < g[EMBER_Q16_KW]; ++kx) {
+                        const int32_t ix = ox * g[EMBER_Q16_SW] - g[EMBER_Q16_PW] + kx;
+                        if (ix < 0 || ix >= W) continue;
+                        const int32_t v = x[(p * H + iy) * W + ix];
+                        sum = max ? (v > sum ? v : sum) : sum + v;
+                        ++count;
+                    }
+                }
+                if (count && !max) sum = sum > 0 ? (sum + count / 2) / count : (sum - count / 2) / count;
+                y[(p * OH + oy) * OW + ox] = ember_q16_clamp(sum, lo, hi);
+            }
+}
+/*@end*/
+
+/*@kernel ember_q16_binary requires ember_q16_base*/
+/* ADD / SUB (op 0 / 1) and MUL (op 2) of int16 tensors, b broadcast along one axis: b's element for y's
+ * element e is b[(e / b_inner) % b_n] (b_n = n, b_inner = 1: the same shape; b_n = 1: a scalar).
+ * p = [op, left shift, m_a, k_a, m_b, k_b, m_out, k_out, lo, hi] with ember_q_scale_tfl's codes:
+ * ADD/SUB as TFLite's general int16 path (inputs << 15, each rescaled, summed, rescaled); MUL:
+ * a * b rescaled by m_out. Zero points are 0 in TFLite's int16. */
+static void ember_q16_binary(int16_t *EMBER_RESTRICT y, const int16_t *a, const int16_t *b, ptrdiff_t n,
+                             ptrdiff_t b_n, ptrdiff_t b_inner, const int32_t *p) {
+    ptrdiff_t e;
+    for (e = 0; e < n; ++e) {
+        const int64_t va = a[e], vb = b[(e / b_inner) % b_n];
+        int64_t r;
+        if (p[0] == 2) {
+            r = ember_q_scale_tfl(va * vb, p[6], p[7]);
+        } else {
+            const int64_t sa = ember_q_scale_tfl(va * ((int64_t)1 << p[1]), p[2], p[3]);
+            const int64_t sb = ember_q_scale_tfl(vb * ((int64_t)1 << p[1]), p[4], p[5]);
+            r = ember_q_scale_tfl(p[0] == 1 ? sa - sb : sa + sb, p[6], p[7]);
+        }
+        y[e] = ember_q16_clamp(r, p[8], p[9]);
+    }
+}
+/*@end*/
