@@ -1,6 +1,7 @@
 """One-operator full-integer TFLite models for the bit-exactness tests (tests/frontends/test_tflite_int8.py):
 each int8 input is [1, 4, 8, 8], 256 elements, so that a unary operator can be fed every int8 value at once.
-make_tflite_fixtures.py converts them (int8 I/O, its seeded calibration data) as op_NAME_int8.tflite."""
+make_tflite_fixtures.py converts them (int8 I/O, its seeded calibration data) as op_NAME_int8.tflite, and
+those of INT16_OPS in 16x8 mode (int16 activations and I/O, int8 weights) as op_NAME_int16.tflite."""
 
 from __future__ import annotations
 
@@ -45,6 +46,11 @@ def op_models() -> dict[str, tuple[Callable, int]]:
         "sqrt": (lambda a: tf.sqrt(tf.abs(a * 3.0)), 1),
         "rsqrt": (lambda a: tf.math.rsqrt(tf.abs(a) + 0.25), 1),
     }
+
+
+# The op_models converted in 16x8 mode as well (op_NAME_int16.tflite: int16 activations, int8 weights).
+INT16_OPS = ["add", "add_relu", "sub", "mul", "concat", "conv_relu6", "depthwise", "fully_connected", "avgpool",
+             "maxpool", "logistic"]  # (logistic: for the error test, ember refuses int16 LOGISTIC)
 
 
 def op_specs(n: int) -> list[tf.TensorSpec]:
