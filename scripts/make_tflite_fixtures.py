@@ -236,9 +236,8 @@ def sparse_fc() -> tf.keras.Model:
 
 # ---- small networks (Keras, fixed seeds) ----------------------------------------------------------------
 
-def kws_cnn(softmax: bool = True) -> tf.keras.Model:
-    """A depthwise-separable keyword-spotting CNN (DS-CNN-like) on 49x10 MFCC frames (`softmax=False`: its
-    logits)."""
+def kws_cnn() -> tf.keras.Model:
+    """A depthwise-separable keyword-spotting CNN (DS-CNN-like) on 49x10 MFCC frames."""
     tf.keras.utils.set_random_seed(4)
     L = tf.keras.layers
     x = inp = L.Input((49, 10, 1), batch_size=1)
@@ -250,7 +249,7 @@ def kws_cnn(softmax: bool = True) -> tf.keras.Model:
         x = L.Conv2D(16, 1, activation="relu")(x)
     x = L.AveragePooling2D((25, 5))(x)
     x = L.Flatten()(x)
-    return tf.keras.Model(inp, L.Dense(12, activation="softmax" if softmax else None)(x))
+    return tf.keras.Model(inp, L.Dense(12, activation="softmax")(x))
 
 
 def mobilenet_like() -> tf.keras.Model:
@@ -370,7 +369,7 @@ def fixtures() -> dict[str, bytes]:
     for name in INT16_OPS:  # 16x8: int16 activations, int8 weights
         fn, n = models[name]
         out[f"op_{name}_int16.tflite"] = _convert(fn, op_specs(n), True, 61, int16=True)
-    model = kws_cnn(softmax=False)
+    model = kws_cnn()
     _randomize_bn(model, 10)
     out["kws_cnn_int16.tflite"] = _convert(model, [], True, 20, int16=True)
     return out

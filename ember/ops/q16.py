@@ -5,6 +5,7 @@ passes/fold_qdq16.py from a TFLite model's QDQ form, with TFLite's arithmetic (k
   accumulators and TFLite's int64 MultiplyByQuantizedMultiplier (the multiplier rounded to Q15).
 - Q16AvgPool / Q16MaxPool: the valid elements' sum divided by their count, half away from zero / their
   maximum.
+- Q16Softmax: SOFTMAX over the last axis with TFLite's exp and 1/(1 + x) tables (gen_lut).
 - Q16Binary: ADD / SUB (TFLite's general int16 path: inputs shifted left by 15, each rescaled) and MUL
   (also QUANTIZE from int16 to int16: a MUL by 1).
 """
@@ -130,7 +131,58 @@ def _lower_binary(node: Node, k: KernelEmitter) -> None:
            k.table(np.asarray(s.binary, np.int64), DType.INT32))
 
 
+def gen_lut(fn, lo: float, hi: float, single: bool = False) -> np.ndarray:
+    """TFLite's gen_lut for int16 in and out over outputs [-1, 1]: 512 steps plus the end point, each sample
+    biased by half the interpolation error at its step's midpoint, std::round. `single`: in float32, as
+    TFLite Micro builds its tables (LiteRT: double)."""
+    f = np.float32 if single else float
+
+    def rnd(v):
+        return f(math.copysign(math.floor(abs(v) + 0.5), v))
+
+    lo, hi = f(lo), f(hi)
+    step = f((hi - lo) / f(512))
+    half = f(step / f(2))
+    scale = f(f(65536) / f(2))
+    lut = []
+    for i in range(512):
+        at = f(lo + f(i) * step)
+        val, mid, nxt = f(fn(at)), f(fn(f(at + half))), f(fn(f(lo + f(i + 1) * step)))
+        err = rnd(f(f(f(nxt * scale) + rnd(f(val * scale))) / f(2))) - rnd(f(mid * scale))
+        lut.append(min(max(rnd(f(val * scale)) - rnd(f(f(err) / f(2))), INT16_MIN), INT16_MAX))
+    lut.append(min(max(rnd(f(f(fn(hi)) * scale)), INT16_MIN), INT16_MAX))
+    return np.asarray(lut, np.int16)
+
+
+@dataclass(frozen=True)
+class Q16Softmax:
+    """Attribute `_q16sm` of a Q16Softmax: the input multiplier (ember_q_scale_tfl's mult, shift code), and
+    whether its tables are TFLite Micro's (float32) rather than LiteRT's (double)."""
+
+    mult: int
+    shift: int
+    single: bool = False
+
+
+def _infer_same(node: Node) -> list[TensorType | None]:
+    return [TensorType(DType.INT16, present(node.input(0)).shape)]
+
+
+def _lower_softmax(node: Node, k: KernelEmitter) -> None:
+    x, s = present(node.input(0)), node.attrs["_q16sm"]
+    depth = x.shape[-1] if x.shape else 1
+    if s.single:  # float32 functions too (std::exp of a float)
+        exp_lut = gen_lut(lambda v: np.exp(np.float32(v)), -10.0, 0.0, True)
+        recip_lut = gen_lut(lambda v: np.float32(1.0) / (np.float32(1.0) + np.float32(v)), 0.0, 1.0, True)
+    else:
+        exp_lut = gen_lut(math.exp, -10.0, 0.0)
+        recip_lut = gen_lut(lambda v: 1.0 / (1.0 + v), 0.0, 1.0)
+    k.call("ember_q16_softmax", k.out(0), k.inp(0), math.prod(x.shape) // max(depth, 1), depth, s.mult, s.shift,
+           k.table(exp_lut, DType.INT16), k.table(recip_lut, DType.INT16))
+
+
 register(OpDef("Q16Conv", infer=_infer, lower=_lower_conv, kernels=("ember_q16_conv",)))
 register(OpDef("Q16AvgPool", infer=_infer, lower=_lower_pool, kernels=("ember_q16_pool",)))
 register(OpDef("Q16MaxPool", infer=_infer, lower=_lower_pool, kernels=("ember_q16_pool",)))
 register(OpDef("Q16Binary", infer=_infer, lower=_lower_binary, kernels=("ember_q16_binary",)))
+register(OpDef("Q16Softmax", infer=_infer_same, lower=_lower_softmax, kernels=("ember_q16_softmax",)))

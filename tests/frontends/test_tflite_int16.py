@@ -19,7 +19,7 @@ from tests.frontends.tflite_support import FIXTURES, inputs_for, litert, run_emb
 
 # One-operator models (scripts/tflite_op_fixtures.py INT16_OPS) and one network, bit-exact with both.
 OPS = ["add", "add_relu", "sub", "mul", "concat", "conv_relu6", "depthwise", "fully_connected", "avgpool",
-       "maxpool"]
+       "maxpool", "softmax"]
 
 
 def _draws(interp) -> list[list[np.ndarray]]:
@@ -52,7 +52,7 @@ def test_int16_network_runs_int16_kernels() -> None:
     """Every layer of the 16x8 network runs on the int16 integer kernels: no float op, no DequantizeLinear."""
     graph, _, _ = build_graph(str(FIXTURES / "kws_cnn_int16.tflite"), CompileOptions())
     counts = graph.op_counts()
-    assert counts.get("Q16Conv", 0) == 6 and counts.get("Q16AvgPool") == 1, counts
+    assert counts.get("Q16Conv", 0) == 6 and counts.get("Q16AvgPool") == 1 and counts.get("Q16Softmax") == 1, counts
     assert not {"Conv", "Gemm", "MatMul", "DequantizeLinear", "QuantizeLinear", "AveragePool"} & set(counts), counts
 
 

@@ -121,3 +121,42 @@ static void ember_q16_binary(int16_t *EMBER_RESTRICT y, const int16_t *a, const 
     }
 }
 /*@end*/
+
+/*@kernel ember_q16_softmax requires ember_q16_base*/
+/* TFLite's int16 SOFTMAX over rows of `depth` (input and output zero point 0, output scale 1/32768):
+ * exp(x - max) from a 513-entry table over [-10, 0] (input rescaled by m, shift: ember_q_scale_tfl's
+ * code), the Q16.15 sum's reciprocal from a 513-entry 1/(1 + x) table over [0, 1], both read with
+ * TFLite's linear interpolation (7 fractional bits). */
+EMBER_INLINE int32_t ember_q16_lut(int32_t v, const int16_t *lut) {
+    const int32_t s = v < -32768 ? -32768 : v > 32767 ? 32767 : v;
+    const int32_t i = 256 + (s >> 7), frac = s & 0x7f;
+    return lut[i] + (((lut[i + 1] - lut[i]) * frac + 64) >> 7);
+}
+static void ember_q16_softmax(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTRICT x, ptrdiff_t rows,
+                              int32_t depth, int32_t m, int32_t shift, const int16_t *exp_lut,
+                              const int16_t *recip_lut) {
+    ptrdiff_t r;
+    int32_t c;
+    for (r = 0; r < rows; ++r) {
+        const int16_t *xr = x + r * depth;
+        int16_t *yr = y + r * depth;
+        int32_t top = -32768, sum = 0, clz = 0, rshift;
+        uint32_t bits;
+        for (c = 0; c < depth; ++c) top = xr[c] > top ? xr[c] : top;
+        for (c = 0; c < depth; ++c) { /* the exps wait in y, as TFLite's kernel keeps them */
+            yr[c] = (int16_t)ember_q16_lut((int32_t)ember_q_scale_tfl(xr[c] - top, m, shift) + 32767, exp_lut);
+            sum += yr[c];
+        }
+        for (bits = (uint32_t)sum; clz < 32 && !(bits & 0x80000000u); bits <<= 1) ++clz;
+        {
+            const int32_t shifted = (int32_t)((((int64_t)sum << (clz - 1)) + (1 << 13)) >> 14);
+            const int64_t recip = ember_q16_lut(shifted - ((1 << 15) + (1 << 16)), recip_lut);
+            rshift = 31 - clz;
+            for (c = 0; c < depth; ++c) {
+                const int64_t v = ((int64_t)yr[c] * recip + ((int64_t)1 << (rshift - 1))) >> rshift;
+                yr[c] = (int16_t)(v < 0 ? 0 : v > 32767 ? 32767 : v);
+            }
+        }
+    }
+}
+/*@end*/

@@ -24,7 +24,7 @@ CONVERTERS: dict[str, Converter] = {**ops_nn.CONVERTERS, **ops_math.CONVERTERS, 
 # name rather than computed approximately in float. (The int8 SVDF and LSTM keep int16 state of their own.)
 INT16_EXACT = frozenset({
     "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "SUB", "MUL", "AVERAGE_POOL_2D", "MAX_POOL_2D",
-    "CONCATENATION", "QUANTIZE", "DEQUANTIZE", "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "TRANSPOSE", "SVDF",
+    "CONCATENATION", "QUANTIZE", "DEQUANTIZE", "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "TRANSPOSE", "SOFTMAX", "SVDF",
     "UNIDIRECTIONAL_SEQUENCE_LSTM"})
 
 _CUSTOM = tflite.BuiltinOperator.CUSTOM

@@ -7,6 +7,9 @@ import numpy as np
 
 from ember.frontends.tflite import exact, exact_roots
 from ember.frontends.tflite.context import OpContext
+from ember.ir.dtypes import DType
+from ember.ops.q16 import Q16Softmax
+from ember.ops.qlinear import tflite_multiplier
 
 
 def _fused(ctx: OpContext) -> int:
@@ -94,8 +97,16 @@ def gelu(ctx: OpContext) -> None:
 
 
 def softmax(ctx: OpContext) -> None:
-    x = ctx.input(0)
     beta = float(ctx.options.Beta()) if ctx.options is not None else 1.0
+    t, out = ctx.info(0), ctx.out_info()
+    if t.dtype is DType.INT16 and out.dtype is DType.INT16 and t.quant is not None and t.quant.axis is None:
+        # TFLite's int16 SOFTMAX (table lookups, ops/q16.py): its input multiplier maps [-65535, 0] to [-10, 0]
+        real = float(np.float32(np.float32(t.quant.scale.reshape(-1)[0]) * np.float32(beta))) / (10.0 / 65535.0)
+        mult, k = tflite_multiplier(real, ctx.rounding())
+        spec = Q16Softmax(mult, k + 64 * ctx.rounding(), ctx.b.rounding == "micro")
+        ctx.output(0, ctx.emit("Q16Softmax", [ctx.raw(0)], {"_q16sm": spec}))
+        return
+    x = ctx.input(0)
     if beta != 1.0:
         x = ctx.emit("Mul", [x, ctx.const(beta, np.float32, "beta")])
     ctx.output(0, ctx.emit("Softmax", [x], {"axis": -1}))
