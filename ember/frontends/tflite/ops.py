@@ -24,8 +24,8 @@ CONVERTERS: dict[str, Converter] = {**ops_nn.CONVERTERS, **ops_math.CONVERTERS, 
 # name rather than computed approximately in float. (The int8 SVDF and LSTM keep int16 state of their own.)
 INT16_EXACT = frozenset({
     "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "SUB", "MUL", "AVERAGE_POOL_2D", "MAX_POOL_2D",
-    "CONCATENATION", "QUANTIZE", "DEQUANTIZE", "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "TRANSPOSE", "SOFTMAX", "SVDF",
-    "UNIDIRECTIONAL_SEQUENCE_LSTM"})
+    "CONCATENATION", "QUANTIZE", "DEQUANTIZE", "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "TRANSPOSE", "SOFTMAX",
+    "RESIZE_BILINEAR", "SVDF", "UNIDIRECTIONAL_SEQUENCE_LSTM"})
 
 _CUSTOM = tflite.BuiltinOperator.CUSTOM
 # BuiltinOptions union tag -> the name of its table class in the `tflite` package.
