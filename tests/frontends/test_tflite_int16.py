@@ -73,3 +73,19 @@ def test_int16_operator_without_exact_kernel_is_refused(tmp_path: Path) -> None:
         ember.compile(tf_model, tmp_path)
     msg = str(e.value)
     assert "'LOGISTIC'" in msg and "int16 tensor '" in msg and "\n" not in msg, msg
+
+
+@pytest.mark.parametrize("name", ["kws_cnn_int16", "op_resize_bilinear_int16", "op_add_relu_int16"])
+def test_int16_kernels_sanitizer_clean(name: str, tmp_path: Path) -> None:
+    """The int16 kernels (and the integer RESIZE_BILINEAR) under ASan/UBSan, on inputs over the whole int16
+    range: no report, and LiteRT's outputs."""
+    from tests.support import cdriver
+
+    path = FIXTURES / f"{name}.tflite"
+    interp = litert(path)
+    bundle = ember.compile(path, tmp_path / "out", name="m", opt_level=1)
+    xs = _draws(interp)[2]
+    names = [v["name"] for v in bundle.manifest["inputs"]]
+    got = cdriver.run(bundle.path, tmp_path / "asan", dict(zip(names, xs, strict=True)), sanitize=True)
+    ref = run_litert(interp, xs)
+    _assert_same(name, ref, [got[v["name"]] for v in bundle.manifest["outputs"]], "LiteRT (sanitized build)")

@@ -4,6 +4,7 @@ interpolation taps, the int64 requantisation's Q15 multipliers, and the int16 SO
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -36,3 +37,20 @@ def test_softmax_tables_span_their_functions() -> None:
     assert recip[0] == 32767 and recip[-1] == 16384 and np.all(np.diff(recip) <= 0)
     single = gen_lut(lambda v: np.exp(np.float32(v)), -10.0, 0.0, single=True).astype(np.int64)
     assert np.abs(single - exp).max() <= 1  # TFLite Micro's float32 table: at most one step apart
+
+
+def test_q16_geometry_table_matches_ember_q16_macros() -> None:
+    """q16.c's EMBER_Q16_* index macros name the fields ops/q16.py Q16Geometry writes at those indices."""
+    from dataclasses import fields
+
+    from ember.codegen import library
+    from ember.ops.q16 import Q16Geometry
+
+    geo = Q16Geometry(*range(10, 26))
+    text = library.blocks()["ember_q16_base"].text
+    macros = {m[1].lower(): int(m[2]) for m in re.finditer(r"#define EMBER_Q16_(\w+) (\d+)", text)}
+    names = [f.name for f in fields(Q16Geometry)]
+    assert sorted(macros) == sorted("g" if n == "group" else n for n in names)
+    table = geo.table()
+    for name in names:
+        assert table[macros["g" if name == "group" else name]] == getattr(geo, name), name
