@@ -369,9 +369,10 @@ def fixtures() -> dict[str, bytes]:
     for name in INT16_OPS:  # 16x8: int16 activations, int8 weights
         fn, n = models[name]
         out[f"op_{name}_int16.tflite"] = _convert(fn, op_specs(n), True, 61, int16=True)
-    model = kws_cnn()
-    _randomize_bn(model, 10)
-    out["kws_cnn_int16.tflite"] = _convert(model, [], True, 20, int16=True)
+    for seed, (name, make) in enumerate((("kws_cnn", kws_cnn), ("mobilenet_like", mobilenet_like))):
+        model = make()
+        _randomize_bn(model, 10 + seed)
+        out[f"{name}_int16.tflite"] = _convert(model, [], True, 20 + seed, int16=True)
     return out
 
 

@@ -5,6 +5,7 @@ passes/fold_qdq16.py from a TFLite model's QDQ form, with TFLite's arithmetic (k
   accumulators and TFLite's int64 MultiplyByQuantizedMultiplier (the multiplier rounded to Q15).
 - Q16AvgPool / Q16MaxPool: the valid elements' sum divided by their count, half away from zero / their
   maximum.
+- Q16Mean: MEAN over H and W (a global average), TFLite's QuantizedMeanOrSum.
 - Q16Softmax: SOFTMAX over the last axis with TFLite's exp and 1/(1 + x) tables (gen_lut).
 - Q16Binary: ADD / SUB (TFLite's general int16 path: inputs shifted left by 15, each rescaled) and MUL
   (also QUANTIZE from int16 to int16: a MUL by 1).
@@ -168,6 +169,12 @@ def _infer_same(node: Node) -> list[TensorType | None]:
     return [TensorType(DType.INT16, present(node.input(0)).shape)]
 
 
+def _lower_mean(node: Node, k: KernelEmitter) -> None:
+    s, x = _spec(node), present(node.input(0))
+    k.call("ember_q16_mean", k.out(0), k.inp(0), x.shape[0] * x.shape[1], math.prod(x.shape[2:]), s.m15[0],
+           s.shift[0], s.lo, s.hi)
+
+
 def _lower_softmax(node: Node, k: KernelEmitter) -> None:
     x, s = present(node.input(0)), node.attrs["_q16sm"]
     depth = x.shape[-1] if x.shape else 1
@@ -185,4 +192,5 @@ register(OpDef("Q16Conv", infer=_infer, lower=_lower_conv, kernels=("ember_q16_c
 register(OpDef("Q16AvgPool", infer=_infer, lower=_lower_pool, kernels=("ember_q16_pool",)))
 register(OpDef("Q16MaxPool", infer=_infer, lower=_lower_pool, kernels=("ember_q16_pool",)))
 register(OpDef("Q16Binary", infer=_infer, lower=_lower_binary, kernels=("ember_q16_binary",)))
+register(OpDef("Q16Mean", infer=_infer, lower=_lower_mean, kernels=("ember_q16_mean",)))
 register(OpDef("Q16Softmax", infer=_infer_same, lower=_lower_softmax, kernels=("ember_q16_softmax",)))

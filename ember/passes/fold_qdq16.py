@@ -6,7 +6,8 @@ integer kernels take bytes only; this pass takes the int16 patterns whose Quanti
 mark, so only TFLite models' int16 tensors change path:
 
 - Conv / Gemm (+ a fused clamping activation) with constant int8 weights and an int64 (or int32) bias ->
-  Q16Conv; AveragePool -> Q16AvgPool; Add / Sub / Mul (+ a clamping activation) -> Q16Binary
+  Q16Conv; AveragePool / MaxPool -> Q16AvgPool / Q16MaxPool; GlobalAveragePool (MEAN) -> Q16Mean;
+  Add / Sub / Mul (+ a clamping activation) -> Q16Binary; int16 -> int16 requantisation -> Q16Binary
 - movement ops (Reshape, Transpose, MaxPool, Concat, ...) whose inputs and output share one scale -> the
   same op on the int16 tensors
 
@@ -39,6 +40,8 @@ def fold_qdq16(graph: Graph) -> None:
             _fold_linear(graph, node, uses)
         elif node.op in ("AveragePool", "MaxPool"):
             _fold_pool(graph, node, uses)
+        elif node.op == "GlobalAveragePool":
+            _fold_mean(graph, node, uses)
         elif node.op == "DequantizeLinear":
             _fold_requantize(graph, node, uses)
         elif node.op in ("Add", "Sub", "Mul"):
@@ -62,10 +65,11 @@ def _q16(graph: Graph, v: Value | None, uses: dict[int, list[Node]]) -> Q | None
     return Q(node, out, np.float32(np.asarray(s.const).reshape(-1)[0]), 0)
 
 
-def _x16(v: Value | None) -> DQ | None:
-    """A run-time int16 tensor with one scale and zero point 0, read through a DequantizeLinear."""
+def _x16(v: Value | None, const: bool = False) -> DQ | None:
+    """A run-time (`const`: or constant) int16 tensor with one scale and zero point 0, read through a
+    DequantizeLinear."""
     d = dq_of(v)
-    if d is None or d.q.dtype is not DType.INT16 or d.q.is_const or not d.per_tensor or d.zp[0]:
+    if d is None or d.q.dtype is not DType.INT16 or (d.q.is_const and not const) or not d.per_tensor or d.zp[0]:
         return None
     return d
 
@@ -164,6 +168,21 @@ def _fold_pool(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
     replace(graph, [node, q.node], [new])
 
 
+def _fold_mean(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
+    """TFLite's MEAN over H and W (QuantizedMeanOrSum): x_scale / y_scale as QuantizeMultiplier, with 1/n
+    folded into the multiplier in integers ((M << s) / n for s = floor(log2 n), at most 32) and the shift."""
+    x, q = _x16(node.input(0)), _q16(graph, node.outputs[0], uses)
+    if x is None or q is None or x.q.type.rank != 4:
+        return
+    n = math.prod(x.q.shape[2:])
+    mult, k = tflite_multiplier(float(x.scale[0]) / float(q.scale), q.rounding)
+    s = min(n.bit_length() - 1, 32, 31 + (31 - k))
+    mult, k = ((mult << s) // n, k + s) if k + s <= 62 else (0, 1)
+    spec = Q16Spec(None, (mult,), (k + 64 * q.rounding,), INT16_MIN, INT16_MAX, shape=(*x.q.shape[:2], 1, 1))
+    new = Node("Q16Mean", graph.unique_name(f"{node.name}_int16"), [x.q], [q.out], {"_q16": spec})
+    replace(graph, [node, q.node], [new])
+
+
 def _fold_binary(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
     y = node.outputs[0]
     assert y is not None
@@ -175,8 +194,8 @@ def _fold_binary(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
             return
         out = act.outputs[0]
     q = _q16(graph, out, uses)
-    a, b = _x16(node.input(0)), _x16(node.input(1))
-    if q is None or a is None or b is None:
+    a, b = _x16(node.input(0), const=True), _x16(node.input(1), const=True)
+    if q is None or a is None or b is None or (a.q.is_const and b.q.is_const):
         return
     if a.q.shape != y.shape and node.op != "Sub":
         a, b = b, a

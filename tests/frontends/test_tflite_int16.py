@@ -17,9 +17,10 @@ from ember.errors import UnsupportedOperatorError
 from tests.frontends.test_tflite_int8 import _assert_same, micro_outputs
 from tests.frontends.tflite_support import FIXTURES, inputs_for, litert, run_ember, run_litert
 
-# One-operator models (scripts/tflite_op_fixtures.py INT16_OPS) and one network, bit-exact with both.
+# One-operator models (scripts/tflite_op_fixtures.py INT16_OPS) and two networks (a keyword-spotting DS-CNN
+# and a MobileNetV2-like net: scripts/make_tflite_fixtures.py), bit-exact with both.
 OPS = ["add", "add_relu", "sub", "mul", "concat", "conv_relu6", "depthwise", "fully_connected", "avgpool",
-       "maxpool", "softmax"]
+       "maxpool", "softmax", "mean"]
 # TFLite Micro has no int16 kernel for these: bit-exact with LiteRT.
 LITERT_OPS = ["resize_bilinear"]
 
@@ -53,8 +54,9 @@ def test_int16_operator_bit_exact_with_litert(op: str, tmp_path: Path) -> None:
     _check(FIXTURES / f"op_{op}_int16.tflite", op, tmp_path, with_micro=False)
 
 
-def test_int16_network_bit_exact(tmp_path: Path) -> None:
-    _check(FIXTURES / "kws_cnn_int16.tflite", "kws_cnn_int16", tmp_path)
+@pytest.mark.parametrize("name", ["kws_cnn_int16", "mobilenet_like_int16"])
+def test_int16_network_bit_exact(name: str, tmp_path: Path) -> None:
+    _check(FIXTURES / f"{name}.tflite", name, tmp_path)
 
 
 def test_int16_network_runs_int16_kernels() -> None:

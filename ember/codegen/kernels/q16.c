@@ -160,3 +160,17 @@ static void ember_q16_softmax(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RE
     }
 }
 /*@end*/
+
+/*@kernel ember_q16_mean requires ember_q16_base*/
+/* MEAN over each of NC planes of S int16 values (TFLite's QuantizedMeanOrSum: the int sum times a
+ * multiplier with 1/S folded in, ember_q_scale_tfl's shift code), clamped to [lo, hi]. */
+static void ember_q16_mean(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTRICT x, ptrdiff_t NC, ptrdiff_t S,
+                           int32_t mult, int32_t shift, int32_t lo, int32_t hi) {
+    ptrdiff_t p, i;
+    for (p = 0; p < NC; ++p) {
+        int64_t sum = 0;
+        for (i = 0; i < S; ++i) sum += x[p * S + i];
+        y[p] = ember_q16_clamp(ember_q_scale_tfl(sum, mult, shift), lo, hi);
+    }
+}
+/*@end*/

@@ -118,12 +118,16 @@ def _reduce(op: str):
         rank = x.type.rank
         axes = sorted({int(a) % rank for a in np.asarray(ctx.const_array(1, "axes")).reshape(-1)})
         keep = int(bool(ctx.options.KeepDims())) if ctx.options is not None else 0
-        if op == "ReduceMean" and rank == 4 and axes == [1, 2] and exact.int8_unary(ctx):
-            # a global average of int8: the integer kernel with TFLite's arithmetic (passes/fold_qdq_ops.py)
+        t, out = ctx.info(0), ctx.out_info()
+        int16 = (t.dtype is DType.INT16 and out.dtype is DType.INT16 and t.quant is not None
+                 and out.quant is not None and t.quant.axis is None)
+        if op == "ReduceMean" and rank == 4 and axes == [1, 2] and (exact.int8_unary(ctx) or int16):
+            # a global average of int8 / int16: the integer kernel with TFLite's arithmetic
+            # (passes/fold_qdq_ops.py, passes/fold_qdq16.py)
             y = ctx.emit("GlobalAveragePool", [ctx.input(0, nchw=True)])
             if keep:
                 ctx.output(0, y, nchw=True)
-            else:  # [N, C, 1, 1] -> [N, C] as int8
+            else:  # [N, C, 1, 1] -> [N, C] as int8 / int16
                 y = ctx.quantize(y, ctx.out_info())
                 ctx.output(0, ctx.emit("Reshape", [y, ctx.const(list(ctx.out_info().shape), what="shape")]))
             return
