@@ -110,13 +110,14 @@ def _integer_transpose_conv(ctx: OpContext, xi: int, wi: int, w: np.ndarray, b, 
     """A quantized TRANSPOSE_CONV as the Conv it equals: the input with stride - 1 zero points inserted
     between its elements (real zeros, moved as stored bytes), convolved with the spatially flipped filter.
     TFLite's kernel accumulates the same integer products and requantises per output channel as CONV_2D
-    does, so the Conv's integer kernel (passes/fold_qdq.py) gives its exact results. False (nothing
+    does (int8, and int16 with int64 sums), so the Conv's integer kernel (passes/fold_qdq.py, fold_qdq16.py)
+    gives its exact results. False (nothing
     emitted) where that form does not apply."""
     t, wq = ctx.info(xi), ctx.info(wi).quant
     ends = [pads[2 + a] - opad[a] for a in range(2)]  # TFLite's end padding (negative: output padding)
     conv_pads = [kernel[0] - 1 - pads[0], kernel[1] - 1 - pads[1], kernel[0] - 1 - ends[0], kernel[1] - 1 - ends[1]]
-    if (t.quant is None or t.quant.axis is not None or t.dtype not in (DType.INT8, DType.UINT8) or wq is None
-            or w.dtype.kind == "f" or ctx.out_info().quant is None or min(conv_pads) < 0):
+    if (t.quant is None or t.quant.axis is not None or t.dtype not in (DType.INT8, DType.UINT8, DType.INT16)
+            or wq is None or w.dtype.kind == "f" or ctx.out_info().quant is None or min(conv_pads) < 0):
         return False
     x = ctx.transpose(ctx.raw(xi), (0, 3, 1, 2))  # NCHW, stored bytes
     n, c, h, wd = x.shape
