@@ -107,8 +107,8 @@ def _fold_linear(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
     bounds = None if act is None else act.clamp
     if x is None or w is None or q is None or (act is not None and bounds is None):
         return
-    if not w.q.is_const or w.q.dtype is not DType.INT8 or w.zp.any():
-        return
+    if not w.q.is_const or w.q.dtype is not DType.INT8 or w.zp.any() or (node.op == "Conv" and w.q.shape[-1] > 256):
+        return  # (q16.c sums a kernel row's products in int32: at most 256 of them)
     a = node.attrs
     if node.op == "Conv":
         if x.q.type.rank != 4 or w.q.type.rank != 4 or (not w.per_tensor and w.axis != 0):

@@ -34,35 +34,64 @@ EMBER_INLINE int16_t ember_q16_clamp(int64_t v, int32_t lo, int32_t hi) {
 /* CONV_2D, DEPTHWISE_CONV_2D (groups) and FULLY_CONNECTED (1x1 on [N, K, 1, 1]) on NCHW int16:
  * acc = bias[m] + sum x * w (int64), per-channel requantisation, clamp to [lo, hi]. The padding reads
  * zeros (the int16 zero point). `full`: (m15, shift) are a Q31 multiplier and ember_q_scale_tfl's shift
- * code (LiteRT's int16 FULLY_CONNECTED); else the Q15 multiplier and right shift of ember_q16_scale. */
+ * code (LiteRT's int16 FULLY_CONNECTED); else the Q15 multiplier and right shift of ember_q16_scale.
+ * Products (at most 2^22 in magnitude) are summed in int32 runs of at most 256 (one kernel row, or 256
+ * channels of a 1x1 window; ops/q16.py keeps rows that short), then in int64: the same exact sum. */
+EMBER_INLINE int16_t ember_q16_out(int64_t acc, int32_t m15, int32_t shift, int32_t lo, int32_t hi, int32_t full) {
+    return ember_q16_clamp(full ? ember_q_scale_tfl(acc, m15, shift) : ember_q16_scale(acc, m15, shift), lo, hi);
+}
 static void ember_q16_conv(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTRICT x, const int8_t *w,
                            const int64_t *bias, const int32_t *m15, const int32_t *shift, const int32_t *g,
                            int32_t lo, int32_t hi, int32_t full) {
     const int32_t C = g[EMBER_Q16_C], H = g[EMBER_Q16_H], W = g[EMBER_Q16_W], M = g[EMBER_Q16_M];
     const int32_t OH = g[EMBER_Q16_OH], OW = g[EMBER_Q16_OW], KH = g[EMBER_Q16_KH], KW = g[EMBER_Q16_KW];
+    const int32_t SH = g[EMBER_Q16_SH], SW = g[EMBER_Q16_SW], DH = g[EMBER_Q16_DH], DW = g[EMBER_Q16_DW];
+    const int32_t PH = g[EMBER_Q16_PH], PW = g[EMBER_Q16_PW];
     const int32_t cg = C / g[EMBER_Q16_G], mg = M / g[EMBER_Q16_G];
+    const ptrdiff_t HW = (ptrdiff_t)H * W;
     int32_t n, m, oy, ox, c, ky, kx;
     for (n = 0; n < g[EMBER_Q16_N]; ++n)
         for (m = 0; m < M; ++m) {
-            const int16_t *xg = x + ((ptrdiff_t)n * C + (ptrdiff_t)(m / mg) * cg) * H * W;
+            const int16_t *xg = x + ((ptrdiff_t)n * C + (ptrdiff_t)(m / mg) * cg) * HW;
             const int8_t *wm = w + (ptrdiff_t)m * cg * KH * KW;
+            const int64_t b = bias ? bias[m] : 0;
             int16_t *ym = y + ((ptrdiff_t)n * M + m) * OH * OW;
             for (oy = 0; oy < OH; ++oy)
                 for (ox = 0; ox < OW; ++ox) {
-                    int64_t acc = bias ? bias[m] : 0;
-                    for (c = 0; c < cg; ++c)
-                        for (ky = 0; ky < KH; ++ky) {
-                            const int32_t iy = oy * g[EMBER_Q16_SH] - g[EMBER_Q16_PH] + ky * g[EMBER_Q16_DH];
-                            if (iy < 0 || iy >= H) continue;
-                            for (kx = 0; kx < KW; ++kx) {
-                                const int32_t ix = ox * g[EMBER_Q16_SW] - g[EMBER_Q16_PW] + kx * g[EMBER_Q16_DW];
-                                if (ix < 0 || ix >= W) continue;
-                                acc += (int32_t)xg[((ptrdiff_t)c * H + iy) * W + ix] *
-                                       (int32_t)wm[((ptrdiff_t)c * KH + ky) * KW + kx];
+                    const int32_t iy0 = oy * SH - PH, ix0 = ox * SW - PW;
+                    int64_t acc = b;
+                    if (KH == 1 && KW == 1) { /* 1x1 and fully connected: one tap per channel */
+                        int32_t part = 0;
+                        if (iy0 >= 0 && iy0 < H && ix0 >= 0 && ix0 < W) {
+                            const int16_t *xp = xg + (ptrdiff_t)iy0 * W + ix0;
+                            for (c = 0; c < cg; ++c) {
+                                part += (int32_t)xp[c * HW] * wm[c];
+                                if ((c & 255) == 255) acc += part, part = 0;
                             }
                         }
-                    ym[(ptrdiff_t)oy * OW + ox] = ember_q16_clamp(
-                        full ? ember_q_scale_tfl(acc, m15[m], shift[m]) : ember_q16_scale(acc, m15[m], shift[m]), lo, hi);
+                        acc += part;
+                    } else {
+                        const int inside = ix0 >= 0 && ix0 + (KW - 1) * DW < W;
+                        for (c = 0; c < cg; ++c)
+                            for (ky = 0; ky < KH; ++ky) {
+                                const int32_t iy = iy0 + ky * DH;
+                                const int8_t *wr = wm + ((ptrdiff_t)c * KH + ky) * KW;
+                                const int16_t *row;
+                                int32_t part = 0;
+                                if (iy < 0 || iy >= H) continue;
+                                row = xg + (c * H + (ptrdiff_t)iy) * W;
+                                if (inside) {
+                                    for (kx = 0; kx < KW; ++kx) part += (int32_t)row[ix0 + kx * DW] * wr[kx];
+                                } else {
+                                    for (kx = 0; kx < KW; ++kx) {
+                                        const int32_t ix = ix0 + kx * DW;
+                                        if (ix >= 0 && ix < W) part += (int32_t)row[ix] * wr[kx];
+                                    }
+                                }
+                                acc += part;
+                            }
+                    }
+                    ym[(ptrdiff_t)oy * OW + ox] = ember_q16_out(acc, m15[m], shift[m], lo, hi, full);
                 }
         }
 }
