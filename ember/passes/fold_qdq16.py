@@ -7,7 +7,8 @@ mark, so only TFLite models' int16 tensors change path:
 
 - Conv / Gemm (+ a fused clamping activation) with constant int8 weights and an int64 (or int32) bias ->
   Q16Conv; AveragePool / MaxPool -> Q16AvgPool / Q16MaxPool; GlobalAveragePool (MEAN) -> Q16Mean;
-  Add / Sub / Mul (+ a clamping activation) -> Q16Binary; int16 -> int16 requantisation -> Q16Binary
+  Add / Sub / Mul (+ a clamping activation) -> Q16Binary; int16 -> int16 requantisation, Relu -> Q16Binary
+  (a MUL by 1, clamped)
 - movement ops (Reshape, Transpose, MaxPool, Concat, ...) whose inputs and output share one scale -> the
   same op on the int16 tensors
 
@@ -42,6 +43,8 @@ def fold_qdq16(graph: Graph) -> None:
             _fold_pool(graph, node, uses)
         elif node.op == "GlobalAveragePool":
             _fold_mean(graph, node, uses)
+        elif node.op == "Relu":
+            _fold_relu(graph, node, uses)
         elif node.op == "DequantizeLinear":
             _fold_requantize(graph, node, uses)
         elif node.op in ("Add", "Sub", "Mul"):
@@ -227,6 +230,23 @@ def _fold_requantize(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> N
     params = (2, 0, 0, 1, 0, 1, mult, k + 64 * q.rounding, INT16_MIN, INT16_MAX)
     spec = Q16Spec(None, (), (), INT16_MIN, INT16_MAX, binary=params, shape=tuple(src.shape))
     new = Node("Q16Binary", graph.unique_name(f"{node.name}_int16"), [src, one], [q.out], {"_q16": spec})
+    replace(graph, [node, q.node], [new])
+
+
+def _fold_relu(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
+    """TFLite's int16 RELU (ReluX): MultiplyByQuantizedMultiplier by the float32 ratio input / output scale,
+    then the clamp at zero: a Q16Binary MUL by 1. (RELU6 is not folded: TFLite Micro's clamps the input's
+    integers without rescaling, LiteRT's rescales.)"""
+    bounds = registry.activation_clamp(node)
+    x, q = _x16(node.input(0)), _q16(graph, node.outputs[0], uses)
+    if bounds is None or x is None or q is None:
+        return
+    mult, k = tflite_multiplier(float(np.float32(x.scale[0]) / q.scale), q.rounding)
+    lo, hi = _clamp(q, bounds)
+    one = graph.constant(f"{node.name}_one", np.ones(1, np.int16))
+    spec = Q16Spec(None, (), (), lo, hi, binary=(2, 0, 0, 1, 0, 1, mult, k + 64 * q.rounding, lo, hi),
+                   shape=tuple(x.q.shape))
+    new = Node("Q16Binary", graph.unique_name(f"{node.name}_int16"), [x.q, one], [q.out], {"_q16": spec})
     replace(graph, [node, q.node], [new])
 
 

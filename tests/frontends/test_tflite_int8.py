@@ -24,7 +24,7 @@ from tests.frontends.tflite_support import FIXTURES, inputs_for, litert, run_emb
 # One-operator models (scripts/tflite_op_fixtures.py), each bit-exact with both interpreters.
 EXACT_OPS = ["add", "add_relu", "sub", "mul", "concat", "conv_relu6", "depthwise", "fully_connected", "avgpool",
              "maxpool", "leaky_relu", "logistic", "tanh", "hard_swish", "softmax", "mean", "logistic_rescaled",
-             "tanh_rescaled", "hard_swish_rescaled", "transpose_conv", "resize_bilinear"]
+             "tanh_rescaled", "hard_swish_rescaled", "transpose_conv", "resize_bilinear", "relu"]
 # One-operator models TFLite Micro has no int8 kernel for: bit-exact with LiteRT, fed every int8 value.
 LITERT_EXACT_OPS = ["sqrt", "rsqrt"]
 # Networks bit-exact with both (name -> opt level of the LiteRT build: one at -O3 takes the tuned kernel paths).
