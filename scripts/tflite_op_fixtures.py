@@ -53,7 +53,7 @@ def op_models() -> dict[str, tuple[Callable, int]]:
 # The op_models converted in 16x8 mode as well (op_NAME_int16.tflite: int16 activations, int8 weights;
 # logistic for the error test: ember refuses int16 LOGISTIC).
 INT16_OPS = ["add", "add_relu", "sub", "mul", "concat", "conv_relu6", "depthwise", "fully_connected", "avgpool",
-             "maxpool", "relu", "softmax", "mean", "transpose_conv", "resize_bilinear", "logistic"]
+             "maxpool", "relu", "leaky_relu", "softmax", "mean", "transpose_conv", "resize_bilinear", "logistic"]
 
 
 def op_specs(n: int) -> list[tf.TensorSpec]:

@@ -33,6 +33,9 @@ from ember.passes.fold_qdq_ops import DQ, Q, dq_of, replace
 
 
 def fold_qdq16(graph: Graph) -> None:
+    if not any(n.op == "QuantizeLinear" and n.attrs.get("_rounding") and n.outputs[0] is not None
+               and n.outputs[0].dtype is DType.INT16 for n in graph.nodes):
+        return  # no TFLite int16 tensor: nothing to look at (the per-node scan below is quadratic)
     for node in list(graph.nodes):
         if not any(n is node for n in graph.nodes) or node.outputs[0] is None:
             continue

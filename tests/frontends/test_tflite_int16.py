@@ -20,7 +20,7 @@ from tests.frontends.tflite_support import FIXTURES, inputs_for, litert, run_emb
 # One-operator models (scripts/tflite_op_fixtures.py INT16_OPS) and two networks (a keyword-spotting DS-CNN
 # and a MobileNetV2-like net: scripts/make_tflite_fixtures.py), bit-exact with both.
 OPS = ["add", "add_relu", "sub", "mul", "concat", "conv_relu6", "depthwise", "fully_connected", "avgpool",
-       "maxpool", "relu", "softmax", "mean", "transpose_conv"]
+       "maxpool", "relu", "leaky_relu", "softmax", "mean", "transpose_conv"]
 # TFLite Micro has no int16 kernel for these: bit-exact with LiteRT.
 LITERT_OPS = ["resize_bilinear"]
 

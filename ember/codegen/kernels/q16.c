@@ -128,7 +128,7 @@ static void ember_q16_pool(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTR
 /*@end*/
 
 /*@kernel ember_q16_binary requires ember_q16_base*/
-/* ADD / SUB (op 0 / 1) and MUL (op 2) of int16 tensors, b broadcast along one axis: b's element for y's
+/* ADD / SUB (op 0 / 1), MUL (op 2) and LEAKY_RELU (op 3, of a alone) of int16 tensors, b broadcast along one axis: b's element for y's
  * element e is b[(e / b_inner) % b_n] (b_n = n, b_inner = 1: the same shape; b_n = 1: a scalar).
  * p = [op, left shift, m_a, k_a, m_b, k_b, m_out, k_out, lo, hi] with ember_q_scale_tfl's codes:
  * ADD/SUB as TFLite's general int16 path (inputs << 15, each rescaled, summed, rescaled); MUL:
@@ -141,6 +141,8 @@ static void ember_q16_binary(int16_t *EMBER_RESTRICT y, const int16_t *a, const 
         int64_t r;
         if (p[0] == 2) {
             r = ember_q_scale_tfl(va * vb, p[6], p[7]);
+        } else if (p[0] == 3) { /* LEAKY_RELU of a: (m_a, k_a) at and above zero, (m_b, k_b) below */
+            r = va >= 0 ? ember_q_scale_tfl(va, p[2], p[3]) : ember_q_scale_tfl(va, p[4], p[5]);
         } else {
             const int64_t sa = ember_q_scale_tfl(va * ((int64_t)1 << p[1]), p[2], p[3]);
             const int64_t sb = ember_q_scale_tfl(vb * ((int64_t)1 << p[1]), p[4], p[5]);

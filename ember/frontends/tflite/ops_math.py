@@ -8,7 +8,7 @@ import numpy as np
 from ember.frontends.tflite import exact, exact_roots
 from ember.frontends.tflite.context import OpContext
 from ember.ir.dtypes import DType
-from ember.ops.q16 import Q16Softmax
+from ember.ops.q16 import INT16_MAX, INT16_MIN, Q16Softmax, Q16Spec
 from ember.ops.qlinear import tflite_multiplier
 
 
@@ -61,12 +61,29 @@ def _clip(lo: float, hi: float):
 
 def leaky_relu(ctx: OpContext) -> None:
     alpha = float(ctx.options.Alpha())
+    t, out = ctx.info(0), ctx.out_info()
+    if t.dtype is DType.INT16 and out.dtype is DType.INT16 and t.quant is not None and out.quant is not None:
+        ctx.output(0, _leaky_relu16(ctx, alpha))
+        return
     if exact.int8_unary(ctx):  # TFLite's integer arithmetic, as a table
         table = exact.leaky_relu_table(ctx, alpha)
         if table is not None:
             ctx.output(0, exact.lut(ctx, table))
             return
     ctx.output(0, ctx.emit("LeakyRelu", [ctx.input(0)], {"alpha": alpha}))
+
+
+def _leaky_relu16(ctx: OpContext, alpha: float):
+    """TFLite's int16 LEAKY_RELU (QuantizeLeakyRelu, zero points 0): x rescaled by input / output scale at and
+    above zero, by input x alpha / output scale below (float32 products, as its Prepare), a Q16Binary."""
+    sx, sy = np.float32(ctx.info(0).quant.scale.reshape(-1)[0]), np.float32(ctx.out_info().quant.scale.reshape(-1)[0])
+    r = ctx.rounding()
+    m_id, k_id = tflite_multiplier(float(np.float32(sx / sy)), r)
+    m_al, k_al = tflite_multiplier(float(np.float32(sx * np.float32(alpha) / sy)), r)
+    x = ctx.raw(0)
+    params = (3, 0, m_id, k_id + 64 * r, m_al, k_al + 64 * r, 0, 1, INT16_MIN, INT16_MAX)
+    spec = Q16Spec(None, (), (), INT16_MIN, INT16_MAX, binary=params, shape=tuple(x.shape))
+    return ctx.emit("Q16Binary", [x, ctx.const(np.ones(1, np.int16), np.int16, "one")], {"_q16": spec})
 
 
 def _sigmoid_like(fn: str, op: str):
