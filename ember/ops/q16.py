@@ -14,7 +14,9 @@ passes/fold_qdq16.py from a TFLite model's QDQ form, with TFLite's arithmetic (k
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -70,9 +72,10 @@ class Q16Geometry:
 
 @dataclass(frozen=True)
 class Q16Spec:
-    """Attribute `_q16` of a Q16Conv / Q16AvgPool / Q16Binary: geometry (None for Q16Binary), per-channel
-    (Q15 multiplier, shift) pairs, the output clamp, whether the output is [N, M] (fully connected), and
-    Q16Binary's parameter row (q16.c ember_q16_binary's p)."""
+    """Attribute `_q16` of a Q16Conv / Q16AvgPool / Q16MaxPool / Q16Mean / Q16Binary: geometry (None for
+    Q16Mean and Q16Binary, which state their output `shape`), per-channel (multiplier, shift) pairs, the output
+    clamp, whether the output is [N, M] (fully connected), and Q16Binary's parameter row (q16.c
+    ember_q16_binary's p)."""
 
     geometry: Q16Geometry | None
     m15: tuple[int, ...]
@@ -132,7 +135,7 @@ def _lower_binary(node: Node, k: KernelEmitter) -> None:
            k.table(np.asarray(s.binary, np.int64), DType.INT32))
 
 
-def gen_lut(fn, lo: float, hi: float, single: bool = False) -> np.ndarray:
+def gen_lut(fn: Callable[[float], Any], lo: float, hi: float, single: bool = False) -> np.ndarray:
     """TFLite's gen_lut for int16 in and out over outputs [-1, 1]: 512 steps plus the end point, each sample
     biased by half the interpolation error at its step's midpoint, std::round. `single`: in float32, as
     TFLite Micro builds its tables (LiteRT: double)."""
