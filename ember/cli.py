@@ -436,7 +436,8 @@ def _quant_args(c: argparse.ArgumentParser) -> None:
     q.add_argument("--precision", default="int8", choices=("int8", "int16"), help="activation and weight type")
     q.add_argument("--bias", default="int32", choices=("int32", "int8"), help="bias type (default int32)")
     q.add_argument("--tflite-rounding", dest="tflite_rounding", default="litert", choices=("litert", "micro"),
-                   help="an int8 TFLite model's integer arithmetic, bit-exact with LiteRT (default) or TFLite Micro")
+                   help="an int8 or 16x8 TFLite model's integer arithmetic, bit-exact with LiteRT (default) or "
+                        "TFLite Micro")
     q.add_argument("--per-channel", dest="per_channel", action=argparse.BooleanOptionalAction, default=None,
                    help="one weight scale per output channel (default: for convolutions only)")
     q.add_argument("--calibration", default="minmax", choices=("minmax", "percentile", "kl", "mse"),

@@ -21,7 +21,7 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from tflite_handmade import handmade  # noqa: E402
-from tflite_op_fixtures import RESCALED, op_models, op_specs, rescale_input  # noqa: E402
+from tflite_op_fixtures import INT16_OPS, RESCALED, op_models, op_specs, rescale_input  # noqa: E402
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "tflite"
 
@@ -303,7 +303,8 @@ def _randomize_bn(model: tf.keras.Model, seed: int) -> None:
 
 def _convert(fn: Callable | tf.keras.Model, specs: list[tf.TensorSpec], int8: bool, seed: int,
              fp16: bool = False, signature: bool = False, custom: bool = False, int8_io: bool = True,
-             sparse: bool = False) -> bytes:
+             sparse: bool = False, int16: bool = False) -> bytes:
+    """int8: full-integer int8 (int16: 16x8, int16 activations with int8 weights, int16 I/O)."""
     if isinstance(fn, tf.keras.Model):
         specs = [tf.TensorSpec(t.shape, t.dtype) for t in fn.inputs]
         model = fn
@@ -321,9 +322,12 @@ def _convert(fn: Callable | tf.keras.Model, specs: list[tf.TensorSpec], int8: bo
         conv.optimizations = [tf.lite.Optimize.DEFAULT]
         conv.representative_dataset = data
         conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+        if int16:
+            conv.target_spec.supported_ops = [
+                tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8]
         if int8_io:  # else float I/O: QUANTIZE and DEQUANTIZE operators at the edges
-            conv.inference_input_type = tf.int8
-            conv.inference_output_type = tf.int8
+            conv.inference_input_type = tf.int16 if int16 else tf.int8
+            conv.inference_output_type = tf.int16 if int16 else tf.int8
     elif sparse:
         conv.optimizations = [tf.lite.Optimize.EXPERIMENTAL_SPARSITY]
     elif fp16:  # float16 weights behind DEQUANTIZE operators
@@ -361,6 +365,14 @@ def fixtures() -> dict[str, bytes]:
         out[f"op_{name}_int8.tflite"] = _convert(fn, op_specs(n), True, 61)
     for name, (base, scale) in RESCALED.items():
         out[f"op_{name}_int8.tflite"] = rescale_input(out[f"op_{base}_int8.tflite"], scale)
+    models = op_models()
+    for name in INT16_OPS:  # 16x8: int16 activations, int8 weights
+        fn, n = models[name]
+        out[f"op_{name}_int16.tflite"] = _convert(fn, op_specs(n), True, 61, int16=True)
+    for seed, (name, make) in enumerate((("kws_cnn", kws_cnn), ("mobilenet_like", mobilenet_like))):
+        model = make()
+        _randomize_bn(model, 10 + seed)
+        out[f"{name}_int16.tflite"] = _convert(model, [], True, 20 + seed, int16=True)
     return out
 
 

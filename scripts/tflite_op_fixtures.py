@@ -1,6 +1,7 @@
 """One-operator full-integer TFLite models for the bit-exactness tests (tests/frontends/test_tflite_int8.py):
 each int8 input is [1, 4, 8, 8], 256 elements, so that a unary operator can be fed every int8 value at once.
-make_tflite_fixtures.py converts them (int8 I/O, its seeded calibration data) as op_NAME_int8.tflite."""
+make_tflite_fixtures.py converts them (int8 I/O, its seeded calibration data) as op_NAME_int8.tflite, and
+those of INT16_OPS in 16x8 mode (int16 activations and I/O, int8 weights) as op_NAME_int16.tflite."""
 
 from __future__ import annotations
 
@@ -41,7 +42,18 @@ def op_models() -> dict[str, tuple[Callable, int]]:
         "softmax": (lambda a: tf.nn.softmax(a * 2.0), 1),
         "mean": (lambda a: tf.reduce_mean(a, [1, 2], keepdims=True), 1),
         "transpose_conv": (lambda a: tf.nn.conv2d_transpose(a, wt, [1, 8, 16, 6], 2, "SAME"), 1),
+        "relu": (tf.nn.relu, 1),  # a RELU of its own (none to fuse it into)
+        "resize_bilinear": (lambda a: tf.compat.v1.image.resize_bilinear(a, [7, 13], half_pixel_centers=True), 1),
+        # LiteRT runs these on int8 (TFLite Micro has no int8 kernel for them); RSQRT of a negative fails it
+        "sqrt": (lambda a: tf.sqrt(tf.abs(a * 3.0)), 1),
+        "rsqrt": (lambda a: tf.math.rsqrt(tf.abs(a) + 0.25), 1),
     }
+
+
+# The op_models converted in 16x8 mode as well (op_NAME_int16.tflite: int16 activations, int8 weights;
+# logistic for the error test: ember refuses int16 LOGISTIC).
+INT16_OPS = ["add", "add_relu", "sub", "mul", "concat", "conv_relu6", "depthwise", "fully_connected", "avgpool",
+             "maxpool", "relu", "leaky_relu", "softmax", "mean", "transpose_conv", "resize_bilinear", "logistic"]
 
 
 def op_specs(n: int) -> list[tf.TensorSpec]:

@@ -208,7 +208,57 @@ def _passes(node: Node) -> list[tuple[AxisPlan, tuple[int, ...], tuple[int, ...]
     return res
 
 
+# Resize of stored integers with TFLite's arithmetic (the TFLite frontend sets it on RESIZE_BILINEAR of a
+# quantized tensor whose output has the input's scale and zero point: LiteRT and TFLite Micro interpolate the
+# stored integers with 10-bit fixed-point weights, ResizeBilinearInteger).
+TFLITE_INTEGER = "_tflite_integer"
+_TFL_KERNELS = {DType.INT8: "ember_resize_tfl_s8", DType.INT16: "ember_resize_tfl_s16"}
+
+
+def _c_div(a: int, b: int) -> int:
+    """C's integer division (truncates toward zero)."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def tflite_bilinear_taps(n_in: int, n_out: int, align: bool, half: bool) -> np.ndarray:
+    """(n_out, 3) int32: per output row its two input rows and the second one's weight in 1/1024, computed as
+    TFLite's ResizeBilinearInteger and ComputeInterpolationValuesInteger do."""
+    scale = ((1 << 10) * n_in + n_out // 2) // n_out
+    if align and n_out > 1:
+        scale = ((1 << 10) * (n_in - 1) + (n_out - 1) // 2) // (n_out - 1)
+    taps = []
+    for v in range(n_out):
+        pos = v * scale + scale // 2 - (1 << 9) if half else v * scale
+        lo = max(_c_div(pos, 1 << 10), 0)
+        hi = min(_c_div(pos + (1 << 10) - 1, 1 << 10), n_in - 1)
+        taps.append((lo, hi, pos - (1 << 10) * lo))
+    return np.asarray(taps, np.int32).reshape(n_out, 3)
+
+
+def _lower_tflite(node: Node, k: KernelEmitter) -> None:
+    x, y = node.inputs[0], node.outputs[0]
+    assert x is not None and y is not None
+    kernel = _TFL_KERNELS.get(x.dtype)
+    axes = [a for a in range(x.type.rank) if x.shape[a] != y.shape[a]]
+    ctm = node.attrs.get("coordinate_transformation_mode", "half_pixel")
+    if kernel is None or node.attrs.get("mode") != "linear" or len(axes) > 2 or (
+            len(axes) == 2 and axes[1] != axes[0] + 1) or ctm not in ("asymmetric", "align_corners", "half_pixel"):
+        raise UnsupportedOperatorError("Resize", node.name, f"TFLite's integer bilinear resize of {x.dtype.short} "
+                                       f"{list(x.shape)} -> {list(y.shape)} ({ctm})")
+    h = axes[0] if axes else x.type.rank - 1
+    w = h + 1 if len(axes) == 2 else None
+    align, half = ctm == "align_corners", ctm == "half_pixel"
+    in_w, out_w = (x.shape[w], y.shape[w]) if w is not None else (1, 1)
+    k.call(kernel, k.out(0), k.inp(0), math.prod(x.shape[:h]), x.shape[h], in_w, y.shape[h], out_w,
+           math.prod(x.shape[(w if w is not None else h) + 1:]),
+           k.table(tflite_bilinear_taps(x.shape[h], y.shape[h], align, half).reshape(-1), DType.INT32),
+           k.table(tflite_bilinear_taps(in_w, out_w, align, half).reshape(-1), DType.INT32))
+
+
 def _scratch(node: Node) -> int:
+    if node.attrs.get(TFLITE_INTEGER):
+        return 0
     plans, _ = resize_plan(node)
     if _is_index_map(plans):
         return 0
@@ -223,6 +273,9 @@ def _lower(node: Node, k: KernelEmitter) -> None:
     if out != y.shape:
         raise ShapeError(f"node '{node.name}' (Resize): output shape {out} disagrees with inference {y.shape}")
     if y.type.numel == 0:
+        return
+    if node.attrs.get(TFLITE_INTEGER):
+        _lower_tflite(node, k)
         return
     if _is_index_map(plans):
         maps = [np.arange(n) for n in x.shape]
@@ -262,4 +315,4 @@ def _infer(node: Node) -> list[TensorType | None]:
 # mode (nearest), coordinate_transformation_mode (half_pixel), nearest_mode (round_prefer_floor), axes,
 # antialias, cubic_coeff_a, exclude_outside, extrapolation_value, keep_aspect_ratio_policy.
 register(OpDef("Resize", lower=_lower, scratch=_scratch, shape_inputs=(1, 2, 3), infer=_infer,
-               kernels=("ember_resize_axis_f32", "ember_index_copy", "ember_copy")))
+               kernels=("ember_resize_axis_f32", "ember_index_copy", "ember_copy", *_TFL_KERNELS.values())))

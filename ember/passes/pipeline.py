@@ -16,6 +16,7 @@ from ember.passes.dce import remove_dead_nodes
 from ember.passes.fold_batchnorm import fold_batchnorm
 from ember.passes.fold_constants import fold_constants
 from ember.passes.fold_qdq import fold_qdq
+from ember.passes.fold_qdq16 import fold_qdq16
 from ember.passes.fuse_activation import fuse_activation
 from ember.passes.fuse_attention import fuse_attention
 from ember.passes.fuse_conv_add import fuse_conv_add
@@ -97,6 +98,9 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
         return [*passes, ("materialize_outputs", each_graph(materialize_outputs))]
     if options.quantize:
         passes.append(("quantize", _quantize_pass(options, model_sha)))
+    # TFLite 16x8 models: their int16 QDQ patterns become TFLite's int16 kernels; before fold_qdq, which
+    # turns the weights' DequantizeLinear nodes that no kernel took into float constants.
+    passes.append(("fold_qdq16", fold_qdq16))
     # QDQ models: DequantizeLinear -> Conv/Gemm/Add/... -> QuantizeLinear become integer kernels on int8 tensors.
     passes.append(("fold_qdq", fold_qdq))
     # Nodes whose results nobody reads cost time and memory.

@@ -18,22 +18,25 @@ import pytest
 import ember
 from ember.config import CompileOptions
 from ember.driver import build_graph
+from ember.ir.dtypes import DType
 from tests.frontends.tflite_support import FIXTURES, inputs_for, litert, run_ember, run_litert
 
 # One-operator models (scripts/tflite_op_fixtures.py), each bit-exact with both interpreters.
 EXACT_OPS = ["add", "add_relu", "sub", "mul", "concat", "conv_relu6", "depthwise", "fully_connected", "avgpool",
              "maxpool", "leaky_relu", "logistic", "tanh", "hard_swish", "softmax", "mean", "logistic_rescaled",
-             "tanh_rescaled", "hard_swish_rescaled"]
+             "tanh_rescaled", "hard_swish_rescaled", "transpose_conv", "resize_bilinear", "relu"]
+# One-operator models TFLite Micro has no int8 kernel for: bit-exact with LiteRT, fed every int8 value.
+LITERT_EXACT_OPS = ["sqrt", "rsqrt"]
 # Networks bit-exact with both (name -> opt level of the LiteRT build: one at -O3 takes the tuned kernel paths).
-EXACT_NETWORKS = {"conv_pool_int8": 3, "kws_cnn_int8": 1, "mobilenet_like_int8": 1, "matmul_ops_int8": 1}
+EXACT_NETWORKS = {"conv_pool_int8": 3, "kws_cnn_int8": 1, "mobilenet_like_int8": 1, "matmul_ops_int8": 1,
+                  "conv_variants_int8": 1, "resize_space_int8": 1}
 # Models with operators TFLite Micro lacks (STRIDED_SLICE of rank 5, TILE, ...): bit-exact with LiteRT
 # (reduce_misc_int8 on LiteRT's optimized kernels: its reference int8 SUM is wrong).
-LITERT_EXACT = ["shape_ops_int8", "math_more_int8", "reduce_misc_int8", "kws_cnn_int8_float_io"]
+LITERT_EXACT = ["shape_ops_int8", "math_more_int8", "reduce_misc_int8", "kws_cnn_int8_float_io", "elementwise_int8"]
 # name -> (largest difference in steps allowed, share of an output's elements that may differ): models with
-# operators whose TFLite integer arithmetic ember does not replicate yet (TRANSPOSE_CONV, RESIZE_BILINEAR,
-# the float ops of elementwise), measured with scripts/tflite_int8_diff.py.
-APPROXIMATE = {"op_transpose_conv_int8": (1, 0.1), "conv_variants_int8": (8, 0.1), "elementwise_int8": (4, 0.1),
-               "resize_space_int8": (1, 1.0)}
+# operators whose TFLite integer arithmetic ember does not replicate yet, measured with
+# scripts/tflite_int8_diff.py (none at present).
+APPROXIMATE: dict[str, tuple[int, float]] = {}
 
 
 def micro_outputs(path: Path, xs: list[np.ndarray], n_out: int) -> list[np.ndarray]:
@@ -80,6 +83,15 @@ def test_int8_operator_bit_exact(op: str, tmp_path: Path) -> None:
     _check_exact(FIXTURES / f"op_{op}_int8.tflite", op, tmp_path, 1)
 
 
+@pytest.mark.parametrize("op", LITERT_EXACT_OPS)
+def test_int8_operator_bit_exact_with_litert(op: str, tmp_path: Path) -> None:
+    path = FIXTURES / f"op_{op}_int8.tflite"
+    interp = litert(path)
+    bundle = ember.compile(path, tmp_path, name=op, opt_level=1)
+    for xs in _inputs(interp):
+        _assert_same(op, run_litert(interp, xs), run_ember(bundle, interp, xs), "LiteRT")
+
+
 @pytest.mark.parametrize("name", sorted(EXACT_NETWORKS))
 def test_int8_network_bit_exact(name: str, tmp_path: Path) -> None:
     _check_exact(FIXTURES / f"{name}.tflite", name, tmp_path, EXACT_NETWORKS[name])
@@ -123,3 +135,14 @@ def test_int8_model_runs_integer_kernels(name: str) -> None:
     assert counts.get("QConv", 0) + counts.get("QConvShifted", 0) >= 3, counts
     assert not {"Conv", "ConvNarrow", "MatMul", "Gemm"} & set(counts), counts
     assert counts.get("Transpose", 0) <= 2, counts
+
+
+def test_int8_transpose_conv_and_resize_stay_integer() -> None:
+    """TRANSPOSE_CONV runs as the integer convolution it equals (zero points spread between the input's
+    elements), RESIZE_BILINEAR interpolates the stored int8 values: neither leaves int8."""
+    graph, _, _ = build_graph(str(FIXTURES / "resize_space_int8.tflite"), CompileOptions())
+    resizes = [n for n in graph.nodes if n.op == "Resize"]
+    assert len(resizes) == 3 and all(n.inputs[0].dtype is DType.INT8 for n in resizes), resizes
+    graph, _, _ = build_graph(str(FIXTURES / "op_transpose_conv_int8.tflite"), CompileOptions())
+    counts = graph.op_counts()
+    assert counts.get("QConv") == 1 and "ConvTranspose" not in counts and "QuantizeLinear" not in counts, counts

@@ -117,6 +117,9 @@ class OpContext:
             return self.graph.constant(f"{self.label}_bias", data.astype(np.float32))
         s = t.quant.scale if scale is None else scale
         q = Quant(np.asarray(s, np.float32), np.zeros(np.size(s), np.int32), 0 if np.size(s) > 1 else None)
+        if data.dtype == np.int64 and np.abs(data).max(initial=0) >= 2**31:
+            # a 16x8 model's int64 bias beyond int32 (DequantizeLinear reads up to int32): float, the float op's
+            return self.graph.constant(f"{self.label}_bias", (data * s.astype(np.float64)).astype(np.float32))
         raw = self.graph.constant(f"{self.label}_bias_q", data.astype(np.int32))
         return self.dequantize(raw, q, q.axis)
 

@@ -21,7 +21,7 @@ from ember.errors import ModelFormatError, OptionError, ShapeError, UnsupportedO
 from ember.frontends.detect import TFLITE_IDENTIFIER
 from ember.frontends.tflite.atrous import Atrous, find_atrous
 from ember.frontends.tflite.context import OpContext, Quant, TensorInfo, add_node
-from ember.frontends.tflite.ops import CONVERTERS, builtin_name, options_of
+from ember.frontends.tflite.ops import CONVERTERS, INT16_EXACT, builtin_name, options_of
 from ember.frontends.tflite.sparse import densify
 from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node, Value
@@ -326,6 +326,12 @@ class _Builder:
                 self._tensor_at(t, f"operator {i} ({name})")
         ctx = OpContext(self, i, name, inputs, outputs, options_of(op, name))
         ctx.atrous = atrous
+        if name not in INT16_EXACT:
+            for t in [*inputs, *outputs]:
+                info = self.tensors[t] if t >= 0 else None
+                if info is not None and info.dtype is DType.INT16 and info.quant is not None and info.data is None:
+                    raise ctx.unsupported(f"its int16 tensor '{info.name}': TFLite's 16x8 (int16 activation) "
+                                          f"arithmetic for {name} is not implemented")
         try:
             CONVERTERS[name](ctx)
         except (IndexError, ValueError, TypeError, KeyError, ZeroDivisionError, AttributeError) as e:

@@ -19,6 +19,14 @@ Converter = Callable[[OpContext], None]
 CONVERTERS: dict[str, Converter] = {**ops_nn.CONVERTERS, **ops_math.CONVERTERS, **ops_shape.CONVERTERS,
                                     **ops_seq.CONVERTERS, **ops_control.CONVERTERS}
 
+# Operators whose int16 activations (16x8 models) run on TFLite's exact int16 arithmetic (ops/q16.py,
+# passes/fold_qdq16.py) or only move the stored values; an int16 tensor at any other operator is refused by
+# name rather than computed approximately in float. (The int8 SVDF and LSTM keep int16 state of their own.)
+INT16_EXACT = frozenset({
+    "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "SUB", "MUL", "AVERAGE_POOL_2D", "MAX_POOL_2D",
+    "CONCATENATION", "QUANTIZE", "DEQUANTIZE", "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "TRANSPOSE", "SOFTMAX",
+    "RESIZE_BILINEAR", "MEAN", "TRANSPOSE_CONV", "RELU", "LEAKY_RELU", "SVDF", "UNIDIRECTIONAL_SEQUENCE_LSTM"})
+
 _CUSTOM = tflite.BuiltinOperator.CUSTOM
 # BuiltinOptions union tag -> the name of its table class in the `tflite` package.
 _OPTION_CLASSES = {v: k for k, v in vars(tflite.BuiltinOptions).items() if isinstance(v, int) and k != "NONE"}

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.frontends.tflite import exact
+from ember.frontends.tflite import exact, exact_roots
 from ember.frontends.tflite.context import OpContext
+from ember.ir.dtypes import DType
+from ember.ops.q16 import INT16_MAX, INT16_MIN, Q16Softmax, Q16Spec
+from ember.ops.qlinear import tflite_multiplier
 
 
 def _fused(ctx: OpContext) -> int:
@@ -35,7 +38,17 @@ def _unary(op: str):
 
 
 def rsqrt(ctx: OpContext) -> None:
+    if exact.int8_unary(ctx):  # LiteRT's fixed-point RSQRT, as a table
+        ctx.output(0, exact.lut(ctx, exact_roots.rsqrt_table(ctx)))
+        return
     ctx.output(0, ctx.emit("Reciprocal", [ctx.emit("Sqrt", [ctx.input(0)])]))
+
+
+def sqrt(ctx: OpContext) -> None:
+    if exact.int8_unary(ctx):  # LiteRT's int8 SQRT truncates its float result: a table
+        ctx.output(0, exact.lut(ctx, exact_roots.sqrt_table(ctx)))
+        return
+    ctx.output(0, ctx.emit("Sqrt", [ctx.input(0)]))
 
 
 def _clip(lo: float, hi: float):
@@ -48,12 +61,29 @@ def _clip(lo: float, hi: float):
 
 def leaky_relu(ctx: OpContext) -> None:
     alpha = float(ctx.options.Alpha())
+    t, out = ctx.info(0), ctx.out_info()
+    if t.dtype is DType.INT16 and out.dtype is DType.INT16 and t.quant is not None and out.quant is not None:
+        ctx.output(0, _leaky_relu16(ctx, alpha))
+        return
     if exact.int8_unary(ctx):  # TFLite's integer arithmetic, as a table
         table = exact.leaky_relu_table(ctx, alpha)
         if table is not None:
             ctx.output(0, exact.lut(ctx, table))
             return
     ctx.output(0, ctx.emit("LeakyRelu", [ctx.input(0)], {"alpha": alpha}))
+
+
+def _leaky_relu16(ctx: OpContext, alpha: float):
+    """TFLite's int16 LEAKY_RELU (QuantizeLeakyRelu, zero points 0): x rescaled by input / output scale at and
+    above zero, by input x alpha / output scale below (float32 products, as its Prepare), a Q16Binary."""
+    sx, sy = np.float32(ctx.info(0).quant.scale.reshape(-1)[0]), np.float32(ctx.out_info().quant.scale.reshape(-1)[0])
+    r = ctx.rounding()
+    m_id, k_id = tflite_multiplier(float(np.float32(sx / sy)), r)
+    m_al, k_al = tflite_multiplier(float(np.float32(sx * np.float32(alpha) / sy)), r)
+    x = ctx.raw(0)
+    params = (3, 0, m_id, k_id + 64 * r, m_al, k_al + 64 * r, 0, 1, INT16_MIN, INT16_MAX)
+    spec = Q16Spec(None, (), (), INT16_MIN, INT16_MAX, binary=params, shape=tuple(x.shape))
+    return ctx.emit("Q16Binary", [x, ctx.const(np.ones(1, np.int16), np.int16, "one")], {"_q16": spec})
 
 
 def _sigmoid_like(fn: str, op: str):
@@ -84,8 +114,16 @@ def gelu(ctx: OpContext) -> None:
 
 
 def softmax(ctx: OpContext) -> None:
-    x = ctx.input(0)
     beta = float(ctx.options.Beta()) if ctx.options is not None else 1.0
+    t, out = ctx.info(0), ctx.out_info()
+    if t.dtype is DType.INT16 and out.dtype is DType.INT16 and t.quant is not None and t.quant.axis is None:
+        # TFLite's int16 SOFTMAX (table lookups, ops/q16.py): its input multiplier maps [-65535, 0] to [-10, 0]
+        real = float(np.float32(np.float32(t.quant.scale.reshape(-1)[0]) * np.float32(beta))) / (10.0 / 65535.0)
+        mult, k = tflite_multiplier(real, ctx.rounding())
+        spec = Q16Softmax(mult, k + 64 * ctx.rounding(), ctx.b.rounding == "micro")
+        ctx.output(0, ctx.emit("Q16Softmax", [ctx.raw(0)], {"_q16sm": spec}))
+        return
+    x = ctx.input(0)
     if beta != 1.0:
         x = ctx.emit("Mul", [x, ctx.const(beta, np.float32, "beta")])
     ctx.output(0, ctx.emit("Softmax", [x], {"axis": -1}))
@@ -97,12 +135,16 @@ def _reduce(op: str):
         rank = x.type.rank
         axes = sorted({int(a) % rank for a in np.asarray(ctx.const_array(1, "axes")).reshape(-1)})
         keep = int(bool(ctx.options.KeepDims())) if ctx.options is not None else 0
-        if op == "ReduceMean" and rank == 4 and axes == [1, 2] and exact.int8_unary(ctx):
-            # a global average of int8: the integer kernel with TFLite's arithmetic (passes/fold_qdq_ops.py)
+        t, out = ctx.info(0), ctx.out_info()
+        int16 = (t.dtype is DType.INT16 and out.dtype is DType.INT16 and t.quant is not None
+                 and out.quant is not None and t.quant.axis is None)
+        if op == "ReduceMean" and rank == 4 and axes == [1, 2] and (exact.int8_unary(ctx) or int16):
+            # a global average of int8 / int16: the integer kernel with TFLite's arithmetic
+            # (passes/fold_qdq_ops.py, passes/fold_qdq16.py)
             y = ctx.emit("GlobalAveragePool", [ctx.input(0, nchw=True)])
             if keep:
                 ctx.output(0, y, nchw=True)
-            else:  # [N, C, 1, 1] -> [N, C] as int8
+            else:  # [N, C, 1, 1] -> [N, C] as int8 / int16
                 y = ctx.quantize(y, ctx.out_info())
                 ctx.output(0, ctx.emit("Reshape", [y, ctx.const(list(ctx.out_info().shape), what="shape")]))
             return
@@ -202,7 +244,7 @@ CONVERTERS = {
     "ADD": _binary("Add"), "SUB": _binary("Sub"), "MUL": _binary("Mul"), "DIV": _binary("Div"),
     "MAXIMUM": _binary("Max"), "MINIMUM": _binary("Min"), "POW": _binary("Pow"),
     "SQUARED_DIFFERENCE": squared_difference,
-    "EXP": _unary("Exp"), "LOG": _unary("Log"), "SQRT": _unary("Sqrt"), "RSQRT": rsqrt, "ABS": _unary("Abs"),
+    "EXP": _unary("Exp"), "LOG": _unary("Log"), "SQRT": sqrt, "RSQRT": rsqrt, "ABS": _unary("Abs"),
     "NEG": _unary("Neg"), "FLOOR": _unary("Floor"), "CEIL": _unary("Ceil"),
     "RELU": _unary("Relu"), "RELU6": _clip(0.0, 6.0), "RELU_N1_TO_1": _clip(-1.0, 1.0),
     "LEAKY_RELU": leaky_relu, "PRELU": prelu, "LOGISTIC": _sigmoid_like("logistic", "Sigmoid"),

@@ -98,9 +98,45 @@ def _transpose_conv(ctx: OpContext, xi: int, wi: int, bi: int, out_shape: list[i
         pads[a], pads[2 + a] = begin, max(end, 0)
         opad[a] = max(-end, 0)
     b = ctx.bias(bi, _bias_scale(ctx, xi, wi)) if ctx.has_input(bi) else None
+    if _integer_transpose_conv(ctx, xi, wi, w, b, kernel, stride, pads, opad, act):
+        return
     y = ctx.emit("ConvTranspose", [x, weight, b], {"kernel_shape": kernel, "strides": stride, "pads": pads,
                                                     "output_padding": opad, "dilations": [1, 1], "group": 1})
     ctx.output(0, ctx.activation(y, act), nchw=True)
+
+
+def _integer_transpose_conv(ctx: OpContext, xi: int, wi: int, w: np.ndarray, b, kernel: list[int],
+                            stride: list[int], pads: list[int], opad: list[int], act: int) -> bool:
+    """A quantized TRANSPOSE_CONV as the Conv it equals: the input with stride - 1 zero points inserted
+    between its elements (real zeros, moved as stored bytes), convolved with the spatially flipped filter.
+    TFLite's kernel accumulates the same integer products and requantises per output channel as CONV_2D
+    does (int8, and int16 with int64 sums), so the Conv's integer kernel (passes/fold_qdq.py, fold_qdq16.py)
+    gives its exact results. False (nothing
+    emitted) where that form does not apply."""
+    t, wq = ctx.info(xi), ctx.info(wi).quant
+    ends = [pads[2 + a] - opad[a] for a in range(2)]  # TFLite's end padding (negative: output padding)
+    conv_pads = [kernel[0] - 1 - pads[0], kernel[1] - 1 - pads[1], kernel[0] - 1 - ends[0], kernel[1] - 1 - ends[1]]
+    if (t.quant is None or t.quant.axis is not None or t.dtype not in (DType.INT8, DType.UINT8, DType.INT16)
+            or wq is None or w.dtype.kind == "f" or ctx.out_info().quant is None or min(conv_pads) < 0):
+        return False
+    x = ctx.transpose(ctx.raw(xi), (0, 3, 1, 2))  # NCHW, stored bytes
+    n, c, h, wd = x.shape
+    if stride != [1, 1]:
+        zp = t.dtype.np.type(t.quant.zero_point.reshape(-1)[0])
+        x = ctx.emit("Reshape", [x, ctx.const([n, c, h, 1, wd, 1], what="cells")])
+        x = ctx.emit("Pad", [x, ctx.const([0, 0, 0, 0, 0, 0, 0, 0, 0, stride[0] - 1, 0, stride[1] - 1], what="gaps"),
+                             ctx.const(zp, t.dtype.np, "zp_fill")], {"mode": "constant"})
+        x = ctx.emit("Reshape", [x, ctx.const([n, c, h * stride[0], wd * stride[1]], what="spread")])
+        x = ctx.emit("Slice", [x, ctx.const([0, 0], what="starts"),
+                               ctx.const([(h - 1) * stride[0] + 1, (wd - 1) * stride[1] + 1], what="ends"),
+                               ctx.const([2, 3], what="axes")])
+    x = ctx.dequantize(x, t.quant, None)
+    flipped = np.ascontiguousarray(w.transpose(0, 3, 1, 2)[:, :, ::-1, ::-1])  # [O, I, H, W]
+    weight = ctx.weight(flipped, wq, 0, "w")
+    y = ctx.emit("Conv", [x, weight, b], {"kernel_shape": kernel, "strides": [1, 1], "dilations": [1, 1],
+                                          "pads": conv_pads, "group": 1})
+    ctx.output(0, ctx.activation(y, act), nchw=True)
+    return True
 
 
 def transpose_conv_bias(ctx: OpContext) -> None:
@@ -151,7 +187,7 @@ def fully_connected(ctx: OpContext) -> None:
     k = ctx.info(1).shape[1]
     if x.type.rank != 2 or x.shape[1] != k:
         t = ctx.info(0)
-        if t.quant is not None and t.dtype in (DType.INT8, DType.UINT8) and t.quant.axis is None:
+        if t.quant is not None and t.dtype in (DType.INT8, DType.UINT8, DType.INT16) and t.quant.axis is None:
             # rows of int8 bytes, then dequantized: the integer kernel (passes/fold_qdq.py) takes them
             x = ctx.dequantize(ctx.emit("Reshape", [ctx.raw(0), ctx.const([-1, k], what="rows")]), t.quant, None)
         else:
@@ -162,7 +198,7 @@ def fully_connected(ctx: OpContext) -> None:
     want = ctx.out_info().shape
     if tuple(y.shape) != tuple(want):  # keep_num_dims: the input's leading dimensions
         t = ctx.out_info()
-        if t.quant is not None and t.dtype in (DType.INT8, DType.UINT8):
+        if t.quant is not None and t.dtype in (DType.INT8, DType.UINT8, DType.INT16):
             y = ctx.quantize(y, t)  # reshaped as int8: the QuantizeLinear right after the Gemm folds with it
         y = ctx.emit("Reshape", [y, ctx.const(list(want), what="shape")])
     ctx.output(0, y)

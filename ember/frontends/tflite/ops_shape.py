@@ -8,6 +8,7 @@ import numpy as np
 from ember.frontends.tflite.context import OpContext
 from ember.ir.dtypes import DType
 from ember.ir.graph import Value
+from ember.ops.resize import TFLITE_INTEGER
 
 _MIN, _MAX = np.iinfo(np.int64).min, np.iinfo(np.int64).max
 
@@ -189,6 +190,17 @@ def _resize_bilinear(ctx: OpContext) -> None:
     size = [int(s) for s in np.asarray(ctx.const_array(1, "size")).reshape(-1)]
     align, half = bool(o.AlignCorners()), bool(o.HalfPixelCenters())
     ctm = "align_corners" if align else "half_pixel" if half else "asymmetric"
+    t, out = ctx.info(0), ctx.out_info()
+    if (t.quant is not None and t.dtype in (DType.INT8, DType.INT16) and t.quant.axis is None
+            and out.dtype is t.dtype and out.quant is not None and out.quant.axis is None
+            and np.array_equal(t.quant.scale, out.quant.scale)
+            and np.array_equal(t.quant.zero_point, out.quant.zero_point)):
+        # TFLite interpolates the stored integers (ResizeBilinearInteger): the same arithmetic, in NHWC.
+        raw = ctx.raw(0)
+        sizes = ctx.const([raw.shape[0], *size, raw.shape[3]], what="sizes")
+        ctx.output(0, ctx.emit("Resize", [raw, None, None, sizes], {
+            "mode": "linear", "coordinate_transformation_mode": ctm, TFLITE_INTEGER: 1}))
+        return
     sizes = ctx.const([*x.shape[:2], *size], what="sizes")
     y = ctx.emit("Resize", [x, None, None, sizes], {"mode": "linear", "coordinate_transformation_mode": ctm})
     ctx.output(0, y, nchw=True)

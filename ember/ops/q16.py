@@ -1,0 +1,199 @@
+"""TFLite's 16x8 integer operators (int16 activations with zero point 0, int8 weights, int64 bias), made by
+passes/fold_qdq16.py from a TFLite model's QDQ form, with TFLite's arithmetic (kernels/q16.c):
+
+- Q16Conv: CONV_2D / DEPTHWISE_CONV_2D (groups) / FULLY_CONNECTED (a 1x1 convolution of [N, K]) with int64
+  accumulators and TFLite's int64 MultiplyByQuantizedMultiplier (the multiplier rounded to Q15).
+- Q16AvgPool / Q16MaxPool: the valid elements' sum divided by their count, half away from zero / their
+  maximum.
+- Q16Mean: MEAN over H and W (a global average), TFLite's QuantizedMeanOrSum.
+- Q16Softmax: SOFTMAX over the last axis with TFLite's exp and 1/(1 + x) tables (gen_lut).
+- Q16Binary: ADD / SUB (TFLite's general int16 path: inputs shifted left by 15, each rescaled) and MUL
+  (also QUANTIZE from int16 to int16: a MUL by 1).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ember.codegen.emitter import KernelEmitter
+from ember.ir.dtypes import DType, TensorType
+from ember.ir.graph import Node
+from ember.ops.matmul import present
+from ember.ops.opdef import OpDef
+from ember.ops.qlinear import tflite_multiplier
+from ember.ops.registry import register
+
+INT16_MIN, INT16_MAX = -(1 << 15), (1 << 15) - 1
+
+
+def q15_multiplier(real: float, rounding: int) -> tuple[int, int] | None:
+    """TFLite's int64 MultiplyByQuantizedMultiplier constants for `real`: (Q15 multiplier, right shift);
+    None where its shift would not be a right shift (TFLite asserts the exponent below 8)."""
+    m, k = tflite_multiplier(real, rounding)
+    if m == 0:
+        return 0, 1
+    m15 = (m + (1 << 15)) >> 16 if m < 0x7FFF0000 else 0x7FFF
+    return (m15, k - 16) if k - 16 >= 1 else None
+
+
+@dataclass(frozen=True)
+class Q16Geometry:
+    """NCHW sizes and window of a Q16Conv / Q16AvgPool (q16.c's EMBER_Q16_* entries, in this order)."""
+
+    n: int
+    c: int
+    h: int
+    w: int
+    m: int
+    oh: int
+    ow: int
+    kh: int
+    kw: int
+    sh: int
+    sw: int
+    dh: int
+    dw: int
+    ph: int
+    pw: int
+    group: int
+
+    def table(self) -> list[int]:
+        return [self.n, self.c, self.h, self.w, self.m, self.oh, self.ow, self.kh, self.kw, self.sh, self.sw,
+                self.dh, self.dw, self.ph, self.pw, self.group]
+
+    def out_shape(self, flat: bool) -> tuple[int, ...]:
+        return (self.n, self.m) if flat else (self.n, self.m, self.oh, self.ow)
+
+
+@dataclass(frozen=True)
+class Q16Spec:
+    """Attribute `_q16` of a Q16Conv / Q16AvgPool / Q16MaxPool / Q16Mean / Q16Binary: geometry (None for
+    Q16Mean and Q16Binary, which state their output `shape`), per-channel (multiplier, shift) pairs, the output
+    clamp, whether the output is [N, M] (fully connected), and Q16Binary's parameter row (q16.c
+    ember_q16_binary's p)."""
+
+    geometry: Q16Geometry | None
+    m15: tuple[int, ...]
+    shift: tuple[int, ...]
+    lo: int
+    hi: int
+    flat: bool = False
+    binary: tuple[int, ...] = ()
+    shape: tuple[int, ...] = ()
+    full: bool = False  # Q16Conv: Q31 multipliers with ember_q_scale_tfl's shift codes (LiteRT's FC)
+
+
+def _spec(node: Node) -> Q16Spec:
+    return node.attrs["_q16"]
+
+
+def _infer(node: Node) -> list[TensorType | None]:
+    s = _spec(node)
+    if s.geometry is None:
+        return [TensorType(DType.INT16, s.shape)]
+    return [TensorType(DType.INT16, s.geometry.out_shape(s.flat))]
+
+
+def _lower_conv(node: Node, k: KernelEmitter) -> None:
+    s = _spec(node)
+    assert s.geometry is not None
+    bias = k.inp(2) if node.input(2) is not None else "(const int64_t *)0"
+    k.call("ember_q16_conv", k.out(0), k.inp(0), k.inp(1), bias, k.table(s.m15, DType.INT32),
+           k.table(s.shift, DType.INT32), k.table(s.geometry.table(), DType.INT32), s.lo, s.hi, int(s.full))
+
+
+def _lower_pool(node: Node, k: KernelEmitter) -> None:
+    s = _spec(node)
+    assert s.geometry is not None
+    k.call("ember_q16_pool", k.out(0), k.inp(0), k.table(s.geometry.table(), DType.INT32), s.lo, s.hi,
+           int(node.op == "Q16MaxPool"))
+
+
+def broadcast_of(b_shape: tuple[int, ...], y_shape: tuple[int, ...]) -> tuple[int, int] | None:
+    """(b_n, b_inner) of ember_q16_binary for b broadcast to y: the same shape, one value, or one axis."""
+    if tuple(b_shape) == tuple(y_shape):
+        return math.prod(y_shape), 1
+    if math.prod(b_shape) == 1:
+        return 1, 1
+    shape = (1,) * (len(y_shape) - len(b_shape)) + tuple(b_shape)
+    big = [i for i, d in enumerate(shape) if d != 1]
+    if len(shape) != len(y_shape) or len(big) != 1 or shape[big[0]] != y_shape[big[0]]:
+        return None
+    return shape[big[0]], math.prod(y_shape[big[0] + 1:])
+
+
+def _lower_binary(node: Node, k: KernelEmitter) -> None:
+    s = _spec(node)
+    bc = broadcast_of(present(node.input(1)).shape, s.shape)
+    assert bc is not None
+    k.call("ember_q16_binary", k.out(0), k.inp(0), k.inp(1), math.prod(s.shape), bc[0], bc[1],
+           k.table(np.asarray(s.binary, np.int64), DType.INT32))
+
+
+def gen_lut(fn: Callable[[float], Any], lo: float, hi: float, single: bool = False) -> np.ndarray:
+    """TFLite's gen_lut for int16 in and out over outputs [-1, 1]: 512 steps plus the end point, each sample
+    biased by half the interpolation error at its step's midpoint, std::round. `single`: in float32, as
+    TFLite Micro builds its tables (LiteRT: double)."""
+    f = np.float32 if single else float
+
+    def rnd(v):
+        return f(math.copysign(math.floor(abs(v) + 0.5), v))
+
+    lo, hi = f(lo), f(hi)
+    step = f((hi - lo) / f(512))
+    half = f(step / f(2))
+    scale = f(f(65536) / f(2))
+    lut = []
+    for i in range(512):
+        at = f(lo + f(i) * step)
+        val, mid, nxt = f(fn(at)), f(fn(f(at + half))), f(fn(f(lo + f(i + 1) * step)))
+        err = rnd(f(f(f(nxt * scale) + rnd(f(val * scale))) / f(2))) - rnd(f(mid * scale))
+        lut.append(min(max(rnd(f(val * scale)) - rnd(f(f(err) / f(2))), INT16_MIN), INT16_MAX))
+    lut.append(min(max(rnd(f(f(fn(hi)) * scale)), INT16_MIN), INT16_MAX))
+    return np.asarray(lut, np.int16)
+
+
+@dataclass(frozen=True)
+class Q16Softmax:
+    """Attribute `_q16sm` of a Q16Softmax: the input multiplier (ember_q_scale_tfl's mult, shift code), and
+    whether its tables are TFLite Micro's (float32) rather than LiteRT's (double)."""
+
+    mult: int
+    shift: int
+    single: bool = False
+
+
+def _infer_same(node: Node) -> list[TensorType | None]:
+    return [TensorType(DType.INT16, present(node.input(0)).shape)]
+
+
+def _lower_mean(node: Node, k: KernelEmitter) -> None:
+    s, x = _spec(node), present(node.input(0))
+    k.call("ember_q16_mean", k.out(0), k.inp(0), x.shape[0] * x.shape[1], math.prod(x.shape[2:]), s.m15[0],
+           s.shift[0], s.lo, s.hi)
+
+
+def _lower_softmax(node: Node, k: KernelEmitter) -> None:
+    x, s = present(node.input(0)), node.attrs["_q16sm"]
+    depth = x.shape[-1] if x.shape else 1
+    if s.single:  # float32 functions too (std::exp of a float)
+        exp_lut = gen_lut(lambda v: np.exp(np.float32(v)), -10.0, 0.0, True)
+        recip_lut = gen_lut(lambda v: np.float32(1.0) / (np.float32(1.0) + np.float32(v)), 0.0, 1.0, True)
+    else:
+        exp_lut = gen_lut(math.exp, -10.0, 0.0)
+        recip_lut = gen_lut(lambda v: 1.0 / (1.0 + v), 0.0, 1.0)
+    k.call("ember_q16_softmax", k.out(0), k.inp(0), math.prod(x.shape) // max(depth, 1), depth, s.mult, s.shift,
+           k.table(exp_lut, DType.INT16), k.table(recip_lut, DType.INT16))
+
+
+register(OpDef("Q16Conv", infer=_infer, lower=_lower_conv, kernels=("ember_q16_conv",)))
+register(OpDef("Q16AvgPool", infer=_infer, lower=_lower_pool, kernels=("ember_q16_pool",)))
+register(OpDef("Q16MaxPool", infer=_infer, lower=_lower_pool, kernels=("ember_q16_pool",)))
+register(OpDef("Q16Binary", infer=_infer, lower=_lower_binary, kernels=("ember_q16_binary",)))
+register(OpDef("Q16Mean", infer=_infer, lower=_lower_mean, kernels=("ember_q16_mean",)))
+register(OpDef("Q16Softmax", infer=_infer_same, lower=_lower_softmax, kernels=("ember_q16_softmax",)))

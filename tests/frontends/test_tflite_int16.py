@@ -1,0 +1,93 @@
+"""TFLite 16x8 models (int16 activations and I/O, int8 weights, int64 bias: the converter's
+EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8): ember runs them on TFLite's int16 integer
+kernels (ops/q16.py, passes/fold_qdq16.py), bit-exact with LiteRT's reference kernels and with TFLite Micro
+(each compiled with that interpreter's rounding: their int16 FULLY_CONNECTED requantise differently)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ember
+from ember.config import CompileOptions
+from ember.driver import build_graph
+from ember.errors import UnsupportedOperatorError
+from tests.frontends.test_tflite_int8 import _assert_same, micro_outputs
+from tests.frontends.tflite_support import FIXTURES, inputs_for, litert, run_ember, run_litert
+
+# One-operator models (scripts/tflite_op_fixtures.py INT16_OPS) and two networks (a keyword-spotting DS-CNN
+# and a MobileNetV2-like net: scripts/make_tflite_fixtures.py), bit-exact with both.
+OPS = ["add", "add_relu", "sub", "mul", "concat", "conv_relu6", "depthwise", "fully_connected", "avgpool",
+       "maxpool", "relu", "leaky_relu", "softmax", "mean", "transpose_conv"]
+# TFLite Micro has no int16 kernel for these: bit-exact with LiteRT.
+LITERT_OPS = ["resize_bilinear"]
+
+
+def _draws(interp) -> list[list[np.ndarray]]:
+    """Two draws over [-1, 1] in real terms, and one over the whole int16 range (saturating sums)."""
+    wide = [np.random.default_rng(7 + i).integers(-32768, 32768, d["shape"]).astype(np.int16)
+            for i, d in enumerate(interp.get_input_details())]
+    return [inputs_for(interp, 0), inputs_for(interp, 1), wide]
+
+
+def _check(path: Path, name: str, tmp_path: Path, with_micro: bool = True) -> None:
+    interp = litert(path)
+    n_out = len(interp.get_output_details())
+    lite = ember.compile(path, tmp_path / "litert", name=name, opt_level=1)
+    micro = ember.compile(path, tmp_path / "micro", name=name, opt_level=1, tflite_rounding="micro") \
+        if with_micro else None
+    for xs in _draws(interp):
+        _assert_same(name, run_litert(interp, xs), run_ember(lite, interp, xs), "LiteRT")
+        if micro is not None:
+            _assert_same(name, micro_outputs(path, xs, n_out), run_ember(micro, interp, xs), "TFLite Micro")
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_int16_operator_bit_exact(op: str, tmp_path: Path) -> None:
+    _check(FIXTURES / f"op_{op}_int16.tflite", op, tmp_path)
+
+
+@pytest.mark.parametrize("op", LITERT_OPS)
+def test_int16_operator_bit_exact_with_litert(op: str, tmp_path: Path) -> None:
+    _check(FIXTURES / f"op_{op}_int16.tflite", op, tmp_path, with_micro=False)
+
+
+@pytest.mark.parametrize("name", ["kws_cnn_int16", "mobilenet_like_int16"])
+def test_int16_network_bit_exact(name: str, tmp_path: Path) -> None:
+    _check(FIXTURES / f"{name}.tflite", name, tmp_path)
+
+
+def test_int16_network_runs_int16_kernels() -> None:
+    """Every layer of the 16x8 network runs on the int16 integer kernels: no float op, no DequantizeLinear."""
+    graph, _, _ = build_graph(str(FIXTURES / "kws_cnn_int16.tflite"), CompileOptions())
+    counts = graph.op_counts()
+    assert counts.get("Q16Conv", 0) == 6 and counts.get("Q16AvgPool") == 1 and counts.get("Q16Softmax") == 1, counts
+    assert not {"Conv", "Gemm", "MatMul", "DequantizeLinear", "QuantizeLinear", "AveragePool"} & set(counts), counts
+
+
+def test_int16_operator_without_exact_kernel_is_refused(tmp_path: Path) -> None:
+    """An int16 LOGISTIC (TFLite's int16 lookup tables are not replicated): one error naming the operator
+    and its tensor, not a bundle that is off by a step."""
+    tf_model = FIXTURES / "op_logistic_int16.tflite"
+    with pytest.raises(UnsupportedOperatorError) as e:
+        ember.compile(tf_model, tmp_path)
+    msg = str(e.value)
+    assert "'LOGISTIC'" in msg and "int16 tensor '" in msg and "\n" not in msg, msg
+
+
+@pytest.mark.parametrize("name", ["kws_cnn_int16", "op_resize_bilinear_int16", "op_add_relu_int16"])
+def test_int16_kernels_sanitizer_clean(name: str, tmp_path: Path) -> None:
+    """The int16 kernels (and the integer RESIZE_BILINEAR) under ASan/UBSan, on inputs over the whole int16
+    range: no report, and LiteRT's outputs."""
+    from tests.support import cdriver
+
+    path = FIXTURES / f"{name}.tflite"
+    interp = litert(path)
+    bundle = ember.compile(path, tmp_path / "out", name="m", opt_level=1)
+    xs = _draws(interp)[2]
+    names = [v["name"] for v in bundle.manifest["inputs"]]
+    got = cdriver.run(bundle.path, tmp_path / "asan", dict(zip(names, xs, strict=True)), sanitize=True)
+    ref = run_litert(interp, xs)
+    _assert_same(name, ref, [got[v["name"]] for v in bundle.manifest["outputs"]], "LiteRT (sanitized build)")
