@@ -1,0 +1,132 @@
+"""quant.c's AVX2 TFLite requantisation of 8 int32 lanes (ember_qt8_rq: VPMULDQ products, LiteRT's single
+rounding with a 64-bit arithmetic shift built from logical ones, gemmlowp's doubling high multiply and
+rounding divide) against the scalar ember_q_requant / ember_q_scale_tfl it replaces, lane by lane, over
+edge values: exact ties at every shift (acc * mult an odd multiple of 2^(k-1)), one below and above them,
+INT32_MIN / INT32_MAX sums (TFLite Micro's saturating left shift), zero, both signs, every k both
+roundings accept, multipliers from 0 to 2^31 - 1, and clamps around several zero points. Skipped where the
+host C compiler does not target AVX2 (the vector code is not built there)."""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from ember.codegen.library import assemble
+
+DRIVER = """
+int has_qt8(void) {
+#ifdef EMBER_QT8
+    return 1;
+#else
+    return 0;
+#endif
+}
+/* got[i]: the vector requantisation of v[i] (n a multiple of 8); want[i]: the scalar one. */
+void both(int32_t *got, int32_t *want, const int32_t *v, int n, int32_t mult, int shift, int32_t zp, int32_t lo,
+          int32_t hi) {
+    int i;
+    for (i = 0; i < n; ++i) want[i] = ember_q_requant(v[i], mult, shift, zp, lo, hi);
+#ifdef EMBER_QT8
+    {
+        ember_qt8 t;
+        ember_qt8_init(&t, mult, shift, zp, lo, hi);
+        for (i = 0; i + 8 <= n; i += 8)
+            *(ember_qt8iu *)(void *)(got + i) = ember_qt8_rq(*(const ember_qt8iu *)(const void *)(v + i), &t);
+    }
+#else
+    (void)got;
+#endif
+}
+"""
+
+I32_MIN, I32_MAX = -(2**31), 2**31 - 1
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
+    cc = shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    d = tmp_path_factory.mktemp("qt8")
+    src = d / "qt8.c"
+    src.write_text("#include <stddef.h>\n#include <stdint.h>\n" + assemble({"ember_qround"}) + DRIVER)
+    so = d / "qt8.so"
+    subprocess.run([cc, "-O2", "-march=native", "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", str(src), "-o",
+                    str(so)], check=True)
+    lib = ctypes.CDLL(str(so))
+    if not lib.has_qt8():
+        pytest.skip("the host compiler does not target AVX2")
+    return lib
+
+
+def _sums(k: int, mult: int, rng: np.random.Generator) -> np.ndarray:
+    """Sums whose products with mult sit on, just below and just above the rounding ties of shift k (and of
+    the doubling high multiply's 2^31), the int32 extremes, and random ones."""
+    vals = [0, 1, -1, 2, -2, I32_MIN, I32_MAX, I32_MIN + 1, I32_MAX - 1, 2**30, -(2**30)]
+    for kk in {k, 31, max(k - 31, 1), max(k - 1, 1)}:
+        if mult > 0:
+            tz = (mult & -mult).bit_length() - 1  # mult = odd * 2^tz
+            odd = mult >> tz
+            e = kk - 1 - tz  # acc * mult = t * 2^(kk-1), t odd: acc = t' * 2^e where mult's odd part divides
+            if 0 <= e <= 30:
+                inv = pow(odd, -1, 1 << (kk - tz)) if kk - tz > 0 else 0
+                base = ((1 << e) * inv) % (1 << max(kk - tz, 1)) if kk - tz > 0 else 0
+                for t in range(-3, 4):
+                    a = base + t * (1 << max(kk - tz, 1))
+                    vals += [a, a - 1, a + 1, -a, -a - 1, -a + 1]
+        for s in range(31):
+            vals += [(1 << s), -(1 << s), (1 << s) + 1, -(1 << s) - 1, 3 << s >> 1, -(3 << s >> 1)]
+    vals += list(rng.integers(I32_MIN, I32_MAX, 200, endpoint=True))
+    vals += list(rng.integers(-(2**16), 2**16, 100))
+    v = np.clip(np.asarray(vals, np.int64), I32_MIN, I32_MAX)
+    v = rng.permutation(v)  # every edge value in several lanes of a vector
+    v = np.concatenate([v, v[::-1], np.roll(v, 3)])
+    return np.resize(v, (len(v) + 7) // 8 * 8).astype(np.int32)
+
+
+@pytest.mark.parametrize("rounding", [1, 2])
+def test_vector_tflite_requant_equals_scalar(lib: ctypes.CDLL, rounding: int) -> None:
+    rng = np.random.default_rng(rounding + 40)
+    mults = [0, 1, 2, 3, 1 << 30, (1 << 31) - 1, 1 << 29, 1518500250, 1073741825]
+    ks = range(1 if rounding == 1 else 0, 63)
+    clamps = [(0, -128, 127), (-5, -128, 127), (127, -128, 127), (0, 0, 255), (200, 0, 255), (-128, -128, 127),
+              (3, -20, 60)]
+    failures = []
+    checked = 0
+    for k in ks:
+        for mult in [*mults, *rng.integers(1 << 30, 1 << 31, 3)]:
+            mult = int(mult)
+            v = _sums(k, mult, rng)
+            got, want = np.zeros_like(v), np.zeros_like(v)
+            for zp, lo, hi in clamps:
+                lib.both(got.ctypes.data_as(ctypes.c_void_p), want.ctypes.data_as(ctypes.c_void_p),
+                         v.ctypes.data_as(ctypes.c_void_p), len(v), mult, 64 * rounding + k, zp, lo, hi)
+                bad = np.flatnonzero(got != want)
+                checked += len(v)
+                if len(bad):
+                    i = int(bad[0])
+                    failures.append(f"k={k} mult={mult} zp={zp} [{lo},{hi}] acc={int(v[i])} lane {i % 8}: "
+                                    f"vector {int(got[i])}, scalar {int(want[i])} ({len(bad)} lanes)")
+    assert not failures, "\n".join(failures[:20])
+    assert checked > 100_000
+
+
+def test_the_scalar_reference_sees_ties(lib: ctypes.CDLL) -> None:
+    """The reference itself rounds the ties the sums above aim at: half up once (LiteRT), and gemmlowp's
+    two half-away roundings (so a negative tie at k > 31 goes down, unlike LiteRT's)."""
+    v = np.array([1, -1, 3, -3, 5, -5, 0, 7], np.int32)
+    got, want = np.zeros_like(v), np.zeros_like(v)
+    # LiteRT: acc * 2^30 >> 31 = acc / 2, half up
+    lib.both(got.ctypes.data_as(ctypes.c_void_p), want.ctypes.data_as(ctypes.c_void_p),
+             v.ctypes.data_as(ctypes.c_void_p), 8, 1 << 30, 64 + 31, 0, -128, 127)
+    assert want.tolist() == [1, 0, 2, -1, 3, -2, 0, 4]
+    assert got.tolist() == want.tolist()
+    # Micro, k = 32: SRDHM gives acc / 2 rounded (exact for these), then a divide by 2 half away from zero
+    lib.both(got.ctypes.data_as(ctypes.c_void_p), want.ctypes.data_as(ctypes.c_void_p),
+             (v * 2).astype(np.int32).ctypes.data_as(ctypes.c_void_p), 8, 1 << 30, 128 + 32, 0, -128, 127)
+    assert want.tolist() == [1, -1, 2, -2, 3, -3, 0, 4]
+    assert got.tolist() == want.tolist()
