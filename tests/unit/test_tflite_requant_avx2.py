@@ -41,6 +41,23 @@ void both(int32_t *got, int32_t *want, const int32_t *v, int n, int32_t mult, in
     (void)got;
 #endif
 }
+/* As both, lane i (of each 8) with its own mult[i % 8], shift[i % 8] (ember_qt8_lane: depthwise quads). */
+void lanes(int32_t *got, int32_t *want, const int32_t *v, int n, const int32_t *mult, const int32_t *shift,
+           int32_t zp, int32_t lo, int32_t hi) {
+    int i;
+    for (i = 0; i < n; ++i) want[i] = ember_q_requant(v[i], mult[i % 8], shift[i % 8], zp, lo, hi);
+#ifdef EMBER_QT8
+    {
+        ember_qt8 t;
+        ember_qt8_init(&t, mult[0], shift[0], zp, lo, hi);
+        for (i = 0; i < 8; ++i) ember_qt8_lane(&t, i, mult[i], shift[i]);
+        for (i = 0; i + 8 <= n; i += 8)
+            *(ember_qt8iu *)(void *)(got + i) = ember_qt8_rq(*(const ember_qt8iu *)(const void *)(v + i), &t);
+    }
+#else
+    (void)got;
+#endif
+}
 """
 
 I32_MIN, I32_MAX = -(2**31), 2**31 - 1
@@ -113,6 +130,24 @@ def test_vector_tflite_requant_equals_scalar(lib: ctypes.CDLL, rounding: int) ->
                                     f"vector {int(got[i])}, scalar {int(want[i])} ({len(bad)} lanes)")
     assert not failures, "\n".join(failures[:20])
     assert checked > 100_000
+
+
+@pytest.mark.parametrize("rounding", [1, 2])
+def test_each_lane_its_own_multiplier_and_shift(lib: ctypes.CDLL, rounding: int) -> None:
+    """Depthwise quads requantise 2 pixels x 4 channels in one vector: every lane has its own (mult, k)."""
+    rng = np.random.default_rng(rounding + 50)
+    p = ctypes.c_void_p
+    for trial in range(120):
+        ks = rng.integers(1, 63, 8) if trial % 3 else rng.permutation([1, 2, 30, 31, 32, 33, 61, 62])
+        mult = np.where(rng.random(8) < 0.2, 1 << 30, rng.integers(0, 1 << 31, 8)).astype(np.int32)
+        shift = (64 * rounding + ks).astype(np.int32)
+        v = _sums(int(ks[trial % 8]), int(mult[trial % 8]), rng)
+        got, want = np.zeros_like(v), np.zeros_like(v)
+        lib.lanes(got.ctypes.data_as(p), want.ctypes.data_as(p), v.ctypes.data_as(p), len(v),
+                  mult.ctypes.data_as(p), shift.ctypes.data_as(p), -3, -128, 127)
+        bad = np.flatnonzero(got != want)
+        assert not len(bad), (f"lane {bad[0] % 8} (mult {mult[bad[0] % 8]}, k {ks[bad[0] % 8]}) acc {v[bad[0]]}: "
+                              f"vector {got[bad[0]]}, scalar {want[bad[0]]}")
 
 
 def test_the_scalar_reference_sees_ties(lib: ctypes.CDLL) -> None:

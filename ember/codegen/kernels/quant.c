@@ -96,28 +96,49 @@ typedef unsigned long long ember_qt8u __attribute__((vector_size(32)));
 typedef int32_t ember_qt8iu __attribute__((vector_size(32), aligned(4), may_alias));
 typedef uint8_t ember_qt8b __attribute__((vector_size(8)));
 typedef uint64_t ember_qt8bu __attribute__((may_alias, aligned(1)));
-/* One row's constants (ember_qt8_init): the multiplier in every lane, the clamp before the zero point. */
+/* The constants of 8 lanes (ember_qt8_init: one row's; ember_qt8_lane: a lane's own, shifts by VPSRLVQ,
+ * VPSRAVD, VPSLLVD), the clamp before the zero point; _e, _o: the 64-bit lanes of the even and odd int32
+ * lanes. dbl (gemmlowp's) is one for all lanes. */
 typedef struct {
-    ember_qt8i m, l, h, zp, half;
-    ember_qt8q rnd, l64, h64;
-    int k, dbl, ls, rs;
-    int32_t mask;
+    ember_qt8i m, mo, l, h, zp, half, mask, ls, rs;
+    ember_qt8q rnd_e, rnd_o, k_e, k_o, l64, h64;
+    int dbl;
 } ember_qt8;
 EMBER_INLINE void ember_qt8_init(ember_qt8 *t, int32_t mult, int shift, int32_t zp, int32_t lo, int32_t hi) {
-    const int k = shift & 63;
-    t->k = k;
+    const int k = shift & 63, rs = k > 31 ? k - 31 : 0;
+    const int32_t mask = (int32_t)(((uint32_t)1 << rs) - 1u);
     t->dbl = shift >= 2 * EMBER_Q_TFL;
-    t->ls = k < 31 ? 31 - k : 0;
-    t->rs = k > 31 ? k - 31 : 0;
-    t->mask = (int32_t)(((uint32_t)1 << t->rs) - 1u);
-    t->m = (ember_qt8i){0} + mult;
+    t->m = t->mo = (ember_qt8i){0} + mult;
+    t->ls = (ember_qt8i){0} + (k < 31 ? 31 - k : 0);
+    t->rs = (ember_qt8i){0} + rs;
+    t->mask = (ember_qt8i){0} + mask;
+    t->half = (ember_qt8i){0} + (mask >> 1);
+    t->k_e = t->k_o = (ember_qt8q){0} + (t->dbl ? 31 : k);
+    t->rnd_e = t->rnd_o = (ember_qt8q){0} + (t->dbl ? (long long)1 << 30 : k ? (long long)1 << (k - 1) : 0);
     t->l = (ember_qt8i){0} + (lo - zp);
     t->h = (ember_qt8i){0} + (hi - zp);
     t->zp = (ember_qt8i){0} + zp;
-    t->half = (ember_qt8i){0} + (t->mask >> 1);
-    t->rnd = (ember_qt8q){0} + (t->dbl ? (long long)1 << 30 : k ? (long long)1 << (k - 1) : 0);
     t->l64 = (ember_qt8q){0} + (lo - zp);
     t->h64 = (ember_qt8q){0} + (hi - zp);
+}
+/* Lane i's own multiplier and shift (of the same rounding kind as ember_qt8_init's). */
+EMBER_INLINE void ember_qt8_lane(ember_qt8 *t, int i, int32_t mult, int shift) {
+    const int k = shift & 63, rs = k > 31 ? k - 31 : 0;
+    const int32_t mask = (int32_t)(((uint32_t)1 << rs) - 1u);
+    const long long rnd = t->dbl ? (long long)1 << 30 : k ? (long long)1 << (k - 1) : 0;
+    t->m[i] = mult;
+    t->ls[i] = k < 31 ? 31 - k : 0;
+    t->rs[i] = rs;
+    t->mask[i] = mask;
+    t->half[i] = mask >> 1;
+    if (i & 1) {
+        t->mo[i - 1] = mult;
+        t->k_o[i / 2] = t->dbl ? 31 : k;
+        t->rnd_o[i / 2] = rnd;
+    } else {
+        t->k_e[i / 2] = t->dbl ? 31 : k;
+        t->rnd_e[i / 2] = rnd;
+    }
 }
 /* Lanes of a where c (-1 lanes), else of b (C has no vector ?:; compilers make these VPBLENDVB, VPMINSD). */
 #define EMBER_QT8_SEL(c, a, b) (((a) & (c)) | ((b) & ~(c)))
@@ -129,32 +150,30 @@ EMBER_INLINE ember_qt8i ember_qt8_clamp(ember_qt8i x, ember_qt8i l, ember_qt8i h
     x = EMBER_QT8_SEL(x < l, l, x);
     return EMBER_QT8_SEL(x > h, h, x);
 }
-/* x >> k (arithmetic) of 64-bit lanes. */
-EMBER_INLINE ember_qt8q ember_qt8_sra(ember_qt8q x, int k) {
+/* x >> k (arithmetic) of 64-bit lanes, each by its own k. */
+EMBER_INLINE ember_qt8q ember_qt8_sra(ember_qt8q x, ember_qt8q k) {
     const ember_qt8q s = x < (ember_qt8q){0};
-    return (ember_qt8q)((ember_qt8u)(x ^ s) >> k) ^ s;
+    return (ember_qt8q)((ember_qt8u)(x ^ s) >> (ember_qt8u)k) ^ s;
 }
 /* ember_q_requant(v[i], mult, shift, zp, lo, hi) of the 8 lanes, as int32 lanes. */
 EMBER_INLINE ember_qt8i ember_qt8_rq(ember_qt8i v, const ember_qt8 *t) {
     ember_qt8q e, o;
     ember_qt8i r;
     if (!t->dbl) {
-        e = (ember_qt8q)__builtin_ia32_pmuldq256(v, t->m) + t->rnd;
-        o = (ember_qt8q)__builtin_ia32_pmuldq256((ember_qt8i)((ember_qt8q)v >> 32), t->m) + t->rnd;
-        e = ember_qt8_sra(e, t->k);
-        o = ember_qt8_sra(o, t->k);
-        e = ember_qt8_clamp64(e, t->l64, t->h64);
-        o = ember_qt8_clamp64(o, t->l64, t->h64);
+        e = (ember_qt8q)__builtin_ia32_pmuldq256(v, t->m) + t->rnd_e;
+        o = (ember_qt8q)__builtin_ia32_pmuldq256((ember_qt8i)((ember_qt8q)v >> 32), t->mo) + t->rnd_o;
+        e = ember_qt8_clamp64(ember_qt8_sra(e, t->k_e), t->l64, t->h64);
+        o = ember_qt8_clamp64(ember_qt8_sra(o, t->k_o), t->l64, t->h64);
         r = (ember_qt8i)(((ember_qt8u)e & 0xFFFFFFFFull) | (ember_qt8u)o << 32);
         return r + t->zp;
     }
     { /* acc * 2^ls saturated to int32, as ember_q_scale_tfl's clamp */
-        const ember_qt8i a = (ember_qt8i)((ember_qt8w)v << t->ls);
+        const ember_qt8i a = (ember_qt8i)((ember_qt8w)v << (ember_qt8w)t->ls);
         const ember_qt8i sat = (v >> 31) ^ 0x7FFFFFFF;
         v = EMBER_QT8_SEL((a >> t->ls) == v, a, sat);
     }
-    e = (ember_qt8q)__builtin_ia32_pmuldq256(v, t->m) + t->rnd;
-    o = (ember_qt8q)__builtin_ia32_pmuldq256((ember_qt8i)((ember_qt8q)v >> 32), t->m) + t->rnd;
+    e = (ember_qt8q)__builtin_ia32_pmuldq256(v, t->m) + t->rnd_e;
+    o = (ember_qt8q)__builtin_ia32_pmuldq256((ember_qt8i)((ember_qt8q)v >> 32), t->mo) + t->rnd_o;
     r = (ember_qt8i)((((ember_qt8u)e >> 31) & 0xFFFFFFFFull) | (((ember_qt8u)o << 1) & 0xFFFFFFFF00000000ull));
     /* RoundingDivideByPOT(r, rs): the comparisons' lanes are -1 where true */
     r = (r >> t->rs) - ((r & t->mask) > t->half - (r < (ember_qt8i){0}));
