@@ -58,6 +58,19 @@ void lanes(int32_t *got, int32_t *want, const int32_t *v, int n, const int32_t *
     (void)got;
 #endif
 }
+/* TFLite's ADD / SUB (qpointwise.c ember_qadd_tfl, vectorized by ember_qt8_rq) against its scalar formula. */
+void qadd(uint8_t *got, uint8_t *want, const uint8_t *a, const uint8_t *b, int n, int sgn, const int32_t *r) {
+    const int32_t *t = r + 8;
+    int i;
+    ember_qadd(got, a, b, n, 1, n, sgn, r);
+    for (i = 0; i < n; ++i) {
+        const int64_t xa = (int64_t)(ember_q_load(a, i, sgn) - r[EMBER_QADD_ZA]) * (1 << 20);
+        const int64_t xb = (int64_t)(ember_q_load(b, i, sgn) - r[EMBER_QADD_ZB]) * (1 << 20);
+        const int64_t va = ember_q_scale_tfl(xa, t[0], t[1]), vb = ember_q_scale_tfl(xb, t[2], t[3]);
+        want[i] = (uint8_t)ember_q_requant(t[6] ? va - vb : va + vb, t[4], t[5], r[EMBER_QADD_ZY], r[EMBER_QADD_LO],
+                                           r[EMBER_QADD_HI]);
+    }
+}
 """
 
 I32_MIN, I32_MAX = -(2**31), 2**31 - 1
@@ -70,7 +83,7 @@ def lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
         pytest.skip("no C compiler")
     d = tmp_path_factory.mktemp("qt8")
     src = d / "qt8.c"
-    src.write_text("#include <stddef.h>\n#include <stdint.h>\n" + assemble({"ember_qround"}) + DRIVER)
+    src.write_text("#include <stddef.h>\n#include <stdint.h>\n" + assemble({"ember_qround", "ember_qadd"}) + DRIVER)
     so = d / "qt8.so"
     subprocess.run([cc, "-O2", "-march=native", "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", str(src), "-o",
                     str(so)], check=True)
@@ -148,6 +161,32 @@ def test_each_lane_its_own_multiplier_and_shift(lib: ctypes.CDLL, rounding: int)
         bad = np.flatnonzero(got != want)
         assert not len(bad), (f"lane {bad[0] % 8} (mult {mult[bad[0] % 8]}, k {ks[bad[0] % 8]}) acc {v[bad[0]]}: "
                               f"vector {got[bad[0]]}, scalar {want[bad[0]]}")
+
+
+@pytest.mark.parametrize("rounding", [1, 2])
+def test_tflite_add_vectorized_equals_scalar(lib: ctypes.CDLL, rounding: int) -> None:
+    """qpointwise.c's TFLite ADD/SUB, 8 elements at a time, equals its scalar formula on every int8/uint8 pair
+    (a ramp against each other, 65,536 + 5 elements: the tail too) for several scales, both roundings."""
+    from ember.ops.qlinear import tflite_multiplier
+
+    a = np.repeat(np.arange(256, dtype=np.uint8), 256)
+    b = np.tile(np.arange(256, dtype=np.uint8), 256)
+    a, b = np.concatenate([a, a[:5]]), np.concatenate([b, b[::-1][:5]])
+    p = ctypes.c_void_p
+    for sa, sb, sy, sub in [(0.02, 0.05, 0.06, 0), (0.1, 0.1, 0.2, 1), (0.013, 0.7, 0.5, 0), (0.3, 0.01, 0.04, 1)]:
+        twice = 2 * max(sa, sb)
+        ma, ka = tflite_multiplier(sa / twice, rounding)
+        mb, kb = tflite_multiplier(sb / twice, rounding)
+        my, ky = tflite_multiplier(twice / ((1 << 20) * sy), rounding)
+        for sgn, (za, zb, zy, lo, hi) in [(1, (-3, 7, 2, -128, 127)), (0, (128, 100, 120, 0, 255))]:
+            r = np.array([za, zb, 0, 0, 64 * rounding + 1, zy, lo, hi, ma, 64 * rounding + ka, mb,
+                          64 * rounding + kb, my, 64 * rounding + ky, sub], np.int32)
+            got, want = np.zeros_like(a), np.zeros_like(a)
+            lib.qadd(got.ctypes.data_as(p), want.ctypes.data_as(p), a.ctypes.data_as(p), b.ctypes.data_as(p),
+                     len(a), sgn, r.ctypes.data_as(p))
+            bad = np.flatnonzero(got != want)
+            assert not len(bad), f"a={a[bad[0]]} b={b[bad[0]]}: vector {got[bad[0]]}, scalar {want[bad[0]]}"
+            assert len(np.unique(want)) > 30
 
 
 def test_the_scalar_reference_sees_ties(lib: ctypes.CDLL) -> None:
