@@ -45,6 +45,15 @@ static void ember_qgemv_rows(const ember_qout *o, const int8_t *W, int m0, int m
                                  *(const ember_qv *)(const void *)(w + k));
             for (l = 0; l < EMBER_QVL; ++l) sum += acc[l];
         }
+#elif EMBER_Q_PATH == 2 && EMBER_QVL == 4
+        { /* AVX2: 16 bytes of x and w widened to int16, VPMADDWD pair sums (a FULLY_CONNECTED's whole time) */
+            ember_qv acc = (ember_qv){0};
+            int l;
+            for (; k + 16 <= Kp; k += 16)
+                acc += (ember_qv)EMBER_QPMADDWD(EMBER_QWIDEN(*(const ember_qvx *)(const void *)(x + k)),
+                                                EMBER_QWIDEN(*(const ember_qvx *)(const void *)(w + k)));
+            for (l = 0; l < 8; ++l) sum += acc[l];
+        }
 #endif
         for (; k < Kp; ++k) sum += w[k] * ((const ember_qx *)x)[k];
         ember_qstore(o, m, pix, j0, &sum, 1);

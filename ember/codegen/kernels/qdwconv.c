@@ -161,7 +161,8 @@ EMBER_QNOINLINE static void ember_qdw_requant(uint8_t *EMBER_RESTRICT q, const f
  * (4 channels a pixel, zero padding, columns split by stride phase as EMBER_QDW_PLANES does), so that
  * 8 consecutive output pixels of a tap are 4 contiguous 8-float vectors (2 pixels x 4 channels): one
  * fused multiply-add each by the tap's 4 weights. The sums (bias first) are exact integers in float
- * and so is the requantisation, where qlinear.py's exact_in_float holds (out[EMBER_QOUT_EXACT]); then
+ * and so is the requantisation, where qlinear.py's exact_in_float holds (out[EMBER_QOUT_EXACT]), or
+ * TFLite's integer one (shift codes from EMBER_Q_TFL: quant.c ember_qt8_rq, lane by lane); then
  * packed to bytes and stored as whole words. The general path unblocked each channel into a plane,
  * converted it, and scattered each output byte back at a stride of 4. */
 #define EMBER_QDW_AVX2 1
@@ -248,6 +249,9 @@ static int ember_qdx_conv(uint8_t *y, const uint8_t *x, int x_sgn, int32_t xz, c
     const ember_qdx_i8 off = (ember_qdx_i8){0} + (0x4B400000 - out[EMBER_QOUT_ZP]),
                        lo = (ember_qdx_i8){0} + out[EMBER_QOUT_LO], hi = (ember_qdx_i8){0} + out[EMBER_QOUT_HI];
     const int uns = out[EMBER_QOUT_LO] >= 0; /* bytes by unsigned saturation (the clamp holds them) */
+    /* TFLite's requantisation (quant.c ember_qt8_rq, a lane's channel's own multiplier and shift) of the
+     * exact float sums made int32, the bias added in int32 (float could round it) */
+    const int tfl = shift[0] >= EMBER_Q_TFL && shift[0] < 3 * EMBER_Q_TFL;
     const ember_qdx_i8 order = {0, 4, 1, 5, 2, 6, 3, 7};
     float *const F = (float *)scratch;
     ptrdiff_t toff[EMBER_QDX_TAPS];
@@ -265,11 +269,19 @@ static int ember_qdx_conv(uint8_t *y, const uint8_t *x, int x_sgn, int32_t xz, c
             const uint8_t *xi = x + n * ((s_in + 63) / 64) * bs;
             uint8_t *yi = y + n * ((s_out + 63) / 64) * bs;
             ember_qdx_f8 m, b0;
+            ember_qdx_i8 bi = (ember_qdx_i8){0};
+            ember_qt8 tq;
+            ember_qt8_init(&tq, mult[c], shift[c], out[EMBER_QOUT_ZP], out[EMBER_QOUT_LO], out[EMBER_QOUT_HI]);
             for (l = 0; l < 8; ++l) {
                 union { uint32_t u; float f; } p2;
                 p2.u = (uint32_t)(127 - shift[c + l % 4]) << 23;
                 m[l] = (float)mult[c + l % 4] * p2.f;
                 b0[l] = bias ? (float)bias[c + l % 4] : 0.0f;
+                if (tfl) {
+                    ember_qt8_lane(&tq, l, mult[c + l % 4], shift[c + l % 4]);
+                    bi[l] = bias ? bias[c + l % 4] : 0;
+                    b0[l] = 0.0f;
+                }
             }
             for (t = 0; t < taps; ++t)
                 for (l = 0; l < 8; ++l) wf[t][l] = (float)w[(ptrdiff_t)(c + l % 4) * taps + t];
@@ -291,10 +303,13 @@ static int ember_qdx_conv(uint8_t *y, const uint8_t *x, int x_sgn, int32_t xz, c
                             a3 += wf[t] * *(const ember_qdx_f8u *)(const void *)(s + 24);
                         }
                         {
-                            const ember_qdx_h16 h01 = (ember_qdx_h16)__builtin_ia32_packssdw256(
-                                                        ember_qdx_rq(a0, m, off, lo, hi), ember_qdx_rq(a1, m, off, lo, hi)),
-                                                h23 = (ember_qdx_h16)__builtin_ia32_packssdw256(
-                                                        ember_qdx_rq(a2, m, off, lo, hi), ember_qdx_rq(a3, m, off, lo, hi));
+#define EMBER_QDX_RQ(a) (tfl ? ember_qt8_rq(__builtin_convertvector(a, ember_qdx_i8) + bi, &tq) \
+                             : ember_qdx_rq(a, m, off, lo, hi))
+                            const ember_qdx_h16 h01 = (ember_qdx_h16)__builtin_ia32_packssdw256(EMBER_QDX_RQ(a0),
+                                                                                                EMBER_QDX_RQ(a1)),
+                                                h23 = (ember_qdx_h16)__builtin_ia32_packssdw256(EMBER_QDX_RQ(a2),
+                                                                                                EMBER_QDX_RQ(a3));
+#undef EMBER_QDX_RQ
                             const ember_qdx_b32 b8 = uns ? (ember_qdx_b32)__builtin_ia32_packuswb256(h01, h23)
                                                          : (ember_qdx_b32)__builtin_ia32_packsswb256(h01, h23);
                             q = (ember_qdx_i8)__builtin_ia32_permvarsi256((ember_qdx_i8)b8, order); /* pixel order */
@@ -392,7 +407,8 @@ static void ember_qdwconv(void *y, int kind, const void *x, int x_sgn, int32_t x
     (void)room;
 #endif
 #ifdef EMBER_QDW_AVX2
-    if (lay == 3 && kind == 1 && (exact & 1) && out[EMBER_QOUT_EXACT] &&
+    if (lay == 3 && kind == 1 && (exact & 1) &&
+        (out[EMBER_QOUT_EXACT] || (shift[0] >= EMBER_Q_TFL && shift[0] < 3 * EMBER_Q_TFL)) &&
         ember_qdx_conv((uint8_t *)y, (const uint8_t *)x, x_sgn, xz, p, N, M, w, bias, mult, shift, out, scratch, room))
         return;
 #endif

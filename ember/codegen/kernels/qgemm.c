@@ -513,11 +513,14 @@ EMBER_QTILE_RQ(ember_qtile_v3_rq, EMBER_QMR, 3)
 typedef long long ember_qf8q __attribute__((vector_size(32)));
 typedef uint8_t ember_qf8b __attribute__((vector_size(8)));
 typedef uint64_t ember_qu64u __attribute__((may_alias, aligned(1)));
+/* tfl: the product requantises with TFLite's integer arithmetic instead (quant.c ember_qt8_rq; shift codes
+ * 64 + k or 128 + k, the same kind for every row), in registers too. */
 typedef struct {
     ember_qf8i off, lo, hi, lim;
-    int limit;
+    int limit, tfl;
 } ember_qrq_out;
-/* As the AVX-512 ember_qrq_setup: whether o takes the float path, and its constants. */
+/* As the AVX-512 ember_qrq_setup: whether o requantises in registers (in float, or TFLite's way), and its
+ * constants. */
 static int ember_qrq_setup(const ember_qout *o, ember_qrq_out *r) {
     const int32_t *out = o->out;
     r->off = (ember_qf8i){0} + (0x4B400000 - out[EMBER_QOUT_ZP]);
@@ -525,7 +528,8 @@ static int ember_qrq_setup(const ember_qout *o, ember_qrq_out *r) {
     r->hi = (ember_qf8i){0} + out[EMBER_QOUT_HI];
     r->lim = (ember_qf8i){0} + out[EMBER_QOUT_LIMIT];
     r->limit = out[EMBER_QOUT_LIMIT] != 0;
-    return o->kind == 1 && (o->ps == 1 || o->blk) && !o->wofs && out[EMBER_QOUT_FLOAT];
+    r->tfl = o->kind == 1 && o->shift[0] >= EMBER_Q_TFL && o->shift[0] < 3 * EMBER_Q_TFL;
+    return o->kind == 1 && (o->ps == 1 || o->blk) && !o->wofs && (out[EMBER_QOUT_FLOAT] || r->tfl);
 }
 /* mult * 2^-shift as a float (exact: 24 significant bits). */
 EMBER_INLINE float ember_qf8_mult(int32_t mult, int shift) {
@@ -578,9 +582,17 @@ EMBER_INLINE void ember_qf8_put_words(uint8_t *y, ember_qf8i q0, ember_qf8i q1, 
         const int32_t *const mult = o->mult + m0, *const shift = o->shift + m0, *const corr = o->corr + m0; \
         ember_qf8i q[R][H];                                                                             \
         int qr, qh;                                                                                     \
-        EMBER_UNROLL for (qr = 0; qr < R; ++qr) {                                                       \
-            const ember_qf8f mf = (ember_qf8f){0} + ember_qf8_mult(mult[qr], shift[qr]);                 \
-            EMBER_UNROLL for (qh = 0; qh < H; ++qh) q[qr][qh] = ember_qf8_rq(S[qr][qh] + corr[qr], mf, &rg); \
+        if (rg.tfl) { /* TFLite's integer requantisation */                                             \
+            EMBER_UNROLL for (qr = 0; qr < R; ++qr) {                                                   \
+                ember_qt8 t;                                                                            \
+                ember_qt8_init(&t, mult[qr], shift[qr], o->zp, o->lo, o->hi);                           \
+                EMBER_UNROLL for (qh = 0; qh < H; ++qh) q[qr][qh] = ember_qt8_rq(S[qr][qh] + corr[qr], &t); \
+            }                                                                                           \
+        } else {                                                                                        \
+            EMBER_UNROLL for (qr = 0; qr < R; ++qr) {                                                   \
+                const ember_qf8f mf = (ember_qf8f){0} + ember_qf8_mult(mult[qr], shift[qr]);             \
+                EMBER_UNROLL for (qh = 0; qh < H; ++qh) q[qr][qh] = ember_qf8_rq(S[qr][qh] + corr[qr], mf, &rg); \
+            }                                                                                           \
         }                                                                                               \
         if (R == 4 && o->blk) { /* a channel quad's words (m0 % 4 == 0) */                              \
             uint8_t *const y = ember_qblk_at(o, m0, pix);                                               \

@@ -235,8 +235,31 @@ static void ember_qadd_runs(uint8_t *y, const uint8_t *a, const uint8_t *b, ptrd
 static void ember_qadd_tfl(uint8_t *y, const uint8_t *a, const uint8_t *b, ptrdiff_t n, ptrdiff_t b_div,
                            ptrdiff_t b_mod, int sgn, const int32_t *r) {
     const int32_t *t = r + 8;
-    ptrdiff_t i;
-    for (i = 0; i < n; ++i) {
+    ptrdiff_t i = 0;
+#ifdef EMBER_QT8
+    /* 8 at a time (quant.c ember_qt8_rq) where b is not broadcast and each input's multiplier is below 1
+     * (TFLite's are at most 1/2): every intermediate then fits int32, as the scalar int64 values do */
+    if (b_div == 1 && b_mod >= n && (t[1] & 63) >= 31 && (t[3] & 63) >= 31 && t[1] < 3 * EMBER_Q_TFL &&
+        t[3] < 3 * EMBER_Q_TFL && t[5] < 3 * EMBER_Q_TFL) {
+        ember_qt8 ta, tb, ty;
+        ember_qt8_init(&ta, t[0], t[1], 0, -2147483647 - 1, 2147483647);
+        ember_qt8_init(&tb, t[2], t[3], 0, -2147483647 - 1, 2147483647);
+        ember_qt8_init(&ty, t[4], t[5], r[EMBER_QADD_ZY], r[EMBER_QADD_LO], r[EMBER_QADD_HI]);
+        for (; i + 8 <= n; i += 8) {
+            ember_qt8i va, vb;
+            int j;
+            for (j = 0; j < 8; ++j) {
+                va[j] = ember_q_load(a, i + j, sgn);
+                vb[j] = ember_q_load(b, i + j, sgn);
+            }
+            va = ember_qt8_rq((va - r[EMBER_QADD_ZA]) * (1 << 20), &ta);
+            vb = ember_qt8_rq((vb - r[EMBER_QADD_ZB]) * (1 << 20), &tb);
+            *(ember_qt8bu *)(void *)(y + i) =
+                (uint64_t)__builtin_convertvector(ember_qt8_rq(t[6] ? va - vb : va + vb, &ty), ember_qt8b);
+        }
+    }
+#endif
+    for (; i < n; ++i) {
         const int64_t va = ember_q_scale_tfl((int64_t)(ember_q_load(a, i, sgn) - r[EMBER_QADD_ZA]) * (1 << 20), t[0], t[1]);
         const int64_t vb = ember_q_scale_tfl(
             (int64_t)(ember_q_load(b, (i / b_div) % b_mod, sgn) - r[EMBER_QADD_ZB]) * (1 << 20), t[2], t[3]);

@@ -77,6 +77,109 @@ EMBER_INLINE int64_t ember_q_scale(int64_t acc, int32_t mult, int shift) {
     if (shift >= EMBER_Q_TFL) return ember_q_scale_tfl(acc, mult, shift);
     return EMBER_Q_ROUND_SHIFT(p, shift, EMBER_Q_RND(int64_t, shift));
 }
+#if EMBER_HAVE_AVX2
+/* TFLite's requantisations (shift 64 + k, 128 + k; not 192 + k) of 8 int32 lanes, bit-identical to
+ * ember_q_requant with ember_q_scale_tfl, for AVX2 (and AVX-512, which has it): the scalar int64 loops
+ * do not vectorize there (no 64-bit arithmetic shift, no 64-bit min/max), and were most of a TFLite int8
+ * model's time. The 32 x 32 -> 64-bit products are VPMULDQ of the even lanes and of the odd lanes
+ * shifted down. LiteRT's single rounding: the 64-bit (p + 2^(k-1)) >> k arithmetic, done as a logical
+ * shift of p xor its sign mask, then clamped in 64 bits. gemmlowp's SaturatingRoundingDoublingHighMul,
+ * with its nudge 2^30 (p >= 0) or 1 - 2^30 and a division by 2^31 truncating toward zero, is
+ * floor((p + 2^30) / 2^31) for every p (for p < 0 truncation adds 2^31 - 1 first): one add and a
+ * logical shift, whose low 32 bits equal an arithmetic one's since the result fits int32; then
+ * RoundingDivideByPOT on int32 lanes (remainder against half, plus one for negatives). */
+#define EMBER_QT8 1
+typedef int32_t ember_qt8i __attribute__((vector_size(32)));
+typedef uint32_t ember_qt8w __attribute__((vector_size(32)));
+typedef long long ember_qt8q __attribute__((vector_size(32)));
+typedef unsigned long long ember_qt8u __attribute__((vector_size(32)));
+typedef int32_t ember_qt8iu __attribute__((vector_size(32), aligned(4), may_alias));
+typedef uint8_t ember_qt8b __attribute__((vector_size(8)));
+typedef uint64_t ember_qt8bu __attribute__((may_alias, aligned(1)));
+/* The constants of 8 lanes (ember_qt8_init: one row's; ember_qt8_lane: a lane's own, shifts by VPSRLVQ,
+ * VPSRAVD, VPSLLVD), the clamp before the zero point; _e, _o: the 64-bit lanes of the even and odd int32
+ * lanes. dbl (gemmlowp's) is one for all lanes. */
+typedef struct {
+    ember_qt8i m, mo, l, h, zp, half, mask, ls, rs;
+    ember_qt8q rnd_e, rnd_o, k_e, k_o, l64, h64;
+    int dbl;
+} ember_qt8;
+EMBER_INLINE void ember_qt8_init(ember_qt8 *t, int32_t mult, int shift, int32_t zp, int32_t lo, int32_t hi) {
+    const int k = shift & 63, rs = k > 31 ? k - 31 : 0;
+    const int32_t mask = (int32_t)(((uint32_t)1 << rs) - 1u);
+    t->dbl = shift >= 2 * EMBER_Q_TFL;
+    t->m = t->mo = (ember_qt8i){0} + mult;
+    t->ls = (ember_qt8i){0} + (k < 31 ? 31 - k : 0);
+    t->rs = (ember_qt8i){0} + rs;
+    t->mask = (ember_qt8i){0} + mask;
+    t->half = (ember_qt8i){0} + (mask >> 1);
+    t->k_e = t->k_o = (ember_qt8q){0} + (t->dbl ? 31 : k);
+    t->rnd_e = t->rnd_o = (ember_qt8q){0} + (t->dbl ? (long long)1 << 30 : k ? (long long)1 << (k - 1) : 0);
+    t->l = (ember_qt8i){0} + (lo - zp);
+    t->h = (ember_qt8i){0} + (hi - zp);
+    t->zp = (ember_qt8i){0} + zp;
+    t->l64 = (ember_qt8q){0} + (lo - zp);
+    t->h64 = (ember_qt8q){0} + (hi - zp);
+}
+/* Lane i's own multiplier and shift (of the same rounding kind as ember_qt8_init's). */
+EMBER_INLINE void ember_qt8_lane(ember_qt8 *t, int i, int32_t mult, int shift) {
+    const int k = shift & 63, rs = k > 31 ? k - 31 : 0;
+    const int32_t mask = (int32_t)(((uint32_t)1 << rs) - 1u);
+    const long long rnd = t->dbl ? (long long)1 << 30 : k ? (long long)1 << (k - 1) : 0;
+    t->m[i] = mult;
+    t->ls[i] = k < 31 ? 31 - k : 0;
+    t->rs[i] = rs;
+    t->mask[i] = mask;
+    t->half[i] = mask >> 1;
+    if (i & 1) {
+        t->mo[i - 1] = mult;
+        t->k_o[i / 2] = t->dbl ? 31 : k;
+        t->rnd_o[i / 2] = rnd;
+    } else {
+        t->k_e[i / 2] = t->dbl ? 31 : k;
+        t->rnd_e[i / 2] = rnd;
+    }
+}
+/* Lanes of a where c (-1 lanes), else of b (C has no vector ?:; compilers make these VPBLENDVB, VPMINSD). */
+#define EMBER_QT8_SEL(c, a, b) (((a) & (c)) | ((b) & ~(c)))
+EMBER_INLINE ember_qt8q ember_qt8_clamp64(ember_qt8q x, ember_qt8q l, ember_qt8q h) {
+    x = EMBER_QT8_SEL(x < l, l, x);
+    return EMBER_QT8_SEL(x > h, h, x);
+}
+EMBER_INLINE ember_qt8i ember_qt8_clamp(ember_qt8i x, ember_qt8i l, ember_qt8i h) {
+    x = EMBER_QT8_SEL(x < l, l, x);
+    return EMBER_QT8_SEL(x > h, h, x);
+}
+/* x >> k (arithmetic) of 64-bit lanes, each by its own k. */
+EMBER_INLINE ember_qt8q ember_qt8_sra(ember_qt8q x, ember_qt8q k) {
+    const ember_qt8q s = x < (ember_qt8q){0};
+    return (ember_qt8q)((ember_qt8u)(x ^ s) >> (ember_qt8u)k) ^ s;
+}
+/* ember_q_requant(v[i], mult, shift, zp, lo, hi) of the 8 lanes, as int32 lanes. */
+EMBER_INLINE ember_qt8i ember_qt8_rq(ember_qt8i v, const ember_qt8 *t) {
+    ember_qt8q e, o;
+    ember_qt8i r;
+    if (!t->dbl) {
+        e = (ember_qt8q)__builtin_ia32_pmuldq256(v, t->m) + t->rnd_e;
+        o = (ember_qt8q)__builtin_ia32_pmuldq256((ember_qt8i)((ember_qt8q)v >> 32), t->mo) + t->rnd_o;
+        e = ember_qt8_clamp64(ember_qt8_sra(e, t->k_e), t->l64, t->h64);
+        o = ember_qt8_clamp64(ember_qt8_sra(o, t->k_o), t->l64, t->h64);
+        r = (ember_qt8i)(((ember_qt8u)e & 0xFFFFFFFFull) | (ember_qt8u)o << 32);
+        return r + t->zp;
+    }
+    { /* acc * 2^ls saturated to int32, as ember_q_scale_tfl's clamp */
+        const ember_qt8i a = (ember_qt8i)((ember_qt8w)v << (ember_qt8w)t->ls);
+        const ember_qt8i sat = (v >> 31) ^ 0x7FFFFFFF;
+        v = EMBER_QT8_SEL((a >> t->ls) == v, a, sat);
+    }
+    e = (ember_qt8q)__builtin_ia32_pmuldq256(v, t->m) + t->rnd_e;
+    o = (ember_qt8q)__builtin_ia32_pmuldq256((ember_qt8i)((ember_qt8q)v >> 32), t->mo) + t->rnd_o;
+    r = (ember_qt8i)((((ember_qt8u)e >> 31) & 0xFFFFFFFFull) | (((ember_qt8u)o << 1) & 0xFFFFFFFF00000000ull));
+    /* RoundingDivideByPOT(r, rs): the comparisons' lanes are -1 where true */
+    r = (r >> t->rs) - ((r & t->mask) > t->half - (r < (ember_qt8i){0}));
+    return ember_qt8_clamp(r, t->l, t->h) + t->zp;
+}
+#endif
 /* ember_q_scale + zero point, clamped to [lo, hi]. */
 EMBER_INLINE int32_t ember_q_requant(int64_t acc, int32_t mult, int shift, int32_t zp, int32_t lo, int32_t hi) {
     const int64_t r = ember_q_scale(acc, mult, shift) + zp;
@@ -123,11 +226,21 @@ EMBER_INLINE void ember_qrun16(uint8_t *EMBER_RESTRICT y, ptrdiff_t ps, const in
     int32_t a[16];
     uint8_t b[16];
     int j;
+    for (j = 0; j < 16; ++j) a[j] = j < n ? acc[j] : 0;
     if (shift >= EMBER_Q_TFL) { /* TFLite's rounding (ember_q_scale_tfl) */
+#ifdef EMBER_QT8
+        if (shift < 3 * EMBER_Q_TFL) {
+            ember_qt8 t;
+            ember_qt8i r[2];
+            ember_qt8_init(&t, mult, shift, zp, lo, hi);
+            for (j = 0; j < 2; ++j) r[j] = ember_qt8_rq(*(const ember_qt8iu *)(const void *)(a + 8 * j) + c, &t);
+            for (j = 0; j < n; ++j) y[j * ps] = (uint8_t)r[j >> 3][j & 7];
+            return;
+        }
+#endif
         for (j = 0; j < n; ++j) y[j * ps] = (uint8_t)ember_q_requant(acc[j] + c, mult, shift, zp, lo, hi);
         return;
     }
-    for (j = 0; j < 16; ++j) a[j] = j < n ? acc[j] : 0;
     for (j = 0; j < 16; ++j) {
         const int64_t p = (int64_t)(a[j] + c) * mult;
         int64_t r = EMBER_Q_ROUND_SHIFT(p, shift, rnd);
@@ -142,6 +255,17 @@ EMBER_INLINE void ember_qrun16(uint8_t *EMBER_RESTRICT y, ptrdiff_t ps, const in
 EMBER_INLINE void ember_qrun64_tfl(uint8_t *EMBER_RESTRICT y, const int32_t *EMBER_RESTRICT acc, int32_t c,
                                    int32_t mult, int shift, int32_t zp, int64_t l, int64_t h) {
     int j;
+#ifdef EMBER_QT8
+    if (shift < 3 * EMBER_Q_TFL) { /* 8 lanes at a time (ember_qt8_rq) */
+        ember_qt8 t;
+        ember_qt8_init(&t, mult, shift, zp, (int32_t)l + zp, (int32_t)h + zp);
+        for (j = 0; j < 64; j += 8) {
+            const ember_qt8i r = ember_qt8_rq(*(const ember_qt8iu *)(const void *)(acc + j) + c, &t);
+            *(ember_qt8bu *)(void *)(y + j) = (uint64_t)__builtin_convertvector(r, ember_qt8b);
+        }
+        return;
+    }
+#endif
     if (shift < 2 * EMBER_Q_TFL) {
         const int k = shift & 63;
         const int64_t rnd = (int64_t)1 << (k - 1);
