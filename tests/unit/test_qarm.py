@@ -69,7 +69,7 @@ def test_dsp_weights16_pairs_half_groups_and_unpairs() -> None:
     assert flat[:8].tolist() == [-9, -8, -3, -2, -7, -6, -1, 0]  # rows 0, 1: k0 k1, then k2 k3
     assert flat[8:16].tolist() == [-5, -4, 1, 2, 0, 0, 0, 0]  # k4 k5 of both, then the padding k6 k7
     assert flat[16:24].tolist() == [3, 4, 0, 0, 5, 6, 0, 0]  # the odd last row with a zero row
-    assert (_pair_rows(w)[:3, :6] == rows).all() and not _pair_rows(w)[3].any()
+    assert (_pair_rows(w, 3)[:3, :6] == rows).all() and not _pair_rows(w, 3)[3].any()
 
 
 def test_targets_name_their_integer_kernels() -> None:

@@ -407,10 +407,175 @@ EMBER_INLINE void ember_qa_gemm22s(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, const
     }
 #endif
 }
+/* int16 weights in quads (ops/qarm.py dsp_weights16): the first M / 4 * 4 rows four at a time, per k pair the
+ * words (k0, k1) of the four rows; the rest in pairs (above). Four channels times a column pair is 11
+ * instructions per 16 multiply-adds (a pair of channels: 12), and a tile's requantisation and stores are
+ * shared by 8 outputs. The product loop needs 14 registers (r7, the frame pointer, too), so it is a naked
+ * function: EMBER_QA_BLOCK42 is one k pair, sums a00 .. a31 (channel, column) in r0 .. r7, the column words
+ * in r8, r9, the weight words in r10, r11, the weights in r12, the columns in lr. EMBER_QA_LOOP42 runs four
+ * k pairs per pass up to the end at [sp, #END], entered at the third when Kp / 2 is not a multiple of 4
+ * (bit 5 of the quad's bytes in r10, 8 * Kp). */
+#define EMBER_QA_BLOCK42                                  \
+    "ldrd r8, r9, [lr], #8\n\t"                           \
+    "ldrd r10, r11, [r12], #8\n\t"                        \
+    "smlad r0, r10, r8, r0\n\t"                           \
+    "smlad r1, r10, r9, r1\n\t"                           \
+    "smlad r2, r11, r8, r2\n\t"                           \
+    "smlad r3, r11, r9, r3\n\t"                           \
+    "ldrd r10, r11, [r12], #8\n\t"                        \
+    "smlad r4, r10, r8, r4\n\t"                           \
+    "smlad r5, r10, r9, r5\n\t"                           \
+    "smlad r6, r11, r8, r6\n\t"                           \
+    "smlad r7, r11, r9, r7\n\t"
+#define EMBER_QA_LOOP42(END)                              \
+    "lsls r10, r10, #26\n\t"                              \
+    "bmi 2f\n\t"                                          \
+    "1:\n\t"                                              \
+    EMBER_QA_BLOCK42 EMBER_QA_BLOCK42                     \
+    "2:\n\t"                                              \
+    EMBER_QA_BLOCK42 EMBER_QA_BLOCK42                     \
+    "ldr r10, [sp, #" END "]\n\t"                         \
+    "cmp r12, r10\n\t"                                    \
+    "bne 1b\n\t"
+#if EMBER_HAVE_ARM_DSP
+/* acc[2 * r + j] += row r of the quad at w times column j of the pair cols, for w up to wend. */
+EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dot42(EMBER_UNUSED int32_t *acc,
+                                                                             EMBER_UNUSED const int16_t *w,
+                                                                             EMBER_UNUSED const int16_t *cols,
+                                                                             EMBER_UNUSED const int16_t *wend) {
+    __asm__("push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"
+            "mov r12, r1\n\t"
+            "mov lr, r2\n\t"
+            "sub r10, r3, r1\n\t"
+            "push {r0, r3}\n\t"
+            "ldm r0, {r0, r1, r2, r3, r4, r5, r6, r7}\n\t"
+            EMBER_QA_LOOP42("4")
+            "ldr r8, [sp]\n\t"
+            "stm r8, {r0, r1, r2, r3, r4, r5, r6, r7}\n\t"
+            "add sp, sp, #8\n\t"
+            "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}");
+}
+#endif
+/* The general form (any requantisation, one or two columns: interleaved, or one plain). */
+EMBER_INLINE void ember_qa_gemm4_t(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n, const int16_t *W, int M4, int Kp,
+                                   const int16_t *cols, const int32_t *rq, const int32_t *out, int fast) {
+    const int32_t zp = out[0], lo = out[1], hi = out[2];
+    const ember_qa_u32 *w = (const ember_qa_u32 *)(const void *)W;
+    int m, t, r;
+    for (m = 0; m < M4; m += 4, y += 4 * rs, rq += 16) {
+        const ember_qa_u32 *x = (const ember_qa_u32 *)(const void *)cols;
+        int32_t a[8];
+        for (r = 0; r < 4; ++r) a[2 * r] = a[2 * r + 1] = rq[4 * r + 3];
+#if EMBER_HAVE_ARM_DSP
+        if (n == 2) {
+            ember_qa_dot42(a, (const int16_t *)(const void *)w, cols, (const int16_t *)(const void *)(w + 2 * Kp));
+            w += 2 * Kp;
+        } else
+#endif
+            for (t = 0; t < Kp / 2; ++t, w += 4) {
+                const uint32_t x0 = n == 2 ? x[2 * t] : x[t], x1 = n == 2 ? x[2 * t + 1] : 0;
+                for (r = 0; r < 4; ++r) {
+                    a[2 * r] = ember_qa_smlad(w[r], x0, a[2 * r]);
+                    a[2 * r + 1] = ember_qa_smlad(w[r], x1, a[2 * r + 1]);
+                }
+            }
+        for (r = 0; r < 4; ++r) {
+            y[r * rs] = ember_qa_requant(a[2 * r], rq + 4 * r, zp, lo, hi, fast);
+            if (n == 2) y[r * rs + cs] = ember_qa_requant(a[2 * r + 1], rq + 4 * r, zp, lo, hi, fast);
+        }
+    }
+}
+#if EMBER_HAVE_ARM_DSP
+/* ember_qa_gemm4_t's common case, in assembly: two columns, cs = 1, the SSAT requantisation with the zero
+ * point in ra (ops/qarm.py `fold_zp`, out[0] = 0: one LDM reads a channel's mult, sh, ra). The context is
+ * copied onto the stack (sp + 0: cols, 4: the weights' bytes per quad, 8: y, 12: rs, 16: rq, 20: the end
+ * of the quad's weights, 24: the end of W). 62 instructions per tile outside the products (7.75 per
+ * output; ember_qa_gemm22s: 11). */
+typedef struct {
+    const int16_t *cols;
+    int32_t kb;
+    uint8_t *y;
+    int32_t rs;
+    const int32_t *rq;
+    const int16_t *w, *wend;
+    int32_t spare;
+} ember_qa_q42_t;
+#define EMBER_QA_RQ42(A, B)                               \
+    "ldm lr!, {r8, r9, r10, r11}\n\t"                     \
+    "smmla " A ", " A ", r8, r10\n\t"                     \
+    "asr " A ", " A ", r9\n\t"                            \
+    "ssat " A ", #8, " A "\n\t"                           \
+    "smmla " B ", " B ", r8, r10\n\t"                     \
+    "asr " B ", " B ", r9\n\t"                            \
+    "ssat " B ", #8, " B "\n\t"
+#define EMBER_QA_ST42(A, B)                               \
+    "strb " A ", [r10]\n\t"                               \
+    "strb " B ", [r10, #1]\n\t"                           \
+    "add r10, r10, r11\n\t"
+EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_gemm42s(EMBER_UNUSED const ember_qa_q42_t *ctx) {
+    __asm__("push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"
+            "ldm r0, {r1, r2, r3, r4, r5, r6, r7, r8}\n\t"
+            "push {r1, r2, r3, r4, r5, r6, r7, r8}\n\t"
+            "mov r12, r6\n\t" /* the weights */
+            "0:\n\t"
+            "ldr lr, [sp, #16]\n\t" /* the biases */
+            "ldr r0, [lr, #12]\n\t"
+            "mov r1, r0\n\t"
+            "ldr r2, [lr, #28]\n\t"
+            "mov r3, r2\n\t"
+            "ldr r4, [lr, #44]\n\t"
+            "mov r5, r4\n\t"
+            "ldr r6, [lr, #60]\n\t"
+            "mov r7, r6\n\t"
+            "ldr r10, [sp, #4]\n\t"
+            "ldr lr, [sp]\n\t"
+            "add r11, r12, r10\n\t"
+            "str r11, [sp, #20]\n\t"
+            EMBER_QA_LOOP42("20")
+            "ldr lr, [sp, #16]\n\t"
+            EMBER_QA_RQ42("r0", "r1") EMBER_QA_RQ42("r2", "r3") EMBER_QA_RQ42("r4", "r5") EMBER_QA_RQ42("r6", "r7")
+            "str lr, [sp, #16]\n\t"
+            "ldrd r10, r11, [sp, #8]\n\t"
+            EMBER_QA_ST42("r0", "r1") EMBER_QA_ST42("r2", "r3") EMBER_QA_ST42("r4", "r5") EMBER_QA_ST42("r6", "r7")
+            "str r10, [sp, #8]\n\t"
+            "ldr r10, [sp, #24]\n\t"
+            "cmp r12, r10\n\t"
+            "bne 0b\n\t"
+            "add sp, sp, #32\n\t"
+            "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}");
+}
+#undef EMBER_QA_RQ42
+#undef EMBER_QA_ST42
+#endif
+/* The M4 (a multiple of 4) rows of quads times the n columns. */
+EMBER_INLINE void ember_qa_gemm4(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n, const int16_t *W, int M4, int Kp,
+                                 const int16_t *cols, const int32_t *rq, const int32_t *out, int mode) {
+#if EMBER_HAVE_ARM_DSP
+    if (mode == 2 && n == 2 && cs == 1 && out[0] == 0) {
+        ember_qa_q42_t ctx;
+        ctx.cols = cols, ctx.kb = 8 * Kp, ctx.y = y, ctx.rs = (int32_t)rs, ctx.rq = rq, ctx.w = W;
+        ctx.wend = W + (ptrdiff_t)M4 * Kp, ctx.spare = 0;
+        ember_qa_gemm42s(&ctx);
+        return;
+    }
+#endif
+    if (mode == 2)
+        ember_qa_gemm4_t(y, rs, cs, n, W, M4, Kp, cols, rq, out, 2);
+    else if (mode == 1)
+        ember_qa_gemm4_t(y, rs, cs, n, W, M4, Kp, cols, rq, out, 1);
+    else
+        ember_qa_gemm4_t(y, rs, cs, n, W, M4, Kp, cols, rq, out, 0);
+}
 /* y = W times the n columns, requantised (ember_qa_gemm2_t); `h` (a constant where inlined): int16 weights. */
 EMBER_INLINE void ember_qa_gemm2_w(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n, const int8_t *W, int M, int Kp,
                                    const int16_t *cols, const int32_t *rq, const int32_t *out, int h) {
     const int mode = ember_qa_mode(out);
+    if (h && M >= 4) { /* int16 weights: the quads first, then the pairs of the last M % 4 rows */
+        const int M4 = M & ~3;
+        ember_qa_gemm4(y, rs, cs, n, (const int16_t *)(const void *)W, M4, Kp, cols, rq, out, mode);
+        if (M == M4) return;
+        y += M4 * rs, W += (ptrdiff_t)M4 * Kp * 2, rq += 4 * M4, M -= M4;
+    }
     if (mode == 2 && n == 2) {
         const int M2 = M / 2;
         ember_qa_gemm22s(y, rs, cs, W, M2, Kp, cols, rq, out[0], h);
