@@ -44,7 +44,7 @@ def fold_zp(requant: object) -> bool:
     zp = int(requant.zp)  # type: ignore[attr-defined]
     for m, s in zip(requant.mult, requant.shift, strict=True):  # type: ignore[attr-defined]
         sh = int(s) - 32 if m else 1
-        if not -(1 << 31) <= (1 << (sh - 1)) + (zp << sh) < 1 << 31:
+        if sh < 1 or not -(1 << 31) <= (1 << (sh - 1)) + (zp << sh) < 1 << 31:
             return False
     return True
 
