@@ -140,14 +140,19 @@ def test_channel_quads_on_qemu_equal_host(tmp_path: Path) -> None:
     """The 4-channel x 2-pixel tile (qarm.c ember_qa_gemm42s, ember_qa_dot42) and its leftovers: M = 7, 9, 10, 4
     (quads, then a pair, a pair and a zero row, or none), Kp / 2 both a multiple of 4 and not (the loop's two
     entries), an odd pixel count (the last pixel alone: ember_qa_gemm4_t's plain column), im2col and 1x1
-    (direct) columns. A broken tile, tail or entry changes output bytes."""
+    (direct) columns; depthwise 3x3 of stride 1 and 2 whose rows hold whole steps of four. A broken tile, tail
+    or entry changes output bytes."""
     target = "cortex-m4"
     require_tools(target, mcu.missing_tools(target))
     inits: list = []
     nodes = [_conv("q7", "x", 5, 7, (3, 3), inits, pads=[1, 1, 1, 1]),  # K 45 -> 48; 63 pixels
              helper.make_node("Relu", ["q7"], ["r7"]),
              _conv("q9", "r7", 7, 9, (1, 1), inits),  # direct, Kp 8, 63 pixels
-             _conv("q10", "q9", 9, 10, (3, 3), inits, pads=[1, 1, 1, 1], strides=[2, 2]),  # K 81 -> 84
+             # depthwise rows of whole steps of four in assembly (ember_qa_dw3_row1/2), then a partial one
+             _conv("d1", "q9", 9, 9, (3, 3), inits, group=9, pads=[1, 1, 1, 1]),  # 7x9: two steps and one
+             helper.make_node("Relu", ["d1"], ["rd"]),
+             _conv("d2", "rd", 9, 9, (3, 3), inits, group=9, pads=[1, 1, 1, 1], strides=[2, 2]),  # 4x5
+             _conv("q10", "d2", 9, 10, (3, 3), inits, pads=[1, 1, 1, 1]),  # K 81 -> 84
              helper.make_node("Relu", ["q10"], ["r10"]),
              _conv("y", "r10", 10, 4, (1, 1), inits)]  # Kp 12, 20 pixels
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 5, 7, 9])
@@ -160,7 +165,8 @@ def test_channel_quads_on_qemu_equal_host(tmp_path: Path) -> None:
     opts = {"quantize": "int8", "profile": str(tmp_path / "p.yaml"), "io": "int8"}
     host = ember.compile(tmp_path / "m.onnx", tmp_path / "host", **opts)
     bundle = ember.compile(tmp_path / "m.onnx", tmp_path / target, target=target, **opts)
-    assert _qarm_calls(bundle)["ember_qarm_conv"] == 4
+    calls = _qarm_calls(bundle)
+    assert calls["ember_qarm_conv"] == 4 and calls["ember_qarm_dw3"] == 2, calls
     for seed in range(2):
         feeds = {"x": np.random.default_rng(seed).integers(-128, 128, (1, 5, 7, 9)).astype(np.int8)}
         got = mcu.run_firmware(bundle.path, target, feeds, tmp_path / f"run{seed}").outputs["y"]

@@ -1033,7 +1033,6 @@ EMBER_INLINE void ember_qa_dw3_quad(int32_t o[4], const int16_t *p, int Wp, cons
               [x1] "=&r"(x1), [x2] "=&r"(x2), [wa] "=&r"(wa), [wb] "=&r"(wb)
             : [rs] "r"(2 * Wp), [wv] "r"(wv)
             : "memory");
-#undef EMBER_QA_DW3_ROW
 #else
     int i;
     for (i = 0; i < 3; ++i, p += Wp, wv += 4) {
@@ -1079,7 +1078,6 @@ EMBER_INLINE void ember_qa_dw3_quad2(int32_t o[4], const int16_t *p, int Wp, con
               [x1] "=&r"(x1), [x2] "=&r"(x2), [wa] "=&r"(wa), [wb] "=&r"(wb)
             : [rs] "r"(2 * Wp), [wv] "r"(wv)
             : "memory");
-#undef EMBER_QA_DW3_ROW2
 #else
     int i;
     for (i = 0; i < 3; ++i, p += Wp, wv += 4) {
@@ -1095,6 +1093,85 @@ EMBER_INLINE void ember_qa_dw3_quad2(int32_t o[4], const int16_t *p, int Wp, con
     o[2] = o2;
     o[3] = o3;
 }
+#if EMBER_HAVE_ARM_DSP
+/* A row's n whole steps of four outputs (ember_qa_dw3_quad for s = 1, _quad2 for s = 2) from the plane row q,
+ * each requantised by the SSAT form with the zero point in ra (ops/qarm.py `fold_zp`) and stored at y[0 .. 3]:
+ * wv[0 .. 11] the weights' words, 12 .. 15 mult, sh, ra, bias, 16 the plane's row in bytes. Naked, all in
+ * registers (o0 .. o3 in r0 .. r3, q r4, row words r5 r6 r8, weight words r9 r10, row bytes r11, wv r12,
+ * y lr, the steps left r7): 62 instructions per step where the C loop around the products took about 100. */
+#define EMBER_QA_DW3_RROW(OFS)                       \
+    "ldrd r5, r6, [r4]\n\t"                          \
+    "ldr r8, [r4, #8]\n\t"                           \
+    "ldrd r9, r10, [r12, #" #OFS "]\n\t"             \
+    "smlad r0, r5, r9, r0\n\t"                       \
+    "smlad r0, r6, r10, r0\n\t"                      \
+    "smlad r2, r6, r9, r2\n\t"                       \
+    "smlad r2, r8, r10, r2\n\t"                      \
+    "ldrd r9, r10, [r12, #" #OFS "+8]\n\t"           \
+    "smlad r1, r5, r9, r1\n\t"                       \
+    "smlad r1, r6, r10, r1\n\t"                      \
+    "smlad r3, r6, r9, r3\n\t"                       \
+    "smlad r3, r8, r10, r3\n\t"
+#define EMBER_QA_DW3_RROW2(OFS)                      \
+    "ldrd r5, r6, [r4]\n\t"                          \
+    "ldr r8, [r4, #8]\n\t"                           \
+    "ldrd r9, r10, [r12, #" #OFS "]\n\t"             \
+    "smlad r0, r5, r9, r0\n\t"                       \
+    "smlad r0, r6, r10, r0\n\t"                      \
+    "smlad r1, r6, r9, r1\n\t"                       \
+    "smlad r1, r8, r10, r1\n\t"                      \
+    "ldrd r5, r6, [r4, #12]\n\t"                     \
+    "smlad r2, r8, r9, r2\n\t"                       \
+    "smlad r2, r5, r10, r2\n\t"                      \
+    "smlad r3, r5, r9, r3\n\t"                       \
+    "smlad r3, r6, r10, r3\n\t"
+#define EMBER_QA_DW3_RQ(O, I)                        \
+    "smmla " O ", " O ", r9, r8\n\t"                  \
+    "asr " O ", " O ", r10\n\t"                       \
+    "ssat " O ", #8, " O "\n\t"                       \
+    "strb " O ", [lr, #" I "]\n\t"
+#define EMBER_QA_DW3_NAKED(ROW, STEP)                                                                               \
+    __asm__("push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"                                                     \
+            "mov r4, r0\n\t"                                                                                     \
+            "mov lr, r1\n\t"                                                                                     \
+            "mov r12, r2\n\t"                                                                                    \
+            "mov r7, r3\n\t"                                                                                     \
+            "ldr r11, [r12, #64]\n\t"                                                                            \
+            "0:\n\t"                                                                                             \
+            "ldr r0, [r12, #60]\n\t"                                                                             \
+            "mov r1, r0\n\t"                                                                                     \
+            "mov r2, r0\n\t"                                                                                     \
+            "mov r3, r0\n\t"                                                                                     \
+            ROW(0) "add r4, r4, r11\n\t" ROW(16) "add r4, r4, r11\n\t" ROW(32)                                   \
+            "sub r4, r4, r11, lsl #1\n\t"                                                                        \
+            "add r4, r4, #" STEP "\n\t"                                                                          \
+            "ldrd r9, r10, [r12, #48]\n\t"                                                                       \
+            "ldr r8, [r12, #56]\n\t"                                                                             \
+            EMBER_QA_DW3_RQ("r0", "0") EMBER_QA_DW3_RQ("r1", "1") EMBER_QA_DW3_RQ("r2", "2")                      \
+            EMBER_QA_DW3_RQ("r3", "3")                                                                             \
+            "add lr, lr, #4\n\t"                                                                                 \
+            "subs r7, r7, #1\n\t"                                                                                \
+            "bne 0b\n\t"                                                                                         \
+            "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}")
+EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dw3_row1(EMBER_UNUSED const int16_t *q,
+                                                                                EMBER_UNUSED uint8_t *y,
+                                                                                EMBER_UNUSED const uint32_t *wv,
+                                                                                EMBER_UNUSED int n) {
+    EMBER_QA_DW3_NAKED(EMBER_QA_DW3_RROW, "8");
+}
+EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dw3_row2(EMBER_UNUSED const int16_t *q,
+                                                                                EMBER_UNUSED uint8_t *y,
+                                                                                EMBER_UNUSED const uint32_t *wv,
+                                                                                EMBER_UNUSED int n) {
+    EMBER_QA_DW3_NAKED(EMBER_QA_DW3_RROW2, "16");
+}
+#undef EMBER_QA_DW3_NAKED
+#undef EMBER_QA_DW3_RQ
+#undef EMBER_QA_DW3_RROW
+#undef EMBER_QA_DW3_RROW2
+#endif
+#undef EMBER_QA_DW3_ROW
+#undef EMBER_QA_DW3_ROW2
 /* How ember_qarm_dw3 and ember_qarm_dw3_mve lay out a channel: a zero-padded int16 plane of Hp rows of Wp
  * (ops/qarm.py `dw3_plane`, which sizes the scratch). A layer of stride 1 with more output rows than
  * columns works on the transposed plane (`t`: its rows are the image's columns, the weights transposed),
@@ -1152,14 +1229,27 @@ EMBER_INLINE void ember_qa_dw3_rows(uint8_t *yc, const int16_t *plane, const emb
     const int OW = g->OW, Wp = g->Wp, SW = sw ? sw : g->SW;
     const ptrdiff_t cs = g->ys_col;
     const int32_t c[3] = {cq[0], cq[1], cq[2]}, b = cq[3], zp = out[0], lo = out[1], hi = out[2];
+    const int st = fast == 2 && cs == 1 && zp == 0; /* ember_qa_dw3_row1/2's case (wv[12 .. 16] set) */
     int oh, ow, i;
+    (void)st;
     for (oh = 0; oh < g->OH; ++oh) {
         const int16_t *r0 = plane + (ptrdiff_t)oh * g->SH * Wp;
         uint8_t *yr = yc + oh * g->ys_row;
         if (sw) {
-            for (ow = 0; ow < OW; ow += 4) {
+            ow = 0;
+#if EMBER_HAVE_ARM_DSP
+            if (st && OW >= 4) { /* the whole steps in assembly, the last partial one below */
+                if (sw == 1)
+                    ember_qa_dw3_row1(r0, yr, wv, OW / 4);
+                else
+                    ember_qa_dw3_row2(r0, yr, wv, OW / 4);
+                ow = OW & ~3;
+            }
+#endif
+            for (; ow < OW; ow += 4) {
                 int32_t o[4];
                 uint8_t *yq = yr + ow * cs;
+
                 o[0] = o[1] = o[2] = o[3] = b;
                 if (sw == 1)
                     ember_qa_dw3_quad(o, r0 + ow, Wp, wv);
@@ -1204,8 +1294,10 @@ EMBER_INLINE void ember_qa_dw3_t(uint8_t *y, const uint8_t *x, uint32_t flip, in
             const int32_t *cq = rq + 4 * c;
             uint8_t *yc = y + ((ptrdiff_t)n * C + c) * out_plane;
             const int16_t *w = Wt + 9 * c;
-            uint32_t wv[12];
+            uint32_t wv[17]; /* the weights' words, then mult, sh, ra, bias, row bytes (ember_qa_dw3_row1) */
             ember_qa_dw3_load(plane, &g, x + ((ptrdiff_t)n * C + c) * in_plane, flip, z2, w, wv);
+            wv[12] = (uint32_t)cq[0], wv[13] = (uint32_t)cq[1], wv[14] = (uint32_t)cq[2], wv[15] = (uint32_t)cq[3];
+            wv[16] = (uint32_t)(2 * g.Wp);
             if (SW == 1)
                 ember_qa_dw3_rows(yc, plane, &g, wv, w, cq, out, fast, 1);
             else if (SW == 2)
