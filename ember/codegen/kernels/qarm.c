@@ -8,7 +8,8 @@
  * are int8 in the order k0 k2 k1 k3 per group of 4 (ops/qarm.py `dsp_weights`): SXTB16 of the word gives
  * the lanes (k0, k1), of the word rotated by 8 (k2, k3), matching a column's two words. Convolutions
  * store them widened to int16 instead (`dsp_weights16`, twice the flash): no SXTB16 in the product loop,
- * 12.5 instructions per 16 multiply-adds where int8 weights take 17.
+ * 12.5 instructions per 16 multiply-adds where int8 weights take 17, and 11 with four output channels per
+ * tile (their rows in quads: ember_qa_gemm4).
  *
  * Requantisation is quant.c's (acc * mult * 2^-shift rounded half to even, + zero point, clamped) for the
  * shifts 32..62 that the pass admits, from the 32-bit halves of one SMULL product: bit-exact with every
@@ -472,13 +473,20 @@ EMBER_INLINE void ember_qa_gemm4_t(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n
             w += 2 * Kp;
         } else
 #endif
+        if (n == 1) { /* the one plain column: its sums alone */
             for (t = 0; t < Kp / 2; ++t, w += 4) {
-                const uint32_t x0 = n == 2 ? x[2 * t] : x[t], x1 = n == 2 ? x[2 * t + 1] : 0;
+                const uint32_t x0 = x[t];
+                for (r = 0; r < 4; ++r) a[2 * r] = ember_qa_smlad(w[r], x0, a[2 * r]);
+            }
+        } else {
+            for (t = 0; t < Kp / 2; ++t, w += 4) {
+                const uint32_t x0 = x[2 * t], x1 = x[2 * t + 1];
                 for (r = 0; r < 4; ++r) {
                     a[2 * r] = ember_qa_smlad(w[r], x0, a[2 * r]);
                     a[2 * r + 1] = ember_qa_smlad(w[r], x1, a[2 * r + 1]);
                 }
             }
+        }
         for (r = 0; r < 4; ++r) {
             y[r * rs] = ember_qa_requant(a[2 * r], rq + 4 * r, zp, lo, hi, fast);
             if (n == 2) y[r * rs + cs] = ember_qa_requant(a[2 * r + 1], rq + 4 * r, zp, lo, hi, fast);
@@ -1094,11 +1102,12 @@ EMBER_INLINE void ember_qa_dw3_quad2(int32_t o[4], const int16_t *p, int Wp, con
     o[3] = o3;
 }
 #if EMBER_HAVE_ARM_DSP
-/* A row's n whole steps of four outputs (ember_qa_dw3_quad for s = 1, _quad2 for s = 2) from the plane row q,
- * each requantised by the SSAT form with the zero point in ra (ops/qarm.py `fold_zp`) and stored at y[0 .. 3]:
+/* A row's n >= 1 outputs in steps of four (ember_qa_dw3_quad for s = 1, _quad2 for s = 2; the plane's rows are
+ * long enough for the last step's reads) from the plane row q, each requantised by the SSAT form with the
+ * zero point in ra (ops/qarm.py `fold_zp`) and stored at y[0 .. 3] (the last step: its n % 4 or 4 outputs):
  * wv[0 .. 11] the weights' words, 12 .. 15 mult, sh, ra, bias, 16 the plane's row in bytes. Naked, all in
  * registers (o0 .. o3 in r0 .. r3, q r4, row words r5 r6 r8, weight words r9 r10, row bytes r11, wv r12,
- * y lr, the steps left r7): 62 instructions per step where the C loop around the products took about 100. */
+ * y lr, the outputs left r7): 63 instructions per step where the C loop around the products took about 100. */
 #define EMBER_QA_DW3_RROW(OFS)                       \
     "ldrd r5, r6, [r4]\n\t"                          \
     "ldr r8, [r4, #8]\n\t"                           \
@@ -1125,11 +1134,10 @@ EMBER_INLINE void ember_qa_dw3_quad2(int32_t o[4], const int16_t *p, int Wp, con
     "smlad r2, r5, r10, r2\n\t"                      \
     "smlad r3, r5, r9, r3\n\t"                       \
     "smlad r3, r6, r10, r3\n\t"
-#define EMBER_QA_DW3_RQ(O, I)                        \
+#define EMBER_QA_DW3_RQ(O)                           \
     "smmla " O ", " O ", r9, r8\n\t"                  \
     "asr " O ", " O ", r10\n\t"                       \
-    "ssat " O ", #8, " O "\n\t"                       \
-    "strb " O ", [lr, #" I "]\n\t"
+    "ssat " O ", #8, " O "\n\t"
 #define EMBER_QA_DW3_NAKED(ROW, STEP)                                                                               \
     __asm__("push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"                                                     \
             "mov r4, r0\n\t"                                                                                     \
@@ -1147,11 +1155,26 @@ EMBER_INLINE void ember_qa_dw3_quad2(int32_t o[4], const int16_t *p, int Wp, con
             "add r4, r4, #" STEP "\n\t"                                                                          \
             "ldrd r9, r10, [r12, #48]\n\t"                                                                       \
             "ldr r8, [r12, #56]\n\t"                                                                             \
-            EMBER_QA_DW3_RQ("r0", "0") EMBER_QA_DW3_RQ("r1", "1") EMBER_QA_DW3_RQ("r2", "2")                      \
-            EMBER_QA_DW3_RQ("r3", "3")                                                                             \
+            EMBER_QA_DW3_RQ("r0") EMBER_QA_DW3_RQ("r1") EMBER_QA_DW3_RQ("r2") EMBER_QA_DW3_RQ("r3")                \
+            "strb r0, [lr]\n\t"                                                                                  \
+            "subs r7, r7, #4\n\t"                                                                                \
+            "ble 5f\n\t" /* the row's last step: 1 to 4 outputs (r7 = their count - 4) */                       \
+            "strb r1, [lr, #1]\n\t"                                                                              \
+            "strb r2, [lr, #2]\n\t"                                                                              \
+            "strb r3, [lr, #3]\n\t"                                                                              \
             "add lr, lr, #4\n\t"                                                                                 \
-            "subs r7, r7, #1\n\t"                                                                                \
-            "bne 0b\n\t"                                                                                         \
+            "b 0b\n\t"                                                                                           \
+            "5:\n\t"                                                                                             \
+            "cmn r7, #3\n\t"                                                                                     \
+            "beq 6f\n\t"                                                                                         \
+            "strb r1, [lr, #1]\n\t"                                                                              \
+            "cmn r7, #2\n\t"                                                                                     \
+            "beq 6f\n\t"                                                                                         \
+            "strb r2, [lr, #2]\n\t"                                                                              \
+            "cmn r7, #1\n\t"                                                                                     \
+            "beq 6f\n\t"                                                                                         \
+            "strb r3, [lr, #3]\n\t"                                                                              \
+            "6:\n\t"                                                                                             \
             "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}")
 EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dw3_row1(EMBER_UNUSED const int16_t *q,
                                                                                 EMBER_UNUSED uint8_t *y,
@@ -1238,12 +1261,12 @@ EMBER_INLINE void ember_qa_dw3_rows(uint8_t *yc, const int16_t *plane, const emb
         if (sw) {
             ow = 0;
 #if EMBER_HAVE_ARM_DSP
-            if (st && OW >= 4) { /* the whole steps in assembly, the last partial one below */
+            if (st) { /* the whole row in assembly */
                 if (sw == 1)
-                    ember_qa_dw3_row1(r0, yr, wv, OW / 4);
+                    ember_qa_dw3_row1(r0, yr, wv, OW);
                 else
-                    ember_qa_dw3_row2(r0, yr, wv, OW / 4);
-                ow = OW & ~3;
+                    ember_qa_dw3_row2(r0, yr, wv, OW);
+                ow = OW;
             }
 #endif
             for (; ow < OW; ow += 4) {
