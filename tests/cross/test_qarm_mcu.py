@@ -138,8 +138,8 @@ def test_int16_weight_loop_entries_on_qemu_equal_host(tmp_path: Path) -> None:
 
 def test_channel_quads_on_qemu_equal_host(tmp_path: Path) -> None:
     """The 4-channel x 2-pixel tile (qarm.c ember_qa_gemm42s, ember_qa_dot42) and its leftovers: M = 7, 9, 10, 4
-    (quads, then a pair, a pair and a zero row, or none), Kp / 2 both a multiple of 4 and not (the loop's two
-    entries), an odd pixel count (the last pixel alone: ember_qa_gemm4_t's plain column), im2col and 1x1
+    (quads, then a pair, a pair and a zero row, or none), Kp = 48, 8, 84, 12 (Kp / 4 mod 4 = 0, 2, 1, 3: the
+    loop's four entries), an odd pixel count (the last pixel alone: ember_qa_gemm4_t's plain column), im2col and 1x1
     (direct) columns; depthwise 3x3 rows of stride 1 and 2 whose last step stores 3, 2 or 4 outputs. A broken
     tile, tail or entry changes output bytes."""
     target = "cortex-m4"

@@ -413,9 +413,9 @@ EMBER_INLINE void ember_qa_gemm22s(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, const
  * instructions per 16 multiply-adds (a pair of channels: 12), and a tile's requantisation and stores are
  * shared by 8 outputs. The product loop needs 14 registers (r7, the frame pointer, too), so it is a naked
  * function: EMBER_QA_BLOCK42 is one k pair, sums a00 .. a31 (channel, column) in r0 .. r7, the column words
- * in r8, r9, the weight words in r10, r11, the weights in r12, the columns in lr. EMBER_QA_LOOP42 runs four
- * k pairs per pass up to the end at [sp, #END], entered at the third when Kp / 2 is not a multiple of 4
- * (bit 5 of the quad's bytes in r10, 8 * Kp). */
+ * in r8, r9, the weight words in r10, r11, the weights in r12, the columns in lr. EMBER_QA_LOOP42 runs eight
+ * k pairs per pass up to the end at [sp, #END], entered where the rest of Kp / 4 pairs of them remain (bits 5
+ * and 6 of the quad's bytes in r10, 8 * Kp, as EMBER_QA_LOOP22H's entries). */
 #define EMBER_QA_BLOCK42                                  \
     "ldrd r8, r9, [lr], #8\n\t"                           \
     "ldrd r10, r11, [r12], #8\n\t"                        \
@@ -429,11 +429,19 @@ EMBER_INLINE void ember_qa_gemm22s(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, const
     "smlad r6, r11, r8, r6\n\t"                           \
     "smlad r7, r11, r9, r7\n\t"
 #define EMBER_QA_LOOP42(END)                              \
-    "lsls r10, r10, #26\n\t"                              \
+    "lsls r10, r10, #26\n\t" /* N: bit 5, C: bit 6 */     \
+    "bcc 7f\n\t"                                          \
     "bmi 2f\n\t"                                          \
+    "b 3f\n\t"                                            \
+    "7:\n\t"                                              \
+    "bmi 4f\n\t"                                          \
     "1:\n\t"                                              \
     EMBER_QA_BLOCK42 EMBER_QA_BLOCK42                     \
     "2:\n\t"                                              \
+    EMBER_QA_BLOCK42 EMBER_QA_BLOCK42                     \
+    "3:\n\t"                                              \
+    EMBER_QA_BLOCK42 EMBER_QA_BLOCK42                     \
+    "4:\n\t"                                              \
     EMBER_QA_BLOCK42 EMBER_QA_BLOCK42                     \
     "ldr r10, [sp, #" END "]\n\t"                         \
     "cmp r12, r10\n\t"                                    \
