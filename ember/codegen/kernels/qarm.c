@@ -505,7 +505,7 @@ EMBER_INLINE void ember_qa_gemm4_t(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n
 /* ember_qa_gemm4_t's common case, in assembly: two columns, cs = 1, the SSAT requantisation with the zero
  * point in ra (ops/qarm.py `fold_zp`, out[0] = 0: one LDM reads a channel's mult, sh, ra). The context is
  * copied onto the stack (sp + 0: cols, 4: the weights' bytes per quad, 8: y, 12: rs, 16: rq, 20: the end
- * of the quad's weights, 24: the end of W). 62 instructions per tile outside the products (7.75 per
+ * of the quad's weights, 24: the end of W). About 64 instructions per tile outside the products (8 per
  * output; ember_qa_gemm22s: 11). */
 typedef struct {
     const int16_t *cols;
@@ -575,9 +575,7 @@ EMBER_INLINE void ember_qa_gemm4(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n, 
         return;
     }
 #endif
-    if (mode == 2)
-        ember_qa_gemm4_t(y, rs, cs, n, W, M4, Kp, cols, rq, out, 2);
-    else if (mode == 1)
+    if (mode) /* the SSAT form's results are the clamped fast form's (lo, hi = -128, 127): one copy less */
         ember_qa_gemm4_t(y, rs, cs, n, W, M4, Kp, cols, rq, out, 1);
     else
         ember_qa_gemm4_t(y, rs, cs, n, W, M4, Kp, cols, rq, out, 0);
