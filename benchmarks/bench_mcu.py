@@ -15,7 +15,8 @@ once on its QEMU board with a fixed-seed int8 input:
 - TFLM: TFLite Micro's arena for the same architecture as a full-int8 TFLite file, MEASURED by allocating it in
   tflite-micro's interpreter (benchmarks/tflm_arena.py): the total by which users size `tensor_arena`
   (planned tensors, the model's input and output included, plus persistent data); `TFLM head` is its planned
-  tensors alone. RAM/TFLM compares ember's RAM with the total.
+  tensors alone. RAM/TFLM compares ember's RAM with the total. It runs in a child process: where TFLM's C
+  code aborts, that model's TFLM columns are "-" with a one-line reason, and the benchmark goes on.
 - What both count: ember's RAM includes its input and output buffers (the mutable region) as TFLM's arena
   includes its input and output tensors; ember's also includes the stack, TFLM's figure does not.
 - exact: the core's outputs are byte-identical to the host int8 bundle's.
@@ -179,7 +180,7 @@ def main() -> int:
           "kernels): total = head (planned tensors, I/O included) + tail (persistent); RAM/TFLM = RAM / total. "
           "ember's RAM counts its I/O buffers (mut) and its stack.")
     print(_HEAD, flush=True)
-    start, rows = time.perf_counter(), []
+    start, rows, tflm_errors = time.perf_counter(), [], {}
     for name in args.models.split(","):
         tflm = None
         if not args.no_tflm:
@@ -187,7 +188,12 @@ def main() -> int:
             if not path.exists():
                 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
                     tflm_arena.write_tflite(name, path)
-            tflm = tflm_arena.tflm_arena(path)
+            measured = tflm_arena.measure(path)  # in a child process: TFLM's C code may abort
+            if isinstance(measured, str):
+                print(f"{name}: TFLM arena -: {measured}", flush=True)
+                tflm_errors[name] = measured
+            else:
+                tflm = measured
         rows += bench(name, work, cores, tflm, args.reuse_inputs)
     checks = goals(rows)
     if checks:
@@ -200,7 +206,7 @@ def main() -> int:
         "reuse_inputs": args.reuse_inputs,
         "tflm": "arena measured by tflite-micro's interpreter on the full-int8 TFLite file (benchmarks/tflm_arena.py)",
         "boards": {c: {"machine": mcu.BOARDS[c].machine, "core": mcu.BOARDS[c].core} for c in cores},
-        "rows": rows, "criteria": checks,
+        "rows": rows, "criteria": checks, "tflm_errors": tflm_errors,
     }
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(result, indent=2) + "\n")

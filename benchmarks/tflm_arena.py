@@ -18,10 +18,12 @@ directions, and the head (the tensors) is the same on every build.
 
 The Keras models follow the MLPerf Tiny reference training code (the same architectures as
 benchmarks/mlperf_tiny.py), random fixed-seed weights, full-int8 conversion with int8 input and output on
-fixed-seed random representative data. The last layer of a classifier is rescaled so that its logits span
-about [-1, 1] on that data (kernel scaled to unit spread, bias spread over [-1, 1]): the random VWW network's
-features vanish, its logits are constant, and TFLM's int8 Softmax aborts (QuantizeMultiplierGreaterThanOne)
-on the resulting input scale of 1e-8. The arena depends on shapes, not on weights.
+fixed-seed random representative data. Every BatchNormalization gets its input's mean and variance on that
+data as its moving statistics (layer by layer, as data-dependent initialisation does), so each block's output
+has unit spread: with Keras' default statistics the random 28-layer VWW network's features vanish (tensor
+scales of 1e-8), and TFLM's int8 Softmax aborts the process on such an input scale
+(QuantizeMultiplierGreaterThanOne). The arena depends on shapes, not on weights. The measurement itself runs in
+a child process (`measure`): an abort inside TFLM's C code costs that one measurement, not the benchmark.
 
     python benchmarks/tflm_arena.py [--out benchmarks/.work/tflite]    # writes NAME.tflite, prints the arenas
 """
@@ -30,8 +32,12 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import dataclasses
+import json
 import os
 import re
+import signal
+import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -90,17 +96,17 @@ def _keras_model(name: str) -> Any:
     return keras.Model(inp, L.Dense(10, activation="softmax")(L.Flatten()(x)))
 
 
-def _unit_logits(model: Any, data: np.ndarray) -> None:
-    """Scales a final softmax Dense layer so that its logits have unit spread on `data` (module docstring)."""
+def _normalize_batchnorm(model: Any, data: np.ndarray) -> None:
+    """Sets each BatchNormalization's moving mean and variance to those of its input on `data`, in layer order
+    (each layer sees its predecessors normalized already): unit-spread activations everywhere (docstring)."""
     import keras
 
-    last = model.layers[-1]
-    if not isinstance(last, keras.layers.Dense) or last.activation is not keras.activations.softmax:
-        return
-    features = keras.Model(model.inputs, last.input).predict(data, verbose=0)
-    kernel, bias = last.get_weights()
-    spread = max(float(np.std(features @ kernel)), 1.0)
-    last.set_weights([kernel / spread, np.linspace(-1.0, 1.0, bias.size, dtype=bias.dtype)])
+    for layer in model.layers:
+        if isinstance(layer, keras.layers.BatchNormalization):
+            x = keras.Model(model.inputs, layer.input).predict(data, verbose=0)
+            axes = tuple(range(x.ndim - 1))
+            gamma, beta, _, _ = layer.get_weights()
+            layer.set_weights([gamma, beta, x.mean(axes), x.var(axes)])
 
 
 def write_tflite(name: str, path: Path, samples: int = 8) -> Path:
@@ -116,7 +122,7 @@ def write_tflite(name: str, path: Path, samples: int = 8) -> Path:
         for x in data:
             yield [x[None]]
 
-    _unit_logits(model, data)
+    _normalize_batchnorm(model, data)
     conv = tf.lite.TFLiteConverter.from_keras_model(model)
     conv.optimizations = [tf.lite.Optimize.DEFAULT]
     conv.representative_dataset = representative
@@ -167,15 +173,43 @@ def tflm_arena(path: Path, arena_size: int = 4 << 20) -> Arena:
     return Arena(int(found["total"]), int(found["head"]), int(found["tail"]))
 
 
+def measure(path: Path, timeout: float = 600) -> Arena | str:
+    """`tflm_arena(path)` in a child process: TFLM's C code aborts the whole process when a check on the file
+    fails (a Softmax input scale under 2^-26, say), and that must cost one measurement, not its caller.
+    Returns the arena, or one line saying why there is none."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--measure", str(path)]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return f"tflite-micro ran over {timeout:.0f} s on {path.name}"
+    lines = [line.strip() for line in r.stderr.splitlines() if line.strip()]
+    last = f": {lines[-1][:160]}" if lines else ""
+    if r.returncode < 0:
+        return f"tflite-micro died of {signal.Signals(-r.returncode).name} on {path.name}{last}"
+    if r.returncode != 0:
+        return f"tflite-micro failed on {path.name}{last}"
+    try:
+        return Arena(**json.loads(r.stdout.splitlines()[-1]))
+    except (IndexError, TypeError, ValueError):
+        return f"tflite-micro printed no arena for {path.name}: {r.stdout[-160:]!r}"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="benchmarks/.work/tflite", help="where NAME.tflite go")
     ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--measure", metavar="FILE", help="only print FILE's arena as JSON (what `measure` runs)")
     args = ap.parse_args()
+    if args.measure:
+        print(json.dumps(dataclasses.asdict(tflm_arena(Path(args.measure)))))
+        return 0
     for name in args.models.split(","):
         path = write_tflite(name, Path(args.out) / f"{name}.tflite")
-        a = tflm_arena(path)
-        print(f"{name}: {path} ({path.stat().st_size} B), TFLM arena {a.total} B (head {a.head}, tail {a.tail})")
+        a = measure(path)
+        if isinstance(a, str):
+            print(f"{name}: {path} ({path.stat().st_size} B), no TFLM arena: {a}")
+        else:
+            print(f"{name}: {path} ({path.stat().st_size} B), TFLM arena {a.total} B (head {a.head}, tail {a.tail})")
     return 0
 
 

@@ -16,12 +16,18 @@ from ember.ir.graph import Graph, Node
 from ember.ops.infer import axis, inp, same_as_input, typed
 from ember.ops.matmul import float16_via_f32, present, require_f32
 from ember.ops.opdef import Int8, OpDef
+from ember.ops.parallel import Split
 from ember.ops.registry import register
 
 F32 = DType.FLOAT32
 _INT32_MAX = 2**31 - 1
-# Query rows per block: the kernel keeps BQ x T scores in scratch instead of the whole Sq x T matrix.
-_QUERY_BLOCK = 32
+# Query rows per block: the kernel keeps BQ x T scores in scratch instead of the whole Sq x T matrix. 48 is a
+# multiple of every matmul register tile's rows (EMBER_MR 6, 8, 12: whole tiles; 32 left AVX2 two 4-row tiles,
+# 1.13x the time of 48 on ViT-Tiny's 3 x 197 x 64 heads).
+_QUERY_BLOCK = 48
+# The kernel packs K (and V) in the matmul's compile-time panels, whose width is the CPU family's (16 or 32,
+# toolchain/cpus.py): scratch is sized for keys rounded up to the widest.
+_WIDEST_PANEL = 32
 
 
 def _refuse(node: Node, why: str) -> UnsupportedOperatorError:
@@ -196,19 +202,28 @@ def _cache_buffers(node: Node) -> list[int]:
                                                                                                (2, sizes[1]))]
 
 
+def _kernel_scratch(dims: _Dims) -> int:
+    """Floats of ember_attention_f32's scratch (attention.c): K packed, a block of scores, a row's bias, the
+    rows' softmax factors, and V packed when its head size fills whole panels."""
+    keys = -(-dims.total // _WIDEST_PANEL) * _WIDEST_PANEL
+    block = min(dims.sq, _QUERY_BLOCK)
+    v_packed = dims.total * dims.dv if dims.dv % 16 == 0 else 0
+    return dims.d * keys + block * keys + keys + block + v_packed
+
+
 def _attention_scratch(node: Node) -> int:
-    dims = _Dims(node)
-    block = min(dims.sq, _QUERY_BLOCK)
-    floats = dims.d * dims.total + block * dims.total + dims.total + sum(_cache_buffers(node))
-    return floats * 4
+    return (_kernel_scratch(_Dims(node)) + sum(_cache_buffers(node))) * 4
 
 
-def _lower_attention(node: Node, k: KernelEmitter) -> None:
+def _lower_attention(node: Node, k: KernelEmitter, lo: int = 0, hi: int | None = None) -> None:
+    """The whole node, or only its query rows [lo, hi) (a part of a node divided among threads, split_rows:
+    every head's rows, the same keys)."""
     dims = _Dims(node)
+    rows = (hi if hi is not None else dims.sq) - lo
     mask, nonpad = node.input(3), node.input(6)
-    block = min(dims.sq, _QUERY_BLOCK)
+    block = min(rows, _QUERY_BLOCK)
     scratch = k.scratch("float")
-    offset = dims.d * dims.total + block * dims.total + dims.total
+    offset = _kernel_scratch(dims)
     k_ptr, v_ptr = k.inp(1), k.inp(2)
     k_strides, v_strides = dims.strides(dims.hkv, dims.skv, dims.d), dims.strides(dims.hkv, dims.skv, dims.dv)
     cache_scratch = _cache_buffers(node) or [0, 0]
@@ -235,7 +250,7 @@ def _lower_attention(node: Node, k: KernelEmitter) -> None:
         mask_strides = (mshape[1] * head_stride if mshape[0] > 1 else 0, head_stride if mshape[1] > 1 else 0,
                         mask_len if mshape[2] > 1 else 0)
     geo = AttentionGeometry(
-        dims.batch, dims.hq, dims.hkv, dims.sq, dims.total, dims.d, dims.dv,
+        dims.batch, dims.hq, dims.hkv, rows, dims.total, dims.d, dims.dv,
         *dims.strides(dims.hq, dims.sq, dims.d), *k_strides, *v_strides, *dims.strides(dims.hq, dims.sq, dims.dv),
         *mask_strides, mask_len, int(bool(node.attrs.get("is_causal", 0))), dims.past,
         node.attrs.get("left_window_size", -1), node.attrs.get("right_window_size", -1),
@@ -244,10 +259,31 @@ def _lower_attention(node: Node, k: KernelEmitter) -> None:
     scale = 1.0 / math.sqrt(dims.d) if scale is None else scale
     has_qk = len(node.outputs) > 3 and node.outputs[3] is not None
     is_bool = mask is not None and mask.dtype is DType.BOOL
-    k.call("ember_attention_f32", k.out(0), k.inp(0), k_ptr, v_ptr, k.table(geo.table()), literal(scale, F32),
+    # A part's rows: pointer offsets along the row strides (the mask's 0 where it broadcasts over rows).
+    q_ptr, y_ptr = f"({k.inp(0)} + {lo * geo.q_ss})", f"({k.out(0)} + {lo * geo.y_ss})"
+    mask_off = lo * geo.m_sq
+    k.call("ember_attention_f32", y_ptr, q_ptr, k_ptr, v_ptr, k.table(geo.table()), literal(scale, F32),
            literal(node.attrs.get("softcap", 0.0), F32),
-           k.inp(3) if mask is not None and not is_bool else "0", k.inp(3, "uint8_t") if is_bool else "0",
+           f"({k.inp(3)} + {mask_off})" if mask is not None and not is_bool else "0",
+           f"({k.inp(3, 'uint8_t')} + {mask_off})" if is_bool else "0",
            k.inp(6, "int64_t") if nonpad is not None else "0", k.out(3) if has_qk else "0", scratch)
+
+
+# Query rows per part boundary of a node divided among threads: whole register tiles (EMBER_MR 6 and 12).
+_ROW_ALIGN = 12
+
+
+def split_rows(node: Node) -> Split | None:
+    """Attention divided among threads (ops/split.py) along its query rows: every part reads all of K and V
+    (and packs them for itself) and writes its rows of Y, so the parts balance whatever the head count (ViT-
+    Tiny's 3 heads would split 2 : 1). Only where a row's result does not depend on its position: no causal
+    mask or window (the offsets count from the first row), no KV cache, no extra outputs."""
+    dims = _Dims(node)
+    if (any(node.input(i) is not None for i in (4, 5, 6)) or any(o is not None for o in node.outputs[1:])
+            or node.attrs.get("is_causal", 0) or node.attrs.get("left_window_size", -1) >= 0
+            or node.attrs.get("right_window_size", -1) >= 0 or inp(node, 0).dtype is not F32):
+        return None
+    return Split(dims.sq, _ROW_ALIGN, (), lower=_lower_attention)
 
 
 def _attention_flops(node: Node) -> int:

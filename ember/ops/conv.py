@@ -14,7 +14,7 @@ from ember.codegen.emitter import KernelEmitter
 from ember.errors import ShapeError, UnsupportedOperatorError
 from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node
-from ember.ops.epilogue import epilogue_args
+from ember.ops.epilogue import epilogue_args, epilogue_of
 from ember.ops.infer import conv_out, inp, typed
 from ember.ops.matmul import float16_via_f32, present, require_f32
 from ember.ops.opdef import Int8, OpDef, WeightLayout
@@ -163,6 +163,33 @@ def _dw_padded_floats(geo: ConvGeometry) -> int:
     return max(planes, fast)
 
 
+# kernels/dwblock.c's EMBER_DWK_BLOCKED_PIXELS: input planes up to this size may run channel-blocked.
+DW_BLOCKED_PIXELS = 3136
+
+
+def _dw3_fast(geo: ConvGeometry) -> bool:
+    """One of dwconv3.c's 3x3 pad-1 geometries (stride 1 same-size, stride 2 halving), which it runs itself."""
+    (h, w), (oh, ow) = geo.in_size[1:], geo.out_size[1:]
+    if (*geo.kernel[1:], *geo.dilations[1:], *geo.pads_begin[1:]) != (3, 3, 1, 1, 1, 1):
+        return False
+    return ((geo.strides[1:] == (1, 1) and (oh, ow) == (h, w))
+            or (geo.strides[1:] == (2, 2) and h in (2 * oh, 2 * oh - 1) and w in (2 * ow, 2 * ow - 1)))
+
+
+def _dw_blocked_floats(node: Node, geo: ConvGeometry, m: int) -> int:
+    """Scratch of ember_dwconv_blocked_f32's channel-blocked path (dwblock.c), 0 where it is not used: for
+    small 2-D planes, multiplier 1, other than dwconv3.c's geometries; never under a scratch budget (a
+    microcontroller's RAM, where vectors are narrow or absent). Where this says yes, the kernel's own test
+    (ember_dwk_blocked_fits) does at every vector width but 1 (scalar builds run ember_dwconv_f32)."""
+    pixels, vl = geo.in_size[1] * geo.in_size[2], 16  # the widest EMBER_VL: at least a vector of each
+    if (not geo.planar or m != geo.channels or m < vl or not vl <= pixels <= DW_BLOCKED_PIXELS
+            or geo.pixels < vl or _dw3_fast(geo) or SCRATCH_BUDGET in node.attrs):
+        return 0
+    (oh, ow), (kh, kw), (sh, sw), (dh, dw) = geo.out_size[1:], geo.kernel[1:], geo.strides[1:], geo.dilations[1:]
+    gh, gw = (oh - 1) * sh + (kh - 1) * dh + 1, (ow - 1) * sw + (kw - 1) * dw + 1
+    return vl * (gh * gw + oh * ow + kh * kw + 2)
+
+
 # im2col runs in blocks of output pixels whose columns fit in about this many bytes (an L2 share).
 IM2COL_BLOCK_BYTES = 1024 * 1024
 # Set by passes/scratch_budget.py on targets without a cache to fill (microcontrollers): the bytes a
@@ -182,22 +209,52 @@ def _im2col_block(node: Node, geo: ConvGeometry, group: int) -> int:
 
 
 def _conv_scratch(node: Node) -> int:
-    geo, group, _, depthwise, direct = _conv_parts(node)
+    geo, group, m, depthwise, direct = _conv_parts(node)
     if depthwise:
-        return _dw_padded_floats(geo) * 4
+        return max(_dw_padded_floats(geo), _dw_blocked_floats(node, geo, m)) * 4
     if direct:
         return 0
     return geo.channels // group * geo.taps * _im2col_block(node, geo, group) * 4
 
 
+# kernels/pointwise.c's blocks hold 128 KiB of output, at least 64 columns: past 256 output channels they
+# grow beyond L2's share, and on Zen 3 the matmul's own strip-wise activation measured faster there
+# (MobileNetV3's 14x14 expand layers, 480-672 channels: 0.20 -> 0.24 ms, 0.37 -> 0.46 ms).
+POINTWISE_MAX_ROWS = 256
+
+
+def blocked_pointwise(node: Node, m: int) -> bool:
+    """Whether a 1x1 (or im2col) conv of `m` output channels runs as kernels/pointwise.c: its activation is one
+    the matmul tile cannot apply in registers (Swish, HardSwish, Sigmoid ...; not none, Relu, Clip), over few
+    channels."""
+    e = epilogue_of(node)
+    return e is not None and e.clamp is None and m <= POINTWISE_MAX_ROWS
+
+
 def _lower_conv(node: Node, k: KernelEmitter) -> None:
     geo, group, m, depthwise, direct = _conv_parts(node)
     n = present(node.input(0)).shape[0]
-    tab = k.table(geo.table(), DType.INT32)
     bias = k.inp(2) if node.input(2) is not None else "0"
+    if direct and geo.pixels == 1 and group == 1 and n == 1:
+        # One pixel (Squeeze-Excitation's FCs): a matrix-vector product, weight rows streamed once.
+        k.call("ember_gemv_rows_f32", k.out(0), k.inp(1), k.inp(0), bias, m, geo.channels, *epilogue_args(node))
+        return
+    if direct and group == 1 and n == 1 and blocked_pointwise(node, m):
+        # Swish/HardSwish/...: the product in L2-sized column blocks, the activation in long row loops.
+        s = geo.pixels
+        k.call("ember_pointwise_act_f32", k.out(0), s, k.inp(0), s, k.inp(1), bias, m, geo.channels, s,
+               *epilogue_args(node))
+        return
+    tab = k.table(geo.table(), DType.INT32)
     if depthwise:
         pad = k.scratch("float") if _dw_padded_floats(geo) else "0"
-        k.call("ember_dwconv_f32", k.out(0), k.inp(0), k.inp(1), bias, pad, tab, n, m, *epilogue_args(node))
+        fn = "ember_dwconv_blocked_f32" if _dw_blocked_floats(node, geo, m) else "ember_dwconv_f32"
+        k.call(fn, k.out(0), k.inp(0), k.inp(1), bias, pad, tab, n, m, *epilogue_args(node))
+        return
+    if not direct and group == 1 and n == 1 and blocked_pointwise(node, m):
+        # A stem's im2col conv + Swish/HardSwish: the same, im2col block by block.
+        k.call("ember_conv_act_f32", k.out(0), k.inp(0), k.inp(1), bias, k.scratch("float"), tab, m,
+               _im2col_block(node, geo, group), *epilogue_args(node))
         return
     col = "0" if direct else k.scratch("float")
     k.call("ember_conv_f32", k.out(0), k.inp(0), k.inp(1), bias, col, tab, n, group, m, int(direct),
@@ -229,7 +286,8 @@ def conv_infer(channels):
 register(float16_via_f32(OpDef(
     "Conv", lower=_lower_conv, normalize=_normalize, scratch=_conv_scratch,
     infer=conv_infer(lambda n: inp(n, 1).shape[0]),
-    kernels=("ember_conv_f32", "ember_dwconv_f32"),
+    kernels=("ember_conv_f32", "ember_dwconv_f32", "ember_dwconv_blocked_f32", "ember_gemv_rows_f32",
+             "ember_pointwise_act_f32", "ember_conv_act_f32"),
     takes_epilogue=True, weights=WeightLayout(lambda n, w: 0, per_channel_default=True), flops=_conv_flops,
     int8=Int8.LINEAR,
 )))

@@ -153,6 +153,11 @@ def _lower_gemm(node: Node, k: KernelEmitter) -> None:
     f32 = DType.FLOAT32
     alpha, beta = literal(node.attrs.get("alpha", 1.0), f32), literal(node.attrs.get("beta", 1.0), f32)
     bias_sm, bias_sn = _bias_strides(c) if c is not None else (0, 0)
+    if m == 1 and not trans_a:
+        # One row (a classifier head on one image): stream B row by row instead of in column strips.
+        k.call("ember_gemv_cols_f32", k.out(0), k.inp(0), bp, n, kk, alpha, k.inp(2) if c is not None else "0",
+               bias_sn, beta, *epilogue_args(node))
+        return
     k.call("ember_matmul_f32", k.out(0), n, k.inp(0), a_sm, a_sk, bp, n, m, n, kk, alpha,
            k.inp(2) if c is not None else "0", bias_sm, bias_sn, beta, *epilogue_args(node))
 
@@ -193,7 +198,8 @@ def _eval_gemm(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
 # Inputs: (A, B, C (optional, broadcast to M x N)). Attributes: alpha, beta, transA, transB.
 register(float16_via_f32(OpDef(
     "Gemm", lower=_lower_gemm, normalize=_normalize_gemm, scratch=_gemm_scratch,
-    kernels=("ember_matmul_f32", "ember_transpose2d_f32"), infer=_infer_gemm, evaluate=_eval_gemm,
+    kernels=("ember_matmul_f32", "ember_transpose2d_f32", "ember_gemv_cols_f32"), infer=_infer_gemm,
+    evaluate=_eval_gemm,
     # Y's columns are op(B)'s: B's rows when transposed, else its columns.
     takes_epilogue=True, weights=WeightLayout(lambda n, w: 0 if n.attrs.get("transB", 0) else 1),
     flops=matmul_flops, int8=Int8.LINEAR,

@@ -1,4 +1,5 @@
-"""The Cortex-M DSP variants of the integer convolution, depthwise 3x3 and matrix product (kernels/qarm.c).
+"""The Cortex-M DSP variants of the integer convolution, depthwise 3x3 and matrix product (kernels/qarm.c), and
+Cortex-M55's Helium int8 convolution and depthwise 3x3 (kernels/qarm_mve.c, nodes marked `_mve8`).
 
 passes/mcu_kernels.py marks a QConv/QMatMul with `_isa = "dsp"` when its target has the DSP extension
 (Target.int8_isa) and the layer is one these kernels compute exactly (`admits`), and stores its weights
@@ -18,7 +19,7 @@ from ember.ops.conv import ConvGeometry
 from ember.ops.matmul import present
 
 DSP = "dsp"
-MVE = "mve"  # Helium: ember_qarm_conv_mve, ember_qarm_dw3_mve; fully-connected layers stay portable
+MVE = "mve"  # Helium: ember_qarm_conv_mve(8), ember_qarm_dw3_mve(8); fully-connected layers stay portable
 
 
 def rq_table(requant: object, bias: tuple[int, ...] | None, fast: bool, zp: int = 0) -> list[int]:
@@ -109,6 +110,77 @@ def mve_weights(rows: np.ndarray) -> np.ndarray:
     return out
 
 
+MVE8 = "_mve8"  # node attribute (passes/mcu_kernels.py): ember_qarm_conv_mve8's int8 columns (qarm_mve.c)
+
+
+def mve8_weights(rows: np.ndarray) -> np.ndarray:
+    """int8 rows M x K -> ceil(M/2)*2 x K16 (K rounded up to 16; rows and k zero padded), each pair of rows
+    interleaved 16 bytes at a time, as ember_qarm_conv_mve8 reads them (two VLDRB from one pointer)."""
+    m, k = rows.shape
+    mp, kp = (m + 1) // 2 * 2, (k + 15) // 16 * 16
+    padded = np.zeros((mp, kp), np.int8)
+    padded[:m, :k] = rows
+    return np.ascontiguousarray(padded.reshape(mp // 2, 2, kp // 16, 16).transpose(0, 2, 1, 3).reshape(mp, kp))
+
+
+def _mve8_rows(w: np.ndarray) -> np.ndarray:
+    """mve8_weights' rows back in row order."""
+    mp, kp = w.shape
+    return w.reshape(mp // 2, kp // 16, 2, 16).transpose(0, 2, 1, 3).reshape(mp, kp)
+
+
+def folded_bias(bias: tuple[int, ...] | None, x_zp: int, x_int8: bool, w_rows: np.ndarray) -> tuple[int, ...]:
+    """The bias less the input zero point's share, zs * (the row's weight sum), with zs the zero point as
+    the int8 columns of ember_qarm_conv_mve8 hold it (a uint8 tensor's less 128): the kernel's sums of
+    w * s (s: the byte as int8, a uint8 one's less 128) are then the sums of (x - zero point) * w that
+    every other path computes."""
+    zs = int(x_zp) - (0 if x_int8 else 128)
+    b = np.zeros(w_rows.shape[0], np.int64) if bias is None else np.asarray(bias, np.int64)
+    return tuple(int(v) for v in b - zs * np.asarray(w_rows, np.int64).sum(axis=1))
+
+
+def mve8_bias(node: Node, w_rows: np.ndarray) -> tuple[int, ...]:
+    q = node.attrs["_q"]
+    return folded_bias(q.bias, q.x_zp, present(node.input(0)).dtype is DType.INT8, w_rows)
+
+
+def mve8_fits(node: Node, w_rows: np.ndarray) -> bool:
+    """mve8_bias stays an int32 (it always does but for sums of millions of weights)."""
+    return bool(np.abs(np.asarray(mve8_bias(node, w_rows), np.int64)).max(initial=0) < 2**31)
+
+
+def dw8_weights(w: np.ndarray, stride_w: int, transposed: bool) -> np.ndarray:
+    """Depthwise C x 9 integer weights -> C x 32 int8 for ember_qarm_dw3_mve8: per channel two 16-lane
+    vectors over the gathered window (3 rows of 4 lanes, 5 at column stride 2), the 9 weights at the first
+    output's lanes, then at the second's (`stride_w` lanes on); `transposed`: the plane's rows are the
+    image's columns (ember_qa_dw3_geo's t)."""
+    c = w.shape[0]
+    k = np.asarray(w[:, :9], np.int64).reshape(c, 3, 3)
+    if transposed:
+        k = k.transpose(0, 2, 1)
+    ww = 4 if stride_w == 1 else 5
+    out = np.zeros((c, 2, 16), np.int8)
+    for r in range(3):
+        out[:, 0, r * ww:r * ww + 3] = k[:, r]
+        out[:, 1, r * ww + stride_w:r * ww + stride_w + 3] = k[:, r]
+    return out.reshape(c, 32)
+
+
+def dw8_admits(node: Node, g: ConvGeometry, w: np.ndarray) -> bool:
+    """ember_qarm_dw3_mve8 computes this depthwise layer: column stride 1 or 2, int8 weights, the fast
+    requantisation (it has no exact form), a plane row short enough for byte gather offsets."""
+    q = node.attrs["_q"]
+    sh, sw = g.strides[1:]
+    if sw not in (1, 2) or w.min(initial=0) < -128 or w.max(initial=0) > 127:
+        return False
+    if dw3_plane(*g.out_size[1:], sh, sw)[1] > 125:
+        return False
+    bound = np.abs(np.asarray(w, np.int64)).sum(axis=1) * 255
+    if q.bias is not None:
+        bound = bound + np.abs(np.asarray(q.bias, np.int64))
+    return fast_requant(q.requant, bound)
+
+
 def _pair_rows(w: np.ndarray, m: int) -> np.ndarray:
     """dsp_weights' (int8) or dsp_weights16's (int16) rows back in row order (each row's values still in
     lane order); m: the real rows."""
@@ -148,10 +220,11 @@ def dw3_plane(out_h: int, out_w: int, stride_h: int, stride_w: int) -> tuple[int
     return (out_h - 1) * stride_h + 3, ((out_w - 1) * stride_w + 5) // 2 * 2
 
 
-def _tables(node: Node, k: KernelEmitter, w_rows: np.ndarray) -> tuple[str, str]:
+def _tables(node: Node, k: KernelEmitter, w_rows: np.ndarray, bias: tuple[int, ...] | None = None) -> tuple[str, str]:
     """rq (per channel [mult, s, ra, bias]) and out tables ([zero point, lo, hi, fast]); w_rows: the weights
-    per output channel (any order), for the sums' bound. The DSP kernels' fast form takes the zero point in
-    ra where it fits (`fold_zp`; out's zero point is then 0); Helium's rounding shift has no ra."""
+    per output channel (any order), for the sums' bound; `bias`: the one the kernel adds, where not the node's
+    (mve8_bias). The DSP kernels' fast form takes the zero point in ra where it fits (`fold_zp`; out's zero
+    point is then 0); Helium's rounding shift has no ra."""
     q = node.attrs["_q"]
     rq = q.requant
     bound = np.abs(np.asarray(w_rows, np.int64)).sum(axis=1) * 255
@@ -159,7 +232,7 @@ def _tables(node: Node, k: KernelEmitter, w_rows: np.ndarray) -> tuple[str, str]
         bound = bound + np.abs(np.asarray(q.bias, np.int64))
     fast = fast_requant(rq, bound)
     zp = int(rq.zp) if fast and node.attrs["_isa"] == DSP and fold_zp(rq) else 0
-    return (k.table(rq_table(rq, q.bias, fast, zp), DType.INT32),
+    return (k.table(rq_table(rq, q.bias if bias is None else bias, fast, zp), DType.INT32),
             k.table([int(rq.zp) - zp, rq.lo, rq.hi, int(fast)], DType.INT32))
 
 
@@ -172,7 +245,9 @@ def conv_scratch(node: Node, g: ConvGeometry) -> int:
     zero-padded int16 plane (depthwise 3x3)."""
     if node.attrs["_q"].depthwise:
         hp, wp = dw3_plane(*g.out_size[1:], *g.strides[1:])
-        return 2 * hp * wp
+        return hp * wp if node.attrs.get(MVE8) else 2 * hp * wp
+    if node.attrs.get(MVE8):
+        return 2 * ((g.channels * g.taps + 15) // 16 * 16)
     return 8 * ((g.channels * g.taps + 7) // 8 * 8)
 
 
@@ -185,6 +260,20 @@ def lower_conv(node: Node, k: KernelEmitter, g: ConvGeometry, add: tuple[str, ..
     x, y = present(node.input(0)), present(node.outputs[0])
     w = present(node.input(2)).const
     mve = node.attrs["_isa"] == MVE
+    if node.attrs.get(MVE8) and node.attrs["_q"].depthwise:
+        rows = w[:y.shape[1], :16]  # the first output's lanes: the 9 weights (their sum, their bound)
+        rq, out = _tables(node, k, rows, mve8_bias(node, rows))
+        k.call("ember_qarm_dw3_mve8", f"(uint8_t *){k.out(0)}", f"(const uint8_t *){k.inp(0)}",
+               int(x.dtype is DType.INT8), node.attrs["_q"].x_zp, k.table(g.table(), DType.INT32), x.shape[0],
+               k.inp(2), rq, out, k.scratch("int8_t"))
+        return
+    if node.attrs.get(MVE8):
+        rows = _mve8_rows(w)[:y.shape[1]]
+        rq, out = _tables(node, k, rows, mve8_bias(node, rows))
+        k.call("ember_qarm_conv_mve8" + ("_add" if add else ""), f"(uint8_t *){k.out(0)}",
+               f"(const uint8_t *){k.inp(0)}", int(x.dtype is DType.INT8), node.attrs["_q"].x_zp,
+               k.table(g.table(), DType.INT32), x.shape[0], y.shape[1], k.inp(2), rq, out, k.scratch("int8_t"), *add)
+        return
     m = y.shape[1]
     rq, out = _tables(node, k, w[:m] if node.attrs["_q"].depthwise or mve else _pair_rows(w, m)[:m])
     geo = k.table(g.table(), DType.INT32)

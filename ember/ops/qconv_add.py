@@ -55,4 +55,5 @@ def _infer(node: Node) -> list[TensorType | None]:
 
 
 register(OpDef("QConvAdd", lower=_lower, scratch=_scratch, inplace=(3,), infer=_infer,
-               kernels=("ember_qconv_add", "ember_qarm_conv_add", "ember_qarm_conv_mve_add")))
+               kernels=("ember_qconv_add", "ember_qarm_conv_add", "ember_qarm_conv_mve_add",
+                        "ember_qarm_conv_mve8_add")))

@@ -195,15 +195,20 @@ def float_limit(rq: Requant, bound: np.ndarray | None) -> tuple[int, int]:
     return (1, lim) if 0 < lim < 2**24 and np.all(lim * m < 2.0**22) else (0, 0)
 
 
-def _out_args(k: KernelEmitter, q: QSpec, bound: np.ndarray | None = None) -> list[str]:
-    """kind, then (after the caller's own arguments) mult, shift, out tables; out = [zp, lo, hi, f, ok, L]
-    with f = exact_in_float for sums within `bound` (None: unknown, f = 0), and (ok, L) float_limit's."""
+def _out_args(k: KernelEmitter, q: QSpec, bound: np.ndarray | None = None,
+              packed: np.ndarray | None = None) -> list[str]:
+    """kind, then (after the caller's own arguments) mult, shift, out tables; out = [zp, lo, hi, f, ok, L, w]
+    with f = exact_in_float for sums within `bound` (None: unknown, f = 0), (ok, L) float_limit's, and w
+    whether no byte of the `packed` weights is -128 (qgemm.c's VPMADDUBSW tiles are exact then; -1: weights
+    known only at run time, which the kernel checks)."""
+    w127 = -1 if packed is None else int(not np.any(np.asarray(packed) == -128))
     rq = q.requant
     if rq is None:
-        return ["0", "0", k.table([0, 0, 0, 0, 0, 0], DType.INT32)]
+        return ["0", "0", k.table([0, 0, 0, 0, 0, 0, w127], DType.INT32)]
     f = int(bound is not None and exact_in_float(rq, bound))
     ok, lim = (1, 0) if f else float_limit(rq, bound)
-    return [_table(k, rq.mult), _table(k, rq.shift_codes()), k.table([rq.zp, rq.lo, rq.hi, f, ok, lim], DType.INT32)]
+    return [_table(k, rq.mult), _table(k, rq.shift_codes()),
+            k.table([rq.zp, rq.lo, rq.hi, f, ok, lim, w127], DType.INT32)]
 
 
 def packed_bound(q: QSpec, packed: np.ndarray) -> np.ndarray:
@@ -319,7 +324,7 @@ def lower_qconv(node: Node, k: KernelEmitter, add: tuple[str, ...] = ()) -> None
     wq = present(node.input(2))
     bound = (sum_bound(np.abs(wq.const.astype(np.int64)).sum(axis=1), q.bias) if q.depthwise
              else packed_bound(q, wq.const))
-    mult, shift, out = _out_args(k, q, bound)
+    mult, shift, out = _out_args(k, q, bound, None if q.depthwise else wq.const)
     head = [k.out(0), kind, k.inp(0), int(x.dtype is DType.INT8), _zp_arg(node, k, q), geo, x.shape[0]]
     lay = int(x.blocked) | 2 * int(y.blocked)  # passes/int8_layout.py
     if q.depthwise:
@@ -354,7 +359,8 @@ def infer_qconv(node: Node) -> list[TensorType | None]:
 
 register(OpDef("QConv", lower=lower_qconv, scratch=_qconv_scratch, overlap=qconv_overlap,
                kernels=("ember_qconv", "ember_qdwconv", "ember_qarm_conv", "ember_qarm_dw3",
-                        "ember_qarm_conv_mve", "ember_qarm_dw3_mve"), infer=infer_qconv))
+                        "ember_qarm_conv_mve", "ember_qarm_dw3_mve", "ember_qarm_conv_mve8",
+                        "ember_qarm_dw3_mve8"), infer=infer_qconv))
 
 
 # QMatMul ---------------------------------------------------------------------------------------
@@ -422,7 +428,7 @@ def _lower_qmatmul(node: Node, k: KernelEmitter) -> None:
     kind = "0" if q.requant is None else "1"
     # Run-time B: any 8-bit values, offsets up to 255 (wofs) included.
     bound = packed_bound(q, b.const) if b.is_const else sum_bound(np.full(n, 255.0 * kk), q.bias)
-    mult, shift, out = _out_args(k, q, bound)
+    mult, shift, out = _out_args(k, q, bound, b.const if b.is_const else None)
     sgn, zp, bias = int(a.dtype is DType.INT8), _zp_arg(node, k, q), _table(k, q.bias)
     ysize = 4 if q.requant is None else 1
     if b.is_const:  # one weight matrix: A's batch dimensions fold into M

@@ -26,7 +26,8 @@ from ember.codegen.emitter import KernelEmitter
 from ember.ir.dtypes import DType
 from ember.ir.graph import Node
 from ember.ops import registry
-from ember.ops.conv import _conv_parts, _im2col_block
+from ember.ops.attention import split_rows
+from ember.ops.conv import _conv_parts, _im2col_block, blocked_pointwise
 from ember.ops.epilogue import epilogue_args
 from ember.ops.parallel import Slice, Split, contiguous_axis, cuttable, with_part_scratch
 
@@ -92,6 +93,10 @@ def _lower_direct_columns(node: Node, k: KernelEmitter, lo: int, hi: int) -> Non
     assert x is not None and y is not None
     c, m, p = x.shape[1], y.shape[1], hi - lo
     pixels = y.type.numel // m
+    if blocked_pointwise(node, m):  # Swish, HardSwish, ...: as the whole call runs them (conv.py)
+        k.call("ember_pointwise_act_f32", f"{k.out(0)} + {lo}", pixels, f"{k.inp(0)} + {lo}", pixels, k.inp(1),
+               k.inp(2) if b is not None else "0", m, c, p, *epilogue_args(node))
+        return
     k.call("ember_matmul_f32", f"{k.out(0)} + {lo}", pixels, k.inp(1), c, 1, f"{k.inp(0)} + {lo}", pixels, m, p, c,
            "1.0f", k.inp(2) if b is not None else "0", 1, 0, "1.0f", *epilogue_args(node))
 
@@ -299,6 +304,7 @@ def _split_pool(node: Node) -> Split | None:
 
 
 SPLITS = {
+    "Attention": split_rows,
     "Conv": _split_conv,
     "ConvShifted": _split_shifted,
     "ConvNarrow": _split_narrow,

@@ -5,7 +5,9 @@ one group, or depthwise 3x3) or a QMatMul of constant weights becomes kernels/qa
 int8 weights need no per-row offset (qlinear.pack_weights' wofs). Its weights are replaced by the DSP
 lane order (qarm.dsp_weights; a convolution's widened to int16, qarm.dsp_weights16); the other layers keep
 the portable kernels of qconv.c. Every path requantises exactly as quant.c does, so the bundle stays
-bit-exact with the host build.
+bit-exact with the host build. On Helium (Cortex-M55) a layer whose input zero point is a constant takes
+kernels/qarm_mve.c's int8 kernels (`_mve8`: qarm.mve8_weights, qarm.dw8_weights; the zero point's share in
+the bias); a depthwise layer only where its requantisation is the fast form.
 """
 
 from __future__ import annotations
@@ -50,13 +52,24 @@ def choose_mcu_kernels(graph: Graph, isa: str) -> None:
         node.attrs["_isa"] = MVE if isa == MVE else qarm.DSP
         node.attrs["_rows"] = present(node.outputs[0]).shape[1 if node.op == "QConv" else -1]
         if node.op == "QConv" and q.depthwise:
-            continue  # ember_qarm_dw3 reads qconv_inputs' int16 C x 9 weights as they are
+            g = qconv_geometry(node)
+            if node.attrs["_isa"] == MVE and node.input(1) is None and qarm.dw8_admits(node, g, w.const):
+                # int8 planes and byte gathers (qarm_mve.c); the zero point, folded into the bias, a constant
+                y = present(node.outputs[0]).shape
+                node.attrs[qarm.MVE8] = True
+                packed = qarm.dw8_weights(w.const, g.strides[2], g.strides[1:] == (1, 1) and y[2] > y[3])
+                node.inputs[2] = graph.constant(f"{node.name}_w{qarm.MVE8}", packed)
+            continue  # otherwise ember_qarm_dw3 reads qconv_inputs' int16 C x 9 weights as they are
         if node.op == "QConv":
             g = qconv_geometry(node)
             rows = qarm.conv_rows(w.const, g.channels * g.taps, q.channels_last, g.taps)
         else:
             rows = w.const[:, :present(node.input(0)).shape[-1]]
-        if node.attrs["_isa"] == MVE:
+        if node.attrs["_isa"] == MVE and node.input(1) is None and qarm.mve8_fits(node, rows):
+            # int8 columns (VMLADAVA.S8, qarm_mve.c): the zero point, folded into the bias, must be a constant
+            node.attrs[qarm.MVE8] = True
+            packed = qarm.mve8_weights(rows)
+        elif node.attrs["_isa"] == MVE:
             packed = qarm.mve_weights(rows)
         elif node.op == "QConv":  # int16: the product loop without SXTB16 (qarm.c ember_qa_gemm2h)
             packed = qarm.dsp_weights16(rows)

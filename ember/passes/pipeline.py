@@ -17,6 +17,7 @@ from ember.passes.fold_batchnorm import fold_batchnorm
 from ember.passes.fold_constants import fold_constants
 from ember.passes.fold_qdq import fold_qdq
 from ember.passes.fuse_activation import fuse_activation
+from ember.passes.fuse_attention import fuse_attention
 from ember.passes.fuse_conv_add import fuse_conv_add
 from ember.passes.fuse_elementwise import fuse_elementwise
 from ember.passes.fuse_norm import fuse_decomposed_norms, fuse_skip_norm
@@ -103,6 +104,9 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
     if options.weights:
         # After fold_qdq, which would turn the widening DequantizeLinear nodes back into float constants.
         passes.append(("compress_weights", _compress_pass(options.weights)))
+    # Attention written out as MatMul -> Softmax -> MatMul (torch's export of ViT) becomes one Attention node,
+    # whose kernel keeps the scores in cache; before elementwise fusion takes its scaling Muls into loops.
+    passes.append(("fuse_attention", fuse_attention))
     # A residual Add (+ bias) feeding a LayerNorm is summed row by row inside it; before elementwise fusion
     # takes the Adds. After quantization: the quantizer sees the sum as a tensor of its own.
     passes.append(("fuse_skip_norm", fuse_skip_norm))

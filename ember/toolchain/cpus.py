@@ -52,10 +52,19 @@ class CpuFamily:
     # 16: a strip's block of B is then contiguous, where in 32-column panels its rows are 128 bytes apart and
     # fill every other L1 set, evicted by the rows of A (BERT's products 0.94-0.96x, 8 x 256 x 768 0.89x).
     mm_panel: int = 32
+    # Software prefetch (to L2) of the next B strip's rows while one strip is packed (EMBER_MM_STRIP_PREFETCH):
+    # B's rows are a row of pixels apart, one stream each, which Zen 3's prefetchers do not follow: 1x1 convs
+    # at 56x56 and 28x28 (64 x 3136 x 256, 128 x 784 x 512) went from 58-60 to 84-86 GFLOP/s.
+    mm_strip_prefetch: bool = False
+    # Products of at most this many columns (a 7x7 map's 49 pixels) pack each K block of B whole, so the row
+    # tiles of A (the weights) are read once, not once per 16-column strip (EMBER_MM_BLOCK_N; 0: never, and
+    # at most 64: the packed block is EMBER_MM_KC x 64 floats of stack).
+    mm_block_n: int = 0
 
     def c_defines(self) -> dict[str, int]:
         """The macros NAME.c defines before its kernels (each kernel keeps its own default without one)."""
-        return {"EMBER_MM_KC": self.mm_kc, "EMBER_MM_PREFETCH": int(self.mm_prefetch), "EMBER_MM_PANEL": self.mm_panel}
+        return {"EMBER_MM_KC": self.mm_kc, "EMBER_MM_PREFETCH": int(self.mm_prefetch), "EMBER_MM_PANEL": self.mm_panel,
+                "EMBER_MM_STRIP_PREFETCH": int(self.mm_strip_prefetch), "EMBER_MM_BLOCK_N": self.mm_block_n}
 
     def record(self) -> dict[str, Any]:
         return asdict(self)
@@ -66,8 +75,12 @@ FAMILIES: dict[str, CpuFamily] = {f.name: f for f in (
     # No ConvNarrow: with 8 lanes, 49 pixels waste few of them, and on Zen 3 (512 KiB L2) the pixel-major
     # path measured 1.4-1.55x onnxruntime on the 1x1 convs of ResNet-50's and MobileNetV2's 7x7 stages
     # (im2col: 1.15-1.25x) and 2.7x on ResNet-50's 3x3 at 7x7 (ConvShifted: 1.35x).
+    # Winograd down to 7x7 maps (F(2x2): 16 tiles, the matmuls' narrow path), F(4x4) from 14x14 (16 tiles):
+    # on Zen 3, ResNet-50's 3x3 at 7x7 (512 ch) took 2.3 ms in F(2x2) against 3.7 ms in ConvShifted, and at
+    # 14x14 (256 ch) 1.55 ms in F(4x4) against 1.8 ms in F(2x2) (each node's least time, `--tune` agrees).
     CpuFamily("avx2", "AVX2 + FMA, 256-bit, two FMA units (Haswell to Alder Lake, Zen 1-3; x86-64-v3)", "avx2", 2,
-              narrow_max_pixels=0, matmul_panels=True, mm_prefetch=False, mm_panel=16),
+              winograd_min_pixels=49, winograd4_min_tiles=16, narrow_max_pixels=0, matmul_panels=True,
+              mm_prefetch=False, mm_panel=16, mm_strip_prefetch=True, mm_block_n=64),
     CpuFamily("avx512", "AVX-512, two 512-bit FMA units (Xeon Skylake-SP to Granite Rapids, Zen 5; x86-64-v4)",
               "avx512", 2),
     CpuFamily("avx512-1fma", "AVX-512 at half rate: one 512-bit FMA unit (Ice/Tiger Lake client) or 2 x 256 (Zen 4)",

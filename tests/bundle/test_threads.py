@@ -107,9 +107,10 @@ def test_threaded_float_bundle_matches_one_thread(convnet: tuple[Path, ember.Bun
     model, serial, threaded = convnet
     assert threaded.threads == 3 and threaded.manifest["threads"]["divided"] == 6
     ops = [n["op"] for n in threaded.manifest["nodes"]]
-    # Algorithms per CPU family (toolchain/cpus.py): the 8x8 stride-2 layer may be ConvNarrow, the matmul
-    # with constant B MatMulPanels.
-    assert ops[:4] + ops[5:6] == ["Conv+Relu", "Conv+Clip", "ConvShifted", "ConvWinograd", "Reshape"]
+    # Algorithms per CPU family (toolchain/cpus.py): the 8x8 stride-2 layer may be ConvNarrow, the 3x3 one
+    # Winograd F(4x4) (AVX2 from 16 tiles), the matmul with constant B MatMulPanels.
+    assert ops[:3] + ops[5:6] == ["Conv+Relu", "Conv+Clip", "ConvShifted", "Reshape"]
+    assert ops[3] in ("ConvWinograd", "ConvWinograd4")
     assert ops[4] in ("ConvNarrow", "ConvShifted") and ops[6] in ("MatMul", "MatMulPanels")
     assert threaded.manifest["threads"]["link_flags"] == ["-pthread"]
     header = (threaded.path / "convnet.h").read_text()

@@ -25,7 +25,7 @@ from tests.cross import require_tools
 from tests.support import mcu
 
 RNG = np.random.default_rng(7)
-KERNEL = {"cortex-m0": "ember_qconv_add", "cortex-m4": "ember_qarm_conv_add", "cortex-m55": "ember_qarm_conv_mve_add"}
+KERNEL = {"cortex-m0": "ember_qconv_add", "cortex-m4": "ember_qarm_conv_add", "cortex-m55": "ember_qarm_conv_mve8_add"}
 
 
 def _conv(name: str, src: str, c: int, m: int, k: int, inits: list, stride: int = 1) -> onnx.NodeProto:

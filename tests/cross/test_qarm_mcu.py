@@ -1,5 +1,5 @@
-"""The Cortex-M DSP and Helium int8 kernels (kernels/qarm.c, picked by passes/mcu_kernels.py) run bare metal
-on QEMU, bit-identical to the host build: convolutions of odd channel counts, strides, asymmetric padding and a
+"""The Cortex-M DSP and Helium int8 kernels (kernels/qarm.c, qarm_mve.c, picked by passes/mcu_kernels.py) run bare
+metal on QEMU, bit-identical to the host build: convolutions of odd channel counts, strides, asymmetric padding and a
 non-square kernel, depthwise 3x3 of stride 1 and 2 with odd widths, a 1x1, a fully-connected layer of odd
 sizes, two images (pairs of rows); and tests/ops/test_quant_ties.py's chain (uint8, power-of-two scales:
 many exact ties, the requantisation's exact form) against ONNX's reference.
@@ -65,16 +65,18 @@ def _qarm_calls(bundle: ember.Bundle) -> dict[str, int]:
     """Calls in the entry point's body (whose first argument is a cast output pointer, ops/qarm.py)."""
     text = (bundle.path / f"{bundle.name}.c").read_text()
     kernels = ("ember_qarm_conv", "ember_qarm_conv_mve", "ember_qarm_dw3", "ember_qarm_dw3_mve", "ember_qarm_fc",
-               "ember_qarm_conv_add", "ember_qarm_conv_mve_add")
+               "ember_qarm_conv_add", "ember_qarm_conv_mve_add", "ember_qarm_conv_mve8", "ember_qarm_conv_mve8_add",
+               "ember_qarm_dw3_mve8")
     return {k: len(re.findall(rf"^    {k}\(\(uint8_t \*\)", text, re.M)) for k in kernels}
 
 
 # The layers each core's kernels take: the M55's convolutions and depthwise layers Helium's, its
 # fully-connected layer the portable (compiler-vectorized) one.
-CALLS = {"cortex-m4": {"ember_qarm_conv": 3, "ember_qarm_conv_mve": 0, "ember_qarm_dw3": 3, "ember_qarm_dw3_mve": 0,
-                       "ember_qarm_fc": 1, "ember_qarm_conv_add": 0, "ember_qarm_conv_mve_add": 0},
-         "cortex-m55": {"ember_qarm_conv": 0, "ember_qarm_conv_mve": 3, "ember_qarm_dw3": 0, "ember_qarm_dw3_mve": 3,
-                        "ember_qarm_fc": 0, "ember_qarm_conv_add": 0, "ember_qarm_conv_mve_add": 0}}
+NONE = dict.fromkeys(("ember_qarm_conv_add", "ember_qarm_conv_mve_add", "ember_qarm_conv_mve8_add"), 0)
+CALLS = {"cortex-m4": {"ember_qarm_conv": 3, "ember_qarm_conv_mve": 0, "ember_qarm_conv_mve8": 0, "ember_qarm_dw3": 3,
+                       "ember_qarm_dw3_mve": 0, "ember_qarm_dw3_mve8": 0, "ember_qarm_fc": 1, **NONE},
+         "cortex-m55": {"ember_qarm_conv": 0, "ember_qarm_conv_mve": 0, "ember_qarm_conv_mve8": 3, "ember_qarm_dw3": 0,
+                        "ember_qarm_dw3_mve": 0, "ember_qarm_dw3_mve8": 3, "ember_qarm_fc": 0, **NONE}}
 CALLS["cortex-m33"] = CALLS["cortex-m4"]
 
 
@@ -101,7 +103,7 @@ def test_ties_chain_equals_reference(tmp_path: Path, target: str) -> None:
     onnx.save(model, tmp_path / "m.onnx")
     bundle = ember.compile(tmp_path / "m.onnx", tmp_path / "out", target=target)
     calls = _qarm_calls(bundle)
-    conv, dw = ("ember_qarm_conv", "ember_qarm_dw3") if target == "cortex-m4" else ("ember_qarm_conv_mve",
+    conv, dw = ("ember_qarm_conv", "ember_qarm_dw3") if target == "cortex-m4" else ("ember_qarm_conv_mve8",
                                                                                      "ember_qarm_dw3_mve")
     # the chain's residual Add goes into the convolution before it (passes/fuse_conv_add.py)
     assert calls[conv] == 2 and calls[f"{conv}_add"] == 1 and calls[dw] == 1, calls
@@ -172,3 +174,44 @@ def test_channel_quads_on_qemu_equal_host(tmp_path: Path) -> None:
         feeds = {"x": np.random.default_rng(seed).integers(-128, 128, (1, 5, 7, 11)).astype(np.int8)}
         got = mcu.run_firmware(bundle.path, target, feeds, tmp_path / f"run{seed}").outputs["y"]
         np.testing.assert_array_equal(got, host.run(feeds)["y"])
+
+
+def _helium8_model(shape: tuple[int, ...]) -> onnx.ModelProto:
+    """Convolutions for ember_qarm_conv_mve8 (qarm_mve.c) of odd sizes: on [1, 19, 9, 7] (63 pixels: the last
+    pixel alone) a 1x1 of 19 channels (16 gathered, 3 in a predicated step) to 7 (a zero row after the last
+    pair), a 3x3 padded (the border's scalar windows, the inside's predicated row copies) to 37, a 1x1 of 37
+    channels (two steps and 5) to 5, a 1 x 17 window (wider than a vector: the scalar path) and a dilated
+    3x3; on [1, 3, 70, 70] a 1x1 whose planes lie too far apart for 16-bit gather offsets."""
+    inits: list = []
+    c = shape[1]
+    if c == 3:
+        nodes = [_conv("y", "x", 3, 5, (1, 1), inits)]
+    else:
+        nodes = [_conv("a", "x", c, 7, (1, 1), inits), helper.make_node("Relu", ["a"], ["ar"]),
+                 _conv("b", "ar", 7, 37, (3, 3), inits, pads=[1, 1, 1, 1]),
+                 _conv("p", "b", 37, 5, (1, 1), inits),
+                 _conv("w", "p", 5, 6, (1, 17), inits, pads=[0, 8, 0, 8]),
+                 _conv("y", "w", 6, 3, (3, 3), inits, dilations=[2, 2], pads=[2, 2, 2, 2])]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    return helper.make_model(helper.make_graph(nodes, "helium8", [x], [y], inits),
+                             opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("shape", [(1, 19, 9, 7), (1, 3, 70, 70)])
+def test_helium_int8_columns_on_qemu_equal_host(tmp_path: Path, shape: tuple[int, ...]) -> None:
+    """Cortex-M55's VMLADAVA.S8 convolutions (the zero point folded into the bias, the windows' bytes as they
+    are) at every tail and fallback of their column building, bit-identical to the host build."""
+    target = "cortex-m55"
+    require_tools(target, mcu.missing_tools(target))
+    model = _helium8_model(shape)
+    onnx.save(model, tmp_path / "m.onnx")
+    np.save(tmp_path / "calib.npy", RNG.normal(0, 1, (4, *shape[1:])).astype(np.float32))
+    assert main(["profile", str(tmp_path / "m.onnx"), str(tmp_path / "calib.npy"), "-o", str(tmp_path / "p.yaml")]) == 0
+    opts = {"quantize": "int8", "profile": str(tmp_path / "p.yaml"), "io": "int8"}
+    host = ember.compile(tmp_path / "m.onnx", tmp_path / "host", **opts)
+    bundle = ember.compile(tmp_path / "m.onnx", tmp_path / target, target=target, **opts)
+    assert _qarm_calls(bundle)["ember_qarm_conv_mve8"] == len(model.graph.node) - (shape[1] != 3)
+    feeds = {"x": RNG.integers(-128, 128, shape).astype(np.int8)}
+    got = mcu.run_firmware(bundle.path, target, feeds, tmp_path / "run").outputs["y"]
+    np.testing.assert_array_equal(got, host.run(feeds)["y"])

@@ -31,14 +31,24 @@ class _Net:
     def _name(self, stem: str) -> str:
         return f"{stem}{len(self.nodes)}"
 
-    def conv(self, x: str, cin: int, cout: int, k: int = 1, stride: int = 1, group: int = 1) -> str:
+    def conv(self, x: str, cin: int, cout: int, k: int = 1, stride: int = 1, group: int = 1, dilation: int = 1) -> str:
         w, b, y = self._name("w"), self._name("b"), self._name("conv")
         fan_in = cin // group * k * k
         self.inits.append(numpy_helper.from_array(
             (self.rng.standard_normal((cout, cin // group, k, k)) * 1.5 / np.sqrt(fan_in)).astype(np.float32), w))
         self.inits.append(numpy_helper.from_array(self.rng.uniform(-0.5, 0.5, cout).astype(np.float32), b))
         self.nodes.append(helper.make_node("Conv", [x, w, b], [y], kernel_shape=[k, k], strides=[stride, stride],
-                                           pads=[k // 2] * 4, group=group))
+                                           pads=[k // 2 * dilation] * 4, group=group, dilations=[dilation] * 2))
+        return y
+
+    def gemm(self, x: str, k: int, n: int, trans_b: int = 0, **attrs: float) -> str:
+        """A fully connected layer of one row; its bias of shape (1, n), or (n,) with B transposed."""
+        w, b, y = self._name("w"), self._name("b"), self._name("gemm")
+        weights = self.rng.standard_normal((n, k) if trans_b else (k, n)) * 1.5 / np.sqrt(k)
+        self.inits.append(numpy_helper.from_array(weights.astype(np.float32), w))
+        bias = self.rng.uniform(-0.5, 0.5, n if trans_b else (1, n))
+        self.inits.append(numpy_helper.from_array(bias.astype(np.float32), b))
+        self.nodes.append(helper.make_node("Gemm", [x, w, b], [y], transB=trans_b, **attrs))
         return y
 
     def op(self, op: str, *xs: str) -> str:
@@ -69,9 +79,19 @@ def _model(path: Path) -> Path:
     x = net.block(x, 12, 12, expand=4, k=5, stride=1)            # 12x12, residual
     x = net.block(x, 12, 16, expand=3, k=5, stride=2, v3=True)   # 6x6, MobileNetV3's activations
     x = net.block(x, 16, 16, expand=4, k=3, stride=1, v3=True)   # residual
+    # A dilated 7x7 depthwise with Relu6 (Clip: clamped in registers) on 20 channels, 6x6: the channel-blocked
+    # path (kernels/dwblock.c) with a last block of channels that overlaps the one before it.
+    net.inits += [numpy_helper.from_array(np.float32(v), name) for v, name in ((0.0, "zero"), (6.0, "six"))]
+    d = net.op("Clip", net.conv(net.conv(x, 16, 20), 20, 20, k=7, group=20, dilation=2), "zero", "six")
+    x = net.op("Add", x, net.conv(d, 20, 16))
     y = net.op("GlobalAveragePool", x)
+    # A classifier head of one image (Gemm of a single row: kernels/gemv.c) at widths that leave vector and
+    # unroll tails: B transposed with alpha, beta and a fused HardSwish, then B as stored.
+    h = net.op("HardSwish", net.gemm(net.op("Flatten", y), 16, 37, trans_b=1, alpha=0.5, beta=2.0))
+    logits = net.gemm(h, 37, 19)
     graph = helper.make_graph(net.nodes, "irblocks", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
-                              [1, 3, 23, 23])], [helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, 16, 1, 1])],
+                              [1, 3, 23, 23])], [helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, 16, 1, 1]),
+                                                 helper.make_tensor_value_info(logits, TensorProto.FLOAT, [1, 19])],
                               net.inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     onnx.checker.check_model(model, full_check=True)
@@ -82,11 +102,61 @@ def _model(path: Path) -> Path:
 def test_inverted_residual_blocks_match_onnxruntime(tmp_path: Path) -> None:
     path = _model(tmp_path / "irblocks.onnx")
     bundle = ember.compile(path, tmp_path / "out")
+    source = (bundle.path / "irblocks.c").read_text()
+    # the one-pixel and one-row products, the channel-blocked depthwise and the blocked 1x1 + activation ran
+    assert all(f"{fn}(" in source for fn in ("ember_gemv_rows_f32", "ember_gemv_cols_f32", "ember_dwconv_blocked_f32",
+                                             "ember_pointwise_act_f32"))
     x = {"x": (np.random.default_rng(5).standard_normal((1, 3, 23, 23)) * 3).astype(np.float32)}
     ref = onnxruntime_outputs(path, x)
-    (name,) = ref
-    assert_close(bundle.run(x)[name], ref[name], "inverted-residual blocks")
-    # The same C built by itself with ASan + UBSan, and warning-free as freestanding C99.
-    assert_close(cdriver.run(bundle.path, tmp_path / "asan", x, sanitize=True)[name], ref[name],
-                 "inverted-residual blocks (sanitized C driver)")
+    got, sanitized = bundle.run(x), cdriver.run(bundle.path, tmp_path / "asan", x, sanitize=True)
+    for name in ref:
+        assert_close(got[name], ref[name], f"inverted-residual blocks: {name}")
+        # The same C built by itself with ASan + UBSan, and warning-free as freestanding C99.
+        assert_close(sanitized[name], ref[name], f"inverted-residual blocks (sanitized C driver): {name}")
     cdriver.compile_werror(bundle.path, tmp_path / "werror.o")
+
+
+def test_blocked_depthwise_and_pointwise_divide_among_threads(tmp_path: Path) -> None:
+    """EfficientNet's 5x5 stride-2 depthwise + Swish (28x28 -> 14x14, 200 channels: enough work to divide) on
+    the channel-blocked path, then a 1x1 conv + HardSwish (kernels/pointwise.c), compiled for 2 threads: the
+    depthwise divides along channels (each part with its own scratch), the 1x1 along output pixels."""
+    net = _Net()
+    y = net.op("HardSwish", net.conv(net.swish(net.conv("x", 200, 200, k=5, stride=2, group=200)), 200, 64))
+    x_info = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 200, 28, 28])
+    graph = helper.make_graph(net.nodes, "dw5", [x_info],
+                              [helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, 64, 14, 14])], net.inits)
+    path = tmp_path / "dw5.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    serial = ember.compile(path, tmp_path / "t1")
+    threaded = ember.compile(path, tmp_path / "t2", threads=2)
+    assert threaded.manifest["threads"]["divided"] == 2
+    source = (threaded.path / "dw5.c").read_text()
+    assert "ember_dwconv_blocked_f32(" in source and "ember_pointwise_act_f32(" in source
+    x = {"x": np.random.default_rng(7).standard_normal((1, 200, 28, 28)).astype(np.float32) * 2}
+    want, ref = serial.run(x)[y], onnxruntime_outputs(path, x)[y]
+    assert_close(want, ref, "blocked depthwise, 1 thread")
+    assert_close(threaded.run(x)[y], want, "blocked depthwise: 2 threads vs 1", rel=1e-5)
+    sanitized = cdriver.run(threaded.path, tmp_path / "c", x, sanitize=True, cflags=("-pthread",), opt="-O0")
+    assert_close(sanitized[y], want, "blocked depthwise: sanitized C driver, 2 threads", rel=1e-5)
+
+
+def test_stem_convolutions_with_swish_and_hardswish(tmp_path: Path) -> None:
+    """EfficientNet's and MobileNetV3's stems (3x3 stride 2 from 3 channels, im2col) with their activations
+    applied block by block after the product (kernels/pointwise.c, ember_conv_act_f32)."""
+    net = _Net()
+    a = net.swish(net.conv("x", 3, 24, k=3, stride=2))
+    b = net.op("HardSwish", net.conv("x", 3, 16, k=3, stride=2))
+    outs = [helper.make_tensor_value_info(a, TensorProto.FLOAT, [1, 24, 48, 48]),
+            helper.make_tensor_value_info(b, TensorProto.FLOAT, [1, 16, 48, 48])]
+    graph = helper.make_graph(net.nodes, "stem", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                              [1, 3, 96, 96])], outs, net.inits)
+    path = tmp_path / "stem.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    bundle = ember.compile(path, tmp_path / "out")
+    assert (bundle.path / "stem.c").read_text().count("ember_conv_act_f32(") == 3  # the kernel and two calls
+    x = {"x": np.random.default_rng(9).standard_normal((1, 3, 96, 96)).astype(np.float32) * 2}
+    ref, got = onnxruntime_outputs(path, x), bundle.run(x)
+    sanitized = cdriver.run(bundle.path, tmp_path / "asan", x, sanitize=True)
+    for name in (a, b):
+        assert_close(got[name], ref[name], f"stem {name}")
+        assert_close(sanitized[name], ref[name], f"stem {name} (sanitized C driver)")

@@ -2,7 +2,9 @@
 MobileNetV3's 5x5) against onnxruntime: strides 1 and 2, dilation, asymmetric pads, a channel multiplier,
 a 3x5 window, odd plane sizes, and Inf/NaN inputs that must stay inside their windows. One model holds
 every case as a branch of the same input (one compile); it also runs in a C driver built with
-AddressSanitizer + UBSan, where a tap that reads past the padded planes fails.
+AddressSanitizer + UBSan, where a tap that reads past the padded planes fails. With 20 channels the same
+cases (but the multiplier) take the channel-blocked path (kernels/dwblock.c), whose last block of channels
+overlaps the one before it.
 """
 
 from __future__ import annotations
@@ -11,13 +13,13 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import ember
 from tests.support import cdriver
 from tests.support.models import assert_close, onnxruntime_outputs
 
-C = 4
 # output name: (kernel (h, w), strides, pads (top, left, bottom, right), dilations, channel multiplier)
 CASES = {
     "s1": ((5, 5), 1, (2, 2, 2, 2), 1, 1),
@@ -29,7 +31,7 @@ CASES = {
 }
 
 
-def _model(path: Path) -> None:
+def _model(path: Path, C: int) -> None:
     rng = np.random.default_rng(5)
     nodes, inits, outs = [], [], []
     for name, ((kh, kw), s, pads, d, mult) in CASES.items():
@@ -43,10 +45,12 @@ def _model(path: Path) -> None:
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
 
 
-def test_five_wide_depthwise_matches_onnxruntime(tmp_path: Path) -> None:
+@pytest.mark.parametrize("C", [4, 20])
+def test_five_wide_depthwise_matches_onnxruntime(C: int, tmp_path: Path) -> None:
     path = tmp_path / "dw5.onnx"
-    _model(path)
+    _model(path, C)
     bundle = ember.compile(path, tmp_path / "out")
+    assert ("ember_dwconv_blocked_f32(" in (bundle.path / "dw5.c").read_text()) == (C > 4)
     x = np.random.default_rng(6).standard_normal((1, C, 13, 11)).astype(np.float32)
     x[0, 1, 0, 10] = np.inf  # top right corner: only windows that contain it may go non-finite
     x[0, 2, 12, 0] = np.nan  # bottom left corner

@@ -18,8 +18,11 @@ import ember
 # columns for AVX2, so 16 and 48 are panels there too).
 PANEL_SHAPES = [(1, 33, 32), (8, 300, 64), (9, 70, 96), (13, 9, 32), (32, 64, 128), (7, 256, 64), (128, 520, 96),
                 (14, 257, 160), (5, 40, 16), (10, 30, 48)]
-# Run-time B: N not a multiple of the strip either (overlapping last strips, a scalar column).
-RUNTIME_SHAPES = [(8, 300, 20), (9, 40, 50), (32, 64, 33), (17, 5, 7)]
+# Run-time B: N not a multiple of the strip either (overlapping last strips, a scalar column). N in (32, 64]
+# with more than 6 rows packs B whole per K block on AVX2 (EMBER_MM_BLOCK_N): one K block with overlapping
+# strips (9 x 40 x 50, 32 x 64 x 33), several without (13 x 300 x 49: 3 strips + 1 column, 40 x 520 x 61:
+# 3 strips + 1 vector + 5 columns; 7 x 257 x 64: whole strips).
+RUNTIME_SHAPES = [(8, 300, 20), (9, 40, 50), (32, 64, 33), (17, 5, 7), (13, 300, 49), (40, 520, 61), (7, 257, 64)]
 
 
 def _have_avx2() -> bool:

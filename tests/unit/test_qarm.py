@@ -5,7 +5,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.ops.qarm import _pair_rows, dsp_weights, dsp_weights16, fast_requant, fold_zp, rq_table
+from ember.ops.qarm import (
+    _mve8_rows,
+    _pair_rows,
+    dsp_weights,
+    dsp_weights16,
+    dw8_weights,
+    fast_requant,
+    fold_zp,
+    folded_bias,
+    mve8_weights,
+    rq_table,
+)
 from ember.ops.qlinear import Requant, fixed_point
 
 
@@ -113,3 +124,52 @@ def test_targets_name_their_integer_kernels() -> None:
                                                "riscv32", "armv7", "host")}
     assert isa == {"cortex-m0": "", "cortex-m4": "dsp", "cortex-m7": "dsp", "cortex-m33": "dsp",
                    "cortex-m55": "mve", "riscv32": "", "armv7": "", "host": ""}
+
+
+def test_mve8_weights_interleave_channel_pairs_16_bytes_at_a_time() -> None:
+    """ember_qarm_conv_mve8 reads a pair's rows from one pointer: 16 k of the first, 16 of the second, ..."""
+    rows = np.random.default_rng(5).integers(-128, 128, (5, 21)).astype(np.int8)
+    w = mve8_weights(rows)
+    assert w.shape == (6, 32)
+    padded = np.zeros((6, 32), np.int8)
+    padded[:5, :21] = rows
+    flat = w.reshape(-1)
+    for pair in range(3):
+        for blk in range(2):
+            for r in range(2):
+                at = pair * 64 + blk * 32 + r * 16
+                np.testing.assert_array_equal(flat[at:at + 16], padded[2 * pair + r, 16 * blk:16 * blk + 16])
+    np.testing.assert_array_equal(_mve8_rows(w), padded)
+
+
+def test_folded_bias_gives_the_sums_of_x_less_the_zero_point() -> None:
+    """The Helium int8 kernels multiply the bytes themselves (uint8 ones less 128, padding the zero point's
+    byte): with folded_bias their sums are every other path's sum of w (x - zp) + bias."""
+    rng = np.random.default_rng(9)
+    for x_int8, lo in ((True, -128), (False, 0)):
+        zp = int(rng.integers(lo, lo + 256))
+        w = rng.integers(-128, 128, (7, 30)).astype(np.int64)
+        bias = tuple(int(v) for v in rng.integers(-5000, 5000, 7))
+        x = rng.integers(lo, lo + 256, 30).astype(np.int64)
+        x[::4] = zp  # padding: the zero point's byte
+        s = x if x_int8 else x - 128
+        host = w @ (x - zp) + np.asarray(bias)
+        np.testing.assert_array_equal(w @ s + np.asarray(folded_bias(bias, zp, x_int8, w)), host)
+
+
+def test_dw8_weights_give_two_neighbouring_outputs_per_gathered_window() -> None:
+    """ember_qarm_dw3_mve8's window (3 rows of 4 lanes at column stride 1, of 5 at stride 2, from one byte
+    gather) times the two weight vectors: the 3x3 outputs at columns c and c + 1."""
+    rng = np.random.default_rng(4)
+    w = rng.integers(-128, 128, (3, 9)).astype(np.int64)
+    plane = rng.integers(-128, 128, (3, 12)).astype(np.int64)
+    for stride, transposed in ((1, False), (2, False), (1, True)):
+        packed = dw8_weights(w, stride, transposed).astype(np.int64)
+        ww = 4 if stride == 1 else 5
+        lanes = np.zeros(16, np.int64)
+        lanes[:3 * ww] = plane[:, :ww].reshape(-1)
+        for c in range(3):
+            k = w[c].reshape(3, 3).T if transposed else w[c].reshape(3, 3)
+            first = int((plane[:, 0:3] * k).sum())
+            second = int((plane[:, stride:stride + 3] * k).sum())
+            assert int(packed[c, :16] @ lanes) == first and int(packed[c, 16:] @ lanes) == second

@@ -11,9 +11,10 @@ import pytest
 pytest.importorskip("tflite_micro")
 tflite = pytest.importorskip("tflite")
 
-from benchmarks.tflm_arena import tflm_arena  # noqa: E402
+from benchmarks.tflm_arena import Arena, measure, tflm_arena  # noqa: E402
 
-MODEL = Path(__file__).resolve().parents[1] / "fixtures" / "tflite" / "conv_variants_int8.tflite"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tflite"
+MODEL = FIXTURES / "conv_variants_int8.tflite"
 
 
 def _io_bytes(path: Path) -> int:
@@ -37,3 +38,26 @@ def test_an_arena_smaller_than_the_total_does_not_allocate() -> None:
     total = tflm_arena(MODEL).total
     with pytest.raises(RuntimeError):
         runtime.Interpreter.from_file(str(MODEL), arena_size=total - 256)
+
+
+def test_measured_in_a_child_process_as_in_this_one() -> None:
+    assert measure(MODEL) == tflm_arena(MODEL)
+
+
+def test_an_abort_in_tflm_costs_one_measurement_with_a_one_line_reason(tmp_path: Path) -> None:
+    """The VWW failure of bench_mcu.py: TFLM's int8 Softmax CHECK-fails (SIGABRT) on an input scale under
+    2^-26. Here the fixture's Softmax input scale is patched to 7.8e-9; measuring it in this process would
+    kill pytest."""
+    data = bytearray((FIXTURES / "op_softmax_int8.tflite").read_bytes())
+    g = tflite.Model.GetRootAsModel(data, 0).Subgraphs(0)
+    softmax_in = g.Operators(g.OperatorsLength() - 1).Inputs(0)
+    old = np.float32(g.Tensors(softmax_in).Quantization().Scale(0)).tobytes()
+    assert data.count(old) == 1
+    at = data.index(old)
+    data[at:at + 4] = np.float32(7.8e-9).tobytes()
+    bad = tmp_path / "softmax_scale.tflite"
+    bad.write_bytes(data)
+    reason = measure(bad)
+    assert isinstance(reason, str) and "\n" not in reason
+    assert "SIGABRT" in reason and "softmax_scale.tflite" in reason
+    assert isinstance(measure(MODEL), Arena)  # and the next measurement is unaffected

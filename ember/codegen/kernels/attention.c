@@ -21,7 +21,7 @@ static void ember_attention_kv_f32(float *EMBER_RESTRICT present, const float *p
 }
 /*@end*/
 
-/*@kernel ember_attention_f32 requires ember_matmul_f32 ember_expf ember_tanhf*/
+/*@kernel ember_attention_f32 requires ember_matmul_core ember_expf ember_tanhf*/
 /* Entries of the int32 geometry table (ember/ops/attention.py writes it in this order). */
 #define EMBER_ATT_B 0        /* batch */
 #define EMBER_ATT_HQ 1       /* query heads */
@@ -85,9 +85,10 @@ static int ember_attention_bias(float *bias, const int32_t *g, const float *mask
     return live;
 }
 
-/* s[j] += bias[j] over T scores; returns the largest (-inf for none; NaN is passed over). With 8-float
- * vectors (AVX2) the maximum is taken in vector lanes: GCC leaves a float max reduction scalar, and this
- * loop and the sum below were most of the row's time in a BERT encoder (T = 128). */
+/* s[j] += bias[j] over T scores (bias NULL: none, the scores are only scanned); returns the largest (-inf for
+ * none; NaN is passed over). With 8-float vectors (AVX2) the maximum is taken in vector lanes: GCC leaves a
+ * float max reduction scalar, and this loop and the sum below were most of the row's time in a BERT encoder
+ * (T = 128). */
 EMBER_INLINE float ember_attention_add_max(float *s, const float *bias, int T) {
     float m = -__builtin_inff();
     int j = 0;
@@ -96,16 +97,20 @@ EMBER_INLINE float ember_attention_add_max(float *s, const float *bias, int T) {
         typedef int32_t ember_att_vi __attribute__((vector_size(EMBER_VL * 4)));
         ember_vf mv = (ember_vf){0} + m;
         for (; j + EMBER_VL <= T; j += EMBER_VL) {
-            const ember_vf v = *(const ember_vf *)(s + j) + *(const ember_vf *)(bias + j);
-            const ember_att_vi gt = v > mv;
-            *(ember_vf *)(s + j) = v;
+            ember_vf v = *(const ember_vf *)(s + j);
+            ember_att_vi gt;
+            if (bias) {
+                v += *(const ember_vf *)(bias + j);
+                *(ember_vf *)(s + j) = v;
+            }
+            gt = v > mv;
             mv = (ember_vf)(((ember_att_vi)v & gt) | ((ember_att_vi)mv & ~gt));
         }
         for (int l = 0; l < EMBER_VL; ++l) m = mv[l] > m ? mv[l] : m;
     }
 #endif
     for (; j < T; ++j) {
-        s[j] += bias[j];
+        if (bias) s[j] += bias[j];
         m = s[j] > m ? s[j] : m;
     }
     return m;
@@ -126,10 +131,28 @@ EMBER_INLINE float ember_attention_sum(const float *s, int T) {
     return sum;
 }
 
-/* Softcap, bias and a numerically stable softmax over one row of T scores, in place; the stage the
- * mode asks for is copied to qk (when not NULL). A fully masked row becomes zeros. */
-static void ember_attention_row(float *s, float *qk, const float *bias, int T, int live, float softcap,
-                                int mode) {
+/* e^x for the softmax's x = s - max <= 0 (or NaN): x clamped at -87 (a weight of 2^-126 where the true one
+ * is smaller, against a row sum of at least 1), so 2^k is one exponent field: half of ember_expf's
+ * operations, whose range clamps and two-factor scaling cover all of float. Degree-7 polynomial on
+ * |r| <= ln2 / 2, as there. */
+EMBER_INLINE float ember_attention_exp(float x) {
+    const float shift = 12582912.0f, xc = x < -87.0f ? -87.0f : x;
+    const float kf = xc * 1.44269502162933349609f + shift, k = kf - shift;
+    const uint32_t ki = ember_as_u32(kf) - ember_as_u32(shift);
+    const float r = (xc - k * 0.693145751953125f) - k * 1.428606765330187045e-06f, r2 = r * r;
+    const float p = (1.0f + r) + r2 * ((0.5f + r * 1.66666666666666667e-1f) +
+                                       r2 * ((4.16666666666666667e-2f + r * 8.33333333333333333e-3f) +
+                                             r2 * (1.38888888888888889e-3f + r * 1.98412698412698413e-4f)));
+    return p * ember_as_f32((ki + 127u) << 23);
+}
+
+/* Softcap, bias (NULL: none) and a numerically stable softmax over one row of T scores, in place; the stage
+ * the mode asks for is copied to qk (when not NULL). A fully masked row becomes zeros. Returns the factor
+ * that normalizes the row (1 / the sum of its exponentials, 0 for a masked row): the row is left
+ * unnormalized unless `normalize` (or qk wants probabilities), and the caller scales the row of the output
+ * instead, DV values rather than T. */
+static float ember_attention_row(float *s, float *qk, const float *bias, int T, int live, float softcap, int mode,
+                                 int normalize) {
     const float ninf = -__builtin_inff();
     float m, r;
     int j;
@@ -144,30 +167,45 @@ static void ember_attention_row(float *s, float *qk, const float *bias, int T, i
         for (j = 0; j < T; ++j) qk[j] = s[j];
     if (!live || m == ninf) {
         for (j = 0; j < T; ++j) s[j] = 0.0f;
+        r = 0.0f;
     } else {
         /* Masked keys (-inf) weigh exactly 0; the largest score is subtracted so nothing overflows. */
-        for (j = 0; j < T; ++j) s[j] = s[j] == ninf ? 0.0f : ember_expf(s[j] - m);
+        for (j = 0; j < T; ++j) s[j] = s[j] == ninf ? 0.0f : ember_attention_exp(s[j] - m);
         r = 1.0f / ember_attention_sum(s, T);
-        for (j = 0; j < T; ++j) s[j] *= r;
     }
-    if (qk && mode == 3)
+    if (qk && mode == 3) {
+        for (j = 0; j < T; ++j) s[j] *= r;
         for (j = 0; j < T; ++j) qk[j] = s[j];
+        return 1.0f;
+    }
+    if (normalize) {
+        for (j = 0; j < T; ++j) s[j] *= r;
+        return 1.0f;
+    }
+    return r;
 }
 
 /* Y = softmax(scale * Q K^T + bias) V for every batch and query head; query head h reads key/value head
- * h / (HQ / HKV). Per key/value head, K^T is built once in scratch (D x T, the matmul's row-contiguous B
- * operand); the query rows then go in blocks of BQ: scores (BQ x T in scratch) by one matmul, the row
- * pass above, and the probabilities times V by a second matmul straight into Y. `nonpad` (NULL: none)
- * holds each batch's count of valid keys: later keys are masked and, without a cache (PAST 0), the
- * causal frontier is nonpad - SQ. qk_out (NULL: none) is [B, HQ, SQ, T].
- * scratch: D * T + BQ * T + T floats. */
+ * h / (HQ / HKV). Per key/value head, scale * K^T is packed once in scratch as the matmul's compile-time
+ * panels (EMBER_MM_PANEL columns = keys each, zero past T: TP = T rounded up to the panel), and V too when DV
+ * is a multiple of the panel; so no query block packs a strip of either again. The query rows then go in
+ * blocks of BQ (a multiple of every EMBER_MR: whole register tiles): scores (BQ x TP in scratch) by one
+ * matmul, the row pass above, the unnormalized probabilities times V by a second matmul straight into Y,
+ * and each row of Y scaled by its softmax factor. `nonpad` (NULL: none) holds each batch's count of valid
+ * keys: later keys are masked and, without a cache (PAST 0), the causal frontier is nonpad - SQ. qk_out
+ * (NULL: none) is [B, HQ, SQ, T].
+ * scratch: D * TP + BQ * TP + TP + BQ floats, plus T * DV when DV is a multiple of the panel (ops/attention.py
+ * allocates for TP rounded up to 32, the widest panel). */
 static void ember_attention_f32(float *Y, const float *Q, const float *K, const float *V, const int32_t *g,
                                 float scale, float softcap, const float *mask_f, const uint8_t *mask_b,
                                 const int64_t *nonpad, float *qk_out, float *scratch) {
     const int B = g[EMBER_ATT_B], HQ = g[EMBER_ATT_HQ], HKV = g[EMBER_ATT_HKV], SQ = g[EMBER_ATT_SQ];
     const int T = g[EMBER_ATT_T], D = g[EMBER_ATT_D], DV = g[EMBER_ATT_DV], BQ = g[EMBER_ATT_BQ];
-    const int group = HQ / HKV, mode = g[EMBER_ATT_QK_MODE];
-    float *kt = scratch, *s = scratch + (ptrdiff_t)D * T, *bias = s + (ptrdiff_t)BQ * T;
+    const int group = HQ / HKV, mode = g[EMBER_ATT_QK_MODE], P = EMBER_MM_PANEL, TP = (T + P - 1) / P * P;
+    const int v_panels = DV % P == 0;
+    const ptrdiff_t y_ss = g[EMBER_ATT_Y_SS];
+    float *kt = scratch, *s = kt + (ptrdiff_t)D * TP, *bias = s + (ptrdiff_t)BQ * TP, *rs = bias + TP;
+    float *vp = rs + BQ;
     int b, hk, hq, i0, r, t, d;
     for (b = 0; b < B; ++b) {
         /* Keys past nonpad[b] are padding; the causal offset counts the valid keys before the queries. */
@@ -179,13 +217,25 @@ static void ember_attention_f32(float *Y, const float *Q, const float *K, const 
         for (hk = 0; hk < HKV; ++hk) {
             const float *kb = K + b * (ptrdiff_t)g[EMBER_ATT_K_SB] + hk * (ptrdiff_t)g[EMBER_ATT_K_SH];
             const float *vb = V + b * (ptrdiff_t)g[EMBER_ATT_V_SB] + hk * (ptrdiff_t)g[EMBER_ATT_V_SH];
-            for (t = 0; t < T; ++t)
-                for (d = 0; d < D; ++d) kt[(ptrdiff_t)d * T + t] = kb[(ptrdiff_t)t * g[EMBER_ATT_K_SS] + d];
+            for (t = 0; t < TP; ++t) {
+                float *dst = kt + (ptrdiff_t)(t / P) * D * P + t % P;
+                const float *kr = kb + (ptrdiff_t)t * g[EMBER_ATT_K_SS];
+                for (d = 0; d < D; ++d) dst[(ptrdiff_t)d * P] = t < T ? scale * kr[d] : 0.0f;
+            }
+            if (v_panels)
+                for (d = 0; d < DV; d += P)
+                    for (t = 0; t < T; ++t) {
+                        const float *vr = vb + (ptrdiff_t)t * g[EMBER_ATT_V_SS] + d;
+                        float *dst = vp + (ptrdiff_t)d * T + (ptrdiff_t)t * P;
+                        int c;
+                        for (c = 0; c < P; ++c) dst[c] = vr[c]; /* a panel row: P contiguous values */
+                    }
             for (hq = hk * group; hq < (hk + 1) * group; ++hq) {
                 const float *qb = Q + b * (ptrdiff_t)g[EMBER_ATT_Q_SB] + hq * (ptrdiff_t)g[EMBER_ATT_Q_SH];
                 float *yb = Y + b * (ptrdiff_t)g[EMBER_ATT_Y_SB] + hq * (ptrdiff_t)g[EMBER_ATT_Y_SH];
                 for (i0 = 0; i0 < SQ; i0 += BQ) {
                     const int rows = SQ - i0 < BQ ? SQ - i0 : BQ;
+                    int normalize, plain;
                     /* Keys no row of the block can see (past the causal frontier of its last row, or padding)
                      * are left out of both products: half the work of a causal prefill. Not when the scores
                      * are an output: they are wanted for every key. */
@@ -197,19 +247,35 @@ static void ember_attention_f32(float *Y, const float *Q, const float *K, const 
                     }
                     if (tn == 0) { /* every row of the block is fully masked */
                         for (r = 0; r < rows; ++r)
-                            for (d = 0; d < DV; ++d) yb[(ptrdiff_t)(i0 + r) * g[EMBER_ATT_Y_SS] + d] = 0.0f;
+                            for (d = 0; d < DV; ++d) yb[(ptrdiff_t)(i0 + r) * y_ss + d] = 0.0f;
                         continue;
                     }
-                    ember_matmul_f32(s, T, qb + (ptrdiff_t)i0 * g[EMBER_ATT_Q_SS], g[EMBER_ATT_Q_SS], 1, kt, T, rows,
-                                     tn, D, scale, 0, 0, 0, 0.0f, 0, 0.0f, 0.0f);
+                    /* Scores for whole panels: the columns past tn are computed (zeros, or keys no row
+                     * sees) and never read. */
+                    ember_matmul_core(s, TP, qb + (ptrdiff_t)i0 * g[EMBER_ATT_Q_SS], g[EMBER_ATT_Q_SS], 1, kt, 0, 0, 1,
+                                      rows, (tn + P - 1) / P * P, D, 1.0f, 0, 0, 0, 0.0f, 0, 0.0f, 0.0f);
+                    /* No bias at all (no mask, causality, window or padding in reach): nothing to add. */
+                    plain = !mask_f && !mask_b && !g[EMBER_ATT_CAUSAL] && g[EMBER_ATT_LEFT] < 0 &&
+                            g[EMBER_ATT_RIGHT] < 0 && valid >= tn;
+                    /* The rows are scaled after the product only where it writes Y in place of the scaled
+                     * probabilities; a row's factor is then applied to DV values instead of tn. */
+                    normalize = qk_out != 0;
                     for (r = 0; r < rows; ++r) {
                         const int i = i0 + r;
                         float *qk = qk_out ? qk_out + (((ptrdiff_t)b * HQ + hq) * SQ + i) * T : 0;
-                        const int live = ember_attention_bias(bias, g, mask_f, mask_b, b, hq, i, offset, valid, tn);
-                        ember_attention_row(s + (ptrdiff_t)r * T, qk, bias, tn, live, softcap, mode);
+                        const int live = plain || ember_attention_bias(bias, g, mask_f, mask_b, b, hq, i, offset,
+                                                                       valid, tn);
+                        rs[r] = ember_attention_row(s + (ptrdiff_t)r * TP, qk, plain ? 0 : bias, tn, live, softcap,
+                                                    mode, normalize);
                     }
-                    ember_matmul_f32(yb + (ptrdiff_t)i0 * g[EMBER_ATT_Y_SS], g[EMBER_ATT_Y_SS], s, T, 1, vb,
-                                     g[EMBER_ATT_V_SS], rows, DV, tn, 1.0f, 0, 0, 0, 0.0f, 0, 0.0f, 0.0f);
+                    plain = v_panels && tn == T;
+                    ember_matmul_core(yb + (ptrdiff_t)i0 * y_ss, y_ss, s, TP, 1, plain ? vp : vb,
+                                      g[EMBER_ATT_V_SS], 0, plain, rows, DV, tn, 1.0f, 0, 0, 0, 0.0f, 0, 0.0f, 0.0f);
+                    if (!normalize)
+                        for (r = 0; r < rows; ++r) {
+                            float *yr = yb + (ptrdiff_t)(i0 + r) * y_ss;
+                            for (d = 0; d < DV; ++d) yr[d] *= rs[r];
+                        }
                 }
             }
         }

@@ -118,14 +118,14 @@ static void ember_dw3_blocked(float *y, const float *x, const float *w, const fl
             acc += wv[6] * EMBER_DW_LD(d) + wv[7] * EMBER_DW_LD(d + EMBER_VL) + wv[8] * EMBER_DW_LD(d + 2 * EMBER_VL);
             EMBER_DW_ST(out + ((ptrdiff_t)oh * OW + ow) * EMBER_VL, ember_dw_clamp(acc, clamp, lo, hi));
         }
+    /* Any other activation on the outputs while they are one contiguous run (not VL short planes). */
+    if (!clamp) ember_act_apply_f32(out, n * EMBER_VL, act, act_a, act_b);
     for (p0 = 0; p0 < n; p0 += EMBER_VL) {
         if (p0 > n - EMBER_VL) p0 = n - EMBER_VL;
         for (k = 0; k < EMBER_VL; ++k) v[k] = EMBER_DW_LD(out + (p0 + k) * EMBER_VL);
         ember_dw_transpose(v);
         for (c = 0; c < EMBER_VL; ++c) EMBER_DW_ST(y + (j0 + c) * n + p0, v[c]);
     }
-    if (!clamp)
-        for (c = 0; c < EMBER_VL; ++c) ember_act_apply_f32(y + (j0 + c) * n, n, act, act_a, act_b);
 }
 #endif
 /*@end*/

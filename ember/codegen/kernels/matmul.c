@@ -38,6 +38,12 @@ typedef float ember_vf;
 #ifndef EMBER_MM_PANEL /* columns per compile-time packed B panel: the CPU family's (16 or 32), else 32 */
 #define EMBER_MM_PANEL 32
 #endif
+#ifndef EMBER_MM_STRIP_PREFETCH /* the same: 1 prefetches the next strip's B rows while packing this one's */
+#define EMBER_MM_STRIP_PREFETCH 0
+#endif
+#ifndef EMBER_MM_BLOCK_N /* the same: 64 packs B whole per K block when N <= 64 (0: never; 64 KiB of stack) */
+#define EMBER_MM_BLOCK_N 0
+#endif
 /* Clamp to [lo, hi] keeping NaN (the fused Relu/Clip epilogue, applied in registers). */
 EMBER_INLINE float ember_sclamp(float x, float lo, float hi) {
     x = x < lo ? lo : x;
@@ -226,6 +232,48 @@ static void ember_matmul_core(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
                   bias_sm, in_tile && k0 + kn >= K && clamp, lo, hi)
 #define EMBER_MM_PANEL_AT(N0, K0) \
     (B + (ptrdiff_t)((N0) / EMBER_MM_PANEL) * K * EMBER_MM_PANEL + (ptrdiff_t)(K0) * EMBER_MM_PANEL + (N0) % EMBER_MM_PANEL)
+#if EMBER_MM_BLOCK_N && EMBER_VL > 1 && EMBER_VL <= 8 /* at most 64 columns of strips: see below */
+    /* A few strips (the 49 pixels of a 7x7 map, ConvShifted's 61 columns there), many rows (the output
+     * channels) and a long K: A, the weights (4-9 MiB in ResNet-50's last stage), would stream from memory
+     * once per strip in the loop below. Here each K block of B is packed whole (every strip, contiguous),
+     * then each row tile of A runs over all strips while it is in L1: A is read once. N <= 64 makes at
+     * most 64 columns of strips with vectors of 4 or 8 floats (the strips before the last end at a multiple
+     * of two vectors below N, so at 64 - 2 vectors at most, and the last one is at most 2 vectors). With several K blocks
+     * the strips must not overlap (a tile adds its block to the partial sums in C, which the overlapped
+     * strip has already advanced in this block): the rest after the whole strips then goes as one vector
+     * and single columns. */
+    if (N > 4 * EMBER_VL && N <= EMBER_MM_BLOCK_N && M > EMBER_MR && K > 0 && !panels) {
+        float bblk[EMBER_MM_KC * EMBER_MM_BLOCK_N] __attribute__((aligned(64)));
+        const int exact = K > EMBER_MM_KC;
+#define EMBER_MM_BLOCK_STRIP()                                                                   \
+    (exact ? (nv = N - n0 >= 2 * EMBER_VL ? 2 * EMBER_VL : N - n0 >= EMBER_VL ? EMBER_VL : 1,     \
+              nv == 2 * EMBER_VL ? 0 : nv == EMBER_VL ? 1 : 2)                                    \
+           : ember_mm_strip(N, &n0, &nv))
+        for (k0 = 0; k0 < K; k0 += EMBER_MM_KC) {
+            const int kn = K - k0 < EMBER_MM_KC ? K - k0 : EMBER_MM_KC;
+            float *dst = bblk;
+            for (n0 = 0; n0 < N; n0 += nv, dst += kn * nv) {
+                int k, j;
+                strip = EMBER_MM_BLOCK_STRIP();
+                for (k = 0; k < kn; ++k) {
+                    const float *bk = b_row ? B + b_row[k0 + k] + n0 : B + (ptrdiff_t)(k0 + k) * b_sk + n0;
+                    for (j = 0; j < nv; ++j) dst[k * nv + j] = bk[j];
+                }
+            }
+            for (m0 = 0; m0 < M; m0 += rows) {
+                const float *src = bblk;
+                rows = ember_mm_rows(M - m0);
+                for (n0 = 0; n0 < N; n0 += nv, src += kn * nv) {
+                    strip = EMBER_MM_BLOCK_STRIP();
+                    EMBER_MM_CALL(src, nv);
+                }
+            }
+        }
+#undef EMBER_MM_BLOCK_STRIP
+        if (!in_tile) ember_mm_epilogue(C, c_sm, M, 0, N, alpha, bias, bias_sm, bias_sn, beta, act, act_a, act_b);
+        return;
+    }
+#endif
     if (N <= 4 * EMBER_VL && M > EMBER_MR && !b_row) {
         for (m0 = 0; m0 < M; m0 += rows) {
             rows = ember_mm_rows(M - m0);
@@ -267,6 +315,16 @@ static void ember_matmul_core(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
                 for (k = 0; k < kn; ++k) {
                     const float *bk = b_row ? B + b_row[k0 + k] + n0 : b + (ptrdiff_t)k * b_sk;
                     for (j = 0; j < nv; ++j) bpack[k * nv + j] = bk[j];
+#if EMBER_GNUC && EMBER_MM_STRIP_PREFETCH
+                    /* The rows of B are a whole output row of pixels apart (im2col's columns, a 1x1 conv's
+                     * input planes): each row is its own stream, which the hardware prefetcher does not
+                     * follow, so the packing copy waited on L3 for every line. The next strip's lines (the
+                     * first and last float of it) are fetched to L2 now, a strip's multiplies ahead. */
+                    if (!b_row && n0 + nv < N) {
+                        __builtin_prefetch(bk + nv, 0, 2);
+                        __builtin_prefetch(bk + (N - n0 < 2 * nv ? N - n0 : 2 * nv) - 1, 0, 2);
+                    }
+#endif
                 }
                 b = bpack;
                 bs = nv;

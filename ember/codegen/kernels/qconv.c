@@ -5,8 +5,9 @@
 /* Integer convolution, groups G, NC(D)HW, on packed weights W (M x Kp; group g's rows from g*M/G).
  * x: int8 (x_sgn) or uint8 bytes with zero point xz. Per-row tables (offset by group): bias (or NULL),
  * rowsum, wofs (or NULL), mult/shift (kind 1); out = [zp, lo, hi, the sums are below 2^24 (qvec.c), then
- * qgemm.c's float requantisation holds, after a clamp to +-out[5] if out[5] (qlinear.py float_limit)]. cl: the
- * weights' K order is (kd, kh, kw, c) (Cg % 4 == 0), else (c, kd, kh, kw). scratch: Kp * EMBER_QPB bytes,
+ * qgemm.c's float requantisation holds, after a clamp to +-out[5] if out[5] (qlinear.py float_limit), no
+ * weight is -128 (-1: scan W)]. cl: the weights' K order is (kd, kh, kw, c) (Cg % 4 == 0), else (c, kd, kh,
+ * kw). scratch: Kp * EMBER_QPB bytes,
  * EMBER_QPB + M int32, EMBER_QTAIL_ROWS * Kp bytes (qblock.c's tail pixels), then (from a 64-byte boundary)
  * ember_qpack_rows' words for a 2-D convolution (channels in fours: ember_qpack_rows; others:
  * ember_qpack_rows1). lay: bit 0, x is channel-blocked (qgemm.c ember_qblk_at; one group, channels in
@@ -50,7 +51,7 @@ EMBER_INLINE void ember_qconv_t(void *y, int kind, const void *x, int x_sgn, int
                             kw * p[EMBER_GEO_DIL_W] - p[EMBER_GEO_PAD_W], &kwb[2 * kw], &kwb[2 * kw + 1]);
     ember_qout_init(&o, kind, mult, shift, out);
 #ifdef EMBER_QRQ2
-    o.w127 = ember_qw127(W, (ptrdiff_t)M * Kp);
+    o.w127 = ember_qw127(out, W, (ptrdiff_t)M * Kp);
 #endif
     o.blk = lay >> 1 & 1;
     o.rs = o.blk ? 64 * M : res ? EMBER_QPB : P;
@@ -147,7 +148,7 @@ static void ember_qmatmul(void *y, int kind, const void *a, int a_sgn, int32_t a
     int m0, j, k;
     ember_qout_init(&o, kind, mult, shift, out);
 #ifdef EMBER_QRQ2
-    o.w127 = ember_qw127(W, (ptrdiff_t)N * Kp);
+    o.w127 = ember_qw127(out, W, (ptrdiff_t)N * Kp);
 #endif
     o.y = (uint8_t *)y;
     o.rs = 1;

@@ -346,10 +346,12 @@ static void ember_qout_init(ember_qout *o, int kind, const int32_t *mult, const 
     o->blk = 0;
     o->w127 = 0;
 }
-/* Whether none of the n weight bytes W is -128 (set by callers where the tiles may use it). */
-EMBER_INLINE int ember_qw127(const int8_t *W, ptrdiff_t n) {
+/* Whether none of the n weight bytes W is -128 (set by callers where the tiles may use it): the compiler's
+ * answer in out[EMBER_QOUT_W127], or for weights known only at run time, a scan. */
+EMBER_UNUSED EMBER_INLINE int ember_qw127(const int32_t *out, const int8_t *W, ptrdiff_t n) {
     int8_t m = 0;
     ptrdiff_t i;
+    if (out[EMBER_QOUT_W127] >= 0) return out[EMBER_QOUT_W127];
     for (i = 0; i < n; ++i) m |= (int8_t)(W[i] == -128); /* no early exit: vectorizes */
     return !m;
 }
@@ -566,6 +568,30 @@ EMBER_INLINE void ember_qf8_put_words(uint8_t *y, ember_qf8i q0, ember_qf8i q1, 
     else
         for (j = 0; j < n; ++j) *(ember_qi32u *)(void *)(y + 4 * j) = (int32_t)w[j];
 }
+/* A tile's epilogue: S[R][H] holds the sums of rows m0 .. m0+R-1 for H vectors of 8 pixels from pix (no
+ * corrections yet); adds each row's correction, requantises in registers and stores the first n pixels, as
+ * a channel quad's words into a channel-blocked y or as bytes into rows. */
+#define EMBER_QTILE_OUT(R, H, S)                                                                        \
+    { /* constants copied first: byte stores may alias anything not visibly local */                   \
+        const ember_qrq_out rg = *range;                                                                \
+        const ptrdiff_t rs = o->rs;                                                                     \
+        const int32_t *const mult = o->mult + m0, *const shift = o->shift + m0, *const corr = o->corr + m0; \
+        ember_qf8i q[R][H];                                                                             \
+        int qr, qh;                                                                                     \
+        EMBER_UNROLL for (qr = 0; qr < R; ++qr) {                                                       \
+            const ember_qf8f mf = (ember_qf8f){0} + ember_qf8_mult(mult[qr], shift[qr]);                 \
+            EMBER_UNROLL for (qh = 0; qh < H; ++qh) q[qr][qh] = ember_qf8_rq(S[qr][qh] + corr[qr], mf, &rg); \
+        }                                                                                               \
+        if (R == 4 && o->blk) { /* a channel quad's words (m0 % 4 == 0) */                              \
+            uint8_t *const y = ember_qblk_at(o, m0, pix);                                               \
+            EMBER_UNROLL for (qh = 0; qh < H; ++qh)                                                     \
+                ember_qf8_put_words(y + 32 * qh, q[0][qh], q[1 % R][qh], q[2 % R][qh], q[3 % R][qh], n - 8 * qh); \
+        } else {                                                                                        \
+            uint8_t *const y = o->y + m0 * rs + pix;                                                    \
+            EMBER_UNROLL for (qr = 0; qr < R; ++qr)                                                     \
+                EMBER_UNROLL for (qh = 0; qh < H; ++qh) ember_qf8_put(y + qr * rs + 8 * qh, q[qr][qh], n - 8 * qh); \
+        }                                                                                               \
+    }
 #define EMBER_QTILE_RQ(NAME, R, V)                                                                      \
     static void NAME(const ember_qout *o, int m0, const int8_t *W, int Kp, const uint8_t *X,            \
                      ptrdiff_t pix, int n, const ember_qrq_out *range) {                                \
@@ -585,25 +611,11 @@ EMBER_INLINE void ember_qf8_put_words(uint8_t *y, ember_qf8i q0, ember_qf8i q1, 
             xg += 4 * EMBER_QPB;                                                                        \
             w += 4;                                                                                     \
         } while (xg != end);                                                                            \
-        { /* constants copied first: byte stores may alias anything not visibly local */               \
-            const ember_qrq_out rg = *range;                                                            \
-            const ptrdiff_t rs = o->rs;                                                                 \
-            const int32_t *const mult = o->mult + m0, *const shift = o->shift + m0, *const corr = o->corr + m0; \
-            ember_qf8i q[R][(V + 1) / 2];                                                               \
-            EMBER_UNROLL for (r = 0; r < R; ++r) {                                                      \
-                const ember_qf8f mf = (ember_qf8f){0} + ember_qf8_mult(mult[r], shift[r]);               \
-                EMBER_UNROLL for (h = 0; h < (V + 1) / 2; ++h)                                          \
-                    q[r][h] = ember_qf8_rq(ember_qf8_sum8(a[r][2 * h], a[r][2 * h + 1]) + corr[r], mf, &rg); \
-            }                                                                                           \
-            if (R == 4 && o->blk) { /* a channel quad's words (m0 % 4 == 0) */                          \
-                uint8_t *const y = ember_qblk_at(o, m0, pix);                                           \
-                EMBER_UNROLL for (h = 0; h < (V + 1) / 2; ++h)                                          \
-                    ember_qf8_put_words(y + 32 * h, q[0][h], q[1 % R][h], q[2 % R][h], q[3 % R][h], n - 8 * h); \
-            } else {                                                                                    \
-                uint8_t *const y = o->y + m0 * rs + pix;                                                \
-                EMBER_UNROLL for (r = 0; r < R; ++r)                                                    \
-                    EMBER_UNROLL for (h = 0; h < (V + 1) / 2; ++h) ember_qf8_put(y + r * rs + 8 * h, q[r][h], n - 8 * h); \
-            }                                                                                           \
+        {                                                                                               \
+            ember_qf8i s[R][(V + 1) / 2];                                                               \
+            EMBER_UNROLL for (r = 0; r < R; ++r)                                                        \
+                EMBER_UNROLL for (h = 0; h < (V + 1) / 2; ++h) s[r][h] = ember_qf8_sum8(a[r][2 * h], a[r][2 * h + 1]); \
+            EMBER_QTILE_OUT(R, (V + 1) / 2, s);                                                         \
         }                                                                                               \
     }
 EMBER_QTILE_RQ(ember_qtile_full_rqw, EMBER_QMR, EMBER_QNV)
@@ -650,25 +662,7 @@ typedef short ember_qh16 __attribute__((vector_size(32)));
             xg += 4 * EMBER_QPB;                                                                        \
             w += 4;                                                                                     \
         } while (xg != end);                                                                            \
-        { /* constants copied first: byte stores may alias anything not visibly local */               \
-            const ember_qrq_out rg = *range;                                                            \
-            const ptrdiff_t rs = o->rs;                                                                 \
-            const int32_t *const mult = o->mult + m0, *const shift = o->shift + m0, *const corr = o->corr + m0; \
-            ember_qf8i q[R][V8];                                                                        \
-            EMBER_UNROLL for (r = 0; r < R; ++r) {                                                      \
-                const ember_qf8f mf = (ember_qf8f){0} + ember_qf8_mult(mult[r], shift[r]);               \
-                EMBER_UNROLL for (v = 0; v < V8; ++v) q[r][v] = ember_qf8_rq(a[r][v] + corr[r], mf, &rg); \
-            }                                                                                           \
-            if (R == 4 && o->blk) { /* a channel quad's words (m0 % 4 == 0) */                          \
-                uint8_t *const y = ember_qblk_at(o, m0, pix);                                           \
-                EMBER_UNROLL for (v = 0; v < V8; ++v)                                                   \
-                    ember_qf8_put_words(y + 32 * v, q[0][v], q[1 % R][v], q[2 % R][v], q[3 % R][v], n - 8 * v); \
-            } else {                                                                                    \
-                uint8_t *const y = o->y + m0 * rs + pix;                                                \
-                EMBER_UNROLL for (r = 0; r < R; ++r)                                                    \
-                    EMBER_UNROLL for (v = 0; v < V8; ++v) ember_qf8_put(y + r * rs + 8 * v, q[r][v], n - 8 * v); \
-            }                                                                                           \
-        }                                                                                               \
+        EMBER_QTILE_OUT(R, V8, a);                                                                      \
     }
 EMBER_QTILE_RQS(ember_qtile_full_rqs, EMBER_QMR, 2)
 EMBER_QTILE_RQS(ember_qtile_narrow_rqs, EMBER_QMR, 1)

@@ -295,7 +295,7 @@ static void ember_qconv_shifted(void *y, int kind, const void *x, int x_sgn, int
     int n, t;
     ember_qout_init(&o, kind, mult, shift, out);
 #ifdef EMBER_QRQ2
-    o.w127 = ember_qw127(W, (ptrdiff_t)M * Kp);
+    o.w127 = ember_qw127(out, W, (ptrdiff_t)M * Kp);
 #endif
     o.blk = lay >> 1 & 1;
     o.rs = o.blk ? 64 * M : P;

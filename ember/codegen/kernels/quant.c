@@ -84,13 +84,15 @@ EMBER_INLINE int32_t ember_q_requant(int64_t acc, int32_t mult, int shift, int32
 }
 /* Entries of a requantised result's `out` table (ember/ops/qpointwise.py QOut): zero point, clamp; the
  * integer products' (qlinear.py _out_args) add: sums exact in float, tiles may requantise in float
- * (qlinear.py float_limit's ok), after clamping sums to [-L, L] (its L; 0: no clamp). */
+ * (qlinear.py float_limit's ok), after clamping sums to [-L, L] (its L; 0: no clamp), and whether no
+ * weight byte is -128 (found at compile time; -1: run-time weights, qgemm.c ember_qout_w127 checks). */
 #define EMBER_QOUT_ZP 0
 #define EMBER_QOUT_LO 1
 #define EMBER_QOUT_HI 2
 #define EMBER_QOUT_EXACT 3
 #define EMBER_QOUT_FLOAT 4
 #define EMBER_QOUT_LIMIT 5
+#define EMBER_QOUT_W127 6
 /* Element i of int8 (sgn = 1) or uint8 (sgn = 0) bytes, as an int. */
 EMBER_INLINE int32_t ember_q_load(const uint8_t *p, ptrdiff_t i, int sgn) {
     return sgn ? (int32_t)(int8_t)p[i] : (int32_t)p[i];
@@ -158,29 +160,23 @@ EMBER_INLINE void ember_qrun64_tfl(uint8_t *EMBER_RESTRICT y, const int32_t *EMB
         y[j] = (uint8_t)(r + zp);
     }
 }
+/* One run of 64 with the rounding that shift names: ember's, or TFLite's (shift >= EMBER_Q_TFL). */
+EMBER_INLINE void ember_qrun64_any(uint8_t *EMBER_RESTRICT y, const int32_t *EMBER_RESTRICT acc, int32_t c,
+                                   int32_t mult, int shift, int32_t zp, int64_t l, int64_t h) {
+    if (shift >= EMBER_Q_TFL) ember_qrun64_tfl(y, acc, c, mult, shift, zp, l, h);
+    else ember_qrun64(y, acc, c, mult, shift, zp, l, h);
+}
 static void ember_qrun(uint8_t *EMBER_RESTRICT y, const int32_t *EMBER_RESTRICT acc, ptrdiff_t n, int32_t c,
                        int32_t mult, int shift, int32_t zp, int32_t lo, int32_t hi) {
     const int64_t l = lo - zp, h = hi - zp;
     ptrdiff_t j;
-    if (shift >= EMBER_Q_TFL) {
-        for (j = 0; j + 64 <= n; j += 64) ember_qrun64_tfl(y + j, acc + j, c, mult, shift, zp, l, h);
-        if (j < n) {
-            int32_t a[64];
-            uint8_t b[64];
-            int i, r = (int)(n - j);
-            for (i = 0; i < 64; ++i) a[i] = i < r ? acc[j + i] : 0;
-            ember_qrun64_tfl(b, a, c, mult, shift, zp, l, h);
-            for (i = 0; i < r; ++i) y[j + i] = b[i];
-        }
-        return;
-    }
-    for (j = 0; j + 64 <= n; j += 64) ember_qrun64(y + j, acc + j, c, mult, shift, zp, l, h);
+    for (j = 0; j + 64 <= n; j += 64) ember_qrun64_any(y + j, acc + j, c, mult, shift, zp, l, h);
     if (j < n) {
         int32_t a[64];
         uint8_t b[64];
         int i, r = (int)(n - j);
         for (i = 0; i < 64; ++i) a[i] = i < r ? acc[j + i] : 0;
-        ember_qrun64(b, a, c, mult, shift, zp, l, h);
+        ember_qrun64_any(b, a, c, mult, shift, zp, l, h);
         for (i = 0; i < r; ++i) y[j + i] = b[i];
     }
 }

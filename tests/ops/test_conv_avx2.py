@@ -1,0 +1,73 @@
+"""The AVX2 family's convolution choices and matmul blocks (toolchain/cpus.py, `--cpu x86-64-v3`) against
+onnxruntime: Winograd F(2x2) on a 7x7 map and F(4x4) on a 14x14 one (the family's thresholds), and the
+products of at most 64 columns that pack each K block of B whole (EMBER_MM_BLOCK_N): a 1x1 conv at 7x7
+(49 columns: strips 16, 16, 16 and an overlapping 8), a strided 3x3 through im2col with K over two K
+blocks, ConvShifted's 61 columns (b_row views: the overlapping last strip), without and with a fused Relu.
+One model holds every case (one compile); it also runs in a C driver built for AVX2 with AddressSanitizer
++ UBSan, where a strip packed past the stack block or a B row read past the planes fails.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import ember
+from tests.support import cdriver
+from tests.support.models import assert_close, onnxruntime_outputs
+
+# output name: (input channels, input size, output channels, kernel, stride, pad, relu, the op AVX2 picks)
+CASES = {
+    "wino2_7x7": (16, 7, 24, 3, 1, 1, True, "ConvWinograd"),
+    "wino4_14x14": (16, 14, 16, 3, 1, 1, False, "ConvWinograd4"),
+    "direct_1x1_7x7": (40, 7, 45, 1, 1, 0, True, "Conv"),  # 45 rows: 6-row tiles, then 4 + 4 + 1
+    "im2col_s2_7x7": (32, 14, 20, 3, 2, 1, False, "Conv"),  # K = 288: a K block of 256 and one of 32
+    "shifted_61": (8, 7, 13, 3, 1, 1, True, "ConvShifted"),  # 8 channels: no Winograd; nq = 6 * 9 + 7
+}
+
+
+def _have_avx2() -> bool:
+    flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    return " avx2" in flags and " fma" in flags
+
+
+def _model(path: Path) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(11)
+    nodes, inits, inputs, outs, feed = [], [], [], [], {}
+    for name, (c, hw, m, k, s, p, relu, _) in CASES.items():
+        inits += [numpy_helper.from_array(rng.standard_normal((m, c, k, k)).astype(np.float32), f"w_{name}"),
+                  numpy_helper.from_array(rng.standard_normal(m).astype(np.float32), f"b_{name}")]
+        conv_out = f"{name}_conv" if relu else name
+        nodes.append(helper.make_node("Conv", [f"x_{name}", f"w_{name}", f"b_{name}"], [conv_out],
+                                      kernel_shape=[k, k], strides=[s, s], pads=[p] * 4))
+        if relu:
+            nodes.append(helper.make_node("Relu", [conv_out], [name]))
+        inputs.append(helper.make_tensor_value_info(f"x_{name}", TensorProto.FLOAT, [1, c, hw, hw]))
+        outs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, None))
+        feed[f"x_{name}"] = rng.standard_normal((1, c, hw, hw)).astype(np.float32)
+    graph = helper.make_graph(nodes, "convavx2", inputs, outs, inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return feed
+
+
+def test_avx2_choices_and_column_blocks_match_onnxruntime(tmp_path: Path) -> None:
+    if not _have_avx2():
+        pytest.skip("needs AVX2 + FMA to run an x86-64-v3 bundle")
+    path = tmp_path / "convavx2.onnx"
+    feed = _model(path)
+    bundle = ember.compile(path, tmp_path / "out", cpu="x86-64-v3")
+    chosen = {a["node"]: a["choice"] for a in bundle.manifest["algorithms"]}
+    ops = sorted(n["op"].split("+")[0] for n in bundle.manifest["nodes"])
+    assert ops == sorted(case[-1] for case in CASES.values()), chosen
+    source = (bundle.path / "convavx2.c").read_text()
+    assert "#define EMBER_MM_BLOCK_N 64" in source
+    ref = onnxruntime_outputs(path, feed)
+    got = bundle.run(feed)
+    sanitized = cdriver.run(bundle.path, tmp_path / "asan", feed, sanitize=True, cflags=("-march=x86-64-v3",))
+    for name in CASES:
+        for out, what in ((got, name), (sanitized, f"{name} (sanitized C driver)")):
+            assert_close(out[name], ref[name], what)
