@@ -22,19 +22,32 @@ DSP = "dsp"
 MVE = "mve"  # Helium: ember_qarm_conv_mve(8), ember_qarm_dw3_mve(8); fully-connected layers stay portable
 
 
-def rq_table(requant: object, bias: tuple[int, ...] | None, fast: bool) -> list[int]:
+def rq_table(requant: object, bias: tuple[int, ...] | None, fast: bool, zp: int = 0) -> list[int]:
     """Per channel [mult, sh, ra, bias] for qarm.c's ember_qa_requant: with `fast`, sh = shift - 32 and
-    ra = 2^(sh-1); otherwise sh = shift and ra unused. A multiplier of 0 (zero scale) gives 0 either way."""
+    ra = 2^(sh-1) + zp * 2^sh (`zp`: the zero point folded in, see `fold_zp`); otherwise sh = shift and ra
+    unused. A multiplier of 0 (zero scale) gives 0 (plus zp) either way."""
     out: list[int] = []
     for i, (m, s) in enumerate(zip(requant.mult, requant.shift, strict=True)):  # type: ignore[attr-defined]
         b = 0 if bias is None else int(bias[i])
         if m == 0:
-            out += [0, 1, 1, b]
+            out += [0, 1, 1 + 2 * zp, b]
         elif fast:
-            out += [int(m), int(s) - 32, 1 << (s - 33), b]
+            out += [int(m), int(s) - 32, (1 << (s - 33)) + (zp << (s - 32)), b]
         else:  # TFLite's roundings marked as quant.c's ember_q_scale reads them
             out += [int(m), int(s) + 64 * int(getattr(requant, "rounding", 0)), 0, b]
     return out
+
+
+def fold_zp(requant: object) -> bool:
+    """Whether the fast form may add the zero point inside SMMLA's rounding constant: floor((p + zp * 2^sh) /
+    2^sh) = floor(p / 2^sh) + zp for the integer p = acc * mult + ra * 2^32, so ra + zp * 2^sh (SMMLA adds it
+    in 64 bits) replaces the separate add when it fits 32 bits (ember_qa_gemm42s has no register for zp)."""
+    zp = int(requant.zp)  # type: ignore[attr-defined]
+    for m, s in zip(requant.mult, requant.shift, strict=True):  # type: ignore[attr-defined]
+        sh = int(s) - 32 if m else 1
+        if sh < 1 or not -(1 << 31) <= (1 << (sh - 1)) + (zp << sh) < 1 << 31:
+            return False
+    return True
 
 
 def fast_requant(requant: object, bound: np.ndarray) -> bool:
@@ -74,14 +87,19 @@ def dsp_weights(rows: np.ndarray) -> np.ndarray:
 
 def dsp_weights16(rows: np.ndarray) -> np.ndarray:
     """int8 rows M x K -> int16 ceil(M/2)*2 x Kp (as dsp_weights' padding) for a convolution's int16 product
-    loop: per pair of rows and group of 4 k, (k0, k1) of both rows, then (k2, k3) of both, the words the
-    columns pair with, so that SMLAD reads them with no SXTB16 (twice dsp_weights' flash)."""
+    loops, so that SMLAD reads them with no SXTB16 (twice dsp_weights' flash): the first M // 4 * 4 rows in
+    quads, per quad and pair of k the words (k0, k1) of its four rows (qarm.c ember_qa_gemm4); the last
+    M % 4 in pairs, per pair and group of 4 k, (k0, k1) of both rows, then (k2, k3) of both, the words the
+    columns pair with (ember_qa_dot22)."""
     m, k = rows.shape
-    mp, kp = (m + 1) // 2 * 2, (k + 3) // 4 * 4
+    m4, mp, kp = m // 4 * 4, (m + 1) // 2 * 2, (k + 3) // 4 * 4
     padded = np.zeros((mp, kp), np.int16)
     padded[:m, :k] = rows
+    # (quad, row, k pair, lane) -> (quad, k pair, row, lane)
+    quads = padded[:m4].reshape(m4 // 4, 4, kp // 2, 2).transpose(0, 2, 1, 3).reshape(m4, kp)
     # (pair, row, group, half, lane) -> (pair, group, half, row, lane)
-    return np.ascontiguousarray(padded.reshape(mp // 2, 2, kp // 4, 2, 2).transpose(0, 2, 3, 1, 4).reshape(mp, kp))
+    pairs = padded[m4:].reshape((mp - m4) // 2, 2, kp // 4, 2, 2).transpose(0, 2, 3, 1, 4).reshape(mp - m4, kp)
+    return np.ascontiguousarray(np.concatenate([quads, pairs]))
 
 
 def mve_weights(rows: np.ndarray) -> np.ndarray:
@@ -163,12 +181,15 @@ def dw8_admits(node: Node, g: ConvGeometry, w: np.ndarray) -> bool:
     return fast_requant(q.requant, bound)
 
 
-def _pair_rows(w: np.ndarray) -> np.ndarray:
+def _pair_rows(w: np.ndarray, m: int) -> np.ndarray:
     """dsp_weights' (int8) or dsp_weights16's (int16) rows back in row order (each row's values still in
-    lane order)."""
+    lane order); m: the real rows."""
     mp, kp = w.shape
     if w.dtype == np.int16:
-        return w.reshape(mp // 2, kp // 4, 2, 2, 2).transpose(0, 3, 1, 2, 4).reshape(mp, kp)
+        m4 = m // 4 * 4
+        quads = w[:m4].reshape(m4 // 4, kp // 2, 4, 2).transpose(0, 2, 1, 3).reshape(m4, kp)
+        pairs = w[m4:].reshape((mp - m4) // 2, kp // 4, 2, 2, 2).transpose(0, 3, 1, 2, 4).reshape(mp - m4, kp)
+        return np.concatenate([quads, pairs])
     return w.reshape(mp // 2, kp // 4, 2, 4).transpose(0, 2, 1, 3).reshape(mp, kp)
 
 
@@ -200,16 +221,19 @@ def dw3_plane(out_h: int, out_w: int, stride_h: int, stride_w: int) -> tuple[int
 
 
 def _tables(node: Node, k: KernelEmitter, w_rows: np.ndarray, bias: tuple[int, ...] | None = None) -> tuple[str, str]:
-    """rq (per channel [mult, s, ra, bias]) and out tables; w_rows: the weights per output channel (any
-    order), for the sums' bound; `bias`: the one the kernel adds, where not the node's (mve8_bias)."""
+    """rq (per channel [mult, s, ra, bias]) and out tables ([zero point, lo, hi, fast]); w_rows: the weights
+    per output channel (any order), for the sums' bound; `bias`: the one the kernel adds, where not the node's
+    (mve8_bias). The DSP kernels' fast form takes the zero point in ra where it fits (`fold_zp`; out's zero
+    point is then 0); Helium's rounding shift has no ra."""
     q = node.attrs["_q"]
     rq = q.requant
     bound = np.abs(np.asarray(w_rows, np.int64)).sum(axis=1) * 255
     if q.bias is not None:
         bound = bound + np.abs(np.asarray(q.bias, np.int64))
     fast = fast_requant(rq, bound)
-    return (k.table(rq_table(rq, q.bias if bias is None else bias, fast), DType.INT32),
-            k.table([rq.zp, rq.lo, rq.hi, int(fast)], DType.INT32))
+    zp = int(rq.zp) if fast and node.attrs["_isa"] == DSP and fold_zp(rq) else 0
+    return (k.table(rq_table(rq, q.bias if bias is None else bias, fast, zp), DType.INT32),
+            k.table([int(rq.zp) - zp, rq.lo, rq.hi, int(fast)], DType.INT32))
 
 
 def _zp(node: Node, k: KernelEmitter) -> str:
@@ -250,7 +274,8 @@ def lower_conv(node: Node, k: KernelEmitter, g: ConvGeometry, add: tuple[str, ..
                f"(const uint8_t *){k.inp(0)}", int(x.dtype is DType.INT8), node.attrs["_q"].x_zp,
                k.table(g.table(), DType.INT32), x.shape[0], y.shape[1], k.inp(2), rq, out, k.scratch("int8_t"), *add)
         return
-    rq, out = _tables(node, k, w[:y.shape[1]] if node.attrs["_q"].depthwise or mve else _pair_rows(w)[:y.shape[1]])
+    m = y.shape[1]
+    rq, out = _tables(node, k, w[:m] if node.attrs["_q"].depthwise or mve else _pair_rows(w, m)[:m])
     geo = k.table(g.table(), DType.INT32)
     sgn = int(x.dtype is DType.INT8)
     if node.attrs["_q"].depthwise:
@@ -266,7 +291,7 @@ def lower_conv(node: Node, k: KernelEmitter, g: ConvGeometry, add: tuple[str, ..
 def lower_fc(node: Node, k: KernelEmitter) -> None:
     a, y = present(node.input(0)), present(node.outputs[0])
     w = present(node.input(2)).const
-    rq, out = _tables(node, k, _pair_rows(w)[:y.shape[-1]])
+    rq, out = _tables(node, k, _pair_rows(w, y.shape[-1])[:y.shape[-1]])
     rows, kk, n = math.prod(a.shape[:-1]), a.shape[-1], y.shape[-1]
     k.call("ember_qarm_fc", f"(uint8_t *){k.out(0)}", f"(const uint8_t *){k.inp(0)}", int(a.dtype is DType.INT8),
            _zp(node, k), rows, n, kk, k.inp(2), rq, out, k.scratch("int16_t"))

@@ -138,6 +138,44 @@ def test_int16_weight_loop_entries_on_qemu_equal_host(tmp_path: Path) -> None:
     np.testing.assert_array_equal(got, host.run(feeds)["y"])
 
 
+def test_channel_quads_on_qemu_equal_host(tmp_path: Path) -> None:
+    """The 4-channel x 2-pixel tile (qarm.c ember_qa_gemm42s, ember_qa_dot42) and its leftovers: M = 7, 9, 10, 4
+    (quads, then a pair, a pair and a zero row, or none), Kp = 48, 8, 84, 12 (Kp / 4 mod 4 = 0, 2, 1, 3: the
+    loop's four entries), an odd pixel count (the last pixel alone: ember_qa_gemm4_t's plain column), im2col and 1x1
+    (direct) columns; depthwise 3x3 rows of stride 1 and 2 whose last step stores 3, 2 or 4 outputs. A broken
+    tile, tail or entry changes output bytes."""
+    target = "cortex-m4"
+    require_tools(target, mcu.missing_tools(target))
+    inits: list = []
+    nodes = [_conv("q7", "x", 5, 7, (3, 3), inits, pads=[1, 1, 1, 1]),  # K 45 -> 48; 77 pixels
+             helper.make_node("Relu", ["q7"], ["r7"]),
+             _conv("q9", "r7", 7, 9, (1, 1), inits),  # direct, Kp 8, 77 pixels
+             # depthwise rows in assembly (ember_qa_dw3_row1/2) in steps of four, the last of 3, 2 or 4
+             _conv("d1", "q9", 9, 9, (3, 3), inits, group=9, pads=[1, 1, 1, 1]),  # 7x11
+             helper.make_node("Relu", ["d1"], ["rd"]),
+             _conv("d2", "rd", 9, 9, (3, 3), inits, group=9, pads=[1, 1, 1, 1], strides=[2, 2]),  # 4x6
+             _conv("d3", "d2", 9, 9, (3, 3), inits, group=9, pads=[1, 0, 1, 0]),  # 4x4
+             _conv("q10", "d3", 9, 10, (3, 3), inits, pads=[1, 1, 1, 1]),  # K 81 -> 84
+             helper.make_node("Relu", ["q10"], ["r10"]),
+             _conv("y", "r10", 10, 4, (1, 1), inits)]  # Kp 12, 16 pixels
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 5, 7, 11])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    model = helper.make_model(helper.make_graph(nodes, "quads", [x], [y], inits),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    onnx.save(model, tmp_path / "m.onnx")
+    np.save(tmp_path / "calib.npy", RNG.normal(0, 1, (8, 5, 7, 11)).astype(np.float32))
+    assert main(["profile", str(tmp_path / "m.onnx"), str(tmp_path / "calib.npy"), "-o", str(tmp_path / "p.yaml")]) == 0
+    opts = {"quantize": "int8", "profile": str(tmp_path / "p.yaml"), "io": "int8"}
+    host = ember.compile(tmp_path / "m.onnx", tmp_path / "host", **opts)
+    bundle = ember.compile(tmp_path / "m.onnx", tmp_path / target, target=target, **opts)
+    calls = _qarm_calls(bundle)
+    assert calls["ember_qarm_conv"] == 4 and calls["ember_qarm_dw3"] == 3, calls
+    for seed in range(2):
+        feeds = {"x": np.random.default_rng(seed).integers(-128, 128, (1, 5, 7, 11)).astype(np.int8)}
+        got = mcu.run_firmware(bundle.path, target, feeds, tmp_path / f"run{seed}").outputs["y"]
+        np.testing.assert_array_equal(got, host.run(feeds)["y"])
+
+
 def _helium8_model(shape: tuple[int, ...]) -> onnx.ModelProto:
     """Convolutions for ember_qarm_conv_mve8 (qarm_mve.c) of odd sizes: on [1, 19, 9, 7] (63 pixels: the last
     pixel alone) a 1x1 of 19 channels (16 gathered, 3 in a predicated step) to 7 (a zero row after the last

@@ -12,6 +12,7 @@ from ember.ops.qarm import (
     dsp_weights16,
     dw8_weights,
     fast_requant,
+    fold_zp,
     folded_bias,
     mve8_weights,
     rq_table,
@@ -79,7 +80,41 @@ def test_dsp_weights16_pairs_half_groups_and_unpairs() -> None:
     assert flat[:8].tolist() == [-9, -8, -3, -2, -7, -6, -1, 0]  # rows 0, 1: k0 k1, then k2 k3
     assert flat[8:16].tolist() == [-5, -4, 1, 2, 0, 0, 0, 0]  # k4 k5 of both, then the padding k6 k7
     assert flat[16:24].tolist() == [3, 4, 0, 0, 5, 6, 0, 0]  # the odd last row with a zero row
-    assert (_pair_rows(w)[:3, :6] == rows).all() and not _pair_rows(w)[3].any()
+    assert (_pair_rows(w, 3)[:3, :6] == rows).all() and not _pair_rows(w, 3)[3].any()
+
+
+def test_dsp_weights16_quads_then_pairs() -> None:
+    """7 rows: one quad (per k pair the words of its four rows), then rows 4..6 in pairs (a zero row last)."""
+    rows = np.arange(7 * 6, dtype=np.int16).reshape(7, 6).astype(np.int8)
+    w = dsp_weights16(rows)
+    assert w.shape == (8, 8)
+    flat = w.reshape(-1)
+    assert flat[:8].tolist() == [0, 1, 6, 7, 12, 13, 18, 19]  # k0 k1 of rows 0..3
+    assert flat[8:16].tolist() == [2, 3, 8, 9, 14, 15, 20, 21]  # k2 k3
+    assert flat[24:32].tolist() == [0, 0, 0, 0, 0, 0, 0, 0]  # k6 k7: the padding
+    assert flat[32:40].tolist() == [24, 25, 30, 31, 26, 27, 32, 33]  # rows 4, 5 as dsp_weights16's pairs
+    assert (_pair_rows(w, 7)[:7, :6] == rows).all() and not _pair_rows(w, 7)[7].any()
+    for m in (4, 5, 8, 10, 11):
+        r = np.random.default_rng(m).integers(-128, 128, (m, 9)).astype(np.int8)
+        assert (_pair_rows(dsp_weights16(r), m)[:m, :9] == r).all()
+
+
+def test_zero_point_in_the_rounding_constant() -> None:
+    """`fold_zp`: SMMLA with ra + zp * 2^sh, then >> sh, equals the fast form plus the zero point; a shift
+    that would overflow ra's 32 bits is refused."""
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        mult, shift = fixed_point(float(np.float32(10.0 ** rng.uniform(-6, -0.4))))
+        zp = int(rng.integers(-128, 128))
+        rq = Requant((mult, 0), (shift, shift), zp, -128, 127)
+        if not fold_zp(rq):
+            assert shift <= 32 or shift - 32 + 8 > 30
+            continue
+        plain, folded = rq_table(rq, None, True), rq_table(rq, None, True, zp)
+        for acc in rng.integers(-2**24, 2**24, 50).tolist():
+            assert _fast(acc, folded) == _fast(acc, plain) + zp
+            assert _fast(acc, folded[4:]) == zp  # a zero multiplier: the zero point alone
+    assert not fold_zp(Requant((1 << 30,), (32 + 28,), -100, -128, 127))
 
 
 def test_targets_name_their_integer_kernels() -> None:

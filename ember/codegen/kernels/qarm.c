@@ -8,7 +8,8 @@
  * are int8 in the order k0 k2 k1 k3 per group of 4 (ops/qarm.py `dsp_weights`): SXTB16 of the word gives
  * the lanes (k0, k1), of the word rotated by 8 (k2, k3), matching a column's two words. Convolutions
  * store them widened to int16 instead (`dsp_weights16`, twice the flash): no SXTB16 in the product loop,
- * 12.5 instructions per 16 multiply-adds where int8 weights take 17.
+ * 12.5 instructions per 16 multiply-adds where int8 weights take 17, and 11 with four output channels per
+ * tile (their rows in quads: ember_qa_gemm4).
  *
  * Requantisation is quant.c's (acc * mult * 2^-shift rounded half to even, + zero point, clamped) for the
  * shifts 32..62 that the pass admits, from the 32-bit halves of one SMULL product: bit-exact with every
@@ -407,10 +408,188 @@ EMBER_INLINE void ember_qa_gemm22s(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, const
     }
 #endif
 }
+/* int16 weights in quads (ops/qarm.py dsp_weights16): the first M / 4 * 4 rows four at a time, per k pair the
+ * words (k0, k1) of the four rows; the rest in pairs (above). Four channels times a column pair is 11
+ * instructions per 16 multiply-adds (a pair of channels: 12), and a tile's requantisation and stores are
+ * shared by 8 outputs. The product loop needs 14 registers (r7, the frame pointer, too), so it is a naked
+ * function: EMBER_QA_BLOCK42 is one k pair, sums a00 .. a31 (channel, column) in r0 .. r7, the column words
+ * in r8, r9, the weight words in r10, r11, the weights in r12, the columns in lr. EMBER_QA_LOOP42 runs eight
+ * k pairs per pass up to the end at [sp, #END], entered where the rest of Kp / 4 pairs of them remain (bits 5
+ * and 6 of the quad's bytes in r10, 8 * Kp, as EMBER_QA_LOOP22H's entries). */
+#define EMBER_QA_BLOCK42                                  \
+    "ldrd r8, r9, [lr], #8\n\t"                           \
+    "ldrd r10, r11, [r12], #8\n\t"                        \
+    "smlad r0, r10, r8, r0\n\t"                           \
+    "smlad r1, r10, r9, r1\n\t"                           \
+    "smlad r2, r11, r8, r2\n\t"                           \
+    "smlad r3, r11, r9, r3\n\t"                           \
+    "ldrd r10, r11, [r12], #8\n\t"                        \
+    "smlad r4, r10, r8, r4\n\t"                           \
+    "smlad r5, r10, r9, r5\n\t"                           \
+    "smlad r6, r11, r8, r6\n\t"                           \
+    "smlad r7, r11, r9, r7\n\t"
+#define EMBER_QA_LOOP42(END)                              \
+    "lsls r10, r10, #26\n\t" /* N: bit 5, C: bit 6 */     \
+    "bcc 7f\n\t"                                          \
+    "bmi 2f\n\t"                                          \
+    "b 3f\n\t"                                            \
+    "7:\n\t"                                              \
+    "bmi 4f\n\t"                                          \
+    "1:\n\t"                                              \
+    EMBER_QA_BLOCK42 EMBER_QA_BLOCK42                     \
+    "2:\n\t"                                              \
+    EMBER_QA_BLOCK42 EMBER_QA_BLOCK42                     \
+    "3:\n\t"                                              \
+    EMBER_QA_BLOCK42 EMBER_QA_BLOCK42                     \
+    "4:\n\t"                                              \
+    EMBER_QA_BLOCK42 EMBER_QA_BLOCK42                     \
+    "ldr r10, [sp, #" END "]\n\t"                         \
+    "cmp r12, r10\n\t"                                    \
+    "bne 1b\n\t"
+#if EMBER_HAVE_ARM_DSP
+/* acc[2 * r + j] += row r of the quad at w times column j of the pair cols, for w up to wend. */
+EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dot42(EMBER_UNUSED int32_t *acc,
+                                                                             EMBER_UNUSED const int16_t *w,
+                                                                             EMBER_UNUSED const int16_t *cols,
+                                                                             EMBER_UNUSED const int16_t *wend) {
+    __asm__("push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"
+            "mov r12, r1\n\t"
+            "mov lr, r2\n\t"
+            "sub r10, r3, r1\n\t"
+            "push {r0, r3}\n\t"
+            "ldm r0, {r0, r1, r2, r3, r4, r5, r6, r7}\n\t"
+            EMBER_QA_LOOP42("4")
+            "ldr r8, [sp]\n\t"
+            "stm r8, {r0, r1, r2, r3, r4, r5, r6, r7}\n\t"
+            "add sp, sp, #8\n\t"
+            "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}");
+}
+#endif
+/* The general form (any requantisation, one or two columns: interleaved, or one plain). */
+EMBER_INLINE void ember_qa_gemm4_t(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n, const int16_t *W, int M4, int Kp,
+                                   const int16_t *cols, const int32_t *rq, const int32_t *out, int fast) {
+    const int32_t zp = out[0], lo = out[1], hi = out[2];
+    const ember_qa_u32 *w = (const ember_qa_u32 *)(const void *)W;
+    int m, t, r;
+    for (m = 0; m < M4; m += 4, y += 4 * rs, rq += 16) {
+        const ember_qa_u32 *x = (const ember_qa_u32 *)(const void *)cols;
+        int32_t a[8];
+        for (r = 0; r < 4; ++r) a[2 * r] = a[2 * r + 1] = rq[4 * r + 3];
+#if EMBER_HAVE_ARM_DSP
+        if (n == 2) {
+            ember_qa_dot42(a, (const int16_t *)(const void *)w, cols, (const int16_t *)(const void *)(w + 2 * Kp));
+            w += 2 * Kp;
+        } else
+#endif
+        if (n == 1) { /* the one plain column: its sums alone */
+            for (t = 0; t < Kp / 2; ++t, w += 4) {
+                const uint32_t x0 = x[t];
+                for (r = 0; r < 4; ++r) a[2 * r] = ember_qa_smlad(w[r], x0, a[2 * r]);
+            }
+        } else {
+            for (t = 0; t < Kp / 2; ++t, w += 4) {
+                const uint32_t x0 = x[2 * t], x1 = x[2 * t + 1];
+                for (r = 0; r < 4; ++r) {
+                    a[2 * r] = ember_qa_smlad(w[r], x0, a[2 * r]);
+                    a[2 * r + 1] = ember_qa_smlad(w[r], x1, a[2 * r + 1]);
+                }
+            }
+        }
+        for (r = 0; r < 4; ++r) {
+            y[r * rs] = ember_qa_requant(a[2 * r], rq + 4 * r, zp, lo, hi, fast);
+            if (n == 2) y[r * rs + cs] = ember_qa_requant(a[2 * r + 1], rq + 4 * r, zp, lo, hi, fast);
+        }
+    }
+}
+#if EMBER_HAVE_ARM_DSP
+/* ember_qa_gemm4_t's common case, in assembly: two columns, cs = 1, the SSAT requantisation with the zero
+ * point in ra (ops/qarm.py `fold_zp`, out[0] = 0: one LDM reads a channel's mult, sh, ra). The context is
+ * copied onto the stack (sp + 0: cols, 4: the weights' bytes per quad, 8: y, 12: rs, 16: rq, 20: the end
+ * of the quad's weights, 24: the end of W). About 64 instructions per tile outside the products (8 per
+ * output; ember_qa_gemm22s: 11). */
+typedef struct {
+    const int16_t *cols;
+    int32_t kb;
+    uint8_t *y;
+    int32_t rs;
+    const int32_t *rq;
+    const int16_t *w, *wend;
+    int32_t spare;
+} ember_qa_q42_t;
+#define EMBER_QA_RQ42(A, B)                               \
+    "ldm lr!, {r8, r9, r10, r11}\n\t"                     \
+    "smmla " A ", " A ", r8, r10\n\t"                     \
+    "asr " A ", " A ", r9\n\t"                            \
+    "ssat " A ", #8, " A "\n\t"                           \
+    "smmla " B ", " B ", r8, r10\n\t"                     \
+    "asr " B ", " B ", r9\n\t"                            \
+    "ssat " B ", #8, " B "\n\t"
+#define EMBER_QA_ST42(A, B)                               \
+    "strb " A ", [r10]\n\t"                               \
+    "strb " B ", [r10, #1]\n\t"                           \
+    "add r10, r10, r11\n\t"
+EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_gemm42s(EMBER_UNUSED const ember_qa_q42_t *ctx) {
+    __asm__("push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"
+            "ldm r0, {r1, r2, r3, r4, r5, r6, r7, r8}\n\t"
+            "push {r1, r2, r3, r4, r5, r6, r7, r8}\n\t"
+            "mov r12, r6\n\t" /* the weights */
+            "0:\n\t"
+            "ldr lr, [sp, #16]\n\t" /* the biases */
+            "ldr r0, [lr, #12]\n\t"
+            "mov r1, r0\n\t"
+            "ldr r2, [lr, #28]\n\t"
+            "mov r3, r2\n\t"
+            "ldr r4, [lr, #44]\n\t"
+            "mov r5, r4\n\t"
+            "ldr r6, [lr, #60]\n\t"
+            "mov r7, r6\n\t"
+            "ldr r10, [sp, #4]\n\t"
+            "ldr lr, [sp]\n\t"
+            "add r11, r12, r10\n\t"
+            "str r11, [sp, #20]\n\t"
+            EMBER_QA_LOOP42("20")
+            "ldr lr, [sp, #16]\n\t"
+            EMBER_QA_RQ42("r0", "r1") EMBER_QA_RQ42("r2", "r3") EMBER_QA_RQ42("r4", "r5") EMBER_QA_RQ42("r6", "r7")
+            "str lr, [sp, #16]\n\t"
+            "ldrd r10, r11, [sp, #8]\n\t"
+            EMBER_QA_ST42("r0", "r1") EMBER_QA_ST42("r2", "r3") EMBER_QA_ST42("r4", "r5") EMBER_QA_ST42("r6", "r7")
+            "str r10, [sp, #8]\n\t"
+            "ldr r10, [sp, #24]\n\t"
+            "cmp r12, r10\n\t"
+            "bne 0b\n\t"
+            "add sp, sp, #32\n\t"
+            "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}");
+}
+#undef EMBER_QA_RQ42
+#undef EMBER_QA_ST42
+#endif
+/* The M4 (a multiple of 4) rows of quads times the n columns. */
+EMBER_INLINE void ember_qa_gemm4(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n, const int16_t *W, int M4, int Kp,
+                                 const int16_t *cols, const int32_t *rq, const int32_t *out, int mode) {
+#if EMBER_HAVE_ARM_DSP
+    if (mode == 2 && n == 2 && cs == 1 && out[0] == 0) {
+        ember_qa_q42_t ctx;
+        ctx.cols = cols, ctx.kb = 8 * Kp, ctx.y = y, ctx.rs = (int32_t)rs, ctx.rq = rq, ctx.w = W;
+        ctx.wend = W + (ptrdiff_t)M4 * Kp, ctx.spare = 0;
+        ember_qa_gemm42s(&ctx);
+        return;
+    }
+#endif
+    if (mode) /* the SSAT form's results are the clamped fast form's (lo, hi = -128, 127): one copy less */
+        ember_qa_gemm4_t(y, rs, cs, n, W, M4, Kp, cols, rq, out, 1);
+    else
+        ember_qa_gemm4_t(y, rs, cs, n, W, M4, Kp, cols, rq, out, 0);
+}
 /* y = W times the n columns, requantised (ember_qa_gemm2_t); `h` (a constant where inlined): int16 weights. */
 EMBER_INLINE void ember_qa_gemm2_w(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n, const int8_t *W, int M, int Kp,
                                    const int16_t *cols, const int32_t *rq, const int32_t *out, int h) {
     const int mode = ember_qa_mode(out);
+    if (h && M >= 4) { /* int16 weights: the quads first, then the pairs of the last M % 4 rows */
+        const int M4 = M & ~3;
+        ember_qa_gemm4(y, rs, cs, n, (const int16_t *)(const void *)W, M4, Kp, cols, rq, out, mode);
+        if (M == M4) return;
+        y += M4 * rs, W += (ptrdiff_t)M4 * Kp * 2, rq += 4 * M4, M -= M4;
+    }
     if (mode == 2 && n == 2) {
         const int M2 = M / 2;
         ember_qa_gemm22s(y, rs, cs, W, M2, Kp, cols, rq, out[0], h);
@@ -868,7 +1047,6 @@ EMBER_INLINE void ember_qa_dw3_quad(int32_t o[4], const int16_t *p, int Wp, cons
               [x1] "=&r"(x1), [x2] "=&r"(x2), [wa] "=&r"(wa), [wb] "=&r"(wb)
             : [rs] "r"(2 * Wp), [wv] "r"(wv)
             : "memory");
-#undef EMBER_QA_DW3_ROW
 #else
     int i;
     for (i = 0; i < 3; ++i, p += Wp, wv += 4) {
@@ -914,7 +1092,6 @@ EMBER_INLINE void ember_qa_dw3_quad2(int32_t o[4], const int16_t *p, int Wp, con
               [x1] "=&r"(x1), [x2] "=&r"(x2), [wa] "=&r"(wa), [wb] "=&r"(wb)
             : [rs] "r"(2 * Wp), [wv] "r"(wv)
             : "memory");
-#undef EMBER_QA_DW3_ROW2
 #else
     int i;
     for (i = 0; i < 3; ++i, p += Wp, wv += 4) {
@@ -930,6 +1107,100 @@ EMBER_INLINE void ember_qa_dw3_quad2(int32_t o[4], const int16_t *p, int Wp, con
     o[2] = o2;
     o[3] = o3;
 }
+#if EMBER_HAVE_ARM_DSP
+/* A row's n >= 1 outputs in steps of four (ember_qa_dw3_quad for s = 1, _quad2 for s = 2; the plane's rows are
+ * long enough for the last step's reads) from the plane row q, each requantised by the SSAT form with the
+ * zero point in ra (ops/qarm.py `fold_zp`) and stored at y[0 .. 3] (the last step: its n % 4 or 4 outputs):
+ * wv[0 .. 11] the weights' words, 12 .. 15 mult, sh, ra, bias, 16 the plane's row in bytes. Naked, all in
+ * registers (o0 .. o3 in r0 .. r3, q r4, row words r5 r6 r8, weight words r9 r10, row bytes r11, wv r12,
+ * y lr, the outputs left r7): 63 instructions per step where the C loop around the products took about 100. */
+#define EMBER_QA_DW3_RROW(OFS)                       \
+    "ldrd r5, r6, [r4]\n\t"                          \
+    "ldr r8, [r4, #8]\n\t"                           \
+    "ldrd r9, r10, [r12, #" #OFS "]\n\t"             \
+    "smlad r0, r5, r9, r0\n\t"                       \
+    "smlad r0, r6, r10, r0\n\t"                      \
+    "smlad r2, r6, r9, r2\n\t"                       \
+    "smlad r2, r8, r10, r2\n\t"                      \
+    "ldrd r9, r10, [r12, #" #OFS "+8]\n\t"           \
+    "smlad r1, r5, r9, r1\n\t"                       \
+    "smlad r1, r6, r10, r1\n\t"                      \
+    "smlad r3, r6, r9, r3\n\t"                       \
+    "smlad r3, r8, r10, r3\n\t"
+#define EMBER_QA_DW3_RROW2(OFS)                      \
+    "ldrd r5, r6, [r4]\n\t"                          \
+    "ldr r8, [r4, #8]\n\t"                           \
+    "ldrd r9, r10, [r12, #" #OFS "]\n\t"             \
+    "smlad r0, r5, r9, r0\n\t"                       \
+    "smlad r0, r6, r10, r0\n\t"                      \
+    "smlad r1, r6, r9, r1\n\t"                       \
+    "smlad r1, r8, r10, r1\n\t"                      \
+    "ldrd r5, r6, [r4, #12]\n\t"                     \
+    "smlad r2, r8, r9, r2\n\t"                       \
+    "smlad r2, r5, r10, r2\n\t"                      \
+    "smlad r3, r5, r9, r3\n\t"                       \
+    "smlad r3, r6, r10, r3\n\t"
+#define EMBER_QA_DW3_RQ(O)                           \
+    "smmla " O ", " O ", r9, r8\n\t"                  \
+    "asr " O ", " O ", r10\n\t"                       \
+    "ssat " O ", #8, " O "\n\t"
+#define EMBER_QA_DW3_NAKED(ROW, STEP)                                                                               \
+    __asm__("push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"                                                     \
+            "mov r4, r0\n\t"                                                                                     \
+            "mov lr, r1\n\t"                                                                                     \
+            "mov r12, r2\n\t"                                                                                    \
+            "mov r7, r3\n\t"                                                                                     \
+            "ldr r11, [r12, #64]\n\t"                                                                            \
+            "0:\n\t"                                                                                             \
+            "ldr r0, [r12, #60]\n\t"                                                                             \
+            "mov r1, r0\n\t"                                                                                     \
+            "mov r2, r0\n\t"                                                                                     \
+            "mov r3, r0\n\t"                                                                                     \
+            ROW(0) "add r4, r4, r11\n\t" ROW(16) "add r4, r4, r11\n\t" ROW(32)                                   \
+            "sub r4, r4, r11, lsl #1\n\t"                                                                        \
+            "add r4, r4, #" STEP "\n\t"                                                                          \
+            "ldrd r9, r10, [r12, #48]\n\t"                                                                       \
+            "ldr r8, [r12, #56]\n\t"                                                                             \
+            EMBER_QA_DW3_RQ("r0") EMBER_QA_DW3_RQ("r1") EMBER_QA_DW3_RQ("r2") EMBER_QA_DW3_RQ("r3")                \
+            "strb r0, [lr]\n\t"                                                                                  \
+            "subs r7, r7, #4\n\t"                                                                                \
+            "ble 5f\n\t" /* the row's last step: 1 to 4 outputs (r7 = their count - 4) */                       \
+            "strb r1, [lr, #1]\n\t"                                                                              \
+            "strb r2, [lr, #2]\n\t"                                                                              \
+            "strb r3, [lr, #3]\n\t"                                                                              \
+            "add lr, lr, #4\n\t"                                                                                 \
+            "b 0b\n\t"                                                                                           \
+            "5:\n\t"                                                                                             \
+            "cmn r7, #3\n\t"                                                                                     \
+            "beq 6f\n\t"                                                                                         \
+            "strb r1, [lr, #1]\n\t"                                                                              \
+            "cmn r7, #2\n\t"                                                                                     \
+            "beq 6f\n\t"                                                                                         \
+            "strb r2, [lr, #2]\n\t"                                                                              \
+            "cmn r7, #1\n\t"                                                                                     \
+            "beq 6f\n\t"                                                                                         \
+            "strb r3, [lr, #3]\n\t"                                                                              \
+            "6:\n\t"                                                                                             \
+            "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}")
+EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dw3_row1(EMBER_UNUSED const int16_t *q,
+                                                                                EMBER_UNUSED uint8_t *y,
+                                                                                EMBER_UNUSED const uint32_t *wv,
+                                                                                EMBER_UNUSED int n) {
+    EMBER_QA_DW3_NAKED(EMBER_QA_DW3_RROW, "8");
+}
+EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dw3_row2(EMBER_UNUSED const int16_t *q,
+                                                                                EMBER_UNUSED uint8_t *y,
+                                                                                EMBER_UNUSED const uint32_t *wv,
+                                                                                EMBER_UNUSED int n) {
+    EMBER_QA_DW3_NAKED(EMBER_QA_DW3_RROW2, "16");
+}
+#undef EMBER_QA_DW3_NAKED
+#undef EMBER_QA_DW3_RQ
+#undef EMBER_QA_DW3_RROW
+#undef EMBER_QA_DW3_RROW2
+#endif
+#undef EMBER_QA_DW3_ROW
+#undef EMBER_QA_DW3_ROW2
 /* How ember_qarm_dw3 and ember_qarm_dw3_mve lay out a channel: a zero-padded int16 plane of Hp rows of Wp
  * (ops/qarm.py `dw3_plane`, which sizes the scratch). A layer of stride 1 with more output rows than
  * columns works on the transposed plane (`t`: its rows are the image's columns, the weights transposed),
@@ -987,14 +1258,27 @@ EMBER_INLINE void ember_qa_dw3_rows(uint8_t *yc, const int16_t *plane, const emb
     const int OW = g->OW, Wp = g->Wp, SW = sw ? sw : g->SW;
     const ptrdiff_t cs = g->ys_col;
     const int32_t c[3] = {cq[0], cq[1], cq[2]}, b = cq[3], zp = out[0], lo = out[1], hi = out[2];
+    const int st = fast == 2 && cs == 1 && zp == 0; /* ember_qa_dw3_row1/2's case (wv[12 .. 16] set) */
     int oh, ow, i;
+    (void)st;
     for (oh = 0; oh < g->OH; ++oh) {
         const int16_t *r0 = plane + (ptrdiff_t)oh * g->SH * Wp;
         uint8_t *yr = yc + oh * g->ys_row;
         if (sw) {
-            for (ow = 0; ow < OW; ow += 4) {
+            ow = 0;
+#if EMBER_HAVE_ARM_DSP
+            if (st) { /* the whole row in assembly */
+                if (sw == 1)
+                    ember_qa_dw3_row1(r0, yr, wv, OW);
+                else
+                    ember_qa_dw3_row2(r0, yr, wv, OW);
+                ow = OW;
+            }
+#endif
+            for (; ow < OW; ow += 4) {
                 int32_t o[4];
                 uint8_t *yq = yr + ow * cs;
+
                 o[0] = o[1] = o[2] = o[3] = b;
                 if (sw == 1)
                     ember_qa_dw3_quad(o, r0 + ow, Wp, wv);
@@ -1039,8 +1323,10 @@ EMBER_INLINE void ember_qa_dw3_t(uint8_t *y, const uint8_t *x, uint32_t flip, in
             const int32_t *cq = rq + 4 * c;
             uint8_t *yc = y + ((ptrdiff_t)n * C + c) * out_plane;
             const int16_t *w = Wt + 9 * c;
-            uint32_t wv[12];
+            uint32_t wv[17]; /* the weights' words, then mult, sh, ra, bias, row bytes (ember_qa_dw3_row1) */
             ember_qa_dw3_load(plane, &g, x + ((ptrdiff_t)n * C + c) * in_plane, flip, z2, w, wv);
+            wv[12] = (uint32_t)cq[0], wv[13] = (uint32_t)cq[1], wv[14] = (uint32_t)cq[2], wv[15] = (uint32_t)cq[3];
+            wv[16] = (uint32_t)(2 * g.Wp);
             if (SW == 1)
                 ember_qa_dw3_rows(yc, plane, &g, wv, w, cq, out, fast, 1);
             else if (SW == 2)
