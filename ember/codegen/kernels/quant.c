@@ -104,7 +104,7 @@ typedef struct {
     ember_qt8q rnd_e, rnd_o, k_e, k_o, l64, h64;
     int dbl;
 } ember_qt8;
-EMBER_INLINE void ember_qt8_init(ember_qt8 *t, int32_t mult, int shift, int32_t zp, int32_t lo, int32_t hi) {
+EMBER_UNUSED EMBER_INLINE void ember_qt8_init(ember_qt8 *t, int32_t mult, int shift, int32_t zp, int32_t lo, int32_t hi) {
     const int k = shift & 63, rs = k > 31 ? k - 31 : 0;
     const int32_t mask = (int32_t)(((uint32_t)1 << rs) - 1u);
     t->dbl = shift >= 2 * EMBER_Q_TFL;
@@ -122,7 +122,7 @@ EMBER_INLINE void ember_qt8_init(ember_qt8 *t, int32_t mult, int shift, int32_t 
     t->h64 = (ember_qt8q){0} + (hi - zp);
 }
 /* Lane i's own multiplier and shift (of the same rounding kind as ember_qt8_init's). */
-EMBER_INLINE void ember_qt8_lane(ember_qt8 *t, int i, int32_t mult, int shift) {
+EMBER_UNUSED EMBER_INLINE void ember_qt8_lane(ember_qt8 *t, int i, int32_t mult, int shift) {
     const int k = shift & 63, rs = k > 31 ? k - 31 : 0;
     const int32_t mask = (int32_t)(((uint32_t)1 << rs) - 1u);
     const long long rnd = t->dbl ? (long long)1 << 30 : k ? (long long)1 << (k - 1) : 0;
@@ -142,21 +142,21 @@ EMBER_INLINE void ember_qt8_lane(ember_qt8 *t, int i, int32_t mult, int shift) {
 }
 /* Lanes of a where c (-1 lanes), else of b (C has no vector ?:; compilers make these VPBLENDVB, VPMINSD). */
 #define EMBER_QT8_SEL(c, a, b) (((a) & (c)) | ((b) & ~(c)))
-EMBER_INLINE ember_qt8q ember_qt8_clamp64(ember_qt8q x, ember_qt8q l, ember_qt8q h) {
+EMBER_UNUSED EMBER_INLINE ember_qt8q ember_qt8_clamp64(ember_qt8q x, ember_qt8q l, ember_qt8q h) {
     x = EMBER_QT8_SEL(x < l, l, x);
     return EMBER_QT8_SEL(x > h, h, x);
 }
-EMBER_INLINE ember_qt8i ember_qt8_clamp(ember_qt8i x, ember_qt8i l, ember_qt8i h) {
+EMBER_UNUSED EMBER_INLINE ember_qt8i ember_qt8_clamp(ember_qt8i x, ember_qt8i l, ember_qt8i h) {
     x = EMBER_QT8_SEL(x < l, l, x);
     return EMBER_QT8_SEL(x > h, h, x);
 }
 /* x >> k (arithmetic) of 64-bit lanes, each by its own k. */
-EMBER_INLINE ember_qt8q ember_qt8_sra(ember_qt8q x, ember_qt8q k) {
+EMBER_UNUSED EMBER_INLINE ember_qt8q ember_qt8_sra(ember_qt8q x, ember_qt8q k) {
     const ember_qt8q s = x < (ember_qt8q){0};
     return (ember_qt8q)((ember_qt8u)(x ^ s) >> (ember_qt8u)k) ^ s;
 }
 /* ember_q_requant(v[i], mult, shift, zp, lo, hi) of the 8 lanes, as int32 lanes. */
-EMBER_INLINE ember_qt8i ember_qt8_rq(ember_qt8i v, const ember_qt8 *t) {
+EMBER_UNUSED EMBER_INLINE ember_qt8i ember_qt8_rq(ember_qt8i v, const ember_qt8 *t) {
     ember_qt8q e, o;
     ember_qt8i r;
     if (!t->dbl) {
