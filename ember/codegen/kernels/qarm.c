@@ -437,6 +437,9 @@ EMBER_INLINE void ember_qa_gemm22s(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, const
     "b 3f\n\t"                                            \
     "7:\n\t"                                              \
     "bmi 4f\n\t"                                          \
+    EMBER_QA_PASSES42(END)
+/* EMBER_QA_LOOP42 after its entry: the passes of eight k pairs (labels 1 .. 4, the entries). */
+#define EMBER_QA_PASSES42(END)                            \
     "1:\n\t"                                              \
     EMBER_QA_BLOCK42 EMBER_QA_BLOCK42                     \
     "2:\n\t"                                              \
@@ -507,8 +510,9 @@ EMBER_INLINE void ember_qa_gemm4_t(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n
 /* ember_qa_gemm4_t's common case, in assembly: two columns, cs = 1, the SSAT requantisation with the zero
  * point in ra (ops/qarm.py `fold_zp`, out[0] = 0: one LDM reads a channel's mult, sh, ra). The context is
  * copied onto the stack (sp + 0: cols, 4: the weights' bytes per quad, 8: y, 12: rs, 16: rq, 20: the end
- * of the quad's weights, 24: the end of W). About 64 instructions per tile outside the products (8 per
- * output; ember_qa_gemm22s: 11). */
+ * of the quad's weights, 24: the end of W, 28: the product loop's entry for this Kp, found once per call and
+ * taken by one LDR PC per tile). About 61 instructions per tile outside the products (under 8 per output;
+ * ember_qa_gemm22s: 11). */
 typedef struct {
     const int16_t *cols;
     int32_t kb;
@@ -535,6 +539,24 @@ EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_gemm42s(
             "ldm r0, {r1, r2, r3, r4, r5, r6, r7, r8}\n\t"
             "push {r1, r2, r3, r4, r5, r6, r7, r8}\n\t"
             "mov r12, r6\n\t" /* the weights */
+            /* the loop's entry for this Kp (EMBER_QA_LOOP42's), once: its address (Thumb bit set) at sp + 28 */
+            "lsls r10, r2, #26\n\t" /* N: bit 5, C: bit 6 */
+            "bcc 7f\n\t"
+            "bmi 8f\n\t"
+            "adr.w r10, 3f\n\t"
+            "b 9f\n\t"
+            "8:\n\t"
+            "adr.w r10, 2f\n\t"
+            "b 9f\n\t"
+            "7:\n\t"
+            "bmi 8f\n\t"
+            "adr.w r10, 1f\n\t"
+            "b 9f\n\t"
+            "8:\n\t"
+            "adr.w r10, 4f\n\t"
+            "9:\n\t"
+            "orr r10, r10, #1\n\t"
+            "str r10, [sp, #28]\n\t"
             "0:\n\t"
             "ldr lr, [sp, #16]\n\t" /* the biases */
             "ldr r0, [lr, #12]\n\t"
@@ -549,7 +571,8 @@ EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_gemm42s(
             "ldr lr, [sp]\n\t"
             "add r11, r12, r10\n\t"
             "str r11, [sp, #20]\n\t"
-            EMBER_QA_LOOP42("20")
+            "ldr pc, [sp, #28]\n\t"
+            EMBER_QA_PASSES42("20")
             "ldr lr, [sp, #16]\n\t"
             EMBER_QA_RQ42("r0", "r1") EMBER_QA_RQ42("r2", "r3") EMBER_QA_RQ42("r4", "r5") EMBER_QA_RQ42("r6", "r7")
             "str lr, [sp, #16]\n\t"
