@@ -22,16 +22,18 @@ DSP = "dsp"
 MVE = "mve"  # Helium: ember_qarm_conv_mve(8), ember_qarm_dw3_mve(8); fully-connected layers stay portable
 
 
-def rq_table(requant: object, bias: tuple[int, ...] | None, fast: bool, zp: int = 0) -> list[int]:
+def rq_table(requant: object, bias: tuple[int, ...] | None, fast: bool, zp: int = 0,
+             exact: frozenset[int] = frozenset()) -> list[int]:
     """Per channel [mult, sh, ra, bias] for qarm.c's ember_qa_requant: with `fast`, sh = shift - 32 and
     ra = 2^(sh-1) + zp * 2^sh (`zp`: the zero point folded in, see `fold_zp`); otherwise sh = shift and ra
-    unused. A multiplier of 0 (zero scale) gives 0 (plus zp) either way."""
+    unused. A multiplier of 0 (zero scale) gives 0 (plus zp) either way. `exact`: channels in the exact form
+    all the same (a mixed layer, see `_tables`)."""
     out: list[int] = []
     for i, (m, s) in enumerate(zip(requant.mult, requant.shift, strict=True)):  # type: ignore[attr-defined]
         b = 0 if bias is None else int(bias[i])
         if m == 0:
             out += [0, 1, 1 + 2 * zp, b]
-        elif fast:
+        elif fast and i not in exact:
             out += [int(m), int(s) - 32, (1 << (s - 33)) + (zp << (s - 32)), b]
         else:  # TFLite's roundings marked as quant.c's ember_q_scale reads them
             out += [int(m), int(s) + 64 * int(getattr(requant, "rounding", 0)), 0, b]
@@ -56,21 +58,29 @@ def fast_requant(requant: object, bound: np.ndarray) -> bool:
     2^(shift-1), so 2^(shift-1) must divide it: impossible when the powers of 2 in mult and in the
     largest |acc| (`bound`, per channel) stay below that. LiteRT's rounding is half up itself (any tie is
     fine); TFLite Micro's rounds twice, which SMMLA does not."""
+    ok = tie_free(requant, bound)
+    return ok is not None and all(ok)
+
+
+def tie_free(requant: object, bound: np.ndarray) -> list[bool] | None:
+    """Per channel, whether `fast_requant`'s proof holds for it; None where the layer cannot take the fast
+    form at all (TFLite Micro's rounding, or a shift of 32 or less)."""
     rounding = int(getattr(requant, "rounding", 0))  # qlinear.py SINGLE (1) or DOUBLE (2)
     if rounding == 2:
-        return False
+        return None
+    ok: list[bool] = []
     for m, s, b in zip(requant.mult, requant.shift, np.broadcast_to(bound, (len(requant.mult),)),  # type: ignore[attr-defined]
                        strict=True):
-        if m == 0:
+        if m == 0 or rounding == 1:
+            if m and s <= 32:
+                return None
+            ok.append(True)
             continue
         if s <= 32:
-            return False
-        if rounding == 1:
-            continue
+            return None
         twos = (int(m) & -int(m)).bit_length() - 1
-        if int(b).bit_length() - 1 + twos >= s - 1:
-            return False
-    return True
+        ok.append(int(b).bit_length() - 1 + twos < s - 1)
+    return ok
 
 
 def dsp_weights(rows: np.ndarray) -> np.ndarray:
@@ -220,20 +230,46 @@ def dw3_plane(out_h: int, out_w: int, stride_h: int, stride_w: int) -> tuple[int
     return (out_h - 1) * stride_h + 3, ((out_w - 1) * stride_w + 5) // 2 * 2
 
 
-def _tables(node: Node, k: KernelEmitter, w_rows: np.ndarray, bias: tuple[int, ...] | None = None) -> tuple[str, str]:
+def _tables(node: Node, k: KernelEmitter, w_rows: np.ndarray, bias: tuple[int, ...] | None = None,
+            mixed: bool = False) -> tuple[str, str]:
     """rq (per channel [mult, s, ra, bias]) and out tables ([zero point, lo, hi, fast]); w_rows: the weights
     per output channel (any order), for the sums' bound; `bias`: the one the kernel adds, where not the node's
     (mve8_bias). The DSP kernels' fast form takes the zero point in ra where it fits (`fold_zp`; out's zero
-    point is then 0); Helium's rounding shift has no ra."""
+    point is then 0); Helium's rounding shift has no ra. `mixed` (the DSP convolutions' channel quads,
+    qarm.c ember_qa_gemm4): where only some channels may tie, the others stay fast and out is [1, lo, hi, 3,
+    zero point, count, the quads holding an exact channel...] (a multiplier with many factors of 2, as
+    per-channel quantisation makes, puts a single channel of a layer out of the proof)."""
     q = node.attrs["_q"]
     rq = q.requant
-    bound = np.abs(np.asarray(w_rows, np.int64)).sum(axis=1) * 255
-    if q.bias is not None:
-        bound = bound + np.abs(np.asarray(q.bias, np.int64))
-    fast = fast_requant(rq, bound)
+    if node.attrs["_isa"] == DSP and node.input(1) is None:
+        bound = sum_bound(w_rows, q.bias, int(q.x_zp), present(node.input(0)).dtype is DType.INT8)
+    else:
+        bound = np.abs(np.asarray(w_rows, np.int64)).sum(axis=1) * 255
+        if q.bias is not None:
+            bound = bound + np.abs(np.asarray(q.bias, np.int64))
+    ok = tie_free(rq, bound)
+    fast = ok is not None and all(ok)
+    if ok is not None and not fast and mixed and node.attrs["_isa"] == DSP and fold_zp(rq):
+        quads = sorted({i // 4 for i, good in enumerate(ok) if not good})
+        exact = frozenset(4 * j + r for j in quads for r in range(4))  # whole quads: ember_qa_gemm4_t's
+        if len(quads) < len(ok) // 4:  # some quad stays fast
+            return (k.table(rq_table(rq, q.bias if bias is None else bias, True, int(rq.zp), exact), DType.INT32),
+                    k.table([1, rq.lo, rq.hi, 3, int(rq.zp), len(quads), *quads], DType.INT32))
     zp = int(rq.zp) if fast and node.attrs["_isa"] == DSP and fold_zp(rq) else 0
     return (k.table(rq_table(rq, q.bias if bias is None else bias, fast, zp), DType.INT32),
             k.table([int(rq.zp) - zp, rq.lo, rq.hi, int(fast)], DType.INT32))
+
+
+def sum_bound(w_rows: np.ndarray, bias: tuple[int, ...] | None, x_zp: int, x_int8: bool) -> np.ndarray:
+    """The largest |sum| per output channel of the DSP kernels, bias + sum_k w[k] * (x[k] - x_zp) with x in
+    its type's range (padding adds 0), for `fast_requant`: positive and negative weights reach their extremes
+    at opposite ends of that range, so this is about half of sum |w| * 255 and may prove one bit more."""
+    w = np.asarray(w_rows, np.int64)
+    xmin, xmax = (-128, 127) if x_int8 else (0, 255)
+    ulo, uhi = min(xmin - x_zp, 0), max(xmax - x_zp, 0)
+    pos, neg = np.clip(w, 0, None).sum(axis=1), np.clip(w, None, 0).sum(axis=1)
+    b = 0 if bias is None else np.asarray(bias, np.int64)[:len(w)]
+    return np.maximum(np.abs(pos * uhi + neg * ulo + b), np.abs(pos * ulo + neg * uhi + b))
 
 
 def _zp(node: Node, k: KernelEmitter) -> str:
@@ -275,7 +311,8 @@ def lower_conv(node: Node, k: KernelEmitter, g: ConvGeometry, add: tuple[str, ..
                k.table(g.table(), DType.INT32), x.shape[0], y.shape[1], k.inp(2), rq, out, k.scratch("int8_t"), *add)
         return
     m = y.shape[1]
-    rq, out = _tables(node, k, w[:m] if node.attrs["_q"].depthwise or mve else _pair_rows(w, m)[:m])
+    quads = not node.attrs["_q"].depthwise and not mve and m % 4 == 0  # all rows in ember_qa_gemm4's quads
+    rq, out = _tables(node, k, w[:m] if node.attrs["_q"].depthwise or mve else _pair_rows(w, m)[:m], mixed=quads)
     geo = k.table(g.table(), DType.INT32)
     sgn = int(x.dtype is DType.INT8)
     if node.attrs["_q"].depthwise:

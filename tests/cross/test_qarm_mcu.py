@@ -215,3 +215,55 @@ def test_helium_int8_columns_on_qemu_equal_host(tmp_path: Path, shape: tuple[int
     feeds = {"x": RNG.integers(-128, 128, shape).astype(np.int8)}
     got = mcu.run_firmware(bundle.path, target, feeds, tmp_path / "run").outputs["y"]
     np.testing.assert_array_equal(got, host.run(feeds)["y"])
+
+
+def _mixed_model() -> onnx.ModelProto:
+    """A QDQ 1x1 convolution of int8 [1, 16, 9, 15] (135 pixels: the last one alone) to 12 channels whose
+    channel 5 has a power-of-two weight scale (requantisation multiplier 2^-3: a tie wherever a sum is 4 mod 8),
+    the others scales that rule ties out; output zero point 3."""
+    rng = np.random.default_rng(5)  # its own: the ties this test needs do not depend on the tests before it
+    ws = rng.uniform(0.01, 0.03, 12).astype(np.float32)
+    ws[5] = 0.125
+    inits = [numpy_helper.from_array(np.array(0.25, np.float32), "xs"),
+             numpy_helper.from_array(np.array(0, np.int8), "xz"),
+             numpy_helper.from_array(rng.integers(-3, 4, (12, 16, 1, 1)).astype(np.int8), "w"),
+             numpy_helper.from_array(ws, "ws"), numpy_helper.from_array(np.zeros(12, np.int8), "wz"),
+             numpy_helper.from_array(rng.integers(-20, 21, 12).astype(np.int32), "b"),
+             numpy_helper.from_array(0.25 * ws, "bs"), numpy_helper.from_array(np.zeros(12, np.int32), "bz"),
+             numpy_helper.from_array(np.array(0.5, np.float32), "ys"),
+             numpy_helper.from_array(np.array(3, np.int8), "yz")]
+    nodes = [helper.make_node("DequantizeLinear", ["x", "xs", "xz"], ["xf"]),
+             helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wf"], axis=0),
+             helper.make_node("DequantizeLinear", ["b", "bs", "bz"], ["bf"], axis=0),
+             helper.make_node("Conv", ["xf", "wf", "bf"], ["c"]),
+             helper.make_node("QuantizeLinear", ["c", "ys", "yz"], ["y"])]
+    x = helper.make_tensor_value_info("x", TensorProto.INT8, [1, 16, 9, 15])
+    y = helper.make_tensor_value_info("y", TensorProto.INT8, None)
+    return helper.make_model(helper.make_graph(nodes, "mixed", [x], [y], inits),
+                             opset_imports=[helper.make_opsetid("", 21)])
+
+
+def test_mixed_requantisation_on_qemu_equals_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A layer whose one tie-prone channel keeps the exact (half to even) requantisation while the quads
+    around it take the SMLAD tile's fast form (ops/qarm.py `_tables`' mixed out table, qarm.c ember_qa_gemm4):
+    the ties land in the exact quad, so a wrong split changes output bytes."""
+    target = "cortex-m4"
+    require_tools(target, mcu.missing_tools(target))
+    from ember.ops import qarm
+
+    exacts: list[frozenset[int]] = []
+    table = qarm.rq_table
+
+    def spy(requant: object, bias: object, fast: bool, zp: int = 0, exact: frozenset[int] = frozenset()) -> list[int]:
+        exacts.append(exact)
+        return table(requant, bias, fast, zp, exact)
+
+    monkeypatch.setattr(qarm, "rq_table", spy)
+    onnx.save(_mixed_model(), tmp_path / "m.onnx")
+    host = ember.compile(tmp_path / "m.onnx", tmp_path / "host")
+    bundle = ember.compile(tmp_path / "m.onnx", tmp_path / target, target=target)
+    assert exacts == [frozenset({4, 5, 6, 7})] and _qarm_calls(bundle)["ember_qarm_conv"] == 1
+    for seed in range(2):
+        feeds = {"x": np.random.default_rng(seed).integers(-16, 17, (1, 16, 9, 15)).astype(np.int8)}
+        got = mcu.run_firmware(bundle.path, target, feeds, tmp_path / f"run{seed}").outputs["y"]
+        np.testing.assert_array_equal(got, host.run(feeds)["y"])

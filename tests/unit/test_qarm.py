@@ -16,6 +16,8 @@ from ember.ops.qarm import (
     folded_bias,
     mve8_weights,
     rq_table,
+    sum_bound,
+    tie_free,
 )
 from ember.ops.qlinear import Requant, fixed_point
 
@@ -173,3 +175,25 @@ def test_dw8_weights_give_two_neighbouring_outputs_per_gathered_window() -> None
             first = int((plane[:, 0:3] * k).sum())
             second = int((plane[:, stride:stride + 3] * k).sum())
             assert int(packed[c, :16] @ lanes) == first and int(packed[c, 16:] @ lanes) == second
+
+
+def test_sum_bound_is_the_largest_sum() -> None:
+    """sum_bound: the largest |bias + sum w * (x - zp)| over every x of the type, reached (brute force over
+    the corners: each weight's term is extreme at one end of x's range), never exceeded."""
+    rng = np.random.default_rng(4)
+    for x_int8, zp in [(True, -128), (True, 5), (False, 0), (False, 131)]:
+        w = rng.integers(-127, 128, (6, 5))
+        bias = tuple(int(b) for b in rng.integers(-5000, 5001, 6))
+        xs = np.array(np.meshgrid(*[[-128, 127] if x_int8 else [0, 255]] * 5)).reshape(5, -1) - zp
+        sums = w @ xs + np.array(bias)[:, None]
+        np.testing.assert_array_equal(sum_bound(w, bias, zp, x_int8), np.abs(sums).max(axis=1))
+
+
+def test_tie_free_per_channel() -> None:
+    """A power-of-two multiplier among others: only its channel is out of the proof (the mixed layer of
+    ops/qarm.py `_tables`); a shift of 32 or less rules the fast form out for the whole layer."""
+    tie, other = fixed_point(0.125), fixed_point(0.0123)
+    rq = Requant((other[0], tie[0], other[0]), (other[1], tie[1], other[1]), 0, -128, 127)
+    assert tie_free(rq, np.array([1000, 1000, 1000])) == [True, False, True]
+    big = fixed_point(0.75)
+    assert tie_free(Requant((big[0],), (big[1],), 0, -128, 127), np.array([10])) is None

@@ -85,7 +85,9 @@ EMBER_INLINE uint8_t ember_qa_requant(int32_t acc, const int32_t *c, int32_t zp,
     }
 }
 /* The requantisation form of a layer (the `fast` of ember_qa_requant): 0 exact, 1 fast, 2 fast onto the
- * whole int8 range (no activation clamp narrower than int8 fused). */
+ * whole int8 range (no activation clamp narrower than int8 fused). A mixed layer (out[3] = 3: convolutions
+ * whose channels all lie in quads, the fast form but for the quads listed in out, ops/qarm.py `_tables`) is
+ * 1 or 2 here; ember_qa_gemm4 tells it apart. */
 EMBER_INLINE int ember_qa_mode(const int32_t *out) {
     return !out[3] ? 0 : out[1] == -128 && out[2] == 127 ? 2 : 1;
 }
@@ -435,6 +437,9 @@ EMBER_INLINE void ember_qa_gemm22s(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, const
     "b 3f\n\t"                                            \
     "7:\n\t"                                              \
     "bmi 4f\n\t"                                          \
+    EMBER_QA_PASSES42(END)
+/* EMBER_QA_LOOP42 after its entry: the passes of eight k pairs (labels 1 .. 4, the entries). */
+#define EMBER_QA_PASSES42(END)                            \
     "1:\n\t"                                              \
     EMBER_QA_BLOCK42 EMBER_QA_BLOCK42                     \
     "2:\n\t"                                              \
@@ -505,8 +510,9 @@ EMBER_INLINE void ember_qa_gemm4_t(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n
 /* ember_qa_gemm4_t's common case, in assembly: two columns, cs = 1, the SSAT requantisation with the zero
  * point in ra (ops/qarm.py `fold_zp`, out[0] = 0: one LDM reads a channel's mult, sh, ra). The context is
  * copied onto the stack (sp + 0: cols, 4: the weights' bytes per quad, 8: y, 12: rs, 16: rq, 20: the end
- * of the quad's weights, 24: the end of W). About 64 instructions per tile outside the products (8 per
- * output; ember_qa_gemm22s: 11). */
+ * of the quad's weights, 24: the end of W, 28: the product loop's entry for this Kp, found once per call and
+ * taken by one LDR PC per tile). About 61 instructions per tile outside the products (under 8 per output;
+ * ember_qa_gemm22s: 11). */
 typedef struct {
     const int16_t *cols;
     int32_t kb;
@@ -533,6 +539,24 @@ EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_gemm42s(
             "ldm r0, {r1, r2, r3, r4, r5, r6, r7, r8}\n\t"
             "push {r1, r2, r3, r4, r5, r6, r7, r8}\n\t"
             "mov r12, r6\n\t" /* the weights */
+            /* the loop's entry for this Kp (EMBER_QA_LOOP42's), once: its address (Thumb bit set) at sp + 28 */
+            "lsls r10, r2, #26\n\t" /* N: bit 5, C: bit 6 */
+            "bcc 7f\n\t"
+            "bmi 8f\n\t"
+            "adr.w r10, 3f\n\t"
+            "b 9f\n\t"
+            "8:\n\t"
+            "adr.w r10, 2f\n\t"
+            "b 9f\n\t"
+            "7:\n\t"
+            "bmi 8f\n\t"
+            "adr.w r10, 1f\n\t"
+            "b 9f\n\t"
+            "8:\n\t"
+            "adr.w r10, 4f\n\t"
+            "9:\n\t"
+            "orr r10, r10, #1\n\t"
+            "str r10, [sp, #28]\n\t"
             "0:\n\t"
             "ldr lr, [sp, #16]\n\t" /* the biases */
             "ldr r0, [lr, #12]\n\t"
@@ -547,7 +571,8 @@ EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_gemm42s(
             "ldr lr, [sp]\n\t"
             "add r11, r12, r10\n\t"
             "str r11, [sp, #20]\n\t"
-            EMBER_QA_LOOP42("20")
+            "ldr pc, [sp, #28]\n\t"
+            EMBER_QA_PASSES42("20")
             "ldr lr, [sp, #16]\n\t"
             EMBER_QA_RQ42("r0", "r1") EMBER_QA_RQ42("r2", "r3") EMBER_QA_RQ42("r4", "r5") EMBER_QA_RQ42("r6", "r7")
             "str lr, [sp, #16]\n\t"
@@ -563,6 +588,9 @@ EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_gemm42s(
 #undef EMBER_QA_RQ42
 #undef EMBER_QA_ST42
 #endif
+EMBER_UNUSED EMBER_NOINLINE static void ember_qa_gemm4x(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n, const int16_t *W,
+                                                        int M4, int Kp, const int16_t *cols, const int32_t *rq,
+                                                        const int32_t *out);
 /* The M4 (a multiple of 4) rows of quads times the n columns. */
 EMBER_INLINE void ember_qa_gemm4(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n, const int16_t *W, int M4, int Kp,
                                  const int16_t *cols, const int32_t *rq, const int32_t *out, int mode) {
@@ -575,10 +603,30 @@ EMBER_INLINE void ember_qa_gemm4(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n, 
         return;
     }
 #endif
-    if (mode) /* the SSAT form's results are the clamped fast form's (lo, hi = -128, 127): one copy less */
+    if (out[3] == 3) /* a mixed layer (its out[0] is 1, not the tile's 0) */
+        ember_qa_gemm4x(y, rs, cs, n, W, M4, Kp, cols, rq, out);
+    else if (mode) /* the SSAT form's results are the clamped fast form's (lo, hi = -128, 127): one copy less */
         ember_qa_gemm4_t(y, rs, cs, n, W, M4, Kp, cols, rq, out, 1);
     else
         ember_qa_gemm4_t(y, rs, cs, n, W, M4, Kp, cols, rq, out, 0);
+}
+/* A mixed layer (out = [1, lo, hi, 3, zero point, count, quads...]): the fast form (its zero point in ra, out's
+ * 0) between the quads listed, the exact one, with the zero point apart, on those. Out of line: the other
+ * layers' callers keep their registers. */
+EMBER_UNUSED EMBER_NOINLINE static void ember_qa_gemm4x(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n, const int16_t *W,
+                                                        int M4, int Kp, const int16_t *cols, const int32_t *rq,
+                                                        const int32_t *out) {
+    const int32_t fast[4] = {0, out[1], out[2], 1}, ex[4] = {out[4], out[1], out[2], 0};
+    const int mode = ember_qa_mode(fast);
+    int m0 = 0, i;
+    for (i = 0; i <= out[5]; ++i) {
+        const int m1 = i < out[5] ? 4 * out[6 + i] : M4;
+        if (m1 > m0)
+            ember_qa_gemm4(y + m0 * rs, rs, cs, n, W + (ptrdiff_t)m0 * Kp, m1 - m0, Kp, cols, rq + 4 * m0, fast, mode);
+        if (i < out[5])
+            ember_qa_gemm4_t(y + m1 * rs, rs, cs, n, W + (ptrdiff_t)m1 * Kp, 4, Kp, cols, rq + 4 * m1, ex, 0);
+        m0 = m1 + 4;
+    }
 }
 /* y = W times the n columns, requantised (ember_qa_gemm2_t); `h` (a constant where inlined): int16 weights. */
 EMBER_INLINE void ember_qa_gemm2_w(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n, const int8_t *W, int M, int Kp,
