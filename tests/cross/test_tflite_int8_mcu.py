@@ -7,13 +7,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import ember
 from tests.cross import require_tools
-from tests.frontends.test_tflite_int8 import micro_outputs
-from tests.frontends.tflite_support import FIXTURES, inputs_for, litert, run_litert
+from tests.cross.tflite_firmware import assert_firmware_bit_exact
+from tests.frontends.tflite_support import FIXTURES
 from tests.support import mcu
 
 MODEL = "kws_cnn_int8"
@@ -27,10 +26,4 @@ def test_tflite_int8_network_on_qemu_bit_exact(tmp_path: Path, target: str, roun
     bundle = ember.compile(path, tmp_path / "out", name="kws", target=target, tflite_rounding=rounding)
     text = (bundle.path / "kws.c").read_text()
     assert len(re.findall(r"^    ember_qarm_(conv|dw3|fc)\(", text, re.M)) >= 3  # not the portable path alone
-    interp = litert(path)
-    xs = inputs_for(interp, 0)
-    names = [v["name"] for v in bundle.manifest["inputs"]]
-    got = mcu.run_firmware(bundle.path, target, dict(zip(names, xs, strict=True)), tmp_path / "run").outputs
-    ref = run_litert(interp, xs) if rounding == "litert" else micro_outputs(path, xs, len(got))
-    for r, v in zip(ref, [got[v["name"]] for v in bundle.manifest["outputs"]], strict=True):
-        np.testing.assert_array_equal(np.asarray(v).reshape(r.shape), r)
+    assert_firmware_bit_exact(bundle, path, target, rounding, tmp_path / "run")
