@@ -86,14 +86,7 @@ static void ember_dwk_block(float *y, const float *x, const float *w, const floa
         ember_dwk_rows(grid, out, wt, bv, OH, OW, 3, 3, sh, dh, dw, row, step, clamp, lo, hi);
     else
         ember_dwk_rows(grid, out, wt, bv, OH, OW, KH, KW, sh, dh, dw, row, step, clamp, lo, hi);
-    /* Any other activation on the outputs while they are one contiguous run (not VL planes of OH*OW). */
-    if (!clamp) ember_act_apply_f32(out, n * EMBER_VL, act, act_a, act_b);
-    for (p0 = 0; p0 < n; p0 += EMBER_VL) {
-        if (p0 > n - EMBER_VL) p0 = n - EMBER_VL;
-        for (k = 0; k < EMBER_VL; ++k) v[k] = EMBER_DW_LD(out + (p0 + k) * EMBER_VL);
-        ember_dw_transpose(v);
-        for (c = 0; c < EMBER_VL; ++c) EMBER_DW_ST(y + (j0 + c) * n + p0, v[c]);
-    }
+    ember_dw_unblock(y, out, n, j0, clamp, act, act_a, act_b);
 }
 
 /* Whether the channel-blocked path takes this 2-D depthwise convolution: multiplier 1, at least a vector

@@ -79,6 +79,23 @@ EMBER_INLINE void ember_dw_transpose(ember_vf *v) {
     }
 }
 
+/* The n output vectors at `out` (a channel per lane, planes j0 .. j0+VL-1) back into those planes of y, each n
+ * pixels: first any activation other than a clamp (applied in registers before), while the outputs are one
+ * contiguous run rather than VL short planes. */
+EMBER_INLINE void ember_dw_unblock(float *y, float *out, ptrdiff_t n, ptrdiff_t j0, int clamp, int act, float act_a,
+                                   float act_b) {
+    ember_vf v[EMBER_VL];
+    ptrdiff_t p0;
+    int c, k;
+    if (!clamp) ember_act_apply_f32(out, n * EMBER_VL, act, act_a, act_b);
+    for (p0 = 0; p0 < n; p0 += EMBER_VL) {
+        if (p0 > n - EMBER_VL) p0 = n - EMBER_VL;
+        for (k = 0; k < EMBER_VL; ++k) v[k] = EMBER_DW_LD(out + (p0 + k) * EMBER_VL);
+        ember_dw_transpose(v);
+        for (c = 0; c < EMBER_VL; ++c) EMBER_DW_ST(y + (j0 + c) * n + p0, v[c]);
+    }
+}
+
 /* EMBER_VL consecutive planes j0.. of the N*C input planes (multiplier 1) at once, a channel per vector
  * lane, for small planes where per-plane overheads would dominate: the planes transposed into `grid`, a
  * (H + 2) x (W + 2) grid of channel vectors whose zero border is the padding (written once per call by
@@ -118,14 +135,7 @@ static void ember_dw3_blocked(float *y, const float *x, const float *w, const fl
             acc += wv[6] * EMBER_DW_LD(d) + wv[7] * EMBER_DW_LD(d + EMBER_VL) + wv[8] * EMBER_DW_LD(d + 2 * EMBER_VL);
             EMBER_DW_ST(out + ((ptrdiff_t)oh * OW + ow) * EMBER_VL, ember_dw_clamp(acc, clamp, lo, hi));
         }
-    /* Any other activation on the outputs while they are one contiguous run (not VL short planes). */
-    if (!clamp) ember_act_apply_f32(out, n * EMBER_VL, act, act_a, act_b);
-    for (p0 = 0; p0 < n; p0 += EMBER_VL) {
-        if (p0 > n - EMBER_VL) p0 = n - EMBER_VL;
-        for (k = 0; k < EMBER_VL; ++k) v[k] = EMBER_DW_LD(out + (p0 + k) * EMBER_VL);
-        ember_dw_transpose(v);
-        for (c = 0; c < EMBER_VL; ++c) EMBER_DW_ST(y + (j0 + c) * n + p0, v[c]);
-    }
+    ember_dw_unblock(y, out, n, j0, clamp, act, act_a, act_b);
 }
 #endif
 /*@end*/
