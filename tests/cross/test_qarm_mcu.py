@@ -61,6 +61,17 @@ def geometry_model() -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def _int8_pair(tmp_path: Path, model: onnx.ModelProto, calib: np.ndarray,
+               target: str) -> tuple[ember.Bundle, ember.Bundle]:
+    """`model` quantized to int8 (int8 I/O) from `ember profile` on `calib`, compiled for the host and for target."""
+    onnx.save(model, tmp_path / "m.onnx")
+    np.save(tmp_path / "calib.npy", calib)
+    assert main(["profile", str(tmp_path / "m.onnx"), str(tmp_path / "calib.npy"), "-o", str(tmp_path / "p.yaml")]) == 0
+    opts = {"quantize": "int8", "profile": str(tmp_path / "p.yaml"), "io": "int8"}
+    host = ember.compile(tmp_path / "m.onnx", tmp_path / "host", **opts)
+    return host, ember.compile(tmp_path / "m.onnx", tmp_path / target, target=target, **opts)
+
+
 def _qarm_calls(bundle: ember.Bundle) -> dict[str, int]:
     """Calls in the entry point's body (whose first argument is a cast output pointer, ops/qarm.py)."""
     text = (bundle.path / f"{bundle.name}.c").read_text()
@@ -83,12 +94,7 @@ CALLS["cortex-m33"] = CALLS["cortex-m4"]
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m33", "cortex-m55"])
 def test_geometry_int8_on_qemu_equals_host(tmp_path: Path, target: str) -> None:
     require_tools(target, mcu.missing_tools(target))
-    onnx.save(geometry_model(), tmp_path / "g.onnx")
-    np.save(tmp_path / "calib.npy", RNG.normal(0, 1, (8, 3, 13, 17)).astype(np.float32))
-    assert main(["profile", str(tmp_path / "g.onnx"), str(tmp_path / "calib.npy"), "-o", str(tmp_path / "p.yaml")]) == 0
-    opts = {"quantize": "int8", "profile": str(tmp_path / "p.yaml"), "io": "int8"}
-    host = ember.compile(tmp_path / "g.onnx", tmp_path / "host", **opts)
-    bundle = ember.compile(tmp_path / "g.onnx", tmp_path / target, target=target, **opts)
+    host, bundle = _int8_pair(tmp_path, geometry_model(), RNG.normal(0, 1, (8, 3, 13, 17)).astype(np.float32), target)
     assert _qarm_calls(bundle) == CALLS[target]
     x = {"x": RNG.integers(-128, 128, (2, 3, 13, 17)).astype(np.int8)}
     got = mcu.run_firmware(bundle.path, target, x, tmp_path / "run").outputs["y"]
@@ -126,12 +132,7 @@ def test_int16_weight_loop_entries_on_qemu_equal_host(tmp_path: Path) -> None:
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
     model = helper.make_model(helper.make_graph(nodes, "loops", [x], [y], inits),
                               opset_imports=[helper.make_opsetid("", 17)])
-    onnx.save(model, tmp_path / "m.onnx")
-    np.save(tmp_path / "calib.npy", RNG.normal(0, 1, (8, 5, 9, 11)).astype(np.float32))
-    assert main(["profile", str(tmp_path / "m.onnx"), str(tmp_path / "calib.npy"), "-o", str(tmp_path / "p.yaml")]) == 0
-    opts = {"quantize": "int8", "profile": str(tmp_path / "p.yaml"), "io": "int8"}
-    host = ember.compile(tmp_path / "m.onnx", tmp_path / "host", **opts)
-    bundle = ember.compile(tmp_path / "m.onnx", tmp_path / target, target=target, **opts)
+    host, bundle = _int8_pair(tmp_path, model, RNG.normal(0, 1, (8, 5, 9, 11)).astype(np.float32), target)
     assert _qarm_calls(bundle)["ember_qarm_conv"] == 5
     feeds = {"x": RNG.integers(-128, 128, (1, 5, 9, 11)).astype(np.int8)}
     got = mcu.run_firmware(bundle.path, target, feeds, tmp_path / "run").outputs["y"]
@@ -162,12 +163,7 @@ def test_channel_quads_on_qemu_equal_host(tmp_path: Path) -> None:
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
     model = helper.make_model(helper.make_graph(nodes, "quads", [x], [y], inits),
                               opset_imports=[helper.make_opsetid("", 17)])
-    onnx.save(model, tmp_path / "m.onnx")
-    np.save(tmp_path / "calib.npy", RNG.normal(0, 1, (8, 5, 7, 11)).astype(np.float32))
-    assert main(["profile", str(tmp_path / "m.onnx"), str(tmp_path / "calib.npy"), "-o", str(tmp_path / "p.yaml")]) == 0
-    opts = {"quantize": "int8", "profile": str(tmp_path / "p.yaml"), "io": "int8"}
-    host = ember.compile(tmp_path / "m.onnx", tmp_path / "host", **opts)
-    bundle = ember.compile(tmp_path / "m.onnx", tmp_path / target, target=target, **opts)
+    host, bundle = _int8_pair(tmp_path, model, RNG.normal(0, 1, (8, 5, 7, 11)).astype(np.float32), target)
     calls = _qarm_calls(bundle)
     assert calls["ember_qarm_conv"] == 4 and calls["ember_qarm_dw3"] == 3, calls
     for seed in range(2):
@@ -205,12 +201,7 @@ def test_helium_int8_columns_on_qemu_equal_host(tmp_path: Path, shape: tuple[int
     target = "cortex-m55"
     require_tools(target, mcu.missing_tools(target))
     model = _helium8_model(shape)
-    onnx.save(model, tmp_path / "m.onnx")
-    np.save(tmp_path / "calib.npy", RNG.normal(0, 1, (4, *shape[1:])).astype(np.float32))
-    assert main(["profile", str(tmp_path / "m.onnx"), str(tmp_path / "calib.npy"), "-o", str(tmp_path / "p.yaml")]) == 0
-    opts = {"quantize": "int8", "profile": str(tmp_path / "p.yaml"), "io": "int8"}
-    host = ember.compile(tmp_path / "m.onnx", tmp_path / "host", **opts)
-    bundle = ember.compile(tmp_path / "m.onnx", tmp_path / target, target=target, **opts)
+    host, bundle = _int8_pair(tmp_path, model, RNG.normal(0, 1, (4, *shape[1:])).astype(np.float32), target)
     assert _qarm_calls(bundle)["ember_qarm_conv_mve8"] == len(model.graph.node) - (shape[1] != 3)
     feeds = {"x": RNG.integers(-128, 128, shape).astype(np.int8)}
     got = mcu.run_firmware(bundle.path, target, feeds, tmp_path / "run").outputs["y"]
