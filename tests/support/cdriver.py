@@ -9,11 +9,16 @@ files named on the command line.
 
 from __future__ import annotations
 
+import ctypes
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
 import numpy as np
+import pytest
+
+from ember.codegen.library import assemble
 
 SANITIZE = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g")
 # A C array initializer this large takes the C compiler longer than the rest of a test.
@@ -155,3 +160,16 @@ def compile_werror(bundle: Path, obj: Path) -> None:
     man = manifest(bundle)
     run_cmd(["cc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-ffreestanding", "-I", str(bundle),
              "-c", str(Path(bundle) / f"{man['name']}.c"), "-o", str(obj)])
+
+
+def kernel_library(folder: Path, kernels: set[str], driver: str, opt: str = "-O2") -> ctypes.CDLL:
+    """ember's C kernels `kernels` (with what they require) and the C `driver` calling them, built for this CPU
+    as a shared library warning-free under -Wall -Wextra; skips the test where there is no C compiler."""
+    cc = shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    src, so = folder / "kernels.c", folder / "kernels.so"
+    src.write_text("#include <stddef.h>\n#include <stdint.h>\n" + assemble(kernels) + driver)
+    subprocess.run([cc, opt, "-march=native", "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", str(src), "-o",
+                    str(so)], check=True)
+    return ctypes.CDLL(str(so))

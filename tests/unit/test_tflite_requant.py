@@ -6,16 +6,13 @@ layer requantises through compute the same integers as the formula the bit-exact
 from __future__ import annotations
 
 import ctypes
-import shutil
-import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from ember.codegen.library import assemble
 from ember.frontends.tflite.exact import multiply
 from ember.ops.qlinear import DOUBLE, SINGLE, tflite_multiplier
+from tests.support.cdriver import kernel_library
 
 DRIVER = """
 void run(uint8_t *y, const int32_t *acc, int n, int32_t mult, int shift, int32_t zp) {
@@ -29,16 +26,7 @@ void run16(uint8_t *y, const int32_t *acc, int n, int32_t mult, int shift, int32
 
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
-    cc = shutil.which("cc")
-    if cc is None:
-        pytest.skip("no C compiler")
-    d = tmp_path_factory.mktemp("requant")
-    src = d / "rq.c"
-    src.write_text("#include <stddef.h>\n#include <stdint.h>\n" + assemble({"ember_qrun"}) + DRIVER)
-    so = d / "rq.so"
-    subprocess.run([cc, "-O3", "-march=native", "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", str(src), "-o",
-                    str(so)], check=True)
-    return ctypes.CDLL(str(Path(so)))
+    return kernel_library(tmp_path_factory.mktemp("requant"), {"ember_qrun"}, DRIVER, "-O3")
 
 
 @pytest.mark.parametrize("rounding", [SINGLE, DOUBLE])

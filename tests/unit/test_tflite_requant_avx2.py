@@ -9,13 +9,11 @@ host C compiler does not target AVX2 (the vector code is not built there)."""
 from __future__ import annotations
 
 import ctypes
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
 
-from ember.codegen.library import assemble
+from tests.support.cdriver import kernel_library
 
 DRIVER = """
 int has_qt8(void) {
@@ -78,16 +76,7 @@ I32_MIN, I32_MAX = -(2**31), 2**31 - 1
 
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
-    cc = shutil.which("cc")
-    if cc is None:
-        pytest.skip("no C compiler")
-    d = tmp_path_factory.mktemp("qt8")
-    src = d / "qt8.c"
-    src.write_text("#include <stddef.h>\n#include <stdint.h>\n" + assemble({"ember_qround", "ember_qadd"}) + DRIVER)
-    so = d / "qt8.so"
-    subprocess.run([cc, "-O2", "-march=native", "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", str(src), "-o",
-                    str(so)], check=True)
-    lib = ctypes.CDLL(str(so))
+    lib = kernel_library(tmp_path_factory.mktemp("qt8"), {"ember_qround", "ember_qadd"}, DRIVER)
     if not lib.has_qt8():
         pytest.skip("the host compiler does not target AVX2")
     return lib
