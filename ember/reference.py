@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,25 @@ def open_reference(model: str, fmt: str, input_names: list[str], output_names: l
     return _OnnxRuntime(model)
 
 
+def onnxruntime_session(model: str | bytes, options: Any = None) -> Any:
+    """An onnxruntime CPU session on `model` (a path or serialized bytes). onnx stamps new models with its
+    newest IR version, which an older onnxruntime (ember supports 1.20 on) refuses although it runs every
+    operator in them: then the model is opened again stamped with the lowest IR version its opsets need."""
+    import onnxruntime as ort
+
+    providers = ["CPUExecutionProvider"]
+    try:
+        return ort.InferenceSession(model, options, providers=providers)
+    except Exception as e:  # onnxruntime raises its own exception types
+        if "Unsupported model IR version" not in str(e):
+            raise
+        import onnx
+
+        proto = onnx.load_model_from_string(model) if isinstance(model, bytes) else onnx.load(model)
+        proto.ir_version = onnx.helper.find_min_ir_version_for(list(proto.opset_import), ignore_unknown=True)
+        return ort.InferenceSession(proto.SerializeToString(), options, providers=providers)
+
+
 def _first_line(e: BaseException) -> str:
     s = str(e).strip()
     return s.splitlines()[0] if s else type(e).__name__
@@ -33,12 +53,10 @@ def _first_line(e: BaseException) -> str:
 
 class _OnnxRuntime(Reference):
     def __init__(self, model: str) -> None:
+        if importlib.util.find_spec("onnxruntime") is None:
+            raise EmberError("ember validate needs onnxruntime: pip install 'ember[validate]'")
         try:
-            import onnxruntime as ort
-        except ImportError:
-            raise EmberError("ember validate needs onnxruntime: pip install 'ember[validate]'") from None
-        try:
-            self.sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+            self.sess = onnxruntime_session(model)
         except Exception as e:  # onnxruntime raises its own exception types
             raise EmberError(f"{model}: onnxruntime cannot load it ({_first_line(e)})") from None
         self.names = [o.name for o in self.sess.get_outputs()]

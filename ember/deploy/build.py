@@ -4,6 +4,7 @@ request, every model validated against onnxruntime and timed (host bundles)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import shutil
@@ -275,18 +276,17 @@ def _feeds(dep: DeployFile, b: Built) -> dict[str, np.ndarray]:
 
 
 def _validate(dep: DeployFile, b: Built) -> dict[str, Any]:
+    from ember.reference import onnxruntime_session
     from ember.runtime.loader import load
     from ember.validate import compare
 
-    try:
-        import onnxruntime as ort
-    except ImportError:
-        raise DeployError("ember deploy --validate needs onnxruntime: pip install 'ember[validate]'") from None
+    if importlib.util.find_spec("onnxruntime") is None:
+        raise DeployError("ember deploy --validate needs onnxruntime: pip install 'ember[validate]'")
     spec = b.model.spec
     threshold = spec.threshold if spec.threshold is not None else (
         0.99 if spec.quantize or spec.weights == "int8" else 0.999)
     feeds = _feeds(dep, b)
-    sess = ort.InferenceSession(str(b.model.path), providers=["CPUExecutionProvider"])
+    sess = onnxruntime_session(str(b.model.path))
     ref = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds), strict=True))
     got = load(b.folder, b.model.name).run(feeds)
     worst = {"cosine": 1.0, "max_abs_error": 0.0}

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from ember.reference import onnxruntime_session
 from tests.cli.helpers import ember, one_error_line
 
 # Every name the obfuscated model holds: none may reach the library's files.
@@ -185,7 +185,7 @@ def test_one_library_runs_both_models_from_c(deployed, models, tmp_path):
     assert res.stdout.splitlines() == [f"models 2 arena {max(acts)}", "model_0 input_0 float32 1 4 1 1",
                                        "mlp feature_vec float32 2 5"]
     for model, x, got, shape in (("convnet.onnx", x0, "out0.bin", (1, 4, 1, 1)), ("mlp.onnx", x1, "out1.bin", (2, 5))):
-        sess = ort.InferenceSession(str(models / model), providers=["CPUExecutionProvider"])
+        sess = onnxruntime_session(str(models / model))
         ref = sess.run(None, {sess.get_inputs()[0].name: x})[0]
         np.testing.assert_allclose(np.fromfile(tmp_path / got, np.float32).reshape(shape), ref, rtol=1e-4, atol=1e-5)
 

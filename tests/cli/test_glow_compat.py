@@ -16,6 +16,7 @@ import yaml
 from onnx import TensorProto, helper, numpy_helper
 
 from ember.glow import classifier, compiler, targets
+from ember.reference import onnxruntime_session
 from ember.runtime.loader import load
 
 ort = pytest.importorskip("onnxruntime")
@@ -84,7 +85,7 @@ def gray(path: Path, scale: float = 1 / 255) -> np.ndarray:
 
 
 def reference(model: Path, feeds: dict[str, np.ndarray]) -> np.ndarray:
-    return ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    return onnxruntime_session(str(model)).run(None, feeds)[0]
 
 
 def run_tool(tool, args: str | list[str], capsys) -> tuple[int, str, str]:

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ember.reference import onnxruntime_session
 from tests.cross import require_tools
 from tests.support.models import assert_close
 
@@ -36,9 +37,7 @@ def _run(cmd: list[str], cwd: Path, stderr: bool = False, **env: str) -> str:
 
 
 def _reference(model: Path, x: np.ndarray) -> np.ndarray:
-    import onnxruntime as ort
-
-    return ort.InferenceSession(str(model)).run(None, {"data": x})[0].reshape(-1)
+    return onnxruntime_session(str(model)).run(None, {"data": x})[0].reshape(-1)
 
 
 def _probabilities(text: str) -> np.ndarray:

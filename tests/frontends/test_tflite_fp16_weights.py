@@ -10,6 +10,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 import ember
+from ember.reference import onnxruntime_session
 from tests.frontends.tflite_support import FIXTURES, inputs_for, litert, run_ember, run_litert
 
 
@@ -55,7 +56,6 @@ def _onnx_conv(path: Path) -> Path:
 def test_onnx_fp16_weights_against_onnxruntime(tmp_path: Path) -> None:
     """ONNX float weights rounded to float16 at compile time: relative weight error <= 2^-11, so outputs stay
     within 2e-3 of onnxruntime's output range here (README: typically 1e-3); NAME.weights.bin halves."""
-    import onnxruntime as ort
 
     model = _onnx_conv(tmp_path / "conv.onnx")
     full = ember.compile(model, tmp_path / "f32", opt_level=1)
@@ -64,7 +64,7 @@ def test_onnx_fp16_weights_against_onnxruntime(tmp_path: Path) -> None:
     assert half.manifest["weights"]["bytes"]["float16"] == (16 * 8 * 9 + 16 * 36 * 10) * 2
     size = {k: (tmp_path / k / "conv.weights.bin").stat().st_size for k in ("f32", "f16")}
     assert size["f16"] <= 0.55 * size["f32"], size
-    sess = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    sess = onnxruntime_session(str(model))
     x = np.random.default_rng(1).standard_normal((1, 8, 6, 6)).astype(np.float32)
     want = sess.run(None, {"x": x})[0]
     span = float(want.max() - want.min())

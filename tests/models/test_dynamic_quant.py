@@ -13,6 +13,7 @@ import pytest
 from onnxruntime.quantization import QuantType, quantize_dynamic
 
 import ember
+from ember.reference import onnxruntime_session
 from tests.support.models import assert_outputs_match, reference_outputs
 
 torch = pytest.importorskip("torch")
@@ -30,7 +31,7 @@ def _fused_by_onnxruntime(src: Path, dst: Path) -> None:
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
     options.optimized_model_filepath = str(dst)
-    ort.InferenceSession(str(src), options, providers=["CPUExecutionProvider"])
+    onnxruntime_session(str(src), options)
 
 
 @pytest.mark.parametrize("weights", ["int8", "uint8", "int8_per_channel"])

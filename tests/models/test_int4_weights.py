@@ -21,6 +21,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import ember
 from ember.errors import UnsupportedOperatorError
+from ember.reference import onnxruntime_session
 from tests.support import cdriver
 from tests.support.models import assert_close
 
@@ -43,7 +44,7 @@ def _onnxruntime(path: Path, feeds: dict[str, np.ndarray]) -> np.ndarray:
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
     opts.add_session_config_entry("session.qdq_matmulnbits_accuracy_level", "0")
-    return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"]).run(["y"], feeds)[0]
+    return onnxruntime_session(str(path), opts).run(["y"], feeds)[0]
 
 
 def _run(model: onnx.ModelProto, x_shape: list[int], tmp_path: Path, packed_bytes: int, asan: bool = False) -> int:

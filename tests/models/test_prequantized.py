@@ -20,12 +20,12 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic, quantize_static
 
 import ember
+from ember.reference import onnxruntime_session
 from tests.support import cdriver
 from tests.support.models import reference_outputs
 
@@ -156,7 +156,7 @@ def test_qdq_model_matches_onnxruntime(tmp_path: Path, name: str, config: str) -
     assert not float_ops & set(ops), f"not folded into integer kernels: {ops}"
     # Softmax stays float (dequantize -> softmax -> quantize); the rest is integer.
     assert ops.count("DequantizeLinear") == (2 if name == "mobilenet_block" else 1), ops
-    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    session = onnxruntime_session(str(path))
     step = _step(path, "y")
     for feeds in _inputs(onnx.load(path)):
         got = bundle.run(feeds)["y"]
@@ -183,7 +183,7 @@ def test_dynamic_quantized_model_matches_onnxruntime(tmp_path: Path, name: str) 
     bundle = ember.compile(path, tmp_path / "out", opt_level=1)
     ops = _ops(bundle)
     assert "QMatMul" in ops and "DynamicQuantizeLinear" in ops and "MatMul" not in ops and "Conv" not in ops, ops
-    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    session = onnxruntime_session(str(path))
     for feeds in _inputs(onnx.load(path)):
         got, ref = bundle.run(feeds)["y"], reference_outputs(path, feeds)["y"]
         np.testing.assert_allclose(got, ref, rtol=0, atol=1e-6 * np.abs(ref).max())

@@ -12,6 +12,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import ember
+from ember.reference import onnxruntime_session
 
 # (M, K, N): M covers 1, 4-row and 6-row tiles and their mixes (8 = 4 + 4, 9 = 4 + 4 + 1, 13 = 6 + 6 + 1,
 # 32 = 4 x 6 + 4 + 4, 128 = 20 x 6 + 4 + 4); K one and several K blocks with a remainder; N whole panels (16
@@ -63,7 +64,6 @@ def _model(path: Path, rng: np.random.Generator) -> tuple[dict[str, np.ndarray],
 def test_tile_edges_match_onnxruntime(tmp_path: Path, cpu: str) -> None:
     if cpu == "x86-64-v3" and not _have_avx2():
         pytest.skip("needs AVX2 + FMA to run an x86-64-v3 bundle")
-    import onnxruntime as ort
 
     feed, names = _model(tmp_path / "tiles.onnx", np.random.default_rng(7))
     bundle = ember.compile(tmp_path / "tiles.onnx", tmp_path / "out", cpu=cpu)
@@ -71,7 +71,7 @@ def test_tile_edges_match_onnxruntime(tmp_path: Path, cpu: str) -> None:
     if cpu == "x86-64-v3":
         assert ops.count("MatMulPanels") == len(PANEL_SHAPES)
     got = bundle.run(feed)
-    want = ort.InferenceSession(str(tmp_path / "tiles.onnx"), providers=["CPUExecutionProvider"]).run(names, feed)
+    want = onnxruntime_session(str(tmp_path / "tiles.onnx")).run(names, feed)
     for name, w in zip(names, want, strict=True):
         # float32 sums of up to 520 products of unit normals: |error| well under 1e-4 of sqrt(K)-sized values
         np.testing.assert_allclose(got[name], w, rtol=1e-4, atol=1e-4, err_msg=name)

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import helper, numpy_helper
 
@@ -23,6 +22,7 @@ import ember
 from ember.codegen import library
 from ember.config import CompileOptions
 from ember.driver import build_graph
+from ember.reference import onnxruntime_session
 from tests.support import cdriver
 
 RNG = np.random.default_rng(23)
@@ -128,7 +128,7 @@ def test_qadd_paths(tmp_path: Path, adds: tuple) -> None:
     assert [n["op"] for n in native.manifest["nodes"]].count("QAdd") == len(ADDS)
     got, portable = native.run(feeds), _compile(tmp_path / "portable", model, "x86-64").run(feeds)
     ref = _integer_reference(tmp_path / "native" / "m.onnx", feeds)
-    sess = ort.InferenceSession(ort_model.SerializeToString(), providers=["CPUExecutionProvider"])
+    sess = onnxruntime_session(ort_model.SerializeToString())
     ort_out = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds), strict=True))
     for name in ADDS:
         y = got[f"{name}_y"].astype(np.int64)
@@ -170,7 +170,7 @@ def test_qmaxpool_paths(tmp_path: Path, dtype: type, cpu: str | None) -> None:
     # the reference: onnxruntime's MaxPool on the integers themselves (ONNX's evaluator fails on some pads)
     ref_model = _model([helper.make_node("MaxPool", [f"{n}_x"], [f"{n}_y"], **a) for n, (_, a) in POOLS.items()],
                        feeds, {}, [f"{n}_y" for n in POOLS])
-    ref = ort.InferenceSession(ref_model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    ref = onnxruntime_session(ref_model.SerializeToString()).run(None, feeds)
     for n, r in zip(POOLS, ref, strict=True):
         np.testing.assert_array_equal(got[f"{n}_y"], r, err_msg=n)
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import helper
 from onnx.reference import ReferenceEvaluator
 
 import ember
+from ember.reference import onnxruntime_session
 from tests.ops.test_quant_kernels import _f32, _model
 
 RNG = np.random.default_rng(2024)
@@ -53,7 +53,7 @@ def _run(tmp_path: Path, model: onnx.ModelProto, feeds: dict[str, np.ndarray], c
     bundle = ember.compile(folder / "m.onnx", folder / "out", **({"cpu": cpu} if cpu else {}))
     ops = [n["op"] for n in bundle.manifest["nodes"]]
     if runtime:
-        ref = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+        ref = onnxruntime_session(model.SerializeToString()).run(None, feeds)[0]
     else:
         ref = ReferenceEvaluator(model).run(None, feeds)[0]
     return bundle.run(feeds)["y"], ref, ops

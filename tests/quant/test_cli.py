@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import onnxruntime as ort
 import pytest
 import yaml
 
 from ember.cli import main
+from ember.reference import onnxruntime_session
 from tests.quant.conftest import build_cnn, calibration_data
 
 
@@ -35,7 +35,7 @@ def test_profile_then_quantized_compile(cnn: Path, tmp_path: Path, capsys: pytes
     from ember.runtime.loader import load
 
     bundle = load(tmp_path / "q")
-    sess = ort.InferenceSession(str(cnn), providers=["CPUExecutionProvider"])
+    sess = onnxruntime_session(str(cnn))
     agree = 0
     for x in calibration_data(8, seed=11):
         got, ref = bundle.run({"x": x[None]})["prob"], sess.run(None, {"x": x[None]})[0]

@@ -12,6 +12,7 @@ import pytest
 import ember
 from ember.cli import main
 from ember.quant.schema import SCHEMAS
+from ember.reference import onnxruntime_session
 from tests.support.cache import locked, shared_root
 
 
@@ -88,9 +89,8 @@ def _predict(bundle: ember.Bundle, x: np.ndarray) -> np.ndarray:
 def float_accuracy(digits: dict[str, Any]) -> float:
     bundle = ember.compile(digits["model"], digits["folder"] / "float")
     logits = _predict(bundle, digits["x"])
-    import onnxruntime as ort
 
-    sess = ort.InferenceSession(str(digits["model"]), providers=["CPUExecutionProvider"])
+    sess = onnxruntime_session(str(digits["model"]))
     ref = np.concatenate([sess.run(None, {"image": s[None]})[0] for s in digits["x"]])
     span = ref.max() - ref.min()
     assert np.abs(logits - ref).max() <= 1e-4 * span  # the float bundle matches onnxruntime

@@ -14,6 +14,7 @@ import yaml
 from PIL import Image
 
 import ember
+from ember.reference import onnxruntime_session
 from ember.runtime.profile import ProfileProgress, profile_model
 from tests.quant.conftest import calibration_data
 
@@ -28,7 +29,7 @@ def _all_tensors(model: Path, names: list[str], samples: np.ndarray) -> dict[str
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    sess = ort.InferenceSession(m.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    sess = onnxruntime_session(m.SerializeToString(), opts)
     outs = [o.name for o in sess.get_outputs()]
     per_sample = [dict(zip(outs, sess.run(outs, {"x": s[None]}), strict=True)) | {"x": s[None]} for s in samples]
     return {n: np.stack([r[n] for r in per_sample]) for n in names}
@@ -64,7 +65,7 @@ def test_capture_hooks_compile_away(cnn: Path, tmp_path: Path) -> None:
     # The normal object calls no capture function (write_bundle's freestanding check passed too).
     assert "ember_capture_tensor" not in bundle.footprint["undefined_symbols"]
     x = calibration_data(1)
-    sess = ort.InferenceSession(str(cnn), providers=["CPUExecutionProvider"])
+    sess = onnxruntime_session(str(cnn))
     np.testing.assert_allclose(bundle.run({"x": x})["prob"], sess.run(None, {"x": x})[0], rtol=1e-4, atol=1e-6)
 
 

@@ -18,6 +18,7 @@ from ember.ir.graph import Graph
 from ember.passes.pipeline import Purpose
 from ember.quant.quantize import QuantConfig, quantize_graph, read_profile
 from ember.quant.schema import SCHEMAS, is_power_of_two
+from ember.reference import onnxruntime_session
 from tests.quant.conftest import calibration_data
 from tests.quant.ir_onnx import to_onnx
 
@@ -32,7 +33,7 @@ def _session(graph_or_path) -> ort.InferenceSession:
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
     src = graph_or_path if isinstance(graph_or_path, str) else to_onnx(graph_or_path).SerializeToString()
-    return ort.InferenceSession(src, opts, providers=["CPUExecutionProvider"])
+    return onnxruntime_session(src, opts)
 
 
 def _nodes(graph: Graph, op: str) -> list:

@@ -19,6 +19,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from ember.reference import onnxruntime_session
+
 OPSET = 17  # LayerNormalization exists from 17; every runtime we compare with supports it
 
 
@@ -397,7 +399,7 @@ def onnxruntime_outputs(path: Path, inputs: dict[str, np.ndarray]) -> dict[str, 
 
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1  # the tests run two workers on two cores
-    sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    sess = onnxruntime_session(str(path), opts)
     names = [o.name for o in sess.get_outputs()]
     return dict(zip(names, sess.run(names, inputs), strict=True))
 

@@ -19,6 +19,7 @@ from ember.config import CompileOptions
 from ember.driver import load_graph
 from ember.errors import OptionError
 from ember.passes.conv_algorithms import choose_conv_algorithms
+from ember.reference import onnxruntime_session
 from ember.toolchain.cpus import CPUS, DEFAULT_FAMILY, FAMILIES, detect, resolve_cpu
 
 # /proc/cpuinfo's first processor, cut to the fields detection reads (flags shortened).
@@ -133,9 +134,8 @@ def test_cpu_choice_reaches_the_bundle_and_runs_here(tmp_path: Path) -> None:
         assert f"#define EMBER_MM_KC {family.mm_kc}" in source
         assert f"#define EMBER_MM_PREFETCH {int(family.mm_prefetch)}" in source
         results.append(ember.load(out).run({"x": x})["y"])
-    import onnxruntime as ort
 
-    (want,) = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    (want,) = onnxruntime_session(str(model)).run(None, {"x": x})
     for y in results:
         np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
 
@@ -156,10 +156,9 @@ def test_avx2_packs_constant_matmul_weights_in_panels(tmp_path: Path) -> None:
     flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
     if " avx2" not in flags or " fma" not in flags:
         return
-    import onnxruntime as ort
 
     x = rng.standard_normal((2, 7, 48)).astype(np.float32)
     bundle = ember.compile(tmp_path / "mm.onnx", tmp_path / "out", cpu="x86-64-v3")
     assert [n["op"] for n in bundle.manifest["nodes"]] == ["MatMulPanels+Relu"]  # Relu runs in the tiles
-    (want,) = ort.InferenceSession(str(tmp_path / "mm.onnx"), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    (want,) = onnxruntime_session(str(tmp_path / "mm.onnx")).run(None, {"x": x})
     np.testing.assert_allclose(bundle.run({"x": x})["y"], want, rtol=1e-5, atol=1e-5)

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -17,6 +16,7 @@ from ember.ops.epilogue import Epilogue
 from ember.passes.fold_batchnorm import fold_batchnorm
 from ember.passes.fold_constants import fold_constants
 from ember.passes.fuse_activation import fuse_activation
+from ember.reference import onnxruntime_session
 
 RNG = np.random.default_rng(7)
 F = TensorProto.FLOAT
@@ -53,7 +53,7 @@ def _check_numerics(model: onnx.ModelProto, tmp_path: Path) -> None:
     onnx.save(model, path)
     feeds = {i.name: RNG.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim]).astype(np.float32)
              for i in model.graph.input}
-    ref = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)
+    ref = onnxruntime_session(str(path)).run(None, feeds)
     got = ember.compile(path, tmp_path / "out").run(feeds)
     for o, r in zip(model.graph.output, ref, strict=True):
         np.testing.assert_allclose(got[o.name], r, rtol=1e-4, atol=1e-4)
@@ -177,7 +177,7 @@ def test_float16_conv_relu_and_matmul(tmp_path) -> None:
     path = tmp_path / "m.onnx"
     onnx.save(model, path)
     feeds = {"x": _w(1, 3, 5, 5).astype(np.float16), "m": _w(2, 3, 5).astype(np.float16)}
-    ref = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)
+    ref = onnxruntime_session(str(path)).run(None, feeds)
     got = ember.compile(path, tmp_path / "out").run(feeds)
     for name, r in zip(("y", "z"), ref, strict=True):
         assert got[name].dtype == np.float16
