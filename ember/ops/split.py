@@ -27,13 +27,15 @@ from ember.ir.dtypes import DType
 from ember.ir.graph import Node
 from ember.ops import registry
 from ember.ops.attention import split_rows
-from ember.ops.conv import _conv_parts, _im2col_block, blocked_pointwise
+from ember.ops.conv import RESIDUAL, _conv_parts, _im2col_block, blocked_pointwise
 from ember.ops.epilogue import epilogue_args
 from ember.ops.parallel import Slice, Split, contiguous_axis, cuttable, with_part_scratch
 
 # Output channels per part boundary: whole row tiles of the matmul kernels and whole vectors of the
 # depthwise kernels, so each part runs the code paths the whole call would.
 CHANNEL_ALIGN = 8
+# A convolution's fused residual (input 3, shaped as its output) is cut as its output is.
+_RES = Slice(RESIDUAL, 1)
 ROW_ALIGN = 4
 DEPTHWISE_INT8_ALIGN = 16
 # Output pixels per part boundary of a 1x1 conv divided by columns: whole strips of the widest vectors.
@@ -56,7 +58,8 @@ def _split_conv(node: Node) -> Split | None:
     geo, group, m, depthwise, direct = _conv_parts(node)
     bias, out = Slice(2, 0), Slice(0, 1, out=True)
     if depthwise and m == geo.channels:
-        return Split(m, CHANNEL_ALIGN, (Slice(0, 1), Slice(1, 0), bias, out), attrs=lambda lo, hi: {"group": hi - lo})
+        return Split(m, CHANNEL_ALIGN, (Slice(0, 1), Slice(1, 0), bias, out, _RES),
+                     attrs=lambda lo, hi: {"group": hi - lo})
     if group != 1:
         return None
     if direct and geo.pixels >= max(m, PIXEL_ALIGN * 4):
@@ -68,7 +71,7 @@ def _split_conv(node: Node) -> Split | None:
         # build only their own columns of it, but each packs all of the weights (K x M) for the matmul:
         # pixels where they are the bigger operand.
         return Split(geo.pixels, IM2COL_ALIGN, (), lower=_lower_im2col_columns)
-    return Split(m, CHANNEL_ALIGN, (Slice(1, 0), bias, out))
+    return Split(m, CHANNEL_ALIGN, (Slice(1, 0), bias, out, _RES))
 
 
 def _lower_im2col_columns(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:
@@ -83,8 +86,12 @@ def _lower_im2col_columns(node: Node, k: KernelEmitter, lo: int, hi: int) -> Non
     with k.w.block(f"for (ptrdiff_t {q} = {lo}; {q} < {hi}; {q} += {qb})"):
         k.line(f"const int {nq} = {hi} - {q} < {qb} ? (int)({hi} - {q}) : {qb};")
         k.call("ember_im2col_f32", col, nq, k.inp(0), geo.channels, tab, q, nq)
-        k.call("ember_matmul_f32", f"{k.out(0)} + {q}", geo.pixels, k.inp(1), kk, 1, col, nq, m, nq, kk, "1.0f",
-               bias, 1, 0, "1.0f", *epilogue_args(node))
+        if node.input(RESIDUAL) is not None:
+            k.call("ember_matmul_res_f32", f"{k.out(0)} + {q}", geo.pixels, k.inp(1), kk, 1, col, nq, m, nq, kk,
+                   bias, f"{k.inp(RESIDUAL)} + {q}", *epilogue_args(node))
+        else:
+            k.call("ember_matmul_f32", f"{k.out(0)} + {q}", geo.pixels, k.inp(1), kk, 1, col, nq, m, nq, kk, "1.0f",
+                   bias, 1, 0, "1.0f", *epilogue_args(node))
 
 
 def _lower_direct_columns(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:
@@ -93,6 +100,10 @@ def _lower_direct_columns(node: Node, k: KernelEmitter, lo: int, hi: int) -> Non
     assert x is not None and y is not None
     c, m, p = x.shape[1], y.shape[1], hi - lo
     pixels = y.type.numel // m
+    if node.input(RESIDUAL) is not None:  # added in the matmul tiles (rows of the residual: whole row strides)
+        k.call("ember_matmul_res_f32", f"{k.out(0)} + {lo}", pixels, k.inp(1), c, 1, f"{k.inp(0)} + {lo}", pixels, m,
+               p, c, k.inp(2) if b is not None else "0", f"{k.inp(RESIDUAL)} + {lo}", *epilogue_args(node))
+        return
     if blocked_pointwise(node, m):  # Swish, HardSwish, ...: as the whole call runs them (conv.py)
         k.call("ember_pointwise_act_f32", f"{k.out(0)} + {lo}", pixels, f"{k.inp(0)} + {lo}", pixels, k.inp(1),
                k.inp(2) if b is not None else "0", m, c, p, *epilogue_args(node))
@@ -106,7 +117,7 @@ def _split_shifted(node: Node) -> Split | None:
         return None
     y = node.outputs[0]
     assert y is not None
-    return Split(y.shape[1], CHANNEL_ALIGN, (Slice(1, 0), Slice(2, 0), Slice(0, 1, out=True)))
+    return Split(y.shape[1], CHANNEL_ALIGN, (Slice(1, 0), Slice(2, 0), Slice(0, 1, out=True), _RES))
 
 
 def _split_narrow(node: Node) -> Split | None:
@@ -117,7 +128,8 @@ def _split_narrow(node: Node) -> Split | None:
     y, panel = node.outputs[0], w.shape[2]
     assert y is not None
     return Split(y.shape[1] // panel, 1,
-                 (Slice(1, 0), Slice(2, 0, per_unit=panel), Slice(0, 1, out=True, per_unit=panel)))
+                 (Slice(1, 0), Slice(2, 0, per_unit=panel), Slice(0, 1, out=True, per_unit=panel),
+                  Slice(RESIDUAL, 1, per_unit=panel)))
 
 
 def _split_winograd(node: Node) -> Split | None:
@@ -127,7 +139,7 @@ def _split_winograd(node: Node) -> Split | None:
         return None
     y = node.outputs[0]
     assert y is not None
-    return Split(y.shape[1], CHANNEL_ALIGN, (Slice(1, 1, part_major=True), Slice(2, 0), Slice(0, 1, out=True)))
+    return Split(y.shape[1], CHANNEL_ALIGN, (Slice(1, 1, part_major=True), Slice(2, 0), Slice(0, 1, out=True), _RES))
 
 
 def _split_qconv(node: Node) -> Split | None:
