@@ -318,7 +318,7 @@ def _chosen_geometry(node: Node) -> ConvGeometry:
     return conv_geometry(node, list(x.shape[2:]), list(node.attrs["kernel_shape"]), list(y.shape[2:]))
 
 
-def _winograd_parts(node: Node) -> tuple[ConvGeometry, int, int, int]:
+def winograd_parts(node: Node) -> tuple[ConvGeometry, int, int, int]:
     """(geometry, out channels M, output tile size: 2 or 4, tiles T)."""
     y = present(node.outputs[0])
     geo = _chosen_geometry(node)
@@ -329,7 +329,7 @@ def _winograd_parts(node: Node) -> tuple[ConvGeometry, int, int, int]:
 
 def _winograd_scratch(node: Node) -> int:
     """The scratch the comments of kernels/winograd.c list, for F(2x2) or F(4x4)."""
-    geo, m, size, tiles = _winograd_parts(node)
+    geo, m, size, tiles = winograd_parts(node)
     th, tw = -(-geo.out_size[1] // size), -(-geo.out_size[2] // size)
     positions = (size + 2) ** 2
     plane = (size * th + 2) * size * (tw + 1)
@@ -340,11 +340,11 @@ def _winograd_scratch(node: Node) -> int:
 
 
 def _lower_winograd(node: Node, k: KernelEmitter) -> None:
-    geo, m, size, _ = _winograd_parts(node)
+    geo, m, size, _ = winograd_parts(node)
     bias = k.inp(2) if node.input(2) is not None else "0"
     k.call("ember_conv_winograd4_f32" if size == 4 else "ember_conv_winograd_f32", k.out(0), k.inp(0), k.inp(1),
            bias, residual_arg(node, k), k.scratch("float"), k.table(geo.table(), DType.INT32),
-           present(node.input(0)).shape[0], m, *epilogue_args(node))
+           present(node.input(0)).shape[0], m, *((0, 0) if size == 4 else ()), *epilogue_args(node))
 
 
 # Internal (passes/conv_algorithms.py): a Conv with its weights rearranged for the algorithm.

@@ -27,7 +27,7 @@ from ember.ir.dtypes import DType
 from ember.ir.graph import Node
 from ember.ops import registry
 from ember.ops.attention import split_rows
-from ember.ops.conv import RESIDUAL, _conv_parts, _im2col_block, blocked_pointwise
+from ember.ops.conv import RESIDUAL, _conv_parts, _im2col_block, blocked_pointwise, residual_arg, winograd_parts
 from ember.ops.epilogue import epilogue_args
 from ember.ops.parallel import Slice, Split, contiguous_axis, cuttable, with_part_scratch
 
@@ -132,14 +132,44 @@ def _split_narrow(node: Node) -> Split | None:
                   Slice(RESIDUAL, 1, per_unit=panel)))
 
 
+# F(4x4) Winograd on maps of at least this many tiles divides into bands of tile rows.
+WINOGRAD_BAND_MIN_TILES = 96
+# Tiles a band holds at least: the kernel's vectors run across tiles (16 floats with AVX-512).
+WINOGRAD_BAND_MIN_BAND = 16
+
+
 def _split_winograd(node: Node) -> Split | None:
-    """Weights U [position][M][C]: stored part by part once divided (parallel.relayout)."""
+    """Along output channels, weights U [position][M][C] stored part by part once divided (parallel.relayout).
+    But every part of the channels transforms the whole input (V, C x T x 36) again: on big maps with few
+    channels (ResNet's 56x56 stage: 64 channels, 196 tiles) that is a fifth of the work, done by each thread.
+    There F(4x4) divides into bands of tile rows instead: each part transforms only its band's input (and a
+    2-row halo) and multiplies its band's tiles, all weights read by both."""
     u = node.input(1)
     if not _float_image(node) or u is None or not u.is_const:
         return None
     y = node.outputs[0]
     assert y is not None
+    geo, _, size, tiles = winograd_parts(node)
+    if size == 4 and tiles >= WINOGRAD_BAND_MIN_TILES:
+        tw = -(-geo.out_size[2] // 4)
+        return Split(-(-geo.out_size[1] // 4), -(-WINOGRAD_BAND_MIN_BAND // tw), (), lower=_lower_winograd4_band)
     return Split(y.shape[1], CHANNEL_ALIGN, (Slice(1, 1, part_major=True), Slice(2, 0), Slice(0, 1, out=True), _RES))
+
+
+def _lower_winograd4_band(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:
+    """Tile rows [lo, hi) of an F(4x4) Winograd conv: output rows 4 lo .. 4 hi as a map of their own, read from
+    the input row of their first window on (the leading pad only where that lies above the input)."""
+    geo, m, _, _ = winograd_parts(node)
+    (h, w), (oh, ow), pt = geo.in_size[1:], geo.out_size[1:], geo.pads_begin[1]
+    r0, r1 = 4 * lo, min(4 * hi, oh)
+    first = max(r0 - pt, 0)  # the band's first input row
+    band = replace(geo, in_size=(1, max(h - first, 0), w), out_size=(1, r1 - r0, ow),
+                   pads_begin=(0, max(pt - r0, 0), geo.pads_begin[2]))
+    bias = k.inp(2) if node.input(2) is not None else "0"
+    res = residual_arg(node, k)
+    k.call("ember_conv_winograd4_f32", f"{k.out(0)} + {r0 * ow}", f"{k.inp(0)} + {min(first, h) * w}", k.inp(1), bias,
+           res if res == "0" else f"{res} + {r0 * ow}", k.scratch("float"), k.table(band.table(), DType.INT32), 1, m,
+           h * w, oh * ow, *epilogue_args(node))
 
 
 def _split_qconv(node: Node) -> Split | None:

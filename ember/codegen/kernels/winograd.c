@@ -115,7 +115,10 @@ static void ember_conv_winograd_f32(float *y, const float *x, const float *U, co
  * column phases P_r[j] = row[4j + r] (then a tile's six columns are contiguous runs in tw) and
  * gathered into D[6i + k][t] = patch t's element (i, k); the outputs go through 16 planes O[4r + k][t]
  * on their way back to rows. `scratch`: padded plane (4*TH+2) x 4*(TW+1), D (36*T), V (36*(C*T+16)),
- * Z (36*(M*T+16)), O (16*T) floats, T = TH*TW tiles, TH = ceil(OH/4), TW = ceil(OW/4). */
+ * Z (36*(M*T+16)), O (16*T) floats, T = TH*TW tiles, TH = ceil(OH/4), TW = ceil(OW/4).
+ * `xs`, `ys` (0: H*W, OH*OW): floats between the channel planes of x, and of y and `res`. With them a call
+ * computes a band of output rows of a bigger map (ops/split.py: a thread's part, whose table states the
+ * band's rows, and the input rows from the band's first window row), transforming only the input it reads. */
 EMBER_INLINE void ember_wino4_bt(const ember_vf x[6], ember_vf t[6]) {
     t[0] = 4.0f * x[0] - 5.0f * x[2] + x[4];
     t[1] = x[3] + x[4] - 4.0f * (x[1] + x[2]);
@@ -132,12 +135,14 @@ EMBER_INLINE void ember_wino4_at(const ember_vf x[6], ember_vf o[4]) {
     o[3] = d12 + 8.0f * d34 + x[5];
 }
 static void ember_conv_winograd4_f32(float *y, const float *x, const float *U, const float *bias, const float *res,
-                                     float *scratch, const int32_t *p, int N, int M, int act, float act_a, float act_b) {
+                                     float *scratch, const int32_t *p, int N, int M, ptrdiff_t xs, ptrdiff_t ys, int act,
+                                     float act_a, float act_b) {
     const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], OH = p[EMBER_GEO_OUT_H],
               OW = p[EMBER_GEO_OUT_W], pt = p[EMBER_GEO_PAD_H], pl = p[EMBER_GEO_PAD_W];
     const int TH = (OH + 3) / 4, TW = (OW + 3) / 4, Hp = 4 * TH + 2, Wq = TW + 1;
     /* 64 bytes more than their size apart, as above: no 4 KiB-aligned streams. */
     const ptrdiff_t T = (ptrdiff_t)TH * TW, vs = (ptrdiff_t)C * T + 16, zs = (ptrdiff_t)M * T + 16;
+    const ptrdiff_t xplane = xs ? xs : (ptrdiff_t)H * W, yplane = ys ? ys : (ptrdiff_t)OH * OW;
     float *EMBER_RESTRICT xp = scratch;
     float *EMBER_RESTRICT D = xp + (ptrdiff_t)Hp * 4 * Wq;
     float *EMBER_RESTRICT V = D + 36 * T;
@@ -147,7 +152,7 @@ static void ember_conv_winograd4_f32(float *y, const float *x, const float *U, c
     int n, c, m, e, r, i, j, k, th, tw, ow;
     for (n = 0; n < N; ++n) {
         for (c = 0; c < C; ++c) {
-            const float *xc = x + ((ptrdiff_t)n * C + c) * H * W;
+            const float *xc = x + ((ptrdiff_t)n * C + c) * xplane;
             for (r = 0; r < Hp; ++r) {
                 float *EMBER_RESTRICT row = xp + (ptrdiff_t)r * 4 * Wq;
                 const int ih = r - pt, in_row = ih >= 0 && ih < H;
@@ -186,8 +191,8 @@ static void ember_conv_winograd4_f32(float *y, const float *x, const float *U, c
                              0, 0, 0, 0.0f, 0, 0.0f, 0.0f);
         for (m = 0; m < M; ++m) {
             const float b = bias ? bias[m] : 0.0f;
-            float *ym = y + ((ptrdiff_t)n * M + m) * OH * OW;
-            const float *rm = res ? res + ((ptrdiff_t)n * M + m) * OH * OW : 0;
+            float *ym = y + ((ptrdiff_t)n * M + m) * yplane;
+            const float *rm = res ? res + ((ptrdiff_t)n * M + m) * yplane : 0;
             for (t0 = 0; t0 < T; t0 += EMBER_VL) {
                 ember_vf z[6], s[6][4], col[6], o[4];
                 t = t0 + EMBER_VL > T ? T - EMBER_VL : t0;
