@@ -2,12 +2,13 @@
 
 One model holds every kernel path that adds the shortcut (ops/conv.py RESIDUAL): the matmul tiles of a 1x1
 conv and of im2col (two K blocks), Winograd F(2x2) and F(4x4) output transforms, ConvShifted's row copies
-(stride 2), an activation the tiles cannot apply (LeakyRelu: the matmul's strip epilogue), a one-pixel conv
-(matrix-vector kernel + a pass after), and an Add of two convolutions (a downsampling shortcut), with and
-without a Relu after the Add. Compiled for AVX2 (`--cpu x86-64-v3`) and for SSE2 (`x86-64`, whose thresholds
-pick ConvNarrow at 7x7), and with `--threads 2` (the residual cut with the output: channel and pixel parts,
-and F(4x4) Winograd's bands of tile rows), which must agree with one thread within 1e-5. The AVX2 bundle also
-runs in a C driver under ASan + UBSan.
+(stride 2) and its per-row products (a 7x7 stride-2 stem with 64-pixel rows), an activation the tiles
+cannot apply (LeakyRelu: the matmul's strip epilogue), a one-pixel conv (matrix-vector kernel + a pass
+after), and an Add of two convolutions (a downsampling shortcut), with and without a Relu after the Add.
+Compiled for AVX2 (`--cpu x86-64-v3`) and for SSE2 (`x86-64`, whose thresholds pick ConvNarrow at 7x7), and
+with `--threads 2` (the residual cut with the output: channel and pixel parts, and F(4x4) Winograd's bands
+of tile rows), which must agree with one thread within 1e-5. The AVX2 bundle also runs in a C driver under
+ASan + UBSan.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ CASES = {
     "wino4": (32, 14, 32, 3, 1, None, "ConvWinograd4"),
     "wino4_band_relu": (16, 50, 16, 3, 1, "Relu", "ConvWinograd4"),  # 13 x 13 tiles: bands of tile rows
     "shifted_s2_relu": (16, 28, 32, 3, 2, "Relu", "ConvShifted"),
+    "stem_7x7_s2_relu": (3, 128, 16, 7, 2, "Relu", "ConvShifted"),  # 64-pixel rows: one product per row
     "leaky": (24, 12, 40, 1, 1, "LeakyRelu", "Conv"),
     "gemv_relu": (32, 1, 48, 1, 1, "Relu", "Conv"),
 }
@@ -104,9 +106,9 @@ def test_fused_residuals_match_onnxruntime(tmp_path: Path) -> None:
     sanitized = cdriver.run(bundles["x86-64-v3"].path, tmp_path / "asan", feed, sanitize=True,
                             cflags=("-march=x86-64-v3",))
     threaded = ember.compile(path, tmp_path / "t2", cpu="x86-64-v3", threads=2)
-    # Divided: direct_relu by pixels, wino4_band_relu by bands of tile rows; im2col_s2_relu, wino4 and
-    # shifted_s2_relu by channels (the residual cut too).
-    assert threaded.manifest["threads"]["divided"] == 5, threaded.manifest["threads"]
+    # Divided: direct_relu by pixels, wino4_band_relu by bands of tile rows; im2col_s2_relu, wino4,
+    # shifted_s2_relu and stem_7x7_s2_relu by channels (the residual cut too).
+    assert threaded.manifest["threads"]["divided"] == 6, threaded.manifest["threads"]
     source = (threaded.path / "convres.c").read_text()
     assert source.count("ember_conv_winograd4_f32(") == 1 + 2 + 2, "wino4 and the band case: two parts each"
     one = bundles["x86-64-v3"].run(feed)

@@ -173,7 +173,9 @@ static void ember_conv_f32(float *y, const float *x, const float *w, const float
  * output rows, computing all Wh columns of each row into `scratch` (the last Wh - OW are discarded)
  * while the block stays in cache; its rows are then copied out.
  * `scratch`: the planes (C*sh*sw*Hh*Wh floats, only if `planes`) then M*((rb-1)*Wh + OW) floats. `res` (else
- * NULL): a residual shaped as y, added (then the activation) as each row is copied out. */
+ * NULL): a residual shaped as y, added (then the activation) as each row is copied out. Output rows of at least
+ * EMBER_SHIFTED_ROW_MIN pixels fill the matmul's strips alone: there each row is one product into y itself. */
+#define EMBER_SHIFTED_ROW_MIN 64
 static void ember_conv_shifted_f32(float *y, const float *x, const float *w, const float *bias, const float *res,
                                    float *scratch,
                                    const int32_t *p, const int32_t *b_row, int N, int M, int planes, int rb,
@@ -206,6 +208,17 @@ static void ember_conv_shifted_f32(float *y, const float *x, const float *w, con
                             for (j = hi; j < Wh; ++j) row[j] = 0.0f;
                         }
             src = scratch;
+        }
+        if (OW >= EMBER_SHIFTED_ROW_MIN) {
+            /* Wide rows (a stem's 112): one product per output row, straight into y (and its residual) at the
+             * plane stride: no copy of the output through scratch and no Wh - OW extra columns. */
+            for (oh0 = 0; oh0 < OH; ++oh0) {
+                const ptrdiff_t at = (ptrdiff_t)n * M * OH * OW + (ptrdiff_t)oh0 * OW;
+                ember_matmul_core_res(y + at, (ptrdiff_t)OH * OW, w, C * KH * KW, 1, src + (ptrdiff_t)oh0 * Wh, 0, b_row,
+                                      0, M, OW, C * KH * KW, 1.0f, bias, 1, 0, 1.0f, res ? res + at : 0, act, act_a,
+                                      act_b);
+            }
+            continue;
         }
         for (oh0 = 0; oh0 < OH; oh0 += rb) {
             const int nr = OH - oh0 < rb ? OH - oh0 : rb;
