@@ -123,6 +123,43 @@ EMBER_MM_TILE(ember_mm_tile_41s, float, ember_sclamp, 4, 1)
 EMBER_MM_TILE(ember_mm_tile_12v, ember_vf, ember_vclamp, 1, 2)
 EMBER_MM_TILE(ember_mm_tile_11v, ember_vf, ember_vclamp, 1, 1)
 EMBER_MM_TILE(ember_mm_tile_11s, float, ember_sclamp, 1, 1)
+/* C[i][j] (+)= A[i][0..kn) . b_j for `rows` rows and `cols` (< EMBER_VL) columns, b_j = b + j*kn (packed
+ * contiguous), A rows contiguous: dot products in vectors along k. The columns a product of exact K blocks
+ * leaves after its last whole vector (49 = 6 x 8 + 1 pixels of a 7x7 map) would otherwise go through the
+ * one-column tile, a scalar FMA per row and k: 1 column of 49 took 1/7 of the FMAs. Epilogue as the tiles'
+ * (`first`: start from zero; bias, res and clamp only on the last K block). */
+#if EMBER_MM_BLOCK_N && EMBER_VL > 1 && EMBER_VL <= 8 /* used by the block path of ember_matmul_core_res */
+static void ember_mm_dot_cols(float *C, ptrdiff_t c_sm, const float *A, ptrdiff_t a_sm, const float *b, int kn,
+                              int rows, int cols, int first, const float *bias, ptrdiff_t bias_sm, const float *res,
+                              int clamp, float lo, float hi) {
+    int i, j, k, t;
+    for (i = 0; i < rows; ++i) {
+        const float *a = A + (ptrdiff_t)i * a_sm;
+        for (j = 0; j < cols; ++j) {
+            const float *bj = b + (ptrdiff_t)j * kn;
+            float sum = 0.0f;
+            k = 0;
+            {
+                ember_vf acc0 = {0}, acc1 = {0};
+                for (; k + 2 * EMBER_VL <= kn; k += 2 * EMBER_VL) {
+                    acc0 += *(const ember_vf *)(a + k) * *(const ember_vf *)(bj + k);
+                    acc1 += *(const ember_vf *)(a + k + EMBER_VL) * *(const ember_vf *)(bj + k + EMBER_VL);
+                }
+                acc0 += acc1;
+                for (t = 0; t < EMBER_VL; ++t) sum += acc0[t];
+            }
+            for (; k < kn; ++k) sum += a[k] * bj[k];
+            {
+                float *c = C + (ptrdiff_t)i * c_sm + j;
+                float v = first ? sum : *c + sum;
+                if (bias) v += bias[i * bias_sm];
+                if (res) v += res[(ptrdiff_t)i * c_sm + j];
+                *c = clamp ? ember_sclamp(v, lo, hi) : v;
+            }
+        }
+    }
+}
+#endif
 /* Rows of the next register tile when r rows are left: EMBER_MR while the rest is 0 or at least 6, then
  * 8 or 6 (still >= 12 accumulators, full speed), and only then 4 and 1 (too few independent
  * accumulators to hide the FMA latency). M = 64 goes 12, 12, 12, 12, 8, 8 instead of 5 x 12 + 4, and
@@ -278,6 +315,14 @@ static void ember_matmul_core_res(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
                 rows = ember_mm_rows(M - m0);
                 for (n0 = 0; n0 < N; n0 += nv, src += kn * nv) {
                     strip = EMBER_MM_BLOCK_STRIP();
+                    if (strip == 2 && a_sk == 1) { /* the single columns after the last whole vector */
+                        const int last = in_tile && k0 + kn >= K;
+                        ember_mm_dot_cols(C + (ptrdiff_t)m0 * c_sm + n0, c_sm, A + (ptrdiff_t)m0 * a_sm + k0, a_sm, src,
+                                          kn, rows, N - n0, k0 == 0, last && bias ? bias + (ptrdiff_t)m0 * bias_sm : 0,
+                                          bias_sm, last && res ? res + (ptrdiff_t)m0 * c_sm + n0 : 0, last && clamp,
+                                          lo, hi);
+                        break;
+                    }
                     EMBER_MM_CALL(src, nv);
                 }
             }
