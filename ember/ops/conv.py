@@ -237,6 +237,17 @@ RESIDUAL = 3
 _NO_ACT = (0, "0.0f", "0.0f")
 
 
+# The matmul tiles add a residual in registers only on maps of at most this many pixels (the 7x7 stages, whose
+# products pack B whole per K block). On bigger maps a strip's residual is M lines a row apart, one stream per
+# output channel: on Zen 3 the tiles waited on them, and ResNet-50's 1x1 convs at 56x56 to 14x14 measured 5-15%
+# slower fused than conv + a pass over the output, which they run instead.
+RESIDUAL_TILE_MAX_PIXELS = 64
+
+
+def residual_in_tiles(pixels: int) -> bool:
+    return pixels <= RESIDUAL_TILE_MAX_PIXELS
+
+
 def residual_arg(node: Node, k: KernelEmitter) -> str:
     """The C pointer of the node's fused residual, "0" for none."""
     return k.inp(RESIDUAL) if node.input(RESIDUAL) is not None else "0"
@@ -266,13 +277,17 @@ def _lower_conv(node: Node, k: KernelEmitter) -> None:
         k.call("ember_conv_act_f32", k.out(0), k.inp(0), k.inp(1), bias, k.scratch("float"),
                k.table(geo.table(), DType.INT32), m, _im2col_block(node, geo, group),
                *(_NO_ACT if res else epilogue_args(node)))
-    else:
+    elif not res or residual_in_tiles(geo.pixels):
         # The matmul tiles add the residual in registers, before the activation.
         col = "0" if direct else k.scratch("float")
         k.call("ember_conv_f32", k.out(0), k.inp(0), k.inp(1), bias, residual_arg(node, k), col,
                k.table(geo.table(), DType.INT32), n, group, m, int(direct), _im2col_block(node, geo, group),
                *epilogue_args(node))
         return
+    else:
+        col = "0" if direct else k.scratch("float")
+        k.call("ember_conv_f32", k.out(0), k.inp(0), k.inp(1), bias, "0", col, k.table(geo.table(), DType.INT32),
+               n, group, m, int(direct), _im2col_block(node, geo, group), *_NO_ACT)
     if res:  # the kernels above add no residual: a pass over the output, then the activation
         k.call("ember_residual_act_f32", k.out(0), k.inp(RESIDUAL), present(node.outputs[0]).type.numel,
                *epilogue_args(node))

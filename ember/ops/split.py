@@ -31,6 +31,7 @@ from ember.ops.conv import RESIDUAL, _conv_parts, _im2col_block, blocked_pointwi
 from ember.ops.epilogue import epilogue_args
 from ember.ops.parallel import Slice, Split, contiguous_axis, cuttable, with_part_scratch
 
+_NO_ACT = (0, "0.0f", "0.0f")  # kernel activation arguments: none (applied after the residual)
 # Output channels per part boundary: whole row tiles of the matmul kernels and whole vectors of the
 # depthwise kernels, so each part runs the code paths the whole call would.
 CHANNEL_ALIGN = 8
@@ -86,12 +87,9 @@ def _lower_im2col_columns(node: Node, k: KernelEmitter, lo: int, hi: int) -> Non
     with k.w.block(f"for (ptrdiff_t {q} = {lo}; {q} < {hi}; {q} += {qb})"):
         k.line(f"const int {nq} = {hi} - {q} < {qb} ? (int)({hi} - {q}) : {qb};")
         k.call("ember_im2col_f32", col, nq, k.inp(0), geo.channels, tab, q, nq)
-        if node.input(RESIDUAL) is not None:
-            k.call("ember_matmul_res_f32", f"{k.out(0)} + {q}", geo.pixels, k.inp(1), kk, 1, col, nq, m, nq, kk,
-                   bias, f"{k.inp(RESIDUAL)} + {q}", *epilogue_args(node))
-        else:
-            k.call("ember_matmul_f32", f"{k.out(0)} + {q}", geo.pixels, k.inp(1), kk, 1, col, nq, m, nq, kk, "1.0f",
-                   bias, 1, 0, "1.0f", *epilogue_args(node))
+        k.call("ember_matmul_f32", f"{k.out(0)} + {q}", geo.pixels, k.inp(1), kk, 1, col, nq, m, nq, kk, "1.0f",
+               bias, 1, 0, "1.0f", *(_NO_ACT if node.input(RESIDUAL) is not None else epilogue_args(node)))
+    _residual_columns(node, k, geo.pixels, m, lo, hi)
 
 
 def _lower_direct_columns(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:
@@ -100,9 +98,10 @@ def _lower_direct_columns(node: Node, k: KernelEmitter, lo: int, hi: int) -> Non
     assert x is not None and y is not None
     c, m, p = x.shape[1], y.shape[1], hi - lo
     pixels = y.type.numel // m
-    if node.input(RESIDUAL) is not None:  # added in the matmul tiles (rows of the residual: whole row strides)
-        k.call("ember_matmul_res_f32", f"{k.out(0)} + {lo}", pixels, k.inp(1), c, 1, f"{k.inp(0)} + {lo}", pixels, m,
-               p, c, k.inp(2) if b is not None else "0", f"{k.inp(RESIDUAL)} + {lo}", *epilogue_args(node))
+    if node.input(RESIDUAL) is not None:  # a pixel-divided conv's map is big: the residual in a pass after
+        k.call("ember_matmul_f32", f"{k.out(0)} + {lo}", pixels, k.inp(1), c, 1, f"{k.inp(0)} + {lo}", pixels, m, p, c,
+               "1.0f", k.inp(2) if b is not None else "0", 1, 0, "1.0f", *_NO_ACT)
+        _residual_columns(node, k, pixels, m, lo, hi)
         return
     if blocked_pointwise(node, m):  # Swish, HardSwish, ...: as the whole call runs them (conv.py)
         k.call("ember_pointwise_act_f32", f"{k.out(0)} + {lo}", pixels, f"{k.inp(0)} + {lo}", pixels, k.inp(1),
@@ -110,6 +109,17 @@ def _lower_direct_columns(node: Node, k: KernelEmitter, lo: int, hi: int) -> Non
         return
     k.call("ember_matmul_f32", f"{k.out(0)} + {lo}", pixels, k.inp(1), c, 1, f"{k.inp(0)} + {lo}", pixels, m, p, c,
            "1.0f", k.inp(2) if b is not None else "0", 1, 0, "1.0f", *epilogue_args(node))
+
+
+def _residual_columns(node: Node, k: KernelEmitter, pixels: int, m: int, lo: int, hi: int) -> None:
+    """y = act(y + residual) on columns [lo, hi) of every output channel (conv.py residual_in_tiles: the big maps
+    that pixel parts are for add their residual in a pass after the product)."""
+    if node.input(RESIDUAL) is None:
+        return
+    c = k.fresh("c")
+    with k.w.block(f"for (ptrdiff_t {c} = 0; {c} < {m}; ++{c})"):
+        k.call("ember_residual_act_f32", f"{k.out(0)} + {c} * {pixels} + {lo}",
+               f"{k.inp(RESIDUAL)} + {c} * {pixels} + {lo}", hi - lo, *epilogue_args(node))
 
 
 def _split_shifted(node: Node) -> Split | None:

@@ -1,10 +1,11 @@
 """Residual Adds fused into the convolution before them (passes/fuse_residual.py) against onnxruntime.
 
 One model holds every kernel path that adds the shortcut (ops/conv.py RESIDUAL): the matmul tiles of a 1x1
-conv and of im2col (two K blocks), Winograd F(2x2) and F(4x4) output transforms, ConvShifted's row copies
-(stride 2) and its per-row products (a 7x7 stride-2 stem with 64-pixel rows), an activation the tiles
-cannot apply (LeakyRelu: the matmul's strip epilogue), a one-pixel conv (matrix-vector kernel + a pass
-after), and an Add of two convolutions (a downsampling shortcut), with and without a Relu after the Add.
+conv and of im2col (two K blocks) on 7x7 maps, a pass after the product on bigger maps (also per pixel part
+under threads) and after a one-pixel conv (matrix-vector kernel), Winograd F(2x2) and F(4x4) output
+transforms, ConvShifted's row copies (stride 2) and its per-row products (a 7x7 stride-2 stem with 64-pixel
+rows), LeakyRelu after the sum, and an Add of two convolutions (a downsampling shortcut), with and without
+a Relu after the Add.
 Compiled for AVX2 (`--cpu x86-64-v3`) and for SSE2 (`x86-64`, whose thresholds pick ConvNarrow at 7x7), and
 with `--threads 2` (the residual cut with the output: channel and pixel parts, and F(4x4) Winograd's bands
 of tile rows), which must agree with one thread within 1e-5. The AVX2 bundle also runs in a C driver under
