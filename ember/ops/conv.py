@@ -231,34 +231,66 @@ def blocked_pointwise(node: Node, m: int) -> bool:
     return e is not None and e.clamp is None and m <= POINTWISE_MAX_ROWS
 
 
+# A Conv's (or its algorithm variant's) optional input 3: a residual shaped as its output, added before the
+# fused activation (passes/fuse_residual.py).
+RESIDUAL = 3
+_NO_ACT = (0, "0.0f", "0.0f")
+
+
+# The matmul tiles add a residual in registers only on maps of at most this many pixels (the 7x7 stages, whose
+# products pack B whole per K block). On bigger maps a strip's residual is M lines a row apart, one stream per
+# output channel: on Zen 3 the tiles waited on them, and ResNet-50's 1x1 convs at 56x56 to 14x14 measured 5-15%
+# slower fused than conv + a pass over the output, which they run instead.
+RESIDUAL_TILE_MAX_PIXELS = 64
+
+
+def residual_in_tiles(pixels: int) -> bool:
+    return pixels <= RESIDUAL_TILE_MAX_PIXELS
+
+
+def residual_arg(node: Node, k: KernelEmitter) -> str:
+    """The C pointer of the node's fused residual, "0" for none."""
+    return k.inp(RESIDUAL) if node.input(RESIDUAL) is not None else "0"
+
+
 def _lower_conv(node: Node, k: KernelEmitter) -> None:
     geo, group, m, depthwise, direct = _conv_parts(node)
     n = present(node.input(0)).shape[0]
     bias = k.inp(2) if node.input(2) is not None else "0"
+    res = node.input(RESIDUAL) is not None
     if direct and geo.pixels == 1 and group == 1 and n == 1:
         # One pixel (Squeeze-Excitation's FCs): a matrix-vector product, weight rows streamed once.
-        k.call("ember_gemv_rows_f32", k.out(0), k.inp(1), k.inp(0), bias, m, geo.channels, *epilogue_args(node))
-        return
-    if direct and group == 1 and n == 1 and blocked_pointwise(node, m):
+        k.call("ember_gemv_rows_f32", k.out(0), k.inp(1), k.inp(0), bias, m, geo.channels,
+               *(_NO_ACT if res else epilogue_args(node)))
+    elif direct and group == 1 and n == 1 and blocked_pointwise(node, m):
         # Swish/HardSwish/...: the product in L2-sized column blocks, the activation in long row loops.
         s = geo.pixels
         k.call("ember_pointwise_act_f32", k.out(0), s, k.inp(0), s, k.inp(1), bias, m, geo.channels, s,
-               *epilogue_args(node))
-        return
-    tab = k.table(geo.table(), DType.INT32)
-    if depthwise:
+               *(_NO_ACT if res else epilogue_args(node)))
+    elif depthwise:
         pad = k.scratch("float") if _dw_padded_floats(geo) else "0"
         fn = "ember_dwconv_blocked_f32" if _dw_blocked_floats(node, geo, m) else "ember_dwconv_f32"
-        k.call(fn, k.out(0), k.inp(0), k.inp(1), bias, pad, tab, n, m, *epilogue_args(node))
-        return
-    if not direct and group == 1 and n == 1 and blocked_pointwise(node, m):
+        k.call(fn, k.out(0), k.inp(0), k.inp(1), bias, pad, k.table(geo.table(), DType.INT32), n, m,
+               *(_NO_ACT if res else epilogue_args(node)))
+    elif not direct and group == 1 and n == 1 and blocked_pointwise(node, m):
         # A stem's im2col conv + Swish/HardSwish: the same, im2col block by block.
-        k.call("ember_conv_act_f32", k.out(0), k.inp(0), k.inp(1), bias, k.scratch("float"), tab, m,
-               _im2col_block(node, geo, group), *epilogue_args(node))
+        k.call("ember_conv_act_f32", k.out(0), k.inp(0), k.inp(1), bias, k.scratch("float"),
+               k.table(geo.table(), DType.INT32), m, _im2col_block(node, geo, group),
+               *(_NO_ACT if res else epilogue_args(node)))
+    elif not res or residual_in_tiles(geo.pixels):
+        # The matmul tiles add the residual in registers, before the activation.
+        col = "0" if direct else k.scratch("float")
+        k.call("ember_conv_f32", k.out(0), k.inp(0), k.inp(1), bias, residual_arg(node, k), col,
+               k.table(geo.table(), DType.INT32), n, group, m, int(direct), _im2col_block(node, geo, group),
+               *epilogue_args(node))
         return
-    col = "0" if direct else k.scratch("float")
-    k.call("ember_conv_f32", k.out(0), k.inp(0), k.inp(1), bias, col, tab, n, group, m, int(direct),
-           _im2col_block(node, geo, group), *epilogue_args(node))
+    else:
+        col = "0" if direct else k.scratch("float")
+        k.call("ember_conv_f32", k.out(0), k.inp(0), k.inp(1), bias, "0", col, k.table(geo.table(), DType.INT32),
+               n, group, m, int(direct), _im2col_block(node, geo, group), *_NO_ACT)
+    if res:  # the kernels above add no residual: a pass over the output, then the activation
+        k.call("ember_residual_act_f32", k.out(0), k.inp(RESIDUAL), present(node.outputs[0]).type.numel,
+               *epilogue_args(node))
 
 
 def conv_infer(channels):
@@ -287,7 +319,7 @@ register(float16_via_f32(OpDef(
     "Conv", lower=_lower_conv, normalize=_normalize, scratch=_conv_scratch,
     infer=conv_infer(lambda n: inp(n, 1).shape[0]),
     kernels=("ember_conv_f32", "ember_dwconv_f32", "ember_dwconv_blocked_f32", "ember_gemv_rows_f32",
-             "ember_pointwise_act_f32", "ember_conv_act_f32"),
+             "ember_pointwise_act_f32", "ember_conv_act_f32", "ember_residual_act_f32"),
     takes_epilogue=True, weights=WeightLayout(lambda n, w: 0, per_channel_default=True), flops=_conv_flops,
     int8=Int8.LINEAR,
 )))
@@ -301,7 +333,7 @@ def _chosen_geometry(node: Node) -> ConvGeometry:
     return conv_geometry(node, list(x.shape[2:]), list(node.attrs["kernel_shape"]), list(y.shape[2:]))
 
 
-def _winograd_parts(node: Node) -> tuple[ConvGeometry, int, int, int]:
+def winograd_parts(node: Node) -> tuple[ConvGeometry, int, int, int]:
     """(geometry, out channels M, output tile size: 2 or 4, tiles T)."""
     y = present(node.outputs[0])
     geo = _chosen_geometry(node)
@@ -312,7 +344,7 @@ def _winograd_parts(node: Node) -> tuple[ConvGeometry, int, int, int]:
 
 def _winograd_scratch(node: Node) -> int:
     """The scratch the comments of kernels/winograd.c list, for F(2x2) or F(4x4)."""
-    geo, m, size, tiles = _winograd_parts(node)
+    geo, m, size, tiles = winograd_parts(node)
     th, tw = -(-geo.out_size[1] // size), -(-geo.out_size[2] // size)
     positions = (size + 2) ** 2
     plane = (size * th + 2) * size * (tw + 1)
@@ -323,11 +355,11 @@ def _winograd_scratch(node: Node) -> int:
 
 
 def _lower_winograd(node: Node, k: KernelEmitter) -> None:
-    geo, m, size, _ = _winograd_parts(node)
+    geo, m, size, _ = winograd_parts(node)
     bias = k.inp(2) if node.input(2) is not None else "0"
     k.call("ember_conv_winograd4_f32" if size == 4 else "ember_conv_winograd_f32", k.out(0), k.inp(0), k.inp(1),
-           bias, k.scratch("float"), k.table(geo.table(), DType.INT32), present(node.input(0)).shape[0], m,
-           *epilogue_args(node))
+           bias, residual_arg(node, k), k.scratch("float"), k.table(geo.table(), DType.INT32),
+           present(node.input(0)).shape[0], m, *((0, 0) if size == 4 else ()), *epilogue_args(node))
 
 
 # Internal (passes/conv_algorithms.py): a Conv with its weights rearranged for the algorithm.
@@ -353,7 +385,7 @@ def _narrow_scratch(node: Node) -> int:
 def _lower_narrow(node: Node, k: KernelEmitter) -> None:
     geo, y = _chosen_geometry(node), present(node.outputs[0])
     bias = k.inp(2) if node.input(2) is not None else "0"
-    k.call("ember_conv_narrow_f32", k.out(0), k.inp(0), k.inp(1), bias, k.scratch("float"),
+    k.call("ember_conv_narrow_f32", k.out(0), k.inp(0), k.inp(1), bias, residual_arg(node, k), k.scratch("float"),
            k.table(geo.table(), DType.INT32), y.shape[0], y.shape[1], int(geo.direct), *epilogue_args(node))
 
 
@@ -395,7 +427,7 @@ def _lower_shifted(node: Node, k: KernelEmitter) -> None:
     b_row = [((ci * sh + i * dh % sh) * sw + j * dw % sw) * hh * wh + i * dh // sh * wh + j * dw // sw
              for ci in range(c) for i in range(kh) for j in range(kw)]
     bias = k.inp(2) if node.input(2) is not None else "0"
-    k.call("ember_conv_shifted_f32", k.out(0), k.inp(0), k.inp(1), bias, k.scratch("float"),
+    k.call("ember_conv_shifted_f32", k.out(0), k.inp(0), k.inp(1), bias, residual_arg(node, k), k.scratch("float"),
            k.table(geo.table(), DType.INT32), k.table(b_row, DType.INT32), y.shape[0], y.shape[1], int(planes), rows,
            *epilogue_args(node))
 

@@ -27,13 +27,16 @@ from ember.ir.dtypes import DType
 from ember.ir.graph import Node
 from ember.ops import registry
 from ember.ops.attention import split_rows
-from ember.ops.conv import _conv_parts, _im2col_block, blocked_pointwise
+from ember.ops.conv import RESIDUAL, _conv_parts, _im2col_block, blocked_pointwise, residual_arg, winograd_parts
 from ember.ops.epilogue import epilogue_args
 from ember.ops.parallel import Slice, Split, contiguous_axis, cuttable, with_part_scratch
 
+_NO_ACT = (0, "0.0f", "0.0f")  # kernel activation arguments: none (applied after the residual)
 # Output channels per part boundary: whole row tiles of the matmul kernels and whole vectors of the
 # depthwise kernels, so each part runs the code paths the whole call would.
 CHANNEL_ALIGN = 8
+# A convolution's fused residual (input 3, shaped as its output) is cut as its output is.
+_RES = Slice(RESIDUAL, 1)
 ROW_ALIGN = 4
 DEPTHWISE_INT8_ALIGN = 16
 # Output pixels per part boundary of a 1x1 conv divided by columns: whole strips of the widest vectors.
@@ -56,7 +59,8 @@ def _split_conv(node: Node) -> Split | None:
     geo, group, m, depthwise, direct = _conv_parts(node)
     bias, out = Slice(2, 0), Slice(0, 1, out=True)
     if depthwise and m == geo.channels:
-        return Split(m, CHANNEL_ALIGN, (Slice(0, 1), Slice(1, 0), bias, out), attrs=lambda lo, hi: {"group": hi - lo})
+        return Split(m, CHANNEL_ALIGN, (Slice(0, 1), Slice(1, 0), bias, out, _RES),
+                     attrs=lambda lo, hi: {"group": hi - lo})
     if group != 1:
         return None
     if direct and geo.pixels >= max(m, PIXEL_ALIGN * 4):
@@ -68,7 +72,7 @@ def _split_conv(node: Node) -> Split | None:
         # build only their own columns of it, but each packs all of the weights (K x M) for the matmul:
         # pixels where they are the bigger operand.
         return Split(geo.pixels, IM2COL_ALIGN, (), lower=_lower_im2col_columns)
-    return Split(m, CHANNEL_ALIGN, (Slice(1, 0), bias, out))
+    return Split(m, CHANNEL_ALIGN, (Slice(1, 0), bias, out, _RES))
 
 
 def _lower_im2col_columns(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:
@@ -84,7 +88,8 @@ def _lower_im2col_columns(node: Node, k: KernelEmitter, lo: int, hi: int) -> Non
         k.line(f"const int {nq} = {hi} - {q} < {qb} ? (int)({hi} - {q}) : {qb};")
         k.call("ember_im2col_f32", col, nq, k.inp(0), geo.channels, tab, q, nq)
         k.call("ember_matmul_f32", f"{k.out(0)} + {q}", geo.pixels, k.inp(1), kk, 1, col, nq, m, nq, kk, "1.0f",
-               bias, 1, 0, "1.0f", *epilogue_args(node))
+               bias, 1, 0, "1.0f", *(_NO_ACT if node.input(RESIDUAL) is not None else epilogue_args(node)))
+    _residual_columns(node, k, geo.pixels, m, lo, hi)
 
 
 def _lower_direct_columns(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:
@@ -93,6 +98,11 @@ def _lower_direct_columns(node: Node, k: KernelEmitter, lo: int, hi: int) -> Non
     assert x is not None and y is not None
     c, m, p = x.shape[1], y.shape[1], hi - lo
     pixels = y.type.numel // m
+    if node.input(RESIDUAL) is not None:  # a pixel-divided conv's map is big: the residual in a pass after
+        k.call("ember_matmul_f32", f"{k.out(0)} + {lo}", pixels, k.inp(1), c, 1, f"{k.inp(0)} + {lo}", pixels, m, p, c,
+               "1.0f", k.inp(2) if b is not None else "0", 1, 0, "1.0f", *_NO_ACT)
+        _residual_columns(node, k, pixels, m, lo, hi)
+        return
     if blocked_pointwise(node, m):  # Swish, HardSwish, ...: as the whole call runs them (conv.py)
         k.call("ember_pointwise_act_f32", f"{k.out(0)} + {lo}", pixels, f"{k.inp(0)} + {lo}", pixels, k.inp(1),
                k.inp(2) if b is not None else "0", m, c, p, *epilogue_args(node))
@@ -101,12 +111,23 @@ def _lower_direct_columns(node: Node, k: KernelEmitter, lo: int, hi: int) -> Non
            "1.0f", k.inp(2) if b is not None else "0", 1, 0, "1.0f", *epilogue_args(node))
 
 
+def _residual_columns(node: Node, k: KernelEmitter, pixels: int, m: int, lo: int, hi: int) -> None:
+    """y = act(y + residual) on columns [lo, hi) of every output channel (conv.py residual_in_tiles: the big maps
+    that pixel parts are for add their residual in a pass after the product)."""
+    if node.input(RESIDUAL) is None:
+        return
+    c = k.fresh("c")
+    with k.w.block(f"for (ptrdiff_t {c} = 0; {c} < {m}; ++{c})"):
+        k.call("ember_residual_act_f32", f"{k.out(0)} + {c} * {pixels} + {lo}",
+               f"{k.inp(RESIDUAL)} + {c} * {pixels} + {lo}", hi - lo, *epilogue_args(node))
+
+
 def _split_shifted(node: Node) -> Split | None:
     if not _float_image(node):
         return None
     y = node.outputs[0]
     assert y is not None
-    return Split(y.shape[1], CHANNEL_ALIGN, (Slice(1, 0), Slice(2, 0), Slice(0, 1, out=True)))
+    return Split(y.shape[1], CHANNEL_ALIGN, (Slice(1, 0), Slice(2, 0), Slice(0, 1, out=True), _RES))
 
 
 def _split_narrow(node: Node) -> Split | None:
@@ -117,17 +138,48 @@ def _split_narrow(node: Node) -> Split | None:
     y, panel = node.outputs[0], w.shape[2]
     assert y is not None
     return Split(y.shape[1] // panel, 1,
-                 (Slice(1, 0), Slice(2, 0, per_unit=panel), Slice(0, 1, out=True, per_unit=panel)))
+                 (Slice(1, 0), Slice(2, 0, per_unit=panel), Slice(0, 1, out=True, per_unit=panel),
+                  Slice(RESIDUAL, 1, per_unit=panel)))
+
+
+# F(4x4) Winograd on maps of at least this many tiles divides into bands of tile rows.
+WINOGRAD_BAND_MIN_TILES = 96
+# Tiles a band holds at least: the kernel's vectors run across tiles (16 floats with AVX-512).
+WINOGRAD_BAND_MIN_BAND = 16
 
 
 def _split_winograd(node: Node) -> Split | None:
-    """Weights U [position][M][C]: stored part by part once divided (parallel.relayout)."""
+    """Along output channels, weights U [position][M][C] stored part by part once divided (parallel.relayout).
+    But every part of the channels transforms the whole input (V, C x T x 36) again: on big maps with few
+    channels (ResNet's 56x56 stage: 64 channels, 196 tiles) that is a fifth of the work, done by each thread.
+    There F(4x4) divides into bands of tile rows instead: each part transforms only its band's input (and a
+    2-row halo) and multiplies its band's tiles, all weights read by both."""
     u = node.input(1)
     if not _float_image(node) or u is None or not u.is_const:
         return None
     y = node.outputs[0]
     assert y is not None
-    return Split(y.shape[1], CHANNEL_ALIGN, (Slice(1, 1, part_major=True), Slice(2, 0), Slice(0, 1, out=True)))
+    geo, _, size, tiles = winograd_parts(node)
+    if size == 4 and tiles >= WINOGRAD_BAND_MIN_TILES:
+        tw = -(-geo.out_size[2] // 4)
+        return Split(-(-geo.out_size[1] // 4), -(-WINOGRAD_BAND_MIN_BAND // tw), (), lower=_lower_winograd4_band)
+    return Split(y.shape[1], CHANNEL_ALIGN, (Slice(1, 1, part_major=True), Slice(2, 0), Slice(0, 1, out=True), _RES))
+
+
+def _lower_winograd4_band(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:
+    """Tile rows [lo, hi) of an F(4x4) Winograd conv: output rows 4 lo .. 4 hi as a map of their own, read from
+    the input row of their first window on (the leading pad only where that lies above the input)."""
+    geo, m, _, _ = winograd_parts(node)
+    (h, w), (oh, ow), pt = geo.in_size[1:], geo.out_size[1:], geo.pads_begin[1]
+    r0, r1 = 4 * lo, min(4 * hi, oh)
+    first = max(r0 - pt, 0)  # the band's first input row
+    band = replace(geo, in_size=(1, max(h - first, 0), w), out_size=(1, r1 - r0, ow),
+                   pads_begin=(0, max(pt - r0, 0), geo.pads_begin[2]))
+    bias = k.inp(2) if node.input(2) is not None else "0"
+    res = residual_arg(node, k)
+    k.call("ember_conv_winograd4_f32", f"{k.out(0)} + {r0 * ow}", f"{k.inp(0)} + {min(first, h) * w}", k.inp(1), bias,
+           res if res == "0" else f"{res} + {r0 * ow}", k.scratch("float"), k.table(band.table(), DType.INT32), 1, m,
+           h * w, oh * ow, *epilogue_args(node))
 
 
 def _split_qconv(node: Node) -> Split | None:

@@ -22,6 +22,7 @@ from ember.passes.fuse_attention import fuse_attention
 from ember.passes.fuse_conv_add import fuse_conv_add
 from ember.passes.fuse_elementwise import fuse_elementwise
 from ember.passes.fuse_norm import fuse_decomposed_norms, fuse_skip_norm
+from ember.passes.fuse_residual import fuse_residual
 from ember.passes.int4_matmul import pack_int4_matmuls
 from ember.passes.int8_layout import choose_int8_layout
 from ember.passes.manager import PassFn, each_graph
@@ -114,6 +115,9 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
     # A residual Add (+ bias) feeding a LayerNorm is summed row by row inside it; before elementwise fusion
     # takes the Adds. After quantization: the quantizer sees the sum as a tensor of its own.
     passes.append(("fuse_skip_norm", fuse_skip_norm))
+    # A residual Add (+ Relu) after a float Conv is added in the conv's epilogue: one pass over the output fewer.
+    # Before elementwise fusion, which would take Add + Relu into a loop of their own.
+    passes.append(("fuse_residual", fuse_residual))
     # Chains of elementwise ops become one loop: intermediates stay in registers instead of memory.
     passes.append(("fuse_elementwise", fuse_elementwise))
     # Every output needs its own slot in the mutable region, written by some node.

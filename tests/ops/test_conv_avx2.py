@@ -2,7 +2,9 @@
 onnxruntime: Winograd F(2x2) on a 7x7 map and F(4x4) on a 14x14 one (the family's thresholds), and the
 products of at most 64 columns that pack each K block of B whole (EMBER_MM_BLOCK_N): a 1x1 conv at 7x7
 (49 columns: strips 16, 16, 16 and an overlapping 8), a strided 3x3 through im2col with K over two K
-blocks, ConvShifted's 61 columns (b_row views: the overlapping last strip), without and with a fused Relu.
+blocks, ConvShifted's 61 columns (b_row views: the overlapping last strip) and a 7x7 stride-2 stem (64-pixel
+rows: one product per output row, into the output itself), without and with a fused Relu. With K over several
+K blocks the columns after the last whole vector (1 of 49, 5 of 61) are dot products along K.
 One model holds every case (one compile); it also runs in a C driver built for AVX2 with AddressSanitizer
 + UBSan, where a strip packed past the stack block or a B row read past the planes fails.
 """
@@ -27,6 +29,10 @@ CASES = {
     "direct_1x1_7x7": (40, 7, 45, 1, 1, 0, True, "Conv"),  # 45 rows: 6-row tiles, then 4 + 4 + 1
     "im2col_s2_7x7": (32, 14, 20, 3, 2, 1, False, "Conv"),  # K = 288: a K block of 256 and one of 32
     "shifted_61": (8, 7, 13, 3, 1, 1, True, "ConvShifted"),  # 8 channels: no Winograd; nq = 6 * 9 + 7
+    "stem_7x7_s2": (3, 128, 16, 7, 2, 3, True, "ConvShifted"),  # 64-pixel rows: one product per output row
+    # K over three K blocks: the column after 6 whole vectors (49 = 48 + 1) as dot products along K
+    "direct_1x1_7x7_k520": (520, 7, 20, 1, 1, 0, True, "Conv"),
+    "shifted_61_k288": (32, 7, 13, 3, 1, 1, True, "ConvShifted"),  # the same for 61 = 56 + 5 columns
 }
 
 

@@ -109,12 +109,23 @@ static void ember_im2col_f32(float *EMBER_RESTRICT col, ptrdiff_t ldc, const flo
 }
 /*@end*/
 
-/*@kernel ember_conv_f32 requires ember_matmul_f32 ember_im2col_f32 ember_conv_geo*/
+/*@kernel ember_residual_act_f32 requires ember_act_apply_f32*/
+/* y = act(y + r) over n floats: a fused residual Add on the kernel paths that cannot add it in registers. */
+static void ember_residual_act_f32(float *EMBER_RESTRICT y, const float *EMBER_RESTRICT r, ptrdiff_t n, int act,
+                                   float act_a, float act_b) {
+    ptrdiff_t i;
+    for (i = 0; i < n; ++i) y[i] += r[i];
+    ember_act_apply_f32(y, n, act, act_a, act_b);
+}
+/*@end*/
+
+/*@kernel ember_conv_f32 requires ember_matmul_f32 ember_matmul_res_f32 ember_im2col_f32 ember_conv_geo*/
 /* Grouped convolution as matmuls per (image, group): y_g (Mg x OD*OH*OW) = w_g (Mg x K) * col (K x ...),
  * K = C/G * KD*KH*KW; bias and the fused activation are applied in the matmul epilogue. im2col runs
  * in blocks of `qb` output pixels (col holds K x qb floats, sized to stay in L2), each followed by
- * its matmul. `direct`: a 1x1, stride-1, unpadded conv reads the input itself as B (no im2col). */
-static void ember_conv_f32(float *y, const float *x, const float *w, const float *bias, float *col,
+ * its matmul. `direct`: a 1x1, stride-1, unpadded conv reads the input itself as B (no im2col). `res` (else
+ * NULL): a residual shaped as y, added in the matmul tiles before the activation (passes/fuse_residual.py). */
+static void ember_conv_f32(float *y, const float *x, const float *w, const float *bias, const float *res, float *col,
                            const int32_t *p, int N, int G, int M, int direct, int qb, int act, float act_a,
                            float act_b) {
     const int C = p[EMBER_GEO_C], Cg = C / G, Mg = M / G;
@@ -128,6 +139,11 @@ static void ember_conv_f32(float *y, const float *x, const float *w, const float
             const float *xg = x + ((ptrdiff_t)n * C + (ptrdiff_t)g * Cg) * s_in;
             float *yg = y + ((ptrdiff_t)n * M + (ptrdiff_t)g * Mg) * s_out;
             const float *wg = w + (ptrdiff_t)g * Mg * K, *bg = bias ? bias + (ptrdiff_t)g * Mg : bias;
+            const float *rg = res ? res + ((ptrdiff_t)n * M + (ptrdiff_t)g * Mg) * s_out : 0;
+            if (direct && rg) {
+                ember_matmul_res_f32(yg, s_out, wg, K, 1, xg, s_out, Mg, (int)s_out, K, bg, rg, act, act_a, act_b);
+                continue;
+            }
             if (direct) {
                 ember_matmul_f32(yg, s_out, wg, K, 1, xg, s_out, Mg, (int)s_out, K, 1.0f, bg, 1, 0, 1.0f, act,
                                  act_a, act_b);
@@ -136,14 +152,17 @@ static void ember_conv_f32(float *y, const float *x, const float *w, const float
             for (q0 = 0; q0 < s_out; q0 += qb) {
                 const int nq = s_out - q0 < qb ? (int)(s_out - q0) : qb;
                 ember_im2col_f32(col, nq, xg, Cg, p, q0, nq);
-                ember_matmul_f32(yg + q0, s_out, wg, K, 1, col, nq, Mg, nq, K, 1.0f, bg, 1, 0, 1.0f, act, act_a,
-                                 act_b);
+                if (rg)
+                    ember_matmul_res_f32(yg + q0, s_out, wg, K, 1, col, nq, Mg, nq, K, bg, rg + q0, act, act_a, act_b);
+                else
+                    ember_matmul_f32(yg + q0, s_out, wg, K, 1, col, nq, Mg, nq, K, 1.0f, bg, 1, 0, 1.0f, act, act_a,
+                                     act_b);
             }
         }
 }
 /*@end*/
 
-/*@kernel ember_conv_shifted_f32 requires ember_matmul_core ember_copy_run_f32 ember_window_bounds ember_conv_geo*/
+/*@kernel ember_conv_shifted_f32 requires ember_matmul_core ember_copy_run_f32 ember_window_bounds ember_conv_geo ember_residual_act_f32*/
 /* 2-D convolution without im2col (ember/passes/conv_algorithms.py picks it for strided convolutions and
  * for stride-1 ones on small maps, where im2col's many short row copies cost more than the matmul).
  * The input is stored (zero-padded) as sh*sw polyphase planes per channel, plane (a, b) holding padded
@@ -153,8 +172,12 @@ static void ember_conv_f32(float *y, const float *x, const float *w, const float
  * A stride-1 unpadded conv reads the input itself (`planes` = 0). The matmul runs over blocks of `rb`
  * output rows, computing all Wh columns of each row into `scratch` (the last Wh - OW are discarded)
  * while the block stays in cache; its rows are then copied out.
- * `scratch`: the planes (C*sh*sw*Hh*Wh floats, only if `planes`) then M*((rb-1)*Wh + OW) floats. */
-static void ember_conv_shifted_f32(float *y, const float *x, const float *w, const float *bias, float *scratch,
+ * `scratch`: the planes (C*sh*sw*Hh*Wh floats, only if `planes`) then M*((rb-1)*Wh + OW) floats. `res` (else
+ * NULL): a residual shaped as y, added (then the activation) as each row is copied out. Output rows of at least
+ * EMBER_SHIFTED_ROW_MIN pixels fill the matmul's strips alone: there each row is one product into y itself. */
+#define EMBER_SHIFTED_ROW_MIN 64
+static void ember_conv_shifted_f32(float *y, const float *x, const float *w, const float *bias, const float *res,
+                                   float *scratch,
                                    const int32_t *p, const int32_t *b_row, int N, int M, int planes, int rb,
                                    int act, float act_a, float act_b) {
     const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], KH = p[EMBER_GEO_K_H],
@@ -186,27 +209,42 @@ static void ember_conv_shifted_f32(float *y, const float *x, const float *w, con
                         }
             src = scratch;
         }
+        if (OW >= EMBER_SHIFTED_ROW_MIN) {
+            /* Wide rows (a stem's 112): one product per output row, straight into y (and its residual) at the
+             * plane stride: no copy of the output through scratch and no Wh - OW extra columns. */
+            for (oh0 = 0; oh0 < OH; ++oh0) {
+                const ptrdiff_t at = (ptrdiff_t)n * M * OH * OW + (ptrdiff_t)oh0 * OW;
+                ember_matmul_core_res(y + at, (ptrdiff_t)OH * OW, w, C * KH * KW, 1, src + (ptrdiff_t)oh0 * Wh, 0, b_row,
+                                      0, M, OW, C * KH * KW, 1.0f, bias, 1, 0, 1.0f, res ? res + at : 0, act, act_a,
+                                      act_b);
+            }
+            continue;
+        }
         for (oh0 = 0; oh0 < OH; oh0 += rb) {
             const int nr = OH - oh0 < rb ? OH - oh0 : rb;
             const ptrdiff_t nq = (ptrdiff_t)(nr - 1) * Wh + OW;
             ember_matmul_core(out, nq, w, C * KH * KW, 1, src + (ptrdiff_t)oh0 * Wh, 0, b_row, 0, M, (int)nq,
-                              C * KH * KW, 1.0f, bias, 1, 0, 1.0f, act, act_a, act_b);
+                              C * KH * KW, 1.0f, bias, 1, 0, 1.0f, res ? EMBER_ACT_NONE : act, act_a, act_b);
             for (m = 0; m < M; ++m)
-                for (r = 0; r < nr; ++r)
-                    ember_copy_run_f32(y + (((ptrdiff_t)n * M + m) * OH + oh0 + r) * OW, out + m * nq + (ptrdiff_t)r * Wh,
-                                       OW);
+                for (r = 0; r < nr; ++r) {
+                    const ptrdiff_t at = (((ptrdiff_t)n * M + m) * OH + oh0 + r) * OW;
+                    ember_copy_run_f32(y + at, out + m * nq + (ptrdiff_t)r * Wh, OW);
+                    if (res) ember_residual_act_f32(y + at, res + at, OW, act, act_a, act_b);
+                }
         }
     }
 }
 /*@end*/
 
-/*@kernel ember_conv_narrow_f32 requires ember_matmul_panels_f32 ember_im2col_f32 ember_transpose2d_f32 ember_conv_geo*/
+/*@kernel ember_conv_narrow_f32 requires ember_matmul_panels_f32 ember_im2col_f32 ember_transpose2d_f32 ember_conv_geo ember_residual_act_f32*/
 /* Pixel-major convolution for few output pixels P and many channels M (ember/passes/conv_algorithms.py):
  * yt (P x M) = col^T (P x K) * w^T (K x M), then y = yt^T. The vectors run along the output channels
  * and the pixels are broadcast, so P = 49 wastes no lanes. The weights, the big operand here, were
  * transposed and packed in 32-channel panels at compile time, so they stream from memory once, in
- * order. `scratch`: im2col (K x P, unless `direct`) then yt. */
-static void ember_conv_narrow_f32(float *y, const float *x, const float *wp, const float *bias, float *scratch,
+ * order. `scratch`: im2col (K x P, unless `direct`) then yt. `res` (else NULL): a residual shaped as y, added
+ * (then the activation) after the transpose. */
+static void ember_conv_narrow_f32(float *y, const float *x, const float *wp, const float *bias, const float *res,
+                                  float *scratch,
                                   const int32_t *p, int N, int M, int direct, int act, float act_a, float act_b) {
     const int C = p[EMBER_GEO_C], K = C * p[EMBER_GEO_K_D] * p[EMBER_GEO_K_H] * p[EMBER_GEO_K_W],
               P = p[EMBER_GEO_OUT_D] * p[EMBER_GEO_OUT_H] * p[EMBER_GEO_OUT_W];
@@ -219,8 +257,11 @@ static void ember_conv_narrow_f32(float *y, const float *x, const float *wp, con
             ember_im2col_f32(scratch, P, col, C, p, 0, P);
             col = scratch;
         }
-        ember_matmul_panels_f32(yt, M, col, 1, P, wp, P, M, K, bias, 0, 1, act, act_a, act_b);
+        ember_matmul_panels_f32(yt, M, col, 1, P, wp, P, M, K, bias, 0, 1, res ? EMBER_ACT_NONE : act, act_a, act_b);
         ember_transpose2d_f32(y + (ptrdiff_t)n * M * P, yt, P, M);
+        if (res)
+            ember_residual_act_f32(y + (ptrdiff_t)n * M * P, res + (ptrdiff_t)n * M * P, (ptrdiff_t)M * P, act, act_a,
+                                   act_b);
     }
 }
 /*@end*/

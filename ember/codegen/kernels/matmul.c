@@ -64,12 +64,14 @@ EMBER_INLINE ember_vf ember_vclamp(ember_vf x, float lo, float hi) {
 /* acc[R][V] (+)= A[R rows, k0..k1) * B[k0..k1, V vectors of type T]; the tile lives in registers
  * (R, V constant per instantiation: MR, 13, 8, 6, 4 or 1 rows x 2 vectors, 1 vector or 1 column). `first`:
  * start from zero instead of the partial sums in C. On the last K block the fused epilogue runs in
- * registers before the store: `bias` (row i adds bias[i * bias_sm]; NULL for none), then, if
- * `clamp`, a clamp to [lo, hi] (Relu, Clip). */
+ * registers before the store: `bias` (row i adds bias[i * bias_sm]; NULL for none), then `res` (a
+ * residual laid out as C: the tile adds its own elements of it; NULL for none), then, if `clamp`, a
+ * clamp to [lo, hi] (Relu, Clip). */
 #define EMBER_MM_TILE(NAME, T, CLAMP, R, V)                                                            \
     EMBER_NOINLINE static void NAME(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A, ptrdiff_t a_sm, \
                      ptrdiff_t a_sk, const float *B, ptrdiff_t b_sk, int kn, int first,              \
-                     const float *bias, ptrdiff_t bias_sm, int clamp, float lo, float hi) {          \
+                     const float *bias, ptrdiff_t bias_sm, int clamp, float lo, float hi,            \
+                     const float *res) {                                                             \
         T acc[R][V];                                                                                 \
         int i, j, k;                                                                                 \
         for (i = 0; i < R; ++i)                                                                      \
@@ -87,6 +89,10 @@ EMBER_INLINE ember_vf ember_vclamp(ember_vf x, float lo, float hi) {
         if (bias)                                                                                    \
             for (i = 0; i < R; ++i)                                                                  \
                 for (j = 0; j < V; ++j) acc[i][j] += bias[i * bias_sm];                              \
+        if (res)                                                                                     \
+            for (i = 0; i < R; ++i)                                                                  \
+                for (j = 0; j < V; ++j)                                                              \
+                    acc[i][j] += *(const T *)(res + i * c_sm + j * (ptrdiff_t)(sizeof(T) / 4));      \
         if (clamp)                                                                                   \
             for (i = 0; i < R; ++i)                                                                  \
                 for (j = 0; j < V; ++j) acc[i][j] = CLAMP(acc[i][j], lo, hi);                        \
@@ -117,6 +123,43 @@ EMBER_MM_TILE(ember_mm_tile_41s, float, ember_sclamp, 4, 1)
 EMBER_MM_TILE(ember_mm_tile_12v, ember_vf, ember_vclamp, 1, 2)
 EMBER_MM_TILE(ember_mm_tile_11v, ember_vf, ember_vclamp, 1, 1)
 EMBER_MM_TILE(ember_mm_tile_11s, float, ember_sclamp, 1, 1)
+/* C[i][j] (+)= A[i][0..kn) . b_j for `rows` rows and `cols` (< EMBER_VL) columns, b_j = b + j*kn (packed
+ * contiguous), A rows contiguous: dot products in vectors along k. The columns a product of exact K blocks
+ * leaves after its last whole vector (49 = 6 x 8 + 1 pixels of a 7x7 map) would otherwise go through the
+ * one-column tile, a scalar FMA per row and k: 1 column of 49 took 1/7 of the FMAs. Epilogue as the tiles'
+ * (`first`: start from zero; bias, res and clamp only on the last K block). */
+#if EMBER_MM_BLOCK_N && EMBER_VL > 1 && EMBER_VL <= 8 /* used by the block path of ember_matmul_core_res */
+static void ember_mm_dot_cols(float *C, ptrdiff_t c_sm, const float *A, ptrdiff_t a_sm, const float *b, int kn,
+                              int rows, int cols, int first, const float *bias, ptrdiff_t bias_sm, const float *res,
+                              int clamp, float lo, float hi) {
+    int i, j, k, t;
+    for (i = 0; i < rows; ++i) {
+        const float *a = A + (ptrdiff_t)i * a_sm;
+        for (j = 0; j < cols; ++j) {
+            const float *bj = b + (ptrdiff_t)j * kn;
+            float sum = 0.0f;
+            k = 0;
+            {
+                ember_vf acc0 = {0}, acc1 = {0};
+                for (; k + 2 * EMBER_VL <= kn; k += 2 * EMBER_VL) {
+                    acc0 += *(const ember_vf *)(a + k) * *(const ember_vf *)(bj + k);
+                    acc1 += *(const ember_vf *)(a + k + EMBER_VL) * *(const ember_vf *)(bj + k + EMBER_VL);
+                }
+                acc0 += acc1;
+                for (t = 0; t < EMBER_VL; ++t) sum += acc0[t];
+            }
+            for (; k < kn; ++k) sum += a[k] * bj[k];
+            {
+                float *c = C + (ptrdiff_t)i * c_sm + j;
+                float v = first ? sum : *c + sum;
+                if (bias) v += bias[i * bias_sm];
+                if (res) v += res[(ptrdiff_t)i * c_sm + j];
+                *c = clamp ? ember_sclamp(v, lo, hi) : v;
+            }
+        }
+    }
+}
+#endif
 /* Rows of the next register tile when r rows are left: EMBER_MR while the rest is 0 or at least 6, then
  * 8 or 6 (still >= 12 accumulators, full speed), and only then 4 and 1 (too few independent
  * accumulators to hide the FMA latency). M = 64 goes 12, 12, 12, 12, 8, 8 instead of 5 x 12 + 4, and
@@ -143,7 +186,7 @@ static int ember_mm_rows(int r) {
 }
 /* One tile: `rows` from ember_mm_rows, `strip` two vectors, one vector or one column. (Branches, not a
  * table of function pointers: a pointer table needs load-time relocations in PIC objects.) */
-#define EMBER_MM_ARGS C, c_sm, A, a_sm, a_sk, B, b_sk, kn, first, bias, bias_sm, clamp, lo, hi
+#define EMBER_MM_ARGS C, c_sm, A, a_sm, a_sk, B, b_sk, kn, first, bias, bias_sm, clamp, lo, hi, res
 #define EMBER_MM_PICK(R_)                                             \
     do {                                                              \
         if (strip == 0) ember_mm_tile_##R_##2v(EMBER_MM_ARGS);        \
@@ -153,7 +196,7 @@ static int ember_mm_rows(int r) {
     } while (0)
 static void ember_mm_tile(int rows, int strip, float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A,
                           ptrdiff_t a_sm, ptrdiff_t a_sk, const float *B, ptrdiff_t b_sk, int kn, int first,
-                          const float *bias, ptrdiff_t bias_sm, int clamp, float lo, float hi) {
+                          const float *bias, ptrdiff_t bias_sm, int clamp, float lo, float hi, const float *res) {
     if (rows == EMBER_MR) EMBER_MM_PICK(r);
 #if EMBER_MR == 12
     if (rows == 13) EMBER_MM_PICK(13);
@@ -184,9 +227,11 @@ static int ember_mm_strip(int N, int *n0, int *nv) {
     return strip;
 }
 
-/* The general epilogue on columns [n0, n0 + nv): alpha, beta * bias (any broadcast), any activation. */
+/* The general epilogue on columns [n0, n0 + nv): alpha, beta * bias (any broadcast), the residual (laid out
+ * as C; NULL for none), any activation. */
 static void ember_mm_epilogue(float *C, ptrdiff_t c_sm, int M, int n0, int nv, float alpha, const float *bias,
-                              ptrdiff_t bias_sm, ptrdiff_t bias_sn, float beta, int act, float act_a, float act_b) {
+                              ptrdiff_t bias_sm, ptrdiff_t bias_sn, float beta, const float *res, int act, float act_a,
+                              float act_b) {
     int i, j;
     for (i = 0; i < M; ++i) {
         float *c = C + (ptrdiff_t)i * c_sm + n0;
@@ -196,6 +241,8 @@ static void ember_mm_epilogue(float *C, ptrdiff_t c_sm, int M, int n0, int nv, f
         } else if (alpha != 1.0f) {
             for (j = 0; j < nv; ++j) c[j] = alpha * c[j];
         }
+        if (res)
+            for (j = 0; j < nv; ++j) c[j] += res[(ptrdiff_t)i * c_sm + n0 + j];
         ember_act_apply_f32(c, nv, act, act_a, act_b);
     }
 }
@@ -214,13 +261,15 @@ static void ember_mm_epilogue(float *C, ptrdiff_t c_sm, int M, int n0, int nv, f
  * the whole B streams from memory in order. b_sk is then unused.
  * `b_row` (else NULL): B row k starts at B + b_row[k] instead of B + k * b_sk, e.g. the shifted views
  * of the input's polyphase planes that make up a convolution's B (conv.c, ember_conv_shifted_f32). Each
- * strip of B is then always packed. */
-static void ember_matmul_core(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
-                              const float *A, ptrdiff_t a_sm, ptrdiff_t a_sk,
-                              const float *B, ptrdiff_t b_sk, const int32_t *b_row, int panels,
-                              int M, int N, int K, float alpha,
-                              const float *bias, ptrdiff_t bias_sm, ptrdiff_t bias_sn, float beta,
-                              int act, float act_a, float act_b) {
+ * strip of B is then always packed.
+ * `res` (else NULL): a residual laid out as C (c_sm floats a row, not overlapping C), added after the bias
+ * and before the activation, in registers when the epilogue is (a conv's Add(conv, shortcut) + Relu). */
+static void ember_matmul_core_res(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
+                                  const float *A, ptrdiff_t a_sm, ptrdiff_t a_sk,
+                                  const float *B, ptrdiff_t b_sk, const int32_t *b_row, int panels,
+                                  int M, int N, int K, float alpha,
+                                  const float *bias, ptrdiff_t bias_sm, ptrdiff_t bias_sn, float beta,
+                                  const float *res, int act, float act_a, float act_b) {
     const int simple = alpha == 1.0f && (!bias || (beta == 1.0f && bias_sn == 0));
     const int clamp = simple && (act == EMBER_ACT_RELU || act == EMBER_ACT_CLIP);
     const int in_tile = simple && (clamp || act == EMBER_ACT_NONE);
@@ -229,7 +278,8 @@ static void ember_matmul_core(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
 #define EMBER_MM_CALL(B_, BS_)                                                                            \
     ember_mm_tile(rows, strip, C + (ptrdiff_t)m0 * c_sm + n0, c_sm, A + (ptrdiff_t)m0 * a_sm + (ptrdiff_t)k0 * a_sk, \
                   a_sm, a_sk, B_, BS_, kn, k0 == 0, in_tile && k0 + kn >= K && bias ? bias + (ptrdiff_t)m0 * bias_sm : 0, \
-                  bias_sm, in_tile && k0 + kn >= K && clamp, lo, hi)
+                  bias_sm, in_tile && k0 + kn >= K && clamp, lo, hi,                                          \
+                  in_tile && k0 + kn >= K && res ? res + (ptrdiff_t)m0 * c_sm + n0 : 0)
 #define EMBER_MM_PANEL_AT(N0, K0) \
     (B + (ptrdiff_t)((N0) / EMBER_MM_PANEL) * K * EMBER_MM_PANEL + (ptrdiff_t)(K0) * EMBER_MM_PANEL + (N0) % EMBER_MM_PANEL)
 #if EMBER_MM_BLOCK_N && EMBER_VL > 1 && EMBER_VL <= 8 /* at most 64 columns of strips: see below */
@@ -265,12 +315,20 @@ static void ember_matmul_core(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
                 rows = ember_mm_rows(M - m0);
                 for (n0 = 0; n0 < N; n0 += nv, src += kn * nv) {
                     strip = EMBER_MM_BLOCK_STRIP();
+                    if (strip == 2 && a_sk == 1) { /* the single columns after the last whole vector */
+                        const int last = in_tile && k0 + kn >= K;
+                        ember_mm_dot_cols(C + (ptrdiff_t)m0 * c_sm + n0, c_sm, A + (ptrdiff_t)m0 * a_sm + k0, a_sm, src,
+                                          kn, rows, N - n0, k0 == 0, last && bias ? bias + (ptrdiff_t)m0 * bias_sm : 0,
+                                          bias_sm, last && res ? res + (ptrdiff_t)m0 * c_sm + n0 : 0, last && clamp,
+                                          lo, hi);
+                        break;
+                    }
                     EMBER_MM_CALL(src, nv);
                 }
             }
         }
 #undef EMBER_MM_BLOCK_STRIP
-        if (!in_tile) ember_mm_epilogue(C, c_sm, M, 0, N, alpha, bias, bias_sm, bias_sn, beta, act, act_a, act_b);
+        if (!in_tile) ember_mm_epilogue(C, c_sm, M, 0, N, alpha, bias, bias_sm, bias_sn, beta, res, act, act_a, act_b);
         return;
     }
 #endif
@@ -289,7 +347,7 @@ static void ember_matmul_core(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
                 }
             }
         }
-        if (!in_tile) ember_mm_epilogue(C, c_sm, M, 0, N, alpha, bias, bias_sm, bias_sn, beta, act, act_a, act_b);
+        if (!in_tile) ember_mm_epilogue(C, c_sm, M, 0, N, alpha, bias, bias_sm, bias_sn, beta, res, act, act_a, act_b);
         return;
     }
     for (n0 = 0; n0 < N; n0 += nv) {
@@ -335,12 +393,30 @@ static void ember_matmul_core(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
             }
             if (K == 0) break;
         }
-        if (!in_tile) ember_mm_epilogue(C, c_sm, M, n0, nv, alpha, bias, bias_sm, bias_sn, beta, act, act_a, act_b);
+        if (!in_tile) ember_mm_epilogue(C, c_sm, M, n0, nv, alpha, bias, bias_sm, bias_sn, beta, res, act, act_a, act_b);
     }
 #undef EMBER_MM_CALL
 #undef EMBER_MM_PANEL_AT
 }
+/* Without a residual (every product but a convolution's fused residual Add). */
+static void ember_matmul_core(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A, ptrdiff_t a_sm, ptrdiff_t a_sk,
+                              const float *B, ptrdiff_t b_sk, const int32_t *b_row, int panels, int M, int N, int K,
+                              float alpha, const float *bias, ptrdiff_t bias_sm, ptrdiff_t bias_sn, float beta,
+                              int act, float act_a, float act_b) {
+    ember_matmul_core_res(C, c_sm, A, a_sm, a_sk, B, b_sk, b_row, panels, M, N, K, alpha, bias, bias_sm, bias_sn,
+                          beta, 0, act, act_a, act_b);
+}
 
+/*@end*/
+
+/*@kernel ember_matmul_res_f32 requires ember_matmul_core*/
+/* C = act(A * B + bias[m] + res), res laid out as C (a convolution with its residual Add fused). */
+static void ember_matmul_res_f32(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A, ptrdiff_t a_sm, ptrdiff_t a_sk,
+                                 const float *B, ptrdiff_t b_sk, int M, int N, int K, const float *bias,
+                                 const float *res, int act, float act_a, float act_b) {
+    ember_matmul_core_res(C, c_sm, A, a_sm, a_sk, B, b_sk, 0, 0, M, N, K, 1.0f, bias, 1, 0, 1.0f, res, act, act_a,
+                          act_b);
+}
 /*@end*/
 
 /*@kernel ember_matmul_f32 requires ember_matmul_core*/

@@ -10,11 +10,13 @@
  * even and odd columns (a tile's 4 columns are then E[tw], O[tw], E[tw+1], O[tw+1], all contiguous
  * in tw), and output rows are produced as even and odd columns and interleaved on the way out.
  * `scratch`: padded plane (2*TH+2) x 2*(TW+1), V (16*(C*T+16)), Z (16*(M*T+16)) and four output half-rows
- * (TW each) floats, T = TH*TW tiles, TH = ceil(OH/2), TW = ceil(OW/2). */
+ * (TW each) floats, T = TH*TW tiles, TH = ceil(OH/2), TW = ceil(OW/2). `res` (else NULL): a residual shaped
+ * as y, added to each output row as it is stored, before the activation (passes/fuse_residual.py); both
+ * kernels here take it. */
 
 /*@kernel ember_conv_winograd_f32 requires ember_matmul_f32 ember_conv_geo*/
-static void ember_conv_winograd_f32(float *y, const float *x, const float *U, const float *bias, float *scratch,
-                                    const int32_t *p, int N, int M, int act, float act_a, float act_b) {
+static void ember_conv_winograd_f32(float *y, const float *x, const float *U, const float *bias, const float *res,
+                                    float *scratch, const int32_t *p, int N, int M, int act, float act_a, float act_b) {
     const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], OH = p[EMBER_GEO_OUT_H],
               OW = p[EMBER_GEO_OUT_W], pt = p[EMBER_GEO_PAD_H], pl = p[EMBER_GEO_PAD_W];
     const int TH = (OH + 1) / 2, TW = (OW + 1) / 2, Hp = 2 * TH + 2, Wh = TW + 1;
@@ -67,6 +69,7 @@ static void ember_conv_winograd_f32(float *y, const float *x, const float *U, co
         for (m = 0; m < M; ++m) {
             const float b = bias ? bias[m] : 0.0f;
             float *ym = y + ((ptrdiff_t)n * M + m) * OH * OW;
+            const float *rm = res ? res + ((ptrdiff_t)n * M + m) * OH * OW : 0;
             for (th = 0; th < TH; ++th) {
                 const float *z = Z + (ptrdiff_t)m * T + (ptrdiff_t)th * TW;
                 float *EMBER_RESTRICT y0e = half, *EMBER_RESTRICT y0o = half + TW;
@@ -89,6 +92,10 @@ static void ember_conv_winograd_f32(float *y, const float *x, const float *U, co
                 for (i = 0; i < OW; ++i) ym[(ptrdiff_t)2 * th * OW + i] = (i & 1 ? y0o : y0e)[i >> 1];
                 if (2 * th + 1 < OH)
                     for (i = 0; i < OW; ++i) ym[(ptrdiff_t)(2 * th + 1) * OW + i] = (i & 1 ? y1o : y1e)[i >> 1];
+                if (rm) { /* the one or two rows just stored */
+                    const ptrdiff_t at = (ptrdiff_t)2 * th * OW, rows = 2 * th + 1 < OH ? 2 : 1;
+                    for (i = 0; i < rows * OW; ++i) ym[at + i] += rm[at + i];
+                }
             }
             ember_act_apply_f32(ym, (ptrdiff_t)OH * OW, act, act_a, act_b);
         }
@@ -108,7 +115,10 @@ static void ember_conv_winograd_f32(float *y, const float *x, const float *U, co
  * column phases P_r[j] = row[4j + r] (then a tile's six columns are contiguous runs in tw) and
  * gathered into D[6i + k][t] = patch t's element (i, k); the outputs go through 16 planes O[4r + k][t]
  * on their way back to rows. `scratch`: padded plane (4*TH+2) x 4*(TW+1), D (36*T), V (36*(C*T+16)),
- * Z (36*(M*T+16)), O (16*T) floats, T = TH*TW tiles, TH = ceil(OH/4), TW = ceil(OW/4). */
+ * Z (36*(M*T+16)), O (16*T) floats, T = TH*TW tiles, TH = ceil(OH/4), TW = ceil(OW/4).
+ * `xs`, `ys` (0: H*W, OH*OW): floats between the channel planes of x, and of y and `res`. With them a call
+ * computes a band of output rows of a bigger map (ops/split.py: a thread's part, whose table states the
+ * band's rows, and the input rows from the band's first window row), transforming only the input it reads. */
 EMBER_INLINE void ember_wino4_bt(const ember_vf x[6], ember_vf t[6]) {
     t[0] = 4.0f * x[0] - 5.0f * x[2] + x[4];
     t[1] = x[3] + x[4] - 4.0f * (x[1] + x[2]);
@@ -124,13 +134,15 @@ EMBER_INLINE void ember_wino4_at(const ember_vf x[6], ember_vf o[4]) {
     o[2] = s12 + 4.0f * s34;
     o[3] = d12 + 8.0f * d34 + x[5];
 }
-static void ember_conv_winograd4_f32(float *y, const float *x, const float *U, const float *bias, float *scratch,
-                                     const int32_t *p, int N, int M, int act, float act_a, float act_b) {
+static void ember_conv_winograd4_f32(float *y, const float *x, const float *U, const float *bias, const float *res,
+                                     float *scratch, const int32_t *p, int N, int M, ptrdiff_t xs, ptrdiff_t ys, int act,
+                                     float act_a, float act_b) {
     const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], OH = p[EMBER_GEO_OUT_H],
               OW = p[EMBER_GEO_OUT_W], pt = p[EMBER_GEO_PAD_H], pl = p[EMBER_GEO_PAD_W];
     const int TH = (OH + 3) / 4, TW = (OW + 3) / 4, Hp = 4 * TH + 2, Wq = TW + 1;
     /* 64 bytes more than their size apart, as above: no 4 KiB-aligned streams. */
     const ptrdiff_t T = (ptrdiff_t)TH * TW, vs = (ptrdiff_t)C * T + 16, zs = (ptrdiff_t)M * T + 16;
+    const ptrdiff_t xplane = xs ? xs : (ptrdiff_t)H * W, yplane = ys ? ys : (ptrdiff_t)OH * OW;
     float *EMBER_RESTRICT xp = scratch;
     float *EMBER_RESTRICT D = xp + (ptrdiff_t)Hp * 4 * Wq;
     float *EMBER_RESTRICT V = D + 36 * T;
@@ -140,7 +152,7 @@ static void ember_conv_winograd4_f32(float *y, const float *x, const float *U, c
     int n, c, m, e, r, i, j, k, th, tw, ow;
     for (n = 0; n < N; ++n) {
         for (c = 0; c < C; ++c) {
-            const float *xc = x + ((ptrdiff_t)n * C + c) * H * W;
+            const float *xc = x + ((ptrdiff_t)n * C + c) * xplane;
             for (r = 0; r < Hp; ++r) {
                 float *EMBER_RESTRICT row = xp + (ptrdiff_t)r * 4 * Wq;
                 const int ih = r - pt, in_row = ih >= 0 && ih < H;
@@ -179,7 +191,8 @@ static void ember_conv_winograd4_f32(float *y, const float *x, const float *U, c
                              0, 0, 0, 0.0f, 0, 0.0f, 0.0f);
         for (m = 0; m < M; ++m) {
             const float b = bias ? bias[m] : 0.0f;
-            float *ym = y + ((ptrdiff_t)n * M + m) * OH * OW;
+            float *ym = y + ((ptrdiff_t)n * M + m) * yplane;
+            const float *rm = res ? res + ((ptrdiff_t)n * M + m) * yplane : 0;
             for (t0 = 0; t0 < T; t0 += EMBER_VL) {
                 ember_vf z[6], s[6][4], col[6], o[4];
                 t = t0 + EMBER_VL > T ? T - EMBER_VL : t0;
@@ -198,6 +211,8 @@ static void ember_conv_winograd4_f32(float *y, const float *x, const float *U, c
                     float *EMBER_RESTRICT yr = ym + (ptrdiff_t)(4 * th + r) * OW;
                     const float *orow = O + 4 * r * T + (ptrdiff_t)th * TW;
                     for (ow = 0; ow < OW; ++ow) yr[ow] = orow[(ow & 3) * T + (ow >> 2)];
+                    if (rm)
+                        for (ow = 0; ow < OW; ++ow) yr[ow] += rm[(ptrdiff_t)(4 * th + r) * OW + ow];
                 }
             ember_act_apply_f32(ym, (ptrdiff_t)OH * OW, act, act_a, act_b);
         }
