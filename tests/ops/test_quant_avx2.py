@@ -2,7 +2,9 @@
 weight of -128 they multiply by VPMADDUBSW on |x| and w * sign(x), whose int16 pair sums must never
 saturate, so activations of -128 and 127 against weights of +-127 are the worst case; a -128 weight
 takes the VPMADDWD tiles. Both requantise in registers and store 4-row tiles, single rows, and the
-partial tiles of a block's last pixels (here 117 pixels: a block of 64, then 3 tiles of 16 and 5)."""
+partial tiles of a block's last pixels (here 117 pixels: a block of 64, then 3 tiles of 16 and 5). Where
+K is large, the pixels past whole vectors of 8 are matrix-vector products instead (qblock.c
+ember_qgemv_tail: a 7x7 map's 49th pixel, 3 of a 9x11 map's second block), four rows at a time and one."""
 
 from __future__ import annotations
 
@@ -25,17 +27,19 @@ def _extreme(shape: tuple[int, ...], values: list[int], dtype: type) -> np.ndarr
     return np.where(RNG.random(shape) < 0.25, anything, out).astype(dtype)
 
 
-# x dtype, output channels, kernel, smallest weight
-CASES = {"s8_1x1_quads": (np.int8, 12, 1, -127), "u8_3x3_rows": (np.uint8, 7, 3, -127),
-         "s8_3x3_w128": (np.int8, 7, 3, -128), "u8_1x1_w128": (np.uint8, 12, 1, -128)}
+# x dtype, output channels, kernel, smallest weight, x shape
+SMALL = (1, 16, 9, 13)
+CASES = {"s8_1x1_quads": (np.int8, 12, 1, -127, SMALL), "u8_3x3_rows": (np.uint8, 7, 3, -127, SMALL),
+         "s8_3x3_w128": (np.int8, 7, 3, -128, SMALL), "u8_1x1_w128": (np.uint8, 12, 1, -128, SMALL),
+         "s8_3x3_tail7x7": (np.int8, 10, 3, -127, (1, 64, 7, 7)), "u8_3x3_tail": (np.uint8, 6, 3, -128, (1, 64, 9, 11))}
 
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_extreme_products_match_reference(tmp_path: Path, case: str) -> None:
-    xdt, m, k, wmin = CASES[case]
+    xdt, m, k, wmin, xshape = CASES[case]
     info = np.iinfo(xdt)
-    x = _extreme((1, 16, 9, 13), [info.min, info.max], xdt)
-    w = _extreme((m, 16, k, k), [wmin, 127], np.int8)
+    x = _extreme(xshape, [info.min, info.max], xdt)
+    w = _extreme((m, xshape[1], k, k), [wmin, 127], np.int8)
     if wmin == -127:
         w = np.maximum(w, -127).astype(np.int8)
     else:
