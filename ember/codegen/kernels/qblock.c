@@ -38,8 +38,10 @@ static void ember_qgemv_rows(const ember_qout *o, const int8_t *W, int m0, int m
         int r;
         for (k = 0; k + 16 <= Kp; k += 16) {
             const ember_qhx xv = EMBER_QWIDEN(*(const ember_qvx *)(const void *)(x + k));
-            for (r = 0; r < 4; ++r)
-                acc[r] += (ember_qv)EMBER_QPMADDWD(xv, EMBER_QWIDEN(*(const ember_qvx *)(const void *)(w + (ptrdiff_t)r * Kp + k)));
+            for (r = 0; r < 4; ++r) {
+                const ember_qvx wv = *(const ember_qvx *)(const void *)(w + (ptrdiff_t)r * Kp + k);
+                acc[r] += (ember_qv)EMBER_QPMADDWD(xv, EMBER_QWIDEN(wv));
+            }
         }
         for (r = 0; r < 4; ++r) {
             int32_t sum = 0;
@@ -83,8 +85,8 @@ EMBER_INLINE void ember_qgemv(const ember_qout *o, const int8_t *W, int M, int K
 
 #define EMBER_QTAIL 8 /* most pixels of a block that ember_qgemm_block leaves to matrix-vector products */
 /* Rows of Kp bytes at o->row that a convolution's scratch holds: the tail pixels where there are any (AVX-512
- * VNNI and AVX2, ember_qgemv_tail), else the one pixel of ember_qconv's P <= 2 path (ops/qlinear.py sizes the same on
- * microcontrollers and EMBER_QTAIL rows elsewhere). */
+ * VNNI and AVX2, ember_qgemv_tail), else the one pixel of ember_qconv's P <= 2 path (ops/qlinear.py sizes
+ * the same on microcontrollers and EMBER_QTAIL rows elsewhere). */
 #if (EMBER_Q_PATH == 1 && EMBER_QVL == 16) || (EMBER_Q_PATH == 2 && EMBER_QVL == 4)
 #define EMBER_QTAIL_ROWS EMBER_QTAIL
 #else
