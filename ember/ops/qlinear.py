@@ -276,7 +276,7 @@ def _qconv_scratch(node: Node) -> int:
     if q.depthwise:
         return 4 * _dw_work(node)
     kp, pb = present(node.input(2)).shape[1], qpb(node)
-    # qblock.c EMBER_QTAIL_ROWS: the tail pixels are AVX-512's alone; a microcontroller's is P <= 2's one row
+    # qblock.c EMBER_QTAIL_ROWS: the tail pixels are AVX-512 and AVX2 hosts'; a microcontroller's is P <= 2's one row
     tail = 1 if QPB_ATTR in node.attrs else QTAIL
     base = kp * pb + 4 * pb + 4 * y.shape[1] + tail * kp
     g = qconv_geometry(node)

@@ -31,6 +31,26 @@ static void ember_qgemv_rows(const ember_qout *o, const int8_t *W, int m0, int m
             ember_qstore(o, m + r, pix, j0, &sum[r], 1);
         }
     }
+#elif EMBER_Q_PATH == 2 && EMBER_QVL == 4
+    for (; quads && m + 4 <= m1; m += 4) { /* AVX2: four rows share each widened 16 bytes of x */
+        const int8_t *w = W + (ptrdiff_t)m * Kp;
+        ember_qv acc[4] = {{0}, {0}, {0}, {0}};
+        int r;
+        for (k = 0; k + 16 <= Kp; k += 16) {
+            const ember_qhx xv = EMBER_QWIDEN(*(const ember_qvx *)(const void *)(x + k));
+            for (r = 0; r < 4; ++r) {
+                const ember_qvx wv = *(const ember_qvx *)(const void *)(w + (ptrdiff_t)r * Kp + k);
+                acc[r] += (ember_qv)EMBER_QPMADDWD(xv, EMBER_QWIDEN(wv));
+            }
+        }
+        for (r = 0; r < 4; ++r) {
+            int32_t sum = 0;
+            int l, kk;
+            for (l = 0; l < 8; ++l) sum += acc[r][l];
+            for (kk = k; kk < Kp; ++kk) sum += w[(ptrdiff_t)r * Kp + kk] * ((const ember_qx *)x)[kk];
+            ember_qstore(o, m + r, pix, j0, &sum, 1);
+        }
+    }
 #endif
     for (; m < m1; ++m) {
         const int8_t *w = W + (ptrdiff_t)m * Kp;
@@ -65,9 +85,9 @@ EMBER_INLINE void ember_qgemv(const ember_qout *o, const int8_t *W, int M, int K
 
 #define EMBER_QTAIL 8 /* most pixels of a block that ember_qgemm_block leaves to matrix-vector products */
 /* Rows of Kp bytes at o->row that a convolution's scratch holds: the tail pixels where there are any (AVX-512
- * VNNI, ember_qgemv_tail), else the one pixel of ember_qconv's P <= 2 path (ops/qlinear.py sizes the same on
- * microcontrollers and EMBER_QTAIL rows elsewhere). */
-#if EMBER_Q_PATH == 1 && EMBER_QVL == 16
+ * VNNI and AVX2, ember_qgemv_tail), else the one pixel of ember_qconv's P <= 2 path (ops/qlinear.py sizes
+ * the same on microcontrollers and EMBER_QTAIL rows elsewhere). */
+#if (EMBER_Q_PATH == 1 && EMBER_QVL == 16) || (EMBER_Q_PATH == 2 && EMBER_QVL == 4)
 #define EMBER_QTAIL_ROWS EMBER_QTAIL
 #else
 #define EMBER_QTAIL_ROWS 1
@@ -80,6 +100,12 @@ static int ember_qgemv_tail(const ember_qout *o, int Kp, int pb) {
 #if EMBER_Q_PATH == 1 && EMBER_QVL == 16
     const int rest = pb % EMBER_QVL;
     return o->row && rest && rest <= EMBER_QTAIL && rest * (Kp / 64 + 40) < Kp / 4 ? rest : 0;
+#elif EMBER_Q_PATH == 2 && EMBER_QVL == 4
+    /* AVX2: the pixels past whole vectors of 8 (a 7x7 map's 49th), where their matrix-vector products
+     * (about Kp/5 + 60 operations a row and pixel: K/16 widened VPMADDWDs shared by four rows, the sum and
+     * its requantisation) cost less than the 8-lane tile that would compute them (about 1.1 Kp a row) */
+    const int rest = pb % 8;
+    return o->row && rest && rest * (Kp / 5 + 60) * 10 < 11 * Kp ? rest : 0;
 #else
     (void)o;
     (void)Kp;

@@ -114,6 +114,25 @@ static void ember_qgather2(uint8_t *r, const uint8_t *x, int count) {
         __asm__("vmovdqu8 %1, %0%{%2%}" : "+m"(*(ember_qz64u *)(r + i)) : "v"(v), "Yk"((1ull << n) - 1));
     }
 }
+#elif EMBER_HAVE_AVX2
+/* r[i] = x[2i] for i < count, 32 at a time from 64 bytes (each 16-bit lane's even byte, packed by
+ * VPACKUSWB, whose 128-bit lanes VPERMQ puts back in order) while those bytes lie inside x[0 .. 2 count - 2],
+ * then one by one. The byte loop was 45% of a stride-2 3x3's packing (ResNet-18's first one: 15% of it). */
+#define EMBER_QGATHER2 1
+EMBER_UNUSED static void ember_qgather2(uint8_t *r, const uint8_t *x, int count) {
+    typedef short ember_qg2h __attribute__((vector_size(32)));
+    typedef short ember_qg2hu __attribute__((vector_size(32), may_alias, aligned(1)));
+    typedef long long ember_qg2q __attribute__((vector_size(32)));
+    typedef long long ember_qg2qu __attribute__((vector_size(32), may_alias, aligned(1)));
+    int i = 0;
+    for (; i + 32 < count; i += 32) {
+        const ember_qg2h lo = *(const ember_qg2hu *)(const void *)(x + 2 * i) & 255,
+                         hi = *(const ember_qg2hu *)(const void *)(x + 2 * i + 32) & 255;
+        const ember_qg2q v = (ember_qg2q)__builtin_ia32_packuswb256(lo, hi);
+        *(ember_qg2qu *)(void *)(r + i) = __builtin_ia32_permdi256(v, 0xD8);
+    }
+    for (; i < count; ++i) r[i] = x[2 * i];
+}
 #endif
 /*@end*/
 
