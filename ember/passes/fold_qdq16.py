@@ -32,7 +32,8 @@ from ember.ops.qlinear import DOUBLE, SINGLE, tflite_multiplier
 from ember.passes.fold_qdq_ops import DQ, Q, dq_of, replace
 
 
-def fold_qdq16(graph: Graph) -> None:
+def fold_qdq16(graph: Graph, simd: bool = False) -> None:
+    """`simd`: the convolutions run ember_q16_conv_v (a host or Linux target), else the portable kernel."""
     if not any(n.op == "QuantizeLinear" and n.attrs.get("_rounding") and n.outputs[0] is not None
                and n.outputs[0].dtype is DType.INT16 for n in graph.nodes):
         return  # no TFLite int16 tensor: nothing to look at (the per-node scan below is quadratic)
@@ -41,7 +42,7 @@ def fold_qdq16(graph: Graph) -> None:
             continue
         uses = graph.consumers()
         if node.op in ("Conv", "Gemm"):
-            _fold_linear(graph, node, uses)
+            _fold_linear(graph, node, uses, simd)
         elif node.op in ("AveragePool", "MaxPool"):
             _fold_pool(graph, node, uses)
         elif node.op == "GlobalAveragePool":
@@ -107,7 +108,7 @@ def _bias(graph: Graph, node: Node, v: Value | None, m: int) -> Value | None | b
     return graph.constant(f"{node.name}_b64", np.ascontiguousarray(np.broadcast_to(data, (m,))))
 
 
-def _fold_linear(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
+def _fold_linear(graph: Graph, node: Node, uses: dict[int, list[Node]], simd: bool) -> None:
     x, w, q = _x16(node.input(0)), dq_of(node.input(1)), _q16(graph, node.outputs[0], uses)
     act = epilogue_of(node)
     bounds = None if act is None else act.clamp
@@ -150,7 +151,7 @@ def _fold_linear(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
         return
     lo, hi = _clamp(q, bounds)
     spec = Q16Spec(geo, tuple(p[0] for p in pairs if p), tuple(p[1] for p in pairs if p), lo, hi, flat,
-                   full=full)
+                   full=full, simd=simd)
     inputs = [x.q, w.q, bias if isinstance(bias, Value) else None]
     new = Node("Q16Conv", graph.unique_name(f"{node.name}_int16"), inputs, [q.out],
                {k: v for k, v in a.items() if k != EPILOGUE_ATTR} | {"_q16": spec})

@@ -100,7 +100,8 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
         passes.append(("quantize", _quantize_pass(options, model_sha)))
     # TFLite 16x8 models: their int16 QDQ patterns become TFLite's int16 kernels; before fold_qdq, which
     # turns the weights' DequantizeLinear nodes that no kernel took into float constants.
-    passes.append(("fold_qdq16", fold_qdq16))
+    # Host and Linux targets: the convolutions' vector kernel (its padded copy is scratch an MCU need not hold).
+    passes.append(("fold_qdq16", lambda g: fold_qdq16(g, simd=target_kind in SPEED_TARGET_KINDS)))
     # QDQ models: DequantizeLinear -> Conv/Gemm/Add/... -> QuantizeLinear become integer kernels on int8 tensors.
     passes.append(("fold_qdq", fold_qdq))
     # Nodes whose results nobody reads cost time and memory.
