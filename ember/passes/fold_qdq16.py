@@ -7,8 +7,10 @@ mark, so only TFLite models' int16 tensors change path:
 
 - Conv / Gemm (+ a fused clamping activation) with constant int8 weights and an int64 (or int32) bias ->
   Q16Conv; AveragePool / MaxPool -> Q16AvgPool / Q16MaxPool; GlobalAveragePool (MEAN) -> Q16Mean;
-  Add / Sub / Mul (+ a clamping activation) -> Q16Binary; int16 -> int16 requantisation, Relu -> Q16Binary
-  (a MUL by 1, clamped)
+  Add / Sub / Mul (+ a clamping activation) -> Q16Binary; int16 -> int16 requantisation, Relu, Clip (RELU6)
+  -> Q16Binary (a MUL by 1, clamped)
+- Max / Min (MAXIMUM / MINIMUM) and a zero-padding Pad whose inputs and output share one scale -> the same op
+  on the int16 tensors (TFLite compares and copies the stored integers)
 - movement ops (Reshape, Transpose, MaxPool, Concat, ...) whose inputs and output share one scale -> the
   same op on the int16 tensors
 
@@ -47,8 +49,12 @@ def fold_qdq16(graph: Graph, simd: bool = False) -> None:
             _fold_pool(graph, node, uses)
         elif node.op == "GlobalAveragePool":
             _fold_mean(graph, node, uses)
-        elif node.op == "Relu":
+        elif node.op in ("Relu", "Clip"):
             _fold_relu(graph, node, uses)
+        elif node.op in ("Max", "Min"):
+            _fold_minmax(graph, node, uses)
+        elif node.op == "Pad":
+            _fold_pad(graph, node, uses)
         elif node.op == "DequantizeLinear":
             _fold_requantize(graph, node, uses)
         elif node.op in ("Add", "Sub", "Mul"):
@@ -238,19 +244,57 @@ def _fold_requantize(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> N
 
 
 def _fold_relu(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
-    """TFLite's int16 RELU (ReluX): MultiplyByQuantizedMultiplier by the float32 ratio input / output scale,
-    then the clamp at zero: a Q16Binary MUL by 1. (RELU6 is not folded: TFLite Micro's clamps the input's
-    integers without rescaling, LiteRT's rescales.)"""
+    """TFLite's int16 RELU and RELU6 (LiteRT's QuantizedReluX): MultiplyByQuantizedMultiplier by the float32
+    ratio input / output scale, then the clamp to the bounds quantized at the output scale: a Q16Binary MUL
+    by 1. TFLite Micro's RELU6 (Relu6Quantized) clamps the input's integers to [0, round(6 / input scale)]
+    and does not rescale: its output keeps the input's integers whatever the output scale."""
     bounds = registry.activation_clamp(node)
     x, q = _x16(node.input(0)), _q16(graph, node.outputs[0], uses)
     if bounds is None or x is None or q is None:
         return
-    mult, k = tflite_multiplier(float(np.float32(x.scale[0]) / q.scale), q.rounding)
-    lo, hi = _clamp(q, bounds)
+    micro_clip = node.op == "Clip" and bool(q.node.attrs.get("_micro"))
+    if micro_clip:
+        if bounds[0] != 0.0:
+            return  # (TFLite Micro has no other int16 clipping activation)
+        mult, k = 1 << 30, 30 + 64 * SINGLE  # the identity: (x * 2^30 + 2^29) >> 30
+        lo, hi = 0, _bound(Q(q.node, q.out, np.float32(x.scale[0]), q.rounding), bounds[1])
+    else:
+        mult, k = tflite_multiplier(float(np.float32(x.scale[0]) / q.scale), q.rounding)
+        k += 64 * q.rounding
+        lo, hi = _clamp(q, bounds)
     one = graph.constant(f"{node.name}_one", np.ones(1, np.int16))
-    spec = Q16Spec(None, (), (), lo, hi, binary=(2, 0, 0, 1, 0, 1, mult, k + 64 * q.rounding, lo, hi),
-                   shape=tuple(x.q.shape))
+    spec = Q16Spec(None, (), (), lo, hi, binary=(2, 0, 0, 1, 0, 1, mult, k, lo, hi), shape=tuple(x.q.shape))
     new = Node("Q16Binary", graph.unique_name(f"{node.name}_int16"), [x.q, one], [q.out], {"_q16": spec})
+    replace(graph, [node, q.node], [new])
+
+
+def _fold_minmax(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
+    """TFLite's int16 MAXIMUM / MINIMUM compare the stored integers (the converter gives the inputs the
+    output's scale): the same op on the int16 tensors where every scale is the output's."""
+    q = _q16(graph, node.outputs[0], uses)
+    xs = [_x16(v, const=True) for v in node.inputs]
+    if q is None or any(x is None or x.scale[0] != q.scale for x in xs) or all(x.q.is_const for x in xs if x):
+        return
+    new = Node(node.op, graph.unique_name(f"{node.name}_int16"), [x.q for x in xs if x is not None], [q.out],
+               dict(node.attrs))
+    replace(graph, [node, q.node], [new])
+
+
+def _fold_pad(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
+    """TFLite's int16 PAD (and PADV2 with a value of 0): the stored integers, the output zero point (0) around
+    them. Input and output share their scale."""
+    x, q = _x16(node.input(0)), _q16(graph, node.outputs[0], uses)
+    value, pads = node.input(2), node.input(1)
+    if (x is None or q is None or x.scale[0] != q.scale or node.attrs.get("mode", "constant") != "constant"
+            or pads is None or not pads.is_const or any(v is not None for v in node.inputs[3:])):
+        return
+    if value is not None:
+        d = dq_of(value)
+        const = d.q if d is not None else value
+        if not const.is_const or np.any(np.asarray(const.const)):
+            return
+    zero = graph.constant(f"{node.name}_zero", np.zeros((), np.int16))
+    new = Node("Pad", graph.unique_name(f"{node.name}_int16"), [x.q, pads, zero], [q.out], dict(node.attrs))
     replace(graph, [node, q.node], [new])
 
 

@@ -20,7 +20,10 @@ from tests.frontends.tflite_support import FIXTURES, inputs_for, litert, run_emb
 # One-operator models (scripts/tflite_op_fixtures.py INT16_OPS) and two networks (a keyword-spotting DS-CNN
 # and a MobileNetV2-like net: scripts/make_tflite_fixtures.py), bit-exact with both.
 OPS = ["add", "add_relu", "sub", "mul", "concat", "conv_relu6", "depthwise", "fully_connected", "avgpool",
-       "maxpool", "relu", "leaky_relu", "softmax", "mean", "transpose_conv"]
+       "maxpool", "relu", "leaky_relu", "softmax", "mean", "transpose_conv",
+       # RELU6 of its own (LiteRT rescales to the output scale, TFLite Micro clamps the input's integers),
+       # MAXIMUM / MINIMUM and PAD (the stored integers)
+       "relu6", "max_min", "pad"]
 # TFLite Micro has no int16 kernel for these: bit-exact with LiteRT.
 LITERT_OPS = ["resize_bilinear"]
 
@@ -65,6 +68,16 @@ def test_int16_network_runs_int16_kernels() -> None:
     counts = graph.op_counts()
     assert counts.get("Q16Conv", 0) == 6 and counts.get("Q16AvgPool") == 1 and counts.get("Q16Softmax") == 1, counts
     assert not {"Conv", "Gemm", "MatMul", "DequantizeLinear", "QuantizeLinear", "AveragePool"} & set(counts), counts
+
+
+@pytest.mark.parametrize(("op", "kernel"), [("relu6", "Q16Binary"), ("max_min", "Max"), ("pad", "Pad")])
+def test_int16_operator_stays_integer(op: str, kernel: str) -> None:
+    """RELU6, MAXIMUM / MINIMUM and PAD run on the int16 integers: no float op between DequantizeLinear and
+    QuantizeLinear is left."""
+    graph, _, _ = build_graph(str(FIXTURES / f"op_{op}_int16.tflite"), CompileOptions())
+    counts = graph.op_counts()
+    assert kernel in counts and not {"DequantizeLinear", "QuantizeLinear", "Clip"} & set(counts), counts
+    assert all(v.dtype.name == "INT16" for n in graph.nodes for v in n.outputs if v is not None), counts
 
 
 def test_int16_operator_without_exact_kernel_is_refused(tmp_path: Path) -> None:

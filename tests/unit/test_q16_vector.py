@@ -171,3 +171,57 @@ def test_vector_tables_need_no_scratch_for_pointwise(tmp_path: Path) -> None:
     assert t is not None and t.v[0] == 1 and t.v[5] == 0 and t.v[1] == 8
     strided = Q16Spec(_geo(1, 16, 8, 8, 8, 3, 3, 1), (1,) * 8, (20,) * 8, -32768, 32767, simd=True)
     assert vec_tables(strided, np.ones((8, 16, 3, 3), np.int8)) is None  # stride 3: the portable kernel
+
+
+BINARY_DRIVER = r"""
+void q16_binary(int16_t *y, const int16_t *a, const int16_t *b, ptrdiff_t n, ptrdiff_t b_n, ptrdiff_t b_inner,
+                const int32_t *p) {
+    ember_q16_binary(y, a, b, n, b_n, b_inner, p);
+}
+"""
+
+
+def _binary_params(rng: np.random.Generator, op: int, rounding: int) -> np.ndarray:
+    """ember_q16_binary's p as fold_qdq16 makes it, for random scales (and a narrow clamp now and then)."""
+    from ember.ops.qlinear import DOUBLE, tflite_multiplier
+
+    sa, sb, so = (float(v) for v in rng.uniform(1e-5, 1e-3, 3))
+    lo, hi = (-32768, 32767) if rng.random() < 0.5 else (-1000, 20000)
+    if op == 2:
+        m, k = tflite_multiplier(sa * sb / so, rounding)
+        return np.array([2, 0, 0, 1, 0, 1, m, k + 64 * rounding, lo, hi], np.int32)
+    if op == 3:
+        (ma, ka), (mb, kb) = tflite_multiplier(sa / so, rounding), tflite_multiplier(0.1 * sa / so, rounding)
+        return np.array([3, 0, ma, ka + 64 * rounding, mb, kb + 64 * rounding, 0, 1, lo, hi], np.int32)
+    twice = 2.0 * max(sa, sb)
+    codes = [(m, k + 64 * DOUBLE) for m, k in (tflite_multiplier(r, DOUBLE) for r in (sa / twice, sb / twice,
+                                                                                      twice / (2.0**15 * so)))]
+    return np.array([op, 15, *codes[0], *codes[1], *codes[2], lo, hi], np.int32)
+
+
+def test_vector_binary_matches_scalar(tmp_path: Path) -> None:
+    """ember_q16_binary with AVX2 (8 lanes through ember_qt8_rq) and without, on every int16 input pair's
+    extremes: ADD, SUB, MUL, LEAKY_RELU, each rounding, b of a's shape, a scalar, or broadcast along an axis."""
+    (tmp_path / "v").mkdir(), (tmp_path / "s").mkdir()
+    vec = kernel_library(tmp_path / "v", {"ember_q16_binary", "ember_q16_conv_v"}, BINARY_DRIVER + DRIVER)
+    if not ctypes.c_int.in_dll(vec, "q16_have_avx2").value:
+        pytest.skip("no AVX2 on this CPU")
+    ref = kernel_library(tmp_path / "s", {"ember_q16_binary"}, BINARY_DRIVER, opt="-mno-avx2")
+    rng = np.random.default_rng(11)
+    n = 6 * 7 * 13  # not a multiple of 8: the scalar tail too
+    edge = np.array([-32768, -32767, -1, 0, 1, 32766, 32767], np.int16)
+    a = np.concatenate([np.repeat(edge, 7), np.tile(edge, 7), rng.integers(-32768, 32768, n - 98)]).astype(np.int16)
+    for op in (0, 1, 2, 3):
+        for rounding in (1, 2):
+            p = _binary_params(rng, op, rounding)
+            for b_n, b_inner in ((n, 1), (1, 1), (7, 13), (6, 91), (13, 1)):
+                b = rng.integers(-32768, 32768, b_n).astype(np.int16)
+                if b_n == n:
+                    b = a[::-1].copy()
+                got, want = np.zeros(n, np.int16), np.zeros(n, np.int16)
+                vec.q16_binary(_ptr(got), _ptr(a), _ptr(b), ctypes.c_ssize_t(n), ctypes.c_ssize_t(b_n),
+                               ctypes.c_ssize_t(b_inner), _ptr(p))
+                ref.q16_binary(_ptr(want), _ptr(a), _ptr(b), ctypes.c_ssize_t(n), ctypes.c_ssize_t(b_n),
+                               ctypes.c_ssize_t(b_inner), _ptr(p))
+                bad = np.nonzero(got != want)[0]
+                assert bad.size == 0, f"op {op} rounding {rounding} b ({b_n}, {b_inner}): element {bad[0]}"
