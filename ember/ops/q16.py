@@ -105,7 +105,7 @@ INT32_MAX = (1 << 31) - 1
 
 @dataclass(frozen=True)
 class Q16VecTables:
-    """ember_q16_conv_v's tables (kernels/q16.c): v = [mode, steps, blk, Hp, Wp, scratch elements], the
+    """ember_q16_conv_v's tables (kernels/q16.c): v = [mode, steps, blk, Hp, Wp, scratch elements, fits], the
     offsets of each step's two taps and each channel's weight pairs (int16 halves of an int32)."""
 
     v: list[int]
@@ -123,16 +123,18 @@ def int32_block(weight_sums: np.ndarray, step_max: int, steps: int) -> int:
     return INT32_MAX // (32768 * step_max)
 
 
-def vec_tables(spec: Q16Spec, weights: np.ndarray) -> Q16VecTables | None:
+def vec_tables(spec: Q16Spec, weights: np.ndarray, bias: np.ndarray | None = None) -> Q16VecTables | None:
     """The tables of ember_q16_conv_v for a Q16Conv with int8 weights [M, C / G, KH, KW] ([M, K] fully
-    connected); None where it has no vector path (a stride above 2 along W)."""
+    connected) and its int64 bias; None where it has no vector path (a stride above 2 along W). `fits`: no
+    channel's bias plus sum of products can leave int32 for any int16 input, so the accumulators stay
+    int32 lanes to the end."""
     g = spec.geometry
     assert g is not None
     w = np.asarray(weights, np.int64).reshape(g.m, -1)
     if g.h == g.w == g.kh == g.kw == 1 and g.group == 1:  # fully connected: K along the VPMADDWD
         chunk = np.abs(w[:, : g.c // 16 * 16]).reshape(g.m, -1, 16).sum(axis=2) if g.c >= 16 else np.zeros((g.m, 1))
         blk = int32_block(np.abs(w).sum(axis=1), int(chunk.max(initial=0)), g.c // 16)
-        return Q16VecTables([0, 0, blk, 1, 1, 0], np.zeros(1, np.int64), np.zeros(1, np.int64))
+        return Q16VecTables([0, 0, blk, 1, 1, 0, 0], np.zeros(1, np.int64), np.zeros(1, np.int64))
     if g.sw > 2 or spec.full:
         return None
     flat = g.kh == g.kw == g.sh == g.sw == 1 and g.ph == g.pw == 0
@@ -152,7 +154,9 @@ def vec_tables(spec: Q16Spec, weights: np.ndarray) -> Q16VecTables | None:
     if not flat:  # the copy's planes, and the reads of the last block's lanes past OW (8 pixels, 16 words at stride 2)
         last = (g.group - 1) * cg * hp * wd + int(taps.max()) + (g.oh - 1) * g.sh * wd
         size = max(g.c * hp * wd, last + (g.ow + 7) // 8 * 8 * g.sw + (1 if g.sw == 2 else 0))
-    v = [1 if flat else 2, steps, blk, hp, wd, size]
+    b = np.zeros(g.m, np.int64) if bias is None else np.abs(np.asarray(bias, np.int64).reshape(-1))
+    fits = int(np.max(b + 32768 * np.abs(w).sum(axis=1))) <= INT32_MAX
+    v = [1 if flat else 2, steps, blk, hp, wd, size, int(fits)]
     return Q16VecTables(v, taps, pairs.astype(np.uint32).view(np.int32))
 
 
@@ -160,9 +164,14 @@ def _weights(node: Node) -> np.ndarray:
     return np.asarray(present(node.input(1)).const)
 
 
+def _bias(node: Node) -> np.ndarray | None:
+    b = node.input(2)
+    return None if b is None else np.asarray(b.const)
+
+
 def _conv_scratch(node: Node) -> int:
     s = _spec(node)
-    t = vec_tables(s, _weights(node)) if s.simd else None
+    t = vec_tables(s, _weights(node), _bias(node)) if s.simd else None
     return 0 if t is None else 2 * t.v[5]
 
 
@@ -172,7 +181,7 @@ def _lower_conv(node: Node, k: KernelEmitter) -> None:
     bias = k.inp(2) if node.input(2) is not None else "(const int64_t *)0"
     args = [k.out(0), k.inp(0), k.inp(1), bias, k.table(s.m15, DType.INT32), k.table(s.shift, DType.INT32),
             k.table(s.geometry.table(), DType.INT32), s.lo, s.hi, int(s.full)]
-    t = vec_tables(s, _weights(node)) if s.simd else None
+    t = vec_tables(s, _weights(node), _bias(node)) if s.simd else None
     if t is None:
         k.call("ember_q16_conv", *args)
         return

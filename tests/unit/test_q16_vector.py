@@ -97,20 +97,22 @@ def test_vector_requantisation_matches_scalar_lane_by_lane(lib: ctypes.CDLL, sin
 
 
 def _run(lib: ctypes.CDLL, geo: Q16Geometry, rng: np.random.Generator, x: np.ndarray | None = None,
-         w: np.ndarray | None = None, lo: int = -32768, hi: int = 32767, unit: bool = False) -> None:
+         w: np.ndarray | None = None, lo: int = -32768, hi: int = 32767, unit: bool = False,
+         small_bias: bool = False) -> int:
     flat = geo.h == geo.w == geo.kh == geo.kw == 1
     cg = geo.c // geo.group
     if w is None:
         w = rng.integers(-128, 128, (geo.m, cg, geo.kh, geo.kw)).astype(np.int8)
     if x is None:
         x = rng.integers(-32768, 32768, geo.n * geo.c * geo.h * geo.w).astype(np.int16)
-    bias = rng.integers(-(1 << 34), 1 << 34, geo.m).astype(np.int64)
+    bits = 20 if small_bias else 34  # int32 accumulators to the end (`fits`), or int64 ones
+    bias = rng.integers(-(1 << bits), 1 << bits, geo.m).astype(np.int64)
     m15 = rng.integers(1, 32768, geo.m).astype(np.int32)
     shift = rng.integers(16, 30, geo.m).astype(np.int32)
     if unit:  # acc / 2^24: a sum past int32 stays within int16, so a lost carry shows
         m15, shift, bias = np.ones_like(m15), np.full_like(shift, 24), np.zeros_like(bias)
     spec = Q16Spec(geo, tuple(m15.tolist()), tuple(shift.tolist()), lo, hi, flat, simd=True)
-    t = vec_tables(spec, w)
+    t = vec_tables(spec, w, bias)
     assert t is not None
     g = np.asarray(geo.table(), np.int32)
     n_out = geo.n * geo.m * geo.oh * geo.ow
@@ -122,6 +124,7 @@ def _run(lib: ctypes.CDLL, geo: Q16Geometry, rng: np.random.Generator, x: np.nda
     lib.q16_vector(_ptr(got), *args, _ptr(scratch), _ptr(v), _ptr(off), _ptr(wp))
     bad = np.nonzero(got != ref)[0]
     assert bad.size == 0, f"{geo}: output {bad[0]}: {got[bad[0]]} != {ref[bad[0]]} (mode {t.v[0]})"
+    return t.v[6]
 
 
 def _geo(n: int, c: int, h: int, w: int, m: int, k: int, s: int, p: int, g: int = 1, d: int = 1) -> Q16Geometry:
@@ -141,8 +144,10 @@ def _geo(n: int, c: int, h: int, w: int, m: int, k: int, s: int, p: int, g: int 
     Q16Geometry(1, 10, 49, 10, 16, 25, 5, 10, 4, 2, 2, 1, 1, 4, 1, 1),  # KWS's first layer: 10x4, stride 2
     Q16Geometry(3, 70, 1, 1, 9, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1),  # fully connected, a 6-element tail
 ])
-def test_vector_convolution_matches_scalar(lib: ctypes.CDLL, geo: Q16Geometry) -> None:
-    _run(lib, geo, np.random.default_rng(geo.c * 7 + geo.kh), lo=-20000, hi=25000)
+@pytest.mark.parametrize("small_bias", [False, True])
+def test_vector_convolution_matches_scalar(lib: ctypes.CDLL, geo: Q16Geometry, small_bias: bool) -> None:
+    fits = _run(lib, geo, np.random.default_rng(geo.c * 7 + geo.kh), lo=-20000, hi=25000, small_bias=small_bias)
+    assert fits == (small_bias and geo.h > 1), "the int32 path where bias and sums fit int32, else int64"
 
 
 def test_int32_blocks_widen_before_overflow(lib: ctypes.CDLL) -> None:

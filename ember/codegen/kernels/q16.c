@@ -112,12 +112,25 @@ typedef int16_t ember_q16h8u __attribute__((vector_size(16), may_alias, aligned(
 typedef uint16_t ember_q16hu8u __attribute__((vector_size(16), may_alias, aligned(2)));
 typedef int16_t ember_q16v16u __attribute__((vector_size(32), may_alias, aligned(2)));
 typedef int8_t ember_q16b16u __attribute__((vector_size(16), may_alias, aligned(1)));
+typedef unsigned long long ember_q16u64u __attribute__((may_alias, aligned(2)));
 #if EMBER_CLANG
 #define EMBER_Q16_EVEN(a, b) __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14)
 #else
 #define EMBER_Q16_EVEN(a, b) __builtin_shuffle(a, b, (ember_q16v8){0, 2, 4, 6, 8, 10, 12, 14})
 #endif
 #define EMBER_Q16_SEL(c, a, b) (((a) & (c)) | ((b) & ~(c)))
+/* 8 int16 at p sign- / zero-extended, 16 int8 sign-extended (one VPMOVSXWD / VPMOVZXWD / VPMOVSXBW: GCC 12
+ * splits __builtin_convertvector of these into halves). */
+#if EMBER_CLANG
+#define EMBER_Q16_SX8(p) __builtin_convertvector(*(const ember_q16h8u *)(p), ember_q16v8)
+#define EMBER_Q16_ZX8(p) __builtin_convertvector(*(const ember_q16hu8u *)(p), ember_q16v8)
+#define EMBER_Q16_SXB16(p) __builtin_convertvector(*(const ember_q16b16u *)(p), ember_q16v16)
+#else
+#define EMBER_Q16_SX8(p) ((ember_q16v8)__builtin_ia32_pmovsxwd256(*(const ember_q16h8u *)(p)))
+#define EMBER_Q16_ZX8(p) ((ember_q16v8)__builtin_ia32_pmovzxwd256(*(const ember_q16h8u *)(p)))
+typedef char ember_q16c16 __attribute__((vector_size(16)));
+#define EMBER_Q16_SXB16(p) ((ember_q16v16)__builtin_ia32_pmovsxbw256((ember_q16c16) * (const ember_q16b16u *)(p)))
+#endif
 /* (acc * mult + 2^(k-1)) >> k of 4 int64 lanes (0 <= mult < 2^31, 1 <= k <= 62), clamped to [lo, hi]:
  * ember_q16_scale (k = its shift) and LiteRT's single rounding (ember_q_scale_tfl, shift 64 + k) with no
  * 64-bit multiply or arithmetic shift in AVX2: the product modulo 2^64 is lo32 * mult + (hi32 * mult << 32)
@@ -148,8 +161,10 @@ EMBER_UNUSED EMBER_INLINE ember_q16v4 ember_q16v_hi64(ember_q16v8 v) {
 /* Store n (<= 8) int32 lanes within int16. */
 EMBER_UNUSED EMBER_INLINE void ember_q16v_store(int16_t *y, ember_q16v8 v, int n) {
     int j;
-    if (n == 8) {
-        *(ember_q16h8u *)y = __builtin_convertvector(v, ember_q16h8);
+    if (n == 8) { /* VPACKSSDW (no lane saturates) keeps lanes 0-3 and 4-7 in quads 0 and 2 */
+        const ember_q16v4 q = (ember_q16v4)__builtin_ia32_packssdw256(v, v);
+        *(ember_q16u64u *)y = (unsigned long long)q[0];
+        *(ember_q16u64u *)(y + 4) = (unsigned long long)q[2];
         return;
     }
     for (j = 0; j < n; ++j) y[j] = (int16_t)v[j];
@@ -162,12 +177,14 @@ EMBER_UNUSED EMBER_INLINE void ember_q16v_store(int16_t *y, ember_q16v8 v, int n
  * ember_q16_conv). The taps (c, ky, kx) of a group are taken in pairs: step s reads the input at two
  * offsets from the output pixel's window origin, off[2s], off[2s+1], and multiplies them by the channel's
  * pair of weights wp[m * steps + s] (int16 halves, the second 0 for an odd tap count): one VPMADDWD of
- * (x_a, x_b) words by (w_a, w_b) per 8 pixels. v = [mode, steps, blk, Hp, Wp, scratch elements]
+ * (x_a, x_b) words by (w_a, w_b) per 8 pixels. v = [mode, steps, blk, Hp, Wp, scratch elements, fits]
  * (ops/q16.py vec_tables): mode 0, fully connected ([N, K] by [M, K]: VPMADDWD along K, 16 at a time);
  * 1, a 1x1 stride-1 unpadded convolution over the H * W pixels as one row; 2, any other with strides
  * of 1 or 2, on a zero-padded copy of the input (scratch: Hp x Wp planes, and slack for the last block's
  * lanes past OW). The int32 partial sums are added into int64 every blk steps (mode 0: 16-element
- * chunks): vec_tables proves from the weights that blk steps cannot overflow int32 for any int16 input. */
+ * chunks): vec_tables proves from the weights that blk steps cannot overflow int32 for any int16 input;
+ * `fits`: it proves that bias plus every sum stays within int32, so they do, and the requantisation takes
+ * the int32 lanes (quant.c ember_qt8_rq, LiteRT's single rounding: ember_q16_scale's arithmetic). */
 #if EMBER_HAVE_AVX2
 EMBER_INLINE ember_q16v8 ember_q16v_pair(const int16_t *a, const int16_t *b, int s2) {
     if (s2) { /* stride 2: the even words of 16 at a and at b */
@@ -175,25 +192,27 @@ EMBER_INLINE ember_q16v8 ember_q16v_pair(const int16_t *a, const int16_t *b, int
         return (va & 0xFFFF) | (vb << 16);
     }
     {
-        const ember_q16v8 va = __builtin_convertvector(*(const ember_q16hu8u *)a, ember_q16v8);
-        const ember_q16v8 vb = __builtin_convertvector(*(const ember_q16h8u *)b, ember_q16v8);
-        return va | (vb << 16);
+        return EMBER_Q16_ZX8(a) | (EMBER_Q16_SX8(b) << 16);
     }
 }
 /* nb (1 or 4) channels from m of one group, 8 pixels whose window origins are base + j * stride. */
 static inline __attribute__((always_inline)) void ember_q16v_block(
     int16_t *y, ptrdiff_t ystride, int n, const int16_t *base, int s2, const int32_t *off, const int32_t *wp,
-    int32_t steps, int32_t blk, const int64_t *bias, const int32_t *m15, const int32_t *shift, int32_t m,
-    int32_t lo, int32_t hi, const int nb) {
+    int32_t steps, int32_t blk, int fits, const int64_t *bias, const int32_t *m15, const int32_t *shift,
+    int32_t m, int32_t lo, int32_t hi, const int nb) {
     ember_q16v8 acc[4] = {{0}, {0}, {0}, {0}};
     ember_q16v4 wide[4][2];
     int32_t s, j, left = blk;
-    for (j = 0; j < nb; ++j) wide[j][0] = wide[j][1] = (ember_q16v4){0} + (bias ? bias[m + j] : 0);
+    for (j = 0; j < nb; ++j) { /* the bias: in the int32 lanes from the start where they hold everything */
+        const int64_t b = bias ? bias[m + j] : 0;
+        wide[j][0] = wide[j][1] = (ember_q16v4){0} + (fits ? 0 : b);
+        if (fits) acc[j] = (ember_q16v8){0} + (int32_t)b;
+    }
     for (s = 0; s < steps; ++s) {
         const ember_q16v16 xp = (ember_q16v16)ember_q16v_pair(base + off[2 * s], base + off[2 * s + 1], s2);
         for (j = 0; j < nb; ++j)
             acc[j] += (ember_q16v8)__builtin_ia32_pmaddwd256(xp, (ember_q16v16)((ember_q16v8){0} + wp[(ptrdiff_t)(m + j) * steps + s]));
-        if (--left == 0) { /* blk steps: as much as int32 is proven to hold */
+        if (!fits && --left == 0) { /* blk steps: as much as int32 is proven to hold */
             for (j = 0; j < nb; ++j) {
                 wide[j][0] += ember_q16v_lo64(acc[j]), wide[j][1] += ember_q16v_hi64(acc[j]);
                 acc[j] = (ember_q16v8){0};
@@ -202,9 +221,15 @@ static inline __attribute__((always_inline)) void ember_q16v_block(
         }
     }
     for (j = 0; j < nb; ++j) {
-        const ember_q16v4 a = wide[j][0] + ember_q16v_lo64(acc[j]), b = wide[j][1] + ember_q16v_hi64(acc[j]);
-        ember_q16v_store(y + j * ystride, ember_q16v_narrow(ember_q16v_scale(a, m15[m + j], shift[m + j], lo, hi),
-                                                           ember_q16v_scale(b, m15[m + j], shift[m + j], lo, hi)), n);
+        if (fits) {
+            ember_qt8 t;
+            ember_qt8_init(&t, m15[m + j], EMBER_Q_TFL + shift[m + j], 0, lo, hi);
+            ember_q16v_store(y + j * ystride, ember_qt8_rq(acc[j], &t), n);
+        } else {
+            const ember_q16v4 a = wide[j][0] + ember_q16v_lo64(acc[j]), b = wide[j][1] + ember_q16v_hi64(acc[j]);
+            ember_q16v_store(y + j * ystride, ember_q16v_narrow(ember_q16v_scale(a, m15[m + j], shift[m + j], lo, hi),
+                                                               ember_q16v_scale(b, m15[m + j], shift[m + j], lo, hi)), n);
+        }
     }
 }
 /* Fully connected: y[n, m] over K = C, 16 products per VPMADDWD, partials widened every blk chunks. */
@@ -221,7 +246,7 @@ static void ember_q16v_fc(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTRI
             ember_q16v8 part = {0};
             int32_t left = blk, tail = 0;
             for (c = 0; c + 16 <= K; c += 16) {
-                const ember_q16v16 wv = __builtin_convertvector(*(const ember_q16b16u *)(wm + c), ember_q16v16);
+                const ember_q16v16 wv = EMBER_Q16_SXB16(wm + c);
                 part += (ember_q16v8)__builtin_ia32_pmaddwd256(*(const ember_q16v16u *)(xn + c), wv);
                 if (--left == 0) {
                     for (j = 0; j < 8; ++j) acc += part[j];
@@ -243,7 +268,7 @@ static void ember_q16_conv_v(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RES
     const int32_t C = g[EMBER_Q16_C], H = g[EMBER_Q16_H], W = g[EMBER_Q16_W], M = g[EMBER_Q16_M];
     const int32_t OH = g[EMBER_Q16_OH], OW = g[EMBER_Q16_OW], G = g[EMBER_Q16_G];
     const int32_t SH = g[EMBER_Q16_SH], s2 = g[EMBER_Q16_SW] == 2, mode = v[0], steps = v[1], blk = v[2];
-    const int32_t Hp = v[3], Wp = v[4], cg = C / G, mg = M / G;
+    const int32_t Hp = v[3], Wp = v[4], fits = v[6], cg = C / G, mg = M / G;
     const ptrdiff_t plane = (ptrdiff_t)Hp * Wp, out = (ptrdiff_t)OH * OW;
     int32_t n, gi, m, oy, ox, c, h;
     if (mode == 0) {
@@ -255,12 +280,14 @@ static void ember_q16_conv_v(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RES
         int16_t *yn = y + (ptrdiff_t)n * M * out;
         if (mode == 2) { /* the zero-padded copy */
             ptrdiff_t i;
-            for (i = 0; i < v[5]; ++i) scratch[i] = 0;
+            for (i = 0; i + 16 <= v[5]; i += 16) *(ember_q16v16u *)(scratch + i) = (ember_q16v16){0};
+            for (; i < v[5]; ++i) scratch[i] = 0;
             for (c = 0; c < C; ++c)
                 for (h = 0; h < H; ++h) {
                     const int16_t *src = xs + ((ptrdiff_t)c * H + h) * W;
                     int16_t *dst = scratch + c * plane + (ptrdiff_t)(h + g[EMBER_Q16_PH]) * Wp + g[EMBER_Q16_PW];
-                    for (i = 0; i < W; ++i) dst[i] = src[i];
+                    for (i = 0; i + 16 <= W; i += 16) *(ember_q16v16u *)(dst + i) = *(const ember_q16v16u *)(src + i);
+                    for (; i < W; ++i) dst[i] = src[i];
                 }
             xs = scratch;
         }
@@ -272,9 +299,9 @@ static void ember_q16_conv_v(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RES
                 if (mode == 1) { /* one row of H * W pixels; the last partial block one pixel at a time */
                     for (ox = 0; ox + 8 <= out; ox += 8) {
                         if (nb == 4)
-                            ember_q16v_block(ym + ox, out, 8, xg + ox, 0, off, wp, steps, blk, bias, m15, shift, m, lo, hi, 4);
+                            ember_q16v_block(ym + ox, out, 8, xg + ox, 0, off, wp, steps, blk, fits, bias, m15, shift, m, lo, hi, 4);
                         else
-                            ember_q16v_block(ym + ox, out, 8, xg + ox, 0, off, wp, steps, blk, bias, m15, shift, m, lo, hi, 1);
+                            ember_q16v_block(ym + ox, out, 8, xg + ox, 0, off, wp, steps, blk, fits, bias, m15, shift, m, lo, hi, 1);
                     }
                     for (; ox < out; ++ox) {
                         int32_t j, s;
@@ -294,9 +321,9 @@ static void ember_q16_conv_v(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RES
                             const int16_t *base = xg + (ptrdiff_t)oy * SH * Wp + (ptrdiff_t)ox * (s2 ? 2 : 1);
                             const int nv = OW - ox < 8 ? OW - ox : 8;
                             if (nb == 4)
-                                ember_q16v_block(ym + (ptrdiff_t)oy * OW + ox, out, nv, base, s2, off, wp, steps, blk, bias, m15, shift, m, lo, hi, 4);
+                                ember_q16v_block(ym + (ptrdiff_t)oy * OW + ox, out, nv, base, s2, off, wp, steps, blk, fits, bias, m15, shift, m, lo, hi, 4);
                             else
-                                ember_q16v_block(ym + (ptrdiff_t)oy * OW + ox, out, nv, base, s2, off, wp, steps, blk, bias, m15, shift, m, lo, hi, 1);
+                                ember_q16v_block(ym + (ptrdiff_t)oy * OW + ox, out, nv, base, s2, off, wp, steps, blk, fits, bias, m15, shift, m, lo, hi, 1);
                         }
                 }
                 m += nb;
@@ -366,10 +393,10 @@ static void ember_q16_binary(int16_t *EMBER_RESTRICT y, const int16_t *a, const 
         }
         ember_qt8_init(&to, p[6], p[7], 0, p[8], p[9]);
         for (; e + 8 <= n; e += 8) {
-            const ember_q16v8 va = __builtin_convertvector(*(const ember_q16h8u *)(a + e), ember_q16v8);
+            const ember_q16v8 va = EMBER_Q16_SX8(a + e);
             ember_q16v8 vb, v;
             if (b_n == n && b_inner == 1) {
-                vb = __builtin_convertvector(*(const ember_q16h8u *)(b + e), ember_q16v8);
+                vb = EMBER_Q16_SX8(b + e);
             } else {
                 for (j = 0; j < 8; ++j) { /* b[(e / b_inner) % b_n], counted along */
                     vb[j] = b[bi];
