@@ -40,7 +40,7 @@ EMBER_INLINE int16_t ember_q16_clamp(int64_t v, int32_t lo, int32_t hi) {
 EMBER_INLINE int16_t ember_q16_out(int64_t acc, int32_t m15, int32_t shift, int32_t lo, int32_t hi, int32_t full) {
     return ember_q16_clamp(full ? ember_q_scale_tfl(acc, m15, shift) : ember_q16_scale(acc, m15, shift), lo, hi);
 }
-static void ember_q16_conv(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTRICT x, const int8_t *w,
+EMBER_UNUSED static void ember_q16_conv(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTRICT x, const int8_t *w,
                            const int64_t *bias, const int32_t *m15, const int32_t *shift, const int32_t *g,
                            int32_t lo, int32_t hi, int32_t full) {
     const int32_t C = g[EMBER_Q16_C], H = g[EMBER_Q16_H], W = g[EMBER_Q16_W], M = g[EMBER_Q16_M];
@@ -279,14 +279,15 @@ static void ember_q16_conv_v(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RES
         const int16_t *xs = x + (ptrdiff_t)n * C * H * W;
         int16_t *yn = y + (ptrdiff_t)n * M * out;
         if (mode == 2) { /* the zero-padded copy */
+            const ptrdiff_t size = v[5], size16 = size - size % 16, w16 = W - W % 16;
             ptrdiff_t i;
-            for (i = 0; i + 16 <= v[5]; i += 16) *(ember_q16v16u *)(scratch + i) = (ember_q16v16){0};
-            for (; i < v[5]; ++i) scratch[i] = 0;
+            for (i = 0; i < size16; i += 16) *(ember_q16v16u *)(scratch + i) = (ember_q16v16){0};
+            for (; i < size; ++i) scratch[i] = 0;
             for (c = 0; c < C; ++c)
                 for (h = 0; h < H; ++h) {
                     const int16_t *src = xs + ((ptrdiff_t)c * H + h) * W;
                     int16_t *dst = scratch + c * plane + (ptrdiff_t)(h + g[EMBER_Q16_PH]) * Wp + g[EMBER_Q16_PW];
-                    for (i = 0; i + 16 <= W; i += 16) *(ember_q16v16u *)(dst + i) = *(const ember_q16v16u *)(src + i);
+                    for (i = 0; i < w16; i += 16) *(ember_q16v16u *)(dst + i) = *(const ember_q16v16u *)(src + i);
                     for (; i < W; ++i) dst[i] = src[i];
                 }
             xs = scratch;
@@ -392,7 +393,8 @@ static void ember_q16_binary(int16_t *EMBER_RESTRICT y, const int16_t *a, const 
             ember_qt8_init(&tb, p[4], p[5], 0, -2147483647 - 1, 2147483647);
         }
         ember_qt8_init(&to, p[6], p[7], 0, p[8], p[9]);
-        for (; e + 8 <= n; e += 8) {
+        const ptrdiff_t n8 = n - n % 8;
+        for (; e < n8; e += 8) {
             const ember_q16v8 va = EMBER_Q16_SX8(a + e);
             ember_q16v8 vb, v;
             if (b_n == n && b_inner == 1) {
