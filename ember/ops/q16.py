@@ -131,7 +131,7 @@ def vec_tables(spec: Q16Spec, weights: np.ndarray, bias: np.ndarray | None = Non
     g = spec.geometry
     assert g is not None
     w = np.asarray(weights, np.int64).reshape(g.m, -1)
-    if g.h == g.w == g.kh == g.kw == 1 and g.group == 1:  # fully connected: K along the VPMADDWD
+    if g.h == g.w == g.kh == g.kw == g.oh == g.ow == 1 and g.group == 1:  # fully connected: K along VPMADDWD
         chunk = np.abs(w[:, : g.c // 16 * 16]).reshape(g.m, -1, 16).sum(axis=2) if g.c >= 16 else np.zeros((g.m, 1))
         blk = int32_block(np.abs(w).sum(axis=1), int(chunk.max(initial=0)), g.c // 16)
         return Q16VecTables([0, 0, blk, 1, 1, 0, 0], np.zeros(1, np.int64), np.zeros(1, np.int64))

@@ -9,8 +9,9 @@ mark, so only TFLite models' int16 tensors change path:
   Q16Conv; AveragePool / MaxPool -> Q16AvgPool / Q16MaxPool; GlobalAveragePool (MEAN) -> Q16Mean;
   Add / Sub / Mul (+ a clamping activation) -> Q16Binary; int16 -> int16 requantisation, Relu, Clip (RELU6)
   -> Q16Binary (a MUL by 1, clamped)
-- Max / Min (MAXIMUM / MINIMUM) and a zero-padding Pad whose inputs and output share one scale -> the same op
-  on the int16 tensors (TFLite compares and copies the stored integers)
+- Max / Min (MAXIMUM / MINIMUM), a zero-padding Pad, Slice and Split (SLICE, STRIDED_SLICE, SPLIT, SPLIT_V)
+  whose inputs and outputs share one scale -> the same op on the int16 tensors (TFLite compares and
+  copies the stored integers)
 - movement ops (Reshape, Transpose, MaxPool, Concat, ...) whose inputs and output share one scale -> the
   same op on the int16 tensors
 
@@ -55,6 +56,8 @@ def fold_qdq16(graph: Graph, simd: bool = False) -> None:
             _fold_minmax(graph, node, uses)
         elif node.op == "Pad":
             _fold_pad(graph, node, uses)
+        elif node.op in ("Slice", "Split"):
+            _fold_select(graph, node, uses)
         elif node.op == "DequantizeLinear":
             _fold_requantize(graph, node, uses)
         elif node.op in ("Add", "Sub", "Mul"):
@@ -296,6 +299,23 @@ def _fold_pad(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
     zero = graph.constant(f"{node.name}_zero", np.zeros((), np.int16))
     new = Node("Pad", graph.unique_name(f"{node.name}_int16"), [x.q, pads, zero], [q.out], dict(node.attrs))
     replace(graph, [node, q.node], [new])
+
+
+def _fold_select(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
+    """Slice / Split of one int16 tensor (other inputs constant) into outputs of its scale: the same op on the
+    stored integers, as TFLite's int16 SLICE, STRIDED_SLICE and SPLIT copy them."""
+    x = _x16(node.input(0))
+    outs = [(i, _q16(graph, o, uses)) for i, o in enumerate(node.outputs) if o is not None]
+    if (x is None or not outs or any(q is None or q.scale != x.scale[0] for _, q in outs)
+            or any(v is not None and not v.is_const for v in node.inputs[1:])):
+        return
+    outputs: list[Value | None] = [None] * len(node.outputs)
+    for i, q in outs:
+        assert q is not None
+        outputs[i] = q.out
+    new = Node(node.op, graph.unique_name(f"{node.name}_int16"), [x.q, *node.inputs[1:]], outputs,
+               dict(node.attrs))
+    replace(graph, [node, *(q.node for _, q in outs if q is not None)], [new])
 
 
 def _fold_move(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:

@@ -22,8 +22,8 @@ from tests.frontends.tflite_support import FIXTURES, inputs_for, litert, run_emb
 OPS = ["add", "add_relu", "sub", "mul", "concat", "conv_relu6", "depthwise", "fully_connected", "avgpool",
        "maxpool", "relu", "leaky_relu", "softmax", "mean", "transpose_conv",
        # RELU6 of its own (LiteRT rescales to the output scale, TFLite Micro clamps the input's integers),
-       # MAXIMUM / MINIMUM and PAD (the stored integers)
-       "relu6", "max_min", "pad"]
+       # MAXIMUM / MINIMUM, PAD, STRIDED_SLICE and SPLIT_V (the stored integers)
+       "relu6", "max_min", "pad", "slice_split"]
 # TFLite Micro has no int16 kernel for these: bit-exact with LiteRT.
 LITERT_OPS = ["resize_bilinear"]
 
@@ -70,10 +70,11 @@ def test_int16_network_runs_int16_kernels() -> None:
     assert not {"Conv", "Gemm", "MatMul", "DequantizeLinear", "QuantizeLinear", "AveragePool"} & set(counts), counts
 
 
-@pytest.mark.parametrize(("op", "kernel"), [("relu6", "Q16Binary"), ("max_min", "Max"), ("pad", "Pad")])
+@pytest.mark.parametrize(("op", "kernel"), [("relu6", "Q16Binary"), ("max_min", "Max"), ("pad", "Pad"),
+                                          ("slice_split", "Split")])
 def test_int16_operator_stays_integer(op: str, kernel: str) -> None:
-    """RELU6, MAXIMUM / MINIMUM and PAD run on the int16 integers: no float op between DequantizeLinear and
-    QuantizeLinear is left."""
+    """RELU6, MAXIMUM / MINIMUM, PAD, STRIDED_SLICE and SPLIT_V run on the int16 integers: no float op between
+    DequantizeLinear and QuantizeLinear is left."""
     graph, _, _ = build_graph(str(FIXTURES / f"op_{op}_int16.tflite"), CompileOptions())
     counts = graph.op_counts()
     assert kernel in counts and not {"DequantizeLinear", "QuantizeLinear", "Clip"} & set(counts), counts

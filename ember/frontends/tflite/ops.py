@@ -26,7 +26,7 @@ INT16_EXACT = frozenset({
     "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "SUB", "MUL", "AVERAGE_POOL_2D", "MAX_POOL_2D",
     "CONCATENATION", "QUANTIZE", "DEQUANTIZE", "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "TRANSPOSE", "SOFTMAX",
     "RESIZE_BILINEAR", "MEAN", "TRANSPOSE_CONV", "RELU", "LEAKY_RELU", "SVDF", "UNIDIRECTIONAL_SEQUENCE_LSTM",
-    "RELU6", "MAXIMUM", "MINIMUM", "PAD", "PADV2"})
+    "RELU6", "MAXIMUM", "MINIMUM", "PAD", "PADV2", "SLICE", "STRIDED_SLICE", "SPLIT", "SPLIT_V"})
 
 _CUSTOM = tflite.BuiltinOperator.CUSTOM
 # BuiltinOptions union tag -> the name of its table class in the `tflite` package.
