@@ -150,6 +150,27 @@ def test_vector_convolution_matches_scalar(lib: ctypes.CDLL, geo: Q16Geometry, s
     assert fits == (small_bias and geo.h > 1), "the int32 path where bias and sums fit int32, else int64"
 
 
+def test_vector_convolution_random_geometries(lib: ctypes.CDLL) -> None:
+    """40 drawn geometries (strides 1-3 down, 1-2 across, padding, dilation, groups, batches): each the
+    portable kernel's bytes."""
+    rng = np.random.default_rng(2024)
+    done = 0
+    while done < 40:
+        g = int(rng.choice([1, 1, 2, 3]))
+        c, m = g * int(rng.integers(1, 6)), g * int(rng.integers(1, 7))
+        kh, kw = (int(v) for v in rng.integers(1, 5, 2))
+        dh, dw = (int(v) for v in rng.integers(1, 3, 2))
+        sh, sw = int(rng.integers(1, 4)), int(rng.integers(1, 3))
+        h, w = int(rng.integers(1, 14)), int(rng.integers(1, 20))
+        ph, pw = int(rng.integers(0, kh)), int(rng.integers(0, kw))
+        oh, ow = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1, (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+        if oh < 1 or ow < 1:
+            continue
+        geo = Q16Geometry(int(rng.integers(1, 3)), c, h, w, m, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw, g)
+        _run(lib, geo, rng, small_bias=bool(rng.random() < 0.5))
+        done += 1
+
+
 def test_int32_blocks_widen_before_overflow(lib: ctypes.CDLL) -> None:
     """Every input -32768 and every weight -128: each product is +2^22, so 1100 channels overflow int32 unless
     the partial sums go into int64 every 511 taps, as the block length proven from the weights says (fully
