@@ -195,43 +195,67 @@ EMBER_INLINE ember_q16v8 ember_q16v_pair(const int16_t *a, const int16_t *b, int
         return EMBER_Q16_ZX8(a) | (EMBER_Q16_SX8(b) << 16);
     }
 }
-/* nb (1 or 4) channels from m of one group, 8 pixels whose window origins are base + j * stride. */
+/* nb (1 or 4) channels from m of one group, np (1 or 2) vectors of 8 pixels (n of them stored) whose window
+ * origins are base + j * stride: each step's weights broadcast once for up to 8 VPMADDWD. */
 static inline __attribute__((always_inline)) void ember_q16v_block(
     int16_t *y, ptrdiff_t ystride, int n, const int16_t *base, int s2, const int32_t *off, const int32_t *wp,
     int32_t steps, int32_t blk, int fits, const int64_t *bias, const int32_t *m15, const int32_t *shift,
-    int32_t m, int32_t lo, int32_t hi, const int nb) {
-    ember_q16v8 acc[4] = {{0}, {0}, {0}, {0}};
-    ember_q16v4 wide[4][2];
-    int32_t s, j, left = blk;
+    int32_t m, int32_t lo, int32_t hi, const int nb, const int np) {
+    const ptrdiff_t next = s2 ? 16 : 8; /* the second vector's origins */
+    ember_q16v8 acc[4][2];
+    ember_q16v4 wide[4][2][2];
+    int32_t s, j, v, left = blk;
     for (j = 0; j < nb; ++j) { /* the bias: in the int32 lanes from the start where they hold everything */
         const int64_t b = bias ? bias[m + j] : 0;
-        wide[j][0] = wide[j][1] = (ember_q16v4){0} + (fits ? 0 : b);
-        if (fits) acc[j] = (ember_q16v8){0} + (int32_t)b;
+        for (v = 0; v < np; ++v) {
+            wide[j][v][0] = wide[j][v][1] = (ember_q16v4){0} + (fits ? 0 : b);
+            acc[j][v] = (ember_q16v8){0} + (fits ? (int32_t)b : 0);
+        }
     }
     for (s = 0; s < steps; ++s) {
-        const ember_q16v16 xp = (ember_q16v16)ember_q16v_pair(base + off[2 * s], base + off[2 * s + 1], s2);
-        for (j = 0; j < nb; ++j)
-            acc[j] += (ember_q16v8)__builtin_ia32_pmaddwd256(xp, (ember_q16v16)((ember_q16v8){0} + wp[(ptrdiff_t)(m + j) * steps + s]));
+        const int16_t *pa = base + off[2 * s], *pb = base + off[2 * s + 1];
+        ember_q16v16 xp[2];
+        for (v = 0; v < np; ++v) xp[v] = (ember_q16v16)ember_q16v_pair(pa + v * next, pb + v * next, s2);
+        for (j = 0; j < nb; ++j) {
+            const ember_q16v16 wv = (ember_q16v16)((ember_q16v8){0} + wp[(ptrdiff_t)(m + j) * steps + s]);
+            for (v = 0; v < np; ++v) acc[j][v] += (ember_q16v8)__builtin_ia32_pmaddwd256(xp[v], wv);
+        }
         if (!fits && --left == 0) { /* blk steps: as much as int32 is proven to hold */
-            for (j = 0; j < nb; ++j) {
-                wide[j][0] += ember_q16v_lo64(acc[j]), wide[j][1] += ember_q16v_hi64(acc[j]);
-                acc[j] = (ember_q16v8){0};
-            }
+            for (j = 0; j < nb; ++j)
+                for (v = 0; v < np; ++v) {
+                    wide[j][v][0] += ember_q16v_lo64(acc[j][v]), wide[j][v][1] += ember_q16v_hi64(acc[j][v]);
+                    acc[j][v] = (ember_q16v8){0};
+                }
             left = blk;
         }
     }
-    for (j = 0; j < nb; ++j) {
-        if (fits) {
-            ember_qt8 t;
-            ember_qt8_init(&t, m15[m + j], EMBER_Q_TFL + shift[m + j], 0, lo, hi);
-            ember_q16v_store(y + j * ystride, ember_qt8_rq(acc[j], &t), n);
-        } else {
-            const ember_q16v4 a = wide[j][0] + ember_q16v_lo64(acc[j]), b = wide[j][1] + ember_q16v_hi64(acc[j]);
-            ember_q16v_store(y + j * ystride, ember_q16v_narrow(ember_q16v_scale(a, m15[m + j], shift[m + j], lo, hi),
-                                                               ember_q16v_scale(b, m15[m + j], shift[m + j], lo, hi)), n);
+    for (j = 0; j < nb; ++j)
+        for (v = 0; v < np; ++v) {
+            int16_t *yv = y + j * ystride + v * 8;
+            const int nv = v ? n - 8 : n < 8 ? n : 8;
+            if (fits) {
+                ember_qt8 t;
+                ember_qt8_init(&t, m15[m + j], EMBER_Q_TFL + shift[m + j], 0, lo, hi);
+                ember_q16v_store(yv, ember_qt8_rq(acc[j][v], &t), nv);
+            } else {
+                const ember_q16v4 a = wide[j][v][0] + ember_q16v_lo64(acc[j][v]);
+                const ember_q16v4 b = wide[j][v][1] + ember_q16v_hi64(acc[j][v]);
+                ember_q16v_store(yv, ember_q16v_narrow(ember_q16v_scale(a, m15[m + j], shift[m + j], lo, hi),
+                                                       ember_q16v_scale(b, m15[m + j], shift[m + j], lo, hi)), nv);
+            }
         }
-    }
 }
+/* ember_q16v_block with nb and np as constants (each its own unrolled copy). */
+#define EMBER_Q16V_BLOCK(NB, NP) \
+    ember_q16v_block(yb, out, nv, base, s2, off, wp, steps, blk, fits, bias, m15, shift, m, lo, hi, NB, NP)
+#define EMBER_Q16V_BLOCKS(nb, np)                                         \
+    do {                                                                  \
+        if ((nb) == 4) {                                                  \
+            if ((np) == 2) EMBER_Q16V_BLOCK(4, 2); else EMBER_Q16V_BLOCK(4, 1); \
+        } else {                                                          \
+            if ((np) == 2) EMBER_Q16V_BLOCK(1, 2); else EMBER_Q16V_BLOCK(1, 1); \
+        }                                                                 \
+    } while (0)
 /* Fully connected: y[n, m] over K = C, 16 products per VPMADDWD, partials widened every blk chunks. */
 static void ember_q16v_fc(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTRICT x, const int8_t *w,
                           const int64_t *bias, const int32_t *m15, const int32_t *shift, const int32_t *g,
@@ -298,11 +322,12 @@ static void ember_q16_conv_v(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RES
                 const int nb = m + 4 <= (gi + 1) * mg ? 4 : 1;
                 int16_t *ym = yn + (ptrdiff_t)m * out;
                 if (mode == 1) { /* one row of H * W pixels; the last partial block one pixel at a time */
-                    for (ox = 0; ox + 8 <= out; ox += 8) {
-                        if (nb == 4)
-                            ember_q16v_block(ym + ox, out, 8, xg + ox, 0, off, wp, steps, blk, fits, bias, m15, shift, m, lo, hi, 4);
-                        else
-                            ember_q16v_block(ym + ox, out, 8, xg + ox, 0, off, wp, steps, blk, fits, bias, m15, shift, m, lo, hi, 1);
+                    for (ox = 0; ox + 8 <= out;) {
+                        const int np = ox + 16 <= out ? 2 : 1, nv = 8 * np;
+                        int16_t *yb = ym + ox;
+                        const int16_t *base = xg + ox;
+                        EMBER_Q16V_BLOCKS(nb, np);
+                        ox += nv;
                     }
                     for (; ox < out; ++ox) {
                         int32_t j, s;
@@ -318,13 +343,12 @@ static void ember_q16_conv_v(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RES
                     }
                 } else {
                     for (oy = 0; oy < OH; ++oy)
-                        for (ox = 0; ox < OW; ox += 8) {
+                        for (ox = 0; ox < OW;) { /* 16 pixels while more than 8 remain (within the slack) */
+                            const int np = OW - ox > 8 ? 2 : 1, nv = OW - ox < 8 * np ? OW - ox : 8 * np;
+                            int16_t *yb = ym + (ptrdiff_t)oy * OW + ox;
                             const int16_t *base = xg + (ptrdiff_t)oy * SH * Wp + (ptrdiff_t)ox * (s2 ? 2 : 1);
-                            const int nv = OW - ox < 8 ? OW - ox : 8;
-                            if (nb == 4)
-                                ember_q16v_block(ym + (ptrdiff_t)oy * OW + ox, out, nv, base, s2, off, wp, steps, blk, fits, bias, m15, shift, m, lo, hi, 4);
-                            else
-                                ember_q16v_block(ym + (ptrdiff_t)oy * OW + ox, out, nv, base, s2, off, wp, steps, blk, fits, bias, m15, shift, m, lo, hi, 1);
+                            EMBER_Q16V_BLOCKS(nb, np);
+                            ox += 8 * np;
                         }
                 }
                 m += nb;
