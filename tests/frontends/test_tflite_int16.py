@@ -81,6 +81,21 @@ def test_int16_operator_stays_integer(op: str, kernel: str) -> None:
     assert all(v.dtype.name == "INT16" for n in graph.nodes for v in n.outputs if v is not None), counts
 
 
+def test_int16_vector_kernels_only_for_x86_64() -> None:
+    """The AVX2 convolution kernel (its padded copy and weight pairs) where it can run: --target x86_64 and an
+    x86-64 host, not a Cortex-M or an AArch64 build."""
+    import platform
+
+    def simd(target: str, kind: str) -> set[bool]:
+        path = str(FIXTURES / "kws_cnn_int16.tflite")
+        graph, _, _ = build_graph(path, CompileOptions(target=target), target_kind=kind)
+        return {n.attrs["_q16"].simd for n in graph.nodes if n.op == "Q16Conv"}
+
+    assert simd("x86_64", "linux") == {True}
+    assert simd("aarch64", "linux") == simd("cortex-m4", "mcu") == {False}
+    assert simd("host", "host") == {platform.machine().lower() in ("x86_64", "amd64")}
+
+
 def test_int16_operator_without_exact_kernel_is_refused(tmp_path: Path) -> None:
     """An int16 LOGISTIC (TFLite's int16 lookup tables are not replicated): one error naming the operator
     and its tensor, not a bundle that is off by a step."""
