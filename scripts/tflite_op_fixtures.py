@@ -61,6 +61,7 @@ def int16_op_models() -> dict[str, tuple[Callable, int]]:
         "max_min": (lambda a, c: tf.minimum(tf.maximum(a, c * 2.0), 0.5), 2),  # MAXIMUM, MINIMUM (a constant)
         "pad": (lambda a: tf.pad(a * 2.0, [[0, 0], [1, 2], [0, 1], [0, 0]]), 1),
         "slice_split": (lambda a: tuple(tf.split(a[:, 1:4, ::2, :], [2, 6], axis=-1)), 1),  # STRIDED_SLICE, SPLIT_V
+        "gather": (lambda a: tf.gather(a, [3, 0, 2, 2], axis=-1), 1),  # LiteRT only: Micro has no int16 GATHER
     }
 
 

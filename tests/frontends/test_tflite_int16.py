@@ -25,7 +25,7 @@ OPS = ["add", "add_relu", "sub", "mul", "concat", "conv_relu6", "depthwise", "fu
        # MAXIMUM / MINIMUM, PAD, STRIDED_SLICE and SPLIT_V (the stored integers)
        "relu6", "max_min", "pad", "slice_split"]
 # TFLite Micro has no int16 kernel for these: bit-exact with LiteRT.
-LITERT_OPS = ["resize_bilinear"]
+LITERT_OPS = ["resize_bilinear", "gather"]
 
 
 def _draws(interp) -> list[list[np.ndarray]]:
@@ -71,10 +71,10 @@ def test_int16_network_runs_int16_kernels() -> None:
 
 
 @pytest.mark.parametrize(("op", "kernel"), [("relu6", "Q16Binary"), ("max_min", "Max"), ("pad", "Pad"),
-                                          ("slice_split", "Split")])
+                                          ("slice_split", "Split"), ("gather", "Gather")])
 def test_int16_operator_stays_integer(op: str, kernel: str) -> None:
-    """RELU6, MAXIMUM / MINIMUM, PAD, STRIDED_SLICE and SPLIT_V run on the int16 integers: no float op between
-    DequantizeLinear and QuantizeLinear is left."""
+    """RELU6, MAXIMUM / MINIMUM, PAD, STRIDED_SLICE, SPLIT_V and GATHER run on the int16 integers: no float op
+    between DequantizeLinear and QuantizeLinear is left."""
     graph, _, _ = build_graph(str(FIXTURES / f"op_{op}_int16.tflite"), CompileOptions())
     counts = graph.op_counts()
     assert kernel in counts and not {"DequantizeLinear", "QuantizeLinear", "Clip"} & set(counts), counts
