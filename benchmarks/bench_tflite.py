@@ -30,7 +30,8 @@ from benchmarks.machine import describe  # noqa: E402
 from benchmarks.timing import EmberTimer, interleave  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "tflite"
-FIXTURE_MODELS = ("conv_pool", "conv_pool_int8", "kws_cnn", "kws_cnn_int8", "mobilenet_like", "mobilenet_like_int8")
+FIXTURE_MODELS = ("conv_pool", "conv_pool_int8", "kws_cnn", "kws_cnn_int8", "mobilenet_like", "mobilenet_like_int8",
+                  "kws_cnn_int16", "mobilenet_like_int16")
 KERAS_MODELS = ("mobilenet_v2_035", "mobilenet_v2_035_int8")
 
 

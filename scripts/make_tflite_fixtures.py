@@ -21,7 +21,7 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from tflite_handmade import handmade  # noqa: E402
-from tflite_op_fixtures import INT16_OPS, RESCALED, op_models, op_specs, rescale_input  # noqa: E402
+from tflite_op_fixtures import INT16_OPS, RESCALED, int16_op_models, op_models, op_specs, rescale_input  # noqa: E402
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "tflite"
 
@@ -365,7 +365,7 @@ def fixtures() -> dict[str, bytes]:
         out[f"op_{name}_int8.tflite"] = _convert(fn, op_specs(n), True, 61)
     for name, (base, scale) in RESCALED.items():
         out[f"op_{name}_int8.tflite"] = rescale_input(out[f"op_{base}_int8.tflite"], scale)
-    models = op_models()
+    models = {**op_models(), **int16_op_models()}
     for name in INT16_OPS:  # 16x8: int16 activations, int8 weights
         fn, n = models[name]
         out[f"op_{name}_int16.tflite"] = _convert(fn, op_specs(n), True, 61, int16=True)

@@ -52,8 +52,22 @@ def op_models() -> dict[str, tuple[Callable, int]]:
 
 # The op_models converted in 16x8 mode as well (op_NAME_int16.tflite: int16 activations, int8 weights;
 # logistic for the error test: ember refuses int16 LOGISTIC).
+def int16_op_models() -> dict[str, tuple[Callable, int]]:
+    """Models made in 16x8 mode only (op_NAME_int16.tflite; no int8 twin)."""
+    return {
+        # a RELU6 of its own, over [-8, 8] (CONCATENATION fuses no activation): both bounds clamp, and its
+        # output scale differs from its input's (LiteRT rescales, TFLite Micro does not)
+        "relu6": (lambda a, c: tf.nn.relu6(tf.concat([a, c * 8.0], -1)), 2),
+        "max_min": (lambda a, c: tf.minimum(tf.maximum(a, c * 2.0), 0.5), 2),  # MAXIMUM, MINIMUM (a constant)
+        "pad": (lambda a: tf.pad(a * 2.0, [[0, 0], [1, 2], [0, 1], [0, 0]]), 1),
+        "slice_split": (lambda a: tuple(tf.split(a[:, 1:4, ::2, :], [2, 6], axis=-1)), 1),  # STRIDED_SLICE, SPLIT_V
+        "gather": (lambda a: tf.gather(a, [3, 0, 2, 2], axis=-1), 1),  # LiteRT only: Micro has no int16 GATHER
+    }
+
+
 INT16_OPS = ["add", "add_relu", "sub", "mul", "concat", "conv_relu6", "depthwise", "fully_connected", "avgpool",
-             "maxpool", "relu", "leaky_relu", "softmax", "mean", "transpose_conv", "resize_bilinear", "logistic"]
+             "maxpool", "relu", "leaky_relu", "softmax", "mean", "transpose_conv", "resize_bilinear", "logistic",
+             *int16_op_models()]
 
 
 def op_specs(n: int) -> list[tf.TensorSpec]:

@@ -86,6 +86,7 @@ class Q16Spec:
     binary: tuple[int, ...] = ()
     shape: tuple[int, ...] = ()
     full: bool = False  # Q16Conv: Q31 multipliers with ember_q_scale_tfl's shift codes (LiteRT's FC)
+    simd: bool = False  # Q16Conv: ember_q16_conv_v (a host target: AVX2 where the C compiler has it)
 
 
 def _spec(node: Node) -> Q16Spec:
@@ -99,12 +100,94 @@ def _infer(node: Node) -> list[TensorType | None]:
     return [TensorType(DType.INT16, s.geometry.out_shape(s.flat))]
 
 
+INT32_MAX = (1 << 31) - 1
+
+
+@dataclass(frozen=True)
+class Q16VecTables:
+    """ember_q16_conv_v's tables (kernels/q16.c): v = [mode, steps, blk, Hp, Wp, scratch elements, fits], the
+    offsets of each step's two taps and each channel's weight pairs (int16 halves of an int32)."""
+
+    v: list[int]
+    off: np.ndarray
+    wp: np.ndarray
+
+
+def int32_block(weight_sums: np.ndarray, step_max: int, steps: int) -> int:
+    """How many steps the int32 partial sums may take before they are added into int64: a step adds at most
+    32768 * step_max in magnitude (int16 inputs times weights whose absolute values sum to step_max), so
+    (2^31 - 1) // (32768 * step_max) steps cannot overflow; all `steps` where no channel's whole sum of
+    absolute weights (`weight_sums`) can reach 2^31 (the common case: K below 512)."""
+    if step_max == 0 or int(np.max(weight_sums, initial=0)) * 32768 <= INT32_MAX:
+        return max(steps, 1)
+    return INT32_MAX // (32768 * step_max)
+
+
+def vec_tables(spec: Q16Spec, weights: np.ndarray, bias: np.ndarray | None = None) -> Q16VecTables | None:
+    """The tables of ember_q16_conv_v for a Q16Conv with int8 weights [M, C / G, KH, KW] ([M, K] fully
+    connected) and its int64 bias; None where it has no vector path (a stride above 2 along W). `fits`: no
+    channel's bias plus sum of products can leave int32 for any int16 input, so the accumulators stay
+    int32 lanes to the end."""
+    g = spec.geometry
+    assert g is not None
+    w = np.asarray(weights, np.int64).reshape(g.m, -1)
+    if g.h == g.w == g.kh == g.kw == g.oh == g.ow == 1 and g.group == 1:  # fully connected: K along VPMADDWD
+        chunk = np.abs(w[:, : g.c // 16 * 16]).reshape(g.m, -1, 16).sum(axis=2) if g.c >= 16 else np.zeros((g.m, 1))
+        blk = int32_block(np.abs(w).sum(axis=1), int(chunk.max(initial=0)), g.c // 16)
+        return Q16VecTables([0, 0, blk, 1, 1, 0, 0], np.zeros(1, np.int64), np.zeros(1, np.int64))
+    if g.sw > 2 or spec.full:
+        return None
+    flat = g.kh == g.kw == g.sh == g.sw == 1 and g.ph == g.pw == 0
+    if flat:
+        hp, wd, size = g.h, g.w, 0
+    else:
+        hp = max(g.h + g.ph, (g.oh - 1) * g.sh + (g.kh - 1) * g.dh + 1)
+        wd = max(g.w + g.pw, (g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1)
+    cg = g.c // g.group
+    taps = np.array([c * hp * wd + ky * g.dh * wd + kx * g.dw
+                     for c in range(cg) for ky in range(g.kh) for kx in range(g.kw)], np.int64)
+    if taps.size % 2:  # the last step's second tap: the first again, times a zero weight
+        taps, w = np.append(taps, taps[-1]), np.pad(w, ((0, 0), (0, 1)))
+    steps = taps.size // 2
+    pairs = (w[:, 0::2] & 0xFFFF) | ((w[:, 1::2] & 0xFFFF) << 16)
+    blk = int32_block(np.abs(w).sum(axis=1), int((np.abs(w[:, 0::2]) + np.abs(w[:, 1::2])).max()), steps)
+    if not flat:  # the copy's planes, and the reads of the last block's lanes past OW (8 pixels, 16 words at stride 2)
+        last = (g.group - 1) * cg * hp * wd + int(taps.max()) + (g.oh - 1) * g.sh * wd
+        size = max(g.c * hp * wd, last + (g.ow + 7) // 8 * 8 * g.sw + (1 if g.sw == 2 else 0))
+    b = np.zeros(g.m, np.int64) if bias is None else np.abs(np.asarray(bias, np.int64).reshape(-1))
+    fits = int(np.max(b + 32768 * np.abs(w).sum(axis=1))) <= INT32_MAX
+    v = [1 if flat else 2, steps, blk, hp, wd, size, int(fits)]
+    return Q16VecTables(v, taps, pairs.astype(np.uint32).view(np.int32))
+
+
+def _weights(node: Node) -> np.ndarray:
+    return np.asarray(present(node.input(1)).const)
+
+
+def _bias(node: Node) -> np.ndarray | None:
+    b = node.input(2)
+    return None if b is None else np.asarray(b.const)
+
+
+def _conv_scratch(node: Node) -> int:
+    s = _spec(node)
+    t = vec_tables(s, _weights(node), _bias(node)) if s.simd else None
+    return 0 if t is None else 2 * t.v[5]
+
+
 def _lower_conv(node: Node, k: KernelEmitter) -> None:
     s = _spec(node)
     assert s.geometry is not None
     bias = k.inp(2) if node.input(2) is not None else "(const int64_t *)0"
-    k.call("ember_q16_conv", k.out(0), k.inp(0), k.inp(1), bias, k.table(s.m15, DType.INT32),
-           k.table(s.shift, DType.INT32), k.table(s.geometry.table(), DType.INT32), s.lo, s.hi, int(s.full))
+    args = [k.out(0), k.inp(0), k.inp(1), bias, k.table(s.m15, DType.INT32), k.table(s.shift, DType.INT32),
+            k.table(s.geometry.table(), DType.INT32), s.lo, s.hi, int(s.full)]
+    t = vec_tables(s, _weights(node), _bias(node)) if s.simd else None
+    if t is None:
+        k.call("ember_q16_conv", *args)
+        return
+    scratch = k.scratch("int16_t") if t.v[5] else "(int16_t *)0"
+    k.call("ember_q16_conv_v", *args, scratch, k.table(t.v, DType.INT32), k.table(t.off, DType.INT32),
+           k.table(t.wp, DType.INT32))
 
 
 def _lower_pool(node: Node, k: KernelEmitter) -> None:
@@ -191,7 +274,8 @@ def _lower_softmax(node: Node, k: KernelEmitter) -> None:
            k.table(exp_lut, DType.INT16), k.table(recip_lut, DType.INT16))
 
 
-register(OpDef("Q16Conv", infer=_infer, lower=_lower_conv, kernels=("ember_q16_conv",)))
+register(OpDef("Q16Conv", infer=_infer, lower=_lower_conv, scratch=_conv_scratch,
+              kernels=("ember_q16_conv", "ember_q16_conv_v")))
 register(OpDef("Q16AvgPool", infer=_infer, lower=_lower_pool, kernels=("ember_q16_pool",)))
 register(OpDef("Q16MaxPool", infer=_infer, lower=_lower_pool, kernels=("ember_q16_pool",)))
 register(OpDef("Q16Binary", infer=_infer, lower=_lower_binary, kernels=("ember_q16_binary",)))

@@ -7,8 +7,11 @@ mark, so only TFLite models' int16 tensors change path:
 
 - Conv / Gemm (+ a fused clamping activation) with constant int8 weights and an int64 (or int32) bias ->
   Q16Conv; AveragePool / MaxPool -> Q16AvgPool / Q16MaxPool; GlobalAveragePool (MEAN) -> Q16Mean;
-  Add / Sub / Mul (+ a clamping activation) -> Q16Binary; int16 -> int16 requantisation, Relu -> Q16Binary
-  (a MUL by 1, clamped)
+  Add / Sub / Mul (+ a clamping activation) -> Q16Binary; int16 -> int16 requantisation, Relu, Clip (RELU6)
+  -> Q16Binary (a MUL by 1, clamped)
+- Max / Min (MAXIMUM / MINIMUM), a zero-padding Pad, Slice and Split (SLICE, STRIDED_SLICE, SPLIT, SPLIT_V)
+  whose inputs and outputs share one scale -> the same op on the int16 tensors (TFLite compares and
+  copies the stored integers)
 - movement ops (Reshape, Transpose, MaxPool, Concat, ...) whose inputs and output share one scale -> the
   same op on the int16 tensors
 
@@ -32,7 +35,8 @@ from ember.ops.qlinear import DOUBLE, SINGLE, tflite_multiplier
 from ember.passes.fold_qdq_ops import DQ, Q, dq_of, replace
 
 
-def fold_qdq16(graph: Graph) -> None:
+def fold_qdq16(graph: Graph, simd: bool = False) -> None:
+    """`simd`: the convolutions run ember_q16_conv_v (a host or Linux target), else the portable kernel."""
     if not any(n.op == "QuantizeLinear" and n.attrs.get("_rounding") and n.outputs[0] is not None
                and n.outputs[0].dtype is DType.INT16 for n in graph.nodes):
         return  # no TFLite int16 tensor: nothing to look at (the per-node scan below is quadratic)
@@ -41,13 +45,19 @@ def fold_qdq16(graph: Graph) -> None:
             continue
         uses = graph.consumers()
         if node.op in ("Conv", "Gemm"):
-            _fold_linear(graph, node, uses)
+            _fold_linear(graph, node, uses, simd)
         elif node.op in ("AveragePool", "MaxPool"):
             _fold_pool(graph, node, uses)
         elif node.op == "GlobalAveragePool":
             _fold_mean(graph, node, uses)
-        elif node.op == "Relu":
+        elif node.op in ("Relu", "Clip"):
             _fold_relu(graph, node, uses)
+        elif node.op in ("Max", "Min"):
+            _fold_minmax(graph, node, uses)
+        elif node.op == "Pad":
+            _fold_pad(graph, node, uses)
+        elif node.op in ("Slice", "Split"):
+            _fold_select(graph, node, uses)
         elif node.op == "DequantizeLinear":
             _fold_requantize(graph, node, uses)
         elif node.op in ("Add", "Sub", "Mul"):
@@ -107,7 +117,7 @@ def _bias(graph: Graph, node: Node, v: Value | None, m: int) -> Value | None | b
     return graph.constant(f"{node.name}_b64", np.ascontiguousarray(np.broadcast_to(data, (m,))))
 
 
-def _fold_linear(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
+def _fold_linear(graph: Graph, node: Node, uses: dict[int, list[Node]], simd: bool) -> None:
     x, w, q = _x16(node.input(0)), dq_of(node.input(1)), _q16(graph, node.outputs[0], uses)
     act = epilogue_of(node)
     bounds = None if act is None else act.clamp
@@ -150,7 +160,7 @@ def _fold_linear(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
         return
     lo, hi = _clamp(q, bounds)
     spec = Q16Spec(geo, tuple(p[0] for p in pairs if p), tuple(p[1] for p in pairs if p), lo, hi, flat,
-                   full=full)
+                   full=full, simd=simd)
     inputs = [x.q, w.q, bias if isinstance(bias, Value) else None]
     new = Node("Q16Conv", graph.unique_name(f"{node.name}_int16"), inputs, [q.out],
                {k: v for k, v in a.items() if k != EPILOGUE_ATTR} | {"_q16": spec})
@@ -237,20 +247,75 @@ def _fold_requantize(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> N
 
 
 def _fold_relu(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
-    """TFLite's int16 RELU (ReluX): MultiplyByQuantizedMultiplier by the float32 ratio input / output scale,
-    then the clamp at zero: a Q16Binary MUL by 1. (RELU6 is not folded: TFLite Micro's clamps the input's
-    integers without rescaling, LiteRT's rescales.)"""
+    """TFLite's int16 RELU and RELU6 (LiteRT's QuantizedReluX): MultiplyByQuantizedMultiplier by the float32
+    ratio input / output scale, then the clamp to the bounds quantized at the output scale: a Q16Binary MUL
+    by 1. TFLite Micro's RELU6 (Relu6Quantized) clamps the input's integers to [0, round(6 / input scale)]
+    and does not rescale: its output keeps the input's integers whatever the output scale."""
     bounds = registry.activation_clamp(node)
     x, q = _x16(node.input(0)), _q16(graph, node.outputs[0], uses)
     if bounds is None or x is None or q is None:
         return
-    mult, k = tflite_multiplier(float(np.float32(x.scale[0]) / q.scale), q.rounding)
-    lo, hi = _clamp(q, bounds)
+    micro_clip = node.op == "Clip" and bool(q.node.attrs.get("_micro"))
+    if micro_clip:
+        if bounds[0] != 0.0:
+            return  # (TFLite Micro has no other int16 clipping activation)
+        mult, k = 1 << 30, 30 + 64 * SINGLE  # the identity: (x * 2^30 + 2^29) >> 30
+        lo, hi = 0, _bound(Q(q.node, q.out, np.float32(x.scale[0]), q.rounding), bounds[1])
+    else:
+        mult, k = tflite_multiplier(float(np.float32(x.scale[0]) / q.scale), q.rounding)
+        k += 64 * q.rounding
+        lo, hi = _clamp(q, bounds)
     one = graph.constant(f"{node.name}_one", np.ones(1, np.int16))
-    spec = Q16Spec(None, (), (), lo, hi, binary=(2, 0, 0, 1, 0, 1, mult, k + 64 * q.rounding, lo, hi),
-                   shape=tuple(x.q.shape))
+    spec = Q16Spec(None, (), (), lo, hi, binary=(2, 0, 0, 1, 0, 1, mult, k, lo, hi), shape=tuple(x.q.shape))
     new = Node("Q16Binary", graph.unique_name(f"{node.name}_int16"), [x.q, one], [q.out], {"_q16": spec})
     replace(graph, [node, q.node], [new])
+
+
+def _fold_minmax(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
+    """TFLite's int16 MAXIMUM / MINIMUM compare the stored integers (the converter gives the inputs the
+    output's scale): the same op on the int16 tensors where every scale is the output's."""
+    q = _q16(graph, node.outputs[0], uses)
+    xs = [_x16(v, const=True) for v in node.inputs]
+    if q is None or any(x is None or x.scale[0] != q.scale for x in xs) or all(x.q.is_const for x in xs if x):
+        return
+    new = Node(node.op, graph.unique_name(f"{node.name}_int16"), [x.q for x in xs if x is not None], [q.out],
+               dict(node.attrs))
+    replace(graph, [node, q.node], [new])
+
+
+def _fold_pad(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
+    """TFLite's int16 PAD (and PADV2 with a value of 0): the stored integers, the output zero point (0) around
+    them. Input and output share their scale."""
+    x, q = _x16(node.input(0)), _q16(graph, node.outputs[0], uses)
+    value, pads = node.input(2), node.input(1)
+    if (x is None or q is None or x.scale[0] != q.scale or node.attrs.get("mode", "constant") != "constant"
+            or pads is None or not pads.is_const or any(v is not None for v in node.inputs[3:])):
+        return
+    if value is not None:
+        d = dq_of(value)
+        const = d.q if d is not None else value
+        if not const.is_const or np.any(np.asarray(const.const)):
+            return
+    zero = graph.constant(f"{node.name}_zero", np.zeros((), np.int16))
+    new = Node("Pad", graph.unique_name(f"{node.name}_int16"), [x.q, pads, zero], [q.out], dict(node.attrs))
+    replace(graph, [node, q.node], [new])
+
+
+def _fold_select(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
+    """Slice / Split of one int16 tensor (other inputs constant) into outputs of its scale: the same op on the
+    stored integers, as TFLite's int16 SLICE, STRIDED_SLICE and SPLIT copy them."""
+    x = _x16(node.input(0))
+    outs = [(i, _q16(graph, o, uses)) for i, o in enumerate(node.outputs) if o is not None]
+    if (x is None or not outs or any(q is None or q.scale != x.scale[0] for _, q in outs)
+            or any(v is not None and not v.is_const for v in node.inputs[1:])):
+        return
+    outputs: list[Value | None] = [None] * len(node.outputs)
+    for i, q in outs:
+        assert q is not None
+        outputs[i] = q.out
+    new = Node(node.op, graph.unique_name(f"{node.name}_int16"), [x.q, *node.inputs[1:]], outputs,
+               dict(node.attrs))
+    replace(graph, [node, *(q.node for _, q in outs if q is not None)], [new])
 
 
 def _fold_move(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:

@@ -6,6 +6,7 @@ build, the tests), so a pass added here runs everywhere it should and nowhere el
 
 from __future__ import annotations
 
+import platform
 from enum import Enum
 from typing import TYPE_CHECKING
 
@@ -101,7 +102,10 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
         passes.append(("quantize", _quantize_pass(options, model_sha)))
     # TFLite 16x8 models: their int16 QDQ patterns become TFLite's int16 kernels; before fold_qdq, which
     # turns the weights' DequantizeLinear nodes that no kernel took into float constants.
-    passes.append(("fold_qdq16", fold_qdq16))
+    # x86-64 targets: the convolutions' AVX2 kernel (its padded copy and weight pairs are memory others need not hold).
+    host_x86 = options.target == "host" and platform.machine().lower() in ("x86_64", "amd64")
+    simd16 = options.target == "x86_64" or host_x86
+    passes.append(("fold_qdq16", lambda g: fold_qdq16(g, simd=simd16)))
     # QDQ models: DequantizeLinear -> Conv/Gemm/Add/... -> QuantizeLinear become integer kernels on int8 tensors.
     passes.append(("fold_qdq", fold_qdq))
     # Nodes whose results nobody reads cost time and memory.

@@ -20,9 +20,12 @@ from tests.frontends.tflite_support import FIXTURES, inputs_for, litert, run_emb
 # One-operator models (scripts/tflite_op_fixtures.py INT16_OPS) and two networks (a keyword-spotting DS-CNN
 # and a MobileNetV2-like net: scripts/make_tflite_fixtures.py), bit-exact with both.
 OPS = ["add", "add_relu", "sub", "mul", "concat", "conv_relu6", "depthwise", "fully_connected", "avgpool",
-       "maxpool", "relu", "leaky_relu", "softmax", "mean", "transpose_conv"]
+       "maxpool", "relu", "leaky_relu", "softmax", "mean", "transpose_conv",
+       # RELU6 of its own (LiteRT rescales to the output scale, TFLite Micro clamps the input's integers),
+       # MAXIMUM / MINIMUM, PAD, STRIDED_SLICE and SPLIT_V (the stored integers)
+       "relu6", "max_min", "pad", "slice_split"]
 # TFLite Micro has no int16 kernel for these: bit-exact with LiteRT.
-LITERT_OPS = ["resize_bilinear"]
+LITERT_OPS = ["resize_bilinear", "gather"]
 
 
 def _draws(interp) -> list[list[np.ndarray]]:
@@ -67,6 +70,32 @@ def test_int16_network_runs_int16_kernels() -> None:
     assert not {"Conv", "Gemm", "MatMul", "DequantizeLinear", "QuantizeLinear", "AveragePool"} & set(counts), counts
 
 
+@pytest.mark.parametrize(("op", "kernel"), [("relu6", "Q16Binary"), ("max_min", "Max"), ("pad", "Pad"),
+                                          ("slice_split", "Split"), ("gather", "Gather")])
+def test_int16_operator_stays_integer(op: str, kernel: str) -> None:
+    """RELU6, MAXIMUM / MINIMUM, PAD, STRIDED_SLICE, SPLIT_V and GATHER run on the int16 integers: no float op
+    between DequantizeLinear and QuantizeLinear is left."""
+    graph, _, _ = build_graph(str(FIXTURES / f"op_{op}_int16.tflite"), CompileOptions())
+    counts = graph.op_counts()
+    assert kernel in counts and not {"DequantizeLinear", "QuantizeLinear", "Clip"} & set(counts), counts
+    assert all(v.dtype.name == "INT16" for n in graph.nodes for v in n.outputs if v is not None), counts
+
+
+def test_int16_vector_kernels_only_for_x86_64() -> None:
+    """The AVX2 convolution kernel (its padded copy and weight pairs) where it can run: --target x86_64 and an
+    x86-64 host, not a Cortex-M or an AArch64 build."""
+    import platform
+
+    def simd(target: str, kind: str) -> set[bool]:
+        path = str(FIXTURES / "kws_cnn_int16.tflite")
+        graph, _, _ = build_graph(path, CompileOptions(target=target), target_kind=kind)
+        return {n.attrs["_q16"].simd for n in graph.nodes if n.op == "Q16Conv"}
+
+    assert simd("x86_64", "linux") == {True}
+    assert simd("aarch64", "linux") == simd("cortex-m4", "mcu") == {False}
+    assert simd("host", "host") == {platform.machine().lower() in ("x86_64", "amd64")}
+
+
 def test_int16_operator_without_exact_kernel_is_refused(tmp_path: Path) -> None:
     """An int16 LOGISTIC (TFLite's int16 lookup tables are not replicated): one error naming the operator
     and its tensor, not a bundle that is off by a step."""
@@ -77,10 +106,13 @@ def test_int16_operator_without_exact_kernel_is_refused(tmp_path: Path) -> None:
     assert "'LOGISTIC'" in msg and "int16 tensor '" in msg and "\n" not in msg, msg
 
 
-@pytest.mark.parametrize("name", ["kws_cnn_int16", "op_resize_bilinear_int16", "op_add_relu_int16"])
-def test_int16_kernels_sanitizer_clean(name: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("name", "native"), [("kws_cnn_int16", False), ("op_resize_bilinear_int16", False),
+                                             ("op_add_relu_int16", False), ("mobilenet_like_int16", True)])
+def test_int16_kernels_sanitizer_clean(name: str, native: bool, tmp_path: Path) -> None:
     """The int16 kernels (and the integer RESIZE_BILINEAR) under ASan/UBSan, on inputs over the whole int16
-    range: no report, and LiteRT's outputs."""
+    range: no report, and LiteRT's outputs. `native`: built for this CPU (-march=native), so that an AVX2
+    host runs the vector kernels (ember_q16_conv_v's padded copy and its reads past a row's end among them)
+    under the sanitizers too, -Wall -Wextra -Werror."""
     from tests.support import cdriver
 
     path = FIXTURES / f"{name}.tflite"
@@ -88,6 +120,7 @@ def test_int16_kernels_sanitizer_clean(name: str, tmp_path: Path) -> None:
     bundle = ember.compile(path, tmp_path / "out", name="m", opt_level=1)
     xs = _draws(interp)[2]
     names = [v["name"] for v in bundle.manifest["inputs"]]
-    got = cdriver.run(bundle.path, tmp_path / "asan", dict(zip(names, xs, strict=True)), sanitize=True)
+    got = cdriver.run(bundle.path, tmp_path / "asan", dict(zip(names, xs, strict=True)), sanitize=True,
+                      cflags=("-march=native",) if native else ())
     ref = run_litert(interp, xs)
     _assert_same(name, ref, [got[v["name"]] for v in bundle.manifest["outputs"]], "LiteRT (sanitized build)")

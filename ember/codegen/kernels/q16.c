@@ -1,6 +1,6 @@
 /* TFLite's 16x8 integer kernels: int16 activations (zero point 0), int8 weights, int64 bias and
- * accumulators (TFLite's reference_integer_ops for int16). Portable C, one output at a time: written for
- * exactness first (a SIMD / Cortex-M path can come later, as qarm.c does for int8). */
+ * accumulators (TFLite's reference_integer_ops for int16). Portable C, one output at a time (what MCUs and
+ * other CPUs run), and AVX2 paths (ember_q16_conv_v, ember_q16v_*) that give the same integers. */
 
 /*@kernel ember_q16_base requires ember_qround*/
 /* TFLite's MultiplyByQuantizedMultiplier of an int64 accumulator: the Q31 multiplier rounded to Q15
@@ -40,7 +40,7 @@ EMBER_INLINE int16_t ember_q16_clamp(int64_t v, int32_t lo, int32_t hi) {
 EMBER_INLINE int16_t ember_q16_out(int64_t acc, int32_t m15, int32_t shift, int32_t lo, int32_t hi, int32_t full) {
     return ember_q16_clamp(full ? ember_q_scale_tfl(acc, m15, shift) : ember_q16_scale(acc, m15, shift), lo, hi);
 }
-static void ember_q16_conv(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTRICT x, const int8_t *w,
+EMBER_UNUSED static void ember_q16_conv(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTRICT x, const int8_t *w,
                            const int64_t *bias, const int32_t *m15, const int32_t *shift, const int32_t *g,
                            int32_t lo, int32_t hi, int32_t full) {
     const int32_t C = g[EMBER_Q16_C], H = g[EMBER_Q16_H], W = g[EMBER_Q16_W], M = g[EMBER_Q16_M];
@@ -97,6 +97,271 @@ static void ember_q16_conv(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTR
 }
 /*@end*/
 
+/*@kernel ember_q16_vec requires ember_q16_base*/
+#if EMBER_HAVE_AVX2
+/* 8 lanes of int32, 4 of int64: the vector types of the AVX2 int16 paths. */
+typedef int32_t ember_q16v8 __attribute__((vector_size(32)));
+typedef int16_t ember_q16v16 __attribute__((vector_size(32)));
+typedef int16_t ember_q16h8 __attribute__((vector_size(16)));
+typedef uint16_t ember_q16hu8 __attribute__((vector_size(16)));
+typedef int8_t ember_q16b16 __attribute__((vector_size(16)));
+typedef long long ember_q16v4 __attribute__((vector_size(32)));
+typedef unsigned long long ember_q16u4 __attribute__((vector_size(32)));
+typedef int32_t ember_q16v8u __attribute__((vector_size(32), may_alias, aligned(2)));
+typedef int16_t ember_q16h8u __attribute__((vector_size(16), may_alias, aligned(2)));
+typedef uint16_t ember_q16hu8u __attribute__((vector_size(16), may_alias, aligned(2)));
+typedef int16_t ember_q16v16u __attribute__((vector_size(32), may_alias, aligned(2)));
+typedef int8_t ember_q16b16u __attribute__((vector_size(16), may_alias, aligned(1)));
+typedef unsigned long long ember_q16u64u __attribute__((may_alias, aligned(2)));
+#if EMBER_CLANG
+#define EMBER_Q16_EVEN(a, b) __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14)
+#else
+#define EMBER_Q16_EVEN(a, b) __builtin_shuffle(a, b, (ember_q16v8){0, 2, 4, 6, 8, 10, 12, 14})
+#endif
+#define EMBER_Q16_SEL(c, a, b) (((a) & (c)) | ((b) & ~(c)))
+/* 8 int16 at p sign- / zero-extended, 16 int8 sign-extended (one VPMOVSXWD / VPMOVZXWD / VPMOVSXBW: GCC 12
+ * splits __builtin_convertvector of these into halves). */
+#if EMBER_CLANG
+#define EMBER_Q16_SX8(p) __builtin_convertvector(*(const ember_q16h8u *)(p), ember_q16v8)
+#define EMBER_Q16_ZX8(p) __builtin_convertvector(*(const ember_q16hu8u *)(p), ember_q16v8)
+#define EMBER_Q16_SXB16(p) __builtin_convertvector(*(const ember_q16b16u *)(p), ember_q16v16)
+#else
+#define EMBER_Q16_SX8(p) ((ember_q16v8)__builtin_ia32_pmovsxwd256(*(const ember_q16h8u *)(p)))
+#define EMBER_Q16_ZX8(p) ((ember_q16v8)__builtin_ia32_pmovzxwd256(*(const ember_q16h8u *)(p)))
+typedef char ember_q16c16 __attribute__((vector_size(16)));
+#define EMBER_Q16_SXB16(p) ((ember_q16v16)__builtin_ia32_pmovsxbw256((ember_q16c16) * (const ember_q16b16u *)(p)))
+#endif
+/* (acc * mult + 2^(k-1)) >> k of 4 int64 lanes (0 <= mult < 2^31, 1 <= k <= 62), clamped to [lo, hi]:
+ * ember_q16_scale (k = its shift) and LiteRT's single rounding (ember_q_scale_tfl, shift 64 + k) with no
+ * 64-bit multiply or arithmetic shift in AVX2: the product modulo 2^64 is lo32 * mult + (hi32 * mult << 32)
+ * (two VPMULUDQ), the scalar code's int64 product wherever that one does not overflow; x >> k is
+ * (x ^ s) >> k ^ s, logical, with s the sign mask. */
+EMBER_UNUSED EMBER_INLINE ember_q16v4 ember_q16v_scale(ember_q16v4 acc, int32_t mult, int k, int32_t lo, int32_t hi) {
+    const ember_q16v8 m = (ember_q16v8){0} + mult;
+    const ember_q16v4 plo = (ember_q16v4)__builtin_ia32_pmuludq256((ember_q16v8)acc, m);
+    const ember_q16v4 phi = (ember_q16v4)__builtin_ia32_pmuludq256((ember_q16v8)((ember_q16u4)acc >> 32), m);
+    const ember_q16v4 p = (ember_q16v4)((ember_q16u4)plo + ((ember_q16u4)phi << 32) + (((ember_q16u4){0} + 1) << (k - 1)));
+    const ember_q16v4 s = p < (ember_q16v4){0};
+    ember_q16v4 r = (ember_q16v4)((ember_q16u4)(p ^ s) >> k) ^ s;
+    const ember_q16v4 l = (ember_q16v4){0} + lo, h = (ember_q16v4){0} + hi;
+    r = EMBER_Q16_SEL(r < l, l, r);
+    return EMBER_Q16_SEL(r > h, h, r);
+}
+/* 8 int64 lanes (a: 0-3, b: 4-7) already within int16, as int32 lanes. */
+EMBER_UNUSED EMBER_INLINE ember_q16v8 ember_q16v_narrow(ember_q16v4 a, ember_q16v4 b) {
+    return EMBER_Q16_EVEN((ember_q16v8)a, (ember_q16v8)b);
+}
+/* Sign-extended int32 lanes 0-3 / 4-7 as int64. */
+EMBER_UNUSED EMBER_INLINE ember_q16v4 ember_q16v_lo64(ember_q16v8 v) {
+    return (ember_q16v4){v[0], v[1], v[2], v[3]};
+}
+EMBER_UNUSED EMBER_INLINE ember_q16v4 ember_q16v_hi64(ember_q16v8 v) {
+    return (ember_q16v4){v[4], v[5], v[6], v[7]};
+}
+/* Store n (<= 8) int32 lanes within int16. */
+EMBER_UNUSED EMBER_INLINE void ember_q16v_store(int16_t *y, ember_q16v8 v, int n) {
+    int j;
+    if (n == 8) { /* VPACKSSDW (no lane saturates) keeps lanes 0-3 and 4-7 in quads 0 and 2 */
+        const ember_q16v4 q = (ember_q16v4)__builtin_ia32_packssdw256(v, v);
+        *(ember_q16u64u *)y = (unsigned long long)q[0];
+        *(ember_q16u64u *)(y + 4) = (unsigned long long)q[2];
+        return;
+    }
+    for (j = 0; j < n; ++j) y[j] = (int16_t)v[j];
+}
+#endif
+/*@end*/
+
+/*@kernel ember_q16_conv_v requires ember_q16_conv ember_q16_vec*/
+/* ember_q16_conv's results, 8 output pixels of up to 4 output channels at a time (AVX2; elsewhere it is
+ * ember_q16_conv). The taps (c, ky, kx) of a group are taken in pairs: step s reads the input at two
+ * offsets from the output pixel's window origin, off[2s], off[2s+1], and multiplies them by the channel's
+ * pair of weights wp[m * steps + s] (int16 halves, the second 0 for an odd tap count): one VPMADDWD of
+ * (x_a, x_b) words by (w_a, w_b) per 8 pixels. v = [mode, steps, blk, Hp, Wp, scratch elements, fits]
+ * (ops/q16.py vec_tables): mode 0, fully connected ([N, K] by [M, K]: VPMADDWD along K, 16 at a time);
+ * 1, a 1x1 stride-1 unpadded convolution over the H * W pixels as one row; 2, any other with strides
+ * of 1 or 2, on a zero-padded copy of the input (scratch: Hp x Wp planes, and slack for the last block's
+ * lanes past OW). The int32 partial sums are added into int64 every blk steps (mode 0: 16-element
+ * chunks): vec_tables proves from the weights that blk steps cannot overflow int32 for any int16 input;
+ * `fits`: it proves that bias plus every sum stays within int32, so they do, and the requantisation takes
+ * the int32 lanes (quant.c ember_qt8_rq, LiteRT's single rounding: ember_q16_scale's arithmetic). */
+#if EMBER_HAVE_AVX2
+EMBER_INLINE ember_q16v8 ember_q16v_pair(const int16_t *a, const int16_t *b, int s2) {
+    if (s2) { /* stride 2: the even words of 16 at a and at b */
+        const ember_q16v8 va = *(const ember_q16v8u *)a, vb = *(const ember_q16v8u *)b;
+        return (va & 0xFFFF) | (vb << 16);
+    }
+    {
+        return EMBER_Q16_ZX8(a) | (EMBER_Q16_SX8(b) << 16);
+    }
+}
+/* nb (1 or 4) channels from m of one group, np (1 or 2) vectors of 8 pixels (n of them stored) whose window
+ * origins are base + j * stride: each step's weights broadcast once for up to 8 VPMADDWD. */
+static inline __attribute__((always_inline)) void ember_q16v_block(
+    int16_t *y, ptrdiff_t ystride, int n, const int16_t *base, int s2, const int32_t *off, const int32_t *wp,
+    int32_t steps, int32_t blk, int fits, const int64_t *bias, const int32_t *m15, const int32_t *shift,
+    int32_t m, int32_t lo, int32_t hi, const int nb, const int np) {
+    const ptrdiff_t next = s2 ? 16 : 8; /* the second vector's origins */
+    ember_q16v8 acc[4][2];
+    ember_q16v4 wide[4][2][2];
+    int32_t s, j, v, left = blk;
+    for (j = 0; j < nb; ++j) { /* the bias: in the int32 lanes from the start where they hold everything */
+        const int64_t b = bias ? bias[m + j] : 0;
+        for (v = 0; v < np; ++v) {
+            wide[j][v][0] = wide[j][v][1] = (ember_q16v4){0} + (fits ? 0 : b);
+            acc[j][v] = (ember_q16v8){0} + (fits ? (int32_t)b : 0);
+        }
+    }
+    for (s = 0; s < steps; ++s) {
+        const int16_t *pa = base + off[2 * s], *pb = base + off[2 * s + 1];
+        ember_q16v16 xp[2];
+        for (v = 0; v < np; ++v) xp[v] = (ember_q16v16)ember_q16v_pair(pa + v * next, pb + v * next, s2);
+        for (j = 0; j < nb; ++j) {
+            const ember_q16v16 wv = (ember_q16v16)((ember_q16v8){0} + wp[(ptrdiff_t)(m + j) * steps + s]);
+            for (v = 0; v < np; ++v) acc[j][v] += (ember_q16v8)__builtin_ia32_pmaddwd256(xp[v], wv);
+        }
+        if (!fits && --left == 0) { /* blk steps: as much as int32 is proven to hold */
+            for (j = 0; j < nb; ++j)
+                for (v = 0; v < np; ++v) {
+                    wide[j][v][0] += ember_q16v_lo64(acc[j][v]), wide[j][v][1] += ember_q16v_hi64(acc[j][v]);
+                    acc[j][v] = (ember_q16v8){0};
+                }
+            left = blk;
+        }
+    }
+    for (j = 0; j < nb; ++j)
+        for (v = 0; v < np; ++v) {
+            int16_t *yv = y + j * ystride + v * 8;
+            const int nv = v ? n - 8 : n < 8 ? n : 8;
+            if (fits) {
+                ember_qt8 t;
+                ember_qt8_init(&t, m15[m + j], EMBER_Q_TFL + shift[m + j], 0, lo, hi);
+                ember_q16v_store(yv, ember_qt8_rq(acc[j][v], &t), nv);
+            } else {
+                const ember_q16v4 a = wide[j][v][0] + ember_q16v_lo64(acc[j][v]);
+                const ember_q16v4 b = wide[j][v][1] + ember_q16v_hi64(acc[j][v]);
+                ember_q16v_store(yv, ember_q16v_narrow(ember_q16v_scale(a, m15[m + j], shift[m + j], lo, hi),
+                                                       ember_q16v_scale(b, m15[m + j], shift[m + j], lo, hi)), nv);
+            }
+        }
+}
+/* ember_q16v_block with nb and np as constants (each its own unrolled copy). */
+#define EMBER_Q16V_BLOCK(NB, NP) \
+    ember_q16v_block(yb, out, nv, base, s2, off, wp, steps, blk, fits, bias, m15, shift, m, lo, hi, NB, NP)
+#define EMBER_Q16V_BLOCKS(nb, np)                                         \
+    do {                                                                  \
+        if ((nb) == 4) {                                                  \
+            if ((np) == 2) EMBER_Q16V_BLOCK(4, 2); else EMBER_Q16V_BLOCK(4, 1); \
+        } else {                                                          \
+            if ((np) == 2) EMBER_Q16V_BLOCK(1, 2); else EMBER_Q16V_BLOCK(1, 1); \
+        }                                                                 \
+    } while (0)
+/* Fully connected: y[n, m] over K = C, 16 products per VPMADDWD, partials widened every blk chunks. */
+static void ember_q16v_fc(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTRICT x, const int8_t *w,
+                          const int64_t *bias, const int32_t *m15, const int32_t *shift, const int32_t *g,
+                          int32_t lo, int32_t hi, int32_t full, int32_t blk) {
+    const int32_t K = g[EMBER_Q16_C], M = g[EMBER_Q16_M];
+    int32_t n, m, c, j;
+    for (n = 0; n < g[EMBER_Q16_N]; ++n)
+        for (m = 0; m < M; ++m) {
+            const int16_t *xn = x + (ptrdiff_t)n * K;
+            const int8_t *wm = w + (ptrdiff_t)m * K;
+            int64_t acc = bias ? bias[m] : 0;
+            ember_q16v8 part = {0};
+            int32_t left = blk, tail = 0;
+            for (c = 0; c + 16 <= K; c += 16) {
+                const ember_q16v16 wv = EMBER_Q16_SXB16(wm + c);
+                part += (ember_q16v8)__builtin_ia32_pmaddwd256(*(const ember_q16v16u *)(xn + c), wv);
+                if (--left == 0) {
+                    for (j = 0; j < 8; ++j) acc += part[j];
+                    part = (ember_q16v8){0}, left = blk;
+                }
+            }
+            for (j = 0; j < 8; ++j) acc += part[j];
+            for (; c < K; ++c) tail += (int32_t)xn[c] * wm[c]; /* fewer than 16: within int32 */
+            acc += tail;
+            y[(ptrdiff_t)n * M + m] = ember_q16_out(acc, m15[m], shift[m], lo, hi, full);
+        }
+}
+#endif
+static void ember_q16_conv_v(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTRICT x, const int8_t *w,
+                             const int64_t *bias, const int32_t *m15, const int32_t *shift, const int32_t *g,
+                             int32_t lo, int32_t hi, int32_t full, int16_t *scratch, const int32_t *v,
+                             const int32_t *off, const int32_t *wp) {
+#if EMBER_HAVE_AVX2
+    const int32_t C = g[EMBER_Q16_C], H = g[EMBER_Q16_H], W = g[EMBER_Q16_W], M = g[EMBER_Q16_M];
+    const int32_t OH = g[EMBER_Q16_OH], OW = g[EMBER_Q16_OW], G = g[EMBER_Q16_G];
+    const int32_t SH = g[EMBER_Q16_SH], s2 = g[EMBER_Q16_SW] == 2, mode = v[0], steps = v[1], blk = v[2];
+    const int32_t Hp = v[3], Wp = v[4], fits = v[6], cg = C / G, mg = M / G;
+    const ptrdiff_t plane = (ptrdiff_t)Hp * Wp, out = (ptrdiff_t)OH * OW;
+    int32_t n, gi, m, oy, ox, c, h;
+    if (mode == 0) {
+        ember_q16v_fc(y, x, w, bias, m15, shift, g, lo, hi, full, blk);
+        return;
+    }
+    for (n = 0; n < g[EMBER_Q16_N]; ++n) {
+        const int16_t *xs = x + (ptrdiff_t)n * C * H * W;
+        int16_t *yn = y + (ptrdiff_t)n * M * out;
+        if (mode == 2) { /* the zero-padded copy */
+            const ptrdiff_t size = v[5], size16 = size - size % 16, w16 = W - W % 16;
+            ptrdiff_t i;
+            for (i = 0; i < size16; i += 16) *(ember_q16v16u *)(scratch + i) = (ember_q16v16){0};
+            for (; i < size; ++i) scratch[i] = 0;
+            for (c = 0; c < C; ++c)
+                for (h = 0; h < H; ++h) {
+                    const int16_t *src = xs + ((ptrdiff_t)c * H + h) * W;
+                    int16_t *dst = scratch + c * plane + (ptrdiff_t)(h + g[EMBER_Q16_PH]) * Wp + g[EMBER_Q16_PW];
+                    for (i = 0; i < w16; i += 16) *(ember_q16v16u *)(dst + i) = *(const ember_q16v16u *)(src + i);
+                    for (; i < W; ++i) dst[i] = src[i];
+                }
+            xs = scratch;
+        }
+        for (gi = 0; gi < G; ++gi) {
+            const int16_t *xg = xs + (ptrdiff_t)gi * cg * plane;
+            for (m = gi * mg; m < (gi + 1) * mg;) {
+                const int nb = m + 4 <= (gi + 1) * mg ? 4 : 1;
+                int16_t *ym = yn + (ptrdiff_t)m * out;
+                if (mode == 1) { /* one row of H * W pixels; the last partial block one pixel at a time */
+                    for (ox = 0; ox + 8 <= out;) {
+                        const int np = ox + 16 <= out ? 2 : 1, nv = 8 * np;
+                        int16_t *yb = ym + ox;
+                        const int16_t *base = xg + ox;
+                        EMBER_Q16V_BLOCKS(nb, np);
+                        ox += nv;
+                    }
+                    for (; ox < out; ++ox) {
+                        int32_t j, s;
+                        for (j = 0; j < nb; ++j) {
+                            int64_t acc = bias ? bias[m + j] : 0;
+                            for (s = 0; s < steps; ++s) { /* each product within 2^22: int64 at once */
+                                const int32_t pw = wp[(ptrdiff_t)(m + j) * steps + s];
+                                acc += (int64_t)xg[ox + off[2 * s]] * (int16_t)(pw & 0xFFFF) +
+                                       (int64_t)xg[ox + off[2 * s + 1]] * (int16_t)((uint32_t)pw >> 16);
+                            }
+                            ym[j * out + ox] = ember_q16_out(acc, m15[m + j], shift[m + j], lo, hi, full);
+                        }
+                    }
+                } else {
+                    for (oy = 0; oy < OH; ++oy)
+                        for (ox = 0; ox < OW;) { /* 16 pixels while more than 8 remain (within the slack) */
+                            const int np = OW - ox > 8 ? 2 : 1, nv = OW - ox < 8 * np ? OW - ox : 8 * np;
+                            int16_t *yb = ym + (ptrdiff_t)oy * OW + ox;
+                            const int16_t *base = xg + (ptrdiff_t)oy * SH * Wp + (ptrdiff_t)ox * (s2 ? 2 : 1);
+                            EMBER_Q16V_BLOCKS(nb, np);
+                            ox += 8 * np;
+                        }
+                }
+                m += nb;
+            }
+        }
+    }
+#else
+    (void)scratch, (void)v, (void)off, (void)wp;
+    ember_q16_conv(y, x, w, bias, m15, shift, g, lo, hi, full);
+#endif
+}
+/*@end*/
+
 /*@kernel ember_q16_pool requires ember_q16_base*/
 /* AVERAGE_POOL_2D (TFLite's: the valid elements' int32 sum divided by their count, half away from zero)
  * or MAX_POOL_2D (`max`) on NCHW int16, then the clamp; input and output share their scale. M = C. */
@@ -127,16 +392,56 @@ static void ember_q16_pool(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTR
 }
 /*@end*/
 
-/*@kernel ember_q16_binary requires ember_q16_base*/
+/*@kernel ember_q16_binary requires ember_q16_base ember_q16_vec*/
 /* ADD / SUB (op 0 / 1), MUL (op 2) and LEAKY_RELU (op 3, of a alone) of int16 tensors, b broadcast along one axis: b's element for y's
  * element e is b[(e / b_inner) % b_n] (b_n = n, b_inner = 1: the same shape; b_n = 1: a scalar).
  * p = [op, left shift, m_a, k_a, m_b, k_b, m_out, k_out, lo, hi] with ember_q_scale_tfl's codes:
  * ADD/SUB as TFLite's general int16 path (inputs << 15, each rescaled, summed, rescaled); MUL:
- * a * b rescaled by m_out. Zero points are 0 in TFLite's int16. */
+ * a * b rescaled by m_out. Zero points are 0 in TFLite's int16. With AVX2, 8 elements at a time through
+ * quant.c's ember_qt8_rq, which gives ember_q_scale_tfl's results for int32 arguments: every one here is
+ * (a << 15 and its rescaled sums below 2^31 in magnitude, a * b at most 2^30). */
 static void ember_q16_binary(int16_t *EMBER_RESTRICT y, const int16_t *a, const int16_t *b, ptrdiff_t n,
                              ptrdiff_t b_n, ptrdiff_t b_inner, const int32_t *p) {
-    ptrdiff_t e;
-    for (e = 0; e < n; ++e) {
+    ptrdiff_t e = 0;
+#if EMBER_HAVE_AVX2
+    {
+        const int op = p[0];
+        ember_qt8 ta, tb, to;
+        ptrdiff_t bi = 0, r = 0; /* b's element and the position in its run (broadcast b) */
+        int j;
+        if (op == 3) {
+            ember_qt8_init(&ta, p[2], p[3], 0, p[8], p[9]);
+            ember_qt8_init(&tb, p[4], p[5], 0, p[8], p[9]);
+        } else {
+            ember_qt8_init(&ta, p[2], p[3], 0, -2147483647 - 1, 2147483647);
+            ember_qt8_init(&tb, p[4], p[5], 0, -2147483647 - 1, 2147483647);
+        }
+        ember_qt8_init(&to, p[6], p[7], 0, p[8], p[9]);
+        const ptrdiff_t n8 = n - n % 8;
+        for (; e < n8; e += 8) {
+            const ember_q16v8 va = EMBER_Q16_SX8(a + e);
+            ember_q16v8 vb, v;
+            if (b_n == n && b_inner == 1) {
+                vb = EMBER_Q16_SX8(b + e);
+            } else {
+                for (j = 0; j < 8; ++j) { /* b[(e / b_inner) % b_n], counted along */
+                    vb[j] = b[bi];
+                    if (++r == b_inner) r = 0, bi = bi + 1 == b_n ? 0 : bi + 1;
+                }
+            }
+            if (op == 2) {
+                v = ember_qt8_rq(va * vb, &to);
+            } else if (op == 3) {
+                v = EMBER_Q16_SEL(va >= (ember_q16v8){0}, ember_qt8_rq(va, &ta), ember_qt8_rq(va, &tb));
+            } else {
+                const ember_q16v8 sa = ember_qt8_rq(va * (1 << p[1]), &ta), sb = ember_qt8_rq(vb * (1 << p[1]), &tb);
+                v = ember_qt8_rq(op == 1 ? sa - sb : sa + sb, &to);
+            }
+            ember_q16v_store(y + e, v, 8);
+        }
+    }
+#endif
+    for (; e < n; ++e) {
         const int64_t va = a[e], vb = b[(e / b_inner) % b_n];
         int64_t r;
         if (p[0] == 2) {

@@ -169,6 +169,8 @@ class OpContext:
                                            self.const(zp, t.dtype.np, "zp")])
         # TFLite's integer arithmetic for the kernel fold_qdq makes of this output (ops/qlinear.py)
         out.producer.attrs["_rounding"] = self.rounding()
+        if self.b.rounding == "micro":  # whose kernel, where the two interpreters differ beyond rounding (RELU6)
+            out.producer.attrs["_micro"] = True
         return out
 
     def rounding(self) -> int:
