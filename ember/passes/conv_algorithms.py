@@ -52,8 +52,13 @@ from ember.toolchain.cpus import DEFAULT_FAMILY, CpuFamily
 # Strided convs pay too with Shifted (im2col gathers every tap with a stride; the polyphase planes are one
 # pass over the input), where the extra columns are at most 1/SHIFTED_MAX_EXTRA of a row. Not 1x1 ones
 # (their im2col is one subsampling pass already) nor K below shifted_strided_min_k (MobileNet's 3-channel
-# 3x3 stem: no gain there on AVX-512).
+# 3x3 stem: no gain there on AVX-512). Nor where the output rows are so short (at most SHIFTED_SHORT_ROW
+# pixels) and K so small (below SHIFTED_SHORT_MAX_K: few channels, the keyword spotter's 10x4 stem over one)
+# that im2col is all per-row overhead: there the extra column pays, up to half a row (measured on Zen 3 only
+# there; deep strided convs onto 7x7 maps keep im2col).
 SHIFTED_MAX_EXTRA = 8
+SHIFTED_SHORT_ROW = 8
+SHIFTED_SHORT_MAX_K = 64
 PANEL = 32  # EMBER_MM_PANEL in kernels/matmul.c, unless the CPU family says otherwise (CpuFamily.mm_panel)
 
 # Winograd weight transforms U = G g G^T: F(2x2, 3x3) and F(4x4, 3x3) (points 0, +-1, +-2).
@@ -117,8 +122,10 @@ def _shifted_fits(node: Node, cpu: CpuFamily) -> bool:
     strides = node.attrs.get("strides", [1, 1])
     extra = (w.shape[3] - 1) * node.attrs.get("dilations", [1, 1])[1] // strides[1]  # columns computed per row
     if strides != [1, 1]:
-        return (w.shape[2:] != (1, 1) and math.prod(w.shape[1:]) >= cpu.shifted_strided_min_k
-                and SHIFTED_MAX_EXTRA * extra <= y.shape[3])
+        k = math.prod(w.shape[1:])
+        short = 2 * extra <= y.shape[3] <= SHIFTED_SHORT_ROW and k < SHIFTED_SHORT_MAX_K
+        wide = SHIFTED_MAX_EXTRA * extra <= y.shape[3]
+        return w.shape[2:] != (1, 1) and k >= cpu.shifted_strided_min_k and (wide or short)
     return w.shape[2:] != (1, 1) and y.shape[3] <= cpu.shifted_max_width and 2 * extra <= y.shape[3]
 
 

@@ -78,9 +78,13 @@ FAMILIES: dict[str, CpuFamily] = {f.name: f for f in (
     # Winograd down to 7x7 maps (F(2x2): 16 tiles, the matmuls' narrow path), F(4x4) from 14x14 (16 tiles):
     # on Zen 3, ResNet-50's 3x3 at 7x7 (512 ch) took 2.3 ms in F(2x2) against 3.7 ms in ConvShifted, and at
     # 14x14 (256 ch) 1.55 ms in F(4x4) against 1.8 ms in F(2x2) (each node's least time, `--tune` agrees).
+    # ConvNarrow only on maps of at most 12 pixels, where one vector and a bit would hold them: MobileNetV2's
+    # 1x1 convs at 3x3 (96x96 input) took 0.55-0.9x the time of the plain kernel (1280 ch: 70 against 102 us);
+    # at 4x4 (two full vectors) the plain kernel won. ConvShifted also for strided convs of small K (3-channel
+    # stems: 0.8-0.86x at 56x56 and smaller outputs, a tie at 112x112; the keyword spotter's 10x4 stem 0.5x).
     CpuFamily("avx2", "AVX2 + FMA, 256-bit, two FMA units (Haswell to Alder Lake, Zen 1-3; x86-64-v3)", "avx2", 2,
-              winograd_min_pixels=49, winograd4_min_tiles=16, narrow_max_pixels=0, matmul_panels=True,
-              mm_prefetch=False, mm_panel=16, mm_strip_prefetch=True, mm_block_n=64),
+              winograd_min_pixels=49, winograd4_min_tiles=16, shifted_strided_min_k=16, narrow_max_pixels=12,
+              matmul_panels=True, mm_prefetch=False, mm_panel=16, mm_strip_prefetch=True, mm_block_n=64),
     CpuFamily("avx512", "AVX-512, two 512-bit FMA units (Xeon Skylake-SP to Granite Rapids, Zen 5; x86-64-v4)",
               "avx512", 2),
     CpuFamily("avx512-1fma", "AVX-512 at half rate: one 512-bit FMA unit (Ice/Tiger Lake client) or 2 x 256 (Zen 4)",

@@ -146,3 +146,15 @@ def test_int8_transpose_conv_and_resize_stay_integer() -> None:
     graph, _, _ = build_graph(str(FIXTURES / "op_transpose_conv_int8.tflite"), CompileOptions())
     counts = graph.op_counts()
     assert counts.get("QConv") == 1 and "ConvTranspose" not in counts and "QuantizeLinear" not in counts, counts
+
+
+def test_int8_rgb_stem_skips_im2col_bit_exact(tmp_path: Path) -> None:
+    """At the default -O level the 3-channel stride-2 stem of a TFLite model (TFLite's rounding, which
+    qgemm.c's float requantisation cannot take) runs as QConvShifted, gathered from its stride-phase planes,
+    and stays bit-exact with LiteRT."""
+    path = FIXTURES / "mobilenet_like_int8.tflite"
+    interp = litert(path)
+    bundle = ember.compile(path, tmp_path, name="m")
+    assert "ember_qconv_shifted(" in (tmp_path / "m.c").read_text()
+    for xs in _inputs(interp):
+        _assert_same("mobilenet_like_int8", run_litert(interp, xs), run_ember(bundle, interp, xs), "LiteRT")

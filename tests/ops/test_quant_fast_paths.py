@@ -35,6 +35,12 @@ CONVS = {
                             False),
     "dw_u8_multiplier_stride": (np.uint8, (1, 9, 17, 19), np.int8, (18, 1, 3, 3),
                                 {"group": 9, "strides": [2, 2], "pads": [0, 1, 2, 1]}, False),
+    # multiplier 2 on the per-channel paths (qdwconv.c): each input channel's planes filled once for both of
+    # its outputs; 23x23 taps make the sums too big for float (the int32 path), 3x3 ones take float
+    "dw_multiplier_int32_sums": (np.int8, (1, 2, 24, 24), np.int8, (4, 1, 23, 23),
+                                 {"group": 2, "strides": [2, 2], "pads": [11, 11, 11, 11]}, False),
+    "dw_multiplier_float_sums": (np.int8, (1, 5, 11, 11), np.int8, (10, 1, 3, 3),
+                                 {"group": 5, "strides": [2, 2], "pads": [1, 1, 1, 1]}, False),
     "dw_5x5_row_dilation": (np.int8, (1, 16, 21, 20), np.int8, (16, 1, 5, 5),
                             {"group": 16, "strides": [2, 1], "dilations": [2, 1], "pads": [4, 2, 3, 2]}, False),
     "rows_c3_7x7_stride2": (np.int8, (1, 3, 30, 33), np.int8, (8, 3, 7, 7), {"strides": [2, 2], "pads": [3, 3, 3, 3]},

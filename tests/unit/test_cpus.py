@@ -162,3 +162,46 @@ def test_avx2_packs_constant_matmul_weights_in_panels(tmp_path: Path) -> None:
     assert [n["op"] for n in bundle.manifest["nodes"]] == ["MatMulPanels+Relu"]  # Relu runs in the tiles
     (want,) = onnxruntime_session(str(tmp_path / "mm.onnx")).run(None, {"x": x})
     np.testing.assert_allclose(bundle.run({"x": x})["y"], want, rtol=1e-5, atol=1e-5)
+
+
+def _strided_stem(path: Path, c: int, m: int, h: int, w: int, k: tuple[int, int]) -> Path:
+    wt = numpy_helper.from_array(np.random.default_rng(0).standard_normal((m, c, *k)).astype(np.float32), "w")
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], strides=[2, 2], pads=[1, 1, 1, 1])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, h, w])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [wt])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return path
+
+
+@pytest.mark.parametrize(("model", "default", "avx2"), [
+    # 1x1 conv to 1280 channels on a 3x3 map (MobileNetV2 at 96x96): pixel-major on AVX2 too, where 9 pixels
+    # would fill one vector and one lane of the next.
+    (lambda p: _conv_1x1(p, c=112, m=1280, hw=3), "ConvNarrow", "ConvNarrow"),
+    # ... but at 4x4 (two full AVX2 vectors) the plain kernel stays on AVX2.
+    (lambda p: _conv_1x1(p, c=16, m=64, hw=4), "ConvNarrow", "Conv"),
+    # A 3-channel 3x3 stem (K = 27) and the keyword spotter's 1-channel 10x4 stem (rows of 5 outputs):
+    # ConvShifted on AVX2, im2col on the default family (K < 64).
+    (lambda p: _strided_stem(p, c=3, m=16, h=96, w=96, k=(3, 3)), "Conv", "ConvShifted"),
+    (lambda p: _strided_stem(p, c=1, m=16, h=49, w=10, k=(10, 4)), "Conv", "ConvShifted"),
+])
+def test_avx2_small_map_and_small_stem_choices(tmp_path: Path, model, default: str, avx2: str) -> None:
+    path = str(model(tmp_path / "c.onnx"))
+    chosen = []
+    for family in (DEFAULT_FAMILY, FAMILIES["avx2"]):
+        graph, _ = load_graph(path, CompileOptions())
+        choose_conv_algorithms(graph, family)
+        chosen.append([n.op for n in graph.nodes])
+    assert chosen == [[default], [avx2]]
+
+
+def _conv_1x1(path: Path, c: int, m: int, hw: int) -> Path:
+    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((m, c, 1, 1)).astype(np.float32), "w")
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, hw, hw])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, m, hw, hw])], [w])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return path

@@ -82,8 +82,8 @@
         }                                                                                                \
     }
 #define EMBER_QDW_PLANES(NAME, T, FILL)                                                                                \
-    static const T *NAME(T *EMBER_RESTRICT buf, const uint8_t *xc, int sgn, int32_t xz, const int16_t *wm,             \
-                         const int32_t *p) {                                                                           \
+    static T *NAME(T *EMBER_RESTRICT buf, const uint8_t *xc, int sgn, int32_t xz, const int16_t *wm, const int32_t *p, \
+                   int fill) {                                                                                         \
         const int H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], KH = p[EMBER_GEO_K_H], KW = p[EMBER_GEO_K_W],          \
                   OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W];                                                    \
         const int sh = p[EMBER_GEO_STRIDE_H], sw = p[EMBER_GEO_STRIDE_W], dh = p[EMBER_GEO_DIL_H],                     \
@@ -94,7 +94,7 @@
         T *EMBER_RESTRICT acc = buf + (ptrdiff_t)sh * sw * plane;                                                      \
         int a, b, i, j, kh, kw;                                                                                        \
         ptrdiff_t q;                                                                                                   \
-        for (b = 0; b < sw; ++b) {                                                                                     \
+        for (b = 0; b < sw * fill; ++b) {                                                                              \
             int blo, bhi;                                                                                              \
             ember_window_bounds(W, Wh, sw, b - pl, &blo, &bhi);                                                        \
             for (a = 0; a < sh; ++a)                                                                                   \
@@ -141,8 +141,9 @@ EMBER_QDW_PLANES(ember_qdw_planes_f32, float, ember_qdw_fill_f32)
 #endif
 
 #ifdef EMBER_QDW_FLOAT
-/* q[i] = requantised (int32)acc[i] + b0: the exact float sums of a whole channel at once. */
-EMBER_QNOINLINE static void ember_qdw_requant(uint8_t *EMBER_RESTRICT q, const float *EMBER_RESTRICT acc, ptrdiff_t n,
+/* q[i] = requantised (int32)acc[i] + b0: the exact float sums of a whole channel at once. q may be acc
+ * itself (byte i over float i / 4: each run of acc is read before its bytes are written). */
+EMBER_QNOINLINE static void ember_qdw_requant(uint8_t *q, const float *acc, ptrdiff_t n,
                                               int32_t b0, int32_t mu, int32_t sh, const int32_t *out) {
     const int32_t zp = out[EMBER_QOUT_ZP], lo = out[EMBER_QOUT_LO], hi = out[EMBER_QOUT_HI];
     int32_t a[256]; /* in runs through ember_qrun, which vectorizes (this loop's int64 did not on AVX2) */
@@ -438,9 +439,12 @@ static void ember_qdwconv(void *y, int kind, const void *x, int x_sgn, int32_t x
                 const int32_t *sums;
 #ifdef EMBER_QDW_FLOAT
                 if (exact) { /* integer sums below 2^24: exact in float */
-                    const float *EMBER_RESTRICT accf = ember_qdw_planes_f32(xf, xc, x_sgn, xz, wm, p);
-                    if (kind == 1) { /* requantised in one pass over the flat sums, into the dead planes */
-                        uint8_t *q8 = (uint8_t *)(void *)xf;
+                    /* the planes are filled once per input channel, for all its multipliers, where kind 1 leaves
+                     * them as they are */
+                    const float *accf = ember_qdw_planes_f32(xf, xc, x_sgn, xz, wm, p, m % mult_c == 0 || kind != 1);
+                    if (kind == 1) { /* requantised in one pass over the flat sums, into them (byte i over float
+                                      * i/4, already read): the planes stay for the channel's other multipliers */
+                        uint8_t *q8 = (uint8_t *)(void *)accf;
                         ember_qdw_requant(q8, accf, len, b0, mu, sh, out);
                         for (oh = 0; oh < OH; ++oh)
                             ember_qdw_put(yi, ybs, m, s_out, (ptrdiff_t)oh * OW, q8 + (ptrdiff_t)oh * Wh, OW);
@@ -453,7 +457,7 @@ static void ember_qdwconv(void *y, int kind, const void *x, int x_sgn, int32_t x
                     }
                 } else
 #endif
-                sums = ember_qdw_planes_i32(xi, xc, x_sgn, xz, wm, p);
+                sums = ember_qdw_planes_i32(xi, xc, x_sgn, xz, wm, p, m % mult_c == 0);
                 for (oh = 0; oh < OH; ++oh)
                     if (ybs) { /* kind 1 */
                         ember_qrun(yrow, sums + (ptrdiff_t)oh * Wh, OW, b0, mu, sh, out[EMBER_QOUT_ZP],
