@@ -21,6 +21,7 @@ from ember.passes.fuse_activation import fuse_activation
 from ember.passes.fuse_attention import fuse_attention
 from ember.passes.fuse_conv_add import fuse_conv_add
 from ember.passes.fuse_elementwise import fuse_elementwise
+from ember.passes.fuse_irblock import fuse_irblocks
 from ember.passes.fuse_norm import fuse_decomposed_norms, fuse_skip_norm
 from ember.passes.int4_matmul import pack_int4_matmuls
 from ember.passes.int8_layout import choose_int8_layout
@@ -114,6 +115,11 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
     # A residual Add (+ bias) feeding a LayerNorm is summed row by row inside it; before elementwise fusion
     # takes the Adds. After quantization: the quantizer sees the sum as a tensor of its own.
     passes.append(("fuse_skip_norm", fuse_skip_norm))
+    if target_kind in SPEED_TARGET_KINDS and options.opt_level >= 2:
+        # Inverted-residual blocks (expand 1x1 -> depthwise -> project 1x1 [+ residual Add]) computed band by
+        # band, so the expanded tensor stays in cache; before elementwise fusion takes the residual Adds.
+        min_pixels = (cpu.family if cpu is not None else DEFAULT_FAMILY).irblock_min_pixels
+        passes.append(("fuse_irblocks", lambda g: fuse_irblocks(g, min_pixels)))
     # Chains of elementwise ops become one loop: intermediates stay in registers instead of memory.
     passes.append(("fuse_elementwise", fuse_elementwise))
     # Every output needs its own slot in the mutable region, written by some node.

@@ -60,6 +60,9 @@ class CpuFamily:
     # tiles of A (the weights) are read once, not once per 16-column strip (EMBER_MM_BLOCK_N; 0: never, and
     # at most 64: the packed block is EMBER_MM_KC x 64 floats of stack).
     mm_block_n: int = 0
+    # Inverted-residual blocks (passes/fuse_irblock.py) are computed band by band from expanded planes of this
+    # many pixels on (0: every block; a huge value: none).
+    irblock_min_pixels: int = 0
 
     def c_defines(self) -> dict[str, int]:
         """The macros NAME.c defines before its kernels (each kernel keeps its own default without one)."""

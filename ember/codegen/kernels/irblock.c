@@ -1,0 +1,162 @@
+/* MobileNet/EfficientNet inverted-residual blocks computed band by band (ops/irblock.py, passes/fuse_irblock.py):
+ * expand 1x1 (+ activation) -> depthwise KxK (+ activation) [-> project 1x1 (+ residual)]. Computed layer by
+ * layer, the expanded tensor (6x the block's input channels at the input's full plane) is written to memory
+ * and read back by the depthwise, and the depthwise's output again by the projection. Here a band of output
+ * rows at a time: the expanded rows its windows read (plus the halo the stride and window need) go into a
+ * scratch sized for L2, the depthwise runs on them, and the band is projected at once, so neither
+ * intermediate tensor exists whole. Each stage is the existing kernel (pointwise.c's blocked 1x1 + activation,
+ * dwconv3.c's/dwblock.c's/dwconv.c's depthwise) on a sub-view; no new arithmetic. */
+
+/*@kernel ember_irblock_f32 requires ember_pointwise_act_f32 ember_dwconv_blocked_f32 ember_dw3_common ember_conv_geo*/
+/* One output row of a stride-1, undilated depthwise of a band whose rows are all there (padding rows as
+ * zeros): o[c] = b + sum w[kh][kw] * e[kh*W + c + kw - pl], taps outside [0, W) left out. OW == W. The
+ * columns whose taps are all inside go a vector at a time (a ragged end: the last vector again, same
+ * values); only the pl columns at each edge check bounds. Whole-plane kernels (dwconv3.c) pay per call for
+ * zeroed copies and tables that a band of a few rows does not amortise; this needs none. */
+EMBER_INLINE void ember_irb_dwrow(float *EMBER_RESTRICT o, const float *e, int W, const float *w, float b, int KH,
+                                  int KW, int pl, int clamp, float lo, float hi) {
+    const int c_lo = pl, c_hi = W - (KW - 1 - pl);
+    int c = 0, kh, kw;
+#if EMBER_VL > 1
+    if (c_hi - c_lo >= EMBER_VL) {
+        const ember_vf bv = (ember_vf){0} + b;
+        for (c = c_lo;; c += EMBER_VL) {
+            ember_vf acc = bv;
+            if (c > c_hi - EMBER_VL) c = c_hi - EMBER_VL;
+            for (kh = 0; kh < KH; ++kh)
+                for (kw = 0; kw < KW; ++kw) acc += w[kh * KW + kw] * EMBER_DW_LD(e + (ptrdiff_t)kh * W + c + kw - pl);
+            EMBER_DW_ST(o + c, ember_dw_clamp(acc, clamp, lo, hi));
+            if (c + EMBER_VL >= c_hi) break;
+        }
+    }
+#endif
+    for (c = 0; c < W; ++c) {
+        float acc = b;
+        if (c == c_lo && c_hi - c_lo >= EMBER_VL && EMBER_VL > 1) c = c_hi; /* done above */
+        if (c >= W) break;
+        for (kh = 0; kh < KH; ++kh)
+            for (kw = 0; kw < KW; ++kw)
+                if (c + kw - pl >= 0 && c + kw - pl < W) acc += w[kh * KW + kw] * e[(ptrdiff_t)kh * W + c + kw - pl];
+        if (clamp) acc = acc < lo ? lo : acc > hi ? hi : acc;
+        o[c] = acc;
+    }
+}
+
+/* The band's rows of that depthwise, channel by channel; 3x3 and 5x5 with their tap loops unrolled at
+ * compile time (the same function, constant KH and KW). Other activations than Relu/Clip after each row. */
+static void ember_irb_dw(float *D, const float *E, const float *w, const float *bias, int mid, int rows, int W,
+                         int KH, int KW, int pl, int act, float act_a, float act_b) {
+    const int clamp = act == EMBER_ACT_RELU ? 1 : act == EMBER_ACT_CLIP ? 2 : 0;
+    const float lo = act == EMBER_ACT_CLIP ? act_a : 0.0f, hi = act == EMBER_ACT_CLIP ? act_b : __builtin_inff();
+    const ptrdiff_t in = (ptrdiff_t)(rows + KH - 1) * W, out = (ptrdiff_t)rows * W;
+    int m, r;
+    for (m = 0; m < mid; ++m) {
+        const float *e = E + m * in, *wm = w + (ptrdiff_t)m * KH * KW;
+        const float b = bias ? bias[m] : 0.0f;
+        for (r = 0; r < rows; ++r) {
+            float *o = D + m * out + (ptrdiff_t)r * W;
+            if (KH == 3 && KW == 3)
+                ember_irb_dwrow(o, e + (ptrdiff_t)r * W, W, wm, b, 3, 3, pl, clamp, lo, hi);
+            else if (KH == 5 && KW == 5)
+                ember_irb_dwrow(o, e + (ptrdiff_t)r * W, W, wm, b, 5, 5, pl, clamp, lo, hi);
+            else
+                ember_irb_dwrow(o, e + (ptrdiff_t)r * W, W, wm, b, KH, KW, pl, clamp, lo, hi);
+        }
+        if (!clamp) ember_act_apply_f32(D + m * out, out, act, act_a, act_b);
+    }
+}
+
+/* Output rows [o_lo, o_hi) of the block, `band` rows at a time.
+ *   x: the block input (cin planes of H x W); we/be: expand weights (mid x cin) and bias, we NULL for a block
+ *   without expansion (the depthwise then reads x's rows, copied into the band); wd/bd: depthwise (mid x KH*KW);
+ *   wp/bp: projection (cout x mid), wp NULL for a block that ends at the depthwise (Squeeze-Excitation reads its
+ *   whole output: y is then the depthwise's, mid planes); res: a tensor of y's shape added at the end, or NULL.
+ *   p: the depthwise's whole geometry.
+ * The band's depthwise runs on a plane of the expanded rows the band holds (rows outside the input: zeros).
+ * `fast` (3x3 pad 1, stride 1 same-size or stride 2 halving: dwconv3.c's paths, far faster than the general
+ * ones on 3x3): that plane starts `lead` = 1 output row early and is the same size as its output (stride 1:
+ * one row more at the end too) or twice it (stride 2), so dwconv3.c takes it; the extra output rows, read
+ * against its zero padding, are dropped. Otherwise the plane has no top padding and exactly the window rows.
+ *   scratch: e_floats (mid x the band's plane rows x W), d_floats (mid x its output rows x OW), then the
+ *   depthwise kernel's scratch. `path`: 2, stride 1 undilated same-size: ember_irb_dw; 1: the channel-blocked
+ *   depthwise (the scratch has room for it); 0: ember_dwconv_f32 (and with `fast`, dwconv3.c's paths). */
+static void ember_irblock_f32(float *y, const float *x, const float *we, const float *be, const float *wd,
+                              const float *bd, const float *wp, const float *bp, const float *res, float *scratch,
+                              const int32_t *p, int cin, int cout, int band, int o_lo, int o_hi, ptrdiff_t e_floats,
+                              ptrdiff_t d_floats, int fast, int path, int act_e, float ea, float eb, int act_d,
+                              float da, float db, int act_p, float pa, float pb) {
+    const int mid = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], OH = p[EMBER_GEO_OUT_H],
+              OW = p[EMBER_GEO_OUT_W], sh = p[EMBER_GEO_STRIDE_H], pt = p[EMBER_GEO_PAD_H];
+    const int span = (p[EMBER_GEO_K_H] - 1) * p[EMBER_GEO_DIL_H] + 1, lead = fast ? 1 : 0;
+    const int trail = fast && sh == 1 ? 1 : 0, skip = fast ? lead * sh : pt;
+    const ptrdiff_t plane = (ptrdiff_t)H * W, oplane = (ptrdiff_t)OH * OW;
+    float *E = scratch, *D = scratch + e_floats, *dws = scratch + e_floats + d_floats;
+    int32_t g[EMBER_GEO_SIZE];
+    int i, c, o0, held = 0, v_prev = 0;
+    for (i = 0; i < EMBER_GEO_SIZE; ++i) g[i] = p[i];
+    if (!fast) g[EMBER_GEO_PAD_H] = 0;
+    for (o0 = o_lo; o0 < o_hi; o0 += band) {
+        const int nout = o_hi - o0 < band ? o_hi - o0 : band, orows = nout + lead + trail;
+        const int rows = fast ? orows * sh : (nout - 1) * sh + span, v0 = o0 * sh - skip;
+        const ptrdiff_t es = (ptrdiff_t)rows * W, ds = (ptrdiff_t)orows * OW;
+        /* Rows [v0, v0 + rows) of the expanded plane, each channel's contiguous (pitch es). Rows the
+         * previous band holds move up (the windows' overlap; only a last, shorter band changes the pitch:
+         * then every row moves. Forward copies: the sources lie above); the rest are computed, or are zero
+         * outside [0, H). */
+        int keep = held && v0 >= v_prev && v0 < v_prev + held ? v_prev + held - v0 : 0, r0, r1;
+        const ptrdiff_t es_prev = (ptrdiff_t)(held ? held : rows) * W;
+        ptrdiff_t q;
+        if (keep > rows) keep = rows;
+        if (keep)
+            for (c = 0; c < mid; ++c) {
+                float *e = E + c * es;
+                const float *s = E + c * es_prev + (ptrdiff_t)(v0 - v_prev) * W;
+                if (e != s)
+                    for (q = 0; q < (ptrdiff_t)keep * W; ++q) e[q] = s[q];
+            }
+        r0 = v0 + keep < 0 ? 0 : v0 + keep, r1 = v0 + rows < H ? v0 + rows : H;
+        for (c = 0; c < mid; ++c) { /* the padding rows above and below the input */
+            float *e = E + c * es;
+            for (q = (ptrdiff_t)keep * W; q < (ptrdiff_t)(r0 - v0) * W; ++q) e[q] = 0.0f;
+            for (q = (ptrdiff_t)((r1 > r0 ? r1 : r0) - v0) * W; q < es; ++q) e[q] = 0.0f;
+        }
+        if (r1 > r0) {
+            if (we)
+                ember_pointwise_act_f32(E + (ptrdiff_t)(r0 - v0) * W, es, x + (ptrdiff_t)r0 * W, plane, we, be, mid,
+                                        cin, (r1 - r0) * W, act_e, ea, eb);
+            else
+                for (c = 0; c < mid; ++c) {
+                    float *e = E + c * es + (ptrdiff_t)(r0 - v0) * W;
+                    const float *s = x + c * plane + (ptrdiff_t)r0 * W;
+                    for (q = 0; q < (ptrdiff_t)(r1 - r0) * W; ++q) e[q] = s[q];
+                }
+        }
+        held = rows, v_prev = v0;
+        g[EMBER_GEO_IN_H] = rows, g[EMBER_GEO_OUT_H] = orows;
+        if (path == 2)
+            ember_irb_dw(D, E, wd, bd, mid, nout, W, p[EMBER_GEO_K_H], p[EMBER_GEO_K_W], p[EMBER_GEO_PAD_W], act_d, da,
+                         db);
+        else if (path == 1)
+            ember_dwconv_blocked_f32(D, E, wd, bd, dws, g, 1, mid, act_d, da, db);
+        else
+            ember_dwconv_f32(D, E, wd, bd, dws, g, 1, mid, act_d, da, db);
+        if (wp) {
+            float *yb = y + (ptrdiff_t)o0 * OW;
+            ember_pointwise_act_f32(yb, oplane, D + (ptrdiff_t)lead * OW, ds, wp, bp, cout, mid, nout * OW, act_p, pa,
+                                    pb);
+            if (res)
+                for (c = 0; c < cout; ++c) {
+                    float *yr = yb + c * oplane;
+                    const float *rr = res + c * oplane + (ptrdiff_t)o0 * OW;
+                    for (q = 0; q < (ptrdiff_t)nout * OW; ++q) yr[q] = rr[q] + yr[q];
+                }
+        } else { /* no projection: the depthwise band into y's rows */
+            for (c = 0; c < mid; ++c) {
+                float *yr = y + c * oplane + (ptrdiff_t)o0 * OW;
+                const float *s = D + c * ds + (ptrdiff_t)lead * OW;
+                for (q = 0; q < (ptrdiff_t)nout * OW; ++q) yr[q] = s[q];
+            }
+        }
+    }
+}
+/*@end*/
