@@ -2,8 +2,8 @@
 
 passes/fuse_irblock.py replaces expand 1x1 Conv -> depthwise Conv [-> project 1x1 Conv [-> Add residual]]
 by one IRBlock node; each Conv's fused activation comes along as an Epilogue. Inputs:
-(X, W_expand, B_expand, W_dw, B_dw, W_project, B_project, residual), any but X, W_dw absent as None
-(no expansion: expand ratio 1; no projection: the block ends at the depthwise, as where Squeeze-Excitation
+(X, W_expand, B_expand, W_dw, B_dw, W_project, B_project, residual); the biases, the projection and the
+residual may be absent (None; no projection: the block ends at the depthwise, as where Squeeze-Excitation
 follows). The output has the projection's channels (else the depthwise's) at the depthwise's plane.
 """
 
@@ -76,8 +76,8 @@ def _regions(node: Node) -> tuple[int, int, int, int]:
     g, bg = p.geometry, p.band_geometry(p.band)
     e = _round(g.channels * bg.in_size[1] * g.in_size[2])
     d = _round(g.channels * bg.out_size[1] * g.out_size[2])
-    if p.rows:
-        return e, d, 0, 2
+    if p.rows:  # the bordered copy of one channel's rows
+        return e, d, _round(bg.in_size[1] * (g.in_size[2] + g.kernel[2] - 1)), 2
     blocked = not p.fast and _dw_blocked_floats(node, bg, g.channels) > 0
     # A last, shorter band may take another path of the depthwise. The channel-blocked one's size is counted
     # even where ops/conv.py would not choose it: once chosen for the band, C takes it wherever it fits.
@@ -137,9 +137,7 @@ def _split(node: Node) -> Split | None:
 
 def _flops(node: Node) -> int:
     g, x = params(node).geometry, inp(node, 0)
-    total = 2 * g.channels * g.taps * g.pixels
-    if node.input(1) is not None:
-        total += 2 * g.channels * x.shape[1] * math.prod(g.in_size)
+    total = 2 * g.channels * g.taps * g.pixels + 2 * g.channels * x.shape[1] * math.prod(g.in_size)
     wp = node.input(5)
     if wp is not None:
         total += 2 * wp.shape[0] * g.channels * g.pixels

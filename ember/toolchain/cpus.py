@@ -60,9 +60,10 @@ class CpuFamily:
     # tiles of A (the weights) are read once, not once per 16-column strip (EMBER_MM_BLOCK_N; 0: never, and
     # at most 64: the packed block is EMBER_MM_KC x 64 floats of stack).
     mm_block_n: int = 0
-    # Inverted-residual blocks (passes/fuse_irblock.py) are computed band by band from expanded planes of this
-    # many pixels on (0: every block; a huge value: none).
-    irblock_min_pixels: int = 0
+    # Inverted-residual blocks (passes/fuse_irblock.py) are computed band by band from input planes of this many
+    # pixels on. On Zen 3 MobileNetV2's blocks at 56x56 and 112x112 gained (0.64-0.9x their layers' time), those
+    # at 14x14 and 7x7 lost (1.1-1.2x: the whole plane fits L2 anyway, and the 1x1 products run best over it).
+    irblock_min_pixels: int = 784
 
     def c_defines(self) -> dict[str, int]:
         """The macros NAME.c defines before its kernels (each kernel keeps its own default without one)."""

@@ -8,67 +8,69 @@
  * dwconv3.c's/dwblock.c's/dwconv.c's depthwise) on a sub-view; no new arithmetic. */
 
 /*@kernel ember_irblock_f32 requires ember_pointwise_act_f32 ember_dwconv_blocked_f32 ember_dw3_common ember_conv_geo*/
-/* One output row of a stride-1, undilated depthwise of a band whose rows are all there (padding rows as
- * zeros): o[c] = b + sum w[kh][kw] * e[kh*W + c + kw - pl], taps outside [0, W) left out. OW == W. The
- * columns whose taps are all inside go a vector at a time (a ragged end: the last vector again, same
- * values); only the pl columns at each edge check bounds. Whole-plane kernels (dwconv3.c) pay per call for
- * zeroed copies and tables that a band of a few rows does not amortise; this needs none. */
-EMBER_INLINE void ember_irb_dwrow(float *EMBER_RESTRICT o, const float *e, int W, const float *w, float b, int KH,
-                                  int KW, int pl, int clamp, float lo, float hi) {
-    const int c_lo = pl, c_hi = W - (KW - 1 - pl);
+/* One output row of a stride-1, undilated depthwise: o[c] = b + sum w[kh][kw] * e[kh*pitch + c + kw] for
+ * c < W, e a zero-bordered copy of the band's rows (pitch W + KW - 1), so no tap checks bounds: a vector of
+ * outputs at a time, a ragged end as the last vector again (same values), rows narrower than a vector one
+ * output at a time. Whole-plane kernels (dwconv3.c) pay per call for zeroed copies and tables that a band
+ * of a few rows does not amortise; this needs only the bordered copy. */
+EMBER_INLINE void ember_irb_dwrow(float *EMBER_RESTRICT o, const float *e, ptrdiff_t pitch, int W, const float *w,
+                                  float b, int KH, int KW, int clamp, float lo, float hi) {
     int c = 0, kh, kw;
 #if EMBER_VL > 1
-    if (c_hi - c_lo >= EMBER_VL) {
+    if (W >= EMBER_VL) {
         const ember_vf bv = (ember_vf){0} + b;
-        for (c = c_lo;; c += EMBER_VL) {
+        for (;; c += EMBER_VL) {
             ember_vf acc = bv;
-            if (c > c_hi - EMBER_VL) c = c_hi - EMBER_VL;
+            if (c > W - EMBER_VL) c = W - EMBER_VL;
             for (kh = 0; kh < KH; ++kh)
-                for (kw = 0; kw < KW; ++kw) acc += w[kh * KW + kw] * EMBER_DW_LD(e + (ptrdiff_t)kh * W + c + kw - pl);
+                for (kw = 0; kw < KW; ++kw) acc += w[kh * KW + kw] * EMBER_DW_LD(e + kh * pitch + c + kw);
             EMBER_DW_ST(o + c, ember_dw_clamp(acc, clamp, lo, hi));
-            if (c + EMBER_VL >= c_hi) break;
+            if (c + EMBER_VL >= W) return;
         }
     }
 #endif
-    for (c = 0; c < W; ++c) {
+    for (; c < W; ++c) {
         float acc = b;
-        if (c == c_lo && c_hi - c_lo >= EMBER_VL && EMBER_VL > 1) c = c_hi; /* done above */
-        if (c >= W) break;
         for (kh = 0; kh < KH; ++kh)
-            for (kw = 0; kw < KW; ++kw)
-                if (c + kw - pl >= 0 && c + kw - pl < W) acc += w[kh * KW + kw] * e[(ptrdiff_t)kh * W + c + kw - pl];
+            for (kw = 0; kw < KW; ++kw) acc += w[kh * KW + kw] * e[kh * pitch + c + kw];
         if (clamp) acc = acc < lo ? lo : acc > hi ? hi : acc;
         o[c] = acc;
     }
 }
 
-/* The band's rows of that depthwise, channel by channel; 3x3 and 5x5 with their tap loops unrolled at
- * compile time (the same function, constant KH and KW). Other activations than Relu/Clip after each row. */
-static void ember_irb_dw(float *D, const float *E, const float *w, const float *bias, int mid, int rows, int W,
-                         int KH, int KW, int pl, int act, float act_a, float act_b) {
-    const int clamp = act == EMBER_ACT_RELU ? 1 : act == EMBER_ACT_CLIP ? 2 : 0;
+/* The band's `rows` output rows of that depthwise (E: rows + KH - 1 rows per channel, pitch W), channel by
+ * channel through `pad` ((rows + KH - 1) x (W + KW - 1) floats: the channel's rows with pl zero columns each
+ * side); 3x3 and 5x5 with their tap loops unrolled at compile time (the same function, constant KH and KW).
+ * Activations other than Relu/Clip after each channel's rows. */
+static void ember_irb_dw(float *D, const float *E, const float *w, const float *bias, float *pad, int mid, int rows,
+                         int W, int KH, int KW, int pl, int act, float act_a, float act_b) {
+    const int clamp = act == EMBER_ACT_RELU ? 1 : act == EMBER_ACT_CLIP ? 2 : 0, in_rows = rows + KH - 1;
     const float lo = act == EMBER_ACT_CLIP ? act_a : 0.0f, hi = act == EMBER_ACT_CLIP ? act_b : __builtin_inff();
-    const ptrdiff_t in = (ptrdiff_t)(rows + KH - 1) * W, out = (ptrdiff_t)rows * W;
-    int m, r;
+    const ptrdiff_t in = (ptrdiff_t)in_rows * W, out = (ptrdiff_t)rows * W, pitch = W + KW - 1;
+    int m, r, c;
+    for (r = 0; r < in_rows; ++r) /* the zero columns, written once */
+        for (c = 0; c < KW - 1; ++c) pad[r * pitch + (c < pl ? c : W + c)] = 0.0f;
     for (m = 0; m < mid; ++m) {
         const float *e = E + m * in, *wm = w + (ptrdiff_t)m * KH * KW;
         const float b = bias ? bias[m] : 0.0f;
+        for (r = 0; r < in_rows; ++r)
+            for (c = 0; c < W; ++c) pad[r * pitch + pl + c] = e[(ptrdiff_t)r * W + c];
         for (r = 0; r < rows; ++r) {
             float *o = D + m * out + (ptrdiff_t)r * W;
             if (KH == 3 && KW == 3)
-                ember_irb_dwrow(o, e + (ptrdiff_t)r * W, W, wm, b, 3, 3, pl, clamp, lo, hi);
+                ember_irb_dwrow(o, pad + r * pitch, pitch, W, wm, b, 3, 3, clamp, lo, hi);
             else if (KH == 5 && KW == 5)
-                ember_irb_dwrow(o, e + (ptrdiff_t)r * W, W, wm, b, 5, 5, pl, clamp, lo, hi);
+                ember_irb_dwrow(o, pad + r * pitch, pitch, W, wm, b, 5, 5, clamp, lo, hi);
             else
-                ember_irb_dwrow(o, e + (ptrdiff_t)r * W, W, wm, b, KH, KW, pl, clamp, lo, hi);
+                ember_irb_dwrow(o, pad + r * pitch, pitch, W, wm, b, KH, KW, clamp, lo, hi);
         }
         if (!clamp) ember_act_apply_f32(D + m * out, out, act, act_a, act_b);
     }
 }
 
 /* Output rows [o_lo, o_hi) of the block, `band` rows at a time.
- *   x: the block input (cin planes of H x W); we/be: expand weights (mid x cin) and bias, we NULL for a block
- *   without expansion (the depthwise then reads x's rows, copied into the band); wd/bd: depthwise (mid x KH*KW);
+ *   x: the block input (cin planes of H x W); we/be: expand weights (mid x cin) and bias (be may be NULL);
+ *   wd/bd: depthwise (mid x KH*KW);
  *   wp/bp: projection (cout x mid), wp NULL for a block that ends at the depthwise (Squeeze-Excitation reads its
  *   whole output: y is then the depthwise's, mid planes); res: a tensor of y's shape added at the end, or NULL.
  *   p: the depthwise's whole geometry.
@@ -120,22 +122,14 @@ static void ember_irblock_f32(float *y, const float *x, const float *we, const f
             for (q = (ptrdiff_t)keep * W; q < (ptrdiff_t)(r0 - v0) * W; ++q) e[q] = 0.0f;
             for (q = (ptrdiff_t)((r1 > r0 ? r1 : r0) - v0) * W; q < es; ++q) e[q] = 0.0f;
         }
-        if (r1 > r0) {
-            if (we)
-                ember_pointwise_act_f32(E + (ptrdiff_t)(r0 - v0) * W, es, x + (ptrdiff_t)r0 * W, plane, we, be, mid,
-                                        cin, (r1 - r0) * W, act_e, ea, eb);
-            else
-                for (c = 0; c < mid; ++c) {
-                    float *e = E + c * es + (ptrdiff_t)(r0 - v0) * W;
-                    const float *s = x + c * plane + (ptrdiff_t)r0 * W;
-                    for (q = 0; q < (ptrdiff_t)(r1 - r0) * W; ++q) e[q] = s[q];
-                }
-        }
+        if (r1 > r0)
+            ember_pointwise_act_f32(E + (ptrdiff_t)(r0 - v0) * W, es, x + (ptrdiff_t)r0 * W, plane, we, be, mid, cin,
+                                    (r1 - r0) * W, act_e, ea, eb);
         held = rows, v_prev = v0;
         g[EMBER_GEO_IN_H] = rows, g[EMBER_GEO_OUT_H] = orows;
         if (path == 2)
-            ember_irb_dw(D, E, wd, bd, mid, nout, W, p[EMBER_GEO_K_H], p[EMBER_GEO_K_W], p[EMBER_GEO_PAD_W], act_d, da,
-                         db);
+            ember_irb_dw(D, E, wd, bd, dws, mid, nout, W, p[EMBER_GEO_K_H], p[EMBER_GEO_K_W], p[EMBER_GEO_PAD_W], act_d,
+                         da, db);
         else if (path == 1)
             ember_dwconv_blocked_f32(D, E, wd, bd, dws, g, 1, mid, act_d, da, db);
         else
