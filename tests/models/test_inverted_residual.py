@@ -185,10 +185,10 @@ def _plain_block(net: _Net, x: str, cin: int, cout: int, expand: int, stride: in
     return net.op("Add", x, h) if stride == 1 and cin == cout else h
 
 
-# Odd heights and widths over the family's size rule (784 pixels): ReLU6, HardSwish and Swish; stride 1
+# Odd heights and widths over the CPU families' size rule (3136 pixels): ReLU6, HardSwish and Swish; stride 1
 # (irblock.c's row kernel, with and without the residual Add), dilation 2 (the general depthwise), stride 2
 # (dwconv3.c's 3x3 path, W and H odd), a Squeeze-Excitation block (expand + depthwise only: the SE's pool
-# needs the whole depthwise output), rows narrower than a vector (160x5), and an expand-ratio-1 block, which
+# needs the whole depthwise output), rows narrower than a vector (640x5), and an expand-ratio-1 block, which
 # stays layer by layer. 7 blocks fuse.
 _FUSED = 7
 
@@ -203,10 +203,10 @@ def _banded_model(path: Path, wide: int = 8) -> tuple[Path, list[str]]:
     e = _plain_block(net, c, 12, 16, 3, 2, "relu6")
     f = _plain_block(net, c, 12, 16, 1, 1, "relu6")
     t = _plain_block(net, _plain_block(net, "t", 8, 8, 2, 1, "hardswish"), 8, 8, 3, 2, "relu6")
-    shapes = {d: [1, 16, 15, 16], e: [1, 16, 15, 16], f: [1, 16, 29, 31], t: [1, 8, 80, 3]}
+    shapes = {d: [1, 16, 29, 30], e: [1, 16, 29, 30], f: [1, 16, 57, 59], t: [1, 8, 320, 3]}
     graph = helper.make_graph(net.nodes, "banded", [
-        helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, wide, 29, 31]),
-        helper.make_tensor_value_info("t", TensorProto.FLOAT, [1, 8, 160, 5])],
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, wide, 57, 59]),
+        helper.make_tensor_value_info("t", TensorProto.FLOAT, [1, 8, 640, 5])],
         [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in shapes.items()], net.inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     onnx.checker.check_model(model, full_check=True)
@@ -216,8 +216,8 @@ def _banded_model(path: Path, wide: int = 8) -> tuple[Path, list[str]]:
 
 def _feeds(wide: int = 8) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(11)
-    return {"x": (rng.standard_normal((1, wide, 29, 31)) * 3).astype(np.float32),
-            "t": (rng.standard_normal((1, 8, 160, 5)) * 3).astype(np.float32)}
+    return {"x": (rng.standard_normal((1, wide, 57, 59)) * 3).astype(np.float32),
+            "t": (rng.standard_normal((1, 8, 640, 5)) * 3).astype(np.float32)}
 
 
 @pytest.mark.parametrize("band_bytes", [None, 12_000], ids=["l2-bands", "few-row-bands"])

@@ -51,7 +51,7 @@ def _graph(hw: int = 28, k: int = 3, stride: int = 1, cin: int = 8, cout: int = 
     g = load_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), LoadOptions(), "net")
     fold_constants(g)
     fuse_activation(g)
-    fuse_irblocks(g, min_pixels=784)
+    fuse_irblocks(g, min_pixels=784)  # the size rule's value is the family's; here a fixed one
     return g
 
 
@@ -80,7 +80,7 @@ def test_squeeze_excitation_block_fuses_expand_and_depthwise_only() -> None:
 
 
 def test_blocks_left_layer_by_layer() -> None:
-    """Small planes (under the family's 784 pixels), 5x5 windows, no expansion (expand ratio 1), and an
+    """Small planes (under the 784 pixels given here), 5x5 windows, no expansion (expand ratio 1), and an
     intermediate that is a graph output stay as they were."""
     for g in (_graph(hw=14), _graph(k=5), _graph(expand=False)):
         assert "IRBlock" not in [n.op for n in g.nodes]
