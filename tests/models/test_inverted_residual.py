@@ -187,9 +187,9 @@ def _plain_block(net: _Net, x: str, cin: int, cout: int, expand: int, stride: in
 
 # Odd heights and widths over the CPU families' size rule (3136 pixels): ReLU6, HardSwish and Swish; stride 1
 # (irblock.c's row kernel, with and without the residual Add), dilation 2 (the general depthwise), stride 2
-# (dwconv3.c's 3x3 path, W and H odd), a Squeeze-Excitation block (expand + depthwise only: the SE's pool
-# needs the whole depthwise output), rows narrower than a vector (640x5), and an expand-ratio-1 block, which
-# stays layer by layer. 7 blocks fuse.
+# (dwconv3.c's 3x3 path, W and H odd), Squeeze-Excitation blocks at stride 1 and 2 (expand + depthwise only:
+# the SE's pool needs the whole depthwise output), rows narrower than a vector (640x5), and an expand-ratio-1
+# block, which stays layer by layer. 7 blocks fuse.
 _FUSED = 7
 
 
@@ -197,7 +197,7 @@ def _banded_model(path: Path, wide: int = 8) -> tuple[Path, list[str]]:
     net = _Net()
     net.inits += [numpy_helper.from_array(np.float32(v), name) for v, name in ((0.0, "zero"), (6.0, "six"))]
     a = _plain_block(net, "x", wide, wide, 3, 1, "relu6")
-    b = _plain_block(net, a, wide, 12, 4, 1, "hardswish")
+    b = _plain_block(net, a, wide, 12, 4, 1, "hardswish", se=True)
     c = _plain_block(net, b, 12, 12, 2, 1, "swish", dilation=2)
     d = _plain_block(net, c, 12, 16, 3, 2, "swish", se=True)
     e = _plain_block(net, c, 12, 16, 3, 2, "relu6")

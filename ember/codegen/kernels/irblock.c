@@ -38,15 +38,16 @@ EMBER_INLINE void ember_irb_dwrow(float *EMBER_RESTRICT o, const float *e, ptrdi
     }
 }
 
-/* The band's `rows` output rows of that depthwise (E: rows + KH - 1 rows per channel, pitch W), channel by
+/* The band's `rows` output rows of that depthwise (E: rows + KH - 1 rows per channel, pitch W; D: channels
+ * `out` floats apart, so a block without projection writes y's rows directly), channel by
  * channel through `pad` ((rows + KH - 1) x (W + KW - 1) floats: the channel's rows with pl zero columns each
  * side); 3x3 and 5x5 with their tap loops unrolled at compile time (the same function, constant KH and KW).
  * Activations other than Relu/Clip after each channel's rows. */
-static void ember_irb_dw(float *D, const float *E, const float *w, const float *bias, float *pad, int mid, int rows,
-                         int W, int KH, int KW, int pl, int act, float act_a, float act_b) {
+static void ember_irb_dw(float *D, ptrdiff_t out, const float *E, const float *w, const float *bias, float *pad,
+                         int mid, int rows, int W, int KH, int KW, int pl, int act, float act_a, float act_b) {
     const int clamp = act == EMBER_ACT_RELU ? 1 : act == EMBER_ACT_CLIP ? 2 : 0, in_rows = rows + KH - 1;
     const float lo = act == EMBER_ACT_CLIP ? act_a : 0.0f, hi = act == EMBER_ACT_CLIP ? act_b : __builtin_inff();
-    const ptrdiff_t in = (ptrdiff_t)in_rows * W, out = (ptrdiff_t)rows * W, pitch = W + KW - 1;
+    const ptrdiff_t in = (ptrdiff_t)in_rows * W, pitch = W + KW - 1;
     int m, r, c;
     for (r = 0; r < in_rows; ++r) /* the zero columns, written once */
         for (c = 0; c < KW - 1; ++c) pad[r * pitch + (c < pl ? c : W + c)] = 0.0f;
@@ -64,7 +65,7 @@ static void ember_irb_dw(float *D, const float *E, const float *w, const float *
             else
                 ember_irb_dwrow(o, pad + r * pitch, pitch, W, wm, b, KH, KW, clamp, lo, hi);
         }
-        if (!clamp) ember_act_apply_f32(D + m * out, out, act, act_a, act_b);
+        if (!clamp) ember_act_apply_f32(D + m * out, (ptrdiff_t)rows * W, act, act_a, act_b);
     }
 }
 
@@ -127,9 +128,14 @@ static void ember_irblock_f32(float *y, const float *x, const float *we, const f
                                     (r1 - r0) * W, act_e, ea, eb);
         held = rows, v_prev = v0;
         g[EMBER_GEO_IN_H] = rows, g[EMBER_GEO_OUT_H] = orows;
+        if (path == 2 && !wp) {
+            ember_irb_dw(y + (ptrdiff_t)o0 * OW, oplane, E, wd, bd, dws, mid, nout, W, p[EMBER_GEO_K_H],
+                         p[EMBER_GEO_K_W], p[EMBER_GEO_PAD_W], act_d, da, db);
+            continue;
+        }
         if (path == 2)
-            ember_irb_dw(D, E, wd, bd, dws, mid, nout, W, p[EMBER_GEO_K_H], p[EMBER_GEO_K_W], p[EMBER_GEO_PAD_W], act_d,
-                         da, db);
+            ember_irb_dw(D, ds, E, wd, bd, dws, mid, nout, W, p[EMBER_GEO_K_H], p[EMBER_GEO_K_W], p[EMBER_GEO_PAD_W],
+                         act_d, da, db);
         else if (path == 1)
             ember_dwconv_blocked_f32(D, E, wd, bd, dws, g, 1, mid, act_d, da, db);
         else
