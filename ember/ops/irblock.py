@@ -129,10 +129,10 @@ def _lower(node: Node, k: KernelEmitter) -> None:
 
 
 def _split(node: Node) -> Split | None:
-    """Whole bands of output rows: each part expands its own first band's halo again (the only work the
-    parts repeat) and computes every element as the one call would."""
-    p = params(node)
-    return Split(p.geometry.out_size[1], p.band, (), lower=_emit)
+    """Ranges of output rows, on any row (each part cuts its own rows into bands from its first, the last one
+    shorter; whole bands measured 15% apart in MobileNetV2's 56x56 blocks): each part expands its first
+    band's halo again (the only work the parts repeat) and computes every element as the one call would."""
+    return Split(params(node).geometry.out_size[1], 1, (), lower=_emit)
 
 
 def _flops(node: Node) -> int:
