@@ -4,8 +4,9 @@
  * and read back by the depthwise, and the depthwise's output again by the projection. Here a band of output
  * rows at a time: the expanded rows its windows read (plus the halo the stride and window need) go into a
  * scratch sized for L2, the depthwise runs on them, and the band is projected at once, so neither
- * intermediate tensor exists whole. Each stage is the existing kernel (pointwise.c's blocked 1x1 + activation,
- * dwconv3.c's/dwblock.c's/dwconv.c's depthwise) on a sub-view; no new arithmetic. */
+ * intermediate tensor exists whole. The 1x1 stages are pointwise.c's blocked product + activation on row
+ * ranges; the depthwise is this file's row kernel at stride 1 (the whole-plane kernels lost 1.3-1.6x on bands
+ * of a few rows), dwconv3.c's 3x3 path at stride 2, else dwblock.c's/dwconv.c's on the band. */
 
 /*@kernel ember_irblock_f32 requires ember_pointwise_act_f32 ember_dwconv_blocked_f32 ember_dw3_common ember_conv_geo*/
 /* One output row of a stride-1, undilated depthwise: o[c] = b + sum w[kh][kw] * e[kh*pitch + c + kw] for
@@ -77,7 +78,7 @@ static void ember_irb_dw(float *D, ptrdiff_t out, const float *E, const float *w
  *   p: the depthwise's whole geometry.
  * The band's depthwise runs on a plane of the expanded rows the band holds (rows outside the input: zeros).
  * `fast` (3x3 pad 1, stride 1 same-size or stride 2 halving: dwconv3.c's paths, far faster than the general
- * ones on 3x3): that plane starts `lead` = 1 output row early and is the same size as its output (stride 1:
+ * ones on 3x3; ops/irblock.py sets it at stride 2): that plane starts `lead` = 1 output row early and is the same size as its output (stride 1:
  * one row more at the end too) or twice it (stride 2), so dwconv3.c takes it; the extra output rows, read
  * against its zero padding, are dropped. Otherwise the plane has no top padding and exactly the window rows.
  *   scratch: e_floats (mid x the band's plane rows x W), d_floats (mid x its output rows x OW), then the
