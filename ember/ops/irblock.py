@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from ember.codegen.emitter import KernelEmitter, literal
 from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Node
-from ember.ops.conv import ConvGeometry, _dw3_fast, _dw_blocked_floats, _dw_padded_floats
+from ember.ops.conv import ConvGeometry, _dw_blocked_floats, _dw_padded_floats
 from ember.ops.epilogue import KIND_CODES, Epilogue
 from ember.ops.infer import inp, typed
 from ember.ops.opdef import OpDef
@@ -37,26 +37,17 @@ class IRParams:
 
     @property
     def rows(self) -> bool:
-        """Stride 1, undilated, same-size: kernels/irblock.c's own row kernel (ember_irb_dw)."""
+        """Stride 1, undilated: kernels/irblock.c's own row kernel (ember_irb_dw)."""
         g = self.geometry
-        return (g.strides[1:] == (1, 1) and g.dilations[1:] == (1, 1) and g.out_size[2] == g.in_size[2]
-                and g.pads_begin[2] == (g.kernel[2] - 1) // 2)
-
-    @property
-    def fast(self) -> bool:
-        """Else a 3x3 pad-1 stride-2 geometry of dwconv3.c's: bands then keep it (kernels/irblock.c)."""
-        return not self.rows and _dw3_fast(self.geometry)
+        return g.strides[1:] == (1, 1) and g.dilations[1:] == (1, 1)
 
     def band_geometry(self, nout: int) -> ConvGeometry:
-        """The depthwise of a band of `nout` output rows, as kernels/irblock.c calls it."""
+        """The depthwise of a band of `nout` output rows, as kernels/irblock.c calls it: the window rows, no
+        top padding (the band holds its zero rows)."""
         g, s = self.geometry, self.geometry.strides[1]
-        if self.fast:
-            orows = nout + (2 if s == 1 else 1)
-            rows, top = orows * s, 1
-        else:
-            orows, rows, top = nout, (nout - 1) * s + (g.kernel[1] - 1) * g.dilations[1] + 1, 0
-        return replace(g, in_size=(1, rows, g.in_size[2]), out_size=(1, orows, g.out_size[2]),
-                       pads_begin=(0, top, g.pads_begin[2]))
+        rows = (nout - 1) * s + (g.kernel[1] - 1) * g.dilations[1] + 1
+        return replace(g, in_size=(1, rows, g.in_size[2]), out_size=(1, nout, g.out_size[2]),
+                       pads_begin=(0, 0, g.pads_begin[2]))
 
 
 def params(node: Node) -> IRParams:
@@ -77,8 +68,8 @@ def _regions(node: Node) -> tuple[int, int, int, int]:
     e = _round(g.channels * bg.in_size[1] * g.in_size[2])
     d = _round(g.channels * bg.out_size[1] * g.out_size[2])
     if p.rows:  # the bordered copy of one channel's rows
-        return e, d, _round(bg.in_size[1] * (g.in_size[2] + g.kernel[2] - 1)), 2
-    blocked = not p.fast and _dw_blocked_floats(node, bg, g.channels) > 0
+        return e, d, _round(bg.in_size[1] * (g.out_size[2] + g.kernel[2] - 1)), 2
+    blocked = _dw_blocked_floats(node, bg, g.channels) > 0
     # A last, shorter band may take another path of the depthwise. The channel-blocked one's size is counted
     # even where ops/conv.py would not choose it: once chosen for the band, C takes it wherever it fits.
     dws = 0
@@ -121,7 +112,7 @@ def _emit(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:
     cout = wp.shape[0] if wp is not None else p.geometry.channels
     k.call("ember_irblock_f32", k.out(0), k.inp(0), k.inp(1), k.inp(2), k.inp(3), k.inp(4), k.inp(5), k.inp(6),
            k.inp(7), k.scratch("float"), k.table(p.geometry.table(), DType.INT32), x.shape[1], cout, p.band, lo, hi,
-           e, d, int(p.fast), path, *_act(p.expand_act), *_act(p.dw_act), *_act(p.project_act))
+           e, d, path, *_act(p.expand_act), *_act(p.dw_act), *_act(p.project_act))
 
 
 def _lower(node: Node, k: KernelEmitter) -> None:

@@ -1,17 +1,18 @@
 """Fuse MobileNet/EfficientNet inverted-residual blocks into one band-by-band IRBlock node (ops/irblock.py).
 
 The pattern, on float32 images (N = 1) after BatchNorm folding and activation fusion: an expand 1x1 Conv
-(stride 1, unpadded, one group; its activation fused) whose output only a depthwise 2-D Conv reads, then a
-project 1x1 Conv as the only reader of the depthwise's output, then optionally a residual Add of a tensor of
-the same shape as the only reader of the projection. Without the expand Conv (expand ratio 1) the block is
-depthwise + projection. Where something else reads the depthwise's output, as Squeeze-Excitation's
-GlobalAveragePool and Mul do (EfficientNet, most of MobileNetV3), the projection cannot start before the
-whole depthwise output exists (the SE scale comes from its global mean): those blocks fuse expand +
-depthwise only, which still keeps the expanded tensor (the largest of the block) from ever existing whole.
+(stride 1, unpadded, one group; its activation fused) whose output only a stride-1 depthwise 2-D Conv of at
+most MAX_WINDOW reads, then a project 1x1 Conv as the only reader of the depthwise's output, then optionally a
+residual Add of a tensor of the same shape as the only reader of the projection. Without the expand Conv
+(expand ratio 1) the block stays as it is (the band would copy the input: no gain). Where something else
+reads the depthwise's output, as Squeeze-Excitation's GlobalAveragePool and Mul do (EfficientNet, most of
+MobileNetV3), the projection cannot start before the whole depthwise output exists (the SE scale comes from
+its global mean): those blocks fuse expand + depthwise only, which still keeps the expanded tensor (the
+largest of the block) from ever existing whole.
 
 Which blocks gain is a matter of size: early blocks' expanded tensors (96-144 channels at 112x112 or 56x56)
 leave L2 between the layers, late ones (7x7 planes) fit in it anyway, and their 1x1 products run best over the
-whole plane. `min_pixels` (the CPU family's `irblock_min_pixels`) is the smallest expanded plane fused.
+whole plane. `min_pixels` (the CPU family's `irblock_min_pixels`) is the smallest input plane fused.
 """
 
 from __future__ import annotations
@@ -59,9 +60,12 @@ def _band(node: Node) -> int:
     return -(-oh // bands)
 
 
-# Depthwise windows up to this size fuse: EfficientNet's and MobileNetV3's 5x5 blocks (28x28, HardSwish/Swish)
-# measured 1.15-1.5x their layers' time on Zen 3, where the whole-plane channel-blocked depthwise (dwblock.c)
-# keeps four outputs per weight load that the band's row kernel does not.
+# Stride-2 blocks stay layer by layer: on bands, dwconv3.c's stride-2 path repeats an output row per band for
+# its halving geometry, and a row kernel has to deinterleave every input column (MobileNetV2's 112x112 and
+# 56x56 ones took 1.25-1.9x their layers' time on Zen 3). Depthwise windows up to MAX_WINDOW fuse:
+# EfficientNet's and MobileNetV3's 5x5 blocks (28x28, HardSwish/Swish) measured 1.15-1.5x their layers' time,
+# where the whole-plane channel-blocked depthwise (dwblock.c) keeps four outputs per weight load that the
+# band's row kernel does not.
 MAX_WINDOW = 3
 
 
@@ -72,7 +76,8 @@ def fuse_irblocks(graph: Graph, min_pixels: int = 0) -> None:
         if (dw not in graph.nodes or x is None or y is None or w is None or not w.is_const
                 or (b is not None and not b.is_const) or x.type.rank != 4 or x.shape[0] != 1
                 or x.dtype is not DType.FLOAT32 or y.dtype is not DType.FLOAT32 or not _depthwise(dw)
-                or x.shape[2] * x.shape[3] < min_pixels or max(w.shape[2:]) > MAX_WINDOW):
+                or x.shape[2] * x.shape[3] < min_pixels or max(w.shape[2:]) > MAX_WINDOW
+                or _conv_parts(dw)[0].strides[1:] != (1, 1)):
             continue
         expand = x.producer if len(uses.get(id(x), [])) == 1 and not graph.is_output(x) else None
         expand = expand if _pointwise(expand) and expand.outputs[0] is x else None

@@ -186,11 +186,11 @@ def _plain_block(net: _Net, x: str, cin: int, cout: int, expand: int, stride: in
 
 
 # Odd heights and widths over the CPU families' size rule (3136 pixels): ReLU6, HardSwish and Swish; stride 1
-# (irblock.c's row kernel, with and without the residual Add), dilation 2 (the general depthwise), stride 2
-# (dwconv3.c's 3x3 path, W and H odd), Squeeze-Excitation blocks at stride 1 and 2 (expand + depthwise only:
-# the SE's pool needs the whole depthwise output), rows narrower than a vector (640x5), and an expand-ratio-1
-# block, which stays layer by layer. 7 blocks fuse.
-_FUSED = 7
+# (irblock.c's row kernel, with and without the residual Add), dilation 2 (the general depthwise), a
+# Squeeze-Excitation block (expand + depthwise only: the SE's pool needs the whole depthwise output), rows
+# narrower than a vector (640x5). Stride-2 blocks (with and without SE) and an expand-ratio-1 block stay layer
+# by layer. 4 blocks fuse.
+_FUSED = 4
 
 
 def _banded_model(path: Path, wide: int = 8) -> tuple[Path, list[str]]:

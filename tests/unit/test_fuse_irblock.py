@@ -66,12 +66,6 @@ def test_block_with_residual_becomes_one_node() -> None:
     assert node.outputs[0] is g.outputs[0] and 1 <= params.band <= 28
 
 
-def test_strided_block_has_no_residual() -> None:
-    g = _graph(stride=2, cout=16)
-    assert [n.op for n in g.nodes] == ["IRBlock"] and g.nodes[0].inputs[7] is None
-    assert g.nodes[0].outputs[0].shape == (1, 16, 14, 14)
-
-
 def test_squeeze_excitation_block_fuses_expand_and_depthwise_only() -> None:
     """The SE's pool reads the whole depthwise output before the projection can start."""
     g = _graph(se=True)
@@ -80,9 +74,9 @@ def test_squeeze_excitation_block_fuses_expand_and_depthwise_only() -> None:
 
 
 def test_blocks_left_layer_by_layer() -> None:
-    """Small planes (under the 784 pixels given here), 5x5 windows, no expansion (expand ratio 1), and an
-    intermediate that is a graph output stay as they were."""
-    for g in (_graph(hw=14), _graph(k=5), _graph(expand=False)):
+    """Small planes (under the 784 pixels given here), 5x5 windows, stride 2, no expansion (expand ratio 1), and
+    an intermediate that is a graph output stay as they were."""
+    for g in (_graph(hw=14), _graph(k=5), _graph(stride=2, cout=16), _graph(expand=False)):
         assert "IRBlock" not in [n.op for n in g.nodes]
     g = _graph(extra_reader=True)  # the depthwise's output is also an output: expand + depthwise only
     assert [n.op for n in g.nodes] == ["IRBlock", "Conv", "Add"]

@@ -5,32 +5,32 @@
  * rows at a time: the expanded rows its windows read (plus the halo the stride and window need) go into a
  * scratch sized for L2, the depthwise runs on them, and the band is projected at once, so neither
  * intermediate tensor exists whole. The 1x1 stages are pointwise.c's blocked product + activation on row
- * ranges; the depthwise is this file's row kernel at stride 1 (the whole-plane kernels lost 1.3-1.6x on bands
- * of a few rows), dwconv3.c's 3x3 path at stride 2, else dwblock.c's/dwconv.c's on the band. */
+ * ranges; the depthwise is this file's row kernel at stride 1 (the whole-plane kernels lost 1.3-1.6x on
+ * bands of a few rows: per-call zeroed copies and tables), else dwblock.c's/dwconv.c's on the band. */
 
 /*@kernel ember_irblock_f32 requires ember_pointwise_act_f32 ember_dwconv_blocked_f32 ember_dw3_common ember_conv_geo*/
-/* One output row of a stride-1, undilated depthwise: o[c] = b + sum w[kh][kw] * e[kh*pitch + c + kw] for
- * c < W, e a zero-bordered copy of the band's rows (pitch W + KW - 1), so no tap checks bounds: a vector of
- * outputs at a time, a ragged end as the last vector again (same values), rows narrower than a vector one
- * output at a time. Whole-plane kernels (dwconv3.c) pay per call for zeroed copies and tables that a band
- * of a few rows does not amortise; this needs only the bordered copy. */
-EMBER_INLINE void ember_irb_dwrow(float *EMBER_RESTRICT o, const float *e, ptrdiff_t pitch, int W, const float *w,
+/* One output row of a stride-1, undilated depthwise: o[c] = b + sum w[kh][kw] * e[kh*pitch + c + kw], e a
+ * zero-bordered copy of the band's rows, so no tap checks bounds: a vector of outputs at a time, a ragged end
+ * as the last vector again (same values), rows narrower than a vector one output at a time. Whole-plane
+ * kernels (dwconv3.c) pay per call for zeroed copies and tables that a band of a few rows does not amortise;
+ * this needs only the bordered copy. */
+EMBER_INLINE void ember_irb_dwrow(float *EMBER_RESTRICT o, const float *e, ptrdiff_t pitch, int OW, const float *w,
                                   float b, int KH, int KW, int clamp, float lo, float hi) {
     int c = 0, kh, kw;
 #if EMBER_VL > 1
-    if (W >= EMBER_VL) {
+    if (OW >= EMBER_VL) {
         const ember_vf bv = (ember_vf){0} + b;
         for (;; c += EMBER_VL) {
             ember_vf acc = bv;
-            if (c > W - EMBER_VL) c = W - EMBER_VL;
+            if (c > OW - EMBER_VL) c = OW - EMBER_VL;
             for (kh = 0; kh < KH; ++kh)
                 for (kw = 0; kw < KW; ++kw) acc += w[kh * KW + kw] * EMBER_DW_LD(e + kh * pitch + c + kw);
             EMBER_DW_ST(o + c, ember_dw_clamp(acc, clamp, lo, hi));
-            if (c + EMBER_VL >= W) return;
+            if (c + EMBER_VL >= OW) return;
         }
     }
 #endif
-    for (; c < W; ++c) {
+    for (; c < OW; ++c) {
         float acc = b;
         for (kh = 0; kh < KH; ++kh)
             for (kw = 0; kw < KW; ++kw) acc += w[kh * KW + kw] * e[kh * pitch + c + kw];
@@ -39,34 +39,36 @@ EMBER_INLINE void ember_irb_dwrow(float *EMBER_RESTRICT o, const float *e, ptrdi
     }
 }
 
-/* The band's `rows` output rows of that depthwise (E: rows + KH - 1 rows per channel, pitch W; D: channels
- * `out` floats apart, so a block without projection writes y's rows directly), channel by
- * channel through `pad` ((rows + KH - 1) x (W + KW - 1) floats: the channel's rows with pl zero columns each
- * side); 3x3 and 5x5 with their tap loops unrolled at compile time (the same function, constant KH and KW).
- * Activations other than Relu/Clip after each channel's rows. */
+/* The band's `rows` output rows of that depthwise (E: rows + KH - 1 rows of W per channel; D: channels `out`
+ * floats apart, so a block without projection writes y's rows directly), channel by channel through `pad`
+ * ((rows + KH - 1) x (OW + KW - 1) floats: the channel's rows, pl zero columns on the left, zeros on the
+ * right up to the windows' extent); 3x3 and 5x5 with their tap loops unrolled at compile time (the same
+ * function, constant KH and KW). Activations other than Relu/Clip after each channel's rows. */
 static void ember_irb_dw(float *D, ptrdiff_t out, const float *E, const float *w, const float *bias, float *pad,
-                         int mid, int rows, int W, int KH, int KW, int pl, int act, float act_a, float act_b) {
+                         int mid, int rows, int W, int OW, int KH, int KW, int pl, int act, float act_a, float act_b) {
     const int clamp = act == EMBER_ACT_RELU ? 1 : act == EMBER_ACT_CLIP ? 2 : 0, in_rows = rows + KH - 1;
     const float lo = act == EMBER_ACT_CLIP ? act_a : 0.0f, hi = act == EMBER_ACT_CLIP ? act_b : __builtin_inff();
-    const ptrdiff_t in = (ptrdiff_t)in_rows * W, pitch = W + KW - 1;
+    const int pitch = OW + KW - 1, last = pl + W < pitch ? W : pitch - pl; /* input columns the windows read */
+    const ptrdiff_t in = (ptrdiff_t)in_rows * W;
     int m, r, c;
     for (r = 0; r < in_rows; ++r) /* the zero columns, written once */
-        for (c = 0; c < KW - 1; ++c) pad[r * pitch + (c < pl ? c : W + c)] = 0.0f;
+        for (c = 0; c < pitch; ++c)
+            if (c < pl || c >= pl + last) pad[r * pitch + c] = 0.0f;
     for (m = 0; m < mid; ++m) {
         const float *e = E + m * in, *wm = w + (ptrdiff_t)m * KH * KW;
         const float b = bias ? bias[m] : 0.0f;
         for (r = 0; r < in_rows; ++r)
-            for (c = 0; c < W; ++c) pad[r * pitch + pl + c] = e[(ptrdiff_t)r * W + c];
+            for (c = 0; c < last; ++c) pad[r * pitch + pl + c] = e[(ptrdiff_t)r * W + c];
         for (r = 0; r < rows; ++r) {
-            float *o = D + m * out + (ptrdiff_t)r * W;
+            float *o = D + m * out + (ptrdiff_t)r * OW;
             if (KH == 3 && KW == 3)
-                ember_irb_dwrow(o, pad + r * pitch, pitch, W, wm, b, 3, 3, clamp, lo, hi);
+                ember_irb_dwrow(o, pad + r * pitch, pitch, OW, wm, b, 3, 3, clamp, lo, hi);
             else if (KH == 5 && KW == 5)
-                ember_irb_dwrow(o, pad + r * pitch, pitch, W, wm, b, 5, 5, clamp, lo, hi);
+                ember_irb_dwrow(o, pad + r * pitch, pitch, OW, wm, b, 5, 5, clamp, lo, hi);
             else
-                ember_irb_dwrow(o, pad + r * pitch, pitch, W, wm, b, KH, KW, clamp, lo, hi);
+                ember_irb_dwrow(o, pad + r * pitch, pitch, OW, wm, b, KH, KW, clamp, lo, hi);
         }
-        if (!clamp) ember_act_apply_f32(D + m * out, (ptrdiff_t)rows * W, act, act_a, act_b);
+        if (!clamp) ember_act_apply_f32(D + m * out, (ptrdiff_t)rows * OW, act, act_a, act_b);
     }
 }
 
@@ -76,33 +78,28 @@ static void ember_irb_dw(float *D, ptrdiff_t out, const float *E, const float *w
  *   wp/bp: projection (cout x mid), wp NULL for a block that ends at the depthwise (Squeeze-Excitation reads its
  *   whole output: y is then the depthwise's, mid planes); res: a tensor of y's shape added at the end, or NULL.
  *   p: the depthwise's whole geometry.
- * The band's depthwise runs on a plane of the expanded rows the band holds (rows outside the input: zeros).
- * `fast` (3x3 pad 1, stride 1 same-size or stride 2 halving: dwconv3.c's paths, far faster than the general
- * ones on 3x3; ops/irblock.py sets it at stride 2): that plane starts `lead` = 1 output row early and is the same size as its output (stride 1:
- * one row more at the end too) or twice it (stride 2), so dwconv3.c takes it; the extra output rows, read
- * against its zero padding, are dropped. Otherwise the plane has no top padding and exactly the window rows.
+ * The band's depthwise runs on a plane of exactly the window rows of its output rows (rows outside the input:
+ * zeros), with no top padding.
  *   scratch: e_floats (mid x the band's plane rows x W), d_floats (mid x its output rows x OW), then the
- *   depthwise kernel's scratch. `path`: 2, stride 1 undilated same-size: ember_irb_dw; 1: the channel-blocked
- *   depthwise (the scratch has room for it); 0: ember_dwconv_f32 (and with `fast`, dwconv3.c's paths). */
+ *   depthwise kernel's scratch. `path`: 2, stride 1 undilated: ember_irb_dw; 1: the channel-blocked
+ *   depthwise (the scratch has room for it); 0: ember_dwconv_f32. */
 static void ember_irblock_f32(float *y, const float *x, const float *we, const float *be, const float *wd,
                               const float *bd, const float *wp, const float *bp, const float *res, float *scratch,
                               const int32_t *p, int cin, int cout, int band, int o_lo, int o_hi, ptrdiff_t e_floats,
-                              ptrdiff_t d_floats, int fast, int path, int act_e, float ea, float eb, int act_d,
+                              ptrdiff_t d_floats, int path, int act_e, float ea, float eb, int act_d,
                               float da, float db, int act_p, float pa, float pb) {
     const int mid = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], OH = p[EMBER_GEO_OUT_H],
               OW = p[EMBER_GEO_OUT_W], sh = p[EMBER_GEO_STRIDE_H], pt = p[EMBER_GEO_PAD_H];
-    const int span = (p[EMBER_GEO_K_H] - 1) * p[EMBER_GEO_DIL_H] + 1, lead = fast ? 1 : 0;
-    const int trail = fast && sh == 1 ? 1 : 0, skip = fast ? lead * sh : pt;
+    const int span = (p[EMBER_GEO_K_H] - 1) * p[EMBER_GEO_DIL_H] + 1;
     const ptrdiff_t plane = (ptrdiff_t)H * W, oplane = (ptrdiff_t)OH * OW;
     float *E = scratch, *D = scratch + e_floats, *dws = scratch + e_floats + d_floats;
     int32_t g[EMBER_GEO_SIZE];
     int i, c, o0, held = 0, v_prev = 0;
     for (i = 0; i < EMBER_GEO_SIZE; ++i) g[i] = p[i];
-    if (!fast) g[EMBER_GEO_PAD_H] = 0;
+    g[EMBER_GEO_PAD_H] = 0;
     for (o0 = o_lo; o0 < o_hi; o0 += band) {
-        const int nout = o_hi - o0 < band ? o_hi - o0 : band, orows = nout + lead + trail;
-        const int rows = fast ? orows * sh : (nout - 1) * sh + span, v0 = o0 * sh - skip;
-        const ptrdiff_t es = (ptrdiff_t)rows * W, ds = (ptrdiff_t)orows * OW;
+        const int nout = o_hi - o0 < band ? o_hi - o0 : band, rows = (nout - 1) * sh + span, v0 = o0 * sh - pt;
+        const ptrdiff_t es = (ptrdiff_t)rows * W, ds = (ptrdiff_t)nout * OW;
         /* Rows [v0, v0 + rows) of the expanded plane, each channel's contiguous (pitch es). Rows the
          * previous band holds move up (the windows' overlap; only a last, shorter band changes the pitch:
          * then every row moves. Forward copies: the sources lie above); the rest are computed, or are zero
@@ -128,23 +125,22 @@ static void ember_irblock_f32(float *y, const float *x, const float *we, const f
             ember_pointwise_act_f32(E + (ptrdiff_t)(r0 - v0) * W, es, x + (ptrdiff_t)r0 * W, plane, we, be, mid, cin,
                                     (r1 - r0) * W, act_e, ea, eb);
         held = rows, v_prev = v0;
-        g[EMBER_GEO_IN_H] = rows, g[EMBER_GEO_OUT_H] = orows;
+        g[EMBER_GEO_IN_H] = rows, g[EMBER_GEO_OUT_H] = nout;
         if (path == 2 && !wp) {
-            ember_irb_dw(y + (ptrdiff_t)o0 * OW, oplane, E, wd, bd, dws, mid, nout, W, p[EMBER_GEO_K_H],
+            ember_irb_dw(y + (ptrdiff_t)o0 * OW, oplane, E, wd, bd, dws, mid, nout, W, OW, p[EMBER_GEO_K_H],
                          p[EMBER_GEO_K_W], p[EMBER_GEO_PAD_W], act_d, da, db);
             continue;
         }
         if (path == 2)
-            ember_irb_dw(D, ds, E, wd, bd, dws, mid, nout, W, p[EMBER_GEO_K_H], p[EMBER_GEO_K_W], p[EMBER_GEO_PAD_W],
-                         act_d, da, db);
+            ember_irb_dw(D, ds, E, wd, bd, dws, mid, nout, W, OW, p[EMBER_GEO_K_H], p[EMBER_GEO_K_W],
+                         p[EMBER_GEO_PAD_W], act_d, da, db);
         else if (path == 1)
             ember_dwconv_blocked_f32(D, E, wd, bd, dws, g, 1, mid, act_d, da, db);
         else
             ember_dwconv_f32(D, E, wd, bd, dws, g, 1, mid, act_d, da, db);
         if (wp) {
             float *yb = y + (ptrdiff_t)o0 * OW;
-            ember_pointwise_act_f32(yb, oplane, D + (ptrdiff_t)lead * OW, ds, wp, bp, cout, mid, nout * OW, act_p, pa,
-                                    pb);
+            ember_pointwise_act_f32(yb, oplane, D, ds, wp, bp, cout, mid, nout * OW, act_p, pa, pb);
             if (res)
                 for (c = 0; c < cout; ++c) {
                     float *yr = yb + c * oplane;
@@ -154,7 +150,7 @@ static void ember_irblock_f32(float *y, const float *x, const float *we, const f
         } else { /* no projection: the depthwise band into y's rows */
             for (c = 0; c < mid; ++c) {
                 float *yr = y + c * oplane + (ptrdiff_t)o0 * OW;
-                const float *s = D + c * ds + (ptrdiff_t)lead * OW;
+                const float *s = D + c * ds;
                 for (q = 0; q < (ptrdiff_t)nout * OW; ++q) yr[q] = s[q];
             }
         }
