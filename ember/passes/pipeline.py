@@ -115,10 +115,11 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
     # A residual Add (+ bias) feeding a LayerNorm is summed row by row inside it; before elementwise fusion
     # takes the Adds. After quantization: the quantizer sees the sum as a tensor of its own.
     passes.append(("fuse_skip_norm", fuse_skip_norm))
-    if target_kind in SPEED_TARGET_KINDS and options.opt_level >= 2:
+    min_pixels = (cpu.family if cpu is not None else DEFAULT_FAMILY).irblock_min_pixels
+    if target_kind in SPEED_TARGET_KINDS and options.opt_level >= 2 and min_pixels is not None:
         # Inverted-residual blocks (expand 1x1 -> depthwise -> project 1x1 [+ residual Add]) computed band by
-        # band, so the expanded tensor stays in cache; before elementwise fusion takes the residual Adds.
-        min_pixels = (cpu.family if cpu is not None else DEFAULT_FAMILY).irblock_min_pixels
+        # band, so the expanded tensor stays in cache, where the CPU family says it pays (toolchain/cpus.py);
+        # before elementwise fusion takes the residual Adds.
         passes.append(("fuse_irblocks", lambda g: fuse_irblocks(g, min_pixels)))
     # Chains of elementwise ops become one loop: intermediates stay in registers instead of memory.
     passes.append(("fuse_elementwise", fuse_elementwise))

@@ -9,6 +9,7 @@ units put the Swish/Sigmoid epilogues on both sides of zero and far into the tai
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import ember
-from ember.passes import fuse_irblock
+from ember.passes import fuse_irblock, pipeline
+from ember.toolchain.cpus import DEFAULT_FAMILY, CpuChoice
 from tests.support import cdriver
 from tests.support.models import assert_close, onnxruntime_outputs
 
@@ -185,7 +187,20 @@ def _plain_block(net: _Net, x: str, cin: int, cout: int, expand: int, stride: in
     return net.op("Add", x, h) if stride == 1 and cin == cout else h
 
 
-# Odd heights and widths over the CPU families' size rule (3136 pixels): ReLU6, HardSwish and Swish; stride 1
+@pytest.fixture
+def irblocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fusion on, from planes of 3136 pixels (no CPU family turns it on yet: toolchain/cpus.py)."""
+    real = pipeline.resolve_cpu
+
+    def resolve(target: str, cpu: str | None) -> CpuChoice | None:
+        choice = real(target, cpu)
+        return None if choice is None else replace(choice, family=replace(choice.family, irblock_min_pixels=3136))
+
+    monkeypatch.setattr(pipeline, "resolve_cpu", resolve)
+    monkeypatch.setattr(pipeline, "DEFAULT_FAMILY", replace(DEFAULT_FAMILY, irblock_min_pixels=3136))
+
+
+# Odd heights and widths over that size rule (3136 pixels): ReLU6, HardSwish and Swish; stride 1
 # (irblock.c's row kernel, with and without the residual Add), dilation 2 (the general depthwise), a
 # Squeeze-Excitation block (expand + depthwise only: the SE's pool needs the whole depthwise output), rows
 # narrower than a vector (640x5). Stride-2 blocks (with and without SE) and an expand-ratio-1 block stay layer
@@ -221,7 +236,7 @@ def _feeds(wide: int = 8) -> dict[str, np.ndarray]:
 
 
 @pytest.mark.parametrize("band_bytes", [None, 12_000], ids=["l2-bands", "few-row-bands"])
-def test_banded_blocks_match_onnxruntime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+def test_banded_blocks_match_onnxruntime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, irblocks: None,
                                          band_bytes: int | None) -> None:
     """Blocks cut into the default L2-sized bands (one per plane at these sizes) and into bands of 1-4 rows
     (each keeps the rows its windows share with the band before; shorter last bands); the latter also built
@@ -243,7 +258,7 @@ def test_banded_blocks_match_onnxruntime(tmp_path: Path, monkeypatch: pytest.Mon
         cdriver.compile_werror(bundle.path, tmp_path / "werror.o")
 
 
-def test_banded_blocks_divide_among_threads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_banded_blocks_divide_among_threads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, irblocks: None) -> None:
     """Compiled for 2 threads, the fused blocks divide along whole bands of output rows (each part with its
     own scratch, expanding its first band's halo itself): within 1e-5 of one thread, also sanitized."""
     monkeypatch.setattr(fuse_irblock, "BAND_BYTES", 30_000)
@@ -259,3 +274,9 @@ def test_banded_blocks_divide_among_threads(tmp_path: Path, monkeypatch: pytest.
         assert_close(want[name], ref[name], f"banded blocks, 1 thread: {name}")
         assert_close(got[name], want[name], f"banded blocks: 2 threads vs 1: {name}", rel=1e-5)
         assert_close(sanitized[name], want[name], f"banded blocks: sanitized C driver, 2 threads: {name}", rel=1e-5)
+
+
+def test_no_cpu_family_fuses_blocks_yet(tmp_path: Path) -> None:
+    """Measured no gain on Zen 3 (toolchain/cpus.py): by default the blocks stay layer by layer."""
+    path, _ = _banded_model(tmp_path / "banded.onnx")
+    assert "ember_irblock_f32(" not in (ember.compile(path, tmp_path / "out").path / "banded.c").read_text()
