@@ -22,6 +22,7 @@ from ember.passes.fuse_activation import fuse_activation
 from ember.passes.fuse_attention import fuse_attention
 from ember.passes.fuse_conv_add import fuse_conv_add
 from ember.passes.fuse_elementwise import fuse_elementwise
+from ember.passes.fuse_irblock import fuse_irblocks
 from ember.passes.fuse_norm import fuse_decomposed_norms, fuse_skip_norm
 from ember.passes.fuse_residual import fuse_residual
 from ember.passes.int4_matmul import pack_int4_matmuls
@@ -119,6 +120,12 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
     # A residual Add (+ bias) feeding a LayerNorm is summed row by row inside it; before elementwise fusion
     # takes the Adds. After quantization: the quantizer sees the sum as a tensor of its own.
     passes.append(("fuse_skip_norm", fuse_skip_norm))
+    min_pixels = (cpu.family if cpu is not None else DEFAULT_FAMILY).irblock_min_pixels
+    if target_kind in SPEED_TARGET_KINDS and options.opt_level >= 2 and min_pixels is not None:
+        # Inverted-residual blocks (expand 1x1 -> depthwise -> project 1x1 [+ residual Add]) computed band by
+        # band, so the expanded tensor stays in cache, where the CPU family says it pays (toolchain/cpus.py);
+        # before elementwise fusion takes the residual Adds.
+        passes.append(("fuse_irblocks", lambda g: fuse_irblocks(g, min_pixels)))
     # A residual Add (+ Relu) after a float Conv is added in the conv's epilogue: one pass over the output fewer.
     # Before elementwise fusion, which would take Add + Relu into a loop of their own.
     passes.append(("fuse_residual", fuse_residual))

@@ -60,6 +60,12 @@ class CpuFamily:
     # tiles of A (the weights) are read once, not once per 16-column strip (EMBER_MM_BLOCK_N; 0: never, and
     # at most 64: the packed block is EMBER_MM_KC x 64 floats of stack).
     mm_block_n: int = 0
+    # Inverted-residual blocks (passes/fuse_irblock.py) are computed band by band from input planes of this many
+    # pixels on; None: never. Off in every family for now: on Zen 3 (AVX2, 512 KiB L2, 32 MiB L3) the fused
+    # stride-1 blocks of MobileNetV2/V3 and EfficientNet at 56x56 took 1.00-1.05x their layers' time (the
+    # expanded tensors stay in L3 between the layers there), stride-2 ones 1.25-1.9x, those from 28x28 and
+    # smaller planes 1.04-1.2x; nothing measured a gain to turn it on for.
+    irblock_min_pixels: int | None = None
 
     def c_defines(self) -> dict[str, int]:
         """The macros NAME.c defines before its kernels (each kernel keeps its own default without one)."""

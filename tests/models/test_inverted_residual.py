@@ -9,13 +9,17 @@ units put the Swish/Sigmoid epilogues on both sides of zero and far into the tai
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import ember
+from ember.passes import fuse_irblock, pipeline
+from ember.toolchain.cpus import DEFAULT_FAMILY, CpuChoice
 from tests.support import cdriver
 from tests.support.models import assert_close, onnxruntime_outputs
 
@@ -160,3 +164,119 @@ def test_stem_convolutions_with_swish_and_hardswish(tmp_path: Path) -> None:
     for name in (a, b):
         assert_close(got[name], ref[name], f"stem {name}")
         assert_close(sanitized[name], ref[name], f"stem {name} (sanitized C driver)")
+
+
+# Band-by-band blocks (passes/fuse_irblock.py, kernels/irblock.c) ------------------------------------------------
+
+def _act(net: _Net, x: str, kind: str) -> str:
+    if kind == "relu6":  # Clip(0, 6): clamped in registers
+        return net.op("Clip", x, "zero", "six")
+    return net.op("HardSwish", x) if kind == "hardswish" else net.swish(x)
+
+
+def _plain_block(net: _Net, x: str, cin: int, cout: int, expand: int, stride: int, act: str,
+                 dilation: int = 1, se: bool = False) -> str:
+    """expand 1x1 -> 3x3 depthwise -> [Squeeze-Excitation ->] project 1x1 [+ x where the shapes agree]."""
+    mid = cin * expand
+    h = _act(net, net.conv(x, cin, mid), act) if expand > 1 else x
+    h = _act(net, net.conv(h, mid, mid, 3, stride, group=mid, dilation=dilation), act)
+    if se:
+        s = net.op("Sigmoid", net.conv(_act(net, net.conv(net.op("GlobalAveragePool", h), mid, 4), act), 4, mid))
+        h = net.op("Mul", h, s)
+    h = net.conv(h, mid, cout)
+    return net.op("Add", x, h) if stride == 1 and cin == cout else h
+
+
+@pytest.fixture
+def irblocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fusion on, from planes of 3136 pixels (no CPU family turns it on yet: toolchain/cpus.py)."""
+    real = pipeline.resolve_cpu
+
+    def resolve(target: str, cpu: str | None) -> CpuChoice | None:
+        choice = real(target, cpu)
+        return None if choice is None else replace(choice, family=replace(choice.family, irblock_min_pixels=3136))
+
+    monkeypatch.setattr(pipeline, "resolve_cpu", resolve)
+    monkeypatch.setattr(pipeline, "DEFAULT_FAMILY", replace(DEFAULT_FAMILY, irblock_min_pixels=3136))
+
+
+# Odd heights and widths over that size rule (3136 pixels): ReLU6, HardSwish and Swish; stride 1
+# (irblock.c's row kernel, with and without the residual Add), dilation 2 (the general depthwise), a
+# Squeeze-Excitation block (expand + depthwise only: the SE's pool needs the whole depthwise output), rows
+# narrower than a vector (640x5). Stride-2 blocks (with and without SE) and an expand-ratio-1 block stay layer
+# by layer. 4 blocks fuse.
+_FUSED = 4
+
+
+def _banded_model(path: Path, wide: int = 8) -> tuple[Path, list[str]]:
+    net = _Net()
+    net.inits += [numpy_helper.from_array(np.float32(v), name) for v, name in ((0.0, "zero"), (6.0, "six"))]
+    a = _plain_block(net, "x", wide, wide, 3, 1, "relu6")
+    b = _plain_block(net, a, wide, 12, 4, 1, "hardswish", se=True)
+    c = _plain_block(net, b, 12, 12, 2, 1, "swish", dilation=2)
+    d = _plain_block(net, c, 12, 16, 3, 2, "swish", se=True)
+    e = _plain_block(net, c, 12, 16, 3, 2, "relu6")
+    f = _plain_block(net, c, 12, 16, 1, 1, "relu6")
+    t = _plain_block(net, _plain_block(net, "t", 8, 8, 2, 1, "hardswish"), 8, 8, 3, 2, "relu6")
+    shapes = {d: [1, 16, 29, 30], e: [1, 16, 29, 30], f: [1, 16, 57, 59], t: [1, 8, 320, 3]}
+    graph = helper.make_graph(net.nodes, "banded", [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, wide, 57, 59]),
+        helper.make_tensor_value_info("t", TensorProto.FLOAT, [1, 8, 640, 5])],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in shapes.items()], net.inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, path)
+    return path, list(shapes)
+
+
+def _feeds(wide: int = 8) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(11)
+    return {"x": (rng.standard_normal((1, wide, 57, 59)) * 3).astype(np.float32),
+            "t": (rng.standard_normal((1, 8, 640, 5)) * 3).astype(np.float32)}
+
+
+@pytest.mark.parametrize("band_bytes", [None, 12_000], ids=["l2-bands", "few-row-bands"])
+def test_banded_blocks_match_onnxruntime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, irblocks: None,
+                                         band_bytes: int | None) -> None:
+    """Blocks cut into the default L2-sized bands (one per plane at these sizes) and into bands of 1-4 rows
+    (each keeps the rows its windows share with the band before; shorter last bands); the latter also built
+    with ASan + UBSan."""
+    if band_bytes is not None:
+        monkeypatch.setattr(fuse_irblock, "BAND_BYTES", band_bytes)
+    path, names = _banded_model(tmp_path / "banded.onnx")
+    bundle = ember.compile(path, tmp_path / "out")
+    source = (bundle.path / "banded.c").read_text()
+    assert source.count("ember_irblock_f32(") == _FUSED + 1  # the kernel and one call per fused block
+    x = _feeds()
+    ref, got = onnxruntime_outputs(path, x), bundle.run(x)
+    for name in names:
+        assert_close(got[name], ref[name], f"banded blocks ({band_bytes}): {name}")
+    if band_bytes is not None:
+        sanitized = cdriver.run(bundle.path, tmp_path / "asan", x, sanitize=True)
+        for name in names:
+            assert_close(sanitized[name], ref[name], f"banded blocks ({band_bytes}, sanitized C driver): {name}")
+        cdriver.compile_werror(bundle.path, tmp_path / "werror.o")
+
+
+def test_banded_blocks_divide_among_threads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, irblocks: None) -> None:
+    """Compiled for 2 threads, the fused blocks divide along whole bands of output rows (each part with its
+    own scratch, expanding its first band's halo itself): within 1e-5 of one thread, also sanitized."""
+    monkeypatch.setattr(fuse_irblock, "BAND_BYTES", 30_000)
+    path, names = _banded_model(tmp_path / "banded.onnx", wide=24)
+    serial, threaded = ember.compile(path, tmp_path / "t1"), ember.compile(path, tmp_path / "t2", threads=2)
+    assert threaded.manifest["threads"]["divided"] >= 4
+    assert (threaded.path / "banded.c").read_text().count("ember_irblock_f32(") > _FUSED + 1
+    x = _feeds(wide=24)
+    want, ref = serial.run(x), onnxruntime_outputs(path, x)
+    got = threaded.run(x)
+    sanitized = cdriver.run(threaded.path, tmp_path / "c", x, sanitize=True, cflags=("-pthread",), opt="-O0")
+    for name in names:
+        assert_close(want[name], ref[name], f"banded blocks, 1 thread: {name}")
+        assert_close(got[name], want[name], f"banded blocks: 2 threads vs 1: {name}", rel=1e-5)
+        assert_close(sanitized[name], want[name], f"banded blocks: sanitized C driver, 2 threads: {name}", rel=1e-5)
+
+
+def test_no_cpu_family_fuses_blocks_yet(tmp_path: Path) -> None:
+    """Measured no gain on Zen 3 (toolchain/cpus.py): by default the blocks stay layer by layer."""
+    path, _ = _banded_model(tmp_path / "banded.onnx")
+    assert "ember_irblock_f32(" not in (ember.compile(path, tmp_path / "out").path / "banded.c").read_text()
