@@ -510,9 +510,12 @@ EMBER_INLINE void ember_qa_gemm4_t(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n
 /* ember_qa_gemm4_t's common case, in assembly: two columns, cs = 1, the SSAT requantisation with the zero
  * point in ra (ops/qarm.py `fold_zp`, out[0] = 0: one LDM reads a channel's mult, sh, ra). The context is
  * copied onto the stack (sp + 0: cols, 4: the weights' bytes per quad, 8: y, 12: rs, 16: rq, 20: the end
- * of the quad's weights, 24: the end of W, 28: the product loop's entry for this Kp, found once per call and
- * taken by one LDR PC per tile). About 61 instructions per tile outside the products (under 8 per output;
- * ember_qa_gemm22s: 11). */
+ * of the quad's weights, 24: the end of W, 28: the product loop's entry for this Kp). The entry (Thumb bit
+ * set) is found by the first call and kept in ctx->entry (0 until then), so that a layer calling once per
+ * column pair (ember_qa_conv_t's 1x1 loop) pays for it once; one LDR PC per tile takes it. The product loop
+ * runs 32 k pairs per pass (EMBER_QA_BLOCK42, 44 bytes of code each; the entry skips the blocks that the
+ * first pass lacks), so that its end test (3 instructions) comes once per 512 multiply-adds. About 61
+ * instructions per tile outside the products (under 8 per output; ember_qa_gemm22s: 11). */
 typedef struct {
     const int16_t *cols;
     int32_t kb;
@@ -520,7 +523,7 @@ typedef struct {
     int32_t rs;
     const int32_t *rq;
     const int16_t *w, *wend;
-    int32_t spare;
+    uint32_t entry;
 } ember_qa_q42_t;
 #define EMBER_QA_RQ42(A, B)                               \
     "ldm lr!, {r8, r9, r10, r11}\n\t"                     \
@@ -534,29 +537,27 @@ typedef struct {
     "strb " A ", [r10]\n\t"                               \
     "strb " B ", [r10, #1]\n\t"                           \
     "add r10, r10, r11\n\t"
-EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_gemm42s(EMBER_UNUSED const ember_qa_q42_t *ctx) {
+#define EMBER_QA_BLOCK42X4 EMBER_QA_BLOCK42 EMBER_QA_BLOCK42 EMBER_QA_BLOCK42 EMBER_QA_BLOCK42
+#define EMBER_QA_BLOCK42X16 EMBER_QA_BLOCK42X4 EMBER_QA_BLOCK42X4 EMBER_QA_BLOCK42X4 EMBER_QA_BLOCK42X4
+EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_gemm42s(EMBER_UNUSED ember_qa_q42_t *ctx) {
     __asm__("push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"
             "ldm r0, {r1, r2, r3, r4, r5, r6, r7, r8}\n\t"
+            "cmp r8, #0\n\t"
+            "bne 9f\n\t"
+            /* the entry: 5f less 44 bytes per block of the first pass, (kb / 16) % 32 of them or 32 */
+            "lsrs r9, r2, #4\n\t"
+            "ands r9, r9, #31\n\t"
+            "bne 8f\n\t"
+            "movs r9, #32\n\t"
+            "8:\n\t"
+            "movs r10, #44\n\t"
+            "adr.w r11, 5f\n\t"
+            "mls r8, r9, r10, r11\n\t"
+            "orr r8, r8, #1\n\t"
+            "str r8, [r0, #28]\n\t"
+            "9:\n\t"
             "push {r1, r2, r3, r4, r5, r6, r7, r8}\n\t"
             "mov r12, r6\n\t" /* the weights */
-            /* the loop's entry for this Kp (EMBER_QA_LOOP42's), once: its address (Thumb bit set) at sp + 28 */
-            "lsls r10, r2, #26\n\t" /* N: bit 5, C: bit 6 */
-            "bcc 7f\n\t"
-            "bmi 8f\n\t"
-            "adr.w r10, 3f\n\t"
-            "b 9f\n\t"
-            "8:\n\t"
-            "adr.w r10, 2f\n\t"
-            "b 9f\n\t"
-            "7:\n\t"
-            "bmi 8f\n\t"
-            "adr.w r10, 1f\n\t"
-            "b 9f\n\t"
-            "8:\n\t"
-            "adr.w r10, 4f\n\t"
-            "9:\n\t"
-            "orr r10, r10, #1\n\t"
-            "str r10, [sp, #28]\n\t"
             "0:\n\t"
             "ldr lr, [sp, #16]\n\t" /* the biases */
             "ldr r0, [lr, #12]\n\t"
@@ -572,7 +573,12 @@ EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_gemm42s(
             "add r11, r12, r10\n\t"
             "str r11, [sp, #20]\n\t"
             "ldr pc, [sp, #28]\n\t"
-            EMBER_QA_PASSES42("20")
+            "1:\n\t"
+            EMBER_QA_BLOCK42X16 EMBER_QA_BLOCK42X16
+            "5:\n\t"
+            "ldr r10, [sp, #20]\n\t"
+            "cmp r12, r10\n\t"
+            "bne 1b\n\t"
             "ldr lr, [sp, #16]\n\t"
             EMBER_QA_RQ42("r0", "r1") EMBER_QA_RQ42("r2", "r3") EMBER_QA_RQ42("r4", "r5") EMBER_QA_RQ42("r6", "r7")
             "str lr, [sp, #16]\n\t"
@@ -585,6 +591,8 @@ EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_gemm42s(
             "add sp, sp, #32\n\t"
             "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}");
 }
+#undef EMBER_QA_BLOCK42X4
+#undef EMBER_QA_BLOCK42X16
 #undef EMBER_QA_RQ42
 #undef EMBER_QA_ST42
 #endif
@@ -598,7 +606,7 @@ EMBER_INLINE void ember_qa_gemm4(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n, 
     if (mode == 2 && n == 2 && cs == 1 && out[0] == 0) {
         ember_qa_q42_t ctx;
         ctx.cols = cols, ctx.kb = 8 * Kp, ctx.y = y, ctx.rs = (int32_t)rs, ctx.rq = rq, ctx.w = W;
-        ctx.wend = W + (ptrdiff_t)M4 * Kp, ctx.spare = 0;
+        ctx.wend = W + (ptrdiff_t)M4 * Kp, ctx.entry = 0;
         ember_qa_gemm42s(&ctx);
         return;
     }
@@ -954,6 +962,14 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
     const int32_t z2 = xz + (sgn ? 128 : 0);
     int16_t *t0 = cols + 2 * Kp, *t1 = t0 + Kp;
     int n, q, c, oh = 0, ow = 0;
+#if EMBER_HAVE_ARM_DSP
+    /* the 1x1 loop's common case: ember_qa_gemm42s straight, its context set once (ember_qa_gemm2h's checks
+     * and context cost about 80 instructions per column pair) */
+    ember_qa_q42_t q42;
+    const int s42 = dsp && direct && M % 4 == 0 && out[3] != 3 && ember_qa_mode(out) == 2 && out[0] == 0;
+    q42.cols = cols, q42.kb = 8 * Kp, q42.rq = rq, q42.w = (const int16_t *)(const void *)W;
+    q42.wend = q42.w + (ptrdiff_t)M * Kp, q42.entry = 0;
+#endif
     for (n = 0; n < N; ++n) {
         const uint8_t *xn = x + (ptrdiff_t)n * C * S;
         uint8_t *yn = y + (ptrdiff_t)n * M * P;
@@ -967,6 +983,13 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
                 fin(yn + q - EMBER_QA_STAGE, P, stage, rn + q - EMBER_QA_STAGE, M, EMBER_QA_STAGE, sgn, radd);
             if (dsp && direct && two) { /* SMLAD's interleaved columns straight from the planes */
                 ember_qa_direct2(cols, xn + q, S, C, Kp, flip, z2);
+#if EMBER_HAVE_ARM_DSP
+                if (s42) {
+                    q42.y = yq, q42.rs = (int32_t)rs;
+                    ember_qa_gemm42s(&q42);
+                    continue;
+                }
+#endif
                 ember_qa_gemm2h(yq, rs, 1, 2, (const int16_t *)(const void *)W, M, Kp, cols, rq, out);
                 continue;
             }
@@ -1156,10 +1179,13 @@ EMBER_INLINE void ember_qa_dw3_quad2(int32_t o[4], const int16_t *p, int Wp, con
     o[3] = o3;
 }
 #if EMBER_HAVE_ARM_DSP
-/* A row's n >= 1 outputs in steps of four (ember_qa_dw3_quad for s = 1, _quad2 for s = 2; the plane's rows are
- * long enough for the last step's reads) from the plane row q, each requantised by the SSAT form with the
- * zero point in ra (ops/qarm.py `fold_zp`) and stored at y[0 .. 3] (the last step: its n % 4 or 4 outputs):
- * wv[0 .. 11] the weights' words, 12 .. 15 mult, sh, ra, bias, 16 the plane's row in bytes. Naked, all in
+/* A channel's output rows of n >= 1 outputs each (stored one row after the other from y) in steps of four
+ * (ember_qa_dw3_quad for s = 1, _quad2 for s = 2; the plane's rows are long enough for the last step's
+ * reads) from the plane rows q, q + wv[18] bytes, ..., each requantised by the SSAT form with the zero point
+ * in ra (ops/qarm.py `fold_zp`) and stored at y[0 .. 3] (a row's last step: its n % 4 or 4 outputs): wv[0 ..
+ * 11] the weights' words, 12 .. 15 mult, sh, ra, bias, 16 the plane's row in bytes, 17 the rows (>= 1), 18
+ * the plane's bytes from one output row to the next. The rows loop in here too (9 instructions per row where
+ * a call per row cost about 40). Naked, all in
  * registers (o0 .. o3 in r0 .. r3, q r4, row words r5 r6 r8, weight words r9 r10, row bytes r11, wv r12,
  * y lr, the outputs left r7): 63 instructions per step where the C loop around the products took about 100. */
 #define EMBER_QA_DW3_RROW(OFS)                       \
@@ -1199,6 +1225,9 @@ EMBER_INLINE void ember_qa_dw3_quad2(int32_t o[4], const int16_t *p, int Wp, con
             "mov r12, r2\n\t"                                                                                    \
             "mov r7, r3\n\t"                                                                                     \
             "ldr r11, [r12, #64]\n\t"                                                                            \
+            "ldr r1, [r12, #68]\n\t"                                                                             \
+            "ldr r2, [r12, #72]\n\t"                                                                             \
+            "push {r0, r1, r2, r3}\n\t" /* sp + 0: the row's start, 4: rows left, 8: the row step, 12: n */       \
             "0:\n\t"                                                                                             \
             "ldr r0, [r12, #60]\n\t"                                                                             \
             "mov r1, r0\n\t"                                                                                     \
@@ -1228,7 +1257,16 @@ EMBER_INLINE void ember_qa_dw3_quad2(int32_t o[4], const int16_t *p, int Wp, con
             "cmn r7, #1\n\t"                                                                                     \
             "beq 6f\n\t"                                                                                         \
             "strb r3, [lr, #3]\n\t"                                                                              \
-            "6:\n\t"                                                                                             \
+            "6:\n\t" /* the next output row: y right after this one's last output */                            \
+            "add lr, lr, r7\n\t"                                                                                 \
+            "add lr, lr, #4\n\t"                                                                                 \
+            "ldrd r4, r5, [sp]\n\t"                                                                              \
+            "ldrd r6, r7, [sp, #8]\n\t"                                                                          \
+            "add r4, r4, r6\n\t"                                                                                 \
+            "subs r5, r5, #1\n\t"                                                                                \
+            "strd r4, r5, [sp]\n\t"                                                                              \
+            "bne 0b\n\t"                                                                                         \
+            "add sp, sp, #16\n\t"                                                                                \
             "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}")
 EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dw3_row1(EMBER_UNUSED const int16_t *q,
                                                                                 EMBER_UNUSED uint8_t *y,
@@ -1306,24 +1344,23 @@ EMBER_INLINE void ember_qa_dw3_rows(uint8_t *yc, const int16_t *plane, const emb
     const int OW = g->OW, Wp = g->Wp, SW = sw ? sw : g->SW;
     const ptrdiff_t cs = g->ys_col;
     const int32_t c[3] = {cq[0], cq[1], cq[2]}, b = cq[3], zp = out[0], lo = out[1], hi = out[2];
-    const int st = fast == 2 && cs == 1 && zp == 0; /* ember_qa_dw3_row1/2's case (wv[12 .. 16] set) */
+    const int st = fast == 2 && cs == 1 && zp == 0; /* ember_qa_dw3_row1/2's case (wv[12 .. 18] set) */
     int oh, ow, i;
     (void)st;
+#if EMBER_HAVE_ARM_DSP
+    if (sw && st) { /* all the rows in assembly (cs = 1: not transposed, the rows one after the other) */
+        if (sw == 1)
+            ember_qa_dw3_row1(plane, yc, wv, OW);
+        else
+            ember_qa_dw3_row2(plane, yc, wv, OW);
+        return;
+    }
+#endif
     for (oh = 0; oh < g->OH; ++oh) {
         const int16_t *r0 = plane + (ptrdiff_t)oh * g->SH * Wp;
         uint8_t *yr = yc + oh * g->ys_row;
         if (sw) {
-            ow = 0;
-#if EMBER_HAVE_ARM_DSP
-            if (st) { /* the whole row in assembly */
-                if (sw == 1)
-                    ember_qa_dw3_row1(r0, yr, wv, OW);
-                else
-                    ember_qa_dw3_row2(r0, yr, wv, OW);
-                ow = OW;
-            }
-#endif
-            for (; ow < OW; ow += 4) {
+            for (ow = 0; ow < OW; ow += 4) {
                 int32_t o[4];
                 uint8_t *yq = yr + ow * cs;
 
@@ -1371,10 +1408,10 @@ EMBER_INLINE void ember_qa_dw3_t(uint8_t *y, const uint8_t *x, uint32_t flip, in
             const int32_t *cq = rq + 4 * c;
             uint8_t *yc = y + ((ptrdiff_t)n * C + c) * out_plane;
             const int16_t *w = Wt + 9 * c;
-            uint32_t wv[17]; /* the weights' words, then mult, sh, ra, bias, row bytes (ember_qa_dw3_row1) */
+            uint32_t wv[19]; /* the weights' words, then mult, sh, ra, bias, row bytes, rows, row step (ember_qa_dw3_row1) */
             ember_qa_dw3_load(plane, &g, x + ((ptrdiff_t)n * C + c) * in_plane, flip, z2, w, wv);
             wv[12] = (uint32_t)cq[0], wv[13] = (uint32_t)cq[1], wv[14] = (uint32_t)cq[2], wv[15] = (uint32_t)cq[3];
-            wv[16] = (uint32_t)(2 * g.Wp);
+            wv[16] = (uint32_t)(2 * g.Wp), wv[17] = (uint32_t)g.OH, wv[18] = (uint32_t)(2 * g.SH * g.Wp);
             if (SW == 1)
                 ember_qa_dw3_rows(yc, plane, &g, wv, w, cq, out, fast, 1);
             else if (SW == 2)
