@@ -1310,12 +1310,25 @@ EMBER_INLINE ember_qa_dw3_geo_t ember_qa_dw3_geo(const int32_t *p) {
     g.ys_row = g.t ? 1 : p[EMBER_GEO_OUT_W], g.ys_col = g.t ? p[EMBER_GEO_OUT_W] : 1;
     return g;
 }
+/* The 9 weights' words wv (ember_qa_dw3_quad's A B C D per kernel row; w transposed with the plane). */
+EMBER_INLINE void ember_qa_dw3_words(const ember_qa_dw3_geo_t *g, const int16_t *w, uint32_t wv[12]) {
+    int i;
+    for (i = 0; i < 3; ++i) {
+        const int16_t *wr = g->t ? w + i : w + 3 * i;
+        const ptrdiff_t ws = g->t ? 3 : 1;
+        const uint32_t w0 = (uint16_t)wr[0], w1 = (uint16_t)wr[ws], w2 = (uint16_t)wr[2 * ws];
+        wv[4 * i] = w0 | w1 << 16;
+        wv[4 * i + 1] = w2;
+        wv[4 * i + 2] = w0 << 16;
+        wv[4 * i + 3] = w1 | w2 << 16;
+    }
+}
 /* Widen channel xc into the plane (whose padding stays 0: only image positions are written) and build the
- * 9 weights' words wv (ember_qa_dw3_quad's A B C D per kernel row; w transposed with the plane). */
+ * 9 weights' words wv (ember_qa_dw3_words). */
 EMBER_INLINE void ember_qa_dw3_load(int16_t *plane, const ember_qa_dw3_geo_t *g, const uint8_t *xc, uint32_t flip,
                                     int32_t z2, const int16_t *w, uint32_t wv[12]) {
     const int r_end = g->H + g->PH < g->Hp ? g->H + g->PH : g->Hp, wd = g->W + g->PW < g->Wp ? g->W : g->Wp - g->PW;
-    int r, j, i;
+    int r, j;
     if (!g->t) {
         for (r = g->PH; r < r_end; ++r)
             ember_qa_widen(plane + (ptrdiff_t)r * g->Wp + g->PW, xc + (ptrdiff_t)(r - g->PH) * g->xs_row, wd, flip, z2);
@@ -1326,14 +1339,80 @@ EMBER_INLINE void ember_qa_dw3_load(int16_t *plane, const ember_qa_dw3_geo_t *g,
             for (j = 0; j < wd; ++j, s += g->xs_col) d[j] = EMBER_QA_VAL(*s, flip, z2);
         }
     }
-    for (i = 0; i < 3; ++i) {
-        const int16_t *wr = g->t ? w + i : w + 3 * i;
-        const ptrdiff_t ws = g->t ? 3 : 1;
-        const uint32_t w0 = (uint16_t)wr[0], w1 = (uint16_t)wr[ws], w2 = (uint16_t)wr[2 * ws];
-        wv[4 * i] = w0 | w1 << 16;
-        wv[4 * i + 1] = w2;
-        wv[4 * i + 2] = w0 << 16;
-        wv[4 * i + 3] = w1 | w2 << 16;
+    ember_qa_dw3_words(g, w, wv);
+}
+#if EMBER_HAVE_ARM_DSP
+/* ember_qa_dw3_t's plane rows without the zero point (ember_qa_dw3_fill): f = [rows, wd / 4, wd % 4, the
+ * plane's row bytes, the image's row bytes], from d and s. Per row, four bytes per step sign- (int8) or
+ * zero- (uint8) extended by SXTB16/UXTB16 and put back in order by PKHBT/PKHTB (9 instructions per 4 where
+ * ember_qa_widen takes 13), then the wd % 4 others one at a time. Naked: the rows loop in here (about 10
+ * instructions per row where ember_qa_widen's call and tail cost about 34). */
+#define EMBER_QA_FILL(EXT, LDB)                                                                                     \
+    __asm__("push {r4, r5, r6, r7, r8, r9, r10, lr}\n\t"                                                          \
+            "ldm r2, {r3, r4, r5, r9, r10}\n\t"                                                                  \
+            "mov r7, r0\n\t"                                                                                     \
+            "mov r8, r1\n\t"                                                                                     \
+            "0:\n\t"                                                                                             \
+            "movs r6, r4\n\t"                                                                                    \
+            "beq 3f\n\t"                                                                                         \
+            "1:\n\t"                                                                                             \
+            "ldr r12, [r1], #4\n\t"                                                                              \
+            EXT " r2, r12\n\t"                                                                                   \
+            EXT " lr, r12, ror #8\n\t"                                                                           \
+            "pkhbt r12, r2, lr, lsl #16\n\t"                                                                     \
+            "pkhtb lr, lr, r2, asr #16\n\t"                                                                      \
+            "str r12, [r0], #4\n\t"                                                                              \
+            "str lr, [r0], #4\n\t"                                                                               \
+            "subs r6, r6, #1\n\t"                                                                                \
+            "bne 1b\n\t"                                                                                         \
+            "3:\n\t"                                                                                             \
+            "movs r6, r5\n\t"                                                                                    \
+            "beq 4f\n\t"                                                                                         \
+            "2:\n\t"                                                                                             \
+            LDB " r12, [r1], #1\n\t"                                                                             \
+            "strh r12, [r0], #2\n\t"                                                                             \
+            "subs r6, r6, #1\n\t"                                                                                \
+            "bne 2b\n\t"                                                                                         \
+            "4:\n\t"                                                                                             \
+            "add r7, r7, r9\n\t"                                                                                 \
+            "add r8, r8, r10\n\t"                                                                                \
+            "mov r0, r7\n\t"                                                                                     \
+            "mov r1, r8\n\t"                                                                                     \
+            "subs r3, r3, #1\n\t"                                                                                \
+            "bne 0b\n\t"                                                                                         \
+            "pop {r4, r5, r6, r7, r8, r9, r10, pc}")
+EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dw3_fill8(EMBER_UNUSED int16_t *d,
+                                                                                 EMBER_UNUSED const uint8_t *s,
+                                                                                 EMBER_UNUSED const int32_t *f) {
+    EMBER_QA_FILL("sxtb16", "ldrsb");
+}
+EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dw3_fill8u(EMBER_UNUSED int16_t *d,
+                                                                                  EMBER_UNUSED const uint8_t *s,
+                                                                                  EMBER_UNUSED const int32_t *f) {
+    EMBER_QA_FILL("uxtb16", "ldrb");
+}
+#undef EMBER_QA_FILL
+#endif
+/* ember_qa_dw3_t's plane of channel xc: the bytes as values (int8 sign-extended, uint8 as they are), the zero
+ * point left in (the padding holds it, ember_qa_dw3_t; the bias takes its share). */
+EMBER_INLINE void ember_qa_dw3_fill(int16_t *plane, const ember_qa_dw3_geo_t *g, const uint8_t *xc, uint32_t flip) {
+    const int r_end = g->H + g->PH < g->Hp ? g->H + g->PH : g->Hp, wd = g->W + g->PW < g->Wp ? g->W : g->Wp - g->PW;
+    int16_t *d0 = plane + (ptrdiff_t)g->PH * g->Wp + g->PW;
+    int r, j;
+    if (r_end <= g->PH || wd <= 0) return;
+#if EMBER_HAVE_ARM_DSP
+    if (!g->t) {
+        const int32_t f[5] = {r_end - g->PH, wd >> 2, wd & 3, 2 * g->Wp, (int32_t)g->xs_row};
+        if (flip)
+            ember_qa_dw3_fill8(d0, xc, f);
+        else
+            ember_qa_dw3_fill8u(d0, xc, f);
+        return;
+    }
+#endif
+    for (r = g->PH; r < r_end; ++r, d0 += g->Wp) {
+        const uint8_t *s = xc + (ptrdiff_t)(r - g->PH) * g->xs_row;
+        for (j = 0; j < wd; ++j, s += g->xs_col) d0[j] = EMBER_QA_VAL(*s, flip, (int32_t)flip);
     }
 }
 /* One channel's output rows from its plane (geometry g): `sw` (a constant where inlined) 1 or 2, steps of
@@ -1401,15 +1480,24 @@ EMBER_INLINE void ember_qa_dw3_t(uint8_t *y, const uint8_t *x, uint32_t flip, in
     const ember_qa_dw3_geo_t g = ember_qa_dw3_geo(p);
     const int C = p[EMBER_GEO_C], SW = g.SW;
     const ptrdiff_t in_plane = (ptrdiff_t)g.H * g.W, out_plane = (ptrdiff_t)g.OH * g.OW;
+    /* the plane holds the bytes' values, zero point included (ember_qa_dw3_fill), and the padding the zero
+     * point itself, so that each channel's sums exceed those of (x - zero point) by zero point times the
+     * sum of its weights, which its bias gives back: exactly the same sums, without a subtraction per pixel */
+    const int32_t xz = z2 - (int32_t)flip;
+    const uint32_t zz = (uint32_t)(uint16_t)xz * 0x10001u;
+    uint32_t *pw = (uint32_t *)(void *)plane; /* Hp * Wp is even (Wp is) */
     int n, c, i;
-    for (i = 0; i < g.Hp * g.Wp; ++i) plane[i] = 0;
+    for (i = 0; i < g.Hp * g.Wp / 2; ++i) pw[i] = zz;
     for (n = 0; n < N; ++n)
         for (c = 0; c < C; ++c) {
-            const int32_t *cq = rq + 4 * c;
-            uint8_t *yc = y + ((ptrdiff_t)n * C + c) * out_plane;
             const int16_t *w = Wt + 9 * c;
+            int32_t cq[4], sw = 0;
+            uint8_t *yc = y + ((ptrdiff_t)n * C + c) * out_plane;
             uint32_t wv[19]; /* the weights' words, then mult, sh, ra, bias, row bytes, rows, row step (ember_qa_dw3_row1) */
-            ember_qa_dw3_load(plane, &g, x + ((ptrdiff_t)n * C + c) * in_plane, flip, z2, w, wv);
+            for (i = 0; i < 9; ++i) sw += w[i];
+            cq[0] = rq[4 * c], cq[1] = rq[4 * c + 1], cq[2] = rq[4 * c + 2], cq[3] = rq[4 * c + 3] - xz * sw;
+            ember_qa_dw3_fill(plane, &g, x + ((ptrdiff_t)n * C + c) * in_plane, flip);
+            ember_qa_dw3_words(&g, w, wv);
             wv[12] = (uint32_t)cq[0], wv[13] = (uint32_t)cq[1], wv[14] = (uint32_t)cq[2], wv[15] = (uint32_t)cq[3];
             wv[16] = (uint32_t)(2 * g.Wp), wv[17] = (uint32_t)g.OH, wv[18] = (uint32_t)(2 * g.SH * g.Wp);
             if (SW == 1)
