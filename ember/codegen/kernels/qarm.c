@@ -486,11 +486,16 @@ EMBER_INLINE void ember_qa_gemm4_t(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n
             w += 2 * Kp;
         } else
 #endif
-        if (n == 1) { /* the one plain column: its sums alone */
+        if (n == 1) { /* the one plain column: its sums alone, in locals (the compiler stored a[] each step) */
+            int32_t s0 = a[0], s1 = a[2], s2 = a[4], s3 = a[6];
             for (t = 0; t < Kp / 2; ++t, w += 4) {
                 const uint32_t x0 = x[t];
-                for (r = 0; r < 4; ++r) a[2 * r] = ember_qa_smlad(w[r], x0, a[2 * r]);
+                s0 = ember_qa_smlad(w[0], x0, s0);
+                s1 = ember_qa_smlad(w[1], x0, s1);
+                s2 = ember_qa_smlad(w[2], x0, s2);
+                s3 = ember_qa_smlad(w[3], x0, s3);
             }
+            a[0] = s0, a[2] = s1, a[4] = s2, a[6] = s3;
         } else {
             for (t = 0; t < Kp / 2; ++t, w += 4) {
                 const uint32_t x0 = x[2 * t], x1 = x[2 * t + 1];
@@ -828,24 +833,56 @@ static void ember_qa_col(int16_t *EMBER_RESTRICT col, const uint8_t *EMBER_RESTR
     }
     while (d != end) *d++ = 0;
 }
-/* The columns of output pixels (oh, ow) and (oh, ow + 1) into t0, t1, as ember_qa_col, for a stride-1
- * 3-wide window when both lie inside the image: one 4-byte read per channel and kernel row feeds both
- * (their windows share the middle two bytes), widened once. Returns 0 (nothing written) otherwise. Not
+/* The columns of output pixels (oh, ow) and (oh, ow + 1) into t0, t1, as ember_qa_col, for a 3-wide window
+ * of column stride 1 or 2 when both lie inside the image: one 4-byte read per channel and kernel row feeds
+ * both (their windows share two bytes, or at stride 2 one, the fifth read apart), widened once. Returns 0 (nothing written) otherwise. Not
  * inlined: ember_qa_conv_t's direct (1x1) loop keeps its registers. */
 EMBER_NOINLINE static int ember_qa_col2(int16_t *EMBER_RESTRICT t0, int16_t *EMBER_RESTRICT t1, const uint8_t *EMBER_RESTRICT xn,
                          uint32_t flip, int32_t z2, const int32_t *p, int oh, int ow, int Kp) {
     const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], Wd = p[EMBER_GEO_IN_W], KH = p[EMBER_GEO_K_H];
     const int DH = p[EMBER_GEO_DIL_H];
-    const int ih0 = oh * p[EMBER_GEO_STRIDE_H] - p[EMBER_GEO_PAD_H], iw0 = ow - p[EMBER_GEO_PAD_W];
+    const int ih0 = oh * p[EMBER_GEO_STRIDE_H] - p[EMBER_GEO_PAD_H], iw0 = ow * p[EMBER_GEO_STRIDE_W] - p[EMBER_GEO_PAD_W];
     const ptrdiff_t S = (ptrdiff_t)H * Wd, RS = (ptrdiff_t)DH * Wd;
     const int K = C * KH * 3;
     const uint8_t *xc;
     int c, i, k;
-    if (p[EMBER_GEO_STRIDE_W] != 1 || p[EMBER_GEO_K_W] != 3 || p[EMBER_GEO_DIL_W] != 1 || ih0 < 0 || iw0 < 0 ||
-        ih0 + (KH - 1) * DH >= H || iw0 + 3 >= Wd)
+    const int s2 = p[EMBER_GEO_STRIDE_W] == 2;
+    if ((p[EMBER_GEO_STRIDE_W] != 1 && !s2) || p[EMBER_GEO_K_W] != 3 || p[EMBER_GEO_DIL_W] != 1 || ih0 < 0 ||
+        iw0 < 0 || ih0 + (KH - 1) * DH >= H || iw0 + 3 + s2 >= Wd)
         return 0;
     xc = xn + (ptrdiff_t)ih0 * Wd + iw0;
-    {
+    if (s2) { /* column stride 2: the windows b0 b1 b2 and b2 b3 b4 from one word and a byte */
+        int16_t *d0 = t0, *d1 = t1;
+#if EMBER_HAVE_ARM_DSP
+        const uint32_t f4 = flip * 0x01010101u, zz = (uint32_t)(uint16_t)z2 * 0x10001u;
+#endif
+        for (c = 0; c < C; ++c, xc += S) {
+            const uint8_t *xr = xc;
+            for (i = 0; i < KH; ++i, xr += RS, d0 += 3, d1 += 3) {
+#if EMBER_HAVE_ARM_DSP /* e = (b0, b2), o = (b1, b3) less the zero point */
+                const uint32_t w = *(const ember_qa_u8x4 *)(const void *)xr ^ f4;
+                uint32_t e, o, a, b;
+                __asm__("uxtb16 %0, %1" : "=r"(e) : "r"(w));
+                __asm__("uxtb16 %0, %1, ror #8" : "=r"(o) : "r"(w));
+                __asm__("ssub16 %0, %1, %2" : "=r"(e) : "r"(e), "r"(zz));
+                __asm__("ssub16 %0, %1, %2" : "=r"(o) : "r"(o), "r"(zz));
+                __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(a) : "r"(e), "r"(o));
+                __asm__("pkhtb %0, %1, %2, asr #16" : "=r"(b) : "r"(o), "r"(e));
+                *(ember_qa_u32 *)(void *)d0 = a;
+                d0[2] = (int16_t)(e >> 16);
+                *(ember_qa_u32 *)(void *)d1 = b;
+                d1[2] = EMBER_QA_VAL(xr[4], flip, z2);
+#else
+                const int16_t v2 = EMBER_QA_VAL(xr[2], flip, z2);
+                d0[0] = EMBER_QA_VAL(xr[0], flip, z2);
+                d0[1] = EMBER_QA_VAL(xr[1], flip, z2);
+                d0[2] = d1[0] = v2;
+                d1[1] = EMBER_QA_VAL(xr[3], flip, z2);
+                d1[2] = EMBER_QA_VAL(xr[4], flip, z2);
+#endif
+            }
+        }
+    } else {
         int16_t *d0 = t0, *d1 = t1;
 #if EMBER_HAVE_ARM_DSP
         const uint32_t f4 = flip * 0x01010101u, zz = (uint32_t)(uint16_t)z2 * 0x10001u;
@@ -957,16 +994,16 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
     const int K = C * p[EMBER_GEO_K_H] * p[EMBER_GEO_K_W], Kp = (K + kq - 1) / kq * kq, P = OH * OW;
     const ptrdiff_t S = (ptrdiff_t)p[EMBER_GEO_IN_H] * p[EMBER_GEO_IN_W];
     const int direct = K == C && S == P && p[EMBER_GEO_PAD_H] == 0 && p[EMBER_GEO_PAD_W] == 0;
-    const int pairs = p[EMBER_GEO_STRIDE_W] == 1 && p[EMBER_GEO_K_W] == 3 && p[EMBER_GEO_DIL_W] == 1; /* col2's */
+    const int pairs = p[EMBER_GEO_STRIDE_W] <= 2 && p[EMBER_GEO_K_W] == 3 && p[EMBER_GEO_DIL_W] == 1; /* col2's */
     const uint32_t flip = sgn ? 0x80u : 0u;
     const int32_t z2 = xz + (sgn ? 128 : 0);
     int16_t *t0 = cols + 2 * Kp, *t1 = t0 + Kp;
     int n, q, c, oh = 0, ow = 0;
 #if EMBER_HAVE_ARM_DSP
-    /* the 1x1 loop's common case: ember_qa_gemm42s straight, its context set once (ember_qa_gemm2h's checks
-     * and context cost about 80 instructions per column pair) */
+    /* the common case: ember_qa_gemm42s straight, its context set once (ember_qa_gemm2h's checks and context
+     * cost about 80 instructions per column pair) */
     ember_qa_q42_t q42;
-    const int s42 = dsp && direct && M % 4 == 0 && out[3] != 3 && ember_qa_mode(out) == 2 && out[0] == 0;
+    const int s42 = dsp && M % 4 == 0 && out[3] != 3 && ember_qa_mode(out) == 2 && out[0] == 0;
     q42.cols = cols, q42.kb = 8 * Kp, q42.rq = rq, q42.w = (const int16_t *)(const void *)W;
     q42.wend = q42.w + (ptrdiff_t)M * Kp, q42.entry = 0;
 #endif
@@ -1038,6 +1075,14 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
                     if (++ow == OW) ow = 0, ++oh;
                 }
             }
+#if EMBER_HAVE_ARM_DSP
+            if (s42 && two) {
+                ember_qa_pair_cols(cols, t0, t1, Kp);
+                q42.y = yq, q42.rs = (int32_t)rs;
+                ember_qa_gemm42s(&q42);
+                continue;
+            }
+#endif
             gemm(yq, rs, 1 + two, W, M, Kp, cols, t0, t1, rq, out);
         }
         if (res && P) { /* the last, maybe partial, stage */
