@@ -515,7 +515,7 @@ EMBER_INLINE void ember_qa_gemm4_t(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n
 /* ember_qa_gemm4_t's common case, in assembly: two columns, cs = 1, the SSAT requantisation with the zero
  * point in ra (ops/qarm.py `fold_zp`, out[0] = 0: one LDM reads a channel's mult, sh, ra). The context is
  * copied onto the stack (sp + 0: cols, 4: the weights' bytes per quad, 8: y, 12: rs, 16: rq, 20: the end
- * of the quad's weights, 24: the end of W, 28: the product loop's entry for this Kp). The entry (Thumb bit
+ * of the columns, where each quad's products end, 24: the end of W, 28: the product loop's entry for Kp). The entry (Thumb bit
  * set) is found by the first call and kept in ctx->entry (0 until then), so that a layer calling once per
  * column pair (ember_qa_conv_t's 1x1 loop) pays for it once; one LDR PC per tile takes it. The product loop
  * runs 32 k pairs per pass (EMBER_QA_BLOCK42, 44 bytes of code each; the entry skips the blocks that the
@@ -561,8 +561,9 @@ EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_gemm42s(
             "orr r8, r8, #1\n\t"
             "str r8, [r0, #28]\n\t"
             "9:\n\t"
-            "push {r1, r2, r3, r4, r5, r6, r7, r8}\n\t"
             "mov r12, r6\n\t" /* the weights */
+            "add r6, r1, r2, lsr #1\n\t" /* the end of the columns (4 * Kp bytes), at sp + 20 */
+            "push {r1, r2, r3, r4, r5, r6, r7, r8}\n\t"
             "0:\n\t"
             "ldr lr, [sp, #16]\n\t" /* the biases */
             "ldr r0, [lr, #12]\n\t"
@@ -573,16 +574,13 @@ EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_gemm42s(
             "mov r5, r4\n\t"
             "ldr r6, [lr, #60]\n\t"
             "mov r7, r6\n\t"
-            "ldr r10, [sp, #4]\n\t"
             "ldr lr, [sp]\n\t"
-            "add r11, r12, r10\n\t"
-            "str r11, [sp, #20]\n\t"
             "ldr pc, [sp, #28]\n\t"
             "1:\n\t"
             EMBER_QA_BLOCK42X16 EMBER_QA_BLOCK42X16
             "5:\n\t"
             "ldr r10, [sp, #20]\n\t"
-            "cmp r12, r10\n\t"
+            "cmp lr, r10\n\t"
             "bne 1b\n\t"
             "ldr lr, [sp, #16]\n\t"
             EMBER_QA_RQ42("r0", "r1") EMBER_QA_RQ42("r2", "r3") EMBER_QA_RQ42("r4", "r5") EMBER_QA_RQ42("r6", "r7")
