@@ -514,7 +514,7 @@ EMBER_INLINE void ember_qa_gemm4_t(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n
 #if EMBER_HAVE_ARM_DSP
 /* ember_qa_gemm4_t's common case, in assembly: two columns, cs = 1, the SSAT requantisation with the zero
  * point in ra (ops/qarm.py `fold_zp`, out[0] = 0: one LDM reads a channel's mult, sh, ra). The context is
- * copied onto the stack (sp + 0: cols, 4: the weights' bytes per quad, 8: y, 12: rs, 16: rq, 20: the end
+ * copied onto the stack (sp + 0: cols, 4: bq, 8: y, 12: rs, 16: rq, 20: the end
  * of the columns, where each quad's products end, 24: the end of W, 28: the product loop's entry for Kp). The entry (Thumb bit
  * set) is found by the first call and kept in ctx->entry (0 until then), so that a layer calling once per
  * column pair (ember_qa_conv_t's 1x1 loop) pays for it once; one LDR PC per tile takes it. The product loop
@@ -529,6 +529,7 @@ typedef struct {
     const int32_t *rq;
     const int16_t *w, *wend;
     uint32_t entry;
+    const int32_t *bq; /* ember_qa_gemm42b's biases */
 } ember_qa_q42_t;
 #define EMBER_QA_RQ42(A, B)                               \
     "ldm lr!, {r8, r9, r10, r11}\n\t"                     \
@@ -544,56 +545,67 @@ typedef struct {
     "add r10, r10, r11\n\t"
 #define EMBER_QA_BLOCK42X4 EMBER_QA_BLOCK42 EMBER_QA_BLOCK42 EMBER_QA_BLOCK42 EMBER_QA_BLOCK42
 #define EMBER_QA_BLOCK42X16 EMBER_QA_BLOCK42X4 EMBER_QA_BLOCK42X4 EMBER_QA_BLOCK42X4 EMBER_QA_BLOCK42X4
+#define EMBER_QA_GEMM42S(BIAS)                                                                                 \
+    __asm__("push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t" \
+            "ldm r0, {r1, r2, r3, r4, r5, r6, r7, r8}\n\t" \
+            "cmp r8, #0\n\t" \
+            "bne 9f\n\t" \
+            /* the entry: 5f less 44 bytes per block of the first pass, (kb / 16) % 32 of them or 32 */ \
+            "lsrs r9, r2, #4\n\t" \
+            "ands r9, r9, #31\n\t" \
+            "bne 8f\n\t" \
+            "movs r9, #32\n\t" \
+            "8:\n\t" \
+            "movs r10, #44\n\t" \
+            "adr.w r11, 5f\n\t" \
+            "mls r8, r9, r10, r11\n\t" \
+            "orr r8, r8, #1\n\t" \
+            "str r8, [r0, #28]\n\t" \
+            "9:\n\t" \
+            "mov r12, r6\n\t" /* the weights */ \
+            "add r6, r1, r2, lsr #1\n\t" /* the end of the columns (4 * Kp bytes), at sp + 20 */ \
+            "ldr r2, [r0, #32]\n\t" /* bq, at sp + 4 */ \
+            "push {r1, r2, r3, r4, r5, r6, r7, r8}\n\t" \
+            "0:\n\t" \
+            BIAS \
+            "ldr lr, [sp]\n\t" \
+            "ldr pc, [sp, #28]\n\t" \
+            "1:\n\t" \
+            EMBER_QA_BLOCK42X16 EMBER_QA_BLOCK42X16 \
+            "5:\n\t" \
+            "ldr r10, [sp, #20]\n\t" \
+            "cmp lr, r10\n\t" \
+            "bne 1b\n\t" \
+            "ldr lr, [sp, #16]\n\t" \
+            EMBER_QA_RQ42("r0", "r1") EMBER_QA_RQ42("r2", "r3") EMBER_QA_RQ42("r4", "r5") EMBER_QA_RQ42("r6", "r7") \
+            "str lr, [sp, #16]\n\t" \
+            "ldrd r10, r11, [sp, #8]\n\t" \
+            EMBER_QA_ST42("r0", "r1") EMBER_QA_ST42("r2", "r3") EMBER_QA_ST42("r4", "r5") EMBER_QA_ST42("r6", "r7") \
+            "str r10, [sp, #8]\n\t" \
+            "ldr r10, [sp, #24]\n\t" \
+            "cmp r12, r10\n\t" \
+            "bne 0b\n\t" \
+            "add sp, sp, #32\n\t" \
+            "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}")
+/* The sums' start: the biases, each channel's twice, from the per-quad words at bq (sp + 4; ops/qarm.py
+ * `_tables`' pairs: appended to rq), or from rq's (9 instructions where LDM takes 3). */
 EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_gemm42s(EMBER_UNUSED ember_qa_q42_t *ctx) {
-    __asm__("push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"
-            "ldm r0, {r1, r2, r3, r4, r5, r6, r7, r8}\n\t"
-            "cmp r8, #0\n\t"
-            "bne 9f\n\t"
-            /* the entry: 5f less 44 bytes per block of the first pass, (kb / 16) % 32 of them or 32 */
-            "lsrs r9, r2, #4\n\t"
-            "ands r9, r9, #31\n\t"
-            "bne 8f\n\t"
-            "movs r9, #32\n\t"
-            "8:\n\t"
-            "movs r10, #44\n\t"
-            "adr.w r11, 5f\n\t"
-            "mls r8, r9, r10, r11\n\t"
-            "orr r8, r8, #1\n\t"
-            "str r8, [r0, #28]\n\t"
-            "9:\n\t"
-            "mov r12, r6\n\t" /* the weights */
-            "add r6, r1, r2, lsr #1\n\t" /* the end of the columns (4 * Kp bytes), at sp + 20 */
-            "push {r1, r2, r3, r4, r5, r6, r7, r8}\n\t"
-            "0:\n\t"
-            "ldr lr, [sp, #16]\n\t" /* the biases */
-            "ldr r0, [lr, #12]\n\t"
-            "mov r1, r0\n\t"
-            "ldr r2, [lr, #28]\n\t"
-            "mov r3, r2\n\t"
-            "ldr r4, [lr, #44]\n\t"
-            "mov r5, r4\n\t"
-            "ldr r6, [lr, #60]\n\t"
-            "mov r7, r6\n\t"
-            "ldr lr, [sp]\n\t"
-            "ldr pc, [sp, #28]\n\t"
-            "1:\n\t"
-            EMBER_QA_BLOCK42X16 EMBER_QA_BLOCK42X16
-            "5:\n\t"
-            "ldr r10, [sp, #20]\n\t"
-            "cmp lr, r10\n\t"
-            "bne 1b\n\t"
-            "ldr lr, [sp, #16]\n\t"
-            EMBER_QA_RQ42("r0", "r1") EMBER_QA_RQ42("r2", "r3") EMBER_QA_RQ42("r4", "r5") EMBER_QA_RQ42("r6", "r7")
-            "str lr, [sp, #16]\n\t"
-            "ldrd r10, r11, [sp, #8]\n\t"
-            EMBER_QA_ST42("r0", "r1") EMBER_QA_ST42("r2", "r3") EMBER_QA_ST42("r4", "r5") EMBER_QA_ST42("r6", "r7")
-            "str r10, [sp, #8]\n\t"
-            "ldr r10, [sp, #24]\n\t"
-            "cmp r12, r10\n\t"
-            "bne 0b\n\t"
-            "add sp, sp, #32\n\t"
-            "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}");
+    EMBER_QA_GEMM42S("ldr lr, [sp, #16]\n\t"
+                     "ldr r0, [lr, #12]\n\t"
+                     "mov r1, r0\n\t"
+                     "ldr r2, [lr, #28]\n\t"
+                     "mov r3, r2\n\t"
+                     "ldr r4, [lr, #44]\n\t"
+                     "mov r5, r4\n\t"
+                     "ldr r6, [lr, #60]\n\t"
+                     "mov r7, r6\n\t");
 }
+EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_gemm42b(EMBER_UNUSED ember_qa_q42_t *ctx) {
+    EMBER_QA_GEMM42S("ldr lr, [sp, #4]\n\t"
+                     "ldm lr!, {r0, r1, r2, r3, r4, r5, r6, r7}\n\t"
+                     "str lr, [sp, #4]\n\t");
+}
+#undef EMBER_QA_GEMM42S
 #undef EMBER_QA_BLOCK42X4
 #undef EMBER_QA_BLOCK42X16
 #undef EMBER_QA_RQ42
@@ -609,7 +621,7 @@ EMBER_INLINE void ember_qa_gemm4(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n, 
     if (mode == 2 && n == 2 && cs == 1 && out[0] == 0) {
         ember_qa_q42_t ctx;
         ctx.cols = cols, ctx.kb = 8 * Kp, ctx.y = y, ctx.rs = (int32_t)rs, ctx.rq = rq, ctx.w = W;
-        ctx.wend = W + (ptrdiff_t)M4 * Kp, ctx.entry = 0;
+        ctx.wend = W + (ptrdiff_t)M4 * Kp, ctx.entry = 0, ctx.bq = 0;
         ember_qa_gemm42s(&ctx);
         return;
     }
@@ -1003,7 +1015,7 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
     ember_qa_q42_t q42;
     const int s42 = dsp && M % 4 == 0 && out[3] != 3 && ember_qa_mode(out) == 2 && out[0] == 0;
     q42.cols = cols, q42.kb = 8 * Kp, q42.rq = rq, q42.w = (const int16_t *)(const void *)W;
-    q42.wend = q42.w + (ptrdiff_t)M * Kp, q42.entry = 0;
+    q42.wend = q42.w + (ptrdiff_t)M * Kp, q42.entry = 0, q42.bq = rq + 4 * M; /* ops/qarm.py `_tables`' pairs */
 #endif
     for (n = 0; n < N; ++n) {
         const uint8_t *xn = x + (ptrdiff_t)n * C * S;
@@ -1021,7 +1033,7 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
 #if EMBER_HAVE_ARM_DSP
                 if (s42) {
                     q42.y = yq, q42.rs = (int32_t)rs;
-                    ember_qa_gemm42s(&q42);
+                    ember_qa_gemm42b(&q42);
                     continue;
                 }
 #endif
@@ -1077,7 +1089,7 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
             if (s42 && two) {
                 ember_qa_pair_cols(cols, t0, t1, Kp);
                 q42.y = yq, q42.rs = (int32_t)rs;
-                ember_qa_gemm42s(&q42);
+                ember_qa_gemm42b(&q42);
                 continue;
             }
 #endif
@@ -1224,13 +1236,13 @@ EMBER_INLINE void ember_qa_dw3_quad2(int32_t o[4], const int16_t *p, int Wp, con
 #if EMBER_HAVE_ARM_DSP
 /* A channel's output rows of n >= 1 outputs each (stored one row after the other from y) in steps of four
  * (ember_qa_dw3_quad for s = 1, _quad2 for s = 2; the plane's rows are long enough for the last step's
- * reads) from the plane rows q, q + wv[18] bytes, ..., each requantised by the SSAT form with the zero point
+ * reads) from the plane rows q, q + wv[21] bytes, ..., each requantised by the SSAT form with the zero point
  * in ra (ops/qarm.py `fold_zp`) and stored at y[0 .. 3] (a row's last step: its n % 4 or 4 outputs): wv[0 ..
- * 11] the weights' words, 12 .. 15 mult, sh, ra, bias, 16 the plane's row in bytes, 17 the rows (>= 1), 18
- * the plane's bytes from one output row to the next. The rows loop in here too (9 instructions per row where
- * a call per row cost about 40). Naked, all in
- * registers (o0 .. o3 in r0 .. r3, q r4, row words r5 r6 r8, weight words r9 r10, row bytes r11, wv r12,
- * y lr, the outputs left r7): 63 instructions per step where the C loop around the products took about 100. */
+ * 3] the bias four times (one LDM starts a step's sums), 4 .. 15 the weights' words, 16 .. 18 mult, sh, ra,
+ * 19 the plane's row in bytes, 20 the rows (>= 1), 21 the plane's bytes from one output row to the next.
+ * Naked, all in registers (o0 .. o3 in r0 .. r3, q r4, row words r5 r6 r8, weight words r9 r10, row bytes
+ * r11, wv r12, y lr, the outputs left r7; the rows' state on the stack): 60 instructions per step where the
+ * C loop around the products took about 100, 9 per row where a call per row cost about 40. */
 #define EMBER_QA_DW3_RROW(OFS)                       \
     "ldrd r5, r6, [r4]\n\t"                          \
     "ldr r8, [r4, #8]\n\t"                           \
@@ -1267,30 +1279,27 @@ EMBER_INLINE void ember_qa_dw3_quad2(int32_t o[4], const int16_t *p, int Wp, con
             "mov lr, r1\n\t"                                                                                     \
             "mov r12, r2\n\t"                                                                                    \
             "mov r7, r3\n\t"                                                                                     \
-            "ldr r11, [r12, #64]\n\t"                                                                            \
-            "ldr r1, [r12, #68]\n\t"                                                                             \
-            "ldr r2, [r12, #72]\n\t"                                                                             \
+            "ldr r11, [r12, #76]\n\t"                                                                            \
+            "ldr r1, [r12, #80]\n\t"                                                                             \
+            "ldr r2, [r12, #84]\n\t"                                                                             \
             "push {r0, r1, r2, r3}\n\t" /* sp + 0: the row's start, 4: rows left, 8: the row step, 12: n */       \
             "0:\n\t"                                                                                             \
-            "ldr r0, [r12, #60]\n\t"                                                                             \
-            "mov r1, r0\n\t"                                                                                     \
-            "mov r2, r0\n\t"                                                                                     \
-            "mov r3, r0\n\t"                                                                                     \
-            ROW(0) "add r4, r4, r11\n\t" ROW(16) "add r4, r4, r11\n\t" ROW(32)                                   \
+            "ldm r12, {r0, r1, r2, r3}\n\t" /* the bias, four times */                                           \
+            ROW(16) "add r4, r4, r11\n\t" ROW(32) "add r4, r4, r11\n\t" ROW(48)                                  \
             "sub r4, r4, r11, lsl #1\n\t"                                                                        \
             "add r4, r4, #" STEP "\n\t"                                                                          \
-            "ldrd r9, r10, [r12, #48]\n\t"                                                                       \
-            "ldr r8, [r12, #56]\n\t"                                                                             \
+            "ldrd r9, r10, [r12, #64]\n\t"                                                                       \
+            "ldr r8, [r12, #72]\n\t"                                                                             \
             EMBER_QA_DW3_RQ("r0") EMBER_QA_DW3_RQ("r1") EMBER_QA_DW3_RQ("r2") EMBER_QA_DW3_RQ("r3")                \
-            "strb r0, [lr]\n\t"                                                                                  \
             "subs r7, r7, #4\n\t"                                                                                \
             "ble 5f\n\t" /* the row's last step: 1 to 4 outputs (r7 = their count - 4) */                       \
             "strb r1, [lr, #1]\n\t"                                                                              \
             "strb r2, [lr, #2]\n\t"                                                                              \
             "strb r3, [lr, #3]\n\t"                                                                              \
-            "add lr, lr, #4\n\t"                                                                                 \
+            "strb r0, [lr], #4\n\t"                                                                              \
             "b 0b\n\t"                                                                                           \
             "5:\n\t"                                                                                             \
+            "strb r0, [lr]\n\t"                                                                                  \
             "cmn r7, #3\n\t"                                                                                     \
             "beq 6f\n\t"                                                                                         \
             "strb r1, [lr, #1]\n\t"                                                                              \
@@ -1466,18 +1475,7 @@ EMBER_INLINE void ember_qa_dw3_rows(uint8_t *yc, const int16_t *plane, const emb
     const int OW = g->OW, Wp = g->Wp, SW = sw ? sw : g->SW;
     const ptrdiff_t cs = g->ys_col;
     const int32_t c[3] = {cq[0], cq[1], cq[2]}, b = cq[3], zp = out[0], lo = out[1], hi = out[2];
-    const int st = fast == 2 && cs == 1 && zp == 0; /* ember_qa_dw3_row1/2's case (wv[12 .. 18] set) */
     int oh, ow, i;
-    (void)st;
-#if EMBER_HAVE_ARM_DSP
-    if (sw && st) { /* all the rows in assembly (cs = 1: not transposed, the rows one after the other) */
-        if (sw == 1)
-            ember_qa_dw3_row1(plane, yc, wv, OW);
-        else
-            ember_qa_dw3_row2(plane, yc, wv, OW);
-        return;
-    }
-#endif
     for (oh = 0; oh < g->OH; ++oh) {
         const int16_t *r0 = plane + (ptrdiff_t)oh * g->SH * Wp;
         uint8_t *yr = yc + oh * g->ys_row;
@@ -1531,18 +1529,55 @@ EMBER_INLINE void ember_qa_dw3_t(uint8_t *y, const uint8_t *x, uint32_t flip, in
     uint32_t *pw = (uint32_t *)(void *)plane; /* Hp * Wp is even (Wp is) */
     int n, c, i;
     for (i = 0; i < g.Hp * g.Wp / 2; ++i) pw[i] = zz;
+#if EMBER_HAVE_ARM_DSP
+    if (fast == 2 && !g.t && out[0] == 0 && (SW == 1 || SW == 2)) {
+        /* ember_qa_dw3_rows' assembly case with its per-channel work lean: the plane's rows and the weights'
+         * words straight (ember_qa_dw3_fill's and ember_qa_dw3_words' for this case), wv[16 .. 18] once */
+        const int r_end = g.H + g.PH < g.Hp ? g.H + g.PH : g.Hp, wd = g.W + g.PW < g.Wp ? g.W : g.Wp - g.PW;
+        const int32_t f[5] = {r_end - g.PH, wd >> 2, wd & 3, 2 * g.Wp, (int32_t)g.xs_row};
+        int16_t *const d0 = plane + (ptrdiff_t)g.PH * g.Wp + g.PW;
+        const uint8_t *xc = x;
+        uint8_t *yc = y;
+        uint32_t wv[22]; /* ember_qa_dw3_row1's: the bias four times, the weights' words, mult, sh, ra, geometry */
+        wv[19] = (uint32_t)(2 * g.Wp), wv[20] = (uint32_t)g.OH, wv[21] = (uint32_t)(2 * g.SH * g.Wp);
+        for (n = 0; n < N; ++n)
+            for (c = 0; c < C; ++c, xc += in_plane, yc += out_plane) {
+                const int16_t *w = Wt + 9 * c;
+                const int32_t *cq = rq + 4 * c;
+                int32_t sw = 0;
+                for (i = 0; i < 3; ++i) { /* A = (w0, w1), B = (w2, 0), C = (0, w0), D = (w1, w2) */
+                    const uint32_t a = *(const ember_qa_u32 *)(const void *)(w + 3 * i);
+                    const uint32_t d = *(const ember_qa_u32 *)(const void *)(w + 3 * i + 1);
+                    const uint32_t b = (uint16_t)w[3 * i + 2];
+                    wv[4 * i + 4] = a, wv[4 * i + 5] = b, wv[4 * i + 6] = a << 16, wv[4 * i + 7] = d;
+                    sw = ember_qa_smlad(a, 0x10001u, sw) + (int16_t)b;
+                }
+                wv[16] = (uint32_t)cq[0], wv[17] = (uint32_t)cq[1], wv[18] = (uint32_t)cq[2];
+                wv[0] = wv[1] = wv[2] = wv[3] = (uint32_t)(cq[3] - xz * sw);
+                if (f[0] > 0 && wd > 0) {
+                    if (flip)
+                        ember_qa_dw3_fill8(d0, xc, f);
+                    else
+                        ember_qa_dw3_fill8u(d0, xc, f);
+                }
+                if (SW == 1)
+                    ember_qa_dw3_row1(plane, yc, wv, g.OW);
+                else
+                    ember_qa_dw3_row2(plane, yc, wv, g.OW);
+            }
+        return;
+    }
+#endif
     for (n = 0; n < N; ++n)
         for (c = 0; c < C; ++c) {
             const int16_t *w = Wt + 9 * c;
             int32_t cq[4], sw = 0;
             uint8_t *yc = y + ((ptrdiff_t)n * C + c) * out_plane;
-            uint32_t wv[19]; /* the weights' words, then mult, sh, ra, bias, row bytes, rows, row step (ember_qa_dw3_row1) */
+            uint32_t wv[12]; /* the weights' words */
             for (i = 0; i < 9; ++i) sw += w[i];
             cq[0] = rq[4 * c], cq[1] = rq[4 * c + 1], cq[2] = rq[4 * c + 2], cq[3] = rq[4 * c + 3] - xz * sw;
             ember_qa_dw3_fill(plane, &g, x + ((ptrdiff_t)n * C + c) * in_plane, flip);
             ember_qa_dw3_words(&g, w, wv);
-            wv[12] = (uint32_t)cq[0], wv[13] = (uint32_t)cq[1], wv[14] = (uint32_t)cq[2], wv[15] = (uint32_t)cq[3];
-            wv[16] = (uint32_t)(2 * g.Wp), wv[17] = (uint32_t)g.OH, wv[18] = (uint32_t)(2 * g.SH * g.Wp);
             if (SW == 1)
                 ember_qa_dw3_rows(yc, plane, &g, wv, w, cq, out, fast, 1);
             else if (SW == 2)
