@@ -843,12 +843,94 @@ static void ember_qa_col(int16_t *EMBER_RESTRICT col, const uint8_t *EMBER_RESTR
     }
     while (d != end) *d++ = 0;
 }
+#if EMBER_HAVE_ARM_DSP
+/* ember_qa_col2's stride-2 columns straight in ember_qa_pair_cols' layout (cols: per k pair the word of
+ * each column): the R = C * KH window rows (the first at xc, then RS apart within a channel, channels S
+ * apart) two at a time, whose 6 k (x0 x1 x2, y0 y1 y2; the second column's x2 x3 x4, y2 y3 y4) are 3
+ * k pairs: (x0, x1) (x2, x3), (x2, y0) (x4, y2), (y1, y2) (y3, y4); an odd last row's third k pairs with
+ * the padding. `sg` (a constant where inlined): int8 bytes, sign-extended by SXTB16 (no flip). About 30
+ * instructions per two rows where the plain columns and their interleaving took about 55. */
+EMBER_INLINE void ember_qa_col2i_t(uint32_t *d, const uint8_t *xc, ptrdiff_t S, ptrdiff_t RS, int R, int KH,
+                                   int32_t z2, int Kp, int sg) {
+    const int32_t zv = sg ? z2 - 128 : z2; /* a value is the extended byte less zv (EMBER_QA_VAL) */
+    const uint32_t zz = (uint32_t)(uint16_t)zv * 0x10001u;
+    uint32_t *const end = d + Kp;
+    const uint8_t *pr = xc;
+    int i = 0, r;
+#define EMBER_QA_NEXT_ROW (++i == KH ? (i = 0, pr += S - (ptrdiff_t)(KH - 1) * RS) : (pr += RS))
+#define EMBER_QA_EXT(E, O, W)                                                     \
+    do {                                                                          \
+        if (sg) {                                                                 \
+            __asm__("sxtb16 %0, %1" : "=r"(E) : "r"(W));                          \
+            __asm__("sxtb16 %0, %1, ror #8" : "=r"(O) : "r"(W));                  \
+        } else {                                                                  \
+            __asm__("uxtb16 %0, %1" : "=r"(E) : "r"(W));                          \
+            __asm__("uxtb16 %0, %1, ror #8" : "=r"(O) : "r"(W));                  \
+        }                                                                         \
+        __asm__("ssub16 %0, %1, %2" : "=r"(E) : "r"(E), "r"(zz));                 \
+        __asm__("ssub16 %0, %1, %2" : "=r"(O) : "r"(O), "r"(zz));                 \
+    } while (0)
+#define EMBER_QA_B4(P) ((uint32_t)(uint16_t)((sg ? (int32_t)(int8_t)(P)[4] : (int32_t)(P)[4]) - zv))
+#define EMBER_QA_PAIR(PA, PB)                                                                                          \
+    do {                                                                                                               \
+        const uint8_t *pa_ = (PA), *pb_ = (PB);                                                                        \
+        const uint32_t wa = *(const ember_qa_u8x4 *)(const void *)pa_, wb = *(const ember_qa_u8x4 *)(const void *)pb_; \
+        uint32_t ex, ox, ey, oy;                                                                                       \
+        EMBER_QA_EXT(ex, ox, wa);                                                                                      \
+        EMBER_QA_EXT(ey, oy, wb);                                                                                      \
+        d[0] = (ex & 0xffffu) | ox << 16;               /* (x0, x1) */                                                 \
+        d[1] = ex >> 16 | (ox & 0xffff0000u);           /* (x2, x3) */                                                 \
+        d[2] = ex >> 16 | ey << 16;                     /* (x2, y0) */                                                 \
+        d[3] = EMBER_QA_B4(pa_) | (ey & 0xffff0000u);   /* (x4, y2) */                                                 \
+        d[4] = (oy & 0xffffu) | (ey & 0xffff0000u);     /* (y1, y2) */                                                 \
+        d[5] = oy >> 16 | EMBER_QA_B4(pb_) << 16;       /* (y3, y4) */                                                 \
+        d += 6;                                                                                                        \
+    } while (0)
+    if (KH == 3) { /* two channels' six rows a pair at a time, at fixed offsets */
+        const int C = R / 3;
+        int c;
+        for (c = 0; c + 1 < C; c += 2, pr += 2 * S) {
+            EMBER_QA_PAIR(pr, pr + RS);
+            EMBER_QA_PAIR(pr + 2 * RS, pr + S);
+            EMBER_QA_PAIR(pr + S + RS, pr + S + 2 * RS);
+        }
+        if (c < C) {
+            EMBER_QA_PAIR(pr, pr + RS);
+            pr += 2 * RS;
+        }
+        r = R - (C & 1);
+    } else {
+        for (r = 0; r + 1 < R; r += 2) {
+            const uint8_t *pa = pr;
+            EMBER_QA_NEXT_ROW;
+            EMBER_QA_PAIR(pa, pr);
+            EMBER_QA_NEXT_ROW;
+        }
+    }
+    if (r < R) { /* the last row, its third k before the padding */
+        uint32_t ex, ox;
+        const uint32_t wa = *(const ember_qa_u8x4 *)(const void *)pr;
+        EMBER_QA_EXT(ex, ox, wa);
+        d[0] = (ex & 0xffffu) | ox << 16;
+        d[1] = ex >> 16 | (ox & 0xffff0000u);
+        d[2] = ex >> 16;
+        d[3] = EMBER_QA_B4(pr);
+        d += 4;
+    }
+    while (d != end) *d++ = 0;
+#undef EMBER_QA_NEXT_ROW
+#undef EMBER_QA_EXT
+#undef EMBER_QA_B4
+#undef EMBER_QA_PAIR
+}
+#endif
 /* The columns of output pixels (oh, ow) and (oh, ow + 1) into t0, t1, as ember_qa_col, for a 3-wide window
  * of column stride 1 or 2 when both lie inside the image: one 4-byte read per channel and kernel row feeds
  * both (their windows share two bytes, or at stride 2 one, the fifth read apart), widened once. Returns 0 (nothing written) otherwise. Not
  * inlined: ember_qa_conv_t's direct (1x1) loop keeps its registers. */
-EMBER_NOINLINE static int ember_qa_col2(int16_t *EMBER_RESTRICT t0, int16_t *EMBER_RESTRICT t1, const uint8_t *EMBER_RESTRICT xn,
-                         uint32_t flip, int32_t z2, const int32_t *p, int oh, int ow, int Kp) {
+EMBER_NOINLINE static int ember_qa_col2(int16_t *EMBER_RESTRICT t0, int16_t *EMBER_RESTRICT t1, int16_t *EMBER_RESTRICT il,
+                                       const uint8_t *EMBER_RESTRICT xn, uint32_t flip, int32_t z2, const int32_t *p,
+                                       int oh, int ow, int Kp) {
     const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], Wd = p[EMBER_GEO_IN_W], KH = p[EMBER_GEO_K_H];
     const int DH = p[EMBER_GEO_DIL_H];
     const int ih0 = oh * p[EMBER_GEO_STRIDE_H] - p[EMBER_GEO_PAD_H], iw0 = ow * p[EMBER_GEO_STRIDE_W] - p[EMBER_GEO_PAD_W];
@@ -861,6 +943,17 @@ EMBER_NOINLINE static int ember_qa_col2(int16_t *EMBER_RESTRICT t0, int16_t *EMB
         iw0 < 0 || ih0 + (KH - 1) * DH >= H || iw0 + 3 + s2 >= Wd)
         return 0;
     xc = xn + (ptrdiff_t)ih0 * Wd + iw0;
+#if EMBER_HAVE_ARM_DSP
+    if (s2 && il) { /* interleaved straight into il (returns 2) */
+        if (flip)
+            ember_qa_col2i_t((uint32_t *)(void *)il, xc, S, RS, C * KH, KH, z2, Kp, 1);
+        else
+            ember_qa_col2i_t((uint32_t *)(void *)il, xc, S, RS, C * KH, KH, z2, Kp, 0);
+        return 2;
+    }
+#else
+    (void)il;
+#endif
     if (s2) { /* column stride 2: the windows b0 b1 b2 and b2 b3 b4 from one word and a byte */
         int16_t *d0 = t0, *d1 = t1;
 #if EMBER_HAVE_ARM_DSP
@@ -1008,7 +1101,8 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
     const uint32_t flip = sgn ? 0x80u : 0u;
     const int32_t z2 = xz + (sgn ? 128 : 0);
     int16_t *t0 = cols + 2 * Kp, *t1 = t0 + Kp;
-    int n, q, c, oh = 0, ow = 0;
+    int n, q, c, oh = 0, ow = 0, built;
+    int16_t *il = 0; /* ember_qa_col2's interleaved columns (cols) where ember_qa_gemm42b takes them */
 #if EMBER_HAVE_ARM_DSP
     /* the common case: ember_qa_gemm42s straight, its context set once (ember_qa_gemm2h's checks and context
      * cost about 80 instructions per column pair) */
@@ -1016,6 +1110,11 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
     const int s42 = dsp && M % 4 == 0 && out[3] != 3 && ember_qa_mode(out) == 2 && out[0] == 0;
     q42.cols = cols, q42.kb = 8 * Kp, q42.rq = rq, q42.w = (const int16_t *)(const void *)W;
     q42.wend = q42.w + (ptrdiff_t)M * Kp, q42.entry = 0, q42.bq = rq + 4 * M; /* ops/qarm.py `_tables`' pairs */
+    if (s42) il = cols;
+    const int s2i = s42 && !direct && p[EMBER_GEO_STRIDE_W] == 2 && p[EMBER_GEO_K_W] == 3 && p[EMBER_GEO_DIL_W] == 1;
+    const int SH = p[EMBER_GEO_STRIDE_H], PH = p[EMBER_GEO_PAD_H], PW = p[EMBER_GEO_PAD_W], KH = p[EMBER_GEO_K_H];
+    const int DH = p[EMBER_GEO_DIL_H], IH = p[EMBER_GEO_IN_H], IW = p[EMBER_GEO_IN_W];
+    const ptrdiff_t RS = (ptrdiff_t)DH * IW;
 #endif
     for (n = 0; n < N; ++n) {
         const uint8_t *xn = x + (ptrdiff_t)n * C * S;
@@ -1023,6 +1122,7 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
         const uint8_t *rn = res ? res + (ptrdiff_t)n * M * P : 0;
         for (q = 0; q < P; q += 2) {
             const int two = q + 1 < P;
+            built = 0;
             /* a fused residual add (ember_qarm_conv_add): the outputs go to the stage first */
             uint8_t *const yq = res ? stage + (q & (EMBER_QA_STAGE - 1)) : yn + q;
             const ptrdiff_t rs = res ? EMBER_QA_STAGE : P;
@@ -1075,7 +1175,23 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
                 }
 #endif
                 for (; c < Kp; ++c) t0[c] = t1[c] = 0;
-            } else if (pairs && two && ow + 1 < OW && ember_qa_col2(t0, t1, xn, flip, z2, p, oh, ow, Kp)) {
+            }
+#if EMBER_HAVE_ARM_DSP
+            else if (s2i && two && ow + 1 < OW && oh * SH - PH >= 0 && oh * SH - PH + (KH - 1) * DH < IH &&
+                     ow * 2 - PW >= 0 && ow * 2 - PW + 4 < IW) {
+                /* a stride-2 pair inside the image: ember_qa_col2's interleaved columns with its checks here */
+                const uint8_t *xc = xn + (ptrdiff_t)(oh * SH - PH) * IW + ow * 2 - PW;
+                if (flip)
+                    ember_qa_col2i_t((uint32_t *)(void *)cols, xc, S, RS, C * KH, KH, z2, Kp, 1);
+                else
+                    ember_qa_col2i_t((uint32_t *)(void *)cols, xc, S, RS, C * KH, KH, z2, Kp, 0);
+                if ((ow += 2) == OW) ow = 0, ++oh;
+                q42.y = yq, q42.rs = (int32_t)rs;
+                ember_qa_gemm42b(&q42);
+                continue;
+            }
+#endif
+            else if (pairs && two && ow + 1 < OW && (built = ember_qa_col2(t0, t1, il, xn, flip, z2, p, oh, ow, Kp))) {
                 if ((ow += 2) == OW) ow = 0, ++oh;
             } else {
                 ember_qa_col(t0, xn, flip, z2, p, oh, ow, Kp);
@@ -1087,7 +1203,7 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
             }
 #if EMBER_HAVE_ARM_DSP
             if (s42 && two) {
-                ember_qa_pair_cols(cols, t0, t1, Kp);
+                if (built != 2) ember_qa_pair_cols(cols, t0, t1, Kp);
                 q42.y = yq, q42.rs = (int32_t)rs;
                 ember_qa_gemm42b(&q42);
                 continue;
