@@ -231,7 +231,7 @@ def dw3_plane(out_h: int, out_w: int, stride_h: int, stride_w: int) -> tuple[int
 
 
 def _tables(node: Node, k: KernelEmitter, w_rows: np.ndarray, bias: tuple[int, ...] | None = None,
-            mixed: bool = False, pairs: bool = False) -> tuple[str, str]:
+            mixed: bool = False, pairs: bool = False, fold: bool = False) -> tuple[str, str]:
     """rq (per channel [mult, s, ra, bias]) and out tables ([zero point, lo, hi, fast]); w_rows: the weights
     per output channel (any order), for the sums' bound; `bias`: the one the kernel adds, where not the node's
     (mve8_bias). The DSP kernels' fast form takes the zero point in ra where it fits (`fold_zp`; out's zero
@@ -240,7 +240,9 @@ def _tables(node: Node, k: KernelEmitter, w_rows: np.ndarray, bias: tuple[int, .
     zero point, count, the quads holding an exact channel...] (a multiplier with many factors of 2, as
     per-channel quantisation makes, puts a single channel of a layer out of the proof). `pairs` (the DSP
     convolutions): rq ends with each channel's bias twice, the words with which qarm.c's ember_qa_gemm42b starts
-    a tile's eight sums (one LDM)."""
+    a tile's eight sums (one LDM), then 1 where `fold` (a 1x1 layer, ConvGeometry.direct, of a constant input
+    zero point) put in those words the zero point's share, -zp * (the row's weight sum), so that its columns
+    are the bytes' values as they are (qarm.c ember_qa_direct2's `fz`), otherwise 0."""
     q = node.attrs["_q"]
     rq = q.requant
     if node.attrs["_isa"] == DSP and node.input(1) is None:
@@ -256,17 +258,23 @@ def _tables(node: Node, k: KernelEmitter, w_rows: np.ndarray, bias: tuple[int, .
         exact = frozenset(4 * j + r for j in quads for r in range(4))  # whole quads: ember_qa_gemm4_t's
         if len(quads) < len(ok) // 4:  # some quad stays fast
             t = rq_table(rq, q.bias if bias is None else bias, True, int(rq.zp), exact)
-            return (k.table(_bias_pairs(t) if pairs else t, DType.INT32),
+            return (k.table(_bias_pairs(t, None) if pairs else t, DType.INT32),
                     k.table([1, rq.lo, rq.hi, 3, int(rq.zp), len(quads), *quads], DType.INT32))
     zp = int(rq.zp) if fast and node.attrs["_isa"] == DSP and fold_zp(rq) else 0
     t = rq_table(rq, q.bias if bias is None else bias, fast, zp)
-    return (k.table(_bias_pairs(t) if pairs else t, DType.INT32),
+    share = None
+    if fold and node.input(1) is None:
+        share = -int(q.x_zp) * np.asarray(w_rows, np.int64).sum(axis=1)
+    return (k.table(_bias_pairs(t, share) if pairs else t, DType.INT32),
             k.table([int(rq.zp) - zp, rq.lo, rq.hi, int(fast)], DType.INT32))
 
 
-def _bias_pairs(table: list[int]) -> list[int]:
-    """rq_table's `table`, then each channel's bias twice."""
-    return table + [b for b in table[3::4] for _ in range(2)]
+def _bias_pairs(table: list[int], share: np.ndarray | None) -> list[int]:
+    """rq_table's `table`, then each channel's bias twice (plus its `share`), then whether shares were added."""
+    b = np.asarray(table[3::4], np.int64) + (0 if share is None else share)
+    if np.abs(b).max(initial=0) >= 2**31:  # an int32 no longer: the zero point stays in the columns
+        b, share = np.asarray(table[3::4], np.int64), None
+    return table + [int(v) for v in b for _ in range(2)] + [int(share is not None)]
 
 
 def sum_bound(w_rows: np.ndarray, bias: tuple[int, ...] | None, x_zp: int, x_int8: bool) -> np.ndarray:
@@ -322,7 +330,8 @@ def lower_conv(node: Node, k: KernelEmitter, g: ConvGeometry, add: tuple[str, ..
     m = y.shape[1]
     quads = not node.attrs["_q"].depthwise and not mve and m % 4 == 0  # all rows in ember_qa_gemm4's quads
     conv = not node.attrs["_q"].depthwise and not mve
-    rq, out = _tables(node, k, w[:m] if not conv else _pair_rows(w, m)[:m], mixed=quads, pairs=conv)
+    rq, out = _tables(node, k, w[:m] if not conv else _pair_rows(w, m)[:m], mixed=quads, pairs=conv,
+                      fold=conv and g.direct)
     geo = k.table(g.table(), DType.INT32)
     sgn = int(x.dtype is DType.INT8)
     if node.attrs["_q"].depthwise:

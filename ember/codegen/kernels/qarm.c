@@ -1025,8 +1025,9 @@ EMBER_NOINLINE static int ember_qa_col2(int16_t *EMBER_RESTRICT t0, int16_t *EMB
  * per channel (both pixels) and SXTB16/UXTB16 to split the pixels: 11 instructions per channel pair where
  * widening each pixel and interleaving took about 36. */
 static void ember_qa_direct2(int16_t *EMBER_RESTRICT cols, const uint8_t *EMBER_RESTRICT xq, ptrdiff_t S, int C, int Kp,
-                             uint32_t flip, int32_t z2) {
+                             uint32_t flip, int32_t z2, int fz) {
     int c = 0;
+    if (fz) z2 = (int32_t)flip; /* the zero point in the biases (`fz`, ember_qa_conv_t): the bytes' values as they are */
 #if EMBER_HAVE_ARM_DSP
     /* In assembly, 11 instructions per channel pair (compiled from C: 16). int8 bytes are sign-extended
      * (SXTB16) and less the zero point, uint8 ones zero-extended: the same values as EMBER_QA_VAL. */
@@ -1035,7 +1036,7 @@ static void ember_qa_direct2(int16_t *EMBER_RESTRICT cols, const uint8_t *EMBER_
         const uint32_t *const dend = d + (C & ~1);
         const uint32_t zz = (uint32_t)(uint16_t)(flip ? z2 - 128 : z2) * 0x10001u;
         uint32_t a, b, e, o;
-#define EMBER_QA_DIRECT2(EXT)                                                                        \
+#define EMBER_QA_DIRECT2(EXT, SUB)                                                                   \
     __asm__("1:\n\t"                                                                                 \
             "ldrh %[a], [%[x]]\n\t"                                                                  \
             "ldrh %[b], [%[x], %[s]]\n\t"                                                            \
@@ -1043,18 +1044,23 @@ static void ember_qa_direct2(int16_t *EMBER_RESTRICT cols, const uint8_t *EMBER_
             "orr %[a], %[a], %[b], lsl #16\n\t"                                                      \
             EXT " %[e], %[a]\n\t"                                                                    \
             EXT " %[o], %[a], ror #8\n\t"                                                            \
-            "ssub16 %[e], %[e], %[zz]\n\t"                                                           \
-            "ssub16 %[o], %[o], %[zz]\n\t"                                                           \
+            SUB                                                                                      \
             "strd %[e], %[o], [%[d]], #8\n\t"                                                        \
             "cmp %[d], %[dend]\n\t"                                                                  \
             "bne 1b"                                                                                 \
             : [x] "+&r"(xq), [d] "+&r"(d), [a] "=&r"(a), [b] "=&r"(b), [e] "=&r"(e), [o] "=&r"(o)   \
             : [s] "r"(S), [s2] "r"(2 * S), [zz] "r"(zz), [dend] "r"(dend)                            \
             : "cc", "memory")
-        if (flip)
-            EMBER_QA_DIRECT2("sxtb16");
+#define EMBER_QA_SUB2 "ssub16 %[e], %[e], %[zz]\n\tssub16 %[o], %[o], %[zz]\n\t"
+        if (fz && flip)
+            EMBER_QA_DIRECT2("sxtb16", "");
+        else if (fz)
+            EMBER_QA_DIRECT2("uxtb16", "");
+        else if (flip)
+            EMBER_QA_DIRECT2("sxtb16", EMBER_QA_SUB2);
         else
-            EMBER_QA_DIRECT2("uxtb16");
+            EMBER_QA_DIRECT2("uxtb16", EMBER_QA_SUB2);
+#undef EMBER_QA_SUB2
 #undef EMBER_QA_DIRECT2
         c = C & ~1;
     }
@@ -1103,6 +1109,7 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
     int16_t *t0 = cols + 2 * Kp, *t1 = t0 + Kp;
     int n, q, c, oh = 0, ow = 0, built;
     int16_t *il = 0; /* ember_qa_col2's interleaved columns (cols) where ember_qa_gemm42b takes them */
+    int fz = 0;
 #if EMBER_HAVE_ARM_DSP
     /* the common case: ember_qa_gemm42s straight, its context set once (ember_qa_gemm2h's checks and context
      * cost about 80 instructions per column pair) */
@@ -1110,6 +1117,9 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
     const int s42 = dsp && M % 4 == 0 && out[3] != 3 && ember_qa_mode(out) == 2 && out[0] == 0;
     q42.cols = cols, q42.kb = 8 * Kp, q42.rq = rq, q42.w = (const int16_t *)(const void *)W;
     q42.wend = q42.w + (ptrdiff_t)M * Kp, q42.entry = 0, q42.bq = rq + 4 * M; /* ops/qarm.py `_tables`' pairs */
+    /* ops/qarm.py `_tables`' fold: a 1x1 layer's bias pairs hold the zero point's share (rq[6 M] = 1), so that
+     * ember_qa_direct2 leaves the bytes' values as they are */
+    fz = s42 && direct && rq[6 * M];
     if (s42) il = cols;
     const int s2i = s42 && !direct && p[EMBER_GEO_STRIDE_W] == 2 && p[EMBER_GEO_K_W] == 3 && p[EMBER_GEO_DIL_W] == 1;
     const int SH = p[EMBER_GEO_STRIDE_H], PH = p[EMBER_GEO_PAD_H], PW = p[EMBER_GEO_PAD_W], KH = p[EMBER_GEO_K_H];
@@ -1120,7 +1130,18 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
         const uint8_t *xn = x + (ptrdiff_t)n * C * S;
         uint8_t *yn = y + (ptrdiff_t)n * M * P;
         const uint8_t *rn = res ? res + (ptrdiff_t)n * M * P : 0;
-        for (q = 0; q < P; q += 2) {
+        q = 0;
+#if EMBER_HAVE_ARM_DSP
+        if (s42 && direct && !res) { /* a 1x1 layer's column pairs, nothing else to track */
+            q42.rs = (int32_t)P;
+            for (; q + 1 < P; q += 2) {
+                ember_qa_direct2(cols, xn + q, S, C, Kp, flip, z2, fz);
+                q42.y = yn + q;
+                ember_qa_gemm42b(&q42);
+            }
+        }
+#endif
+        for (; q < P; q += 2) {
             const int two = q + 1 < P;
             built = 0;
             /* a fused residual add (ember_qarm_conv_add): the outputs go to the stage first */
@@ -1129,14 +1150,15 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
             if (res && q && (q & (EMBER_QA_STAGE - 1)) == 0)
                 fin(yn + q - EMBER_QA_STAGE, P, stage, rn + q - EMBER_QA_STAGE, M, EMBER_QA_STAGE, sgn, radd);
             if (dsp && direct && two) { /* SMLAD's interleaved columns straight from the planes */
-                ember_qa_direct2(cols, xn + q, S, C, Kp, flip, z2);
 #if EMBER_HAVE_ARM_DSP
                 if (s42) {
+                    ember_qa_direct2(cols, xn + q, S, C, Kp, flip, z2, fz);
                     q42.y = yq, q42.rs = (int32_t)rs;
                     ember_qa_gemm42b(&q42);
                     continue;
                 }
 #endif
+                ember_qa_direct2(cols, xn + q, S, C, Kp, flip, z2, 0);
                 ember_qa_gemm2h(yq, rs, 1, 2, (const int16_t *)(const void *)W, M, Kp, cols, rq, out);
                 continue;
             }
