@@ -488,6 +488,31 @@ EMBER_INLINE void ember_qa_gemm4_t(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n
 #endif
         if (n == 1) { /* the one plain column: its sums alone, in locals (the compiler stored a[] each step) */
             int32_t s0 = a[0], s1 = a[2], s2 = a[4], s3 = a[6];
+#if EMBER_HAVE_ARM_DSP /* 16 instructions per two k pairs (compiled from C: 22); Kp / 2 is even (Kp % 4 == 0) */
+            const ember_qa_u32 *const xend = x + Kp / 2;
+            uint32_t x0, wa, wb;
+            __asm__("1:\n\t"
+                    "ldr %[x0], [%[x]], #4\n\t"
+                    "ldrd %[wa], %[wb], [%[w]], #8\n\t"
+                    "smlad %[s0], %[wa], %[x0], %[s0]\n\t"
+                    "smlad %[s1], %[wb], %[x0], %[s1]\n\t"
+                    "ldrd %[wa], %[wb], [%[w]], #8\n\t"
+                    "smlad %[s2], %[wa], %[x0], %[s2]\n\t"
+                    "smlad %[s3], %[wb], %[x0], %[s3]\n\t"
+                    "ldr %[x0], [%[x]], #4\n\t"
+                    "ldrd %[wa], %[wb], [%[w]], #8\n\t"
+                    "smlad %[s0], %[wa], %[x0], %[s0]\n\t"
+                    "smlad %[s1], %[wb], %[x0], %[s1]\n\t"
+                    "ldrd %[wa], %[wb], [%[w]], #8\n\t"
+                    "smlad %[s2], %[wa], %[x0], %[s2]\n\t"
+                    "smlad %[s3], %[wb], %[x0], %[s3]\n\t"
+                    "cmp %[x], %[xend]\n\t"
+                    "bne 1b"
+                    : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [x] "+r"(x), [w] "+r"(w),
+                      [x0] "=&r"(x0), [wa] "=&r"(wa), [wb] "=&r"(wb)
+                    : [xend] "r"(xend)
+                    : "cc", "memory");
+#else
             for (t = 0; t < Kp / 2; ++t, w += 4) {
                 const uint32_t x0 = x[t];
                 s0 = ember_qa_smlad(w[0], x0, s0);
@@ -495,6 +520,7 @@ EMBER_INLINE void ember_qa_gemm4_t(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n
                 s2 = ember_qa_smlad(w[2], x0, s2);
                 s3 = ember_qa_smlad(w[3], x0, s3);
             }
+#endif
             a[0] = s0, a[2] = s1, a[4] = s2, a[6] = s3;
         } else {
             for (t = 0; t < Kp / 2; ++t, w += 4) {
@@ -1532,45 +1558,51 @@ EMBER_INLINE void ember_qa_dw3_load(int16_t *plane, const ember_qa_dw3_geo_t *g,
     ember_qa_dw3_words(g, w, wv);
 }
 #if EMBER_HAVE_ARM_DSP
-/* ember_qa_dw3_t's plane rows without the zero point (ember_qa_dw3_fill): f = [rows, wd / 4, wd % 4, the
- * plane's row bytes, the image's row bytes], from d and s. Per row, four bytes per step sign- (int8) or
- * zero- (uint8) extended by SXTB16/UXTB16 and put back in order by PKHBT/PKHTB (9 instructions per 4 where
+/* ember_qa_dw3_t's plane rows without the zero point (ember_qa_dw3_fill): f = [rows, the passes of 8 bytes
+ * (wd / 4 rounded up to even, halved), whether wd / 4 is odd (the first pass then does 4), wd % 4, the
+ * plane's row bytes, the image's row bytes], from d and s. Per row, four bytes at a time sign- (int8) or
+ * zero- (uint8) extended by SXTB16/UXTB16 and put back in order by PKHBT/PKHTB (8 instructions per 4 where
  * ember_qa_widen takes 13), then the wd % 4 others one at a time. Naked: the rows loop in here (about 10
  * instructions per row where ember_qa_widen's call and tail cost about 34). */
-#define EMBER_QA_FILL(EXT, LDB)                                                                                     \
-    __asm__("push {r4, r5, r6, r7, r8, r9, r10, lr}\n\t"                                                          \
-            "ldm r2, {r3, r4, r5, r9, r10}\n\t"                                                                  \
-            "mov r7, r0\n\t"                                                                                     \
-            "mov r8, r1\n\t"                                                                                     \
-            "0:\n\t"                                                                                             \
-            "movs r6, r4\n\t"                                                                                    \
-            "beq 3f\n\t"                                                                                         \
-            "1:\n\t"                                                                                             \
+#define EMBER_QA_FILL4(EXT)                                                                                        \
             "ldr r12, [r1], #4\n\t"                                                                              \
             EXT " r2, r12\n\t"                                                                                   \
             EXT " lr, r12, ror #8\n\t"                                                                           \
             "pkhbt r12, r2, lr, lsl #16\n\t"                                                                     \
             "pkhtb lr, lr, r2, asr #16\n\t"                                                                      \
             "str r12, [r0], #4\n\t"                                                                              \
-            "str lr, [r0], #4\n\t"                                                                               \
+            "str lr, [r0], #4\n\t"
+#define EMBER_QA_FILL(EXT, LDB)                                                                                     \
+    __asm__("push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"                                                     \
+            "ldm r2, {r3, r4, r5, r9, r10, r11}\n\t"                                                             \
+            "mov r7, r0\n\t"                                                                                     \
+            "mov r8, r1\n\t"                                                                                     \
+            "0:\n\t"                                                                                             \
+            "movs r6, r4\n\t"                                                                                    \
+            "beq 3f\n\t"                                                                                         \
+            "cbnz r5, 2f\n\t" /* an odd count of 4 bytes: the first pass does one */                            \
+            "1:\n\t"                                                                                             \
+            EMBER_QA_FILL4(EXT)                                                                                  \
+            "2:\n\t"                                                                                             \
+            EMBER_QA_FILL4(EXT)                                                                                  \
             "subs r6, r6, #1\n\t"                                                                                \
             "bne 1b\n\t"                                                                                         \
             "3:\n\t"                                                                                             \
-            "movs r6, r5\n\t"                                                                                    \
+            "movs r6, r9\n\t"                                                                                    \
             "beq 4f\n\t"                                                                                         \
-            "2:\n\t"                                                                                             \
+            "5:\n\t"                                                                                             \
             LDB " r12, [r1], #1\n\t"                                                                             \
             "strh r12, [r0], #2\n\t"                                                                             \
             "subs r6, r6, #1\n\t"                                                                                \
-            "bne 2b\n\t"                                                                                         \
+            "bne 5b\n\t"                                                                                         \
             "4:\n\t"                                                                                             \
-            "add r7, r7, r9\n\t"                                                                                 \
-            "add r8, r8, r10\n\t"                                                                                \
+            "add r7, r7, r10\n\t"                                                                                \
+            "add r8, r8, r11\n\t"                                                                                \
             "mov r0, r7\n\t"                                                                                     \
             "mov r1, r8\n\t"                                                                                     \
             "subs r3, r3, #1\n\t"                                                                                \
             "bne 0b\n\t"                                                                                         \
-            "pop {r4, r5, r6, r7, r8, r9, r10, pc}")
+            "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}")
 EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dw3_fill8(EMBER_UNUSED int16_t *d,
                                                                                  EMBER_UNUSED const uint8_t *s,
                                                                                  EMBER_UNUSED const int32_t *f) {
@@ -1582,6 +1614,7 @@ EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dw3_fill
     EMBER_QA_FILL("uxtb16", "ldrb");
 }
 #undef EMBER_QA_FILL
+#undef EMBER_QA_FILL4
 #endif
 /* ember_qa_dw3_t's plane of channel xc: the bytes as values (int8 sign-extended, uint8 as they are), the zero
  * point left in (the padding holds it, ember_qa_dw3_t; the bias takes its share). */
@@ -1592,7 +1625,7 @@ EMBER_INLINE void ember_qa_dw3_fill(int16_t *plane, const ember_qa_dw3_geo_t *g,
     if (r_end <= g->PH || wd <= 0) return;
 #if EMBER_HAVE_ARM_DSP
     if (!g->t) {
-        const int32_t f[5] = {r_end - g->PH, wd >> 2, wd & 3, 2 * g->Wp, (int32_t)g->xs_row};
+        const int32_t f[6] = {r_end - g->PH, ((wd >> 2) + 1) >> 1, (wd >> 2) & 1, wd & 3, 2 * g->Wp, (int32_t)g->xs_row};
         if (flip)
             ember_qa_dw3_fill8(d0, xc, f);
         else
@@ -1672,7 +1705,7 @@ EMBER_INLINE void ember_qa_dw3_t(uint8_t *y, const uint8_t *x, uint32_t flip, in
         /* ember_qa_dw3_rows' assembly case with its per-channel work lean: the plane's rows and the weights'
          * words straight (ember_qa_dw3_fill's and ember_qa_dw3_words' for this case), wv[16 .. 18] once */
         const int r_end = g.H + g.PH < g.Hp ? g.H + g.PH : g.Hp, wd = g.W + g.PW < g.Wp ? g.W : g.Wp - g.PW;
-        const int32_t f[5] = {r_end - g.PH, wd >> 2, wd & 3, 2 * g.Wp, (int32_t)g.xs_row};
+        const int32_t f[6] = {r_end - g.PH, ((wd >> 2) + 1) >> 1, (wd >> 2) & 1, wd & 3, 2 * g.Wp, (int32_t)g.xs_row};
         int16_t *const d0 = plane + (ptrdiff_t)g.PH * g.Wp + g.PW;
         const uint8_t *xc = x;
         uint8_t *yc = y;
