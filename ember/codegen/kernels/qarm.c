@@ -1050,20 +1050,20 @@ EMBER_NOINLINE static int ember_qa_col2(int16_t *EMBER_RESTRICT t0, int16_t *EMB
  * (c, c + 1) of pixel q, then of pixel q + 1, zero-padded to Kp. With the DSP extension one halfword read
  * per channel (both pixels) and SXTB16/UXTB16 to split the pixels: 11 instructions per channel pair where
  * widening each pixel and interleaving took about 36. */
-static void ember_qa_direct2(int16_t *EMBER_RESTRICT cols, const uint8_t *EMBER_RESTRICT xq, ptrdiff_t S, int C, int Kp,
-                             uint32_t flip, int32_t z2, int fz) {
+EMBER_INLINE void ember_qa_direct2(int16_t *EMBER_RESTRICT cols, const uint8_t *EMBER_RESTRICT xq, ptrdiff_t S, int C, int Kp,
+                               uint32_t flip, int32_t z2, int fz) {
     int c = 0;
     if (fz) z2 = (int32_t)flip; /* the zero point in the biases (`fz`, ember_qa_conv_t): the bytes' values as they are */
 #if EMBER_HAVE_ARM_DSP
-    /* In assembly, 11 instructions per channel pair (compiled from C: 16). int8 bytes are sign-extended
-     * (SXTB16) and less the zero point, uint8 ones zero-extended: the same values as EMBER_QA_VAL. */
+    /* In assembly, 11 instructions per channel pair (compiled from C: 16; the zero point folded, 9 or 8).
+     * int8 bytes are sign-extended (SXTB16) and less the zero point, uint8 ones zero-extended: the same
+     * values as EMBER_QA_VAL. */
     if (C >= 2) {
         uint32_t *d = (uint32_t *)(void *)cols;
         const uint32_t *const dend = d + (C & ~1);
         const uint32_t zz = (uint32_t)(uint16_t)(flip ? z2 - 128 : z2) * 0x10001u;
         uint32_t a, b, e, o;
-#define EMBER_QA_DIRECT2(EXT, SUB)                                                                   \
-    __asm__("1:\n\t"                                                                                 \
+#define EMBER_QA_STEP2(EXT, SUB)                                                                     \
             "ldrh %[a], [%[x]]\n\t"                                                                  \
             "ldrh %[b], [%[x], %[s]]\n\t"                                                            \
             "add %[x], %[x], %[s2]\n\t"                                                              \
@@ -1071,22 +1071,31 @@ static void ember_qa_direct2(int16_t *EMBER_RESTRICT cols, const uint8_t *EMBER_
             EXT " %[e], %[a]\n\t"                                                                    \
             EXT " %[o], %[a], ror #8\n\t"                                                            \
             SUB                                                                                      \
-            "strd %[e], %[o], [%[d]], #8\n\t"                                                        \
+            "strd %[e], %[o], [%[d]], #8\n\t"
+#define EMBER_QA_DIRECT2(BODY)                                                                       \
+    __asm__("1:\n\t"                                                                                 \
+            BODY                                                                                     \
             "cmp %[d], %[dend]\n\t"                                                                  \
             "bne 1b"                                                                                 \
             : [x] "+&r"(xq), [d] "+&r"(d), [a] "=&r"(a), [b] "=&r"(b), [e] "=&r"(e), [o] "=&r"(o)   \
             : [s] "r"(S), [s2] "r"(2 * S), [zz] "r"(zz), [dend] "r"(dend)                            \
             : "cc", "memory")
 #define EMBER_QA_SUB2 "ssub16 %[e], %[e], %[zz]\n\tssub16 %[o], %[o], %[zz]\n\t"
-        if (fz && flip)
-            EMBER_QA_DIRECT2("sxtb16", "");
+        if (fz && (C & 3) == 0) { /* the zero point folded, two channel pairs per pass: 8 instructions a pair */
+            if (flip)
+                EMBER_QA_DIRECT2(EMBER_QA_STEP2("sxtb16", "") EMBER_QA_STEP2("sxtb16", ""));
+            else
+                EMBER_QA_DIRECT2(EMBER_QA_STEP2("uxtb16", "") EMBER_QA_STEP2("uxtb16", ""));
+        } else if (fz && flip)
+            EMBER_QA_DIRECT2(EMBER_QA_STEP2("sxtb16", ""));
         else if (fz)
-            EMBER_QA_DIRECT2("uxtb16", "");
+            EMBER_QA_DIRECT2(EMBER_QA_STEP2("uxtb16", ""));
         else if (flip)
-            EMBER_QA_DIRECT2("sxtb16", EMBER_QA_SUB2);
+            EMBER_QA_DIRECT2(EMBER_QA_STEP2("sxtb16", EMBER_QA_SUB2));
         else
-            EMBER_QA_DIRECT2("uxtb16", EMBER_QA_SUB2);
+            EMBER_QA_DIRECT2(EMBER_QA_STEP2("uxtb16", EMBER_QA_SUB2));
 #undef EMBER_QA_SUB2
+#undef EMBER_QA_STEP2
 #undef EMBER_QA_DIRECT2
         c = C & ~1;
     }
