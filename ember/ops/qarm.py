@@ -217,6 +217,9 @@ def dw3_admits(g: ConvGeometry) -> bool:
     return g.planar and tuple(g.kernel[1:]) == (3, 3) and tuple(g.dilations[1:]) == (1, 1)
 
 
+DW3_PITCH = 64  # qarm.c EMBER_QA_DW3_PITCH: the int16 per plane row of the DSP depthwise rows where they fit
+
+
 def dw3_plane(out_h: int, out_w: int, stride_h: int, stride_w: int) -> tuple[int, int]:
     """Rows and row length (int16) of the zero-padded plane of one channel, as qarm.c's ember_qa_dw3_geo
     lays it out: stride 1 transposes a map of more rows than columns; column strides 1 and 2 round the
@@ -298,6 +301,8 @@ def conv_scratch(node: Node, g: ConvGeometry) -> int:
     zero-padded int16 plane (depthwise 3x3)."""
     if node.attrs["_q"].depthwise:
         hp, wp = dw3_plane(*g.out_size[1:], *g.strides[1:])
+        if node.attrs["_isa"] == DSP and wp <= DW3_PITCH:  # qarm.c ember_qa_dw3_t's rows of DW3_PITCH int16
+            wp = DW3_PITCH
         return hp * wp if node.attrs.get(MVE8) else 2 * hp * wp
     if node.attrs.get(MVE8):
         return 2 * ((g.channels * g.taps + 15) // 16 * 16)

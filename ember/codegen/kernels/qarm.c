@@ -1416,9 +1416,9 @@ EMBER_INLINE void ember_qa_dw3_quad2(int32_t o[4], const int16_t *p, int Wp, con
  * Naked, all in registers (o0 .. o3 in r0 .. r3, q r4, row words r5 r6 r8, weight words r9 r10, row bytes
  * r11, wv r12, y lr, the outputs left r7; the rows' state on the stack): 60 instructions per step where the
  * C loop around the products took about 100, 9 per row where a call per row cost about 40. */
-#define EMBER_QA_DW3_RROW(OFS)                       \
-    "ldrd r5, r6, [r4]\n\t"                          \
-    "ldr r8, [r4, #8]\n\t"                           \
+#define EMBER_QA_DW3_RROW(OFS, B)                    \
+    "ldrd r5, r6, [r4, #" B "]\n\t"                  \
+    "ldr r8, [r4, #" B "+8]\n\t"                     \
     "ldrd r9, r10, [r12, #" #OFS "]\n\t"             \
     "smlad r0, r5, r9, r0\n\t"                       \
     "smlad r0, r6, r10, r0\n\t"                      \
@@ -1429,24 +1429,28 @@ EMBER_INLINE void ember_qa_dw3_quad2(int32_t o[4], const int16_t *p, int Wp, con
     "smlad r1, r6, r10, r1\n\t"                      \
     "smlad r3, r6, r9, r3\n\t"                       \
     "smlad r3, r8, r10, r3\n\t"
-#define EMBER_QA_DW3_RROW2(OFS)                      \
-    "ldrd r5, r6, [r4]\n\t"                          \
-    "ldr r8, [r4, #8]\n\t"                           \
+#define EMBER_QA_DW3_RROW2(OFS, B)                   \
+    "ldrd r5, r6, [r4, #" B "]\n\t"                  \
+    "ldr r8, [r4, #" B "+8]\n\t"                     \
     "ldrd r9, r10, [r12, #" #OFS "]\n\t"             \
     "smlad r0, r5, r9, r0\n\t"                       \
     "smlad r0, r6, r10, r0\n\t"                      \
     "smlad r1, r6, r9, r1\n\t"                       \
     "smlad r1, r8, r10, r1\n\t"                      \
-    "ldrd r5, r6, [r4, #12]\n\t"                     \
+    "ldrd r5, r6, [r4, #" B "+12]\n\t"               \
     "smlad r2, r8, r9, r2\n\t"                       \
     "smlad r2, r5, r10, r2\n\t"                      \
     "smlad r3, r5, r9, r3\n\t"                       \
     "smlad r3, r6, r10, r3\n\t"
+/* The three kernel rows of a step: RS bytes apart (r11), or EMBER_QA_DW3_PITCH int16 (immediate offsets). */
+#define EMBER_QA_DW3_ROWS(ROW)                                                                                      \
+    ROW(16, "0") "add r4, r4, r11\n\t" ROW(32, "0") "add r4, r4, r11\n\t" ROW(48, "0") "sub r4, r4, r11, lsl #1\n\t"
+#define EMBER_QA_DW3_ROWSP(ROW) ROW(16, "0") ROW(32, "128") ROW(48, "256")
 #define EMBER_QA_DW3_RQ(O)                           \
     "smmla " O ", " O ", r9, r8\n\t"                  \
     "asr " O ", " O ", r10\n\t"                       \
     "ssat " O ", #8, " O "\n\t"
-#define EMBER_QA_DW3_NAKED(ROW, STEP)                                                                               \
+#define EMBER_QA_DW3_NAKED(ROWS, STEP)                                                                               \
     __asm__("push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"                                                     \
             "mov r4, r0\n\t"                                                                                     \
             "mov lr, r1\n\t"                                                                                     \
@@ -1458,8 +1462,7 @@ EMBER_INLINE void ember_qa_dw3_quad2(int32_t o[4], const int16_t *p, int Wp, con
             "push {r0, r1, r2, r3}\n\t" /* sp + 0: the row's start, 4: rows left, 8: the row step, 12: n */       \
             "0:\n\t"                                                                                             \
             "ldm r12, {r0, r1, r2, r3}\n\t" /* the bias, four times */                                           \
-            ROW(16) "add r4, r4, r11\n\t" ROW(32) "add r4, r4, r11\n\t" ROW(48)                                  \
-            "sub r4, r4, r11, lsl #1\n\t"                                                                        \
+            ROWS                                                                                                 \
             "add r4, r4, #" STEP "\n\t"                                                                          \
             "ldrd r9, r10, [r12, #64]\n\t"                                                                       \
             "ldr r8, [r12, #72]\n\t"                                                                             \
@@ -1493,22 +1496,38 @@ EMBER_INLINE void ember_qa_dw3_quad2(int32_t o[4], const int16_t *p, int Wp, con
             "bne 0b\n\t"                                                                                         \
             "add sp, sp, #16\n\t"                                                                                \
             "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}")
+#define EMBER_QA_DW3_PITCH 64 /* int16: ember_qa_dw3_row1p/2p's plane rows, 128 bytes (EMBER_QA_DW3_ROWSP) */
 EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dw3_row1(EMBER_UNUSED const int16_t *q,
                                                                                 EMBER_UNUSED uint8_t *y,
                                                                                 EMBER_UNUSED const uint32_t *wv,
                                                                                 EMBER_UNUSED int n) {
-    EMBER_QA_DW3_NAKED(EMBER_QA_DW3_RROW, "8");
+    EMBER_QA_DW3_NAKED(EMBER_QA_DW3_ROWS(EMBER_QA_DW3_RROW), "8");
 }
 EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dw3_row2(EMBER_UNUSED const int16_t *q,
                                                                                 EMBER_UNUSED uint8_t *y,
                                                                                 EMBER_UNUSED const uint32_t *wv,
                                                                                 EMBER_UNUSED int n) {
-    EMBER_QA_DW3_NAKED(EMBER_QA_DW3_RROW2, "16");
+    EMBER_QA_DW3_NAKED(EMBER_QA_DW3_ROWS(EMBER_QA_DW3_RROW2), "16");
+}
+/* The same on a plane of EMBER_QA_DW3_PITCH int16 per row: 3 instructions less per step. */
+EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dw3_row1p(EMBER_UNUSED const int16_t *q,
+                                                                                 EMBER_UNUSED uint8_t *y,
+                                                                                 EMBER_UNUSED const uint32_t *wv,
+                                                                                 EMBER_UNUSED int n) {
+    EMBER_QA_DW3_NAKED(EMBER_QA_DW3_ROWSP(EMBER_QA_DW3_RROW), "8");
+}
+EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dw3_row2p(EMBER_UNUSED const int16_t *q,
+                                                                                 EMBER_UNUSED uint8_t *y,
+                                                                                 EMBER_UNUSED const uint32_t *wv,
+                                                                                 EMBER_UNUSED int n) {
+    EMBER_QA_DW3_NAKED(EMBER_QA_DW3_ROWSP(EMBER_QA_DW3_RROW2), "16");
 }
 #undef EMBER_QA_DW3_NAKED
 #undef EMBER_QA_DW3_RQ
 #undef EMBER_QA_DW3_RROW
 #undef EMBER_QA_DW3_RROW2
+#undef EMBER_QA_DW3_ROWS
+#undef EMBER_QA_DW3_ROWSP
 #endif
 #undef EMBER_QA_DW3_ROW
 #undef EMBER_QA_DW3_ROW2
@@ -1708,18 +1727,20 @@ EMBER_INLINE void ember_qa_dw3_t(uint8_t *y, const uint8_t *x, uint32_t flip, in
     const uint32_t zz = (uint32_t)(uint16_t)xz * 0x10001u;
     uint32_t *pw = (uint32_t *)(void *)plane; /* Hp * Wp is even (Wp is) */
     int n, c, i;
-    for (i = 0; i < g.Hp * g.Wp / 2; ++i) pw[i] = zz;
 #if EMBER_HAVE_ARM_DSP
     if (fast == 2 && !g.t && out[0] == 0 && (SW == 1 || SW == 2)) {
         /* ember_qa_dw3_rows' assembly case with its per-channel work lean: the plane's rows and the weights'
-         * words straight (ember_qa_dw3_fill's and ember_qa_dw3_words' for this case), wv[16 .. 18] once */
+         * words straight (ember_qa_dw3_fill's and ember_qa_dw3_words' for this case), wv[19 .. 21] once; rows
+         * of EMBER_QA_DW3_PITCH int16 where they fit (ops/qarm.py conv_scratch sizes the plane so) */
+        const int pp = g.Wp <= EMBER_QA_DW3_PITCH ? EMBER_QA_DW3_PITCH : g.Wp;
         const int r_end = g.H + g.PH < g.Hp ? g.H + g.PH : g.Hp, wd = g.W + g.PW < g.Wp ? g.W : g.Wp - g.PW;
-        const int32_t f[6] = {r_end - g.PH, ((wd >> 2) + 1) >> 1, (wd >> 2) & 1, wd & 3, 2 * g.Wp, (int32_t)g.xs_row};
-        int16_t *const d0 = plane + (ptrdiff_t)g.PH * g.Wp + g.PW;
+        const int32_t f[6] = {r_end - g.PH, ((wd >> 2) + 1) >> 1, (wd >> 2) & 1, wd & 3, 2 * pp, (int32_t)g.xs_row};
+        int16_t *const d0 = plane + (ptrdiff_t)g.PH * pp + g.PW;
         const uint8_t *xc = x;
         uint8_t *yc = y;
         uint32_t wv[22]; /* ember_qa_dw3_row1's: the bias four times, the weights' words, mult, sh, ra, geometry */
-        wv[19] = (uint32_t)(2 * g.Wp), wv[20] = (uint32_t)g.OH, wv[21] = (uint32_t)(2 * g.SH * g.Wp);
+        for (i = 0; i < g.Hp * pp / 2; ++i) pw[i] = zz;
+        wv[19] = (uint32_t)(2 * pp), wv[20] = (uint32_t)g.OH, wv[21] = (uint32_t)(2 * g.SH * pp);
         for (n = 0; n < N; ++n)
             for (c = 0; c < C; ++c, xc += in_plane, yc += out_plane) {
                 const int16_t *w = Wt + 9 * c;
@@ -1740,7 +1761,11 @@ EMBER_INLINE void ember_qa_dw3_t(uint8_t *y, const uint8_t *x, uint32_t flip, in
                     else
                         ember_qa_dw3_fill8u(d0, xc, f);
                 }
-                if (SW == 1)
+                if (pp == EMBER_QA_DW3_PITCH && SW == 1)
+                    ember_qa_dw3_row1p(plane, yc, wv, g.OW);
+                else if (pp == EMBER_QA_DW3_PITCH)
+                    ember_qa_dw3_row2p(plane, yc, wv, g.OW);
+                else if (SW == 1)
                     ember_qa_dw3_row1(plane, yc, wv, g.OW);
                 else
                     ember_qa_dw3_row2(plane, yc, wv, g.OW);
@@ -1748,6 +1773,7 @@ EMBER_INLINE void ember_qa_dw3_t(uint8_t *y, const uint8_t *x, uint32_t flip, in
         return;
     }
 #endif
+    for (i = 0; i < g.Hp * g.Wp / 2; ++i) pw[i] = zz;
     for (n = 0; n < N; ++n)
         for (c = 0; c < C; ++c) {
             const int16_t *w = Wt + 9 * c;
