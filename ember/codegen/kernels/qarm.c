@@ -1414,8 +1414,9 @@ EMBER_INLINE void ember_qa_dw3_quad2(int32_t o[4], const int16_t *p, int Wp, con
  * 3] the bias four times (one LDM starts a step's sums), 4 .. 15 the weights' words, 16 .. 18 mult, sh, ra,
  * 19 the plane's row in bytes, 20 the rows (>= 1), 21 the plane's bytes from one output row to the next.
  * Naked, all in registers (o0 .. o3 in r0 .. r3, q r4, row words r5 r6 r8, weight words r9 r10, row bytes
- * r11, wv r12, y lr, the outputs left r7; the rows' state on the stack): 60 instructions per step where the
- * C loop around the products took about 100, 9 per row where a call per row cost about 40. */
+ * r11, wv r12, y lr, the outputs left r7; the rows' state on the stack): 58 instructions per step where the
+ * C loop around the products took about 100 (54 on a plane of fixed pitch: _row1p, _row2p), 9 per row where
+ * a call per row cost about 40. */
 #define EMBER_QA_DW3_RROW(OFS, B)                    \
     "ldrd r5, r6, [r4, #" B "]\n\t"                  \
     "ldr r8, [r4, #" B "+8]\n\t"                     \
