@@ -217,6 +217,9 @@ def dw3_admits(g: ConvGeometry) -> bool:
     return g.planar and tuple(g.kernel[1:]) == (3, 3) and tuple(g.dilations[1:]) == (1, 1)
 
 
+DW3_PITCH = 64  # qarm.c EMBER_QA_DW3_PITCH: the int16 per plane row of the DSP depthwise rows where they fit
+
+
 def dw3_plane(out_h: int, out_w: int, stride_h: int, stride_w: int) -> tuple[int, int]:
     """Rows and row length (int16) of the zero-padded plane of one channel, as qarm.c's ember_qa_dw3_geo
     lays it out: stride 1 transposes a map of more rows than columns; column strides 1 and 2 round the
@@ -231,14 +234,18 @@ def dw3_plane(out_h: int, out_w: int, stride_h: int, stride_w: int) -> tuple[int
 
 
 def _tables(node: Node, k: KernelEmitter, w_rows: np.ndarray, bias: tuple[int, ...] | None = None,
-            mixed: bool = False) -> tuple[str, str]:
+            mixed: bool = False, pairs: bool = False, fold: bool = False) -> tuple[str, str]:
     """rq (per channel [mult, s, ra, bias]) and out tables ([zero point, lo, hi, fast]); w_rows: the weights
     per output channel (any order), for the sums' bound; `bias`: the one the kernel adds, where not the node's
     (mve8_bias). The DSP kernels' fast form takes the zero point in ra where it fits (`fold_zp`; out's zero
     point is then 0); Helium's rounding shift has no ra. `mixed` (the DSP convolutions' channel quads,
     qarm.c ember_qa_gemm4): where only some channels may tie, the others stay fast and out is [1, lo, hi, 3,
     zero point, count, the quads holding an exact channel...] (a multiplier with many factors of 2, as
-    per-channel quantisation makes, puts a single channel of a layer out of the proof)."""
+    per-channel quantisation makes, puts a single channel of a layer out of the proof). `pairs` (the DSP
+    convolutions): rq ends with each channel's bias twice, the words with which qarm.c's ember_qa_gemm42b starts
+    a tile's eight sums (one LDM), then 1 where `fold` (a 1x1 layer, ConvGeometry.direct, of a constant input
+    zero point) put in those words the zero point's share, -zp * (the row's weight sum), so that its columns
+    are the bytes' values as they are (qarm.c ember_qa_direct2's `fz`), otherwise 0."""
     q = node.attrs["_q"]
     rq = q.requant
     if node.attrs["_isa"] == DSP and node.input(1) is None:
@@ -253,11 +260,24 @@ def _tables(node: Node, k: KernelEmitter, w_rows: np.ndarray, bias: tuple[int, .
         quads = sorted({i // 4 for i, good in enumerate(ok) if not good})
         exact = frozenset(4 * j + r for j in quads for r in range(4))  # whole quads: ember_qa_gemm4_t's
         if len(quads) < len(ok) // 4:  # some quad stays fast
-            return (k.table(rq_table(rq, q.bias if bias is None else bias, True, int(rq.zp), exact), DType.INT32),
+            t = rq_table(rq, q.bias if bias is None else bias, True, int(rq.zp), exact)
+            return (k.table(_bias_pairs(t, None) if pairs else t, DType.INT32),
                     k.table([1, rq.lo, rq.hi, 3, int(rq.zp), len(quads), *quads], DType.INT32))
     zp = int(rq.zp) if fast and node.attrs["_isa"] == DSP and fold_zp(rq) else 0
-    return (k.table(rq_table(rq, q.bias if bias is None else bias, fast, zp), DType.INT32),
+    t = rq_table(rq, q.bias if bias is None else bias, fast, zp)
+    share = None
+    if fold and node.input(1) is None:
+        share = -int(q.x_zp) * np.asarray(w_rows, np.int64).sum(axis=1)
+    return (k.table(_bias_pairs(t, share) if pairs else t, DType.INT32),
             k.table([int(rq.zp) - zp, rq.lo, rq.hi, int(fast)], DType.INT32))
+
+
+def _bias_pairs(table: list[int], share: np.ndarray | None) -> list[int]:
+    """rq_table's `table`, then each channel's bias twice (plus its `share`), then whether shares were added."""
+    b = np.asarray(table[3::4], np.int64) + (0 if share is None else share)
+    if np.abs(b).max(initial=0) >= 2**31:  # an int32 no longer: the zero point stays in the columns
+        b, share = np.asarray(table[3::4], np.int64), None
+    return table + [int(v) for v in b for _ in range(2)] + [int(share is not None)]
 
 
 def sum_bound(w_rows: np.ndarray, bias: tuple[int, ...] | None, x_zp: int, x_int8: bool) -> np.ndarray:
@@ -281,6 +301,8 @@ def conv_scratch(node: Node, g: ConvGeometry) -> int:
     zero-padded int16 plane (depthwise 3x3)."""
     if node.attrs["_q"].depthwise:
         hp, wp = dw3_plane(*g.out_size[1:], *g.strides[1:])
+        if node.attrs["_isa"] == DSP and wp <= DW3_PITCH:  # qarm.c ember_qa_dw3_t's rows of DW3_PITCH int16
+            wp = DW3_PITCH
         return hp * wp if node.attrs.get(MVE8) else 2 * hp * wp
     if node.attrs.get(MVE8):
         return 2 * ((g.channels * g.taps + 15) // 16 * 16)
@@ -312,7 +334,9 @@ def lower_conv(node: Node, k: KernelEmitter, g: ConvGeometry, add: tuple[str, ..
         return
     m = y.shape[1]
     quads = not node.attrs["_q"].depthwise and not mve and m % 4 == 0  # all rows in ember_qa_gemm4's quads
-    rq, out = _tables(node, k, w[:m] if node.attrs["_q"].depthwise or mve else _pair_rows(w, m)[:m], mixed=quads)
+    conv = not node.attrs["_q"].depthwise and not mve
+    rq, out = _tables(node, k, w[:m] if not conv else _pair_rows(w, m)[:m], mixed=quads, pairs=conv,
+                      fold=conv and g.direct)
     geo = k.table(g.table(), DType.INT32)
     sgn = int(x.dtype is DType.INT8)
     if node.attrs["_q"].depthwise:

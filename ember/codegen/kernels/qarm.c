@@ -486,11 +486,42 @@ EMBER_INLINE void ember_qa_gemm4_t(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n
             w += 2 * Kp;
         } else
 #endif
-        if (n == 1) { /* the one plain column: its sums alone */
+        if (n == 1) { /* the one plain column: its sums alone, in locals (the compiler stored a[] each step) */
+            int32_t s0 = a[0], s1 = a[2], s2 = a[4], s3 = a[6];
+#if EMBER_HAVE_ARM_DSP /* 16 instructions per two k pairs (compiled from C: 22); Kp / 2 is even (Kp % 4 == 0) */
+            const ember_qa_u32 *const xend = x + Kp / 2;
+            uint32_t x0, wa, wb;
+            __asm__("1:\n\t"
+                    "ldr %[x0], [%[x]], #4\n\t"
+                    "ldrd %[wa], %[wb], [%[w]], #8\n\t"
+                    "smlad %[s0], %[wa], %[x0], %[s0]\n\t"
+                    "smlad %[s1], %[wb], %[x0], %[s1]\n\t"
+                    "ldrd %[wa], %[wb], [%[w]], #8\n\t"
+                    "smlad %[s2], %[wa], %[x0], %[s2]\n\t"
+                    "smlad %[s3], %[wb], %[x0], %[s3]\n\t"
+                    "ldr %[x0], [%[x]], #4\n\t"
+                    "ldrd %[wa], %[wb], [%[w]], #8\n\t"
+                    "smlad %[s0], %[wa], %[x0], %[s0]\n\t"
+                    "smlad %[s1], %[wb], %[x0], %[s1]\n\t"
+                    "ldrd %[wa], %[wb], [%[w]], #8\n\t"
+                    "smlad %[s2], %[wa], %[x0], %[s2]\n\t"
+                    "smlad %[s3], %[wb], %[x0], %[s3]\n\t"
+                    "cmp %[x], %[xend]\n\t"
+                    "bne 1b"
+                    : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [x] "+r"(x), [w] "+r"(w),
+                      [x0] "=&r"(x0), [wa] "=&r"(wa), [wb] "=&r"(wb)
+                    : [xend] "r"(xend)
+                    : "cc", "memory");
+#else
             for (t = 0; t < Kp / 2; ++t, w += 4) {
                 const uint32_t x0 = x[t];
-                for (r = 0; r < 4; ++r) a[2 * r] = ember_qa_smlad(w[r], x0, a[2 * r]);
+                s0 = ember_qa_smlad(w[0], x0, s0);
+                s1 = ember_qa_smlad(w[1], x0, s1);
+                s2 = ember_qa_smlad(w[2], x0, s2);
+                s3 = ember_qa_smlad(w[3], x0, s3);
             }
+#endif
+            a[0] = s0, a[2] = s1, a[4] = s2, a[6] = s3;
         } else {
             for (t = 0; t < Kp / 2; ++t, w += 4) {
                 const uint32_t x0 = x[2 * t], x1 = x[2 * t + 1];
@@ -509,10 +540,13 @@ EMBER_INLINE void ember_qa_gemm4_t(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n
 #if EMBER_HAVE_ARM_DSP
 /* ember_qa_gemm4_t's common case, in assembly: two columns, cs = 1, the SSAT requantisation with the zero
  * point in ra (ops/qarm.py `fold_zp`, out[0] = 0: one LDM reads a channel's mult, sh, ra). The context is
- * copied onto the stack (sp + 0: cols, 4: the weights' bytes per quad, 8: y, 12: rs, 16: rq, 20: the end
- * of the quad's weights, 24: the end of W, 28: the product loop's entry for this Kp, found once per call and
- * taken by one LDR PC per tile). About 61 instructions per tile outside the products (under 8 per output;
- * ember_qa_gemm22s: 11). */
+ * copied onto the stack (sp + 0: cols, 4: bq, 8: y, 12: rs, 16: rq, 20: the end
+ * of the columns, where each quad's products end, 24: the end of W, 28: the product loop's entry for Kp). The entry (Thumb bit
+ * set) is found by the first call and kept in ctx->entry (0 until then), so that a layer calling once per
+ * column pair (ember_qa_conv_t's 1x1 loop) pays for it once; one LDR PC per tile takes it. The product loop
+ * runs 32 k pairs per pass (EMBER_QA_BLOCK42, 44 bytes of code each; the entry skips the blocks that the
+ * first pass lacks), so that its end test (3 instructions) comes once per 512 multiply-adds. About 61
+ * instructions per tile outside the products (under 8 per output; ember_qa_gemm22s: 11). */
 typedef struct {
     const int16_t *cols;
     int32_t kb;
@@ -520,7 +554,8 @@ typedef struct {
     int32_t rs;
     const int32_t *rq;
     const int16_t *w, *wend;
-    int32_t spare;
+    uint32_t entry;
+    const int32_t *bq; /* ember_qa_gemm42b's biases */
 } ember_qa_q42_t;
 #define EMBER_QA_RQ42(A, B)                               \
     "ldm lr!, {r8, r9, r10, r11}\n\t"                     \
@@ -534,57 +569,71 @@ typedef struct {
     "strb " A ", [r10]\n\t"                               \
     "strb " B ", [r10, #1]\n\t"                           \
     "add r10, r10, r11\n\t"
-EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_gemm42s(EMBER_UNUSED const ember_qa_q42_t *ctx) {
-    __asm__("push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"
-            "ldm r0, {r1, r2, r3, r4, r5, r6, r7, r8}\n\t"
-            "push {r1, r2, r3, r4, r5, r6, r7, r8}\n\t"
-            "mov r12, r6\n\t" /* the weights */
-            /* the loop's entry for this Kp (EMBER_QA_LOOP42's), once: its address (Thumb bit set) at sp + 28 */
-            "lsls r10, r2, #26\n\t" /* N: bit 5, C: bit 6 */
-            "bcc 7f\n\t"
-            "bmi 8f\n\t"
-            "adr.w r10, 3f\n\t"
-            "b 9f\n\t"
-            "8:\n\t"
-            "adr.w r10, 2f\n\t"
-            "b 9f\n\t"
-            "7:\n\t"
-            "bmi 8f\n\t"
-            "adr.w r10, 1f\n\t"
-            "b 9f\n\t"
-            "8:\n\t"
-            "adr.w r10, 4f\n\t"
-            "9:\n\t"
-            "orr r10, r10, #1\n\t"
-            "str r10, [sp, #28]\n\t"
-            "0:\n\t"
-            "ldr lr, [sp, #16]\n\t" /* the biases */
-            "ldr r0, [lr, #12]\n\t"
-            "mov r1, r0\n\t"
-            "ldr r2, [lr, #28]\n\t"
-            "mov r3, r2\n\t"
-            "ldr r4, [lr, #44]\n\t"
-            "mov r5, r4\n\t"
-            "ldr r6, [lr, #60]\n\t"
-            "mov r7, r6\n\t"
-            "ldr r10, [sp, #4]\n\t"
-            "ldr lr, [sp]\n\t"
-            "add r11, r12, r10\n\t"
-            "str r11, [sp, #20]\n\t"
-            "ldr pc, [sp, #28]\n\t"
-            EMBER_QA_PASSES42("20")
-            "ldr lr, [sp, #16]\n\t"
-            EMBER_QA_RQ42("r0", "r1") EMBER_QA_RQ42("r2", "r3") EMBER_QA_RQ42("r4", "r5") EMBER_QA_RQ42("r6", "r7")
-            "str lr, [sp, #16]\n\t"
-            "ldrd r10, r11, [sp, #8]\n\t"
-            EMBER_QA_ST42("r0", "r1") EMBER_QA_ST42("r2", "r3") EMBER_QA_ST42("r4", "r5") EMBER_QA_ST42("r6", "r7")
-            "str r10, [sp, #8]\n\t"
-            "ldr r10, [sp, #24]\n\t"
-            "cmp r12, r10\n\t"
-            "bne 0b\n\t"
-            "add sp, sp, #32\n\t"
-            "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}");
+#define EMBER_QA_BLOCK42X4 EMBER_QA_BLOCK42 EMBER_QA_BLOCK42 EMBER_QA_BLOCK42 EMBER_QA_BLOCK42
+#define EMBER_QA_BLOCK42X16 EMBER_QA_BLOCK42X4 EMBER_QA_BLOCK42X4 EMBER_QA_BLOCK42X4 EMBER_QA_BLOCK42X4
+#define EMBER_QA_GEMM42S(BIAS)                                                                                 \
+    __asm__("push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t" \
+            "ldm r0, {r1, r2, r3, r4, r5, r6, r7, r8}\n\t" \
+            "cmp r8, #0\n\t" \
+            "bne 9f\n\t" \
+            /* the entry: 5f less 44 bytes per block of the first pass, (kb / 16) % 32 of them or 32 */ \
+            "lsrs r9, r2, #4\n\t" \
+            "ands r9, r9, #31\n\t" \
+            "bne 8f\n\t" \
+            "movs r9, #32\n\t" \
+            "8:\n\t" \
+            "movs r10, #44\n\t" \
+            "adr.w r11, 5f\n\t" \
+            "mls r8, r9, r10, r11\n\t" \
+            "orr r8, r8, #1\n\t" \
+            "str r8, [r0, #28]\n\t" \
+            "9:\n\t" \
+            "mov r12, r6\n\t" /* the weights */ \
+            "add r6, r1, r2, lsr #1\n\t" /* the end of the columns (4 * Kp bytes), at sp + 20 */ \
+            "ldr r2, [r0, #32]\n\t" /* bq, at sp + 4 */ \
+            "push {r1, r2, r3, r4, r5, r6, r7, r8}\n\t" \
+            "0:\n\t" \
+            BIAS \
+            "ldr lr, [sp]\n\t" \
+            "ldr pc, [sp, #28]\n\t" \
+            "1:\n\t" \
+            EMBER_QA_BLOCK42X16 EMBER_QA_BLOCK42X16 \
+            "5:\n\t" \
+            "ldr r10, [sp, #20]\n\t" \
+            "cmp lr, r10\n\t" \
+            "bne 1b\n\t" \
+            "ldr lr, [sp, #16]\n\t" \
+            EMBER_QA_RQ42("r0", "r1") EMBER_QA_RQ42("r2", "r3") EMBER_QA_RQ42("r4", "r5") EMBER_QA_RQ42("r6", "r7") \
+            "str lr, [sp, #16]\n\t" \
+            "ldrd r10, r11, [sp, #8]\n\t" \
+            EMBER_QA_ST42("r0", "r1") EMBER_QA_ST42("r2", "r3") EMBER_QA_ST42("r4", "r5") EMBER_QA_ST42("r6", "r7") \
+            "str r10, [sp, #8]\n\t" \
+            "ldr r10, [sp, #24]\n\t" \
+            "cmp r12, r10\n\t" \
+            "bne 0b\n\t" \
+            "add sp, sp, #32\n\t" \
+            "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}")
+/* The sums' start: the biases, each channel's twice, from the per-quad words at bq (sp + 4; ops/qarm.py
+ * `_tables`' pairs: appended to rq), or from rq's (9 instructions where LDM takes 3). */
+EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_gemm42s(EMBER_UNUSED ember_qa_q42_t *ctx) {
+    EMBER_QA_GEMM42S("ldr lr, [sp, #16]\n\t"
+                     "ldr r0, [lr, #12]\n\t"
+                     "mov r1, r0\n\t"
+                     "ldr r2, [lr, #28]\n\t"
+                     "mov r3, r2\n\t"
+                     "ldr r4, [lr, #44]\n\t"
+                     "mov r5, r4\n\t"
+                     "ldr r6, [lr, #60]\n\t"
+                     "mov r7, r6\n\t");
 }
+EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_gemm42b(EMBER_UNUSED ember_qa_q42_t *ctx) {
+    EMBER_QA_GEMM42S("ldr lr, [sp, #4]\n\t"
+                     "ldm lr!, {r0, r1, r2, r3, r4, r5, r6, r7}\n\t"
+                     "str lr, [sp, #4]\n\t");
+}
+#undef EMBER_QA_GEMM42S
+#undef EMBER_QA_BLOCK42X4
+#undef EMBER_QA_BLOCK42X16
 #undef EMBER_QA_RQ42
 #undef EMBER_QA_ST42
 #endif
@@ -598,7 +647,7 @@ EMBER_INLINE void ember_qa_gemm4(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n, 
     if (mode == 2 && n == 2 && cs == 1 && out[0] == 0) {
         ember_qa_q42_t ctx;
         ctx.cols = cols, ctx.kb = 8 * Kp, ctx.y = y, ctx.rs = (int32_t)rs, ctx.rq = rq, ctx.w = W;
-        ctx.wend = W + (ptrdiff_t)M4 * Kp, ctx.spare = 0;
+        ctx.wend = W + (ptrdiff_t)M4 * Kp, ctx.entry = 0, ctx.bq = 0;
         ember_qa_gemm42s(&ctx);
         return;
     }
@@ -820,24 +869,149 @@ static void ember_qa_col(int16_t *EMBER_RESTRICT col, const uint8_t *EMBER_RESTR
     }
     while (d != end) *d++ = 0;
 }
-/* The columns of output pixels (oh, ow) and (oh, ow + 1) into t0, t1, as ember_qa_col, for a stride-1
- * 3-wide window when both lie inside the image: one 4-byte read per channel and kernel row feeds both
- * (their windows share the middle two bytes), widened once. Returns 0 (nothing written) otherwise. Not
+#if EMBER_HAVE_ARM_DSP
+/* ember_qa_col2's stride-2 columns straight in ember_qa_pair_cols' layout (cols: per k pair the word of
+ * each column): the R = C * KH window rows (the first at xc, then RS apart within a channel, channels S
+ * apart) two at a time, whose 6 k (x0 x1 x2, y0 y1 y2; the second column's x2 x3 x4, y2 y3 y4) are 3
+ * k pairs: (x0, x1) (x2, x3), (x2, y0) (x4, y2), (y1, y2) (y3, y4); an odd last row's third k pairs with
+ * the padding. `sg` (a constant where inlined): int8 bytes, sign-extended by SXTB16 (no flip). About 30
+ * instructions per two rows where the plain columns and their interleaving took about 55. */
+EMBER_INLINE void ember_qa_col2i_t(uint32_t *d, const uint8_t *xc, ptrdiff_t S, ptrdiff_t RS, int R, int KH,
+                                   int32_t z2, int Kp, int sg) {
+    const int32_t zv = sg ? z2 - 128 : z2; /* a value is the extended byte less zv (EMBER_QA_VAL) */
+    const uint32_t zz = (uint32_t)(uint16_t)zv * 0x10001u;
+    uint32_t *const end = d + Kp;
+    const uint8_t *pr = xc;
+    int i = 0, r;
+#define EMBER_QA_NEXT_ROW (++i == KH ? (i = 0, pr += S - (ptrdiff_t)(KH - 1) * RS) : (pr += RS))
+#define EMBER_QA_EXT(E, O, W)                                                     \
+    do {                                                                          \
+        if (sg) {                                                                 \
+            __asm__("sxtb16 %0, %1" : "=r"(E) : "r"(W));                          \
+            __asm__("sxtb16 %0, %1, ror #8" : "=r"(O) : "r"(W));                  \
+        } else {                                                                  \
+            __asm__("uxtb16 %0, %1" : "=r"(E) : "r"(W));                          \
+            __asm__("uxtb16 %0, %1, ror #8" : "=r"(O) : "r"(W));                  \
+        }                                                                         \
+        __asm__("ssub16 %0, %1, %2" : "=r"(E) : "r"(E), "r"(zz));                 \
+        __asm__("ssub16 %0, %1, %2" : "=r"(O) : "r"(O), "r"(zz));                 \
+    } while (0)
+#define EMBER_QA_B4(P) ((uint32_t)(uint16_t)((sg ? (int32_t)(int8_t)(P)[4] : (int32_t)(P)[4]) - zv))
+#define EMBER_QA_PAIR(PA, PB)                                                                                          \
+    do {                                                                                                               \
+        const uint8_t *pa_ = (PA), *pb_ = (PB);                                                                        \
+        const uint32_t wa = *(const ember_qa_u8x4 *)(const void *)pa_, wb = *(const ember_qa_u8x4 *)(const void *)pb_; \
+        uint32_t ex, ox, ey, oy;                                                                                       \
+        EMBER_QA_EXT(ex, ox, wa);                                                                                      \
+        EMBER_QA_EXT(ey, oy, wb);                                                                                      \
+        d[0] = (ex & 0xffffu) | ox << 16;               /* (x0, x1) */                                                 \
+        d[1] = ex >> 16 | (ox & 0xffff0000u);           /* (x2, x3) */                                                 \
+        d[2] = ex >> 16 | ey << 16;                     /* (x2, y0) */                                                 \
+        d[3] = EMBER_QA_B4(pa_) | (ey & 0xffff0000u);   /* (x4, y2) */                                                 \
+        d[4] = (oy & 0xffffu) | (ey & 0xffff0000u);     /* (y1, y2) */                                                 \
+        d[5] = oy >> 16 | EMBER_QA_B4(pb_) << 16;       /* (y3, y4) */                                                 \
+        d += 6;                                                                                                        \
+    } while (0)
+    if (KH == 3) { /* two channels' six rows a pair at a time, at fixed offsets */
+        const int C = R / 3;
+        int c;
+        for (c = 0; c + 1 < C; c += 2, pr += 2 * S) {
+            EMBER_QA_PAIR(pr, pr + RS);
+            EMBER_QA_PAIR(pr + 2 * RS, pr + S);
+            EMBER_QA_PAIR(pr + S + RS, pr + S + 2 * RS);
+        }
+        if (c < C) {
+            EMBER_QA_PAIR(pr, pr + RS);
+            pr += 2 * RS;
+        }
+        r = R - (C & 1);
+    } else {
+        for (r = 0; r + 1 < R; r += 2) {
+            const uint8_t *pa = pr;
+            EMBER_QA_NEXT_ROW;
+            EMBER_QA_PAIR(pa, pr);
+            EMBER_QA_NEXT_ROW;
+        }
+    }
+    if (r < R) { /* the last row, its third k before the padding */
+        uint32_t ex, ox;
+        const uint32_t wa = *(const ember_qa_u8x4 *)(const void *)pr;
+        EMBER_QA_EXT(ex, ox, wa);
+        d[0] = (ex & 0xffffu) | ox << 16;
+        d[1] = ex >> 16 | (ox & 0xffff0000u);
+        d[2] = ex >> 16;
+        d[3] = EMBER_QA_B4(pr);
+        d += 4;
+    }
+    while (d != end) *d++ = 0;
+#undef EMBER_QA_NEXT_ROW
+#undef EMBER_QA_EXT
+#undef EMBER_QA_B4
+#undef EMBER_QA_PAIR
+}
+#endif
+/* The columns of output pixels (oh, ow) and (oh, ow + 1) into t0, t1, as ember_qa_col, for a 3-wide window
+ * of column stride 1 or 2 when both lie inside the image: one 4-byte read per channel and kernel row feeds
+ * both (their windows share two bytes, or at stride 2 one, the fifth read apart), widened once. Returns 0 (nothing written) otherwise. Not
  * inlined: ember_qa_conv_t's direct (1x1) loop keeps its registers. */
-EMBER_NOINLINE static int ember_qa_col2(int16_t *EMBER_RESTRICT t0, int16_t *EMBER_RESTRICT t1, const uint8_t *EMBER_RESTRICT xn,
-                         uint32_t flip, int32_t z2, const int32_t *p, int oh, int ow, int Kp) {
+EMBER_NOINLINE static int ember_qa_col2(int16_t *EMBER_RESTRICT t0, int16_t *EMBER_RESTRICT t1, int16_t *EMBER_RESTRICT il,
+                                       const uint8_t *EMBER_RESTRICT xn, uint32_t flip, int32_t z2, const int32_t *p,
+                                       int oh, int ow, int Kp) {
     const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], Wd = p[EMBER_GEO_IN_W], KH = p[EMBER_GEO_K_H];
     const int DH = p[EMBER_GEO_DIL_H];
-    const int ih0 = oh * p[EMBER_GEO_STRIDE_H] - p[EMBER_GEO_PAD_H], iw0 = ow - p[EMBER_GEO_PAD_W];
+    const int ih0 = oh * p[EMBER_GEO_STRIDE_H] - p[EMBER_GEO_PAD_H], iw0 = ow * p[EMBER_GEO_STRIDE_W] - p[EMBER_GEO_PAD_W];
     const ptrdiff_t S = (ptrdiff_t)H * Wd, RS = (ptrdiff_t)DH * Wd;
     const int K = C * KH * 3;
     const uint8_t *xc;
     int c, i, k;
-    if (p[EMBER_GEO_STRIDE_W] != 1 || p[EMBER_GEO_K_W] != 3 || p[EMBER_GEO_DIL_W] != 1 || ih0 < 0 || iw0 < 0 ||
-        ih0 + (KH - 1) * DH >= H || iw0 + 3 >= Wd)
+    const int s2 = p[EMBER_GEO_STRIDE_W] == 2;
+    if ((p[EMBER_GEO_STRIDE_W] != 1 && !s2) || p[EMBER_GEO_K_W] != 3 || p[EMBER_GEO_DIL_W] != 1 || ih0 < 0 ||
+        iw0 < 0 || ih0 + (KH - 1) * DH >= H || iw0 + 3 + s2 >= Wd)
         return 0;
     xc = xn + (ptrdiff_t)ih0 * Wd + iw0;
-    {
+#if EMBER_HAVE_ARM_DSP
+    if (s2 && il) { /* interleaved straight into il (returns 2) */
+        if (flip)
+            ember_qa_col2i_t((uint32_t *)(void *)il, xc, S, RS, C * KH, KH, z2, Kp, 1);
+        else
+            ember_qa_col2i_t((uint32_t *)(void *)il, xc, S, RS, C * KH, KH, z2, Kp, 0);
+        return 2;
+    }
+#else
+    (void)il;
+#endif
+    if (s2) { /* column stride 2: the windows b0 b1 b2 and b2 b3 b4 from one word and a byte */
+        int16_t *d0 = t0, *d1 = t1;
+#if EMBER_HAVE_ARM_DSP
+        const uint32_t f4 = flip * 0x01010101u, zz = (uint32_t)(uint16_t)z2 * 0x10001u;
+#endif
+        for (c = 0; c < C; ++c, xc += S) {
+            const uint8_t *xr = xc;
+            for (i = 0; i < KH; ++i, xr += RS, d0 += 3, d1 += 3) {
+#if EMBER_HAVE_ARM_DSP /* e = (b0, b2), o = (b1, b3) less the zero point */
+                const uint32_t w = *(const ember_qa_u8x4 *)(const void *)xr ^ f4;
+                uint32_t e, o, a, b;
+                __asm__("uxtb16 %0, %1" : "=r"(e) : "r"(w));
+                __asm__("uxtb16 %0, %1, ror #8" : "=r"(o) : "r"(w));
+                __asm__("ssub16 %0, %1, %2" : "=r"(e) : "r"(e), "r"(zz));
+                __asm__("ssub16 %0, %1, %2" : "=r"(o) : "r"(o), "r"(zz));
+                __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(a) : "r"(e), "r"(o));
+                __asm__("pkhtb %0, %1, %2, asr #16" : "=r"(b) : "r"(o), "r"(e));
+                *(ember_qa_u32 *)(void *)d0 = a;
+                d0[2] = (int16_t)(e >> 16);
+                *(ember_qa_u32 *)(void *)d1 = b;
+                d1[2] = EMBER_QA_VAL(xr[4], flip, z2);
+#else
+                const int16_t v2 = EMBER_QA_VAL(xr[2], flip, z2);
+                d0[0] = EMBER_QA_VAL(xr[0], flip, z2);
+                d0[1] = EMBER_QA_VAL(xr[1], flip, z2);
+                d0[2] = d1[0] = v2;
+                d1[1] = EMBER_QA_VAL(xr[3], flip, z2);
+                d1[2] = EMBER_QA_VAL(xr[4], flip, z2);
+#endif
+            }
+        }
+    } else {
         int16_t *d0 = t0, *d1 = t1;
 #if EMBER_HAVE_ARM_DSP
         const uint32_t f4 = flip * 0x01010101u, zz = (uint32_t)(uint16_t)z2 * 0x10001u;
@@ -876,37 +1050,52 @@ EMBER_NOINLINE static int ember_qa_col2(int16_t *EMBER_RESTRICT t0, int16_t *EMB
  * (c, c + 1) of pixel q, then of pixel q + 1, zero-padded to Kp. With the DSP extension one halfword read
  * per channel (both pixels) and SXTB16/UXTB16 to split the pixels: 11 instructions per channel pair where
  * widening each pixel and interleaving took about 36. */
-static void ember_qa_direct2(int16_t *EMBER_RESTRICT cols, const uint8_t *EMBER_RESTRICT xq, ptrdiff_t S, int C, int Kp,
-                             uint32_t flip, int32_t z2) {
+EMBER_INLINE void ember_qa_direct2(int16_t *EMBER_RESTRICT cols, const uint8_t *EMBER_RESTRICT xq, ptrdiff_t S, int C, int Kp,
+                               uint32_t flip, int32_t z2, int fz) {
     int c = 0;
+    if (fz) z2 = (int32_t)flip; /* the zero point in the biases (`fz`, ember_qa_conv_t): the bytes' values as they are */
 #if EMBER_HAVE_ARM_DSP
-    /* In assembly, 11 instructions per channel pair (compiled from C: 16). int8 bytes are sign-extended
-     * (SXTB16) and less the zero point, uint8 ones zero-extended: the same values as EMBER_QA_VAL. */
+    /* In assembly, 11 instructions per channel pair (compiled from C: 16; the zero point folded, 9 or 8).
+     * int8 bytes are sign-extended (SXTB16) and less the zero point, uint8 ones zero-extended: the same
+     * values as EMBER_QA_VAL. */
     if (C >= 2) {
         uint32_t *d = (uint32_t *)(void *)cols;
         const uint32_t *const dend = d + (C & ~1);
         const uint32_t zz = (uint32_t)(uint16_t)(flip ? z2 - 128 : z2) * 0x10001u;
         uint32_t a, b, e, o;
-#define EMBER_QA_DIRECT2(EXT)                                                                        \
-    __asm__("1:\n\t"                                                                                 \
+#define EMBER_QA_STEP2(EXT, SUB)                                                                     \
             "ldrh %[a], [%[x]]\n\t"                                                                  \
             "ldrh %[b], [%[x], %[s]]\n\t"                                                            \
             "add %[x], %[x], %[s2]\n\t"                                                              \
             "orr %[a], %[a], %[b], lsl #16\n\t"                                                      \
             EXT " %[e], %[a]\n\t"                                                                    \
             EXT " %[o], %[a], ror #8\n\t"                                                            \
-            "ssub16 %[e], %[e], %[zz]\n\t"                                                           \
-            "ssub16 %[o], %[o], %[zz]\n\t"                                                           \
-            "strd %[e], %[o], [%[d]], #8\n\t"                                                        \
+            SUB                                                                                      \
+            "strd %[e], %[o], [%[d]], #8\n\t"
+#define EMBER_QA_DIRECT2(BODY)                                                                       \
+    __asm__("1:\n\t"                                                                                 \
+            BODY                                                                                     \
             "cmp %[d], %[dend]\n\t"                                                                  \
             "bne 1b"                                                                                 \
             : [x] "+&r"(xq), [d] "+&r"(d), [a] "=&r"(a), [b] "=&r"(b), [e] "=&r"(e), [o] "=&r"(o)   \
             : [s] "r"(S), [s2] "r"(2 * S), [zz] "r"(zz), [dend] "r"(dend)                            \
             : "cc", "memory")
-        if (flip)
-            EMBER_QA_DIRECT2("sxtb16");
+#define EMBER_QA_SUB2 "ssub16 %[e], %[e], %[zz]\n\tssub16 %[o], %[o], %[zz]\n\t"
+        if (fz && (C & 3) == 0) { /* the zero point folded, two channel pairs per pass: 8 instructions a pair */
+            if (flip)
+                EMBER_QA_DIRECT2(EMBER_QA_STEP2("sxtb16", "") EMBER_QA_STEP2("sxtb16", ""));
+            else
+                EMBER_QA_DIRECT2(EMBER_QA_STEP2("uxtb16", "") EMBER_QA_STEP2("uxtb16", ""));
+        } else if (fz && flip)
+            EMBER_QA_DIRECT2(EMBER_QA_STEP2("sxtb16", ""));
+        else if (fz)
+            EMBER_QA_DIRECT2(EMBER_QA_STEP2("uxtb16", ""));
+        else if (flip)
+            EMBER_QA_DIRECT2(EMBER_QA_STEP2("sxtb16", EMBER_QA_SUB2));
         else
-            EMBER_QA_DIRECT2("uxtb16");
+            EMBER_QA_DIRECT2(EMBER_QA_STEP2("uxtb16", EMBER_QA_SUB2));
+#undef EMBER_QA_SUB2
+#undef EMBER_QA_STEP2
 #undef EMBER_QA_DIRECT2
         c = C & ~1;
     }
@@ -949,24 +1138,62 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
     const int K = C * p[EMBER_GEO_K_H] * p[EMBER_GEO_K_W], Kp = (K + kq - 1) / kq * kq, P = OH * OW;
     const ptrdiff_t S = (ptrdiff_t)p[EMBER_GEO_IN_H] * p[EMBER_GEO_IN_W];
     const int direct = K == C && S == P && p[EMBER_GEO_PAD_H] == 0 && p[EMBER_GEO_PAD_W] == 0;
-    const int pairs = p[EMBER_GEO_STRIDE_W] == 1 && p[EMBER_GEO_K_W] == 3 && p[EMBER_GEO_DIL_W] == 1; /* col2's */
+    const int pairs = p[EMBER_GEO_STRIDE_W] <= 2 && p[EMBER_GEO_K_W] == 3 && p[EMBER_GEO_DIL_W] == 1; /* col2's */
     const uint32_t flip = sgn ? 0x80u : 0u;
     const int32_t z2 = xz + (sgn ? 128 : 0);
     int16_t *t0 = cols + 2 * Kp, *t1 = t0 + Kp;
-    int n, q, c, oh = 0, ow = 0;
+    int n, q, c, oh = 0, ow = 0, built;
+    int16_t *il = 0; /* ember_qa_col2's interleaved columns (cols) where ember_qa_gemm42b takes them */
+    int fz = 0;
+#if EMBER_HAVE_ARM_DSP
+    /* the common case: ember_qa_gemm42s straight, its context set once (ember_qa_gemm2h's checks and context
+     * cost about 80 instructions per column pair) */
+    ember_qa_q42_t q42;
+    const int s42 = dsp && M % 4 == 0 && out[3] != 3 && ember_qa_mode(out) == 2 && out[0] == 0;
+    q42.cols = cols, q42.kb = 8 * Kp, q42.rq = rq, q42.w = (const int16_t *)(const void *)W;
+    q42.wend = q42.w + (ptrdiff_t)M * Kp, q42.entry = 0, q42.bq = rq + 4 * M; /* ops/qarm.py `_tables`' pairs */
+    /* ops/qarm.py `_tables`' fold: a 1x1 layer's bias pairs hold the zero point's share (rq[6 M] = 1), so that
+     * ember_qa_direct2 leaves the bytes' values as they are */
+    fz = s42 && direct && rq[6 * M];
+    if (s42) il = cols;
+    const int s2i = s42 && !direct && p[EMBER_GEO_STRIDE_W] == 2 && p[EMBER_GEO_K_W] == 3 && p[EMBER_GEO_DIL_W] == 1;
+    const int SH = p[EMBER_GEO_STRIDE_H], PH = p[EMBER_GEO_PAD_H], PW = p[EMBER_GEO_PAD_W], KH = p[EMBER_GEO_K_H];
+    const int DH = p[EMBER_GEO_DIL_H], IH = p[EMBER_GEO_IN_H], IW = p[EMBER_GEO_IN_W];
+    const ptrdiff_t RS = (ptrdiff_t)DH * IW;
+#endif
     for (n = 0; n < N; ++n) {
         const uint8_t *xn = x + (ptrdiff_t)n * C * S;
         uint8_t *yn = y + (ptrdiff_t)n * M * P;
         const uint8_t *rn = res ? res + (ptrdiff_t)n * M * P : 0;
-        for (q = 0; q < P; q += 2) {
+        q = 0;
+#if EMBER_HAVE_ARM_DSP
+        if (s42 && direct && !res) { /* a 1x1 layer's column pairs, nothing else to track */
+            q42.rs = (int32_t)P;
+            for (; q + 1 < P; q += 2) {
+                ember_qa_direct2(cols, xn + q, S, C, Kp, flip, z2, fz);
+                q42.y = yn + q;
+                ember_qa_gemm42b(&q42);
+            }
+        }
+#endif
+        for (; q < P; q += 2) {
             const int two = q + 1 < P;
+            built = 0;
             /* a fused residual add (ember_qarm_conv_add): the outputs go to the stage first */
             uint8_t *const yq = res ? stage + (q & (EMBER_QA_STAGE - 1)) : yn + q;
             const ptrdiff_t rs = res ? EMBER_QA_STAGE : P;
             if (res && q && (q & (EMBER_QA_STAGE - 1)) == 0)
                 fin(yn + q - EMBER_QA_STAGE, P, stage, rn + q - EMBER_QA_STAGE, M, EMBER_QA_STAGE, sgn, radd);
             if (dsp && direct && two) { /* SMLAD's interleaved columns straight from the planes */
-                ember_qa_direct2(cols, xn + q, S, C, Kp, flip, z2);
+#if EMBER_HAVE_ARM_DSP
+                if (s42) {
+                    ember_qa_direct2(cols, xn + q, S, C, Kp, flip, z2, fz);
+                    q42.y = yq, q42.rs = (int32_t)rs;
+                    ember_qa_gemm42b(&q42);
+                    continue;
+                }
+#endif
+                ember_qa_direct2(cols, xn + q, S, C, Kp, flip, z2, 0);
                 ember_qa_gemm2h(yq, rs, 1, 2, (const int16_t *)(const void *)W, M, Kp, cols, rq, out);
                 continue;
             }
@@ -1005,7 +1232,23 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
                 }
 #endif
                 for (; c < Kp; ++c) t0[c] = t1[c] = 0;
-            } else if (pairs && two && ow + 1 < OW && ember_qa_col2(t0, t1, xn, flip, z2, p, oh, ow, Kp)) {
+            }
+#if EMBER_HAVE_ARM_DSP
+            else if (s2i && two && ow + 1 < OW && oh * SH - PH >= 0 && oh * SH - PH + (KH - 1) * DH < IH &&
+                     ow * 2 - PW >= 0 && ow * 2 - PW + 4 < IW) {
+                /* a stride-2 pair inside the image: ember_qa_col2's interleaved columns with its checks here */
+                const uint8_t *xc = xn + (ptrdiff_t)(oh * SH - PH) * IW + ow * 2 - PW;
+                if (flip)
+                    ember_qa_col2i_t((uint32_t *)(void *)cols, xc, S, RS, C * KH, KH, z2, Kp, 1);
+                else
+                    ember_qa_col2i_t((uint32_t *)(void *)cols, xc, S, RS, C * KH, KH, z2, Kp, 0);
+                if ((ow += 2) == OW) ow = 0, ++oh;
+                q42.y = yq, q42.rs = (int32_t)rs;
+                ember_qa_gemm42b(&q42);
+                continue;
+            }
+#endif
+            else if (pairs && two && ow + 1 < OW && (built = ember_qa_col2(t0, t1, il, xn, flip, z2, p, oh, ow, Kp))) {
                 if ((ow += 2) == OW) ow = 0, ++oh;
             } else {
                 ember_qa_col(t0, xn, flip, z2, p, oh, ow, Kp);
@@ -1015,6 +1258,14 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
                     if (++ow == OW) ow = 0, ++oh;
                 }
             }
+#if EMBER_HAVE_ARM_DSP
+            if (s42 && two) {
+                if (built != 2) ember_qa_pair_cols(cols, t0, t1, Kp);
+                q42.y = yq, q42.rs = (int32_t)rs;
+                ember_qa_gemm42b(&q42);
+                continue;
+            }
+#endif
             gemm(yq, rs, 1 + two, W, M, Kp, cols, t0, t1, rq, out);
         }
         if (res && P) { /* the last, maybe partial, stage */
@@ -1156,15 +1407,19 @@ EMBER_INLINE void ember_qa_dw3_quad2(int32_t o[4], const int16_t *p, int Wp, con
     o[3] = o3;
 }
 #if EMBER_HAVE_ARM_DSP
-/* A row's n >= 1 outputs in steps of four (ember_qa_dw3_quad for s = 1, _quad2 for s = 2; the plane's rows are
- * long enough for the last step's reads) from the plane row q, each requantised by the SSAT form with the
- * zero point in ra (ops/qarm.py `fold_zp`) and stored at y[0 .. 3] (the last step: its n % 4 or 4 outputs):
- * wv[0 .. 11] the weights' words, 12 .. 15 mult, sh, ra, bias, 16 the plane's row in bytes. Naked, all in
- * registers (o0 .. o3 in r0 .. r3, q r4, row words r5 r6 r8, weight words r9 r10, row bytes r11, wv r12,
- * y lr, the outputs left r7): 63 instructions per step where the C loop around the products took about 100. */
-#define EMBER_QA_DW3_RROW(OFS)                       \
-    "ldrd r5, r6, [r4]\n\t"                          \
-    "ldr r8, [r4, #8]\n\t"                           \
+/* A channel's output rows of n >= 1 outputs each (stored one row after the other from y) in steps of four
+ * (ember_qa_dw3_quad for s = 1, _quad2 for s = 2; the plane's rows are long enough for the last step's
+ * reads) from the plane rows q, q + wv[21] bytes, ..., each requantised by the SSAT form with the zero point
+ * in ra (ops/qarm.py `fold_zp`) and stored at y[0 .. 3] (a row's last step: its n % 4 or 4 outputs): wv[0 ..
+ * 3] the bias four times (one LDM starts a step's sums), 4 .. 15 the weights' words, 16 .. 18 mult, sh, ra,
+ * 19 the plane's row in bytes, 20 the rows (>= 1), 21 the plane's bytes from one output row to the next.
+ * Naked, all in registers (o0 .. o3 in r0 .. r3, q r4, row words r5 r6 r8, weight words r9 r10, row bytes
+ * r11, wv r12, y lr, the outputs left r7; the rows' state on the stack): 58 instructions per step where the
+ * C loop around the products took about 100 (54 on a plane of fixed pitch: _row1p, _row2p), 9 per row where
+ * a call per row cost about 40. */
+#define EMBER_QA_DW3_RROW(OFS, B)                    \
+    "ldrd r5, r6, [r4, #" B "]\n\t"                  \
+    "ldr r8, [r4, #" B "+8]\n\t"                     \
     "ldrd r9, r10, [r12, #" #OFS "]\n\t"             \
     "smlad r0, r5, r9, r0\n\t"                       \
     "smlad r0, r6, r10, r0\n\t"                      \
@@ -1175,50 +1430,53 @@ EMBER_INLINE void ember_qa_dw3_quad2(int32_t o[4], const int16_t *p, int Wp, con
     "smlad r1, r6, r10, r1\n\t"                      \
     "smlad r3, r6, r9, r3\n\t"                       \
     "smlad r3, r8, r10, r3\n\t"
-#define EMBER_QA_DW3_RROW2(OFS)                      \
-    "ldrd r5, r6, [r4]\n\t"                          \
-    "ldr r8, [r4, #8]\n\t"                           \
+#define EMBER_QA_DW3_RROW2(OFS, B)                   \
+    "ldrd r5, r6, [r4, #" B "]\n\t"                  \
+    "ldr r8, [r4, #" B "+8]\n\t"                     \
     "ldrd r9, r10, [r12, #" #OFS "]\n\t"             \
     "smlad r0, r5, r9, r0\n\t"                       \
     "smlad r0, r6, r10, r0\n\t"                      \
     "smlad r1, r6, r9, r1\n\t"                       \
     "smlad r1, r8, r10, r1\n\t"                      \
-    "ldrd r5, r6, [r4, #12]\n\t"                     \
+    "ldrd r5, r6, [r4, #" B "+12]\n\t"               \
     "smlad r2, r8, r9, r2\n\t"                       \
     "smlad r2, r5, r10, r2\n\t"                      \
     "smlad r3, r5, r9, r3\n\t"                       \
     "smlad r3, r6, r10, r3\n\t"
-#define EMBER_QA_DW3_RQ(O)                           \
-    "smmla " O ", " O ", r9, r8\n\t"                  \
+/* The three kernel rows of a step: RS bytes apart (r11), or EMBER_QA_DW3_PITCH int16 (immediate offsets). */
+#define EMBER_QA_DW3_ROWS(ROW)                                                                                      \
+    ROW(16, "0") "add r4, r4, r11\n\t" ROW(32, "0") "add r4, r4, r11\n\t" ROW(48, "0") "sub r4, r4, r11, lsl #1\n\t"
+#define EMBER_QA_DW3_ROWSP(ROW) ROW(16, "0") ROW(32, "128") ROW(48, "256")
+#define EMBER_QA_DW3_RQ(O, RA)                       \
+    "smmla " O ", " O ", r9, " RA "\n\t"              \
     "asr " O ", " O ", r10\n\t"                       \
     "ssat " O ", #8, " O "\n\t"
-#define EMBER_QA_DW3_NAKED(ROW, STEP)                                                                               \
+#define EMBER_QA_DW3_NAKED(ROWS, STEP, R11, RQP, RA)                                                                               \
     __asm__("push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"                                                     \
             "mov r4, r0\n\t"                                                                                     \
             "mov lr, r1\n\t"                                                                                     \
             "mov r12, r2\n\t"                                                                                    \
             "mov r7, r3\n\t"                                                                                     \
-            "ldr r11, [r12, #64]\n\t"                                                                            \
+            "ldr r11, [r12, #" R11 "]\n\t"                                                                       \
+            "ldr r1, [r12, #80]\n\t"                                                                             \
+            "ldr r2, [r12, #84]\n\t"                                                                             \
+            "push {r0, r1, r2, r3}\n\t" /* sp + 0: the row's start, 4: rows left, 8: the row step, 12: n */       \
             "0:\n\t"                                                                                             \
-            "ldr r0, [r12, #60]\n\t"                                                                             \
-            "mov r1, r0\n\t"                                                                                     \
-            "mov r2, r0\n\t"                                                                                     \
-            "mov r3, r0\n\t"                                                                                     \
-            ROW(0) "add r4, r4, r11\n\t" ROW(16) "add r4, r4, r11\n\t" ROW(32)                                   \
-            "sub r4, r4, r11, lsl #1\n\t"                                                                        \
+            "ldm r12, {r0, r1, r2, r3}\n\t" /* the bias, four times */                                           \
+            ROWS                                                                                                 \
             "add r4, r4, #" STEP "\n\t"                                                                          \
-            "ldrd r9, r10, [r12, #48]\n\t"                                                                       \
-            "ldr r8, [r12, #56]\n\t"                                                                             \
-            EMBER_QA_DW3_RQ("r0") EMBER_QA_DW3_RQ("r1") EMBER_QA_DW3_RQ("r2") EMBER_QA_DW3_RQ("r3")                \
-            "strb r0, [lr]\n\t"                                                                                  \
+            "ldrd r9, r10, [r12, #64]\n\t"                                                                       \
+            RQP                                                                                                  \
+            EMBER_QA_DW3_RQ("r0", RA) EMBER_QA_DW3_RQ("r1", RA) EMBER_QA_DW3_RQ("r2", RA) EMBER_QA_DW3_RQ("r3", RA)\
             "subs r7, r7, #4\n\t"                                                                                \
             "ble 5f\n\t" /* the row's last step: 1 to 4 outputs (r7 = their count - 4) */                       \
             "strb r1, [lr, #1]\n\t"                                                                              \
             "strb r2, [lr, #2]\n\t"                                                                              \
             "strb r3, [lr, #3]\n\t"                                                                              \
-            "add lr, lr, #4\n\t"                                                                                 \
+            "strb r0, [lr], #4\n\t"                                                                              \
             "b 0b\n\t"                                                                                           \
             "5:\n\t"                                                                                             \
+            "strb r0, [lr]\n\t"                                                                                  \
             "cmn r7, #3\n\t"                                                                                     \
             "beq 6f\n\t"                                                                                         \
             "strb r1, [lr, #1]\n\t"                                                                              \
@@ -1228,24 +1486,50 @@ EMBER_INLINE void ember_qa_dw3_quad2(int32_t o[4], const int16_t *p, int Wp, con
             "cmn r7, #1\n\t"                                                                                     \
             "beq 6f\n\t"                                                                                         \
             "strb r3, [lr, #3]\n\t"                                                                              \
-            "6:\n\t"                                                                                             \
+            "6:\n\t" /* the next output row: y right after this one's last output */                            \
+            "add lr, lr, r7\n\t"                                                                                 \
+            "add lr, lr, #4\n\t"                                                                                 \
+            "ldrd r4, r5, [sp]\n\t"                                                                              \
+            "ldrd r6, r7, [sp, #8]\n\t"                                                                          \
+            "add r4, r4, r6\n\t"                                                                                 \
+            "subs r5, r5, #1\n\t"                                                                                \
+            "strd r4, r5, [sp]\n\t"                                                                              \
+            "bne 0b\n\t"                                                                                         \
+            "add sp, sp, #16\n\t"                                                                                \
             "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}")
+#define EMBER_QA_DW3_PITCH 64 /* int16: ember_qa_dw3_row1p/2p's plane rows, 128 bytes (EMBER_QA_DW3_ROWSP) */
 EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dw3_row1(EMBER_UNUSED const int16_t *q,
                                                                                 EMBER_UNUSED uint8_t *y,
                                                                                 EMBER_UNUSED const uint32_t *wv,
                                                                                 EMBER_UNUSED int n) {
-    EMBER_QA_DW3_NAKED(EMBER_QA_DW3_RROW, "8");
+    EMBER_QA_DW3_NAKED(EMBER_QA_DW3_ROWS(EMBER_QA_DW3_RROW), "8", "76", "ldr r8, [r12, #72]\n\t", "r8");
 }
 EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dw3_row2(EMBER_UNUSED const int16_t *q,
                                                                                 EMBER_UNUSED uint8_t *y,
                                                                                 EMBER_UNUSED const uint32_t *wv,
                                                                                 EMBER_UNUSED int n) {
-    EMBER_QA_DW3_NAKED(EMBER_QA_DW3_RROW2, "16");
+    EMBER_QA_DW3_NAKED(EMBER_QA_DW3_ROWS(EMBER_QA_DW3_RROW2), "16", "76", "ldr r8, [r12, #72]\n\t", "r8");
+}
+/* The same on a plane of EMBER_QA_DW3_PITCH int16 per row: 4 instructions less per step (r11, no longer the
+ * row's bytes, keeps ra). */
+EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dw3_row1p(EMBER_UNUSED const int16_t *q,
+                                                                                 EMBER_UNUSED uint8_t *y,
+                                                                                 EMBER_UNUSED const uint32_t *wv,
+                                                                                 EMBER_UNUSED int n) {
+    EMBER_QA_DW3_NAKED(EMBER_QA_DW3_ROWSP(EMBER_QA_DW3_RROW), "8", "72", "", "r11");
+}
+EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dw3_row2p(EMBER_UNUSED const int16_t *q,
+                                                                                 EMBER_UNUSED uint8_t *y,
+                                                                                 EMBER_UNUSED const uint32_t *wv,
+                                                                                 EMBER_UNUSED int n) {
+    EMBER_QA_DW3_NAKED(EMBER_QA_DW3_ROWSP(EMBER_QA_DW3_RROW2), "16", "72", "", "r11");
 }
 #undef EMBER_QA_DW3_NAKED
 #undef EMBER_QA_DW3_RQ
 #undef EMBER_QA_DW3_RROW
 #undef EMBER_QA_DW3_RROW2
+#undef EMBER_QA_DW3_ROWS
+#undef EMBER_QA_DW3_ROWSP
 #endif
 #undef EMBER_QA_DW3_ROW
 #undef EMBER_QA_DW3_ROW2
@@ -1272,22 +1556,9 @@ EMBER_INLINE ember_qa_dw3_geo_t ember_qa_dw3_geo(const int32_t *p) {
     g.ys_row = g.t ? 1 : p[EMBER_GEO_OUT_W], g.ys_col = g.t ? p[EMBER_GEO_OUT_W] : 1;
     return g;
 }
-/* Widen channel xc into the plane (whose padding stays 0: only image positions are written) and build the
- * 9 weights' words wv (ember_qa_dw3_quad's A B C D per kernel row; w transposed with the plane). */
-EMBER_INLINE void ember_qa_dw3_load(int16_t *plane, const ember_qa_dw3_geo_t *g, const uint8_t *xc, uint32_t flip,
-                                    int32_t z2, const int16_t *w, uint32_t wv[12]) {
-    const int r_end = g->H + g->PH < g->Hp ? g->H + g->PH : g->Hp, wd = g->W + g->PW < g->Wp ? g->W : g->Wp - g->PW;
-    int r, j, i;
-    if (!g->t) {
-        for (r = g->PH; r < r_end; ++r)
-            ember_qa_widen(plane + (ptrdiff_t)r * g->Wp + g->PW, xc + (ptrdiff_t)(r - g->PH) * g->xs_row, wd, flip, z2);
-    } else {
-        for (r = g->PH; r < r_end; ++r) {
-            int16_t *d = plane + (ptrdiff_t)r * g->Wp + g->PW;
-            const uint8_t *s = xc + (ptrdiff_t)(r - g->PH) * g->xs_row;
-            for (j = 0; j < wd; ++j, s += g->xs_col) d[j] = EMBER_QA_VAL(*s, flip, z2);
-        }
-    }
+/* The 9 weights' words wv (ember_qa_dw3_quad's A B C D per kernel row; w transposed with the plane). */
+EMBER_INLINE void ember_qa_dw3_words(const ember_qa_dw3_geo_t *g, const int16_t *w, uint32_t wv[12]) {
+    int i;
     for (i = 0; i < 3; ++i) {
         const int16_t *wr = g->t ? w + i : w + 3 * i;
         const ptrdiff_t ws = g->t ? 3 : 1;
@@ -1298,6 +1569,105 @@ EMBER_INLINE void ember_qa_dw3_load(int16_t *plane, const ember_qa_dw3_geo_t *g,
         wv[4 * i + 3] = w1 | w2 << 16;
     }
 }
+/* Widen channel xc into the plane (whose padding stays 0: only image positions are written) and build the
+ * 9 weights' words wv (ember_qa_dw3_words). */
+EMBER_INLINE void ember_qa_dw3_load(int16_t *plane, const ember_qa_dw3_geo_t *g, const uint8_t *xc, uint32_t flip,
+                                    int32_t z2, const int16_t *w, uint32_t wv[12]) {
+    const int r_end = g->H + g->PH < g->Hp ? g->H + g->PH : g->Hp, wd = g->W + g->PW < g->Wp ? g->W : g->Wp - g->PW;
+    int r, j;
+    if (!g->t) {
+        for (r = g->PH; r < r_end; ++r)
+            ember_qa_widen(plane + (ptrdiff_t)r * g->Wp + g->PW, xc + (ptrdiff_t)(r - g->PH) * g->xs_row, wd, flip, z2);
+    } else {
+        for (r = g->PH; r < r_end; ++r) {
+            int16_t *d = plane + (ptrdiff_t)r * g->Wp + g->PW;
+            const uint8_t *s = xc + (ptrdiff_t)(r - g->PH) * g->xs_row;
+            for (j = 0; j < wd; ++j, s += g->xs_col) d[j] = EMBER_QA_VAL(*s, flip, z2);
+        }
+    }
+    ember_qa_dw3_words(g, w, wv);
+}
+#if EMBER_HAVE_ARM_DSP
+/* ember_qa_dw3_t's plane rows without the zero point (ember_qa_dw3_fill): f = [rows, the passes of 8 bytes
+ * (wd / 4 rounded up to even, halved), whether wd / 4 is odd (the first pass then does 4), wd % 4, the
+ * plane's row bytes, the image's row bytes], from d and s. Per row, four bytes at a time sign- (int8) or
+ * zero- (uint8) extended by SXTB16/UXTB16 and put back in order by PKHBT/PKHTB (8 instructions per 4 where
+ * ember_qa_widen takes 13), then the wd % 4 others one at a time. Naked: the rows loop in here (about 10
+ * instructions per row where ember_qa_widen's call and tail cost about 34). */
+#define EMBER_QA_FILL4(EXT)                                                                                        \
+            "ldr r12, [r1], #4\n\t"                                                                              \
+            EXT " r2, r12\n\t"                                                                                   \
+            EXT " lr, r12, ror #8\n\t"                                                                           \
+            "pkhbt r12, r2, lr, lsl #16\n\t"                                                                     \
+            "pkhtb lr, lr, r2, asr #16\n\t"                                                                      \
+            "str r12, [r0], #4\n\t"                                                                              \
+            "str lr, [r0], #4\n\t"
+#define EMBER_QA_FILL(EXT, LDB)                                                                                     \
+    __asm__("push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"                                                     \
+            "ldm r2, {r3, r4, r5, r9, r10, r11}\n\t"                                                             \
+            "mov r7, r0\n\t"                                                                                     \
+            "mov r8, r1\n\t"                                                                                     \
+            "0:\n\t"                                                                                             \
+            "movs r6, r4\n\t"                                                                                    \
+            "beq 3f\n\t"                                                                                         \
+            "cbnz r5, 2f\n\t" /* an odd count of 4 bytes: the first pass does one */                            \
+            "1:\n\t"                                                                                             \
+            EMBER_QA_FILL4(EXT)                                                                                  \
+            "2:\n\t"                                                                                             \
+            EMBER_QA_FILL4(EXT)                                                                                  \
+            "subs r6, r6, #1\n\t"                                                                                \
+            "bne 1b\n\t"                                                                                         \
+            "3:\n\t"                                                                                             \
+            "movs r6, r9\n\t"                                                                                    \
+            "beq 4f\n\t"                                                                                         \
+            "5:\n\t"                                                                                             \
+            LDB " r12, [r1], #1\n\t"                                                                             \
+            "strh r12, [r0], #2\n\t"                                                                             \
+            "subs r6, r6, #1\n\t"                                                                                \
+            "bne 5b\n\t"                                                                                         \
+            "4:\n\t"                                                                                             \
+            "add r7, r7, r10\n\t"                                                                                \
+            "add r8, r8, r11\n\t"                                                                                \
+            "mov r0, r7\n\t"                                                                                     \
+            "mov r1, r8\n\t"                                                                                     \
+            "subs r3, r3, #1\n\t"                                                                                \
+            "bne 0b\n\t"                                                                                         \
+            "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}")
+EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dw3_fill8(EMBER_UNUSED int16_t *d,
+                                                                                 EMBER_UNUSED const uint8_t *s,
+                                                                                 EMBER_UNUSED const int32_t *f) {
+    EMBER_QA_FILL("sxtb16", "ldrsb");
+}
+EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dw3_fill8u(EMBER_UNUSED int16_t *d,
+                                                                                  EMBER_UNUSED const uint8_t *s,
+                                                                                  EMBER_UNUSED const int32_t *f) {
+    EMBER_QA_FILL("uxtb16", "ldrb");
+}
+#undef EMBER_QA_FILL
+#undef EMBER_QA_FILL4
+#endif
+/* ember_qa_dw3_t's plane of channel xc: the bytes as values (int8 sign-extended, uint8 as they are), the zero
+ * point left in (the padding holds it, ember_qa_dw3_t; the bias takes its share). */
+EMBER_INLINE void ember_qa_dw3_fill(int16_t *plane, const ember_qa_dw3_geo_t *g, const uint8_t *xc, uint32_t flip) {
+    const int r_end = g->H + g->PH < g->Hp ? g->H + g->PH : g->Hp, wd = g->W + g->PW < g->Wp ? g->W : g->Wp - g->PW;
+    int16_t *d0 = plane + (ptrdiff_t)g->PH * g->Wp + g->PW;
+    int r, j;
+    if (r_end <= g->PH || wd <= 0) return;
+#if EMBER_HAVE_ARM_DSP
+    if (!g->t) {
+        const int32_t f[6] = {r_end - g->PH, ((wd >> 2) + 1) >> 1, (wd >> 2) & 1, wd & 3, 2 * g->Wp, (int32_t)g->xs_row};
+        if (flip)
+            ember_qa_dw3_fill8(d0, xc, f);
+        else
+            ember_qa_dw3_fill8u(d0, xc, f);
+        return;
+    }
+#endif
+    for (r = g->PH; r < r_end; ++r, d0 += g->Wp) {
+        const uint8_t *s = xc + (ptrdiff_t)(r - g->PH) * g->xs_row;
+        for (j = 0; j < wd; ++j, s += g->xs_col) d0[j] = EMBER_QA_VAL(*s, flip, (int32_t)flip);
+    }
+}
 /* One channel's output rows from its plane (geometry g): `sw` (a constant where inlined) 1 or 2, steps of
  * four outputs, 0 any other stride, one at a time. The requantisation's constants are copied out of cq
  * first: the steps' assembly clobbers memory, which would reload them for every output. */
@@ -1306,24 +1676,12 @@ EMBER_INLINE void ember_qa_dw3_rows(uint8_t *yc, const int16_t *plane, const emb
     const int OW = g->OW, Wp = g->Wp, SW = sw ? sw : g->SW;
     const ptrdiff_t cs = g->ys_col;
     const int32_t c[3] = {cq[0], cq[1], cq[2]}, b = cq[3], zp = out[0], lo = out[1], hi = out[2];
-    const int st = fast == 2 && cs == 1 && zp == 0; /* ember_qa_dw3_row1/2's case (wv[12 .. 16] set) */
     int oh, ow, i;
-    (void)st;
     for (oh = 0; oh < g->OH; ++oh) {
         const int16_t *r0 = plane + (ptrdiff_t)oh * g->SH * Wp;
         uint8_t *yr = yc + oh * g->ys_row;
         if (sw) {
-            ow = 0;
-#if EMBER_HAVE_ARM_DSP
-            if (st) { /* the whole row in assembly */
-                if (sw == 1)
-                    ember_qa_dw3_row1(r0, yr, wv, OW);
-                else
-                    ember_qa_dw3_row2(r0, yr, wv, OW);
-                ow = OW;
-            }
-#endif
-            for (; ow < OW; ow += 4) {
+            for (ow = 0; ow < OW; ow += 4) {
                 int32_t o[4];
                 uint8_t *yq = yr + ow * cs;
 
@@ -1364,17 +1722,70 @@ EMBER_INLINE void ember_qa_dw3_t(uint8_t *y, const uint8_t *x, uint32_t flip, in
     const ember_qa_dw3_geo_t g = ember_qa_dw3_geo(p);
     const int C = p[EMBER_GEO_C], SW = g.SW;
     const ptrdiff_t in_plane = (ptrdiff_t)g.H * g.W, out_plane = (ptrdiff_t)g.OH * g.OW;
+    /* the plane holds the bytes' values, zero point included (ember_qa_dw3_fill), and the padding the zero
+     * point itself, so that each channel's sums exceed those of (x - zero point) by zero point times the
+     * sum of its weights, which its bias gives back: exactly the same sums, without a subtraction per pixel */
+    const int32_t xz = z2 - (int32_t)flip;
+    const uint32_t zz = (uint32_t)(uint16_t)xz * 0x10001u;
+    uint32_t *pw = (uint32_t *)(void *)plane; /* Hp * Wp is even (Wp is) */
     int n, c, i;
-    for (i = 0; i < g.Hp * g.Wp; ++i) plane[i] = 0;
+#if EMBER_HAVE_ARM_DSP
+    if (fast == 2 && !g.t && out[0] == 0 && (SW == 1 || SW == 2)) {
+        /* ember_qa_dw3_rows' assembly case with its per-channel work lean: the plane's rows and the weights'
+         * words straight (ember_qa_dw3_fill's and ember_qa_dw3_words' for this case), wv[19 .. 21] once; rows
+         * of EMBER_QA_DW3_PITCH int16 where they fit (ops/qarm.py conv_scratch sizes the plane so) */
+        const int pp = g.Wp <= EMBER_QA_DW3_PITCH ? EMBER_QA_DW3_PITCH : g.Wp;
+        const int r_end = g.H + g.PH < g.Hp ? g.H + g.PH : g.Hp, wd = g.W + g.PW < g.Wp ? g.W : g.Wp - g.PW;
+        const int32_t f[6] = {r_end - g.PH, ((wd >> 2) + 1) >> 1, (wd >> 2) & 1, wd & 3, 2 * pp, (int32_t)g.xs_row};
+        int16_t *const d0 = plane + (ptrdiff_t)g.PH * pp + g.PW;
+        const uint8_t *xc = x;
+        uint8_t *yc = y;
+        uint32_t wv[22]; /* ember_qa_dw3_row1's: the bias four times, the weights' words, mult, sh, ra, geometry */
+        for (i = 0; i < g.Hp * pp / 2; ++i) pw[i] = zz;
+        wv[19] = (uint32_t)(2 * pp), wv[20] = (uint32_t)g.OH, wv[21] = (uint32_t)(2 * g.SH * pp);
+        for (n = 0; n < N; ++n)
+            for (c = 0; c < C; ++c, xc += in_plane, yc += out_plane) {
+                const int16_t *w = Wt + 9 * c;
+                const int32_t *cq = rq + 4 * c;
+                int32_t sw = 0;
+                for (i = 0; i < 3; ++i) { /* A = (w0, w1), B = (w2, 0), C = (0, w0), D = (w1, w2) */
+                    const uint32_t a = *(const ember_qa_u32 *)(const void *)(w + 3 * i);
+                    const uint32_t d = *(const ember_qa_u32 *)(const void *)(w + 3 * i + 1);
+                    const uint32_t b = (uint16_t)w[3 * i + 2];
+                    wv[4 * i + 4] = a, wv[4 * i + 5] = b, wv[4 * i + 6] = a << 16, wv[4 * i + 7] = d;
+                    sw = ember_qa_smlad(a, 0x10001u, sw) + (int16_t)b;
+                }
+                wv[16] = (uint32_t)cq[0], wv[17] = (uint32_t)cq[1], wv[18] = (uint32_t)cq[2];
+                wv[0] = wv[1] = wv[2] = wv[3] = (uint32_t)(cq[3] - xz * sw);
+                if (f[0] > 0 && wd > 0) {
+                    if (flip)
+                        ember_qa_dw3_fill8(d0, xc, f);
+                    else
+                        ember_qa_dw3_fill8u(d0, xc, f);
+                }
+                if (pp == EMBER_QA_DW3_PITCH && SW == 1)
+                    ember_qa_dw3_row1p(plane, yc, wv, g.OW);
+                else if (pp == EMBER_QA_DW3_PITCH)
+                    ember_qa_dw3_row2p(plane, yc, wv, g.OW);
+                else if (SW == 1)
+                    ember_qa_dw3_row1(plane, yc, wv, g.OW);
+                else
+                    ember_qa_dw3_row2(plane, yc, wv, g.OW);
+            }
+        return;
+    }
+#endif
+    for (i = 0; i < g.Hp * g.Wp / 2; ++i) pw[i] = zz;
     for (n = 0; n < N; ++n)
         for (c = 0; c < C; ++c) {
-            const int32_t *cq = rq + 4 * c;
-            uint8_t *yc = y + ((ptrdiff_t)n * C + c) * out_plane;
             const int16_t *w = Wt + 9 * c;
-            uint32_t wv[17]; /* the weights' words, then mult, sh, ra, bias, row bytes (ember_qa_dw3_row1) */
-            ember_qa_dw3_load(plane, &g, x + ((ptrdiff_t)n * C + c) * in_plane, flip, z2, w, wv);
-            wv[12] = (uint32_t)cq[0], wv[13] = (uint32_t)cq[1], wv[14] = (uint32_t)cq[2], wv[15] = (uint32_t)cq[3];
-            wv[16] = (uint32_t)(2 * g.Wp);
+            int32_t cq[4], sw = 0;
+            uint8_t *yc = y + ((ptrdiff_t)n * C + c) * out_plane;
+            uint32_t wv[12]; /* the weights' words */
+            for (i = 0; i < 9; ++i) sw += w[i];
+            cq[0] = rq[4 * c], cq[1] = rq[4 * c + 1], cq[2] = rq[4 * c + 2], cq[3] = rq[4 * c + 3] - xz * sw;
+            ember_qa_dw3_fill(plane, &g, x + ((ptrdiff_t)n * C + c) * in_plane, flip);
+            ember_qa_dw3_words(&g, w, wv);
             if (SW == 1)
                 ember_qa_dw3_rows(yc, plane, &g, wv, w, cq, out, fast, 1);
             else if (SW == 2)
