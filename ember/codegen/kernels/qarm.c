@@ -1144,7 +1144,6 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
     int16_t *t0 = cols + 2 * Kp, *t1 = t0 + Kp;
     int n, q, c, oh = 0, ow = 0, built;
     int16_t *il = 0; /* ember_qa_col2's interleaved columns (cols) where ember_qa_gemm42b takes them */
-    int fz = 0;
 #if EMBER_HAVE_ARM_DSP
     /* the common case: ember_qa_gemm42s straight, its context set once (ember_qa_gemm2h's checks and context
      * cost about 80 instructions per column pair) */
@@ -1154,7 +1153,7 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
     q42.wend = q42.w + (ptrdiff_t)M * Kp, q42.entry = 0, q42.bq = rq + 4 * M; /* ops/qarm.py `_tables`' pairs */
     /* ops/qarm.py `_tables`' fold: a 1x1 layer's bias pairs hold the zero point's share (rq[6 M] = 1), so that
      * ember_qa_direct2 leaves the bytes' values as they are */
-    fz = s42 && direct && rq[6 * M];
+    const int fz = s42 && direct && rq[6 * M];
     if (s42) il = cols;
     const int s2i = s42 && !direct && p[EMBER_GEO_STRIDE_W] == 2 && p[EMBER_GEO_K_W] == 3 && p[EMBER_GEO_DIL_W] == 1;
     const int SH = p[EMBER_GEO_STRIDE_H], PH = p[EMBER_GEO_PAD_H], PW = p[EMBER_GEO_PAD_W], KH = p[EMBER_GEO_K_H];
