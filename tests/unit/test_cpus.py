@@ -80,9 +80,10 @@ def test_unknown_cpu_on_the_command_line(tmp_path: Path) -> None:
     assert "znver3" in lines[0] and not (tmp_path / "out").exists()
 
 
-def _conv_model(path: Path, c: int = 16, m: int = 16, hw: int = 16) -> Path:
-    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((m, c, 3, 3)).astype(np.float32), "w")
-    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])], "g",
+def _conv_model(path: Path, c: int = 16, m: int = 16, hw: int = 16, k: int = 3) -> Path:
+    """A k x k convolution, same padding, c -> m channels on an hw x hw map."""
+    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((m, c, k, k)).astype(np.float32), "w")
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], pads=[k // 2] * 4)], "g",
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, hw, hw])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, m, hw, hw])], [w])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
@@ -178,9 +179,9 @@ def _strided_stem(path: Path, c: int, m: int, h: int, w: int, k: tuple[int, int]
 @pytest.mark.parametrize(("model", "default", "avx2"), [
     # 1x1 conv to 1280 channels on a 3x3 map (MobileNetV2 at 96x96): pixel-major on AVX2 too, where 9 pixels
     # would fill one vector and one lane of the next.
-    (lambda p: _conv_1x1(p, c=112, m=1280, hw=3), "ConvNarrow", "ConvNarrow"),
+    (lambda p: _conv_model(p, c=112, m=1280, hw=3, k=1), "ConvNarrow", "ConvNarrow"),
     # ... but at 4x4 (two full AVX2 vectors) the plain kernel stays on AVX2.
-    (lambda p: _conv_1x1(p, c=16, m=64, hw=4), "ConvNarrow", "Conv"),
+    (lambda p: _conv_model(p, c=16, m=64, hw=4, k=1), "ConvNarrow", "Conv"),
     # A 3-channel 3x3 stem (K = 27) and the keyword spotter's 1-channel 10x4 stem (rows of 5 outputs):
     # ConvShifted on AVX2, im2col on the default family (K < 64).
     (lambda p: _strided_stem(p, c=3, m=16, h=96, w=96, k=(3, 3)), "Conv", "ConvShifted"),
@@ -194,14 +195,3 @@ def test_avx2_small_map_and_small_stem_choices(tmp_path: Path, model, default: s
         choose_conv_algorithms(graph, family)
         chosen.append([n.op for n in graph.nodes])
     assert chosen == [[default], [avx2]]
-
-
-def _conv_1x1(path: Path, c: int, m: int, hw: int) -> Path:
-    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((m, c, 1, 1)).astype(np.float32), "w")
-    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"])], "g",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, hw, hw])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, m, hw, hw])], [w])
-    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.save(model, path)
-    return path
