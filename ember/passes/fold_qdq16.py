@@ -21,7 +21,9 @@ TFLite). Runs before fold_qdq, which turns the constant DequantizeLinear nodes n
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -34,39 +36,40 @@ from ember.ops.q16 import INT16_MAX, INT16_MIN, Q16Geometry, Q16Spec, broadcast_
 from ember.ops.qlinear import DOUBLE, SINGLE, tflite_multiplier
 from ember.passes.fold_qdq_ops import DQ, Q, dq_of, replace
 
+Uses = dict[int, list[Node]]  # value id -> the nodes that read it
+Folder = Callable[[Graph, Node, Uses], None]
+
 
 def fold_qdq16(graph: Graph, simd: bool = False) -> None:
     """`simd`: the convolutions run ember_q16_conv_v (a host or Linux target), else the portable kernel."""
     if not any(n.op == "QuantizeLinear" and n.attrs.get("_rounding") and n.outputs[0] is not None
                and n.outputs[0].dtype is DType.INT16 for n in graph.nodes):
         return  # no TFLite int16 tensor: nothing to look at (the per-node scan below is quadratic)
+    folders = _folders(simd)
     for node in list(graph.nodes):
         if not any(n is node for n in graph.nodes) or node.outputs[0] is None:
             continue
-        uses = graph.consumers()
-        if node.op in ("Conv", "Gemm"):
-            _fold_linear(graph, node, uses, simd)
-        elif node.op in ("AveragePool", "MaxPool"):
-            _fold_pool(graph, node, uses)
-        elif node.op == "GlobalAveragePool":
-            _fold_mean(graph, node, uses)
-        elif node.op in ("Relu", "Clip"):
-            _fold_relu(graph, node, uses)
-        elif node.op in ("Max", "Min"):
-            _fold_minmax(graph, node, uses)
-        elif node.op == "Pad":
-            _fold_pad(graph, node, uses)
-        elif node.op in ("Slice", "Split"):
-            _fold_select(graph, node, uses)
-        elif node.op == "DequantizeLinear":
-            _fold_requantize(graph, node, uses)
-        elif node.op in ("Add", "Sub", "Mul"):
-            _fold_binary(graph, node, uses)
-        elif registry.get(node.op).int8 in (Int8.MOVE, Int8.CONCAT):
-            _fold_move(graph, node, uses)
+        fold = folders.get(node.op)
+        if fold is None and registry.get(node.op).int8 in (Int8.MOVE, Int8.CONCAT):
+            fold = _fold_move
+        if fold is not None:
+            fold(graph, node, graph.consumers())
 
 
-def _q16(graph: Graph, v: Value | None, uses: dict[int, list[Node]]) -> Q | None:
+def _folders(simd: bool) -> dict[str, Folder]:
+    """op -> the folder that looks at its int16 pattern (the movement ops without one of their own:
+    _fold_move, by the registry's Int8.MOVE / Int8.CONCAT)."""
+    linear = functools.partial(_fold_linear, simd=simd)
+    table: dict[str, Folder] = {"Conv": linear, "Gemm": linear}
+    for ops, fold in ((("AveragePool", "MaxPool"), _fold_pool), (("GlobalAveragePool",), _fold_mean),
+                      (("Relu", "Clip"), _fold_relu), (("Max", "Min"), _fold_minmax), (("Pad",), _fold_pad),
+                      (("Slice", "Split"), _fold_select), (("DequantizeLinear",), _fold_requantize),
+                      (("Add", "Sub", "Mul"), _fold_binary)):
+        table.update(dict.fromkeys(ops, fold))
+    return table
+
+
+def _q16(graph: Graph, v: Value | None, uses: Uses) -> Q | None:
     """The int16 QuantizeLinear with TFLite's rounding (zero point 0) that alone reads v."""
     if v is None or graph.is_output(v):
         return None
@@ -117,7 +120,7 @@ def _bias(graph: Graph, node: Node, v: Value | None, m: int) -> Value | None | b
     return graph.constant(f"{node.name}_b64", np.ascontiguousarray(np.broadcast_to(data, (m,))))
 
 
-def _fold_linear(graph: Graph, node: Node, uses: dict[int, list[Node]], simd: bool) -> None:
+def _fold_linear(graph: Graph, node: Node, uses: Uses, simd: bool) -> None:
     x, w, q = _x16(node.input(0)), dq_of(node.input(1)), _q16(graph, node.outputs[0], uses)
     act = epilogue_of(node)
     bounds = None if act is None else act.clamp
@@ -167,7 +170,7 @@ def _fold_linear(graph: Graph, node: Node, uses: dict[int, list[Node]], simd: bo
     replace(graph, [node, q.node], [new])
 
 
-def _fold_pool(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
+def _fold_pool(graph: Graph, node: Node, uses: Uses) -> None:
     x, q = _x16(node.input(0)), _q16(graph, node.outputs[0], uses)
     a = node.attrs
     if (x is None or q is None or x.scale[0] != q.scale or x.q.type.rank != 4 or a.get("count_include_pad")
@@ -184,7 +187,7 @@ def _fold_pool(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
     replace(graph, [node, q.node], [new])
 
 
-def _fold_mean(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
+def _fold_mean(graph: Graph, node: Node, uses: Uses) -> None:
     """TFLite's MEAN over H and W (QuantizedMeanOrSum): x_scale / y_scale as QuantizeMultiplier, with 1/n
     folded into the multiplier in integers ((M << s) / n for s = floor(log2 n), at most 32) and the shift."""
     x, q = _x16(node.input(0)), _q16(graph, node.outputs[0], uses)
@@ -199,7 +202,7 @@ def _fold_mean(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
     replace(graph, [node, q.node], [new])
 
 
-def _fold_binary(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
+def _fold_binary(graph: Graph, node: Node, uses: Uses) -> None:
     y = node.outputs[0]
     assert y is not None
     act, bounds, out = None, None, y
@@ -232,7 +235,7 @@ def _fold_binary(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
     replace(graph, [node, *([act] if act is not None else []), q.node], [new])
 
 
-def _fold_requantize(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
+def _fold_requantize(graph: Graph, node: Node, uses: Uses) -> None:
     """int16 -> DequantizeLinear -> QuantizeLinear -> int16 (TFLite's QUANTIZE between int16 scales,
     Requantize: MultiplyByQuantizedMultiplier by input / output scale): a Q16Binary MUL by 1."""
     d, q, src = _x16(node.outputs[0]), _q16(graph, node.outputs[0], uses), node.inputs[0]
@@ -246,7 +249,7 @@ def _fold_requantize(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> N
     replace(graph, [node, q.node], [new])
 
 
-def _fold_relu(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
+def _fold_relu(graph: Graph, node: Node, uses: Uses) -> None:
     """TFLite's int16 RELU and RELU6 (LiteRT's QuantizedReluX): MultiplyByQuantizedMultiplier by the float32
     ratio input / output scale, then the clamp to the bounds quantized at the output scale: a Q16Binary MUL
     by 1. TFLite Micro's RELU6 (Relu6Quantized) clamps the input's integers to [0, round(6 / input scale)]
@@ -271,7 +274,7 @@ def _fold_relu(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
     replace(graph, [node, q.node], [new])
 
 
-def _fold_minmax(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
+def _fold_minmax(graph: Graph, node: Node, uses: Uses) -> None:
     """TFLite's int16 MAXIMUM / MINIMUM compare the stored integers (the converter gives the inputs the
     output's scale): the same op on the int16 tensors where every scale is the output's."""
     q = _q16(graph, node.outputs[0], uses)
@@ -283,7 +286,7 @@ def _fold_minmax(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
     replace(graph, [node, q.node], [new])
 
 
-def _fold_pad(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
+def _fold_pad(graph: Graph, node: Node, uses: Uses) -> None:
     """TFLite's int16 PAD (and PADV2 with a value of 0): the stored integers, the output zero point (0) around
     them. Input and output share their scale."""
     x, q = _x16(node.input(0)), _q16(graph, node.outputs[0], uses)
@@ -301,7 +304,7 @@ def _fold_pad(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
     replace(graph, [node, q.node], [new])
 
 
-def _fold_select(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
+def _fold_select(graph: Graph, node: Node, uses: Uses) -> None:
     """Slice / Split of one int16 tensor (other inputs constant) into outputs of its scale: the same op on the
     stored integers, as TFLite's int16 SLICE, STRIDED_SLICE and SPLIT copy them."""
     x = _x16(node.input(0))
@@ -318,7 +321,7 @@ def _fold_select(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
     replace(graph, [node, *(q.node for _, q in outs if q is not None)], [new])
 
 
-def _fold_move(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
+def _fold_move(graph: Graph, node: Node, uses: Uses) -> None:
     q = _q16(graph, node.outputs[0], uses)
     if q is None or len([o for o in node.outputs if o is not None]) != 1:
         return
