@@ -9,6 +9,8 @@ mark, so only TFLite models' int16 tensors change path:
   Q16Conv; AveragePool / MaxPool -> Q16AvgPool / Q16MaxPool; GlobalAveragePool (MEAN) -> Q16Mean;
   Add / Sub / Mul (+ a clamping activation) -> Q16Binary; int16 -> int16 requantisation, Relu, Clip (RELU6)
   -> Q16Binary (a MUL by 1, clamped)
+- ReduceSum / ReduceMean / ReduceMax / ReduceMin over constant axes -> Q16Reduce; Abs -> Q16Binary (op 4);
+  MatMul of two int16 tensors (BATCH_MATMUL) -> Q16MatMul
 - Max / Min (MAXIMUM / MINIMUM), a zero-padding Pad, Slice and Split (SLICE, STRIDED_SLICE, SPLIT, SPLIT_V)
   whose inputs and outputs share one scale -> the same op on the int16 tensors (TFLite compares and
   copies the stored integers)
@@ -29,7 +31,7 @@ import numpy as np
 
 from ember.ir.dtypes import DType
 from ember.ir.graph import Graph, Node, Value
-from ember.ops import registry
+from ember.ops import q16, registry
 from ember.ops.epilogue import EPILOGUE_ATTR, epilogue_of
 from ember.ops.opdef import Int8
 from ember.ops.q16 import INT16_MAX, INT16_MIN, Q16Geometry, Q16Spec, broadcast_of, q15_multiplier
@@ -64,7 +66,8 @@ def _folders(simd: bool) -> dict[str, Folder]:
     for ops, fold in ((("AveragePool", "MaxPool"), _fold_pool), (("GlobalAveragePool",), _fold_mean),
                       (("Relu", "Clip"), _fold_relu), (("Max", "Min"), _fold_minmax), (("Pad",), _fold_pad),
                       (("Slice", "Split"), _fold_select), (("DequantizeLinear",), _fold_requantize),
-                      (("Add", "Sub", "Mul"), _fold_binary)):
+                      (("Add", "Sub", "Mul"), _fold_binary), (tuple(_REDUCE_KINDS), _fold_reduce),
+                      (("Abs",), _fold_abs), (("MatMul",), _fold_matmul)):
         table.update(dict.fromkeys(ops, fold))
     return table
 
@@ -193,12 +196,68 @@ def _fold_mean(graph: Graph, node: Node, uses: Uses) -> None:
     x, q = _x16(node.input(0)), _q16(graph, node.outputs[0], uses)
     if x is None or q is None or x.q.type.rank != 4:
         return
-    n = math.prod(x.q.shape[2:])
+    mult, k = _mean_multiplier(x, q, math.prod(x.q.shape[2:]))
+    spec = Q16Spec(None, (mult,), (k,), INT16_MIN, INT16_MAX, shape=(*x.q.shape[:2], 1, 1))
+    new = Node("Q16Mean", graph.unique_name(f"{node.name}_int16"), [x.q], [q.out], {"_q16": spec})
+    replace(graph, [node, q.node], [new])
+
+
+def _mean_multiplier(x: DQ, q: Q, n: int) -> tuple[int, int]:
+    """QuantizedMeanOrSum's requantisation of a sum of n: x_scale / y_scale as QuantizeMultiplier with 1/n folded
+    in, in integers ((M << s) / n for s = floor(log2 n), at most 32): (multiplier, ember_q_scale_tfl's code)."""
     mult, k = tflite_multiplier(float(x.scale[0]) / float(q.scale), q.rounding)
     s = min(n.bit_length() - 1, 32, 31 + (31 - k))
     mult, k = ((mult << s) // n, k + s) if k + s <= 62 else (0, 1)
-    spec = Q16Spec(None, (mult,), (k + 64 * q.rounding,), INT16_MIN, INT16_MAX, shape=(*x.q.shape[:2], 1, 1))
-    new = Node("Q16Mean", graph.unique_name(f"{node.name}_int16"), [x.q], [q.out], {"_q16": spec})
+    return mult, k + 64 * q.rounding
+
+
+_REDUCE_KINDS = {"ReduceSum": 0, "ReduceMean": 0, "ReduceMax": 2, "ReduceMin": 3}
+
+
+def _fold_reduce(graph: Graph, node: Node, uses: Uses) -> None:
+    """TFLite's int16 SUM / MEAN (the int64 sum requantised, QuantizedMeanOrSum; a SUM at one scale saturates)
+    and REDUCE_MAX / REDUCE_MIN (the stored integers, input and output of one scale) over constant axes."""
+    x, q, axes = _x16(node.input(0)), _q16(graph, node.outputs[0], uses), node.input(1)
+    kind = _REDUCE_KINDS[node.op]
+    if x is None or q is None or axes is None or not axes.is_const or (kind and x.scale[0] != q.scale):
+        return
+    rank = x.q.type.rank
+    red = tuple(sorted({int(a) % rank for a in np.asarray(axes.const).reshape(-1)}))
+    n = math.prod(x.q.shape[a] for a in red)
+    if not red or n == 0:
+        return
+    mult, k = _mean_multiplier(x, q, n if node.op == "ReduceMean" else 1)
+    spec = q16.Q16ReduceSpec(kind, mult, k, red, tuple(node.outputs[0].shape))
+    new = Node("Q16Reduce", graph.unique_name(f"{node.name}_int16"), [x.q], [q.out], {"_q16r": spec})
+    replace(graph, [node, q.node], [new])
+
+
+def _fold_abs(graph: Graph, node: Node, uses: Uses) -> None:
+    """TFLite's int16 ABS (AbsEvalQuantized): |x|, rescaled by the float32 ratio input / output scale where the
+    two differ, saturated: a Q16Binary of op 4."""
+    x, q = _x16(node.input(0)), _q16(graph, node.outputs[0], uses)
+    if x is None or q is None:
+        return
+    rescale = int(np.float32(x.scale[0]) != q.scale)
+    mult, k = tflite_multiplier(float(np.float32(x.scale[0]) / q.scale), q.rounding) if rescale else (0, 1)
+    one = graph.constant(f"{node.name}_one", np.ones(1, np.int16))
+    params = (4, rescale, 0, 1, 0, 1, mult, k + 64 * q.rounding, INT16_MIN, INT16_MAX)
+    spec = Q16Spec(None, (), (), INT16_MIN, INT16_MAX, binary=params, shape=tuple(x.q.shape))
+    new = Node("Q16Binary", graph.unique_name(f"{node.name}_int16"), [x.q, one], [q.out], {"_q16": spec})
+    replace(graph, [node, q.node], [new])
+
+
+def _fold_matmul(graph: Graph, node: Node, uses: Uses) -> None:
+    """TFLite's int16 BATCH_MATMUL (reference BatchMatMul<int16_t, int64_t>, zero points 0): int64 sums, the
+    multiplier of the float32 product of the input scales over the output scale rounded to Q15."""
+    a, b, q = _x16(node.input(0), const=True), _x16(node.input(1), const=True), _q16(graph, node.outputs[0], uses)
+    if a is None or b is None or q is None or a.q.type.rank < 2 or b.q.type.rank < 2 or (a.q.is_const and b.q.is_const):
+        return
+    pair = q15_multiplier(float(np.float32(a.scale[0]) * np.float32(b.scale[0])) / float(q.scale), q.rounding)
+    if pair is None:
+        return
+    spec = q16.Q16MatMulSpec(pair[0], pair[1], tuple(node.outputs[0].shape))
+    new = Node("Q16MatMul", graph.unique_name(f"{node.name}_int16"), [a.q, b.q], [q.out], {"_q16mm": spec})
     replace(graph, [node, q.node], [new])
 
 
