@@ -54,6 +54,7 @@ def op_models() -> dict[str, tuple[Callable, int]]:
 # logistic for the error test: ember refuses int16 LOGISTIC).
 def int16_op_models() -> dict[str, tuple[Callable, int]]:
     """Models made in 16x8 mode only (op_NAME_int16.tflite; no int8 twin)."""
+    bmm = _w(np.random.default_rng(62), 4, 8, 5)
     return {
         # a RELU6 of its own, over [-8, 8] (CONCATENATION fuses no activation): both bounds clamp, and its
         # output scale differs from its input's (LiteRT rescales, TFLite Micro does not)
@@ -62,6 +63,16 @@ def int16_op_models() -> dict[str, tuple[Callable, int]]:
         "pad": (lambda a: tf.pad(a * 2.0, [[0, 0], [1, 2], [0, 1], [0, 0]]), 1),
         "slice_split": (lambda a: tuple(tf.split(a[:, 1:4, ::2, :], [2, 6], axis=-1)), 1),  # STRIDED_SLICE, SPLIT_V
         "gather": (lambda a: tf.gather(a, [3, 0, 2, 2], axis=-1), 1),  # LiteRT only: Micro has no int16 GATHER
+        "pack": (lambda a, c: tf.stack([a, c * 2.0], axis=1), 2),  # a QUANTIZE brings a to the output's scale
+        "unpack": (lambda a: tuple(tf.unstack(a * 2.0, axis=1)), 1),
+        "abs": (lambda a: tf.abs(a * 3.0), 1),
+        # REDUCE_MAX / REDUCE_MIN: LiteRT only (TFLite Micro's take float32 and int8 only)
+        "reduce_max_min": (lambda a: (tf.reduce_max(a, [1, 2], keepdims=True), tf.reduce_min(a, -1)), 1),
+        "sum": (lambda a: (tf.reduce_sum(a, [1, 2], keepdims=True), tf.reduce_sum(a, -1)), 1),
+        "mean_axes": (lambda a: tf.reduce_mean(a, [1, 3]), 1),  # not H and W: QuantizedMeanOrSum's general path
+        "batch_matmul": (lambda a, c: tf.matmul(a, c, transpose_b=True), 2),  # adj_y
+        "batch_matmul_const": (lambda a: tf.matmul(a, bmm), 1),  # an int16 constant right-hand side
+        "reduce_prod": (lambda a: tf.reduce_prod(a, -1), 1),  # for the error test: ember refuses int16 REDUCE_PROD
     }
 
 
