@@ -10,6 +10,7 @@ passes/fold_qdq16.py from a TFLite model's QDQ form, with TFLite's arithmetic (k
 - Q16Binary: ADD / SUB (TFLite's general int16 path: inputs shifted left by 15, each rescaled) and MUL
   (also QUANTIZE from int16 to int16: a MUL by 1), LEAKY_RELU and ABS.
 - Q16MatMul: BATCH_MATMUL of two int16 tensors (int64 sums, the multiplier rounded to Q15 as in Q16Conv).
+- Q16Requant: QUANTIZE from int16 to int8 and from int8 to int16 (TFLite's Requantize).
 - Q16Reduce: REDUCE_MAX / REDUCE_MIN (the stored integers) and SUM / MEAN over any axes (QuantizedMeanOrSum).
 """
 
@@ -350,6 +351,28 @@ def _lower_matmul(node: Node, k: KernelEmitter) -> None:
            abase.size, a[-2], a[-1], b[-1], s.m15, s.shift)
 
 
+@dataclass(frozen=True)
+class Q16RequantSpec:
+    """Attribute `_q16q` of a Q16Requant (kernels/q16.c ember_q16_requant): the output type, the multiplier and
+    ember_q_scale_tfl's shift code, and the input's and output's zero points."""
+
+    out: DType
+    mult: int
+    shift: int
+    zin: int
+    zout: int
+
+
+def _infer_requant(node: Node) -> list[TensorType | None]:
+    return [TensorType(node.attrs["_q16q"].out, present(node.input(0)).shape)]
+
+
+def _lower_requant(node: Node, k: KernelEmitter) -> None:
+    s = node.attrs["_q16q"]
+    k.call("ember_q16_requant", k.out(0), k.inp(0), present(node.input(0)).type.numel, int(s.out is DType.INT8),
+           s.mult, s.shift, s.zin, s.zout)
+
+
 register(OpDef("Q16Conv", infer=_infer, lower=_lower_conv, scratch=_conv_scratch,
               kernels=("ember_q16_conv", "ember_q16_conv_v")))
 register(OpDef("Q16AvgPool", infer=_infer, lower=_lower_pool, kernels=("ember_q16_pool",)))
@@ -359,3 +382,4 @@ register(OpDef("Q16Mean", infer=_infer, lower=_lower_mean, kernels=("ember_q16_m
 register(OpDef("Q16Softmax", infer=_infer_same, lower=_lower_softmax, kernels=("ember_q16_softmax",)))
 register(OpDef("Q16Reduce", infer=_infer_reduce, lower=_lower_reduce, kernels=("ember_q16_reduce",)))
 register(OpDef("Q16MatMul", infer=_infer_matmul, lower=_lower_matmul, kernels=("ember_q16_matmul",)))
+register(OpDef("Q16Requant", infer=_infer_requant, lower=_lower_requant, kernels=("ember_q16_requant",)))

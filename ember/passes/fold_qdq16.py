@@ -5,6 +5,7 @@ float canonical ops, like int8 ones, and marks each QuantizeLinear with TFLite's
 integer kernels take bytes only; this pass takes the int16 patterns whose QuantizeLinear carries that
 mark, so only TFLite models' int16 tensors change path:
 
+- int16 <-> int8 requantisation (QUANTIZE) -> Q16Requant
 - Conv / Gemm (+ a fused clamping activation) with constant int8 weights and an int64 (or int32) bias ->
   Q16Conv; AveragePool / MaxPool -> Q16AvgPool / Q16MaxPool; GlobalAveragePool (MEAN) -> Q16Mean;
   Add / Sub / Mul (+ a clamping activation) -> Q16Binary; int16 -> int16 requantisation, Relu, Clip (RELU6)
@@ -36,7 +37,7 @@ from ember.ops.epilogue import EPILOGUE_ATTR, epilogue_of
 from ember.ops.opdef import Int8
 from ember.ops.q16 import INT16_MAX, INT16_MIN, Q16Geometry, Q16Spec, broadcast_of, q15_multiplier
 from ember.ops.qlinear import DOUBLE, SINGLE, tflite_multiplier
-from ember.passes.fold_qdq_ops import DQ, Q, dq_of, replace
+from ember.passes.fold_qdq_ops import DQ, Q, dq_of, q_of, replace
 
 Uses = dict[int, list[Node]]  # value id -> the nodes that read it
 Folder = Callable[[Graph, Node, Uses], None]
@@ -44,9 +45,8 @@ Folder = Callable[[Graph, Node, Uses], None]
 
 def fold_qdq16(graph: Graph, simd: bool = False) -> None:
     """`simd`: the convolutions run ember_q16_conv_v (a host or Linux target), else the portable kernel."""
-    if not any(n.op == "QuantizeLinear" and n.attrs.get("_rounding") and n.outputs[0] is not None
-               and n.outputs[0].dtype is DType.INT16 for n in graph.nodes):
-        return  # no TFLite int16 tensor: nothing to look at (the per-node scan below is quadratic)
+    if not any(_tflite_int16(n) for n in graph.nodes):
+        return  # no int16 tensor of a TFLite model: nothing to look at (the per-node scan below is quadratic)
     folders = _folders(simd)
     for node in list(graph.nodes):
         if not any(n is node for n in graph.nodes) or node.outputs[0] is None:
@@ -56,6 +56,16 @@ def fold_qdq16(graph: Graph, simd: bool = False) -> None:
             fold = _fold_move
         if fold is not None:
             fold(graph, node, graph.consumers())
+
+
+def _tflite_int16(n: Node) -> bool:
+    """A QuantizeLinear of TFLite's rounding to int16, or one from an int16 DequantizeLinear."""
+    if n.op != "QuantizeLinear" or not n.attrs.get("_rounding") or n.outputs[0] is None:
+        return False
+    src = n.inputs[0].producer if n.inputs[0] is not None else None
+    return n.outputs[0].dtype is DType.INT16 or (
+        src is not None and src.op == "DequantizeLinear" and src.inputs[0] is not None
+        and src.inputs[0].dtype is DType.INT16)
 
 
 def _folders(simd: bool) -> dict[str, Folder]:
@@ -296,8 +306,11 @@ def _fold_binary(graph: Graph, node: Node, uses: Uses) -> None:
 
 def _fold_requantize(graph: Graph, node: Node, uses: Uses) -> None:
     """int16 -> DequantizeLinear -> QuantizeLinear -> int16 (TFLite's QUANTIZE between int16 scales,
-    Requantize: MultiplyByQuantizedMultiplier by input / output scale): a Q16Binary MUL by 1."""
+    Requantize: MultiplyByQuantizedMultiplier by input / output scale): a Q16Binary MUL by 1; int16 to int8 and
+    int8 to int16 (the same Requantize, zero points around it): a Q16Requant."""
     d, q, src = _x16(node.outputs[0]), _q16(graph, node.outputs[0], uses), node.inputs[0]
+    if q is None or d is None:
+        _fold_requantize_bytes(graph, node, uses)
     if d is None or q is None or src is None:
         return
     mult, k = tflite_multiplier(float(d.scale[0]) / float(q.scale), q.rounding)
@@ -305,6 +318,19 @@ def _fold_requantize(graph: Graph, node: Node, uses: Uses) -> None:
     params = (2, 0, 0, 1, 0, 1, mult, k + 64 * q.rounding, INT16_MIN, INT16_MAX)
     spec = Q16Spec(None, (), (), INT16_MIN, INT16_MAX, binary=params, shape=tuple(src.shape))
     new = Node("Q16Binary", graph.unique_name(f"{node.name}_int16"), [src, one], [q.out], {"_q16": spec})
+    replace(graph, [node, q.node], [new])
+
+
+def _fold_requantize_bytes(graph: Graph, node: Node, uses: Uses) -> None:
+    d = dq_of(node.outputs[0])
+    if d is None or d.q.is_const or not d.per_tensor or d.q.dtype not in (DType.INT16, DType.INT8):
+        return
+    q = _q16(graph, node.outputs[0], uses) if d.q.dtype is DType.INT8 else q_of(graph, node.outputs[0], uses)
+    if q is None or q.dtype is not (DType.INT8 if d.q.dtype is DType.INT16 else DType.INT16) or not q.rounding:
+        return
+    mult, k = tflite_multiplier(float(d.scale[0]) / float(q.scale), q.rounding)
+    spec = q16.Q16RequantSpec(q.dtype, mult, k + 64 * q.rounding, int(d.zp[0]), q.zp)
+    new = Node("Q16Requant", graph.unique_name(f"{node.name}_requant"), [d.q], [q.out], {"_q16q": spec})
     replace(graph, [node, q.node], [new])
 
 

@@ -66,6 +66,29 @@ def test_int16_sum_bit_exact(tmp_path: Path) -> None:
     _check(FIXTURES / "op_sum_int16.tflite", "sum", tmp_path, reference=False)
 
 
+def test_int16_int8_quantize_bit_exact(tmp_path: Path) -> None:
+    """QUANTIZE from int16 to int8 and from int8 back to int16 (a hand-made model: the 16x8 converter's I/O is
+    float32 or int16), each to another scale: TFLite's Requantize on the integers (Q16Requant), byte for byte."""
+    path = FIXTURES / "quantize_int16_int8.tflite"
+    graph, _, _ = build_graph(str(path), CompileOptions())
+    assert graph.op_counts() == {"Q16Requant": 2}, graph.op_counts()
+    _check(path, "quantize", tmp_path)
+
+
+def test_int16_float_io_bit_exact(tmp_path: Path) -> None:
+    """A 16x8 model with float32 I/O: QUANTIZE to int16 at the input, DEQUANTIZE from it at the output, the same
+    floats as LiteRT's and TFLite Micro's."""
+    path = FIXTURES / "op_add_relu_float_io_int16.tflite"
+    interp = litert(path)
+    assert {d["dtype"] for d in interp.get_input_details() + interp.get_output_details()} == {np.float32}
+    lite = ember.compile(path, tmp_path / "litert", name="fio", opt_level=1)
+    micro = ember.compile(path, tmp_path / "micro", name="fio", opt_level=1, tflite_rounding="micro")
+    for seed in (0, 1):
+        xs = [x * 1.5 for x in inputs_for(interp, seed)]  # past the calibrated range too: saturation
+        _assert_same("float_io", run_litert(interp, xs), run_ember(lite, interp, xs), "LiteRT")
+        _assert_same("float_io", micro_outputs(path, xs, 1), run_ember(micro, interp, xs), "TFLite Micro")
+
+
 def _with_scale(model: bytes, tensor: str, scale: float) -> bytes:
     """The model with the float32 scale of the named tensor rewritten in place (its flatbuffer vector)."""
     import tflite

@@ -563,3 +563,20 @@ static void ember_q16_matmul(int16_t *EMBER_RESTRICT y, const int16_t *a, const 
     }
 }
 /*@end*/
+
+/*@kernel ember_q16_requant requires ember_q16_base*/
+/* QUANTIZE between int16 and int8 (TFLite's Requantize): y = (x - zin) requantised by ember_q_scale_tfl's (mult,
+ * shift) + zout, saturated to the output type; to8: int16 in, int8 out, else int8 in, int16 out. */
+static void ember_q16_requant(void *EMBER_RESTRICT y, const void *EMBER_RESTRICT x, ptrdiff_t n, int32_t to8,
+                              int32_t mult, int32_t shift, int32_t zin, int32_t zout) {
+    ptrdiff_t i;
+    for (i = 0; i < n; ++i) {
+        const int32_t v = to8 ? ((const int16_t *)x)[i] : ((const int8_t *)x)[i];
+        const int64_t r = ember_q_scale_tfl(v - zin, mult, shift) + zout;
+        if (to8)
+            ((int8_t *)y)[i] = (int8_t)(r < -128 ? -128 : r > 127 ? 127 : r);
+        else
+            ((int16_t *)y)[i] = ember_q16_clamp(r, -32768, 32767);
+    }
+}
+/*@end*/
