@@ -75,6 +75,16 @@ def int16_op_models() -> dict[str, tuple[Callable, int]]:
         "batch_matmul": (lambda a, c: tf.matmul(a, c, transpose_b=True), 2),  # adj_y
         "batch_matmul_const": (lambda a: tf.matmul(a, bmm), 1),  # an int16 constant right-hand side
         "reduce_prod": (lambda a: tf.reduce_prod(a, -1), 1),  # for the error test: ember refuses int16 REDUCE_PROD
+        "resize_nearest": (lambda a: tf.compat.v1.image.resize_nearest_neighbor(a * 2.0, [7, 13],
+                                                                                 half_pixel_centers=True), 1),
+        "broadcast_to": (lambda a: tf.broadcast_to(a[:, :1] * 2.0, [1, 4, 8, 8]), 1),
+        # LiteRT only (TFLite Micro has no int16 MIRROR_PAD, GATHER_ND, SPACE_TO_BATCH_ND, BATCH_TO_SPACE_ND)
+        "mirror_pad": (lambda a: (tf.pad(a * 2.0, [[0, 0], [1, 2], [2, 1], [0, 0]], "REFLECT"),
+                                  tf.pad(a * 2.0, [[0, 0], [1, 1], [0, 2], [0, 0]], "SYMMETRIC")), 1),
+        "gather_nd": (lambda a: tf.gather_nd(a * 2.0, [[0, 1], [0, 3], [0, 1]]), 1),
+        "space_batch": (lambda a: (tf.space_to_batch_nd(a * 2.0, [2, 2], [[0, 0], [0, 0]]),
+                                   tf.compat.v1.batch_to_space_nd(tf.concat([a, a * 0.5, a, a], 0), [2, 2],
+                                                                  [[0, 0], [1, 0]])), 1),
     }
 
 
