@@ -82,6 +82,9 @@ def int16_op_models() -> dict[str, tuple[Callable, int]]:
         "mirror_pad": (lambda a: (tf.pad(a * 2.0, [[0, 0], [1, 2], [2, 1], [0, 0]], "REFLECT"),
                                   tf.pad(a * 2.0, [[0, 0], [1, 1], [0, 2], [0, 0]], "SYMMETRIC")), 1),
         "gather_nd": (lambda a: tf.gather_nd(a * 2.0, [[0, 1], [0, 3], [0, 1]]), 1),
+        # RESHAPE (also SQUEEZE, EXPAND_DIMS), TRANSPOSE: the stored integers
+        "reshapes": (lambda a: (tf.transpose(tf.reshape(a * 2.0, [1, 32, 8]), [0, 2, 1]),
+                                tf.expand_dims(tf.squeeze(a[:, 1:2], 1), 1)), 1),
         "space_batch": (lambda a: (tf.space_to_batch_nd(a * 2.0, [2, 2], [[0, 0], [0, 0]]),
                                    tf.compat.v1.batch_to_space_nd(tf.concat([a, a * 0.5, a, a], 0), [2, 2],
                                                                   [[0, 0], [1, 0]])), 1),

@@ -27,8 +27,8 @@ OPS = ["add", "add_relu", "sub", "mul", "concat", "conv_relu6", "depthwise", "fu
        # PACK (after the converter's requantising QUANTIZE), UNPACK, ABS, MEAN over [1, 3] (QuantizedMeanOrSum),
        # BATCH_MATMUL of two int16 tensors (adj_y) and of an int16 constant
        "pack", "unpack", "abs", "mean_axes", "batch_matmul", "batch_matmul_const",
-       # RESIZE_NEAREST_NEIGHBOR (half-pixel centres) and BROADCAST_TO: the stored integers
-       "resize_nearest", "broadcast_to"]
+       # RESIZE_NEAREST_NEIGHBOR (half-pixel centres), BROADCAST_TO, RESHAPE and TRANSPOSE: the stored integers
+       "resize_nearest", "broadcast_to", "reshapes"]
 # TFLite Micro has no int16 kernel for these (REDUCE_MAX / REDUCE_MIN: float32 and int8 only): bit-exact with LiteRT.
 LITERT_OPS = ["resize_bilinear", "gather", "reduce_max_min", "mirror_pad", "gather_nd", "space_batch"]
 
@@ -154,7 +154,7 @@ def test_int16_network_runs_int16_kernels() -> None:
                                           ("batch_matmul", "Q16MatMul"), ("batch_matmul_const", "Q16MatMul"),
                                           ("mirror_pad", "Pad"), ("resize_nearest", "Gather"),
                                           ("gather_nd", "GatherND"), ("broadcast_to", "Expand"),
-                                          ("space_batch", "Transpose")])
+                                          ("space_batch", "Transpose"), ("reshapes", "Transpose")])
 def test_int16_operator_stays_integer(op: str, kernel: str) -> None:
     """RELU6, MAXIMUM / MINIMUM, PAD, STRIDED_SLICE, SPLIT_V, GATHER, PACK, UNPACK, ABS, the reductions,
     BATCH_MATMUL and the other data-movement ops run on the int16 integers: no float op between
