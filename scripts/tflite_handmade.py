@@ -245,6 +245,16 @@ def quantize_int16_int8() -> bytes:
     return m.finish([y8, y16])
 
 
+def hard_swish_int16() -> bytes:
+    """An int16 HARD_SWISH, which the 16x8 converter does not write (ember refuses it: the error test)."""
+    m = Model()
+    x = m.tensor("x", [1, 8], np.int16, quant=(1.0 / 8192, 0))
+    m.inputs.append(x)
+    y = m.tensor("y", [1, 8], np.int16, quant=(1.0 / 8192, 0))
+    m.op(fb.BuiltinOperator.HARD_SWISH, [x], [y])
+    return m.finish([y])
+
+
 def handmade() -> dict[str, bytes]:
     return {
         "svdf.tflite": svdf(),
@@ -257,4 +267,5 @@ def handmade() -> dict[str, bytes]:
         "transpose_conv_bias_ref.tflite": transpose_conv_bias(False),
         "atrous.tflite": atrous(),
         "quantize_int16_int8.tflite": quantize_int16_int8(),
+        "hard_swish_int16.tflite": hard_swish_int16(),
     }
