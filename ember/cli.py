@@ -228,7 +228,7 @@ def _targets(args: argparse.Namespace) -> int:
 
 def _operators(args: argparse.Namespace) -> int:
     from ember.frontends.onnx.ops import operator_table
-    from ember.frontends.tflite.ops import CONVERTERS
+    from ember.frontends.tflite.ops import CONVERTERS, INT16_OPS
 
     table: dict[str, dict[str, int]] = operator_table()
     table["tflite"] = dict.fromkeys(CONVERTERS, 1)
@@ -242,15 +242,21 @@ def _operators(args: argparse.Namespace) -> int:
             print(f"tflite ({len(ops)} builtin operators; float32, float16 weights, int8; IF/WHILE subgraphs):")
         else:
             print(f"{domain} ({len(ops)} operators; the opset each is supported from in brackets):")
-        words = [f"{op}[{since}]" if since > 1 else op for op, since in sorted(ops.items())]
-        line = " "
-        for w in words:
-            if len(line) + len(w) > 100:
-                print(line)
-                line = " "
-            line += " " + w
-        print(line)
+        _wrap([f"{op}[{since}]" if since > 1 else op for op, since in sorted(ops.items())])
+        if domain == "tflite":  # the 16x8 ones: an int16 tensor at any other operator is refused
+            print(f"tflite 16x8 (int16 activations, int8 weights; {len(INT16_OPS)} builtin operators):")
+            _wrap(sorted(INT16_OPS))
     return 0
+
+
+def _wrap(words: list[str]) -> None:
+    line = " "
+    for w in words:
+        if len(line) + len(w) > 100:
+            print(line)
+            line = " "
+        line += " " + w
+    print(line)
 
 
 def _at_least(value: int, low: int, flag: str) -> None:

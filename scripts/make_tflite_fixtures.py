@@ -369,6 +369,8 @@ def fixtures() -> dict[str, bytes]:
     for name in INT16_OPS:  # 16x8: int16 activations, int8 weights
         fn, n = models[name]
         out[f"op_{name}_int16.tflite"] = _convert(fn, op_specs(n), True, 61, int16=True)
+    fn, n = models["add_relu"]  # float32 I/O: a QUANTIZE to int16 before, a DEQUANTIZE after
+    out["op_add_relu_float_io_int16.tflite"] = _convert(fn, op_specs(n), True, 61, int16=True, int8_io=False)
     for seed, (name, make) in enumerate((("kws_cnn", kws_cnn), ("mobilenet_like", mobilenet_like))):
         model = make()
         _randomize_bn(model, 10 + seed)

@@ -232,6 +232,29 @@ def atrous() -> bytes:
     return m.finish([y1, y2])
 
 
+def quantize_int16_int8() -> bytes:
+    """QUANTIZE from int16 to int8 and back to int16 (TFLite's Requantize; the 16x8 converter writes neither: its
+    I/O is float32 or int16), each to a scale other than its input's."""
+    m = Model()
+    x = m.tensor("x", [1, 4, 8, 8], np.int16, quant=(1.0 / 32768, 0))
+    m.inputs.append(x)
+    y8 = m.tensor("y8", [1, 4, 8, 8], np.int8, quant=(0.0071, 3))
+    y16 = m.tensor("y16", [1, 4, 8, 8], np.int16, quant=(0.6 / 32768, 0))
+    m.op(fb.BuiltinOperator.QUANTIZE, [x], [y8])
+    m.op(fb.BuiltinOperator.QUANTIZE, [y8], [y16])
+    return m.finish([y8, y16])
+
+
+def hard_swish_int16() -> bytes:
+    """An int16 HARD_SWISH, which the 16x8 converter does not write (ember refuses it: the error test)."""
+    m = Model()
+    x = m.tensor("x", [1, 8], np.int16, quant=(1.0 / 8192, 0))
+    m.inputs.append(x)
+    y = m.tensor("y", [1, 8], np.int16, quant=(1.0 / 8192, 0))
+    m.op(fb.BuiltinOperator.HARD_SWISH, [x], [y])
+    return m.finish([y])
+
+
 def handmade() -> dict[str, bytes]:
     return {
         "svdf.tflite": svdf(),
@@ -243,4 +266,6 @@ def handmade() -> dict[str, bytes]:
         "transpose_conv_bias.tflite": transpose_conv_bias(True),
         "transpose_conv_bias_ref.tflite": transpose_conv_bias(False),
         "atrous.tflite": atrous(),
+        "quantize_int16_int8.tflite": quantize_int16_int8(),
+        "hard_swish_int16.tflite": hard_swish_int16(),
     }

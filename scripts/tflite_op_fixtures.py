@@ -54,6 +54,9 @@ def op_models() -> dict[str, tuple[Callable, int]]:
 # logistic for the error test: ember refuses int16 LOGISTIC).
 def int16_op_models() -> dict[str, tuple[Callable, int]]:
     """Models made in 16x8 mode only (op_NAME_int16.tflite; no int8 twin)."""
+    # (numpy, not a tf.constant: INT16_OPS calls this at import, and a TensorFlow object made then would shift
+    # the names in the control-flow fixtures converted after it)
+    bmm = np.random.default_rng(62).normal(0, 0.3, (4, 8, 5)).astype(np.float32)
     return {
         # a RELU6 of its own, over [-8, 8] (CONCATENATION fuses no activation): both bounds clamp, and its
         # output scale differs from its input's (LiteRT rescales, TFLite Micro does not)
@@ -62,6 +65,29 @@ def int16_op_models() -> dict[str, tuple[Callable, int]]:
         "pad": (lambda a: tf.pad(a * 2.0, [[0, 0], [1, 2], [0, 1], [0, 0]]), 1),
         "slice_split": (lambda a: tuple(tf.split(a[:, 1:4, ::2, :], [2, 6], axis=-1)), 1),  # STRIDED_SLICE, SPLIT_V
         "gather": (lambda a: tf.gather(a, [3, 0, 2, 2], axis=-1), 1),  # LiteRT only: Micro has no int16 GATHER
+        "pack": (lambda a, c: tf.stack([a, c * 2.0], axis=1), 2),  # a QUANTIZE brings a to the output's scale
+        "unpack": (lambda a: tuple(tf.unstack(a * 2.0, axis=1)), 1),
+        "abs": (lambda a: tf.abs(a * 3.0), 1),
+        # REDUCE_MAX / REDUCE_MIN: LiteRT only (TFLite Micro's take float32 and int8 only)
+        "reduce_max_min": (lambda a: (tf.reduce_max(a, [1, 2], keepdims=True), tf.reduce_min(a, -1)), 1),
+        "sum": (lambda a: (tf.reduce_sum(a, [1, 2], keepdims=True), tf.reduce_sum(a, -1)), 1),
+        "mean_axes": (lambda a: tf.reduce_mean(a, [1, 3]), 1),  # not H and W: QuantizedMeanOrSum's general path
+        "batch_matmul": (lambda a, c: tf.matmul(a, c, transpose_b=True), 2),  # adj_y
+        "batch_matmul_const": (lambda a: tf.matmul(a, bmm), 1),  # an int16 constant right-hand side
+        "reduce_prod": (lambda a: tf.reduce_prod(a, -1), 1),  # for the error test: ember refuses int16 REDUCE_PROD
+        "resize_nearest": (lambda a: tf.compat.v1.image.resize_nearest_neighbor(a * 2.0, [7, 13],
+                                                                                 half_pixel_centers=True), 1),
+        "broadcast_to": (lambda a: tf.broadcast_to(a[:, :1] * 2.0, [1, 4, 8, 8]), 1),
+        # LiteRT only (TFLite Micro has no int16 MIRROR_PAD, GATHER_ND, SPACE_TO_BATCH_ND, BATCH_TO_SPACE_ND)
+        "mirror_pad": (lambda a: (tf.pad(a * 2.0, [[0, 0], [1, 2], [2, 1], [0, 0]], "REFLECT"),
+                                  tf.pad(a * 2.0, [[0, 0], [1, 1], [0, 2], [0, 0]], "SYMMETRIC")), 1),
+        "gather_nd": (lambda a: tf.gather_nd(a * 2.0, [[0, 1], [0, 3], [0, 1]]), 1),
+        # RESHAPE (also SQUEEZE, EXPAND_DIMS), TRANSPOSE: the stored integers
+        "reshapes": (lambda a: (tf.transpose(tf.reshape(a * 2.0, [1, 32, 8]), [0, 2, 1]),
+                                tf.expand_dims(tf.squeeze(a[:, 1:2], 1), 1)), 1),
+        "space_batch": (lambda a: (tf.space_to_batch_nd(a * 2.0, [2, 2], [[0, 0], [0, 0]]),
+                                   tf.compat.v1.batch_to_space_nd(tf.concat([a, a * 0.5, a, a], 0), [2, 2],
+                                                                  [[0, 0], [1, 0]])), 1),
     }
 
 

@@ -8,7 +8,10 @@ passes/fold_qdq16.py from a TFLite model's QDQ form, with TFLite's arithmetic (k
 - Q16Mean: MEAN over H and W (a global average), TFLite's QuantizedMeanOrSum.
 - Q16Softmax: SOFTMAX over the last axis with TFLite's exp and 1/(1 + x) tables (gen_lut).
 - Q16Binary: ADD / SUB (TFLite's general int16 path: inputs shifted left by 15, each rescaled) and MUL
-  (also QUANTIZE from int16 to int16: a MUL by 1).
+  (also QUANTIZE from int16 to int16: a MUL by 1), LEAKY_RELU and ABS.
+- Q16MatMul: BATCH_MATMUL of two int16 tensors (int64 sums, the multiplier rounded to Q15 as in Q16Conv).
+- Q16Requant: QUANTIZE from int16 to int8 and from int8 to int16 (TFLite's Requantize).
+- Q16Reduce: REDUCE_MAX / REDUCE_MIN (the stored integers) and SUM / MEAN over any axes (QuantizedMeanOrSum).
 """
 
 from __future__ import annotations
@@ -274,6 +277,102 @@ def _lower_softmax(node: Node, k: KernelEmitter) -> None:
            k.table(exp_lut, DType.INT16), k.table(recip_lut, DType.INT16))
 
 
+@dataclass(frozen=True)
+class Q16ReduceSpec:
+    """Attribute `_q16r` of a Q16Reduce (kernels/q16.c ember_q16_reduce): kind 0 (SUM / MEAN: the sum
+    requantised by mult and ember_q_scale_tfl's shift code), 2 (max) or 3 (min); the reduced axes of the input
+    and the output's shape."""
+
+    kind: int
+    mult: int
+    shift: int
+    axes: tuple[int, ...]
+    shape: tuple[int, ...]
+
+
+def reduce_tables(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """(base, off): each output's first input element, and each reduced position's offset from it (row-major
+    input), in the order TFLite visits them (both row-major)."""
+    strides = np.cumprod((1, *shape[:0:-1]))[::-1].astype(np.int64)
+    kept = [i for i in range(len(shape)) if i not in axes]
+
+    def offsets(dims: list[int]) -> np.ndarray:
+        grid = np.zeros([shape[i] for i in dims] or [1], np.int64)
+        for j, i in enumerate(dims):
+            view = [1] * max(len(dims), 1)
+            view[j] = shape[i]
+            grid = grid + (np.arange(shape[i]) * strides[i]).reshape(view)
+        return grid.reshape(-1)
+
+    return offsets(kept), offsets(sorted(axes))
+
+
+def _infer_reduce(node: Node) -> list[TensorType | None]:
+    return [TensorType(DType.INT16, node.attrs["_q16r"].shape)]
+
+
+def _lower_reduce(node: Node, k: KernelEmitter) -> None:
+    s = node.attrs["_q16r"]
+    base, off = reduce_tables(present(node.input(0)).shape, s.axes)
+    k.call("ember_q16_reduce", k.out(0), k.inp(0), k.table(base, DType.INT32), base.size, k.table(off, DType.INT32),
+           off.size, s.kind, s.mult, s.shift)
+
+
+@dataclass(frozen=True)
+class Q16MatMulSpec:
+    """Attribute `_q16mm` of a Q16MatMul: the Q15 multiplier and right shift (q15_multiplier) and the output
+    shape (batches broadcast, then [M, N])."""
+
+    m15: int
+    shift: int
+    shape: tuple[int, ...]
+
+
+def matmul_batches(a: tuple[int, ...], b: tuple[int, ...], out: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Each output batch's first element of a [..., M, K] and of b [..., K, N] (broadcast batch dims repeat)."""
+    batch = out[:-2]
+
+    def starts(shape: tuple[int, ...]) -> np.ndarray:
+        lead = (1,) * (len(batch) - len(shape[:-2])) + tuple(shape[:-2])
+        index = np.arange(math.prod(lead), dtype=np.int64).reshape(lead) * math.prod(shape[-2:])
+        return np.broadcast_to(index, batch).reshape(-1)
+
+    return starts(a), starts(b)
+
+
+def _infer_matmul(node: Node) -> list[TensorType | None]:
+    return [TensorType(DType.INT16, node.attrs["_q16mm"].shape)]
+
+
+def _lower_matmul(node: Node, k: KernelEmitter) -> None:
+    s, a, b = node.attrs["_q16mm"], present(node.input(0)).shape, present(node.input(1)).shape
+    abase, bbase = matmul_batches(a, b, s.shape)
+    k.call("ember_q16_matmul", k.out(0), k.inp(0), k.inp(1), k.table(abase, DType.INT32), k.table(bbase, DType.INT32),
+           abase.size, a[-2], a[-1], b[-1], s.m15, s.shift)
+
+
+@dataclass(frozen=True)
+class Q16RequantSpec:
+    """Attribute `_q16q` of a Q16Requant (kernels/q16.c ember_q16_requant): the output type, the multiplier and
+    ember_q_scale_tfl's shift code, and the input's and output's zero points."""
+
+    out: DType
+    mult: int
+    shift: int
+    zin: int
+    zout: int
+
+
+def _infer_requant(node: Node) -> list[TensorType | None]:
+    return [TensorType(node.attrs["_q16q"].out, present(node.input(0)).shape)]
+
+
+def _lower_requant(node: Node, k: KernelEmitter) -> None:
+    s = node.attrs["_q16q"]
+    k.call("ember_q16_requant", k.out(0), k.inp(0), present(node.input(0)).type.numel, int(s.out is DType.INT8),
+           s.mult, s.shift, s.zin, s.zout)
+
+
 register(OpDef("Q16Conv", infer=_infer, lower=_lower_conv, scratch=_conv_scratch,
               kernels=("ember_q16_conv", "ember_q16_conv_v")))
 register(OpDef("Q16AvgPool", infer=_infer, lower=_lower_pool, kernels=("ember_q16_pool",)))
@@ -281,3 +380,6 @@ register(OpDef("Q16MaxPool", infer=_infer, lower=_lower_pool, kernels=("ember_q1
 register(OpDef("Q16Binary", infer=_infer, lower=_lower_binary, kernels=("ember_q16_binary",)))
 register(OpDef("Q16Mean", infer=_infer, lower=_lower_mean, kernels=("ember_q16_mean",)))
 register(OpDef("Q16Softmax", infer=_infer_same, lower=_lower_softmax, kernels=("ember_q16_softmax",)))
+register(OpDef("Q16Reduce", infer=_infer_reduce, lower=_lower_reduce, kernels=("ember_q16_reduce",)))
+register(OpDef("Q16MatMul", infer=_infer_matmul, lower=_lower_matmul, kernels=("ember_q16_matmul",)))
+register(OpDef("Q16Requant", infer=_infer_requant, lower=_lower_requant, kernels=("ember_q16_requant",)))

@@ -5,10 +5,13 @@ float canonical ops, like int8 ones, and marks each QuantizeLinear with TFLite's
 integer kernels take bytes only; this pass takes the int16 patterns whose QuantizeLinear carries that
 mark, so only TFLite models' int16 tensors change path:
 
+- int16 <-> int8 requantisation (QUANTIZE) -> Q16Requant
 - Conv / Gemm (+ a fused clamping activation) with constant int8 weights and an int64 (or int32) bias ->
   Q16Conv; AveragePool / MaxPool -> Q16AvgPool / Q16MaxPool; GlobalAveragePool (MEAN) -> Q16Mean;
   Add / Sub / Mul (+ a clamping activation) -> Q16Binary; int16 -> int16 requantisation, Relu, Clip (RELU6)
   -> Q16Binary (a MUL by 1, clamped)
+- ReduceSum / ReduceMean / ReduceMax / ReduceMin over constant axes -> Q16Reduce; Abs -> Q16Binary (op 4);
+  MatMul of two int16 tensors (BATCH_MATMUL) -> Q16MatMul
 - Max / Min (MAXIMUM / MINIMUM), a zero-padding Pad, Slice and Split (SLICE, STRIDED_SLICE, SPLIT, SPLIT_V)
   whose inputs and outputs share one scale -> the same op on the int16 tensors (TFLite compares and
   copies the stored integers)
@@ -21,52 +24,65 @@ TFLite). Runs before fold_qdq, which turns the constant DequantizeLinear nodes n
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 
 import numpy as np
 
 from ember.ir.dtypes import DType
 from ember.ir.graph import Graph, Node, Value
-from ember.ops import registry
+from ember.ops import q16, registry
 from ember.ops.epilogue import EPILOGUE_ATTR, epilogue_of
 from ember.ops.opdef import Int8
 from ember.ops.q16 import INT16_MAX, INT16_MIN, Q16Geometry, Q16Spec, broadcast_of, q15_multiplier
 from ember.ops.qlinear import DOUBLE, SINGLE, tflite_multiplier
-from ember.passes.fold_qdq_ops import DQ, Q, dq_of, replace
+from ember.passes.fold_qdq_ops import DQ, Q, dq_of, q_of, replace
+
+Uses = dict[int, list[Node]]  # value id -> the nodes that read it
+Folder = Callable[[Graph, Node, Uses], None]
 
 
 def fold_qdq16(graph: Graph, simd: bool = False) -> None:
     """`simd`: the convolutions run ember_q16_conv_v (a host or Linux target), else the portable kernel."""
-    if not any(n.op == "QuantizeLinear" and n.attrs.get("_rounding") and n.outputs[0] is not None
-               and n.outputs[0].dtype is DType.INT16 for n in graph.nodes):
-        return  # no TFLite int16 tensor: nothing to look at (the per-node scan below is quadratic)
+    if not any(_tflite_int16(n) for n in graph.nodes):
+        return  # no int16 tensor of a TFLite model: nothing to look at (the per-node scan below is quadratic)
+    folders = _folders(simd)
     for node in list(graph.nodes):
         if not any(n is node for n in graph.nodes) or node.outputs[0] is None:
             continue
-        uses = graph.consumers()
-        if node.op in ("Conv", "Gemm"):
-            _fold_linear(graph, node, uses, simd)
-        elif node.op in ("AveragePool", "MaxPool"):
-            _fold_pool(graph, node, uses)
-        elif node.op == "GlobalAveragePool":
-            _fold_mean(graph, node, uses)
-        elif node.op in ("Relu", "Clip"):
-            _fold_relu(graph, node, uses)
-        elif node.op in ("Max", "Min"):
-            _fold_minmax(graph, node, uses)
-        elif node.op == "Pad":
-            _fold_pad(graph, node, uses)
-        elif node.op in ("Slice", "Split"):
-            _fold_select(graph, node, uses)
-        elif node.op == "DequantizeLinear":
-            _fold_requantize(graph, node, uses)
-        elif node.op in ("Add", "Sub", "Mul"):
-            _fold_binary(graph, node, uses)
-        elif registry.get(node.op).int8 in (Int8.MOVE, Int8.CONCAT):
-            _fold_move(graph, node, uses)
+        fold = folders.get(node.op)
+        if fold is None and registry.get(node.op).int8 in (Int8.MOVE, Int8.CONCAT):
+            fold = _fold_move
+        if fold is not None:
+            fold(graph, node, graph.consumers())
 
 
-def _q16(graph: Graph, v: Value | None, uses: dict[int, list[Node]]) -> Q | None:
+def _tflite_int16(n: Node) -> bool:
+    """A QuantizeLinear of TFLite's rounding to int16, or one from an int16 DequantizeLinear."""
+    if n.op != "QuantizeLinear" or not n.attrs.get("_rounding") or n.outputs[0] is None:
+        return False
+    src = n.inputs[0].producer if n.inputs[0] is not None else None
+    return n.outputs[0].dtype is DType.INT16 or (
+        src is not None and src.op == "DequantizeLinear" and src.inputs[0] is not None
+        and src.inputs[0].dtype is DType.INT16)
+
+
+def _folders(simd: bool) -> dict[str, Folder]:
+    """op -> the folder that looks at its int16 pattern (the movement ops without one of their own:
+    _fold_move, by the registry's Int8.MOVE / Int8.CONCAT)."""
+    linear = functools.partial(_fold_linear, simd=simd)
+    table: dict[str, Folder] = {"Conv": linear, "Gemm": linear}
+    for ops, fold in ((("AveragePool", "MaxPool"), _fold_pool), (("GlobalAveragePool",), _fold_mean),
+                      (("Relu", "Clip"), _fold_relu), (("Max", "Min"), _fold_minmax), (("Pad",), _fold_pad),
+                      (("Slice", "Split"), _fold_select), (("DequantizeLinear",), _fold_requantize),
+                      (("Add", "Sub", "Mul"), _fold_binary), (tuple(_REDUCE_KINDS), _fold_reduce),
+                      (("Abs",), _fold_abs), (("MatMul",), _fold_matmul)):
+        table.update(dict.fromkeys(ops, fold))
+    return table
+
+
+def _q16(graph: Graph, v: Value | None, uses: Uses) -> Q | None:
     """The int16 QuantizeLinear with TFLite's rounding (zero point 0) that alone reads v."""
     if v is None or graph.is_output(v):
         return None
@@ -117,7 +133,7 @@ def _bias(graph: Graph, node: Node, v: Value | None, m: int) -> Value | None | b
     return graph.constant(f"{node.name}_b64", np.ascontiguousarray(np.broadcast_to(data, (m,))))
 
 
-def _fold_linear(graph: Graph, node: Node, uses: dict[int, list[Node]], simd: bool) -> None:
+def _fold_linear(graph: Graph, node: Node, uses: Uses, simd: bool) -> None:
     x, w, q = _x16(node.input(0)), dq_of(node.input(1)), _q16(graph, node.outputs[0], uses)
     act = epilogue_of(node)
     bounds = None if act is None else act.clamp
@@ -167,7 +183,7 @@ def _fold_linear(graph: Graph, node: Node, uses: dict[int, list[Node]], simd: bo
     replace(graph, [node, q.node], [new])
 
 
-def _fold_pool(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
+def _fold_pool(graph: Graph, node: Node, uses: Uses) -> None:
     x, q = _x16(node.input(0)), _q16(graph, node.outputs[0], uses)
     a = node.attrs
     if (x is None or q is None or x.scale[0] != q.scale or x.q.type.rank != 4 or a.get("count_include_pad")
@@ -184,22 +200,78 @@ def _fold_pool(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
     replace(graph, [node, q.node], [new])
 
 
-def _fold_mean(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
+def _fold_mean(graph: Graph, node: Node, uses: Uses) -> None:
     """TFLite's MEAN over H and W (QuantizedMeanOrSum): x_scale / y_scale as QuantizeMultiplier, with 1/n
     folded into the multiplier in integers ((M << s) / n for s = floor(log2 n), at most 32) and the shift."""
     x, q = _x16(node.input(0)), _q16(graph, node.outputs[0], uses)
     if x is None or q is None or x.q.type.rank != 4:
         return
-    n = math.prod(x.q.shape[2:])
-    mult, k = tflite_multiplier(float(x.scale[0]) / float(q.scale), q.rounding)
-    s = min(n.bit_length() - 1, 32, 31 + (31 - k))
-    mult, k = ((mult << s) // n, k + s) if k + s <= 62 else (0, 1)
-    spec = Q16Spec(None, (mult,), (k + 64 * q.rounding,), INT16_MIN, INT16_MAX, shape=(*x.q.shape[:2], 1, 1))
+    mult, k = _mean_multiplier(x, q, math.prod(x.q.shape[2:]))
+    spec = Q16Spec(None, (mult,), (k,), INT16_MIN, INT16_MAX, shape=(*x.q.shape[:2], 1, 1))
     new = Node("Q16Mean", graph.unique_name(f"{node.name}_int16"), [x.q], [q.out], {"_q16": spec})
     replace(graph, [node, q.node], [new])
 
 
-def _fold_binary(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
+def _mean_multiplier(x: DQ, q: Q, n: int) -> tuple[int, int]:
+    """QuantizedMeanOrSum's requantisation of a sum of n: x_scale / y_scale as QuantizeMultiplier with 1/n folded
+    in, in integers ((M << s) / n for s = floor(log2 n), at most 32): (multiplier, ember_q_scale_tfl's code)."""
+    mult, k = tflite_multiplier(float(x.scale[0]) / float(q.scale), q.rounding)
+    s = min(n.bit_length() - 1, 32, 31 + (31 - k))
+    mult, k = ((mult << s) // n, k + s) if k + s <= 62 else (0, 1)
+    return mult, k + 64 * q.rounding
+
+
+_REDUCE_KINDS = {"ReduceSum": 0, "ReduceMean": 0, "ReduceMax": 2, "ReduceMin": 3}
+
+
+def _fold_reduce(graph: Graph, node: Node, uses: Uses) -> None:
+    """TFLite's int16 SUM / MEAN (the int64 sum requantised, QuantizedMeanOrSum; a SUM at one scale saturates)
+    and REDUCE_MAX / REDUCE_MIN (the stored integers, input and output of one scale) over constant axes."""
+    x, q, axes = _x16(node.input(0)), _q16(graph, node.outputs[0], uses), node.input(1)
+    kind = _REDUCE_KINDS[node.op]
+    if x is None or q is None or axes is None or not axes.is_const or (kind and x.scale[0] != q.scale):
+        return
+    rank = x.q.type.rank
+    red = tuple(sorted({int(a) % rank for a in np.asarray(axes.const).reshape(-1)}))
+    n = math.prod(x.q.shape[a] for a in red)
+    if not red or n == 0:
+        return
+    mult, k = _mean_multiplier(x, q, n if node.op == "ReduceMean" else 1)
+    spec = q16.Q16ReduceSpec(kind, mult, k, red, tuple(node.outputs[0].shape))
+    new = Node("Q16Reduce", graph.unique_name(f"{node.name}_int16"), [x.q], [q.out], {"_q16r": spec})
+    replace(graph, [node, q.node], [new])
+
+
+def _fold_abs(graph: Graph, node: Node, uses: Uses) -> None:
+    """TFLite's int16 ABS (AbsEvalQuantized): |x|, rescaled by the float32 ratio input / output scale where the
+    two differ, saturated: a Q16Binary of op 4."""
+    x, q = _x16(node.input(0)), _q16(graph, node.outputs[0], uses)
+    if x is None or q is None:
+        return
+    rescale = int(np.float32(x.scale[0]) != q.scale)
+    mult, k = tflite_multiplier(float(np.float32(x.scale[0]) / q.scale), q.rounding) if rescale else (0, 1)
+    one = graph.constant(f"{node.name}_one", np.ones(1, np.int16))
+    params = (4, rescale, 0, 1, 0, 1, mult, k + 64 * q.rounding, INT16_MIN, INT16_MAX)
+    spec = Q16Spec(None, (), (), INT16_MIN, INT16_MAX, binary=params, shape=tuple(x.q.shape))
+    new = Node("Q16Binary", graph.unique_name(f"{node.name}_int16"), [x.q, one], [q.out], {"_q16": spec})
+    replace(graph, [node, q.node], [new])
+
+
+def _fold_matmul(graph: Graph, node: Node, uses: Uses) -> None:
+    """TFLite's int16 BATCH_MATMUL (reference BatchMatMul<int16_t, int64_t>, zero points 0): int64 sums, the
+    multiplier of the float32 product of the input scales over the output scale rounded to Q15."""
+    a, b, q = _x16(node.input(0), const=True), _x16(node.input(1), const=True), _q16(graph, node.outputs[0], uses)
+    if a is None or b is None or q is None or a.q.type.rank < 2 or b.q.type.rank < 2 or (a.q.is_const and b.q.is_const):
+        return
+    pair = q15_multiplier(float(np.float32(a.scale[0]) * np.float32(b.scale[0])) / float(q.scale), q.rounding)
+    if pair is None:
+        return
+    spec = q16.Q16MatMulSpec(pair[0], pair[1], tuple(node.outputs[0].shape))
+    new = Node("Q16MatMul", graph.unique_name(f"{node.name}_int16"), [a.q, b.q], [q.out], {"_q16mm": spec})
+    replace(graph, [node, q.node], [new])
+
+
+def _fold_binary(graph: Graph, node: Node, uses: Uses) -> None:
     y = node.outputs[0]
     assert y is not None
     act, bounds, out = None, None, y
@@ -232,10 +304,13 @@ def _fold_binary(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
     replace(graph, [node, *([act] if act is not None else []), q.node], [new])
 
 
-def _fold_requantize(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
+def _fold_requantize(graph: Graph, node: Node, uses: Uses) -> None:
     """int16 -> DequantizeLinear -> QuantizeLinear -> int16 (TFLite's QUANTIZE between int16 scales,
-    Requantize: MultiplyByQuantizedMultiplier by input / output scale): a Q16Binary MUL by 1."""
+    Requantize: MultiplyByQuantizedMultiplier by input / output scale): a Q16Binary MUL by 1; int16 to int8 and
+    int8 to int16 (the same Requantize, zero points around it): a Q16Requant."""
     d, q, src = _x16(node.outputs[0]), _q16(graph, node.outputs[0], uses), node.inputs[0]
+    if q is None or d is None:
+        _fold_requantize_bytes(graph, node, uses)
     if d is None or q is None or src is None:
         return
     mult, k = tflite_multiplier(float(d.scale[0]) / float(q.scale), q.rounding)
@@ -246,7 +321,20 @@ def _fold_requantize(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> N
     replace(graph, [node, q.node], [new])
 
 
-def _fold_relu(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
+def _fold_requantize_bytes(graph: Graph, node: Node, uses: Uses) -> None:
+    d = dq_of(node.outputs[0])
+    if d is None or d.q.is_const or not d.per_tensor or d.q.dtype not in (DType.INT16, DType.INT8):
+        return
+    q = _q16(graph, node.outputs[0], uses) if d.q.dtype is DType.INT8 else q_of(graph, node.outputs[0], uses)
+    if q is None or q.dtype is not (DType.INT8 if d.q.dtype is DType.INT16 else DType.INT16) or not q.rounding:
+        return
+    mult, k = tflite_multiplier(float(d.scale[0]) / float(q.scale), q.rounding)
+    spec = q16.Q16RequantSpec(q.dtype, mult, k + 64 * q.rounding, int(d.zp[0]), q.zp)
+    new = Node("Q16Requant", graph.unique_name(f"{node.name}_requant"), [d.q], [q.out], {"_q16q": spec})
+    replace(graph, [node, q.node], [new])
+
+
+def _fold_relu(graph: Graph, node: Node, uses: Uses) -> None:
     """TFLite's int16 RELU and RELU6 (LiteRT's QuantizedReluX): MultiplyByQuantizedMultiplier by the float32
     ratio input / output scale, then the clamp to the bounds quantized at the output scale: a Q16Binary MUL
     by 1. TFLite Micro's RELU6 (Relu6Quantized) clamps the input's integers to [0, round(6 / input scale)]
@@ -271,7 +359,7 @@ def _fold_relu(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
     replace(graph, [node, q.node], [new])
 
 
-def _fold_minmax(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
+def _fold_minmax(graph: Graph, node: Node, uses: Uses) -> None:
     """TFLite's int16 MAXIMUM / MINIMUM compare the stored integers (the converter gives the inputs the
     output's scale): the same op on the int16 tensors where every scale is the output's."""
     q = _q16(graph, node.outputs[0], uses)
@@ -283,7 +371,7 @@ def _fold_minmax(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
     replace(graph, [node, q.node], [new])
 
 
-def _fold_pad(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
+def _fold_pad(graph: Graph, node: Node, uses: Uses) -> None:
     """TFLite's int16 PAD (and PADV2 with a value of 0): the stored integers, the output zero point (0) around
     them. Input and output share their scale."""
     x, q = _x16(node.input(0)), _q16(graph, node.outputs[0], uses)
@@ -301,7 +389,7 @@ def _fold_pad(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
     replace(graph, [node, q.node], [new])
 
 
-def _fold_select(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
+def _fold_select(graph: Graph, node: Node, uses: Uses) -> None:
     """Slice / Split of one int16 tensor (other inputs constant) into outputs of its scale: the same op on the
     stored integers, as TFLite's int16 SLICE, STRIDED_SLICE and SPLIT copy them."""
     x = _x16(node.input(0))
@@ -318,7 +406,7 @@ def _fold_select(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
     replace(graph, [node, *(q.node for _, q in outs if q is not None)], [new])
 
 
-def _fold_move(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> None:
+def _fold_move(graph: Graph, node: Node, uses: Uses) -> None:
     q = _q16(graph, node.outputs[0], uses)
     if q is None or len([o for o in node.outputs if o is not None]) != 1:
         return

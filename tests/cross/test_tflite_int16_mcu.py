@@ -22,3 +22,14 @@ def test_tflite_int16_network_on_qemu_bit_exact(tmp_path: Path, rounding: str) -
     path = FIXTURES / "kws_cnn_int16.tflite"
     bundle = ember.compile(path, tmp_path / "out", name="kws16", target=target, tflite_rounding=rounding)
     assert_firmware_bit_exact(bundle, path, target, rounding, tmp_path / "run")
+
+
+@pytest.mark.parametrize("name", ["op_batch_matmul_int16", "op_mean_axes_int16"])
+def test_tflite_int16_matmul_and_reduce_on_qemu_bit_exact(tmp_path: Path, name: str) -> None:
+    """BATCH_MATMUL (ember_q16_matmul) and MEAN over [1, 3] (ember_q16_reduce) built for Cortex-M4 give TFLite
+    Micro's outputs byte for byte."""
+    target = "cortex-m4"
+    require_tools(target, mcu.missing_tools(target))
+    path = FIXTURES / f"{name}.tflite"
+    bundle = ember.compile(path, tmp_path / "out", name="m", target=target, tflite_rounding="micro")
+    assert_firmware_bit_exact(bundle, path, target, "micro", tmp_path / "run")

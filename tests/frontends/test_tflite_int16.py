@@ -23,9 +23,14 @@ OPS = ["add", "add_relu", "sub", "mul", "concat", "conv_relu6", "depthwise", "fu
        "maxpool", "relu", "leaky_relu", "softmax", "mean", "transpose_conv",
        # RELU6 of its own (LiteRT rescales to the output scale, TFLite Micro clamps the input's integers),
        # MAXIMUM / MINIMUM, PAD, STRIDED_SLICE and SPLIT_V (the stored integers)
-       "relu6", "max_min", "pad", "slice_split"]
-# TFLite Micro has no int16 kernel for these: bit-exact with LiteRT.
-LITERT_OPS = ["resize_bilinear", "gather"]
+       "relu6", "max_min", "pad", "slice_split",
+       # PACK (after the converter's requantising QUANTIZE), UNPACK, ABS, MEAN over [1, 3] (QuantizedMeanOrSum),
+       # BATCH_MATMUL of two int16 tensors (adj_y) and of an int16 constant
+       "pack", "unpack", "abs", "mean_axes", "batch_matmul", "batch_matmul_const",
+       # RESIZE_NEAREST_NEIGHBOR (half-pixel centres), BROADCAST_TO, RESHAPE and TRANSPOSE: the stored integers
+       "resize_nearest", "broadcast_to", "reshapes"]
+# TFLite Micro has no int16 kernel for these (REDUCE_MAX / REDUCE_MIN: float32 and int8 only): bit-exact with LiteRT.
+LITERT_OPS = ["resize_bilinear", "gather", "reduce_max_min", "mirror_pad", "gather_nd", "space_batch"]
 
 
 def _draws(interp) -> list[list[np.ndarray]]:
@@ -35,14 +40,16 @@ def _draws(interp) -> list[list[np.ndarray]]:
     return [inputs_for(interp, 0), inputs_for(interp, 1), wide]
 
 
-def _check(path: Path, name: str, tmp_path: Path, with_micro: bool = True) -> None:
-    interp = litert(path)
+def _check(path: Path, name: str, tmp_path: Path, with_micro: bool = True, reference: bool | None = True) -> None:
+    """`reference`: LiteRT's reference kernels (False: its optimized ones; None: TFLite Micro's outputs only)."""
+    interp = litert(path, bool(reference))
     n_out = len(interp.get_output_details())
-    lite = ember.compile(path, tmp_path / "litert", name=name, opt_level=1)
+    lite = ember.compile(path, tmp_path / "litert", name=name, opt_level=1) if reference is not None else None
     micro = ember.compile(path, tmp_path / "micro", name=name, opt_level=1, tflite_rounding="micro") \
         if with_micro else None
     for xs in _draws(interp):
-        _assert_same(name, run_litert(interp, xs), run_ember(lite, interp, xs), "LiteRT")
+        if lite is not None:
+            _assert_same(name, run_litert(interp, xs), run_ember(lite, interp, xs), "LiteRT")
         if micro is not None:
             _assert_same(name, micro_outputs(path, xs, n_out), run_ember(micro, interp, xs), "TFLite Micro")
 
@@ -55,6 +62,76 @@ def test_int16_operator_bit_exact(op: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("op", LITERT_OPS)
 def test_int16_operator_bit_exact_with_litert(op: str, tmp_path: Path) -> None:
     _check(FIXTURES / f"op_{op}_int16.tflite", op, tmp_path, with_micro=False)
+
+
+def test_int16_sum_bit_exact(tmp_path: Path) -> None:
+    """int16 SUM (the converter keeps the input's scale): the saturated sum, as TFLite Micro and LiteRT's
+    optimized kernel give it. (LiteRT's reference int16 SUM returns garbage, e.g. -1 for every output.)"""
+    _check(FIXTURES / "op_sum_int16.tflite", "sum", tmp_path, reference=False)
+
+
+def test_int16_int8_quantize_bit_exact(tmp_path: Path) -> None:
+    """QUANTIZE from int16 to int8 and from int8 back to int16 (a hand-made model: the 16x8 converter's I/O is
+    float32 or int16), each to another scale: TFLite's Requantize on the integers (Q16Requant), byte for byte."""
+    path = FIXTURES / "quantize_int16_int8.tflite"
+    graph, _, _ = build_graph(str(path), CompileOptions())
+    assert graph.op_counts() == {"Q16Requant": 2}, graph.op_counts()
+    _check(path, "quantize", tmp_path)
+
+
+def test_int16_float_io_bit_exact(tmp_path: Path) -> None:
+    """A 16x8 model with float32 I/O: QUANTIZE to int16 at the input, DEQUANTIZE from it at the output, the same
+    floats as LiteRT's and TFLite Micro's."""
+    path = FIXTURES / "op_add_relu_float_io_int16.tflite"
+    interp = litert(path)
+    assert {d["dtype"] for d in interp.get_input_details() + interp.get_output_details()} == {np.float32}
+    lite = ember.compile(path, tmp_path / "litert", name="fio", opt_level=1)
+    micro = ember.compile(path, tmp_path / "micro", name="fio", opt_level=1, tflite_rounding="micro")
+    for seed in (0, 1):
+        xs = [x * 1.5 for x in inputs_for(interp, seed)]  # past the calibrated range too: saturation
+        _assert_same("float_io", run_litert(interp, xs), run_ember(lite, interp, xs), "LiteRT")
+        _assert_same("float_io", micro_outputs(path, xs, 1), run_ember(micro, interp, xs), "TFLite Micro")
+
+
+def _quant(model: bytes, tensor: str):
+    import tflite
+
+    sg = tflite.Model.GetRootAs(model, 0).Subgraphs(0)
+    return next(sg.Tensors(i) for i in range(sg.TensorsLength()) if sg.Tensors(i).Name().decode() == tensor
+                ).Quantization()
+
+
+def _with_scale(model: bytes, tensor: str, scale: float) -> bytes:
+    """The model with the float32 scale of the named tensor rewritten in place (its flatbuffer vector)."""
+    q = _quant(model, tensor)
+    at = q._tab.Vector(q._tab.Offset(8))  # QuantizationParameters.scale
+    return model[:at] + np.float32(scale).tobytes() + model[at + 4:]
+
+
+@pytest.mark.parametrize(("name", "scale", "reference"), [("mean_axes", "a", True), ("sum", 5.3, None),
+                                                         ("abs", 1.7, True)])
+def test_int16_rescaled_output_bit_exact(name: str, scale: str | float, reference: bool | None,
+                                         tmp_path: Path) -> None:
+    """The paths the converter's scales do not take: MEAN with its output at the input's scale, SUM and ABS
+    rescaling to an output scale of their own (`scale`: the named tensor's, or a factor on the output's). A
+    rescaling int16 SUM follows TFLite Micro (QuantizedMeanOrSum): LiteRT's reference kernel returns garbage and
+    its optimized one rounds a few sums the other way."""
+    model = (FIXTURES / f"op_{name}_int16.tflite").read_bytes()
+    new = _quant(model, scale).Scale(0) if isinstance(scale, str) else _quant(model, "Identity").Scale(0) * scale
+    path = tmp_path / f"{name}.tflite"
+    path.write_bytes(_with_scale(model, "Identity", new))
+    _check(path, name, tmp_path, reference=reference)
+
+
+def test_int16_concat_copies_integers_of_other_scales(tmp_path: Path) -> None:
+    """TFLite's int16 CONCATENATION copies the stored integers whatever the input scales (only the converter's
+    QUANTIZE before it rescales; LiteRT's PACK refuses such a model): an input given a scale other than the
+    output's still gives LiteRT's and TFLite Micro's outputs byte for byte."""
+    path = tmp_path / "concat.tflite"
+    path.write_bytes(_with_scale((FIXTURES / "op_concat_int16.tflite").read_bytes(), "a_requantized", 4.0e-5))
+    interp = litert(path)
+    assert interp.get_tensor_details()[-1]["quantization"][0] != interp.get_output_details()[0]["quantization"][0]
+    _check(path, "concat", tmp_path)
 
 
 @pytest.mark.parametrize("name", ["kws_cnn_int16", "mobilenet_like_int16"])
@@ -71,10 +148,17 @@ def test_int16_network_runs_int16_kernels() -> None:
 
 
 @pytest.mark.parametrize(("op", "kernel"), [("relu6", "Q16Binary"), ("max_min", "Max"), ("pad", "Pad"),
-                                          ("slice_split", "Split"), ("gather", "Gather")])
+                                          ("slice_split", "Split"), ("gather", "Gather"), ("pack", "Concat"),
+                                          ("unpack", "Split"), ("abs", "Q16Binary"), ("sum", "Q16Reduce"),
+                                          ("reduce_max_min", "Q16Reduce"), ("mean_axes", "Q16Reduce"),
+                                          ("batch_matmul", "Q16MatMul"), ("batch_matmul_const", "Q16MatMul"),
+                                          ("mirror_pad", "Pad"), ("resize_nearest", "Gather"),
+                                          ("gather_nd", "GatherND"), ("broadcast_to", "Expand"),
+                                          ("space_batch", "Transpose"), ("reshapes", "Transpose")])
 def test_int16_operator_stays_integer(op: str, kernel: str) -> None:
-    """RELU6, MAXIMUM / MINIMUM, PAD, STRIDED_SLICE, SPLIT_V and GATHER run on the int16 integers: no float op
-    between DequantizeLinear and QuantizeLinear is left."""
+    """RELU6, MAXIMUM / MINIMUM, PAD, STRIDED_SLICE, SPLIT_V, GATHER, PACK, UNPACK, ABS, the reductions,
+    BATCH_MATMUL and the other data-movement ops run on the int16 integers: no float op between
+    DequantizeLinear and QuantizeLinear is left."""
     graph, _, _ = build_graph(str(FIXTURES / f"op_{op}_int16.tflite"), CompileOptions())
     counts = graph.op_counts()
     assert kernel in counts and not {"DequantizeLinear", "QuantizeLinear", "Clip"} & set(counts), counts
@@ -96,22 +180,27 @@ def test_int16_vector_kernels_only_for_x86_64() -> None:
     assert simd("host", "host") == {platform.machine().lower() in ("x86_64", "amd64")}
 
 
-def test_int16_operator_without_exact_kernel_is_refused(tmp_path: Path) -> None:
-    """An int16 LOGISTIC (TFLite's int16 lookup tables are not replicated): one error naming the operator
-    and its tensor, not a bundle that is off by a step."""
-    tf_model = FIXTURES / "op_logistic_int16.tflite"
+@pytest.mark.parametrize(("name", "op"), [("op_logistic_int16", "LOGISTIC"), ("op_reduce_prod_int16", "REDUCE_PROD"),
+                                        ("hard_swish_int16", "HARD_SWISH")])
+def test_int16_operator_without_exact_kernel_is_refused(name: str, op: str, tmp_path: Path) -> None:
+    """An int16 LOGISTIC (TFLite's int16 lookup tables are not replicated), REDUCE_PROD, or HARD_SWISH (a
+    hand-made model: the 16x8 converter writes none): one error naming the operator and its tensor, not a bundle
+    that is off by a step."""
+    tf_model = FIXTURES / f"{name}.tflite"
     with pytest.raises(UnsupportedOperatorError) as e:
         ember.compile(tf_model, tmp_path)
     msg = str(e.value)
-    assert "'LOGISTIC'" in msg and "int16 tensor '" in msg and "\n" not in msg, msg
+    assert f"'{op}'" in msg and "int16 tensor '" in msg and "\n" not in msg, msg
 
 
 @pytest.mark.parametrize(("name", "native"), [("kws_cnn_int16", False), ("op_resize_bilinear_int16", False),
-                                             ("op_add_relu_int16", False), ("mobilenet_like_int16", True)])
+                                             ("op_add_relu_int16", False), ("mobilenet_like_int16", True),
+                                             ("op_mean_axes_int16", False), ("op_batch_matmul_int16", False),
+                                             ("op_abs_int16", False)])
 def test_int16_kernels_sanitizer_clean(name: str, native: bool, tmp_path: Path) -> None:
-    """The int16 kernels (and the integer RESIZE_BILINEAR) under ASan/UBSan, on inputs over the whole int16
-    range: no report, and LiteRT's outputs. `native`: built for this CPU (-march=native), so that an AVX2
-    host runs the vector kernels (ember_q16_conv_v's padded copy and its reads past a row's end among them)
+    """The int16 kernels (and the integer RESIZE_BILINEAR; Q16Reduce, Q16MatMul, ABS) under ASan/UBSan, on inputs
+    over the whole int16 range: no report, and LiteRT's outputs. `native`: built for this CPU (-march=native), so
+    that an AVX2 host runs the vector kernels (ember_q16_conv_v's padded copy and its reads past a row's end among them)
     under the sanitizers too, -Wall -Wextra -Werror."""
     from tests.support import cdriver
 

@@ -54,3 +54,22 @@ def test_q16_geometry_table_matches_ember_q16_macros() -> None:
     table = geo.table()
     for name in names:
         assert table[macros["g" if name == "group" else name]] == getattr(geo, name), name
+
+
+def test_reduce_tables_cover_any_axes() -> None:
+    """Q16Reduce's tables: output o reduces x[base[o] + off], for axes that are not adjacent too."""
+    from ember.ops.q16 import reduce_tables
+
+    x = np.arange(2 * 3 * 4 * 5).reshape(2, 3, 4, 5)
+    for axes in [(1, 3), (0,), (3,), (0, 1, 2, 3)]:
+        base, off = reduce_tables(x.shape, axes)
+        got = np.asarray([x.reshape(-1)[b + off].sum() for b in base])
+        assert got.tolist() == x.sum(axis=axes).reshape(-1).tolist(), axes
+
+
+def test_matmul_batches_broadcast() -> None:
+    """Q16MatMul's batch offsets: a [2, 1, M, K] by b [3, K, N] is 6 products, a's batch repeated along b's."""
+    from ember.ops.q16 import matmul_batches
+
+    a, b = matmul_batches((2, 1, 4, 8), (3, 8, 5), (2, 3, 4, 5))
+    assert a.tolist() == [0, 0, 0, 32, 32, 32] and b.tolist() == [0, 40, 80, 0, 40, 80]

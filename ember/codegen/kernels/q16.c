@@ -393,7 +393,8 @@ static void ember_q16_pool(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTR
 /*@end*/
 
 /*@kernel ember_q16_binary requires ember_q16_base ember_q16_vec*/
-/* ADD / SUB (op 0 / 1), MUL (op 2) and LEAKY_RELU (op 3, of a alone) of int16 tensors, b broadcast along one axis: b's element for y's
+/* ADD / SUB (op 0 / 1), MUL (op 2), LEAKY_RELU (op 3, of a alone) and ABS (op 4, of a alone: |a|, rescaled
+ * by (m_out, k_out) where the left-shift slot p[1] is 1, else only clamped, as TFLite's AbsEvalQuantized) of int16 tensors, b broadcast along one axis: b's element for y's
  * element e is b[(e / b_inner) % b_n] (b_n = n, b_inner = 1: the same shape; b_n = 1: a scalar).
  * p = [op, left shift, m_a, k_a, m_b, k_b, m_out, k_out, lo, hi] with ember_q_scale_tfl's codes:
  * ADD/SUB as TFLite's general int16 path (inputs << 15, each rescaled, summed, rescaled); MUL:
@@ -418,7 +419,7 @@ static void ember_q16_binary(int16_t *EMBER_RESTRICT y, const int16_t *a, const 
         }
         ember_qt8_init(&to, p[6], p[7], 0, p[8], p[9]);
         const ptrdiff_t n8 = n - n % 8;
-        for (; e < n8; e += 8) {
+        for (; op != 4 && e < n8; e += 8) { /* (ABS: the scalar loop) */
             const ember_q16v8 va = EMBER_Q16_SX8(a + e);
             ember_q16v8 vb, v;
             if (b_n == n && b_inner == 1) {
@@ -446,6 +447,9 @@ static void ember_q16_binary(int16_t *EMBER_RESTRICT y, const int16_t *a, const 
         int64_t r;
         if (p[0] == 2) {
             r = ember_q_scale_tfl(va * vb, p[6], p[7]);
+        } else if (p[0] == 4) {
+            r = va < 0 ? -va : va;
+            if (p[1]) r = ember_q_scale_tfl(r, p[6], p[7]);
         } else if (p[0] == 3) { /* LEAKY_RELU of a: (m_a, k_a) at and above zero, (m_b, k_b) below */
             r = va >= 0 ? ember_q_scale_tfl(va, p[2], p[3]) : ember_q_scale_tfl(va, p[4], p[5]);
         } else {
@@ -507,6 +511,72 @@ static void ember_q16_mean(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTR
         int64_t sum = 0;
         for (i = 0; i < S; ++i) sum += x[p * S + i];
         y[p] = ember_q16_clamp(ember_q_scale_tfl(sum, mult, shift), lo, hi);
+    }
+}
+/*@end*/
+
+/*@kernel ember_q16_reduce requires ember_q16_base*/
+/* REDUCE_MAX / REDUCE_MIN (kind 2 / 3: the stored integers; TFLite requires one scale) and SUM / MEAN (kind 0:
+ * the int64 sum requantised by ember_q_scale_tfl's (mult, shift), 1/n folded into a MEAN's multiplier as
+ * TFLite's QuantizedMeanOrSum does), clamped to int16. Output o reads x[base[o] + off[r]] for r < R: the
+ * tables (ops/q16.py Q16Reduce) hold any set of reduced axes. */
+static void ember_q16_reduce(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTRICT x, const int32_t *base,
+                             ptrdiff_t O, const int32_t *off, ptrdiff_t R, int32_t kind, int32_t mult,
+                             int32_t shift) {
+    ptrdiff_t o, r;
+    for (o = 0; o < O; ++o) {
+        const int16_t *xo = x + base[o];
+        if (kind >= 2) {
+            int32_t v = xo[off[0]];
+            for (r = 1; r < R; ++r) {
+                const int32_t e = xo[off[r]];
+                v = kind == 2 ? (e > v ? e : v) : (e < v ? e : v);
+            }
+            y[o] = (int16_t)v;
+        } else {
+            int64_t sum = 0;
+            for (r = 0; r < R; ++r) sum += xo[off[r]];
+            y[o] = ember_q16_clamp(ember_q_scale_tfl(sum, mult, shift), -32768, 32767);
+        }
+    }
+}
+/*@end*/
+
+/*@kernel ember_q16_matmul requires ember_q16_base*/
+/* BATCH_MATMUL of int16 by int16 (TFLite's reference BatchMatMul<int16_t, int64_t>): per batch t, a [M, K]
+ * at a + abase[t] times b [K, N] at b + bbase[t] (broadcast batches repeat an offset), int64 sums, TFLite's
+ * int64 MultiplyByQuantizedMultiplier (ember_q16_scale), saturated to int16. */
+static void ember_q16_matmul(int16_t *EMBER_RESTRICT y, const int16_t *a, const int16_t *b, const int32_t *abase,
+                             const int32_t *bbase, ptrdiff_t batches, int32_t M, int32_t K, int32_t N, int32_t m15,
+                             int32_t shift) {
+    ptrdiff_t t;
+    int32_t i, j, k;
+    for (t = 0; t < batches; ++t) {
+        const int16_t *at = a + abase[t], *bt = b + bbase[t];
+        int16_t *yt = y + t * (ptrdiff_t)M * N;
+        for (i = 0; i < M; ++i)
+            for (j = 0; j < N; ++j) {
+                int64_t acc = 0;
+                for (k = 0; k < K; ++k) acc += (int32_t)at[(ptrdiff_t)i * K + k] * bt[(ptrdiff_t)k * N + j];
+                yt[(ptrdiff_t)i * N + j] = ember_q16_clamp(ember_q16_scale(acc, m15, shift), -32768, 32767);
+            }
+    }
+}
+/*@end*/
+
+/*@kernel ember_q16_requant requires ember_q16_base*/
+/* QUANTIZE between int16 and int8 (TFLite's Requantize): y = (x - zin) requantised by ember_q_scale_tfl's (mult,
+ * shift) + zout, saturated to the output type; to8: int16 in, int8 out, else int8 in, int16 out. */
+static void ember_q16_requant(void *EMBER_RESTRICT y, const void *EMBER_RESTRICT x, ptrdiff_t n, int32_t to8,
+                              int32_t mult, int32_t shift, int32_t zin, int32_t zout) {
+    ptrdiff_t i;
+    for (i = 0; i < n; ++i) {
+        const int32_t v = to8 ? ((const int16_t *)x)[i] : ((const int8_t *)x)[i];
+        const int64_t r = ember_q_scale_tfl(v - zin, mult, shift) + zout;
+        if (to8)
+            ((int8_t *)y)[i] = (int8_t)(r < -128 ? -128 : r > 127 ? 127 : r);
+        else
+            ((int16_t *)y)[i] = ember_q16_clamp(r, -32768, 32767);
     }
 }
 /*@end*/

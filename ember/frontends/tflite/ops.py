@@ -21,12 +21,16 @@ CONVERTERS: dict[str, Converter] = {**ops_nn.CONVERTERS, **ops_math.CONVERTERS, 
 
 # Operators whose int16 activations (16x8 models) run on TFLite's exact int16 arithmetic (ops/q16.py,
 # passes/fold_qdq16.py) or only move the stored values; an int16 tensor at any other operator is refused by
-# name rather than computed approximately in float. (The int8 SVDF and LSTM keep int16 state of their own.)
-INT16_EXACT = frozenset({
+# name rather than computed approximately in float (loader.py, INT16_EXACT: these, and the int8 SVDF and LSTM,
+# which keep int16 state of their own).
+INT16_OPS = frozenset({
     "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "SUB", "MUL", "AVERAGE_POOL_2D", "MAX_POOL_2D",
     "CONCATENATION", "QUANTIZE", "DEQUANTIZE", "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "TRANSPOSE", "SOFTMAX",
-    "RESIZE_BILINEAR", "MEAN", "TRANSPOSE_CONV", "RELU", "LEAKY_RELU", "SVDF", "UNIDIRECTIONAL_SEQUENCE_LSTM",
-    "RELU6", "MAXIMUM", "MINIMUM", "PAD", "PADV2", "SLICE", "STRIDED_SLICE", "SPLIT", "SPLIT_V", "GATHER"})
+    "RESIZE_BILINEAR", "MEAN", "TRANSPOSE_CONV", "RELU", "LEAKY_RELU", "RELU6", "MAXIMUM", "MINIMUM", "PAD",
+    "PADV2", "SLICE", "STRIDED_SLICE", "SPLIT", "SPLIT_V", "GATHER", "PACK", "UNPACK", "SUM", "REDUCE_MAX",
+    "REDUCE_MIN", "ABS", "BATCH_MATMUL", "RESIZE_NEAREST_NEIGHBOR", "MIRROR_PAD", "GATHER_ND", "BROADCAST_TO",
+    "SPACE_TO_BATCH_ND", "BATCH_TO_SPACE_ND"})
+INT16_EXACT = INT16_OPS | {"SVDF", "UNIDIRECTIONAL_SEQUENCE_LSTM"}
 
 _CUSTOM = tflite.BuiltinOperator.CUSTOM
 # BuiltinOptions union tag -> the name of its table class in the `tflite` package.

@@ -206,12 +206,20 @@ def fully_connected(ctx: OpContext) -> None:
 
 def batch_matmul(ctx: OpContext) -> None:
     o = ctx.options
-    a, b = ctx.input(0), ctx.input(1)
-    if o is not None and o.AdjX():
-        a = ctx.transpose(a, (*range(a.type.rank - 2), a.type.rank - 1, a.type.rank - 2))
-    if o is not None and o.AdjY():
-        b = ctx.transpose(b, (*range(b.type.rank - 2), b.type.rank - 1, b.type.rank - 2))
-    ctx.output(0, ctx.emit("MatMul", [a, b]))
+    ins = []
+    for i, adj in enumerate((o is not None and o.AdjX(), o is not None and o.AdjY())):
+        t = ctx.info(i)
+        if adj and t.dtype is DType.INT16 and t.quant is not None and t.quant.axis is None:
+            # int16 (16x8): the stored integers transposed, then dequantized, for fold_qdq16's Q16MatMul
+            x = ctx.raw(i)
+            x = ctx.dequantize(ctx.transpose(x, (*range(x.type.rank - 2), x.type.rank - 1, x.type.rank - 2)),
+                               t.quant, None)
+        else:
+            x = ctx.input(i)
+            if adj:
+                x = ctx.transpose(x, (*range(x.type.rank - 2), x.type.rank - 1, x.type.rank - 2))
+        ins.append(x)
+    ctx.output(0, ctx.emit("MatMul", ins))
 
 
 CONVERTERS = {

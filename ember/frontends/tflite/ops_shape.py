@@ -34,8 +34,21 @@ def _axis(ctx: OpContext, axis: int, rank: int) -> int:
     return axis + rank if axis < 0 else axis
 
 
+def _int16_copies(ctx: OpContext, inputs: int | None = None) -> bool:
+    """Every input (the first `inputs`) and the output int16 with one scale each: TFLite's int16 CONCATENATION,
+    PACK and MIRROR_PAD copy the stored integers whatever the scales (no requantisation; the converter puts a
+    QUANTIZE before an input whose scale differs)."""
+    n = len(ctx.inputs) if inputs is None else inputs
+    infos = [ctx.info(i) for i in range(n)] + [ctx.out_info()]
+    return all(t.dtype is DType.INT16 and t.quant is not None and t.quant.axis is None for t in infos)
+
+
 def concatenation(ctx: OpContext) -> None:
     o = ctx.options
+    if _int16_copies(ctx) and o.FusedActivationFunction() == 0:
+        axis = _axis(ctx, o.Axis(), ctx.raw(0).type.rank)
+        ctx.output(0, ctx.emit("Concat", [ctx.raw(i) for i in range(len(ctx.inputs))], {"axis": axis}))
+        return
     xs = [ctx.input(i) for i in range(len(ctx.inputs))]
     y = ctx.emit("Concat", xs, {"axis": _axis(ctx, o.Axis(), xs[0].type.rank)})
     ctx.output(0, ctx.activation(y, o.FusedActivationFunction()))
@@ -45,8 +58,9 @@ def pack(ctx: OpContext) -> None:
     out_rank = len(ctx.out_info().shape)
     axis = _axis(ctx, ctx.options.Axis(), out_rank)
     xs = []
+    int16 = _int16_copies(ctx)
     for i in range(len(ctx.inputs)):
-        x = ctx.input(i)
+        x = ctx.raw(i) if int16 else ctx.input(i)
         shape = list(x.shape)
         xs.append(ctx.emit("Reshape", [x, ctx.const([*shape[:axis], 1, *shape[axis:]], what="unsqueeze")]))
     ctx.output(0, ctx.emit("Concat", xs, {"axis": axis}) if len(xs) > 1 else xs[0])
@@ -156,8 +170,9 @@ def pad(ctx: OpContext) -> None:  # PAD and PADV2 (a constant value input)
 
 
 def mirror_pad(ctx: OpContext) -> None:
-    if ctx.options.Mode() == 0:  # REFLECT: ONNX's reflect mode
-        ctx.output(0, ctx.emit("Pad", [ctx.input(0), ctx.const(_pads(ctx), what="pads")], {"mode": "reflect"}))
+    if ctx.options.Mode() == 0:  # REFLECT: ONNX's reflect mode (of the stored int16 integers: TFLite copies them)
+        x = ctx.raw(0) if _int16_copies(ctx, inputs=1) else ctx.input(0)
+        ctx.output(0, ctx.emit("Pad", [x, ctx.const(_pads(ctx), what="pads")], {"mode": "reflect"}))
         return
     # SYMMETRIC mirrors the edge element too, which Pad has no mode for: per padded axis, the reversed
     # first/last rows (Slices with step -1) concatenated around the tensor.
