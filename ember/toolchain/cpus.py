@@ -37,6 +37,10 @@ class CpuFamily:
     shifted_strided_min_k: int = 64
     narrow_max_pixels: int = 64
     narrow_min_channels: int = 64
+    # Integer Winograd F(2x2, 3x3) (ops/qwino.py) for 3x3 stride-1 QConvs with at least this many input and
+    # output channels and qwino_min_pixels output pixels; None: never.
+    qwino_min_channels: int | None = None
+    qwino_min_pixels: int = 16
     # Kernel parameters (C macros, kernels/matmul.c): the K block of the float matmul, sized so a packed
     # B strip plus a row tile of A stay in a 32 KiB L1 (6 x 16 tiles: 16 + 6 KiB; 12 x 32: 32 + 12 KiB
     # against the 48 KiB L1 of AVX-512 Xeons since Ice Lake; Skylake-SP's 32 KiB still measured best at 256).
