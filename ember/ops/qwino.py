@@ -82,13 +82,12 @@ def band_rows(node: Node) -> int:
 
 
 def scratch_bytes(node: Node) -> int:
-    """qwino.c's scratch: the band's Vb, Zb, transform rows, padded rows, output rows and M corrections."""
+    """qwino.c's scratch: the band's Vb and Zb, a channel pair's padded rows, output rows, M corrections."""
     g = qconv_geometry(node)
     ow, c = g.out_size[2], g.channels
     tw, r, m = (ow + 1) // 2, band_rows(node), present(node.outputs[0]).shape[1]
     ntp = (r * tw + 7) // 8 * 8
-    rows = ((2 * r + 2) * 2 * (tw + 1) + 1) // 2 * 2
-    return 64 * ((c + 1) // 2) * ntp + 256 * ntp + 64 * ntp + 2 * rows + 8 * (2 * tw + 16) + 4 * m
+    return 64 * ((c + 1) // 2) * ntp + 256 * ntp + 8 * (2 * r + 2) * (tw + 1) + 8 * (2 * tw + 16) + 4 * m
 
 
 def _lower(node: Node, k: KernelEmitter) -> None:

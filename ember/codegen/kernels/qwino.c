@@ -12,8 +12,8 @@
  * 8, the extra tiles 0) are transformed for every channel into Vb[e][c/2][t][c%2] (int16), then for each
  * block of 4 output channels the 16 products go to Zb[e][r][t] (int32) and the output transform writes the
  * block's output rows through ember_qstore. The weights: U[m/4][e][m%4][Cp] int16, Cp = C rounded up to 2.
- * scratch (bytes): Vb 64 * C2 * NTp, Zb 256 * NTp, the transform's 64 * NTp, the padded rows
- * 4 * (2R + 2) * (TW + 1), the output rows 8 * (2 TW + 16), M int32: qwino.py `scratch_bytes`. */
+ * scratch (bytes): Vb 64 * C2 * NTp, Zb 256 * NTp, a channel pair's padded rows 8 * (2R + 2) * (TW + 1), the
+ * output rows 8 * (2 TW + 16), M int32: qwino.py `scratch_bytes`. */
 
 /*@kernel ember_qconv_wino requires ember_qconv ember_conv_geo*/
 /* (ember_qconv: qgemm.c's ember_qstore, and the tiles its other functions use, which alone would be unused) */
@@ -56,7 +56,7 @@ EMBER_INLINE ember_qw_u ember_qw_dot(ember_qw_u acc, ember_qw_v w, ember_qw_v x)
 #endif
 
 /* Zb[e][r][t] = sum over the C2 channel pairs of U[e][r][pair] . Vb[e][pair][t], for e < 16, r < 4, t < NTp. */
-static void ember_qw_gemm(uint32_t *Zb, const int16_t *U, const int16_t *Vb, int C2, int NTp) {
+__attribute__((noinline)) static void ember_qw_gemm(uint32_t *Zb, const int16_t *U, const int16_t *Vb, int C2, int NTp) {
     const int Cp = 2 * C2;
     int e, t;
     for (e = 0; e < 16; ++e) {
@@ -86,70 +86,79 @@ static void ember_qw_gemm(uint32_t *Zb, const int16_t *U, const int16_t *Vb, int
     }
 }
 
-/* Vb for the tile rows [th0, th0 + R) of image x: each channel's padded rows split into even and odd columns
- * (E, O: a tile's patch row is E[tw], O[tw], E[tw+1], O[tw+1]), then B^T d B of every tile, vectorized along
- * the tile row; channel pairs interleaved last. */
-static void ember_qw_input(int16_t *Vb, int16_t *tmp, int16_t *rows, const uint8_t *x, int x_sgn, int32_t xz,
-                           const int32_t *p, int th0, int R, int TW, int NTp) {
+#if EMBER_GNUC
+typedef short ember_qw_h16 __attribute__((vector_size(32), aligned(2), may_alias));
+typedef short ember_qw_h8 __attribute__((vector_size(16), aligned(2), may_alias));
+#endif
+/* B^T d B for the lanes from i of type T (int16_t, or a vector of them): each patch row times B, then B^T down
+ * the columns, e = 4 * row + column; rows e0..e3 / o0..o3, into v (es int16 from one e to the next). */
+#define EMBER_QW_LD(T, r, k) (*(const T *)(const void *)((r) + (k)))
+#define EMBER_QW_ST(T, e, val) (*(T *)(void *)(v + (e) * es + i) = (val))
+#define EMBER_QW_BT(T)                                                                                            \
+    do {                                                                                                          \
+        const T E0 = EMBER_QW_LD(T, e0, i), F0 = EMBER_QW_LD(T, e0, i + 2), O0 = EMBER_QW_LD(T, o0, i),           \
+                P0 = EMBER_QW_LD(T, o0, i + 2), E1 = EMBER_QW_LD(T, e1, i), F1 = EMBER_QW_LD(T, e1, i + 2),       \
+                O1 = EMBER_QW_LD(T, o1, i), P1 = EMBER_QW_LD(T, o1, i + 2), E2 = EMBER_QW_LD(T, e2, i),           \
+                F2 = EMBER_QW_LD(T, e2, i + 2), O2 = EMBER_QW_LD(T, o2, i), P2 = EMBER_QW_LD(T, o2, i + 2),       \
+                E3 = EMBER_QW_LD(T, e3, i), F3 = EMBER_QW_LD(T, e3, i + 2), O3 = EMBER_QW_LD(T, o3, i),           \
+                P3 = EMBER_QW_LD(T, o3, i + 2);                                                                   \
+        const T a0 = E0 - F0, a1 = O0 + F0, a2 = F0 - O0, a3 = O0 - P0, b0 = E1 - F1, b1 = O1 + F1, b2 = F1 - O1, \
+                b3 = O1 - P1, c0 = E2 - F2, c1 = O2 + F2, c2_ = F2 - O2, c3 = O2 - P2, d0 = E3 - F3, d1 = O3 + F3, \
+                d2 = F3 - O3, d3 = O3 - P3;                                                                       \
+        EMBER_QW_ST(T, 0, a0 - c0); EMBER_QW_ST(T, 1, a1 - c1); EMBER_QW_ST(T, 2, a2 - c2_); EMBER_QW_ST(T, 3, a3 - c3); \
+        EMBER_QW_ST(T, 4, b0 + c0); EMBER_QW_ST(T, 5, b1 + c1); EMBER_QW_ST(T, 6, b2 + c2_); EMBER_QW_ST(T, 7, b3 + c3); \
+        EMBER_QW_ST(T, 8, c0 - b0); EMBER_QW_ST(T, 9, c1 - b1); EMBER_QW_ST(T, 10, c2_ - b2); EMBER_QW_ST(T, 11, c3 - b3); \
+        EMBER_QW_ST(T, 12, b0 - d0); EMBER_QW_ST(T, 13, b1 - d1); EMBER_QW_ST(T, 14, b2 - d2); EMBER_QW_ST(T, 15, b3 - d3); \
+    } while (0)
+
+/* Vb for the tile rows [th0, th0 + R) of image x, a channel pair at a time: the pair's padded rows as int16
+ * pairs (channel 2c2 + h at 2j + h) split into even and odd columns (E, O: a tile's patch row is E[tw], O[tw],
+ * E[tw+1], O[tw+1]), then B^T d B of every tile on the pairs' lanes alike, so the results land in Vb's
+ * [t][2] order; vectorized along the tile row. A pad channel (odd C) is zeros (its weights are 0 too). */
+__attribute__((noinline)) static void ember_qw_input(int16_t *EMBER_RESTRICT Vb, int16_t *EMBER_RESTRICT rows, const uint8_t *x, int x_sgn,
+                           int32_t xz, const int32_t *p, int th0, int R, int TW, int NTp) {
     const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], pt = p[EMBER_GEO_PAD_H],
-              pl = p[EMBER_GEO_PAD_W], TH = (p[EMBER_GEO_OUT_H] + 1) / 2, C2 = (C + 1) / 2, Wh = TW + 1;
+              pl = p[EMBER_GEO_PAD_W], TH = (p[EMBER_GEO_OUT_H] + 1) / 2, C2 = (C + 1) / 2, Wh = TW + 1, L = 2 * Wh;
     const int nr = th0 + R <= TH ? R : TH - th0; /* tile rows of this band that exist */
-    int c2, h, r, j, tr, tw, e, t;
+    /* int8 bytes b seen as uint8 b ^ 0x80, whose zero point is xz + 128 */
+    const uint8_t flip = x_sgn ? 0x80 : 0;
+    const int32_t zq = xz + (x_sgn ? 128 : 0);
+    /* the even (odd) padded columns 2j (2j + 1) inside the input: j in [ej0, ej1) ([oj0, oj1)) */
+    const int ej0 = (pl + 1) / 2, ej1 = (W + pl + 1) / 2 < Wh ? (W + pl + 1) / 2 : Wh;
+    const int oj0 = pl / 2, oj1 = (W + pl) / 2 < Wh ? (W + pl) / 2 : Wh;
+    const ptrdiff_t es = (ptrdiff_t)C2 * NTp * 2; /* int16 from one e of Vb to the next */
+    int c2, h, r, j, i, tr, e;
     for (c2 = 0; c2 < C2; ++c2) {
-        for (h = 0; h < 2; ++h) {
-            int16_t *tc = tmp + (ptrdiff_t)h * 16 * NTp;
-            const int c = 2 * c2 + h;
-            if (c >= C) { /* the pad channel of an odd C: zeros (its weights are 0 too) */
-                for (t = 0; t < 16 * NTp; ++t) tc[t] = 0;
-                continue;
-            }
-            for (r = 0; r < 2 * nr + 2; ++r) {
-                int16_t *EMBER_RESTRICT ev = rows + (ptrdiff_t)r * 2 * Wh, *EMBER_RESTRICT od = ev + Wh;
-                const int ih = 2 * th0 + r - pt;
-                for (j = 0; j < Wh; ++j) ev[j] = od[j] = 0;
-                if (ih < 0 || ih >= H) continue;
-                {
-                    const uint8_t *xr = x + ((ptrdiff_t)c * H + ih) * W;
-                    for (j = 0; j < W; ++j) {
-                        const int q = j + pl; /* padded column */
-                        const int16_t d = (int16_t)((x_sgn ? (int32_t)(int8_t)xr[j] : (int32_t)xr[j]) - xz);
-                        if (q < 2 * Wh) (q & 1 ? od : ev)[q >> 1] = d;
-                    }
-                }
-            }
-            for (tr = 0; tr < nr; ++tr) {
-                const int16_t *e0 = rows + (ptrdiff_t)2 * tr * 2 * Wh, *e1 = e0 + 2 * Wh, *e2 = e1 + 2 * Wh,
-                              *e3 = e2 + 2 * Wh;
-                const int16_t *o0 = e0 + Wh, *o1 = e1 + Wh, *o2 = e2 + Wh, *o3 = e3 + Wh;
-                int16_t *EMBER_RESTRICT v = tc + (ptrdiff_t)tr * TW;
-                for (tw = 0; tw < TW; ++tw) {
-                    /* each patch row times B, then B^T down the columns: e = 4 * row + column */
-                    const int16_t a0 = e0[tw] - e0[tw + 1], a1 = o0[tw] + e0[tw + 1], a2 = e0[tw + 1] - o0[tw], a3 = o0[tw] - o0[tw + 1];
-                    const int16_t b0 = e1[tw] - e1[tw + 1], b1 = o1[tw] + e1[tw + 1], b2 = e1[tw + 1] - o1[tw], b3 = o1[tw] - o1[tw + 1];
-                    const int16_t c0 = e2[tw] - e2[tw + 1], c1 = o2[tw] + e2[tw + 1], c2_ = e2[tw + 1] - o2[tw], c3 = o2[tw] - o2[tw + 1];
-                    const int16_t d0 = e3[tw] - e3[tw + 1], d1 = o3[tw] + e3[tw + 1], d2 = e3[tw + 1] - o3[tw], d3 = o3[tw] - o3[tw + 1];
-                    v[0 * NTp + tw] = a0 - c0;  v[1 * NTp + tw] = a1 - c1;  v[2 * NTp + tw] = a2 - c2_;  v[3 * NTp + tw] = a3 - c3;
-                    v[4 * NTp + tw] = b0 + c0;  v[5 * NTp + tw] = b1 + c1;  v[6 * NTp + tw] = b2 + c2_;  v[7 * NTp + tw] = b3 + c3;
-                    v[8 * NTp + tw] = c0 - b0;  v[9 * NTp + tw] = c1 - b1;  v[10 * NTp + tw] = c2_ - b2; v[11 * NTp + tw] = c3 - b3;
-                    v[12 * NTp + tw] = b0 - d0; v[13 * NTp + tw] = b1 - d1; v[14 * NTp + tw] = b2 - d2;  v[15 * NTp + tw] = b3 - d3;
-                }
-            }
-            for (e = 0; e < 16; ++e)
-                for (t = nr * TW; t < NTp; ++t) tc[(ptrdiff_t)e * NTp + t] = 0;
-        }
-        for (e = 0; e < 16; ++e) {
-            int16_t *EMBER_RESTRICT vd = Vb + (((ptrdiff_t)e * C2 + c2) * NTp) * 2;
-            const int16_t *t0 = tmp + (ptrdiff_t)e * NTp, *t1 = t0 + 16 * NTp;
-            for (t = 0; t < NTp; ++t) {
-                vd[2 * t] = t0[t];
-                vd[2 * t + 1] = t1[t];
+        for (r = 0; r < 2 * nr + 2; ++r) {
+            int16_t *EMBER_RESTRICT ev = rows + (ptrdiff_t)r * 2 * L, *EMBER_RESTRICT od = ev + L;
+            const int ih = 2 * th0 + r - pt;
+            for (j = 0; j < 2 * L; ++j) ev[j] = 0;
+            if (ih < 0 || ih >= H) continue;
+            for (h = 0; h < 2 && 2 * c2 + h < C; ++h) {
+                const uint8_t *xr = x + ((ptrdiff_t)(2 * c2 + h) * H + ih) * W;
+                for (j = ej0; j < ej1; ++j) ev[2 * j + h] = (int16_t)((int32_t)(uint8_t)(xr[2 * j - pl] ^ flip) - zq);
+                for (j = oj0; j < oj1; ++j) od[2 * j + h] = (int16_t)((int32_t)(uint8_t)(xr[2 * j + 1 - pl] ^ flip) - zq);
             }
         }
+        for (tr = 0; tr < nr; ++tr) {
+            const int16_t *e0 = rows + (ptrdiff_t)2 * tr * 2 * L, *e1 = e0 + 2 * L, *e2 = e1 + 2 * L, *e3 = e2 + 2 * L;
+            const int16_t *o0 = e0 + L, *o1 = e1 + L, *o2 = e2 + L, *o3 = e3 + L;
+            int16_t *EMBER_RESTRICT v = Vb + ((ptrdiff_t)c2 * NTp + (ptrdiff_t)tr * TW) * 2;
+            /* lane i: tile i / 2, channel 2c2 + i % 2; "tw + 1" is i + 2. 16 lanes, then 8, then one at a time. */
+            i = 0;
+#if EMBER_GNUC
+            for (; i + 16 <= 2 * TW; i += 16) EMBER_QW_BT(ember_qw_h16);
+            for (; i + 8 <= 2 * TW; i += 8) EMBER_QW_BT(ember_qw_h8);
+#endif
+            for (; i < 2 * TW; ++i) EMBER_QW_BT(int16_t);
+        }
+        for (e = 0; e < 16; ++e) /* the band's missing tiles and the padding to NTp: zeros */
+            for (i = 2 * nr * TW; i < 2 * NTp; ++i) Vb[e * es + (ptrdiff_t)c2 * NTp * 2 + i] = 0;
     }
 }
 
 /* Output rows of channels m0 .. m0+3 (< M) for the band's tiles from Zb: A^T Z A / 4, through ember_qstore. */
-static void ember_qw_output(const ember_qout *o, const uint32_t *Zb, int m0, int M, int th0, int nr, int TW, int NTp,
+__attribute__((noinline)) static void ember_qw_output(const ember_qout *o, const uint32_t *Zb, int m0, int M, int th0, int nr, int TW, int NTp,
                             int OH, int OW, int32_t *orow) {
     int r, tr, tw, j;
     for (r = 0; r < 4 && m0 + r < M; ++r)
@@ -190,9 +199,8 @@ static void ember_qconv_wino(void *y, int kind, const void *x, int x_sgn, int32_
     const ptrdiff_t P = (ptrdiff_t)OH * OW, s_in = (ptrdiff_t)p[EMBER_GEO_IN_H] * p[EMBER_GEO_IN_W];
     int16_t *Vb = (int16_t *)(void *)scratch;
     uint32_t *Zb = (uint32_t *)(void *)(scratch + (ptrdiff_t)64 * C2 * NTp);
-    int16_t *tmp = (int16_t *)(void *)(Zb + 64 * (ptrdiff_t)NTp);
-    int16_t *rows = tmp + 32 * (ptrdiff_t)NTp;
-    int32_t *orow = (int32_t *)(void *)(rows + (((ptrdiff_t)(2 * R + 2) * 2 * (TW + 1) + 1) & ~1));
+    int16_t *rows = (int16_t *)(void *)(Zb + 64 * (ptrdiff_t)NTp);
+    int32_t *orow = (int32_t *)(void *)(rows + (ptrdiff_t)(2 * R + 2) * 4 * (TW + 1));
     int32_t *corr = orow + 2 * (2 * TW + 16);
     ember_qout o;
     int n, th0, m0;
@@ -208,7 +216,7 @@ static void ember_qconv_wino(void *y, int kind, const void *x, int x_sgn, int32_
         o.y = (uint8_t *)y + (ptrdiff_t)n * M * P * (kind == 0 ? 4 : 1);
         for (th0 = 0; th0 < TH; th0 += R) {
             const int nr = th0 + R <= TH ? R : TH - th0;
-            ember_qw_input(Vb, tmp, rows, (const uint8_t *)x + (ptrdiff_t)n * C * s_in, x_sgn, xz, p, th0, R, TW, NTp);
+            ember_qw_input(Vb, rows, (const uint8_t *)x + (ptrdiff_t)n * C * s_in, x_sgn, xz, p, th0, R, TW, NTp);
             for (m0 = 0; m0 < M; m0 += 4) {
                 ember_qw_gemm(Zb, U + (ptrdiff_t)m0 * 16 * 2 * C2, Vb, C2, NTp);
                 ember_qw_output(&o, Zb, m0, M, th0, nr, TW, NTp, OH, OW, orow);
