@@ -13,7 +13,7 @@
  * block of 4 output channels the 16 products go to Zb[e][r][t] (int32) and the output transform writes the
  * block's output rows through ember_qstore. The weights: U[m/4][e][m%4][Cp] int16, Cp = C rounded up to 2.
  * scratch (bytes): Vb 64 * C2 * NTp, Zb 256 * NTp, a channel pair's padded rows 8 * (2R + 2) * (TW + 1), the
- * output rows 8 * (2 TW + 16), M int32: qwino.py `scratch_bytes`. */
+ * output transform's 16 * NTp and two output rows 8 * (2 TW + 16), M int32: qwino.py `scratch_bytes`. */
 
 /*@kernel ember_qconv_wino requires ember_qconv ember_conv_geo*/
 /* (ember_qconv: qgemm.c's ember_qstore, and the tiles its other functions use, which alone would be unused) */
@@ -157,27 +157,49 @@ __attribute__((noinline)) static void ember_qw_input(int16_t *EMBER_RESTRICT Vb,
     }
 }
 
-/* Output rows of channels m0 .. m0+3 (< M) for the band's tiles from Zb: A^T Z A / 4, through ember_qstore. */
+/* A^T Z A / 4 for the lanes from t of type T (uint32_t, or a vector of them) of Zb's row z: Y[q][t], q = 2a + b
+ * for output (a, b) of each tile. 4y fits int32 (qwino.py): its bits read as int32, then an exact shift. */
+#define EMBER_QW_AT(T, TS)                                                                                        \
+    do {                                                                                                          \
+        T s0[4], s1[4];                                                                                           \
+        int j_;                                                                                                   \
+        for (j_ = 0; j_ < 4; ++j_) {                                                                              \
+            const T z1 = EMBER_QW_LD(T, z, (4 + j_) * zs + t), z2 = EMBER_QW_LD(T, z, (8 + j_) * zs + t);        \
+            s0[j_] = EMBER_QW_LD(T, z, j_ * zs + t) + z1 + z2;                                                    \
+            s1[j_] = z1 - z2 - EMBER_QW_LD(T, z, (12 + j_) * zs + t);                                             \
+        }                                                                                                         \
+        *(TS *)(void *)(Y + t) = (TS)(s0[0] + s0[1] + s0[2]) >> 2;                                                \
+        *(TS *)(void *)(Y + NTp + t) = (TS)(s0[1] - s0[2] - s0[3]) >> 2;                                          \
+        *(TS *)(void *)(Y + 2 * NTp + t) = (TS)(s1[0] + s1[1] + s1[2]) >> 2;                                      \
+        *(TS *)(void *)(Y + 3 * NTp + t) = (TS)(s1[1] - s1[2] - s1[3]) >> 2;                                      \
+    } while (0)
+#if EMBER_GNUC
+typedef uint32_t ember_qw_z8 __attribute__((vector_size(32), aligned(4), may_alias));
+typedef int32_t ember_qw_y8 __attribute__((vector_size(32), aligned(4), may_alias));
+#endif
+
+/* Output rows of channels m0 .. m0+3 (< M) for the band's tiles from Zb, through ember_qstore. Y: 4 * NTp int32,
+ * then two output rows of 2 TW + 16. */
 __attribute__((noinline)) static void ember_qw_output(const ember_qout *o, const uint32_t *Zb, int m0, int M, int th0, int nr, int TW, int NTp,
-                            int OH, int OW, int32_t *orow) {
-    int r, tr, tw, j;
-    for (r = 0; r < 4 && m0 + r < M; ++r)
+                            int OH, int OW, int32_t *Y) {
+    const ptrdiff_t zs = 4 * (ptrdiff_t)NTp; /* from one e of Zb to the next */
+    int32_t *EMBER_RESTRICT y0 = Y + 4 * NTp, *EMBER_RESTRICT y1 = y0 + 2 * TW + 16;
+    int r, tr, tw, j, t;
+    for (r = 0; r < 4 && m0 + r < M; ++r) {
+        const uint32_t *z = Zb + (ptrdiff_t)r * NTp;
+#if EMBER_GNUC
+        for (t = 0; t < nr * TW; t += 8) EMBER_QW_AT(ember_qw_z8, ember_qw_y8);
+#else
+        for (t = 0; t < nr * TW; ++t) EMBER_QW_AT(uint32_t, int32_t);
+#endif
         for (tr = 0; tr < nr; ++tr) {
-            const uint32_t *z = Zb + (ptrdiff_t)r * NTp + tr * TW;
-            const ptrdiff_t zs = 4 * (ptrdiff_t)NTp; /* from one e to the next */
-            int32_t *EMBER_RESTRICT y0 = orow, *EMBER_RESTRICT y1 = orow + 2 * TW + 16;
+            const int32_t *q = Y + tr * TW;
             const int oh = 2 * (th0 + tr);
             for (tw = 0; tw < TW; ++tw) {
-                uint32_t s0[4], s1[4];
-                for (j = 0; j < 4; ++j) {
-                    s0[j] = z[j * zs + tw] + z[(4 + j) * zs + tw] + z[(8 + j) * zs + tw];
-                    s1[j] = z[(4 + j) * zs + tw] - z[(8 + j) * zs + tw] - z[(12 + j) * zs + tw];
-                }
-                /* 4y fits int32 (qwino.py): its bits as int32, then an exact arithmetic shift */
-                y0[2 * tw] = (int32_t)(s0[0] + s0[1] + s0[2]) >> 2;
-                y0[2 * tw + 1] = (int32_t)(s0[1] - s0[2] - s0[3]) >> 2;
-                y1[2 * tw] = (int32_t)(s1[0] + s1[1] + s1[2]) >> 2;
-                y1[2 * tw + 1] = (int32_t)(s1[1] - s1[2] - s1[3]) >> 2;
+                y0[2 * tw] = q[tw];
+                y0[2 * tw + 1] = q[NTp + tw];
+                y1[2 * tw] = q[2 * NTp + tw];
+                y1[2 * tw + 1] = q[3 * NTp + tw];
             }
             /* in runs of 16: ember_qstore's vector requantisation (AVX2: qgemm.c ember_qf8) takes those */
             for (j = 0; j < OW; j += 16) {
@@ -186,6 +208,7 @@ __attribute__((noinline)) static void ember_qw_output(const ember_qout *o, const
                 if (oh + 1 < OH) ember_qstore(o, m0 + r, (ptrdiff_t)(oh + 1) * OW + j, 0, y1 + j, n);
             }
         }
+    }
 }
 
 /* y (NCHW, M channels: int32 sums if kind 0, else requantised bytes) = the convolution of x (NCHW bytes, int8
@@ -201,7 +224,7 @@ static void ember_qconv_wino(void *y, int kind, const void *x, int x_sgn, int32_
     uint32_t *Zb = (uint32_t *)(void *)(scratch + (ptrdiff_t)64 * C2 * NTp);
     int16_t *rows = (int16_t *)(void *)(Zb + 64 * (ptrdiff_t)NTp);
     int32_t *orow = (int32_t *)(void *)(rows + (ptrdiff_t)(2 * R + 2) * 4 * (TW + 1));
-    int32_t *corr = orow + 2 * (2 * TW + 16);
+    int32_t *corr = orow + 4 * NTp + 2 * (2 * TW + 16);
     ember_qout o;
     int n, th0, m0;
     ember_qout_init(&o, kind, mult, shift, out);
