@@ -92,8 +92,12 @@ FAMILIES: dict[str, CpuFamily] = {f.name: f for f in (
     # 1x1 convs at 3x3 (96x96 input) took 0.55-0.9x the time of the plain kernel (1280 ch: 70 against 102 us);
     # at 4x4 (two full vectors) the plain kernel won. ConvShifted also for strided convs of small K (3-channel
     # stems: 0.8-0.86x at 56x56 and smaller outputs, a tie at 112x112; the keyword spotter's 10x4 stem 0.5x).
+    # Integer Winograd (QConvWinograd) from 32 channels down to 7x7 maps: on Zen 3, ResNet's 3x3 layers took
+    # 0.62-0.67x the time of QConvShifted/QConv at 56x56 to 14x14 (64-256 ch), 0.9x at 7x7 (512 ch: its 8 MiB of
+    # transformed weights stream from memory), 0.77x at 32 ch 56x56; 16 ch at 112x112 1.03x (off there).
     CpuFamily("avx2", "AVX2 + FMA, 256-bit, two FMA units (Haswell to Alder Lake, Zen 1-3; x86-64-v3)", "avx2", 2,
               winograd_min_pixels=49, winograd4_min_tiles=16, shifted_strided_min_k=16, narrow_max_pixels=12,
+              qwino_min_channels=32, qwino_min_pixels=49,
               matmul_panels=True, mm_prefetch=False, mm_panel=16, mm_strip_prefetch=True, mm_block_n=64),
     CpuFamily("avx512", "AVX-512, two 512-bit FMA units (Xeon Skylake-SP to Granite Rapids, Zen 5; x86-64-v4)",
               "avx512", 2),

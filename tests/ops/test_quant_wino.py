@@ -35,21 +35,30 @@ CASES = {
     "s8_zp127": (np.int8, 127, (1, 4, 5, 5), 5, {"pads": [1, 1, 1, 1]}, np.int8),
     "s8_zp-128_one_channel": (np.int8, -128, (1, 1, 4, 3), 3, {"pads": [2, 1, 1, 2]}, np.int8),
     "u8_uint8_weights_offsets": (np.uint8, 100, (1, 6, 8, 9), 5, {"pads": [1, 1, 1, 1]}, np.uint8),
+    # 128 channels: bands of 3 tile rows (64 tiles at most), the last one partial, its last tile row half
+    "u8_bands_128ch": (np.uint8, 40, (1, 128, 19, 40), 8, {"pads": [1, 1, 1, 1]}, np.int8),
 }
 
 
-def _qconv_model(xdt: type, xz: int, xshape: tuple[int, ...], m: int, attrs: dict,
-                 wdt: type) -> tuple[onnx.ModelProto, dict]:
+def _qconv_parts(xdt: type, xz: int, xshape: tuple[int, ...], m: int, attrs: dict, wdt: type, k: int = 3,
+                 p: str = "") -> tuple[onnx.NodeProto, dict, dict]:
+    """A QLinearConv node (names prefixed by p), its input and its constants."""
     info, winfo = np.iinfo(xdt), np.iinfo(wdt)
     c = xshape[1]
-    feeds = {"x": RNG.integers(info.min, info.max + 1, xshape).astype(xdt)}
-    w = RNG.integers(winfo.min, winfo.max + 1, (m, c, 3, 3)).astype(wdt)
+    feeds = {p + "x": RNG.integers(info.min, info.max + 1, xshape).astype(xdt)}
+    w = RNG.integers(winfo.min, winfo.max + 1, (m, c, k, k)).astype(wdt)
     # uint8 weights: zero points of 0 and 255 make rows of range past int8 (packed with offsets)
     wz = (np.where(np.arange(m) % 2, 255, 0) if wdt is np.uint8 else np.zeros(m)).astype(wdt)
     consts = {"xs": _f32(0.03), "xz": np.array(xz, xdt), "w": w,
               "ws": RNG.uniform(0.001, 0.006, m).astype(np.float32), "wz": wz, "ys": _f32(0.5),
               "yz": np.array(5, xdt), "b": RNG.integers(-3000, 3000, m).astype(np.int32)}
-    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"], **attrs)
+    names = ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"]
+    node = helper.make_node("QLinearConv", [p + n for n in names], [p + "y"], **attrs)
+    return node, feeds, {p + n: v for n, v in consts.items()}
+
+
+def _qconv_model(*case: object, k: int = 3) -> tuple[onnx.ModelProto, dict]:
+    node, feeds, consts = _qconv_parts(*case, k=k)  # type: ignore[arg-type]
     return _model([node], feeds, consts, ("y",), 21), feeds
 
 
@@ -78,10 +87,24 @@ def _check(tmp_path: Path, model: onnx.ModelProto, feeds: dict, ref: np.ndarray 
     np.testing.assert_array_equal(got["y"], ref)
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_wino_matches_reference(tmp_path: Path, case: str, every_takeable: None) -> None:
-    model, feeds = _qconv_model(*CASES[case])
-    _check(tmp_path, model, feeds)
+def test_wino_matches_reference(tmp_path: Path, every_takeable: None) -> None:
+    """Every case of CASES as one node of one model (one build of each kind)."""
+    nodes, feeds, consts = [], {}, {}
+    for i, case in enumerate(sorted(CASES)):
+        node, f, c = _qconv_parts(*CASES[case], p=f"c{i}_")
+        nodes.append(node)
+        feeds.update(f)
+        consts.update(c)
+    outs = tuple(f"c{i}_y" for i in range(len(CASES)))
+    model = _model(nodes, feeds, consts, outs, 21)
+    refs = dict(zip(outs, ReferenceEvaluator(model).run(None, feeds), strict=True))
+    bundle = _compile(tmp_path, model)
+    assert _ops(bundle).count("QConvWinograd") == len(CASES)
+    got = bundle.run(feeds)  # the host build (AVX2 tiles where there are)
+    sanitized = cdriver.run(bundle.path, tmp_path / "drv", feeds, sanitize=True)  # portable path, sanitized
+    for i, case in enumerate(sorted(CASES)):
+        np.testing.assert_array_equal(got[outs[i]], refs[outs[i]], err_msg=case)
+        np.testing.assert_array_equal(sanitized[outs[i]], refs[outs[i]], err_msg=case)
 
 
 def test_wino_int32_outputs(tmp_path: Path, every_takeable: None) -> None:
@@ -147,13 +170,31 @@ def test_proof_refuses_worst_case_layer(tmp_path: Path, every_takeable: None) ->
 
 
 def test_which_families_choose_it(tmp_path: Path) -> None:
-    """The families' thresholds: AVX2 (x86-64-v3) turns a 64-channel 3x3 stride-1 QConv at 14x14 into
-    QConvWinograd; the SSE2 baseline and strided or 1x1 convolutions keep QConv's kernels."""
-    model, feeds = _qconv_model(np.uint8, 3, (1, 64, 14, 14), 64, {"pads": [1, 1, 1, 1]}, np.int8)
-    ref = ReferenceEvaluator(model).run(None, feeds)[0]
-    for cpu, want in (("x86-64-v3", FAMILIES["avx2"].qwino_min_channels is not None), ("x86-64", False)):
-        (tmp_path / cpu).mkdir()
-        bundle = _compile(tmp_path / cpu, model, cpu=cpu)
-        assert ("QConvWinograd" in _ops(bundle)) == want, cpu
-        if cpu == "x86-64":
-            np.testing.assert_array_equal(bundle.run(feeds)["y"], ref)
+    """The families' thresholds: AVX2 (x86-64-v3) turns a 3x3 stride-1 QConv of 32 channels at 7x7 into
+    QConvWinograd; 16 channels, 6x6 maps, stride 2, a 1x1, --opt-level 1 and the SSE2 baseline keep QConv's
+    kernels."""
+    assert FAMILIES["avx2"].qwino_min_channels == 32 and FAMILIES["x86-64"].qwino_min_channels is None
+    pad = {"pads": [1, 1, 1, 1]}
+    for i, (c, hw, kernel, attrs, opts, want) in enumerate([
+            (32, 7, 3, pad, {"cpu": "x86-64-v3"}, True),
+            (16, 28, 3, pad, {"cpu": "x86-64-v3"}, False),
+            (32, 6, 3, pad, {"cpu": "x86-64-v3"}, False),
+            (32, 14, 3, {**pad, "strides": [2, 2]}, {"cpu": "x86-64-v3"}, False),
+            (32, 14, 1, {}, {"cpu": "x86-64-v3"}, False),
+            (32, 7, 3, pad, {"cpu": "x86-64-v3", "opt_level": 1}, False),
+            (32, 7, 3, pad, {"cpu": "x86-64"}, False)]):
+        model, feeds = _qconv_model(np.uint8, 3, (1, c, hw, hw), c, attrs, np.int8, k=kernel)
+        (tmp_path / str(i)).mkdir()
+        bundle = _compile(tmp_path / str(i), model, **opts)
+        assert ("QConvWinograd" in _ops(bundle)) == want, (c, hw, kernel, attrs, opts)
+        if want or opts["cpu"] == "x86-64":
+            np.testing.assert_array_equal(bundle.run(feeds)["y"], ReferenceEvaluator(model).run(None, feeds)[0])
+
+
+def test_simd_paths_compile_warning_free(tmp_path: Path, every_takeable: None) -> None:
+    """The product's three x86 paths build warning-free: VPDPWSSD (AVX-512 VNNI with VL; AVX-VNNI, {vex}
+    encoded) and VPMADDWD (AVX2); this host runs only what it has, so the others are compiled, not run."""
+    model, _ = _qconv_model(np.uint8, 7, (1, 8, 9, 11), 7, {"pads": [1, 1, 1, 1]}, np.int8)
+    bundle = _compile(tmp_path, model)
+    for march in ("icelake-server", "alderlake", "haswell"):
+        cdriver.build(bundle.path, tmp_path / march, cflags=(f"-march={march}", "-Werror"), opt="-O2")

@@ -28,7 +28,7 @@ EMBER_INLINE ember_qw_u ember_qw_dot(ember_qw_u acc, ember_qw_v w, ember_qw_v x)
     __asm__("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(w), "v"(x));
     return acc;
 #elif EMBER_HAVE_AVX_VNNI
-    __asm__("{vex} vpdpwssd %2, %1, %0" : "+x"(acc) : "x"(w), "x"(x));
+    __asm__("%{vex%} vpdpwssd %2, %1, %0" : "+x"(acc) : "x"(w), "x"(x));
     return acc;
 #else
     return acc + (ember_qw_u)__builtin_ia32_pmaddwd256((ember_qw_h)w, (ember_qw_h)x);
