@@ -97,7 +97,7 @@ def _lower(node: Node, k: KernelEmitter) -> None:
     mult, shift, out = _out_args(k, q, np.asarray(node.attrs[BOUND_ATTR], np.float64), None)
     k.call("ember_qconv_wino", k.out(0), "0" if q.requant is None else "1", k.inp(0), int(x.dtype is DType.INT8),
            _zp_arg(node, k, q), geo, x.shape[0], y.shape[1], k.inp(2), _table(k, q.bias), mult, shift, out,
-           band_rows(node), k.scratch())
+           band_rows(node), int(x.blocked) | 2 * int(y.blocked), k.scratch())
 
 
 register(OpDef("QConvWinograd", lower=_lower, scratch=scratch_bytes, kernels=("ember_qconv_wino",),

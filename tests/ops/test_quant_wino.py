@@ -18,9 +18,12 @@ from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
 import ember
+from ember.config import CompileOptions
+from ember.driver import build_graph
 from ember.ops import qwino
 from ember.passes import conv_algorithms
 from ember.toolchain.cpus import FAMILIES
+from tests.ops.test_quant_blocked import _chain, _check_bit_identical
 from tests.ops.test_quant_kernels import _f32, _model
 from tests.support import cdriver
 
@@ -198,3 +201,15 @@ def test_simd_paths_compile_warning_free(tmp_path: Path, every_takeable: None) -
     bundle = _compile(tmp_path, model)
     for march in ("icelake-server", "alderlake", "haswell"):
         cdriver.build(bundle.path, tmp_path / march, cflags=(f"-march={march}", "-Werror"), opt="-O2")
+
+
+def test_wino_reads_and_writes_blocked(tmp_path: Path, every_takeable: None) -> None:
+    """Between integer convolutions, QConvWinograd reads and writes channel-blocked values (int8_layout.py):
+    b and f read a blocked input and write a blocked output on a 9x37 map (333 pixels: output rows that run
+    into the next block of 64), two images; bit for bit the NCHW build's (--opt-level 1)."""
+    layers = [("a", "x", 8, 12, 1, 1), ("b", "a", 12, 8, 3, 1), ("f", "b", 8, 12, 3, 1), ("g", "f", 12, 4, 1, 1)]
+    model, feeds = _chain(np.uint8, 2, layers, (8, 9, 37), ("g",))
+    onnx.save(model, tmp_path / "w.onnx")
+    graph, _, _ = build_graph(str(tmp_path / "w.onnx"), CompileOptions())
+    assert [n.op for n in graph.nodes].count("QConvWinograd") == 2
+    _check_bit_identical(tmp_path, model, feeds, {"a", "b", "f"})

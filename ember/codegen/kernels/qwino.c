@@ -115,8 +115,9 @@ typedef short ember_qw_h8 __attribute__((vector_size(16), aligned(2), may_alias)
  * pairs (channel 2c2 + h at 2j + h) split into even and odd columns (E, O: a tile's patch row is E[tw], O[tw],
  * E[tw+1], O[tw+1]), then B^T d B of every tile on the pairs' lanes alike, so the results land in Vb's
  * [t][2] order; vectorized along the tile row. A pad channel (odd C) is zeros (its weights are 0 too). */
-__attribute__((noinline)) static void ember_qw_input(int16_t *EMBER_RESTRICT Vb, int16_t *EMBER_RESTRICT rows, const uint8_t *x, int x_sgn,
-                           int32_t xz, const int32_t *p, int th0, int R, int TW, int NTp) {
+__attribute__((noinline)) static void ember_qw_input(int16_t *EMBER_RESTRICT Vb, int16_t *EMBER_RESTRICT rows, const uint8_t *x,
+                                                     int blk, int x_sgn, int32_t xz, const int32_t *p, int th0, int R,
+                                                     int TW, int NTp) {
     const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], pt = p[EMBER_GEO_PAD_H],
               pl = p[EMBER_GEO_PAD_W], TH = (p[EMBER_GEO_OUT_H] + 1) / 2, C2 = (C + 1) / 2, Wh = TW + 1, L = 2 * Wh;
     const int nr = th0 + R <= TH ? R : TH - th0; /* tile rows of this band that exist */
@@ -135,9 +136,20 @@ __attribute__((noinline)) static void ember_qw_input(int16_t *EMBER_RESTRICT Vb,
             for (j = 0; j < 2 * L; ++j) ev[j] = 0;
             if (ih < 0 || ih >= H) continue;
             for (h = 0; h < 2 && 2 * c2 + h < C; ++h) {
-                const uint8_t *xr = x + ((ptrdiff_t)(2 * c2 + h) * H + ih) * W;
-                for (j = ej0; j < ej1; ++j) ev[2 * j + h] = (int16_t)((int32_t)(uint8_t)(xr[2 * j - pl] ^ flip) - zq);
-                for (j = oj0; j < oj1; ++j) od[2 * j + h] = (int16_t)((int32_t)(uint8_t)(xr[2 * j + 1 - pl] ^ flip) - zq);
+                const int c = 2 * c2 + h;
+                if (blk) { /* channel-blocked (qgemm.c ember_qblk_off): byte by byte */
+                    const ptrdiff_t row = (ptrdiff_t)ih * W - pl;
+                    for (j = ej0; j < ej1; ++j)
+                        ev[2 * j + h] = (int16_t)((int32_t)(uint8_t)(x[ember_qblk_off(row + 2 * j, c, 64 * (ptrdiff_t)C)] ^ flip) - zq);
+                    for (j = oj0; j < oj1; ++j)
+                        od[2 * j + h] = (int16_t)((int32_t)(uint8_t)(x[ember_qblk_off(row + 2 * j + 1, c, 64 * (ptrdiff_t)C)] ^ flip) - zq);
+                    continue;
+                }
+                {
+                    const uint8_t *xr = x + ((ptrdiff_t)c * H + ih) * W;
+                    for (j = ej0; j < ej1; ++j) ev[2 * j + h] = (int16_t)((int32_t)(uint8_t)(xr[2 * j - pl] ^ flip) - zq);
+                    for (j = oj0; j < oj1; ++j) od[2 * j + h] = (int16_t)((int32_t)(uint8_t)(xr[2 * j + 1 - pl] ^ flip) - zq);
+                }
             }
         }
         for (tr = 0; tr < nr; ++tr) {
@@ -184,7 +196,7 @@ __attribute__((noinline)) static void ember_qw_output(const ember_qout *o, const
                             int OH, int OW, int32_t *Y) {
     const ptrdiff_t zs = 4 * (ptrdiff_t)NTp; /* from one e of Zb to the next */
     int32_t *EMBER_RESTRICT y0 = Y + 4 * NTp, *EMBER_RESTRICT y1 = y0 + 2 * TW + 16;
-    int r, tr, tw, j, t;
+    int r, tr, tw, j, t, h;
     for (r = 0; r < 4 && m0 + r < M; ++r) {
         const uint32_t *z = Zb + (ptrdiff_t)r * NTp;
 #if EMBER_GNUC
@@ -201,11 +213,16 @@ __attribute__((noinline)) static void ember_qw_output(const ember_qout *o, const
                 y1[2 * tw] = q[2 * NTp + tw];
                 y1[2 * tw + 1] = q[3 * NTp + tw];
             }
-            /* in runs of 16: ember_qstore's vector requantisation (AVX2: qgemm.c ember_qf8) takes those */
-            for (j = 0; j < OW; j += 16) {
-                const int n = OW - j < 16 ? OW - j : 16;
-                ember_qstore(o, m0 + r, (ptrdiff_t)oh * OW + j, 0, y0 + j, n);
-                if (oh + 1 < OH) ember_qstore(o, m0 + r, (ptrdiff_t)(oh + 1) * OW + j, 0, y1 + j, n);
+            /* in runs of 16 (ending at blocks of 64 pixels where y is channel-blocked): ember_qstore's vector
+             * requantisation (AVX2: qgemm.c ember_qf8) takes those */
+            for (h = 0; h < 2 && oh + h < OH; ++h) {
+                const ptrdiff_t pix = (ptrdiff_t)(oh + h) * OW;
+                int n;
+                for (j = 0; j < OW; j += n) {
+                    n = OW - j < 16 ? OW - j : 16;
+                    if (o->blk && 64 - (pix + j) % 64 < n) n = (int)(64 - (pix + j) % 64);
+                    ember_qstore(o, m0 + r, pix + j, 0, (h ? y1 : y0) + j, n);
+                }
             }
         }
     }
@@ -213,13 +230,15 @@ __attribute__((noinline)) static void ember_qw_output(const ember_qout *o, const
 
 /* y (NCHW, M channels: int32 sums if kind 0, else requantised bytes) = the convolution of x (NCHW bytes, int8
  * if x_sgn, zero point xz) by the transformed weights U; bias (or NULL), mult/shift/out as for ember_qconv
- * (qconv.c). R: tile rows per band. */
+ * (qconv.c). R: tile rows per band. lay: bit 0, x is channel-blocked (passes/int8_layout.py); bit 1, y is. */
 static void ember_qconv_wino(void *y, int kind, const void *x, int x_sgn, int32_t xz, const int32_t *p, int N, int M,
                              const int16_t *U, const int32_t *bias, const int32_t *mult, const int32_t *shift,
-                             const int32_t *out, int R, uint8_t *scratch) {
+                             const int32_t *out, int R, int lay, uint8_t *scratch) {
     const int C = p[EMBER_GEO_C], OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W], TH = (OH + 1) / 2, TW = (OW + 1) / 2,
               C2 = (C + 1) / 2, NTp = (R * TW + 7) & ~7;
     const ptrdiff_t P = (ptrdiff_t)OH * OW, s_in = (ptrdiff_t)p[EMBER_GEO_IN_H] * p[EMBER_GEO_IN_W];
+    /* bytes per image: channel-blocked ones are whole blocks of pixels */
+    const ptrdiff_t x_img = lay & 1 ? (s_in + 63) / 64 * 64 * C : C * s_in, y_img = lay & 2 ? (P + 63) / 64 * 64 * M : M * P;
     int16_t *Vb = (int16_t *)(void *)scratch;
     uint32_t *Zb = (uint32_t *)(void *)(scratch + (ptrdiff_t)64 * C2 * NTp);
     int16_t *rows = (int16_t *)(void *)(Zb + 64 * (ptrdiff_t)NTp);
@@ -229,17 +248,18 @@ static void ember_qconv_wino(void *y, int kind, const void *x, int x_sgn, int32_
     int n, th0, m0;
     ember_qout_init(&o, kind, mult, shift, out);
     for (m0 = 0; m0 < M; ++m0) corr[m0] = bias ? bias[m0] : 0;
-    o.rs = P;
-    o.ps = 1;
+    o.blk = lay >> 1 & 1;
+    o.rs = o.blk ? 64 * M : P;
+    o.ps = o.blk ? 4 : 1;
     o.corr = corr;
     o.wofs = 0;
     o.colsum = corr; /* never read (no weight offsets) */
     o.row = 0;
     for (n = 0; n < N; ++n) {
-        o.y = (uint8_t *)y + (ptrdiff_t)n * M * P * (kind == 0 ? 4 : 1);
+        o.y = (uint8_t *)y + n * y_img * (kind == 0 ? 4 : 1);
         for (th0 = 0; th0 < TH; th0 += R) {
             const int nr = th0 + R <= TH ? R : TH - th0;
-            ember_qw_input(Vb, rows, (const uint8_t *)x + (ptrdiff_t)n * C * s_in, x_sgn, xz, p, th0, R, TW, NTp);
+            ember_qw_input(Vb, rows, (const uint8_t *)x + n * x_img, lay & 1, x_sgn, xz, p, th0, R, TW, NTp);
             for (m0 = 0; m0 < M; m0 += 4) {
                 ember_qw_gemm(Zb, U + (ptrdiff_t)m0 * 16 * 2 * C2, Vb, C2, NTp);
                 ember_qw_output(&o, Zb, m0, M, th0, nr, TW, NTp, OH, OW, orow);
