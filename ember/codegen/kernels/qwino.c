@@ -185,6 +185,9 @@ __attribute__((noinline)) static void ember_qw_input(int16_t *EMBER_RESTRICT Vb,
         *(TS *)(void *)(Y + 2 * NTp + t) = (TS)(s1[0] + s1[1] + s1[2]) >> 2;                                      \
         *(TS *)(void *)(Y + 3 * NTp + t) = (TS)(s1[1] - s1[2] - s1[3]) >> 2;                                      \
     } while (0)
+#ifdef EMBER_QF8
+typedef uint8_t ember_qw_b8 __attribute__((vector_size(8), aligned(1), may_alias)); /* int32 lanes' low bytes */
+#endif
 #if EMBER_GNUC
 typedef uint32_t ember_qw_z8 __attribute__((vector_size(32), aligned(4), may_alias));
 typedef int32_t ember_qw_y8 __attribute__((vector_size(32), aligned(4), may_alias));
@@ -197,6 +200,9 @@ __attribute__((noinline)) static void ember_qw_output(const ember_qout *o, const
     const ptrdiff_t zs = 4 * (ptrdiff_t)NTp; /* from one e of Zb to the next */
     int32_t *EMBER_RESTRICT y0 = Y + 4 * NTp, *EMBER_RESTRICT y1 = y0 + 2 * TW + 16;
     int r, tr, tw, j, t, h;
+#ifdef EMBER_QF8
+    const int fast = o->kind == 1 && !o->blk && o->out[EMBER_QOUT_FLOAT];
+#endif
     for (r = 0; r < 4 && m0 + r < M; ++r) {
         const uint32_t *z = Zb + (ptrdiff_t)r * NTp;
 #if EMBER_GNUC
@@ -221,6 +227,16 @@ __attribute__((noinline)) static void ember_qw_output(const ember_qout *o, const
                 for (j = 0; j < OW; j += n) {
                     n = OW - j < 16 ? OW - j : 16;
                     if (o->blk && 64 - (pix + j) % 64 < n) n = (int)(64 - (pix + j) % 64);
+#ifdef EMBER_QF8
+                    if (n == 16 && fast) { /* ember_qstore's float requantisation, the bytes stored as vectors */
+                        ember_qf8i q[2];
+                        uint8_t *yb = o->y + (ptrdiff_t)(m0 + r) * o->rs + pix + j;
+                        ember_qf8_row(q, (h ? y1 : y0) + j, 16, o->corr[m0 + r], o->mult[m0 + r], o->shift[m0 + r], o->out);
+                        *(ember_qw_b8 *)(void *)yb = __builtin_convertvector(q[0], ember_qw_b8);
+                        *(ember_qw_b8 *)(void *)(yb + 8) = __builtin_convertvector(q[1], ember_qw_b8);
+                        continue;
+                    }
+#endif
                     ember_qstore(o, m0 + r, pix + j, 0, (h ? y1 : y0) + j, n);
                 }
             }
