@@ -87,7 +87,7 @@ def scratch_bytes(node: Node) -> int:
     ow, c = g.out_size[2], g.channels
     tw, r, m = (ow + 1) // 2, band_rows(node), present(node.outputs[0]).shape[1]
     ntp = (r * tw + 7) // 8 * 8
-    return 64 * ((c + 1) // 2) * ntp + 256 * ntp + 8 * (2 * r + 2) * (tw + 1) + 16 * ntp + 8 * (2 * tw + 16) + 4 * m
+    return 64 * ((c + 1) // 2) * ntp + 256 * ntp + 8 * (2 * r + 2) * (tw + 1) + 64 * ntp + 32 * (2 * tw + 16) + 4 * m
 
 
 def _lower(node: Node, k: KernelEmitter) -> None:

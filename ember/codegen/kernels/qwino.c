@@ -13,7 +13,7 @@
  * block of 4 output channels the 16 products go to Zb[e][r][t] (int32) and the output transform writes the
  * block's output rows through ember_qstore. The weights: U[m/4][e][m%4][Cp] int16, Cp = C rounded up to 2.
  * scratch (bytes): Vb 64 * C2 * NTp, Zb 256 * NTp, a channel pair's padded rows 8 * (2R + 2) * (TW + 1), the
- * output transform's 16 * NTp and two output rows 8 * (2 TW + 16), M int32: qwino.py `scratch_bytes`. */
+ * output transform's 64 * NTp and eight output rows 32 * (2 TW + 16), M int32: qwino.py `scratch_bytes`. */
 
 /*@kernel ember_qconv_wino requires ember_qconv ember_conv_geo*/
 /* (ember_qconv: qgemm.c's ember_qstore, and the tiles its other functions use, which alone would be unused) */
@@ -170,7 +170,7 @@ __attribute__((noinline)) static void ember_qw_input(int16_t *EMBER_RESTRICT Vb,
 }
 
 /* A^T Z A / 4 for the lanes from t of type T (uint32_t, or a vector of them) of Zb's row z: Y[q][t], q = 2a + b
- * for output (a, b) of each tile. 4y fits int32 (qwino.py): its bits read as int32, then an exact shift. */
+ * for output (a, b) of each tile, into Yr. 4y fits int32 (qwino.py): its bits read as int32, then an exact shift. */
 #define EMBER_QW_AT(T, TS)                                                                                        \
     do {                                                                                                          \
         T s0[4], s1[4];                                                                                           \
@@ -180,10 +180,10 @@ __attribute__((noinline)) static void ember_qw_input(int16_t *EMBER_RESTRICT Vb,
             s0[j_] = EMBER_QW_LD(T, z, j_ * zs + t) + z1 + z2;                                                    \
             s1[j_] = z1 - z2 - EMBER_QW_LD(T, z, (12 + j_) * zs + t);                                             \
         }                                                                                                         \
-        *(TS *)(void *)(Y + t) = (TS)(s0[0] + s0[1] + s0[2]) >> 2;                                                \
-        *(TS *)(void *)(Y + NTp + t) = (TS)(s0[1] - s0[2] - s0[3]) >> 2;                                          \
-        *(TS *)(void *)(Y + 2 * NTp + t) = (TS)(s1[0] + s1[1] + s1[2]) >> 2;                                      \
-        *(TS *)(void *)(Y + 3 * NTp + t) = (TS)(s1[1] - s1[2] - s1[3]) >> 2;                                      \
+        *(TS *)(void *)(Yr + t) = (TS)(s0[0] + s0[1] + s0[2]) >> 2;                                                \
+        *(TS *)(void *)(Yr + NTp + t) = (TS)(s0[1] - s0[2] - s0[3]) >> 2;                                          \
+        *(TS *)(void *)(Yr + 2 * NTp + t) = (TS)(s1[0] + s1[1] + s1[2]) >> 2;                                      \
+        *(TS *)(void *)(Yr + 3 * NTp + t) = (TS)(s1[1] - s1[2] - s1[3]) >> 2;                                      \
     } while (0)
 #ifdef EMBER_QF8
 typedef uint8_t ember_qw_b8 __attribute__((vector_size(8), aligned(1), may_alias)); /* int32 lanes' low bytes */
@@ -193,51 +193,69 @@ typedef uint32_t ember_qw_z8 __attribute__((vector_size(32), aligned(4), may_ali
 typedef int32_t ember_qw_y8 __attribute__((vector_size(32), aligned(4), may_alias));
 #endif
 
-/* Output rows of channels m0 .. m0+3 (< M) for the band's tiles from Zb, through ember_qstore. Y: 4 * NTp int32,
- * then two output rows of 2 TW + 16. */
-__attribute__((noinline)) static void ember_qw_output(const ember_qout *o, const uint32_t *Zb, int m0, int M, int th0, int nr, int TW, int NTp,
-                            int OH, int OW, int32_t *Y) {
-    const ptrdiff_t zs = 4 * (ptrdiff_t)NTp; /* from one e of Zb to the next */
-    int32_t *EMBER_RESTRICT y0 = Y + 4 * NTp, *EMBER_RESTRICT y1 = y0 + 2 * TW + 16;
+/* Output rows of channels m0 .. m0+3 (< M) for the band's tiles from Zb, through qgemm.c's stores. Y: 4 rows of
+ * 4 * NTp int32 (A^T Z A / 4), then 2 x 4 output rows of RS = 2 TW + 16 int32 (row h of a tile row, channel r). */
+__attribute__((noinline)) static void ember_qw_output(const ember_qout *o, const uint32_t *Zb, int m0, int M, int th0,
+                                                      int nr, int TW, int NTp, int OH, int OW, int32_t *Y) {
+    const ptrdiff_t zs = 4 * (ptrdiff_t)NTp, RS = 2 * TW + 16; /* from one e of Zb to the next; a row buffer */
+    const int R4 = M - m0 < 4 ? M - m0 : 4;
+    int32_t *EMBER_RESTRICT rows = Y + 16 * (ptrdiff_t)NTp;
     int r, tr, tw, j, t, h;
 #ifdef EMBER_QF8
     const int fast = o->kind == 1 && !o->blk && o->out[EMBER_QOUT_FLOAT];
 #endif
-    for (r = 0; r < 4 && m0 + r < M; ++r) {
+    for (r = 0; r < R4; ++r) {
         const uint32_t *z = Zb + (ptrdiff_t)r * NTp;
+        int32_t *EMBER_RESTRICT Yr = Y + 4 * (ptrdiff_t)r * NTp;
 #if EMBER_GNUC
         for (t = 0; t < nr * TW; t += 8) EMBER_QW_AT(ember_qw_z8, ember_qw_y8);
 #else
         for (t = 0; t < nr * TW; ++t) EMBER_QW_AT(uint32_t, int32_t);
 #endif
-        for (tr = 0; tr < nr; ++tr) {
-            const int32_t *q = Y + tr * TW;
-            const int oh = 2 * (th0 + tr);
+    }
+    for (tr = 0; tr < nr; ++tr) {
+        const int oh = 2 * (th0 + tr);
+        for (r = 0; r < R4; ++r) {
+            const int32_t *q = Y + 4 * (ptrdiff_t)r * NTp + tr * TW;
+            int32_t *EMBER_RESTRICT y0 = rows + r * RS, *EMBER_RESTRICT y1 = rows + (4 + r) * RS;
             for (tw = 0; tw < TW; ++tw) {
                 y0[2 * tw] = q[tw];
                 y0[2 * tw + 1] = q[NTp + tw];
                 y1[2 * tw] = q[2 * NTp + tw];
                 y1[2 * tw + 1] = q[3 * NTp + tw];
             }
-            /* in runs of 16 (ending at blocks of 64 pixels where y is channel-blocked): ember_qstore's vector
-             * requantisation (AVX2: qgemm.c ember_qf8) takes those */
-            for (h = 0; h < 2 && oh + h < OH; ++h) {
-                const ptrdiff_t pix = (ptrdiff_t)(oh + h) * OW;
-                int n;
-                for (j = 0; j < OW; j += n) {
-                    n = OW - j < 16 ? OW - j : 16;
-                    if (o->blk && 64 - (pix + j) % 64 < n) n = (int)(64 - (pix + j) % 64);
+        }
+        /* in runs of 16 (ending at blocks of 64 pixels where y is channel-blocked): qgemm.c's vector
+         * requantisation (AVX2: ember_qf8) takes those */
+        for (h = 0; h < 2 && oh + h < OH; ++h) {
+            const ptrdiff_t pix = (ptrdiff_t)(oh + h) * OW;
+            const int32_t *yh = rows + 4 * h * RS;
+            int n;
+            for (j = 0; j < OW; j += n) {
+                n = OW - j < 16 ? OW - j : 16;
+                if (o->blk && 64 - (pix + j) % 64 < n) n = (int)(64 - (pix + j) % 64);
+#if EMBER_QNR >= 16
+                if (R4 == 4 && o->blk) { /* a channel quad's words at once (ember_qstore_rows; rows of EMBER_QNR) */
+                    int32_t acc[4 * EMBER_QNR];
+                    int i;
+                    for (r = 0; r < 4; ++r)
+                        for (i = 0; i < n; ++i) acc[r * EMBER_QNR + i] = yh[r * RS + j + i];
+                    ember_qstore_rows(o, m0, 4, pix + j, 0, acc, n);
+                    continue;
+                }
+#endif
+                for (r = 0; r < R4; ++r) {
 #ifdef EMBER_QF8
                     if (n == 16 && fast) { /* ember_qstore's float requantisation, the bytes stored as vectors */
                         ember_qf8i q[2];
                         uint8_t *yb = o->y + (ptrdiff_t)(m0 + r) * o->rs + pix + j;
-                        ember_qf8_row(q, (h ? y1 : y0) + j, 16, o->corr[m0 + r], o->mult[m0 + r], o->shift[m0 + r], o->out);
+                        ember_qf8_row(q, yh + r * RS + j, 16, o->corr[m0 + r], o->mult[m0 + r], o->shift[m0 + r], o->out);
                         *(ember_qw_b8 *)(void *)yb = __builtin_convertvector(q[0], ember_qw_b8);
                         *(ember_qw_b8 *)(void *)(yb + 8) = __builtin_convertvector(q[1], ember_qw_b8);
                         continue;
                     }
 #endif
-                    ember_qstore(o, m0 + r, pix + j, 0, (h ? y1 : y0) + j, n);
+                    ember_qstore(o, m0 + r, pix + j, 0, yh + r * RS + j, n);
                 }
             }
         }
@@ -259,7 +277,7 @@ static void ember_qconv_wino(void *y, int kind, const void *x, int x_sgn, int32_
     uint32_t *Zb = (uint32_t *)(void *)(scratch + (ptrdiff_t)64 * C2 * NTp);
     int16_t *rows = (int16_t *)(void *)(Zb + 64 * (ptrdiff_t)NTp);
     int32_t *orow = (int32_t *)(void *)(rows + (ptrdiff_t)(2 * R + 2) * 4 * (TW + 1));
-    int32_t *corr = orow + 4 * NTp + 2 * (2 * TW + 16);
+    int32_t *corr = orow + 16 * NTp + 8 * (2 * TW + 16);
     ember_qout o;
     int n, th0, m0;
     ember_qout_init(&o, kind, mult, shift, out);
