@@ -135,16 +135,22 @@ __attribute__((noinline)) static void ember_qw_input(int16_t *EMBER_RESTRICT Vb,
             const int ih = 2 * th0 + r - pt;
             for (j = 0; j < 2 * L; ++j) ev[j] = 0;
             if (ih < 0 || ih >= H) continue;
+            if (blk) { /* channel-blocked (qgemm.c ember_qblk_off; C % 4 == 0): the pair's two bytes are adjacent */
+                const ptrdiff_t row = (ptrdiff_t)ih * W - pl, bs = 64 * (ptrdiff_t)C;
+                for (j = ej0; j < ej1; ++j) {
+                    const uint8_t *b2 = x + ember_qblk_off(row + 2 * j, 2 * c2, bs);
+                    ev[2 * j] = (int16_t)((int32_t)(uint8_t)(b2[0] ^ flip) - zq);
+                    ev[2 * j + 1] = (int16_t)((int32_t)(uint8_t)(b2[1] ^ flip) - zq);
+                }
+                for (j = oj0; j < oj1; ++j) {
+                    const uint8_t *b2 = x + ember_qblk_off(row + 2 * j + 1, 2 * c2, bs);
+                    od[2 * j] = (int16_t)((int32_t)(uint8_t)(b2[0] ^ flip) - zq);
+                    od[2 * j + 1] = (int16_t)((int32_t)(uint8_t)(b2[1] ^ flip) - zq);
+                }
+                continue;
+            }
             for (h = 0; h < 2 && 2 * c2 + h < C; ++h) {
                 const int c = 2 * c2 + h;
-                if (blk) { /* channel-blocked (qgemm.c ember_qblk_off): byte by byte */
-                    const ptrdiff_t row = (ptrdiff_t)ih * W - pl;
-                    for (j = ej0; j < ej1; ++j)
-                        ev[2 * j + h] = (int16_t)((int32_t)(uint8_t)(x[ember_qblk_off(row + 2 * j, c, 64 * (ptrdiff_t)C)] ^ flip) - zq);
-                    for (j = oj0; j < oj1; ++j)
-                        od[2 * j + h] = (int16_t)((int32_t)(uint8_t)(x[ember_qblk_off(row + 2 * j + 1, c, 64 * (ptrdiff_t)C)] ^ flip) - zq);
-                    continue;
-                }
                 {
                     const uint8_t *xr = x + ((ptrdiff_t)c * H + ih) * W;
                     for (j = ej0; j < ej1; ++j) ev[2 * j + h] = (int16_t)((int32_t)(uint8_t)(xr[2 * j - pl] ^ flip) - zq);
