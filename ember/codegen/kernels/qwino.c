@@ -56,7 +56,7 @@ EMBER_INLINE ember_qw_u ember_qw_dot(ember_qw_u acc, ember_qw_v w, ember_qw_v x)
 #endif
 
 /* Zb[e][r][t] = sum over the C2 channel pairs of U[e][r][pair] . Vb[e][pair][t], for e < 16, r < 4, t < NTp. */
-__attribute__((noinline)) static void ember_qw_gemm(uint32_t *Zb, const int16_t *U, const int16_t *Vb, int C2, int NTp) {
+EMBER_NOINLINE static void ember_qw_gemm(uint32_t *Zb, const int16_t *U, const int16_t *Vb, int C2, int NTp) {
     const int Cp = 2 * C2;
     int e, t;
     for (e = 0; e < 16; ++e) {
@@ -115,9 +115,9 @@ typedef short ember_qw_h8 __attribute__((vector_size(16), aligned(2), may_alias)
  * pairs (channel 2c2 + h at 2j + h) split into even and odd columns (E, O: a tile's patch row is E[tw], O[tw],
  * E[tw+1], O[tw+1]), then B^T d B of every tile on the pairs' lanes alike, so the results land in Vb's
  * [t][2] order; vectorized along the tile row. A pad channel (odd C) is zeros (its weights are 0 too). */
-__attribute__((noinline)) static void ember_qw_input(int16_t *EMBER_RESTRICT Vb, int16_t *EMBER_RESTRICT rows, const uint8_t *x,
-                                                     int blk, int x_sgn, int32_t xz, const int32_t *p, int th0, int R,
-                                                     int TW, int NTp) {
+EMBER_NOINLINE static void ember_qw_input(int16_t *EMBER_RESTRICT Vb, int16_t *EMBER_RESTRICT rows, const uint8_t *x,
+                                          int blk, int x_sgn, int32_t xz, const int32_t *p, int th0, int R, int TW,
+                                          int NTp) {
     const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], pt = p[EMBER_GEO_PAD_H],
               pl = p[EMBER_GEO_PAD_W], TH = (p[EMBER_GEO_OUT_H] + 1) / 2, C2 = (C + 1) / 2, Wh = TW + 1, L = 2 * Wh;
     const int nr = th0 + R <= TH ? R : TH - th0; /* tile rows of this band that exist */
@@ -201,8 +201,8 @@ typedef int32_t ember_qw_y8 __attribute__((vector_size(32), aligned(4), may_alia
 
 /* Output rows of channels m0 .. m0+3 (< M) for the band's tiles from Zb, through qgemm.c's stores. Y: 4 rows of
  * 4 * NTp int32 (A^T Z A / 4), then 2 x 4 output rows of RS = 2 TW + 16 int32 (row h of a tile row, channel r). */
-__attribute__((noinline)) static void ember_qw_output(const ember_qout *o, const uint32_t *Zb, int m0, int M, int th0,
-                                                      int nr, int TW, int NTp, int OH, int OW, int32_t *Y) {
+EMBER_NOINLINE static void ember_qw_output(const ember_qout *o, const uint32_t *Zb, int m0, int M, int th0, int nr,
+                                           int TW, int NTp, int OH, int OW, int32_t *Y) {
     const ptrdiff_t zs = 4 * (ptrdiff_t)NTp, RS = 2 * TW + 16; /* from one e of Zb to the next; a row buffer */
     const int R4 = M - m0 < 4 ? M - m0 : 4;
     int32_t *EMBER_RESTRICT rows = Y + 16 * (ptrdiff_t)NTp;
