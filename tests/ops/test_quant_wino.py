@@ -1,6 +1,6 @@
 """QConvWinograd (kernels/qwino.c, ops/qwino.py): exact integer Winograd F(2x2, 3x3). Its outputs must equal
 ONNX's reference (and so ember's other integer convolutions) bit for bit: odd heights and widths (partial
-tiles), asymmetric and no padding, odd channel counts (a zero pad channel), output channels not in fours,
+tiles, one pixel), asymmetric and no padding, odd channel counts (a zero pad channel), output channels not in fours,
 activation zero points at both ends of uint8 and int8, per-channel weight scales, uint8 weights whose rows
 need offsets, int32 outputs (ConvInteger), a fused Relu; both on the host build (AVX2 tiles where there
 are) and the portable path under ASan and UBSan. Also: the int32 proof refuses a layer whose sums could
@@ -38,6 +38,8 @@ CASES = {
     "s8_zp127": (np.int8, 127, (1, 4, 5, 5), 5, {"pads": [1, 1, 1, 1]}, np.int8),
     "s8_zp-128_one_channel": (np.int8, -128, (1, 1, 4, 3), 3, {"pads": [2, 1, 1, 2]}, np.int8),
     "u8_uint8_weights_offsets": (np.uint8, 100, (1, 6, 8, 9), 5, {"pads": [1, 1, 1, 1]}, np.uint8),
+    # one output pixel (a tile of which three outputs are dropped), two output channels (of a block of four)
+    "s8_one_pixel": (np.int8, 5, (1, 3, 3, 3), 2, {}, np.int8),
     # 128 channels: bands of 3 tile rows (64 tiles at most), the last one partial, its last tile row half
     "u8_bands_128ch": (np.uint8, 40, (1, 128, 19, 40), 8, {"pads": [1, 1, 1, 1]}, np.int8),
 }
