@@ -205,10 +205,10 @@ def test_simd_paths_compile_warning_free(tmp_path: Path, every_takeable: None) -
 def test_wino_reads_and_writes_blocked(tmp_path: Path, every_takeable: None) -> None:
     """Between integer convolutions, QConvWinograd reads and writes channel-blocked values (int8_layout.py):
     b and f read a blocked input and write a blocked output on a 9x37 map (333 pixels: output rows that run
-    into the next block of 64), two images; bit for bit the NCHW build's (--opt-level 1), on the host and
+    into the next block of 64), two images of int8; bit for bit the NCHW build's (--opt-level 1), on the host and
     natively under ASan/UBSan (the portable path's blocked reads are the same C)."""
     layers = [("a", "x", 8, 12, 1, 1), ("b", "a", 12, 8, 3, 1), ("f", "b", 8, 12, 3, 1), ("g", "f", 12, 4, 1, 1)]
-    model, feeds = _chain(np.uint8, 2, layers, (8, 9, 37), ("g",))
+    model, feeds = _chain(np.int8, 2, layers, (8, 9, 37), ("g",))
     onnx.save(model, tmp_path / "m.onnx")
     graph, _, _ = build_graph(str(tmp_path / "m.onnx"), CompileOptions())
     assert {v.name.split("_")[0] for v in graph.values() if v.blocked} == {"a", "b", "f"}

@@ -135,17 +135,22 @@ EMBER_NOINLINE static void ember_qw_input(int16_t *EMBER_RESTRICT Vb, int16_t *E
             const int ih = 2 * th0 + r - pt;
             for (j = 0; j < 2 * L; ++j) ev[j] = 0;
             if (ih < 0 || ih >= H) continue;
-            if (blk) { /* channel-blocked (qgemm.c ember_qblk_off; C % 4 == 0): the pair's two bytes are adjacent */
+            if (blk) { /* channel-blocked (qgemm.c ember_qblk_off; C % 4 == 0): the pair is half of its quad's word */
                 const ptrdiff_t row = (ptrdiff_t)ih * W - pl, bs = 64 * (ptrdiff_t)C;
+                const uint8_t *xq = x + (ptrdiff_t)(c2 >> 1) * 256;
+                const int sh = 16 * (c2 & 1);
+                const uint32_t f2 = flip * 0x0101u;
                 for (j = ej0; j < ej1; ++j) {
-                    const uint8_t *b2 = x + ember_qblk_off(row + 2 * j, 2 * c2, bs);
-                    ev[2 * j] = (int16_t)((int32_t)(uint8_t)(b2[0] ^ flip) - zq);
-                    ev[2 * j + 1] = (int16_t)((int32_t)(uint8_t)(b2[1] ^ flip) - zq);
+                    const ptrdiff_t px = row + 2 * j;
+                    const uint32_t w = (uint32_t)*(const ember_qi32u *)(const void *)(xq + (px >> 6) * bs + (px & 63) * 4) >> sh ^ f2;
+                    ev[2 * j] = (int16_t)((int32_t)(w & 255) - zq);
+                    ev[2 * j + 1] = (int16_t)((int32_t)(w >> 8 & 255) - zq);
                 }
                 for (j = oj0; j < oj1; ++j) {
-                    const uint8_t *b2 = x + ember_qblk_off(row + 2 * j + 1, 2 * c2, bs);
-                    od[2 * j] = (int16_t)((int32_t)(uint8_t)(b2[0] ^ flip) - zq);
-                    od[2 * j + 1] = (int16_t)((int32_t)(uint8_t)(b2[1] ^ flip) - zq);
+                    const ptrdiff_t px = row + 2 * j + 1;
+                    const uint32_t w = (uint32_t)*(const ember_qi32u *)(const void *)(xq + (px >> 6) * bs + (px & 63) * 4) >> sh ^ f2;
+                    od[2 * j] = (int16_t)((int32_t)(w & 255) - zq);
+                    od[2 * j + 1] = (int16_t)((int32_t)(w >> 8 & 255) - zq);
                 }
                 continue;
             }
