@@ -18,6 +18,7 @@ from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
 import ember
+from ember.codegen import library
 from ember.config import CompileOptions
 from ember.driver import build_graph
 from ember.ops import qwino
@@ -195,11 +196,19 @@ def test_which_families_choose_it(tmp_path: Path) -> None:
 
 def test_simd_paths_compile_warning_free(tmp_path: Path, every_takeable: None) -> None:
     """The product's three x86 paths build warning-free: VPDPWSSD (AVX-512 VNNI with VL; AVX-VNNI, {vex}
-    encoded) and VPMADDWD (AVX2); this host runs only what it has, so the others are compiled, not run."""
+    encoded) and VPMADDWD (AVX2); this host runs only what it has, so the others are compiled, not run. And the
+    kernel block compiles alone (portable and AVX2), with no unused function and no double promotion."""
     model, _ = _qconv_model(np.uint8, 7, (1, 8, 9, 11), 7, {"pads": [1, 1, 1, 1]}, np.int8)
     bundle = _compile(tmp_path, model)
     for march in ("icelake-server", "alderlake", "haswell"):
         cdriver.build(bundle.path, tmp_path / march, cflags=(f"-march={march}", "-Werror"), opt="-O2")
+    # the kernel block alone, with only what it requires (library.py), as a bundle copies it in
+    src = tmp_path / "alone.c"
+    src.write_text("#include <stdint.h>\n#include <stddef.h>\n" + library.assemble({"ember_qconv_wino"})
+                   + "void ember_use(void);\nvoid ember_use(void) { (void)ember_qconv_wino; }\n")
+    for march in ("x86-64", "haswell"):
+        cdriver.run_cmd(["cc", "-std=c99", "-O2", f"-march={march}", "-Wall", "-Wextra", "-Werror",
+                         "-Wdouble-promotion", "-ffreestanding", "-c", str(src), "-o", str(tmp_path / "alone.o")])
 
 
 def test_wino_reads_and_writes_blocked(tmp_path: Path, every_takeable: None) -> None:
