@@ -13,7 +13,8 @@ OPS: dict[str, OpDef] = {}
 # Each family module registers its ops on import. Adding a family = one line here.
 FAMILIES = (
     "elementwise", "activation", "matmul", "conv", "pool", "norm", "reduce", "shape", "movement",
-    "resize", "misc", "quantize", "qlinear", "qshifted", "qpointwise", "qconv_add", "ml", "dynamic", "bitwise", "loss",
+    "resize", "misc", "quantize", "qlinear", "qshifted", "qwino", "qpointwise", "qconv_add", "ml", "dynamic", "bitwise",
+    "loss",
     "signal", "einsum", "normalize", "spatial", "linalg", "indexing", "reorder", "control", "attention",
     "linear_attention", "recurrent", "random", "svdf", "q16", "irblock",
     "split",  # last: how the other families' kernel calls divide among threads (--threads)

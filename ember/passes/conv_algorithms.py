@@ -18,7 +18,8 @@
   strided convolution whose channels do not come in fours, where little work is wasted, becomes
   `QConvShifted` (qshifted.py `qconv_shifted_fits`), its weights reordered to (c/4, kh, kw, c%4) with
   channels padded to fours: its tiles read the input's padded stride-phase word planes instead of an
-  im2col copy.
+  im2col copy. Before that, where the CPU family says it pays (`qwino_min_channels`), a 3x3 stride-1 one
+  becomes `QConvWinograd` (ops/qwino.py: exact integer Winograd F(2x2, 3x3)) if its sums provably fit int32.
 - MatMul with a constant 2-D float32 B and N a multiple of 32, where the CPU family asks for it
   (`matmul_panels`): `MatMulPanels`, B packed in the matmul kernel's 32-column panels (no run-time packing).
 All keep the original Conv's attributes (pads, the fused `_act`) and add `kernel_shape`.
@@ -36,7 +37,9 @@ import numpy as np
 
 from ember.ir.dtypes import DType
 from ember.ir.graph import Graph, Node
+from ember.ops.qlinear import packed_bound
 from ember.ops.qshifted import qconv_shifted_fits, shifted_weights
+from ember.ops.qwino import BOUND_ATTR, qconv_wino_takes, real_weights, sums_fit, wino_weights
 from ember.toolchain.cpus import DEFAULT_FAMILY, CpuFamily
 
 # The thresholds (Winograd, ConvNarrow, ConvShifted) come from the CPU family (toolchain/cpus.py): the
@@ -220,6 +223,8 @@ def choose_conv_algorithms(graph: Graph, cpu: CpuFamily = DEFAULT_FAMILY,
                            tuned: Mapping[str, str] | None = None) -> None:
     """`tuned`: layer_key -> algorithm, from a choice file (`--tune`); other nodes get the thresholds' choice."""
     for node in graph.nodes:
+        if node.op == "QConv" and qconv_wino_fits(node, cpu) and _to_wino(graph, node):
+            continue
         if node.op == "QConv" and qconv_shifted_fits(node):
             wq = node.inputs[2]
             assert wq is not None and wq.const is not None
@@ -235,6 +240,32 @@ def choose_conv_algorithms(graph: Graph, cpu: CpuFamily = DEFAULT_FAMILY,
             choice, source = tuned[key], "tuned"
         node.attrs[CHOICE_ATTR] = AlgorithmChoice(key, choice, source, options)
         _apply(graph, node, choice, cpu.mm_panel)
+
+
+def qconv_wino_fits(node: Node, cpu: CpuFamily) -> bool:
+    """Whether the CPU family asks for integer Winograd on QConv `node` (qwino.c takes it, both channel counts
+    reach qwino_min_channels and the output has qwino_min_pixels)."""
+    if cpu.qwino_min_channels is None or not qconv_wino_takes(node):
+        return False
+    x, y = node.inputs[0], node.outputs[0]
+    assert x is not None and y is not None
+    return (min(x.shape[1], y.shape[1]) >= cpu.qwino_min_channels
+            and y.shape[2] * y.shape[3] >= cpu.qwino_min_pixels)
+
+
+def _to_wino(graph: Graph, node: Node) -> bool:
+    """QConv -> QConvWinograd with transformed weights, unless the int32 proof (qwino.py sums_fit) fails."""
+    w = real_weights(node)
+    if not sums_fit(w):
+        return False
+    q = node.attrs["_q"]
+    wq = node.inputs[2]
+    assert wq is not None and wq.const is not None
+    node.attrs[BOUND_ATTR] = tuple(float(v) for v in packed_bound(q, wq.const))
+    node.attrs["_rows"] = w.shape[0]
+    node.inputs[2] = graph.constant(f"{node.name}_wq_wino", wino_weights(w))
+    node.op = "QConvWinograd"
+    return True
 
 
 def _apply(graph: Graph, node: Node, choice: str, panel: int) -> None:

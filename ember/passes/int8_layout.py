@@ -26,8 +26,8 @@ _BYTES = (DType.UINT8, DType.INT8)
 
 
 def _plain_qconv(node: Node) -> bool:
-    """A 2-D, one-group, non-depthwise integer convolution (ember_qconv or ember_qconv_shifted)."""
-    if node.op not in ("QConv", "QConvShifted"):
+    """A 2-D, one-group, non-depthwise integer convolution (ember_qconv, ember_qconv_shifted, ember_qconv_wino)."""
+    if node.op not in ("QConv", "QConvShifted", "QConvWinograd"):
         return False
     q: QSpec = node.attrs["_q"]
     x = present(node.input(0))

@@ -21,6 +21,7 @@ _ALGORITHMS = {
     "ConvNarrow": "pixel-major matmul, packed panels",
     "ConvShifted": "matmul over shifted views",
     "QConvShifted": "int8, shifted word planes",
+    "QConvWinograd": "int8, Winograd F(2x2,3x3) in int16",
     "MatMulPanels": "matmul, weights in packed panels",
 }
 

@@ -37,6 +37,10 @@ class CpuFamily:
     shifted_strided_min_k: int = 64
     narrow_max_pixels: int = 64
     narrow_min_channels: int = 64
+    # Integer Winograd F(2x2, 3x3) (ops/qwino.py) for 3x3 stride-1 QConvs with at least this many input and
+    # output channels and qwino_min_pixels output pixels; None: never.
+    qwino_min_channels: int | None = None
+    qwino_min_pixels: int = 16
     # Kernel parameters (C macros, kernels/matmul.c): the K block of the float matmul, sized so a packed
     # B strip plus a row tile of A stay in a 32 KiB L1 (6 x 16 tiles: 16 + 6 KiB; 12 x 32: 32 + 12 KiB
     # against the 48 KiB L1 of AVX-512 Xeons since Ice Lake; Skylake-SP's 32 KiB still measured best at 256).
@@ -88,8 +92,14 @@ FAMILIES: dict[str, CpuFamily] = {f.name: f for f in (
     # 1x1 convs at 3x3 (96x96 input) took 0.55-0.9x the time of the plain kernel (1280 ch: 70 against 102 us);
     # at 4x4 (two full vectors) the plain kernel won. ConvShifted also for strided convs of small K (3-channel
     # stems: 0.8-0.86x at 56x56 and smaller outputs, a tie at 112x112; the keyword spotter's 10x4 stem 0.5x).
+    # Integer Winograd (QConvWinograd) from 32 channels down to 7x7 maps: on Zen 3 (benchmarks/bench_qwino.py, a
+    # shared machine: ratios of paired medians over several runs), ResNet's 3x3 layers took 0.62-0.79x the time of
+    # QConvShifted/QConv at 56x56 to 14x14 (64-256 ch), 0.9-0.92x at 7x7 (512 ch: 8 MiB of transformed weights),
+    # 0.76-0.77x at 32 ch 56x56, 0.99-1.03x at 16 ch 112x112 (off there). Whole int8 models, interleaved with
+    # Winograd off: ResNet-18 0.87x, ResNet-50 0.93x; leaving the 7x7 layers out was 1.01x / 1.05x slower.
     CpuFamily("avx2", "AVX2 + FMA, 256-bit, two FMA units (Haswell to Alder Lake, Zen 1-3; x86-64-v3)", "avx2", 2,
               winograd_min_pixels=49, winograd4_min_tiles=16, shifted_strided_min_k=16, narrow_max_pixels=12,
+              qwino_min_channels=32, qwino_min_pixels=49,
               matmul_panels=True, mm_prefetch=False, mm_panel=16, mm_strip_prefetch=True, mm_block_n=64),
     CpuFamily("avx512", "AVX-512, two 512-bit FMA units (Xeon Skylake-SP to Granite Rapids, Zen 5; x86-64-v4)",
               "avx512", 2),
