@@ -15,7 +15,7 @@ FAMILIES = (
     "elementwise", "activation", "matmul", "conv", "pool", "norm", "reduce", "shape", "movement",
     "resize", "misc", "quantize", "qlinear", "qshifted", "qpointwise", "qconv_add", "ml", "dynamic", "bitwise", "loss",
     "signal", "einsum", "normalize", "spatial", "linalg", "indexing", "reorder", "control", "attention",
-    "linear_attention", "recurrent", "random", "svdf", "q16", "irblock",
+    "linear_attention", "recurrent", "random", "svdf", "q16", "irblock", "nhwc",
     "split",  # last: how the other families' kernel calls divide among threads (--threads)
 )
 

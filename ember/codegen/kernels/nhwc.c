@@ -1,0 +1,198 @@
+/* Convolutions on channels-last (NHWC) activations: the region that passes/nhwc_region.py builds from chains
+ * of depthwise and 1x1 convs. In NHWC a channel vector is EMBER_VL adjacent floats of one pixel, so the
+ * depthwise conv multiplies whole vectors in place (no gather into a grid of channel vectors, no scatter
+ * back, no stride-2 phase planes), and a 1x1 conv is one matmul whose A operand is the activations
+ * ([pixels, C] row-major) and whose B is the weights ([C, M]). */
+
+/*@kernel ember_dwconv_nhwc_f32 requires ember_conv_geo ember_simd ember_act_apply_f32*/
+#if EMBER_VL > 1
+typedef int ember_nhwc_vi __attribute__((vector_size(EMBER_VL * 4)));
+#define EMBER_NHWC_LD(ptr) (*(const ember_vf *)(const void *)(ptr))
+#define EMBER_NHWC_ST(ptr, v) (*(ember_vf *)(void *)(ptr) = (v))
+/* Relu (clamp 1: below lo) or Clip (clamp 2: also above hi), NaN kept, like ember_act_f32. */
+EMBER_INLINE ember_vf ember_nhwc_clamp(ember_vf v, int clamp, float lo, float hi) {
+    const ember_vf lv = (ember_vf){0} + lo, hv = (ember_vf){0} + hi;
+    ember_nhwc_vi m;
+    if (clamp >= 1) {
+        m = v < lv;
+        v = (ember_vf)(((ember_nhwc_vi)lv & m) | ((ember_nhwc_vi)v & ~m));
+    }
+    if (clamp == 2) {
+        m = v > hv;
+        v = (ember_vf)(((ember_nhwc_vi)hv & m) | ((ember_nhwc_vi)v & ~m));
+    }
+    return v;
+}
+#endif
+
+/* The valid taps [lo, hi) of a window starting at input coordinate `start` (k taps, dilation d, extent n). */
+EMBER_INLINE void ember_nhwc_taps(int start, int k, int d, int n, int *lo, int *hi) {
+    int a = 0, b = k;
+    while (a < k && start + a * d < 0) ++a;
+    while (b > a && start + (b - 1) * d >= n) --b;
+    *lo = a, *hi = b;
+}
+
+/* The strides of one call, in floats: input row (dilated: dh rows), tap column (dw pixels), output step
+ * (sw pixels), weight tap (C). */
+typedef struct {
+    ptrdiff_t krow, kcol, step, tap;
+} ember_nhwc_st;
+
+#if EMBER_VL > 1
+/* Four outputs of a row whose windows lie inside the row, channels c..c+VL: each weight vector is loaded once
+ * for four FMAs. `x` points at the first window's (row khl, column 0) input, channel c; `w` at tap (0, 0),
+ * channel c; `y` and `res` at the first output. KW is a constant where the 3x3 and 5x5 cases inline it. */
+EMBER_INLINE void ember_nhwc_dw4(float *y, const float *x, const float *w, const float *res, ember_vf bv,
+                                 ember_nhwc_st s, int KW, int khl, int khh, ptrdiff_t ystep, int clamp, float lo,
+                                 float hi) {
+    ember_vf a0 = bv, a1 = bv, a2 = bv, a3 = bv;
+    int kh, kw;
+    for (kh = khl; kh < khh; ++kh) {
+        const float *xk = x + (ptrdiff_t)(kh - khl) * s.krow, *wk = w + (ptrdiff_t)kh * KW * s.tap;
+        for (kw = 0; kw < KW; ++kw) {
+            const ember_vf wv = EMBER_NHWC_LD(wk + kw * s.tap);
+            const float *q = xk + kw * s.kcol;
+            a0 += wv * EMBER_NHWC_LD(q);
+            a1 += wv * EMBER_NHWC_LD(q + s.step);
+            a2 += wv * EMBER_NHWC_LD(q + 2 * s.step);
+            a3 += wv * EMBER_NHWC_LD(q + 3 * s.step);
+        }
+    }
+    if (res) {
+        a0 += EMBER_NHWC_LD(res), a1 += EMBER_NHWC_LD(res + ystep);
+        a2 += EMBER_NHWC_LD(res + 2 * ystep), a3 += EMBER_NHWC_LD(res + 3 * ystep);
+    }
+    EMBER_NHWC_ST(y, ember_nhwc_clamp(a0, clamp, lo, hi));
+    EMBER_NHWC_ST(y + ystep, ember_nhwc_clamp(a1, clamp, lo, hi));
+    EMBER_NHWC_ST(y + 2 * ystep, ember_nhwc_clamp(a2, clamp, lo, hi));
+    EMBER_NHWC_ST(y + 3 * ystep, ember_nhwc_clamp(a3, clamp, lo, hi));
+}
+
+/* One output row of channels c..c+VL: windows inside the row four at a time, the others (the borders, a
+ * ragged end) one at a time with their taps clipped. `x` points at input row ih0 + khl * dh, channel c. */
+EMBER_INLINE void ember_nhwc_dw_row(float *y, const float *x, const float *w, const float *res, ember_vf bv,
+                                    ember_nhwc_st s, int KW, int khl, int khh, int OW, int W, int sw, int dw,
+                                    int pl, int owa, int owb, ptrdiff_t C, int clamp, float lo, float hi) {
+    int ow = 0, kh, kw;
+    while (ow < OW) {
+        if (ow >= owa && ow + 4 <= owb) {
+            const ptrdiff_t o = (ptrdiff_t)ow * C;
+            ember_nhwc_dw4(y + o, x + (ptrdiff_t)(ow * sw - pl) * C, w, res ? res + o : 0, bv, s, KW, khl, khh, C,
+                           clamp, lo, hi);
+            ow += 4;
+        } else {
+            const int iw0 = ow * sw - pl;
+            int kwl, kwh;
+            ember_vf a = bv;
+            ember_nhwc_taps(iw0, KW, dw, W, &kwl, &kwh);
+            for (kh = khl; kh < khh; ++kh)
+                for (kw = kwl; kw < kwh; ++kw)
+                    a += EMBER_NHWC_LD(w + (ptrdiff_t)(kh * KW + kw) * s.tap) *
+                         EMBER_NHWC_LD(x + (ptrdiff_t)(kh - khl) * s.krow + (ptrdiff_t)(iw0 + kw * dw) * C);
+            if (res) a += EMBER_NHWC_LD(res + (ptrdiff_t)ow * C);
+            EMBER_NHWC_ST(y + (ptrdiff_t)ow * C, ember_nhwc_clamp(a, clamp, lo, hi));
+            ++ow;
+        }
+    }
+}
+#endif
+
+/* y[OH][OW][C] = depthwise conv (multiplier 1) of x[H][W][C] with weights w[KH*KW][C] (tap-major), bias[C]
+ * (or NULL), plus res[OH][OW][C] (or NULL) before the activation; N images one after another. 2-D geometry:
+ * the depth entries of the table are 1. Relu/Clip clamp in registers; any other activation runs over each
+ * finished output row (contiguous: OW*C floats). With C not a multiple of EMBER_VL, the last vector of a
+ * pixel overlaps the one before it (its outputs are recomputed to the same values), so y must not overlap x. */
+static void ember_dwconv_nhwc_f32(float *y, const float *x, const float *w, const float *bias, const float *res,
+                                  const int32_t *p, int N, int act, float act_a, float act_b) {
+    const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], KH = p[EMBER_GEO_K_H],
+              KW = p[EMBER_GEO_K_W], OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W];
+    const int sh = p[EMBER_GEO_STRIDE_H], sw = p[EMBER_GEO_STRIDE_W], dh = p[EMBER_GEO_DIL_H],
+              dw = p[EMBER_GEO_DIL_W], pt = p[EMBER_GEO_PAD_H], pl = p[EMBER_GEO_PAD_W];
+    const int clamp = act == EMBER_ACT_RELU ? 1 : act == EMBER_ACT_CLIP ? 2 : 0;
+    const float lo = act == EMBER_ACT_CLIP ? act_a : 0.0f, hi = act_b;
+    const ptrdiff_t xrow = (ptrdiff_t)W * C, yrow = (ptrdiff_t)OW * C;
+    int n, oh, owa = 0, owb = 0, kh, kw, khl, khh;
+    /* [owa, owb): the outputs whose windows lie inside the row */
+    while (owa < OW && owa * sw - pl < 0) ++owa;
+    owb = owa;
+    while (owb < OW && owb * sw - pl + (KW - 1) * dw < W) ++owb;
+    for (n = 0; n < N; ++n) {
+        const float *xn = x + (ptrdiff_t)n * H * xrow;
+        float *yn = y + (ptrdiff_t)n * OH * yrow;
+        const float *rn = res ? res + (ptrdiff_t)n * OH * yrow : 0;
+        for (oh = 0; oh < OH; ++oh) {
+            const int ih0 = oh * sh - pt;
+            float *yr = yn + oh * yrow;
+            const float *rr = rn ? rn + oh * yrow : 0;
+            ptrdiff_t c = 0;
+            ember_nhwc_taps(ih0, KH, dh, H, &khl, &khh);
+#if EMBER_VL > 1
+            if (C >= EMBER_VL) {
+                const ember_nhwc_st s = {(ptrdiff_t)dh * xrow, (ptrdiff_t)dw * C, (ptrdiff_t)sw * C, C};
+                const float *xr = xn + (ptrdiff_t)(ih0 + khl * dh) * xrow;
+                for (c = 0; c < C; c += EMBER_VL) {
+                    ember_vf bv = (ember_vf){0};
+                    if (c > C - EMBER_VL) c = C - EMBER_VL;
+                    if (bias) bv = EMBER_NHWC_LD(bias + c);
+                    if (KH == 3 && KW == 3)
+                        ember_nhwc_dw_row(yr + c, xr + c, w + c, rr ? rr + c : 0, bv, s, 3, khl, khh, OW, W, sw, dw, pl,
+                                          owa, owb, C, clamp, lo, hi);
+                    else if (KH == 5 && KW == 5)
+                        ember_nhwc_dw_row(yr + c, xr + c, w + c, rr ? rr + c : 0, bv, s, 5, khl, khh, OW, W, sw, dw, pl,
+                                          owa, owb, C, clamp, lo, hi);
+                    else
+                        ember_nhwc_dw_row(yr + c, xr + c, w + c, rr ? rr + c : 0, bv, s, KW, khl, khh, OW, W, sw, dw,
+                                          pl, owa, owb, C, clamp, lo, hi);
+                }
+                c = C;
+            }
+#endif
+            if (c < C) { /* scalar: no vectors, or fewer channels than a vector */
+                int ow;
+                for (ow = 0; ow < OW; ++ow) {
+                    const int iw0 = ow * sw - pl;
+                    int kwl, kwh;
+                    ember_nhwc_taps(iw0, KW, dw, W, &kwl, &kwh);
+                    for (c = 0; c < C; ++c) {
+                        float a = bias ? bias[c] : 0.0f;
+                        for (kh = khl; kh < khh; ++kh)
+                            for (kw = kwl; kw < kwh; ++kw)
+                                a += w[(ptrdiff_t)(kh * KW + kw) * C + c] *
+                                     xn[(ptrdiff_t)(ih0 + kh * dh) * xrow + (ptrdiff_t)(iw0 + kw * dw) * C + c];
+                        if (rr) a += rr[(ptrdiff_t)ow * C + c];
+                        if (clamp >= 1) a = a < lo ? lo : a;
+                        if (clamp == 2) a = a > hi ? hi : a;
+                        yr[(ptrdiff_t)ow * C + c] = a;
+                    }
+                }
+            }
+            if (!clamp) ember_act_apply_f32(yr, yrow, act, act_a, act_b);
+        }
+    }
+}
+/*@end*/
+
+/*@kernel ember_pw_nhwc_f32 requires ember_matmul_core*/
+/* A 1x1 stride-1 conv on NHWC activations: y[P][M] = x[P][C] . w[C][M] + bias[M] (+ res[P][M]), then the
+ * activation; P = N * H * W pixels. The matmul runs strip by strip of columns, each strip passing over all
+ * of A: one product over a whole plane read A (the activations, up to MiBs) once per strip from L3, and the
+ * 1x1 expand convs of MobileNetV2 took 1.4-1.7x their NCHW time. In blocks of pixels whose rows of A fill
+ * about 128 KiB (an L2 share), each block of A is read from memory once. */
+#define EMBER_PW_NHWC_BLOCK_FLOATS 32768
+static void ember_pw_nhwc_f32(float *y, const float *x, const float *w, const float *bias, const float *res,
+                              int P, int M, int C, int act, float act_a, float act_b) {
+    int rows = EMBER_PW_NHWC_BLOCK_FLOATS / (C > 0 ? C : 1) / EMBER_MR * EMBER_MR, p0;
+    if (rows < EMBER_MR) rows = EMBER_MR;
+    for (p0 = 0; p0 < P; p0 += rows) {
+        const int n = P - p0 < rows ? P - p0 : rows;
+        const ptrdiff_t o = (ptrdiff_t)p0 * M;
+        if (res)
+            ember_matmul_core_res(y + o, M, x + (ptrdiff_t)p0 * C, C, 1, w, M, 0, 0, n, M, C, 1.0f, bias, 0, 1, 1.0f,
+                                  res + o, act, act_a, act_b);
+        else
+            ember_matmul_core(y + o, M, x + (ptrdiff_t)p0 * C, C, 1, w, M, 0, 0, n, M, C, 1.0f, bias, 0, 1, 1.0f, act,
+                              act_a, act_b);
+    }
+}
+/*@end*/

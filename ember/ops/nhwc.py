@@ -1,0 +1,67 @@
+"""ConvNHWC (internal): a depthwise or 1x1 Conv on channels-last activations (kernels/nhwc.c).
+
+passes/nhwc_region.py rewrites chains of float depthwise (multiplier 1) and 1x1 stride-1 Convs into this op,
+with Transposes at the region's boundaries. Inputs: (X [N, H, W, C], W', B [M] (optional), residual [N, OH,
+OW, M] (optional: a fused residual Add, added before the activation)). W' is the weights rearranged so that a
+channel vector is contiguous: depthwise [KH*KW, C] (tap-major), 1x1 [C, M] (the matmul's B). The geometry is
+the Conv's (attribute `_nhwc`, an NhwcParams); the fused activation comes along as the Conv's epilogue.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ember.codegen.emitter import KernelEmitter
+from ember.ir.dtypes import DType, TensorType
+from ember.ir.graph import Node
+from ember.ops.conv import ConvGeometry
+from ember.ops.epilogue import epilogue_args
+from ember.ops.infer import inp, typed
+from ember.ops.opdef import OpDef
+from ember.ops.registry import register
+
+NHWC_ATTR = "_nhwc"
+RESIDUAL = 3
+
+
+@dataclass(frozen=True)
+class NhwcParams:
+    geometry: ConvGeometry  # the Conv's (channels: C)
+    out_channels: int  # M: C for a depthwise conv
+    depthwise: bool
+
+
+def params(node: Node) -> NhwcParams:
+    p = node.attrs[NHWC_ATTR]
+    assert isinstance(p, NhwcParams)
+    return p
+
+
+def _infer(node: Node) -> list[TensorType | None]:
+    x, p = inp(node, 0), params(node)
+    return [typed(x.dtype, [x.shape[0], *p.geometry.out_size[1:], p.out_channels])]
+
+
+def _lower(node: Node, k: KernelEmitter) -> None:
+    p, x = params(node), inp(node, 0)
+    bias = k.inp(2) if node.input(2) is not None else "0"
+    res = k.inp(RESIDUAL) if node.input(RESIDUAL) is not None else "0"
+    if p.depthwise:
+        k.call("ember_dwconv_nhwc_f32", k.out(0), k.inp(0), k.inp(1), bias, res,
+               k.table(p.geometry.table(), DType.INT32), x.shape[0], *epilogue_args(node))
+    else:
+        k.call("ember_pw_nhwc_f32", k.out(0), k.inp(0), k.inp(1), bias, res, x.shape[0] * p.geometry.pixels,
+               p.out_channels, p.geometry.channels, *epilogue_args(node))
+
+
+def _flops(node: Node) -> int:
+    p, x = params(node), inp(node, 0)
+    per_output = p.geometry.taps if p.depthwise else p.geometry.channels
+    return 2 * x.shape[0] * p.out_channels * p.geometry.pixels * per_output
+
+
+# Not in place: the depthwise kernel's ragged last vector re-reads inputs of channels it has written.
+register(OpDef(
+    "ConvNHWC", infer=_infer, lower=_lower, kernels=("ember_dwconv_nhwc_f32", "ember_pw_nhwc_f32"),
+    takes_epilogue=True, flops=_flops,
+))

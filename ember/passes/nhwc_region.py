@@ -1,0 +1,152 @@
+"""Channels-last regions: chains of float depthwise and 1x1 Convs run on NHWC activations (ops/nhwc.py).
+
+In NCHW a depthwise conv reads each channel as its own plane: the channel-blocked kernels (dwblock.c,
+dwconv3.c's ember_dw3_blocked) gather EMBER_VL planes into a grid of channel vectors and scatter the outputs
+back on every call, and a stride-2 one splits its planes into phases. In NHWC the channel vectors are
+already there, and a 1x1 conv is one matmul with the activations as its A operand. onnxruntime keeps NCHWc
+between its convs and XNNPACK NHWC for the same reason.
+
+The pass takes the eligible Convs (float32, 2-D, constant weights and bias: depthwise with multiplier 1, or
+1x1 stride-1 unpadded ungrouped), groups them into connected regions (a Conv's input, its fused residual
+and its output link it to its neighbours) and rewrites each region of at least `min_convs` Convs: every Conv
+becomes a ConvNHWC between a Transpose of each input to NHWC and one of its output back to NCHW; then every
+NCHW -> NHWC Transpose of such an output is the value it came from (the pair cancels), so what is left is one
+Transpose where a value enters or leaves the region. A lone Conv or a pair would pay a reorder on each side for
+what it saves; `min_convs` is the CPU family's `nhwc_min_convs` (toolchain/cpus.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ember.ir.dtypes import DType, TensorType
+from ember.ir.graph import Graph, Node, Value
+from ember.ops.conv import RESIDUAL, _conv_parts
+from ember.ops.epilogue import epilogue_of
+from ember.ops.nhwc import NHWC_ATTR, NhwcParams
+
+TO_NHWC = [0, 2, 3, 1]
+TO_NCHW = [0, 3, 1, 2]
+
+
+def _eligible(node: Node) -> bool:
+    if node.op != "Conv":
+        return False
+    x, w, b, y = node.input(0), node.input(1), node.input(2), node.outputs[0]
+    r = node.input(RESIDUAL)
+    if (x is None or w is None or y is None or not w.is_const or (b is not None and not b.is_const)
+            or x.type.rank != 4 or any(v.dtype is not DType.FLOAT32 for v in (x, w, y))
+            or (r is not None and (r.shape != y.shape or r.dtype is not DType.FLOAT32))):
+        return False
+    geo, group, m, depthwise, direct = _conv_parts(node)
+    return geo.planar and ((depthwise and m == geo.channels) or (direct and group == 1))
+
+
+def _regions(graph: Graph, convs: list[Node]) -> list[list[Node]]:
+    """The connected groups of `convs`, linked through the values one produces and another reads."""
+    index = {id(n): i for i, n in enumerate(convs)}
+    parent = list(range(len(convs)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for n in convs:
+        for v in (n.input(0), n.input(RESIDUAL)):
+            p = v.producer if v is not None else None
+            if p is not None and id(p) in index:
+                parent[find(index[id(n)])] = find(index[id(p)])
+    groups: dict[int, list[Node]] = {}
+    for i, n in enumerate(convs):
+        groups.setdefault(find(i), []).append(n)
+    return list(groups.values())
+
+
+def _transpose(graph: Graph, v: Value, perm: list[int], name: str, out: Value | None = None) -> Node:
+    if out is None:
+        out = graph.value(f"{v.name}_{name}", TensorType(v.dtype, tuple(v.shape[p] for p in perm)))
+    return Node("Transpose", graph.unique_name(f"{v.name}_{name}"), [v], [out], {"perm": list(perm)})
+
+
+def _rewrite(graph: Graph, conv: Node, nhwc_of: dict[int, Value]) -> None:
+    """`nhwc_of`: the NHWC Transposes made so far, by id of their input (a value read twice is moved once)."""
+    geo, _, m, depthwise, _ = _conv_parts(conv)
+    x, w, y = conv.input(0), conv.input(1), conv.outputs[0]
+    assert x is not None and w is not None and w.const is not None and y is not None
+    # depthwise [C, 1, KH, KW] -> [KH*KW, C] (a tap's channel vector contiguous); 1x1 [M, C, 1, 1] -> [C, M]
+    wt = w.const.reshape(m, -1).T
+    before: list[Node] = []
+    ins: list[Value | None] = list(conv.inputs)
+    for i in (0, RESIDUAL):
+        v = conv.input(i)
+        if v is not None:
+            if id(v) not in nhwc_of:
+                t = _transpose(graph, v, TO_NHWC, "nhwc")
+                before.append(t)
+                nhwc_of[id(v)] = t.outputs[0]  # type: ignore[assignment]
+            ins[i] = nhwc_of[id(v)]
+    ins[1] = graph.constant(f"{conv.name}_w_nhwc", np.ascontiguousarray(wt, dtype=np.float32))
+    y_nhwc = graph.value(f"{y.name}_nhwc", TensorType(y.dtype, (y.shape[0], *y.shape[2:], y.shape[1])))
+    attrs = dict(conv.attrs)
+    attrs[NHWC_ATTR] = NhwcParams(geo, m, depthwise)
+    new = Node("ConvNHWC", conv.name, ins, [y_nhwc], attrs)
+    back = _transpose(graph, y_nhwc, TO_NCHW, "nchw", out=y)
+    at = graph.nodes.index(conv)
+    graph.nodes[at:at + 1] = [*before, new, back]
+    y_nhwc.producer, y.producer = new, back
+
+
+def _cancel(graph: Graph) -> None:
+    """Transpose(Transpose(v, TO_NCHW), TO_NHWC) is v: its readers read v; Transposes nobody reads go."""
+    for t in [n for n in graph.nodes if n.op == "Transpose" and n.attrs.get("perm") == TO_NHWC]:
+        src = t.input(0)
+        p = src.producer if src is not None else None
+        if p is not None and p.op == "Transpose" and p.attrs.get("perm") == TO_NCHW and p.input(0) is not None:
+            out = t.outputs[0]
+            assert out is not None
+            graph.replace_uses(out, p.inputs[0])  # type: ignore[arg-type]
+            graph.remove_node(t)
+    uses = graph.consumers()
+    for t in [n for n in graph.nodes if n.op == "Transpose" and n.attrs.get("perm") == TO_NCHW]:
+        out = t.outputs[0]
+        if out is not None and not uses.get(id(out)) and not graph.is_output(out):
+            graph.remove_node(t)
+
+
+def _fuse_adds(graph: Graph) -> None:
+    """Add(conv, shortcut) into the conv as its residual where fuse_residual left it: MobileNet's projections
+    after a depthwise conv, kept for the inverted-residual fusion. Here the sum is taken in the matmul's
+    epilogue, and the Add's output stays in the region."""
+    uses = graph.consumers()
+    for add in [n for n in graph.nodes if n.op == "Add" and len(n.inputs) == 2]:
+        out = add.outputs[0]
+        for slot in (0, 1):
+            v, other = add.inputs[slot], add.inputs[1 - slot]
+            conv = v.producer if v is not None else None
+            if (v is None or other is None or out is None or conv is None or not _eligible(conv)
+                    or conv.input(RESIDUAL) is not None or epilogue_of(conv) is not None
+                    or int(conv.attrs.get("group", 1)) != 1 or len(uses.get(id(v), [])) != 1 or graph.is_output(v)
+                    or other is v or other.shape != v.shape or out.shape != v.shape
+                    or other.dtype is not DType.FLOAT32 or out.dtype is not DType.FLOAT32):
+                continue
+            conv.inputs = [*conv.inputs, *[None] * (RESIDUAL + 1 - len(conv.inputs))]
+            conv.inputs[RESIDUAL] = other
+            conv.outputs[0] = out
+            out.producer = conv
+            # at the Add's place: after the shortcut's producer
+            graph.nodes.remove(conv)
+            graph.nodes[graph.nodes.index(add)] = conv
+            uses = graph.consumers()
+            break
+
+
+def nhwc_regions(graph: Graph, min_convs: int) -> None:
+    _fuse_adds(graph)
+    convs = [n for n in graph.nodes if _eligible(n)]
+    chosen = {id(n) for region in _regions(graph, convs) if len(region) >= min_convs for n in region}
+    nhwc_of: dict[int, Value] = {}
+    for conv in [n for n in convs if id(n) in chosen]:  # in graph order: a Transpose lands before its readers
+        _rewrite(graph, conv, nhwc_of)
+    _cancel(graph)
