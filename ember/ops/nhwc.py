@@ -3,8 +3,9 @@
 passes/nhwc_region.py rewrites chains of float depthwise (multiplier 1) and 1x1 stride-1 Convs into this op,
 with Transposes at the region's boundaries. Inputs: (X [N, H, W, C], W', B [M] (optional), residual [N, OH,
 OW, M] (optional: a fused residual Add, added before the activation)). W' is the weights rearranged so that a
-channel vector is contiguous: depthwise [KH*KW, C] (tap-major), 1x1 [C, M] (the matmul's B). The geometry is
-the Conv's (attribute `_nhwc`, an NhwcParams); the fused activation comes along as the Conv's epilogue.
+channel vector is contiguous: depthwise [KH*KW, C] (tap-major), 1x1 [C, M] (the matmul's B) or that in panels.
+The geometry is the Conv's (attribute `_nhwc`, an NhwcParams); the fused activation comes along as the Conv's
+epilogue.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ class NhwcParams:
     geometry: ConvGeometry  # the Conv's (channels: C)
     out_channels: int  # M: C for a depthwise conv
     depthwise: bool
+    # A 1x1 conv's weights packed at compile time in panels of this many columns (kernels/matmul.c's
+    # EMBER_MM_PANEL: [M/P, C, P]), so the matmul packs no B strip at run time; 0: plain [C, M].
+    panel: int = 0
 
 
 def params(node: Node) -> NhwcParams:
@@ -50,8 +54,8 @@ def _lower(node: Node, k: KernelEmitter) -> None:
         k.call("ember_dwconv_nhwc_f32", k.out(0), k.inp(0), k.inp(1), bias, res,
                k.table(p.geometry.table(), DType.INT32), x.shape[0], *epilogue_args(node))
     else:
-        k.call("ember_pw_nhwc_f32", k.out(0), k.inp(0), k.inp(1), bias, res, x.shape[0] * p.geometry.pixels,
-               p.out_channels, p.geometry.channels, *epilogue_args(node))
+        k.call("ember_pw_nhwc_f32", k.out(0), k.inp(0), k.inp(1), int(p.panel > 0), bias, res,
+               x.shape[0] * p.geometry.pixels, p.out_channels, p.geometry.channels, *epilogue_args(node))
 
 
 def _flops(node: Node) -> int:

@@ -24,6 +24,7 @@ from ember.ir.graph import Graph, Node, Value
 from ember.ops.conv import RESIDUAL, _conv_parts
 from ember.ops.epilogue import epilogue_of
 from ember.ops.nhwc import NHWC_ATTR, NhwcParams
+from ember.passes.conv_algorithms import narrow_panels
 
 TO_NHWC = [0, 2, 3, 1]
 TO_NCHW = [0, 3, 1, 2]
@@ -70,13 +71,16 @@ def _transpose(graph: Graph, v: Value, perm: list[int], name: str, out: Value | 
     return Node("Transpose", graph.unique_name(f"{v.name}_{name}"), [v], [out], {"perm": list(perm)})
 
 
-def _rewrite(graph: Graph, conv: Node, nhwc_of: dict[int, Value]) -> None:
+def _rewrite(graph: Graph, conv: Node, nhwc_of: dict[int, Value], panel: int) -> None:
     """`nhwc_of`: the NHWC Transposes made so far, by id of their input (a value read twice is moved once)."""
     geo, _, m, depthwise, _ = _conv_parts(conv)
     x, w, y = conv.input(0), conv.input(1), conv.outputs[0]
     assert x is not None and w is not None and w.const is not None and y is not None
     # depthwise [C, 1, KH, KW] -> [KH*KW, C] (a tap's channel vector contiguous); 1x1 [M, C, 1, 1] -> [C, M]
     wt = w.const.reshape(m, -1).T
+    panel = panel if panel and not depthwise and m % panel == 0 else 0
+    if panel:
+        wt = narrow_panels(w.const, panel)
     before: list[Node] = []
     ins: list[Value | None] = list(conv.inputs)
     for i in (0, RESIDUAL):
@@ -90,7 +94,7 @@ def _rewrite(graph: Graph, conv: Node, nhwc_of: dict[int, Value]) -> None:
     ins[1] = graph.constant(f"{conv.name}_w_nhwc", np.ascontiguousarray(wt, dtype=np.float32))
     y_nhwc = graph.value(f"{y.name}_nhwc", TensorType(y.dtype, (y.shape[0], *y.shape[2:], y.shape[1])))
     attrs = dict(conv.attrs)
-    attrs[NHWC_ATTR] = NhwcParams(geo, m, depthwise)
+    attrs[NHWC_ATTR] = NhwcParams(geo, m, depthwise, panel)
     new = Node("ConvNHWC", conv.name, ins, [y_nhwc], attrs)
     back = _transpose(graph, y_nhwc, TO_NCHW, "nchw", out=y)
     at = graph.nodes.index(conv)
@@ -142,11 +146,12 @@ def _fuse_adds(graph: Graph) -> None:
             break
 
 
-def nhwc_regions(graph: Graph, min_convs: int) -> None:
+def nhwc_regions(graph: Graph, min_convs: int, panel: int = 0) -> None:
+    """`panel`: the CPU family's compile-time panel width for 1x1 weights (0: none; needs M % panel == 0)."""
     _fuse_adds(graph)
     convs = [n for n in graph.nodes if _eligible(n)]
     chosen = {id(n) for region in _regions(graph, convs) if len(region) >= min_convs for n in region}
     nhwc_of: dict[int, Value] = {}
     for conv in [n for n in convs if id(n) in chosen]:  # in graph order: a Transpose lands before its readers
-        _rewrite(graph, conv, nhwc_of)
+        _rewrite(graph, conv, nhwc_of, panel)
     _cancel(graph)
