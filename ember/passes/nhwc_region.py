@@ -8,11 +8,11 @@ between its convs and XNNPACK NHWC for the same reason.
 
 The pass takes the eligible Convs (float32, 2-D, constant weights and bias: depthwise with multiplier 1, or
 1x1 stride-1 unpadded ungrouped), groups them into connected regions (a Conv's input, its fused residual
-and its output link it to its neighbours) and rewrites each region of at least `min_convs` Convs: every Conv
+and its output link it to its neighbours) and rewrites each region that pays for its reorders (`_pays`): every Conv
 becomes a ConvNHWC between a Transpose of each input to NHWC and one of its output back to NCHW; then every
 NCHW -> NHWC Transpose of such an output is the value it came from (the pair cancels), so what is left is one
-Transpose where a value enters or leaves the region. A lone Conv or a pair would pay a reorder on each side for
-what it saves; `min_convs` is the CPU family's `nhwc_min_convs` (toolchain/cpus.py).
+Transpose where a value enters or leaves the region (lowered as NhwcReorder). `min_convs`, the Convs a region
+needs for each pair of reorders at its edge, is the CPU family's `nhwc_min_convs` (toolchain/cpus.py).
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ def _eligible(node: Node) -> bool:
             or (r is not None and (r.shape != y.shape or r.dtype is not DType.FLOAT32))):
         return False
     geo, group, m, depthwise, direct = _conv_parts(node)
-    return geo.planar and ((depthwise and m == geo.channels) or (direct and group == 1))
+    # one pixel (Squeeze-Excitation's FCs): a matrix-vector product either way, ember_gemv_rows_f32 in NCHW
+    return geo.planar and geo.pixels > 1 and ((depthwise and m == geo.channels) or (direct and group == 1))
 
 
 def _regions(graph: Graph, convs: list[Node]) -> list[list[Node]]:
@@ -71,8 +72,9 @@ def _transpose(graph: Graph, v: Value, perm: list[int], name: str, out: Value | 
     return Node("Transpose", graph.unique_name(f"{v.name}_{name}"), [v], [out], {"perm": list(perm)})
 
 
-def _rewrite(graph: Graph, conv: Node, nhwc_of: dict[int, Value], panel: int) -> None:
-    """`nhwc_of`: the NHWC Transposes made so far, by id of their input (a value read twice is moved once)."""
+def _rewrite(graph: Graph, conv: Node, nhwc_of: dict[int, Value], panel: int, made: list[Node]) -> None:
+    """`nhwc_of`: the NHWC Transposes made so far, by id of their input (a value read twice is moved once);
+    `made`: every Transpose made."""
     geo, _, m, depthwise, _ = _conv_parts(conv)
     x, w, y = conv.input(0), conv.input(1), conv.outputs[0]
     assert x is not None and w is not None and w.const is not None and y is not None
@@ -99,6 +101,7 @@ def _rewrite(graph: Graph, conv: Node, nhwc_of: dict[int, Value], panel: int) ->
     back = _transpose(graph, y_nhwc, TO_NCHW, "nchw", out=y)
     at = graph.nodes.index(conv)
     graph.nodes[at:at + 1] = [*before, new, back]
+    made += [*before, back]
     y_nhwc.producer, y.producer = new, back
 
 
@@ -146,12 +149,37 @@ def _fuse_adds(graph: Graph) -> None:
             break
 
 
+def _reorders(graph: Graph, region: list[Node], uses: dict[int, list[Node]]) -> int:
+    """The Transposes the region would leave: one per value entering it (a Conv's input or residual made
+    outside), one per value leaving it (read outside, or a graph output)."""
+    inside = {id(n) for n in region}
+    entering = {id(v) for n in region for v in (n.input(0), n.input(RESIDUAL))
+                if v is not None and (v.producer is None or id(v.producer) not in inside)}
+    leaving = {id(v) for n in region for v in n.outputs if v is not None
+               and (graph.is_output(v) or any(id(u) not in inside for u in uses.get(id(v), [])))}
+    return len(entering) + len(leaving)
+
+
+def _pays(graph: Graph, region: list[Node], uses: dict[int, list[Node]], min_convs: int) -> bool:
+    """At least `min_convs` Convs for each pair of reorders at the region's edge (a way in and a way out): a
+    Squeeze-Excitation block reads the depthwise output in NCHW (its pool and Mul), so a chain of SE blocks
+    (EfficientNet: 1.5 Convs a reorder) moves its largest tensor, the expanded one, out of the region and back
+    in each block; on Zen 3 EfficientNet-B0 took 1.16-1.26x its NCHW time that way."""
+    return 2 * len(region) >= min_convs * _reorders(graph, region, uses)
+
+
 def nhwc_regions(graph: Graph, min_convs: int, panel: int = 0) -> None:
     """`panel`: the CPU family's compile-time panel width for 1x1 weights (0: none; needs M % panel == 0)."""
     _fuse_adds(graph)
     convs = [n for n in graph.nodes if _eligible(n)]
-    chosen = {id(n) for region in _regions(graph, convs) if len(region) >= min_convs for n in region}
+    uses = graph.consumers()
+    chosen = {id(n) for region in _regions(graph, convs) if _pays(graph, region, uses, min_convs) for n in region}
     nhwc_of: dict[int, Value] = {}
+    made: list[Node] = []
     for conv in [n for n in convs if id(n) in chosen]:  # in graph order: a Transpose lands before its readers
-        _rewrite(graph, conv, nhwc_of, panel)
+        _rewrite(graph, conv, nhwc_of, panel, made)
     _cancel(graph)
+    kept = {id(n) for n in graph.nodes}
+    for t in made:  # the boundaries left: a blocked 2-D transpose per image each
+        if id(t) in kept:
+            t.op = "NhwcReorder"

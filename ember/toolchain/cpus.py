@@ -66,8 +66,9 @@ class CpuFamily:
     # expanded tensors stay in L3 between the layers there), stride-2 ones 1.25-1.9x, those from 28x28 and
     # smaller planes 1.04-1.2x; nothing measured a gain to turn it on for.
     irblock_min_pixels: int | None = None
-    # Connected chains of at least this many float depthwise / 1x1 convs run channels-last (passes/nhwc_region.py:
-    # one reorder where a value enters or leaves the chain); None: never.
+    # Connected chains of float depthwise / 1x1 convs run channels-last (passes/nhwc_region.py), with a reorder
+    # where a value enters or leaves the chain, if they hold at least this many convs per pair of reorders;
+    # None: never.
     nhwc_min_convs: int | None = None
 
     def c_defines(self) -> dict[str, int]:

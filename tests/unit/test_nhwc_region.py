@@ -50,13 +50,13 @@ def _graph(blocks: int = 1, se: bool = False, stem: bool = False) -> Graph:
 
 
 def _transposes(g: Graph) -> list[list[int]]:
-    return [n.attrs["perm"] for n in g.nodes if n.op == "Transpose"]
+    return [n.attrs["perm"] for n in g.nodes if n.op == "NhwcReorder"]
 
 
 def test_chained_blocks_run_channels_last_with_one_reorder_each_way() -> None:
     g = _graph(blocks=2)
     nhwc_regions(g, min_convs=3)
-    assert [n.op for n in g.nodes] == ["Transpose", *["ConvNHWC"] * 6, "Transpose"]
+    assert [n.op for n in g.nodes] == ["NhwcReorder", *["ConvNHWC"] * 6, "NhwcReorder"]
     assert _transposes(g) == [TO_NHWC, TO_NCHW]
     convs = [n for n in g.nodes if n.op == "ConvNHWC"]
     assert [params(n).depthwise for n in convs] == [False, True, False] * 2
@@ -71,7 +71,7 @@ def test_chained_blocks_run_channels_last_with_one_reorder_each_way() -> None:
 def test_a_region_below_the_size_rule_stays_nchw() -> None:
     g = _graph(blocks=1)
     nhwc_regions(g, min_convs=4)
-    assert not any(n.op in ("ConvNHWC", "Transpose") for n in g.nodes)
+    assert not any(n.op in ("ConvNHWC", "NhwcReorder", "Transpose") for n in g.nodes)
 
 
 def test_a_dense_stem_stays_nchw_and_its_output_is_reordered_once() -> None:
@@ -79,7 +79,7 @@ def test_a_dense_stem_stays_nchw_and_its_output_is_reordered_once() -> None:
     nhwc_regions(g, min_convs=3)
     ops = [n.op for n in g.nodes]
     # the stem's output is read by the expand conv and as the residual: one Transpose for both
-    assert ops == ["Conv", "Transpose", *["ConvNHWC"] * 3, "Transpose"]
+    assert ops == ["Conv", "NhwcReorder", *["ConvNHWC"] * 3, "NhwcReorder"]
 
 
 def test_squeeze_excitation_splits_the_chain() -> None:

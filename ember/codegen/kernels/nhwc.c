@@ -176,24 +176,29 @@ static void ember_dwconv_nhwc_f32(float *y, const float *x, const float *w, cons
 /*@kernel ember_pw_nhwc_f32 requires ember_matmul_core*/
 /* A 1x1 stride-1 conv on NHWC activations: y[P][M] = x[P][C] . w[C][M] + bias[M] (+ res[P][M]), then the
  * activation; P = N * H * W pixels. `panels`: w was packed at compile time in panels of EMBER_MM_PANEL columns
- * (kernels/matmul.c). The matmul runs strip by strip of columns, each strip passing over all
- * of A: one product over a whole plane read A (the activations, up to MiBs) once per strip from L3, and the
- * 1x1 expand convs of MobileNetV2 took 1.4-1.7x their NCHW time. In blocks of pixels whose rows of A fill
- * about 128 KiB (an L2 share), each block of A is read from memory once. */
+ * (kernels/matmul.c). The matmul runs strip by strip of columns, each strip passing over all of A: one product
+ * over a whole plane read A (the activations, up to MiBs) once per strip from L3, and the 1x1 expand convs of
+ * MobileNetV2 took 1.4-1.7x their NCHW time. In blocks of pixels whose rows of A fill about 128 KiB (an L2
+ * share), each block of A is read from memory once. The bias (a row vector here), the residual and Relu/Clip
+ * are applied in the matmul's registers; another activation (HardSwish, Swish) runs over each finished block,
+ * one contiguous run, where the matmul would apply it strip by strip in rows of a few vectors (MobileNetV3's
+ * expand convs: 1.1-1.25x). */
 #define EMBER_PW_NHWC_BLOCK_FLOATS 32768
 static void ember_pw_nhwc_f32(float *y, const float *x, const float *w, int panels, const float *bias,
                               const float *res, int P, int M, int C, int act, float act_a, float act_b) {
+    const int late = act != EMBER_ACT_NONE && act != EMBER_ACT_RELU && act != EMBER_ACT_CLIP;
     int rows = EMBER_PW_NHWC_BLOCK_FLOATS / (C > 0 ? C : 1) / EMBER_MR * EMBER_MR, p0;
     if (rows < EMBER_MR) rows = EMBER_MR;
     for (p0 = 0; p0 < P; p0 += rows) {
         const int n = P - p0 < rows ? P - p0 : rows;
         const ptrdiff_t o = (ptrdiff_t)p0 * M;
         if (res)
-            ember_matmul_core_res(y + o, M, x + (ptrdiff_t)p0 * C, C, 1, w, M, 0, panels, n, M, C, 1.0f, bias, 0, 1, 1.0f,
-                                  res + o, act, act_a, act_b);
+            ember_matmul_core_res(y + o, M, x + (ptrdiff_t)p0 * C, C, 1, w, M, 0, panels, n, M, C, 1.0f, bias, 0, 1,
+                                  1.0f, res + o, late ? EMBER_ACT_NONE : act, act_a, act_b);
         else
-            ember_matmul_core(y + o, M, x + (ptrdiff_t)p0 * C, C, 1, w, M, 0, panels, n, M, C, 1.0f, bias, 0, 1, 1.0f, act,
-                              act_a, act_b);
+            ember_matmul_core(y + o, M, x + (ptrdiff_t)p0 * C, C, 1, w, M, 0, panels, n, M, C, 1.0f, bias, 0, 1, 1.0f,
+                              late ? EMBER_ACT_NONE : act, act_a, act_b);
+        if (late) ember_act_apply_f32(y + o, (ptrdiff_t)n * M, act, act_a, act_b);
     }
 }
 /*@end*/
