@@ -92,9 +92,13 @@ FAMILIES: dict[str, CpuFamily] = {f.name: f for f in (
     # 1x1 convs at 3x3 (96x96 input) took 0.55-0.9x the time of the plain kernel (1280 ch: 70 against 102 us);
     # at 4x4 (two full vectors) the plain kernel won. ConvShifted also for strided convs of small K (3-channel
     # stems: 0.8-0.86x at 56x56 and smaller outputs, a tie at 112x112; the keyword spotter's 10x4 stem 0.5x).
+    # Channels-last regions (5 convs per pair of reorders): on Zen 3, paired against the NCHW build of the same
+    # model, MobileNetV2 0.92-0.95x, MobileNetV3-Large 0.99-1.01x, the TFLite fixtures mobilenet_like 0.81x and
+    # Keras' MobileNetV2 (alpha 0.35, 96x96) 0.89x; EfficientNet-B0's SE chains form no region that pays.
     CpuFamily("avx2", "AVX2 + FMA, 256-bit, two FMA units (Haswell to Alder Lake, Zen 1-3; x86-64-v3)", "avx2", 2,
               winograd_min_pixels=49, winograd4_min_tiles=16, shifted_strided_min_k=16, narrow_max_pixels=12,
-              matmul_panels=True, mm_prefetch=False, mm_panel=16, mm_strip_prefetch=True, mm_block_n=64),
+              matmul_panels=True, mm_prefetch=False, mm_panel=16, mm_strip_prefetch=True, mm_block_n=64,
+              nhwc_min_convs=5),
     CpuFamily("avx512", "AVX-512, two 512-bit FMA units (Xeon Skylake-SP to Granite Rapids, Zen 5; x86-64-v4)",
               "avx512", 2),
     CpuFamily("avx512-1fma", "AVX-512 at half rate: one 512-bit FMA unit (Ice/Tiger Lake client) or 2 x 256 (Zen 4)",
