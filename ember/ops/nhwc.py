@@ -19,6 +19,7 @@ from ember.ops.conv import ConvGeometry
 from ember.ops.epilogue import epilogue_args
 from ember.ops.infer import inp, typed
 from ember.ops.opdef import OpDef
+from ember.ops.parallel import Split
 from ember.ops.registry import register
 
 NHWC_ATTR = "_nhwc"
@@ -46,16 +47,40 @@ def _infer(node: Node) -> list[TensorType | None]:
     return [typed(x.dtype, [x.shape[0], *p.geometry.out_size[1:], p.out_channels])]
 
 
-def _lower(node: Node, k: KernelEmitter) -> None:
+def _emit(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:
+    """Units [lo, hi) of the output: rows of the plane (depthwise) or pixels (1x1), as ops/parallel.py splits
+    them; the whole node is [0, units)."""
     p, x = params(node), inp(node, 0)
     bias = k.inp(2) if node.input(2) is not None else "0"
-    res = k.inp(RESIDUAL) if node.input(RESIDUAL) is not None else "0"
+    has_res = node.input(RESIDUAL) is not None
     if p.depthwise:
-        k.call("ember_dwconv_nhwc_f32", k.out(0), k.inp(0), k.inp(1), bias, res,
-               k.table(p.geometry.table(), DType.INT32), x.shape[0], *epilogue_args(node))
-    else:
-        k.call("ember_pw_nhwc_f32", k.out(0), k.inp(0), k.inp(1), int(p.panel > 0), bias, res,
-               x.shape[0] * p.geometry.pixels, p.out_channels, p.geometry.channels, *epilogue_args(node))
+        k.call("ember_dwconv_nhwc_f32", k.out(0), k.inp(0), k.inp(1), bias, k.inp(RESIDUAL) if has_res else "0",
+               k.table(p.geometry.table(), DType.INT32), x.shape[0], lo, hi, *epilogue_args(node))
+        return
+    m, c = p.out_channels, p.geometry.channels
+
+    def at(ptr: str, width: int) -> str:
+        return f"{ptr} + (ptrdiff_t){lo * width}" if lo else ptr
+
+    k.call("ember_pw_nhwc_f32", at(k.out(0), m), at(k.inp(0), c), k.inp(1), int(p.panel > 0), bias,
+           at(k.inp(RESIDUAL), m) if has_res else "0", hi - lo, m, c, *epilogue_args(node))
+
+
+def _units(node: Node) -> int:
+    p, x = params(node), inp(node, 0)
+    return p.geometry.out_size[1] if p.depthwise else x.shape[0] * p.geometry.pixels
+
+
+def _lower(node: Node, k: KernelEmitter) -> None:
+    _emit(node, k, 0, _units(node))
+
+
+def _split(node: Node) -> Split | None:
+    """Depthwise: ranges of output rows of one image; 1x1: ranges of pixels. Each part computes its elements
+    exactly as the whole call does (the same taps, the same K order)."""
+    if params(node).depthwise and inp(node, 0).shape[0] != 1:
+        return None
+    return Split(_units(node), 1, (), lower=_emit)
 
 
 def _flops(node: Node) -> int:
@@ -92,5 +117,5 @@ register(OpDef("NhwcReorder", infer=_infer_reorder, lower=_lower_reorder, kernel
 # Not in place: the depthwise kernel's ragged last vector re-reads inputs of channels it has written.
 register(OpDef(
     "ConvNHWC", infer=_infer, lower=_lower, kernels=("ember_dwconv_nhwc_f32", "ember_pw_nhwc_f32"),
-    takes_epilogue=True, flops=_flops,
+    takes_epilogue=True, flops=_flops, split=_split,
 ))

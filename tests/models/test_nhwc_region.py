@@ -40,7 +40,7 @@ def nhwc(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pipeline, "resolve_cpu", resolve)
 
 
-def _model(path: Path) -> tuple[Path, list[str]]:
+def _model(path: Path, h: int = 19, w: int = 21) -> tuple[Path, list[str]]:
     net = _Net()
     net.inits += [numpy_helper.from_array(np.float32(v), name) for v, name in ((0.0, "zero"), (6.0, "six"))]
     a = _plain_block(net, "x", 20, 20, 3, 1, "relu6")                  # residual, 60 channels
@@ -49,9 +49,10 @@ def _model(path: Path) -> tuple[Path, list[str]]:
     d = _plain_block(net, c, 24, 4, 2, 1, "relu6", dilation=2)        # 4 output channels
     e = net.op("Clip", net.conv(d, 4, 4, k=5, group=4), "zero", "six")  # 5x5 on 4 channels: the scalar path
     f = _plain_block(net, net.conv(e, 4, 16), 16, 16, 2, 1, "swish", se=True)  # SE: NCHW around the Mul
-    shapes = {d: [1, 4, 10, 11], f: [1, 16, 10, 11]}
+    oh, ow = -(-h // 2), -(-w // 2)
+    shapes = {d: [1, 4, oh, ow], f: [1, 16, oh, ow]}
     graph = helper.make_graph(net.nodes, "nhwc", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
-                              [1, 20, 19, 21])],
+                              [1, 20, h, w])],
                               [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in shapes.items()],
                               net.inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
@@ -86,3 +87,21 @@ def test_nhwc_kernels_compile_for_avx512_and_aarch64(tmp_path: Path) -> None:
     cdriver.run_cmd(["cc", "-march=x86-64-v4", *flags])
     if importlib.util.find_spec("ziglang") is not None:
         cdriver.run_cmd([sys.executable, "-m", "ziglang", "cc", "-target", "aarch64-linux-musl", *flags])
+
+
+def test_nhwc_regions_divide_among_threads(tmp_path: Path, nhwc: None) -> None:
+    """Compiled for 2 threads, the depthwise convs divide by output rows and the 1x1 convs by pixels, each part
+    computing its elements as the whole call does; also as sanitized C with its thread pool. Planes of 57x59, so
+    that the convs have the work passes/threads.py divides."""
+    path, outs = _model(tmp_path / "nhwc.onnx", 57, 59)
+    serial = ember.compile(path, tmp_path / "t1")
+    threaded = ember.compile(path, tmp_path / "t2", threads=2)
+    # each divided node calls its kernel once per part
+    one, two = ((b.path / "nhwc.c").read_text() for b in (serial, threaded))
+    assert all(two.count(f"{k}(") > one.count(f"{k}(") for k in KERNELS)
+    x = {"x": (np.random.default_rng(4).standard_normal((1, 20, 57, 59)) * 3).astype(np.float32)}
+    want, got = serial.run(x), threaded.run(x)
+    sanitized = cdriver.run(threaded.path, tmp_path / "c", x, sanitize=True, cflags=("-pthread",), opt="-O0")
+    for name in outs:
+        assert_close(got[name], want[name], f"nhwc region {name}: 2 threads vs 1", rel=1e-5)
+        assert_close(sanitized[name], want[name], f"nhwc region {name}: sanitized C driver, 2 threads", rel=1e-5)

@@ -99,12 +99,13 @@ EMBER_INLINE void ember_nhwc_dw_row(float *y, const float *x, const float *w, co
 #endif
 
 /* y[OH][OW][C] = depthwise conv (multiplier 1) of x[H][W][C] with weights w[KH*KW][C] (tap-major), bias[C]
- * (or NULL), plus res[OH][OW][C] (or NULL) before the activation; N images one after another. 2-D geometry:
+ * (or NULL), plus res[OH][OW][C] (or NULL) before the activation; N images one after another, output rows
+ * [oh0, oh1) of each (a thread's part; 0, OH for all). 2-D geometry:
  * the depth entries of the table are 1. Relu/Clip clamp in registers; any other activation runs over each
  * finished output row (contiguous: OW*C floats). With C not a multiple of EMBER_VL, the last vector of a
  * pixel overlaps the one before it (its outputs are recomputed to the same values), so y must not overlap x. */
 static void ember_dwconv_nhwc_f32(float *y, const float *x, const float *w, const float *bias, const float *res,
-                                  const int32_t *p, int N, int act, float act_a, float act_b) {
+                                  const int32_t *p, int N, int oh0, int oh1, int act, float act_a, float act_b) {
     const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], KH = p[EMBER_GEO_K_H],
               KW = p[EMBER_GEO_K_W], OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W];
     const int sh = p[EMBER_GEO_STRIDE_H], sw = p[EMBER_GEO_STRIDE_W], dh = p[EMBER_GEO_DIL_H],
@@ -121,7 +122,7 @@ static void ember_dwconv_nhwc_f32(float *y, const float *x, const float *w, cons
         const float *xn = x + (ptrdiff_t)n * H * xrow;
         float *yn = y + (ptrdiff_t)n * OH * yrow;
         const float *rn = res ? res + (ptrdiff_t)n * OH * yrow : 0;
-        for (oh = 0; oh < OH; ++oh) {
+        for (oh = oh0; oh < oh1; ++oh) {
             const int ih0 = oh * sh - pt;
             float *yr = yn + oh * yrow;
             const float *rr = rn ? rn + oh * yrow : 0;
