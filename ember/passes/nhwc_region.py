@@ -44,10 +44,44 @@ def _eligible(node: Node) -> bool:
     return geo.planar and geo.pixels > 1 and ((depthwise and m == geo.channels) or (direct and group == 1))
 
 
-def _regions(graph: Graph, convs: list[Node]) -> list[list[Node]]:
-    """The connected groups of `convs`, linked through the values one produces and another reads."""
-    index = {id(n): i for i, n in enumerate(convs)}
-    parent = list(range(len(convs)))
+def _se_slot(node: Node) -> int | None:
+    """Which input of a Squeeze-Excitation Mul is the activations (a float32 [N, C, H, W], H*W > 1, scaled by a
+    [N or 1, C, 1, 1] gate); None for any other node."""
+    if node.op != "Mul" or len(node.inputs) != 2 or node.outputs[0] is None:
+        return None
+    for slot in (0, 1):
+        a, g = node.inputs[slot], node.inputs[1 - slot]
+        if (a is not None and g is not None and a.type.rank == 4 and a.dtype is DType.FLOAT32
+                and g.dtype is DType.FLOAT32 and a.shape[2] * a.shape[3] > 1 and g.shape[1:] == (a.shape[1], 1, 1)
+                and g.shape[0] in (1, a.shape[0]) and node.outputs[0].shape == a.shape):
+            return slot
+    return None
+
+
+def _pool(node: Node) -> bool:
+    x = node.input(0)
+    return (node.op == "GlobalAveragePool" and x is not None and x.type.rank == 4 and x.dtype is DType.FLOAT32
+            and node.outputs[0] is not None and node.outputs[0].dtype is DType.FLOAT32)
+
+
+def _member(node: Node) -> bool:
+    return _eligible(node) or _se_slot(node) is not None or _pool(node)
+
+
+def _activations(node: Node) -> list[Value]:
+    """The inputs a member reads channels-last in the region."""
+    slot = _se_slot(node) if node.op == "Mul" else None
+    if slot is not None:
+        ins = [node.input(slot)]
+    else:
+        ins = [node.input(0), node.input(RESIDUAL) if node.op == "Conv" else None]
+    return [v for v in ins if v is not None]
+
+
+def _regions(graph: Graph, members: list[Node]) -> list[list[Node]]:
+    """The connected groups of `members`, linked through the values one produces and another reads."""
+    index = {id(n): i for i, n in enumerate(members)}
+    parent = list(range(len(members)))
 
     def find(i: int) -> int:
         while parent[i] != i:
@@ -55,13 +89,13 @@ def _regions(graph: Graph, convs: list[Node]) -> list[list[Node]]:
             i = parent[i]
         return i
 
-    for n in convs:
-        for v in (n.input(0), n.input(RESIDUAL)):
-            p = v.producer if v is not None else None
+    for n in members:
+        for v in _activations(n):
+            p = v.producer
             if p is not None and id(p) in index:
                 parent[find(index[id(n)])] = find(index[id(p)])
     groups: dict[int, list[Node]] = {}
-    for i, n in enumerate(convs):
+    for i, n in enumerate(members):
         groups.setdefault(find(i), []).append(n)
     return list(groups.values())
 
@@ -150,34 +184,65 @@ def _fuse_adds(graph: Graph) -> None:
 
 
 def _reorders(graph: Graph, region: list[Node], uses: dict[int, list[Node]]) -> int:
-    """The Transposes the region would leave: one per value entering it (a Conv's input or residual made
-    outside), one per value leaving it (read outside, or a graph output)."""
+    """The Transposes the region would leave: one per value entering it (an input it reads channels-last made
+    outside), one per value leaving it (read outside, or a graph output; a pool's output is NCHW already)."""
     inside = {id(n) for n in region}
-    entering = {id(v) for n in region for v in (n.input(0), n.input(RESIDUAL))
-                if v is not None and (v.producer is None or id(v.producer) not in inside)}
-    leaving = {id(v) for n in region for v in n.outputs if v is not None
+    entering = {id(v) for n in region for v in _activations(n) if v.producer is None or id(v.producer) not in inside}
+    leaving = {id(v) for n in region if n.op != "GlobalAveragePool" for v in n.outputs if v is not None
                and (graph.is_output(v) or any(id(u) not in inside for u in uses.get(id(v), [])))}
     return len(entering) + len(leaving)
 
 
 def _pays(graph: Graph, region: list[Node], uses: dict[int, list[Node]], min_convs: int) -> bool:
-    """At least `min_convs` Convs for each pair of reorders at the region's edge (a way in and a way out): a
-    Squeeze-Excitation block reads the depthwise output in NCHW (its pool and Mul), so a chain of SE blocks
-    (EfficientNet: 1.5 Convs a reorder) moves its largest tensor, the expanded one, out of the region and back
-    in each block; on Zen 3 EfficientNet-B0 took 1.16-1.26x its NCHW time that way."""
-    return 2 * len(region) >= min_convs * _reorders(graph, region, uses)
+    """At least `min_convs` Convs for each pair of reorders at the region's edge (a way in and a way out). A
+    Squeeze-Excitation block's pool and Mul join the region; without them (before they did) a chain of SE
+    blocks (EfficientNet: 1.5 Convs a reorder) moved its largest tensor, the expanded one, out of the region and
+    back in each block, and EfficientNet-B0 took 1.16-1.26x its NCHW time on Zen 3."""
+    convs = sum(1 for n in region if n.op == "Conv")
+    return convs > 0 and 2 * convs >= min_convs * _reorders(graph, region, uses)
+
+
+def _rewrite_se(graph: Graph, node: Node, nhwc_of: dict[int, Value], made: list[Node]) -> None:
+    """A pool or an SE Mul of the region: GapNHWC (its output as it was) or ScaleNHWC (output reordered back,
+    which cancels where a region member reads it)."""
+    slot = _se_slot(node)
+    x = node.input(0 if slot is None else slot)
+    y = node.outputs[0]
+    assert x is not None and y is not None
+    before: list[Node] = []
+    if id(x) not in nhwc_of:
+        t = _transpose(graph, x, TO_NHWC, "nhwc")
+        before.append(t)
+        nhwc_of[id(x)] = t.outputs[0]  # type: ignore[assignment]
+    xt = nhwc_of[id(x)]
+    at = graph.nodes.index(node)
+    if slot is None:
+        new = Node("GapNHWC", node.name, [xt], [y])
+        graph.nodes[at:at + 1] = [*before, new]
+        y.producer = new
+        made += before
+        return
+    y_nhwc = graph.value(f"{y.name}_nhwc", TensorType(y.dtype, tuple(xt.shape)))
+    new = Node("ScaleNHWC", node.name, [xt, node.inputs[1 - slot]], [y_nhwc])
+    back = _transpose(graph, y_nhwc, TO_NCHW, "nchw", out=y)
+    graph.nodes[at:at + 1] = [*before, new, back]
+    y_nhwc.producer, y.producer = new, back
+    made += [*before, back]
 
 
 def nhwc_regions(graph: Graph, min_convs: int, panel: int = 0) -> None:
     """`panel`: the CPU family's compile-time panel width for 1x1 weights (0: none; needs M % panel == 0)."""
     _fuse_adds(graph)
-    convs = [n for n in graph.nodes if _eligible(n)]
+    members = [n for n in graph.nodes if _member(n)]
     uses = graph.consumers()
-    chosen = {id(n) for region in _regions(graph, convs) if _pays(graph, region, uses, min_convs) for n in region}
+    chosen = {id(n) for region in _regions(graph, members) if _pays(graph, region, uses, min_convs) for n in region}
     nhwc_of: dict[int, Value] = {}
     made: list[Node] = []
-    for conv in [n for n in convs if id(n) in chosen]:  # in graph order: a Transpose lands before its readers
-        _rewrite(graph, conv, nhwc_of, panel, made)
+    for node in [n for n in members if id(n) in chosen]:  # in graph order: a Transpose lands before its readers
+        if node.op == "Conv":
+            _rewrite(graph, node, nhwc_of, panel, made)
+        else:
+            _rewrite_se(graph, node, nhwc_of, made)
     _cancel(graph)
     kept = {id(n) for n in graph.nodes}
     for t in made:  # the boundaries left: a blocked 2-D transpose per image each

@@ -82,12 +82,19 @@ def test_a_dense_stem_stays_nchw_and_its_output_is_reordered_once() -> None:
     assert ops == ["Conv", "NhwcReorder", *["ConvNHWC"] * 3, "NhwcReorder"]
 
 
-def test_squeeze_excitation_splits_the_chain() -> None:
-    """The SE pool and Mul read the depthwise output in NCHW: expand + depthwise are one region of 2, the
-    projection a region of 1, neither reaching 3."""
+def test_squeeze_excitation_joins_the_region() -> None:
+    """The SE pool and Mul read the depthwise output channels-last (GapNHWC, ScaleNHWC): the block is one region,
+    its only reorders at the input and the output."""
     g = _graph(blocks=1, se=True)
     nhwc_regions(g, min_convs=3)
-    assert "ConvNHWC" not in [n.op for n in g.nodes]
+    assert [n.op for n in g.nodes] == ["NhwcReorder", "ConvNHWC", "ConvNHWC", "GapNHWC", "ScaleNHWC", "ConvNHWC",
+                                       "NhwcReorder"]
+    pool, scale = g.nodes[3], g.nodes[4]
+    assert pool.outputs[0].shape == (1, 32, 1, 1) and scale.inputs[1] is pool.outputs[0]
+    assert scale.inputs[0] is g.nodes[2].outputs[0] and g.nodes[5].input(0) is scale.outputs[0]
+
+
+def test_a_region_without_enough_convs_for_its_reorders_stays_nchw() -> None:
     g = _graph(blocks=1, se=True)
-    nhwc_regions(g, min_convs=2)
-    assert [n.op for n in g.nodes].count("ConvNHWC") == 2
+    nhwc_regions(g, min_convs=4)  # 3 convs, 2 reorders
+    assert not any(n.op.endswith("NHWC") or n.op == "NhwcReorder" for n in g.nodes)

@@ -302,3 +302,50 @@ static void ember_nhwc_reorder_f32(float *EMBER_RESTRICT dst, const float *EMBER
         for (r = 0; r < rows; ++r) dst[(ptrdiff_t)c * rows + r] = src[(ptrdiff_t)r * cols + c];
 }
 /*@end*/
+
+/*@kernel ember_gap_nhwc_f32 requires ember_simd*/
+/* Squeeze-Excitation on NHWC activations. Pool: y[n][c] = mean over the P pixels of x[n][p][c] (the pooled
+ * [N, C, 1, 1] tensor has the same bytes either way). Scale: y[n][p][c] = x[n][p][c] * s[n * s_n + c] (the
+ * gate, [N or 1, C, 1, 1]). Channel vectors for the first cv = C - C % VL channels, one at a time for the rest. */
+static void ember_gap_nhwc_f32(float *y, const float *x, int N, int P, int C) {
+    const float inv = 1.0f / (float)P;
+    const int cv = EMBER_VL > 1 ? C - C % EMBER_VL : 0;
+    int n, p, c;
+    for (n = 0; n < N; ++n) {
+        const float *xn = x + (ptrdiff_t)n * P * C;
+        float *yn = y + (ptrdiff_t)n * C;
+#if EMBER_VL > 1
+        for (c = 0; c < cv; c += EMBER_VL) {
+            ember_vf a = (ember_vf){0};
+            for (p = 0; p < P; ++p) a += *(const ember_vf *)(const void *)(xn + (ptrdiff_t)p * C + c);
+            *(ember_vf *)(void *)(yn + c) = a * inv;
+        }
+#endif
+        for (c = cv; c < C; ++c) {
+            float a = 0.0f;
+            for (p = 0; p < P; ++p) a += xn[(ptrdiff_t)p * C + c];
+            yn[c] = a * inv;
+        }
+    }
+}
+/*@end*/
+
+/*@kernel ember_scale_nhwc_f32 requires ember_simd*/
+/* See ember_gap_nhwc_f32. */
+static void ember_scale_nhwc_f32(float *y, const float *x, const float *s, ptrdiff_t s_n, int N, int P, int C) {
+    const int cv = EMBER_VL > 1 ? C - C % EMBER_VL : 0;
+    int n, p, c;
+    for (n = 0; n < N; ++n) {
+        const float *sn = s + n * s_n;
+        for (p = 0; p < P; ++p) {
+            const ptrdiff_t o = ((ptrdiff_t)n * P + p) * C;
+#if EMBER_VL > 1
+            for (c = 0; c < cv; c += EMBER_VL)
+                *(ember_vf *)(void *)(y + o + c) =
+                    *(const ember_vf *)(const void *)(x + o + c) * *(const ember_vf *)(const void *)(sn + c);
+#endif
+            for (c = cv; c < C; ++c) y[o + c] = x[o + c] * sn[c];
+        }
+    }
+}
+/*@end*/
