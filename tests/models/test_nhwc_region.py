@@ -1,6 +1,6 @@
 """Channels-last regions (passes/nhwc_region.py, ops/nhwc.py, kernels/nhwc.c) against onnxruntime: chains of
 inverted-residual blocks with ReLU6, HardSwish and Swish, stride 1 and 2, dilation 2, a 5x5 depthwise, an
-expand ratio of 1, a Squeeze-Excitation block that reads the depthwise output in NCHW, channel counts that
+expand ratio of 1, a Squeeze-Excitation block (its pool and Mul channels-last too), channel counts that
 are not whole vectors (20, 40, 60: the depthwise's overlapped last vector) and fewer than a vector (4: the
 scalar path), odd plane sizes (19x21). Run on the host's vectors and on the x86-64 baseline (no vectors: the
 scalar C), in-process and as sanitized C; the kernels also compile warning-free for AVX-512 and AArch64."""
@@ -25,7 +25,8 @@ from tests.models.test_inverted_residual import _Net, _plain_block
 from tests.support import cdriver
 from tests.support.models import assert_close, onnxruntime_outputs
 
-KERNELS = ("ember_dwconv_nhwc_f32", "ember_pw_nhwc_f32", "ember_nhwc_reorder_f32")
+KERNELS = ("ember_dwconv_nhwc_f32", "ember_pw_nhwc_f32", "ember_nhwc_reorder_f32", "ember_gap_nhwc_f32",
+           "ember_scale_nhwc_f32")
 
 
 @pytest.fixture
@@ -48,7 +49,7 @@ def _model(path: Path, h: int = 19, w: int = 21) -> tuple[Path, list[str]]:
     c = _plain_block(net, b, 24, 24, 1, 1, "swish")                   # expand ratio 1, residual
     d = _plain_block(net, c, 24, 4, 2, 1, "relu6", dilation=2)        # 4 output channels
     e = net.op("Clip", net.conv(d, 4, 4, k=5, group=4), "zero", "six")  # 5x5 on 4 channels: the scalar path
-    f = _plain_block(net, net.conv(e, 4, 16), 16, 16, 2, 1, "swish", se=True)  # SE: NCHW around the Mul
+    f = _plain_block(net, net.conv(e, 4, 16), 16, 16, 2, 1, "swish", se=True)  # SE: GapNHWC, ScaleNHWC
     oh, ow = -(-h // 2), -(-w // 2)
     shapes = {d: [1, 4, oh, ow], f: [1, 16, oh, ow]}
     graph = helper.make_graph(net.nodes, "nhwc", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
@@ -80,8 +81,8 @@ def test_nhwc_kernels_compile_for_avx512_and_aarch64(tmp_path: Path) -> None:
     """The AVX-512 (16-float vectors) and NEON paths, which this machine cannot run, warning-free."""
     src = tmp_path / "nhwc.c"
     src.write_text("#include <stdint.h>\n#include <stddef.h>\n" + library.assemble(set(KERNELS))
-                   + "void ember_use(void);\nvoid ember_use(void) { (void)ember_dwconv_nhwc_f32; "
-                     "(void)ember_pw_nhwc_f32; (void)ember_nhwc_reorder_f32; }\n")
+                   + "void ember_use(void);\nvoid ember_use(void) {" + "".join(f" (void){k};" for k in KERNELS)
+                   + " }\n")
     flags = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-Wdouble-promotion", "-ffreestanding", "-c", str(src),
              "-o", str(tmp_path / "k.o")]
     cdriver.run_cmd(["cc", "-march=x86-64-v4", *flags])
