@@ -276,12 +276,16 @@ typedef int ember_nhwc_vidx __attribute__((vector_size(EMBER_VL * 4)));
 #endif
 #endif
 static void ember_nhwc_reorder_f32(float *EMBER_RESTRICT dst, const float *EMBER_RESTRICT src, int rows, int cols) {
-    int c0 = 0, r0, r, c;
+    /* rv rows and cv columns in whole blocks (computed up front, so that with constant sizes the compiler sees
+     * the edge loops' bounds: GCC warned of undefined iterations in a tail loop after the block loop) */
+    const int rv = EMBER_VL > 1 ? rows - rows % EMBER_VL : 0, cv = EMBER_VL > 1 ? cols - cols % EMBER_VL : 0;
+    int r, c;
 #if EMBER_VL > 1
+    int c0, r0;
     /* a block of VL columns at a time, all its rows: each store fills the destination's lines in turn (rows
      * outermost, every pass over the columns wrote a part of each line: 0.11 ms for MobileNetV2's stem output) */
-    for (; c0 + EMBER_VL <= cols; c0 += EMBER_VL) {
-        for (r0 = 0; r0 + EMBER_VL <= rows; r0 += EMBER_VL) {
+    for (c0 = 0; c0 < cv; c0 += EMBER_VL)
+        for (r0 = 0; r0 < rv; r0 += EMBER_VL) {
             ember_vf v[EMBER_VL], u[EMBER_VL];
             int i, round;
             for (i = 0; i < EMBER_VL; ++i) v[i] = *(const ember_vf *)(const void *)(src + (ptrdiff_t)(r0 + i) * cols + c0);
@@ -294,12 +298,11 @@ static void ember_nhwc_reorder_f32(float *EMBER_RESTRICT dst, const float *EMBER
             }
             for (i = 0; i < EMBER_VL; ++i) *(ember_vf *)(void *)(dst + (ptrdiff_t)(c0 + i) * rows + r0) = v[i];
         }
-        for (c = c0; c < c0 + EMBER_VL; ++c) /* the rows after the last whole block */
-            for (r = r0; r < rows; ++r) dst[(ptrdiff_t)c * rows + r] = src[(ptrdiff_t)r * cols + c];
-    }
 #endif
-    for (c = c0; c < cols; ++c) /* the columns left (all of them without vectors) */
-        for (r = 0; r < rows; ++r) dst[(ptrdiff_t)c * rows + r] = src[(ptrdiff_t)r * cols + c];
+    for (r = rv; r < rows; ++r) /* the rows after the whole blocks (all of them without vectors), every column */
+        for (c = 0; c < cols; ++c) dst[(ptrdiff_t)c * rows + r] = src[(ptrdiff_t)r * cols + c];
+    for (c = cv; c < cols; ++c) /* the columns after the whole blocks, of the rows in blocks */
+        for (r = 0; r < rv; ++r) dst[(ptrdiff_t)c * rows + r] = src[(ptrdiff_t)r * cols + c];
 }
 /*@end*/
 
