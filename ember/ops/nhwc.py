@@ -115,9 +115,9 @@ register(OpDef("NhwcReorder", infer=_infer_reorder, lower=_lower_reorder, kernel
 
 
 # GapNHWC and ScaleNHWC (internal): a Squeeze-Excitation block's GlobalAveragePool and Mul inside a region, so
-# that the depthwise output both read stays channels-last (EfficientNet, MobileNetV3). GapNHWC: (X [N, H, W, C])
-# -> [N, C, 1, 1], the pool's own output (the same bytes as [N, 1, 1, C]). ScaleNHWC: (X [N, H, W, C], S [N or 1,
-# C, 1, 1]) -> [N, H, W, C], X times S per channel.
+# that the depthwise output both read stays channels-last (EfficientNet, MobileNetV3), and a final pool.
+# GapNHWC: (X [N, H, W, C]) -> [N, C, 1, 1] (the same bytes as [N, 1, 1, C]), or [N, C] with keepdims 0.
+# ScaleNHWC: (X [N, H, W, C], S [N or 1, C, 1, 1]) -> [N, H, W, C], X times S per channel.
 def _hw(node: Node) -> tuple[int, int, int]:
     x = inp(node, 0)
     return x.shape[0], x.shape[1] * x.shape[2], x.shape[3]
@@ -132,8 +132,12 @@ def _lower_scale(node: Node, k: KernelEmitter) -> None:
     k.call("ember_scale_nhwc_f32", k.out(0), k.inp(0), k.inp(1), c if inp(node, 1).shape[0] > 1 else 0, n, p, c)
 
 
-register(OpDef("GapNHWC", lower=_lower_gap, kernels=("ember_gap_nhwc_f32",),
-               infer=lambda n: [typed(inp(n, 0).dtype, [inp(n, 0).shape[0], inp(n, 0).shape[3], 1, 1])]))
+def _infer_gap(node: Node) -> list[TensorType | None]:
+    x = inp(node, 0)
+    return [typed(x.dtype, [x.shape[0], x.shape[3], *([1, 1] if node.attrs.get("keepdims", 1) else [])])]
+
+
+register(OpDef("GapNHWC", lower=_lower_gap, kernels=("ember_gap_nhwc_f32",), infer=_infer_gap))
 register(OpDef("ScaleNHWC", lower=_lower_scale, kernels=("ember_scale_nhwc_f32",),
                infer=lambda n: [typed(inp(n, 0).dtype, list(inp(n, 0).shape))]))
 

@@ -24,6 +24,7 @@ from ember.ir.graph import Graph, Node, Value
 from ember.ops.conv import RESIDUAL, _conv_parts
 from ember.ops.epilogue import epilogue_of
 from ember.ops.nhwc import NHWC_ATTR, NhwcParams
+from ember.ops.reduce import reduce_axes
 from ember.passes.conv_algorithms import narrow_panels
 
 TO_NHWC = [0, 2, 3, 1]
@@ -59,9 +60,13 @@ def _se_slot(node: Node) -> int | None:
 
 
 def _pool(node: Node) -> bool:
+    """A GlobalAveragePool, or a ReduceMean over H and W (TFLite's MEAN): its output has the same bytes from
+    NHWC activations as from NCHW ones."""
     x = node.input(0)
-    return (node.op == "GlobalAveragePool" and x is not None and x.type.rank == 4 and x.dtype is DType.FLOAT32
-            and node.outputs[0] is not None and node.outputs[0].dtype is DType.FLOAT32)
+    if (x is None or x.type.rank != 4 or x.dtype is not DType.FLOAT32 or node.outputs[0] is None
+            or node.outputs[0].dtype is not DType.FLOAT32):
+        return False
+    return node.op == "GlobalAveragePool" or (node.op == "ReduceMean" and reduce_axes(node) == (2, 3))
 
 
 def _member(node: Node) -> bool:
@@ -188,7 +193,7 @@ def _reorders(graph: Graph, region: list[Node], uses: dict[int, list[Node]]) -> 
     outside), one per value leaving it (read outside, or a graph output; a pool's output is NCHW already)."""
     inside = {id(n) for n in region}
     entering = {id(v) for n in region for v in _activations(n) if v.producer is None or id(v.producer) not in inside}
-    leaving = {id(v) for n in region if n.op != "GlobalAveragePool" for v in n.outputs if v is not None
+    leaving = {id(v) for n in region if not _pool(n) for v in n.outputs if v is not None
                and (graph.is_output(v) or any(id(u) not in inside for u in uses.get(id(v), [])))}
     return len(entering) + len(leaving)
 
@@ -216,8 +221,8 @@ def _rewrite_se(graph: Graph, node: Node, nhwc_of: dict[int, Value], made: list[
         nhwc_of[id(x)] = t.outputs[0]  # type: ignore[assignment]
     xt = nhwc_of[id(x)]
     at = graph.nodes.index(node)
-    if slot is None:
-        new = Node("GapNHWC", node.name, [xt], [y])
+    if slot is None:  # the pool's output keeps its shape: [N, C, 1, 1], or [N, C] from a ReduceMean without keepdims
+        new = Node("GapNHWC", node.name, [xt], [y], {"keepdims": int(y.type.rank == 4)})
         graph.nodes[at:at + 1] = [*before, new]
         y.producer = new
         made += before

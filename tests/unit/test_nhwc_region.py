@@ -16,7 +16,7 @@ from ember.passes.nhwc_region import TO_NCHW, TO_NHWC, nhwc_regions
 RNG = np.random.default_rng(5)
 
 
-def _graph(blocks: int = 1, se: bool = False, stem: bool = False) -> Graph:
+def _graph(blocks: int = 1, se: bool = False, stem: bool = False, mean: bool = False) -> Graph:
     """x -> [3x3 stem] -> blocks of (expand 1x1 + Relu -> depthwise 3x3 + Relu -> [SE Mul] -> project 1x1 + x)."""
     inits, nodes = [], []
 
@@ -41,6 +41,9 @@ def _graph(blocks: int = 1, se: bool = False, stem: bool = False) -> Graph:
             e = f"scaled{b}"
         nodes.append(helper.make_node("Add", [h, conv(e, 32, 8)], [f"sum{b}"]))
         h = f"sum{b}"
+    if mean:  # TFLite's MEAN over the plane, without keepdims
+        nodes.append(helper.make_node("ReduceMean", [h], ["mean"], axes=[2, 3], keepdims=0))
+        h = "mean"
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 14, 14])],
                               [helper.make_tensor_value_info(h, TensorProto.FLOAT, None)], inits)
     g = load_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), LoadOptions(), "net")
@@ -98,3 +101,10 @@ def test_a_region_without_enough_convs_for_its_reorders_stays_nchw() -> None:
     g = _graph(blocks=1, se=True)
     nhwc_regions(g, min_convs=4)  # 3 convs, 2 reorders
     assert not any(n.op.endswith("NHWC") or n.op == "NhwcReorder" for n in g.nodes)
+
+
+def test_a_mean_over_the_plane_ends_the_region_without_a_reorder() -> None:
+    g = _graph(blocks=2, mean=True)
+    nhwc_regions(g, min_convs=3)
+    assert [n.op for n in g.nodes] == ["NhwcReorder", *["ConvNHWC"] * 6, "GapNHWC"]
+    assert g.nodes[-1].outputs[0] is g.outputs[0] and g.outputs[0].shape == (1, 8)
