@@ -94,7 +94,7 @@ FAMILIES: dict[str, CpuFamily] = {f.name: f for f in (
     # stems: 0.8-0.86x at 56x56 and smaller outputs, a tie at 112x112; the keyword spotter's 10x4 stem 0.5x).
     # Channels-last regions (5 convs per pair of reorders): on Zen 3, paired against the NCHW build of the same
     # model, MobileNetV2 0.84x, MobileNetV3-Large 0.91x, EfficientNet-B0 0.96x, the TFLite fixture mobilenet_like
-    # 0.81x and Keras' MobileNetV2 (alpha 0.35, 96x96) 0.88x; the KWS CNN's one chain (4 convs, 16 channels at
+    # 0.78x and Keras' MobileNetV2 (alpha 0.35, 96x96) 0.88x; the KWS CNN's one chain (4 convs, 16 channels at
     # 25x5) took 1.27x at 4 convs a pair and stays NCHW at 5.
     CpuFamily("avx2", "AVX2 + FMA, 256-bit, two FMA units (Haswell to Alder Lake, Zen 1-3; x86-64-v3)", "avx2", 2,
               winograd_min_pixels=49, winograd4_min_tiles=16, shifted_strided_min_k=16, narrow_max_pixels=12,
