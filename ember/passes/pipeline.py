@@ -29,6 +29,7 @@ from ember.passes.int4_matmul import pack_int4_matmuls
 from ember.passes.int8_layout import choose_int8_layout
 from ember.passes.manager import PassFn, each_graph
 from ember.passes.mcu_kernels import choose_mcu_kernels
+from ember.passes.nhwc_region import nhwc_regions
 from ember.passes.schedule import schedule_for_memory
 from ember.passes.scratch_budget import budget_scratch
 from ember.passes.simplify import materialize_outputs, remove_identities
@@ -138,6 +139,11 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
         family = cpu.family if cpu is not None else DEFAULT_FAMILY
         # --tune / --tune-file: the measured choices of a choice file win over the thresholds.
         tuned = read_choices(options) if options.tune or options.tune_file else None
+        if family.nhwc_min_convs is not None:
+            # Chains of depthwise/1x1 convs on channels-last activations; before the algorithm choice, which would
+            # rewrite their Convs, and after residual and activation fusion, whose results they carry.
+            panel = family.mm_panel if family.matmul_panels else 0
+            passes.append(("nhwc_regions", lambda g: nhwc_regions(g, family.nhwc_min_convs or 0, panel)))
         passes.append(("choose_conv_algorithms", lambda g: choose_conv_algorithms(g, family, tuned)))
         passes.append(("choose_int8_layout", choose_int8_layout))
     if int8_isa:

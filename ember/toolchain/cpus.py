@@ -70,6 +70,10 @@ class CpuFamily:
     # expanded tensors stay in L3 between the layers there), stride-2 ones 1.25-1.9x, those from 28x28 and
     # smaller planes 1.04-1.2x; nothing measured a gain to turn it on for.
     irblock_min_pixels: int | None = None
+    # Connected chains of float depthwise / 1x1 convs run channels-last (passes/nhwc_region.py), with a reorder
+    # where a value enters or leaves the chain, if they hold at least this many convs per pair of reorders;
+    # None: never.
+    nhwc_min_convs: int | None = None
 
     def c_defines(self) -> dict[str, int]:
         """The macros NAME.c defines before its kernels (each kernel keeps its own default without one)."""
@@ -97,10 +101,15 @@ FAMILIES: dict[str, CpuFamily] = {f.name: f for f in (
     # QConvShifted/QConv at 56x56 to 14x14 (64-256 ch), 0.9-0.92x at 7x7 (512 ch: 8 MiB of transformed weights),
     # 0.76-0.77x at 32 ch 56x56, 0.99-1.03x at 16 ch 112x112 (off there). Whole int8 models, interleaved with
     # Winograd off: ResNet-18 0.87x, ResNet-50 0.93x; leaving the 7x7 layers out was 1.01x / 1.05x slower.
+    # Channels-last regions (5 convs per pair of reorders): on Zen 3, paired against the NCHW build of the same
+    # model, MobileNetV2 0.84x, MobileNetV3-Large 0.91x, EfficientNet-B0 0.96x, the TFLite fixture mobilenet_like
+    # 0.78x and Keras' MobileNetV2 (alpha 0.35, 96x96) 0.88x; the KWS CNN's one chain (4 convs, 16 channels at
+    # 25x5) took 1.27x at 4 convs a pair and stays NCHW at 5.
     CpuFamily("avx2", "AVX2 + FMA, 256-bit, two FMA units (Haswell to Alder Lake, Zen 1-3; x86-64-v3)", "avx2", 2,
               winograd_min_pixels=49, winograd4_min_tiles=16, shifted_strided_min_k=16, narrow_max_pixels=12,
               qwino_min_channels=32, qwino_min_pixels=49,
-              matmul_panels=True, mm_prefetch=False, mm_panel=16, mm_strip_prefetch=True, mm_block_n=64),
+              matmul_panels=True, mm_prefetch=False, mm_panel=16, mm_strip_prefetch=True, mm_block_n=64,
+              nhwc_min_convs=5),
     CpuFamily("avx512", "AVX-512, two 512-bit FMA units (Xeon Skylake-SP to Granite Rapids, Zen 5; x86-64-v4)",
               "avx512", 2),
     CpuFamily("avx512-1fma", "AVX-512 at half rate: one 512-bit FMA unit (Ice/Tiger Lake client) or 2 x 256 (Zen 4)",

@@ -103,7 +103,15 @@ def _model(path: Path) -> Path:
     return path
 
 
-def test_inverted_residual_blocks_match_onnxruntime(tmp_path: Path) -> None:
+def test_inverted_residual_blocks_match_onnxruntime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The NCHW kernels this checks, with the channels-last regions off (tests/models/test_nhwc_region.py has those).
+    real = pipeline.resolve_cpu
+
+    def resolve(target: str, cpu: str | None) -> CpuChoice | None:
+        choice = real(target, cpu)
+        return None if choice is None else replace(choice, family=replace(choice.family, nhwc_min_convs=None))
+
+    monkeypatch.setattr(pipeline, "resolve_cpu", resolve)
     path = _model(tmp_path / "irblocks.onnx")
     bundle = ember.compile(path, tmp_path / "out")
     source = (bundle.path / "irblocks.c").read_text()

@@ -64,7 +64,8 @@ EMBER_INLINE ember_vf ember_vclamp(ember_vf x, float lo, float hi) {
 /* acc[R][V] (+)= A[R rows, k0..k1) * B[k0..k1, V vectors of type T]; the tile lives in registers
  * (R, V constant per instantiation: MR, 13, 8, 6, 4 or 1 rows x 2 vectors, 1 vector or 1 column). `first`:
  * start from zero instead of the partial sums in C. On the last K block the fused epilogue runs in
- * registers before the store: `bias` (row i adds bias[i * bias_sm]; NULL for none), then `res` (a
+ * registers before the store: `bias` (row i adds bias[i * bias_sm]; with bias_sm < 0, column j adds
+ * bias[j]; NULL for none), then `res` (a
  * residual laid out as C: the tile adds its own elements of it; NULL for none), then, if `clamp`, a
  * clamp to [lo, hi] (Relu, Clip). */
 #define EMBER_MM_TILE(NAME, T, CLAMP, R, V)                                                            \
@@ -86,7 +87,10 @@ EMBER_INLINE ember_vf ember_vclamp(ember_vf x, float lo, float hi) {
                 for (j = 0; j < V; ++j) acc[i][j] += a * bv[j];                                      \
             }                                                                                        \
         }                                                                                            \
-        if (bias)                                                                                    \
+        if (bias && bias_sm < 0) /* a bias per column (channels-last 1x1 convs, Gemm's bias row) */   \
+            for (i = 0; i < R; ++i)                                                                  \
+                for (j = 0; j < V; ++j) acc[i][j] += *(const T *)(bias + j * (ptrdiff_t)(sizeof(T) / 4)); \
+        else if (bias)                                                                               \
             for (i = 0; i < R; ++i)                                                                  \
                 for (j = 0; j < V; ++j) acc[i][j] += bias[i * bias_sm];                              \
         if (res)                                                                                     \
@@ -152,7 +156,7 @@ static void ember_mm_dot_cols(float *C, ptrdiff_t c_sm, const float *A, ptrdiff_
             {
                 float *c = C + (ptrdiff_t)i * c_sm + j;
                 float v = first ? sum : *c + sum;
-                if (bias) v += bias[i * bias_sm];
+                if (bias) v += bias_sm < 0 ? bias[j] : bias[i * bias_sm];
                 if (res) v += res[(ptrdiff_t)i * c_sm + j];
                 *c = clamp ? ember_sclamp(v, lo, hi) : v;
             }
@@ -270,15 +274,20 @@ static void ember_matmul_core_res(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
                                   int M, int N, int K, float alpha,
                                   const float *bias, ptrdiff_t bias_sm, ptrdiff_t bias_sn, float beta,
                                   const float *res, int act, float act_a, float act_b) {
-    const int simple = alpha == 1.0f && (!bias || (beta == 1.0f && bias_sn == 0));
+    /* a bias along n only (one value per column) is added in the tiles too: at bias + n0, flagged by a
+     * negative row stride */
+    const int colb = bias && beta == 1.0f && bias_sm == 0 && bias_sn == 1;
+    const ptrdiff_t tile_sm = colb ? -1 : bias_sm;
+    const int simple = alpha == 1.0f && (!bias || (beta == 1.0f && bias_sn == 0) || colb);
     const int clamp = simple && (act == EMBER_ACT_RELU || act == EMBER_ACT_CLIP);
     const int in_tile = simple && (clamp || act == EMBER_ACT_NONE);
     const float lo = act == EMBER_ACT_CLIP ? act_a : 0.0f, hi = act == EMBER_ACT_CLIP ? act_b : __builtin_inff();
     int n0, nv, k0, m0, strip, rows;
 #define EMBER_MM_CALL(B_, BS_)                                                                            \
     ember_mm_tile(rows, strip, C + (ptrdiff_t)m0 * c_sm + n0, c_sm, A + (ptrdiff_t)m0 * a_sm + (ptrdiff_t)k0 * a_sk, \
-                  a_sm, a_sk, B_, BS_, kn, k0 == 0, in_tile && k0 + kn >= K && bias ? bias + (ptrdiff_t)m0 * bias_sm : 0, \
-                  bias_sm, in_tile && k0 + kn >= K && clamp, lo, hi,                                          \
+                  a_sm, a_sk, B_, BS_, kn, k0 == 0,                                                           \
+                  in_tile && k0 + kn >= K && bias ? bias + (colb ? (ptrdiff_t)n0 : (ptrdiff_t)m0 * bias_sm) : 0,  \
+                  tile_sm, in_tile && k0 + kn >= K && clamp, lo, hi,                                          \
                   in_tile && k0 + kn >= K && res ? res + (ptrdiff_t)m0 * c_sm + n0 : 0)
 #define EMBER_MM_PANEL_AT(N0, K0) \
     (B + (ptrdiff_t)((N0) / EMBER_MM_PANEL) * K * EMBER_MM_PANEL + (ptrdiff_t)(K0) * EMBER_MM_PANEL + (N0) % EMBER_MM_PANEL)
@@ -318,8 +327,9 @@ static void ember_matmul_core_res(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
                     if (strip == 2 && a_sk == 1) { /* the single columns after the last whole vector */
                         const int last = in_tile && k0 + kn >= K;
                         ember_mm_dot_cols(C + (ptrdiff_t)m0 * c_sm + n0, c_sm, A + (ptrdiff_t)m0 * a_sm + k0, a_sm, src,
-                                          kn, rows, N - n0, k0 == 0, last && bias ? bias + (ptrdiff_t)m0 * bias_sm : 0,
-                                          bias_sm, last && res ? res + (ptrdiff_t)m0 * c_sm + n0 : 0, last && clamp,
+                                          kn, rows, N - n0, k0 == 0,
+                                          last && bias ? bias + (colb ? (ptrdiff_t)n0 : (ptrdiff_t)m0 * bias_sm) : 0,
+                                          tile_sm, last && res ? res + (ptrdiff_t)m0 * c_sm + n0 : 0, last && clamp,
                                           lo, hi);
                         break;
                     }

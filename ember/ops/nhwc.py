@@ -1,0 +1,149 @@
+"""ConvNHWC (internal): a depthwise or 1x1 Conv on channels-last activations (kernels/nhwc.c).
+
+passes/nhwc_region.py rewrites chains of float depthwise (multiplier 1) and 1x1 stride-1 Convs into this op,
+with Transposes at the region's boundaries. Inputs: (X [N, H, W, C], W', B [M] (optional), residual [N, OH,
+OW, M] (optional: a fused residual Add, added before the activation)). W' is the weights rearranged so that a
+channel vector is contiguous: depthwise [KH*KW, C] (tap-major), 1x1 [C, M] (the matmul's B) or that in panels.
+The geometry is the Conv's (attribute `_nhwc`, an NhwcParams); the fused activation comes along as the Conv's
+epilogue.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ember.codegen.emitter import KernelEmitter
+from ember.ir.dtypes import DType, TensorType
+from ember.ir.graph import Node
+from ember.ops.conv import ConvGeometry
+from ember.ops.epilogue import epilogue_args
+from ember.ops.infer import inp, typed
+from ember.ops.opdef import OpDef
+from ember.ops.parallel import Split
+from ember.ops.registry import register
+
+NHWC_ATTR = "_nhwc"
+RESIDUAL = 3
+
+
+@dataclass(frozen=True)
+class NhwcParams:
+    geometry: ConvGeometry  # the Conv's (channels: C)
+    out_channels: int  # M: C for a depthwise conv
+    depthwise: bool
+    # A 1x1 conv's weights packed at compile time in panels of this many columns (kernels/matmul.c's
+    # EMBER_MM_PANEL: [M/P, C, P]), so the matmul packs no B strip at run time; 0: plain [C, M].
+    panel: int = 0
+
+
+def params(node: Node) -> NhwcParams:
+    p = node.attrs[NHWC_ATTR]
+    assert isinstance(p, NhwcParams)
+    return p
+
+
+def _infer(node: Node) -> list[TensorType | None]:
+    x, p = inp(node, 0), params(node)
+    return [typed(x.dtype, [x.shape[0], *p.geometry.out_size[1:], p.out_channels])]
+
+
+def _emit(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:
+    """Units [lo, hi) of the output: rows of the plane (depthwise) or pixels (1x1), as ops/parallel.py splits
+    them; the whole node is [0, units)."""
+    p, x = params(node), inp(node, 0)
+    bias = k.inp(2) if node.input(2) is not None else "0"
+    has_res = node.input(RESIDUAL) is not None
+    if p.depthwise:
+        k.call("ember_dwconv_nhwc_f32", k.out(0), k.inp(0), k.inp(1), bias, k.inp(RESIDUAL) if has_res else "0",
+               k.table(p.geometry.table(), DType.INT32), x.shape[0], lo, hi, *epilogue_args(node))
+        return
+    m, c = p.out_channels, p.geometry.channels
+
+    def at(ptr: str, width: int) -> str:
+        return f"{ptr} + (ptrdiff_t){lo * width}" if lo else ptr
+
+    k.call("ember_pw_nhwc_f32", at(k.out(0), m), at(k.inp(0), c), k.inp(1), int(p.panel > 0), bias,
+           at(k.inp(RESIDUAL), m) if has_res else "0", hi - lo, m, c, *epilogue_args(node))
+
+
+def _units(node: Node) -> int:
+    p, x = params(node), inp(node, 0)
+    return p.geometry.out_size[1] if p.depthwise else x.shape[0] * p.geometry.pixels
+
+
+def _lower(node: Node, k: KernelEmitter) -> None:
+    _emit(node, k, 0, _units(node))
+
+
+def _split(node: Node) -> Split | None:
+    """Depthwise: ranges of output rows of one image; 1x1: ranges of pixels. Each part computes its elements
+    exactly as the whole call does (the same taps, the same K order)."""
+    if params(node).depthwise and inp(node, 0).shape[0] != 1:
+        return None
+    return Split(_units(node), 1, (), lower=_emit)
+
+
+def _flops(node: Node) -> int:
+    p, x = params(node), inp(node, 0)
+    per_output = p.geometry.taps if p.depthwise else p.geometry.channels
+    return 2 * x.shape[0] * p.out_channels * p.geometry.pixels * per_output
+
+
+# NhwcReorder (internal): a region boundary's Transpose of a 4-D float32 tensor, NCHW -> NHWC (perm 0, 2, 3, 1)
+# or back (0, 3, 1, 2), as passes/nhwc_region.py leaves it: per image a 2-D transpose ([C, H*W] <-> [H*W, C])
+# of vector blocks in registers, where the generic strided copy moved one element at a time a whole plane apart
+# (MobileNetV2's 112x112x32 stem output: 0.12 ms, 1.2% of the model).
+REORDER_PERMS = ((0, 2, 3, 1), (0, 3, 1, 2))
+
+
+def _lower_reorder(node: Node, k: KernelEmitter) -> None:
+    x = inp(node, 0)
+    n, (a, b, c) = x.shape[0], x.shape[1:]
+    rows, cols = (a, b * c) if tuple(node.attrs["perm"]) == REORDER_PERMS[0] else (a * b, c)
+    k.need("ember_nhwc_reorder_f32")
+    with k.w.block(f"for (int ember_n = 0; ember_n < {n}; ++ember_n)"):
+        k.call("ember_nhwc_reorder_f32", f"{k.out(0)} + (ptrdiff_t)ember_n * {rows * cols}",
+               f"{k.inp(0)} + (ptrdiff_t)ember_n * {rows * cols}", rows, cols)
+
+
+def _infer_reorder(node: Node) -> list[TensorType | None]:
+    x = inp(node, 0)
+    return [typed(x.dtype, [x.shape[p] for p in node.attrs["perm"]])]
+
+
+register(OpDef("NhwcReorder", infer=_infer_reorder, lower=_lower_reorder, kernels=("ember_nhwc_reorder_f32",)))
+
+
+# GapNHWC and ScaleNHWC (internal): a Squeeze-Excitation block's GlobalAveragePool and Mul inside a region, so
+# that the depthwise output both read stays channels-last (EfficientNet, MobileNetV3), and a final pool.
+# GapNHWC: (X [N, H, W, C]) -> [N, C, 1, 1] (the same bytes as [N, 1, 1, C]), or [N, C] with keepdims 0.
+# ScaleNHWC: (X [N, H, W, C], S [N or 1, C, 1, 1]) -> [N, H, W, C], X times S per channel.
+def _hw(node: Node) -> tuple[int, int, int]:
+    x = inp(node, 0)
+    return x.shape[0], x.shape[1] * x.shape[2], x.shape[3]
+
+
+def _lower_gap(node: Node, k: KernelEmitter) -> None:
+    k.call("ember_gap_nhwc_f32", k.out(0), k.inp(0), *_hw(node))
+
+
+def _lower_scale(node: Node, k: KernelEmitter) -> None:
+    n, p, c = _hw(node)
+    k.call("ember_scale_nhwc_f32", k.out(0), k.inp(0), k.inp(1), c if inp(node, 1).shape[0] > 1 else 0, n, p, c)
+
+
+def _infer_gap(node: Node) -> list[TensorType | None]:
+    x = inp(node, 0)
+    return [typed(x.dtype, [x.shape[0], x.shape[3], *([1, 1] if node.attrs.get("keepdims", 1) else [])])]
+
+
+register(OpDef("GapNHWC", lower=_lower_gap, kernels=("ember_gap_nhwc_f32",), infer=_infer_gap))
+register(OpDef("ScaleNHWC", lower=_lower_scale, kernels=("ember_scale_nhwc_f32",),
+               infer=lambda n: [typed(inp(n, 0).dtype, list(inp(n, 0).shape))]))
+
+
+# Not in place: the depthwise kernel's ragged last vector re-reads inputs of channels it has written.
+register(OpDef(
+    "ConvNHWC", infer=_infer, lower=_lower, kernels=("ember_dwconv_nhwc_f32", "ember_pw_nhwc_f32"),
+    takes_epilogue=True, flops=_flops, split=_split,
+))

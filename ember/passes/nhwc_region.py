@@ -1,0 +1,255 @@
+"""Channels-last regions: chains of float depthwise and 1x1 Convs run on NHWC activations (ops/nhwc.py).
+
+In NCHW a depthwise conv reads each channel as its own plane: the channel-blocked kernels (dwblock.c,
+dwconv3.c's ember_dw3_blocked) gather EMBER_VL planes into a grid of channel vectors and scatter the outputs
+back on every call, and a stride-2 one splits its planes into phases. In NHWC the channel vectors are
+already there, and a 1x1 conv is one matmul with the activations as its A operand. onnxruntime keeps NCHWc
+between its convs and XNNPACK NHWC for the same reason.
+
+The pass takes the eligible Convs (float32, 2-D, constant weights and bias: depthwise with multiplier 1, or
+1x1 stride-1 unpadded ungrouped), groups them into connected regions (a Conv's input, its fused residual
+and its output link it to its neighbours) and rewrites each region that pays for its reorders (`_pays`): every Conv
+becomes a ConvNHWC between a Transpose of each input to NHWC and one of its output back to NCHW; then every
+NCHW -> NHWC Transpose of such an output is the value it came from (the pair cancels), so what is left is one
+Transpose where a value enters or leaves the region (lowered as NhwcReorder). `min_convs`, the Convs a region
+needs for each pair of reorders at its edge, is the CPU family's `nhwc_min_convs` (toolchain/cpus.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ember.ir.dtypes import DType, TensorType
+from ember.ir.graph import Graph, Node, Value
+from ember.ops.conv import RESIDUAL, _conv_parts
+from ember.ops.epilogue import epilogue_of
+from ember.ops.nhwc import NHWC_ATTR, NhwcParams
+from ember.ops.reduce import reduce_axes
+from ember.passes.conv_algorithms import narrow_panels
+
+TO_NHWC = [0, 2, 3, 1]
+TO_NCHW = [0, 3, 1, 2]
+
+
+def _eligible(node: Node) -> bool:
+    if node.op != "Conv":
+        return False
+    x, w, b, y = node.input(0), node.input(1), node.input(2), node.outputs[0]
+    r = node.input(RESIDUAL)
+    if (x is None or w is None or y is None or not w.is_const or (b is not None and not b.is_const)
+            or x.type.rank != 4 or any(v.dtype is not DType.FLOAT32 for v in (x, w, y))
+            or (r is not None and (r.shape != y.shape or r.dtype is not DType.FLOAT32))):
+        return False
+    geo, group, m, depthwise, direct = _conv_parts(node)
+    # one pixel (Squeeze-Excitation's FCs): a matrix-vector product either way, ember_gemv_rows_f32 in NCHW
+    return geo.planar and geo.pixels > 1 and ((depthwise and m == geo.channels) or (direct and group == 1))
+
+
+def _se_slot(node: Node) -> int | None:
+    """Which input of a Squeeze-Excitation Mul is the activations (a float32 [N, C, H, W], H*W > 1, scaled by a
+    [N or 1, C, 1, 1] gate); None for any other node."""
+    if node.op != "Mul" or len(node.inputs) != 2 or node.outputs[0] is None:
+        return None
+    for slot in (0, 1):
+        a, g = node.inputs[slot], node.inputs[1 - slot]
+        if (a is not None and g is not None and a.type.rank == 4 and a.dtype is DType.FLOAT32
+                and g.dtype is DType.FLOAT32 and a.shape[2] * a.shape[3] > 1 and g.shape[1:] == (a.shape[1], 1, 1)
+                and g.shape[0] in (1, a.shape[0]) and node.outputs[0].shape == a.shape):
+            return slot
+    return None
+
+
+def _pool(node: Node) -> bool:
+    """A GlobalAveragePool, or a ReduceMean over H and W (TFLite's MEAN): its output has the same bytes from
+    NHWC activations as from NCHW ones."""
+    x = node.input(0)
+    if (x is None or x.type.rank != 4 or x.dtype is not DType.FLOAT32 or node.outputs[0] is None
+            or node.outputs[0].dtype is not DType.FLOAT32):
+        return False
+    return node.op == "GlobalAveragePool" or (node.op == "ReduceMean" and reduce_axes(node) == (2, 3))
+
+
+def _member(node: Node) -> bool:
+    return _eligible(node) or _se_slot(node) is not None or _pool(node)
+
+
+def _activations(node: Node) -> list[Value]:
+    """The inputs a member reads channels-last in the region."""
+    slot = _se_slot(node) if node.op == "Mul" else None
+    if slot is not None:
+        ins = [node.input(slot)]
+    else:
+        ins = [node.input(0), node.input(RESIDUAL) if node.op == "Conv" else None]
+    return [v for v in ins if v is not None]
+
+
+def _regions(graph: Graph, members: list[Node]) -> list[list[Node]]:
+    """The connected groups of `members`, linked through the values one produces and another reads."""
+    index = {id(n): i for i, n in enumerate(members)}
+    parent = list(range(len(members)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for n in members:
+        for v in _activations(n):
+            p = v.producer
+            if p is not None and id(p) in index:
+                parent[find(index[id(n)])] = find(index[id(p)])
+    groups: dict[int, list[Node]] = {}
+    for i, n in enumerate(members):
+        groups.setdefault(find(i), []).append(n)
+    return list(groups.values())
+
+
+def _transpose(graph: Graph, v: Value, perm: list[int], name: str, out: Value | None = None) -> Node:
+    if out is None:
+        out = graph.value(f"{v.name}_{name}", TensorType(v.dtype, tuple(v.shape[p] for p in perm)))
+    return Node("Transpose", graph.unique_name(f"{v.name}_{name}"), [v], [out], {"perm": list(perm)})
+
+
+def _rewrite(graph: Graph, conv: Node, nhwc_of: dict[int, Value], panel: int, made: list[Node]) -> None:
+    """`nhwc_of`: the NHWC Transposes made so far, by id of their input (a value read twice is moved once);
+    `made`: every Transpose made."""
+    geo, _, m, depthwise, _ = _conv_parts(conv)
+    x, w, y = conv.input(0), conv.input(1), conv.outputs[0]
+    assert x is not None and w is not None and w.const is not None and y is not None
+    # depthwise [C, 1, KH, KW] -> [KH*KW, C] (a tap's channel vector contiguous); 1x1 [M, C, 1, 1] -> [C, M]
+    wt = w.const.reshape(m, -1).T
+    panel = panel if panel and not depthwise and m % panel == 0 else 0
+    if panel:
+        wt = narrow_panels(w.const, panel)
+    before: list[Node] = []
+    ins: list[Value | None] = list(conv.inputs)
+    for i in (0, RESIDUAL):
+        v = conv.input(i)
+        if v is not None:
+            if id(v) not in nhwc_of:
+                t = _transpose(graph, v, TO_NHWC, "nhwc")
+                before.append(t)
+                nhwc_of[id(v)] = t.outputs[0]  # type: ignore[assignment]
+            ins[i] = nhwc_of[id(v)]
+    ins[1] = graph.constant(f"{conv.name}_w_nhwc", np.ascontiguousarray(wt, dtype=np.float32))
+    y_nhwc = graph.value(f"{y.name}_nhwc", TensorType(y.dtype, (y.shape[0], *y.shape[2:], y.shape[1])))
+    attrs = dict(conv.attrs)
+    attrs[NHWC_ATTR] = NhwcParams(geo, m, depthwise, panel)
+    new = Node("ConvNHWC", conv.name, ins, [y_nhwc], attrs)
+    back = _transpose(graph, y_nhwc, TO_NCHW, "nchw", out=y)
+    at = graph.nodes.index(conv)
+    graph.nodes[at:at + 1] = [*before, new, back]
+    made += [*before, back]
+    y_nhwc.producer, y.producer = new, back
+
+
+def _cancel(graph: Graph) -> None:
+    """Transpose(Transpose(v, TO_NCHW), TO_NHWC) is v: its readers read v; Transposes nobody reads go."""
+    for t in [n for n in graph.nodes if n.op == "Transpose" and n.attrs.get("perm") == TO_NHWC]:
+        src = t.input(0)
+        p = src.producer if src is not None else None
+        if p is not None and p.op == "Transpose" and p.attrs.get("perm") == TO_NCHW and p.input(0) is not None:
+            out = t.outputs[0]
+            assert out is not None
+            graph.replace_uses(out, p.inputs[0])  # type: ignore[arg-type]
+            graph.remove_node(t)
+    uses = graph.consumers()
+    for t in [n for n in graph.nodes if n.op == "Transpose" and n.attrs.get("perm") == TO_NCHW]:
+        out = t.outputs[0]
+        if out is not None and not uses.get(id(out)) and not graph.is_output(out):
+            graph.remove_node(t)
+
+
+def _fuse_adds(graph: Graph) -> None:
+    """Add(conv, shortcut) into the conv as its residual where fuse_residual left it: MobileNet's projections
+    after a depthwise conv, kept for the inverted-residual fusion. Here the sum is taken in the matmul's
+    epilogue, and the Add's output stays in the region."""
+    uses = graph.consumers()
+    for add in [n for n in graph.nodes if n.op == "Add" and len(n.inputs) == 2]:
+        out = add.outputs[0]
+        for slot in (0, 1):
+            v, other = add.inputs[slot], add.inputs[1 - slot]
+            conv = v.producer if v is not None else None
+            if (v is None or other is None or out is None or conv is None or not _eligible(conv)
+                    or conv.input(RESIDUAL) is not None or epilogue_of(conv) is not None
+                    or int(conv.attrs.get("group", 1)) != 1 or len(uses.get(id(v), [])) != 1 or graph.is_output(v)
+                    or other is v or other.shape != v.shape or out.shape != v.shape
+                    or other.dtype is not DType.FLOAT32 or out.dtype is not DType.FLOAT32):
+                continue
+            conv.inputs = [*conv.inputs, *[None] * (RESIDUAL + 1 - len(conv.inputs))]
+            conv.inputs[RESIDUAL] = other
+            conv.outputs[0] = out
+            out.producer = conv
+            # at the Add's place: after the shortcut's producer
+            graph.nodes.remove(conv)
+            graph.nodes[graph.nodes.index(add)] = conv
+            uses = graph.consumers()
+            break
+
+
+def _reorders(graph: Graph, region: list[Node], uses: dict[int, list[Node]]) -> int:
+    """The Transposes the region would leave: one per value entering it (an input it reads channels-last made
+    outside), one per value leaving it (read outside, or a graph output; a pool's output is NCHW already)."""
+    inside = {id(n) for n in region}
+    entering = {id(v) for n in region for v in _activations(n) if v.producer is None or id(v.producer) not in inside}
+    leaving = {id(v) for n in region if not _pool(n) for v in n.outputs if v is not None
+               and (graph.is_output(v) or any(id(u) not in inside for u in uses.get(id(v), [])))}
+    return len(entering) + len(leaving)
+
+
+def _pays(graph: Graph, region: list[Node], uses: dict[int, list[Node]], min_convs: int) -> bool:
+    """At least `min_convs` Convs for each pair of reorders at the region's edge (a way in and a way out). A
+    Squeeze-Excitation block's pool and Mul join the region; without them (before they did) a chain of SE
+    blocks (EfficientNet: 1.5 Convs a reorder) moved its largest tensor, the expanded one, out of the region and
+    back in each block, and EfficientNet-B0 took 1.16-1.26x its NCHW time on Zen 3."""
+    convs = sum(1 for n in region if n.op == "Conv")
+    return convs > 0 and 2 * convs >= min_convs * _reorders(graph, region, uses)
+
+
+def _rewrite_se(graph: Graph, node: Node, nhwc_of: dict[int, Value], made: list[Node]) -> None:
+    """A pool or an SE Mul of the region: GapNHWC (its output as it was) or ScaleNHWC (output reordered back,
+    which cancels where a region member reads it)."""
+    slot = _se_slot(node)
+    x = node.input(0 if slot is None else slot)
+    y = node.outputs[0]
+    assert x is not None and y is not None
+    before: list[Node] = []
+    if id(x) not in nhwc_of:
+        t = _transpose(graph, x, TO_NHWC, "nhwc")
+        before.append(t)
+        nhwc_of[id(x)] = t.outputs[0]  # type: ignore[assignment]
+    xt = nhwc_of[id(x)]
+    at = graph.nodes.index(node)
+    if slot is None:  # the pool's output keeps its shape: [N, C, 1, 1], or [N, C] from a ReduceMean without keepdims
+        new = Node("GapNHWC", node.name, [xt], [y], {"keepdims": int(y.type.rank == 4)})
+        graph.nodes[at:at + 1] = [*before, new]
+        y.producer = new
+        made += before
+        return
+    y_nhwc = graph.value(f"{y.name}_nhwc", TensorType(y.dtype, tuple(xt.shape)))
+    new = Node("ScaleNHWC", node.name, [xt, node.inputs[1 - slot]], [y_nhwc])
+    back = _transpose(graph, y_nhwc, TO_NCHW, "nchw", out=y)
+    graph.nodes[at:at + 1] = [*before, new, back]
+    y_nhwc.producer, y.producer = new, back
+    made += [*before, back]
+
+
+def nhwc_regions(graph: Graph, min_convs: int, panel: int = 0) -> None:
+    """`panel`: the CPU family's compile-time panel width for 1x1 weights (0: none; needs M % panel == 0)."""
+    _fuse_adds(graph)
+    members = [n for n in graph.nodes if _member(n)]
+    uses = graph.consumers()
+    chosen = {id(n) for region in _regions(graph, members) if _pays(graph, region, uses, min_convs) for n in region}
+    nhwc_of: dict[int, Value] = {}
+    made: list[Node] = []
+    for node in [n for n in members if id(n) in chosen]:  # in graph order: a Transpose lands before its readers
+        if node.op == "Conv":
+            _rewrite(graph, node, nhwc_of, panel, made)
+        else:
+            _rewrite_se(graph, node, nhwc_of, made)
+    _cancel(graph)
+    kept = {id(n) for n in graph.nodes}
+    for t in made:  # the boundaries left: a blocked 2-D transpose per image each
+        if id(t) in kept:
+            t.op = "NhwcReorder"

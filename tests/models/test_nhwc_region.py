@@ -1,0 +1,108 @@
+"""Channels-last regions (passes/nhwc_region.py, ops/nhwc.py, kernels/nhwc.c) against onnxruntime: chains of
+inverted-residual blocks with ReLU6, HardSwish and Swish, stride 1 and 2, dilation 2, a 5x5 depthwise, an
+expand ratio of 1, a Squeeze-Excitation block (its pool and Mul channels-last too), channel counts that
+are not whole vectors (20, 40, 60: the depthwise's overlapped last vector) and fewer than a vector (4: the
+scalar path), odd plane sizes (19x21). Run on the host's vectors and on the x86-64 baseline (no vectors: the
+scalar C), in-process and as sanitized C; the kernels also compile warning-free for AVX-512 and AArch64."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import ember
+from ember.codegen import library
+from ember.passes import pipeline
+from ember.toolchain.cpus import CpuChoice
+from tests.models.test_inverted_residual import _Net, _plain_block
+from tests.support import cdriver
+from tests.support.models import assert_close, onnxruntime_outputs
+
+KERNELS = ("ember_dwconv_nhwc_f32", "ember_pw_nhwc_f32", "ember_nhwc_reorder_f32", "ember_gap_nhwc_f32",
+           "ember_scale_nhwc_f32")
+
+
+@pytest.fixture
+def nhwc(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Regions of 3 Convs on (no CPU family turns them on yet: toolchain/cpus.py)."""
+    real = pipeline.resolve_cpu
+
+    def resolve(target: str, cpu: str | None) -> CpuChoice | None:
+        choice = real(target, cpu)
+        return None if choice is None else replace(choice, family=replace(choice.family, nhwc_min_convs=3))
+
+    monkeypatch.setattr(pipeline, "resolve_cpu", resolve)
+
+
+def _model(path: Path, h: int = 19, w: int = 21) -> tuple[Path, list[str]]:
+    net = _Net()
+    net.inits += [numpy_helper.from_array(np.float32(v), name) for v, name in ((0.0, "zero"), (6.0, "six"))]
+    a = _plain_block(net, "x", 20, 20, 3, 1, "relu6")                  # residual, 60 channels
+    b = _plain_block(net, a, 20, 24, 2, 2, "hardswish")               # stride 2: 19x21 -> 10x11
+    c = _plain_block(net, b, 24, 24, 1, 1, "swish")                   # expand ratio 1, residual
+    d = _plain_block(net, c, 24, 4, 2, 1, "relu6", dilation=2)        # 4 output channels
+    e = net.op("Clip", net.conv(d, 4, 4, k=5, group=4), "zero", "six")  # 5x5 on 4 channels: the scalar path
+    f = _plain_block(net, net.conv(e, 4, 16), 16, 16, 2, 1, "swish", se=True)  # SE: GapNHWC, ScaleNHWC
+    oh, ow = -(-h // 2), -(-w // 2)
+    shapes = {d: [1, 4, oh, ow], f: [1, 16, oh, ow]}
+    graph = helper.make_graph(net.nodes, "nhwc", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                              [1, 20, h, w])],
+                              [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in shapes.items()],
+                              net.inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, path)
+    return path, list(shapes)
+
+
+@pytest.mark.parametrize("cpu", [None, "x86-64"])
+def test_nhwc_regions_match_onnxruntime(tmp_path: Path, nhwc: None, cpu: str | None) -> None:
+    path, outs = _model(tmp_path / "nhwc.onnx")
+    bundle = ember.compile(path, tmp_path / "out", cpu=cpu)
+    source = (bundle.path / "nhwc.c").read_text()
+    assert all(source.count(f"{k}(") >= 2 for k in KERNELS)  # the kernel and its calls
+    x = {"x": (np.random.default_rng(3).standard_normal((1, 20, 19, 21)) * 3).astype(np.float32)}
+    ref, got = onnxruntime_outputs(path, x), bundle.run(x)
+    sanitized = cdriver.run(bundle.path, tmp_path / "asan", x, sanitize=True)
+    for name in outs:
+        assert_close(got[name], ref[name], f"nhwc region {name}")
+        assert_close(sanitized[name], ref[name], f"nhwc region {name} (sanitized C driver)")
+    cdriver.compile_werror(bundle.path, tmp_path / "werror.o")
+
+
+def test_nhwc_kernels_compile_for_avx512_and_aarch64(tmp_path: Path) -> None:
+    """The AVX-512 (16-float vectors) and NEON paths, which this machine cannot run, warning-free."""
+    src = tmp_path / "nhwc.c"
+    src.write_text("#include <stdint.h>\n#include <stddef.h>\n" + library.assemble(set(KERNELS))
+                   + "void ember_use(void);\nvoid ember_use(void) {" + "".join(f" (void){k};" for k in KERNELS)
+                   + " }\n")
+    flags = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-Wdouble-promotion", "-ffreestanding", "-c", str(src),
+             "-o", str(tmp_path / "k.o")]
+    cdriver.run_cmd(["cc", "-march=x86-64-v4", *flags])
+    if importlib.util.find_spec("ziglang") is not None:
+        cdriver.run_cmd([sys.executable, "-m", "ziglang", "cc", "-target", "aarch64-linux-musl", *flags])
+
+
+def test_nhwc_regions_divide_among_threads(tmp_path: Path, nhwc: None) -> None:
+    """Compiled for 2 threads, the depthwise convs divide by output rows and the 1x1 convs by pixels, each part
+    computing its elements as the whole call does; also as sanitized C with its thread pool. Planes of 57x59, so
+    that the convs have the work passes/threads.py divides."""
+    path, outs = _model(tmp_path / "nhwc.onnx", 57, 59)
+    serial = ember.compile(path, tmp_path / "t1")
+    threaded = ember.compile(path, tmp_path / "t2", threads=2)
+    # each divided node calls its kernel once per part
+    one, two = ((b.path / "nhwc.c").read_text() for b in (serial, threaded))
+    assert all(two.count(f"{k}(") > one.count(f"{k}(") for k in KERNELS[:2])  # the reorders stay whole
+    x = {"x": (np.random.default_rng(4).standard_normal((1, 20, 57, 59)) * 3).astype(np.float32)}
+    want, got = serial.run(x), threaded.run(x)
+    sanitized = cdriver.run(threaded.path, tmp_path / "c", x, sanitize=True, cflags=("-pthread",), opt="-O0")
+    for name in outs:
+        assert_close(got[name], want[name], f"nhwc region {name}: 2 threads vs 1", rel=1e-5)
+        assert_close(sanitized[name], want[name], f"nhwc region {name}: sanitized C driver, 2 threads", rel=1e-5)

@@ -1,0 +1,110 @@
+"""passes/nhwc_region.py: which Convs run channels-last, and where the reorders are left."""
+
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+from ember.frontends.onnx.loader import LoadOptions, load_onnx
+from ember.ir.graph import Graph
+from ember.ops.conv import RESIDUAL
+from ember.ops.nhwc import params
+from ember.passes.fold_constants import fold_constants
+from ember.passes.fuse_activation import fuse_activation
+from ember.passes.nhwc_region import TO_NCHW, TO_NHWC, nhwc_regions
+
+RNG = np.random.default_rng(5)
+
+
+def _graph(blocks: int = 1, se: bool = False, stem: bool = False, mean: bool = False) -> Graph:
+    """x -> [3x3 stem] -> blocks of (expand 1x1 + Relu -> depthwise 3x3 + Relu -> [SE Mul] -> project 1x1 + x)."""
+    inits, nodes = [], []
+
+    def conv(x: str, ci: int, co: int, kk: int = 1, group: int = 1) -> str:
+        y = f"c{len(nodes)}"
+        w = RNG.standard_normal((co, ci // group, kk, kk)).astype(np.float32)
+        inits.append(numpy_helper.from_array(w, y + "w"))
+        nodes.append(helper.make_node("Conv", [x, y + "w"], [y], kernel_shape=[kk, kk], pads=[kk // 2] * 4,
+                                      group=group))
+        return y
+
+    def relu(x: str) -> str:
+        nodes.append(helper.make_node("Relu", [x], [x + "r"]))
+        return x + "r"
+
+    h = conv("x", 8, 8, 3) if stem else "x"
+    for b in range(blocks):
+        e = relu(conv(relu(conv(h, 8, 32)), 32, 32, 3, group=32))
+        if se:
+            nodes.append(helper.make_node("GlobalAveragePool", [e], [f"pool{b}"]))
+            nodes.append(helper.make_node("Mul", [e, f"pool{b}"], [f"scaled{b}"]))
+            e = f"scaled{b}"
+        nodes.append(helper.make_node("Add", [h, conv(e, 32, 8)], [f"sum{b}"]))
+        h = f"sum{b}"
+    if mean:  # TFLite's MEAN over the plane, without keepdims
+        nodes.append(helper.make_node("ReduceMean", [h], ["mean"], axes=[2, 3], keepdims=0))
+        h = "mean"
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 14, 14])],
+                              [helper.make_tensor_value_info(h, TensorProto.FLOAT, None)], inits)
+    g = load_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), LoadOptions(), "net")
+    fold_constants(g)
+    fuse_activation(g)
+    return g
+
+
+def _transposes(g: Graph) -> list[list[int]]:
+    return [n.attrs["perm"] for n in g.nodes if n.op == "NhwcReorder"]
+
+
+def test_chained_blocks_run_channels_last_with_one_reorder_each_way() -> None:
+    g = _graph(blocks=2)
+    nhwc_regions(g, min_convs=3)
+    assert [n.op for n in g.nodes] == ["NhwcReorder", *["ConvNHWC"] * 6, "NhwcReorder"]
+    assert _transposes(g) == [TO_NHWC, TO_NCHW]
+    convs = [n for n in g.nodes if n.op == "ConvNHWC"]
+    assert [params(n).depthwise for n in convs] == [False, True, False] * 2
+    # the residual Adds went into the projections, their shortcuts read channels-last
+    assert all(n.input(RESIDUAL) is not None for n in convs[2::3]) and not any(n.op == "Add" for n in g.nodes)
+    assert convs[2].input(RESIDUAL) is convs[0].input(0)
+    # weights: depthwise [9, C] tap-major, 1x1 [C, M]
+    assert convs[1].inputs[1].shape == (9, 32) and convs[0].inputs[1].shape == (8, 32)
+    assert convs[-1].outputs[0].shape == (1, 14, 14, 8) and g.outputs[0].shape == (1, 8, 14, 14)
+
+
+def test_a_region_below_the_size_rule_stays_nchw() -> None:
+    g = _graph(blocks=1)
+    nhwc_regions(g, min_convs=4)
+    assert not any(n.op in ("ConvNHWC", "NhwcReorder", "Transpose") for n in g.nodes)
+
+
+def test_a_dense_stem_stays_nchw_and_its_output_is_reordered_once() -> None:
+    g = _graph(blocks=1, stem=True)
+    nhwc_regions(g, min_convs=3)
+    ops = [n.op for n in g.nodes]
+    # the stem's output is read by the expand conv and as the residual: one Transpose for both
+    assert ops == ["Conv", "NhwcReorder", *["ConvNHWC"] * 3, "NhwcReorder"]
+
+
+def test_squeeze_excitation_joins_the_region() -> None:
+    """The SE pool and Mul read the depthwise output channels-last (GapNHWC, ScaleNHWC): the block is one region,
+    its only reorders at the input and the output."""
+    g = _graph(blocks=1, se=True)
+    nhwc_regions(g, min_convs=3)
+    assert [n.op for n in g.nodes] == ["NhwcReorder", "ConvNHWC", "ConvNHWC", "GapNHWC", "ScaleNHWC", "ConvNHWC",
+                                       "NhwcReorder"]
+    pool, scale = g.nodes[3], g.nodes[4]
+    assert pool.outputs[0].shape == (1, 32, 1, 1) and scale.inputs[1] is pool.outputs[0]
+    assert scale.inputs[0] is g.nodes[2].outputs[0] and g.nodes[5].input(0) is scale.outputs[0]
+
+
+def test_a_region_without_enough_convs_for_its_reorders_stays_nchw() -> None:
+    g = _graph(blocks=1, se=True)
+    nhwc_regions(g, min_convs=4)  # 3 convs, 2 reorders
+    assert not any(n.op.endswith("NHWC") or n.op == "NhwcReorder" for n in g.nodes)
+
+
+def test_a_mean_over_the_plane_ends_the_region_without_a_reorder() -> None:
+    g = _graph(blocks=2, mean=True)
+    nhwc_regions(g, min_convs=3)
+    assert [n.op for n in g.nodes] == ["NhwcReorder", *["ConvNHWC"] * 6, "GapNHWC"]
+    assert g.nodes[-1].outputs[0] is g.outputs[0] and g.outputs[0].shape == (1, 8)
