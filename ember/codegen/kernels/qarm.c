@@ -1406,127 +1406,157 @@ EMBER_INLINE void ember_qa_dw3_quad2(int32_t o[4], const int16_t *p, int Wp, con
     o[3] = o3;
 }
 #if EMBER_HAVE_ARM_DSP
-/* A channel's output rows of n >= 1 outputs each (stored one row after the other from y) in steps of four
- * (ember_qa_dw3_quad for s = 1, _quad2 for s = 2; the plane's rows are long enough for the last step's
- * reads) from the plane rows q, q + wv[21] bytes, ..., each requantised by the SSAT form with the zero point
- * in ra (ops/qarm.py `fold_zp`) and stored at y[0 .. 3] (a row's last step: its n % 4 or 4 outputs): wv[0 ..
- * 3] the bias four times (one LDM starts a step's sums), 4 .. 15 the weights' words, 16 .. 18 mult, sh, ra,
- * 19 the plane's row in bytes, 20 the rows (>= 1), 21 the plane's bytes from one output row to the next.
- * Naked, all in registers (o0 .. o3 in r0 .. r3, q r4, row words r5 r6 r8, weight words r9 r10, row bytes
- * r11, wv r12, y lr, the outputs left r7; the rows' state on the stack): 58 instructions per step where the
- * C loop around the products took about 100 (54 on a plane of fixed pitch: _row1p, _row2p), 9 per row where
- * a call per row cost about 40. */
-#define EMBER_QA_DW3_RROW(OFS, B)                    \
+/* A channel's output rows of n >= 1 outputs each (stored one row after the other from y) from the plane rows
+ * q, q + wv[15] bytes, ..., each output requantised by the SSAT form with the zero point in ra (ops/qarm.py
+ * `fold_zp`). wv: [0 .. 3] the bias four times (one LDM starts a step's sums), [4 .. 9] per kernel row the
+ * words A = (w0, w1) and D = (w1, w2), [10 .. 12] mult, sh, ra, [13] the plane's row in bytes, [14] the rows
+ * (>= 1), [15] the plane's bytes from one output row to the next. A row: n / 4 steps of four outputs, then its
+ * n % 4 last from a step of two (n % 4 <= 2) or four (TBB picks). With X0 X1 X2 a kernel row's words (p0, p1)
+ * (p2, p3) (p4, p5) at the step's first column, o0 += X0.A + p2 w2, o1 += p1 w0 + X1.D, o2 += X1.A + p4 w2,
+ * o3 += p3 w0 + X2.D (stride 2, with the words X0 .. X4: o_j += X_j.A + X_{j+1}.lo w2): SMLAD for a pair of
+ * products, SMLABT / SMLATB for one, so two weight words per kernel row (the pairs (w2, 0) and (0, w0) took
+ * another load). Naked, all in registers (o0 .. o3 in r0 .. r3, q r4, row words r5 r6 r8, weight words r9 r10,
+ * r11 the plane's row bytes, wv r12, y lr, the steps left r7; the rows' state on the stack): 55 instructions
+ * per step of stride 1 (stride 2: 58; 51 and 54 on a plane of fixed pitch, _row1p and _row2p, where r11 keeps
+ * ra), about 10 per row. */
+#define EMBER_QA_DW3_R1(OFS, B)                      \
     "ldrd r5, r6, [r4, #" B "]\n\t"                  \
     "ldr r8, [r4, #" B "+8]\n\t"                     \
     "ldrd r9, r10, [r12, #" #OFS "]\n\t"             \
     "smlad r0, r5, r9, r0\n\t"                       \
-    "smlad r0, r6, r10, r0\n\t"                      \
-    "smlad r2, r6, r9, r2\n\t"                       \
-    "smlad r2, r8, r10, r2\n\t"                      \
-    "ldrd r9, r10, [r12, #" #OFS "+8]\n\t"           \
-    "smlad r1, r5, r9, r1\n\t"                       \
+    "smlabt r0, r6, r10, r0\n\t"                     \
+    "smlatb r1, r5, r9, r1\n\t"                      \
     "smlad r1, r6, r10, r1\n\t"                      \
-    "smlad r3, r6, r9, r3\n\t"                       \
+    "smlad r2, r6, r9, r2\n\t"                       \
+    "smlabt r2, r8, r10, r2\n\t"                     \
+    "smlatb r3, r6, r9, r3\n\t"                      \
     "smlad r3, r8, r10, r3\n\t"
-#define EMBER_QA_DW3_RROW2(OFS, B)                   \
+#define EMBER_QA_DW3_R2(OFS, B)                      \
     "ldrd r5, r6, [r4, #" B "]\n\t"                  \
     "ldr r8, [r4, #" B "+8]\n\t"                     \
     "ldrd r9, r10, [r12, #" #OFS "]\n\t"             \
     "smlad r0, r5, r9, r0\n\t"                       \
-    "smlad r0, r6, r10, r0\n\t"                      \
+    "smlabt r0, r6, r10, r0\n\t"                     \
     "smlad r1, r6, r9, r1\n\t"                       \
-    "smlad r1, r8, r10, r1\n\t"                      \
+    "smlabt r1, r8, r10, r1\n\t"                     \
     "ldrd r5, r6, [r4, #" B "+12]\n\t"               \
     "smlad r2, r8, r9, r2\n\t"                       \
-    "smlad r2, r5, r10, r2\n\t"                      \
+    "smlabt r2, r5, r10, r2\n\t"                     \
     "smlad r3, r5, r9, r3\n\t"                       \
-    "smlad r3, r6, r10, r3\n\t"
-/* The three kernel rows of a step: RS bytes apart (r11), or EMBER_QA_DW3_PITCH int16 (immediate offsets). */
+    "smlabt r3, r6, r10, r3\n\t"
+/* The same for o0 and o1 alone (a row's last one or two outputs). */
+#define EMBER_QA_DW3_T1(OFS, B)                      \
+    "ldrd r5, r6, [r4, #" B "]\n\t"                  \
+    "ldrd r9, r10, [r12, #" #OFS "]\n\t"             \
+    "smlad r0, r5, r9, r0\n\t"                       \
+    "smlabt r0, r6, r10, r0\n\t"                     \
+    "smlatb r1, r5, r9, r1\n\t"                      \
+    "smlad r1, r6, r10, r1\n\t"
+#define EMBER_QA_DW3_T2(OFS, B)                      \
+    "ldrd r5, r6, [r4, #" B "]\n\t"                  \
+    "ldr r8, [r4, #" B "+8]\n\t"                     \
+    "ldrd r9, r10, [r12, #" #OFS "]\n\t"             \
+    "smlad r0, r5, r9, r0\n\t"                       \
+    "smlabt r0, r6, r10, r0\n\t"                     \
+    "smlad r1, r6, r9, r1\n\t"                       \
+    "smlabt r1, r8, r10, r1\n\t"
+/* The three kernel rows of a step: r11 bytes apart, or EMBER_QA_DW3_PITCH int16 (immediate offsets). */
 #define EMBER_QA_DW3_ROWS(ROW)                                                                                      \
-    ROW(16, "0") "add r4, r4, r11\n\t" ROW(32, "0") "add r4, r4, r11\n\t" ROW(48, "0") "sub r4, r4, r11, lsl #1\n\t"
-#define EMBER_QA_DW3_ROWSP(ROW) ROW(16, "0") ROW(32, "128") ROW(48, "256")
+    ROW(16, "0") "add r4, r4, r11\n\t" ROW(24, "0") "add r4, r4, r11\n\t" ROW(32, "0") "sub r4, r4, r11, lsl #1\n\t"
+#define EMBER_QA_DW3_ROWSP(ROW) ROW(16, "0") ROW(24, "128") ROW(32, "256")
 #define EMBER_QA_DW3_RQ(O, RA)                       \
     "smmla " O ", " O ", r9, " RA "\n\t"              \
     "asr " O ", " O ", r10\n\t"                       \
     "ssat " O ", #8, " O "\n\t"
-#define EMBER_QA_DW3_NAKED(ROWS, STEP, R11, RQP, RA)                                                                               \
+/* One naked row function: ROWS (EMBER_QA_DW3_ROWS or _ROWSP), STEP and TWO (a step of four and of two, as
+ * EMBER_QA_DW3_R1 and _T1), ADV (a step's bytes along the plane's row), R11 (wv's byte offset for r11), RQP
+ * (loads ra into RA where r11 does not keep it). */
+#define EMBER_QA_DW3_ROWFN(NAME, ROWS, STEP, TWO, ADV, R11, RQP, RA)                                              \
+    EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void NAME(                                           \
+        EMBER_UNUSED const int16_t *q, EMBER_UNUSED uint8_t *y, EMBER_UNUSED const uint32_t *wv, EMBER_UNUSED int n) { \
     __asm__("push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"                                                     \
             "mov r4, r0\n\t"                                                                                     \
             "mov lr, r1\n\t"                                                                                     \
             "mov r12, r2\n\t"                                                                                    \
+            "and r5, r3, #3\n\t"                                                                                 \
+            "lsrs r3, r3, #2\n\t"                                                                                \
             "mov r7, r3\n\t"                                                                                     \
             "ldr r11, [r12, #" R11 "]\n\t"                                                                       \
-            "ldr r1, [r12, #80]\n\t"                                                                             \
-            "ldr r2, [r12, #84]\n\t"                                                                             \
-            "push {r0, r1, r2, r3}\n\t" /* sp + 0: the row's start, 4: rows left, 8: the row step, 12: n */       \
+            "ldr r1, [r12, #56]\n\t"                                                                             \
+            "ldr r2, [r12, #60]\n\t"                                                                             \
+            /* sp + 0: the row's start, 4: rows left, 8: the row step, 12: steps of four, 16: the last outputs */ \
+            "push {r0, r1, r2, r3, r5}\n\t"                                                                      \
+            "1:\n\t"                                                                                             \
+            "cmp r7, #0\n\t"                                                                                     \
+            "beq 3f\n\t"                                                                                         \
             "0:\n\t"                                                                                             \
-            "ldm r12, {r0, r1, r2, r3}\n\t" /* the bias, four times */                                           \
-            ROWS                                                                                                 \
-            "add r4, r4, #" STEP "\n\t"                                                                          \
-            "ldrd r9, r10, [r12, #64]\n\t"                                                                       \
+            "ldm r12, {r0, r1, r2, r3}\n\t"                                                                      \
+            ROWS(STEP)                                                                                           \
+            "add r4, r4, #" ADV "\n\t"                                                                           \
+            "ldrd r9, r10, [r12, #40]\n\t"                                                                       \
             RQP                                                                                                  \
             EMBER_QA_DW3_RQ("r0", RA) EMBER_QA_DW3_RQ("r1", RA) EMBER_QA_DW3_RQ("r2", RA) EMBER_QA_DW3_RQ("r3", RA)\
-            "subs r7, r7, #4\n\t"                                                                                \
-            "ble 5f\n\t" /* the row's last step: 1 to 4 outputs (r7 = their count - 4) */                       \
             "strb r1, [lr, #1]\n\t"                                                                              \
             "strb r2, [lr, #2]\n\t"                                                                              \
             "strb r3, [lr, #3]\n\t"                                                                              \
             "strb r0, [lr], #4\n\t"                                                                              \
-            "b 0b\n\t"                                                                                           \
-            "5:\n\t"                                                                                             \
-            "strb r0, [lr]\n\t"                                                                                  \
-            "cmn r7, #3\n\t"                                                                                     \
-            "beq 6f\n\t"                                                                                         \
-            "strb r1, [lr, #1]\n\t"                                                                              \
-            "cmn r7, #2\n\t"                                                                                     \
-            "beq 6f\n\t"                                                                                         \
-            "strb r2, [lr, #2]\n\t"                                                                              \
-            "cmn r7, #1\n\t"                                                                                     \
-            "beq 6f\n\t"                                                                                         \
-            "strb r3, [lr, #3]\n\t"                                                                              \
-            "6:\n\t" /* the next output row: y right after this one's last output */                            \
-            "add lr, lr, r7\n\t"                                                                                 \
-            "add lr, lr, #4\n\t"                                                                                 \
+            "subs r7, r7, #1\n\t"                                                                                \
+            "bne 0b\n\t"                                                                                         \
+            "3:\n\t"                                                                                             \
+            "ldr r7, [sp, #16]\n\t"                                                                              \
+            "tbb [pc, r7]\n\t"                                                                                   \
+            "4:\n\t"                                                                                             \
+            ".byte (6f - 4b) / 2, (7f - 4b) / 2, (8f - 4b) / 2, (9f - 4b) / 2\n\t"                               \
+            "6:\n\t" /* the next output row: y is right after this one's last output */                         \
             "ldrd r4, r5, [sp]\n\t"                                                                              \
             "ldrd r6, r7, [sp, #8]\n\t"                                                                          \
             "add r4, r4, r6\n\t"                                                                                 \
             "subs r5, r5, #1\n\t"                                                                                \
             "strd r4, r5, [sp]\n\t"                                                                              \
-            "bne 0b\n\t"                                                                                         \
-            "add sp, sp, #16\n\t"                                                                                \
-            "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}")
+            "bne 1b\n\t"                                                                                         \
+            "add sp, sp, #20\n\t"                                                                                \
+            "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}\n\t"                                                     \
+            "7:\n\t" /* one output left */                                                                       \
+            "ldm r12, {r0, r1}\n\t"                                                                              \
+            ROWS(TWO)                                                                                            \
+            "ldrd r9, r10, [r12, #40]\n\t"                                                                       \
+            RQP                                                                                                  \
+            EMBER_QA_DW3_RQ("r0", RA)                                                                            \
+            "strb r0, [lr], #1\n\t"                                                                              \
+            "b 6b\n\t"                                                                                           \
+            "8:\n\t" /* two */                                                                                   \
+            "ldm r12, {r0, r1}\n\t"                                                                              \
+            ROWS(TWO)                                                                                            \
+            "ldrd r9, r10, [r12, #40]\n\t"                                                                       \
+            RQP                                                                                                  \
+            EMBER_QA_DW3_RQ("r0", RA) EMBER_QA_DW3_RQ("r1", RA)                                                  \
+            "strb r1, [lr, #1]\n\t"                                                                              \
+            "strb r0, [lr], #2\n\t"                                                                              \
+            "b 6b\n\t"                                                                                           \
+            "9:\n\t" /* three: a step of four */                                                                 \
+            "ldm r12, {r0, r1, r2, r3}\n\t"                                                                      \
+            ROWS(STEP)                                                                                           \
+            "ldrd r9, r10, [r12, #40]\n\t"                                                                       \
+            RQP                                                                                                  \
+            EMBER_QA_DW3_RQ("r0", RA) EMBER_QA_DW3_RQ("r1", RA) EMBER_QA_DW3_RQ("r2", RA)                        \
+            "strb r1, [lr, #1]\n\t"                                                                              \
+            "strb r2, [lr, #2]\n\t"                                                                              \
+            "strb r0, [lr], #3\n\t"                                                                              \
+            "b 6b");                                                                                             \
+    }
 #define EMBER_QA_DW3_PITCH 64 /* int16: ember_qa_dw3_row1p/2p's plane rows, 128 bytes (EMBER_QA_DW3_ROWSP) */
-EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dw3_row1(EMBER_UNUSED const int16_t *q,
-                                                                                EMBER_UNUSED uint8_t *y,
-                                                                                EMBER_UNUSED const uint32_t *wv,
-                                                                                EMBER_UNUSED int n) {
-    EMBER_QA_DW3_NAKED(EMBER_QA_DW3_ROWS(EMBER_QA_DW3_RROW), "8", "76", "ldr r8, [r12, #72]\n\t", "r8");
-}
-EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dw3_row2(EMBER_UNUSED const int16_t *q,
-                                                                                EMBER_UNUSED uint8_t *y,
-                                                                                EMBER_UNUSED const uint32_t *wv,
-                                                                                EMBER_UNUSED int n) {
-    EMBER_QA_DW3_NAKED(EMBER_QA_DW3_ROWS(EMBER_QA_DW3_RROW2), "16", "76", "ldr r8, [r12, #72]\n\t", "r8");
-}
-/* The same on a plane of EMBER_QA_DW3_PITCH int16 per row: 4 instructions less per step (r11, no longer the
- * row's bytes, keeps ra). */
-EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dw3_row1p(EMBER_UNUSED const int16_t *q,
-                                                                                 EMBER_UNUSED uint8_t *y,
-                                                                                 EMBER_UNUSED const uint32_t *wv,
-                                                                                 EMBER_UNUSED int n) {
-    EMBER_QA_DW3_NAKED(EMBER_QA_DW3_ROWSP(EMBER_QA_DW3_RROW), "8", "72", "", "r11");
-}
-EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dw3_row2p(EMBER_UNUSED const int16_t *q,
-                                                                                 EMBER_UNUSED uint8_t *y,
-                                                                                 EMBER_UNUSED const uint32_t *wv,
-                                                                                 EMBER_UNUSED int n) {
-    EMBER_QA_DW3_NAKED(EMBER_QA_DW3_ROWSP(EMBER_QA_DW3_RROW2), "16", "72", "", "r11");
-}
-#undef EMBER_QA_DW3_NAKED
+EMBER_QA_DW3_ROWFN(ember_qa_dw3_row1, EMBER_QA_DW3_ROWS, EMBER_QA_DW3_R1, EMBER_QA_DW3_T1, "8", "52",
+                   "ldr r8, [r12, #48]\n\t", "r8")
+EMBER_QA_DW3_ROWFN(ember_qa_dw3_row2, EMBER_QA_DW3_ROWS, EMBER_QA_DW3_R2, EMBER_QA_DW3_T2, "16", "52",
+                   "ldr r8, [r12, #48]\n\t", "r8")
+EMBER_QA_DW3_ROWFN(ember_qa_dw3_row1p, EMBER_QA_DW3_ROWSP, EMBER_QA_DW3_R1, EMBER_QA_DW3_T1, "8", "48", "", "r11")
+EMBER_QA_DW3_ROWFN(ember_qa_dw3_row2p, EMBER_QA_DW3_ROWSP, EMBER_QA_DW3_R2, EMBER_QA_DW3_T2, "16", "48", "", "r11")
+#undef EMBER_QA_DW3_ROWFN
 #undef EMBER_QA_DW3_RQ
-#undef EMBER_QA_DW3_RROW
-#undef EMBER_QA_DW3_RROW2
+#undef EMBER_QA_DW3_R1
+#undef EMBER_QA_DW3_R2
+#undef EMBER_QA_DW3_T1
+#undef EMBER_QA_DW3_T2
 #undef EMBER_QA_DW3_ROWS
 #undef EMBER_QA_DW3_ROWSP
 #endif
@@ -1710,6 +1740,49 @@ EMBER_INLINE void ember_qa_dw3_rows(uint8_t *yc, const int16_t *plane, const emb
         }
     }
 }
+#if EMBER_HAVE_ARM_DSP
+typedef void (*ember_qa_dw3_row_fn)(const int16_t *q, uint8_t *y, const uint32_t *wv, int n);
+typedef void (*ember_qa_dw3_fill_fn)(int16_t *d, const uint8_t *s, const int32_t *f);
+/* ember_qa_dw3_t's assembly case (the SSAT form, its zero point in ra, not transposed, stride 1 or 2) with its
+ * per-channel work lean: the plane's rows and the weights' words straight (ember_qa_dw3_fill's for this
+ * case), the geometry's words of wv once; rows of EMBER_QA_DW3_PITCH int16 where they fit (ops/qarm.py
+ * conv_scratch sizes the plane so). Out of line: ember_qa_dw3_t's other loops keep their registers. */
+EMBER_NOINLINE static void ember_qa_dw3_fast(uint8_t *y, const uint8_t *x, uint32_t flip, int32_t xz,
+                                             const ember_qa_dw3_geo_t *g, int C, int N, const int16_t *Wt,
+                                             const int32_t *rq, int16_t *plane) {
+    const int pp = g->Wp <= EMBER_QA_DW3_PITCH ? EMBER_QA_DW3_PITCH : g->Wp;
+    const int r_end = g->H + g->PH < g->Hp ? g->H + g->PH : g->Hp, wd = g->W + g->PW < g->Wp ? g->W : g->Wp - g->PW;
+    const int32_t f[6] = {r_end - g->PH, ((wd >> 2) + 1) >> 1, (wd >> 2) & 1, wd & 3, 2 * pp, (int32_t)g->xs_row};
+    const ptrdiff_t in_plane = (ptrdiff_t)g->H * g->W, out_plane = (ptrdiff_t)g->OH * g->OW;
+    const uint32_t zz = (uint32_t)(uint16_t)xz * 0x10001u;
+    const ember_qa_dw3_row_fn row = pp == EMBER_QA_DW3_PITCH ? (g->SW == 1 ? ember_qa_dw3_row1p : ember_qa_dw3_row2p)
+                                                             : (g->SW == 1 ? ember_qa_dw3_row1 : ember_qa_dw3_row2);
+    const ember_qa_dw3_fill_fn fill = f[0] > 0 && wd > 0 ? (flip ? ember_qa_dw3_fill8 : ember_qa_dw3_fill8u) : 0;
+    int16_t *const d0 = plane + (ptrdiff_t)g->PH * pp + g->PW;
+    uint32_t *pw = (uint32_t *)(void *)plane; /* Hp * pp is even (pp is) */
+    const int OW = g->OW, words = g->Hp * pp / 2; /* read before the stores, which might alias g */
+    uint32_t wv[16]; /* ember_qa_dw3_row1's: the bias four times, the weights' words, mult, sh, ra, geometry */
+    int c, i, n;
+    for (i = 0; i < words; ++i) pw[i] = zz;
+    wv[13] = (uint32_t)(2 * pp), wv[14] = (uint32_t)g->OH, wv[15] = (uint32_t)(2 * g->SH * pp);
+    for (n = 0; n < N; ++n)
+        for (c = 0; c < C; ++c, x += in_plane, y += out_plane) {
+            const int16_t *w = Wt + 9 * c;
+            const int32_t *cq = rq + 4 * c;
+            int32_t sw = 0;
+            for (i = 0; i < 3; ++i) { /* A = (w0, w1), D = (w1, w2) */
+                const uint32_t a = *(const ember_qa_u32 *)(const void *)(w + 3 * i);
+                const uint32_t d = *(const ember_qa_u32 *)(const void *)(w + 3 * i + 1);
+                wv[2 * i + 4] = a, wv[2 * i + 5] = d;
+                sw = ember_qa_smlad(a, 0x10001u, sw) + (int16_t)(d >> 16);
+            }
+            wv[10] = (uint32_t)cq[0], wv[11] = (uint32_t)cq[1], wv[12] = (uint32_t)cq[2];
+            wv[0] = wv[1] = wv[2] = wv[3] = (uint32_t)(cq[3] - xz * sw);
+            if (fill) fill(d0, x, f);
+            row(plane, y, wv, OW);
+        }
+}
+#endif
 /* Depthwise 3x3 (channel multiplier 1, dilation 1, any stride and padding) of N images. Each channel is
  * widened into a zero-padded int16 plane (ember_qa_dw3_geo; its border is zeroed once, as every
  * channel's is the same), whose rows SMLAD reads two pixels per word. Strides 1 and 2 make four outputs
@@ -1730,47 +1803,7 @@ EMBER_INLINE void ember_qa_dw3_t(uint8_t *y, const uint8_t *x, uint32_t flip, in
     int n, c, i;
 #if EMBER_HAVE_ARM_DSP
     if (fast == 2 && !g.t && out[0] == 0 && (SW == 1 || SW == 2)) {
-        /* ember_qa_dw3_rows' assembly case with its per-channel work lean: the plane's rows and the weights'
-         * words straight (ember_qa_dw3_fill's and ember_qa_dw3_words' for this case), wv[19 .. 21] once; rows
-         * of EMBER_QA_DW3_PITCH int16 where they fit (ops/qarm.py conv_scratch sizes the plane so) */
-        const int pp = g.Wp <= EMBER_QA_DW3_PITCH ? EMBER_QA_DW3_PITCH : g.Wp;
-        const int r_end = g.H + g.PH < g.Hp ? g.H + g.PH : g.Hp, wd = g.W + g.PW < g.Wp ? g.W : g.Wp - g.PW;
-        const int32_t f[6] = {r_end - g.PH, ((wd >> 2) + 1) >> 1, (wd >> 2) & 1, wd & 3, 2 * pp, (int32_t)g.xs_row};
-        int16_t *const d0 = plane + (ptrdiff_t)g.PH * pp + g.PW;
-        const uint8_t *xc = x;
-        uint8_t *yc = y;
-        uint32_t wv[22]; /* ember_qa_dw3_row1's: the bias four times, the weights' words, mult, sh, ra, geometry */
-        for (i = 0; i < g.Hp * pp / 2; ++i) pw[i] = zz;
-        wv[19] = (uint32_t)(2 * pp), wv[20] = (uint32_t)g.OH, wv[21] = (uint32_t)(2 * g.SH * pp);
-        for (n = 0; n < N; ++n)
-            for (c = 0; c < C; ++c, xc += in_plane, yc += out_plane) {
-                const int16_t *w = Wt + 9 * c;
-                const int32_t *cq = rq + 4 * c;
-                int32_t sw = 0;
-                for (i = 0; i < 3; ++i) { /* A = (w0, w1), B = (w2, 0), C = (0, w0), D = (w1, w2) */
-                    const uint32_t a = *(const ember_qa_u32 *)(const void *)(w + 3 * i);
-                    const uint32_t d = *(const ember_qa_u32 *)(const void *)(w + 3 * i + 1);
-                    const uint32_t b = (uint16_t)w[3 * i + 2];
-                    wv[4 * i + 4] = a, wv[4 * i + 5] = b, wv[4 * i + 6] = a << 16, wv[4 * i + 7] = d;
-                    sw = ember_qa_smlad(a, 0x10001u, sw) + (int16_t)b;
-                }
-                wv[16] = (uint32_t)cq[0], wv[17] = (uint32_t)cq[1], wv[18] = (uint32_t)cq[2];
-                wv[0] = wv[1] = wv[2] = wv[3] = (uint32_t)(cq[3] - xz * sw);
-                if (f[0] > 0 && wd > 0) {
-                    if (flip)
-                        ember_qa_dw3_fill8(d0, xc, f);
-                    else
-                        ember_qa_dw3_fill8u(d0, xc, f);
-                }
-                if (pp == EMBER_QA_DW3_PITCH && SW == 1)
-                    ember_qa_dw3_row1p(plane, yc, wv, g.OW);
-                else if (pp == EMBER_QA_DW3_PITCH)
-                    ember_qa_dw3_row2p(plane, yc, wv, g.OW);
-                else if (SW == 1)
-                    ember_qa_dw3_row1(plane, yc, wv, g.OW);
-                else
-                    ember_qa_dw3_row2(plane, yc, wv, g.OW);
-            }
+        ember_qa_dw3_fast(y, x, flip, xz, &g, C, N, Wt, rq, plane);
         return;
     }
 #endif
