@@ -571,7 +571,7 @@ typedef struct {
     "add r10, r10, r11\n\t"
 #define EMBER_QA_BLOCK42X4 EMBER_QA_BLOCK42 EMBER_QA_BLOCK42 EMBER_QA_BLOCK42 EMBER_QA_BLOCK42
 #define EMBER_QA_BLOCK42X16 EMBER_QA_BLOCK42X4 EMBER_QA_BLOCK42X4 EMBER_QA_BLOCK42X4 EMBER_QA_BLOCK42X4
-#define EMBER_QA_GEMM42S(BIAS)                                                                                 \
+#define EMBER_QA_GEMM42S(BIAS, TEST)                                                                               \
     __asm__("push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t" \
             "ldm r0, {r1, r2, r3, r4, r5, r6, r7, r8}\n\t" \
             "cmp r8, #0\n\t" \
@@ -599,9 +599,7 @@ typedef struct {
             "1:\n\t" \
             EMBER_QA_BLOCK42X16 EMBER_QA_BLOCK42X16 \
             "5:\n\t" \
-            "ldr r10, [sp, #20]\n\t" \
-            "cmp lr, r10\n\t" \
-            "bne 1b\n\t" \
+            TEST \
             "ldr lr, [sp, #16]\n\t" \
             EMBER_QA_RQ42("r0", "r1") EMBER_QA_RQ42("r2", "r3") EMBER_QA_RQ42("r4", "r5") EMBER_QA_RQ42("r6", "r7") \
             "str lr, [sp, #16]\n\t" \
@@ -614,23 +612,33 @@ typedef struct {
             "add sp, sp, #32\n\t" \
             "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}")
 /* The sums' start: the biases, each channel's twice, from the per-quad words at bq (sp + 4; ops/qarm.py
- * `_tables`' pairs: appended to rq), or from rq's (9 instructions where LDM takes 3). */
-EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_gemm42s(EMBER_UNUSED ember_qa_q42_t *ctx) {
-    EMBER_QA_GEMM42S("ldr lr, [sp, #16]\n\t"
-                     "ldr r0, [lr, #12]\n\t"
-                     "mov r1, r0\n\t"
-                     "ldr r2, [lr, #28]\n\t"
-                     "mov r3, r2\n\t"
-                     "ldr r4, [lr, #44]\n\t"
-                     "mov r5, r4\n\t"
-                     "ldr r6, [lr, #60]\n\t"
-                     "mov r7, r6\n\t");
-}
-EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_gemm42b(EMBER_UNUSED ember_qa_q42_t *ctx) {
-    EMBER_QA_GEMM42S("ldr lr, [sp, #4]\n\t"
-                     "ldm lr!, {r0, r1, r2, r3, r4, r5, r6, r7}\n\t"
-                     "str lr, [sp, #4]\n\t");
-}
+ * `_tables`' pairs: appended to rq), or from rq's (9 instructions where LDM takes 3). The end test of the
+ * passes: the `1` variants (Kp <= 64, one pass) go on without it, 3 instructions a tile less. */
+#define EMBER_QA_BIAS42S                                                                                         \
+    "ldr lr, [sp, #16]\n\t"                                                                                      \
+    "ldr r0, [lr, #12]\n\t"                                                                                      \
+    "mov r1, r0\n\t"                                                                                             \
+    "ldr r2, [lr, #28]\n\t"                                                                                      \
+    "mov r3, r2\n\t"                                                                                             \
+    "ldr r4, [lr, #44]\n\t"                                                                                      \
+    "mov r5, r4\n\t"                                                                                             \
+    "ldr r6, [lr, #60]\n\t"                                                                                      \
+    "mov r7, r6\n\t"
+#define EMBER_QA_BIAS42B "ldr lr, [sp, #4]\n\tldm lr!, {r0, r1, r2, r3, r4, r5, r6, r7}\n\tstr lr, [sp, #4]\n\t"
+#define EMBER_QA_TEST42 "ldr r10, [sp, #20]\n\tcmp lr, r10\n\tbne 1b\n\t"
+#define EMBER_QA_GEMM42FN(NAME, BIAS, TEST)                                                                       \
+    EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void NAME(EMBER_UNUSED ember_qa_q42_t *ctx) {       \
+        EMBER_QA_GEMM42S(BIAS, TEST);                                                                            \
+    }
+EMBER_QA_GEMM42FN(ember_qa_gemm42s, EMBER_QA_BIAS42S, EMBER_QA_TEST42)
+EMBER_QA_GEMM42FN(ember_qa_gemm42s1, EMBER_QA_BIAS42S, "")
+EMBER_QA_GEMM42FN(ember_qa_gemm42b, EMBER_QA_BIAS42B, EMBER_QA_TEST42)
+EMBER_QA_GEMM42FN(ember_qa_gemm42b1, EMBER_QA_BIAS42B, "")
+typedef void (*ember_qa_q42_fn)(ember_qa_q42_t *ctx);
+#undef EMBER_QA_GEMM42FN
+#undef EMBER_QA_TEST42
+#undef EMBER_QA_BIAS42B
+#undef EMBER_QA_BIAS42S
 #undef EMBER_QA_GEMM42S
 #undef EMBER_QA_BLOCK42X4
 #undef EMBER_QA_BLOCK42X16
@@ -648,7 +656,7 @@ EMBER_INLINE void ember_qa_gemm4(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n, 
         ember_qa_q42_t ctx;
         ctx.cols = cols, ctx.kb = 8 * Kp, ctx.y = y, ctx.rs = (int32_t)rs, ctx.rq = rq, ctx.w = W;
         ctx.wend = W + (ptrdiff_t)M4 * Kp, ctx.entry = 0, ctx.bq = 0;
-        ember_qa_gemm42s(&ctx);
+        (Kp <= 64 ? ember_qa_gemm42s1 : ember_qa_gemm42s)(&ctx);
         return;
     }
 #endif
@@ -1151,6 +1159,7 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
     const int s42 = dsp && M % 4 == 0 && out[3] != 3 && ember_qa_mode(out) == 2 && out[0] == 0;
     q42.cols = cols, q42.kb = 8 * Kp, q42.rq = rq, q42.w = (const int16_t *)(const void *)W;
     q42.wend = q42.w + (ptrdiff_t)M * Kp, q42.entry = 0, q42.bq = rq + 4 * M; /* ops/qarm.py `_tables`' pairs */
+    const ember_qa_q42_fn g42b = Kp <= 64 ? ember_qa_gemm42b1 : ember_qa_gemm42b; /* one pass, or more */
     /* ops/qarm.py `_tables`' fold: a 1x1 layer's bias pairs hold the zero point's share (rq[6 M] = 1), so that
      * ember_qa_direct2 leaves the bytes' values as they are */
     const int fz = s42 && direct && rq[6 * M];
@@ -1171,7 +1180,7 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
             for (; q + 1 < P; q += 2) {
                 ember_qa_direct2(cols, xn + q, S, C, Kp, flip, z2, fz);
                 q42.y = yn + q;
-                ember_qa_gemm42b(&q42);
+                g42b(&q42);
             }
         }
 #endif
@@ -1188,7 +1197,7 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
                 if (s42) {
                     ember_qa_direct2(cols, xn + q, S, C, Kp, flip, z2, fz);
                     q42.y = yq, q42.rs = (int32_t)rs;
-                    ember_qa_gemm42b(&q42);
+                    g42b(&q42);
                     continue;
                 }
 #endif
@@ -1243,7 +1252,7 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
                     ember_qa_col2i_t((uint32_t *)(void *)cols, xc, S, RS, C * KH, KH, z2, Kp, 0);
                 if ((ow += 2) == OW) ow = 0, ++oh;
                 q42.y = yq, q42.rs = (int32_t)rs;
-                ember_qa_gemm42b(&q42);
+                g42b(&q42);
                 continue;
             }
 #endif
@@ -1261,7 +1270,7 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
             if (s42 && two) {
                 if (built != 2) ember_qa_pair_cols(cols, t0, t1, Kp);
                 q42.y = yq, q42.rs = (int32_t)rs;
-                ember_qa_gemm42b(&q42);
+                g42b(&q42);
                 continue;
             }
 #endif
@@ -1619,10 +1628,10 @@ EMBER_INLINE void ember_qa_dw3_load(int16_t *plane, const ember_qa_dw3_geo_t *g,
 #if EMBER_HAVE_ARM_DSP
 /* ember_qa_dw3_t's plane rows without the zero point (ember_qa_dw3_fill): f = [rows, the passes of 8 bytes
  * (wd / 4 rounded up to even, halved), whether wd / 4 is odd (the first pass then does 4), wd % 4, the
- * plane's row bytes, the image's row bytes], from d and s. Per row, four bytes at a time sign- (int8) or
- * zero- (uint8) extended by SXTB16/UXTB16 and put back in order by PKHBT/PKHTB (8 instructions per 4 where
- * ember_qa_widen takes 13), then the wd % 4 others one at a time. Naked: the rows loop in here (about 10
- * instructions per row where ember_qa_widen's call and tail cost about 34). */
+ * plane's row bytes less 2 wd, the image's row bytes less wd], from d and s. Per row, four bytes at a time
+ * sign- (int8) or zero- (uint8) extended by SXTB16/UXTB16 and put back in order by PKHBT/PKHTB (8
+ * instructions per 4 where ember_qa_widen takes 13), then the wd % 4 others (TBB picks: two by one LDRH).
+ * Naked: the rows loop in here, 8 instructions a row (ember_qa_widen's call and tail cost about 34). */
 #define EMBER_QA_FILL4(EXT)                                                                                        \
             "ldr r12, [r1], #4\n\t"                                                                              \
             EXT " r2, r12\n\t"                                                                                   \
@@ -1632,10 +1641,8 @@ EMBER_INLINE void ember_qa_dw3_load(int16_t *plane, const ember_qa_dw3_geo_t *g,
             "str r12, [r0], #4\n\t"                                                                              \
             "str lr, [r0], #4\n\t"
 #define EMBER_QA_FILL(EXT, LDB)                                                                                     \
-    __asm__("push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"                                                     \
+    __asm__("push {r4, r5, r6, r9, r10, r11, lr}\n\t"                                                           \
             "ldm r2, {r3, r4, r5, r9, r10, r11}\n\t"                                                             \
-            "mov r7, r0\n\t"                                                                                     \
-            "mov r8, r1\n\t"                                                                                     \
             "0:\n\t"                                                                                             \
             "movs r6, r4\n\t"                                                                                    \
             "beq 3f\n\t"                                                                                         \
@@ -1647,21 +1654,29 @@ EMBER_INLINE void ember_qa_dw3_load(int16_t *plane, const ember_qa_dw3_geo_t *g,
             "subs r6, r6, #1\n\t"                                                                                \
             "bne 1b\n\t"                                                                                         \
             "3:\n\t"                                                                                             \
-            "movs r6, r9\n\t"                                                                                    \
-            "beq 4f\n\t"                                                                                         \
-            "5:\n\t"                                                                                             \
-            LDB " r12, [r1], #1\n\t"                                                                             \
-            "strh r12, [r0], #2\n\t"                                                                             \
-            "subs r6, r6, #1\n\t"                                                                                \
-            "bne 5b\n\t"                                                                                         \
+            "tbb [pc, r9]\n\t"                                                                                   \
             "4:\n\t"                                                                                             \
-            "add r7, r7, r10\n\t"                                                                                \
-            "add r8, r8, r11\n\t"                                                                                \
-            "mov r0, r7\n\t"                                                                                     \
-            "mov r1, r8\n\t"                                                                                     \
+            ".byte (5f - 4b) / 2, (6f - 4b) / 2, (7f - 4b) / 2, (8f - 4b) / 2\n\t"                               \
+            "5:\n\t"                                                                                             \
+            "add r0, r0, r10\n\t"                                                                                \
+            "add r1, r1, r11\n\t"                                                                                \
             "subs r3, r3, #1\n\t"                                                                                \
             "bne 0b\n\t"                                                                                         \
-            "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}")
+            "pop {r4, r5, r6, r9, r10, r11, pc}\n\t"                                                             \
+            "6:\n\t" /* one byte left */                                                                         \
+            LDB " r12, [r1], #1\n\t"                                                                             \
+            "strh r12, [r0], #2\n\t"                                                                             \
+            "b 5b\n\t"                                                                                           \
+            "8:\n\t" /* three: one, then two */                                                                  \
+            LDB " r12, [r1], #1\n\t"                                                                             \
+            "strh r12, [r0], #2\n\t"                                                                             \
+            "7:\n\t" /* two */                                                                                   \
+            "ldrh r12, [r1], #2\n\t"                                                                             \
+            EXT " r2, r12\n\t"                                                                                   \
+            EXT " lr, r12, ror #8\n\t"                                                                           \
+            "pkhbt r12, r2, lr, lsl #16\n\t"                                                                     \
+            "str r12, [r0], #4\n\t"                                                                              \
+            "b 5b")
 EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dw3_fill8(EMBER_UNUSED int16_t *d,
                                                                                  EMBER_UNUSED const uint8_t *s,
                                                                                  EMBER_UNUSED const int32_t *f) {
@@ -1684,7 +1699,8 @@ EMBER_INLINE void ember_qa_dw3_fill(int16_t *plane, const ember_qa_dw3_geo_t *g,
     if (r_end <= g->PH || wd <= 0) return;
 #if EMBER_HAVE_ARM_DSP
     if (!g->t) {
-        const int32_t f[6] = {r_end - g->PH, ((wd >> 2) + 1) >> 1, (wd >> 2) & 1, wd & 3, 2 * g->Wp, (int32_t)g->xs_row};
+        const int32_t f[6] = {r_end - g->PH, ((wd >> 2) + 1) >> 1, (wd >> 2) & 1, wd & 3, 2 * (g->Wp - wd),
+                              (int32_t)g->xs_row - wd};
         if (flip)
             ember_qa_dw3_fill8(d0, xc, f);
         else
@@ -1752,7 +1768,8 @@ EMBER_NOINLINE static void ember_qa_dw3_fast(uint8_t *y, const uint8_t *x, uint3
                                              const int32_t *rq, int16_t *plane) {
     const int pp = g->Wp <= EMBER_QA_DW3_PITCH ? EMBER_QA_DW3_PITCH : g->Wp;
     const int r_end = g->H + g->PH < g->Hp ? g->H + g->PH : g->Hp, wd = g->W + g->PW < g->Wp ? g->W : g->Wp - g->PW;
-    const int32_t f[6] = {r_end - g->PH, ((wd >> 2) + 1) >> 1, (wd >> 2) & 1, wd & 3, 2 * pp, (int32_t)g->xs_row};
+    const int32_t f[6] = {r_end - g->PH, ((wd >> 2) + 1) >> 1, (wd >> 2) & 1, wd & 3, 2 * (pp - wd),
+                          (int32_t)g->xs_row - wd};
     const ptrdiff_t in_plane = (ptrdiff_t)g->H * g->W, out_plane = (ptrdiff_t)g->OH * g->OW;
     const uint32_t zz = (uint32_t)(uint16_t)xz * 0x10001u;
     const ember_qa_dw3_row_fn row = pp == EMBER_QA_DW3_PITCH ? (g->SW == 1 ? ember_qa_dw3_row1p : ember_qa_dw3_row2p)
