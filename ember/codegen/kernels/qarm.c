@@ -1580,10 +1580,10 @@ typedef struct {
     int t, H, W, OH, OW, PH, PW, SH, SW, Hp, Wp;
     ptrdiff_t xs_row, xs_col, ys_row, ys_col;
 } ember_qa_dw3_geo_t;
-EMBER_INLINE ember_qa_dw3_geo_t ember_qa_dw3_geo(const int32_t *p) {
+EMBER_INLINE ember_qa_dw3_geo_t ember_qa_dw3_geo_tr(const int32_t *p, int tr) {
     ember_qa_dw3_geo_t g;
     const int s1 = p[EMBER_GEO_STRIDE_H] == 1 && p[EMBER_GEO_STRIDE_W] == 1;
-    g.t = s1 && p[EMBER_GEO_OUT_H] > p[EMBER_GEO_OUT_W];
+    g.t = tr && s1 && p[EMBER_GEO_OUT_H] > p[EMBER_GEO_OUT_W];
     g.H = p[g.t ? EMBER_GEO_IN_W : EMBER_GEO_IN_H], g.W = p[g.t ? EMBER_GEO_IN_H : EMBER_GEO_IN_W];
     g.OH = p[g.t ? EMBER_GEO_OUT_W : EMBER_GEO_OUT_H], g.OW = p[g.t ? EMBER_GEO_OUT_H : EMBER_GEO_OUT_W];
     g.PH = p[g.t ? EMBER_GEO_PAD_W : EMBER_GEO_PAD_H], g.PW = p[g.t ? EMBER_GEO_PAD_H : EMBER_GEO_PAD_W];
@@ -1593,6 +1593,11 @@ EMBER_INLINE ember_qa_dw3_geo_t ember_qa_dw3_geo(const int32_t *p) {
     g.xs_row = g.t ? 1 : p[EMBER_GEO_IN_W], g.xs_col = g.t ? p[EMBER_GEO_IN_W] : 1;
     g.ys_row = g.t ? 1 : p[EMBER_GEO_OUT_W], g.ys_col = g.t ? p[EMBER_GEO_OUT_W] : 1;
     return g;
+}
+/* Helium's layout (ember_qarm_dw3_mve, _mve8): transposed where that makes the rows longer. The DSP kernels
+ * keep the image's rows (`tr` 0): their steps of four and two fit short rows, and their stores stay in order. */
+EMBER_INLINE ember_qa_dw3_geo_t ember_qa_dw3_geo(const int32_t *p) {
+    return ember_qa_dw3_geo_tr(p, 1);
 }
 /* The 9 weights' words wv (ember_qa_dw3_quad's A B C D per kernel row; w transposed with the plane). */
 EMBER_INLINE void ember_qa_dw3_words(const ember_qa_dw3_geo_t *g, const int16_t *w, uint32_t wv[12]) {
@@ -1766,7 +1771,8 @@ typedef void (*ember_qa_dw3_fill_fn)(int16_t *d, const uint8_t *s, const int32_t
 EMBER_NOINLINE static void ember_qa_dw3_fast(uint8_t *y, const uint8_t *x, uint32_t flip, int32_t xz,
                                              const ember_qa_dw3_geo_t *g, int C, int N, const int16_t *Wt,
                                              const int32_t *rq, int16_t *plane) {
-    const int pp = g->Wp <= EMBER_QA_DW3_PITCH ? EMBER_QA_DW3_PITCH : g->Wp;
+    /* ops/qarm.py dw3_pitch: a fixed pitch unless it would more than double a plane of many short rows */
+    const int pp = g->Wp <= EMBER_QA_DW3_PITCH && (g->Wp > 16 || g->Hp <= 16) ? EMBER_QA_DW3_PITCH : g->Wp;
     const int r_end = g->H + g->PH < g->Hp ? g->H + g->PH : g->Hp, wd = g->W + g->PW < g->Wp ? g->W : g->Wp - g->PW;
     const int32_t f[6] = {r_end - g->PH, ((wd >> 2) + 1) >> 1, (wd >> 2) & 1, wd & 3, 2 * (pp - wd),
                           (int32_t)g->xs_row - wd};
@@ -1807,8 +1813,9 @@ EMBER_NOINLINE static void ember_qa_dw3_fast(uint8_t *y, const uint8_t *x, uint3
  * strides one from a word and a halfword per kernel row. Wt: C x 9 int16; rq: per channel [mult, s, ra, bias]
  * (ember_qa_requant). */
 EMBER_INLINE void ember_qa_dw3_t(uint8_t *y, const uint8_t *x, uint32_t flip, int32_t z2, const int32_t *p, int N,
-                                 const int16_t *Wt, const int32_t *rq, const int32_t *out, int16_t *plane, int fast) {
-    const ember_qa_dw3_geo_t g = ember_qa_dw3_geo(p);
+                                 const int16_t *Wt, const int32_t *rq, const int32_t *out, int16_t *plane, int fast,
+                                 int tr) {
+    const ember_qa_dw3_geo_t g = ember_qa_dw3_geo_tr(p, tr);
     const int C = p[EMBER_GEO_C], SW = g.SW;
     const ptrdiff_t in_plane = (ptrdiff_t)g.H * g.W, out_plane = (ptrdiff_t)g.OH * g.OW;
     /* the plane holds the bytes' values, zero point included (ember_qa_dw3_fill), and the padding the zero
@@ -1819,7 +1826,7 @@ EMBER_INLINE void ember_qa_dw3_t(uint8_t *y, const uint8_t *x, uint32_t flip, in
     uint32_t *pw = (uint32_t *)(void *)plane; /* Hp * Wp is even (Wp is) */
     int n, c, i;
 #if EMBER_HAVE_ARM_DSP
-    if (fast == 2 && !g.t && out[0] == 0 && (SW == 1 || SW == 2)) {
+    if (fast == 2 && !tr && out[0] == 0 && (SW == 1 || SW == 2)) {
         ember_qa_dw3_fast(y, x, flip, xz, &g, C, N, Wt, rq, plane);
         return;
     }
@@ -1843,17 +1850,23 @@ EMBER_INLINE void ember_qa_dw3_t(uint8_t *y, const uint8_t *x, uint32_t flip, in
                 ember_qa_dw3_rows(yc, plane, &g, wv, w, cq, out, fast, 0);
         }
 }
-EMBER_UNUSED static void ember_qarm_dw3(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
-                           const int16_t *Wt, const int32_t *rq, const int32_t *out, int16_t *plane) {
+/* `tr`: Helium's plane layout (ember_qa_dw3_geo), for ember_qarm_dw3_mve's layers. */
+EMBER_UNUSED static void ember_qa_dw3_any(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
+                                          const int16_t *Wt, const int32_t *rq, const int32_t *out, int16_t *plane,
+                                          int tr) {
     const uint32_t flip = sgn ? 0x80u : 0u;
     const int32_t z2 = xz + (sgn ? 128 : 0);
     const int mode = ember_qa_mode(out);
     if (mode == 2)
-        ember_qa_dw3_t(y, x, flip, z2, p, N, Wt, rq, out, plane, 2);
+        ember_qa_dw3_t(y, x, flip, z2, p, N, Wt, rq, out, plane, 2, tr);
     else if (mode == 1)
-        ember_qa_dw3_t(y, x, flip, z2, p, N, Wt, rq, out, plane, 1);
+        ember_qa_dw3_t(y, x, flip, z2, p, N, Wt, rq, out, plane, 1, tr);
     else
-        ember_qa_dw3_t(y, x, flip, z2, p, N, Wt, rq, out, plane, 0);
+        ember_qa_dw3_t(y, x, flip, z2, p, N, Wt, rq, out, plane, 0, tr);
+}
+EMBER_UNUSED static void ember_qarm_dw3(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
+                           const int16_t *Wt, const int32_t *rq, const int32_t *out, int16_t *plane) {
+    ember_qa_dw3_any(y, x, sgn, xz, p, N, Wt, rq, out, plane, 0);
 }
 /*@end*/
 
@@ -2044,7 +2057,7 @@ static void ember_qarm_dw3_mve(uint8_t *y, const uint8_t *x, int sgn, int32_t xz
     const int32_t z2 = xz + (sgn ? 128 : 0);
     int n, c, i;
     if (!out[3]) {
-        ember_qarm_dw3(y, x, sgn, xz, p, N, Wt, rq, out, plane);
+        ember_qa_dw3_any(y, x, sgn, xz, p, N, Wt, rq, out, plane, 1);
         return;
     }
     for (i = 0; i < g.Hp * g.Wp; ++i) plane[i] = 0;
@@ -2064,7 +2077,7 @@ static void ember_qarm_dw3_mve(uint8_t *y, const uint8_t *x, int sgn, int32_t xz
                 ember_qa_dw3_mve_rows(yc, plane, &g, wk, rq + 4 * c, out, 0, 0);
         }
 #else
-    ember_qarm_dw3(y, x, sgn, xz, p, N, Wt, rq, out, plane);
+    ember_qa_dw3_any(y, x, sgn, xz, p, N, Wt, rq, out, plane, 1);
 #endif
 }
 /*@end*/
