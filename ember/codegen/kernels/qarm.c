@@ -1118,6 +1118,47 @@ EMBER_INLINE void ember_qa_direct2(int16_t *EMBER_RESTRICT cols, const uint8_t *
         d2[0] = d2[2] = 0;
     }
 }
+#if EMBER_HAVE_ARM_DSP
+/* ember_qa_direct2's folded case (`fz`, C % 4 == 0, so Kp = C) for pixels q .. q + 3 at once: q and q + 1 into
+ * ca, q + 2 and q + 3 into cb. One word read per channel (four pixels), split by SXTB16/UXTB16 into (p0, p2)
+ * and (p1, p3), the channel pair's words put together by PKHBT/PKHTB: 14 instructions per channel pair where
+ * ember_qa_direct2 takes 18 for the same columns. */
+EMBER_INLINE void ember_qa_direct4(int16_t *EMBER_RESTRICT ca, int16_t *EMBER_RESTRICT cb, const uint8_t *EMBER_RESTRICT xq,
+                                   ptrdiff_t S, int C, uint32_t flip) {
+    uint32_t *da = (uint32_t *)(void *)ca, *db = (uint32_t *)(void *)cb;
+    const uint32_t *const dend = da + C;
+    uint32_t a, b, oa, ob, t0, t1;
+#define EMBER_QA_STEP4(EXT)                                                                          \
+            "ldr %[b], [%[x], %[s]]\n\t"                                                            \
+            "ldr %[a], [%[x]]\n\t"                                                                  \
+            "add %[x], %[x], %[s], lsl #1\n\t"                                                      \
+            EXT " %[oa], %[a], ror #8\n\t"                                                          \
+            EXT " %[a], %[a]\n\t"                                                                   \
+            EXT " %[ob], %[b], ror #8\n\t"                                                          \
+            EXT " %[b], %[b]\n\t"                                                                   \
+            "pkhbt %[t0], %[a], %[b], lsl #16\n\t"                                                  \
+            "pkhbt %[t1], %[oa], %[ob], lsl #16\n\t"                                                \
+            "strd %[t0], %[t1], [%[da]], #8\n\t"                                                    \
+            "pkhtb %[t0], %[b], %[a], asr #16\n\t"                                                  \
+            "pkhtb %[t1], %[ob], %[oa], asr #16\n\t"                                                \
+            "strd %[t0], %[t1], [%[db]], #8\n\t"
+#define EMBER_QA_DIRECT4(EXT)                                                                        \
+    __asm__("1:\n\t"                                                                                \
+            EMBER_QA_STEP4(EXT) EMBER_QA_STEP4(EXT)                                                  \
+            "cmp %[da], %[dend]\n\t"                                                                \
+            "bne 1b"                                                                                 \
+            : [x] "+&r"(xq), [da] "+&r"(da), [db] "+&r"(db), [a] "=&r"(a), [b] "=&r"(b), [oa] "=&r"(oa), \
+              [ob] "=&r"(ob), [t0] "=&r"(t0), [t1] "=&r"(t1)                                          \
+            : [s] "r"(S), [dend] "r"(dend)                                                           \
+            : "cc", "memory")
+    if (flip)
+        EMBER_QA_DIRECT4("sxtb16");
+    else
+        EMBER_QA_DIRECT4("uxtb16");
+#undef EMBER_QA_DIRECT4
+#undef EMBER_QA_STEP4
+}
+#endif
 /* Convolution (2-D, one group) of N images: y[n][m][pixel] requantised from W times the windows, two output
  * pixels at a time: their columns built plainly in t (2 x Kp int16, Kp: K rounded up to `kq`), then
  * handed to `gemm` (qarm.c's SMLAD product, which interleaves them first, or Helium's). A 1x1 stride-1
@@ -1177,6 +1218,16 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
 #if EMBER_HAVE_ARM_DSP
         if (s42 && direct && !res) { /* a 1x1 layer's column pairs, nothing else to track */
             q42.rs = (int32_t)P;
+            if (fz && C % 4 == 0) { /* four pixels' columns at a time, the second pair's where t0, t1 would be */
+                for (; q + 3 < P; q += 4) {
+                    ember_qa_direct4(cols, t0, xn + q, S, C, flip);
+                    q42.y = yn + q, q42.cols = cols;
+                    g42b(&q42);
+                    q42.y = yn + q + 2, q42.cols = t0;
+                    g42b(&q42);
+                }
+                q42.cols = cols;
+            }
             for (; q + 1 < P; q += 2) {
                 ember_qa_direct2(cols, xn + q, S, C, Kp, flip, z2, fz);
                 q42.y = yn + q;
