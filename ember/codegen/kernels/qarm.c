@@ -1696,9 +1696,34 @@ EMBER_INLINE void ember_qa_dw3_load(int16_t *plane, const ember_qa_dw3_geo_t *g,
             "pkhtb lr, lr, r2, asr #16\n\t"                                                                      \
             "str r12, [r0], #4\n\t"                                                                              \
             "str lr, [r0], #4\n\t"
+#define EMBER_QA_FILL1(LDB) LDB " r12, [r1], #1\n\tstrh r12, [r0], #2\n\t"
+#define EMBER_QA_FILL2(EXT)                                                                                        \
+            "ldrh r12, [r1], #2\n\t"                                                                             \
+            EXT " r2, r12\n\t"                                                                                   \
+            EXT " lr, r12, ror #8\n\t"                                                                           \
+            "pkhbt r12, r2, lr, lsl #16\n\t"                                                                     \
+            "str r12, [r0], #4\n\t"
+#define EMBER_QA_FILLEND(L)                                                                                        \
+            "add r0, r0, r10\n\t"                                                                                \
+            "add r1, r1, r11\n\t"                                                                                \
+            "subs r3, r3, #1\n\t"                                                                                \
+            "bne " L "b\n\t"                                                                                     \
+            "pop {r4, r5, r6, r9, r10, r11, pc}\n\t"
+/* Rows of 4 to 7 bytes (one pass, odd: VWW's 6 x 6 maps) take a loop of their own, their last bytes inline. */
 #define EMBER_QA_FILL(EXT, LDB)                                                                                     \
     __asm__("push {r4, r5, r6, r9, r10, r11, lr}\n\t"                                                           \
             "ldm r2, {r3, r4, r5, r9, r10, r11}\n\t"                                                             \
+            "cmp r4, #1\n\t"                                                                                     \
+            "it eq\n\t"                                                                                          \
+            "cmpeq r5, #1\n\t"                                                                                   \
+            "bne 0f\n\t"                                                                                         \
+            "tbb [pc, r9]\n\t"                                                                                   \
+            "9:\n\t"                                                                                             \
+            ".byte (20f - 9b) / 2, (21f - 9b) / 2, (22f - 9b) / 2, (23f - 9b) / 2\n\t"                           \
+            "20:\n\t" EMBER_QA_FILL4(EXT) EMBER_QA_FILLEND("20")                                                  \
+            "21:\n\t" EMBER_QA_FILL4(EXT) EMBER_QA_FILL1(LDB) EMBER_QA_FILLEND("21")                              \
+            "22:\n\t" EMBER_QA_FILL4(EXT) EMBER_QA_FILL2(EXT) EMBER_QA_FILLEND("22")                              \
+            "23:\n\t" EMBER_QA_FILL4(EXT) EMBER_QA_FILL1(LDB) EMBER_QA_FILL2(EXT) EMBER_QA_FILLEND("23")          \
             "0:\n\t"                                                                                             \
             "movs r6, r4\n\t"                                                                                    \
             "beq 3f\n\t"                                                                                         \
@@ -1745,6 +1770,9 @@ EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dw3_fill
 }
 #undef EMBER_QA_FILL
 #undef EMBER_QA_FILL4
+#undef EMBER_QA_FILL1
+#undef EMBER_QA_FILL2
+#undef EMBER_QA_FILLEND
 #endif
 /* ember_qa_dw3_t's plane of channel xc: the bytes as values (int8 sign-extended, uint8 as they are), the zero
  * point left in (the padding holds it, ember_qa_dw3_t; the bias takes its share). */
