@@ -1529,26 +1529,30 @@ EMBER_INLINE void ember_qa_dw3_quad2(int32_t o[4], const int16_t *p, int Wp, con
     "asr " O ", " O ", r10\n\t"                       \
     "ssat " O ", #8, " O "\n\t"
 /* One naked row function: ROWS (EMBER_QA_DW3_ROWS or _ROWSP), STEP and TWO (a step of four and of two, as
- * EMBER_QA_DW3_R1 and _T1), ADV (a step's bytes along the plane's row), R11 (wv's byte offset for r11), RQP
- * (loads ra into RA where r11 does not keep it). */
-#define EMBER_QA_DW3_ROWFN(NAME, ROWS, STEP, TWO, ADV, R11, RQP, RA)                                              \
+ * EMBER_QA_DW3_R1 and _T1), ADV (a step's bytes along the plane's row, 2^LOG), R11 (wv's byte offset for r11),
+ * RQP (loads ra into RA where r11 does not keep it), CHK (a row's test for no step of four: the _s variants,
+ * for n < 4, have it). */
+#define EMBER_QA_DW3_CHK "cmp r7, #0\n\tbeq 3f\n\t"
+#define EMBER_QA_DW3_ROWFN(NAME, ROWS, STEP, TWO, ADV, LOG, R11, RQP, RA, CHK)                                    \
     EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void NAME(                                           \
         EMBER_UNUSED const int16_t *q, EMBER_UNUSED uint8_t *y, EMBER_UNUSED const uint32_t *wv, EMBER_UNUSED int n) { \
     __asm__("push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"                                                     \
             "mov r4, r0\n\t"                                                                                     \
             "mov lr, r1\n\t"                                                                                     \
             "mov r12, r2\n\t"                                                                                    \
-            "and r5, r3, #3\n\t"                                                                                 \
-            "lsrs r3, r3, #2\n\t"                                                                                \
-            "mov r7, r3\n\t"                                                                                     \
             "ldr r11, [r12, #" R11 "]\n\t"                                                                       \
             "ldr r1, [r12, #56]\n\t"                                                                             \
             "ldr r2, [r12, #60]\n\t"                                                                             \
-            /* sp + 0: the row's start, 4: rows left, 8: the row step, 12: steps of four, 16: the last outputs */ \
-            "push {r0, r1, r2, r3, r5}\n\t"                                                                      \
+            "mul r1, r1, r3\n\t"                                                                                 \
+            "add r0, lr, r1\n\t" /* y's end */                                                                   \
+            "lsrs r7, r3, #2\n\t"                                                                                \
+            "sub r1, r2, r7, lsl #" LOG "\n\t" /* from a row's last step of four to the next row */              \
+            "mov r2, r7\n\t"                                                                                     \
+            "and r3, r3, #3\n\t"                                                                                 \
+            /* sp + 0: y's end, 4: the step to the next row, 8: steps of four a row, 12: the last outputs */       \
+            "push {r0, r1, r2, r3}\n\t"                                                                          \
             "1:\n\t"                                                                                             \
-            "cmp r7, #0\n\t"                                                                                     \
-            "beq 3f\n\t"                                                                                         \
+            CHK                                                                                                  \
             "0:\n\t"                                                                                             \
             "ldm r12, {r0, r1, r2, r3}\n\t"                                                                      \
             ROWS(STEP)                                                                                           \
@@ -1563,18 +1567,16 @@ EMBER_INLINE void ember_qa_dw3_quad2(int32_t o[4], const int16_t *p, int Wp, con
             "subs r7, r7, #1\n\t"                                                                                \
             "bne 0b\n\t"                                                                                         \
             "3:\n\t"                                                                                             \
-            "ldr r7, [sp, #16]\n\t"                                                                              \
+            "ldr r7, [sp, #12]\n\t"                                                                              \
             "tbb [pc, r7]\n\t"                                                                                   \
             "4:\n\t"                                                                                             \
             ".byte (6f - 4b) / 2, (7f - 4b) / 2, (8f - 4b) / 2, (9f - 4b) / 2\n\t"                               \
             "6:\n\t" /* the next output row: y is right after this one's last output */                         \
-            "ldrd r4, r5, [sp]\n\t"                                                                              \
-            "ldrd r6, r7, [sp, #8]\n\t"                                                                          \
+            "ldm sp, {r5, r6, r7}\n\t"                                                                           \
             "add r4, r4, r6\n\t"                                                                                 \
-            "subs r5, r5, #1\n\t"                                                                                \
-            "strd r4, r5, [sp]\n\t"                                                                              \
+            "cmp lr, r5\n\t"                                                                                     \
             "bne 1b\n\t"                                                                                         \
-            "add sp, sp, #20\n\t"                                                                                \
+            "add sp, sp, #16\n\t"                                                                                \
             "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}\n\t"                                                     \
             "7:\n\t" /* one output left */                                                                       \
             "ldm r12, {r0, r1}\n\t"                                                                              \
@@ -1605,12 +1607,17 @@ EMBER_INLINE void ember_qa_dw3_quad2(int32_t o[4], const int16_t *p, int Wp, con
             "b 6b");                                                                                             \
     }
 #define EMBER_QA_DW3_PITCH 64 /* int16: ember_qa_dw3_row1p/2p's plane rows, 128 bytes (EMBER_QA_DW3_ROWSP) */
-EMBER_QA_DW3_ROWFN(ember_qa_dw3_row1, EMBER_QA_DW3_ROWS, EMBER_QA_DW3_R1, EMBER_QA_DW3_T1, "8", "52",
-                   "ldr r8, [r12, #48]\n\t", "r8")
-EMBER_QA_DW3_ROWFN(ember_qa_dw3_row2, EMBER_QA_DW3_ROWS, EMBER_QA_DW3_R2, EMBER_QA_DW3_T2, "16", "52",
-                   "ldr r8, [r12, #48]\n\t", "r8")
-EMBER_QA_DW3_ROWFN(ember_qa_dw3_row1p, EMBER_QA_DW3_ROWSP, EMBER_QA_DW3_R1, EMBER_QA_DW3_T1, "8", "48", "", "r11")
-EMBER_QA_DW3_ROWFN(ember_qa_dw3_row2p, EMBER_QA_DW3_ROWSP, EMBER_QA_DW3_R2, EMBER_QA_DW3_T2, "16", "48", "", "r11")
+#define EMBER_QA_DW3_ROWFNS(NAME, ROWS, STEP, TWO, ADV, LOG, R11, RQP, RA)                                        \
+    EMBER_QA_DW3_ROWFN(NAME, ROWS, STEP, TWO, ADV, LOG, R11, RQP, RA, "")                                         \
+    EMBER_QA_DW3_ROWFN(NAME##s, ROWS, STEP, TWO, ADV, LOG, R11, RQP, RA, EMBER_QA_DW3_CHK)
+EMBER_QA_DW3_ROWFNS(ember_qa_dw3_row1, EMBER_QA_DW3_ROWS, EMBER_QA_DW3_R1, EMBER_QA_DW3_T1, "8", "3", "52",
+                    "ldr r8, [r12, #48]\n\t", "r8")
+EMBER_QA_DW3_ROWFNS(ember_qa_dw3_row2, EMBER_QA_DW3_ROWS, EMBER_QA_DW3_R2, EMBER_QA_DW3_T2, "16", "4", "52",
+                    "ldr r8, [r12, #48]\n\t", "r8")
+EMBER_QA_DW3_ROWFNS(ember_qa_dw3_row1p, EMBER_QA_DW3_ROWSP, EMBER_QA_DW3_R1, EMBER_QA_DW3_T1, "8", "3", "48", "", "r11")
+EMBER_QA_DW3_ROWFNS(ember_qa_dw3_row2p, EMBER_QA_DW3_ROWSP, EMBER_QA_DW3_R2, EMBER_QA_DW3_T2, "16", "4", "48", "", "r11")
+#undef EMBER_QA_DW3_ROWFNS
+#undef EMBER_QA_DW3_CHK
 #undef EMBER_QA_DW3_ROWFN
 #undef EMBER_QA_DW3_RQ
 #undef EMBER_QA_DW3_R1
@@ -1857,8 +1864,10 @@ EMBER_NOINLINE static void ember_qa_dw3_fast(uint8_t *y, const uint8_t *x, uint3
                           (int32_t)g->xs_row - wd};
     const ptrdiff_t in_plane = (ptrdiff_t)g->H * g->W, out_plane = (ptrdiff_t)g->OH * g->OW;
     const uint32_t zz = (uint32_t)(uint16_t)xz * 0x10001u;
-    const ember_qa_dw3_row_fn row = pp == EMBER_QA_DW3_PITCH ? (g->SW == 1 ? ember_qa_dw3_row1p : ember_qa_dw3_row2p)
-                                                             : (g->SW == 1 ? ember_qa_dw3_row1 : ember_qa_dw3_row2);
+    static const ember_qa_dw3_row_fn rows[8] = {ember_qa_dw3_row1,   ember_qa_dw3_row2,   ember_qa_dw3_row1p,
+                                                ember_qa_dw3_row2p,  ember_qa_dw3_row1s,  ember_qa_dw3_row2s,
+                                                ember_qa_dw3_row1ps, ember_qa_dw3_row2ps}; /* _s: rows under 4 */
+    const ember_qa_dw3_row_fn row = rows[(g->SW == 2) + 2 * (pp == EMBER_QA_DW3_PITCH) + 4 * (g->OW < 4)];
     const ember_qa_dw3_fill_fn fill = f[0] > 0 && wd > 0 ? (flip ? ember_qa_dw3_fill8 : ember_qa_dw3_fill8u) : 0;
     int16_t *const d0 = plane + (ptrdiff_t)g->PH * pp + g->PW;
     uint32_t *pw = (uint32_t *)(void *)plane; /* Hp * pp is even (pp is) */
