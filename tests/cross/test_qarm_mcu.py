@@ -38,7 +38,7 @@ def _conv(name: str, src: str, c: int, m: int, k: tuple[int, int], inits: list, 
 
 def geometry_model() -> onnx.ModelProto:
     """[2, 3, 13, 17] -> conv 3x3/2 (5 channels) -> relu -> conv 3x2 stride (1, 2), pads (0, 1, 1, 0) (7)
-    -> depthwise 3x3/1 (6x5: more rows than columns, the transposed plane) -> relu -> depthwise 3x3 stride
+    -> depthwise 3x3/1 (6x5: more rows than columns, Helium's transposed plane) -> relu -> depthwise 3x3 stride
     (2, 1), pads 1 (steps of four outputs and one left) -> depthwise 3x3/2, pads (0, 1, 1, 0) -> 1x1 (9)
     -> flatten -> FC 5."""
     inits: list = []
@@ -264,16 +264,24 @@ P1 = [1, 1, 1, 1]
 
 
 def _rows_model(name: str) -> onnx.ModelProto:
-    """Depthwise chains for qarm.c's assembly rows (ember_qa_dw3_fast) at every step count and tail.
-    "wide": [1, 3, 11, 70], rows longer than a plane of fixed pitch holds (ember_qa_dw3_row1, _row2): stride 1
-    (70 outputs: steps of four, two left), stride 2 (35: three left), stride 2 unpadded left and top (17 of a
-    fixed pitch, _row2p: one left), stride 1 (17), unpadded (15). "short": [1, 4, 19, 7], the fill's rows of 7,
+    """Depthwise chains for qarm.c's assembly rows (ember_qa_dw3_fast) at every step count and tail. "six":
+    [1, 5, 6, 6], rows of 6 (ember_qa_dw3_row6p), then of 3. "wide": [1, 3, 11, 70], rows longer than a plane
+    of fixed pitch holds (ember_qa_dw3_row1, _row2): stride 1 (70 outputs: steps of four, two left), stride 2
+    (35: three left), stride 2 unpadded left and top (17 of a fixed pitch, _row2p: one left), stride 1 (17),
+    unpadded (15). "short": [1, 4, 19, 7], the fill's rows of 7,
     5, 4 and 2 bytes and the rows' 7, 5, 4, 2 and 1 outputs (steps of two alone), many short rows (no fixed
     pitch, ops/qarm.py dw3_pitch), a Relu (the clamped fast form, C), 1x1 layers of 4 channels (qarm.c
     ember_qa_direct4: 95 pixels, four at a time, then a pair and one; 5 pixels) on the Relu's output (uint8 in
     the symmetric_with_uint8 schema, so that the next depthwise layer fills from uint8 too) and at the end."""
     inits: list = []
-    if name == "wide":
+    if name == "six":  # VWW's last maps: 6 x 6 (ember_qa_dw3_row6p), then 3 x 3 (rows under 4: the _s variants)
+        shape, c = [1, 5, 6, 6], 5
+        nodes = [_conv("d0", "x", c, c, (3, 3), inits, group=c, pads=P1),
+                 _conv("d1", "d0", c, c, (3, 3), inits, group=c, pads=P1),
+                 _conv("d2", "d1", c, c, (3, 3), inits, group=c, pads=P1, strides=[2, 2]),
+                 _conv("y", "d2", c, c, (3, 3), inits, group=c, pads=P1)]
+        outs = ["y"]
+    elif name == "wide":
         shape, c = [1, 3, 11, 70], 3
         nodes = [_conv("d0", "x", c, c, (3, 3), inits, group=c, pads=P1),
                  _conv("d1", "d0", c, c, (3, 3), inits, group=c, pads=P1, strides=[2, 2]),
@@ -312,8 +320,8 @@ def _dw3_forms(bundle: ember.Bundle) -> list[tuple[int, str]]:
 SSAT = "0, -128, 127, 1"  # the assembly rows' form: fast, the zero point in ra, the whole int8 range
 
 
-@pytest.mark.parametrize(("name", "schema"), [("wide", "asymmetric"), ("short", "asymmetric"),
-                                              ("short", "symmetric_with_uint8")])
+@pytest.mark.parametrize(("name", "schema"), [("six", "asymmetric"), ("wide", "asymmetric"),
+                                              ("short", "asymmetric"), ("short", "symmetric_with_uint8")])
 def test_depthwise_rows_on_qemu_equal_host(tmp_path: Path, name: str, schema: str) -> None:
     """qarm.c's depthwise assembly (ember_qa_dw3_fast: the fill, the rows' steps of four and two, TBB's tails)
     and 1x1 column builder (ember_qa_direct4) on int8 and uint8 inputs, bit-identical to the host build."""
@@ -323,7 +331,7 @@ def test_depthwise_rows_on_qemu_equal_host(tmp_path: Path, name: str, schema: st
     shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
     host, bundle = _int8_pair(tmp_path, model, RNG.normal(0, 1, (4, *shape[1:])).astype(np.float32), target, schema)
     forms = _dw3_forms(bundle)
-    assert len(forms) == (5 if name == "wide" else 8)
+    assert len(forms) == {"six": 4, "wide": 5, "short": 8}[name]
     if schema == "asymmetric":
         assert forms == [(1, SSAT)] * len(forms)
     else:  # the Relu's uint8 output (its clamp: the C rows), read by the next layer's uint8 fill

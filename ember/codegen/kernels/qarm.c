@@ -1619,6 +1619,63 @@ EMBER_QA_DW3_ROWFNS(ember_qa_dw3_row2p, EMBER_QA_DW3_ROWSP, EMBER_QA_DW3_R2, EMB
 #undef EMBER_QA_DW3_ROWFNS
 #undef EMBER_QA_DW3_CHK
 #undef EMBER_QA_DW3_ROWFN
+/* ember_qa_dw3_row1p for rows of 6 outputs (VWW's 6 x 6 maps), each row one step of six where a step of four and
+ * one of two took 89 instructions: 80, the sums in r0 .. r3, r5, r6, the row words in r7 .. r10, the weight
+ * words in r11, lr, y and y's end and the plane's row step on the stack. */
+#define EMBER_QA_DW3_R6(OFS, B)                      \
+    "ldrd r7, r8, [r4, #" B "]\n\t"                  \
+    "ldrd r9, r10, [r4, #" B "+8]\n\t"               \
+    "ldrd r11, lr, [r12, #" #OFS "]\n\t"             \
+    "smlad r0, r7, r11, r0\n\t"                      \
+    "smlabt r0, r8, lr, r0\n\t"                      \
+    "smlatb r1, r7, r11, r1\n\t"                     \
+    "smlad r1, r8, lr, r1\n\t"                       \
+    "smlad r2, r8, r11, r2\n\t"                      \
+    "smlabt r2, r9, lr, r2\n\t"                      \
+    "smlatb r3, r8, r11, r3\n\t"                     \
+    "smlad r3, r9, lr, r3\n\t"                       \
+    "smlad r5, r9, r11, r5\n\t"                      \
+    "smlabt r5, r10, lr, r5\n\t"                     \
+    "smlatb r6, r9, r11, r6\n\t"                     \
+    "smlad r6, r10, lr, r6\n\t"
+#define EMBER_QA_DW3_RQ6(O) "smmla " O ", " O ", r7, r9\n\tasr " O ", " O ", r8\n\tssat " O ", #8, " O "\n\t"
+EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dw3_row6p(
+    EMBER_UNUSED const int16_t *q, EMBER_UNUSED uint8_t *y, EMBER_UNUSED const uint32_t *wv, EMBER_UNUSED int n) {
+    __asm__("push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"
+            "mov r4, r0\n\t"
+            "mov r12, r2\n\t"
+            "mov r0, r1\n\t"
+            "ldr r1, [r12, #56]\n\t"
+            "add r1, r1, r1, lsl #1\n\t"
+            "add r1, r0, r1, lsl #1\n\t" /* y's end: 6 outputs a row */
+            "ldr r2, [r12, #60]\n\t"
+            "push {r0, r1, r2}\n\t" /* sp + 0: y, 4: y's end, 8: the plane's row step */
+            "0:\n\t"
+            "ldm r12, {r0, r1, r2, r3}\n\t"
+            "mov r5, r0\n\t"
+            "mov r6, r0\n\t"
+            EMBER_QA_DW3_R6(16, "0") EMBER_QA_DW3_R6(24, "128") EMBER_QA_DW3_R6(32, "256")
+            "ldrd r7, r8, [r12, #40]\n\t"
+            "ldr r9, [r12, #48]\n\t"
+            EMBER_QA_DW3_RQ6("r0") EMBER_QA_DW3_RQ6("r1") EMBER_QA_DW3_RQ6("r2") EMBER_QA_DW3_RQ6("r3")
+            EMBER_QA_DW3_RQ6("r5") EMBER_QA_DW3_RQ6("r6")
+            "ldr r10, [sp]\n\t"
+            "strb r1, [r10, #1]\n\t"
+            "strb r2, [r10, #2]\n\t"
+            "strb r3, [r10, #3]\n\t"
+            "strb r5, [r10, #4]\n\t"
+            "strb r6, [r10, #5]\n\t"
+            "strb r0, [r10], #6\n\t"
+            "ldrd r7, r8, [sp, #4]\n\t"
+            "str r10, [sp]\n\t"
+            "add r4, r4, r8\n\t"
+            "cmp r10, r7\n\t"
+            "bne 0b\n\t"
+            "add sp, sp, #12\n\t"
+            "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}");
+}
+#undef EMBER_QA_DW3_R6
+#undef EMBER_QA_DW3_RQ6
 #undef EMBER_QA_DW3_RQ
 #undef EMBER_QA_DW3_R1
 #undef EMBER_QA_DW3_R2
@@ -1867,7 +1924,9 @@ EMBER_NOINLINE static void ember_qa_dw3_fast(uint8_t *y, const uint8_t *x, uint3
     static const ember_qa_dw3_row_fn rows[8] = {ember_qa_dw3_row1,   ember_qa_dw3_row2,   ember_qa_dw3_row1p,
                                                 ember_qa_dw3_row2p,  ember_qa_dw3_row1s,  ember_qa_dw3_row2s,
                                                 ember_qa_dw3_row1ps, ember_qa_dw3_row2ps}; /* _s: rows under 4 */
-    const ember_qa_dw3_row_fn row = rows[(g->SW == 2) + 2 * (pp == EMBER_QA_DW3_PITCH) + 4 * (g->OW < 4)];
+    const ember_qa_dw3_row_fn row = g->SW == 1 && g->OW == 6 && pp == EMBER_QA_DW3_PITCH
+                                        ? ember_qa_dw3_row6p
+                                        : rows[(g->SW == 2) + 2 * (pp == EMBER_QA_DW3_PITCH) + 4 * (g->OW < 4)];
     const ember_qa_dw3_fill_fn fill = f[0] > 0 && wd > 0 ? (flip ? ember_qa_dw3_fill8 : ember_qa_dw3_fill8u) : 0;
     int16_t *const d0 = plane + (ptrdiff_t)g->PH * pp + g->PW;
     uint32_t *pw = (uint32_t *)(void *)plane; /* Hp * pp is even (pp is) */
