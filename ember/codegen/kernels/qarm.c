@@ -1123,8 +1123,8 @@ EMBER_INLINE void ember_qa_direct2(int16_t *EMBER_RESTRICT cols, const uint8_t *
  * ca, q + 2 and q + 3 into cb. One word read per channel (four pixels), split by SXTB16/UXTB16 into (p0, p2)
  * and (p1, p3), the channel pair's words put together by PKHBT/PKHTB: 14 instructions per channel pair where
  * ember_qa_direct2 takes 18 for the same columns. */
-EMBER_INLINE void ember_qa_direct4(int16_t *EMBER_RESTRICT ca, int16_t *EMBER_RESTRICT cb, const uint8_t *EMBER_RESTRICT xq,
-                                   ptrdiff_t S, int C, uint32_t flip) {
+EMBER_INLINE void ember_qa_direct4(int16_t *EMBER_RESTRICT ca, int16_t *EMBER_RESTRICT cb,
+                                   const uint8_t *EMBER_RESTRICT xq, ptrdiff_t S, int C, uint32_t flip) {
     uint32_t *da = (uint32_t *)(void *)ca, *db = (uint32_t *)(void *)cb;
     const uint32_t *const dend = da + C;
     uint32_t a, b, oa, ob, t0, t1;
@@ -1614,8 +1614,10 @@ EMBER_QA_DW3_ROWFNS(ember_qa_dw3_row1, EMBER_QA_DW3_ROWS, EMBER_QA_DW3_R1, EMBER
                     "ldr r8, [r12, #48]\n\t", "r8")
 EMBER_QA_DW3_ROWFNS(ember_qa_dw3_row2, EMBER_QA_DW3_ROWS, EMBER_QA_DW3_R2, EMBER_QA_DW3_T2, "16", "4", "52",
                     "ldr r8, [r12, #48]\n\t", "r8")
-EMBER_QA_DW3_ROWFNS(ember_qa_dw3_row1p, EMBER_QA_DW3_ROWSP, EMBER_QA_DW3_R1, EMBER_QA_DW3_T1, "8", "3", "48", "", "r11")
-EMBER_QA_DW3_ROWFNS(ember_qa_dw3_row2p, EMBER_QA_DW3_ROWSP, EMBER_QA_DW3_R2, EMBER_QA_DW3_T2, "16", "4", "48", "", "r11")
+EMBER_QA_DW3_ROWFNS(ember_qa_dw3_row1p, EMBER_QA_DW3_ROWSP, EMBER_QA_DW3_R1, EMBER_QA_DW3_T1, "8", "3", "48", "",
+                    "r11")
+EMBER_QA_DW3_ROWFNS(ember_qa_dw3_row2p, EMBER_QA_DW3_ROWSP, EMBER_QA_DW3_R2, EMBER_QA_DW3_T2, "16", "4", "48", "",
+                    "r11")
 #undef EMBER_QA_DW3_ROWFNS
 #undef EMBER_QA_DW3_CHK
 #undef EMBER_QA_DW3_ROWFN
@@ -1676,6 +1678,61 @@ EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dw3_row6
 }
 #undef EMBER_QA_DW3_R6
 #undef EMBER_QA_DW3_RQ6
+/* Rows of 3 outputs (VWW's 3 x 3 maps, and its 6 x 6 to 3 x 3 stride 2) in one step of three: about 45
+ * instructions a row where the _s variants' step of four took 64. r3 holds the fourth row word at stride 2. */
+#define EMBER_QA_DW3_R3(OFS, B)                      \
+    "ldrd r5, r6, [r4, #" B "]\n\t"                  \
+    "ldr r8, [r4, #" B "+8]\n\t"                     \
+    "ldrd r9, r10, [r12, #" #OFS "]\n\t"             \
+    "smlad r0, r5, r9, r0\n\t"                       \
+    "smlabt r0, r6, r10, r0\n\t"                     \
+    "smlatb r1, r5, r9, r1\n\t"                      \
+    "smlad r1, r6, r10, r1\n\t"                      \
+    "smlad r2, r6, r9, r2\n\t"                       \
+    "smlabt r2, r8, r10, r2\n\t"
+#define EMBER_QA_DW3_R32(OFS, B)                     \
+    "ldrd r5, r6, [r4, #" B "]\n\t"                  \
+    "ldrd r8, r3, [r4, #" B "+8]\n\t"                \
+    "ldrd r9, r10, [r12, #" #OFS "]\n\t"             \
+    "smlad r0, r5, r9, r0\n\t"                       \
+    "smlabt r0, r6, r10, r0\n\t"                     \
+    "smlad r1, r6, r9, r1\n\t"                       \
+    "smlabt r1, r8, r10, r1\n\t"                     \
+    "smlad r2, r8, r9, r2\n\t"                       \
+    "smlabt r2, r3, r10, r2\n\t"
+#define EMBER_QA_DW3_ROW3FN(NAME, ROW)                                                                            \
+    EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void NAME(                                           \
+        EMBER_UNUSED const int16_t *q, EMBER_UNUSED uint8_t *y, EMBER_UNUSED const uint32_t *wv, EMBER_UNUSED int n) { \
+        __asm__("push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"                                                 \
+                "mov r4, r0\n\t"                                                                                 \
+                "mov lr, r1\n\t"                                                                                 \
+                "mov r12, r2\n\t"                                                                                \
+                "ldr r7, [r12, #56]\n\t"                                                                         \
+                "add r7, r7, r7, lsl #1\n\t"                                                                     \
+                "add r7, lr, r7\n\t" /* y's end: 3 outputs a row */                                              \
+                "ldr r11, [r12, #48]\n\t"                                                                        \
+                "ldr r0, [r12, #60]\n\t"                                                                         \
+                "push {r0, r1}\n\t" /* sp + 0: the plane's row step */                                           \
+                "0:\n\t"                                                                                         \
+                "ldm r12, {r0, r1, r2}\n\t"                                                                      \
+                ROW(16, "0") ROW(24, "128") ROW(32, "256")                                                       \
+                "ldrd r9, r10, [r12, #40]\n\t"                                                                   \
+                EMBER_QA_DW3_RQ("r0", "r11") EMBER_QA_DW3_RQ("r1", "r11") EMBER_QA_DW3_RQ("r2", "r11")           \
+                "strb r1, [lr, #1]\n\t"                                                                          \
+                "strb r2, [lr, #2]\n\t"                                                                          \
+                "strb r0, [lr], #3\n\t"                                                                          \
+                "ldr r5, [sp]\n\t"                                                                               \
+                "add r4, r4, r5\n\t"                                                                             \
+                "cmp lr, r7\n\t"                                                                                 \
+                "bne 0b\n\t"                                                                                     \
+                "add sp, sp, #8\n\t"                                                                             \
+                "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}");                                                   \
+    }
+EMBER_QA_DW3_ROW3FN(ember_qa_dw3_row3p, EMBER_QA_DW3_R3)
+EMBER_QA_DW3_ROW3FN(ember_qa_dw3_row32p, EMBER_QA_DW3_R32)
+#undef EMBER_QA_DW3_ROW3FN
+#undef EMBER_QA_DW3_R3
+#undef EMBER_QA_DW3_R32
 #undef EMBER_QA_DW3_RQ
 #undef EMBER_QA_DW3_R1
 #undef EMBER_QA_DW3_R2
@@ -1924,9 +1981,11 @@ EMBER_NOINLINE static void ember_qa_dw3_fast(uint8_t *y, const uint8_t *x, uint3
     static const ember_qa_dw3_row_fn rows[8] = {ember_qa_dw3_row1,   ember_qa_dw3_row2,   ember_qa_dw3_row1p,
                                                 ember_qa_dw3_row2p,  ember_qa_dw3_row1s,  ember_qa_dw3_row2s,
                                                 ember_qa_dw3_row1ps, ember_qa_dw3_row2ps}; /* _s: rows under 4 */
-    const ember_qa_dw3_row_fn row = g->SW == 1 && g->OW == 6 && pp == EMBER_QA_DW3_PITCH
-                                        ? ember_qa_dw3_row6p
-                                        : rows[(g->SW == 2) + 2 * (pp == EMBER_QA_DW3_PITCH) + 4 * (g->OW < 4)];
+    const int p64 = pp == EMBER_QA_DW3_PITCH;
+    const ember_qa_dw3_row_fn row3 = g->SW == 1 ? ember_qa_dw3_row3p : ember_qa_dw3_row32p;
+    const ember_qa_dw3_row_fn row = p64 && g->SW == 1 && g->OW == 6 ? ember_qa_dw3_row6p
+                                    : p64 && g->OW == 3              ? row3
+                                                                     : rows[(g->SW == 2) + 2 * p64 + 4 * (g->OW < 4)];
     const ember_qa_dw3_fill_fn fill = f[0] > 0 && wd > 0 ? (flip ? ember_qa_dw3_fill8 : ember_qa_dw3_fill8u) : 0;
     int16_t *const d0 = plane + (ptrdiff_t)g->PH * pp + g->PW;
     uint32_t *pw = (uint32_t *)(void *)plane; /* Hp * pp is even (pp is) */
