@@ -1476,9 +1476,9 @@ EMBER_INLINE void ember_qa_dw3_quad2(int32_t o[4], const int16_t *p, int Wp, con
  * o3 += p3 w0 + X2.D (stride 2, with the words X0 .. X4: o_j += X_j.A + X_{j+1}.lo w2): SMLAD for a pair of
  * products, SMLABT / SMLATB for one, so two weight words per kernel row (the pairs (w2, 0) and (0, w0) took
  * another load). Naked, all in registers (o0 .. o3 in r0 .. r3, q r4, row words r5 r6 r8, weight words r9 r10,
- * r11 the plane's row bytes, wv r12, y lr, the steps left r7; the rows' state on the stack): 55 instructions
- * per step of stride 1 (stride 2: 58; 51 and 54 on a plane of fixed pitch, _row1p and _row2p, where r11 keeps
- * ra), about 10 per row. */
+ * r11 the plane's row bytes, wv r12, y lr, the steps left r7; y's end and the step to the next row on the
+ * stack): 54 instructions per step of stride 1 on a plane of fixed pitch (_row1p, where r11 keeps ra; stride 2,
+ * _row2p: 57), 4 more where the rows lie r11 bytes apart; 6 a row (the _s variants, for rows under 4: 8). */
 #define EMBER_QA_DW3_R1(OFS, B)                      \
     "ldrd r5, r6, [r4, #" B "]\n\t"                  \
     "ldr r8, [r4, #" B "+8]\n\t"                     \
