@@ -1377,14 +1377,8 @@ static void ember_qarm_fc(uint8_t *y, const uint8_t *a, int sgn, int32_t az, int
 /* Outputs ow .. ow + 3 of a stride-1 3x3 window: o[0..3] plus three plane rows (from p, Wp int16 apart, p
  * 4-byte aligned; it reads p[0 .. 5] of each) times wv = per kernel row the pairs A (w0,w1) B (w2,0)
  * C (0,w0) D (w1,w2): with X0 X1 X2 the row's words (p0,p1) (p2,p3) (p4,p5), o0 += X0.A + X1.B,
- * o1 += X0.C + X1.D, o2 += X1.A + X2.B, o3 += X1.C + X2.D. */
-EMBER_INLINE void ember_qa_dw3_quad(int32_t o[4], const int16_t *p, int Wp, const uint32_t *wv) {
-    int32_t o0 = o[0], o1 = o[1], o2 = o[2], o3 = o[3];
-#if EMBER_HAVE_ARM_DSP
-    /* 38 instructions for 36 multiply-adds (two outputs at a time took 48); in assembly: the compiler
-     * spills around the weight words. */
-    uint32_t x0, x1, x2, wa, wb;
-    const int16_t *q = p;
+ * o1 += X0.C + X1.D, o2 += X1.A + X2.B, o3 += X1.C + X2.D. 38 instructions for 36 multiply-adds (two
+ * outputs at a time took 48); in assembly: the compiler spills around the weight words. */
 #define EMBER_QA_DW3_ROW(OFS)                        \
     "ldrd %[x0], %[x1], [%[q]]\n\t"                  \
     "ldr %[x2], [%[q], #8]\n\t"                      \
@@ -1398,38 +1392,10 @@ EMBER_INLINE void ember_qa_dw3_quad(int32_t o[4], const int16_t *p, int Wp, cons
     "smlad %[o1], %[x1], %[wb], %[o1]\n\t"           \
     "smlad %[o3], %[x1], %[wa], %[o3]\n\t"           \
     "smlad %[o3], %[x2], %[wb], %[o3]\n\t"
-    __asm__(EMBER_QA_DW3_ROW(0) "add %[q], %[q], %[rs]\n\t"
-            EMBER_QA_DW3_ROW(16) "add %[q], %[q], %[rs]\n\t"
-            EMBER_QA_DW3_ROW(32)
-            : [o0] "+r"(o0), [o1] "+r"(o1), [o2] "+r"(o2), [o3] "+r"(o3), [q] "+r"(q), [x0] "=&r"(x0),
-              [x1] "=&r"(x1), [x2] "=&r"(x2), [wa] "=&r"(wa), [wb] "=&r"(wb)
-            : [rs] "r"(2 * Wp), [wv] "r"(wv)
-            : "memory");
-#else
-    int i;
-    for (i = 0; i < 3; ++i, p += Wp, wv += 4) {
-        const uint32_t x0 = *(const ember_qa_u32 *)(const void *)p, x1 = *(const ember_qa_u32 *)(const void *)(p + 2);
-        const uint32_t x2 = *(const ember_qa_u32 *)(const void *)(p + 4);
-        o0 = ember_qa_smlad(x1, wv[1], ember_qa_smlad(x0, wv[0], o0));
-        o1 = ember_qa_smlad(x1, wv[3], ember_qa_smlad(x0, wv[2], o1));
-        o2 = ember_qa_smlad(x2, wv[1], ember_qa_smlad(x1, wv[0], o2));
-        o3 = ember_qa_smlad(x2, wv[3], ember_qa_smlad(x1, wv[2], o3));
-    }
-#endif
-    o[0] = o0;
-    o[1] = o1;
-    o[2] = o2;
-    o[3] = o3;
-}
 /* Outputs ow .. ow + 3 of a stride-2 3x3 window, as ember_qa_dw3_quad (p: the plane at column 2 * ow; it
  * reads p[0 .. 9] of each row): with X0 .. X4 the row's words, o0 += X0.A + X1.B, o1 += X1.A + X2.B,
  * o2 += X2.A + X3.B, o3 += X3.A + X4.B. 39 instructions for 36 multiply-adds (one output at a time: 33
  * per output). */
-EMBER_INLINE void ember_qa_dw3_quad2(int32_t o[4], const int16_t *p, int Wp, const uint32_t *wv) {
-    int32_t o0 = o[0], o1 = o[1], o2 = o[2], o3 = o[3];
-#if EMBER_HAVE_ARM_DSP
-    uint32_t x0, x1, x2, wa, wb;
-    const int16_t *q = p;
 #define EMBER_QA_DW3_ROW2(OFS)                       \
     "ldrd %[x0], %[x1], [%[q]]\n\t"                  \
     "ldr %[x2], [%[q], #8]\n\t"                      \
@@ -1443,28 +1409,46 @@ EMBER_INLINE void ember_qa_dw3_quad2(int32_t o[4], const int16_t *p, int Wp, con
     "smlad %[o2], %[x0], %[wb], %[o2]\n\t"           \
     "smlad %[o3], %[x0], %[wa], %[o3]\n\t"           \
     "smlad %[o3], %[x1], %[wb], %[o3]\n\t"
-    __asm__(EMBER_QA_DW3_ROW2(0) "add %[q], %[q], %[rs]\n\t"
-            EMBER_QA_DW3_ROW2(16) "add %[q], %[q], %[rs]\n\t"
-            EMBER_QA_DW3_ROW2(32)
-            : [o0] "+r"(o0), [o1] "+r"(o1), [o2] "+r"(o2), [o3] "+r"(o3), [q] "+r"(q), [x0] "=&r"(x0),
-              [x1] "=&r"(x1), [x2] "=&r"(x2), [wa] "=&r"(wa), [wb] "=&r"(wb)
-            : [rs] "r"(2 * Wp), [wv] "r"(wv)
-            : "memory");
+/* One of them from its kernel row ROW; without the DSP extension the same sums in C, output j from the
+ * words X[XS[j]], X[XS[j] + 1] (X[k] at p + 2 k) and the weight pairs wv[WS[j]], wv[WS[j] + 1]. */
+#if EMBER_HAVE_ARM_DSP
+#define EMBER_QA_DW3_QUADFN(NAME, ROW, XS, WS)                                                                     \
+    EMBER_INLINE void NAME(int32_t o[4], const int16_t *p, int Wp, const uint32_t *wv) {                          \
+        int32_t o0 = o[0], o1 = o[1], o2 = o[2], o3 = o[3];                                                      \
+        uint32_t x0, x1, x2, wa, wb;                                                                              \
+        const int16_t *q = p;                                                                                     \
+        __asm__(ROW(0) "add %[q], %[q], %[rs]\n\t" ROW(16) "add %[q], %[q], %[rs]\n\t" ROW(32)                    \
+                : [o0] "+r"(o0), [o1] "+r"(o1), [o2] "+r"(o2), [o3] "+r"(o3), [q] "+r"(q), [x0] "=&r"(x0),      \
+                  [x1] "=&r"(x1), [x2] "=&r"(x2), [wa] "=&r"(wa), [wb] "=&r"(wb)                                  \
+                : [rs] "r"(2 * Wp), [wv] "r"(wv)                                                                  \
+                : "memory");                                                                                      \
+        o[0] = o0, o[1] = o1, o[2] = o2, o[3] = o3;                                                               \
+    }
 #else
-    int i;
-    for (i = 0; i < 3; ++i, p += Wp, wv += 4) {
-        const ember_qa_u32 *x = (const ember_qa_u32 *)(const void *)p;
-        o0 = ember_qa_smlad(x[1], wv[1], ember_qa_smlad(x[0], wv[0], o0));
-        o1 = ember_qa_smlad(x[2], wv[1], ember_qa_smlad(x[1], wv[0], o1));
-        o2 = ember_qa_smlad(x[3], wv[1], ember_qa_smlad(x[2], wv[0], o2));
-        o3 = ember_qa_smlad(x[4], wv[1], ember_qa_smlad(x[3], wv[0], o3));
+#define EMBER_QA_DW3_QUADFN(NAME, ROW, XS, WS)                                                                     \
+    EMBER_INLINE void NAME(int32_t o[4], const int16_t *p, int Wp, const uint32_t *wv) {                          \
+        static const int xs[4] = {XS}, ws[4] = {WS};                                                              \
+        int i, j;                                                                                                 \
+        for (i = 0; i < 3; ++i, p += Wp, wv += 4) {                                                               \
+            const ember_qa_u32 *x = (const ember_qa_u32 *)(const void *)p;                                        \
+            for (j = 0; j < 4; ++j)                                                                               \
+                o[j] = ember_qa_smlad(x[xs[j] + 1], wv[ws[j] + 1], ember_qa_smlad(x[xs[j]], wv[ws[j]], o[j]));    \
+        }                                                                                                         \
     }
 #endif
-    o[0] = o0;
-    o[1] = o1;
-    o[2] = o2;
-    o[3] = o3;
-}
+#define EMBER_QA_DW3_XS1 0, 0, 1, 1
+#define EMBER_QA_DW3_WS1 0, 2, 0, 2
+#define EMBER_QA_DW3_XS2 0, 1, 2, 3
+#define EMBER_QA_DW3_WS2 0, 0, 0, 0
+EMBER_QA_DW3_QUADFN(ember_qa_dw3_quad, EMBER_QA_DW3_ROW, EMBER_QA_DW3_XS1, EMBER_QA_DW3_WS1)
+EMBER_QA_DW3_QUADFN(ember_qa_dw3_quad2, EMBER_QA_DW3_ROW2, EMBER_QA_DW3_XS2, EMBER_QA_DW3_WS2)
+#undef EMBER_QA_DW3_QUADFN
+#undef EMBER_QA_DW3_XS1
+#undef EMBER_QA_DW3_WS1
+#undef EMBER_QA_DW3_XS2
+#undef EMBER_QA_DW3_WS2
+#undef EMBER_QA_DW3_ROW
+#undef EMBER_QA_DW3_ROW2
 #if EMBER_HAVE_ARM_DSP
 /* A channel's output rows of n >= 1 outputs each (stored one row after the other from y) from the plane rows
  * q, q + wv[15] bytes, ..., each output requantised by the SSAT form with the zero point in ra (ops/qarm.py
@@ -1741,8 +1725,6 @@ EMBER_QA_DW3_ROW3FN(ember_qa_dw3_row32p, EMBER_QA_DW3_R32)
 #undef EMBER_QA_DW3_ROWS
 #undef EMBER_QA_DW3_ROWSP
 #endif
-#undef EMBER_QA_DW3_ROW
-#undef EMBER_QA_DW3_ROW2
 /* How ember_qarm_dw3 and ember_qarm_dw3_mve lay out a channel: a zero-padded int16 plane of Hp rows of Wp
  * (ops/qarm.py `dw3_plane`, which sizes the scratch). A layer of stride 1 with more output rows than
  * columns works on the transposed plane (`t`: its rows are the image's columns, the weights transposed),
