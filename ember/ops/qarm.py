@@ -220,17 +220,23 @@ def dw3_admits(g: ConvGeometry) -> bool:
 DW3_PITCH = 64  # qarm.c EMBER_QA_DW3_PITCH: the int16 per plane row of the DSP depthwise rows where they fit
 
 
-def dw3_plane(out_h: int, out_w: int, stride_h: int, stride_w: int) -> tuple[int, int]:
-    """Rows and row length (int16) of the zero-padded plane of one channel, as qarm.c's ember_qa_dw3_geo
-    lays it out: stride 1 transposes a map of more rows than columns; column strides 1 and 2 round the
-    row's outputs up to the 4 of a step (whose reads end 2 past its last window); other strides read 2
-    past the last window."""
+def dw3_plane(out_h: int, out_w: int, stride_h: int, stride_w: int, transpose: bool = True) -> tuple[int, int]:
+    """Rows and row length (int16) of the zero-padded plane of one channel, as qarm.c's ember_qa_dw3_geo_tr
+    lays it out: stride 1 transposes a map of more rows than columns (`transpose`: Helium's layout, not the
+    DSP kernels'); column strides 1 and 2 round the row's outputs up to the 4 of a step (whose reads end 2
+    past its last window); other strides read 2 past the last window."""
     if stride_h == stride_w == 1:
-        rows, cols = sorted((out_h, out_w))
+        rows, cols = sorted((out_h, out_w)) if transpose else (out_h, out_w)
         return rows + 2, (cols + 3) // 4 * 4 + 2
     if stride_w <= 2:  # steps of 4 outputs: ember_qa_dw3_quad2 reads 10 halfwords from column 2 * ow
         return (out_h - 1) * stride_h + 3, stride_w * ((out_w + 3) // 4 * 4) + 2
     return (out_h - 1) * stride_h + 3, ((out_w - 1) * stride_w + 5) // 2 * 2
+
+
+def dw3_pitch(rows: int, cols: int) -> bool:
+    """Whether qarm.c's DSP depthwise rows take a plane of DW3_PITCH int16 per row (immediate offsets, 4
+    instructions a step less): where a row fits, unless that more than doubles a plane of many short rows."""
+    return cols <= DW3_PITCH and (cols > 16 or rows <= 16)
 
 
 def _tables(node: Node, k: KernelEmitter, w_rows: np.ndarray, bias: tuple[int, ...] | None = None,
@@ -300,8 +306,9 @@ def conv_scratch(node: Node, g: ConvGeometry) -> int:
     """Two interleaved int16 columns of Kp and the two plain ones they come from (conv), or one channel's
     zero-padded int16 plane (depthwise 3x3)."""
     if node.attrs["_q"].depthwise:
-        hp, wp = dw3_plane(*g.out_size[1:], *g.strides[1:])
-        if node.attrs["_isa"] == DSP and wp <= DW3_PITCH:  # qarm.c ember_qa_dw3_t's rows of DW3_PITCH int16
+        dsp = node.attrs["_isa"] == DSP
+        hp, wp = dw3_plane(*g.out_size[1:], *g.strides[1:], transpose=not dsp)
+        if dsp and dw3_pitch(hp, wp):  # qarm.c ember_qa_dw3_fast's rows of DW3_PITCH int16
             wp = DW3_PITCH
         return hp * wp if node.attrs.get(MVE8) else 2 * hp * wp
     if node.attrs.get(MVE8):

@@ -38,7 +38,7 @@ def _conv(name: str, src: str, c: int, m: int, k: tuple[int, int], inits: list, 
 
 def geometry_model() -> onnx.ModelProto:
     """[2, 3, 13, 17] -> conv 3x3/2 (5 channels) -> relu -> conv 3x2 stride (1, 2), pads (0, 1, 1, 0) (7)
-    -> depthwise 3x3/1 (6x5: more rows than columns, the transposed plane) -> relu -> depthwise 3x3 stride
+    -> depthwise 3x3/1 (6x5: more rows than columns, Helium's transposed plane) -> relu -> depthwise 3x3 stride
     (2, 1), pads 1 (steps of four outputs and one left) -> depthwise 3x3/2, pads (0, 1, 1, 0) -> 1x1 (9)
     -> flatten -> FC 5."""
     inits: list = []
@@ -62,12 +62,12 @@ def geometry_model() -> onnx.ModelProto:
 
 
 def _int8_pair(tmp_path: Path, model: onnx.ModelProto, calib: np.ndarray,
-               target: str) -> tuple[ember.Bundle, ember.Bundle]:
+               target: str, schema: str = "asymmetric") -> tuple[ember.Bundle, ember.Bundle]:
     """`model` quantized to int8 (int8 I/O) from `ember profile` on `calib`, compiled for the host and for target."""
     onnx.save(model, tmp_path / "m.onnx")
     np.save(tmp_path / "calib.npy", calib)
     assert main(["profile", str(tmp_path / "m.onnx"), str(tmp_path / "calib.npy"), "-o", str(tmp_path / "p.yaml")]) == 0
-    opts = {"quantize": "int8", "profile": str(tmp_path / "p.yaml"), "io": "int8"}
+    opts = {"quantize": "int8", "profile": str(tmp_path / "p.yaml"), "io": "int8", "schema": schema}
     host = ember.compile(tmp_path / "m.onnx", tmp_path / "host", **opts)
     return host, ember.compile(tmp_path / "m.onnx", tmp_path / target, target=target, **opts)
 
@@ -258,3 +258,95 @@ def test_mixed_requantisation_on_qemu_equals_host(tmp_path: Path, monkeypatch: p
         feeds = {"x": np.random.default_rng(seed).integers(-16, 17, (1, 16, 9, 15)).astype(np.int8)}
         got = mcu.run_firmware(bundle.path, target, feeds, tmp_path / f"run{seed}").outputs["y"]
         np.testing.assert_array_equal(got, host.run(feeds)["y"])
+
+
+P1 = [1, 1, 1, 1]
+
+
+def _rows_model(name: str) -> onnx.ModelProto:
+    """Depthwise chains for qarm.c's assembly rows (ember_qa_dw3_fast) at every step count and tail. "six":
+    [1, 5, 6, 6], rows of 6 (ember_qa_dw3_row6p), then of 3. "wide": [1, 3, 11, 70], rows longer than a plane
+    of fixed pitch holds (ember_qa_dw3_row1, _row2): stride 1 (70 outputs: steps of four, two left), stride 2
+    (35: three left), stride 2 unpadded left and top (17 of a fixed pitch, _row2p: one left), stride 1 (17),
+    unpadded (15); a Relu after the second. "short": [1, 4, 19, 7], the fill's rows of 7, 5, 4 and 2 bytes and
+    the rows' 7, 5, 4, 2 and 1 outputs (steps of two alone), many short rows (no fixed pitch, ops/qarm.py
+    dw3_pitch), two Relus, 1x1 layers of 4 channels (qarm.c ember_qa_direct4: 95 pixels, four at a time, then
+    a pair and one; 5 pixels) on the first Relu's output and at the end. A layer before a Relu takes the
+    clamped fast form where the Relu's output is uint8 (the symmetric_with_uint8 schema): the C rows
+    (ember_qa_dw3_quad, _quad2), and the next layer fills from uint8."""
+    inits: list = []
+    if name == "six":  # VWW's last maps: 6 x 6 (ember_qa_dw3_row6p), then 3 x 3 (rows under 4: the _s variants)
+        shape, c = [1, 5, 6, 6], 5
+        nodes = [_conv("d0", "x", c, c, (3, 3), inits, group=c, pads=P1),
+                 _conv("d1", "d0", c, c, (3, 3), inits, group=c, pads=P1),
+                 _conv("d2", "d1", c, c, (3, 3), inits, group=c, pads=P1, strides=[2, 2]),
+                 _conv("y", "d2", c, c, (3, 3), inits, group=c, pads=P1)]
+        outs = ["y"]
+    elif name == "wide":
+        shape, c = [1, 3, 11, 70], 3
+        nodes = [_conv("d0", "x", c, c, (3, 3), inits, group=c, pads=P1),
+                 _conv("d1", "d0", c, c, (3, 3), inits, group=c, pads=P1, strides=[2, 2]),
+                 helper.make_node("Relu", ["d1"], ["r1"]),
+                 _conv("d2", "r1", c, c, (3, 3), inits, group=c, pads=[0, 1, 1, 0], strides=[2, 2]),
+                 _conv("d3", "d2", c, c, (3, 3), inits, group=c, pads=P1),
+                 _conv("y", "d3", c, c, (3, 3), inits, group=c)]
+        outs = ["y"]
+    else:
+        shape, c = [1, 4, 19, 7], 4
+        nodes = [_conv("d0", "x", c, c, (3, 3), inits, group=c, pads=P1),  # 19 x 7
+                 _conv("d1", "d0", c, c, (3, 3), inits, group=c, pads=[1, 0, 1, 0]),  # 19 x 5
+                 helper.make_node("Relu", ["d1"], ["r1"]),
+                 _conv("y2", "r1", c, 8, (1, 1), inits),
+                 _conv("d2", "r1", c, c, (3, 3), inits, group=c, pads=P1),  # 19 x 5
+                 _conv("d3", "d2", c, c, (3, 3), inits, group=c, pads=[1, 1, 1, 0]),  # 19 x 4
+                 _conv("d4", "d3", c, c, (3, 3), inits, group=c, pads=P1, strides=[2, 2]),  # 10 x 2
+                 helper.make_node("Relu", ["d4"], ["r4"]),
+                 _conv("d5", "r4", c, c, (3, 3), inits, group=c, pads=P1),  # 10 x 2
+                 _conv("d6", "d5", c, c, (3, 3), inits, group=c, pads=P1, strides=[2, 2]),  # 5 x 1
+                 _conv("d7", "d6", c, c, (3, 3), inits, group=c, pads=P1),  # 5 x 1
+                 _conv("y", "d7", c, 8, (1, 1), inits)]
+        outs = ["y", "y2"]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)
+    ys = [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs]
+    return helper.make_model(helper.make_graph(nodes, name, [x], ys, inits),
+                             opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _dw3_forms(bundle: ember.Bundle) -> list[tuple[int, str]]:
+    """Per ember_qarm_dw3 call its input's signedness and its out table ([zero point, lo, hi, fast])."""
+    text = (bundle.path / f"{bundle.name}.c").read_text()
+    tables = dict(re.findall(r"static const int32_t (\w+)\[\d+\] = \{([^}]*)\}", text))
+    calls = [re.split(r",(?![^(]*\))", c) for c in re.findall(r"^    ember_qarm_dw3\((.*)\);", text, re.M)]
+    return [(int(a[2]), tables[a[8].strip()]) for a in calls]
+
+
+SSAT = "0, -128, 127, 1"  # the assembly rows' form: fast, the zero point in ra, the whole int8 range
+
+
+@pytest.mark.parametrize(("name", "schema"), [("six", "asymmetric"), ("wide", "asymmetric"),
+                                              ("wide", "symmetric_with_uint8"), ("short", "asymmetric"),
+                                              ("short", "symmetric_with_uint8")])
+def test_depthwise_rows_on_qemu_equal_host(tmp_path: Path, name: str, schema: str) -> None:
+    """qarm.c's depthwise assembly (ember_qa_dw3_fast: the fill, the rows' steps of four and two, TBB's tails)
+    and 1x1 column builder (ember_qa_direct4) on int8 and uint8 inputs, bit-identical to the host build."""
+    target = "cortex-m4"
+    require_tools(target, mcu.missing_tools(target))
+    model = _rows_model(name)
+    shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+    host, bundle = _int8_pair(tmp_path, model, RNG.normal(0, 1, (4, *shape[1:])).astype(np.float32), target, schema)
+    forms = _dw3_forms(bundle)
+    assert len(forms) == {"six": 4, "wide": 5, "short": 8}[name]
+    if schema == "asymmetric":
+        assert forms == [(1, SSAT)] * len(forms)
+    else:  # the Relus' uint8 outputs (their clamp: the C rows), read by the next layers' uint8 fill
+        clamped = [1, 4] if name == "short" else [1]
+        for i in clamped:
+            assert forms[i] == (1, "0, 0, 255, 1") and forms[i + 1] == (0, SSAT), forms
+        assert forms.count((1, SSAT)) == len(forms) - 2 * len(clamped), forms
+    for seed in range(2):
+        feeds = {"x": np.random.default_rng(seed).integers(-128, 128, shape).astype(np.int8)}
+        got = mcu.run_firmware(bundle.path, target, feeds, tmp_path / f"run{seed}").outputs
+        want = host.run(feeds)
+        for out in got:
+            np.testing.assert_array_equal(got[out], want[out])
+        assert set(got) == {o.name for o in model.graph.output}

@@ -10,6 +10,8 @@ from ember.ops.qarm import (
     _pair_rows,
     dsp_weights,
     dsp_weights16,
+    dw3_pitch,
+    dw3_plane,
     dw8_weights,
     fast_requant,
     fold_zp,
@@ -197,3 +199,12 @@ def test_tie_free_per_channel() -> None:
     assert tie_free(rq, np.array([1000, 1000, 1000])) == [True, False, True]
     big = fixed_point(0.75)
     assert tie_free(Requant((big[0],), (big[1],), 0, -128, 127), np.array([10])) is None
+
+
+def test_dw3_planes_of_the_dsp_rows_keep_the_image_rows() -> None:
+    """qarm.c ember_qa_dw3_geo_tr: Helium transposes a map of more rows than columns (KWS's 25 x 5), the DSP
+    rows do not; their fixed pitch (ember_qa_dw3_fast) only where it does not more than double many short rows."""
+    assert dw3_plane(25, 5, 1, 1) == (7, 30)
+    assert dw3_plane(25, 5, 1, 1, transpose=False) == (27, 10)
+    assert dw3_plane(24, 24, 2, 2, transpose=False) == dw3_plane(24, 24, 2, 2) == (49, 50)
+    assert not dw3_pitch(27, 10) and dw3_pitch(8, 10) and dw3_pitch(50, 50) and not dw3_pitch(3, 74)

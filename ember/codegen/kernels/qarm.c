@@ -571,7 +571,7 @@ typedef struct {
     "add r10, r10, r11\n\t"
 #define EMBER_QA_BLOCK42X4 EMBER_QA_BLOCK42 EMBER_QA_BLOCK42 EMBER_QA_BLOCK42 EMBER_QA_BLOCK42
 #define EMBER_QA_BLOCK42X16 EMBER_QA_BLOCK42X4 EMBER_QA_BLOCK42X4 EMBER_QA_BLOCK42X4 EMBER_QA_BLOCK42X4
-#define EMBER_QA_GEMM42S(BIAS)                                                                                 \
+#define EMBER_QA_GEMM42S(BIAS, TEST)                                                                               \
     __asm__("push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t" \
             "ldm r0, {r1, r2, r3, r4, r5, r6, r7, r8}\n\t" \
             "cmp r8, #0\n\t" \
@@ -599,9 +599,7 @@ typedef struct {
             "1:\n\t" \
             EMBER_QA_BLOCK42X16 EMBER_QA_BLOCK42X16 \
             "5:\n\t" \
-            "ldr r10, [sp, #20]\n\t" \
-            "cmp lr, r10\n\t" \
-            "bne 1b\n\t" \
+            TEST \
             "ldr lr, [sp, #16]\n\t" \
             EMBER_QA_RQ42("r0", "r1") EMBER_QA_RQ42("r2", "r3") EMBER_QA_RQ42("r4", "r5") EMBER_QA_RQ42("r6", "r7") \
             "str lr, [sp, #16]\n\t" \
@@ -614,23 +612,33 @@ typedef struct {
             "add sp, sp, #32\n\t" \
             "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}")
 /* The sums' start: the biases, each channel's twice, from the per-quad words at bq (sp + 4; ops/qarm.py
- * `_tables`' pairs: appended to rq), or from rq's (9 instructions where LDM takes 3). */
-EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_gemm42s(EMBER_UNUSED ember_qa_q42_t *ctx) {
-    EMBER_QA_GEMM42S("ldr lr, [sp, #16]\n\t"
-                     "ldr r0, [lr, #12]\n\t"
-                     "mov r1, r0\n\t"
-                     "ldr r2, [lr, #28]\n\t"
-                     "mov r3, r2\n\t"
-                     "ldr r4, [lr, #44]\n\t"
-                     "mov r5, r4\n\t"
-                     "ldr r6, [lr, #60]\n\t"
-                     "mov r7, r6\n\t");
-}
-EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_gemm42b(EMBER_UNUSED ember_qa_q42_t *ctx) {
-    EMBER_QA_GEMM42S("ldr lr, [sp, #4]\n\t"
-                     "ldm lr!, {r0, r1, r2, r3, r4, r5, r6, r7}\n\t"
-                     "str lr, [sp, #4]\n\t");
-}
+ * `_tables`' pairs: appended to rq), or from rq's (9 instructions where LDM takes 3). The end test of the
+ * passes: the `1` variants (Kp <= 64, one pass) go on without it, 3 instructions a tile less. */
+#define EMBER_QA_BIAS42S                                                                                         \
+    "ldr lr, [sp, #16]\n\t"                                                                                      \
+    "ldr r0, [lr, #12]\n\t"                                                                                      \
+    "mov r1, r0\n\t"                                                                                             \
+    "ldr r2, [lr, #28]\n\t"                                                                                      \
+    "mov r3, r2\n\t"                                                                                             \
+    "ldr r4, [lr, #44]\n\t"                                                                                      \
+    "mov r5, r4\n\t"                                                                                             \
+    "ldr r6, [lr, #60]\n\t"                                                                                      \
+    "mov r7, r6\n\t"
+#define EMBER_QA_BIAS42B "ldr lr, [sp, #4]\n\tldm lr!, {r0, r1, r2, r3, r4, r5, r6, r7}\n\tstr lr, [sp, #4]\n\t"
+#define EMBER_QA_TEST42 "ldr r10, [sp, #20]\n\tcmp lr, r10\n\tbne 1b\n\t"
+#define EMBER_QA_GEMM42FN(NAME, BIAS, TEST)                                                                       \
+    EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void NAME(EMBER_UNUSED ember_qa_q42_t *ctx) {       \
+        EMBER_QA_GEMM42S(BIAS, TEST);                                                                            \
+    }
+EMBER_QA_GEMM42FN(ember_qa_gemm42s, EMBER_QA_BIAS42S, EMBER_QA_TEST42)
+EMBER_QA_GEMM42FN(ember_qa_gemm42s1, EMBER_QA_BIAS42S, "")
+EMBER_QA_GEMM42FN(ember_qa_gemm42b, EMBER_QA_BIAS42B, EMBER_QA_TEST42)
+EMBER_QA_GEMM42FN(ember_qa_gemm42b1, EMBER_QA_BIAS42B, "")
+typedef void (*ember_qa_q42_fn)(ember_qa_q42_t *ctx);
+#undef EMBER_QA_GEMM42FN
+#undef EMBER_QA_TEST42
+#undef EMBER_QA_BIAS42B
+#undef EMBER_QA_BIAS42S
 #undef EMBER_QA_GEMM42S
 #undef EMBER_QA_BLOCK42X4
 #undef EMBER_QA_BLOCK42X16
@@ -648,7 +656,7 @@ EMBER_INLINE void ember_qa_gemm4(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n, 
         ember_qa_q42_t ctx;
         ctx.cols = cols, ctx.kb = 8 * Kp, ctx.y = y, ctx.rs = (int32_t)rs, ctx.rq = rq, ctx.w = W;
         ctx.wend = W + (ptrdiff_t)M4 * Kp, ctx.entry = 0, ctx.bq = 0;
-        ember_qa_gemm42s(&ctx);
+        (Kp <= 64 ? ember_qa_gemm42s1 : ember_qa_gemm42s)(&ctx);
         return;
     }
 #endif
@@ -1110,6 +1118,47 @@ EMBER_INLINE void ember_qa_direct2(int16_t *EMBER_RESTRICT cols, const uint8_t *
         d2[0] = d2[2] = 0;
     }
 }
+#if EMBER_HAVE_ARM_DSP
+/* ember_qa_direct2's folded case (`fz`, C % 4 == 0, so Kp = C) for pixels q .. q + 3 at once: q and q + 1 into
+ * ca, q + 2 and q + 3 into cb. One word read per channel (four pixels), split by SXTB16/UXTB16 into (p0, p2)
+ * and (p1, p3), the channel pair's words put together by PKHBT/PKHTB: 14 instructions per channel pair where
+ * ember_qa_direct2 takes 18 for the same columns. */
+EMBER_INLINE void ember_qa_direct4(int16_t *EMBER_RESTRICT ca, int16_t *EMBER_RESTRICT cb,
+                                   const uint8_t *EMBER_RESTRICT xq, ptrdiff_t S, int C, uint32_t flip) {
+    uint32_t *da = (uint32_t *)(void *)ca, *db = (uint32_t *)(void *)cb;
+    const uint32_t *const dend = da + C;
+    uint32_t a, b, oa, ob, t0, t1;
+#define EMBER_QA_STEP4(EXT)                                                                          \
+            "ldr %[b], [%[x], %[s]]\n\t"                                                            \
+            "ldr %[a], [%[x]]\n\t"                                                                  \
+            "add %[x], %[x], %[s], lsl #1\n\t"                                                      \
+            EXT " %[oa], %[a], ror #8\n\t"                                                          \
+            EXT " %[a], %[a]\n\t"                                                                   \
+            EXT " %[ob], %[b], ror #8\n\t"                                                          \
+            EXT " %[b], %[b]\n\t"                                                                   \
+            "pkhbt %[t0], %[a], %[b], lsl #16\n\t"                                                  \
+            "pkhbt %[t1], %[oa], %[ob], lsl #16\n\t"                                                \
+            "strd %[t0], %[t1], [%[da]], #8\n\t"                                                    \
+            "pkhtb %[t0], %[b], %[a], asr #16\n\t"                                                  \
+            "pkhtb %[t1], %[ob], %[oa], asr #16\n\t"                                                \
+            "strd %[t0], %[t1], [%[db]], #8\n\t"
+#define EMBER_QA_DIRECT4(EXT)                                                                        \
+    __asm__("1:\n\t"                                                                                \
+            EMBER_QA_STEP4(EXT) EMBER_QA_STEP4(EXT)                                                  \
+            "cmp %[da], %[dend]\n\t"                                                                \
+            "bne 1b"                                                                                 \
+            : [x] "+&r"(xq), [da] "+&r"(da), [db] "+&r"(db), [a] "=&r"(a), [b] "=&r"(b), [oa] "=&r"(oa), \
+              [ob] "=&r"(ob), [t0] "=&r"(t0), [t1] "=&r"(t1)                                          \
+            : [s] "r"(S), [dend] "r"(dend)                                                           \
+            : "cc", "memory")
+    if (flip)
+        EMBER_QA_DIRECT4("sxtb16");
+    else
+        EMBER_QA_DIRECT4("uxtb16");
+#undef EMBER_QA_DIRECT4
+#undef EMBER_QA_STEP4
+}
+#endif
 /* Convolution (2-D, one group) of N images: y[n][m][pixel] requantised from W times the windows, two output
  * pixels at a time: their columns built plainly in t (2 x Kp int16, Kp: K rounded up to `kq`), then
  * handed to `gemm` (qarm.c's SMLAD product, which interleaves them first, or Helium's). A 1x1 stride-1
@@ -1151,6 +1200,7 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
     const int s42 = dsp && M % 4 == 0 && out[3] != 3 && ember_qa_mode(out) == 2 && out[0] == 0;
     q42.cols = cols, q42.kb = 8 * Kp, q42.rq = rq, q42.w = (const int16_t *)(const void *)W;
     q42.wend = q42.w + (ptrdiff_t)M * Kp, q42.entry = 0, q42.bq = rq + 4 * M; /* ops/qarm.py `_tables`' pairs */
+    const ember_qa_q42_fn g42b = Kp <= 64 ? ember_qa_gemm42b1 : ember_qa_gemm42b; /* one pass, or more */
     /* ops/qarm.py `_tables`' fold: a 1x1 layer's bias pairs hold the zero point's share (rq[6 M] = 1), so that
      * ember_qa_direct2 leaves the bytes' values as they are */
     const int fz = s42 && direct && rq[6 * M];
@@ -1168,10 +1218,20 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
 #if EMBER_HAVE_ARM_DSP
         if (s42 && direct && !res) { /* a 1x1 layer's column pairs, nothing else to track */
             q42.rs = (int32_t)P;
+            if (fz && C % 4 == 0) { /* four pixels' columns at a time, the second pair's where t0, t1 would be */
+                for (; q + 3 < P; q += 4) {
+                    ember_qa_direct4(cols, t0, xn + q, S, C, flip);
+                    q42.y = yn + q, q42.cols = cols;
+                    g42b(&q42);
+                    q42.y = yn + q + 2, q42.cols = t0;
+                    g42b(&q42);
+                }
+                q42.cols = cols;
+            }
             for (; q + 1 < P; q += 2) {
                 ember_qa_direct2(cols, xn + q, S, C, Kp, flip, z2, fz);
                 q42.y = yn + q;
-                ember_qa_gemm42b(&q42);
+                g42b(&q42);
             }
         }
 #endif
@@ -1188,7 +1248,7 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
                 if (s42) {
                     ember_qa_direct2(cols, xn + q, S, C, Kp, flip, z2, fz);
                     q42.y = yq, q42.rs = (int32_t)rs;
-                    ember_qa_gemm42b(&q42);
+                    g42b(&q42);
                     continue;
                 }
 #endif
@@ -1243,7 +1303,7 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
                     ember_qa_col2i_t((uint32_t *)(void *)cols, xc, S, RS, C * KH, KH, z2, Kp, 0);
                 if ((ow += 2) == OW) ow = 0, ++oh;
                 q42.y = yq, q42.rs = (int32_t)rs;
-                ember_qa_gemm42b(&q42);
+                g42b(&q42);
                 continue;
             }
 #endif
@@ -1261,7 +1321,7 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
             if (s42 && two) {
                 if (built != 2) ember_qa_pair_cols(cols, t0, t1, Kp);
                 q42.y = yq, q42.rs = (int32_t)rs;
-                ember_qa_gemm42b(&q42);
+                g42b(&q42);
                 continue;
             }
 #endif
@@ -1317,14 +1377,8 @@ static void ember_qarm_fc(uint8_t *y, const uint8_t *a, int sgn, int32_t az, int
 /* Outputs ow .. ow + 3 of a stride-1 3x3 window: o[0..3] plus three plane rows (from p, Wp int16 apart, p
  * 4-byte aligned; it reads p[0 .. 5] of each) times wv = per kernel row the pairs A (w0,w1) B (w2,0)
  * C (0,w0) D (w1,w2): with X0 X1 X2 the row's words (p0,p1) (p2,p3) (p4,p5), o0 += X0.A + X1.B,
- * o1 += X0.C + X1.D, o2 += X1.A + X2.B, o3 += X1.C + X2.D. */
-EMBER_INLINE void ember_qa_dw3_quad(int32_t o[4], const int16_t *p, int Wp, const uint32_t *wv) {
-    int32_t o0 = o[0], o1 = o[1], o2 = o[2], o3 = o[3];
-#if EMBER_HAVE_ARM_DSP
-    /* 38 instructions for 36 multiply-adds (two outputs at a time took 48); in assembly: the compiler
-     * spills around the weight words. */
-    uint32_t x0, x1, x2, wa, wb;
-    const int16_t *q = p;
+ * o1 += X0.C + X1.D, o2 += X1.A + X2.B, o3 += X1.C + X2.D. 38 instructions for 36 multiply-adds (two
+ * outputs at a time took 48); in assembly: the compiler spills around the weight words. */
 #define EMBER_QA_DW3_ROW(OFS)                        \
     "ldrd %[x0], %[x1], [%[q]]\n\t"                  \
     "ldr %[x2], [%[q], #8]\n\t"                      \
@@ -1338,38 +1392,10 @@ EMBER_INLINE void ember_qa_dw3_quad(int32_t o[4], const int16_t *p, int Wp, cons
     "smlad %[o1], %[x1], %[wb], %[o1]\n\t"           \
     "smlad %[o3], %[x1], %[wa], %[o3]\n\t"           \
     "smlad %[o3], %[x2], %[wb], %[o3]\n\t"
-    __asm__(EMBER_QA_DW3_ROW(0) "add %[q], %[q], %[rs]\n\t"
-            EMBER_QA_DW3_ROW(16) "add %[q], %[q], %[rs]\n\t"
-            EMBER_QA_DW3_ROW(32)
-            : [o0] "+r"(o0), [o1] "+r"(o1), [o2] "+r"(o2), [o3] "+r"(o3), [q] "+r"(q), [x0] "=&r"(x0),
-              [x1] "=&r"(x1), [x2] "=&r"(x2), [wa] "=&r"(wa), [wb] "=&r"(wb)
-            : [rs] "r"(2 * Wp), [wv] "r"(wv)
-            : "memory");
-#else
-    int i;
-    for (i = 0; i < 3; ++i, p += Wp, wv += 4) {
-        const uint32_t x0 = *(const ember_qa_u32 *)(const void *)p, x1 = *(const ember_qa_u32 *)(const void *)(p + 2);
-        const uint32_t x2 = *(const ember_qa_u32 *)(const void *)(p + 4);
-        o0 = ember_qa_smlad(x1, wv[1], ember_qa_smlad(x0, wv[0], o0));
-        o1 = ember_qa_smlad(x1, wv[3], ember_qa_smlad(x0, wv[2], o1));
-        o2 = ember_qa_smlad(x2, wv[1], ember_qa_smlad(x1, wv[0], o2));
-        o3 = ember_qa_smlad(x2, wv[3], ember_qa_smlad(x1, wv[2], o3));
-    }
-#endif
-    o[0] = o0;
-    o[1] = o1;
-    o[2] = o2;
-    o[3] = o3;
-}
 /* Outputs ow .. ow + 3 of a stride-2 3x3 window, as ember_qa_dw3_quad (p: the plane at column 2 * ow; it
  * reads p[0 .. 9] of each row): with X0 .. X4 the row's words, o0 += X0.A + X1.B, o1 += X1.A + X2.B,
  * o2 += X2.A + X3.B, o3 += X3.A + X4.B. 39 instructions for 36 multiply-adds (one output at a time: 33
  * per output). */
-EMBER_INLINE void ember_qa_dw3_quad2(int32_t o[4], const int16_t *p, int Wp, const uint32_t *wv) {
-    int32_t o0 = o[0], o1 = o[1], o2 = o[2], o3 = o[3];
-#if EMBER_HAVE_ARM_DSP
-    uint32_t x0, x1, x2, wa, wb;
-    const int16_t *q = p;
 #define EMBER_QA_DW3_ROW2(OFS)                       \
     "ldrd %[x0], %[x1], [%[q]]\n\t"                  \
     "ldr %[x2], [%[q], #8]\n\t"                      \
@@ -1383,155 +1409,322 @@ EMBER_INLINE void ember_qa_dw3_quad2(int32_t o[4], const int16_t *p, int Wp, con
     "smlad %[o2], %[x0], %[wb], %[o2]\n\t"           \
     "smlad %[o3], %[x0], %[wa], %[o3]\n\t"           \
     "smlad %[o3], %[x1], %[wb], %[o3]\n\t"
-    __asm__(EMBER_QA_DW3_ROW2(0) "add %[q], %[q], %[rs]\n\t"
-            EMBER_QA_DW3_ROW2(16) "add %[q], %[q], %[rs]\n\t"
-            EMBER_QA_DW3_ROW2(32)
-            : [o0] "+r"(o0), [o1] "+r"(o1), [o2] "+r"(o2), [o3] "+r"(o3), [q] "+r"(q), [x0] "=&r"(x0),
-              [x1] "=&r"(x1), [x2] "=&r"(x2), [wa] "=&r"(wa), [wb] "=&r"(wb)
-            : [rs] "r"(2 * Wp), [wv] "r"(wv)
-            : "memory");
+/* One of them from its kernel row ROW; without the DSP extension the same sums in C, output j from the
+ * words X[XS[j]], X[XS[j] + 1] (X[k] at p + 2 k) and the weight pairs wv[WS[j]], wv[WS[j] + 1]. */
+#if EMBER_HAVE_ARM_DSP
+#define EMBER_QA_DW3_QUADFN(NAME, ROW, XS, WS)                                                                     \
+    EMBER_INLINE void NAME(int32_t o[4], const int16_t *p, int Wp, const uint32_t *wv) {                          \
+        int32_t o0 = o[0], o1 = o[1], o2 = o[2], o3 = o[3];                                                      \
+        uint32_t x0, x1, x2, wa, wb;                                                                              \
+        const int16_t *q = p;                                                                                     \
+        __asm__(ROW(0) "add %[q], %[q], %[rs]\n\t" ROW(16) "add %[q], %[q], %[rs]\n\t" ROW(32)                    \
+                : [o0] "+r"(o0), [o1] "+r"(o1), [o2] "+r"(o2), [o3] "+r"(o3), [q] "+r"(q), [x0] "=&r"(x0),      \
+                  [x1] "=&r"(x1), [x2] "=&r"(x2), [wa] "=&r"(wa), [wb] "=&r"(wb)                                  \
+                : [rs] "r"(2 * Wp), [wv] "r"(wv)                                                                  \
+                : "memory");                                                                                      \
+        o[0] = o0, o[1] = o1, o[2] = o2, o[3] = o3;                                                               \
+    }
 #else
-    int i;
-    for (i = 0; i < 3; ++i, p += Wp, wv += 4) {
-        const ember_qa_u32 *x = (const ember_qa_u32 *)(const void *)p;
-        o0 = ember_qa_smlad(x[1], wv[1], ember_qa_smlad(x[0], wv[0], o0));
-        o1 = ember_qa_smlad(x[2], wv[1], ember_qa_smlad(x[1], wv[0], o1));
-        o2 = ember_qa_smlad(x[3], wv[1], ember_qa_smlad(x[2], wv[0], o2));
-        o3 = ember_qa_smlad(x[4], wv[1], ember_qa_smlad(x[3], wv[0], o3));
+#define EMBER_QA_DW3_QUADFN(NAME, ROW, XS, WS)                                                                     \
+    EMBER_INLINE void NAME(int32_t o[4], const int16_t *p, int Wp, const uint32_t *wv) {                          \
+        static const int xs[4] = {XS}, ws[4] = {WS};                                                              \
+        int i, j;                                                                                                 \
+        for (i = 0; i < 3; ++i, p += Wp, wv += 4) {                                                               \
+            const ember_qa_u32 *x = (const ember_qa_u32 *)(const void *)p;                                        \
+            for (j = 0; j < 4; ++j)                                                                               \
+                o[j] = ember_qa_smlad(x[xs[j] + 1], wv[ws[j] + 1], ember_qa_smlad(x[xs[j]], wv[ws[j]], o[j]));    \
+        }                                                                                                         \
     }
 #endif
-    o[0] = o0;
-    o[1] = o1;
-    o[2] = o2;
-    o[3] = o3;
-}
+#define EMBER_QA_DW3_XS1 0, 0, 1, 1
+#define EMBER_QA_DW3_WS1 0, 2, 0, 2
+#define EMBER_QA_DW3_XS2 0, 1, 2, 3
+#define EMBER_QA_DW3_WS2 0, 0, 0, 0
+EMBER_QA_DW3_QUADFN(ember_qa_dw3_quad, EMBER_QA_DW3_ROW, EMBER_QA_DW3_XS1, EMBER_QA_DW3_WS1)
+EMBER_QA_DW3_QUADFN(ember_qa_dw3_quad2, EMBER_QA_DW3_ROW2, EMBER_QA_DW3_XS2, EMBER_QA_DW3_WS2)
+#undef EMBER_QA_DW3_QUADFN
+#undef EMBER_QA_DW3_XS1
+#undef EMBER_QA_DW3_WS1
+#undef EMBER_QA_DW3_XS2
+#undef EMBER_QA_DW3_WS2
+#undef EMBER_QA_DW3_ROW
+#undef EMBER_QA_DW3_ROW2
 #if EMBER_HAVE_ARM_DSP
-/* A channel's output rows of n >= 1 outputs each (stored one row after the other from y) in steps of four
- * (ember_qa_dw3_quad for s = 1, _quad2 for s = 2; the plane's rows are long enough for the last step's
- * reads) from the plane rows q, q + wv[21] bytes, ..., each requantised by the SSAT form with the zero point
- * in ra (ops/qarm.py `fold_zp`) and stored at y[0 .. 3] (a row's last step: its n % 4 or 4 outputs): wv[0 ..
- * 3] the bias four times (one LDM starts a step's sums), 4 .. 15 the weights' words, 16 .. 18 mult, sh, ra,
- * 19 the plane's row in bytes, 20 the rows (>= 1), 21 the plane's bytes from one output row to the next.
- * Naked, all in registers (o0 .. o3 in r0 .. r3, q r4, row words r5 r6 r8, weight words r9 r10, row bytes
- * r11, wv r12, y lr, the outputs left r7; the rows' state on the stack): 58 instructions per step where the
- * C loop around the products took about 100 (54 on a plane of fixed pitch: _row1p, _row2p), 9 per row where
- * a call per row cost about 40. */
-#define EMBER_QA_DW3_RROW(OFS, B)                    \
+/* A channel's output rows of n >= 1 outputs each (stored one row after the other from y) from the plane rows
+ * q, q + wv[15] bytes, ..., each output requantised by the SSAT form with the zero point in ra (ops/qarm.py
+ * `fold_zp`). wv: [0 .. 3] the bias four times (one LDM starts a step's sums), [4 .. 9] per kernel row the
+ * words A = (w0, w1) and D = (w1, w2), [10 .. 12] mult, sh, ra, [13] the plane's row in bytes, [14] the rows
+ * (>= 1), [15] the plane's bytes from one output row to the next. A row: n / 4 steps of four outputs, then its
+ * n % 4 last from a step of two (n % 4 <= 2) or four (TBB picks). With X0 X1 X2 a kernel row's words (p0, p1)
+ * (p2, p3) (p4, p5) at the step's first column, o0 += X0.A + p2 w2, o1 += p1 w0 + X1.D, o2 += X1.A + p4 w2,
+ * o3 += p3 w0 + X2.D (stride 2, with the words X0 .. X4: o_j += X_j.A + X_{j+1}.lo w2): SMLAD for a pair of
+ * products, SMLABT / SMLATB for one, so two weight words per kernel row (the pairs (w2, 0) and (0, w0) took
+ * another load). Naked, all in registers (o0 .. o3 in r0 .. r3, q r4, row words r5 r6 r8, weight words r9 r10,
+ * r11 the plane's row bytes, wv r12, y lr, the steps left r7; y's end and the step to the next row on the
+ * stack): 54 instructions per step of stride 1 on a plane of fixed pitch (_row1p, where r11 keeps ra; stride 2,
+ * _row2p: 57), 4 more where the rows lie r11 bytes apart; 6 a row (the _s variants, for rows under 4: 8). */
+#define EMBER_QA_DW3_R1(OFS, B)                      \
     "ldrd r5, r6, [r4, #" B "]\n\t"                  \
     "ldr r8, [r4, #" B "+8]\n\t"                     \
     "ldrd r9, r10, [r12, #" #OFS "]\n\t"             \
     "smlad r0, r5, r9, r0\n\t"                       \
-    "smlad r0, r6, r10, r0\n\t"                      \
-    "smlad r2, r6, r9, r2\n\t"                       \
-    "smlad r2, r8, r10, r2\n\t"                      \
-    "ldrd r9, r10, [r12, #" #OFS "+8]\n\t"           \
-    "smlad r1, r5, r9, r1\n\t"                       \
+    "smlabt r0, r6, r10, r0\n\t"                     \
+    "smlatb r1, r5, r9, r1\n\t"                      \
     "smlad r1, r6, r10, r1\n\t"                      \
-    "smlad r3, r6, r9, r3\n\t"                       \
+    "smlad r2, r6, r9, r2\n\t"                       \
+    "smlabt r2, r8, r10, r2\n\t"                     \
+    "smlatb r3, r6, r9, r3\n\t"                      \
     "smlad r3, r8, r10, r3\n\t"
-#define EMBER_QA_DW3_RROW2(OFS, B)                   \
+#define EMBER_QA_DW3_R2(OFS, B)                      \
     "ldrd r5, r6, [r4, #" B "]\n\t"                  \
     "ldr r8, [r4, #" B "+8]\n\t"                     \
     "ldrd r9, r10, [r12, #" #OFS "]\n\t"             \
     "smlad r0, r5, r9, r0\n\t"                       \
-    "smlad r0, r6, r10, r0\n\t"                      \
+    "smlabt r0, r6, r10, r0\n\t"                     \
     "smlad r1, r6, r9, r1\n\t"                       \
-    "smlad r1, r8, r10, r1\n\t"                      \
+    "smlabt r1, r8, r10, r1\n\t"                     \
     "ldrd r5, r6, [r4, #" B "+12]\n\t"               \
     "smlad r2, r8, r9, r2\n\t"                       \
-    "smlad r2, r5, r10, r2\n\t"                      \
+    "smlabt r2, r5, r10, r2\n\t"                     \
     "smlad r3, r5, r9, r3\n\t"                       \
-    "smlad r3, r6, r10, r3\n\t"
-/* The three kernel rows of a step: RS bytes apart (r11), or EMBER_QA_DW3_PITCH int16 (immediate offsets). */
+    "smlabt r3, r6, r10, r3\n\t"
+/* The same for o0 and o1 alone (a row's last one or two outputs). */
+#define EMBER_QA_DW3_T1(OFS, B)                      \
+    "ldrd r5, r6, [r4, #" B "]\n\t"                  \
+    "ldrd r9, r10, [r12, #" #OFS "]\n\t"             \
+    "smlad r0, r5, r9, r0\n\t"                       \
+    "smlabt r0, r6, r10, r0\n\t"                     \
+    "smlatb r1, r5, r9, r1\n\t"                      \
+    "smlad r1, r6, r10, r1\n\t"
+#define EMBER_QA_DW3_T2(OFS, B)                      \
+    "ldrd r5, r6, [r4, #" B "]\n\t"                  \
+    "ldr r8, [r4, #" B "+8]\n\t"                     \
+    "ldrd r9, r10, [r12, #" #OFS "]\n\t"             \
+    "smlad r0, r5, r9, r0\n\t"                       \
+    "smlabt r0, r6, r10, r0\n\t"                     \
+    "smlad r1, r6, r9, r1\n\t"                       \
+    "smlabt r1, r8, r10, r1\n\t"
+/* The three kernel rows of a step: r11 bytes apart, or EMBER_QA_DW3_PITCH int16 (immediate offsets). */
 #define EMBER_QA_DW3_ROWS(ROW)                                                                                      \
-    ROW(16, "0") "add r4, r4, r11\n\t" ROW(32, "0") "add r4, r4, r11\n\t" ROW(48, "0") "sub r4, r4, r11, lsl #1\n\t"
-#define EMBER_QA_DW3_ROWSP(ROW) ROW(16, "0") ROW(32, "128") ROW(48, "256")
+    ROW(16, "0") "add r4, r4, r11\n\t" ROW(24, "0") "add r4, r4, r11\n\t" ROW(32, "0") "sub r4, r4, r11, lsl #1\n\t"
+#define EMBER_QA_DW3_ROWSP(ROW) ROW(16, "0") ROW(24, "128") ROW(32, "256")
 #define EMBER_QA_DW3_RQ(O, RA)                       \
     "smmla " O ", " O ", r9, " RA "\n\t"              \
     "asr " O ", " O ", r10\n\t"                       \
     "ssat " O ", #8, " O "\n\t"
-#define EMBER_QA_DW3_NAKED(ROWS, STEP, R11, RQP, RA)                                                                               \
+/* One naked row function: ROWS (EMBER_QA_DW3_ROWS or _ROWSP), STEP and TWO (a step of four and of two, as
+ * EMBER_QA_DW3_R1 and _T1), ADV (a step's bytes along the plane's row, 2^LOG), R11 (wv's byte offset for r11),
+ * RQP (loads ra into RA where r11 does not keep it), CHK (a row's test for no step of four: the _s variants,
+ * for n < 4, have it). */
+#define EMBER_QA_DW3_CHK "cmp r7, #0\n\tbeq 3f\n\t"
+#define EMBER_QA_DW3_ROWFN(NAME, ROWS, STEP, TWO, ADV, LOG, R11, RQP, RA, CHK)                                    \
+    EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void NAME(                                           \
+        EMBER_UNUSED const int16_t *q, EMBER_UNUSED uint8_t *y, EMBER_UNUSED const uint32_t *wv, EMBER_UNUSED int n) { \
     __asm__("push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"                                                     \
             "mov r4, r0\n\t"                                                                                     \
             "mov lr, r1\n\t"                                                                                     \
             "mov r12, r2\n\t"                                                                                    \
-            "mov r7, r3\n\t"                                                                                     \
             "ldr r11, [r12, #" R11 "]\n\t"                                                                       \
-            "ldr r1, [r12, #80]\n\t"                                                                             \
-            "ldr r2, [r12, #84]\n\t"                                                                             \
-            "push {r0, r1, r2, r3}\n\t" /* sp + 0: the row's start, 4: rows left, 8: the row step, 12: n */       \
+            "ldr r1, [r12, #56]\n\t"                                                                             \
+            "ldr r2, [r12, #60]\n\t"                                                                             \
+            "mul r1, r1, r3\n\t"                                                                                 \
+            "add r0, lr, r1\n\t" /* y's end */                                                                   \
+            "lsrs r7, r3, #2\n\t"                                                                                \
+            "sub r1, r2, r7, lsl #" LOG "\n\t" /* from a row's last step of four to the next row */              \
+            "mov r2, r7\n\t"                                                                                     \
+            "and r3, r3, #3\n\t"                                                                                 \
+            /* sp + 0: y's end, 4: the step to the next row, 8: steps of four a row, 12: the last outputs */       \
+            "push {r0, r1, r2, r3}\n\t"                                                                          \
+            "1:\n\t"                                                                                             \
+            CHK                                                                                                  \
             "0:\n\t"                                                                                             \
-            "ldm r12, {r0, r1, r2, r3}\n\t" /* the bias, four times */                                           \
-            ROWS                                                                                                 \
-            "add r4, r4, #" STEP "\n\t"                                                                          \
-            "ldrd r9, r10, [r12, #64]\n\t"                                                                       \
+            "ldm r12, {r0, r1, r2, r3}\n\t"                                                                      \
+            ROWS(STEP)                                                                                           \
+            "add r4, r4, #" ADV "\n\t"                                                                           \
+            "ldrd r9, r10, [r12, #40]\n\t"                                                                       \
             RQP                                                                                                  \
             EMBER_QA_DW3_RQ("r0", RA) EMBER_QA_DW3_RQ("r1", RA) EMBER_QA_DW3_RQ("r2", RA) EMBER_QA_DW3_RQ("r3", RA)\
-            "subs r7, r7, #4\n\t"                                                                                \
-            "ble 5f\n\t" /* the row's last step: 1 to 4 outputs (r7 = their count - 4) */                       \
             "strb r1, [lr, #1]\n\t"                                                                              \
             "strb r2, [lr, #2]\n\t"                                                                              \
             "strb r3, [lr, #3]\n\t"                                                                              \
             "strb r0, [lr], #4\n\t"                                                                              \
-            "b 0b\n\t"                                                                                           \
-            "5:\n\t"                                                                                             \
-            "strb r0, [lr]\n\t"                                                                                  \
-            "cmn r7, #3\n\t"                                                                                     \
-            "beq 6f\n\t"                                                                                         \
-            "strb r1, [lr, #1]\n\t"                                                                              \
-            "cmn r7, #2\n\t"                                                                                     \
-            "beq 6f\n\t"                                                                                         \
-            "strb r2, [lr, #2]\n\t"                                                                              \
-            "cmn r7, #1\n\t"                                                                                     \
-            "beq 6f\n\t"                                                                                         \
-            "strb r3, [lr, #3]\n\t"                                                                              \
-            "6:\n\t" /* the next output row: y right after this one's last output */                            \
-            "add lr, lr, r7\n\t"                                                                                 \
-            "add lr, lr, #4\n\t"                                                                                 \
-            "ldrd r4, r5, [sp]\n\t"                                                                              \
-            "ldrd r6, r7, [sp, #8]\n\t"                                                                          \
-            "add r4, r4, r6\n\t"                                                                                 \
-            "subs r5, r5, #1\n\t"                                                                                \
-            "strd r4, r5, [sp]\n\t"                                                                              \
+            "subs r7, r7, #1\n\t"                                                                                \
             "bne 0b\n\t"                                                                                         \
+            "3:\n\t"                                                                                             \
+            "ldr r7, [sp, #12]\n\t"                                                                              \
+            "tbb [pc, r7]\n\t"                                                                                   \
+            "4:\n\t"                                                                                             \
+            ".byte (6f - 4b) / 2, (7f - 4b) / 2, (8f - 4b) / 2, (9f - 4b) / 2\n\t"                               \
+            "6:\n\t" /* the next output row: y is right after this one's last output */                         \
+            "ldm sp, {r5, r6, r7}\n\t"                                                                           \
+            "add r4, r4, r6\n\t"                                                                                 \
+            "cmp lr, r5\n\t"                                                                                     \
+            "bne 1b\n\t"                                                                                         \
             "add sp, sp, #16\n\t"                                                                                \
-            "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}")
+            "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}\n\t"                                                     \
+            "7:\n\t" /* one output left */                                                                       \
+            "ldm r12, {r0, r1}\n\t"                                                                              \
+            ROWS(TWO)                                                                                            \
+            "ldrd r9, r10, [r12, #40]\n\t"                                                                       \
+            RQP                                                                                                  \
+            EMBER_QA_DW3_RQ("r0", RA)                                                                            \
+            "strb r0, [lr], #1\n\t"                                                                              \
+            "b 6b\n\t"                                                                                           \
+            "8:\n\t" /* two */                                                                                   \
+            "ldm r12, {r0, r1}\n\t"                                                                              \
+            ROWS(TWO)                                                                                            \
+            "ldrd r9, r10, [r12, #40]\n\t"                                                                       \
+            RQP                                                                                                  \
+            EMBER_QA_DW3_RQ("r0", RA) EMBER_QA_DW3_RQ("r1", RA)                                                  \
+            "strb r1, [lr, #1]\n\t"                                                                              \
+            "strb r0, [lr], #2\n\t"                                                                              \
+            "b 6b\n\t"                                                                                           \
+            "9:\n\t" /* three: a step of four */                                                                 \
+            "ldm r12, {r0, r1, r2, r3}\n\t"                                                                      \
+            ROWS(STEP)                                                                                           \
+            "ldrd r9, r10, [r12, #40]\n\t"                                                                       \
+            RQP                                                                                                  \
+            EMBER_QA_DW3_RQ("r0", RA) EMBER_QA_DW3_RQ("r1", RA) EMBER_QA_DW3_RQ("r2", RA)                        \
+            "strb r1, [lr, #1]\n\t"                                                                              \
+            "strb r2, [lr, #2]\n\t"                                                                              \
+            "strb r0, [lr], #3\n\t"                                                                              \
+            "b 6b");                                                                                             \
+    }
 #define EMBER_QA_DW3_PITCH 64 /* int16: ember_qa_dw3_row1p/2p's plane rows, 128 bytes (EMBER_QA_DW3_ROWSP) */
-EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dw3_row1(EMBER_UNUSED const int16_t *q,
-                                                                                EMBER_UNUSED uint8_t *y,
-                                                                                EMBER_UNUSED const uint32_t *wv,
-                                                                                EMBER_UNUSED int n) {
-    EMBER_QA_DW3_NAKED(EMBER_QA_DW3_ROWS(EMBER_QA_DW3_RROW), "8", "76", "ldr r8, [r12, #72]\n\t", "r8");
+#define EMBER_QA_DW3_ROWFNS(NAME, ROWS, STEP, TWO, ADV, LOG, R11, RQP, RA)                                        \
+    EMBER_QA_DW3_ROWFN(NAME, ROWS, STEP, TWO, ADV, LOG, R11, RQP, RA, "")                                         \
+    EMBER_QA_DW3_ROWFN(NAME##s, ROWS, STEP, TWO, ADV, LOG, R11, RQP, RA, EMBER_QA_DW3_CHK)
+EMBER_QA_DW3_ROWFNS(ember_qa_dw3_row1, EMBER_QA_DW3_ROWS, EMBER_QA_DW3_R1, EMBER_QA_DW3_T1, "8", "3", "52",
+                    "ldr r8, [r12, #48]\n\t", "r8")
+EMBER_QA_DW3_ROWFNS(ember_qa_dw3_row2, EMBER_QA_DW3_ROWS, EMBER_QA_DW3_R2, EMBER_QA_DW3_T2, "16", "4", "52",
+                    "ldr r8, [r12, #48]\n\t", "r8")
+EMBER_QA_DW3_ROWFNS(ember_qa_dw3_row1p, EMBER_QA_DW3_ROWSP, EMBER_QA_DW3_R1, EMBER_QA_DW3_T1, "8", "3", "48", "",
+                    "r11")
+EMBER_QA_DW3_ROWFNS(ember_qa_dw3_row2p, EMBER_QA_DW3_ROWSP, EMBER_QA_DW3_R2, EMBER_QA_DW3_T2, "16", "4", "48", "",
+                    "r11")
+#undef EMBER_QA_DW3_ROWFNS
+#undef EMBER_QA_DW3_CHK
+#undef EMBER_QA_DW3_ROWFN
+/* ember_qa_dw3_row1p for rows of 6 outputs (VWW's 6 x 6 maps), each row one step of six where a step of four and
+ * one of two took 89 instructions: 80, the sums in r0 .. r3, r5, r6, the row words in r7 .. r10, the weight
+ * words in r11, lr, y and y's end and the plane's row step on the stack. */
+#define EMBER_QA_DW3_R6(OFS, B)                      \
+    "ldrd r7, r8, [r4, #" B "]\n\t"                  \
+    "ldrd r9, r10, [r4, #" B "+8]\n\t"               \
+    "ldrd r11, lr, [r12, #" #OFS "]\n\t"             \
+    "smlad r0, r7, r11, r0\n\t"                      \
+    "smlabt r0, r8, lr, r0\n\t"                      \
+    "smlatb r1, r7, r11, r1\n\t"                     \
+    "smlad r1, r8, lr, r1\n\t"                       \
+    "smlad r2, r8, r11, r2\n\t"                      \
+    "smlabt r2, r9, lr, r2\n\t"                      \
+    "smlatb r3, r8, r11, r3\n\t"                     \
+    "smlad r3, r9, lr, r3\n\t"                       \
+    "smlad r5, r9, r11, r5\n\t"                      \
+    "smlabt r5, r10, lr, r5\n\t"                     \
+    "smlatb r6, r9, r11, r6\n\t"                     \
+    "smlad r6, r10, lr, r6\n\t"
+#define EMBER_QA_DW3_RQ6(O) "smmla " O ", " O ", r7, r9\n\tasr " O ", " O ", r8\n\tssat " O ", #8, " O "\n\t"
+EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dw3_row6p(
+    EMBER_UNUSED const int16_t *q, EMBER_UNUSED uint8_t *y, EMBER_UNUSED const uint32_t *wv, EMBER_UNUSED int n) {
+    __asm__("push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"
+            "mov r4, r0\n\t"
+            "mov r12, r2\n\t"
+            "mov r0, r1\n\t"
+            "ldr r1, [r12, #56]\n\t"
+            "add r1, r1, r1, lsl #1\n\t"
+            "add r1, r0, r1, lsl #1\n\t" /* y's end: 6 outputs a row */
+            "ldr r2, [r12, #60]\n\t"
+            "push {r0, r1, r2}\n\t" /* sp + 0: y, 4: y's end, 8: the plane's row step */
+            "0:\n\t"
+            "ldm r12, {r0, r1, r2, r3}\n\t"
+            "mov r5, r0\n\t"
+            "mov r6, r0\n\t"
+            EMBER_QA_DW3_R6(16, "0") EMBER_QA_DW3_R6(24, "128") EMBER_QA_DW3_R6(32, "256")
+            "ldrd r7, r8, [r12, #40]\n\t"
+            "ldr r9, [r12, #48]\n\t"
+            EMBER_QA_DW3_RQ6("r0") EMBER_QA_DW3_RQ6("r1") EMBER_QA_DW3_RQ6("r2") EMBER_QA_DW3_RQ6("r3")
+            EMBER_QA_DW3_RQ6("r5") EMBER_QA_DW3_RQ6("r6")
+            "ldr r10, [sp]\n\t"
+            "strb r1, [r10, #1]\n\t"
+            "strb r2, [r10, #2]\n\t"
+            "strb r3, [r10, #3]\n\t"
+            "strb r5, [r10, #4]\n\t"
+            "strb r6, [r10, #5]\n\t"
+            "strb r0, [r10], #6\n\t"
+            "ldrd r7, r8, [sp, #4]\n\t"
+            "str r10, [sp]\n\t"
+            "add r4, r4, r8\n\t"
+            "cmp r10, r7\n\t"
+            "bne 0b\n\t"
+            "add sp, sp, #12\n\t"
+            "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}");
 }
-EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dw3_row2(EMBER_UNUSED const int16_t *q,
-                                                                                EMBER_UNUSED uint8_t *y,
-                                                                                EMBER_UNUSED const uint32_t *wv,
-                                                                                EMBER_UNUSED int n) {
-    EMBER_QA_DW3_NAKED(EMBER_QA_DW3_ROWS(EMBER_QA_DW3_RROW2), "16", "76", "ldr r8, [r12, #72]\n\t", "r8");
-}
-/* The same on a plane of EMBER_QA_DW3_PITCH int16 per row: 4 instructions less per step (r11, no longer the
- * row's bytes, keeps ra). */
-EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dw3_row1p(EMBER_UNUSED const int16_t *q,
-                                                                                 EMBER_UNUSED uint8_t *y,
-                                                                                 EMBER_UNUSED const uint32_t *wv,
-                                                                                 EMBER_UNUSED int n) {
-    EMBER_QA_DW3_NAKED(EMBER_QA_DW3_ROWSP(EMBER_QA_DW3_RROW), "8", "72", "", "r11");
-}
-EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dw3_row2p(EMBER_UNUSED const int16_t *q,
-                                                                                 EMBER_UNUSED uint8_t *y,
-                                                                                 EMBER_UNUSED const uint32_t *wv,
-                                                                                 EMBER_UNUSED int n) {
-    EMBER_QA_DW3_NAKED(EMBER_QA_DW3_ROWSP(EMBER_QA_DW3_RROW2), "16", "72", "", "r11");
-}
-#undef EMBER_QA_DW3_NAKED
+#undef EMBER_QA_DW3_R6
+#undef EMBER_QA_DW3_RQ6
+/* Rows of 3 outputs (VWW's 3 x 3 maps, and its 6 x 6 to 3 x 3 stride 2) in one step of three: about 45
+ * instructions a row where the _s variants' step of four took 64. r3 holds the fourth row word at stride 2. */
+#define EMBER_QA_DW3_R3(OFS, B)                      \
+    "ldrd r5, r6, [r4, #" B "]\n\t"                  \
+    "ldr r8, [r4, #" B "+8]\n\t"                     \
+    "ldrd r9, r10, [r12, #" #OFS "]\n\t"             \
+    "smlad r0, r5, r9, r0\n\t"                       \
+    "smlabt r0, r6, r10, r0\n\t"                     \
+    "smlatb r1, r5, r9, r1\n\t"                      \
+    "smlad r1, r6, r10, r1\n\t"                      \
+    "smlad r2, r6, r9, r2\n\t"                       \
+    "smlabt r2, r8, r10, r2\n\t"
+#define EMBER_QA_DW3_R32(OFS, B)                     \
+    "ldrd r5, r6, [r4, #" B "]\n\t"                  \
+    "ldrd r8, r3, [r4, #" B "+8]\n\t"                \
+    "ldrd r9, r10, [r12, #" #OFS "]\n\t"             \
+    "smlad r0, r5, r9, r0\n\t"                       \
+    "smlabt r0, r6, r10, r0\n\t"                     \
+    "smlad r1, r6, r9, r1\n\t"                       \
+    "smlabt r1, r8, r10, r1\n\t"                     \
+    "smlad r2, r8, r9, r2\n\t"                       \
+    "smlabt r2, r3, r10, r2\n\t"
+#define EMBER_QA_DW3_ROW3FN(NAME, ROW)                                                                            \
+    EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void NAME(                                           \
+        EMBER_UNUSED const int16_t *q, EMBER_UNUSED uint8_t *y, EMBER_UNUSED const uint32_t *wv, EMBER_UNUSED int n) { \
+        __asm__("push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"                                                 \
+                "mov r4, r0\n\t"                                                                                 \
+                "mov lr, r1\n\t"                                                                                 \
+                "mov r12, r2\n\t"                                                                                \
+                "ldr r7, [r12, #56]\n\t"                                                                         \
+                "add r7, r7, r7, lsl #1\n\t"                                                                     \
+                "add r7, lr, r7\n\t" /* y's end: 3 outputs a row */                                              \
+                "ldr r11, [r12, #48]\n\t"                                                                        \
+                "ldr r0, [r12, #60]\n\t"                                                                         \
+                "push {r0, r1}\n\t" /* sp + 0: the plane's row step */                                           \
+                "0:\n\t"                                                                                         \
+                "ldm r12, {r0, r1, r2}\n\t"                                                                      \
+                ROW(16, "0") ROW(24, "128") ROW(32, "256")                                                       \
+                "ldrd r9, r10, [r12, #40]\n\t"                                                                   \
+                EMBER_QA_DW3_RQ("r0", "r11") EMBER_QA_DW3_RQ("r1", "r11") EMBER_QA_DW3_RQ("r2", "r11")           \
+                "strb r1, [lr, #1]\n\t"                                                                          \
+                "strb r2, [lr, #2]\n\t"                                                                          \
+                "strb r0, [lr], #3\n\t"                                                                          \
+                "ldr r5, [sp]\n\t"                                                                               \
+                "add r4, r4, r5\n\t"                                                                             \
+                "cmp lr, r7\n\t"                                                                                 \
+                "bne 0b\n\t"                                                                                     \
+                "add sp, sp, #8\n\t"                                                                             \
+                "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}");                                                   \
+    }
+EMBER_QA_DW3_ROW3FN(ember_qa_dw3_row3p, EMBER_QA_DW3_R3)
+EMBER_QA_DW3_ROW3FN(ember_qa_dw3_row32p, EMBER_QA_DW3_R32)
+#undef EMBER_QA_DW3_ROW3FN
+#undef EMBER_QA_DW3_R3
+#undef EMBER_QA_DW3_R32
 #undef EMBER_QA_DW3_RQ
-#undef EMBER_QA_DW3_RROW
-#undef EMBER_QA_DW3_RROW2
+#undef EMBER_QA_DW3_R1
+#undef EMBER_QA_DW3_R2
+#undef EMBER_QA_DW3_T1
+#undef EMBER_QA_DW3_T2
 #undef EMBER_QA_DW3_ROWS
 #undef EMBER_QA_DW3_ROWSP
 #endif
-#undef EMBER_QA_DW3_ROW
-#undef EMBER_QA_DW3_ROW2
 /* How ember_qarm_dw3 and ember_qarm_dw3_mve lay out a channel: a zero-padded int16 plane of Hp rows of Wp
  * (ops/qarm.py `dw3_plane`, which sizes the scratch). A layer of stride 1 with more output rows than
  * columns works on the transposed plane (`t`: its rows are the image's columns, the weights transposed),
@@ -1541,10 +1734,10 @@ typedef struct {
     int t, H, W, OH, OW, PH, PW, SH, SW, Hp, Wp;
     ptrdiff_t xs_row, xs_col, ys_row, ys_col;
 } ember_qa_dw3_geo_t;
-EMBER_INLINE ember_qa_dw3_geo_t ember_qa_dw3_geo(const int32_t *p) {
+EMBER_INLINE ember_qa_dw3_geo_t ember_qa_dw3_geo_tr(const int32_t *p, int tr) {
     ember_qa_dw3_geo_t g;
     const int s1 = p[EMBER_GEO_STRIDE_H] == 1 && p[EMBER_GEO_STRIDE_W] == 1;
-    g.t = s1 && p[EMBER_GEO_OUT_H] > p[EMBER_GEO_OUT_W];
+    g.t = tr && s1 && p[EMBER_GEO_OUT_H] > p[EMBER_GEO_OUT_W];
     g.H = p[g.t ? EMBER_GEO_IN_W : EMBER_GEO_IN_H], g.W = p[g.t ? EMBER_GEO_IN_H : EMBER_GEO_IN_W];
     g.OH = p[g.t ? EMBER_GEO_OUT_W : EMBER_GEO_OUT_H], g.OW = p[g.t ? EMBER_GEO_OUT_H : EMBER_GEO_OUT_W];
     g.PH = p[g.t ? EMBER_GEO_PAD_W : EMBER_GEO_PAD_H], g.PW = p[g.t ? EMBER_GEO_PAD_H : EMBER_GEO_PAD_W];
@@ -1554,6 +1747,11 @@ EMBER_INLINE ember_qa_dw3_geo_t ember_qa_dw3_geo(const int32_t *p) {
     g.xs_row = g.t ? 1 : p[EMBER_GEO_IN_W], g.xs_col = g.t ? p[EMBER_GEO_IN_W] : 1;
     g.ys_row = g.t ? 1 : p[EMBER_GEO_OUT_W], g.ys_col = g.t ? p[EMBER_GEO_OUT_W] : 1;
     return g;
+}
+/* Helium's layout (ember_qarm_dw3_mve, _mve8): transposed where that makes the rows longer. The DSP kernels
+ * keep the image's rows (`tr` 0): their steps of four and two fit short rows, and their stores stay in order. */
+EMBER_INLINE ember_qa_dw3_geo_t ember_qa_dw3_geo(const int32_t *p) {
+    return ember_qa_dw3_geo_tr(p, 1);
 }
 /* The 9 weights' words wv (ember_qa_dw3_quad's A B C D per kernel row; w transposed with the plane). */
 EMBER_INLINE void ember_qa_dw3_words(const ember_qa_dw3_geo_t *g, const int16_t *w, uint32_t wv[12]) {
@@ -1589,10 +1787,10 @@ EMBER_INLINE void ember_qa_dw3_load(int16_t *plane, const ember_qa_dw3_geo_t *g,
 #if EMBER_HAVE_ARM_DSP
 /* ember_qa_dw3_t's plane rows without the zero point (ember_qa_dw3_fill): f = [rows, the passes of 8 bytes
  * (wd / 4 rounded up to even, halved), whether wd / 4 is odd (the first pass then does 4), wd % 4, the
- * plane's row bytes, the image's row bytes], from d and s. Per row, four bytes at a time sign- (int8) or
- * zero- (uint8) extended by SXTB16/UXTB16 and put back in order by PKHBT/PKHTB (8 instructions per 4 where
- * ember_qa_widen takes 13), then the wd % 4 others one at a time. Naked: the rows loop in here (about 10
- * instructions per row where ember_qa_widen's call and tail cost about 34). */
+ * plane's row bytes less 2 wd, the image's row bytes less wd], from d and s. Per row, four bytes at a time
+ * sign- (int8) or zero- (uint8) extended by SXTB16/UXTB16 and put back in order by PKHBT/PKHTB (8
+ * instructions per 4 where ember_qa_widen takes 13), then the wd % 4 others (TBB picks: two by one LDRH).
+ * Naked: the rows loop in here, 8 instructions a row (ember_qa_widen's call and tail cost about 34). */
 #define EMBER_QA_FILL4(EXT)                                                                                        \
             "ldr r12, [r1], #4\n\t"                                                                              \
             EXT " r2, r12\n\t"                                                                                   \
@@ -1601,11 +1799,34 @@ EMBER_INLINE void ember_qa_dw3_load(int16_t *plane, const ember_qa_dw3_geo_t *g,
             "pkhtb lr, lr, r2, asr #16\n\t"                                                                      \
             "str r12, [r0], #4\n\t"                                                                              \
             "str lr, [r0], #4\n\t"
+#define EMBER_QA_FILL1(LDB) LDB " r12, [r1], #1\n\tstrh r12, [r0], #2\n\t"
+#define EMBER_QA_FILL2(EXT)                                                                                        \
+            "ldrh r12, [r1], #2\n\t"                                                                             \
+            EXT " r2, r12\n\t"                                                                                   \
+            EXT " lr, r12, ror #8\n\t"                                                                           \
+            "pkhbt r12, r2, lr, lsl #16\n\t"                                                                     \
+            "str r12, [r0], #4\n\t"
+#define EMBER_QA_FILLEND(L)                                                                                        \
+            "add r0, r0, r10\n\t"                                                                                \
+            "add r1, r1, r11\n\t"                                                                                \
+            "subs r3, r3, #1\n\t"                                                                                \
+            "bne " L "b\n\t"                                                                                     \
+            "pop {r4, r5, r6, r9, r10, r11, pc}\n\t"
+/* Rows of 4 to 7 bytes (one pass, odd: VWW's 6 x 6 maps) take a loop of their own, their last bytes inline. */
 #define EMBER_QA_FILL(EXT, LDB)                                                                                     \
-    __asm__("push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"                                                     \
+    __asm__("push {r4, r5, r6, r9, r10, r11, lr}\n\t"                                                           \
             "ldm r2, {r3, r4, r5, r9, r10, r11}\n\t"                                                             \
-            "mov r7, r0\n\t"                                                                                     \
-            "mov r8, r1\n\t"                                                                                     \
+            "cmp r4, #1\n\t"                                                                                     \
+            "it eq\n\t"                                                                                          \
+            "cmpeq r5, #1\n\t"                                                                                   \
+            "bne 0f\n\t"                                                                                         \
+            "tbb [pc, r9]\n\t"                                                                                   \
+            "9:\n\t"                                                                                             \
+            ".byte (20f - 9b) / 2, (21f - 9b) / 2, (22f - 9b) / 2, (23f - 9b) / 2\n\t"                           \
+            "20:\n\t" EMBER_QA_FILL4(EXT) EMBER_QA_FILLEND("20")                                                  \
+            "21:\n\t" EMBER_QA_FILL4(EXT) EMBER_QA_FILL1(LDB) EMBER_QA_FILLEND("21")                              \
+            "22:\n\t" EMBER_QA_FILL4(EXT) EMBER_QA_FILL2(EXT) EMBER_QA_FILLEND("22")                              \
+            "23:\n\t" EMBER_QA_FILL4(EXT) EMBER_QA_FILL1(LDB) EMBER_QA_FILL2(EXT) EMBER_QA_FILLEND("23")          \
             "0:\n\t"                                                                                             \
             "movs r6, r4\n\t"                                                                                    \
             "beq 3f\n\t"                                                                                         \
@@ -1617,21 +1838,29 @@ EMBER_INLINE void ember_qa_dw3_load(int16_t *plane, const ember_qa_dw3_geo_t *g,
             "subs r6, r6, #1\n\t"                                                                                \
             "bne 1b\n\t"                                                                                         \
             "3:\n\t"                                                                                             \
-            "movs r6, r9\n\t"                                                                                    \
-            "beq 4f\n\t"                                                                                         \
-            "5:\n\t"                                                                                             \
-            LDB " r12, [r1], #1\n\t"                                                                             \
-            "strh r12, [r0], #2\n\t"                                                                             \
-            "subs r6, r6, #1\n\t"                                                                                \
-            "bne 5b\n\t"                                                                                         \
+            "tbb [pc, r9]\n\t"                                                                                   \
             "4:\n\t"                                                                                             \
-            "add r7, r7, r10\n\t"                                                                                \
-            "add r8, r8, r11\n\t"                                                                                \
-            "mov r0, r7\n\t"                                                                                     \
-            "mov r1, r8\n\t"                                                                                     \
+            ".byte (5f - 4b) / 2, (6f - 4b) / 2, (7f - 4b) / 2, (8f - 4b) / 2\n\t"                               \
+            "5:\n\t"                                                                                             \
+            "add r0, r0, r10\n\t"                                                                                \
+            "add r1, r1, r11\n\t"                                                                                \
             "subs r3, r3, #1\n\t"                                                                                \
             "bne 0b\n\t"                                                                                         \
-            "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}")
+            "pop {r4, r5, r6, r9, r10, r11, pc}\n\t"                                                             \
+            "6:\n\t" /* one byte left */                                                                         \
+            LDB " r12, [r1], #1\n\t"                                                                             \
+            "strh r12, [r0], #2\n\t"                                                                             \
+            "b 5b\n\t"                                                                                           \
+            "8:\n\t" /* three: one, then two */                                                                  \
+            LDB " r12, [r1], #1\n\t"                                                                             \
+            "strh r12, [r0], #2\n\t"                                                                             \
+            "7:\n\t" /* two */                                                                                   \
+            "ldrh r12, [r1], #2\n\t"                                                                             \
+            EXT " r2, r12\n\t"                                                                                   \
+            EXT " lr, r12, ror #8\n\t"                                                                           \
+            "pkhbt r12, r2, lr, lsl #16\n\t"                                                                     \
+            "str r12, [r0], #4\n\t"                                                                              \
+            "b 5b")
 EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dw3_fill8(EMBER_UNUSED int16_t *d,
                                                                                  EMBER_UNUSED const uint8_t *s,
                                                                                  EMBER_UNUSED const int32_t *f) {
@@ -1644,6 +1873,9 @@ EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dw3_fill
 }
 #undef EMBER_QA_FILL
 #undef EMBER_QA_FILL4
+#undef EMBER_QA_FILL1
+#undef EMBER_QA_FILL2
+#undef EMBER_QA_FILLEND
 #endif
 /* ember_qa_dw3_t's plane of channel xc: the bytes as values (int8 sign-extended, uint8 as they are), the zero
  * point left in (the padding holds it, ember_qa_dw3_t; the bias takes its share). */
@@ -1654,7 +1886,8 @@ EMBER_INLINE void ember_qa_dw3_fill(int16_t *plane, const ember_qa_dw3_geo_t *g,
     if (r_end <= g->PH || wd <= 0) return;
 #if EMBER_HAVE_ARM_DSP
     if (!g->t) {
-        const int32_t f[6] = {r_end - g->PH, ((wd >> 2) + 1) >> 1, (wd >> 2) & 1, wd & 3, 2 * g->Wp, (int32_t)g->xs_row};
+        const int32_t f[6] = {r_end - g->PH, ((wd >> 2) + 1) >> 1, (wd >> 2) & 1, wd & 3, 2 * (g->Wp - wd),
+                              (int32_t)g->xs_row - wd};
         if (flip)
             ember_qa_dw3_fill8(d0, xc, f);
         else
@@ -1710,6 +1943,57 @@ EMBER_INLINE void ember_qa_dw3_rows(uint8_t *yc, const int16_t *plane, const emb
         }
     }
 }
+#if EMBER_HAVE_ARM_DSP
+typedef void (*ember_qa_dw3_row_fn)(const int16_t *q, uint8_t *y, const uint32_t *wv, int n);
+typedef void (*ember_qa_dw3_fill_fn)(int16_t *d, const uint8_t *s, const int32_t *f);
+/* ember_qa_dw3_t's assembly case (the SSAT form, its zero point in ra, not transposed, stride 1 or 2) with its
+ * per-channel work lean: the plane's rows and the weights' words straight (ember_qa_dw3_fill's for this
+ * case), the geometry's words of wv once; rows of EMBER_QA_DW3_PITCH int16 where they fit (ops/qarm.py
+ * conv_scratch sizes the plane so). Out of line: ember_qa_dw3_t's other loops keep their registers. */
+EMBER_NOINLINE static void ember_qa_dw3_fast(uint8_t *y, const uint8_t *x, uint32_t flip, int32_t xz,
+                                             const ember_qa_dw3_geo_t *g, int C, int N, const int16_t *Wt,
+                                             const int32_t *rq, int16_t *plane) {
+    /* ops/qarm.py dw3_pitch: a fixed pitch unless it would more than double a plane of many short rows */
+    const int pp = g->Wp <= EMBER_QA_DW3_PITCH && (g->Wp > 16 || g->Hp <= 16) ? EMBER_QA_DW3_PITCH : g->Wp;
+    const int r_end = g->H + g->PH < g->Hp ? g->H + g->PH : g->Hp, wd = g->W + g->PW < g->Wp ? g->W : g->Wp - g->PW;
+    const int32_t f[6] = {r_end - g->PH, ((wd >> 2) + 1) >> 1, (wd >> 2) & 1, wd & 3, 2 * (pp - wd),
+                          (int32_t)g->xs_row - wd};
+    const ptrdiff_t in_plane = (ptrdiff_t)g->H * g->W, out_plane = (ptrdiff_t)g->OH * g->OW;
+    const uint32_t zz = (uint32_t)(uint16_t)xz * 0x10001u;
+    static const ember_qa_dw3_row_fn rows[8] = {ember_qa_dw3_row1,   ember_qa_dw3_row2,   ember_qa_dw3_row1p,
+                                                ember_qa_dw3_row2p,  ember_qa_dw3_row1s,  ember_qa_dw3_row2s,
+                                                ember_qa_dw3_row1ps, ember_qa_dw3_row2ps}; /* _s: rows under 4 */
+    const int p64 = pp == EMBER_QA_DW3_PITCH;
+    const ember_qa_dw3_row_fn row3 = g->SW == 1 ? ember_qa_dw3_row3p : ember_qa_dw3_row32p;
+    const ember_qa_dw3_row_fn row = p64 && g->SW == 1 && g->OW == 6 ? ember_qa_dw3_row6p
+                                    : p64 && g->OW == 3              ? row3
+                                                                     : rows[(g->SW == 2) + 2 * p64 + 4 * (g->OW < 4)];
+    const ember_qa_dw3_fill_fn fill = f[0] > 0 && wd > 0 ? (flip ? ember_qa_dw3_fill8 : ember_qa_dw3_fill8u) : 0;
+    int16_t *const d0 = plane + (ptrdiff_t)g->PH * pp + g->PW;
+    uint32_t *pw = (uint32_t *)(void *)plane; /* Hp * pp is even (pp is) */
+    const int OW = g->OW, words = g->Hp * pp / 2; /* read before the stores, which might alias g */
+    uint32_t wv[16]; /* ember_qa_dw3_row1's: the bias four times, the weights' words, mult, sh, ra, geometry */
+    int c, i, n;
+    for (i = 0; i < words; ++i) pw[i] = zz;
+    wv[13] = (uint32_t)(2 * pp), wv[14] = (uint32_t)g->OH, wv[15] = (uint32_t)(2 * g->SH * pp);
+    for (n = 0; n < N; ++n)
+        for (c = 0; c < C; ++c, x += in_plane, y += out_plane) {
+            const int16_t *w = Wt + 9 * c;
+            const int32_t *cq = rq + 4 * c;
+            int32_t sw = 0;
+            for (i = 0; i < 3; ++i) { /* A = (w0, w1), D = (w1, w2) */
+                const uint32_t a = *(const ember_qa_u32 *)(const void *)(w + 3 * i);
+                const uint32_t d = *(const ember_qa_u32 *)(const void *)(w + 3 * i + 1);
+                wv[2 * i + 4] = a, wv[2 * i + 5] = d;
+                sw = ember_qa_smlad(a, 0x10001u, sw) + (int16_t)(d >> 16);
+            }
+            wv[10] = (uint32_t)cq[0], wv[11] = (uint32_t)cq[1], wv[12] = (uint32_t)cq[2];
+            wv[0] = wv[1] = wv[2] = wv[3] = (uint32_t)(cq[3] - xz * sw);
+            if (fill) fill(d0, x, f);
+            row(plane, y, wv, OW);
+        }
+}
+#endif
 /* Depthwise 3x3 (channel multiplier 1, dilation 1, any stride and padding) of N images. Each channel is
  * widened into a zero-padded int16 plane (ember_qa_dw3_geo; its border is zeroed once, as every
  * channel's is the same), whose rows SMLAD reads two pixels per word. Strides 1 and 2 make four outputs
@@ -1717,8 +2001,9 @@ EMBER_INLINE void ember_qa_dw3_rows(uint8_t *yc, const int16_t *plane, const emb
  * strides one from a word and a halfword per kernel row. Wt: C x 9 int16; rq: per channel [mult, s, ra, bias]
  * (ember_qa_requant). */
 EMBER_INLINE void ember_qa_dw3_t(uint8_t *y, const uint8_t *x, uint32_t flip, int32_t z2, const int32_t *p, int N,
-                                 const int16_t *Wt, const int32_t *rq, const int32_t *out, int16_t *plane, int fast) {
-    const ember_qa_dw3_geo_t g = ember_qa_dw3_geo(p);
+                                 const int16_t *Wt, const int32_t *rq, const int32_t *out, int16_t *plane, int fast,
+                                 int tr) {
+    const ember_qa_dw3_geo_t g = ember_qa_dw3_geo_tr(p, tr);
     const int C = p[EMBER_GEO_C], SW = g.SW;
     const ptrdiff_t in_plane = (ptrdiff_t)g.H * g.W, out_plane = (ptrdiff_t)g.OH * g.OW;
     /* the plane holds the bytes' values, zero point included (ember_qa_dw3_fill), and the padding the zero
@@ -1729,48 +2014,8 @@ EMBER_INLINE void ember_qa_dw3_t(uint8_t *y, const uint8_t *x, uint32_t flip, in
     uint32_t *pw = (uint32_t *)(void *)plane; /* Hp * Wp is even (Wp is) */
     int n, c, i;
 #if EMBER_HAVE_ARM_DSP
-    if (fast == 2 && !g.t && out[0] == 0 && (SW == 1 || SW == 2)) {
-        /* ember_qa_dw3_rows' assembly case with its per-channel work lean: the plane's rows and the weights'
-         * words straight (ember_qa_dw3_fill's and ember_qa_dw3_words' for this case), wv[19 .. 21] once; rows
-         * of EMBER_QA_DW3_PITCH int16 where they fit (ops/qarm.py conv_scratch sizes the plane so) */
-        const int pp = g.Wp <= EMBER_QA_DW3_PITCH ? EMBER_QA_DW3_PITCH : g.Wp;
-        const int r_end = g.H + g.PH < g.Hp ? g.H + g.PH : g.Hp, wd = g.W + g.PW < g.Wp ? g.W : g.Wp - g.PW;
-        const int32_t f[6] = {r_end - g.PH, ((wd >> 2) + 1) >> 1, (wd >> 2) & 1, wd & 3, 2 * pp, (int32_t)g.xs_row};
-        int16_t *const d0 = plane + (ptrdiff_t)g.PH * pp + g.PW;
-        const uint8_t *xc = x;
-        uint8_t *yc = y;
-        uint32_t wv[22]; /* ember_qa_dw3_row1's: the bias four times, the weights' words, mult, sh, ra, geometry */
-        for (i = 0; i < g.Hp * pp / 2; ++i) pw[i] = zz;
-        wv[19] = (uint32_t)(2 * pp), wv[20] = (uint32_t)g.OH, wv[21] = (uint32_t)(2 * g.SH * pp);
-        for (n = 0; n < N; ++n)
-            for (c = 0; c < C; ++c, xc += in_plane, yc += out_plane) {
-                const int16_t *w = Wt + 9 * c;
-                const int32_t *cq = rq + 4 * c;
-                int32_t sw = 0;
-                for (i = 0; i < 3; ++i) { /* A = (w0, w1), B = (w2, 0), C = (0, w0), D = (w1, w2) */
-                    const uint32_t a = *(const ember_qa_u32 *)(const void *)(w + 3 * i);
-                    const uint32_t d = *(const ember_qa_u32 *)(const void *)(w + 3 * i + 1);
-                    const uint32_t b = (uint16_t)w[3 * i + 2];
-                    wv[4 * i + 4] = a, wv[4 * i + 5] = b, wv[4 * i + 6] = a << 16, wv[4 * i + 7] = d;
-                    sw = ember_qa_smlad(a, 0x10001u, sw) + (int16_t)b;
-                }
-                wv[16] = (uint32_t)cq[0], wv[17] = (uint32_t)cq[1], wv[18] = (uint32_t)cq[2];
-                wv[0] = wv[1] = wv[2] = wv[3] = (uint32_t)(cq[3] - xz * sw);
-                if (f[0] > 0 && wd > 0) {
-                    if (flip)
-                        ember_qa_dw3_fill8(d0, xc, f);
-                    else
-                        ember_qa_dw3_fill8u(d0, xc, f);
-                }
-                if (pp == EMBER_QA_DW3_PITCH && SW == 1)
-                    ember_qa_dw3_row1p(plane, yc, wv, g.OW);
-                else if (pp == EMBER_QA_DW3_PITCH)
-                    ember_qa_dw3_row2p(plane, yc, wv, g.OW);
-                else if (SW == 1)
-                    ember_qa_dw3_row1(plane, yc, wv, g.OW);
-                else
-                    ember_qa_dw3_row2(plane, yc, wv, g.OW);
-            }
+    if (fast == 2 && !tr && out[0] == 0 && (SW == 1 || SW == 2)) {
+        ember_qa_dw3_fast(y, x, flip, xz, &g, C, N, Wt, rq, plane);
         return;
     }
 #endif
@@ -1793,17 +2038,23 @@ EMBER_INLINE void ember_qa_dw3_t(uint8_t *y, const uint8_t *x, uint32_t flip, in
                 ember_qa_dw3_rows(yc, plane, &g, wv, w, cq, out, fast, 0);
         }
 }
-EMBER_UNUSED static void ember_qarm_dw3(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
-                           const int16_t *Wt, const int32_t *rq, const int32_t *out, int16_t *plane) {
+/* `tr`: Helium's plane layout (ember_qa_dw3_geo), for ember_qarm_dw3_mve's layers. */
+EMBER_UNUSED static void ember_qa_dw3_any(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
+                                          const int16_t *Wt, const int32_t *rq, const int32_t *out, int16_t *plane,
+                                          int tr) {
     const uint32_t flip = sgn ? 0x80u : 0u;
     const int32_t z2 = xz + (sgn ? 128 : 0);
     const int mode = ember_qa_mode(out);
     if (mode == 2)
-        ember_qa_dw3_t(y, x, flip, z2, p, N, Wt, rq, out, plane, 2);
+        ember_qa_dw3_t(y, x, flip, z2, p, N, Wt, rq, out, plane, 2, tr);
     else if (mode == 1)
-        ember_qa_dw3_t(y, x, flip, z2, p, N, Wt, rq, out, plane, 1);
+        ember_qa_dw3_t(y, x, flip, z2, p, N, Wt, rq, out, plane, 1, tr);
     else
-        ember_qa_dw3_t(y, x, flip, z2, p, N, Wt, rq, out, plane, 0);
+        ember_qa_dw3_t(y, x, flip, z2, p, N, Wt, rq, out, plane, 0, tr);
+}
+EMBER_UNUSED static void ember_qarm_dw3(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
+                           const int16_t *Wt, const int32_t *rq, const int32_t *out, int16_t *plane) {
+    ember_qa_dw3_any(y, x, sgn, xz, p, N, Wt, rq, out, plane, 0);
 }
 /*@end*/
 
@@ -1994,7 +2245,7 @@ static void ember_qarm_dw3_mve(uint8_t *y, const uint8_t *x, int sgn, int32_t xz
     const int32_t z2 = xz + (sgn ? 128 : 0);
     int n, c, i;
     if (!out[3]) {
-        ember_qarm_dw3(y, x, sgn, xz, p, N, Wt, rq, out, plane);
+        ember_qa_dw3_any(y, x, sgn, xz, p, N, Wt, rq, out, plane, 1);
         return;
     }
     for (i = 0; i < g.Hp * g.Wp; ++i) plane[i] = 0;
@@ -2014,7 +2265,7 @@ static void ember_qarm_dw3_mve(uint8_t *y, const uint8_t *x, int sgn, int32_t xz
                 ember_qa_dw3_mve_rows(yc, plane, &g, wk, rq + 4 * c, out, 0, 0);
         }
 #else
-    ember_qarm_dw3(y, x, sgn, xz, p, N, Wt, rq, out, plane);
+    ember_qa_dw3_any(y, x, sgn, xz, p, N, Wt, rq, out, plane, 1);
 #endif
 }
 /*@end*/
