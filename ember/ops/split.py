@@ -10,7 +10,8 @@ pixels instead (matmul columns: pointer offsets with the whole row stride).
 
 Winograd convolutions' transformed weights interleave the output channels with the 16 or 36 tile
 positions; once divided they are stored part by part (parallel.relayout), so each part's are contiguous.
-Int8 convolutions divide with their per-channel tables (QSpec) cut alike, when their output is plain.
+Int8 convolutions divide with their per-channel tables (QSpec) cut alike, when their output is plain; an
+integer Winograd one (ops/qwino.py) along whole quads of output channels, as its transformed weights are stored.
 Not divided (they run on one thread): grouped non-depthwise convolutions, ConvTranspose, int8 depthwise
 convolutions and int8 convolutions into channel-blocked outputs (passes/int8_layout.py), float16 nodes.
 """
@@ -30,6 +31,8 @@ from ember.ops.attention import split_rows
 from ember.ops.conv import RESIDUAL, _conv_parts, _im2col_block, blocked_pointwise, residual_arg, winograd_parts
 from ember.ops.epilogue import epilogue_args
 from ember.ops.parallel import Slice, Split, contiguous_axis, cuttable, with_part_scratch
+from ember.ops.qlinear import QSpec
+from ember.ops.qwino import BOUND_ATTR
 
 _NO_ACT = (0, "0.0f", "0.0f")  # kernel activation arguments: none (applied after the residual)
 # Output channels per part boundary: whole row tiles of the matmul kernels and whole vectors of the
@@ -196,15 +199,8 @@ def _split_qconv(node: Node) -> Split | None:
         return None
     m = y.shape[1]
 
-    def cut(values: tuple[int, ...] | None, lo: int, hi: int) -> tuple[int, ...] | None:
-        return values[lo:hi] if values is not None and len(values) == m else values
-
     def spec(lo: int, hi: int) -> dict[str, Any]:
-        rq = q.requant
-        if rq is not None:
-            rq = replace(rq, mult=cut(rq.mult, lo, hi), shift=cut(rq.shift, lo, hi))
-        attrs: dict[str, Any] = {"_q": replace(q, bias=cut(q.bias, lo, hi), rowsum=cut(q.rowsum, lo, hi),
-                                               wofs=cut(q.wofs, lo, hi), requant=rq)}
+        attrs: dict[str, Any] = {"_q": _qspec_part(q, m, lo, hi)}
         if q.depthwise:
             attrs["group"] = hi - lo
         return attrs
@@ -213,6 +209,34 @@ def _split_qconv(node: Node) -> Split | None:
         # Input planes, weight rows and tables of its channels; whole 16-channel groups (qdwvnni.c's vectors).
         return Split(m, DEPTHWISE_INT8_ALIGN, (Slice(0, 1), Slice(2, 0), Slice(0, 1, out=True)), attrs=spec)
     return Split(m, CHANNEL_ALIGN, (Slice(2, 0), Slice(0, 1, out=True)), attrs=spec)
+
+
+def _qspec_part(q: QSpec, m: int, lo: int, hi: int) -> QSpec:
+    """An int8 convolution's spec for its output channels [lo, hi) of m: the per-channel tables cut alike."""
+
+    def cut(values: tuple[int, ...] | None) -> tuple[int, ...] | None:
+        return values[lo:hi] if values is not None and len(values) == m else values
+
+    rq = q.requant
+    if rq is not None:
+        rq = replace(rq, mult=cut(rq.mult), shift=cut(rq.shift))
+    return replace(q, bias=cut(q.bias), rowsum=cut(q.rowsum), wofs=cut(q.wofs), requant=rq)
+
+
+def _split_qwino(node: Node) -> Split | None:
+    """An integer Winograd convolution into a plain output (ops/qwino.py): parts of whole output-channel quads,
+    its transformed weights U[M/4][16][4][C] cut along their quads, the per-channel tables and bounds alike."""
+    x, y, q = node.input(0), node.outputs[0], node.attrs.get("_q")
+    if x is None or y is None or q is None or x.shape[0] != 1 or not cuttable(y, 1):
+        return None
+    m, bound = y.shape[1], node.attrs[BOUND_ATTR]
+
+    def spec(lo: int, hi: int) -> dict[str, Any]:
+        a, b = 4 * lo, min(4 * hi, m)
+        return {"_q": _qspec_part(q, m, a, b), "_rows": b - a, BOUND_ATTR: bound[a:b]}
+
+    return Split(-(-m // 4), CHANNEL_ALIGN // 4, (Slice(2, 0), Slice(0, 1, out=True, per_unit=4)), attrs=spec,
+                 work=2 * y.type.numel * 9 * x.shape[1])
 
 
 def _split_gemm(node: Node) -> Split | None:
@@ -363,6 +387,7 @@ SPLITS = {
     "ConvWinograd": _split_winograd,
     "ConvWinograd4": _split_winograd,
     "QConv": _split_qconv,
+    "QConvWinograd": _split_qwino,
     "Gemm": _split_gemm,
     "MatMul": _split_matmul,
     "MatMulPanels": _split_matmul_panels,

@@ -228,3 +228,16 @@ def test_wino_reads_and_writes_blocked(tmp_path: Path, every_takeable: None) -> 
     np.testing.assert_array_equal(bundle.run(feeds)["g"], ref)
     got = cdriver.run(bundle.path, tmp_path / "drv", feeds, sanitize=True, cflags=("-march=native",))
     np.testing.assert_array_equal(got["g"], ref)
+
+
+def test_wino_divides_among_threads(tmp_path: Path, every_takeable: None) -> None:
+    """--threads 2: a Winograd layer into a plain output divides along its output-channel quads (the last
+    quad partial: 14 channels), each part with its quads' weights and tables, and gives the reference's
+    bytes; the threaded C (sanitized) as well."""
+    model, feeds = _qconv_model(np.uint8, 17, (1, 24, 15, 18), 14, {"pads": [1, 1, 1, 1]}, np.int8)
+    ref = ReferenceEvaluator(model).run(None, feeds)[0]
+    bundle = _compile(tmp_path, model, threads=2)
+    assert "QConvWinograd" in _ops(bundle) and bundle.manifest["threads"]["divided"] == 1
+    np.testing.assert_array_equal(bundle.run(feeds)["y"], ref)
+    got = cdriver.run(bundle.path, tmp_path / "drv", feeds, sanitize=True)
+    np.testing.assert_array_equal(got["y"], ref)
