@@ -1,0 +1,161 @@
+"""Patch-based execution of the first stage (`--ram-limit`, MCUNetV2-style): the chain of spatial ops from the
+graph's input is computed tile by tile, so only one tile's intermediates are alive at a time.
+
+The stage is the first `length` nodes of the chain (convolutions, pools, elementwise ops, each read only by the
+next). Its output is cut into P x P patches of rows x columns; each patch runs the same nodes on the region of
+the input its receptive field needs (a Slice of the input, halo included: the halo is computed again by each
+patch that needs it). A convolution or pool keeps its padding only where the patch meets the image border; inside,
+the halo takes its place, so every output element is the same sum of the same products as without patches. The
+patches' outputs are joined by Concat (columns into row bands, bands into the stage output).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ember.ir.graph import Graph, Node, Value
+from ember.ops import registry
+
+# Ops with a window: (kernel, stride, dilation, pads) from their attributes.
+_WINDOWED = {"Conv", "QConv", "MaxPool", "QMaxPool"}
+_UNARY = {"QuantizeLinear", "Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "FusedElementwise"}
+
+
+def _spatial_input(node: Node) -> Value | None:
+    """The one non-constant input of a node the stage may hold (the others are weights and parameters)."""
+    xs = [v for v in node.inputs if v is not None and not v.is_const]
+    return xs[0] if len(xs) == 1 and node.inputs[0] is xs[0] else None
+
+
+def _patchable(node: Node) -> bool:
+    x, y = _spatial_input(node), node.outputs[0] if len(node.outputs) == 1 else None
+    if x is None or y is None or x.type.rank != 4 or y.type.rank != 4 or x.shape[0] != 1 or x.blocked or y.blocked:
+        return False
+    if node.subgraphs or any(k.startswith("_parts") for k in node.attrs):
+        return False
+    if node.op in _WINDOWED:
+        return (node.attrs.get("auto_pad", "NOTSET") == "NOTSET" and not node.attrs.get("ceil_mode", 0)
+                and len(_window(node)[0]) == 2)
+    elementwise = node.op in _UNARY or registry.get(node.op).expr is not None
+    return elementwise and x.shape[2:] == y.shape[2:]
+
+
+def _window(node: Node) -> tuple[list[int], list[int], list[int], list[int]]:
+    """(kernel, strides, dilations, pads [top, left, bottom, right]) of a windowed node."""
+    kernel = node.attrs.get("kernel_shape")
+    if kernel is None:
+        w = node.inputs[1]
+        kernel = list(w.shape[2:]) if w is not None else []
+    r = len(kernel)
+    return (list(kernel), list(node.attrs.get("strides", [1] * r)), list(node.attrs.get("dilations", [1] * r)),
+            list(node.attrs.get("pads", [0] * (2 * r))))
+
+
+def stage_chain(graph: Graph) -> list[Node]:
+    """The longest chain of patchable nodes from a graph input, each read only by the next."""
+    if len(graph.inputs) != 1:
+        return []
+    uses = graph.consumers()
+    chain: list[Node] = []
+    v = graph.inputs[0]
+    while True:
+        readers = uses.get(id(v), [])
+        if len(readers) != 1 or not _patchable(readers[0]) or _spatial_input(readers[0]) is not v:
+            break
+        if chain and graph.is_output(v):
+            break
+        chain.append(readers[0])
+        v = readers[0].outputs[0]
+    # The stage's output is joined by a Concat: a graph output would need its own copy anyway.
+    while chain and graph.is_output(chain[-1].outputs[0]):
+        chain.pop()
+    return chain
+
+
+def _cuts(n: int, parts: int) -> list[tuple[int, int]]:
+    c = [n * p // parts for p in range(parts + 1)]
+    return [(a, b) for a, b in zip(c[:-1], c[1:], strict=True) if b > a]
+
+
+def _back(node: Node, axis: int, lo: int, hi: int, size_in: int) -> tuple[int, int, int, int]:
+    """Input range [lo', hi') that output range [lo, hi) along spatial `axis` (0: rows, 1: cols) reads, and the
+    padding (before, after) that stands for what lies outside the input."""
+    if node.op not in _WINDOWED:
+        return lo, hi, 0, 0
+    kernel, strides, dil, pads = _window(node)
+    a = lo * strides[axis] - pads[axis]
+    b = (hi - 1) * strides[axis] - pads[axis] + (kernel[axis] - 1) * dil[axis] + 1
+    return max(a, 0), min(b, size_in), max(a, 0) - a, b - min(b, size_in)
+
+
+def patch_stage(graph: Graph, patches: int, length: int) -> bool:
+    """Rewrites the first `length` nodes of stage_chain into `patches` x `patches` patches; False if the chain
+    is shorter or its output has fewer rows or columns than patches."""
+    chain = stage_chain(graph)[:length]
+    if len(chain) < length or length < 1:
+        return False
+    end = chain[-1].outputs[0]
+    assert end is not None
+    _, _, h_out, w_out = end.shape
+    if h_out < patches or w_out < patches:
+        return False
+    source = _spatial_input(chain[0])
+    assert source is not None
+    new: list[Node] = []
+    bands: list[Value] = []
+    for r, (r0, r1) in enumerate(_cuts(h_out, patches)):
+        tiles: list[Value] = []
+        for c, (c0, c1) in enumerate(_cuts(w_out, patches)):
+            tiles.append(_patch(graph, chain, source, (r0, r1), (c0, c1), f"p{r}_{c}", new))
+        bands.append(_concat(graph, tiles, 3, f"{end.name}_band{r}", new) if len(tiles) > 1 else tiles[0])
+    joined = _concat(graph, bands, 2, f"{end.name}_patched", new)
+    at = graph.nodes.index(chain[0])
+    for n in chain:
+        graph.remove_node(n)
+    for k, n in enumerate(new):
+        graph.add_node(n, at + k)
+    graph.replace_uses(end, joined)
+    return True
+
+
+def _patch(graph: Graph, chain: list[Node], source: Value, rows: tuple[int, int], cols: tuple[int, int], tag: str,
+           new: list[Node]) -> Value:
+    """One patch's nodes appended to `new`; returns its output (rows x cols of the stage output)."""
+    ranges = [(rows, cols)]
+    pads: list[list[int]] = []
+    for n in reversed(chain):
+        x = _spatial_input(n)
+        assert x is not None
+        (ra, rb), (ca, cb) = ranges[-1]
+        r0, r1, pt, pb = _back(n, 0, ra, rb, x.shape[2])
+        c0, c1, pl, pr = _back(n, 1, ca, cb, x.shape[3])
+        ranges.append(((r0, r1), (c0, c1)))
+        pads.append([pt, pl, pb, pr])
+    ranges.reverse()
+    pads.reverse()
+    (r0, r1), (c0, c1) = ranges[0]
+    starts = graph.constant(f"{tag}_starts", np.array([r0, c0], np.int64))
+    ends = graph.constant(f"{tag}_ends", np.array([r1, c1], np.int64))
+    axes = graph.constant(f"{tag}_axes", np.array([2, 3], np.int64))
+    cur = graph.value(f"{source.name}_{tag}", source.type.with_shape((*source.shape[:2], r1 - r0, c1 - c0)))
+    new.append(Node("Slice", graph.unique_name(f"{tag}_slice"), [source, starts, ends, axes], [cur]))
+    for k, n in enumerate(chain):
+        (a, b), (c, d) = ranges[k + 1]
+        y = n.outputs[0]
+        assert y is not None
+        out = graph.value(f"{y.name}_{tag}", y.type.with_shape((*y.shape[:2], b - a, d - c)))
+        attrs = dict(n.attrs)
+        if n.op in _WINDOWED:
+            attrs["pads"] = pads[k]
+        ins = [cur if v is _spatial_input(n) else v for v in n.inputs]
+        new.append(Node(n.op, graph.unique_name(f"{n.name}_{tag}"), ins, [out], attrs))
+        cur = out
+    return cur
+
+
+def _concat(graph: Graph, xs: list[Value], axis: int, name: str, new: list[Node]) -> Value:
+    shape = list(xs[0].shape)
+    shape[axis] = sum(v.shape[axis] for v in xs)
+    y = graph.value(name, xs[0].type.with_shape(tuple(shape)))
+    new.append(Node("Concat", graph.unique_name(f"{name}_concat"), list(xs), [y], {"axis": axis}))
+    return y

@@ -1,0 +1,60 @@
+"""`--ram-limit`: when the plan's RAM is over the limit, the first stage runs patch by patch
+(passes/patch_ram.py) with the fewest patches and the shortest stage that fit; else one line states the smallest
+RAM reached with patches and without."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+
+from ember.config import CompileOptions
+from ember.errors import ResourceLimitError
+from ember.ir.graph import Graph
+from ember.memory.plan import MemoryPlan
+from ember.memory.planner import inlined_constants, plan_memory
+from ember.passes.manager import PassManager
+from ember.passes.patch_ram import patch_stage, stage_chain
+
+# Patches per side tried (P x P patches), fewest first: each patch recomputes its halo.
+MAX_PATCHES = 8
+# The pass after which the graph is final in its ops (quantized, fused) but no kernel is chosen yet: the
+# patched nodes get their kernels, scratch and order from the passes after it, as any node does.
+SPLIT_AFTER = "materialize_outputs"
+
+
+def ram_of(plan: MemoryPlan) -> int:
+    return plan.mutable_size + plan.activations_size
+
+
+def fit_ram(load: Callable[[], Graph], pipeline: list, options: CompileOptions,
+            unpatched: MemoryPlan) -> tuple[Graph, MemoryPlan] | None:
+    """The patched graph and its plan with the fewest patches, then the shortest stage, whose RAM is within
+    options.ram_limit; None where patches reach no less than `unpatched` (the caller's error states that plan).
+    Raises the one-line error when patches help but not enough."""
+    limit = options.ram_limit
+    assert limit is not None
+    names = [name for name, _ in pipeline]
+    cut = names.index(SPLIT_AFTER) + 1 if SPLIT_AFTER in names else len(names)
+    base = load()
+    PassManager(pipeline[:cut]).run(base)
+    chain = stage_chain(base)
+    best: tuple[int, int, int] | None = None  # (ram, patches, length)
+    for patches in range(2, MAX_PATCHES + 1):
+        for length in range(1, len(chain) + 1):
+            graph = copy.deepcopy(base)
+            if not patch_stage(graph, patches, length):
+                break
+            PassManager(pipeline[cut:]).run(graph)
+            plan = plan_memory(graph, inlined_constants(graph), options.reuse_inputs)
+            need = ram_of(plan)
+            if need <= limit:
+                return graph, plan
+            if best is None or need < best[0]:
+                best = (need, patches, length)
+    if best is None or best[0] >= ram_of(unpatched):
+        return None
+    need, patches, length = best
+    raise ResourceLimitError(
+        f"--ram-limit {limit:,}: the smallest RAM ember reaches for this model is {need:,} bytes with patch-based "
+        f"execution ({patches}x{patches} patches of the first {length} layers), {ram_of(unpatched):,} bytes "
+        f"without; {need - limit:,} over the limit")
