@@ -20,6 +20,8 @@ MAX_PATCHES = 8
 # The pass after which the graph is final in its ops (quantized, fused) but no kernel is chosen yet: the
 # patched nodes get their kernels, scratch and order from the passes after it, as any node does.
 SPLIT_AFTER = "materialize_outputs"
+# Longer stages tried after the one of least RAM for a P, before the next P.
+GIVE_UP_AFTER = 3
 
 
 def ram_of(plan: MemoryPlan) -> int:
@@ -40,6 +42,7 @@ def fit_ram(load: Callable[[], Graph], pipeline: list, options: CompileOptions,
     chain = stage_chain(base)
     best: tuple[int, int, int] | None = None  # (ram, patches, length)
     for patches in range(2, MAX_PATCHES + 1):
+        here, worse = None, 0  # this P's least RAM; lengths in a row that did not reach it
         for length in range(1, len(chain) + 1):
             graph = copy.deepcopy(base)
             if not patch_stage(graph, patches, length):
@@ -51,6 +54,10 @@ def fit_ram(load: Callable[[], Graph], pipeline: list, options: CompileOptions,
                 return graph, plan
             if best is None or need < best[0]:
                 best = (need, patches, length)
+            # Past the stage whose maps make the peak, longer stages only add the halos' recomputation.
+            here, worse = (need, 0) if here is None or need < here else (here, worse + 1)
+            if worse >= GIVE_UP_AFTER:
+                break
     if best is None or best[0] >= ram_of(unpatched):
         return None
     need, patches, length = best

@@ -61,9 +61,9 @@ def _ram(bundle: Path) -> int:
     return mem["mutable"] + mem["activations"]
 
 
-def _compile_run(path: Path, out: Path, x: np.ndarray, **opts: object) -> tuple[int, np.ndarray]:
+def _compile_run(path: Path, out: Path, x: np.ndarray, sanitize: bool, **opts: object) -> tuple[int, np.ndarray]:
     bundle = ember.compile(path, out, **opts)
-    return _ram(bundle.path), cdriver.run(bundle.path, out / "drv", {"x": x}, sanitize=True)["y"]
+    return _ram(bundle.path), cdriver.run(bundle.path, out / "drv", {"x": x}, sanitize=sanitize)["y"]
 
 
 @pytest.mark.parametrize("quantized", [False, True], ids=["float", "int8"])
@@ -71,11 +71,12 @@ def test_patched_bundle_fits_and_matches(cnn: tuple[Path, Path], tmp_path: Path,
     path, profile = cnn
     opts: dict[str, object] = {"quantize": "int8", "profile": str(profile)} if quantized else {}
     x = np.random.default_rng(2).standard_normal(SHAPE).astype(np.float32)
-    whole, want = _compile_run(path, tmp_path / "whole", x, **opts)
+    whole, want = _compile_run(path, tmp_path / "whole", x, False, **opts)
     # The 48x48x8 maps are most of the unpatched plan: the limit needs patches of the stage before the 24x24 maps.
     limit = whole * 6 // 10
-    ram, got = _compile_run(path, tmp_path / "patched", x, ram_limit=limit, **opts)
+    ram, got = _compile_run(path, tmp_path / "patched", x, True, ram_limit=limit, **opts)
     assert ram <= limit < whole
+    assert "_patched" in (tmp_path / "patched" / "cnn.c").read_text()  # the stage's patches joined
     np.testing.assert_array_equal(got, want)
 
 
