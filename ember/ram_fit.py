@@ -61,7 +61,8 @@ def fit_ram(load: Callable[[], Graph], pipeline: list, options: CompileOptions,
     if best is None or best[0] >= ram_of(unpatched):
         return None
     need, patches, length = best
+    where = "one mutable region with --reuse-inputs" if options.reuse_inputs else "mutable + activations"
     raise ResourceLimitError(
-        f"--ram-limit {limit:,}: the smallest RAM ember reaches for this model is {need:,} bytes with patch-based "
-        f"execution ({patches}x{patches} patches of the first {length} layers), {ram_of(unpatched):,} bytes "
-        f"without; {need - limit:,} over the limit")
+        f"--ram-limit {limit:,}: the smallest RAM ember reaches for this model is {need:,} bytes ({where}) with "
+        f"patch-based execution ({patches}x{patches} patches of the first {length} layers), "
+        f"{ram_of(unpatched):,} bytes without; {need - limit:,} over the limit")
