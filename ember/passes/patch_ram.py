@@ -72,9 +72,20 @@ def stage_chain(graph: Graph) -> list[Node]:
     return chain
 
 
-def _cuts(n: int, parts: int) -> list[tuple[int, int]]:
-    c = [n * p // parts for p in range(parts + 1)]
+# Float convolutions may run Winograd F(4x4,3x3) or F(2x2,3x3) (passes/conv_algorithms.py), whose tiles start at
+# multiples of 4 or 2 of the output: the stage's output is cut on multiples of TILE, so that a Winograd stage end
+# computes every tile from the same inputs as the whole, with the same rounding. (The maps inside the stage start
+# where the halo does: a Winograd convolution there may round differently; PATCHRAM_NOTES.md.)
+TILE = 4
+
+
+def _cuts(n: int, parts: int, align: int) -> list[tuple[int, int]]:
+    c = [n * p // parts // align * align for p in range(parts)] + [n]
     return [(a, b) for a, b in zip(c[:-1], c[1:], strict=True) if b > a]
+
+
+def _align(v: Value) -> int:
+    return TILE if v.dtype.is_float else 1
 
 
 def _back(node: Node, axis: int, lo: int, hi: int, size_in: int) -> tuple[int, int, int, int]:
@@ -103,9 +114,13 @@ def patch_stage(graph: Graph, patches: int, length: int) -> bool:
     assert source is not None
     new: list[Node] = []
     bands: list[Value] = []
-    for r, (r0, r1) in enumerate(_cuts(h_out, patches)):
+    align = _align(end) if min(h_out, w_out) >= TILE * patches else 1
+    rows, cols = _cuts(h_out, patches, align), _cuts(w_out, patches, align)
+    if len(rows) < 2 and len(cols) < 2:
+        return False
+    for r, (r0, r1) in enumerate(rows):
         tiles: list[Value] = []
-        for c, (c0, c1) in enumerate(_cuts(w_out, patches)):
+        for c, (c0, c1) in enumerate(cols):
             tiles.append(_patch(graph, chain, source, (r0, r1), (c0, c1), f"p{r}_{c}", new))
         bands.append(_concat(graph, tiles, 3, f"{end.name}_band{r}", new) if len(tiles) > 1 else tiles[0])
     joined = _concat(graph, bands, 2, f"{end.name}_patched", new)
