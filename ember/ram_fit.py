@@ -15,8 +15,11 @@ from ember.memory.planner import inlined_constants, plan_memory
 from ember.passes.manager import PassManager
 from ember.passes.patch_ram import patch_stage, stage_chain
 
-# Patches per side tried (P x P patches), fewest first: each patch recomputes its halo.
+# Grids tried (rows x columns of patches): P x 1 row stripes and P x P patches up to this P, fewest patches first
+# (each patch recomputes its halo).
 MAX_PATCHES = 8
+GRIDS = sorted([(p, 1) for p in range(2, MAX_PATCHES + 1)] + [(p, p) for p in range(2, MAX_PATCHES + 1)],
+               key=lambda g: (g[0] * g[1], g[1]))
 # The pass after which the graph is final in its ops (quantized, fused) but no kernel is chosen yet: the
 # patched nodes get their kernels, scratch and order from the passes after it, as any node does.
 SPLIT_AFTER = "materialize_outputs"
@@ -40,12 +43,12 @@ def fit_ram(load: Callable[[], Graph], pipeline: list, options: CompileOptions,
     base = load()
     PassManager(pipeline[:cut]).run(base)
     chain = stage_chain(base)
-    best: tuple[int, int, int] | None = None  # (ram, patches, length)
-    for patches in range(2, MAX_PATCHES + 1):
+    best: tuple[int, tuple[int, int], int] | None = None  # (ram, grid, length)
+    for grid in GRIDS:
         here, worse = None, 0  # this P's least RAM; lengths in a row that did not reach it
         for length in range(1, len(chain) + 1):
             graph = copy.deepcopy(base)
-            if not patch_stage(graph, patches, length):
+            if not patch_stage(graph, grid, length):
                 break
             PassManager(pipeline[cut:]).run(graph)
             plan = plan_memory(graph, inlined_constants(graph), options.reuse_inputs)
@@ -53,16 +56,16 @@ def fit_ram(load: Callable[[], Graph], pipeline: list, options: CompileOptions,
             if need <= limit:
                 return graph, plan
             if best is None or need < best[0]:
-                best = (need, patches, length)
+                best = (need, grid, length)
             # Past the stage whose maps make the peak, longer stages only add the halos' recomputation.
             here, worse = (need, 0) if here is None or need < here else (here, worse + 1)
             if worse >= GIVE_UP_AFTER:
                 break
     if best is None or best[0] >= ram_of(unpatched):
         return None
-    need, patches, length = best
+    need, (rows, cols), length = best
     where = "one mutable region with --reuse-inputs" if options.reuse_inputs else "mutable + activations"
     raise ResourceLimitError(
         f"--ram-limit {limit:,}: the smallest RAM ember reaches for this model is {need:,} bytes ({where}) with "
-        f"patch-based execution ({patches}x{patches} patches of the first {length} layers), "
+        f"patch-based execution ({rows}x{cols} patches of the first {length} layers), "
         f"{ram_of(unpatched):,} bytes without; {need - limit:,} over the limit")

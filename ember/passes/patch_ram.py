@@ -2,11 +2,12 @@
 graph's input is computed tile by tile, so only one tile's intermediates are alive at a time.
 
 The stage is the first `length` nodes of the chain (convolutions, pools, elementwise ops, each read only by the
-next). Its output is cut into P x P patches of rows x columns; each patch runs the same nodes on the region of
-the input its receptive field needs (a Slice of the input, halo included: the halo is computed again by each
-patch that needs it). A convolution or pool keeps its padding only where the patch meets the image border; inside,
-the halo takes its place, so every output element is the same sum of the same products as without patches. The
-patches' outputs are joined by Concat (columns into row bands, bands into the stage output).
+next). Its output is cut into R x C patches of rows x columns (P x P, or P x 1 row stripes); each patch runs
+the same nodes on the region of the input its receptive field needs (a Slice of the input, halo included: the
+halo is computed again by each patch that needs it). A convolution or pool keeps its padding only where the
+patch meets the image border; inside, the halo takes its place, so every output element is the same sum of the
+same products as without patches. The patches' outputs are joined by Concat (columns into row bands, bands into
+the stage output).
 """
 
 from __future__ import annotations
@@ -99,23 +100,23 @@ def _back(node: Node, axis: int, lo: int, hi: int, size_in: int) -> tuple[int, i
     return max(a, 0), min(b, size_in), max(a, 0) - a, b - min(b, size_in)
 
 
-def patch_stage(graph: Graph, patches: int, length: int) -> bool:
-    """Rewrites the first `length` nodes of stage_chain into `patches` x `patches` patches; False if the chain
-    is shorter or its output has fewer rows or columns than patches."""
+def patch_stage(graph: Graph, grid: tuple[int, int], length: int) -> bool:
+    """Rewrites the first `length` nodes of stage_chain into `grid` (rows x columns) patches; False if the chain
+    is shorter or its output has fewer rows or columns than the grid."""
     chain = stage_chain(graph)[:length]
     if len(chain) < length or length < 1:
         return False
     end = chain[-1].outputs[0]
     assert end is not None
     _, _, h_out, w_out = end.shape
-    if h_out < patches or w_out < patches:
+    if h_out < grid[0] or w_out < grid[1]:
         return False
     source = _spatial_input(chain[0])
     assert source is not None
     new: list[Node] = []
     bands: list[Value] = []
-    align = _align(end) if min(h_out, w_out) >= TILE * patches else 1
-    rows, cols = _cuts(h_out, patches, align), _cuts(w_out, patches, align)
+    rows = _cuts(h_out, grid[0], _align(end) if h_out >= TILE * grid[0] else 1)
+    cols = _cuts(w_out, grid[1], _align(end) if w_out >= TILE * grid[1] else 1)
     if len(rows) < 2 and len(cols) < 2:
         return False
     for r, (r0, r1) in enumerate(rows):

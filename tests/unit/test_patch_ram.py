@@ -87,8 +87,8 @@ def test_limit_below_the_patched_floor(cnn: tuple[Path, Path], tmp_path: Path) -
     msg = str(e.value)
     m = re.fullmatch(r"--ram-limit 1,000: the smallest RAM ember reaches for this model is ([\d,]+) bytes "
                      r"\(mutable \+ activations\) with patch-based execution "
-                     r"\((\d)x\2 patches of the first \d+ layers\), ([\d,]+) bytes without; ([\d,]+) over the limit",
+                     r"\((\d)x(\d) patches of the first \d+ layers\), ([\d,]+) bytes without; ([\d,]+) over the limit",
                      msg)
     assert m is not None, msg
-    patched, whole = (int(m.group(k).replace(",", "")) for k in (1, 3))
-    assert patched < whole // 2 and int(m.group(4).replace(",", "")) == patched - 1000
+    patched, whole = (int(m.group(k).replace(",", "")) for k in (1, 4))
+    assert patched < whole // 2 and int(m.group(5).replace(",", "")) == patched - 1000
