@@ -23,8 +23,10 @@ GRIDS = sorted([(p, 1) for p in range(2, MAX_PATCHES + 1)] + [(p, p) for p in ra
 # The pass after which the graph is final in its ops (quantized, fused) but no kernel is chosen yet: the
 # patched nodes get their kernels, scratch and order from the passes after it, as any node does.
 SPLIT_AFTER = "materialize_outputs"
-# Longer stages tried after the one of least RAM for a P, before the next P.
+# Longer stages tried after the one of least RAM for a grid, before the next grid.
 GIVE_UP_AFTER = 3
+# Patched graphs planned at most: each runs the kernel-choice passes and the planner again (big models).
+MAX_TRIES = 64
 
 
 def ram_of(plan: MemoryPlan) -> int:
@@ -44,9 +46,15 @@ def fit_ram(load: Callable[[], Graph], pipeline: list, options: CompileOptions,
     PassManager(pipeline[:cut]).run(base)
     chain = stage_chain(base)
     best: tuple[int, tuple[int, int], int] | None = None  # (ram, grid, length)
+    tries = 0
     for grid in GRIDS:
-        here, worse = None, 0  # this P's least RAM; lengths in a row that did not reach it
+        if tries >= MAX_TRIES:
+            break
+        here, worse = None, 0  # this grid's least RAM; lengths in a row that did not reach it
         for length in range(1, len(chain) + 1):
+            if tries == MAX_TRIES:
+                break
+            tries += 1
             graph = copy.deepcopy(base)
             if not patch_stage(graph, grid, length):
                 break
