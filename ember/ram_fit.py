@@ -56,9 +56,12 @@ def fit_ram(load: Callable[[], Graph], pipeline: list, options: CompileOptions,
                 break
             tries += 1
             graph = copy.deepcopy(base)
-            if not patch_stage(graph, grid, length):
+            no_winograd = patch_stage(graph, grid, length)
+            if no_winograd is None:
                 break
             PassManager(pipeline[cut:]).run(graph)
+            if any(n.name in no_winograd and n.op.startswith("ConvWinograd") for n in graph.nodes):
+                continue  # a Winograd map inside the stage would round otherwise than the whole's
             plan = plan_memory(graph, inlined_constants(graph), options.reuse_inputs)
             need = ram_of(plan)
             if need <= limit:

@@ -100,29 +100,38 @@ def _back(node: Node, axis: int, lo: int, hi: int, size_in: int) -> tuple[int, i
     return max(a, 0), min(b, size_in), max(a, 0) - a, b - min(b, size_in)
 
 
-def patch_stage(graph: Graph, grid: tuple[int, int], length: int) -> bool:
-    """Rewrites the first `length` nodes of stage_chain into `grid` (rows x columns) patches; False if the chain
-    is shorter or its output has fewer rows or columns than the grid."""
+def patch_stage(graph: Graph, grid: tuple[int, int], length: int) -> set[str] | None:
+    """Rewrites the first `length` nodes of stage_chain into `grid` (rows x columns) patches; None if the chain
+    is shorter or its output has fewer rows or columns than the grid.
+
+    Returns the names of the new float convolutions that must not become Winograd for the outputs to stay
+    bit-identical (passes/conv_algorithms.py may choose it after this pass): Winograd's tiles round as the whole's
+    only where the patch's map is cut on whole tiles, which holds for the stage's output where its cuts fall on
+    tiles, not for the maps inside the stage (their patches start where the halo does)."""
     chain = stage_chain(graph)[:length]
     if len(chain) < length or length < 1:
-        return False
+        return None
     end = chain[-1].outputs[0]
     assert end is not None
     _, _, h_out, w_out = end.shape
     if h_out < grid[0] or w_out < grid[1]:
-        return False
+        return None
     source = _spatial_input(chain[0])
     assert source is not None
     new: list[Node] = []
+    no_winograd: set[str] = set()
     bands: list[Value] = []
     rows = _cuts(h_out, grid[0], _align(end) if h_out >= TILE * grid[0] else 1)
     cols = _cuts(w_out, grid[1], _align(end) if w_out >= TILE * grid[1] else 1)
+    on_tiles = all(g == 1 or size >= TILE * g for g, size in zip(grid, (h_out, w_out), strict=True))
+    # Chain positions whose output map is cut on the stage's cuts: those after which only pointwise ops follow.
+    exact = [on_tiles and not any(m.op in _WINDOWED for m in chain[k + 1 :]) for k in range(len(chain))]
     if len(rows) < 2 and len(cols) < 2:
-        return False
+        return None
     for r, (r0, r1) in enumerate(rows):
         tiles: list[Value] = []
         for c, (c0, c1) in enumerate(cols):
-            tiles.append(_patch(graph, chain, source, (r0, r1), (c0, c1), f"p{r}_{c}", new))
+            tiles.append(_patch(graph, chain, source, (r0, r1), (c0, c1), f"p{r}_{c}", new, exact, no_winograd))
         bands.append(_concat(graph, tiles, 3, f"{end.name}_band{r}", new) if len(tiles) > 1 else tiles[0])
     joined = _concat(graph, bands, 2, f"{end.name}_patched", new)
     at = graph.nodes.index(chain[0])
@@ -131,11 +140,11 @@ def patch_stage(graph: Graph, grid: tuple[int, int], length: int) -> bool:
     for k, n in enumerate(new):
         graph.add_node(n, at + k)
     graph.replace_uses(end, joined)
-    return True
+    return no_winograd
 
 
 def _patch(graph: Graph, chain: list[Node], source: Value, rows: tuple[int, int], cols: tuple[int, int], tag: str,
-           new: list[Node]) -> Value:
+           new: list[Node], exact: list[bool], no_winograd: set[str]) -> Value:
     """One patch's nodes appended to `new`; returns its output (rows x cols of the stage output)."""
     ranges = [(rows, cols)]
     pads: list[list[int]] = []
@@ -165,6 +174,8 @@ def _patch(graph: Graph, chain: list[Node], source: Value, rows: tuple[int, int]
             attrs["pads"] = pads[k]
         ins = [cur if v is _spatial_input(n) else v for v in n.inputs]
         new.append(Node(n.op, graph.unique_name(f"{n.name}_{tag}"), ins, [out], attrs))
+        if n.op == "Conv" and out.dtype.is_float and not exact[k]:
+            no_winograd.add(new[-1].name)
         cur = out
     return cur
 

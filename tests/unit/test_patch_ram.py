@@ -92,3 +92,43 @@ def test_limit_below_the_patched_floor(cnn: tuple[Path, Path], tmp_path: Path) -
     assert m is not None, msg
     patched, whole = (int(m.group(k).replace(",", "")) for k in (1, 4))
     assert patched < whole // 2 and int(m.group(5).replace(",", "")) == patched - 1000
+
+
+def _winograd_cnn(path: Path) -> Path:
+    """Two 3x3 stride-1 float convs (the second one Winograd on the host) before a strided one."""
+    rng = np.random.default_rng(3)
+
+    def w(name: str, *shape: int) -> onnx.TensorProto:
+        return numpy_helper.from_array((rng.standard_normal(shape) * 0.3).astype(np.float32), name)
+
+    node = helper.make_node
+    nodes = [node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]), node("Relu", ["c1"], ["r1"]),
+             node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1]), node("Relu", ["c2"], ["r2"]),
+             node("Conv", ["r2", "w3", "b3"], ["c3"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             node("GlobalAveragePool", ["c3"], ["g"]), node("Flatten", ["g"], ["y"])]
+    inits = [w("w1", 16, 3, 3, 3), w("b1", 16), w("w2", 16, 16, 3, 3), w("b2", 16), w("w3", 16, 16, 3, 3), w("b3", 16)]
+    graph = helper.make_graph(nodes, "wino", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, 3, 50, 50))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return path
+
+
+def test_winograd_inside_the_stage_is_refused(tmp_path: Path) -> None:
+    """A Winograd map inside the stage would start its tiles where the halo does (other roundings): at limits
+    whose fit would need one, ember fits otherwise or refuses; whatever compiles is bit-identical."""
+    path = _winograd_cnn(tmp_path / "w.onnx")
+    whole = ember.compile(path, tmp_path / "whole")
+    ram = whole.manifest["memory"]["mutable"] + whole.manifest["memory"]["activations"]
+    x = {"x": np.random.default_rng(4).standard_normal((1, 3, 50, 50)).astype(np.float32)}
+    want = whole.run(x)["y"]
+    fitted = 0
+    for tenths in (4, 3):
+        try:
+            patched = ember.compile(path, tmp_path / f"p{tenths}", ram_limit=ram * tenths // 10)
+        except ResourceLimitError:
+            continue
+        fitted += 1
+        assert patched.run(x)["y"].tobytes() == want.tobytes()
+    assert fitted
