@@ -500,8 +500,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="refuse bundles whose three memory regions together need more, e.g. 512M, 16G "
                    "(default 4G for host, the target's address space otherwise)")
     c.add_argument("--ram-limit", metavar="SIZE",
-                   help="refuse bundles whose RAM (inputs/outputs + activations; not the stack) is larger, e.g. "
-                   "64K or 65536, stating the smallest RAM ember reaches for the model")
+                   help="fit the RAM (inputs/outputs + activations; not the stack) under SIZE, e.g. 64K or 65536, "
+                   "running the first layers in spatial patches if needed; else refuse, stating the smallest RAM "
+                   "ember reaches for the model")
     c.add_argument("--reuse-inputs", action="store_true",
                    help="let the call overwrite its inputs: intermediates go over inputs already read, all in the "
                    "mutable region (the activation region is empty), as in TFLite Micro's arena; write the inputs "

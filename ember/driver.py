@@ -29,6 +29,7 @@ from ember.ops.qlinear import MCU_QPB
 from ember.passes.manager import PassManager
 from ember.passes.pipeline import Pipeline, Purpose, build_pipeline
 from ember.passes.verify import verify
+from ember.ram_fit import fit_ram, ram_of
 from ember.toolchain.cpus import resolve_cpu
 from ember.toolchain.targets import Target, get_target
 from ember.version import __version__
@@ -140,6 +141,11 @@ def lower(model_path: str, options: CompileOptions, purpose: Purpose = Purpose.B
     check_network_name(graph.name)
     check_limits(graph)
     plan = plan_memory(graph, inlined_constants(graph), options.reuse_inputs)
+    if options.ram_limit is not None and ram_of(plan) > options.ram_limit and purpose is Purpose.BUNDLE:
+        fitted = fit_ram(lambda: load_graph(model_path, options)[0],
+                         build_pipeline(options, purpose, target.kind, sha, target.int8_isa), options, plan)
+        if fitted is not None:
+            graph, plan = fitted
     check_memory(plan, target, options)
     t2 = time.perf_counter()
     say("generating C")
