@@ -1478,19 +1478,6 @@ EMBER_QA_DW3_QUADFN(ember_qa_dw3_quad2, EMBER_QA_DW3_ROW2, EMBER_QA_DW3_XS2, EMB
     EMBER_QA_DW3_R3(OFS, B)                          \
     "smlatb r3, r6, r9, r3\n\t"                      \
     "smlad r3, r8, r10, r3\n\t"
-#define EMBER_QA_DW3_R2(OFS, B)                      \
-    "ldrd r5, r6, [r4, #" B "]\n\t"                  \
-    "ldr r8, [r4, #" B "+8]\n\t"                     \
-    "ldrd r9, r10, [r12, #" #OFS "]\n\t"             \
-    "smlad r0, r5, r9, r0\n\t"                       \
-    "smlabt r0, r6, r10, r0\n\t"                     \
-    "smlad r1, r6, r9, r1\n\t"                       \
-    "smlabt r1, r8, r10, r1\n\t"                     \
-    "ldrd r5, r6, [r4, #" B "+12]\n\t"               \
-    "smlad r2, r8, r9, r2\n\t"                       \
-    "smlabt r2, r5, r10, r2\n\t"                     \
-    "smlad r3, r5, r9, r3\n\t"                       \
-    "smlabt r3, r6, r10, r3\n\t"
 /* The same for o0 and o1 alone (a row's last one or two outputs). */
 #define EMBER_QA_DW3_T1(OFS, B)                      \
     "ldrd r5, r6, [r4, #" B "]\n\t"                  \
@@ -1507,6 +1494,13 @@ EMBER_QA_DW3_QUADFN(ember_qa_dw3_quad2, EMBER_QA_DW3_ROW2, EMBER_QA_DW3_XS2, EMB
     "smlabt r0, r6, r10, r0\n\t"                     \
     "smlad r1, r6, r9, r1\n\t"                       \
     "smlabt r1, r8, r10, r1\n\t"
+#define EMBER_QA_DW3_R2(OFS, B)                      \
+    EMBER_QA_DW3_T2(OFS, B)                          \
+    "ldrd r5, r6, [r4, #" B "+12]\n\t"               \
+    "smlad r2, r8, r9, r2\n\t"                       \
+    "smlabt r2, r5, r10, r2\n\t"                     \
+    "smlad r3, r5, r9, r3\n\t"                       \
+    "smlabt r3, r6, r10, r3\n\t"
 /* The three kernel rows of a step: r11 bytes apart, or EMBER_QA_DW3_PITCH int16 (immediate offsets). */
 #define EMBER_QA_DW3_ROWS(ROW)                                                                                      \
     ROW(16, "0") "add r4, r4, r11\n\t" ROW(24, "0") "add r4, r4, r11\n\t" ROW(32, "0") "sub r4, r4, r11, lsl #1\n\t"
