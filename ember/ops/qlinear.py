@@ -312,8 +312,9 @@ def _dw_work(node: Node) -> int:
     return max(planes, (band + 3) // 4)
 
 
-def lower_qconv(node: Node, k: KernelEmitter, add: tuple[str, ...] = ()) -> None:
-    """`add`: the residual, QAdd table and stage of a fused add (ops/qconv_add.py): the kernels' `_add` variants."""
+def lower_qconv(node: Node, k: KernelEmitter, add: tuple[str, ...] = (), pixels: tuple[int, int] | None = None) -> None:
+    """`add`: the residual, QAdd table and stage of a fused add (ops/qconv_add.py): the kernels' `_add` variants.
+    `pixels`: only output pixels [lo, hi) of ember_qconv and ember_qconv_shifted (a thread's part, ops/split.py)."""
     if node.attrs.get("_isa") in (qarm.DSP, qarm.MVE):  # passes/mcu_kernels.py
         qarm.lower_conv(node, k, qconv_geometry(node), add)
         return
@@ -325,7 +326,8 @@ def lower_qconv(node: Node, k: KernelEmitter, add: tuple[str, ...] = ()) -> None
     bound = (sum_bound(np.abs(wq.const.astype(np.int64)).sum(axis=1), q.bias) if q.depthwise
              else packed_bound(q, wq.const))
     mult, shift, out = _out_args(k, q, bound, None if q.depthwise else wq.const)
-    head = [k.out(0), kind, k.inp(0), int(x.dtype is DType.INT8), _zp_arg(node, k, q), geo, x.shape[0]]
+    y_ptr, m, my = blocked_part(node, k)
+    head = [y_ptr, kind, k.inp(0), int(x.dtype is DType.INT8), _zp_arg(node, k, q), geo, x.shape[0]]
     lay = int(x.blocked) | 2 * int(y.blocked)  # passes/int8_layout.py
     if q.depthwise:
         # Bit 0: sums of kvol products of |w| <= max|w| and |x - x_zp| <= 255 below 2^24 are exact in
@@ -336,13 +338,33 @@ def lower_qconv(node: Node, k: KernelEmitter, add: tuple[str, ...] = ()) -> None
         k.call("ember_qdwconv", *head, y.shape[1], k.inp(2), _table(k, q.bias), mult, shift, out, exact, lay,
                k.scratch(), 4 * _dw_work(node))
         return
+    lo, hi = pixels if pixels is not None else (0, math.prod(y.shape[2:]))
     if node.op == "QConvShifted":
-        k.call("ember_qconv_shifted", *head, y.shape[1], k.inp(2), _table(k, q.bias), _table(k, q.rowsum), mult,
-               shift, out, lay, k.scratch())
+        k.call("ember_qconv_shifted", *head, m, k.inp(2), _table(k, q.bias), _table(k, q.rowsum), mult,
+               shift, out, lay, k.scratch(), lo, hi)
         return
-    k.call("ember_qconv_add" if add else "ember_qconv", *head, int(node.attrs.get("group", 1)), y.shape[1],
+    assert not (add and (pixels or m != my)), "ember_qconv_add is never divided"
+    k.call("ember_qconv_add" if add else "ember_qconv", *head, int(node.attrs.get("group", 1)), m,
            int(q.channels_last), k.inp(2), _table(k, q.bias), _table(k, q.rowsum), _table(k, q.wofs), mult, shift, out,
-           lay, k.scratch(), *add)
+           lay, k.scratch(), *(add or (lo, hi, my)))
+
+
+# A thread's part of the output channels [c0, c0 + rows) of a channel-blocked output of M channels (ops/split.py):
+# attribute (c0, M), the part's view keeping the whole output value.
+YCUT_ATTR = "_ycut"
+
+
+def blocked_part(node: Node, k: KernelEmitter) -> tuple[str, int, int]:
+    """(output pointer, output channels computed, channels of the output's blocks): the part's first channel
+    quad inside each 64-pixel block (blocks stay 64 * M bytes apart) where the node is a thread's part of a
+    channel-blocked output's channels, else the output, its channels twice."""
+    y = present(node.outputs[0])
+    cut = node.attrs.get(YCUT_ATTR)
+    if cut is None:
+        return k.out(0), y.shape[1], y.shape[1]
+    c0, m = cut
+    assert y.blocked and c0 % 4 == 0
+    return f"({k.out(0, 'uint8_t')} + {c0 // 4 * 256})", node.attrs["_rows"], m
 
 
 def _out_dtype(node: Node) -> DType:

@@ -21,7 +21,7 @@ from ember.ir.dtypes import DType
 from ember.ir.graph import Node
 from ember.ops.matmul import present
 from ember.ops.opdef import OpDef
-from ember.ops.qlinear import QSpec, _out_args, _table, _zp_arg, infer_qconv, qconv_geometry
+from ember.ops.qlinear import QSpec, _out_args, _table, _zp_arg, blocked_part, infer_qconv, qconv_geometry
 from ember.ops.registry import register
 
 G2 = np.array([[2, 0, 0], [1, 1, 1], [1, -1, 1], [0, 0, 2]], np.int64)  # 2G: integer
@@ -95,9 +95,10 @@ def _lower(node: Node, k: KernelEmitter) -> None:
     x, y = present(node.input(0)), present(node.outputs[0])
     geo = k.table(qconv_geometry(node).table(), DType.INT32)
     mult, shift, out = _out_args(k, q, np.asarray(node.attrs[BOUND_ATTR], np.float64), None)
-    k.call("ember_qconv_wino", k.out(0), "0" if q.requant is None else "1", k.inp(0), int(x.dtype is DType.INT8),
-           _zp_arg(node, k, q), geo, x.shape[0], y.shape[1], k.inp(2), _table(k, q.bias), mult, shift, out,
-           band_rows(node), int(x.blocked) | 2 * int(y.blocked), k.scratch())
+    y_ptr, m, my = blocked_part(node, k)
+    k.call("ember_qconv_wino", y_ptr, "0" if q.requant is None else "1", k.inp(0), int(x.dtype is DType.INT8),
+           _zp_arg(node, k, q), geo, x.shape[0], m, k.inp(2), _table(k, q.bias), mult, shift, out,
+           band_rows(node), int(x.blocked) | 2 * int(y.blocked), k.scratch(), my)
 
 
 register(OpDef("QConvWinograd", lower=_lower, scratch=scratch_bytes, kernels=("ember_qconv_wino",),

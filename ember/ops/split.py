@@ -10,10 +10,13 @@ pixels instead (matmul columns: pointer offsets with the whole row stride).
 
 Winograd convolutions' transformed weights interleave the output channels with the 16 or 36 tile
 positions; once divided they are stored part by part (parallel.relayout), so each part's are contiguous.
-Int8 convolutions divide with their per-channel tables (QSpec) cut alike, when their output is plain; an
-integer Winograd one (ops/qwino.py) along whole quads of output channels, as its transformed weights are stored.
+Int8 convolutions divide with their per-channel tables (QSpec) cut alike, when their input and output are
+plain; those into or from channel-blocked tensors (passes/int8_layout.py) and shifted ones (ops/qshifted.py)
+along their output pixels, in whole 64-pixel blocks (a range the kernels take), or on maps of few blocks
+along their output channels, each part writing its channels of every block; an integer Winograd one
+(ops/qwino.py) along whole quads of output channels, as its transformed weights are stored.
 Not divided (they run on one thread): grouped non-depthwise convolutions, ConvTranspose, int8 depthwise
-convolutions and int8 convolutions into channel-blocked outputs (passes/int8_layout.py), float16 nodes.
+convolutions between channel-blocked tensors, float16 nodes.
 """
 
 from __future__ import annotations
@@ -25,13 +28,13 @@ from typing import Any
 from ember.codegen.elementwise import emit_chain
 from ember.codegen.emitter import KernelEmitter
 from ember.ir.dtypes import DType
-from ember.ir.graph import Node
+from ember.ir.graph import Node, Value
 from ember.ops import registry
 from ember.ops.attention import split_rows
 from ember.ops.conv import RESIDUAL, _conv_parts, _im2col_block, blocked_pointwise, residual_arg, winograd_parts
 from ember.ops.epilogue import epilogue_args
 from ember.ops.parallel import Slice, Split, contiguous_axis, cuttable, with_part_scratch
-from ember.ops.qlinear import QSpec
+from ember.ops.qlinear import YCUT_ATTR, QSpec, lower_qconv
 from ember.ops.qwino import BOUND_ATTR
 
 _NO_ACT = (0, "0.0f", "0.0f")  # kernel activation arguments: none (applied after the residual)
@@ -48,6 +51,11 @@ PIXEL_ALIGN = 32
 # channels; else along its channels); part boundaries on whole 64-pixel strips, as ember_conv_f32's blocks.
 IM2COL_MIN_PIXELS = 256
 IM2COL_ALIGN = 64
+# An int8 convolution divided along its output pixels: whole packed blocks (qgemm.c EMBER_QPB), which are
+# also a channel-blocked tensor's blocks (passes/int8_layout.py).
+QPIXEL_ALIGN = 64
+# ... from this many blocks on (7 of 8 threads' parts even); fewer: along its output channels.
+QPIXEL_MIN_BLOCKS = 8
 
 
 def _float_image(node: Node) -> bool:
@@ -187,12 +195,17 @@ def _lower_winograd4_band(node: Node, k: KernelEmitter, lo: int, hi: int) -> Non
 
 def _split_qconv(node: Node) -> Split | None:
     """An ungrouped or depthwise int8 convolution between plain (not channel-blocked) tensors: packed weight
-    rows and the per-channel tables of its spec (bias, row sums, offsets, requantisation) cut alike."""
+    rows and the per-channel tables of its spec (bias, row sums, offsets, requantisation) cut alike. One
+    into or from channel-blocked tensors, or a shifted one (QConvShifted), on a big map: along its output
+    pixels (_split_qpixels)."""
     x, y, q = node.input(0), node.outputs[0], node.attrs.get("_q")
-    if x is None or y is None or q is None or x.shape[0] != 1 or not cuttable(y, 1) or not cuttable(node.input(2), 0):
-        return None
-    if node.attrs.get("_isa"):
+    if x is None or y is None or q is None or node.attrs.get("_isa"):
         return None  # the microcontroller kernels (qarm.py): no threads there
+    blocked = not q.depthwise and (x.blocked or y.blocked)
+    if (blocked or node.op == "QConvShifted") and math.prod(y.shape[2:]) >= QPIXEL_MIN_BLOCKS * QPIXEL_ALIGN:
+        return _split_qpixels(node)
+    if x.shape[0] != 1 or not (cuttable(y, 1) or blocked) or not cuttable(node.input(2), 0):
+        return None
     if q.depthwise and not cuttable(x, 1):
         return None
     if not q.depthwise and node.attrs.get("group", 1) != 1:
@@ -203,12 +216,45 @@ def _split_qconv(node: Node) -> Split | None:
         attrs: dict[str, Any] = {"_q": _qspec_part(q, m, lo, hi)}
         if q.depthwise:
             attrs["group"] = hi - lo
+        if y.blocked:  # the part's view keeps the whole output (qlinear.py blocked_part)
+            attrs.update({YCUT_ATTR: (lo, m), "_rows": hi - lo})
         return attrs
 
     if q.depthwise:
         # Input planes, weight rows and tables of its channels; whole 16-channel groups (qdwvnni.c's vectors).
         return Split(m, DEPTHWISE_INT8_ALIGN, (Slice(0, 1), Slice(2, 0), Slice(0, 1, out=True)), attrs=spec)
-    return Split(m, CHANNEL_ALIGN, (Slice(2, 0), Slice(0, 1, out=True)), attrs=spec)
+    return Split(m, CHANNEL_ALIGN, (Slice(2, 0), *_qout_slice(y)), attrs=spec)
+
+
+def _qout_slice(y: Value, per_unit: int = 1) -> tuple[Slice, ...]:
+    """A plain int8 output's cut along its channels; none for a channel-blocked one, whose parts write into the
+    whole value, each at its first channel quad with the whole block stride (qlinear.py blocked_part)."""
+    return () if y.blocked else (Slice(0, 1, out=True, per_unit=per_unit),)
+
+
+def _split_qpixels(node: Node) -> Split | None:
+    """An int8 convolution (ember_qconv, ember_qconv_shifted) along its output pixels, in whole blocks of 64
+    (EMBER_QPB): the kernel's own loop over blocks on a range of them, every block computed as the whole call
+    computes it. Channel-blocked tensors hold each block's pixels of all channels together (64 * M bytes), so
+    a range of blocks is one contiguous run of the output, and the loops inside a block (the packing or
+    gather of its input, the tiles over all M channels of the weights) stay as they are, all weights read
+    by every part. Parts of the output channels would each pack every block of the input again (and write
+    with the whole block stride); but maps of few blocks divide unevenly (14x14: 196 pixels, parts of 128
+    and 68), so below QPIXEL_MIN_BLOCKS blocks (and for a map of one block, 7x7) _split_qconv divides the
+    channels instead."""
+    y = node.outputs[0]
+    assert y is not None
+    pixels = math.prod(y.shape[2:])
+    if pixels <= 2:
+        return None  # ember_qconv's matrix-vector path
+    return Split(-(-pixels // QPIXEL_ALIGN), 1, (), lower=_lower_qpixels)
+
+
+def _lower_qpixels(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:
+    y = node.outputs[0]
+    assert y is not None
+    pixels = math.prod(y.shape[2:])
+    lower_qconv(node, k, pixels=(lo * QPIXEL_ALIGN, min(hi * QPIXEL_ALIGN, pixels)))
 
 
 def _qspec_part(q: QSpec, m: int, lo: int, hi: int) -> QSpec:
@@ -224,19 +270,48 @@ def _qspec_part(q: QSpec, m: int, lo: int, hi: int) -> QSpec:
 
 
 def _split_qwino(node: Node) -> Split | None:
-    """An integer Winograd convolution into a plain output (ops/qwino.py): parts of whole output-channel quads,
-    its transformed weights U[M/4][16][4][C] cut along their quads, the per-channel tables and bounds alike."""
+    """An integer Winograd convolution (ops/qwino.py): parts of whole output-channel quads, its transformed
+    weights U[M/4][16][4][C] cut along their quads, the per-channel tables and bounds alike; a plain output
+    cut alike, a channel-blocked one written by each part at its quads (qlinear.py blocked_part)."""
     x, y, q = node.input(0), node.outputs[0], node.attrs.get("_q")
-    if x is None or y is None or q is None or x.shape[0] != 1 or not cuttable(y, 1):
+    if x is None or y is None or q is None or x.shape[0] != 1 or not (cuttable(y, 1) or y.blocked):
         return None
     m, bound = y.shape[1], node.attrs[BOUND_ATTR]
 
     def spec(lo: int, hi: int) -> dict[str, Any]:
         a, b = 4 * lo, min(4 * hi, m)
-        return {"_q": _qspec_part(q, m, a, b), "_rows": b - a, BOUND_ATTR: bound[a:b]}
+        attrs = {"_q": _qspec_part(q, m, a, b), "_rows": b - a, BOUND_ATTR: bound[a:b]}
+        return {**attrs, YCUT_ATTR: (a, m)} if y.blocked else attrs
 
-    return Split(-(-m // 4), CHANNEL_ALIGN // 4, (Slice(2, 0), Slice(0, 1, out=True, per_unit=4)), attrs=spec,
+    return Split(-(-m // 4), CHANNEL_ALIGN // 4, (Slice(2, 0), *_qout_slice(y, 4)), attrs=spec,
                  work=2 * y.type.numel * 9 * x.shape[1])
+
+
+# A same-shape QAdd or QMul divides into runs of whole 64-byte lines of its bytes.
+QBYTES_ALIGN = 64
+
+
+def _split_qbinary(node: Node) -> Split | None:
+    """QAdd / QMul of two same-shape operands (or channel-blocked ones, elementwise over the padded blocks):
+    the kernel on a byte range of the output and both inputs, each byte computed as the whole call does."""
+    a, b, y = node.input(0), node.input(1), node.outputs[0]
+    if a is None or b is None or y is None or node.attrs.get("_isa"):
+        return None
+    if not y.blocked and not (a.type.numel == b.type.numel == y.type.numel):
+        return None
+    n = y.storage_bytes
+    return Split(-(-n // QBYTES_ALIGN), 1, (), lower=_lower_qbinary, work=ELEMENT_WORK * n)
+
+
+def _lower_qbinary(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:
+    y = node.outputs[0]
+    assert y is not None
+    a, b = lo * QBYTES_ALIGN, min(hi * QBYTES_ALIGN, y.storage_bytes)
+    fn, params = ("ember_qadd", node.attrs["_qadd"]) if node.op == "QAdd" else ("ember_qmul", node.attrs["_qmul"])
+    x0, x1 = node.input(0), node.input(1)
+    assert x0 is not None and x1 is not None
+    k.call(fn, f"{k.out(0, 'uint8_t')} + {a}", f"{k.inp(0, 'uint8_t')} + {a}", f"{k.inp(1, 'uint8_t')} + {a}", b - a,
+           1, b - a, int(x0.dtype is DType.INT8), k.table(params.table(), DType.INT32))
 
 
 def _split_gemm(node: Node) -> Split | None:
@@ -370,9 +445,10 @@ def _split_layernorm(node: Node) -> Split | None:
 
 def _split_pool(node: Node) -> Split | None:
     """Pooling is plane by plane: whole channels of one image (not MaxPool's Indices output, whose values
-    count from the whole input's start)."""
+    count from the whole input's start); int8 pooling (QMaxPool, QAvgPool) alike."""
     x, y = node.input(0), node.outputs[0]
-    if (x is None or y is None or x.dtype is not DType.FLOAT32 or x.shape[0] != 1 or not cuttable(x, 1)
+    ok = (DType.UINT8, DType.INT8) if node.op.startswith("Q") else (DType.FLOAT32,)
+    if (x is None or y is None or x.dtype not in ok or x.shape[0] != 1 or not cuttable(x, 1)
             or not cuttable(y, 1) or any(o is not None for o in node.outputs[1:])):
         return None
     window = math.prod(node.attrs.get("kernel_shape") or x.shape[2:])
@@ -388,6 +464,7 @@ SPLITS = {
     "ConvWinograd4": _split_winograd,
     "QConv": _split_qconv,
     "QConvWinograd": _split_qwino,
+    "QConvShifted": _split_qconv,
     "Gemm": _split_gemm,
     "MatMul": _split_matmul,
     "MatMulPanels": _split_matmul_panels,
@@ -401,6 +478,10 @@ SPLITS = {
     "LpPool": _split_pool,
     "GlobalAveragePool": _split_pool,
     "GlobalMaxPool": _split_pool,
+    "QMaxPool": _split_pool,
+    "QAvgPool": _split_pool,
+    "QAdd": _split_qbinary,
+    "QMul": _split_qbinary,
 }
 
 SPLITS.update({name: _split_elementwise for name, op in registry.OPS.items() if op.expr is not None})

@@ -11,7 +11,11 @@
  * EMBER_QPB + M int32, EMBER_QTAIL_ROWS * Kp bytes (qblock.c's tail pixels), then (from a 64-byte boundary)
  * ember_qpack_rows' words for a 2-D convolution (channels in fours: ember_qpack_rows; others:
  * ember_qpack_rows1). lay: bit 0, x is channel-blocked (qgemm.c ember_qblk_at; one group, channels in
- * fours, 2-D); bit 1, y is (requantised, M % 4 == 0). */
+ * fours, 2-D); bit 1, y is (requantised, M % 4 == 0). p0, p1: the output pixels [p0, p1) of each image are
+ * computed (0, P: all; a thread's part, ops/split.py: p0 on a whole block of EMBER_QPB pixels), each block
+ * exactly as the whole call computes it, so the bytes do not depend on the split. my: the channels of a
+ * channel-blocked y's blocks (M, or more where y points at a thread's part of its channels: the block stride
+ * stays 64 * my bytes). */
 /* A residual add fused into the requantisation (ember_qconv_add): the outputs of each block of pixels go to
  * `stage` (M rows of EMBER_QPB bytes), then `fin` writes y[m * ys + j] = QAdd(stage[m][j], r[m * ys + j])
  * for j < n, element by element, so y may be r. */
@@ -21,13 +25,14 @@ EMBER_INLINE void ember_qconv_t(void *y, int kind, const void *x, int x_sgn, int
                                 int M, int cl, const int8_t *W, const int32_t *bias, const int32_t *rowsum,
                                 const int32_t *wofs, const int32_t *mult, const int32_t *shift, const int32_t *out,
                                 int lay, uint8_t *scratch, ember_qconv_fin fin, const uint8_t *res,
-                                const int32_t *radd, uint8_t *stage) {
+                                const int32_t *radd, uint8_t *stage, ptrdiff_t p0, ptrdiff_t p1, int my) {
     const int C = p[EMBER_GEO_C], Cg = C / G, Mg = M / G,
               K = Cg * p[EMBER_GEO_K_D] * p[EMBER_GEO_K_H] * p[EMBER_GEO_K_W], Kp = (K + 3) & ~3;
     const ptrdiff_t s_in = (ptrdiff_t)p[EMBER_GEO_IN_D] * p[EMBER_GEO_IN_H] * p[EMBER_GEO_IN_W],
-                    P = (ptrdiff_t)p[EMBER_GEO_OUT_D] * p[EMBER_GEO_OUT_H] * p[EMBER_GEO_OUT_W];
+                    P = (ptrdiff_t)p[EMBER_GEO_OUT_D] * p[EMBER_GEO_OUT_H] * p[EMBER_GEO_OUT_W],
+                    pend = p1 < P ? p1 : P;
     /* bytes per image: channel-blocked ones are whole blocks of pixels */
-    const ptrdiff_t x_img = lay & 1 ? (s_in + 63) / 64 * 64 * C : C * s_in, y_img = lay & 2 ? (P + 63) / 64 * 64 * M : M * P;
+    const ptrdiff_t x_img = lay & 1 ? (s_in + 63) / 64 * 64 * C : C * s_in, y_img = lay & 2 ? (P + 63) / 64 * 64 * my : M * P;
     uint8_t *X = scratch;
     const uint8_t *Xb;
     int32_t *colsum = (int32_t *)(void *)(scratch + EMBER_QSCRATCH_X(Kp)), *corr = colsum + EMBER_QPB;
@@ -54,7 +59,7 @@ EMBER_INLINE void ember_qconv_t(void *y, int kind, const void *x, int x_sgn, int
     o.w127 = ember_qw127(out, W, (ptrdiff_t)M * Kp);
 #endif
     o.blk = lay >> 1 & 1;
-    o.rs = o.blk ? 64 * M : res ? EMBER_QPB : P;
+    o.rs = o.blk ? 64 * my : res ? EMBER_QPB : P;
     o.ps = o.blk ? 4 : 1;
     o.corr = corr;
     o.colsum = colsum;
@@ -70,8 +75,8 @@ EMBER_INLINE void ember_qconv_t(void *y, int kind, const void *x, int x_sgn, int
             o.wofs = wofs ? wofs + m0 : wofs;
             o.mult = mult ? mult + m0 : mult;
             o.shift = shift ? shift + m0 : shift;
-            for (pix = 0; pix < P; pix += EMBER_QPB) {
-                const int pb = P - pix < EMBER_QPB ? (int)(P - pix) : EMBER_QPB;
+            for (pix = p0; pix < pend; pix += EMBER_QPB) {
+                const int pb = pend - pix < EMBER_QPB ? (int)(pend - pix) : EMBER_QPB;
                 const ptrdiff_t at = res ? 0 : pix; /* the block's first output pixel in o.y */
                 Xb = X;
                 if (lay & 1 && direct) { /* the input's block is the packed block */
@@ -108,9 +113,9 @@ EMBER_INLINE void ember_qconv_t(void *y, int kind, const void *x, int x_sgn, int
 EMBER_UNUSED static void ember_qconv(void *y, int kind, const void *x, int x_sgn, int32_t xz, const int32_t *p, int N,
                                      int G, int M, int cl, const int8_t *W, const int32_t *bias, const int32_t *rowsum,
                                      const int32_t *wofs, const int32_t *mult, const int32_t *shift, const int32_t *out,
-                                     int lay, uint8_t *scratch) {
+                                     int lay, uint8_t *scratch, ptrdiff_t p0, ptrdiff_t p1, int my) {
     ember_qconv_t(y, kind, x, x_sgn, xz, p, N, G, M, cl, W, bias, rowsum, wofs, mult, shift, out, lay, scratch, 0, 0,
-                  0, 0);
+                  0, 0, p0, p1, my);
 }
 /*@end*/
 
@@ -127,7 +132,7 @@ static void ember_qconv_add(void *y, int kind, const void *x, int x_sgn, int32_t
                             const int32_t *wofs, const int32_t *mult, const int32_t *shift, const int32_t *out, int lay,
                             uint8_t *scratch, const uint8_t *res, const int32_t *radd, uint8_t *stage) {
     ember_qconv_t(y, kind, x, x_sgn, xz, p, N, G, M, cl, W, bias, rowsum, wofs, mult, shift, out, lay, scratch,
-                  ember_qconv_rows, res, radd, stage);
+                  ember_qconv_rows, res, radd, stage, 0, PTRDIFF_MAX, M);
 }
 /*@end*/
 

@@ -298,16 +298,20 @@ static void ember_qsh_gather(uint8_t *X, const uint32_t *xp, const int32_t *p, c
  * Kp * EMBER_QPB bytes, EMBER_QPB + M int32, then (from a 64-byte boundary) C/4 times ember_qsh_planes
  * planes of ember_qsh_plane words, then 4 * ember_qsh_cols bytes. With AVX-512 VNNI and the float
  * requantisation, tiles read the planes directly; elsewhere each block of pixels is gathered from them
- * (still no per-tap bounds) and multiplied as ember_qconv does. */
+ * (still no per-tap bounds) and multiplied as ember_qconv does. p0, p1: the output pixels [p0, p1) of each
+ * image are computed (0, P: all; a thread's part, ops/split.py, from a whole block of EMBER_QPB pixels),
+ * each exactly as the whole call computes it (a lane's sum does not depend on its block), though every
+ * part fills the whole planes. */
 static void ember_qconv_shifted(void *y, int kind, const void *x, int x_sgn, int32_t xz, const int32_t *p, int N,
                                 int M, const int8_t *W, const int32_t *bias, const int32_t *rowsum,
-                                const int32_t *mult, const int32_t *shift, const int32_t *out, int lay, uint8_t *scratch) {
+                                const int32_t *mult, const int32_t *shift, const int32_t *out, int lay, uint8_t *scratch,
+                                ptrdiff_t p0, ptrdiff_t p1) {
     const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], KH = p[EMBER_GEO_K_H], KW = p[EMBER_GEO_K_W],
               OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W], taps = KH * KW, quads = (C + 3) / 4;
     const int Kp = 4 * quads * taps;
     const int sh = p[EMBER_GEO_STRIDE_H], sw = p[EMBER_GEO_STRIDE_W], Wq = ember_qsh_cols(p),
               ncol = ember_qsh_rank(KW, p[EMBER_GEO_DIL_W], sw, sw);
-    const ptrdiff_t P = (ptrdiff_t)OH * OW, plane = ember_qsh_plane(p), qs = ember_qsh_planes(p) * plane;
+    const ptrdiff_t P = (ptrdiff_t)OH * OW, pend = p1 < P ? p1 : P, plane = ember_qsh_plane(p), qs = ember_qsh_planes(p) * plane;
     uint8_t *X = scratch;
     int32_t *colsum = (int32_t *)(void *)(scratch + EMBER_QSCRATCH_X(Kp)), *corr = colsum + EMBER_QPB;
     uint32_t *xp = (uint32_t *)(void *)(scratch + ((EMBER_QSCRATCH_X(Kp) + 4 * EMBER_QPB + 4 * M + 63) & ~63));
@@ -343,10 +347,11 @@ static void ember_qconv_shifted(void *y, int kind, const void *x, int x_sgn, int
 #if defined(EMBER_QRQ) && EMBER_QMR == 4
         {
             ember_qrq_out range;
-            const ptrdiff_t Q = (ptrdiff_t)OH * Wq, qb = 4 * qs; /* positions; bytes between quads */
+            /* the positions of output pixels p0 and pend (the end of the output: OH * Wq); bytes between quads */
+            const ptrdiff_t Q = pend / OW * Wq + pend % OW, qb = 4 * qs;
             ptrdiff_t q0;
             if (ember_qrq_setup(&o, &range)) {
-                for (q0 = 0, pix = 0; q0 < Q; q0 += 64) {
+                for (q0 = p0 / OW * Wq + p0 % OW, pix = p0; q0 < Q; q0 += 64) {
                     const uint8_t *xq = (const uint8_t *)(xp + q0);
                     const int nv = Q - q0 >= 64 ? 4 : (int)((Q - q0 + 15) / 16);
                     unsigned long long valid = 0;
@@ -369,8 +374,8 @@ static void ember_qconv_shifted(void *y, int kind, const void *x, int x_sgn, int
             }
         }
 #endif
-        for (pix = 0; pix < P; pix += EMBER_QPB) {
-            const int pb = P - pix < EMBER_QPB ? (int)(P - pix) : EMBER_QPB;
+        for (pix = p0; pix < pend; pix += EMBER_QPB) {
+            const int pb = pend - pix < EMBER_QPB ? (int)(pend - pix) : EMBER_QPB;
             ember_qsh_gather(X, xp, p, toff, pix, pb);
             ember_qgemm_block(&o, W, M, Kp, X, pix, pb);
         }

@@ -275,15 +275,16 @@ EMBER_NOINLINE static void ember_qw_output(const ember_qout *o, const uint32_t *
 
 /* y (NCHW, M channels: int32 sums if kind 0, else requantised bytes) = the convolution of x (NCHW bytes, int8
  * if x_sgn, zero point xz) by the transformed weights U; bias (or NULL), mult/shift/out as for ember_qconv
- * (qconv.c). R: tile rows per band. lay: bit 0, x is channel-blocked (passes/int8_layout.py); bit 1, y is. */
+ * (qconv.c). R: tile rows per band. lay: bit 0, x is channel-blocked (passes/int8_layout.py); bit 1, y is,
+ * its blocks of my channels (M, or more where y points at a thread's part of its channel quads). */
 static void ember_qconv_wino(void *y, int kind, const void *x, int x_sgn, int32_t xz, const int32_t *p, int N, int M,
                              const int16_t *U, const int32_t *bias, const int32_t *mult, const int32_t *shift,
-                             const int32_t *out, int R, int lay, uint8_t *scratch) {
+                             const int32_t *out, int R, int lay, uint8_t *scratch, int my) {
     const int C = p[EMBER_GEO_C], OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W], TH = (OH + 1) / 2, TW = (OW + 1) / 2,
               C2 = (C + 1) / 2, NTp = (R * TW + 7) & ~7;
     const ptrdiff_t P = (ptrdiff_t)OH * OW, s_in = (ptrdiff_t)p[EMBER_GEO_IN_H] * p[EMBER_GEO_IN_W];
     /* bytes per image: channel-blocked ones are whole blocks of pixels */
-    const ptrdiff_t x_img = lay & 1 ? (s_in + 63) / 64 * 64 * C : C * s_in, y_img = lay & 2 ? (P + 63) / 64 * 64 * M : M * P;
+    const ptrdiff_t x_img = lay & 1 ? (s_in + 63) / 64 * 64 * C : C * s_in, y_img = lay & 2 ? (P + 63) / 64 * 64 * my : M * P;
     int16_t *Vb = (int16_t *)(void *)scratch;
     uint32_t *Zb = (uint32_t *)(void *)(scratch + (ptrdiff_t)64 * C2 * NTp);
     int16_t *rows = (int16_t *)(void *)(Zb + 64 * (ptrdiff_t)NTp);
@@ -294,7 +295,7 @@ static void ember_qconv_wino(void *y, int kind, const void *x, int x_sgn, int32_
     ember_qout_init(&o, kind, mult, shift, out);
     for (m0 = 0; m0 < M; ++m0) corr[m0] = bias ? bias[m0] : 0;
     o.blk = lay >> 1 & 1;
-    o.rs = o.blk ? 64 * M : P;
+    o.rs = o.blk ? 64 * my : P;
     o.ps = o.blk ? 4 : 1;
     o.corr = corr;
     o.wofs = 0;
