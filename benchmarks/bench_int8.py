@@ -11,7 +11,13 @@ engine runs after each other one equally often: a run pays for the caches its pr
 int8 ResNet-50 measured 12.15 ms right after ember float32, 11.96 ms after ORT float32). Prints a table
 and writes JSON.
 
-    python benchmarks/bench_int8.py [--models mobilenet_v2,resnet18,resnet50] [--rounds N] [--json out.json]
+`--threads 1,2`: for each thread count N > 1, ember int8 compiled with `threads=N` against the QDQ model in
+onnxruntime with N intra-op threads (idle workers sleeping, as bench_models.py's default), the two
+interleaved in one process pinned to N cores from --core; its outputs must be the single-thread bundle's
+bytes. One more line per model.
+
+    python benchmarks/bench_int8.py [--models mobilenet_v2,resnet18,resnet50] [--threads 1,2] [--rounds N]
+                                    [--json out.json]
 """
 
 from __future__ import annotations
@@ -47,7 +53,9 @@ def main() -> int:
     ap.add_argument("--samples", type=int, default=16, help="calibration inputs (fixed-seed standard normal)")
     ap.add_argument("--rounds", type=int, default=0, help="timed rounds per model (default: ~6 s worth)")
     ap.add_argument("--warmup", type=int, default=0, help="untimed runs of each engine first (default: ~0.5 s)")
-    ap.add_argument("--core", type=int, default=0, help="CPU core to pin to")
+    ap.add_argument("--core", type=int, default=0, help="CPU core to pin to (N threads: N cores from it)")
+    ap.add_argument("--threads", default="1", help="thread counts: 1 (the table above), and for each N > 1 ember "
+                    "int8 threads=N vs onnxruntime QDQ with N intra-op threads: 1,2")
     ap.add_argument("--cpu", default=None, help="ember --cpu (default: the host's, -march=native)")
     ap.add_argument("--work", default="benchmarks/.work", help="models, calibration data and bundles go here")
     ap.add_argument("--json", default="benchmarks/results/int8.json", help="write results here")
@@ -59,10 +67,18 @@ def main() -> int:
     work = Path(args.work)
     machine = describe()
     print(banner(machine))
+    args.thread_counts = [int(t) for t in args.threads.split(",")]
     rows = []
     for name in args.models.split(","):
         rows.append(bench_model(name, work, args))
         _print_row(rows[-1], header=len(rows) == 1)
+        for n in args.thread_counts:
+            if n > 1:
+                _print_threads(rows[-1], n)
+    for n in args.thread_counts:
+        if n > 1:
+            ratios = [r[f"threads_{n}"]["int8_vs_ort_qdq"] for r in rows]
+            print(f"geomean ember int8 / ORT QDQ with {n} threads: {float(np.exp(np.mean(np.log(ratios)))):.3f}")
 
     result = {**machine, "machine": platform.processor() or platform.machine(),
               "onnxruntime": ort.__version__, "ember": ember.__version__, "core": args.core,
@@ -79,7 +95,7 @@ def bench_model(name: str, work: Path, args: argparse.Namespace) -> dict:
     model = build(name, work / "models")
     bundles = work / "bundles_int8" / name
     t0 = time.perf_counter()
-    f32 = ember.compile(model, bundles / "float32", cpu=args.cpu)
+    f32 = ember.compile(model, bundles / "float32", cpu=args.cpu, weights_txt=False)
     compile_f32 = time.perf_counter() - t0
     calib = calibration_set(work / "calib" / name, f32.inputs[0]["shape"], args.samples)
     profile = bundles / "profile.yaml"
@@ -89,7 +105,7 @@ def bench_model(name: str, work: Path, args: argparse.Namespace) -> dict:
             raise SystemExit(f"ember profile failed on {model}")
     profile_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    q8 = ember.compile(model, bundles / "int8", cpu=args.cpu, quantize="int8", profile=str(profile))
+    q8 = ember.compile(model, bundles / "int8", cpu=args.cpu, quantize="int8", profile=str(profile), weights_txt=False)
     compile_q8 = time.perf_counter() - t0
     t0 = time.perf_counter()
     qdq = ort_qdq_model(model, calib, bundles / f"{model.stem}.qdq.onnx")
@@ -114,7 +130,43 @@ def bench_model(name: str, work: Path, args: argparse.Namespace) -> dict:
     row["top1_agreement"] = top1
     row["ort_qdq_top1_agreement"] = ort_agreement(model, qdq, in_name, inputs)
     row.update(compile_f32_s=compile_f32, profile_s=profile_s, compile_int8_s=compile_q8, ort_quantize_s=qdq_s)
+    for n in args.thread_counts:
+        if n > 1:
+            row[f"threads_{n}"] = bench_threads(model, bundles, profile, qdq, q8, feeds, n, args)
     return row
+
+
+def bench_threads(model: Path, bundles: Path, profile: Path, qdq: Path, q8: ember.Bundle,
+                  feeds: dict[str, np.ndarray], n: int, args: argparse.Namespace) -> dict:
+    """ember int8 with threads=n vs ORT QDQ with n intra-op threads, interleaved, pinned to n cores."""
+    qn = ember.compile(model, bundles / f"int8_t{n}", cpu=args.cpu, quantize="int8", profile=str(profile), threads=n,
+                       weights_txt=False)
+    same = all(np.array_equal(a, b) for a, b in zip(qn.run(feeds).values(), q8.run(feeds).values(), strict=True))
+    if not same:
+        raise SystemExit(f"bench_int8: {qn.name} with {n} threads differs from its single-thread bundle")
+    cores = sorted({(args.core + i) % (os.cpu_count() or 1) for i in range(n)})
+    os.sched_setaffinity(0, cores)
+    try:
+        times = interleave_all({"ember_int8": EmberTimer(qn, feeds), "ort_qdq": OrtTimer(qdq, feeds, n, spin=False)},
+                               args.rounds, args.warmup)
+    finally:
+        os.sched_setaffinity(0, {args.core})
+    cell: dict = {"threads": n, "cores": cores, "rounds": len(times["ember_int8"]), "divided":
+                  qn.manifest["threads"]["divided"]}
+    for eng, t in times.items():
+        cell[f"{eng}_median_ms"] = statistics.median(t) * 1e3
+        cell[f"{eng}_min_ms"] = min(t) * 1e3
+    cell["int8_vs_ort_qdq"] = cell["ember_int8_median_ms"] / cell["ort_qdq_median_ms"]
+    return cell
+
+
+def _print_threads(r: dict, n: int) -> None:
+    """The row's N-thread cell: ember int8 and ORT QDQ on N cores (median ms), their ratio, ember's speedup."""
+    c = r[f"threads_{n}"]
+    print(f"  {n} threads: ember i8 {c['ember_int8_median_ms']:.3f}  ORT QDQ {c['ort_qdq_median_ms']:.3f}  "
+          f"i8/QDQ {c['int8_vs_ort_qdq']:.2f}  ember i8 speedup over 1 thread "
+          f"{r['ember_int8_median_ms'] / c['ember_int8_median_ms']:.2f}x  ({c['divided']} nodes divided, bytes "
+          "equal to 1 thread's)", flush=True)
 
 
 def calibration_set(folder: Path, shape: list[int], n: int) -> Path:

@@ -18,7 +18,11 @@ import pytest
 from onnx import helper
 
 import ember
-from ember.ops import qwino
+from ember.config import CompileOptions
+from ember.driver import build_graph
+from ember.ops import qwino, registry
+from ember.ops.parallel import node_split
+from ember.ops.qlinear import YCUT_ATTR
 from ember.passes import conv_algorithms, threads
 from tests.ops.test_quant_blocked import HAS_AVX2, _chain
 from tests.ops.test_quant_shifted import HAS_VNNI
@@ -32,13 +36,16 @@ LAYERS = [("a", "x", 8, 16, 1, 1),    # plain -> blocked, 1x1: pixels
           ("d", "sum", 16, 24, 3, 2),  # gathered 3x3 of stride 2 onto 4 blocks: channels, blocked output
           ("e", "d", 24, 16, 1, 2),   # shifted 1x1 of stride 2 onto one block: channels, blocked output
           ("f", "e", 16, 16, 3, 1),   # gathered 3x3 onto one block: channels, blocked output
-          ("g", "f", 16, 16, 3, 1)]   # blocked -> plain (an output): channels, as before
-DIVIDED = {"a", "b", "c", "sum", "d", "e", "f", "g"}
+          ("w", "f", 16, 20, 3, 1),   # integer Winograd, blocked -> blocked: quads (8 + 12 channels)
+          ("g", "w", 20, 16, 3, 1)]   # blocked -> plain (an output): channels, as before
 
 
 @pytest.fixture
 def every_layer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Layers of any size divide; w (only) is a Winograd convolution."""
     monkeypatch.setattr(threads, "MIN_WORK", 0)
+    monkeypatch.setattr(conv_algorithms, "qconv_wino_fits",
+                        lambda node, cpu: node.outputs[0].name == "w" and qwino.qconv_wino_takes(node))
 
 
 def _divided(bundle: ember.Bundle) -> set[str]:
@@ -48,16 +55,57 @@ def _divided(bundle: ember.Bundle) -> set[str]:
     return set(re.findall(r"/\* \S+: \w+ -> (\w+) \*/\n\s*ember_tp_run\(", text))
 
 
-def _check(tmp_path: Path, model: onnx.ModelProto, feeds: dict[str, np.ndarray], parts: int,
-           divided: set[str]) -> None:
+def _how(path: Path, parts: int) -> dict[str, str]:
+    """How each divided node of the model at `path` divides, by output name: along pixels, channels of a
+    blocked output (each part writing its quads of every block), channels of a plain one, bytes, planes."""
+    graph, _, _ = build_graph(str(path), CompileOptions(threads=parts))
+    how = {}
+    for node in graph.nodes:
+        split_fn = registry.get(node.op).split
+        found = node_split(node, split_fn)
+        if found is None:
+            continue
+        split = found[0]
+        y = node.outputs[0]
+        assert y is not None
+        if split.lower is not None:
+            how[y.name] = split.lower.__name__
+        else:
+            attrs = split.attrs(0, split.align) if split.attrs is not None else {}
+            how[y.name] = "blocked channels" if YCUT_ATTR in attrs else "channels"
+    return how
+
+
+def _bundles(tmp_path: Path, model: onnx.ModelProto, feeds: dict[str, np.ndarray],
+             parts: int) -> tuple[ember.Bundle, dict[str, np.ndarray]]:
+    """The bundle with `parts` threads, and the single-thread bundle's outputs."""
     onnx.save(model, tmp_path / "m.onnx")
     want = ember.compile(tmp_path / "m.onnx", tmp_path / "t1").run(feeds)
     assert all(len(np.unique(w)) > 20 for w in want.values())  # not saturated into a few values
-    bundle = ember.compile(tmp_path / "m.onnx", tmp_path / "tn", threads=parts)
-    assert _divided(bundle) == divided
+    return ember.compile(tmp_path / "m.onnx", tmp_path / "tn", threads=parts), want
+
+
+def test_blocked_chain_divides_bit_identically(tmp_path: Path, every_layer: None) -> None:
+    """Three threads: 12 blocks in parts of 4, 24 channels in parts of 8, 16 in two parts of 8, 20 in 8 and 12;
+    in process and as C under ASan/UBSan, on the portable path and the host's tiles (their word stores at a
+    part's first block or channel quad)."""
+    model, feeds = _chain(np.uint8, 1, LAYERS, outputs=("g",))
+    graph = model.graph  # g's MaxPool in QDQ form: a QMaxPool, by planes
+    graph.node.extend([helper.make_node("DequantizeLinear", ["g", "s", "zp"], ["g_f"]),
+                       helper.make_node("MaxPool", ["g_f"], ["pooled_f"], kernel_shape=[2, 2]),
+                       helper.make_node("QuantizeLinear", ["pooled_f", "s", "zp"], ["pooled"])])
+    graph.output.append(onnx.ValueInfoProto(name="pooled"))
+    bundle, want = _bundles(tmp_path, model, feeds, 3)
+    assert _divided(bundle) == {"a", "b", "c", "sum", "d", "e", "f", "w", "g", "pooled"}
+    pixels, blocked = "_lower_qpixels", "blocked channels"
+    assert _how(tmp_path / "m.onnx", 3) == {
+        "a": pixels, "b": pixels, "c": pixels, "sum": "_lower_qbinary", "d": blocked, "e": blocked, "f": blocked,
+        "w": blocked, "g": "channels", "pooled": "channels"}
+    text = (tmp_path / "tn" / "m.c").read_text()
+    assert all(f"{k}(" in text for k in ("ember_qconv_shifted", "ember_qconv_wino", "ember_qadd", "ember_qmaxpool"))
     builds = {"host": bundle.run(feeds),
               "portable": cdriver.run(bundle.path, tmp_path / "drv", feeds, sanitize=True, cflags=("-pthread",))}
-    if HAS_VNNI or HAS_AVX2:  # the tiles' word stores at a part's first block or channel quad
+    if HAS_VNNI or HAS_AVX2:
         builds["native"] = cdriver.run(bundle.path, tmp_path / "drv_native", feeds, sanitize=True,
                                        cflags=("-pthread", "-march=native"))
     for build, got in builds.items():
@@ -65,32 +113,13 @@ def _check(tmp_path: Path, model: onnx.ModelProto, feeds: dict[str, np.ndarray],
             np.testing.assert_array_equal(got[name], w, err_msg=f"{build} {name}")
 
 
-def test_blocked_chain_divides_bit_identically(tmp_path: Path, every_layer: None) -> None:
-    """Three threads: 12 blocks in parts of 4, 24 channels in parts of 8, 16 in parts of 8 (two)."""
-    model, feeds = _chain(np.uint8, 1, LAYERS, outputs=("g",))
-    _check(tmp_path, model, feeds, 3, DIVIDED)
-
-
 def test_two_images_divide_by_pixels(tmp_path: Path, every_layer: None) -> None:
     """Two int8 images: the pixel parts take each image's range of blocks; channel parts need one image, so
     the small maps stay whole."""
     model, feeds = _chain(np.int8, 2, LAYERS, outputs=("g",))
-    _check(tmp_path, model, feeds, 2, {"a", "b", "c", "sum"})
-
-
-def test_winograd_into_blocks_divides_by_quads(tmp_path: Path, every_layer: None,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    """An integer Winograd 3x3 between blocked values: parts of its output-channel quads (20 channels: 8 + 12)
-    written into every block of the whole output, and a MaxPool of its plain output's planes."""
-    monkeypatch.setattr(conv_algorithms, "qconv_wino_fits", lambda node, cpu: qwino.qconv_wino_takes(node))
-    layers = [("a", "x", 8, 16, 1, 1), ("w", "a", 16, 20, 3, 1), ("o", "w", 20, 16, 1, 1)]
-    model, feeds = _chain(np.uint8, 1, layers, (8, 11, 30), outputs=("o",))
-    graph = model.graph  # o's MaxPool in QDQ form: a QMaxPool
-    graph.node.extend([helper.make_node("DequantizeLinear", ["o", "s", "zp"], ["o_f"]),
-                       helper.make_node("MaxPool", ["o_f"], ["pooled_f"], kernel_shape=[3, 3], strides=[2, 2]),
-                       helper.make_node("QuantizeLinear", ["pooled_f", "s", "zp"], ["pooled"])])
-    graph.output.append(onnx.ValueInfoProto(name="pooled"))
-    _check(tmp_path, model, feeds, 2, {"a", "w", "o", "pooled"})
-    ops = (tmp_path / "tn" / "m.c").read_text()
-    assert "ember_qconv_wino(" in ops and "ember_qmaxpool(" in ops
-
+    bundle, want = _bundles(tmp_path, model, feeds, 2)
+    assert _divided(bundle) == {"a", "b", "c", "sum"}
+    assert set(_how(tmp_path / "m.onnx", 2).values()) == {"_lower_qpixels", "_lower_qbinary"}
+    got = bundle.run(feeds)
+    for name, w in want.items():
+        np.testing.assert_array_equal(got[name], w, err_msg=name)
