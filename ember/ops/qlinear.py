@@ -341,7 +341,7 @@ def lower_qconv(node: Node, k: KernelEmitter, add: tuple[str, ...] = (), pixels:
     lo, hi = pixels if pixels is not None else (0, math.prod(y.shape[2:]))
     if node.op == "QConvShifted":
         k.call("ember_qconv_shifted", *head, m, k.inp(2), _table(k, q.bias), _table(k, q.rowsum), mult,
-               shift, out, lay, k.scratch(), lo, hi)
+               shift, out, lay, k.scratch(), lo, hi, my)
         return
     assert not (add and (pixels or m != my)), "ember_qconv_add is never divided"
     k.call("ember_qconv_add" if add else "ember_qconv", *head, int(node.attrs.get("group", 1)), m,

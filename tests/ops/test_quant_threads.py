@@ -34,10 +34,10 @@ LAYERS = [("a", "x", 8, 16, 1, 1),    # plain -> blocked, 1x1: pixels
           ("b", "a", 16, 16, 3, 1),   # blocked -> blocked, shifted 3x3: pixels
           ("c", "b", 16, 16, 1, 1),   # blocked in place, 1x1: pixels; sum = a + c, a blocked QAdd: bytes
           ("d", "sum", 16, 24, 3, 2),  # gathered 3x3 of stride 2 onto 4 blocks: channels, blocked output
-          ("e", "d", 24, 16, 1, 2),   # shifted 1x1 of stride 2 onto one block: channels, blocked output
-          ("f", "e", 16, 16, 3, 1),   # gathered 3x3 onto one block: channels, blocked output
-          ("w", "f", 16, 20, 3, 1),   # integer Winograd, blocked -> blocked: quads (8 + 12 channels)
-          ("g", "w", 20, 16, 3, 1)]   # blocked -> plain (an output): channels, as before
+          ("w", "d", 24, 20, 3, 1),   # integer Winograd, blocked -> blocked: quads (8 + 12 channels)
+          ("e", "w", 20, 16, 3, 1),   # shifted 3x3, blocked -> blocked: channels
+          ("f", "e", 16, 16, 1, 2),   # shifted 1x1 of stride 2 onto one block: channels
+          ("g", "f", 16, 16, 3, 1)]   # gathered 3x3, blocked -> plain (an output): channels, as before
 
 
 @pytest.fixture
@@ -86,7 +86,8 @@ def _bundles(tmp_path: Path, model: onnx.ModelProto, feeds: dict[str, np.ndarray
 
 
 def test_blocked_chain_divides_bit_identically(tmp_path: Path, every_layer: None) -> None:
-    """Three threads: 12 blocks in parts of 4, 24 channels in parts of 8, 16 in two parts of 8, 20 in 8 and 12;
+    """Three threads: 12 blocks in parts of 4, 24 channels in parts of 8, 16 in two parts of 8, 20 in 8 and 12
+    (the channel parts of blocked outputs on maps of several blocks, so that the block stride is the whole's);
     in process and as C under ASan/UBSan, on the portable path and the host's tiles (their word stores at a
     part's first block or channel quad)."""
     model, feeds = _chain(np.uint8, 1, LAYERS, outputs=("g",))

@@ -301,11 +301,12 @@ static void ember_qsh_gather(uint8_t *X, const uint32_t *xp, const int32_t *p, c
  * (still no per-tap bounds) and multiplied as ember_qconv does. p0, p1: the output pixels [p0, p1) of each
  * image are computed (0, P: all; a thread's part, ops/split.py, from a whole block of EMBER_QPB pixels),
  * each exactly as the whole call computes it (a lane's sum does not depend on its block), though every
- * part fills the whole planes. */
+ * part fills the whole planes. my: the channels of a channel-blocked y's blocks (M, or more where y points
+ * at a thread's part of its channels: the block stride stays 64 * my bytes). */
 static void ember_qconv_shifted(void *y, int kind, const void *x, int x_sgn, int32_t xz, const int32_t *p, int N,
                                 int M, const int8_t *W, const int32_t *bias, const int32_t *rowsum,
                                 const int32_t *mult, const int32_t *shift, const int32_t *out, int lay, uint8_t *scratch,
-                                ptrdiff_t p0, ptrdiff_t p1) {
+                                ptrdiff_t p0, ptrdiff_t p1, int my) {
     const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], KH = p[EMBER_GEO_K_H], KW = p[EMBER_GEO_K_W],
               OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W], taps = KH * KW, quads = (C + 3) / 4;
     const int Kp = 4 * quads * taps;
@@ -326,7 +327,7 @@ static void ember_qconv_shifted(void *y, int kind, const void *x, int x_sgn, int
     o.w127 = ember_qw127(out, W, (ptrdiff_t)M * Kp);
 #endif
     o.blk = lay >> 1 & 1;
-    o.rs = o.blk ? 64 * M : P;
+    o.rs = o.blk ? 64 * my : P;
     o.ps = o.blk ? 4 : 1;
     o.corr = corr;
     o.wofs = 0;
@@ -341,7 +342,7 @@ static void ember_qconv_shifted(void *y, int kind, const void *x, int x_sgn, int
     ember_qcorr(corr, M, Kp, zv, bias, rowsum, 0);
     for (n = 0; n < N; ++n) {
         const ptrdiff_t s_in = (ptrdiff_t)H * p[EMBER_GEO_IN_W];
-        o.y = (uint8_t *)y + n * (o.blk ? (P + 63) / 64 * 64 : P) * M;
+        o.y = (uint8_t *)y + n * (o.blk ? (P + 63) / 64 * 64 * my : P * M);
         ember_qsh_fill(xp, (const uint8_t *)x + n * (lay & 1 ? (s_in + 63) / 64 * 64 : s_in) * C, p,
                        flip * 0x01010101u, (uint32_t)(uint8_t)(xz ^ flip) * 0x01010101u, tmp, lay & 1);
 #if defined(EMBER_QRQ) && EMBER_QMR == 4
