@@ -20,6 +20,7 @@ from ember.ops.matmul import present
 
 DSP = "dsp"
 MVE = "mve"  # Helium: ember_qarm_conv_mve(8), ember_qarm_dw3_mve(8); fully-connected layers stay portable
+MUL = "mul"  # a core without DSP (Cortex-M0/M3): DSP's kernels and weights, qarm.c's C stand-ins for SMLAD/SMMLA
 
 
 def rq_table(requant: object, bias: tuple[int, ...] | None, fast: bool, zp: int = 0,

@@ -7,7 +7,9 @@ lane order (qarm.dsp_weights; a convolution's widened to int16, qarm.dsp_weights
 the portable kernels of qconv.c. Every path requantises exactly as quant.c does, so the bundle stays
 bit-exact with the host build. On Helium (Cortex-M55) a layer whose input zero point is a constant takes
 kernels/qarm_mve.c's int8 kernels (`_mve8`: qarm.mve8_weights, qarm.dw8_weights; the zero point's share in
-the bias); a depthwise layer only where its requantisation is the fast form.
+the bias); a depthwise layer only where its requantisation is the fast form. Cores without DSP (Cortex-M0/M3,
+int8_isa "mul") take the DSP variants as they are: qarm.c computes SMLAD and SMMLA there with C stand-ins
+(the same sums, so the same bytes), and its compile-time weight order and register blocking still pay.
 """
 
 from __future__ import annotations
@@ -41,7 +43,10 @@ def _admits(node: Node, isa: str) -> bool:
 
 
 def choose_mcu_kernels(graph: Graph, isa: str) -> None:
-    """`isa`: Target.int8_isa: "dsp" (qarm.c's SMLAD kernels) or "mve" (its Helium ones)."""
+    """`isa`: Target.int8_isa: "dsp" (qarm.c's SMLAD kernels), "mve" (its Helium ones) or "mul" (the SMLAD
+    kernels without the DSP extension)."""
+    if isa == qarm.MUL:
+        isa = qarm.DSP
     if isa not in (qarm.DSP, MVE):
         return
     for node in graph.nodes:

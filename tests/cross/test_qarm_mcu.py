@@ -88,10 +88,11 @@ CALLS = {"cortex-m4": {"ember_qarm_conv": 3, "ember_qarm_conv_mve": 0, "ember_qa
                        "ember_qarm_dw3_mve": 0, "ember_qarm_dw3_mve8": 0, "ember_qarm_fc": 1, **NONE},
          "cortex-m55": {"ember_qarm_conv": 0, "ember_qarm_conv_mve": 0, "ember_qarm_conv_mve8": 3, "ember_qarm_dw3": 0,
                         "ember_qarm_dw3_mve": 0, "ember_qarm_dw3_mve8": 3, "ember_qarm_fc": 0, **NONE}}
-CALLS["cortex-m33"] = CALLS["cortex-m4"]
+# Cortex-M0/M3 (no DSP, Target.int8_isa "mul") take the DSP kernels, SMLAD and SMMLA by qarm.c's C stand-ins.
+CALLS["cortex-m33"] = CALLS["cortex-m3"] = CALLS["cortex-m0"] = CALLS["cortex-m4"]
 
 
-@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m33", "cortex-m55"])
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m33", "cortex-m55", "cortex-m3", "cortex-m0"])
 def test_geometry_int8_on_qemu_equals_host(tmp_path: Path, target: str) -> None:
     require_tools(target, mcu.missing_tools(target))
     host, bundle = _int8_pair(tmp_path, geometry_model(), RNG.normal(0, 1, (8, 3, 13, 17)).astype(np.float32), target)

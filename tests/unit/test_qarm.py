@@ -124,9 +124,9 @@ def test_zero_point_in_the_rounding_constant() -> None:
 def test_targets_name_their_integer_kernels() -> None:
     from ember.toolchain.targets import get_target
 
-    isa = {t: get_target(t).int8_isa for t in ("cortex-m0", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55",
-                                               "riscv32", "armv7", "host")}
-    assert isa == {"cortex-m0": "", "cortex-m4": "dsp", "cortex-m7": "dsp", "cortex-m33": "dsp",
+    isa = {t: get_target(t).int8_isa for t in ("cortex-m0", "cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33",
+                                               "cortex-m55", "riscv32", "armv7", "host")}
+    assert isa == {"cortex-m0": "mul", "cortex-m3": "mul", "cortex-m4": "dsp", "cortex-m7": "dsp", "cortex-m33": "dsp",
                    "cortex-m55": "mve", "riscv32": "", "armv7": "", "host": ""}
 
 
