@@ -102,15 +102,16 @@ def test_geometry_int8_on_qemu_equals_host(tmp_path: Path, target: str) -> None:
     np.testing.assert_array_equal(got, host.run(x)["y"])
 
 
-@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55", "cortex-m0"])
 def test_ties_chain_equals_reference(tmp_path: Path, target: str) -> None:
-    """uint8 activations, ties everywhere: the kernels' exact (64-bit, half to even) requantisation."""
+    """uint8 activations, ties everywhere: the kernels' exact (64-bit, half to even) requantisation (on the
+    Cortex-M0, without SMULL: the compiler's 64-bit multiply)."""
     require_tools(target, mcu.missing_tools(target))
     model, feeds = chain_model()
     onnx.save(model, tmp_path / "m.onnx")
     bundle = ember.compile(tmp_path / "m.onnx", tmp_path / "out", target=target)
     calls = _qarm_calls(bundle)
-    conv, dw = ("ember_qarm_conv", "ember_qarm_dw3") if target == "cortex-m4" else ("ember_qarm_conv_mve8",
+    conv, dw = ("ember_qarm_conv", "ember_qarm_dw3") if target != "cortex-m55" else ("ember_qarm_conv_mve8",
                                                                                      "ember_qarm_dw3_mve")
     # the chain's residual Add goes into the convolution before it (passes/fuse_conv_add.py)
     assert calls[conv] == 2 and calls[f"{conv}_add"] == 1 and calls[dw] == 1, calls
