@@ -1846,7 +1846,7 @@ EMBER_INLINE ember_qa_dw3_geo_t ember_qa_dw3_geo_tr(const int32_t *p, int tr) {
 }
 /* Helium's layout (ember_qarm_dw3_mve, _mve8): transposed where that makes the rows longer. The DSP kernels
  * keep the image's rows (`tr` 0): their steps of four and two fit short rows, and their stores stay in order. */
-EMBER_INLINE ember_qa_dw3_geo_t ember_qa_dw3_geo(const int32_t *p) {
+EMBER_UNUSED EMBER_INLINE ember_qa_dw3_geo_t ember_qa_dw3_geo(const int32_t *p) {
     return ember_qa_dw3_geo_tr(p, 1);
 }
 /* The 9 weights' words wv (ember_qa_dw3_quad's A B C D per kernel row; w transposed with the plane). */
@@ -1864,7 +1864,7 @@ EMBER_INLINE void ember_qa_dw3_words(const ember_qa_dw3_geo_t *g, const int16_t 
 }
 /* Widen channel xc into the plane (whose padding stays 0: only image positions are written) and build the
  * 9 weights' words wv (ember_qa_dw3_words). */
-EMBER_INLINE void ember_qa_dw3_load(int16_t *plane, const ember_qa_dw3_geo_t *g, const uint8_t *xc, uint32_t flip,
+EMBER_UNUSED EMBER_INLINE void ember_qa_dw3_load(int16_t *plane, const ember_qa_dw3_geo_t *g, const uint8_t *xc, uint32_t flip,
                                     int32_t z2, const int16_t *w, uint32_t wv[12]) {
     const int r_end = g->H + g->PH < g->Hp ? g->H + g->PH : g->Hp, wd = g->W + g->PW < g->Wp ? g->W : g->Wp - g->PW;
     int r, j;

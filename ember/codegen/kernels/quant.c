@@ -181,7 +181,7 @@ EMBER_UNUSED EMBER_INLINE ember_qt8i ember_qt8_rq(ember_qt8i v, const ember_qt8 
 }
 #endif
 /* ember_q_scale + zero point, clamped to [lo, hi]. */
-EMBER_INLINE int32_t ember_q_requant(int64_t acc, int32_t mult, int shift, int32_t zp, int32_t lo, int32_t hi) {
+EMBER_UNUSED EMBER_INLINE int32_t ember_q_requant(int64_t acc, int32_t mult, int shift, int32_t zp, int32_t lo, int32_t hi) {
     const int64_t r = ember_q_scale(acc, mult, shift) + zp;
     return (int32_t)(r < lo ? lo : r > hi ? hi : r);
 }
@@ -197,7 +197,7 @@ EMBER_INLINE int32_t ember_q_requant(int64_t acc, int32_t mult, int shift, int32
 #define EMBER_QOUT_LIMIT 5
 #define EMBER_QOUT_W127 6
 /* Element i of int8 (sgn = 1) or uint8 (sgn = 0) bytes, as an int. */
-EMBER_INLINE int32_t ember_q_load(const uint8_t *p, ptrdiff_t i, int sgn) {
+EMBER_UNUSED EMBER_INLINE int32_t ember_q_load(const uint8_t *p, ptrdiff_t i, int sgn) {
     return sgn ? (int32_t)(int8_t)p[i] : (int32_t)p[i];
 }
 /*@end*/
