@@ -76,7 +76,7 @@ def stage_chain(graph: Graph) -> list[Node]:
 # Float convolutions may run Winograd F(4x4,3x3) or F(2x2,3x3) (passes/conv_algorithms.py), whose tiles start at
 # multiples of 4 or 2 of the output: the stage's output is cut on multiples of TILE, so that a Winograd stage end
 # computes every tile from the same inputs as the whole, with the same rounding. (The maps inside the stage start
-# where the halo does: a Winograd convolution there may round differently; PATCHRAM_NOTES.md.)
+# where the halo does: a Winograd convolution there may round differently, and ram_fit.py refuses such a try.)
 TILE = 4
 
 

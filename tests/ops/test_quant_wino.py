@@ -8,7 +8,6 @@ pass 2^31, which then keeps QConv's kernels; and which CPU families choose it.""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +25,7 @@ from ember.passes import conv_algorithms
 from ember.toolchain.cpus import FAMILIES
 from tests.ops.test_quant_blocked import _chain
 from tests.ops.test_quant_kernels import _f32, _model
+from tests.ops.test_quant_shifted import _compile, _ops
 from tests.support import cdriver
 
 RNG = np.random.default_rng(29)
@@ -66,15 +66,6 @@ def _qconv_parts(xdt: type, xz: int, xshape: tuple[int, ...], m: int, attrs: dic
 def _qconv_model(*case: object, k: int = 3) -> tuple[onnx.ModelProto, dict]:
     node, feeds, consts = _qconv_parts(*case, k=k)  # type: ignore[arg-type]
     return _model([node], feeds, consts, ("y",), 21), feeds
-
-
-def _compile(tmp_path: Path, model: onnx.ModelProto, **opts: object) -> ember.Bundle:
-    onnx.save(model, tmp_path / "m.onnx")
-    return ember.compile(tmp_path / "m.onnx", tmp_path / "out", **opts)
-
-
-def _ops(bundle: ember.Bundle) -> list[str]:
-    return [n["op"] for n in json.loads((Path(bundle.path) / "m.json").read_text())["nodes"]]
 
 
 @pytest.fixture

@@ -40,6 +40,19 @@ typedef struct {
 } ember_nhwc_st;
 
 #if EMBER_VL > 1
+/* The four outputs a0..a3, `step` floats apart from y: plus the residual's (laid out as y), clamped, stored. */
+EMBER_INLINE void ember_nhwc_put4(float *y, ptrdiff_t step, const float *res, ember_vf a0, ember_vf a1, ember_vf a2,
+                                  ember_vf a3, int clamp, float lo, float hi) {
+    if (res) {
+        a0 += EMBER_NHWC_LD(res), a1 += EMBER_NHWC_LD(res + step);
+        a2 += EMBER_NHWC_LD(res + 2 * step), a3 += EMBER_NHWC_LD(res + 3 * step);
+    }
+    EMBER_NHWC_ST(y, ember_nhwc_clamp(a0, clamp, lo, hi));
+    EMBER_NHWC_ST(y + step, ember_nhwc_clamp(a1, clamp, lo, hi));
+    EMBER_NHWC_ST(y + 2 * step, ember_nhwc_clamp(a2, clamp, lo, hi));
+    EMBER_NHWC_ST(y + 3 * step, ember_nhwc_clamp(a3, clamp, lo, hi));
+}
+
 /* Four outputs of a row whose windows lie inside the row, channels c..c+VL: each weight vector is loaded once
  * for four FMAs. `x` points at the first window's (row khl, column 0) input, channel c; `w` at tap (0, 0),
  * channel c; `y` and `res` at the first output. KW is a constant where the 3x3 and 5x5 cases inline it. */
@@ -59,14 +72,7 @@ EMBER_INLINE void ember_nhwc_dw4(float *y, const float *x, const float *w, const
             a3 += wv * EMBER_NHWC_LD(q + 3 * s.step);
         }
     }
-    if (res) {
-        a0 += EMBER_NHWC_LD(res), a1 += EMBER_NHWC_LD(res + ystep);
-        a2 += EMBER_NHWC_LD(res + 2 * ystep), a3 += EMBER_NHWC_LD(res + 3 * ystep);
-    }
-    EMBER_NHWC_ST(y, ember_nhwc_clamp(a0, clamp, lo, hi));
-    EMBER_NHWC_ST(y + ystep, ember_nhwc_clamp(a1, clamp, lo, hi));
-    EMBER_NHWC_ST(y + 2 * ystep, ember_nhwc_clamp(a2, clamp, lo, hi));
-    EMBER_NHWC_ST(y + 3 * ystep, ember_nhwc_clamp(a3, clamp, lo, hi));
+    ember_nhwc_put4(y, ystep, res, a0, a1, a2, a3, clamp, lo, hi);
 }
 
 /* The same at stride 1, undilated (KW <= 5): the windows of the four outputs overlap, so each row's KW + 3
@@ -87,14 +93,7 @@ EMBER_INLINE void ember_nhwc_dw4_s1(float *y, const float *x, const float *w, co
             a3 += wv * col[kw + 3];
         }
     }
-    if (res) {
-        a0 += EMBER_NHWC_LD(res), a1 += EMBER_NHWC_LD(res + C);
-        a2 += EMBER_NHWC_LD(res + 2 * C), a3 += EMBER_NHWC_LD(res + 3 * C);
-    }
-    EMBER_NHWC_ST(y, ember_nhwc_clamp(a0, clamp, lo, hi));
-    EMBER_NHWC_ST(y + C, ember_nhwc_clamp(a1, clamp, lo, hi));
-    EMBER_NHWC_ST(y + 2 * C, ember_nhwc_clamp(a2, clamp, lo, hi));
-    EMBER_NHWC_ST(y + 3 * C, ember_nhwc_clamp(a3, clamp, lo, hi));
+    ember_nhwc_put4(y, C, res, a0, a1, a2, a3, clamp, lo, hi);
 }
 
 /* One output row, all channels: windows inside the row four at a time, the others (the borders, a ragged end)

@@ -1559,7 +1559,8 @@ EMBER_QA_DW3_QUADFN(ember_qa_dw3_quad2, EMBER_QA_DW3_ROW2, EMBER_QA_DW3_XS2, EMB
  * r11 the plane's row bytes, wv r12, y lr, the steps left r7; y's end and the step to the next row on the
  * stack): 54 instructions per step of stride 1 on a plane of fixed pitch (_row1p, where r11 keeps ra; stride 2,
  * _row2p: 57), 4 more where the rows lie r11 bytes apart; 6 a row (the _s variants, for rows under 4: 8). */
-#define EMBER_QA_DW3_R1(OFS, B)                      \
+/* Three outputs of a kernel row (EMBER_QA_DW3_R1 without o3; ember_qa_dw3_row3p below). */
+#define EMBER_QA_DW3_R3(OFS, B)                      \
     "ldrd r5, r6, [r4, #" B "]\n\t"                  \
     "ldr r8, [r4, #" B "+8]\n\t"                     \
     "ldrd r9, r10, [r12, #" #OFS "]\n\t"             \
@@ -1568,22 +1569,11 @@ EMBER_QA_DW3_QUADFN(ember_qa_dw3_quad2, EMBER_QA_DW3_ROW2, EMBER_QA_DW3_XS2, EMB
     "smlatb r1, r5, r9, r1\n\t"                      \
     "smlad r1, r6, r10, r1\n\t"                      \
     "smlad r2, r6, r9, r2\n\t"                       \
-    "smlabt r2, r8, r10, r2\n\t"                     \
+    "smlabt r2, r8, r10, r2\n\t"
+#define EMBER_QA_DW3_R1(OFS, B)                      \
+    EMBER_QA_DW3_R3(OFS, B)                          \
     "smlatb r3, r6, r9, r3\n\t"                      \
     "smlad r3, r8, r10, r3\n\t"
-#define EMBER_QA_DW3_R2(OFS, B)                      \
-    "ldrd r5, r6, [r4, #" B "]\n\t"                  \
-    "ldr r8, [r4, #" B "+8]\n\t"                     \
-    "ldrd r9, r10, [r12, #" #OFS "]\n\t"             \
-    "smlad r0, r5, r9, r0\n\t"                       \
-    "smlabt r0, r6, r10, r0\n\t"                     \
-    "smlad r1, r6, r9, r1\n\t"                       \
-    "smlabt r1, r8, r10, r1\n\t"                     \
-    "ldrd r5, r6, [r4, #" B "+12]\n\t"               \
-    "smlad r2, r8, r9, r2\n\t"                       \
-    "smlabt r2, r5, r10, r2\n\t"                     \
-    "smlad r3, r5, r9, r3\n\t"                       \
-    "smlabt r3, r6, r10, r3\n\t"
 /* The same for o0 and o1 alone (a row's last one or two outputs). */
 #define EMBER_QA_DW3_T1(OFS, B)                      \
     "ldrd r5, r6, [r4, #" B "]\n\t"                  \
@@ -1600,6 +1590,13 @@ EMBER_QA_DW3_QUADFN(ember_qa_dw3_quad2, EMBER_QA_DW3_ROW2, EMBER_QA_DW3_XS2, EMB
     "smlabt r0, r6, r10, r0\n\t"                     \
     "smlad r1, r6, r9, r1\n\t"                       \
     "smlabt r1, r8, r10, r1\n\t"
+#define EMBER_QA_DW3_R2(OFS, B)                      \
+    EMBER_QA_DW3_T2(OFS, B)                          \
+    "ldrd r5, r6, [r4, #" B "+12]\n\t"               \
+    "smlad r2, r8, r9, r2\n\t"                       \
+    "smlabt r2, r5, r10, r2\n\t"                     \
+    "smlad r3, r5, r9, r3\n\t"                       \
+    "smlabt r3, r6, r10, r3\n\t"
 /* The three kernel rows of a step: r11 bytes apart, or EMBER_QA_DW3_PITCH int16 (immediate offsets). */
 #define EMBER_QA_DW3_ROWS(ROW)                                                                                      \
     ROW(16, "0") "add r4, r4, r11\n\t" ROW(24, "0") "add r4, r4, r11\n\t" ROW(32, "0") "sub r4, r4, r11, lsl #1\n\t"
@@ -1760,16 +1757,6 @@ EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dw3_row6
 #undef EMBER_QA_DW3_RQ6
 /* Rows of 3 outputs (VWW's 3 x 3 maps, and its 6 x 6 to 3 x 3 stride 2) in one step of three: about 45
  * instructions a row where the _s variants' step of four took 64. r3 holds the fourth row word at stride 2. */
-#define EMBER_QA_DW3_R3(OFS, B)                      \
-    "ldrd r5, r6, [r4, #" B "]\n\t"                  \
-    "ldr r8, [r4, #" B "+8]\n\t"                     \
-    "ldrd r9, r10, [r12, #" #OFS "]\n\t"             \
-    "smlad r0, r5, r9, r0\n\t"                       \
-    "smlabt r0, r6, r10, r0\n\t"                     \
-    "smlatb r1, r5, r9, r1\n\t"                      \
-    "smlad r1, r6, r10, r1\n\t"                      \
-    "smlad r2, r6, r9, r2\n\t"                       \
-    "smlabt r2, r8, r10, r2\n\t"
 #define EMBER_QA_DW3_R32(OFS, B)                     \
     "ldrd r5, r6, [r4, #" B "]\n\t"                  \
     "ldrd r8, r3, [r4, #" B "+8]\n\t"                \
