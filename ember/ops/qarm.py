@@ -20,7 +20,8 @@ from ember.ops.matmul import present
 
 DSP = "dsp"
 MVE = "mve"  # Helium: ember_qarm_conv_mve(8), ember_qarm_dw3_mve(8); fully-connected layers stay portable
-MUL = "mul"  # a core without DSP (Cortex-M0/M3): DSP's kernels and weights, qarm.c's C stand-ins for SMLAD/SMMLA
+MUL = "mul"  # a core without DSP (Cortex-M0/M3): qarm.c's DSP kernels by its C stand-ins, convolutions qarm_mul.c's
+MUL8 = "_mul8"  # node attribute (passes/mcu_kernels.py): ember_qarm_conv_mul's int8 weights (qarm_mul.c)
 
 
 def rq_table(requant: object, bias: tuple[int, ...] | None, fast: bool, zp: int = 0,
@@ -111,6 +112,22 @@ def dsp_weights16(rows: np.ndarray) -> np.ndarray:
     # (pair, row, group, half, lane) -> (pair, group, half, row, lane)
     pairs = padded[m4:].reshape((mp - m4) // 2, 2, kp // 4, 2, 2).transpose(0, 2, 3, 1, 4).reshape(mp - m4, kp)
     return np.ascontiguousarray(np.concatenate([quads, pairs]))
+
+
+def mul_weights(rows: np.ndarray) -> np.ndarray:
+    """int8 rows M x K -> ceil(M/2)*2 x Kp (K rounded up to 4; rows and k zero padded) for qarm_mul.c's
+    ember_qarm_conv_mul: rows in pairs, per pair and pair of k the bytes (a0, a1, b0, b1) of its rows a, b."""
+    m, k = rows.shape
+    mp, kp = (m + 1) // 2 * 2, (k + 3) // 4 * 4
+    padded = np.zeros((mp, kp), np.int8)
+    padded[:m, :k] = rows
+    return np.ascontiguousarray(padded.reshape(mp // 2, 2, kp // 2, 2).transpose(0, 2, 1, 3).reshape(mp, kp))
+
+
+def _mul_rows(w: np.ndarray) -> np.ndarray:
+    """mul_weights' rows back in row order."""
+    mp, kp = w.shape
+    return w.reshape(mp // 2, kp // 2, 2, 2).transpose(0, 2, 1, 3).reshape(mp, kp)
 
 
 def mve_weights(rows: np.ndarray) -> np.ndarray:
@@ -317,8 +334,10 @@ def conv_scratch(node: Node, g: ConvGeometry) -> int:
     return 8 * ((g.channels * g.taps + 7) // 8 * 8)
 
 
-def fc_scratch(k_dim: int) -> int:
-    return 8 * ((k_dim + 3) // 4 * 4)
+def fc_scratch(k_dim: int, rows: int) -> int:
+    """qarm.c ember_qarm_fc's: two plain int16 columns of Kp and their interleaved pair, or for one row of A
+    its plain column alone."""
+    return (8 if rows > 1 else 2) * ((k_dim + 3) // 4 * 4)
 
 
 def lower_conv(node: Node, k: KernelEmitter, g: ConvGeometry, add: tuple[str, ...] = ()) -> None:
@@ -341,6 +360,12 @@ def lower_conv(node: Node, k: KernelEmitter, g: ConvGeometry, add: tuple[str, ..
                k.table(g.table(), DType.INT32), x.shape[0], y.shape[1], k.inp(2), rq, out, k.scratch("int8_t"), *add)
         return
     m = y.shape[1]
+    if node.attrs.get(MUL8):  # plain [mult, sh, ra, bias] per channel: no quads, no bias pairs
+        rq, out = _tables(node, k, _mul_rows(w)[:m])
+        k.call("ember_qarm_conv_mul" + ("_add" if add else ""), f"(uint8_t *){k.out(0)}",
+               f"(const uint8_t *){k.inp(0)}", int(x.dtype is DType.INT8), _zp(node, k),
+               k.table(g.table(), DType.INT32), x.shape[0], m, k.inp(2), rq, out, k.scratch("int16_t"), *add)
+        return
     quads = not node.attrs["_q"].depthwise and not mve and m % 4 == 0  # all rows in ember_qa_gemm4's quads
     conv = not node.attrs["_q"].depthwise and not mve
     rq, out = _tables(node, k, w[:m] if not conv else _pair_rows(w, m)[:m], mixed=quads, pairs=conv,

@@ -8,8 +8,10 @@ the portable kernels of qconv.c. Every path requantises exactly as quant.c does,
 bit-exact with the host build. On Helium (Cortex-M55) a layer whose input zero point is a constant takes
 kernels/qarm_mve.c's int8 kernels (`_mve8`: qarm.mve8_weights, qarm.dw8_weights; the zero point's share in
 the bias); a depthwise layer only where its requantisation is the fast form. Cores without DSP (Cortex-M0/M3,
-int8_isa "mul") take the DSP variants as they are: qarm.c computes SMLAD and SMMLA there with C stand-ins
-(the same sums, so the same bytes), and its compile-time weight order and register blocking still pay.
+int8_isa "mul") take the DSP depthwise and fully-connected variants as they are (qarm.c computes SMLAD and
+SMMLA there by C stand-ins: the same sums, so the same bytes), and their convolutions kernels/qarm_mul.c's
+ember_qarm_conv_mul (`_mul8`: int8 weights, qarm.mul_weights, in its product loop's order: the flash of
+int8 weights, where the DSP cores' int16 copy would double it).
 """
 
 from __future__ import annotations
@@ -45,7 +47,8 @@ def _admits(node: Node, isa: str) -> bool:
 def choose_mcu_kernels(graph: Graph, isa: str) -> None:
     """`isa`: Target.int8_isa: "dsp" (qarm.c's SMLAD kernels), "mve" (its Helium ones) or "mul" (the SMLAD
     kernels without the DSP extension)."""
-    if isa == qarm.MUL:
+    mul = isa == qarm.MUL
+    if mul:
         isa = qarm.DSP
     if isa not in (qarm.DSP, MVE):
         return
@@ -76,8 +79,12 @@ def choose_mcu_kernels(graph: Graph, isa: str) -> None:
             packed = qarm.mve8_weights(rows)
         elif node.attrs["_isa"] == MVE:
             packed = qarm.mve_weights(rows)
+        elif node.op == "QConv" and mul:  # int8 in the order of qarm_mul.c's product loops
+            node.attrs[qarm.MUL8] = True
+            packed = qarm.mul_weights(rows)
         elif node.op == "QConv":  # int16: the product loop without SXTB16 (qarm.c ember_qa_gemm2h)
             packed = qarm.dsp_weights16(rows)
         else:
             packed = qarm.dsp_weights(rows)
-        node.inputs[2] = graph.constant(f"{node.name}_w{node.attrs['_isa']}", packed)
+        tag = qarm.MUL8 if node.attrs.get(qarm.MUL8) else node.attrs["_isa"]
+        node.inputs[2] = graph.constant(f"{node.name}_w{tag}", packed)

@@ -77,19 +77,22 @@ def _qarm_calls(bundle: ember.Bundle) -> dict[str, int]:
     text = (bundle.path / f"{bundle.name}.c").read_text()
     kernels = ("ember_qarm_conv", "ember_qarm_conv_mve", "ember_qarm_dw3", "ember_qarm_dw3_mve", "ember_qarm_fc",
                "ember_qarm_conv_add", "ember_qarm_conv_mve_add", "ember_qarm_conv_mve8", "ember_qarm_conv_mve8_add",
-               "ember_qarm_dw3_mve8")
+               "ember_qarm_dw3_mve8", "ember_qarm_conv_mul", "ember_qarm_conv_mul_add")
     return {k: len(re.findall(rf"^    {k}\(\(uint8_t \*\)", text, re.M)) for k in kernels}
 
 
 # The layers each core's kernels take: the M55's convolutions and depthwise layers Helium's, its
 # fully-connected layer the portable (compiler-vectorized) one.
-NONE = dict.fromkeys(("ember_qarm_conv_add", "ember_qarm_conv_mve_add", "ember_qarm_conv_mve8_add"), 0)
+NONE = dict.fromkeys(("ember_qarm_conv_add", "ember_qarm_conv_mve_add", "ember_qarm_conv_mve8_add",
+                      "ember_qarm_conv_mul", "ember_qarm_conv_mul_add"), 0)
 CALLS = {"cortex-m4": {"ember_qarm_conv": 3, "ember_qarm_conv_mve": 0, "ember_qarm_conv_mve8": 0, "ember_qarm_dw3": 3,
                        "ember_qarm_dw3_mve": 0, "ember_qarm_dw3_mve8": 0, "ember_qarm_fc": 1, **NONE},
          "cortex-m55": {"ember_qarm_conv": 0, "ember_qarm_conv_mve": 0, "ember_qarm_conv_mve8": 3, "ember_qarm_dw3": 0,
                         "ember_qarm_dw3_mve": 0, "ember_qarm_dw3_mve8": 3, "ember_qarm_fc": 0, **NONE}}
-# Cortex-M0/M3 (no DSP, Target.int8_isa "mul") take the DSP kernels, SMLAD and SMMLA by qarm.c's C stand-ins.
-CALLS["cortex-m33"] = CALLS["cortex-m3"] = CALLS["cortex-m0"] = CALLS["cortex-m4"]
+# Cortex-M0/M3 (no DSP, Target.int8_isa "mul"): qarm_mul.c's convolution (int8 weights), qarm.c's depthwise and
+# fully-connected kernels with SMLAD and SMMLA by its C stand-ins.
+CALLS["cortex-m33"] = CALLS["cortex-m4"]
+CALLS["cortex-m3"] = CALLS["cortex-m0"] = {**CALLS["cortex-m4"], "ember_qarm_conv": 0, "ember_qarm_conv_mul": 3}
 
 
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m33", "cortex-m55", "cortex-m3", "cortex-m0"])
@@ -111,8 +114,9 @@ def test_ties_chain_equals_reference(tmp_path: Path, target: str) -> None:
     onnx.save(model, tmp_path / "m.onnx")
     bundle = ember.compile(tmp_path / "m.onnx", tmp_path / "out", target=target)
     calls = _qarm_calls(bundle)
-    conv, dw = ("ember_qarm_conv", "ember_qarm_dw3") if target != "cortex-m55" else ("ember_qarm_conv_mve8",
-                                                                                     "ember_qarm_dw3_mve")
+    conv, dw = {"cortex-m55": ("ember_qarm_conv_mve8", "ember_qarm_dw3_mve"),
+                "cortex-m0": ("ember_qarm_conv_mul", "ember_qarm_dw3")}.get(target,
+                                                                           ("ember_qarm_conv", "ember_qarm_dw3"))
     # the chain's residual Add goes into the convolution before it (passes/fuse_conv_add.py)
     assert calls[conv] == 2 and calls[f"{conv}_add"] == 1 and calls[dw] == 1, calls
     got = mcu.run_firmware(bundle.path, target, feeds, tmp_path / "run").outputs["y"]

@@ -125,88 +125,6 @@ EMBER_INLINE int ember_qa_mode(const int32_t *out) {
     EMBER_QA_HALF22H EMBER_QA_HALF22H                      \
     "cmp %[w], %[end]\n\t"                                \
     "bne " L "b\n\t"
-#if !EMBER_HAVE_ARM_DSP && defined(__ARM_ARCH_6M__)
-/* Cortex-M0 (Thumb-1: MULS only, 8 low registers, r7 the frame pointer): acc[0..3] += the int16 pairs of
- * two weight rows (words at w and w + 4, the next k pair WSTEP bytes on) times two columns (words at x and
- * x + 4, 8 bytes per k pair) up to xend. The sums live in high registers (ADD reaches them), one weight word
- * and one column word in low ones, a column word loaded again rather than held: 39 instructions per 8
- * multiply-adds, where the compiler's code for the stand-in loops spills the sums on every product (MLPerf
- * Tiny KWS on M0: 25.4 M -> 22.5 M instructions). ARMv6-M faults on an unaligned LDR, and weights or columns
- * may lie 2 bytes off a word here (ember_qa_u32 is 2-aligned): those take the stand-in loop. */
-#define EMBER_QA_V6M_MAC(ACC, EXT_W, EXT_X)                            \
-    EXT_W "\n\t" EXT_X "\n\tmuls %[u], %[t]\n\tadd %[" ACC "], %[u]\n\t"
-EMBER_INLINE void ember_qa_dot22h_v6m(int32_t acc[4], const ember_qa_u32 *w, const ember_qa_u32 *x,
-                                      const ember_qa_u32 *xend, const int wstep) {
-    int32_t a00 = acc[0], a01 = acc[1], a10 = acc[2], a11 = acc[3];
-    uint32_t wv, xv, t, u;
-#define EMBER_QA_V6M_LOOP(WSTEP)                                                                    \
-    __asm__("1:\n\t"                                                                                \
-            "ldr %[wv], [%[w], #0]\n\tldr %[xv], [%[x], #0]\n\t"                                   \
-            EMBER_QA_V6M_MAC("a00", "sxth %[t], %[wv]", "sxth %[u], %[xv]")                       \
-            EMBER_QA_V6M_MAC("a00", "asrs %[t], %[wv], #16", "asrs %[u], %[xv], #16")             \
-            "ldr %[xv], [%[x], #4]\n\t"                                                             \
-            EMBER_QA_V6M_MAC("a01", "", "asrs %[u], %[xv], #16")                                   \
-            EMBER_QA_V6M_MAC("a01", "sxth %[t], %[wv]", "sxth %[u], %[xv]")                       \
-            "ldr %[wv], [%[w], #4]\n\t"                                                             \
-            EMBER_QA_V6M_MAC("a11", "sxth %[t], %[wv]", "sxth %[u], %[xv]")                       \
-            EMBER_QA_V6M_MAC("a11", "asrs %[t], %[wv], #16", "asrs %[u], %[xv], #16")             \
-            "ldr %[xv], [%[x], #0]\n\t"                                                             \
-            EMBER_QA_V6M_MAC("a10", "", "asrs %[u], %[xv], #16")                                   \
-            EMBER_QA_V6M_MAC("a10", "sxth %[t], %[wv]", "sxth %[u], %[xv]")                       \
-            "adds %[w], #" WSTEP "\n\tadds %[x], #8\n\tcmp %[x], %[xend]\n\tbne 1b"                 \
-            : [a00] "+h"(a00), [a01] "+h"(a01), [a10] "+h"(a10), [a11] "+h"(a11), [w] "+l"(w),   \
-              [x] "+l"(x), [wv] "=&l"(wv), [xv] "=&l"(xv), [t] "=&l"(t), [u] "=&l"(u)              \
-            : [xend] "r"(xend)                                                                      \
-            : "cc", "memory")
-    if (((uintptr_t)w | (uintptr_t)x) & 3u) {
-        (void)wv, (void)xv, (void)t, (void)u;
-        for (; x != xend; x += 2, w += wstep / 4) {
-            a00 = ember_qa_smlad(w[0], x[0], a00);
-            a01 = ember_qa_smlad(w[0], x[1], a01);
-            a10 = ember_qa_smlad(w[1], x[0], a10);
-            a11 = ember_qa_smlad(w[1], x[1], a11);
-        }
-    } else if (wstep == 8)
-        EMBER_QA_V6M_LOOP("8");
-    else
-        EMBER_QA_V6M_LOOP("16");
-#undef EMBER_QA_V6M_LOOP
-    acc[0] = a00, acc[1] = a01, acc[2] = a10, acc[3] = a11;
-}
-#define ember_qa_dot22h_nd ember_qa_dot22h_v6m
-#endif
-#if !EMBER_HAVE_ARM_DSP && defined(__ARM_ARCH_7M__)
-/* Cortex-M3 (no DSP, but MLA and LDRSH with an offset): ember_qa_dot22h_v6m's sums, each product one MLA of
- * halfwords loaded sign-extended, 20 instructions per 8 multiply-adds (the stand-in loops take about 34). */
-EMBER_INLINE void ember_qa_dot22h_v7m(int32_t acc[4], const ember_qa_u32 *w, const ember_qa_u32 *x,
-                                      const ember_qa_u32 *xend, const int wstep) {
-    int32_t a00 = acc[0], a01 = acc[1], a10 = acc[2], a11 = acc[3];
-    int32_t wal, wah, wbl, wbh, xl, xh;
-#define EMBER_QA_V7M_LOOP(WSTEP)                                                                    \
-    __asm__("1:\n\t"                                                                                \
-            "ldrsh %[wal], [%[w], #0]\n\tldrsh %[wah], [%[w], #2]\n\t"                             \
-            "ldrsh %[wbl], [%[w], #4]\n\tldrsh %[wbh], [%[w], #6]\n\t"                             \
-            "ldrsh %[xl], [%[x], #0]\n\tldrsh %[xh], [%[x], #2]\n\t"                               \
-            "mla %[a00], %[wal], %[xl], %[a00]\n\tmla %[a00], %[wah], %[xh], %[a00]\n\t"           \
-            "mla %[a10], %[wbl], %[xl], %[a10]\n\tmla %[a10], %[wbh], %[xh], %[a10]\n\t"           \
-            "ldrsh %[xl], [%[x], #4]\n\tldrsh %[xh], [%[x], #6]\n\t"                               \
-            "mla %[a01], %[wal], %[xl], %[a01]\n\tmla %[a01], %[wah], %[xh], %[a01]\n\t"           \
-            "mla %[a11], %[wbl], %[xl], %[a11]\n\tmla %[a11], %[wbh], %[xh], %[a11]\n\t"           \
-            "add %[w], %[w], #" WSTEP "\n\tadd %[x], %[x], #8\n\tcmp %[x], %[xend]\n\tbne 1b"      \
-            : [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11), [w] "+r"(w),   \
-              [x] "+r"(x), [wal] "=&r"(wal), [wah] "=&r"(wah), [wbl] "=&r"(wbl), [wbh] "=&r"(wbh), \
-              [xl] "=&r"(xl), [xh] "=&r"(xh)                                                        \
-            : [xend] "r"(xend)                                                                      \
-            : "cc", "memory")
-    if (wstep == 8)
-        EMBER_QA_V7M_LOOP("8");
-    else
-        EMBER_QA_V7M_LOOP("16");
-#undef EMBER_QA_V7M_LOOP
-    acc[0] = a00, acc[1] = a01, acc[2] = a10, acc[3] = a11;
-}
-#define ember_qa_dot22h_nd ember_qa_dot22h_v7m /* the call sites' name on either core */
-#endif
 /* The four sums of a channel pair (wp: its G = Kp / 4 word pairs, or with h its G groups of int16) and a
  * column pair, from acc. `h` is a constant where inlined. */
 EMBER_INLINE void ember_qa_dot22(int32_t acc[4], const int8_t *wp, const int16_t *cols, int G, int h) {
@@ -253,14 +171,6 @@ EMBER_INLINE void ember_qa_dot22(int32_t acc[4], const int8_t *wp, const int16_t
             : [end] "r"(end)
             : "cc", "memory");
 #else
-#if defined(__ARM_ARCH_6M__) || defined(__ARM_ARCH_7M__)
-    if (h && w != end) {
-        int32_t a[4] = {a00, a01, a10, a11};
-        ember_qa_dot22h_nd(a, w, x, x + (end - w), 8);
-        a00 = a[0], a01 = a[1], a10 = a[2], a11 = a[3];
-        w = end;
-    }
-#endif
     while (h && w != end) {
         a00 = ember_qa_smlad(w[0], x[0], a00);
         a01 = ember_qa_smlad(w[0], x[1], a01);
@@ -613,11 +523,6 @@ EMBER_INLINE void ember_qa_gemm4_t(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n
 #endif
             a[0] = s0, a[2] = s1, a[4] = s2, a[6] = s3;
         } else {
-#if !EMBER_HAVE_ARM_DSP && (defined(__ARM_ARCH_6M__) || defined(__ARM_ARCH_7M__))
-            ember_qa_dot22h_nd(a, w, x, x + Kp, 16);
-            ember_qa_dot22h_nd(a + 4, w + 2, x, x + Kp, 16);
-            w += 2 * Kp;
-#else
             for (t = 0; t < Kp / 2; ++t, w += 4) {
                 const uint32_t x0 = x[2 * t], x1 = x[2 * t + 1];
                 for (r = 0; r < 4; ++r) {
@@ -625,7 +530,6 @@ EMBER_INLINE void ember_qa_gemm4_t(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n
                     a[2 * r + 1] = ember_qa_smlad(w[r], x1, a[2 * r + 1]);
                 }
             }
-#endif
         }
         for (r = 0; r < 4; ++r) {
             y[r * rs] = ember_qa_requant(a[2 * r], rq + 4 * r, zp, lo, hi, fast);
@@ -1446,13 +1350,14 @@ EMBER_UNUSED static void ember_qarm_conv(uint8_t *y, const uint8_t *x, int sgn, 
 
 /*@kernel ember_qarm_fc requires ember_qarm*/
 /* Fully connected: y[r][n] requantised from sum_k (a[r][k] - zero point) W[n][k] + bias[n], rows of A in
- * pairs (the two columns of ember_qa_gemm2). Scratch: cols then two plain columns, 8 * Kp bytes. */
+ * pairs (the two columns of ember_qa_gemm2). Scratch: cols then two plain columns, 8 * Kp bytes; one row of A
+ * only its plain column, 2 * Kp bytes (ops/qarm.py `fc_scratch`). */
 static void ember_qarm_fc(uint8_t *y, const uint8_t *a, int sgn, int32_t az, int R, int Nout, int K,
                           const int8_t *W, const int32_t *rq, const int32_t *out, int16_t *cols) {
     const int Kp = (K + 3) & ~3;
     const uint32_t flip = sgn ? 0x80u : 0u;
     const int32_t z2 = az + (sgn ? 128 : 0);
-    int16_t *t0 = cols + 2 * Kp, *t1 = t0 + Kp;
+    int16_t *t0 = R > 1 ? cols + 2 * Kp : cols, *t1 = t0 + Kp;
     int r, k;
     for (r = 0; r < R; r += 2) {
         const int two = r + 1 < R;
