@@ -1,23 +1,25 @@
-/*@kernel ember_qarm_conv_mul requires ember_qarm_conv*/
-/* Convolution on cores without the DSP extension (Cortex-M0/M3, the target table's int8_isa "mul"; chosen
- * per layer by passes/mcu_kernels.py): qarm.c's ember_qa_conv_t builds the columns as it does for the DSP
- * cores, and ember_qa_gemm_mul multiplies them by int8 weights (ops/qarm.py `mul_weights`: output channels
- * in pairs, per pair and pair of k the bytes a0 a1 b0 b1 of its rows a and b), so the weights take the
- * flash of int8 ones (the DSP cores' int16 copy, which SMLAD reads without unpacking, would double it).
- * Two columns at a time, interleaved as ember_qa_pair_cols lays them (per pair of k the int16 (k0, k1) of
- * the first column, then of the second); the four sums of a row pair and a column pair stay in registers:
- * on ARMv7-M (Cortex-M3) LDRSB/LDRSH and one MLA per product, 20 instructions per 8 multiply-adds; on
- * ARMv6-M (Cortex-M0: MULS only, 8 low registers) one weight word and one column word unpacked by shifts,
- * the sums in high registers, 41 instructions per 8. Requantised by qarm.c's ember_qa_requant: the bytes
- * of every other path. Scratch: 8 * Kp bytes (the interleaved pair, then the two plain columns). */
+/*@kernel ember_qa_mul requires ember_qarm*/
+/* Integer kernels for cores without the DSP extension (Cortex-M0/M3, the target table's int8_isa "mul";
+ * chosen per layer by passes/mcu_kernels.py, nodes marked `_mul8`), on qarm.c's columns, planes and
+ * requantisation. Products of int8 weights (ops/qarm.py `mul_weights`: output channels in pairs, per pair
+ * and pair of k the bytes a0 a1 b0 b1 of its rows a and b), so the weights take the flash of int8 ones (the
+ * DSP cores' int16 copy, which SMLAD reads without unpacking, would double it), and int16 columns: two at a
+ * time, interleaved as ember_qa_pair_cols lays them (per pair of k the int16 (k0, k1) of the first column,
+ * then of the second), the four sums of a row pair and a column pair in registers: on ARMv7-M (Cortex-M3)
+ * LDRSB/LDRSH and one MLA per product, 20 instructions per 8 multiply-adds; on ARMv6-M (Cortex-M0: MULS
+ * only, 8 low registers) one weight word and one column word unpacked by shifts, the sums in high
+ * registers, 41 instructions per 8. The sums are those of every other path, and so are the bytes. */
 #if EMBER_GNUC && defined(__ARM_ARCH_6M__)
 #define EMBER_QM_MAC(ACC, EXT_W, EXT_X) EXT_W "\n\t" EXT_X "\n\tmuls %[u], %[t]\n\tadd %[" ACC "], %[u]\n\t"
 #define EMBER_QM_ALIGNED(w, x) ((((uintptr_t)(w) | (uintptr_t)(x)) & 3u) == 0) /* ARMv6-M: no unaligned LDR */
+/* GCC hands Thumb-1 inline assembly to the assembler in divided syntax (MULS, LSLS are unified names) and
+ * restores its own after the statement; clang's is unified already */
+#define EMBER_QM_UNIFIED ".syntax unified\n\t"
 EMBER_INLINE void ember_qm_tile22_asm(int32_t acc[4], const int8_t *w, const int16_t *x, const int16_t *xend) {
     int32_t a00 = acc[0], a01 = acc[1], a10 = acc[2], a11 = acc[3];
     uint32_t wv, xv, t, u;
     /* wv = (a0, a1, b0, b1) bytes; xv = (k0, k1) of column 0, then of column 1. MULS keeps t (the weight). */
-    __asm__("1:\n\t"
+    __asm__(EMBER_QM_UNIFIED "1:\n\t"
             "ldr %[wv], [%[w], #0]\n\tldr %[xv], [%[x], #0]\n\t"
             EMBER_QM_MAC("a00", "sxtb %[t], %[wv]", "sxth %[u], %[xv]")
             EMBER_QM_MAC("a00", "lsls %[t], %[wv], #16\n\tasrs %[t], %[t], #24", "asrs %[u], %[xv], #16")
@@ -41,7 +43,7 @@ EMBER_INLINE void ember_qm_tile22_asm(int32_t acc[4], const int8_t *w, const int
 EMBER_INLINE void ember_qm_tile21_asm(int32_t acc[4], const int8_t *w, const int16_t *x, const int16_t *xend) {
     int32_t a0 = acc[0], a1 = acc[2];
     uint32_t wv, xv, t, u;
-    __asm__("1:\n\t"
+    __asm__(EMBER_QM_UNIFIED "1:\n\t"
             "ldr %[wv], [%[w], #0]\n\tldr %[xv], [%[x], #0]\n\t"
             "sxtb %[t], %[wv]\n\tsxth %[u], %[xv]\n\tmuls %[t], %[u]\n\tadd %[a0], %[t]\n\t"
             "lsls %[t], %[wv], #8\n\tasrs %[t], %[t], #24\n\tmuls %[t], %[u]\n\tadd %[a1], %[t]\n\t"
@@ -94,6 +96,27 @@ EMBER_INLINE void ember_qm_tile22(int32_t acc[4], const int8_t *w, const int16_t
         acc[3] += w[2] * x[2] + w[3] * x[3];
     }
 }
+/* qarm.c's ember_qa_requant, its fast form's (a * b + ra * 2^32) >> 32 on ARMv6-M (no SMULL: the compiler
+ * calls __muldi3, a 64 x 64-bit product, about 40 instructions) from 16-bit halves: a = ah 2^16 + al, b likewise,
+ * the high word is ah bh + the high halves of ah bl and al bh + the carry of the low halves (t), exact. */
+EMBER_INLINE int32_t ember_qm_smmla(int32_t a, int32_t b, int32_t ra) {
+#if defined(__ARM_ARCH_6M__)
+    const int32_t ah = a >> 16, bh = b >> 16;
+    const uint32_t al = (uint32_t)a & 0xffffu, bl = (uint32_t)b & 0xffffu;
+    const int32_t m1 = ah * (int32_t)bl, m2 = (int32_t)al * bh;
+    const uint32_t t = ((al * bl) >> 16) + ((uint32_t)m1 & 0xffffu) + ((uint32_t)m2 & 0xffffu);
+    return (int32_t)((uint32_t)ra + (uint32_t)(ah * bh) + (uint32_t)(m1 >> 16) + (uint32_t)(m2 >> 16) + (t >> 16));
+#else
+    return ember_qa_smmla(a, b, ra);
+#endif
+}
+EMBER_INLINE uint8_t ember_qm_requant(int32_t acc, const int32_t *c, int32_t zp, int32_t lo, int32_t hi, int fast) {
+    if (fast) {
+        const int32_t r = (ember_qm_smmla(acc, c[0], c[2]) >> c[1]) + zp;
+        return (uint8_t)(r < lo ? lo : r > hi ? hi : r);
+    }
+    return ember_qa_requant(acc, c, zp, lo, hi, 0);
+}
 /* acc[0], acc[2] (rows a, b) += the products of one column x .. xend (2 k per 4 bytes) with the row pair w. */
 EMBER_INLINE void ember_qm_tile21(int32_t acc[4], const int8_t *w, const int16_t *x, const int16_t *xend) {
 #ifdef EMBER_QM_TILE21
@@ -122,16 +145,21 @@ EMBER_INLINE void ember_qm_gemm(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n, c
         acc[2] = acc[3] = two ? rq[7] : 0;
         if (n == 2) {
             ember_qm_tile22(acc, W, cols, cols + 2 * Kp);
-            y[cs] = ember_qa_requant(acc[1], rq, zp, lo, hi, fast);
-            if (two) y[rs + cs] = ember_qa_requant(acc[3], rq + 4, zp, lo, hi, fast);
+            y[cs] = ember_qm_requant(acc[1], rq, zp, lo, hi, fast);
+            if (two) y[rs + cs] = ember_qm_requant(acc[3], rq + 4, zp, lo, hi, fast);
         } else
             ember_qm_tile21(acc, W, t0, t0 + Kp);
-        y[0] = ember_qa_requant(acc[0], rq, zp, lo, hi, fast);
-        if (two) y[rs] = ember_qa_requant(acc[2], rq + 4, zp, lo, hi, fast);
+        y[0] = ember_qm_requant(acc[0], rq, zp, lo, hi, fast);
+        if (two) y[rs] = ember_qm_requant(acc[2], rq + 4, zp, lo, hi, fast);
     }
     (void)t1;
 }
-/* ember_qa_gemm_fn (ember_qa_conv_t's product): the output pixels of a channel are consecutive. */
+/*@end*/
+
+/*@kernel ember_qarm_conv_mul requires ember_qa_mul ember_qarm_conv*/
+/* Convolution: qarm.c's ember_qa_conv_t builds the columns as for the DSP cores, ember_qm_gemm multiplies.
+ * Scratch: 8 * Kp bytes (the interleaved pair, then the two plain columns). ember_qa_gemm_fn: the output
+ * pixels of a channel are consecutive. */
 static void ember_qa_gemm_mul(uint8_t *y, ptrdiff_t rs, int n, const int8_t *W, int M, int Kp, int16_t *cols,
                               const int16_t *t0, const int16_t *t1, const int32_t *rq, const int32_t *out) {
     ember_qm_gemm(y, rs, 1, n, W, M, Kp, cols, t0, t1, rq, out);
@@ -152,7 +180,7 @@ static void ember_qarm_conv_mul_add(uint8_t *y, const uint8_t *x, int sgn, int32
 }
 /*@end*/
 
-/*@kernel ember_qarm_dw3_mul requires ember_qarm_dw3*/
+/*@kernel ember_qarm_dw3_mul requires ember_qa_mul ember_qarm_dw3*/
 /* Depthwise 3x3 on cores without the DSP extension (Cortex-M0/M3): each channel copied into a zero-padded
  * byte plane (ember_qa_dw3_geo_tr's layout), the bytes b ^ flip (int8 ones biased by 128: every value
  * 0..255, so a plain LDRB with an immediate offset reads it, where int16 would need a sign extension on
@@ -171,7 +199,7 @@ EMBER_INLINE void ember_qm_dw3_rows(uint8_t *yc, const uint8_t *plane, const emb
         for (ow = 0; ow < OW; ++ow, r0 += SW, r1 += SW, r2 += SW) {
             const int32_t a = cq[3] + w0 * r0[0] + w1 * r0[1] + w2 * r0[2] + w3 * r1[0] + w4 * r1[1] + w5 * r1[2] +
                               w6 * r2[0] + w7 * r2[1] + w8 * r2[2];
-            yr[ow] = ember_qa_requant(a, cq, zp, lo, hi, fast);
+            yr[ow] = ember_qm_requant(a, cq, zp, lo, hi, fast);
         }
     }
 }
@@ -212,7 +240,7 @@ static void ember_qarm_dw3_mul(uint8_t *y, const uint8_t *x, int sgn, int32_t xz
 }
 /*@end*/
 
-/*@kernel ember_qarm_fc_mul requires ember_qarm_conv_mul*/
+/*@kernel ember_qarm_fc_mul requires ember_qa_mul*/
 /* Fully connected on Cortex-M0/M3: y[r][n] from sum_k (a[r][k] - zero point) W[n][k] + bias[n] as qarm.c's
  * ember_qarm_fc, the rows of A widened to int16 in pairs (one row: its plain column alone), times
  * `mul_weights` (int8) by ember_qm_gemm. Scratch: 8 * Kp bytes, 2 * Kp for one row (ops/qarm.py `fc_scratch`). */
