@@ -43,8 +43,8 @@ class Target:
     # Integer kernel variants (passes/mcu_kernels.py, kernels/qarm.c): the ARM DSP extension's SMLAD/SXTB16
     # (Cortex-M4/M7/M33/M55), and Helium (MVE, Cortex-M55), which takes precedence (int8_isa). `mul`: a
     # core without DSP (Cortex-M0/M3): kernels/qarm_mul.c (int8 weights in the order of its ARMv6-M and
-    # ARMv7-M product loops, qarm.c's columns and requantisation), 2.3x to 3.8x fewer instructions than the
-    # portable kernels on MLPerf Tiny's models.
+    # ARMv7-M product loops, qarm.c's columns and requantisation): 1.3x to 4.2x fewer instructions than the
+    # portable kernels on MLPerf Tiny's models, in less flash.
     dsp: bool = False
     mve: bool = False
     mul: bool = False
