@@ -3,7 +3,7 @@ inverted-residual blocks with ReLU6, HardSwish and Swish, stride 1 and 2, dilati
 expand ratio of 1, a Squeeze-Excitation block (its pool and Mul channels-last too), channel counts that
 are not whole vectors (20, 40, 60: the depthwise's overlapped last vector) and fewer than a vector (4: the
 scalar path), odd plane sizes (19x21), and stems (a dense Conv of 3 input channels reading the NCHW input and
-writing NHWC: 20 and 40 output channels, stride 2 and a 5x5 window). Run on the host's vectors and on the x86-64
+writing NHWC: 20 and 40 output channels, stride 2 and 1). Run on the host's vectors and on the x86-64
 baseline (no vectors: the scalar C), in-process and as sanitized C; the kernels also compile warning-free for
 AVX-512 and AArch64."""
 
@@ -67,11 +67,11 @@ def _model(path: Path, h: int = 19, w: int = 21) -> tuple[Path, list[str]]:
 
 def _stem_model(path: Path, h: int = 23, w: int = 19) -> tuple[Path, list[str]]:
     """Two stems on a 3-channel image: 3x3 stride 2 to 20 channels + HardSwish (vectors of 8: two whole and
-    one overlapped), and 5x5 stride 1 to 40 channels + Relu (four vectors and a fifth in a second group)."""
+    one overlapped), and 3x3 stride 1 to 40 channels + Relu (four vectors and a fifth in a second group)."""
     net = _Net()
     net.inits += [numpy_helper.from_array(np.float32(v), name) for v, name in ((0.0, "zero"), (6.0, "six"))]
     a = _plain_block(net, net.op("HardSwish", net.conv("x", 3, 20, k=3, stride=2)), 20, 20, 2, 1, "relu6")
-    b = _plain_block(net, net.op("Relu", net.conv("x", 3, 40, k=5)), 40, 8, 1, 2, "swish")
+    b = _plain_block(net, net.op("Relu", net.conv("x", 3, 40, k=3)), 40, 8, 1, 2, "swish")
     shapes = {a: [1, 20, -(-h // 2), -(-w // 2)], b: [1, 8, -(-h // 2), -(-w // 2)]}
     graph = helper.make_graph(net.nodes, "stem", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
                               [1, 3, h, w])],

@@ -16,7 +16,8 @@ from ember.passes.nhwc_region import TO_NCHW, TO_NHWC, nhwc_regions
 RNG = np.random.default_rng(5)
 
 
-def _graph(blocks: int = 1, se: bool = False, stem: bool = False, mean: bool = False, cin: int = 8) -> Graph:
+def _graph(blocks: int = 1, se: bool = False, stem: bool = False, mean: bool = False, cin: int = 8,
+           stem_k: int = 3) -> Graph:
     """x (`cin` channels; 8 without a stem) -> [3x3 stem] -> blocks of (expand 1x1 + Relu -> depthwise 3x3 + Relu
     -> [SE Mul] -> project 1x1 + x)."""
     inits, nodes = [], []
@@ -33,7 +34,7 @@ def _graph(blocks: int = 1, se: bool = False, stem: bool = False, mean: bool = F
         nodes.append(helper.make_node("Relu", [x], [x + "r"]))
         return x + "r"
 
-    h = conv("x", cin, 8, 3) if stem else "x"
+    h = conv("x", cin, 8, stem_k) if stem else "x"
     for b in range(blocks):
         e = relu(conv(relu(conv(h, 8, 32)), 32, 32, 3, group=32))
         if se:
@@ -95,6 +96,12 @@ def test_a_stem_of_three_channels_joins_the_region_without_a_reorder() -> None:
     assert params(stem).stem and stem.inputs[0] is g.inputs[0] and stem.outputs[0].shape == (1, 14, 14, 8)
     assert stem.inputs[1].shape == (27, 8)  # [C*KH*KW, M]
     assert g.nodes[3].input(RESIDUAL) is stem.outputs[0] and not params(g.nodes[1]).stem
+
+
+def test_a_stem_with_a_larger_window_stays_nchw() -> None:
+    g = _graph(blocks=1, stem=True, cin=3, stem_k=5)
+    nhwc_regions(g, min_convs=3)
+    assert [n.op for n in g.nodes] == ["Conv", "NhwcReorder", *["ConvNHWC"] * 3, "NhwcReorder"]
 
 
 def test_squeeze_excitation_joins_the_region() -> None:
