@@ -144,3 +144,17 @@ def test_nhwc_regions_divide_among_threads(tmp_path: Path, nhwc: None) -> None:
     for name in outs:
         assert_close(got[name], want[name], f"nhwc region {name}: 2 threads vs 1", rel=1e-5)
         assert_close(sanitized[name], want[name], f"nhwc region {name}: sanitized C driver, 2 threads", rel=1e-5)
+
+
+def test_stems_divide_among_threads(tmp_path: Path, nhwc: None) -> None:
+    """Compiled for 2 threads, a stem divides by output rows like a depthwise conv (ops/nhwc.py), each part
+    computing its rows as the whole call does."""
+    path, outs = _stem_model(tmp_path / "stem.onnx", 61, 57)
+    serial = ember.compile(path, tmp_path / "t1")
+    threaded = ember.compile(path, tmp_path / "t2", threads=2)
+    one, two = ((b.path / "stem.c").read_text() for b in (serial, threaded))
+    assert two.count(f"{STEM}(") > one.count(f"{STEM}(")
+    x = {"x": (np.random.default_rng(6).standard_normal((1, 3, 61, 57)) * 3).astype(np.float32)}
+    want, got = serial.run(x), threaded.run(x)
+    for name in outs:
+        assert_close(got[name], want[name], f"stem region {name}: 2 threads vs 1", rel=1e-5)
