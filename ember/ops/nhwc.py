@@ -146,7 +146,9 @@ def _infer_gap(node: Node) -> list[TensorType | None]:
 
 
 register(OpDef("GapNHWC", lower=_lower_gap, kernels=("ember_gap_nhwc_f32",), infer=_infer_gap))
-register(OpDef("ScaleNHWC", lower=_lower_scale, kernels=("ember_scale_nhwc_f32",),
+# ScaleNHWC in place over the activations (slot 0), which the SE block's pool has read before: each element is
+# read before its product is written.
+register(OpDef("ScaleNHWC", lower=_lower_scale, kernels=("ember_scale_nhwc_f32",), inplace=(0,),
                infer=lambda n: [typed(inp(n, 0).dtype, list(inp(n, 0).shape))]))
 
 

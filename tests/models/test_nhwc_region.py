@@ -105,6 +105,10 @@ def test_nhwc_regions_match_onnxruntime(tmp_path: Path, nhwc: None, cpu: str | N
     bundle = ember.compile(path, tmp_path / "out", cpu=cpu)
     source = (bundle.path / "nhwc.c").read_text()
     assert all(source.count(f"{k}(") >= 2 for k in KERNELS)  # the kernel and its calls
+    # the SE scale runs in place over the depthwise output its pool has read
+    call = next(line for line in source.splitlines() if line.strip().startswith("ember_scale_nhwc_f32("))
+    args = call.strip()[len("ember_scale_nhwc_f32("):].split(", ")
+    assert args[0] == args[1], call
     x = {"x": (np.random.default_rng(3).standard_normal((1, 20, 19, 21)) * 3).astype(np.float32)}
     ref, got = onnxruntime_outputs(path, x), bundle.run(x)
     sanitized = cdriver.run(bundle.path, tmp_path / "asan", x, sanitize=True)
