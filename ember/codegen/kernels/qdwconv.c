@@ -222,11 +222,14 @@ static void ember_qdx_fill2(float *EMBER_RESTRICT F, const uint8_t *xi, ptrdiff_
             const ptrdiff_t pix = (ptrdiff_t)ih * W + iw;
             const uint8_t *s = xi + ember_qblk_off(pix, c, bs);
             const int run = 64 - (int)(pix & 63), e = iw + (run < iw1 - iw ? run : iw1 - iw);
-            for (; iw + 2 <= e; iw += 2, s += 8) {
+            if (iw + 2 <= e) { /* a pair's first pixel always lands in the same phase in one run */
                 const int pc = iw + pl;
-                const ember_qdx_f8 v = __builtin_convertvector(ember_qdx_ld8(s, sgn) - z8, ember_qdx_f8);
-                *(ember_qdx_f4u *)(void *)(d[pc & 1] + 4 * (pc >> 1)) = (ember_qdx_f4){v[0], v[1], v[2], v[3]};
-                *(ember_qdx_f4u *)(void *)(d[(pc + 1) & 1] + 4 * ((pc + 1) >> 1)) = (ember_qdx_f4){v[4], v[5], v[6], v[7]};
+                float *da = d[pc & 1] + 4 * (pc >> 1), *db = d[(pc + 1) & 1] + 4 * ((pc + 1) >> 1);
+                for (; iw + 2 <= e; iw += 2, s += 8, da += 4, db += 4) {
+                    const ember_qdx_f8 v = __builtin_convertvector(ember_qdx_ld8(s, sgn) - z8, ember_qdx_f8);
+                    *(ember_qdx_f4u *)(void *)da = (ember_qdx_f4){v[0], v[1], v[2], v[3]};
+                    *(ember_qdx_f4u *)(void *)db = (ember_qdx_f4){v[4], v[5], v[6], v[7]};
+                }
             }
             for (; iw < e; ++iw, s += 4) {
                 const int pc = iw + pl;
