@@ -283,8 +283,9 @@ EMBER_INLINE ember_qdx_i8 ember_qdx_rq(ember_qdx_f8 a, ember_qdx_f8 m, ember_qdx
     ember_qdx_i8 v;
     __asm__("vfmadd213ps %2, %1, %0" : "+x"(a) : "x"(m), "x"((ember_qdx_f8){0} + 12582912.0f));
     v = (ember_qdx_i8)a - off;
-    v = (ember_qdx_i8)__builtin_ia32_pmaxsd256(v, lo);
-    return (ember_qdx_i8)__builtin_ia32_pminsd256(v, hi);
+    /* VPMAXSD, VPMINSD by asm: clang (zig cc, the cross compiler) has no builtins for them */
+    __asm__("vpmaxsd %2, %1, %0\n\tvpminsd %3, %0, %0" : "=&x"(v) : "x"(v), "x"(lo), "x"(hi));
+    return v;
 }
 /* The layer on AVX2 if it takes this path (returns 0 where not: then the general path runs). */
 static int ember_qdx_conv(uint8_t *y, const uint8_t *x, int x_sgn, int32_t xz, const int32_t *p, int N, int M,

@@ -150,8 +150,9 @@ EMBER_UNUSED EMBER_INLINE ember_qt8q ember_qt8_clamp64(ember_qt8q x, ember_qt8q 
     return EMBER_QT8_SEL(x > h, h, x);
 }
 EMBER_UNUSED EMBER_INLINE ember_qt8i ember_qt8_clamp(ember_qt8i x, ember_qt8i l, ember_qt8i h) {
-    /* VPMAXSD, VPMINSD (the selects became compares and VPBLENDVBs) */
-    return (ember_qt8i)__builtin_ia32_pminsd256((ember_qt8i)__builtin_ia32_pmaxsd256(x, l), h);
+    /* VPMAXSD, VPMINSD (GCC made the selects compares and VPBLENDVBs; clang has no builtins for them) */
+    __asm__("vpmaxsd %2, %1, %0\n\tvpminsd %3, %0, %0" : "=&x"(x) : "x"(x), "x"(l), "x"(h));
+    return x;
 }
 /* x >> k (arithmetic) of 64-bit lanes, each by its own k. */
 EMBER_UNUSED EMBER_INLINE ember_qt8q ember_qt8_sra(ember_qt8q x, ember_qt8q k) {
