@@ -20,4 +20,5 @@ python -m pip install -q torch==2.13.0
 python -m ruff check ember tests examples benchmarks scripts
 # The layer contract of ARCHITECTURE.md (pyproject.toml [tool.importlinter]).
 lint-imports
-python -m pytest -q -n 2 tests
+# The slowest tests are listed so that the CI time budget (25 min on 2 cores) can be watched.
+python -m pytest -q -n 2 --durations=40 tests

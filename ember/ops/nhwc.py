@@ -3,7 +3,8 @@
 passes/nhwc_region.py rewrites chains of float depthwise (multiplier 1) and 1x1 stride-1 Convs into this op,
 with Transposes at the region's boundaries. Inputs: (X [N, H, W, C], W', B [M] (optional), residual [N, OH,
 OW, M] (optional: a fused residual Add, added before the activation)). W' is the weights rearranged so that a
-channel vector is contiguous: depthwise [KH*KW, C] (tap-major), 1x1 [C, M] (the matmul's B) or that in panels.
+channel vector is contiguous: depthwise [KH*KW, C] (tap-major), 1x1 [C, M] (the matmul's B) or that in panels,
+a stem [C*KH*KW, M] (its X is NCHW: the region's way in without a reorder).
 The geometry is the Conv's (attribute `_nhwc`, an NhwcParams); the fused activation comes along as the Conv's
 epilogue.
 """
@@ -34,6 +35,9 @@ class NhwcParams:
     # A 1x1 conv's weights packed at compile time in panels of this many columns (kernels/matmul.c's
     # EMBER_MM_PANEL: [M/P, C, P]), so the matmul packs no B strip at run time; 0: plain [C, M].
     panel: int = 0
+    # A network's stem (nhwc_region._stem): a dense Conv of few input channels reading NCHW activations (the
+    # model's input) and writing NHWC ones; weights [C*KH*KW, M].
+    stem: bool = False
 
 
 def params(node: Node) -> NhwcParams:
@@ -43,7 +47,7 @@ def params(node: Node) -> NhwcParams:
 
 
 def _infer(node: Node) -> list[TensorType | None]:
-    x, p = inp(node, 0), params(node)
+    x, p = inp(node, 0), params(node)  # x: NHWC, or NCHW for a stem: only its batch is read here
     return [typed(x.dtype, [x.shape[0], *p.geometry.out_size[1:], p.out_channels])]
 
 
@@ -53,6 +57,10 @@ def _emit(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:
     p, x = params(node), inp(node, 0)
     bias = k.inp(2) if node.input(2) is not None else "0"
     has_res = node.input(RESIDUAL) is not None
+    if p.stem:
+        k.call("ember_conv_stem_nhwc_f32", k.out(0), k.inp(0), k.inp(1), bias, k.table(p.geometry.table(), DType.INT32),
+               p.out_channels, x.shape[0], lo, hi, *epilogue_args(node))
+        return
     if p.depthwise:
         k.call("ember_dwconv_nhwc_f32", k.out(0), k.inp(0), k.inp(1), bias, k.inp(RESIDUAL) if has_res else "0",
                k.table(p.geometry.table(), DType.INT32), x.shape[0], lo, hi, *epilogue_args(node))
@@ -68,7 +76,7 @@ def _emit(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:
 
 def _units(node: Node) -> int:
     p, x = params(node), inp(node, 0)
-    return p.geometry.out_size[1] if p.depthwise else x.shape[0] * p.geometry.pixels
+    return p.geometry.out_size[1] if p.depthwise or p.stem else x.shape[0] * p.geometry.pixels
 
 
 def _lower(node: Node, k: KernelEmitter) -> None:
@@ -76,16 +84,16 @@ def _lower(node: Node, k: KernelEmitter) -> None:
 
 
 def _split(node: Node) -> Split | None:
-    """Depthwise: ranges of output rows of one image; 1x1: ranges of pixels. Each part computes its elements
+    """Depthwise and stem: ranges of output rows of one image; 1x1: ranges of pixels. Each part computes its elements
     exactly as the whole call does (the same taps, the same K order)."""
-    if params(node).depthwise and inp(node, 0).shape[0] != 1:
+    if (params(node).depthwise or params(node).stem) and inp(node, 0).shape[0] != 1:
         return None
     return Split(_units(node), 1, (), lower=_emit)
 
 
 def _flops(node: Node) -> int:
     p, x = params(node), inp(node, 0)
-    per_output = p.geometry.taps if p.depthwise else p.geometry.channels
+    per_output = p.geometry.taps * (1 if p.depthwise else p.geometry.channels)
     return 2 * x.shape[0] * p.out_channels * p.geometry.pixels * per_output
 
 
@@ -138,12 +146,15 @@ def _infer_gap(node: Node) -> list[TensorType | None]:
 
 
 register(OpDef("GapNHWC", lower=_lower_gap, kernels=("ember_gap_nhwc_f32",), infer=_infer_gap))
-register(OpDef("ScaleNHWC", lower=_lower_scale, kernels=("ember_scale_nhwc_f32",),
+# ScaleNHWC in place over the activations (slot 0), which the SE block's pool has read before: each element is
+# read before its product is written.
+register(OpDef("ScaleNHWC", lower=_lower_scale, kernels=("ember_scale_nhwc_f32",), inplace=(0,),
                infer=lambda n: [typed(inp(n, 0).dtype, list(inp(n, 0).shape))]))
 
 
 # Not in place: the depthwise kernel's ragged last vector re-reads inputs of channels it has written.
 register(OpDef(
-    "ConvNHWC", infer=_infer, lower=_lower, kernels=("ember_dwconv_nhwc_f32", "ember_pw_nhwc_f32"),
+    "ConvNHWC", infer=_infer, lower=_lower,
+    kernels=("ember_dwconv_nhwc_f32", "ember_pw_nhwc_f32", "ember_conv_stem_nhwc_f32"),
     takes_epilogue=True, flops=_flops, split=_split,
 ))

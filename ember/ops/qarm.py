@@ -1,5 +1,6 @@
 """The Cortex-M DSP variants of the integer convolution, depthwise 3x3 and matrix product (kernels/qarm.c), and
-Cortex-M55's Helium int8 convolution and depthwise 3x3 (kernels/qarm_mve.c, nodes marked `_mve8`).
+Cortex-M55's Helium int8 convolution and depthwise 3x3 (kernels/qarm_mve.c, nodes marked `_mve8`), and the
+Cortex-M0/M3 ones without the DSP extension (kernels/qarm_mul.c, nodes marked `_mul8`).
 
 passes/mcu_kernels.py marks a QConv/QMatMul with `_isa = "dsp"` when its target has the DSP extension
 (Target.int8_isa) and the layer is one these kernels compute exactly (`admits`), and stores its weights
@@ -20,6 +21,8 @@ from ember.ops.matmul import present
 
 DSP = "dsp"
 MVE = "mve"  # Helium: ember_qarm_conv_mve(8), ember_qarm_dw3_mve(8); fully-connected layers stay portable
+MUL = "mul"  # a core without DSP (Cortex-M0/M3): kernels/qarm_mul.c (on qarm.c's columns, planes, requantisation)
+MUL8 = "_mul8"  # node attribute (passes/mcu_kernels.py): qarm_mul.c's kernels (a convolution's int8 weights)
 
 
 def rq_table(requant: object, bias: tuple[int, ...] | None, fast: bool, zp: int = 0,
@@ -110,6 +113,22 @@ def dsp_weights16(rows: np.ndarray) -> np.ndarray:
     # (pair, row, group, half, lane) -> (pair, group, half, row, lane)
     pairs = padded[m4:].reshape((mp - m4) // 2, 2, kp // 4, 2, 2).transpose(0, 2, 3, 1, 4).reshape(mp - m4, kp)
     return np.ascontiguousarray(np.concatenate([quads, pairs]))
+
+
+def mul_weights(rows: np.ndarray) -> np.ndarray:
+    """int8 rows M x K -> ceil(M/2)*2 x Kp (K rounded up to 4; rows and k zero padded) for qarm_mul.c's
+    ember_qarm_conv_mul: rows in pairs, per pair and pair of k the bytes (a0, a1, b0, b1) of its rows a, b."""
+    m, k = rows.shape
+    mp, kp = (m + 1) // 2 * 2, (k + 3) // 4 * 4
+    padded = np.zeros((mp, kp), np.int8)
+    padded[:m, :k] = rows
+    return np.ascontiguousarray(padded.reshape(mp // 2, 2, kp // 2, 2).transpose(0, 2, 1, 3).reshape(mp, kp))
+
+
+def _mul_rows(w: np.ndarray) -> np.ndarray:
+    """mul_weights' rows back in row order."""
+    mp, kp = w.shape
+    return w.reshape(mp // 2, kp // 2, 2, 2).transpose(0, 2, 1, 3).reshape(mp, kp)
 
 
 def mve_weights(rows: np.ndarray) -> np.ndarray:
@@ -308,16 +327,20 @@ def conv_scratch(node: Node, g: ConvGeometry) -> int:
     if node.attrs["_q"].depthwise:
         dsp = node.attrs["_isa"] == DSP
         hp, wp = dw3_plane(*g.out_size[1:], *g.strides[1:], transpose=not dsp)
+        if node.attrs.get(MVE8) or node.attrs.get(MUL8):  # byte planes (qarm_mve.c, qarm_mul.c)
+            return hp * wp
         if dsp and dw3_pitch(hp, wp):  # qarm.c ember_qa_dw3_fast's rows of DW3_PITCH int16
             wp = DW3_PITCH
-        return hp * wp if node.attrs.get(MVE8) else 2 * hp * wp
+        return 2 * hp * wp
     if node.attrs.get(MVE8):
         return 2 * ((g.channels * g.taps + 15) // 16 * 16)
     return 8 * ((g.channels * g.taps + 7) // 8 * 8)
 
 
-def fc_scratch(k_dim: int) -> int:
-    return 8 * ((k_dim + 3) // 4 * 4)
+def fc_scratch(k_dim: int, rows: int) -> int:
+    """qarm.c ember_qarm_fc's: two plain int16 columns of Kp and their interleaved pair, or for one row of A
+    its plain column alone."""
+    return (8 if rows > 1 else 2) * ((k_dim + 3) // 4 * 4)
 
 
 def lower_conv(node: Node, k: KernelEmitter, g: ConvGeometry, add: tuple[str, ...] = ()) -> None:
@@ -340,6 +363,12 @@ def lower_conv(node: Node, k: KernelEmitter, g: ConvGeometry, add: tuple[str, ..
                k.table(g.table(), DType.INT32), x.shape[0], y.shape[1], k.inp(2), rq, out, k.scratch("int8_t"), *add)
         return
     m = y.shape[1]
+    if node.attrs.get(MUL8) and not node.attrs["_q"].depthwise:  # plain tables: no quads, no bias pairs
+        rq, out = _tables(node, k, _mul_rows(w)[:m])
+        k.call("ember_qarm_conv_mul" + ("_add" if add else ""), f"(uint8_t *){k.out(0)}",
+               f"(const uint8_t *){k.inp(0)}", int(x.dtype is DType.INT8), _zp(node, k),
+               k.table(g.table(), DType.INT32), x.shape[0], m, k.inp(2), rq, out, k.scratch("int16_t"), *add)
+        return
     quads = not node.attrs["_q"].depthwise and not mve and m % 4 == 0  # all rows in ember_qa_gemm4's quads
     conv = not node.attrs["_q"].depthwise and not mve
     rq, out = _tables(node, k, w[:m] if not conv else _pair_rows(w, m)[:m], mixed=quads, pairs=conv,
@@ -347,9 +376,10 @@ def lower_conv(node: Node, k: KernelEmitter, g: ConvGeometry, add: tuple[str, ..
     geo = k.table(g.table(), DType.INT32)
     sgn = int(x.dtype is DType.INT8)
     if node.attrs["_q"].depthwise:
-        k.call("ember_qarm_dw3_mve" if mve else "ember_qarm_dw3", f"(uint8_t *){k.out(0)}",
+        name = "ember_qarm_dw3_mve" if mve else "ember_qarm_dw3_mul" if node.attrs.get(MUL8) else "ember_qarm_dw3"
+        k.call(name, f"(uint8_t *){k.out(0)}",
                f"(const uint8_t *){k.inp(0)}", sgn, _zp(node, k), geo,
-               x.shape[0], k.inp(2), rq, out, k.scratch("int16_t"))
+               x.shape[0], k.inp(2), rq, out, k.scratch("uint8_t" if node.attrs.get(MUL8) else "int16_t"))
         return
     k.call(("ember_qarm_conv_mve" if mve else "ember_qarm_conv") + ("_add" if add else ""), f"(uint8_t *){k.out(0)}",
            f"(const uint8_t *){k.inp(0)}", sgn, _zp(node, k), geo,
@@ -359,7 +389,8 @@ def lower_conv(node: Node, k: KernelEmitter, g: ConvGeometry, add: tuple[str, ..
 def lower_fc(node: Node, k: KernelEmitter) -> None:
     a, y = present(node.input(0)), present(node.outputs[0])
     w = present(node.input(2)).const
-    rq, out = _tables(node, k, _pair_rows(w, y.shape[-1])[:y.shape[-1]])
+    mul = node.attrs.get(MUL8)
+    rq, out = _tables(node, k, (_mul_rows(w) if mul else _pair_rows(w, y.shape[-1]))[:y.shape[-1]])
     rows, kk, n = math.prod(a.shape[:-1]), a.shape[-1], y.shape[-1]
-    k.call("ember_qarm_fc", f"(uint8_t *){k.out(0)}", f"(const uint8_t *){k.inp(0)}", int(a.dtype is DType.INT8),
-           _zp(node, k), rows, n, kk, k.inp(2), rq, out, k.scratch("int16_t"))
+    k.call("ember_qarm_fc_mul" if mul else "ember_qarm_fc", f"(uint8_t *){k.out(0)}", f"(const uint8_t *){k.inp(0)}",
+           int(a.dtype is DType.INT8), _zp(node, k), rows, n, kk, k.inp(2), rq, out, k.scratch("int16_t"))

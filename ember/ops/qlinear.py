@@ -435,7 +435,7 @@ def _qmatmul_scratch(node: Node) -> int:
     a, w, y = present(node.input(0)), present(node.input(2)), present(node.outputs[0])
     kk, n = a.shape[-1], y.shape[-1]
     if node.attrs.get("_isa") == qarm.DSP:
-        return qarm.fc_scratch(kk)
+        return qarm.fc_scratch(kk, math.prod(a.shape[:-1]))
     base = _qmatmul_base(node)
     return base if w.is_const else (base + 63) // 64 * 64 + (n * _kp(kk) + 63) // 64 * 64 + 4 * n
 

@@ -7,7 +7,10 @@ lane order (qarm.dsp_weights; a convolution's widened to int16, qarm.dsp_weights
 the portable kernels of qconv.c. Every path requantises exactly as quant.c does, so the bundle stays
 bit-exact with the host build. On Helium (Cortex-M55) a layer whose input zero point is a constant takes
 kernels/qarm_mve.c's int8 kernels (`_mve8`: qarm.mve8_weights, qarm.dw8_weights; the zero point's share in
-the bias); a depthwise layer only where its requantisation is the fast form.
+the bias); a depthwise layer only where its requantisation is the fast form. Cores without DSP (Cortex-M0/M3,
+int8_isa "mul") take the layers the DSP variants would, marked `_mul8`, for kernels/qarm_mul.c: convolutions
+and matrix products of int8 weights in its product loops' order (qarm.mul_weights: the flash of int8
+weights, where the DSP cores' int16 copy would double it), depthwise 3x3 on a byte plane of each channel.
 """
 
 from __future__ import annotations
@@ -41,7 +44,11 @@ def _admits(node: Node, isa: str) -> bool:
 
 
 def choose_mcu_kernels(graph: Graph, isa: str) -> None:
-    """`isa`: Target.int8_isa: "dsp" (qarm.c's SMLAD kernels) or "mve" (its Helium ones)."""
+    """`isa`: Target.int8_isa: "dsp" (qarm.c's SMLAD kernels), "mve" (its Helium ones) or "mul" (qarm_mul.c's,
+    for cores without the DSP extension)."""
+    mul = isa == qarm.MUL
+    if mul:
+        isa = qarm.DSP
     if isa not in (qarm.DSP, MVE):
         return
     for node in graph.nodes:
@@ -59,6 +66,8 @@ def choose_mcu_kernels(graph: Graph, isa: str) -> None:
                 node.attrs[qarm.MVE8] = True
                 packed = qarm.dw8_weights(w.const, g.strides[2], g.strides[1:] == (1, 1) and y[2] > y[3])
                 node.inputs[2] = graph.constant(f"{node.name}_w{qarm.MVE8}", packed)
+            elif mul:  # qarm_mul.c's ember_qarm_dw3_mul: the nine products per output without SMLAD's pairs
+                node.attrs[qarm.MUL8] = True
             continue  # otherwise ember_qarm_dw3 reads qconv_inputs' int16 C x 9 weights as they are
         if node.op == "QConv":
             g = qconv_geometry(node)
@@ -71,8 +80,12 @@ def choose_mcu_kernels(graph: Graph, isa: str) -> None:
             packed = qarm.mve8_weights(rows)
         elif node.attrs["_isa"] == MVE:
             packed = qarm.mve_weights(rows)
+        elif mul:  # int8 in the order of qarm_mul.c's product loops (its convolution and fully connected)
+            node.attrs[qarm.MUL8] = True
+            packed = qarm.mul_weights(rows)
         elif node.op == "QConv":  # int16: the product loop without SXTB16 (qarm.c ember_qa_gemm2h)
             packed = qarm.dsp_weights16(rows)
         else:
             packed = qarm.dsp_weights(rows)
-        node.inputs[2] = graph.constant(f"{node.name}_w{node.attrs['_isa']}", packed)
+        tag = qarm.MUL8 if node.attrs.get(qarm.MUL8) else node.attrs["_isa"]
+        node.inputs[2] = graph.constant(f"{node.name}_w{tag}", packed)

@@ -2,8 +2,9 @@
 gives the same bytes as a plan that keeps input and output apart. An overlap in the wrong order corrupts
 values without touching memory outside the bundle's buffers, which ASan cannot see, so this comparison is the
 check: on the host (ember_qconv's pointwise path), under QEMU on the Cortex-M4 (qarm.c's ember_qarm_dw3 and
-direct ember_qarm_conv), the Cortex-M55 (their Helium variants) and the Cortex-M0 (the portable ember_qdwconv
-and ember_qconv)."""
+direct ember_qarm_conv), the Cortex-M55 (their Helium variants) and the Cortex-M0 with its integer kernel
+choice turned off (the portable ember_qdwconv and ember_qconv, which targets of no int8_isa run: RISC-V, the
+Cortex-A cores)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import ember
 from ember.ops import registry
+from ember.toolchain.targets import Target
 from tests.cross import require_tools
 from tests.support import mcu
 
@@ -65,6 +67,8 @@ def _compile(model: Path, out: Path, target: str, overlap: bool, monkeypatch: py
     with monkeypatch.context() as m:
         if not overlap:
             m.setattr(registry.get("QConv"), "overlap", None)
+        if target == "cortex-m0":  # the portable kernels (the M0's own, qarm_mul.c's, share the M4's overlaps)
+            m.setattr(Target, "int8_isa", property(lambda self: ""))
         # The host's int8 layout pass would make the activations channel-blocked, which no kernel overlaps.
         return ember.compile(str(model), out, target=target, opt_level=1 if target == "host" else 3)
 
@@ -91,6 +95,8 @@ def test_overlapping_plan_is_bit_identical_to_separate_buffers(model: Path, tmp_
     # Every depthwise and pointwise layer overlaps on microcontrollers; the host declares its pointwise path.
     want = len(OVERLAPPING) if target != "host" else 2
     assert _shared(apart) == 0 and _shared(over) == want, _calls(over)
+    if target == "cortex-m0":
+        assert "ember_qdwconv(" in (over.path / f"{over.name}.c").read_text()
     if target != "host":  # (the host's plan is led by its kernels' scratch here)
         assert over.manifest["memory"]["activations"] < apart.manifest["memory"]["activations"]
     x = {"x": RNG.integers(-128, 128, (1, 3, 14, 18)).astype(np.int8)}

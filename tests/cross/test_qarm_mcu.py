@@ -77,21 +77,27 @@ def _qarm_calls(bundle: ember.Bundle) -> dict[str, int]:
     text = (bundle.path / f"{bundle.name}.c").read_text()
     kernels = ("ember_qarm_conv", "ember_qarm_conv_mve", "ember_qarm_dw3", "ember_qarm_dw3_mve", "ember_qarm_fc",
                "ember_qarm_conv_add", "ember_qarm_conv_mve_add", "ember_qarm_conv_mve8", "ember_qarm_conv_mve8_add",
-               "ember_qarm_dw3_mve8")
+               "ember_qarm_dw3_mve8", "ember_qarm_conv_mul", "ember_qarm_conv_mul_add", "ember_qarm_dw3_mul",
+               "ember_qarm_fc_mul")
     return {k: len(re.findall(rf"^    {k}\(\(uint8_t \*\)", text, re.M)) for k in kernels}
 
 
 # The layers each core's kernels take: the M55's convolutions and depthwise layers Helium's, its
 # fully-connected layer the portable (compiler-vectorized) one.
-NONE = dict.fromkeys(("ember_qarm_conv_add", "ember_qarm_conv_mve_add", "ember_qarm_conv_mve8_add"), 0)
+NONE = dict.fromkeys(("ember_qarm_conv_add", "ember_qarm_conv_mve_add", "ember_qarm_conv_mve8_add",
+                      "ember_qarm_conv_mul", "ember_qarm_conv_mul_add", "ember_qarm_dw3_mul", "ember_qarm_fc_mul"), 0)
 CALLS = {"cortex-m4": {"ember_qarm_conv": 3, "ember_qarm_conv_mve": 0, "ember_qarm_conv_mve8": 0, "ember_qarm_dw3": 3,
                        "ember_qarm_dw3_mve": 0, "ember_qarm_dw3_mve8": 0, "ember_qarm_fc": 1, **NONE},
          "cortex-m55": {"ember_qarm_conv": 0, "ember_qarm_conv_mve": 0, "ember_qarm_conv_mve8": 3, "ember_qarm_dw3": 0,
                         "ember_qarm_dw3_mve": 0, "ember_qarm_dw3_mve8": 3, "ember_qarm_fc": 0, **NONE}}
+# Cortex-M0/M3 (no DSP, Target.int8_isa "mul"): qarm_mul.c's kernels (int8 weights in their product loops' order).
 CALLS["cortex-m33"] = CALLS["cortex-m4"]
+CALLS["cortex-m3"] = CALLS["cortex-m0"] = {**CALLS["cortex-m4"], "ember_qarm_conv": 0, "ember_qarm_conv_mul": 3,
+                                           "ember_qarm_dw3": 0, "ember_qarm_dw3_mul": 3, "ember_qarm_fc": 0,
+                                           "ember_qarm_fc_mul": 1}
 
 
-@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m33", "cortex-m55"])
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m33", "cortex-m55", "cortex-m3", "cortex-m0"])
 def test_geometry_int8_on_qemu_equals_host(tmp_path: Path, target: str) -> None:
     require_tools(target, mcu.missing_tools(target))
     host, bundle = _int8_pair(tmp_path, geometry_model(), RNG.normal(0, 1, (8, 3, 13, 17)).astype(np.float32), target)
@@ -101,16 +107,18 @@ def test_geometry_int8_on_qemu_equals_host(tmp_path: Path, target: str) -> None:
     np.testing.assert_array_equal(got, host.run(x)["y"])
 
 
-@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55", "cortex-m0"])
 def test_ties_chain_equals_reference(tmp_path: Path, target: str) -> None:
-    """uint8 activations, ties everywhere: the kernels' exact (64-bit, half to even) requantisation."""
+    """uint8 activations, ties everywhere: the kernels' exact (64-bit, half to even) requantisation (on the
+    Cortex-M0, without SMULL: the compiler's 64-bit multiply)."""
     require_tools(target, mcu.missing_tools(target))
     model, feeds = chain_model()
     onnx.save(model, tmp_path / "m.onnx")
     bundle = ember.compile(tmp_path / "m.onnx", tmp_path / "out", target=target)
     calls = _qarm_calls(bundle)
-    conv, dw = ("ember_qarm_conv", "ember_qarm_dw3") if target == "cortex-m4" else ("ember_qarm_conv_mve8",
-                                                                                     "ember_qarm_dw3_mve")
+    conv, dw = {"cortex-m55": ("ember_qarm_conv_mve8", "ember_qarm_dw3_mve"),
+                "cortex-m0": ("ember_qarm_conv_mul", "ember_qarm_dw3_mul")}.get(target,
+                                                                           ("ember_qarm_conv", "ember_qarm_dw3"))
     # the chain's residual Add goes into the convolution before it (passes/fuse_conv_add.py)
     assert calls[conv] == 2 and calls[f"{conv}_add"] == 1 and calls[dw] == 1, calls
     got = mcu.run_firmware(bundle.path, target, feeds, tmp_path / "run").outputs["y"]

@@ -34,7 +34,7 @@ from tests.support.models import assert_close, build, input_specs, random_inputs
 CALIBRATION_SAMPLES = 4
 DSP_TARGETS = ("cortex-m4", "cortex-m7", "cortex-m33")
 # (model, target, io): both models with float I/O on the DSP cores; LeNet also with int8 I/O, and on the
-# cores without DSP (the portable path: no SMLAD, and on the M0 no unaligned access).
+# cores without DSP (kernels/qarm_mul.c: no SMLAD, and on the M0 no unaligned access).
 CASES = [
     *(pytest.param(m, t, "float", id=f"{m}-{t}") for m in ("lenet", "mobilenet_v2_small") for t in DSP_TARGETS),
     *(pytest.param("lenet", t, "int8", id=f"lenet-{t}-io-int8") for t in DSP_TARGETS),
@@ -167,12 +167,13 @@ def test_dsp_cores_use_smlad(artifacts: ArtifactCache, model: str, target: str) 
 
 
 @pytest.mark.parametrize("target", ["cortex-m0", "cortex-m3"])
-def test_no_dsp_core_uses_portable_path(artifacts: ArtifactCache, target: str) -> None:
-    """Cortex-M0 (ARMv6-M) and Cortex-M3 (ARMv7-M) have no DSP instructions: their objects must come from the
-    portable path (an SMLAD there is an undefined-instruction fault)."""
+def test_no_dsp_core_holds_no_smlad(artifacts: ArtifactCache, target: str) -> None:
+    """Cortex-M0 (ARMv6-M) and Cortex-M3 (ARMv7-M) have no DSP instructions: their objects must hold none (an
+    SMLAD there is an undefined-instruction fault); their convolutions take qarm_mul.c's kernel."""
     if shutil.which("arm-none-eabi-objdump") is None:
         require_tools(target, ["arm-none-eabi-objdump (apt-get install binutils-arm-none-eabi)"])
     bundle = _bundle(artifacts, "lenet", target)
+    assert "ember_qarm_conv_mul((uint8_t *)" in (bundle.path / f"{bundle.name}.c").read_text()
     assert _smlad_count(bundle.path / f"{bundle.name}.o") == 0
 
 

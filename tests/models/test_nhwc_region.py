@@ -2,8 +2,10 @@
 inverted-residual blocks with ReLU6, HardSwish and Swish, stride 1 and 2, dilation 2, a 5x5 depthwise, an
 expand ratio of 1, a Squeeze-Excitation block (its pool and Mul channels-last too), channel counts that
 are not whole vectors (20, 40, 60: the depthwise's overlapped last vector) and fewer than a vector (4: the
-scalar path), odd plane sizes (19x21). Run on the host's vectors and on the x86-64 baseline (no vectors: the
-scalar C), in-process and as sanitized C; the kernels also compile warning-free for AVX-512 and AArch64."""
+scalar path), odd plane sizes (19x21), and stems (a dense Conv of 3 input channels reading the NCHW input and
+writing NHWC: 20 and 40 output channels, stride 2 and 1). Run on the host's vectors and on the x86-64
+baseline (no vectors: the scalar C), in-process and as sanitized C; the kernels also compile warning-free for
+AVX-512 and AArch64."""
 
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from tests.support.models import assert_close, onnxruntime_outputs
 
 KERNELS = ("ember_dwconv_nhwc_f32", "ember_pw_nhwc_f32", "ember_nhwc_reorder_f32", "ember_gap_nhwc_f32",
            "ember_scale_nhwc_f32")
+STEM = "ember_conv_stem_nhwc_f32"
 
 
 @pytest.fixture
@@ -62,12 +65,50 @@ def _model(path: Path, h: int = 19, w: int = 21) -> tuple[Path, list[str]]:
     return path, list(shapes)
 
 
+def _stem_model(path: Path, h: int = 23, w: int = 19) -> tuple[Path, list[str]]:
+    """Two stems on a 3-channel image: 3x3 stride 2 to 20 channels + HardSwish (vectors of 8: two whole and
+    one overlapped), and 3x3 stride 1 to 40 channels + Relu (four vectors and a fifth in a second group)."""
+    net = _Net()
+    net.inits += [numpy_helper.from_array(np.float32(v), name) for v, name in ((0.0, "zero"), (6.0, "six"))]
+    a = _plain_block(net, net.op("HardSwish", net.conv("x", 3, 20, k=3, stride=2)), 20, 20, 2, 1, "relu6")
+    b = _plain_block(net, net.op("Relu", net.conv("x", 3, 40, k=3)), 40, 8, 1, 2, "swish")
+    shapes = {a: [1, 20, -(-h // 2), -(-w // 2)], b: [1, 8, -(-h // 2), -(-w // 2)]}
+    graph = helper.make_graph(net.nodes, "stem", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                              [1, 3, h, w])],
+                              [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in shapes.items()],
+                              net.inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, path)
+    return path, list(shapes)
+
+
+@pytest.mark.parametrize("cpu", [None, "x86-64"])
+def test_stems_write_the_region_channels_last(tmp_path: Path, nhwc: None, cpu: str | None) -> None:
+    """No reorder at the region's way in: the stems read the NCHW input and write NHWC (ops/nhwc.py)."""
+    path, outs = _stem_model(tmp_path / "stem.onnx")
+    bundle = ember.compile(path, tmp_path / "out", cpu=cpu)
+    source = (bundle.path / "stem.c").read_text()
+    assert source.count(f"{STEM}(") == 3 and source.count("ember_nhwc_reorder_f32(") == 3  # 2 ways out
+    x = {"x": (np.random.default_rng(5).standard_normal((1, 3, 23, 19)) * 3).astype(np.float32)}
+    ref, got = onnxruntime_outputs(path, x), bundle.run(x)
+    sanitized = cdriver.run(bundle.path, tmp_path / "asan", x, sanitize=True)
+    for name in outs:
+        assert_close(got[name], ref[name], f"stem region {name}")
+        assert_close(sanitized[name], ref[name], f"stem region {name} (sanitized C driver)")
+    cdriver.compile_werror(bundle.path, tmp_path / "werror.o")
+
+
 @pytest.mark.parametrize("cpu", [None, "x86-64"])
 def test_nhwc_regions_match_onnxruntime(tmp_path: Path, nhwc: None, cpu: str | None) -> None:
     path, outs = _model(tmp_path / "nhwc.onnx")
     bundle = ember.compile(path, tmp_path / "out", cpu=cpu)
     source = (bundle.path / "nhwc.c").read_text()
     assert all(source.count(f"{k}(") >= 2 for k in KERNELS)  # the kernel and its calls
+    # the SE scale runs in place over the depthwise output its pool has read
+    call = next(line for line in source.splitlines() if line.strip().startswith("ember_scale_nhwc_f32("))
+    args = call.strip()[len("ember_scale_nhwc_f32("):].split(", ")
+    assert args[0] == args[1], call
     x = {"x": (np.random.default_rng(3).standard_normal((1, 20, 19, 21)) * 3).astype(np.float32)}
     ref, got = onnxruntime_outputs(path, x), bundle.run(x)
     sanitized = cdriver.run(bundle.path, tmp_path / "asan", x, sanitize=True)
@@ -80,8 +121,9 @@ def test_nhwc_regions_match_onnxruntime(tmp_path: Path, nhwc: None, cpu: str | N
 def test_nhwc_kernels_compile_for_avx512_and_aarch64(tmp_path: Path) -> None:
     """The AVX-512 (16-float vectors) and NEON paths, which this machine cannot run, warning-free."""
     src = tmp_path / "nhwc.c"
-    src.write_text("#include <stdint.h>\n#include <stddef.h>\n" + library.assemble(set(KERNELS))
-                   + "void ember_use(void);\nvoid ember_use(void) {" + "".join(f" (void){k};" for k in KERNELS)
+    kernels = (*KERNELS, STEM)
+    src.write_text("#include <stdint.h>\n#include <stddef.h>\n" + library.assemble(set(kernels))
+                   + "void ember_use(void);\nvoid ember_use(void) {" + "".join(f" (void){k};" for k in kernels)
                    + " }\n")
     flags = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-Wdouble-promotion", "-ffreestanding", "-c", str(src),
              "-o", str(tmp_path / "k.o")]
@@ -106,3 +148,17 @@ def test_nhwc_regions_divide_among_threads(tmp_path: Path, nhwc: None) -> None:
     for name in outs:
         assert_close(got[name], want[name], f"nhwc region {name}: 2 threads vs 1", rel=1e-5)
         assert_close(sanitized[name], want[name], f"nhwc region {name}: sanitized C driver, 2 threads", rel=1e-5)
+
+
+def test_stems_divide_among_threads(tmp_path: Path, nhwc: None) -> None:
+    """Compiled for 2 threads, a stem divides by output rows like a depthwise conv (ops/nhwc.py), each part
+    computing its rows as the whole call does."""
+    path, outs = _stem_model(tmp_path / "stem.onnx", 61, 57)
+    serial = ember.compile(path, tmp_path / "t1")
+    threaded = ember.compile(path, tmp_path / "t2", threads=2)
+    one, two = ((b.path / "stem.c").read_text() for b in (serial, threaded))
+    assert two.count(f"{STEM}(") > one.count(f"{STEM}(")
+    x = {"x": (np.random.default_rng(6).standard_normal((1, 3, 61, 57)) * 3).astype(np.float32)}
+    want, got = serial.run(x), threaded.run(x)
+    for name in outs:
+        assert_close(got[name], want[name], f"stem region {name}: 2 threads vs 1", rel=1e-5)

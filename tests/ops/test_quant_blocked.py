@@ -32,7 +32,7 @@ LAYERS = [("a", "x", 8, 12, 1, 1), ("b", "a", 12, 8, 3, 1), ("p", "b", 8, 8, 3, 
           ("d", "sum", 12, 8, 3, 2), ("q", "sum", 12, 12, 3, 2), ("e", "d", 8, 16, 1, 2), ("h", "e", 16, 16, 5, 1),
           ("f", "h", 16, 8, 3, 1), ("g", "f", 8, 4, 3, 1)]
 # group = channels: 16 channels (one vector of qdwvnni.c), 8 and 12 (part of one), a 5x5
-DEPTHWISE = {"p", "q", "h", "r"}
+DEPTHWISE = {"p", "q", "h", "r", "u"}
 
 
 def _chain(xdt: type, batch: int, layers: list[tuple[str, str, int, int, int, int]] = LAYERS,
@@ -124,3 +124,12 @@ def test_which_values_are_blocked(tmp_path: Path) -> None:
     names = {n.split("_")[0] for n in blocked}
     assert {"d", "e", "f", "b"} <= names, blocked
     assert not names & {"x", "a", "c", "sum", "g", "pooled"}, blocked
+
+
+def test_depthwise_stride2_rows_across_blocks(tmp_path: Path) -> None:
+    """Stride-2 depthwise convolutions between blocked values (the AVX2 kernel's pairs of input pixels, one load
+    for both column phases): a 3x3 (left pad 1) and a 5x5 (left pad 2) on rows 71 wide, so that a row's pixels
+    cross a block of 64 at every offset and parity, and pairs end at odd run lengths."""
+    layers = [("a", "x", 16, 16, 1, 1), ("r", "a", 16, 16, 3, 2), ("u", "a", 16, 16, 5, 2), ("o", "r", 16, 8, 1, 1),
+              ("t", "u", 16, 8, 1, 1)]
+    _check_bit_identical(tmp_path, *_chain(np.int8, 1, layers, (16, 7, 71), ("o", "t")), {"a", "r", "u"})

@@ -16,8 +16,10 @@ from ember.passes.nhwc_region import TO_NCHW, TO_NHWC, nhwc_regions
 RNG = np.random.default_rng(5)
 
 
-def _graph(blocks: int = 1, se: bool = False, stem: bool = False, mean: bool = False) -> Graph:
-    """x -> [3x3 stem] -> blocks of (expand 1x1 + Relu -> depthwise 3x3 + Relu -> [SE Mul] -> project 1x1 + x)."""
+def _graph(blocks: int = 1, se: bool = False, stem: bool = False, mean: bool = False, cin: int = 8,
+           stem_k: int = 3) -> Graph:
+    """x (`cin` channels; 8 without a stem) -> [3x3 stem] -> blocks of (expand 1x1 + Relu -> depthwise 3x3 + Relu
+    -> [SE Mul] -> project 1x1 + x)."""
     inits, nodes = [], []
 
     def conv(x: str, ci: int, co: int, kk: int = 1, group: int = 1) -> str:
@@ -32,7 +34,7 @@ def _graph(blocks: int = 1, se: bool = False, stem: bool = False, mean: bool = F
         nodes.append(helper.make_node("Relu", [x], [x + "r"]))
         return x + "r"
 
-    h = conv("x", 8, 8, 3) if stem else "x"
+    h = conv("x", cin, 8, stem_k) if stem else "x"
     for b in range(blocks):
         e = relu(conv(relu(conv(h, 8, 32)), 32, 32, 3, group=32))
         if se:
@@ -44,7 +46,7 @@ def _graph(blocks: int = 1, se: bool = False, stem: bool = False, mean: bool = F
     if mean:  # TFLite's MEAN over the plane, without keepdims
         nodes.append(helper.make_node("ReduceMean", [h], ["mean"], axes=[2, 3], keepdims=0))
         h = "mean"
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 14, 14])],
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, cin, 14, 14])],
                               [helper.make_tensor_value_info(h, TensorProto.FLOAT, None)], inits)
     g = load_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), LoadOptions(), "net")
     fold_constants(g)
@@ -83,6 +85,23 @@ def test_a_dense_stem_stays_nchw_and_its_output_is_reordered_once() -> None:
     ops = [n.op for n in g.nodes]
     # the stem's output is read by the expand conv and as the residual: one Transpose for both
     assert ops == ["Conv", "NhwcReorder", *["ConvNHWC"] * 3, "NhwcReorder"]
+
+
+def test_a_stem_of_three_channels_joins_the_region_without_a_reorder() -> None:
+    """It reads the NCHW input as it is and writes NHWC: the region's only reorder is its way out."""
+    g = _graph(blocks=1, stem=True, cin=3)
+    nhwc_regions(g, min_convs=3)
+    assert [n.op for n in g.nodes] == [*["ConvNHWC"] * 4, "NhwcReorder"]
+    stem = g.nodes[0]
+    assert params(stem).stem and stem.inputs[0] is g.inputs[0] and stem.outputs[0].shape == (1, 14, 14, 8)
+    assert stem.inputs[1].shape == (27, 8)  # [C*KH*KW, M]
+    assert g.nodes[3].input(RESIDUAL) is stem.outputs[0] and not params(g.nodes[1]).stem
+
+
+def test_a_stem_with_a_larger_window_stays_nchw() -> None:
+    g = _graph(blocks=1, stem=True, cin=3, stem_k=5)
+    nhwc_regions(g, min_convs=3)
+    assert [n.op for n in g.nodes] == ["Conv", "NhwcReorder", *["ConvNHWC"] * 3, "NhwcReorder"]
 
 
 def test_squeeze_excitation_joins_the_region() -> None:

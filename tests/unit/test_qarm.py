@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember.ops.qarm import (
+    _mul_rows,
     _mve8_rows,
     _pair_rows,
     dsp_weights,
@@ -16,6 +17,7 @@ from ember.ops.qarm import (
     fast_requant,
     fold_zp,
     folded_bias,
+    mul_weights,
     mve8_weights,
     rq_table,
     sum_bound,
@@ -103,6 +105,18 @@ def test_dsp_weights16_quads_then_pairs() -> None:
         assert (_pair_rows(dsp_weights16(r), m)[:m, :9] == r).all()
 
 
+def test_mul_weights_pair_rows_per_k_pair() -> None:
+    """Cortex-M0/M3 (qarm_mul.c): int8, per row pair and pair of k the bytes a0 a1 b0 b1; K padded to 4."""
+    rows = np.arange(-9, 3 * 6 - 9, dtype=np.int8).reshape(3, 6)
+    w = mul_weights(rows)
+    assert w.dtype == np.int8 and w.shape == (4, 8)
+    flat = w.reshape(-1)
+    assert flat[:8].tolist() == [-9, -8, -3, -2, -7, -6, -1, 0]  # rows 0, 1: k0 k1 of each, then k2 k3
+    assert flat[8:16].tolist() == [-5, -4, 1, 2, 0, 0, 0, 0]  # k4 k5, then the padding k6 k7
+    assert flat[16:24].tolist() == [3, 4, 0, 0, 5, 6, 0, 0]  # the odd last row with a zero row
+    assert (_mul_rows(w)[:3, :6] == rows).all() and not _mul_rows(w)[3].any()
+
+
 def test_zero_point_in_the_rounding_constant() -> None:
     """`fold_zp`: SMMLA with ra + zp * 2^sh, then >> sh, equals the fast form plus the zero point; a shift
     that would overflow ra's 32 bits is refused."""
@@ -124,9 +138,9 @@ def test_zero_point_in_the_rounding_constant() -> None:
 def test_targets_name_their_integer_kernels() -> None:
     from ember.toolchain.targets import get_target
 
-    isa = {t: get_target(t).int8_isa for t in ("cortex-m0", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55",
-                                               "riscv32", "armv7", "host")}
-    assert isa == {"cortex-m0": "", "cortex-m4": "dsp", "cortex-m7": "dsp", "cortex-m33": "dsp",
+    isa = {t: get_target(t).int8_isa for t in ("cortex-m0", "cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33",
+                                               "cortex-m55", "riscv32", "armv7", "host")}
+    assert isa == {"cortex-m0": "mul", "cortex-m3": "mul", "cortex-m4": "dsp", "cortex-m7": "dsp", "cortex-m33": "dsp",
                    "cortex-m55": "mve", "riscv32": "", "armv7": "", "host": ""}
 
 

@@ -4,7 +4,7 @@
  * back, no stride-2 phase planes), and a 1x1 conv is one matmul whose A operand is the activations
  * ([pixels, C] row-major) and whose B is the weights ([C, M]). */
 
-/*@kernel ember_dwconv_nhwc_f32 requires ember_conv_geo ember_simd ember_act_apply_f32*/
+/*@kernel ember_nhwc_util requires ember_simd*/
 #if EMBER_VL > 1
 typedef int ember_nhwc_vi __attribute__((vector_size(EMBER_VL * 4)));
 #define EMBER_NHWC_LD(ptr) (*(const ember_vf *)(const void *)(ptr))
@@ -38,7 +38,9 @@ EMBER_INLINE void ember_nhwc_taps(int start, int k, int d, int n, int *lo, int *
 typedef struct {
     ptrdiff_t krow, kcol, step, tap;
 } ember_nhwc_st;
+/*@end*/
 
+/*@kernel ember_dwconv_nhwc_f32 requires ember_conv_geo ember_nhwc_util ember_act_apply_f32*/
 #if EMBER_VL > 1
 /* The four outputs a0..a3, `step` floats apart from y: plus the residual's (laid out as y), clamped, stored. */
 EMBER_INLINE void ember_nhwc_put4(float *y, ptrdiff_t step, const float *res, ember_vf a0, ember_vf a1, ember_vf a2,
@@ -219,6 +221,119 @@ static void ember_dwconv_nhwc_f32(float *y, const float *x, const float *w, cons
     }
 }
 /*@end*/
+
+/*@kernel ember_conv_stem_nhwc_f32 requires ember_conv_geo ember_nhwc_util ember_act_apply_f32*/
+/* A network's stem: a dense Conv of few input channels (an image's 3) whose output enters a channels-last
+ * region. It reads x[N][C][H][W] (NCHW, as the model's input comes) and writes y[N][OH][OW][M] (NHWC), so the
+ * region needs no reorder at its way in, and each output pixel is NV channel vectors of M accumulated over
+ * the C*KH*KW taps: a broadcast input times a row of w[C*KH*KW][M] (tap-major, (c, kh, kw) order). As an
+ * NCHW conv (ConvShifted: C*KH*KW products of K = 1 per stride phase, or im2col's K = 27 matmul) the 3x3
+ * stride-2 stems of MobileNetV3 and EfficientNet took 1.6-4x onnxruntime's time on Zen 3. PX pixels whose
+ * windows lie inside the input go together (PX * NV independent sums hide the FMA latency); border pixels go
+ * one at a time with their taps clipped. */
+#if EMBER_VL > 1
+EMBER_INLINE void ember_stem_px(float *y, const float *x, int ih0, int iw0, const float *w, const float *bias,
+                                const ptrdiff_t *o, int NV, int PX, int C, ptrdiff_t plane, int W, int khl, int khh,
+                                int kwl, int kwh,
+                                int KH, int KW, int dh, int dw, int sw, int M, int clamp, float lo, float hi) {
+    ember_vf a[4][4];
+    int i, j, c, kh, kw;
+    for (i = 0; i < PX; ++i)
+        for (j = 0; j < NV; ++j) a[i][j] = bias ? EMBER_NHWC_LD(bias + o[j]) : (ember_vf){0};
+    for (c = 0; c < C; ++c)
+        for (kh = khl; kh < khh; ++kh)
+            for (kw = kwl; kw < kwh; ++kw) {
+                const float *xk = x + (ptrdiff_t)c * plane + (ptrdiff_t)(ih0 + kh * dh) * W + iw0 + kw * dw;
+                const float *wk = w + (ptrdiff_t)((c * KH + kh) * KW + kw) * M;
+                for (i = 0; i < PX; ++i) {
+                    const ember_vf xv = (ember_vf){0} + xk[i * sw];
+                    for (j = 0; j < NV; ++j) a[i][j] += xv * EMBER_NHWC_LD(wk + o[j]);
+                }
+            }
+    for (i = 0; i < PX; ++i)
+        for (j = 0; j < NV; ++j) EMBER_NHWC_ST(y + (ptrdiff_t)i * M + o[j], ember_nhwc_clamp(a[i][j], clamp, lo, hi));
+}
+#endif
+
+static void ember_conv_stem_nhwc_f32(float *y, const float *x, const float *w, const float *bias, const int32_t *p,
+                                     int M, int N, int oh0, int oh1, int act, float act_a, float act_b) {
+    const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], KH = p[EMBER_GEO_K_H],
+              KW = p[EMBER_GEO_K_W], OW = p[EMBER_GEO_OUT_W], OH = p[EMBER_GEO_OUT_H];
+    const int sh = p[EMBER_GEO_STRIDE_H], sw = p[EMBER_GEO_STRIDE_W], dh = p[EMBER_GEO_DIL_H],
+              dw = p[EMBER_GEO_DIL_W], pt = p[EMBER_GEO_PAD_H], pl = p[EMBER_GEO_PAD_W];
+    const int clamp = act == EMBER_ACT_RELU ? 1 : act == EMBER_ACT_CLIP ? 2 : 0;
+    const float lo = act == EMBER_ACT_CLIP ? act_a : 0.0f, hi = act_b;
+    const ptrdiff_t plane = (ptrdiff_t)H * W, yrow = (ptrdiff_t)OW * M;
+    int n, oh, ow, owa = 0, owb, khl, khh, kwl, kwh;
+    /* [owa, owb): the outputs whose windows lie inside the row */
+    while (owa < OW && owa * sw - pl < 0) ++owa;
+    owb = owa;
+    while (owb < OW && owb * sw - pl + (KW - 1) * dw < W) ++owb;
+    for (n = 0; n < N; ++n)
+        for (oh = oh0; oh < oh1; ++oh) {
+            const int ih0 = oh * sh - pt;
+            const float *xn = x + (ptrdiff_t)n * C * plane;
+            float *yr = y + ((ptrdiff_t)n * OH + oh) * yrow;
+            ember_nhwc_taps(ih0, KH, dh, H, &khl, &khh);
+#if EMBER_VL > 1
+            if (M >= EMBER_VL) {
+                int m0;
+                for (m0 = 0; m0 < M; m0 += 4 * EMBER_VL) {
+                    /* up to four vectors from m0; the last of the row overlaps the one before it where M is not
+                     * a multiple of EMBER_VL (recomputed to the same values) */
+                    const int nv = (M - m0 >= 4 * EMBER_VL ? 4 * EMBER_VL : M - m0 + EMBER_VL - 1) / EMBER_VL;
+                    ptrdiff_t o[4];
+                    int j;
+                    for (j = 0; j < 4; ++j) o[j] = m0 + j * EMBER_VL > M - EMBER_VL ? M - EMBER_VL : m0 + j * EMBER_VL;
+/* PX_ pixels of NV_ vectors from output column ow, taps [kwl, kwh) */
+#define EMBER_STEM(NV_, PX_)                                                                                \
+    ember_stem_px(yr + (ptrdiff_t)ow * M, xn, ih0, ow * sw - pl, w, bias, o, NV_, PX_, C, plane, W, khl, khh, kwl, \
+                  kwh, KH, KW, dh, dw, sw, M, clamp, lo, hi)
+                    for (ow = 0; ow < OW;) {
+                        const int px = nv == 4 ? 3 : 4;
+                        if (ow >= owa && ow + px <= owb) {
+                            kwl = 0, kwh = KW;
+                            if (nv == 4) EMBER_STEM(4, 3);
+                            else if (nv == 3) EMBER_STEM(3, 4);
+                            else if (nv == 2) EMBER_STEM(2, 4);
+                            else EMBER_STEM(1, 4);
+                            ow += px;
+                        } else {
+                            ember_nhwc_taps(ow * sw - pl, KW, dw, W, &kwl, &kwh);
+                            if (nv == 4) EMBER_STEM(4, 1);
+                            else if (nv == 3) EMBER_STEM(3, 1);
+                            else if (nv == 2) EMBER_STEM(2, 1);
+                            else EMBER_STEM(1, 1);
+                            ++ow;
+                        }
+                    }
+#undef EMBER_STEM
+                }
+            } else
+#endif
+            {
+                int m, c, kh, kw;
+                for (ow = 0; ow < OW; ++ow) {
+                    const int iw0 = ow * sw - pl;
+                    ember_nhwc_taps(iw0, KW, dw, W, &kwl, &kwh);
+                    for (m = 0; m < M; ++m) {
+                        float a = bias ? bias[m] : 0.0f;
+                        for (c = 0; c < C; ++c)
+                            for (kh = khl; kh < khh; ++kh)
+                                for (kw = kwl; kw < kwh; ++kw)
+                                    a += w[(ptrdiff_t)((c * KH + kh) * KW + kw) * M + m] *
+                                         xn[(ptrdiff_t)c * plane + (ptrdiff_t)(ih0 + kh * dh) * W + iw0 + kw * dw];
+                        if (clamp >= 1) a = a < lo ? lo : a;
+                        if (clamp == 2) a = a > hi ? hi : a;
+                        yr[(ptrdiff_t)ow * M + m] = a;
+                    }
+                }
+            }
+            if (!clamp) ember_act_apply_f32(yr, yrow, act, act_a, act_b);
+        }
+}
+/*@end*/
+
 
 /*@kernel ember_pw_nhwc_f32 requires ember_matmul_core*/
 /* A 1x1 stride-1 conv on NHWC activations: y[P][M] = x[P][C] . w[C][M] + bias[M] (+ res[P][M]), then the

@@ -1350,13 +1350,14 @@ EMBER_UNUSED static void ember_qarm_conv(uint8_t *y, const uint8_t *x, int sgn, 
 
 /*@kernel ember_qarm_fc requires ember_qarm*/
 /* Fully connected: y[r][n] requantised from sum_k (a[r][k] - zero point) W[n][k] + bias[n], rows of A in
- * pairs (the two columns of ember_qa_gemm2). Scratch: cols then two plain columns, 8 * Kp bytes. */
+ * pairs (the two columns of ember_qa_gemm2). Scratch: cols then two plain columns, 8 * Kp bytes; one row of A
+ * only its plain column, 2 * Kp bytes (ops/qarm.py `fc_scratch`). */
 static void ember_qarm_fc(uint8_t *y, const uint8_t *a, int sgn, int32_t az, int R, int Nout, int K,
                           const int8_t *W, const int32_t *rq, const int32_t *out, int16_t *cols) {
     const int Kp = (K + 3) & ~3;
     const uint32_t flip = sgn ? 0x80u : 0u;
     const int32_t z2 = az + (sgn ? 128 : 0);
-    int16_t *t0 = cols + 2 * Kp, *t1 = t0 + Kp;
+    int16_t *t0 = R > 1 ? cols + 2 * Kp : cols, *t1 = t0 + Kp;
     int r, k;
     for (r = 0; r < R; r += 2) {
         const int two = r + 1 < R;
@@ -1737,7 +1738,7 @@ EMBER_INLINE ember_qa_dw3_geo_t ember_qa_dw3_geo_tr(const int32_t *p, int tr) {
 }
 /* Helium's layout (ember_qarm_dw3_mve, _mve8): transposed where that makes the rows longer. The DSP kernels
  * keep the image's rows (`tr` 0): their steps of four and two fit short rows, and their stores stay in order. */
-EMBER_INLINE ember_qa_dw3_geo_t ember_qa_dw3_geo(const int32_t *p) {
+EMBER_UNUSED EMBER_INLINE ember_qa_dw3_geo_t ember_qa_dw3_geo(const int32_t *p) {
     return ember_qa_dw3_geo_tr(p, 1);
 }
 /* The 9 weights' words wv (ember_qa_dw3_quad's A B C D per kernel row; w transposed with the plane). */
@@ -1755,7 +1756,7 @@ EMBER_INLINE void ember_qa_dw3_words(const ember_qa_dw3_geo_t *g, const int16_t 
 }
 /* Widen channel xc into the plane (whose padding stays 0: only image positions are written) and build the
  * 9 weights' words wv (ember_qa_dw3_words). */
-EMBER_INLINE void ember_qa_dw3_load(int16_t *plane, const ember_qa_dw3_geo_t *g, const uint8_t *xc, uint32_t flip,
+EMBER_UNUSED EMBER_INLINE void ember_qa_dw3_load(int16_t *plane, const ember_qa_dw3_geo_t *g, const uint8_t *xc, uint32_t flip,
                                     int32_t z2, const int16_t *w, uint32_t wv[12]) {
     const int r_end = g->H + g->PH < g->Hp ? g->H + g->PH : g->Hp, wd = g->W + g->PW < g->Wp ? g->W : g->Wp - g->PW;
     int r, j;

@@ -196,6 +196,49 @@ typedef char ember_qdx_b32 __attribute__((vector_size(32)));
 typedef uint32_t ember_qdx_w8u __attribute__((vector_size(32), aligned(1), may_alias));
 typedef uint32_t ember_qdx_w1u __attribute__((aligned(1), may_alias));
 
+/* ember_qdx_fill for column stride 2: each pair of adjacent input pixels is one 8-byte load whose two
+ * pixels go to the two phases' rows, where a load per pixel and phase was most of a stride-2 layer's time. */
+static void ember_qdx_fill2(float *EMBER_RESTRICT F, const uint8_t *xi, ptrdiff_t bs, int c, int sgn, int32_t xz,
+                            const int32_t *p, int r0, int nr, int Wq) {
+    const int H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], pt = p[EMBER_GEO_PAD_H], pl = p[EMBER_GEO_PAD_W];
+    /* the input columns whose padded column iw + pl has a place (j < Wq) */
+    const int iw1 = W < 2 * Wq - pl ? W : 2 * Wq - pl;
+    const ember_qdx_i4 z = (ember_qdx_i4){0} + xz;
+    const ember_qdx_i8 z8 = (ember_qdx_i8){0} + xz;
+    int lo[2], hi[2], rr, b, j, iw;
+    for (b = 0; b < 2; ++b) ember_window_bounds(W, Wq, 2, b - pl, &lo[b], &hi[b]);
+    for (rr = 0; rr < nr; ++rr) {
+        const int ih = r0 + rr - pt;
+        float *const d[2] = {F + (ptrdiff_t)rr * 2 * Wq * 4, F + ((ptrdiff_t)rr * 2 + 1) * Wq * 4};
+        if (ih < 0 || ih >= H) {
+            for (j = 0; j < 2 * Wq; ++j) *(ember_qdx_f4u *)(void *)(d[0] + 4 * j) = (ember_qdx_f4){0};
+            continue;
+        }
+        for (b = 0; b < 2; ++b) { /* the padding columns of each phase */
+            for (j = 0; j < lo[b]; ++j) *(ember_qdx_f4u *)(void *)(d[b] + 4 * j) = (ember_qdx_f4){0};
+            for (j = hi[b]; j < Wq; ++j) *(ember_qdx_f4u *)(void *)(d[b] + 4 * j) = (ember_qdx_f4){0};
+        }
+        for (iw = 0; iw < iw1;) { /* runs of pixels inside one block of 64: consecutive words */
+            const ptrdiff_t pix = (ptrdiff_t)ih * W + iw;
+            const uint8_t *s = xi + ember_qblk_off(pix, c, bs);
+            const int run = 64 - (int)(pix & 63), e = iw + (run < iw1 - iw ? run : iw1 - iw);
+            if (iw + 2 <= e) { /* a pair's first pixel always lands in the same phase in one run */
+                const int pc = iw + pl;
+                float *da = d[pc & 1] + 4 * (pc >> 1), *db = d[(pc + 1) & 1] + 4 * ((pc + 1) >> 1);
+                for (; iw + 2 <= e; iw += 2, s += 8, da += 4, db += 4) {
+                    const ember_qdx_f8 v = __builtin_convertvector(ember_qdx_ld8(s, sgn) - z8, ember_qdx_f8);
+                    *(ember_qdx_f4u *)(void *)da = (ember_qdx_f4){v[0], v[1], v[2], v[3]};
+                    *(ember_qdx_f4u *)(void *)db = (ember_qdx_f4){v[4], v[5], v[6], v[7]};
+                }
+            }
+            for (; iw < e; ++iw, s += 4) {
+                const int pc = iw + pl;
+                *(ember_qdx_f4u *)(void *)(d[pc & 1] + 4 * (pc >> 1)) =
+                    __builtin_convertvector(ember_qdx_ld4(s, sgn) - z, ember_qdx_f4);
+            }
+        }
+    }
+}
 /* Padded input rows r0 .. r0+nr-1 of channel quad c of the blocked image xi (bs bytes per block) as
  * floats x - xz: row rr, phase b, column j at F + ((rr * sw + b) * Wq + j) * 4 (padded column j*sw + b). */
 static void ember_qdx_fill(float *EMBER_RESTRICT F, const uint8_t *xi, ptrdiff_t bs, int c, int sgn, int32_t xz,
@@ -205,18 +248,25 @@ static void ember_qdx_fill(float *EMBER_RESTRICT F, const uint8_t *xi, ptrdiff_t
     const ember_qdx_i4 z = (ember_qdx_i4){0} + xz;
     const ember_qdx_i8 z8 = (ember_qdx_i8){0} + xz;
     int rr, b, j;
-    for (rr = 0; rr < nr; ++rr) {
-        const int ih = r0 + rr - pt;
-        for (b = 0; b < sw; ++b) {
+    if (sw == 2) {
+        ember_qdx_fill2(F, xi, bs, c, sgn, xz, p, r0, nr, Wq);
+        return;
+    }
+    for (b = 0; b < sw; ++b) {
+        int lo0, hi0; /* the columns j with input column j*sw + b - pl inside the input: once a phase, not a row
+                       * (its divisions were a tenth of the layer) */
+        ember_window_bounds(W, Wq, sw, b - pl, &lo0, &hi0);
+        for (rr = 0; rr < nr; ++rr) {
+            const int ih = r0 + rr - pt;
             float *EMBER_RESTRICT d = F + ((ptrdiff_t)rr * sw + b) * Wq * 4;
-            int lo, hi; /* the columns j with input column j*sw + b - pl inside the input */
-            ember_window_bounds(W, Wq, sw, b - pl, &lo, &hi);
+            int lo = lo0, hi = hi0;
             if (ih < 0 || ih >= H) lo = hi = 0;
             for (j = 0; j < lo; ++j) *(ember_qdx_f4u *)(void *)(d + 4 * j) = (ember_qdx_f4){0};
             while (j < hi) { /* runs of pixels inside one block of 64: words 4 * sw bytes apart */
                 const ptrdiff_t pix = (ptrdiff_t)ih * W + j * sw + b - pl;
                 const uint8_t *s = xi + ember_qblk_off(pix, c, bs);
-                const int run = (63 - (int)(pix & 63)) / sw + 1, e = j + (run < hi - j ? run : hi - j);
+                const int run = (sw == 1 ? 63 - (int)(pix & 63) : (63 - (int)(pix & 63)) / sw) + 1,
+                          e = j + (run < hi - j ? run : hi - j);
                 if (sw == 1) /* two pixels' words at a time */
                     for (; j + 2 <= e; j += 2, s += 8)
                         *(ember_qdx_f8u *)(void *)(d + 4 * j) = __builtin_convertvector(ember_qdx_ld8(s, sgn) - z8, ember_qdx_f8);
@@ -233,8 +283,9 @@ EMBER_INLINE ember_qdx_i8 ember_qdx_rq(ember_qdx_f8 a, ember_qdx_f8 m, ember_qdx
     ember_qdx_i8 v;
     __asm__("vfmadd213ps %2, %1, %0" : "+x"(a) : "x"(m), "x"((ember_qdx_f8){0} + 12582912.0f));
     v = (ember_qdx_i8)a - off;
-    v = (ember_qdx_i8)__builtin_ia32_pmaxsd256(v, lo);
-    return (ember_qdx_i8)__builtin_ia32_pminsd256(v, hi);
+    /* VPMAXSD, VPMINSD by asm: clang (zig cc, the cross compiler) has no builtins for them */
+    __asm__("vpmaxsd %2, %1, %0\n\tvpminsd %3, %0, %0" : "=&x"(v) : "x"(v), "x"(lo), "x"(hi));
+    return v;
 }
 /* The layer on AVX2 if it takes this path (returns 0 where not: then the general path runs). */
 static int ember_qdx_conv(uint8_t *y, const uint8_t *x, int x_sgn, int32_t xz, const int32_t *p, int N, int M,
@@ -292,17 +343,35 @@ static int ember_qdx_conv(uint8_t *y, const uint8_t *x, int x_sgn, int32_t xz, c
                 for (oh = oh0; oh < oh0 + nb; ++oh) {
                     const float *row = F + (ptrdiff_t)(oh - oh0) * sh * sw * Wq * 4;
                     for (ow0 = 0; ow0 < OW; ow0 += 8) {
-                        ember_qdx_f8 a0 = b0, a1 = b0, a2 = b0, a3 = b0;
+                        ember_qdx_f8 a0 = b0, a1 = b0, a2 = b0, a3 = b0, c0 = {0}, c1 = {0}, c2 = {0}, c3 = {0};
                         ember_qdx_i8 q;
                         const ptrdiff_t pix = (ptrdiff_t)oh * OW + ow0;
                         const int cnt = OW - ow0 < 8 ? OW - ow0 : 8;
-                        for (t = 0; t < taps; ++t) {
+                        /* the even taps into a0..a3, the odd ones into c0..c3: eight chains of FMAs, where four
+                         * waited on each other's latency; every partial sum is an integer within the bound
+                         * that makes the whole exact, so the order changes no bit */
+                        for (t = 0; t + 1 < taps; t += 2) {
+                            const float *s = row + toff[t] + 4 * ow0, *u = row + toff[t + 1] + 4 * ow0;
+                            a0 += wf[t] * *(const ember_qdx_f8u *)(const void *)s;
+                            a1 += wf[t] * *(const ember_qdx_f8u *)(const void *)(s + 8);
+                            a2 += wf[t] * *(const ember_qdx_f8u *)(const void *)(s + 16);
+                            a3 += wf[t] * *(const ember_qdx_f8u *)(const void *)(s + 24);
+                            c0 += wf[t + 1] * *(const ember_qdx_f8u *)(const void *)u;
+                            c1 += wf[t + 1] * *(const ember_qdx_f8u *)(const void *)(u + 8);
+                            c2 += wf[t + 1] * *(const ember_qdx_f8u *)(const void *)(u + 16);
+                            c3 += wf[t + 1] * *(const ember_qdx_f8u *)(const void *)(u + 24);
+                        }
+                        if (t < taps) {
                             const float *s = row + toff[t] + 4 * ow0;
                             a0 += wf[t] * *(const ember_qdx_f8u *)(const void *)s;
                             a1 += wf[t] * *(const ember_qdx_f8u *)(const void *)(s + 8);
                             a2 += wf[t] * *(const ember_qdx_f8u *)(const void *)(s + 16);
                             a3 += wf[t] * *(const ember_qdx_f8u *)(const void *)(s + 24);
                         }
+                        a0 += c0;
+                        a1 += c1;
+                        a2 += c2;
+                        a3 += c3;
                         {
 #define EMBER_QDX_RQ(a) (tfl ? ember_qt8_rq(__builtin_convertvector(a, ember_qdx_i8) + bi, &tq) \
                              : ember_qdx_rq(a, m, off, lo, hi))

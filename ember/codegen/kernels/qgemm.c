@@ -371,6 +371,15 @@ EMBER_INLINE uint8_t *ember_qblk_at(const ember_qout *o, int m, ptrdiff_t pix) {
 typedef int32_t ember_qf8i __attribute__((vector_size(32)));
 typedef float ember_qf8f __attribute__((vector_size(32)));
 typedef int32_t ember_qf8iu __attribute__((vector_size(32), aligned(4), may_alias));
+/* VPMAXSD, VPMINSD by asm: clang (zig cc, the x86_64 target's compiler) has no builtins for them. */
+EMBER_INLINE ember_qf8i ember_qf8_max(ember_qf8i a, ember_qf8i b) {
+    __asm__("vpmaxsd %1, %0, %0" : "+x"(a) : "x"(b));
+    return a;
+}
+EMBER_INLINE ember_qf8i ember_qf8_min(ember_qf8i a, ember_qf8i b) {
+    __asm__("vpminsd %1, %0, %0" : "+x"(a) : "x"(b));
+    return a;
+}
 /* Row sums acc + c (n <= 16, the rest ignored) requantised into the int32 lanes of r[0], r[1]. */
 EMBER_INLINE void ember_qf8_row(ember_qf8i *r, const int32_t *acc, int n, int32_t c, int32_t mult, int shift,
                                 const int32_t *out) {
@@ -388,14 +397,14 @@ EMBER_INLINE void ember_qf8_row(ember_qf8i *r, const int32_t *acc, int n, int32_
         ember_qf8i v = *(const ember_qf8iu *)(const void *)(a + 8 * h) + c;
         ember_qf8f t;
         if (out[EMBER_QOUT_LIMIT]) {
-            v = (ember_qf8i)__builtin_ia32_pminsd256((ember_qf8i)v, lim);
-            v = (ember_qf8i)__builtin_ia32_pmaxsd256((ember_qf8i)v, -lim);
+            v = ember_qf8_min(v, lim);
+            v = ember_qf8_max(v, -lim);
         }
         t = __builtin_convertvector(v, ember_qf8f);
         __asm__("vfmadd213ps %2, %1, %0" : "+x"(t) : "x"(m), "x"(bias));
         v = (ember_qf8i)t - off;
-        v = (ember_qf8i)__builtin_ia32_pmaxsd256(v, lo);
-        r[h] = (ember_qf8i)__builtin_ia32_pminsd256(v, hi);
+        v = ember_qf8_max(v, lo);
+        r[h] = ember_qf8_min(v, hi);
     }
 }
 static void ember_qf8_run(uint8_t *EMBER_RESTRICT y, ptrdiff_t ps, const int32_t *acc, int n, int32_t c, int32_t mult,
@@ -546,14 +555,14 @@ EMBER_INLINE ember_qf8i ember_qf8_sum8(ember_qv a0, ember_qv a1) {
 EMBER_INLINE ember_qf8i ember_qf8_rq(ember_qf8i v, ember_qf8f m, const ember_qrq_out *rg) {
     ember_qf8f t;
     if (rg->limit) {
-        v = (ember_qf8i)__builtin_ia32_pminsd256(v, rg->lim);
-        v = (ember_qf8i)__builtin_ia32_pmaxsd256(v, -rg->lim);
+        v = ember_qf8_min(v, rg->lim);
+        v = ember_qf8_max(v, -rg->lim);
     }
     t = __builtin_convertvector(v, ember_qf8f);
     __asm__("vfmadd213ps %2, %1, %0" : "+x"(t) : "x"(m), "x"((ember_qf8f){0} + 12582912.0f));
     v = (ember_qf8i)t - rg->off;
-    v = (ember_qf8i)__builtin_ia32_pmaxsd256(v, rg->lo);
-    return (ember_qf8i)__builtin_ia32_pminsd256(v, rg->hi);
+    v = ember_qf8_max(v, rg->lo);
+    return ember_qf8_min(v, rg->hi);
 }
 /* The first n (none if n <= 0, at most 8) lanes of q as bytes to y. */
 EMBER_INLINE void ember_qf8_put(uint8_t *y, ember_qf8i q, int n) {

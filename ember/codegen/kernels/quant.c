@@ -103,11 +103,13 @@ typedef struct {
     ember_qt8i m, mo, l, h, zp, half, mask, ls, rs;
     ember_qt8q rnd_e, rnd_o, k_e, k_o, l64, h64;
     int dbl;
+    int ls0; /* no lane shifts left (every k >= 31, as multipliers below 1 give): the saturating shift is the identity */
 } ember_qt8;
 EMBER_UNUSED EMBER_INLINE void ember_qt8_init(ember_qt8 *t, int32_t mult, int shift, int32_t zp, int32_t lo, int32_t hi) {
     const int k = shift & 63, rs = k > 31 ? k - 31 : 0;
     const int32_t mask = (int32_t)(((uint32_t)1 << rs) - 1u);
     t->dbl = shift >= 2 * EMBER_Q_TFL;
+    t->ls0 = k >= 31;
     t->m = t->mo = (ember_qt8i){0} + mult;
     t->ls = (ember_qt8i){0} + (k < 31 ? 31 - k : 0);
     t->rs = (ember_qt8i){0} + rs;
@@ -128,6 +130,7 @@ EMBER_UNUSED EMBER_INLINE void ember_qt8_lane(ember_qt8 *t, int i, int32_t mult,
     const long long rnd = t->dbl ? (long long)1 << 30 : k ? (long long)1 << (k - 1) : 0;
     t->m[i] = mult;
     t->ls[i] = k < 31 ? 31 - k : 0;
+    t->ls0 = t->ls0 && k >= 31;
     t->rs[i] = rs;
     t->mask[i] = mask;
     t->half[i] = mask >> 1;
@@ -147,8 +150,9 @@ EMBER_UNUSED EMBER_INLINE ember_qt8q ember_qt8_clamp64(ember_qt8q x, ember_qt8q 
     return EMBER_QT8_SEL(x > h, h, x);
 }
 EMBER_UNUSED EMBER_INLINE ember_qt8i ember_qt8_clamp(ember_qt8i x, ember_qt8i l, ember_qt8i h) {
-    x = EMBER_QT8_SEL(x < l, l, x);
-    return EMBER_QT8_SEL(x > h, h, x);
+    /* VPMAXSD, VPMINSD (GCC made the selects compares and VPBLENDVBs; clang has no builtins for them) */
+    __asm__("vpmaxsd %2, %1, %0\n\tvpminsd %3, %0, %0" : "=&x"(x) : "x"(x), "x"(l), "x"(h));
+    return x;
 }
 /* x >> k (arithmetic) of 64-bit lanes, each by its own k. */
 EMBER_UNUSED EMBER_INLINE ember_qt8q ember_qt8_sra(ember_qt8q x, ember_qt8q k) {
@@ -167,21 +171,23 @@ EMBER_UNUSED EMBER_INLINE ember_qt8i ember_qt8_rq(ember_qt8i v, const ember_qt8 
         r = (ember_qt8i)(((ember_qt8u)e & 0xFFFFFFFFull) | (ember_qt8u)o << 32);
         return r + t->zp;
     }
-    { /* acc * 2^ls saturated to int32, as ember_q_scale_tfl's clamp */
+    if (!t->ls0) { /* acc * 2^ls saturated to int32, as ember_q_scale_tfl's clamp */
         const ember_qt8i a = (ember_qt8i)((ember_qt8w)v << (ember_qt8w)t->ls);
         const ember_qt8i sat = (v >> 31) ^ 0x7FFFFFFF;
         v = EMBER_QT8_SEL((a >> t->ls) == v, a, sat);
     }
     e = (ember_qt8q)__builtin_ia32_pmuldq256(v, t->m) + t->rnd_e;
     o = (ember_qt8q)__builtin_ia32_pmuldq256((ember_qt8i)((ember_qt8q)v >> 32), t->mo) + t->rnd_o;
-    r = (ember_qt8i)((((ember_qt8u)e >> 31) & 0xFFFFFFFFull) | (((ember_qt8u)o << 1) & 0xFFFFFFFF00000000ull));
+    /* bits 31..62 of each product: the even lanes' low dwords after a shift by 31, the odd lanes' high dwords
+     * after a shift by 1, one VPBLENDD */
+    r = (ember_qt8i)__builtin_ia32_pblendd256((ember_qt8i)((ember_qt8u)e >> 31), (ember_qt8i)((ember_qt8u)o << 1), 0xAA);
     /* RoundingDivideByPOT(r, rs): the comparisons' lanes are -1 where true */
     r = (r >> t->rs) - ((r & t->mask) > t->half - (r < (ember_qt8i){0}));
     return ember_qt8_clamp(r, t->l, t->h) + t->zp;
 }
 #endif
 /* ember_q_scale + zero point, clamped to [lo, hi]. */
-EMBER_INLINE int32_t ember_q_requant(int64_t acc, int32_t mult, int shift, int32_t zp, int32_t lo, int32_t hi) {
+EMBER_UNUSED EMBER_INLINE int32_t ember_q_requant(int64_t acc, int32_t mult, int shift, int32_t zp, int32_t lo, int32_t hi) {
     const int64_t r = ember_q_scale(acc, mult, shift) + zp;
     return (int32_t)(r < lo ? lo : r > hi ? hi : r);
 }
@@ -197,7 +203,7 @@ EMBER_INLINE int32_t ember_q_requant(int64_t acc, int32_t mult, int shift, int32
 #define EMBER_QOUT_LIMIT 5
 #define EMBER_QOUT_W127 6
 /* Element i of int8 (sgn = 1) or uint8 (sgn = 0) bytes, as an int. */
-EMBER_INLINE int32_t ember_q_load(const uint8_t *p, ptrdiff_t i, int sgn) {
+EMBER_UNUSED EMBER_INLINE int32_t ember_q_load(const uint8_t *p, ptrdiff_t i, int sgn) {
     return sgn ? (int32_t)(int8_t)p[i] : (int32_t)p[i];
 }
 /*@end*/
