@@ -337,6 +337,23 @@ static void ember_conv_stem_nhwc_f32(float *y, const float *x, const float *w, c
                             else if (nv == 2) EMBER_STEM(2, 4);
                             else EMBER_STEM(1, 4);
                             ow += px;
+                        } else if (ow >= owa && ow + 2 <= owb) {
+                            /* the last two or three inside the row together: one at a time, each waited on the FMA
+                             * latency as long as a group does (MobileNet's 3x3 stride-2 stem at 16x16 outputs:
+                             * 3 of every 16) */
+                            kwl = 0, kwh = KW;
+                            if (owb - ow >= 3 && nv < 4) {
+                                if (nv == 3) EMBER_STEM(3, 3);
+                                else if (nv == 2) EMBER_STEM(2, 3);
+                                else EMBER_STEM(1, 3);
+                                ow += 3;
+                            } else {
+                                if (nv == 4) EMBER_STEM(4, 2);
+                                else if (nv == 3) EMBER_STEM(3, 2);
+                                else if (nv == 2) EMBER_STEM(2, 2);
+                                else EMBER_STEM(1, 2);
+                                ow += 2;
+                            }
                         } else {
                             ember_nhwc_taps(ow * sw - pl, KW, dw, W, &kwl, &kwh);
                             if (nv == 4) EMBER_STEM(4, 1);
