@@ -11,8 +11,11 @@ The pass takes the eligible Convs (float32, 2-D, constant weights and bias: dept
 and its output link it to its neighbours) and rewrites each region that pays for its reorders (`_pays`): every Conv
 becomes a ConvNHWC between a Transpose of each input to NHWC and one of its output back to NCHW; then every
 NCHW -> NHWC Transpose of such an output is the value it came from (the pair cancels), so what is left is one
-Transpose where a value enters or leaves the region (lowered as NhwcReorder). `min_convs`, the Convs a region
-needs for each pair of reorders at its edge, is the CPU family's `nhwc_min_convs` (toolchain/cpus.py).
+Transpose where a value enters or leaves the region (lowered as NhwcReorder). A channels-last model (TFLite's)
+reaches the pass with a Transpose to NCHW after its input and one back to NHWC before its output: the region's
+way in and way out cancel with those, and a stem reads the NHWC input itself, so such a model keeps no reorder.
+`min_convs`, the Convs a region needs for each pair of reorders at its edge, is the CPU family's
+`nhwc_min_convs` (toolchain/cpus.py).
 """
 
 from __future__ import annotations
