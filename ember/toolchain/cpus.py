@@ -62,7 +62,10 @@ class CpuFamily:
     mm_strip_prefetch: bool = False
     # Products of at most this many columns (a 7x7 map's 49 pixels) pack each K block of B whole, so the row
     # tiles of A (the weights) are read once, not once per 16-column strip (EMBER_MM_BLOCK_N; 0: never, and
-    # at most 64: the packed block is EMBER_MM_KC x 64 floats of stack).
+    # at most 64: the packed block is EMBER_MM_KC x 64 floats of stack). Wider products run the same way, 64
+    # columns at a time wherever A held 256 KiB or more (so A came from L3 once per 64 columns, not once per
+    # 16-column strip), measured slower on Zen 3 (per-node least times, ResNet-50's layers alone): 1x1 convs at
+    # 14x14 and 28x28 1.07-1.22x, ConvShifted's stride-2 3x3 1.0-1.5x: the 64 KiB block leaves L1, the strip does not.
     mm_block_n: int = 0
     # Inverted-residual blocks (passes/fuse_irblock.py) are computed band by band from input planes of this many
     # pixels on; None: never. Off in every family for now: on Zen 3 (AVX2, 512 KiB L2, 32 MiB L3) the fused

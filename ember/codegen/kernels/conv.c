@@ -110,10 +110,16 @@ static void ember_im2col_f32(float *EMBER_RESTRICT col, ptrdiff_t ldc, const flo
 /*@end*/
 
 /*@kernel ember_residual_act_f32 requires ember_act_apply_f32*/
-/* y = act(y + r) over n floats: a fused residual Add on the kernel paths that cannot add it in registers. */
+/* y = act(y + r) over n floats: a fused residual Add on the kernel paths that cannot add it in registers. A Relu
+ * (ResNet's shortcuts) goes in the add's own pass: y is a whole feature map there (3 MiB at 56x56 x 256),
+ * past L2, and a second pass read it all back from L3. */
 static void ember_residual_act_f32(float *EMBER_RESTRICT y, const float *EMBER_RESTRICT r, ptrdiff_t n, int act,
                                    float act_a, float act_b) {
     ptrdiff_t i;
+    if (act == EMBER_ACT_RELU) {
+        for (i = 0; i < n; ++i) y[i] = ember_act_f32(y[i] + r[i], EMBER_ACT_RELU, act_a, act_b);
+        return;
+    }
     for (i = 0; i < n; ++i) y[i] += r[i];
     ember_act_apply_f32(y, n, act, act_a, act_b);
 }

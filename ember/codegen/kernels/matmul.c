@@ -382,7 +382,13 @@ static void ember_matmul_core_res(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
                 int k, j;
                 for (k = 0; k < kn; ++k) {
                     const float *bk = b_row ? B + b_row[k0 + k] + n0 : b + (ptrdiff_t)k * b_sk;
-                    for (j = 0; j < nv; ++j) bpack[k * nv + j] = bk[j];
+#if EMBER_VL > 1
+                    if (nv == 2 * EMBER_VL) { /* a whole strip (nearly every one): two vector copies, not a loop */
+                        *(ember_vf *)(bpack + k * nv) = *(const ember_vf *)bk;
+                        *(ember_vf *)(bpack + k * nv + EMBER_VL) = *(const ember_vf *)(bk + EMBER_VL);
+                    } else
+#endif
+                        for (j = 0; j < nv; ++j) bpack[k * nv + j] = bk[j];
 #if EMBER_GNUC && EMBER_MM_STRIP_PREFETCH
                     /* The rows of B are a whole output row of pixels apart (im2col's columns, a 1x1 conv's
                      * input planes): each row is its own stream, which the hardware prefetcher does not
