@@ -2,7 +2,9 @@
 (passes/int8_layout.py) divide along their output pixels in whole 64-pixel blocks (ember_qconv's and
 ember_qconv_shifted's pixel range) on big maps, along their output channels on small ones (each part writing
 its channel quads of every block, with the whole block stride), as does an integer Winograd convolution into
-a blocked output; a same-shape QAdd divides into byte runs, an int8 MaxPool into planes. A threaded bundle's
+a blocked output; depthwise ones into or from blocked tensors along channel quads at the whole block stride;
+an integer Winograd one on a map of several bands along its tile rows; a same-shape QAdd divides into byte runs,
+an int8 MaxPool into planes. A threaded bundle's
 bytes must be the single-thread bundle's, in process and as C under ASan/UBSan (the portable path and the
 host's tiles); and each of those nodes must be divided (threads.MIN_WORK lowered to 0, so that these small
 layers are)."""
@@ -124,3 +126,31 @@ def test_two_images_divide_by_pixels(tmp_path: Path, every_layer: None) -> None:
     got = bundle.run(feeds)
     for name, w in want.items():
         np.testing.assert_array_equal(got[name], w, err_msg=name)
+
+
+# On the 9x84 map: depthwise 5x5 from the plain input into blocks (lay 2), depthwise 3x3 blocked in and out
+# (lay 3: qdwconv.c's AVX2 quads, qdwvnni.c's groups), an integer Winograd 3x3 of 24 channels (tile rows of 42
+# tiles, bands of 3: two bands), a depthwise stride-2 3x3 from blocks into a plain output (lay 1).
+DW_LAYERS = [("h", "x", 8, 8, 5, 1), ("a", "h", 8, 24, 1, 1), ("p", "a", 24, 24, 3, 1), ("w", "p", 24, 24, 3, 1),
+             ("q", "w", 24, 24, 3, 2)]
+
+
+def test_blocked_depthwise_and_winograd_rows_divide_bit_identically(tmp_path: Path, every_layer: None) -> None:
+    """Three threads: the blocked depthwise convolutions in parts of channel quads (8 channels: two parts of 4;
+    24: three of 8), each at the whole block stride; the Winograd one in parts of its 5 tile rows (a part
+    boundary inside a band); in process and as C under ASan/UBSan, portable and native."""
+    model, feeds = _chain(np.uint8, 1, DW_LAYERS, outputs=("q",))
+    bundle, want = _bundles(tmp_path, model, feeds, 3)
+    assert _divided(bundle) == {"h", "a", "p", "w", "q"}
+    dw, rows = "_lower_qdw_channels", "_lower_qwino_rows"
+    assert _how(tmp_path / "m.onnx", 3) == {"h": dw, "a": "_lower_qpixels", "p": dw, "w": rows, "q": dw}
+    text = (tmp_path / "tn" / "m.c").read_text()
+    assert "ember_qconv_wino(" in text and len(re.findall(r"^\s+ember_qdwconv\(", text, re.M)) == 2 + 3 + 3
+    builds = {"host": bundle.run(feeds),
+              "portable": cdriver.run(bundle.path, tmp_path / "drv", feeds, sanitize=True, cflags=("-pthread",))}
+    if HAS_VNNI or HAS_AVX2:
+        builds["native"] = cdriver.run(bundle.path, tmp_path / "drv_native", feeds, sanitize=True,
+                                       cflags=("-pthread", "-march=native"))
+    for build, got in builds.items():
+        for name, w in want.items():
+            np.testing.assert_array_equal(got[name], w, err_msg=f"{build} {name}")
