@@ -27,6 +27,7 @@ from ember.ops.parallel import node_split
 from ember.ops.qlinear import YCUT_ATTR
 from ember.passes import conv_algorithms, threads
 from tests.ops.test_quant_blocked import HAS_AVX2, _chain
+from tests.ops.test_quant_kernels import _f32, _model
 from tests.ops.test_quant_shifted import HAS_VNNI
 from tests.support import cdriver
 
@@ -154,3 +155,20 @@ def test_blocked_depthwise_and_winograd_rows_divide_bit_identically(tmp_path: Pa
     for build, got in builds.items():
         for name, w in want.items():
             np.testing.assert_array_equal(got[name], w, err_msg=f"{build} {name}")
+
+
+def test_depthwise_with_a_channel_multiplier_stays_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A depthwise convolution of channel multiplier 2 (output channel m reads input channel m / 2) is not divided:
+    a part of its output channels is not the same range of its input's (cut alike, it read past them)."""
+    monkeypatch.setattr(threads, "MIN_WORK", 0)
+    c, rng = 16, np.random.default_rng(3)
+    consts = {"s": _f32(0.05), "zp": np.array(120, np.uint8),
+              "w": rng.integers(-60, 61, (2 * c, 1, 3, 3)).astype(np.int8),
+              "ws": np.full(2 * c, 0.01, np.float32), "wz": np.zeros(2 * c, np.int8),
+              "b": rng.integers(-200, 200, 2 * c).astype(np.int32)}
+    feeds = {"x": rng.integers(0, 256, (1, c, 20, 20)).astype(np.uint8)}
+    model = _model([helper.make_node("QLinearConv", ["x", "s", "zp", "w", "ws", "wz", "s", "zp", "b"], ["y"],
+                                     pads=[1] * 4, group=c)], feeds, consts, ("y",), 21)
+    bundle, want = _bundles(tmp_path, model, feeds, 2)
+    assert bundle.manifest["threads"]["divided"] == 0
+    np.testing.assert_array_equal(bundle.run(feeds)["y"], want["y"])
