@@ -112,10 +112,10 @@ typedef short ember_qw_h8 __attribute__((vector_size(16), aligned(2), may_alias)
         EMBER_QW_ST(T, 12, b0 - d0); EMBER_QW_ST(T, 13, b1 - d1); EMBER_QW_ST(T, 14, b2 - d2); EMBER_QW_ST(T, 15, b3 - d3); \
     } while (0)
 
-/* Vb for the tile rows [th0, th0 + R) (those before t1) of image x, a channel pair at a time: the pair's padded rows as int16
- * pairs (channel 2c2 + h at 2j + h) split into even and odd columns (E, O: a tile's patch row is E[tw], O[tw],
- * E[tw+1], O[tw+1]), then B^T d B of every tile on the pairs' lanes alike, so the results land in Vb's
- * [t][2] order; vectorized along the tile row. A pad channel (odd C) is zeros (its weights are 0 too). */
+/* Vb for the tile rows [th0, th0 + R) (those before t1) of image x, a channel pair at a time: the pair's padded
+ * rows as int16 pairs (channel 2c2 + h at 2j + h) split into even and odd columns (E, O: a tile's patch row is
+ * E[tw], O[tw], E[tw+1], O[tw+1]), then B^T d B of every tile on the pairs' lanes alike, so the results land in
+ * Vb's [t][2] order; vectorized along the tile row. A pad channel (odd C) is zeros (its weights are 0 too). */
 EMBER_NOINLINE static void ember_qw_input(int16_t *EMBER_RESTRICT Vb, int16_t *EMBER_RESTRICT rows, const uint8_t *x,
                                           int blk, int x_sgn, int32_t xz, const int32_t *p, int th0, int R, int t1,
                                           int TW, int NTp) {
