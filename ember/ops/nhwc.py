@@ -4,7 +4,8 @@ passes/nhwc_region.py rewrites chains of float depthwise (multiplier 1) and 1x1 
 with Transposes at the region's boundaries. Inputs: (X [N, H, W, C], W', B [M] (optional), residual [N, OH,
 OW, M] (optional: a fused residual Add, added before the activation)). W' is the weights rearranged so that a
 channel vector is contiguous: depthwise [KH*KW, C] (tap-major), 1x1 [C, M] (the matmul's B) or that in panels,
-a stem [C*KH*KW, M] (its X is NCHW: the region's way in without a reorder).
+a stem [C*KH*KW, M] (its X is NCHW, or NHWC where it was a Transpose's input: the region's way in without a
+reorder).
 The geometry is the Conv's (attribute `_nhwc`, an NhwcParams); the fused activation comes along as the Conv's
 epilogue.
 """
@@ -38,6 +39,8 @@ class NhwcParams:
     # A network's stem (nhwc_region._stem): a dense Conv of few input channels reading NCHW activations (the
     # model's input) and writing NHWC ones; weights [C*KH*KW, M].
     stem: bool = False
+    # A stem reading NHWC activations (a TFLite model's input, whose NHWC -> NCHW Transpose the region left out).
+    nhwc_in: bool = False
 
 
 def params(node: Node) -> NhwcParams:
@@ -59,7 +62,7 @@ def _emit(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:
     has_res = node.input(RESIDUAL) is not None
     if p.stem:
         k.call("ember_conv_stem_nhwc_f32", k.out(0), k.inp(0), k.inp(1), bias, k.table(p.geometry.table(), DType.INT32),
-               p.out_channels, x.shape[0], lo, hi, *epilogue_args(node))
+               p.out_channels, int(p.nhwc_in), x.shape[0], lo, hi, *epilogue_args(node))
         return
     if p.depthwise:
         k.call("ember_dwconv_nhwc_f32", k.out(0), k.inp(0), k.inp(1), bias, k.inp(RESIDUAL) if has_res else "0",

@@ -292,6 +292,9 @@ def _qconv_scratch(node: Node) -> int:
     return (base + 63) // 64 * 64 + words
 
 
+_QDX_WHOLE = 16384  # bytes: at most a small image's worth, so the peak scratch stays the early layers'
+
+
 def _dw_work(node: Node) -> int:
     """4-byte values of ember_qdwconv's scratch: stride-phase planes and sums (2-D), or the input
     channel and one output row (3-D), and a channel-blocked input's plane and output's row in bytes;
@@ -309,6 +312,14 @@ def _dw_work(node: Node) -> int:
         planes += (x.blocked * g.in_size[1] * g.in_size[2] + y.blocked * ow + 3) // 4
     band_row = ((ow - 1) * sw + 4 * ((kw + 3) // 4)) * 16  # ember_qdv_conv: Wp pixels of 16 bytes
     band = ((min(oh, 8) - 1) * sh + (kh - 1) * dh + 1) * band_row
+    if x.blocked and y.blocked and g.channels % 4 == 0:
+        # qdwconv.c ember_qdx_conv (AVX2, blocked in and out): the whole image's padded rows in one band,
+        # where they take at most _QDX_WHOLE bytes; a smaller room splits it into bands that each fill
+        # their halo rows again (a 3x3 map's band of one output row filled three input rows per row)
+        wq = (ow + 7) // 8 * 8 + (kw - 1) * dw // sw
+        whole = ((oh - 1) * sh + (kh - 1) * dh + 1) * sw * wq * 16
+        if whole <= _QDX_WHOLE:
+            band = max(band, whole)
     return max(planes, (band + 3) // 4)
 
 

@@ -11,8 +11,11 @@ The pass takes the eligible Convs (float32, 2-D, constant weights and bias: dept
 and its output link it to its neighbours) and rewrites each region that pays for its reorders (`_pays`): every Conv
 becomes a ConvNHWC between a Transpose of each input to NHWC and one of its output back to NCHW; then every
 NCHW -> NHWC Transpose of such an output is the value it came from (the pair cancels), so what is left is one
-Transpose where a value enters or leaves the region (lowered as NhwcReorder). `min_convs`, the Convs a region
-needs for each pair of reorders at its edge, is the CPU family's `nhwc_min_convs` (toolchain/cpus.py).
+Transpose where a value enters or leaves the region (lowered as NhwcReorder). A channels-last model (TFLite's)
+reaches the pass with a Transpose to NCHW after its input and one back to NHWC before its output: the region's
+way in and way out cancel with those, and a stem reads the NHWC input itself, so such a model keeps no reorder.
+`min_convs`, the Convs a region needs for each pair of reorders at its edge, is the CPU family's
+`nhwc_min_convs` (toolchain/cpus.py).
 """
 
 from __future__ import annotations
@@ -32,6 +35,9 @@ TO_NCHW = [0, 3, 1, 2]
 
 
 STEM_MAX_CHANNELS = 4
+# A stem's products per output element (C * KH * KW): an image's 3x3 (27) and a one-channel spectrogram's 10x4
+# (the keyword spotter's: 40).
+STEM_MAX_K = 48
 
 
 def _conv_operands_ok(node: Node) -> bool:
@@ -44,15 +50,16 @@ def _conv_operands_ok(node: Node) -> bool:
 
 
 def _stem(node: Node) -> bool:
-    """A dense Conv of at most STEM_MAX_CHANNELS input channels (an image's) and at least 8 output channels, a
-    window of at most 3x3, no residual: it joins a region reading its input as it is (NCHW) and writing NHWC
-    (ember_conv_stem_nhwc_f32), so the region's way in is no reorder of its largest tensor. Larger windows stay
-    NCHW: on Zen 3 a 7x7 stride-2 stem to 64 channels (ResNet's) took 3.7 ms there against ConvShifted's 3.0."""
+    """A dense Conv of at most STEM_MAX_CHANNELS input channels (an image's) and at least 8 output channels, at
+    most STEM_MAX_K products an output, no residual: it joins a region reading its input as it is (NCHW, or the
+    NHWC value it was transposed from) and writing NHWC (ember_conv_stem_nhwc_f32), so the region's way in is no
+    reorder of its largest tensor. Larger windows stay NCHW: on Zen 3 a 7x7 stride-2 stem to 64 channels
+    (ResNet's: 147 products) took 3.7 ms there against ConvShifted's 3.0."""
     if not _conv_operands_ok(node) or node.input(RESIDUAL) is not None:
         return False
     geo, group, m, _, direct = _conv_parts(node)
     return (geo.planar and geo.pixels > 1 and group == 1 and not direct and geo.channels <= STEM_MAX_CHANNELS
-            and m >= 8 and geo.taps <= 9)
+            and m >= 8 and geo.channels * geo.taps <= STEM_MAX_K)
 
 
 def _eligible(node: Node) -> bool:
@@ -90,6 +97,10 @@ def _pool(node: Node) -> bool:
     if (x is None or x.type.rank != 4 or x.dtype is not DType.FLOAT32 or node.outputs[0] is None
             or node.outputs[0].dtype is not DType.FLOAT32):
         return False
+    if node.op == "AveragePool":  # one window over the whole plane (TFLite's AVERAGE_POOL_2D at the end of a net)
+        pads, dil = node.attrs.get("pads") or [0] * 4, node.attrs.get("dilations") or [1, 1]
+        return (list(node.attrs.get("kernel_shape", [])) == list(x.shape[2:]) and not any(pads)
+                and all(d == 1 for d in dil) and tuple(node.outputs[0].shape[2:]) == (1, 1))
     return node.op == "GlobalAveragePool" or (node.op == "ReduceMean" and reduce_axes(node) == (2, 3))
 
 
@@ -152,6 +163,9 @@ def _rewrite(graph: Graph, conv: Node, nhwc_of: dict[int, Value], panel: int, ma
         wt = narrow_panels(w.const, panel)
     before: list[Node] = []
     ins: list[Value | None] = list(conv.inputs)
+    nhwc_in = False
+    if stem and _from_nhwc(x) is not None:  # a TFLite model's input: the stem reads it as it came, NHWC
+        ins[0], nhwc_in = _from_nhwc(x), True
     for i in () if stem else (0, RESIDUAL):
         v = conv.input(i)
         if v is not None:
@@ -163,7 +177,7 @@ def _rewrite(graph: Graph, conv: Node, nhwc_of: dict[int, Value], panel: int, ma
     ins[1] = graph.constant(f"{conv.name}_w_nhwc", np.ascontiguousarray(wt, dtype=np.float32))
     y_nhwc = graph.value(f"{y.name}_nhwc", TensorType(y.dtype, (y.shape[0], *y.shape[2:], y.shape[1])))
     attrs = dict(conv.attrs)
-    attrs[NHWC_ATTR] = NhwcParams(geo, m, depthwise, panel, stem)
+    attrs[NHWC_ATTR] = NhwcParams(geo, m, depthwise, panel, stem, nhwc_in)
     new = Node("ConvNHWC", conv.name, ins, [y_nhwc], attrs)
     back = _transpose(graph, y_nhwc, TO_NCHW, "nchw", out=y)
     at = graph.nodes.index(conv)
@@ -172,15 +186,24 @@ def _rewrite(graph: Graph, conv: Node, nhwc_of: dict[int, Value], panel: int, ma
     y_nhwc.producer, y.producer = new, back
 
 
+def _from_nhwc(v: Value) -> Value | None:
+    """The NHWC value that `v` is the NCHW Transpose of (a channels-last model's input, as the TFLite frontend
+    wraps it); None if `v` is no such Transpose's output."""
+    p = v.producer
+    if p is not None and p.op == "Transpose" and p.attrs.get("perm") == TO_NCHW and p.input(0) is not None:
+        return p.input(0)
+    return None
+
+
 def _cancel(graph: Graph) -> None:
     """Transpose(Transpose(v, TO_NCHW), TO_NHWC) is v: its readers read v; Transposes nobody reads go."""
     for t in [n for n in graph.nodes if n.op == "Transpose" and n.attrs.get("perm") == TO_NHWC]:
         src = t.input(0)
-        p = src.producer if src is not None else None
-        if p is not None and p.op == "Transpose" and p.attrs.get("perm") == TO_NCHW and p.input(0) is not None:
+        nhwc = _from_nhwc(src) if src is not None else None
+        if nhwc is not None:
             out = t.outputs[0]
             assert out is not None
-            graph.replace_uses(out, p.inputs[0])  # type: ignore[arg-type]
+            graph.replace_uses(out, nhwc)
             graph.remove_node(t)
     uses = graph.consumers()
     for t in [n for n in graph.nodes if n.op == "Transpose" and n.attrs.get("perm") == TO_NCHW]:
@@ -218,11 +241,19 @@ def _fuse_adds(graph: Graph) -> None:
 
 def _reorders(graph: Graph, region: list[Node], uses: dict[int, list[Node]]) -> int:
     """The Transposes the region would leave: one per value entering it (an input it reads channels-last made
-    outside), one per value leaving it (read outside, or a graph output; a pool's output is NCHW already)."""
+    outside), one per value leaving it (read outside, or a graph output; a pool's output is NCHW already). Not
+    counted: a value entering as the NCHW Transpose of an NHWC one, and one leaving only into NHWC Transposes
+    (a TFLite model's way in and out): there the region's reorder cancels with that Transpose."""
     inside = {id(n) for n in region}
-    entering = {id(v) for n in region for v in _activations(n) if v.producer is None or id(v.producer) not in inside}
+    entering = {id(v) for n in region for v in _activations(n)
+                if (v.producer is None or id(v.producer) not in inside) and _from_nhwc(v) is None}
+
+    def outside(v: Value) -> list[Node]:
+        return [u for u in uses.get(id(v), []) if id(u) not in inside]
+
     leaving = {id(v) for n in region if not _pool(n) for v in n.outputs if v is not None
-               and (graph.is_output(v) or any(id(u) not in inside for u in uses.get(id(v), [])))}
+               and (graph.is_output(v) or any(u.op != "Transpose" or u.attrs.get("perm") != TO_NHWC
+                                              for u in outside(v)))}
     return len(entering) + len(leaving)
 
 

@@ -103,8 +103,8 @@ FAMILIES: dict[str, CpuFamily] = {f.name: f for f in (
     # Winograd off: ResNet-18 0.87x, ResNet-50 0.93x; leaving the 7x7 layers out was 1.01x / 1.05x slower.
     # Channels-last regions (5 convs per pair of reorders): on Zen 3, paired against the NCHW build of the same
     # model, MobileNetV2 0.84x, MobileNetV3-Large 0.91x, EfficientNet-B0 0.96x, the TFLite fixture mobilenet_like
-    # 0.78x and Keras' MobileNetV2 (alpha 0.35, 96x96) 0.88x; the KWS CNN's one chain (4 convs, 16 channels at
-    # 25x5) took 1.27x at 4 convs a pair and stays NCHW at 5.
+    # 0.78x and Keras' MobileNetV2 (alpha 0.35, 96x96) 0.88x. The KWS CNN's chain of 4 convs (16 channels at 25x5)
+    # took 1.27x with its 2 reorders; since its 10x4 stem and whole-plane pool join it, it has none: 0.81x.
     CpuFamily("avx2", "AVX2 + FMA, 256-bit, two FMA units (Haswell to Alder Lake, Zen 1-3; x86-64-v3)", "avx2", 2,
               winograd_min_pixels=49, winograd4_min_tiles=16, shifted_strided_min_k=16, narrow_max_pixels=12,
               qwino_min_channels=32, qwino_min_pixels=49,

@@ -63,7 +63,8 @@ def test_float_model_matches_litert(name: str, bundles) -> None:
 
 def test_nhwc_model_keeps_one_transpose_and_records_layouts(bundles) -> None:
     """A MobileNet-like NHWC model: the Transposes around each NCHW operator cancel between layers (one stays
-    at the image input), and NAME.json states each I/O's layout."""
+    at the image input, none where a channels-last region's stem reads the NHWC image itself), and NAME.json states
+    each I/O's layout."""
     path = FIXTURES / "mobilenet_like.tflite"
     graph, _, _ = build_graph(str(path), CompileOptions())
     counts = graph.op_counts()

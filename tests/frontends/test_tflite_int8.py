@@ -158,3 +158,22 @@ def test_int8_rgb_stem_skips_im2col_bit_exact(tmp_path: Path) -> None:
     assert "ember_qconv_shifted(" in (tmp_path / "m.c").read_text()
     for xs in _inputs(interp):
         _assert_same("mobilenet_like_int8", run_litert(interp, xs), run_ember(bundle, interp, xs), "LiteRT")
+
+
+def test_int8_depthwise_avx2_sanitized_bit_exact(tmp_path: Path) -> None:
+    """The host's channel-blocked depthwise kernel (qdwconv.c ember_qdx_conv on AVX2: channel quads whose lanes
+    take each channel's TFLite multiplier and shift, quant.c ember_qt8_quad; the small maps' whole-image bands,
+    qlinear.py _dw_work) built for this CPU under ASan/UBSan: no report, and LiteRT's bytes."""
+    from tests.support import cdriver
+
+    path = FIXTURES / "mobilenet_like_int8.tflite"
+    interp = litert(path)
+    bundle = ember.compile(path, tmp_path / "out", name="m")
+    src = (tmp_path / "out" / "m.c").read_text()
+    assert src.count("ember_qdwconv(") >= 3, "no depthwise call"
+    names = [v["name"] for v in bundle.manifest["inputs"]]
+    for xs in _inputs(interp)[:1]:
+        got = cdriver.run(bundle.path, tmp_path / "asan", dict(zip(names, xs, strict=True)), sanitize=True,
+                          cflags=("-march=native",))
+        _assert_same("mobilenet_like_int8", run_litert(interp, xs),
+                     [got[v["name"]] for v in bundle.manifest["outputs"]], "LiteRT (sanitized build)")

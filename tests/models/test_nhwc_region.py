@@ -83,6 +83,51 @@ def _stem_model(path: Path, h: int = 23, w: int = 19) -> tuple[Path, list[str]]:
     return path, list(shapes)
 
 
+def _channels_last_model(path: Path) -> Path:
+    """Two regions laid out as a TFLite model's: an NHWC image (23x19x3) Transposed to NCHW into a 3x3 stride-2
+    stem to 20 channels + HardSwish and a block, whose output is Transposed back to NHWC; and a one-channel 49x10
+    spectrogram into the keyword spotter's 10x4 stride-2 stem to 16 channels + Relu, a block, and an AveragePool
+    whose one window is the whole 25x5 plane."""
+    net = _Net()
+    net.inits += [numpy_helper.from_array(np.float32(v), name) for v, name in ((0.0, "zero"), (6.0, "six"))]
+    net.nodes.append(helper.make_node("Transpose", ["x"], ["x_nchw"], perm=[0, 3, 1, 2]))
+    a = _plain_block(net, net.op("HardSwish", net.conv("x_nchw", 3, 20, k=3, stride=2)), 20, 20, 2, 1, "relu6")
+    net.nodes.append(helper.make_node("Transpose", [a], ["image_out"], perm=[0, 2, 3, 1]))
+    net.inits += [numpy_helper.from_array((net.rng.standard_normal((16, 1, 10, 4)) / 6).astype(np.float32), "kws_w"),
+                  numpy_helper.from_array(net.rng.uniform(-0.5, 0.5, 16).astype(np.float32), "kws_b")]
+    net.nodes.append(helper.make_node("Conv", ["s", "kws_w", "kws_b"], ["kws_stem"], kernel_shape=[10, 4],
+                                      strides=[2, 2], pads=[4, 1, 5, 1]))
+    b = _plain_block(net, net.op("Relu", "kws_stem"), 16, 16, 1, 1, "relu6")
+    net.nodes.append(helper.make_node("AveragePool", [b], ["kws_out"], kernel_shape=[25, 5], strides=[25, 5]))
+    graph = helper.make_graph(net.nodes, "cl", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 23, 19, 3]),
+                                                helper.make_tensor_value_info("s", TensorProto.FLOAT, [1, 1, 49, 10])],
+                              [helper.make_tensor_value_info("image_out", TensorProto.FLOAT, [1, 12, 10, 20]),
+                               helper.make_tensor_value_info("kws_out", TensorProto.FLOAT, [1, 16, 1, 1])], net.inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, path)
+    return path
+
+
+def test_channels_last_models_run_their_regions_without_reorders(tmp_path: Path, nhwc: None) -> None:
+    """The stem reads the NHWC image as it came (no Transpose at the way in), the way out cancels with the
+    output's Transpose, and the keyword spotter's one-channel 10x4 stem and whole-plane pool close its region: no
+    reorder is left anywhere. Against onnxruntime, in-process and as sanitized C."""
+    path = _channels_last_model(tmp_path / "cl.onnx")
+    bundle = ember.compile(path, tmp_path / "out")
+    source = (bundle.path / "cl.c").read_text()
+    assert source.count(f"{STEM}(") == 3
+    assert set(bundle.manifest["ops"]) == {"ConvNHWC", "GapNHWC"}, bundle.manifest["ops"]  # no reorder, no Transpose
+    rng = np.random.default_rng(7)
+    x = {"x": (rng.standard_normal((1, 23, 19, 3)) * 3).astype(np.float32),
+         "s": (rng.standard_normal((1, 1, 49, 10)) * 3).astype(np.float32)}
+    ref, got = onnxruntime_outputs(path, x), bundle.run(x)
+    sanitized = cdriver.run(bundle.path, tmp_path / "asan", x, sanitize=True)
+    for name in ("image_out", "kws_out"):
+        assert_close(got[name], ref[name], f"channels-last {name}")
+        assert_close(sanitized[name], ref[name], f"channels-last {name} (sanitized C driver)")
+
+
 @pytest.mark.parametrize("cpu", [None, "x86-64"])
 def test_stems_write_the_region_channels_last(tmp_path: Path, nhwc: None, cpu: str | None) -> None:
     """No reorder at the region's way in: the stems read the NCHW input and write NHWC (ops/nhwc.py)."""

@@ -6,6 +6,7 @@ import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
 from ember.frontends.onnx.loader import LoadOptions, load_onnx
+from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph
 from ember.ops.conv import RESIDUAL
 from ember.ops.nhwc import params
@@ -17,10 +18,12 @@ RNG = np.random.default_rng(5)
 
 
 def _graph(blocks: int = 1, se: bool = False, stem: bool = False, mean: bool = False, cin: int = 8,
-           stem_k: int = 3) -> Graph:
+           stem_k: int = 3, nhwc: bool = False) -> Graph:
     """x (`cin` channels; 8 without a stem) -> [3x3 stem] -> blocks of (expand 1x1 + Relu -> depthwise 3x3 + Relu
-    -> [SE Mul] -> project 1x1 + x)."""
-    inits, nodes = [], []
+    -> [SE Mul] -> project 1x1 + x). `nhwc`: x and the output are channels-last, Transposed to NCHW and back
+    around the rest, as a TFLite model's are."""
+    inits: list = []
+    nodes = [helper.make_node("Transpose", ["x"], ["x_nchw"], perm=TO_NCHW)] if nhwc else []
 
     def conv(x: str, ci: int, co: int, kk: int = 1, group: int = 1) -> str:
         y = f"c{len(nodes)}"
@@ -34,7 +37,8 @@ def _graph(blocks: int = 1, se: bool = False, stem: bool = False, mean: bool = F
         nodes.append(helper.make_node("Relu", [x], [x + "r"]))
         return x + "r"
 
-    h = conv("x", cin, 8, stem_k) if stem else "x"
+    x = "x_nchw" if nhwc else "x"
+    h = conv(x, cin, 8, stem_k) if stem else x
     for b in range(blocks):
         e = relu(conv(relu(conv(h, 8, 32)), 32, 32, 3, group=32))
         if se:
@@ -46,7 +50,11 @@ def _graph(blocks: int = 1, se: bool = False, stem: bool = False, mean: bool = F
     if mean:  # TFLite's MEAN over the plane, without keepdims
         nodes.append(helper.make_node("ReduceMean", [h], ["mean"], axes=[2, 3], keepdims=0))
         h = "mean"
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, cin, 14, 14])],
+    if nhwc:
+        nodes.append(helper.make_node("Transpose", [h], ["y"], perm=TO_NHWC))
+        h = "y"
+    shape = [1, 14, 14, cin] if nhwc else [1, cin, 14, 14]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
                               [helper.make_tensor_value_info(h, TensorProto.FLOAT, None)], inits)
     g = load_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), LoadOptions(), "net")
     fold_constants(g)
@@ -127,3 +135,69 @@ def test_a_mean_over_the_plane_ends_the_region_without_a_reorder() -> None:
     nhwc_regions(g, min_convs=3)
     assert [n.op for n in g.nodes] == ["NhwcReorder", *["ConvNHWC"] * 6, "GapNHWC"]
     assert g.nodes[-1].outputs[0] is g.outputs[0] and g.outputs[0].shape == (1, 8)
+
+
+def test_a_channels_last_model_runs_its_region_without_reorders() -> None:
+    """A TFLite-style model (NHWC input and output, Transposed to NCHW and back): the region's way in cancels with
+    the input's Transpose and its way out with the output's, so no reorder is left at all. The input's Transpose
+    does not count against the region either: 3 convs pay at 4 convs a pair of reorders."""
+    g = _graph(blocks=1, nhwc=True)
+    nhwc_regions(g, min_convs=4)
+    assert [n.op for n in g.nodes] == ["ConvNHWC"] * 3
+    assert g.nodes[0].inputs[0] is g.inputs[0] and g.nodes[-1].input(RESIDUAL) is g.inputs[0]
+    assert g.outputs[0] is g.nodes[-1].outputs[0] and g.outputs[0].shape == (1, 14, 14, 8)
+
+
+def test_a_stem_reads_a_channels_last_input_as_it_came() -> None:
+    """The stem takes the NHWC input itself (ember_conv_stem_nhwc_f32's nhwc_in), not its NCHW Transpose."""
+    g = _graph(blocks=1, stem=True, cin=3, nhwc=True)
+    nhwc_regions(g, min_convs=3)
+    assert [n.op for n in g.nodes] == ["ConvNHWC"] * 4
+    stem = g.nodes[0]
+    assert params(stem).stem and params(stem).nhwc_in and stem.inputs[0] is g.inputs[0]
+    assert not params(g.nodes[1]).nhwc_in and g.outputs[0] is g.nodes[-1].outputs[0]
+
+
+def test_an_nchw_stem_keeps_its_input() -> None:
+    g = _graph(blocks=1, stem=True, cin=3)
+    nhwc_regions(g, min_convs=3)
+    assert not params(g.nodes[0]).nhwc_in and g.nodes[0].inputs[0] is g.inputs[0]
+
+
+def _kws() -> Graph:
+    """The keyword spotter's shape: a one-channel 49x10 spectrogram -> 10x4 stride-2 stem (40 products an output)
+    -> depthwise 3x3 -> 1x1 -> an AveragePool whose one window is the whole 25x5 plane."""
+    w0 = RNG.standard_normal((16, 1, 10, 4)).astype(np.float32)
+    w1 = RNG.standard_normal((16, 1, 3, 3)).astype(np.float32)
+    w2 = RNG.standard_normal((16, 16, 1, 1)).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["a"], kernel_shape=[10, 4], strides=[2, 2], pads=[4, 1, 5, 1]),
+             helper.make_node("Relu", ["a"], ["ar"]),
+             helper.make_node("Conv", ["ar", "w1"], ["b"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=16),
+             helper.make_node("Conv", ["b", "w2"], ["c"], kernel_shape=[1, 1]),
+             helper.make_node("AveragePool", ["c"], ["p"], kernel_shape=[25, 5], strides=[25, 5])]
+    inits = [numpy_helper.from_array(w, f"w{i}") for i, w in enumerate((w0, w1, w2))]
+    graph = helper.make_graph(nodes, "kws", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 49, 10])],
+                              [helper.make_tensor_value_info("p", TensorProto.FLOAT, None)], inits)
+    g = load_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), LoadOptions(), "net")
+    fold_constants(g)
+    fuse_activation(g)
+    return g
+
+
+def test_a_one_channel_stem_and_a_whole_plane_pool_close_the_region() -> None:
+    """The keyword spotter: its 10x4 stem on one channel joins (40 products an output), and the AveragePool over
+    the whole plane ends the region as a GapNHWC: no reorder, whatever the size rule."""
+    g = _kws()
+    nhwc_regions(g, min_convs=100)
+    assert [n.op for n in g.nodes] == ["ConvNHWC"] * 3 + ["GapNHWC"]
+    assert params(g.nodes[0]).stem and g.nodes[0].inputs[1].shape == (40, 16)
+    assert g.outputs[0] is g.nodes[-1].outputs[0] and g.outputs[0].shape == (1, 16, 1, 1)
+
+
+def test_a_pool_of_part_of_the_plane_stays_out() -> None:
+    g = _kws()
+    pool = g.nodes[-1]
+    pool.attrs["kernel_shape"], pool.attrs["strides"] = [5, 5], [5, 5]
+    pool.outputs[0].type = TensorType(DType.FLOAT32, (1, 16, 5, 1))
+    nhwc_regions(g, min_convs=3)
+    assert [n.op for n in g.nodes] == ["ConvNHWC"] * 3 + ["NhwcReorder", "AveragePool"]

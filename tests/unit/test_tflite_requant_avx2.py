@@ -62,6 +62,23 @@ void lanes(int32_t *got, int32_t *want, const int32_t *v, int n, const int32_t *
     (void)got;
 #endif
 }
+/* As lanes, lane i with channel i % 4's mult and shift, set by ember_qt8_quad (qdwconv.c's channel quads). */
+void quad(int32_t *got, int32_t *want, const int32_t *v, int n, const int32_t *mult, const int32_t *shift,
+          int32_t zp, int32_t lo, int32_t hi) {
+    int i;
+    for (i = 0; i < n; ++i) want[i] = ember_q_requant(v[i], mult[i % 4], shift[i % 4], zp, lo, hi);
+#ifdef EMBER_QT8
+    {
+        ember_qt8 t;
+        ember_qt8_init(&t, mult[0], shift[0], zp, lo, hi);
+        ember_qt8_quad(&t, mult, shift);
+        for (i = 0; i + 8 <= n; i += 8)
+            *(ember_qt8iu *)(void *)(got + i) = ember_qt8_rq(*(const ember_qt8iu *)(const void *)(v + i), &t);
+    }
+#else
+    (void)got;
+#endif
+}
 /* TFLite's ADD / SUB (qpointwise.c ember_qadd_tfl, vectorized by ember_qt8_rq) against its scalar formula. */
 void qadd(uint8_t *got, uint8_t *want, const uint8_t *a, const uint8_t *b, int n, int sgn, const int32_t *r) {
     const int32_t *t = r + 8;
@@ -157,6 +174,27 @@ def test_each_lane_its_own_multiplier_and_shift(lib: ctypes.CDLL, rounding: int)
                   mult.ctypes.data_as(p), shift.ctypes.data_as(p), -3, -128, 127)
         bad = np.flatnonzero(got != want)
         assert not len(bad), (f"lane {bad[0] % 8} (mult {mult[bad[0] % 8]}, k {ks[bad[0] % 8]}) acc {v[bad[0]]}: "
+                              f"vector {got[bad[0]]}, scalar {want[bad[0]]}")
+
+
+@pytest.mark.parametrize("rounding", [1, 2])
+def test_channel_quad_setup_equals_scalar(lib: ctypes.CDLL, rounding: int) -> None:
+    """ember_qt8_quad (the AVX2 depthwise kernel's per-quad setup, 2 pixels x 4 channels) gives each lane its
+    channel's multiplier and shift: every lane equals the scalar requantisation, mixed k < 31 and k >= 31 too."""
+    rng = np.random.default_rng(rounding + 60)
+    p = ctypes.c_void_p
+    for trial in range(120):
+        ks = rng.integers(1, 63, 4) if trial % 3 else rng.permutation([1, 31, 32, 62])
+        if trial % 6 == 1:  # every lane k >= 31 (ember_qt8.ls0)
+            ks = rng.integers(31, 63, 4)
+        mult = np.where(rng.random(4) < 0.2, 1 << 30, rng.integers(0, 1 << 31, 4)).astype(np.int32)
+        shift = (64 * rounding + ks).astype(np.int32)
+        v = _sums(int(ks[trial % 4]), int(mult[trial % 4]), rng)
+        got, want = np.zeros_like(v), np.zeros_like(v)
+        lib.quad(got.ctypes.data_as(p), want.ctypes.data_as(p), v.ctypes.data_as(p), len(v),
+                 mult.ctypes.data_as(p), shift.ctypes.data_as(p), 5, -128, 127)
+        bad = np.flatnonzero(got != want)
+        assert not len(bad), (f"lane {bad[0] % 8} (mult {mult[bad[0] % 4]}, k {ks[bad[0] % 4]}) acc {v[bad[0]]}: "
                               f"vector {got[bad[0]]}, scalar {want[bad[0]]}")
 
 

@@ -125,19 +125,36 @@ EMBER_INLINE void ember_nhwc_dw_row(float *y, const float *x, const float *w, co
             }
             ow += 4;
         } else {
+            /* Two channel vectors at a time (c0, c1: the same one where a single vector is left), each in two
+             * sums (even and odd window rows): four independent FMA chains, where one vector's single chain of a
+             * border pixel's taps waited on the FMA latency at every tap (the keyword spotter's rows of 5 pixels
+             * are all borders: 16 channels at 25x5 took 2.6 us a conv). */
             const int iw0 = ow * sw - pl;
             int kwl, kwh;
             ember_nhwc_taps(iw0, KW, dw, W, &kwl, &kwh);
-            for (c = 0; c < C; c += EMBER_VL) {
-                ember_vf a;
-                if (c > C - EMBER_VL) c = C - EMBER_VL;
-                a = bias ? EMBER_NHWC_LD(bias + c) : (ember_vf){0};
-                for (kh = khl; kh < khh; ++kh)
-                    for (kw = kwl; kw < kwh; ++kw)
-                        a += EMBER_NHWC_LD(w + (ptrdiff_t)(kh * KW + kw) * s.tap + c) *
-                             EMBER_NHWC_LD(x + (ptrdiff_t)(kh - khl) * s.krow + (ptrdiff_t)(iw0 + kw * dw) * C + c);
-                if (res) a += EMBER_NHWC_LD(res + (ptrdiff_t)ow * C + c);
-                EMBER_NHWC_ST(y + (ptrdiff_t)ow * C + c, ember_nhwc_clamp(a, clamp, lo, hi));
+            for (c = 0; c < C; c += 2 * EMBER_VL) {
+                const ptrdiff_t c0 = c > C - EMBER_VL ? C - EMBER_VL : c;
+                const ptrdiff_t c1 = c + EMBER_VL > C - EMBER_VL ? C - EMBER_VL : c + EMBER_VL;
+                ember_vf a0 = bias ? EMBER_NHWC_LD(bias + c0) : (ember_vf){0}, b0 = (ember_vf){0};
+                ember_vf a1 = bias ? EMBER_NHWC_LD(bias + c1) : (ember_vf){0}, b1 = (ember_vf){0};
+                for (kh = khl; kh < khh; ++kh) {
+                    const float *xk = x + (ptrdiff_t)(kh - khl) * s.krow + (ptrdiff_t)iw0 * C;
+                    const float *wk = w + (ptrdiff_t)kh * KW * s.tap;
+                    for (kw = kwl; kw < kwh; ++kw) {
+                        const float *q = xk + (ptrdiff_t)kw * s.kcol, *v = wk + (ptrdiff_t)kw * s.tap;
+                        if ((kh - khl) & 1) {
+                            b0 += EMBER_NHWC_LD(v + c0) * EMBER_NHWC_LD(q + c0);
+                            b1 += EMBER_NHWC_LD(v + c1) * EMBER_NHWC_LD(q + c1);
+                        } else {
+                            a0 += EMBER_NHWC_LD(v + c0) * EMBER_NHWC_LD(q + c0);
+                            a1 += EMBER_NHWC_LD(v + c1) * EMBER_NHWC_LD(q + c1);
+                        }
+                    }
+                }
+                a0 += b0, a1 += b1;
+                if (res) a0 += EMBER_NHWC_LD(res + (ptrdiff_t)ow * C + c0), a1 += EMBER_NHWC_LD(res + (ptrdiff_t)ow * C + c1);
+                EMBER_NHWC_ST(y + (ptrdiff_t)ow * C + c0, ember_nhwc_clamp(a0, clamp, lo, hi));
+                EMBER_NHWC_ST(y + (ptrdiff_t)ow * C + c1, ember_nhwc_clamp(a1, clamp, lo, hi));
             }
             ++ow;
         }
@@ -224,18 +241,22 @@ static void ember_dwconv_nhwc_f32(float *y, const float *x, const float *w, cons
 
 /*@kernel ember_conv_stem_nhwc_f32 requires ember_conv_geo ember_nhwc_util ember_act_apply_f32*/
 /* A network's stem: a dense Conv of few input channels (an image's 3) whose output enters a channels-last
- * region. It reads x[N][C][H][W] (NCHW, as the model's input comes) and writes y[N][OH][OW][M] (NHWC), so the
+ * region. It reads x[N][C][H][W] (NCHW, as an ONNX model's input comes) or, with `nhwc_in`, x[N][H][W][C] (a
+ * TFLite model's input, whose NHWC -> NCHW Transpose is then left out) and writes y[N][OH][OW][M] (NHWC), so the
  * region needs no reorder at its way in, and each output pixel is NV channel vectors of M accumulated over
  * the C*KH*KW taps: a broadcast input times a row of w[C*KH*KW][M] (tap-major, (c, kh, kw) order). As an
  * NCHW conv (ConvShifted: C*KH*KW products of K = 1 per stride phase, or im2col's K = 27 matmul) the 3x3
  * stride-2 stems of MobileNetV3 and EfficientNet took 1.6-4x onnxruntime's time on Zen 3. PX pixels whose
  * windows lie inside the input go together (PX * NV independent sums hide the FMA latency); border pixels go
- * one at a time with their taps clipped. */
+ * one at a time with their taps clipped. Rows with few such windows (the keyword spotter's 10x4 stem on a
+ * 49x10 spectrogram: 3 of its 5 outputs a row) go three rows at a time down each column instead, whose windows
+ * share their clipped columns: one at a time, its 6.4 us were 2.5x LiteRT's time on Zen 3. Every output sums its
+ * taps in the same order whichever way it goes, so a thread's rows come out as the whole call's. */
 #if EMBER_VL > 1
 EMBER_INLINE void ember_stem_px(float *y, const float *x, int ih0, int iw0, const float *w, const float *bias,
-                                const ptrdiff_t *o, int NV, int PX, int C, ptrdiff_t plane, int W, int khl, int khh,
-                                int kwl, int kwh,
-                                int KH, int KW, int dh, int dw, int sw, int M, int clamp, float lo, float hi) {
+                                const ptrdiff_t *o, int NV, int PX, int C, ptrdiff_t cs, ptrdiff_t ps, int W, int khl,
+                                int khh, int kwl, int kwh, int KH, int KW, int dh, int dw, ptrdiff_t step,
+                                ptrdiff_t ystep, int M, int clamp, float lo, float hi) {
     ember_vf a[4][4];
     int i, j, c, kh, kw;
     for (i = 0; i < PX; ++i)
@@ -243,20 +264,20 @@ EMBER_INLINE void ember_stem_px(float *y, const float *x, int ih0, int iw0, cons
     for (c = 0; c < C; ++c)
         for (kh = khl; kh < khh; ++kh)
             for (kw = kwl; kw < kwh; ++kw) {
-                const float *xk = x + (ptrdiff_t)c * plane + (ptrdiff_t)(ih0 + kh * dh) * W + iw0 + kw * dw;
+                const float *xk = x + (ptrdiff_t)c * cs + ((ptrdiff_t)(ih0 + kh * dh) * W + iw0 + kw * dw) * ps;
                 const float *wk = w + (ptrdiff_t)((c * KH + kh) * KW + kw) * M;
                 for (i = 0; i < PX; ++i) {
-                    const ember_vf xv = (ember_vf){0} + xk[i * sw];
+                    const ember_vf xv = (ember_vf){0} + xk[i * step];
                     for (j = 0; j < NV; ++j) a[i][j] += xv * EMBER_NHWC_LD(wk + o[j]);
                 }
             }
     for (i = 0; i < PX; ++i)
-        for (j = 0; j < NV; ++j) EMBER_NHWC_ST(y + (ptrdiff_t)i * M + o[j], ember_nhwc_clamp(a[i][j], clamp, lo, hi));
+        for (j = 0; j < NV; ++j) EMBER_NHWC_ST(y + i * ystep + o[j], ember_nhwc_clamp(a[i][j], clamp, lo, hi));
 }
 #endif
 
 static void ember_conv_stem_nhwc_f32(float *y, const float *x, const float *w, const float *bias, const int32_t *p,
-                                     int M, int N, int oh0, int oh1, int act, float act_a, float act_b) {
+                                     int M, int nhwc_in, int N, int oh0, int oh1, int act, float act_a, float act_b) {
     const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], KH = p[EMBER_GEO_K_H],
               KW = p[EMBER_GEO_K_W], OW = p[EMBER_GEO_OUT_W], OH = p[EMBER_GEO_OUT_H];
     const int sh = p[EMBER_GEO_STRIDE_H], sw = p[EMBER_GEO_STRIDE_W], dh = p[EMBER_GEO_DIL_H],
@@ -264,20 +285,27 @@ static void ember_conv_stem_nhwc_f32(float *y, const float *x, const float *w, c
     const int clamp = act == EMBER_ACT_RELU ? 1 : act == EMBER_ACT_CLIP ? 2 : 0;
     const float lo = act == EMBER_ACT_CLIP ? act_a : 0.0f, hi = act_b;
     const ptrdiff_t plane = (ptrdiff_t)H * W, yrow = (ptrdiff_t)OW * M;
-    int n, oh, ow, owa = 0, owb, khl, khh, kwl, kwh;
+    /* an input channel's and an input pixel's stride */
+    const ptrdiff_t cs = nhwc_in ? 1 : plane, ps = nhwc_in ? C : 1;
+    int n, oh, ow, owa = 0, owb, khl, khh, kwl, kwh, rows = 1;
     /* [owa, owb): the outputs whose windows lie inside the row */
     while (owa < OW && owa * sw - pl < 0) ++owa;
     owb = owa;
     while (owb < OW && owb * sw - pl + (KW - 1) * dw < W) ++owb;
     for (n = 0; n < N; ++n)
-        for (oh = oh0; oh < oh1; ++oh) {
+        for (oh = oh0; oh < oh1; oh += rows) {
             const int ih0 = oh * sh - pt;
             const float *xn = x + (ptrdiff_t)n * C * plane;
             float *yr = y + ((ptrdiff_t)n * OH + oh) * yrow;
+            rows = 1;
             ember_nhwc_taps(ih0, KH, dh, H, &khl, &khh);
 #if EMBER_VL > 1
             if (M >= EMBER_VL) {
+                /* three rows down each column: narrow rows, three of them whose windows lie inside the height */
+                const int col = owb - owa < 8 && oh + 3 <= oh1 && khl == 0 && khh == KH &&
+                                (oh + 2) * sh - pt + (KH - 1) * dh < H;
                 int m0;
+                if (col) rows = 3;
                 for (m0 = 0; m0 < M; m0 += 4 * EMBER_VL) {
                     /* up to four vectors from m0; the last of the row overlaps the one before it where M is not
                      * a multiple of EMBER_VL (recomputed to the same values) */
@@ -287,9 +315,20 @@ static void ember_conv_stem_nhwc_f32(float *y, const float *x, const float *w, c
                     for (j = 0; j < 4; ++j) o[j] = m0 + j * EMBER_VL > M - EMBER_VL ? M - EMBER_VL : m0 + j * EMBER_VL;
 /* PX_ pixels of NV_ vectors from output column ow, taps [kwl, kwh) */
 #define EMBER_STEM(NV_, PX_)                                                                                \
-    ember_stem_px(yr + (ptrdiff_t)ow * M, xn, ih0, ow * sw - pl, w, bias, o, NV_, PX_, C, plane, W, khl, khh, kwl, \
-                  kwh, KH, KW, dh, dw, sw, M, clamp, lo, hi)
-                    for (ow = 0; ow < OW;) {
+    ember_stem_px(yr + (ptrdiff_t)ow * M, xn, ih0, ow * sw - pl, w, bias, o, NV_, PX_, C, cs, ps, W, khl, khh, kwl, \
+                  kwh, KH, KW, dh, dw, sw * ps, M, M, clamp, lo, hi)
+/* three pixels of NV_ vectors down output column ow, taps [kwl, kwh) */
+#define EMBER_STEM_COL(NV_)                                                                                    \
+    ember_stem_px(yr + (ptrdiff_t)ow * M, xn, ih0, ow * sw - pl, w, bias, o, NV_, 3, C, cs, ps, W, 0, KH, kwl, kwh, \
+                  KH, KW, dh, dw, (ptrdiff_t)sh * W * ps, yrow, M, clamp, lo, hi)
+                    for (ow = 0; col && ow < OW; ++ow) {
+                        ember_nhwc_taps(ow * sw - pl, KW, dw, W, &kwl, &kwh);
+                        if (nv == 4) EMBER_STEM_COL(4);
+                        else if (nv == 3) EMBER_STEM_COL(3);
+                        else if (nv == 2) EMBER_STEM_COL(2);
+                        else EMBER_STEM_COL(1);
+                    }
+                    for (ow = 0; !col && ow < OW;) {
                         const int px = nv == 4 ? 3 : 4;
                         if (ow >= owa && ow + px <= owb) {
                             kwl = 0, kwh = KW;
@@ -298,6 +337,23 @@ static void ember_conv_stem_nhwc_f32(float *y, const float *x, const float *w, c
                             else if (nv == 2) EMBER_STEM(2, 4);
                             else EMBER_STEM(1, 4);
                             ow += px;
+                        } else if (ow >= owa && ow + 2 <= owb) {
+                            /* the last two or three inside the row together: one at a time, each waited on the FMA
+                             * latency as long as a group does (MobileNet's 3x3 stride-2 stem at 16x16 outputs:
+                             * 3 of every 16) */
+                            kwl = 0, kwh = KW;
+                            if (owb - ow >= 3 && nv < 4) {
+                                if (nv == 3) EMBER_STEM(3, 3);
+                                else if (nv == 2) EMBER_STEM(2, 3);
+                                else EMBER_STEM(1, 3);
+                                ow += 3;
+                            } else {
+                                if (nv == 4) EMBER_STEM(4, 2);
+                                else if (nv == 3) EMBER_STEM(3, 2);
+                                else if (nv == 2) EMBER_STEM(2, 2);
+                                else EMBER_STEM(1, 2);
+                                ow += 2;
+                            }
                         } else {
                             ember_nhwc_taps(ow * sw - pl, KW, dw, W, &kwl, &kwh);
                             if (nv == 4) EMBER_STEM(4, 1);
@@ -308,6 +364,7 @@ static void ember_conv_stem_nhwc_f32(float *y, const float *x, const float *w, c
                         }
                     }
 #undef EMBER_STEM
+#undef EMBER_STEM_COL
                 }
             } else
 #endif
@@ -322,14 +379,14 @@ static void ember_conv_stem_nhwc_f32(float *y, const float *x, const float *w, c
                             for (kh = khl; kh < khh; ++kh)
                                 for (kw = kwl; kw < kwh; ++kw)
                                     a += w[(ptrdiff_t)((c * KH + kh) * KW + kw) * M + m] *
-                                         xn[(ptrdiff_t)c * plane + (ptrdiff_t)(ih0 + kh * dh) * W + iw0 + kw * dw];
+                                         xn[(ptrdiff_t)c * cs + ((ptrdiff_t)(ih0 + kh * dh) * W + iw0 + kw * dw) * ps];
                         if (clamp >= 1) a = a < lo ? lo : a;
                         if (clamp == 2) a = a > hi ? hi : a;
                         yr[(ptrdiff_t)ow * M + m] = a;
                     }
                 }
             }
-            if (!clamp) ember_act_apply_f32(yr, yrow, act, act_a, act_b);
+            if (!clamp) ember_act_apply_f32(yr, yrow * rows, act, act_a, act_b);
         }
 }
 /*@end*/

@@ -330,11 +330,11 @@ static int ember_qdx_conv(uint8_t *y, const uint8_t *x, int x_sgn, int32_t xz, c
                 m[l] = (float)mult[c + l % 4] * p2.f;
                 b0[l] = bias ? (float)bias[c + l % 4] : 0.0f;
                 if (tfl) {
-                    ember_qt8_lane(&tq, l, mult[c + l % 4], shift[c + l % 4]);
                     bi[l] = bias ? bias[c + l % 4] : 0;
                     b0[l] = 0.0f;
                 }
             }
+            if (tfl) ember_qt8_quad(&tq, mult + c, shift + c); /* quant.c */
             for (t = 0; t < taps; ++t)
                 for (l = 0; l < 8; ++l) wf[t][l] = (float)w[(ptrdiff_t)(c + l % 4) * taps + t];
             for (oh0 = 0; oh0 < OH; oh0 += band) {

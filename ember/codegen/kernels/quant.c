@@ -143,6 +143,35 @@ EMBER_UNUSED EMBER_INLINE void ember_qt8_lane(ember_qt8 *t, int i, int32_t mult,
         t->rnd_e[i / 2] = rnd;
     }
 }
+/* ember_qt8_lane for all 8 lanes at once, lane i taking channel i % 4 of mult[0..3], shift[0..3] (a channel
+ * quad's 2 pixels x 4 channels): each field built whole, where 8 ember_qt8_lane calls wrote single lanes
+ * of vectors in memory and the next vector loads waited on those stores (per quad of a depthwise layer,
+ * which on a 3x3 map was as long as the quad's sums). */
+EMBER_UNUSED EMBER_INLINE void ember_qt8_quad(ember_qt8 *t, const int32_t *mult, const int32_t *shift) {
+    int32_t ls[4], rs[4], mask[4];
+    long long kk[4], rnd[4];
+    int i, all = 1;
+    for (i = 0; i < 4; ++i) {
+        const int k = shift[i] & 63;
+        ls[i] = k < 31 ? 31 - k : 0;
+        rs[i] = k > 31 ? k - 31 : 0;
+        mask[i] = (int32_t)(((uint32_t)1 << rs[i]) - 1u);
+        kk[i] = t->dbl ? 31 : k;
+        rnd[i] = t->dbl ? (long long)1 << 30 : k ? (long long)1 << (k - 1) : 0;
+        all = all && k >= 31;
+    }
+    t->ls0 = all;
+    t->m = (ember_qt8i){mult[0], mult[1], mult[2], mult[3], mult[0], mult[1], mult[2], mult[3]};
+    t->mo = (ember_qt8i){mult[1], mult[1], mult[3], mult[3], mult[1], mult[1], mult[3], mult[3]};
+    t->ls = (ember_qt8i){ls[0], ls[1], ls[2], ls[3], ls[0], ls[1], ls[2], ls[3]};
+    t->rs = (ember_qt8i){rs[0], rs[1], rs[2], rs[3], rs[0], rs[1], rs[2], rs[3]};
+    t->mask = (ember_qt8i){mask[0], mask[1], mask[2], mask[3], mask[0], mask[1], mask[2], mask[3]};
+    t->half = t->mask >> 1;
+    t->k_e = (ember_qt8q){kk[0], kk[2], kk[0], kk[2]};
+    t->k_o = (ember_qt8q){kk[1], kk[3], kk[1], kk[3]};
+    t->rnd_e = (ember_qt8q){rnd[0], rnd[2], rnd[0], rnd[2]};
+    t->rnd_o = (ember_qt8q){rnd[1], rnd[3], rnd[1], rnd[3]};
+}
 /* Lanes of a where c (-1 lanes), else of b (C has no vector ?:; compilers make these VPBLENDVB, VPMINSD). */
 #define EMBER_QT8_SEL(c, a, b) (((a) & (c)) | ((b) & ~(c)))
 EMBER_UNUSED EMBER_INLINE ember_qt8q ember_qt8_clamp64(ember_qt8q x, ember_qt8q l, ember_qt8q h) {
