@@ -16,7 +16,7 @@ float32 as ONNX's reference and onnxruntime do) as mult * 2^-shift, exactly.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -330,25 +330,17 @@ def lower_qconv(node: Node, k: KernelEmitter, add: tuple[str, ...] = (), pixels:
         qarm.lower_conv(node, k, qconv_geometry(node), add)
         return
     q: QSpec = node.attrs["_q"]
+    if q.depthwise:
+        lower_qdwconv(node, k, q)
+        return
     x, y = present(node.input(0)), present(node.outputs[0])
     geo = k.table(qconv_geometry(node).table(), DType.INT32)
     kind = "0" if q.requant is None else "1"
     wq = present(node.input(2))
-    bound = (sum_bound(np.abs(wq.const.astype(np.int64)).sum(axis=1), q.bias) if q.depthwise
-             else packed_bound(q, wq.const))
-    mult, shift, out = _out_args(k, q, bound, None if q.depthwise else wq.const)
+    mult, shift, out = _out_args(k, q, packed_bound(q, wq.const), wq.const)
     y_ptr, m, my = blocked_part(node, k)
     head = [y_ptr, kind, k.inp(0), int(x.dtype is DType.INT8), _zp_arg(node, k, q), geo, x.shape[0]]
     lay = int(x.blocked) | 2 * int(y.blocked)  # passes/int8_layout.py
-    if q.depthwise:
-        # Bit 0: sums of kvol products of |w| <= max|w| and |x - x_zp| <= 255 below 2^24 are exact in
-        # float. Bit 1: the weights fit int8 (the byte dot-product path, qdwvnni.c).
-        w = wq.const.astype(np.int64)
-        exact = int(wq.shape[1] * int(np.abs(w).max(initial=0)) * 255 < 2**24)
-        exact |= 2 * int(w.size == 0 or (w.min() >= -128 and w.max() <= 127))
-        k.call("ember_qdwconv", *head, y.shape[1], k.inp(2), _table(k, q.bias), mult, shift, out, exact, lay,
-               k.scratch(), 4 * _dw_work(node))
-        return
     lo, hi = pixels if pixels is not None else (0, math.prod(y.shape[2:]))
     if node.op == "QConvShifted":
         k.call("ember_qconv_shifted", *head, m, k.inp(2), _table(k, q.bias), _table(k, q.rowsum), mult,
@@ -358,6 +350,34 @@ def lower_qconv(node: Node, k: KernelEmitter, add: tuple[str, ...] = (), pixels:
     k.call("ember_qconv_add" if add else "ember_qconv", *head, int(node.attrs.get("group", 1)), m,
            int(q.channels_last), k.inp(2), _table(k, q.bias), _table(k, q.rowsum), _table(k, q.wofs), mult, shift, out,
            lay, k.scratch(), *(add or (lo, hi, my)))
+
+
+def lower_qdwconv(node: Node, k: KernelEmitter, q: QSpec, channels: tuple[int, int] | None = None) -> None:
+    """ember_qdwconv for the output channels [lo, hi) (`channels`; q: their spec, its per-channel tables cut so;
+    a thread's part of a depthwise convolution of multiplier 1, ops/split.py), else all of them. A part's
+    channels are at its first channel quad of a channel-blocked input and output, their blocks keeping the whole
+    call's stride (the kernel's mb), at its first channel plane of a plain one (one image)."""
+    x, y, wq = present(node.input(0)), present(node.outputs[0]), present(node.input(2))
+    m = y.shape[1]
+    lo, hi = channels if channels is not None else (0, m)
+    g = qconv_geometry(node)
+    s_in, s_out, kvol = math.prod(x.shape[2:]), math.prod(y.shape[2:]), wq.shape[1]
+    x_ptr, y_ptr, w_ptr = k.inp(0), k.out(0), k.inp(2)
+    if (lo, hi) != (0, m):
+        assert x.shape[1] == m and lo % 4 == 0 and (x.shape[0] == 1 or x.blocked and y.blocked)
+        g = replace(g, channels=hi - lo)
+        x_ptr = f"({x_ptr} + {lo // 4 * 256 if x.blocked else lo * s_in})"
+        y_ptr = f"({y_ptr} + {lo // 4 * 256 if y.blocked else lo * s_out})"
+        w_ptr = f"({w_ptr} + {lo * kvol})"
+    # Bit 0: sums of kvol products of |w| <= max|w| and |x - x_zp| <= 255 below 2^24 are exact in
+    # float. Bit 1: the weights fit int8 (the byte dot-product path, qdwvnni.c).
+    w = wq.const[lo:hi].astype(np.int64)
+    exact = int(kvol * int(np.abs(w).max(initial=0)) * 255 < 2**24)
+    exact |= 2 * int(w.size == 0 or (w.min() >= -128 and w.max() <= 127))
+    mult, shift, out = _out_args(k, q, sum_bound(np.abs(w).sum(axis=1), q.bias))
+    k.call("ember_qdwconv", y_ptr, "0" if q.requant is None else "1", x_ptr, int(x.dtype is DType.INT8),
+           _zp_arg(node, k, q), k.table(g.table(), DType.INT32), x.shape[0], hi - lo, w_ptr, _table(k, q.bias), mult,
+           shift, out, exact, int(x.blocked) | 2 * int(y.blocked), k.scratch(), 4 * _dw_work(node), m)
 
 
 # A thread's part of the output channels [c0, c0 + rows) of a channel-blocked output of M channels (ops/split.py):

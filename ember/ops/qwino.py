@@ -90,16 +90,23 @@ def scratch_bytes(node: Node) -> int:
     return 64 * ((c + 1) // 2) * ntp + 256 * ntp + 8 * (2 * r + 2) * (tw + 1) + 64 * ntp + 32 * (2 * tw + 16) + 4 * m
 
 
-def _lower(node: Node, k: KernelEmitter) -> None:
+def tile_rows(node: Node) -> int:
+    """TH, the rows of 2x2 output tiles."""
+    return (qconv_geometry(node).out_size[1] + 1) // 2
+
+
+def lower_qwino(node: Node, k: KernelEmitter, rows: tuple[int, int] | None = None) -> None:
+    """`rows`: only the tile rows [t0, t1) (a thread's part, ops/split.py), in bands of band_rows from t0."""
     q: QSpec = node.attrs["_q"]
     x, y = present(node.input(0)), present(node.outputs[0])
+    t0, t1 = rows if rows is not None else (0, tile_rows(node))
     geo = k.table(qconv_geometry(node).table(), DType.INT32)
     mult, shift, out = _out_args(k, q, np.asarray(node.attrs[BOUND_ATTR], np.float64), None)
     y_ptr, m, my = blocked_part(node, k)
     k.call("ember_qconv_wino", y_ptr, "0" if q.requant is None else "1", k.inp(0), int(x.dtype is DType.INT8),
            _zp_arg(node, k, q), geo, x.shape[0], m, k.inp(2), _table(k, q.bias), mult, shift, out,
-           band_rows(node), int(x.blocked) | 2 * int(y.blocked), k.scratch(), my)
+           band_rows(node), int(x.blocked) | 2 * int(y.blocked), k.scratch(), my, t0, t1)
 
 
-register(OpDef("QConvWinograd", lower=_lower, scratch=scratch_bytes, kernels=("ember_qconv_wino",),
+register(OpDef("QConvWinograd", lower=lower_qwino, scratch=scratch_bytes, kernels=("ember_qconv_wino",),
                infer=infer_qconv))

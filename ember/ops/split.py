@@ -13,10 +13,11 @@ positions; once divided they are stored part by part (parallel.relayout), so eac
 Int8 convolutions divide with their per-channel tables (QSpec) cut alike, when their input and output are
 plain; those into or from channel-blocked tensors (passes/int8_layout.py) and shifted ones (ops/qshifted.py)
 along their output pixels, in whole 64-pixel blocks (a range the kernels take), or on maps of few blocks
-along their output channels, each part writing its channels of every block; an integer Winograd one
-(ops/qwino.py) along whole quads of output channels, as its transformed weights are stored.
-Not divided (they run on one thread): grouped non-depthwise convolutions, ConvTranspose, int8 depthwise
-convolutions between channel-blocked tensors, float16 nodes.
+along their output channels, each part writing its channels of every block; int8 depthwise ones into or from
+channel-blocked tensors along channel quads, at the whole block stride; an integer Winograd one (ops/qwino.py)
+along its rows of output tiles where the map has more than one band of them, else along whole quads of output
+channels, as its transformed weights are stored.
+Not divided (they run on one thread): grouped non-depthwise convolutions, ConvTranspose, float16 nodes.
 """
 
 from __future__ import annotations
@@ -29,12 +30,12 @@ from ember.codegen.elementwise import emit_chain
 from ember.codegen.emitter import KernelEmitter
 from ember.ir.dtypes import DType
 from ember.ir.graph import Node, Value
-from ember.ops import registry
+from ember.ops import qwino, registry
 from ember.ops.attention import split_rows
 from ember.ops.conv import RESIDUAL, _conv_parts, _im2col_block, blocked_pointwise, residual_arg, winograd_parts
 from ember.ops.epilogue import epilogue_args
 from ember.ops.parallel import Slice, Split, contiguous_axis, cuttable, with_part_scratch
-from ember.ops.qlinear import YCUT_ATTR, QSpec, lower_qconv
+from ember.ops.qlinear import YCUT_ATTR, QSpec, lower_qconv, lower_qdwconv
 from ember.ops.qwino import BOUND_ATTR
 
 _NO_ACT = (0, "0.0f", "0.0f")  # kernel activation arguments: none (applied after the residual)
@@ -201,6 +202,10 @@ def _split_qconv(node: Node) -> Split | None:
     x, y, q = node.input(0), node.outputs[0], node.attrs.get("_q")
     if x is None or y is None or q is None or node.attrs.get("_isa"):
         return None  # the microcontroller kernels (qarm.py): no threads there
+    if q.depthwise and x.shape[1] != y.shape[1]:
+        return None  # a channel multiplier: output channel m reads input channel m / multiplier
+    if q.depthwise and (x.blocked or y.blocked):
+        return _split_qdw_blocked(node)
     blocked = not q.depthwise and (x.blocked or y.blocked)
     if (blocked or node.op == "QConvShifted") and math.prod(y.shape[2:]) >= QPIXEL_MIN_BLOCKS * QPIXEL_ALIGN:
         return _split_qpixels(node)
@@ -224,6 +229,30 @@ def _split_qconv(node: Node) -> Split | None:
         # Input planes, weight rows and tables of its channels; whole 16-channel groups (qdwvnni.c's vectors).
         return Split(m, DEPTHWISE_INT8_ALIGN, (Slice(0, 1), Slice(2, 0), Slice(0, 1, out=True)), attrs=spec)
     return Split(m, CHANNEL_ALIGN, (Slice(2, 0), *_qout_slice(y)), attrs=spec)
+
+
+def _split_qdw_blocked(node: Node) -> Split | None:
+    """A depthwise int8 convolution into or from channel-blocked tensors (MobileNet's): along its channels in
+    whole quads, each part reading and writing its quads of every block at the whole block stride (qdwconv.c's
+    mb), its weight rows and per-channel tables cut. Its three code paths (qdwvnni.c's 16-channel groups,
+    the AVX2 quads, the general path's channel planes) each loop over channels outermost, every channel's
+    work its own: parts of the channels run those loops as they are, and read no input twice. Parts of the
+    output rows would each need a row range in all three (the general path computes whole planes) and
+    transform their halo rows twice. Quads, not 16-channel groups: 144 channels divide 72 + 72 where groups
+    give 64 + 80 (qdwvnni.c's part of a group costs it a whole group, no more than the larger part's)."""
+    x, y = node.input(0), node.outputs[0]
+    assert x is not None and y is not None
+    if x.shape[0] != 1 and not (x.blocked and y.blocked):
+        return None  # a plain side's part is a range of one image's planes
+    if not (x.blocked or cuttable(x, 1)) or not (y.blocked or cuttable(y, 1)):
+        return None
+    return Split(y.shape[1], 4, (), lower=_lower_qdw_channels)
+
+
+def _lower_qdw_channels(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:
+    y = node.outputs[0]
+    assert y is not None
+    lower_qdwconv(node, k, _qspec_part(node.attrs["_q"], y.shape[1], lo, hi), (lo, hi))
 
 
 def _qout_slice(y: Value, per_unit: int = 1) -> tuple[Slice, ...]:
@@ -270,11 +299,20 @@ def _qspec_part(q: QSpec, m: int, lo: int, hi: int) -> QSpec:
 
 
 def _split_qwino(node: Node) -> Split | None:
-    """An integer Winograd convolution (ops/qwino.py): parts of whole output-channel quads, its transformed
-    weights U[M/4][16][4][C] cut along their quads, the per-channel tables and bounds alike; a plain output
-    cut alike, a channel-blocked one written by each part at its quads (qlinear.py blocked_part)."""
+    """An integer Winograd convolution (ops/qwino.py) on a map of more than one band (qwino.band_rows): along
+    its rows of 2x2 output tiles (_lower_qwino_rows). On a map of one band: parts of whole output-channel quads,
+    its transformed weights U[M/4][16][4][C] cut along their quads, the per-channel tables and bounds alike; a
+    plain output cut alike, a channel-blocked one written by each part at its quads (qlinear.py blocked_part).
+    Every channel part transforms the whole input again (ResNet-18's 2-thread bundles on one core took 1.09x
+    the time of undivided ones); on one band there is no other way to divide it."""
     x, y, q = node.input(0), node.outputs[0], node.attrs.get("_q")
-    if x is None or y is None or q is None or x.shape[0] != 1 or not (cuttable(y, 1) or y.blocked):
+    if x is None or y is None or q is None:
+        return None
+    work = 2 * y.type.numel * 9 * x.shape[1]
+    rows = qwino.tile_rows(node)
+    if rows > qwino.band_rows(node):
+        return Split(rows, 1, (), lower=_lower_qwino_rows, work=work)
+    if x.shape[0] != 1 or not (cuttable(y, 1) or y.blocked):
         return None
     m, bound = y.shape[1], node.attrs[BOUND_ATTR]
 
@@ -283,8 +321,14 @@ def _split_qwino(node: Node) -> Split | None:
         attrs = {"_q": _qspec_part(q, m, a, b), "_rows": b - a, BOUND_ATTR: bound[a:b]}
         return {**attrs, YCUT_ATTR: (a, m)} if y.blocked else attrs
 
-    return Split(-(-m // 4), CHANNEL_ALIGN // 4, (Slice(2, 0), *_qout_slice(y, 4)), attrs=spec,
-                 work=2 * y.type.numel * 9 * x.shape[1])
+    return Split(-(-m // 4), CHANNEL_ALIGN // 4, (Slice(2, 0), *_qout_slice(y, 4)), attrs=spec, work=work)
+
+
+def _lower_qwino_rows(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:
+    """Tile rows [lo, hi) of every image, in bands of qwino.band_rows from lo: each part transforms only its
+    bands' input (and their halo rows) and reads all the weights; every tile is computed as the whole call
+    computes it (exact integers, its own 2x2 outputs), so part boundaries may fall inside a band."""
+    qwino.lower_qwino(node, k, (lo, hi))
 
 
 # A same-shape QAdd or QMul divides into runs of whole 64-byte lines of its bytes.

@@ -2,7 +2,9 @@
 (passes/int8_layout.py) divide along their output pixels in whole 64-pixel blocks (ember_qconv's and
 ember_qconv_shifted's pixel range) on big maps, along their output channels on small ones (each part writing
 its channel quads of every block, with the whole block stride), as does an integer Winograd convolution into
-a blocked output; a same-shape QAdd divides into byte runs, an int8 MaxPool into planes. A threaded bundle's
+a blocked output; depthwise ones into or from blocked tensors along channel quads at the whole block stride;
+an integer Winograd one on a map of several bands along its tile rows; a same-shape QAdd divides into byte runs,
+an int8 MaxPool into planes. A threaded bundle's
 bytes must be the single-thread bundle's, in process and as C under ASan/UBSan (the portable path and the
 host's tiles); and each of those nodes must be divided (threads.MIN_WORK lowered to 0, so that these small
 layers are)."""
@@ -25,6 +27,7 @@ from ember.ops.parallel import node_split
 from ember.ops.qlinear import YCUT_ATTR
 from ember.passes import conv_algorithms, threads
 from tests.ops.test_quant_blocked import HAS_AVX2, _chain
+from tests.ops.test_quant_kernels import _f32, _model
 from tests.ops.test_quant_shifted import HAS_VNNI
 from tests.support import cdriver
 
@@ -124,3 +127,48 @@ def test_two_images_divide_by_pixels(tmp_path: Path, every_layer: None) -> None:
     got = bundle.run(feeds)
     for name, w in want.items():
         np.testing.assert_array_equal(got[name], w, err_msg=name)
+
+
+# On the 9x84 map: depthwise 5x5 from the plain input into blocks (lay 2), depthwise 3x3 blocked in and out
+# (lay 3: qdwconv.c's AVX2 quads, qdwvnni.c's groups), an integer Winograd 3x3 of 24 channels (tile rows of 42
+# tiles, bands of 3: two bands), a depthwise stride-2 3x3 from blocks into a plain output (lay 1).
+DW_LAYERS = [("h", "x", 8, 8, 5, 1), ("a", "h", 8, 24, 1, 1), ("p", "a", 24, 24, 3, 1), ("w", "p", 24, 24, 3, 1),
+             ("q", "w", 24, 24, 3, 2)]
+
+
+def test_blocked_depthwise_and_winograd_rows_divide_bit_identically(tmp_path: Path, every_layer: None) -> None:
+    """Three threads: the blocked depthwise convolutions in parts of channel quads (8 channels: two parts of 4;
+    24: three of 8), each at the whole block stride; the Winograd one in parts of its 5 tile rows (a part
+    boundary inside a band); in process and as C under ASan/UBSan, portable and native."""
+    model, feeds = _chain(np.uint8, 1, DW_LAYERS, outputs=("q",))
+    bundle, want = _bundles(tmp_path, model, feeds, 3)
+    assert _divided(bundle) == {"h", "a", "p", "w", "q"}
+    dw, rows = "_lower_qdw_channels", "_lower_qwino_rows"
+    assert _how(tmp_path / "m.onnx", 3) == {"h": dw, "a": "_lower_qpixels", "p": dw, "w": rows, "q": dw}
+    text = (tmp_path / "tn" / "m.c").read_text()
+    assert "ember_qconv_wino(" in text and len(re.findall(r"^\s+ember_qdwconv\(", text, re.M)) == 2 + 3 + 3
+    builds = {"host": bundle.run(feeds),
+              "portable": cdriver.run(bundle.path, tmp_path / "drv", feeds, sanitize=True, cflags=("-pthread",))}
+    if HAS_VNNI or HAS_AVX2:
+        builds["native"] = cdriver.run(bundle.path, tmp_path / "drv_native", feeds, sanitize=True,
+                                       cflags=("-pthread", "-march=native"))
+    for build, got in builds.items():
+        for name, w in want.items():
+            np.testing.assert_array_equal(got[name], w, err_msg=f"{build} {name}")
+
+
+def test_depthwise_with_a_channel_multiplier_stays_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A depthwise convolution of channel multiplier 2 (output channel m reads input channel m / 2) is not divided:
+    a part of its output channels is not the same range of its input's (cut alike, it read past them)."""
+    monkeypatch.setattr(threads, "MIN_WORK", 0)
+    c, rng = 16, np.random.default_rng(3)
+    consts = {"s": _f32(0.05), "zp": np.array(120, np.uint8),
+              "w": rng.integers(-60, 61, (2 * c, 1, 3, 3)).astype(np.int8),
+              "ws": np.full(2 * c, 0.01, np.float32), "wz": np.zeros(2 * c, np.int8),
+              "b": rng.integers(-200, 200, 2 * c).astype(np.int32)}
+    feeds = {"x": rng.integers(0, 256, (1, c, 20, 20)).astype(np.uint8)}
+    model = _model([helper.make_node("QLinearConv", ["x", "s", "zp", "w", "ws", "wz", "s", "zp", "b"], ["y"],
+                                     pads=[1] * 4, group=c)], feeds, consts, ("y",), 21)
+    bundle, want = _bundles(tmp_path, model, feeds, 2)
+    assert bundle.manifest["threads"]["divided"] == 0
+    np.testing.assert_array_equal(bundle.run(feeds)["y"], want["y"])

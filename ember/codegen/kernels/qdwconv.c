@@ -290,12 +290,12 @@ EMBER_INLINE ember_qdx_i8 ember_qdx_rq(ember_qdx_f8 a, ember_qdx_f8 m, ember_qdx
 /* The layer on AVX2 if it takes this path (returns 0 where not: then the general path runs). */
 static int ember_qdx_conv(uint8_t *y, const uint8_t *x, int x_sgn, int32_t xz, const int32_t *p, int N, int M,
                           const int16_t *w, const int32_t *bias, const int32_t *mult, const int32_t *shift,
-                          const int32_t *out, void *scratch, ptrdiff_t room) {
+                          const int32_t *out, void *scratch, ptrdiff_t room, int mb) {
     const int KH = p[EMBER_GEO_K_H], KW = p[EMBER_GEO_K_W], OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W],
               sh = p[EMBER_GEO_STRIDE_H], sw = p[EMBER_GEO_STRIDE_W], dh = p[EMBER_GEO_DIL_H], dw = p[EMBER_GEO_DIL_W];
     const int taps = KH * KW, OWv = (OW + 7) / 8 * 8, Wq = OWv + (KW - 1) * dw / sw;
     const ptrdiff_t s_in = (ptrdiff_t)p[EMBER_GEO_IN_H] * p[EMBER_GEO_IN_W], s_out = (ptrdiff_t)OH * OW;
-    const ptrdiff_t bs = 64 * (ptrdiff_t)M, row_bytes = (ptrdiff_t)sw * Wq * 16;
+    const ptrdiff_t bs = 64 * (ptrdiff_t)mb, row_bytes = (ptrdiff_t)sw * Wq * 16;
     const ptrdiff_t fit_rows = room / row_bytes, halo = (ptrdiff_t)(KH - 1) * dh + 1;
     const int band = fit_rows < halo ? 0 : (int)((fit_rows - halo) / sh + 1 < OH ? (fit_rows - halo) / sh + 1 : OH);
     const ember_qdx_i8 off = (ember_qdx_i8){0} + (0x4B400000 - out[EMBER_QOUT_ZP]),
@@ -438,10 +438,12 @@ static void ember_qdw_store(void *y, int kind, ptrdiff_t at, const int32_t *EMBE
 }
 
 /* lay (2-D, kind 1 for y; passes/int8_layout.py): bit 0, x is channel-blocked (multiplier 1), bit 1, y;
- * scratch then also holds the input plane and one output row, past the planes and sums. */
+ * scratch then also holds the input plane and one output row, past the planes and sums. mb: the channels of
+ * a blocked x's and y's blocks: M, or more where x and y point at a thread's part of the channel quads
+ * (ops/split.py; each channel is computed as the whole call computes it, at the whole block stride). */
 static void ember_qdwconv(void *y, int kind, const void *x, int x_sgn, int32_t xz, const int32_t *p, int N, int M,
                           const int16_t *w, const int32_t *bias, const int32_t *mult, const int32_t *shift,
-                          const int32_t *out, int exact, int lay, void *scratch, ptrdiff_t room) {
+                          const int32_t *out, int exact, int lay, void *scratch, ptrdiff_t room, int mb) {
     const int C = p[EMBER_GEO_C], KH = p[EMBER_GEO_K_H], KW = p[EMBER_GEO_K_W], OD = p[EMBER_GEO_OUT_D],
               OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W], mult_c = M / C;
     const int planar = p[EMBER_GEO_IN_D] == 1 && p[EMBER_GEO_K_D] == 1 && p[EMBER_GEO_OUT_D] == 1; /* 2-D */
@@ -451,7 +453,7 @@ static void ember_qdwconv(void *y, int kind, const void *x, int x_sgn, int32_t x
                    p[EMBER_GEO_STRIDE_H];
     const ptrdiff_t s_in = (ptrdiff_t)p[EMBER_GEO_IN_D] * p[EMBER_GEO_IN_H] * p[EMBER_GEO_IN_W],
                     s_out = (ptrdiff_t)OD * OH * OW;
-    const ptrdiff_t xbs = lay & 1 ? 64 * (ptrdiff_t)C : 0, ybs = lay & 2 ? 64 * (ptrdiff_t)M : 0;
+    const ptrdiff_t xbs = lay & 1 ? 64 * (ptrdiff_t)mb : 0, ybs = lay & 2 ? 64 * (ptrdiff_t)mb : 0;
     const ptrdiff_t x_img = xbs ? (s_in + 63) / 64 * xbs : C * s_in, y_img = ybs ? (s_out + 63) / 64 * ybs : M * s_out;
     /* past EMBER_QDW_PLANES's planes and sums: a blocked input's channel plane, a blocked output's row */
     uint8_t *const xplane =
@@ -470,7 +472,7 @@ static void ember_qdwconv(void *y, int kind, const void *x, int x_sgn, int32_t x
 #ifdef EMBER_QDW_VNNI
     if ((exact & 2) && kind == 1 && out[EMBER_QOUT_EXACT] && ember_qdv_fits(p)) { /* qdwvnni.c */
         ember_qdv_conv((uint8_t *)y, (const uint8_t *)x, x_sgn, xz, p, N, M, w, bias, mult, shift, out, lay,
-                       (uint8_t *)scratch, room);
+                       (uint8_t *)scratch, room, mb);
         return;
     }
 #else
@@ -479,7 +481,8 @@ static void ember_qdwconv(void *y, int kind, const void *x, int x_sgn, int32_t x
 #ifdef EMBER_QDW_AVX2
     if (lay == 3 && kind == 1 && (exact & 1) &&
         (out[EMBER_QOUT_EXACT] || (shift[0] >= EMBER_Q_TFL && shift[0] < 3 * EMBER_Q_TFL)) &&
-        ember_qdx_conv((uint8_t *)y, (const uint8_t *)x, x_sgn, xz, p, N, M, w, bias, mult, shift, out, scratch, room))
+        ember_qdx_conv((uint8_t *)y, (const uint8_t *)x, x_sgn, xz, p, N, M, w, bias, mult, shift, out, scratch, room,
+                       mb))
         return;
 #endif
     exact &= 1;

@@ -249,17 +249,18 @@ static int ember_qdv_fits(const int32_t *p) {
 /* Depthwise, kind 1 (requantised int8/uint8 outputs), M = C * multiplier channels; w: M x kh x kw int16
  * weights (minus their zero point) that fit int8; out = [zp, lo, hi, sums below 2^24 (qvec.c)]. scratch: `room` bytes, at least
  * one band of input rows (Xb pixel rows for one output row). lay: bit 0, x is channel-blocked, bit 1, y
- * (channels in fours; for x, multiplier 1). */
+ * (channels in fours; for x, multiplier 1), their blocks of mb channels (M, or more where x and y point at a
+ * thread's part of the channel quads). */
 static void ember_qdv_conv(uint8_t *y, const uint8_t *x, int x_sgn, int32_t xz, const int32_t *p, int N, int M,
                            const int16_t *w, const int32_t *bias, const int32_t *mult, const int32_t *shift,
-                           const int32_t *out, int lay, uint8_t *scratch, ptrdiff_t room) {
+                           const int32_t *out, int lay, uint8_t *scratch, ptrdiff_t room, int mb) {
     const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], KH = p[EMBER_GEO_K_H],
               KW = p[EMBER_GEO_K_W], OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W];
     const int sh = p[EMBER_GEO_STRIDE_H], sw = p[EMBER_GEO_STRIDE_W], dh = p[EMBER_GEO_DIL_H], G = (KW + 3) / 4,
               mult_c = M / C;
     const int Wp = (OW - 1) * sw + 4 * G, span = (KH - 1) * dh + 1; /* Xb width; input rows of one output row */
     const ptrdiff_t P = (ptrdiff_t)OH * OW, prow = (ptrdiff_t)Wp * 16;
-    const ptrdiff_t xbs = lay & 1 ? 64 * (ptrdiff_t)C : 0, ybs = lay & 2 ? 64 * (ptrdiff_t)M : 0; /* bytes per block */
+    const ptrdiff_t xbs = lay & 1 ? 64 * (ptrdiff_t)mb : 0, ybs = lay & 2 ? 64 * (ptrdiff_t)mb : 0; /* bytes per block */
     const ptrdiff_t x_img = xbs ? ((ptrdiff_t)H * W + 63) / 64 * xbs : (ptrdiff_t)C * H * W;
     const ptrdiff_t y_img = ybs ? (P + 63) / 64 * ybs : M * P;
     const int band = (int)((room / prow - span) / sh + 1) < OH ? (int)((room / prow - span) / sh + 1) : OH;

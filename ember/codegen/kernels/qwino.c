@@ -55,8 +55,9 @@ EMBER_INLINE ember_qw_u ember_qw_dot(ember_qw_u acc, ember_qw_v w, ember_qw_v x)
     } while (0)
 #endif
 
-/* Zb[e][r][t] = sum over the C2 channel pairs of U[e][r][pair] . Vb[e][pair][t], for e < 16, r < 4, t < NTp. */
-EMBER_NOINLINE static void ember_qw_gemm(uint32_t *Zb, const int16_t *U, const int16_t *Vb, int C2, int NTp) {
+/* Zb[e][r][t] = sum over the C2 channel pairs of U[e][r][pair] . Vb[e][pair][t], for e < 16, r < 4, t < nt (the
+ * band's tiles rounded up to 8; NTp: the stride of Vb's and Zb's rows, a whole band's). */
+EMBER_NOINLINE static void ember_qw_gemm(uint32_t *Zb, const int16_t *U, const int16_t *Vb, int C2, int NTp, int nt) {
     const int Cp = 2 * C2;
     int e, t;
     for (e = 0; e < 16; ++e) {
@@ -64,17 +65,17 @@ EMBER_NOINLINE static void ember_qw_gemm(uint32_t *Zb, const int16_t *U, const i
         uint32_t *z = Zb + (ptrdiff_t)e * 4 * NTp;
 #if EMBER_HAVE_AVX2
         const int32_t *v = (const int32_t *)(const void *)Vb + (ptrdiff_t)e * C2 * NTp;
-        for (t = 0; t + 24 <= NTp; t += 24) EMBER_QW_TILE(3);
-        if (t + 16 <= NTp) {
+        for (t = 0; t + 24 <= nt; t += 24) EMBER_QW_TILE(3);
+        if (t + 16 <= nt) {
             EMBER_QW_TILE(2);
             t += 16;
         }
-        if (t < NTp) EMBER_QW_TILE(1);
+        if (t < nt) EMBER_QW_TILE(1);
 #else
         const int16_t *v = Vb + (ptrdiff_t)e * C2 * NTp * 2;
         int r, c;
         for (r = 0; r < 4; ++r)
-            for (t = 0; t < NTp; ++t) {
+            for (t = 0; t < nt; ++t) {
                 uint32_t s = 0;
                 for (c = 0; c < C2; ++c) {
                     const int16_t *x2 = v + ((ptrdiff_t)c * NTp + t) * 2, *w2 = u + r * Cp + 2 * c;
@@ -111,16 +112,16 @@ typedef short ember_qw_h8 __attribute__((vector_size(16), aligned(2), may_alias)
         EMBER_QW_ST(T, 12, b0 - d0); EMBER_QW_ST(T, 13, b1 - d1); EMBER_QW_ST(T, 14, b2 - d2); EMBER_QW_ST(T, 15, b3 - d3); \
     } while (0)
 
-/* Vb for the tile rows [th0, th0 + R) of image x, a channel pair at a time: the pair's padded rows as int16
- * pairs (channel 2c2 + h at 2j + h) split into even and odd columns (E, O: a tile's patch row is E[tw], O[tw],
- * E[tw+1], O[tw+1]), then B^T d B of every tile on the pairs' lanes alike, so the results land in Vb's
- * [t][2] order; vectorized along the tile row. A pad channel (odd C) is zeros (its weights are 0 too). */
+/* Vb for the tile rows [th0, th0 + R) (those before t1) of image x, a channel pair at a time: the pair's padded
+ * rows as int16 pairs (channel 2c2 + h at 2j + h) split into even and odd columns (E, O: a tile's patch row is
+ * E[tw], O[tw], E[tw+1], O[tw+1]), then B^T d B of every tile on the pairs' lanes alike, so the results land in
+ * Vb's [t][2] order; vectorized along the tile row. A pad channel (odd C) is zeros (its weights are 0 too). */
 EMBER_NOINLINE static void ember_qw_input(int16_t *EMBER_RESTRICT Vb, int16_t *EMBER_RESTRICT rows, const uint8_t *x,
-                                          int blk, int x_sgn, int32_t xz, const int32_t *p, int th0, int R, int TW,
-                                          int NTp) {
+                                          int blk, int x_sgn, int32_t xz, const int32_t *p, int th0, int R, int t1,
+                                          int TW, int NTp) {
     const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], pt = p[EMBER_GEO_PAD_H],
-              pl = p[EMBER_GEO_PAD_W], TH = (p[EMBER_GEO_OUT_H] + 1) / 2, C2 = (C + 1) / 2, Wh = TW + 1, L = 2 * Wh;
-    const int nr = th0 + R <= TH ? R : TH - th0; /* tile rows of this band that exist */
+              pl = p[EMBER_GEO_PAD_W], C2 = (C + 1) / 2, Wh = TW + 1, L = 2 * Wh;
+    const int nr = th0 + R <= t1 ? R : t1 - th0; /* tile rows of this band that exist (and are this call's) */
     /* int8 bytes b seen as uint8 b ^ 0x80, whose zero point is xz + 128 */
     const uint8_t flip = x_sgn ? 0x80 : 0;
     const int32_t zq = xz + (x_sgn ? 128 : 0);
@@ -276,11 +277,13 @@ EMBER_NOINLINE static void ember_qw_output(const ember_qout *o, const uint32_t *
 /* y (NCHW, M channels: int32 sums if kind 0, else requantised bytes) = the convolution of x (NCHW bytes, int8
  * if x_sgn, zero point xz) by the transformed weights U; bias (or NULL), mult/shift/out as for ember_qconv
  * (qconv.c). R: tile rows per band. lay: bit 0, x is channel-blocked (passes/int8_layout.py); bit 1, y is,
- * its blocks of my channels (M, or more where y points at a thread's part of its channel quads). */
+ * its blocks of my channels (M, or more where y points at a thread's part of its channel quads). Only the
+ * tile rows [t0, t1) (a thread's part, ops/split.py; bands of R from t0): every tile is computed as the whole
+ * call computes it, exactly in integers, whichever band holds it. */
 static void ember_qconv_wino(void *y, int kind, const void *x, int x_sgn, int32_t xz, const int32_t *p, int N, int M,
                              const int16_t *U, const int32_t *bias, const int32_t *mult, const int32_t *shift,
-                             const int32_t *out, int R, int lay, uint8_t *scratch, int my) {
-    const int C = p[EMBER_GEO_C], OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W], TH = (OH + 1) / 2, TW = (OW + 1) / 2,
+                             const int32_t *out, int R, int lay, uint8_t *scratch, int my, int t0, int t1) {
+    const int C = p[EMBER_GEO_C], OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W], TW = (OW + 1) / 2,
               C2 = (C + 1) / 2, NTp = (R * TW + 7) & ~7;
     const ptrdiff_t P = (ptrdiff_t)OH * OW, s_in = (ptrdiff_t)p[EMBER_GEO_IN_H] * p[EMBER_GEO_IN_W];
     /* bytes per image: channel-blocked ones are whole blocks of pixels */
@@ -303,11 +306,11 @@ static void ember_qconv_wino(void *y, int kind, const void *x, int x_sgn, int32_
     o.row = 0;
     for (n = 0; n < N; ++n) {
         o.y = (uint8_t *)y + n * y_img * (kind == 0 ? 4 : 1);
-        for (th0 = 0; th0 < TH; th0 += R) {
-            const int nr = th0 + R <= TH ? R : TH - th0;
-            ember_qw_input(Vb, rows, (const uint8_t *)x + n * x_img, lay & 1, x_sgn, xz, p, th0, R, TW, NTp);
+        for (th0 = t0; th0 < t1; th0 += R) {
+            const int nr = th0 + R <= t1 ? R : t1 - th0;
+            ember_qw_input(Vb, rows, (const uint8_t *)x + n * x_img, lay & 1, x_sgn, xz, p, th0, R, t1, TW, NTp);
             for (m0 = 0; m0 < M; m0 += 4) {
-                ember_qw_gemm(Zb, U + (ptrdiff_t)m0 * 16 * 2 * C2, Vb, C2, NTp);
+                ember_qw_gemm(Zb, U + (ptrdiff_t)m0 * 16 * 2 * C2, Vb, C2, NTp, (nr * TW + 7) & ~7);
                 ember_qw_output(&o, Zb, m0, M, th0, nr, TW, NTp, OH, OW, orow);
             }
         }
