@@ -756,6 +756,18 @@ EMBER_UNUSED static void ember_qa_widen(int16_t *EMBER_RESTRICT dst, const uint8
 #endif
     for (; i < n; ++i) dst[i] = EMBER_QA_VAL(src[i], flip, z2);
 }
+/* A fully-connected layer's row of A at a0 (and the next when two) as the plain columns t0 (t1) of Kp int16,
+ * zero past K. */
+EMBER_UNUSED EMBER_INLINE void ember_qa_fc_rows(int16_t *t0, int16_t *t1, const uint8_t *a0, int K, int Kp, int two,
+                                             uint32_t flip, int32_t z2) {
+    int k;
+    ember_qa_widen(t0, a0, K, flip, z2);
+    for (k = K; k < Kp; ++k) t0[k] = 0;
+    if (two) {
+        ember_qa_widen(t1, a0 + K, K, flip, z2);
+        for (k = K; k < Kp; ++k) t1[k] = 0;
+    }
+}
 /* The columns t0, t1 (Kp int16 each, 4-byte aligned) as ember_qa_dot22 reads them: per 4 k, the words
  * (k0,k1) of both, then (k2,k3) of both. */
 EMBER_UNUSED static void ember_qa_pair_cols(int16_t *EMBER_RESTRICT cols, const int16_t *t0, const int16_t *t1, int Kp) {
@@ -1358,16 +1370,10 @@ static void ember_qarm_fc(uint8_t *y, const uint8_t *a, int sgn, int32_t az, int
     const uint32_t flip = sgn ? 0x80u : 0u;
     const int32_t z2 = az + (sgn ? 128 : 0);
     int16_t *t0 = R > 1 ? cols + 2 * Kp : cols, *t1 = t0 + Kp;
-    int r, k;
+    int r;
     for (r = 0; r < R; r += 2) {
         const int two = r + 1 < R;
-        const uint8_t *a0 = a + (ptrdiff_t)r * K;
-        ember_qa_widen(t0, a0, K, flip, z2);
-        for (k = K; k < Kp; ++k) t0[k] = 0;
-        if (two) {
-            ember_qa_widen(t1, a0 + K, K, flip, z2);
-            for (k = K; k < Kp; ++k) t1[k] = 0;
-        }
+        ember_qa_fc_rows(t0, t1, a + (ptrdiff_t)r * K, K, Kp, two, flip, z2);
         if (two) ember_qa_pair_cols(cols, t0, t1, Kp);
         ember_qa_gemm2(y + (ptrdiff_t)r * Nout, 1, Nout, 1 + two, W, Nout, Kp, two ? cols : t0, rq, out);
     }

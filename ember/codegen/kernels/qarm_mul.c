@@ -250,16 +250,10 @@ static void ember_qarm_fc_mul(uint8_t *y, const uint8_t *a, int sgn, int32_t az,
     const uint32_t flip = sgn ? 0x80u : 0u;
     const int32_t z2 = az + (sgn ? 128 : 0);
     int16_t *t0 = R > 1 ? cols + 2 * Kp : cols, *t1 = t0 + Kp;
-    int r, k;
+    int r;
     for (r = 0; r < R; r += 2) {
         const int two = r + 1 < R;
-        const uint8_t *a0 = a + (ptrdiff_t)r * K;
-        ember_qa_widen(t0, a0, K, flip, z2);
-        for (k = K; k < Kp; ++k) t0[k] = 0;
-        if (two) {
-            ember_qa_widen(t1, a0 + K, K, flip, z2);
-            for (k = K; k < Kp; ++k) t1[k] = 0;
-        }
+        ember_qa_fc_rows(t0, t1, a + (ptrdiff_t)r * K, K, Kp, two, flip, z2);
         ember_qm_gemm(y + (ptrdiff_t)r * Nout, 1, Nout, 1 + two, W, Nout, Kp, cols, t0, t1, rq, out);
     }
 }
