@@ -88,6 +88,20 @@ def _bundles(tmp_path: Path, model: onnx.ModelProto, feeds: dict[str, np.ndarray
     return ember.compile(tmp_path / "m.onnx", tmp_path / "tn", threads=parts), want
 
 
+def _check_builds(tmp_path: Path, bundle: ember.Bundle, feeds: dict[str, np.ndarray],
+                  want: dict[str, np.ndarray]) -> None:
+    """The threaded bundle in process, and as C under ASan/UBSan (portable, and native where the host has the
+    AVX2 or VNNI kernels), gives the 1-thread bundle's bytes."""
+    builds = {"host": bundle.run(feeds),
+              "portable": cdriver.run(bundle.path, tmp_path / "drv", feeds, sanitize=True, cflags=("-pthread",))}
+    if HAS_VNNI or HAS_AVX2:
+        builds["native"] = cdriver.run(bundle.path, tmp_path / "drv_native", feeds, sanitize=True,
+                                       cflags=("-pthread", "-march=native"))
+    for build, got in builds.items():
+        for name, w in want.items():
+            np.testing.assert_array_equal(got[name], w, err_msg=f"{build} {name}")
+
+
 def test_blocked_chain_divides_bit_identically(tmp_path: Path, every_layer: None) -> None:
     """Three threads: 12 blocks in parts of 4, 24 channels in parts of 8, 16 in two parts of 8, 20 in 8 and 12
     (the channel parts of blocked outputs on maps of several blocks, so that the block stride is the whole's);
@@ -107,14 +121,7 @@ def test_blocked_chain_divides_bit_identically(tmp_path: Path, every_layer: None
         "w": blocked, "g": "channels", "pooled": "channels"}
     text = (tmp_path / "tn" / "m.c").read_text()
     assert all(f"{k}(" in text for k in ("ember_qconv_shifted", "ember_qconv_wino", "ember_qadd", "ember_qmaxpool"))
-    builds = {"host": bundle.run(feeds),
-              "portable": cdriver.run(bundle.path, tmp_path / "drv", feeds, sanitize=True, cflags=("-pthread",))}
-    if HAS_VNNI or HAS_AVX2:
-        builds["native"] = cdriver.run(bundle.path, tmp_path / "drv_native", feeds, sanitize=True,
-                                       cflags=("-pthread", "-march=native"))
-    for build, got in builds.items():
-        for name, w in want.items():
-            np.testing.assert_array_equal(got[name], w, err_msg=f"{build} {name}")
+    _check_builds(tmp_path, bundle, feeds, want)
 
 
 def test_two_images_divide_by_pixels(tmp_path: Path, every_layer: None) -> None:
@@ -147,14 +154,7 @@ def test_blocked_depthwise_and_winograd_rows_divide_bit_identically(tmp_path: Pa
     assert _how(tmp_path / "m.onnx", 3) == {"h": dw, "a": "_lower_qpixels", "p": dw, "w": rows, "q": dw}
     text = (tmp_path / "tn" / "m.c").read_text()
     assert "ember_qconv_wino(" in text and len(re.findall(r"^\s+ember_qdwconv\(", text, re.M)) == 2 + 3 + 3
-    builds = {"host": bundle.run(feeds),
-              "portable": cdriver.run(bundle.path, tmp_path / "drv", feeds, sanitize=True, cflags=("-pthread",))}
-    if HAS_VNNI or HAS_AVX2:
-        builds["native"] = cdriver.run(bundle.path, tmp_path / "drv_native", feeds, sanitize=True,
-                                       cflags=("-pthread", "-march=native"))
-    for build, got in builds.items():
-        for name, w in want.items():
-            np.testing.assert_array_equal(got[name], w, err_msg=f"{build} {name}")
+    _check_builds(tmp_path, bundle, feeds, want)
 
 
 def test_depthwise_with_a_channel_multiplier_stays_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
