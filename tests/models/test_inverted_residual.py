@@ -55,6 +55,16 @@ class _Net:
         self.nodes.append(helper.make_node("Gemm", [x, w, b], [y], transB=trans_b, **attrs))
         return y
 
+    def save(self, path: Path, name: str, inputs: dict[str, list[int]], outputs: dict[str, list[int]]) -> None:
+        """The graph of float32 inputs and outputs of these shapes, checked (full shape inference) and saved."""
+        graph = helper.make_graph(self.nodes, name, [helper.make_tensor_value_info(n, TensorProto.FLOAT, s)
+                                                     for n, s in inputs.items()],
+                                  [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in outputs.items()],
+                                  self.inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        onnx.checker.check_model(model, full_check=True)
+        onnx.save(model, path)
+
     def op(self, op: str, *xs: str) -> str:
         y = self._name(op.lower())
         self.nodes.append(helper.make_node(op, list(xs), [y]))
@@ -93,13 +103,7 @@ def _model(path: Path) -> Path:
     # unroll tails: B transposed with alpha, beta and a fused HardSwish, then B as stored.
     h = net.op("HardSwish", net.gemm(net.op("Flatten", y), 16, 37, trans_b=1, alpha=0.5, beta=2.0))
     logits = net.gemm(h, 37, 19)
-    graph = helper.make_graph(net.nodes, "irblocks", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
-                              [1, 3, 23, 23])], [helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, 16, 1, 1]),
-                                                 helper.make_tensor_value_info(logits, TensorProto.FLOAT, [1, 19])],
-                              net.inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    onnx.checker.check_model(model, full_check=True)
-    onnx.save(model, path)
+    net.save(path, "irblocks", {"x": [1, 3, 23, 23]}, {y: [1, 16, 1, 1], logits: [1, 19]})
     return path
 
 
@@ -230,13 +234,7 @@ def _banded_model(path: Path, wide: int = 8) -> tuple[Path, list[str]]:
     f = _plain_block(net, c, 12, 16, 1, 1, "relu6")
     t = _plain_block(net, _plain_block(net, "t", 8, 8, 2, 1, "hardswish"), 8, 8, 3, 2, "relu6")
     shapes = {d: [1, 16, 29, 30], e: [1, 16, 29, 30], f: [1, 16, 57, 59], t: [1, 8, 320, 3]}
-    graph = helper.make_graph(net.nodes, "banded", [
-        helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, wide, 57, 59]),
-        helper.make_tensor_value_info("t", TensorProto.FLOAT, [1, 8, 640, 5])],
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in shapes.items()], net.inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    onnx.checker.check_model(model, full_check=True)
-    onnx.save(model, path)
+    net.save(path, "banded", {"x": [1, wide, 57, 59], "t": [1, 8, 640, 5]}, shapes)
     return path, list(shapes)
 
 

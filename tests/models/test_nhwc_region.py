@@ -15,9 +15,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
 
 import ember
 from ember.codegen import library
@@ -55,13 +54,7 @@ def _model(path: Path, h: int = 19, w: int = 21) -> tuple[Path, list[str]]:
     f = _plain_block(net, net.conv(e, 4, 16), 16, 16, 2, 1, "swish", se=True)  # SE: GapNHWC, ScaleNHWC
     oh, ow = -(-h // 2), -(-w // 2)
     shapes = {d: [1, 4, oh, ow], f: [1, 16, oh, ow]}
-    graph = helper.make_graph(net.nodes, "nhwc", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
-                              [1, 20, h, w])],
-                              [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in shapes.items()],
-                              net.inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    onnx.checker.check_model(model, full_check=True)
-    onnx.save(model, path)
+    net.save(path, "nhwc", {"x": [1, 20, h, w]}, shapes)
     return path, list(shapes)
 
 
@@ -73,13 +66,7 @@ def _stem_model(path: Path, h: int = 23, w: int = 19) -> tuple[Path, list[str]]:
     a = _plain_block(net, net.op("HardSwish", net.conv("x", 3, 20, k=3, stride=2)), 20, 20, 2, 1, "relu6")
     b = _plain_block(net, net.op("Relu", net.conv("x", 3, 40, k=3)), 40, 8, 1, 2, "swish")
     shapes = {a: [1, 20, -(-h // 2), -(-w // 2)], b: [1, 8, -(-h // 2), -(-w // 2)]}
-    graph = helper.make_graph(net.nodes, "stem", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
-                              [1, 3, h, w])],
-                              [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in shapes.items()],
-                              net.inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    onnx.checker.check_model(model, full_check=True)
-    onnx.save(model, path)
+    net.save(path, "stem", {"x": [1, 3, h, w]}, shapes)
     return path, list(shapes)
 
 
@@ -99,13 +86,8 @@ def _channels_last_model(path: Path) -> Path:
                                       strides=[2, 2], pads=[4, 1, 5, 1]))
     b = _plain_block(net, net.op("Relu", "kws_stem"), 16, 16, 1, 1, "relu6")
     net.nodes.append(helper.make_node("AveragePool", [b], ["kws_out"], kernel_shape=[25, 5], strides=[25, 5]))
-    graph = helper.make_graph(net.nodes, "cl", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 23, 19, 3]),
-                                                helper.make_tensor_value_info("s", TensorProto.FLOAT, [1, 1, 49, 10])],
-                              [helper.make_tensor_value_info("image_out", TensorProto.FLOAT, [1, 12, 10, 20]),
-                               helper.make_tensor_value_info("kws_out", TensorProto.FLOAT, [1, 16, 1, 1])], net.inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    onnx.checker.check_model(model, full_check=True)
-    onnx.save(model, path)
+    net.save(path, "cl", {"x": [1, 23, 19, 3], "s": [1, 1, 49, 10]},
+             {"image_out": [1, 12, 10, 20], "kws_out": [1, 16, 1, 1]})
     return path
 
 
