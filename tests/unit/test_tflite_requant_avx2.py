@@ -29,6 +29,14 @@ int has_qt8(void) {
     return 0;
 #endif
 }
+#ifdef EMBER_QT8
+/* got[i] = ember_qt8_rq of v[i] by t, 8 lanes at a time. */
+static void vector(int32_t *got, const int32_t *v, int n, const ember_qt8 *t) {
+    int i;
+    for (i = 0; i + 8 <= n; i += 8)
+        *(ember_qt8iu *)(void *)(got + i) = ember_qt8_rq(*(const ember_qt8iu *)(const void *)(v + i), t);
+}
+#endif
 /* got[i]: the vector requantisation of v[i] (n a multiple of 8); want[i]: the scalar one. */
 void both(int32_t *got, int32_t *want, const int32_t *v, int n, int32_t mult, int shift, int32_t zp, int32_t lo,
           int32_t hi) {
@@ -38,8 +46,7 @@ void both(int32_t *got, int32_t *want, const int32_t *v, int n, int32_t mult, in
     {
         ember_qt8 t;
         ember_qt8_init(&t, mult, shift, zp, lo, hi);
-        for (i = 0; i + 8 <= n; i += 8)
-            *(ember_qt8iu *)(void *)(got + i) = ember_qt8_rq(*(const ember_qt8iu *)(const void *)(v + i), &t);
+        vector(got, v, n, &t);
     }
 #else
     (void)got;
@@ -55,8 +62,7 @@ void lanes(int32_t *got, int32_t *want, const int32_t *v, int n, const int32_t *
         ember_qt8 t;
         ember_qt8_init(&t, mult[0], shift[0], zp, lo, hi);
         for (i = 0; i < 8; ++i) ember_qt8_lane(&t, i, mult[i], shift[i]);
-        for (i = 0; i + 8 <= n; i += 8)
-            *(ember_qt8iu *)(void *)(got + i) = ember_qt8_rq(*(const ember_qt8iu *)(const void *)(v + i), &t);
+        vector(got, v, n, &t);
     }
 #else
     (void)got;
@@ -72,8 +78,7 @@ void quad(int32_t *got, int32_t *want, const int32_t *v, int n, const int32_t *m
         ember_qt8 t;
         ember_qt8_init(&t, mult[0], shift[0], zp, lo, hi);
         ember_qt8_quad(&t, mult, shift);
-        for (i = 0; i + 8 <= n; i += 8)
-            *(ember_qt8iu *)(void *)(got + i) = ember_qt8_rq(*(const ember_qt8iu *)(const void *)(v + i), &t);
+        vector(got, v, n, &t);
     }
 #else
     (void)got;
