@@ -1516,18 +1516,20 @@ EMBER_QA_DW3_QUADFN(ember_qa_dw3_quad2, EMBER_QA_DW3_ROW2, EMBER_QA_DW3_XS2, EMB
     "smmla " O ", " O ", r9, " RA "\n\t"              \
     "asr " O ", " O ", r10\n\t"                       \
     "ssat " O ", #8, " O "\n\t"
+/* The row functions' signature (naked: their assembly saves and restores what it uses) and the first steps
+ * of most: r4 = q, lr = y, r12 = wv. */
+#define EMBER_QA_DW3_NAKED(NAME)                                                                                    \
+    EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void NAME(                                           \
+        EMBER_UNUSED const int16_t *q, EMBER_UNUSED uint8_t *y, EMBER_UNUSED const uint32_t *wv, EMBER_UNUSED int n)
+#define EMBER_QA_DW3_ENTRY "push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\tmov r4, r0\n\tmov lr, r1\n\tmov r12, r2\n\t"
 /* One naked row function: ROWS (EMBER_QA_DW3_ROWS or _ROWSP), STEP and TWO (a step of four and of two, as
  * EMBER_QA_DW3_R1 and _T1), ADV (a step's bytes along the plane's row, 2^LOG), R11 (wv's byte offset for r11),
  * RQP (loads ra into RA where r11 does not keep it), CHK (a row's test for no step of four: the _s variants,
  * for n < 4, have it). */
 #define EMBER_QA_DW3_CHK "cmp r7, #0\n\tbeq 3f\n\t"
 #define EMBER_QA_DW3_ROWFN(NAME, ROWS, STEP, TWO, ADV, LOG, R11, RQP, RA, CHK)                                    \
-    EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void NAME(                                           \
-        EMBER_UNUSED const int16_t *q, EMBER_UNUSED uint8_t *y, EMBER_UNUSED const uint32_t *wv, EMBER_UNUSED int n) { \
-    __asm__("push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"                                                     \
-            "mov r4, r0\n\t"                                                                                     \
-            "mov lr, r1\n\t"                                                                                     \
-            "mov r12, r2\n\t"                                                                                    \
+    EMBER_QA_DW3_NAKED(NAME) {                                                                                   \
+    __asm__(EMBER_QA_DW3_ENTRY                                                                                   \
             "ldr r11, [r12, #" R11 "]\n\t"                                                                       \
             "ldr r1, [r12, #56]\n\t"                                                                             \
             "ldr r2, [r12, #60]\n\t"                                                                             \
@@ -1629,8 +1631,7 @@ EMBER_QA_DW3_ROWFNS(ember_qa_dw3_row2p, EMBER_QA_DW3_ROWSP, EMBER_QA_DW3_R2, EMB
     "smlatb r6, r9, r11, r6\n\t"                     \
     "smlad r6, r10, lr, r6\n\t"
 #define EMBER_QA_DW3_RQ6(O) "smmla " O ", " O ", r7, r9\n\tasr " O ", " O ", r8\n\tssat " O ", #8, " O "\n\t"
-EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dw3_row6p(
-    EMBER_UNUSED const int16_t *q, EMBER_UNUSED uint8_t *y, EMBER_UNUSED const uint32_t *wv, EMBER_UNUSED int n) {
+EMBER_QA_DW3_NAKED(ember_qa_dw3_row6p) {
     __asm__("push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"
             "mov r4, r0\n\t"
             "mov r12, r2\n\t"
@@ -1679,12 +1680,8 @@ EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dw3_row6
     "smlad r2, r8, r9, r2\n\t"                       \
     "smlabt r2, r3, r10, r2\n\t"
 #define EMBER_QA_DW3_ROW3FN(NAME, ROW)                                                                            \
-    EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void NAME(                                           \
-        EMBER_UNUSED const int16_t *q, EMBER_UNUSED uint8_t *y, EMBER_UNUSED const uint32_t *wv, EMBER_UNUSED int n) { \
-        __asm__("push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"                                                 \
-                "mov r4, r0\n\t"                                                                                 \
-                "mov lr, r1\n\t"                                                                                 \
-                "mov r12, r2\n\t"                                                                                \
+    EMBER_QA_DW3_NAKED(NAME) {                                                                                   \
+        __asm__(EMBER_QA_DW3_ENTRY                                                                               \
                 "ldr r7, [r12, #56]\n\t"                                                                         \
                 "add r7, r7, r7, lsl #1\n\t"                                                                     \
                 "add r7, lr, r7\n\t" /* y's end: 3 outputs a row */                                              \
