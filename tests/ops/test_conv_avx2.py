@@ -5,12 +5,17 @@ products of at most 64 columns that pack each K block of B whole (EMBER_MM_BLOCK
 blocks, ConvShifted's 61 columns (b_row views: the overlapping last strip) and a 7x7 stride-2 stem (64-pixel
 rows: one product per output row, into the output itself), without and with a fused Relu. With K over several
 K blocks the columns after the last whole vector (1 of 49, 5 of 61) are dot products along K.
+Strided ConvShifted layers fill both column phases of an input row in one pass (vectors of its even and odd
+floats inside the row, single floats at its ends: rows of 30 and 37, the stem's 128 with 3 columns of padding).
 One model holds every case (one compile); it also runs in a C driver built for AVX2 with AddressSanitizer
-+ UBSan, where a strip packed past the stack block or a B row read past the planes fails.
++ UBSan, where a strip packed past the stack block or a B row read past the planes fails. Its C also compiles
+warning-free for AVX-512 (16-float vectors) and, with zig's clang, for AArch64 NEON (4-float vectors).
 """
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +38,9 @@ CASES = {
     # K over three K blocks: the column after 6 whole vectors (49 = 48 + 1) as dot products along K
     "direct_1x1_7x7_k520": (520, 7, 20, 1, 1, 0, True, "Conv"),
     "shifted_61_k288": (32, 7, 13, 3, 1, 1, True, "ConvShifted"),  # the same for 61 = 56 + 5 columns
+    # stride 2: both column phases of a row in one pass, vectors inside the row, single floats at its ends
+    "shifted_s2_even": (16, 30, 24, 3, 2, 1, True, "ConvShifted"),
+    "shifted_s2_odd": (16, 37, 8, 3, 2, 1, False, "ConvShifted"),
 }
 
 
@@ -77,3 +85,8 @@ def test_avx2_choices_and_column_blocks_match_onnxruntime(tmp_path: Path) -> Non
     for name in CASES:
         for out, what in ((got, name), (sanitized, f"{name} (sanitized C driver)")):
             assert_close(out[name], ref[name], what)
+    flags = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-ffreestanding", "-c", str(bundle.path / "convavx2.c"),
+             "-o", str(tmp_path / "other.o")]
+    cdriver.run_cmd(["cc", "-march=skylake-avx512", *flags])
+    if importlib.util.find_spec("ziglang") is not None:
+        cdriver.run_cmd([sys.executable, "-m", "ziglang", "cc", "-target", "aarch64-linux-musl", *flags])
