@@ -6,7 +6,8 @@ blocks, ConvShifted's 61 columns (b_row views: the overlapping last strip) and a
 rows: one product per output row, into the output itself), without and with a fused Relu. With K over several
 K blocks the columns after the last whole vector (1 of 49, 5 of 61) are dot products along K.
 Strided ConvShifted layers fill both column phases of an input row in one pass (vectors of its even and odd
-floats inside the row, single floats at its ends: rows of 30 and 37, the stem's 128 with 3 columns of padding).
+floats inside the row, single floats at its ends: rows of 30 and 37, the stem's 128 with 3 columns of padding);
+im2col at stride 2 takes the even floats of vector pairs the same way.
 One model holds every case (one compile); it also runs in a C driver built for AVX2 with AddressSanitizer
 + UBSan, where a strip packed past the stack block or a B row read past the planes fails. Its C also compiles
 warning-free for AVX-512 (16-float vectors) and, with zig's clang, for AArch64 NEON (4-float vectors).
@@ -41,6 +42,10 @@ CASES = {
     # stride 2: both column phases of a row in one pass, vectors inside the row, single floats at its ends
     "shifted_s2_even": (16, 30, 24, 3, 2, 1, True, "ConvShifted"),
     "shifted_s2_odd": (16, 37, 8, 3, 2, 1, False, "ConvShifted"),
+    # im2col at stride 2 (a 1x1 shortcut; 9 products an output, too few for ConvShifted): even floats of vector
+    # pairs inside the row, single floats at its ends (columns -1 and 40 with the padding)
+    "im2col_1x1_s2": (8, 38, 16, 1, 2, 0, False, "Conv"),
+    "im2col_s2_k9": (1, 40, 8, 3, 2, 1, True, "Conv"),
 }
 
 

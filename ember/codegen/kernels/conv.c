@@ -63,7 +63,58 @@ EMBER_INLINE void ember_copy_run_f32(float *EMBER_RESTRICT dst, const float *EMB
 }
 /*@end*/
 
-/*@kernel ember_im2col_f32 requires ember_window_bounds ember_copy_run_f32 ember_conv_geo*/
+/*@kernel ember_phase_pick requires ember_simd*/
+/* EMBER_PHASE_PICK(a, b, EMBER_PHASE_EVEN / _ODD): the even or the odd floats of the 2 * EMBER_VL floats of
+ * vectors a, b (a stride-2 row's two column phases). */
+#if EMBER_VL > 1
+typedef int32_t ember_phase_vi __attribute__((vector_size(EMBER_VL * 4)));
+#if EMBER_VL == 16
+#define EMBER_PHASE_EVEN 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30
+#define EMBER_PHASE_ODD 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31
+#elif EMBER_VL == 8
+#define EMBER_PHASE_EVEN 0, 2, 4, 6, 8, 10, 12, 14
+#define EMBER_PHASE_ODD 1, 3, 5, 7, 9, 11, 13, 15
+#else
+#define EMBER_PHASE_EVEN 0, 2, 4, 6
+#define EMBER_PHASE_ODD 1, 3, 5, 7
+#endif
+#if EMBER_CLANG
+#define EMBER_PHASE_PICK(a, b, IDX) __builtin_shufflevector(a, b, IDX)
+#else
+#define EMBER_PHASE_PICK(a, b, IDX) __builtin_shuffle(a, b, (ember_phase_vi){IDX})
+#endif
+#endif
+/*@end*/
+
+/*@kernel ember_phase_rows2_f32 requires ember_phase_pick*/
+/* One input row x (W floats) split into its two column phases for a stride-2 ConvShifted: r0[j] = x[2j - pl],
+ * r1[j] = x[2j + 1 - pl] for j in [0, Wh), 0 outside the row. Where both phases are inside, a vector pair of
+ * the row gives a vector of each (its even and odd floats): one pass over the row instead of a strided scalar
+ * copy per phase (ResNet-50's 56x56 x 128 stride-2 layer spent a tenth of its time on the scalar copies). */
+static void ember_phase_rows2_f32(float *EMBER_RESTRICT r0, float *EMBER_RESTRICT r1, const float *EMBER_RESTRICT x,
+                                  int W, int Wh, int pl) {
+    int j = 0;
+#if EMBER_VL > 1
+    /* the first j whose pair starts inside the row (2j >= pl), then vectors while the pairs end inside it */
+    for (; j < Wh && 2 * j < pl; ++j) {
+        r0[j] = 0.0f;
+        r1[j] = 2 * j + 1 - pl >= 0 && 2 * j + 1 - pl < W ? x[2 * j + 1 - pl] : 0.0f;
+    }
+    for (; j + EMBER_VL <= Wh && 2 * (j + EMBER_VL) - pl <= W; j += EMBER_VL) {
+        const ember_vf a = *(const ember_vf *)(x + 2 * j - pl), b = *(const ember_vf *)(x + 2 * j - pl + EMBER_VL);
+        *(ember_vf *)(r0 + j) = EMBER_PHASE_PICK(a, b, EMBER_PHASE_EVEN);
+        *(ember_vf *)(r1 + j) = EMBER_PHASE_PICK(a, b, EMBER_PHASE_ODD);
+    }
+#endif
+    for (; j < Wh; ++j) {
+        const int u = 2 * j - pl;
+        r0[j] = u >= 0 && u < W ? x[u] : 0.0f;
+        r1[j] = u + 1 >= 0 && u + 1 < W ? x[u + 1] : 0.0f;
+    }
+}
+/*@end*/
+
+/*@kernel ember_im2col_f32 requires ember_window_bounds ember_copy_run_f32 ember_conv_geo ember_phase_pick*/
 /* Columns [q0, q0 + nq) of the convolution-as-matmul's B operand (ldc floats per row):
  *   col[(c*KD + kd)*KH*KW + kh*KW + kw][q - q0] = x[c][id][ih][iw] (0 outside the input), q = (od*OH + oh)*OW + ow.
  * Each output-row run is zeros, a (strided) copy, zeros, with the copy's bounds solved per tap. */
@@ -99,9 +150,19 @@ static void ember_im2col_f32(float *EMBER_RESTRICT col, ptrdiff_t ldc, const flo
                         for (ow = ow0; ow < l; ++ow) dst[ow] = 0.0f;
                         if (sw == 1)
                             ember_copy_run_f32(dst + l, xr + l, h - l);
-                        else if (sw == 2)
-                            for (ow = l; ow < h; ++ow) dst[ow] = xr[2 * (ptrdiff_t)ow];
-                        else
+                        else if (sw == 2) {
+                            ow = l;
+#if EMBER_VL > 1
+                            /* the even floats of vector pairs while a pair ends inside the row (1x1 stride-2
+                             * shortcuts: a gather per float otherwise) */
+                            for (; ow + EMBER_VL <= h && off + 2 * (ow + EMBER_VL) <= W; ow += EMBER_VL) {
+                                const ember_vf a = *(const ember_vf *)(xr + 2 * (ptrdiff_t)ow),
+                                               b = *(const ember_vf *)(xr + 2 * (ptrdiff_t)ow + EMBER_VL);
+                                *(ember_vf *)(dst + ow) = EMBER_PHASE_PICK(a, b, EMBER_PHASE_EVEN);
+                            }
+#endif
+                            for (; ow < h; ++ow) dst[ow] = xr[2 * (ptrdiff_t)ow];
+                        } else
                             for (ow = l; ow < h; ++ow) dst[ow] = xr[(ptrdiff_t)ow * sw];
                         for (ow = h; ow < ow1; ++ow) dst[ow] = 0.0f;
                     }
@@ -165,52 +226,6 @@ static void ember_conv_f32(float *y, const float *x, const float *w, const float
                                      act_b);
             }
         }
-}
-/*@end*/
-
-/*@kernel ember_phase_rows2_f32 requires ember_simd*/
-/* One input row x (W floats) split into its two column phases for a stride-2 ConvShifted: r0[j] = x[2j - pl],
- * r1[j] = x[2j + 1 - pl] for j in [0, Wh), 0 outside the row. Where both phases are inside, a vector pair of
- * the row gives a vector of each (its even and odd floats): one pass over the row instead of a strided scalar
- * copy per phase (ResNet-50's 56x56 x 128 stride-2 layer spent a tenth of its time on the scalar copies). */
-#if EMBER_VL > 1
-typedef int32_t ember_phase_vi __attribute__((vector_size(EMBER_VL * 4)));
-#if EMBER_VL == 16
-#define EMBER_PHASE_EVEN 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30
-#define EMBER_PHASE_ODD 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31
-#elif EMBER_VL == 8
-#define EMBER_PHASE_EVEN 0, 2, 4, 6, 8, 10, 12, 14
-#define EMBER_PHASE_ODD 1, 3, 5, 7, 9, 11, 13, 15
-#else
-#define EMBER_PHASE_EVEN 0, 2, 4, 6
-#define EMBER_PHASE_ODD 1, 3, 5, 7
-#endif
-#if EMBER_CLANG
-#define EMBER_PHASE_PICK(a, b, IDX) __builtin_shufflevector(a, b, IDX)
-#else
-#define EMBER_PHASE_PICK(a, b, IDX) __builtin_shuffle(a, b, (ember_phase_vi){IDX})
-#endif
-#endif
-static void ember_phase_rows2_f32(float *EMBER_RESTRICT r0, float *EMBER_RESTRICT r1, const float *EMBER_RESTRICT x,
-                                  int W, int Wh, int pl) {
-    int j = 0;
-#if EMBER_VL > 1
-    /* the first j whose pair starts inside the row (2j >= pl), then vectors while the pairs end inside it */
-    for (; j < Wh && 2 * j < pl; ++j) {
-        r0[j] = 0.0f;
-        r1[j] = 2 * j + 1 - pl >= 0 && 2 * j + 1 - pl < W ? x[2 * j + 1 - pl] : 0.0f;
-    }
-    for (; j + EMBER_VL <= Wh && 2 * (j + EMBER_VL) - pl <= W; j += EMBER_VL) {
-        const ember_vf a = *(const ember_vf *)(x + 2 * j - pl), b = *(const ember_vf *)(x + 2 * j - pl + EMBER_VL);
-        *(ember_vf *)(r0 + j) = EMBER_PHASE_PICK(a, b, EMBER_PHASE_EVEN);
-        *(ember_vf *)(r1 + j) = EMBER_PHASE_PICK(a, b, EMBER_PHASE_ODD);
-    }
-#endif
-    for (; j < Wh; ++j) {
-        const int u = 2 * j - pl;
-        r0[j] = u >= 0 && u < W ? x[u] : 0.0f;
-        r1[j] = u + 1 >= 0 && u + 1 < W ? x[u + 1] : 0.0f;
-    }
 }
 /*@end*/
 
