@@ -66,6 +66,9 @@ class CpuFamily:
     # columns at a time wherever A held 256 KiB or more (so A came from L3 once per 64 columns, not once per
     # 16-column strip), measured slower on Zen 3 (per-node least times, ResNet-50's layers alone): 1x1 convs at
     # 14x14 and 28x28 1.07-1.22x, ConvShifted's stride-2 3x3 1.0-1.5x: the 64 KiB block leaves L1, the strip does not.
+    # Nor did chunks of 64-256 columns run K block by K block, each 16-column strip packed alone, so that a K block
+    # of A (0.5-2.4 MiB in ResNet-50's 14x14 and strided layers) stays in L2 for the chunk's strips instead of coming
+    # from L3 for each: 1.02-1.08x the time of those layers alone (paired medians, Zen 3).
     mm_block_n: int = 0
     # Prefetch a matmul tile's output lines (to write) on the first K block, and its residual's lines, before
     # the tile's K loop (EMBER_MM_C_PREFETCH): a conv's output rows are whole maps apart, each tile row a cold
