@@ -70,11 +70,6 @@ class CpuFamily:
     # of A (0.5-2.4 MiB in ResNet-50's 14x14 and strided layers) stays in L2 for the chunk's strips instead of coming
     # from L3 for each: 1.02-1.08x the time of those layers alone (paired medians, Zen 3).
     mm_block_n: int = 0
-    # Prefetch a matmul tile's output lines (to write) on the first K block, and its residual's lines, before
-    # the tile's K loop (EMBER_MM_C_PREFETCH): a conv's output rows are whole maps apart, each tile row a cold
-    # line. On Zen 3 (a loaded shared machine, paired whole runs): ResNet-50 (torchvision) 0.98x the time, the
-    # benchmark's own ResNet-50 0.99x; per-node least sums 0.995x / 0.998x: a small gain, near the noise.
-    mm_c_prefetch: bool = False
     # Inverted-residual blocks (passes/fuse_irblock.py) are computed band by band from input planes of this many
     # pixels on; None: never. Off in every family for now: on Zen 3 (AVX2, 512 KiB L2, 32 MiB L3) the fused
     # stride-1 blocks of MobileNetV2/V3 and EfficientNet at 56x56 took 1.00-1.05x their layers' time (the
@@ -89,8 +84,7 @@ class CpuFamily:
     def c_defines(self) -> dict[str, int]:
         """The macros NAME.c defines before its kernels (each kernel keeps its own default without one)."""
         return {"EMBER_MM_KC": self.mm_kc, "EMBER_MM_PREFETCH": int(self.mm_prefetch), "EMBER_MM_PANEL": self.mm_panel,
-                "EMBER_MM_STRIP_PREFETCH": int(self.mm_strip_prefetch), "EMBER_MM_BLOCK_N": self.mm_block_n,
-                "EMBER_MM_C_PREFETCH": int(self.mm_c_prefetch)}
+                "EMBER_MM_STRIP_PREFETCH": int(self.mm_strip_prefetch), "EMBER_MM_BLOCK_N": self.mm_block_n}
 
     def record(self) -> dict[str, Any]:
         return asdict(self)
@@ -121,7 +115,7 @@ FAMILIES: dict[str, CpuFamily] = {f.name: f for f in (
               winograd_min_pixels=49, winograd4_min_tiles=16, shifted_strided_min_k=16, narrow_max_pixels=12,
               qwino_min_channels=32, qwino_min_pixels=49,
               matmul_panels=True, mm_prefetch=False, mm_panel=16, mm_strip_prefetch=True, mm_block_n=64,
-              mm_c_prefetch=True, nhwc_min_convs=5),
+              nhwc_min_convs=5),
     CpuFamily("avx512", "AVX-512, two 512-bit FMA units (Xeon Skylake-SP to Granite Rapids, Zen 5; x86-64-v4)",
               "avx512", 2),
     CpuFamily("avx512-1fma", "AVX-512 at half rate: one 512-bit FMA unit (Ice/Tiger Lake client) or 2 x 256 (Zen 4)",

@@ -68,27 +68,6 @@ EMBER_INLINE ember_vf ember_vclamp(ember_vf x, float lo, float hi) {
  * bias[j]; NULL for none), then `res` (a
  * residual laid out as C: the tile adds its own elements of it; NULL for none), then, if `clamp`, a
  * clamp to [lo, hi] (Relu, Clip). */
-#ifndef EMBER_MM_C_PREFETCH /* NAME.c defines it from the CPU family: 1 prefetches a tile's output lines */
-#define EMBER_MM_C_PREFETCH 0
-#endif
-#if EMBER_GNUC && EMBER_MM_C_PREFETCH
-/* A tile's rows of C are whole output rows apart (a conv's channels): on the first K block its lines are only
- * written, at the end, each a cold miss for ownership; asked for (to write) before the K loop, they arrive while
- * it runs. The same for the residual's lines, read in the epilogue. */
-#define EMBER_MM_TILE_PREFETCH(R, V, T)                                                               \
-    if (first)                                                                                       \
-        for (i = 0; i < R; ++i) {                                                                    \
-            __builtin_prefetch(C + i * c_sm, 1, 3);                                                  \
-            __builtin_prefetch(C + i * c_sm + V * (ptrdiff_t)(sizeof(T) / 4) - 1, 1, 3);           \
-        }                                                                                            \
-    if (res)                                                                                         \
-        for (i = 0; i < R; ++i) {                                                                    \
-            __builtin_prefetch(res + i * c_sm, 0, 3);                                                \
-            __builtin_prefetch(res + i * c_sm + V * (ptrdiff_t)(sizeof(T) / 4) - 1, 0, 3);         \
-        }
-#else
-#define EMBER_MM_TILE_PREFETCH(R, V, T)
-#endif
 #define EMBER_MM_TILE(NAME, T, CLAMP, R, V)                                                            \
     EMBER_NOINLINE static void NAME(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A, ptrdiff_t a_sm, \
                      ptrdiff_t a_sk, const float *B, ptrdiff_t b_sk, int kn, int first,              \
@@ -96,7 +75,6 @@ EMBER_INLINE ember_vf ember_vclamp(ember_vf x, float lo, float hi) {
                      const float *res) {                                                             \
         T acc[R][V];                                                                                 \
         int i, j, k;                                                                                 \
-        EMBER_MM_TILE_PREFETCH(R, V, T)                                                              \
         for (i = 0; i < R; ++i)                                                                      \
             for (j = 0; j < V; ++j)                                                                  \
                 acc[i][j] = first ? (T){0} : *(const T *)(C + i * c_sm + j * (ptrdiff_t)(sizeof(T) / 4)); \
