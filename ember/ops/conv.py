@@ -241,8 +241,8 @@ _NO_ACT = (0, "0.0f", "0.0f")
 # products pack B whole per K block). On bigger maps a strip's residual is M lines a row apart, one stream per
 # output channel: on Zen 3 the tiles waited on them, and ResNet-50's 1x1 convs at 56x56 to 14x14 measured 5-15%
 # slower fused than conv + a pass over the output, which they run instead.
-# With the tiles prefetching the residual's lines (EMBER_MM_C_PREFETCH), fusing it on every map measured 1.00x and
-# 1.03x the time of whole ResNet-50 runs (paired, two runs): still not worth it.
+# With the tiles prefetching the residual's lines before their K loop (tried on Zen 3, left out), fusing it on every
+# map measured 1.00x and 1.03x the time of whole ResNet-50 runs (paired, two runs): not worth it either.
 RESIDUAL_TILE_MAX_PIXELS = 64
 
 

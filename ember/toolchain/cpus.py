@@ -69,6 +69,9 @@ class CpuFamily:
     # Nor did chunks of 64-256 columns run K block by K block, each 16-column strip packed alone, so that a K block
     # of A (0.5-2.4 MiB in ResNet-50's 14x14 and strided layers) stays in L2 for the chunk's strips instead of coming
     # from L3 for each: 1.02-1.08x the time of those layers alone (paired medians, Zen 3).
+    # Prefetching a tile's output lines (to write) on the first K block, and its residual's lines, before its K loop
+    # measured mixed on Zen 3 (paired whole ResNet-50 runs on a loaded machine: 0.98x, 0.99x, then 1.025x and 1.04x):
+    # left out.
     mm_block_n: int = 0
     # Inverted-residual blocks (passes/fuse_irblock.py) are computed band by band from input planes of this many
     # pixels on; None: never. Off in every family for now: on Zen 3 (AVX2, 512 KiB L2, 32 MiB L3) the fused
