@@ -32,6 +32,13 @@ static void ember_qgemv_rows(const ember_qout *o, const int8_t *W, int m0, int m
         }
     }
 #elif EMBER_Q_PATH == 2 && EMBER_QVL == 4
+#ifdef EMBER_QRQ2
+    {
+        ember_qrq_out rg;
+        if (m1 - m >= 8 && ember_qgemv8_ok(o, &rg)) /* eight rows at a time, requantised in registers */
+            for (; m + 8 <= m1; m += 8) ember_qgemv8_rq(o, m, W, Kp, x, pix, &rg);
+    }
+#endif
     for (; quads && m + 4 <= m1; m += 4) { /* AVX2: four rows share each widened 16 bytes of x */
         const int8_t *w = W + (ptrdiff_t)m * Kp;
         ember_qv acc[4] = {{0}, {0}, {0}, {0}};

@@ -83,19 +83,22 @@ EMBER_INLINE ember_qdv_i16 ember_qdv_blendd(ember_qdv_i16 a, ember_qdv_i16 b, un
 /* Four channel quads' words of 16 pixels (w[q], lane j: pixel j) as pixels of 16 bytes (b[h]: pixels
  * 4h .. 4h+3, quad q's word at dword q of each). */
 EMBER_INLINE void ember_qdv_quads_to_pixels(ember_qdv_b64 *b, const ember_qdv_i16 *w) {
-    ember_qdv_i16 idx;
-    int i, h;
+    /* lane i: word i % 4 % 2 * 16 + 4 * h + i / 4 (dword 4i' + q: quad q, pixel 4h + i'), one vector constant */
+    const ember_qdv_i16 base = {0, 16, 0, 16, 1, 17, 1, 17, 2, 18, 2, 18, 3, 19, 3, 19};
+    int h;
     for (h = 0; h < 4; ++h) {
-        for (i = 0; i < 16; ++i) idx[i] = i % 4 % 2 * 16 + 4 * h + i / 4; /* dword 4i' + q: quad q, pixel 4h + i' */
+        const ember_qdv_i16 idx = base + 4 * h;
         b[h] = (ember_qdv_b64)ember_qdv_blendd(ember_qdv_perm2d(w[0], idx, w[1]), ember_qdv_perm2d(w[2], idx, w[3]), 0xCCCC);
     }
 }
 /* The inverse: pixels of 16 bytes (a[h]: pixels 4h .. 4h+3) as the four quads' words (w[q], lane j: pixel j). */
 EMBER_INLINE void ember_qdv_pixels_to_quads(ember_qdv_i16 *w, const ember_qdv_b64 *a) {
-    ember_qdv_i16 idx;
-    int j, q;
+    /* lane j: word j % 8 / 4 * 16 + j % 4 * 4 + q (lanes 0-7 from a[0..1], 8-15 from a[2..3]); one vector
+     * constant, where lane-by-lane stores made GCC 12 warn that idx may be used uninitialized */
+    const ember_qdv_i16 base = {0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24, 28};
+    int q;
     for (q = 0; q < 4; ++q) {
-        for (j = 0; j < 16; ++j) idx[j] = j % 8 / 4 * 16 + j % 4 * 4 + q; /* lanes 0-7 from a[0..1], 8-15 from a[2..3] */
+        const ember_qdv_i16 idx = base + q;
         w[q] = ember_qdv_blendd(ember_qdv_perm2d((ember_qdv_i16)a[0], idx, (ember_qdv_i16)a[1]),
                                 ember_qdv_perm2d((ember_qdv_i16)a[2], idx, (ember_qdv_i16)a[3]), 0xFF00);
     }

@@ -701,6 +701,62 @@ EMBER_QTILE_PICK(ember_qtile_row_rq, ember_qtile_row_rqs, ember_qtile_row_rqw)
 EMBER_QTILE_PICK(ember_qtile_row_narrow_rq, ember_qtile_row_rqs, ember_qtile_row_narrow_rqw)
 EMBER_QTILE_PICK(ember_qtile_v2_rq, ember_qtile_narrow_rqs, ember_qtile_v2_rqw)
 EMBER_QTILE_PICK(ember_qtile_v3_rq, ember_qtile_full_rqs, ember_qtile_v3_rqw)
+/* Whether ember_qgemv8_rq applies to o: requantised bytes, no weight offsets, no weight -128, and the float
+ * path or TFLite's (rg: ember_qrq_setup's constants). */
+EMBER_INLINE int ember_qgemv8_ok(const ember_qout *o, ember_qrq_out *rg) {
+    ember_qrq_setup(o, rg);
+    return o->kind == 1 && !o->wofs && o->w127 && (rg->tfl || o->out[EMBER_QOUT_FLOAT]);
+}
+/* Rows m0 .. m0+7 of a matrix-vector product (one pixel, `pix`, whose Kp int8 view bytes are x; a fully-
+ * connected layer's one row), requantised in registers: VPMADDUBSW as the RQS tiles (|x| times w * sign(x)),
+ * 32 values of K a step, each load of x shared by the 8 rows; the 8 rows' sums reduced into one vector,
+ * lane r row m0 + r, requantised with each row's own constants and stored, 8 bytes at once where the rows'
+ * outputs are adjacent. Where each row's sum went alone through VPMADDWD on widened bytes, a scalar
+ * horizontal sum and ember_qstore, those were most of a layer of a few pixels. */
+static void ember_qgemv8_rq(const ember_qout *o, int m0, const int8_t *W, int Kp, const uint8_t *x, ptrdiff_t pix,
+                            const ember_qrq_out *rg) {
+    const ember_qh16 ones = (ember_qh16){0} + 1;
+    const int8_t *const w = W + (ptrdiff_t)m0 * Kp;
+    ember_qf8i a[8], s, q;
+    int32_t tail[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int r, k = 0;
+    for (r = 0; r < 8; ++r) a[r] = (ember_qf8i){0};
+    for (; k + 32 <= Kp; k += 32) {
+        const ember_qb32 xv = *(const ember_qb32u *)(const void *)(x + k), ax = __builtin_ia32_psignb256(xv, xv);
+        EMBER_UNROLL for (r = 0; r < 8; ++r) {
+            const ember_qb32 wr = *(const ember_qb32u *)(const void *)(w + (ptrdiff_t)r * Kp + k);
+            a[r] += (ember_qf8i)__builtin_ia32_pmaddwd256(
+                __builtin_ia32_pmaddubsw256(ax, __builtin_ia32_psignb256(wr, xv)), ones);
+        }
+    }
+    for (; k < Kp; ++k) /* the last Kp % 32 values */
+        for (r = 0; r < 8; ++r) tail[r] += w[(ptrdiff_t)r * Kp + k] * (int8_t)x[k];
+    { /* lane r of s: row r's sum (each horizontal add works within 128-bit halves) */
+        const ember_qf8i h01 = (ember_qf8i)__builtin_ia32_phaddd256(a[0], a[1]),
+                         h23 = (ember_qf8i)__builtin_ia32_phaddd256(a[2], a[3]),
+                         h45 = (ember_qf8i)__builtin_ia32_phaddd256(a[4], a[5]),
+                         h67 = (ember_qf8i)__builtin_ia32_phaddd256(a[6], a[7]);
+        const ember_qf8i u = (ember_qf8i)__builtin_ia32_phaddd256(h01, h23), /* rows 0-3, low | high halves */
+            v = (ember_qf8i)__builtin_ia32_phaddd256(h45, h67);
+        s = (ember_qf8i)__builtin_ia32_permti256((ember_qf8q)u, (ember_qf8q)v, 0x20) +
+            (ember_qf8i)__builtin_ia32_permti256((ember_qf8q)u, (ember_qf8q)v, 0x31);
+    }
+    s += *(const ember_qf8iu *)(const void *)tail + *(const ember_qf8iu *)(const void *)(o->corr + m0);
+    if (rg->tfl) {
+        ember_qt8 t;
+        ember_qt8_init(&t, o->mult[m0], o->shift[m0], o->zp, o->lo, o->hi);
+        ember_qt8_oct(&t, o->mult + m0, o->shift + m0);
+        q = ember_qt8_rq(s, &t);
+    } else {
+        ember_qf8f mf;
+        for (r = 0; r < 8; ++r) mf[r] = ember_qf8_mult(o->mult[m0 + r], o->shift[m0 + r]);
+        q = ember_qf8_rq(s, mf, rg);
+    }
+    if (!o->blk && o->rs == 1) ember_qf8_put(o->y + m0 + pix * o->ps, q, 8);
+    else
+        for (r = 0; r < 8; ++r)
+            *(o->blk ? ember_qblk_at(o, m0 + r, pix) : o->y + (m0 + r) * o->rs + pix * o->ps) = (uint8_t)q[r];
+}
 #endif
 
 /*@end*/

@@ -172,6 +172,33 @@ EMBER_UNUSED EMBER_INLINE void ember_qt8_quad(ember_qt8 *t, const int32_t *mult,
     t->rnd_e = (ember_qt8q){rnd[0], rnd[2], rnd[0], rnd[2]};
     t->rnd_o = (ember_qt8q){rnd[1], rnd[3], rnd[1], rnd[3]};
 }
+/* ember_qt8_lane for all 8 lanes at once, lane i taking mult[i], shift[i] (8 rows of a matrix-vector
+ * product), each field built whole as in ember_qt8_quad. */
+EMBER_UNUSED EMBER_INLINE void ember_qt8_oct(ember_qt8 *t, const int32_t *mult, const int32_t *shift) {
+    int32_t ls[8], rs[8], mask[8];
+    long long kk[8], rnd[8];
+    int i, all = 1;
+    for (i = 0; i < 8; ++i) {
+        const int k = shift[i] & 63;
+        ls[i] = k < 31 ? 31 - k : 0;
+        rs[i] = k > 31 ? k - 31 : 0;
+        mask[i] = (int32_t)(((uint32_t)1 << rs[i]) - 1u);
+        kk[i] = t->dbl ? 31 : k;
+        rnd[i] = t->dbl ? (long long)1 << 30 : k ? (long long)1 << (k - 1) : 0;
+        all = all && k >= 31;
+    }
+    t->ls0 = all;
+    t->m = *(const ember_qt8iu *)(const void *)mult;
+    t->mo = (ember_qt8i){mult[1], mult[1], mult[3], mult[3], mult[5], mult[5], mult[7], mult[7]};
+    t->ls = *(const ember_qt8iu *)(const void *)ls;
+    t->rs = *(const ember_qt8iu *)(const void *)rs;
+    t->mask = *(const ember_qt8iu *)(const void *)mask;
+    t->half = t->mask >> 1;
+    t->k_e = (ember_qt8q){kk[0], kk[2], kk[4], kk[6]};
+    t->k_o = (ember_qt8q){kk[1], kk[3], kk[5], kk[7]};
+    t->rnd_e = (ember_qt8q){rnd[0], rnd[2], rnd[4], rnd[6]};
+    t->rnd_o = (ember_qt8q){rnd[1], rnd[3], rnd[5], rnd[7]};
+}
 /* Lanes of a where c (-1 lanes), else of b (C has no vector ?:; compilers make these VPBLENDVB, VPMINSD). */
 #define EMBER_QT8_SEL(c, a, b) (((a) & (c)) | ((b) & ~(c)))
 EMBER_UNUSED EMBER_INLINE ember_qt8q ember_qt8_clamp64(ember_qt8q x, ember_qt8q l, ember_qt8q h) {
