@@ -101,15 +101,20 @@ typedef uint64_t ember_qt8bu __attribute__((may_alias, aligned(1)));
  * lanes. dbl (gemmlowp's) is one for all lanes. */
 typedef struct {
     ember_qt8i m, mo, l, h, zp, half, mask, ls, rs;
+    ember_qt8i s32; /* k - 32 per lane (hi32) */
     ember_qt8q rnd_e, rnd_o, k_e, k_o, l64, h64;
     int dbl;
     int ls0; /* no lane shifts left (every k >= 31, as multipliers below 1 give): the saturating shift is the identity */
+    int hi32; /* single rounding with every k >= 32 (multipliers below 1/2): the result is the high dword of the
+                 rounded product shifted right by k - 32 in 32 bits (ember_qt8_rq) */
 } ember_qt8;
 EMBER_UNUSED EMBER_INLINE void ember_qt8_init(ember_qt8 *t, int32_t mult, int shift, int32_t zp, int32_t lo, int32_t hi) {
     const int k = shift & 63, rs = k > 31 ? k - 31 : 0;
     const int32_t mask = (int32_t)(((uint32_t)1 << rs) - 1u);
     t->dbl = shift >= 2 * EMBER_Q_TFL;
     t->ls0 = k >= 31;
+    t->hi32 = !t->dbl && k >= 32;
+    t->s32 = (ember_qt8i){0} + (k >= 32 ? k - 32 : 0);
     t->m = t->mo = (ember_qt8i){0} + mult;
     t->ls = (ember_qt8i){0} + (k < 31 ? 31 - k : 0);
     t->rs = (ember_qt8i){0} + rs;
@@ -131,6 +136,8 @@ EMBER_UNUSED EMBER_INLINE void ember_qt8_lane(ember_qt8 *t, int i, int32_t mult,
     t->m[i] = mult;
     t->ls[i] = k < 31 ? 31 - k : 0;
     t->ls0 = t->ls0 && k >= 31;
+    t->hi32 = t->hi32 && k >= 32;
+    t->s32[i] = k >= 32 ? k - 32 : 0;
     t->rs[i] = rs;
     t->mask[i] = mask;
     t->half[i] = mask >> 1;
@@ -148,11 +155,13 @@ EMBER_UNUSED EMBER_INLINE void ember_qt8_lane(ember_qt8 *t, int i, int32_t mult,
  * of vectors in memory and the next vector loads waited on those stores (per quad of a depthwise layer,
  * which on a 3x3 map was as long as the quad's sums). */
 EMBER_UNUSED EMBER_INLINE void ember_qt8_quad(ember_qt8 *t, const int32_t *mult, const int32_t *shift) {
-    int32_t ls[4], rs[4], mask[4];
+    int32_t ls[4], rs[4], mask[4], s32[4];
     long long kk[4], rnd[4];
-    int i, all = 1;
+    int i, all = 1, hi32 = !t->dbl;
     for (i = 0; i < 4; ++i) {
         const int k = shift[i] & 63;
+        s32[i] = k >= 32 ? k - 32 : 0;
+        hi32 = hi32 && k >= 32;
         ls[i] = k < 31 ? 31 - k : 0;
         rs[i] = k > 31 ? k - 31 : 0;
         mask[i] = (int32_t)(((uint32_t)1 << rs[i]) - 1u);
@@ -161,6 +170,8 @@ EMBER_UNUSED EMBER_INLINE void ember_qt8_quad(ember_qt8 *t, const int32_t *mult,
         all = all && k >= 31;
     }
     t->ls0 = all;
+    t->hi32 = hi32;
+    t->s32 = (ember_qt8i){s32[0], s32[1], s32[2], s32[3], s32[0], s32[1], s32[2], s32[3]};
     t->m = (ember_qt8i){mult[0], mult[1], mult[2], mult[3], mult[0], mult[1], mult[2], mult[3]};
     t->mo = (ember_qt8i){mult[1], mult[1], mult[3], mult[3], mult[1], mult[1], mult[3], mult[3]};
     t->ls = (ember_qt8i){ls[0], ls[1], ls[2], ls[3], ls[0], ls[1], ls[2], ls[3]};
@@ -175,11 +186,13 @@ EMBER_UNUSED EMBER_INLINE void ember_qt8_quad(ember_qt8 *t, const int32_t *mult,
 /* ember_qt8_lane for all 8 lanes at once, lane i taking mult[i], shift[i] (8 rows of a matrix-vector
  * product), each field built whole as in ember_qt8_quad. */
 EMBER_UNUSED EMBER_INLINE void ember_qt8_oct(ember_qt8 *t, const int32_t *mult, const int32_t *shift) {
-    int32_t ls[8], rs[8], mask[8];
+    int32_t ls[8], rs[8], mask[8], s32[8];
     long long kk[8], rnd[8];
-    int i, all = 1;
+    int i, all = 1, hi32 = !t->dbl;
     for (i = 0; i < 8; ++i) {
         const int k = shift[i] & 63;
+        s32[i] = k >= 32 ? k - 32 : 0;
+        hi32 = hi32 && k >= 32;
         ls[i] = k < 31 ? 31 - k : 0;
         rs[i] = k > 31 ? k - 31 : 0;
         mask[i] = (int32_t)(((uint32_t)1 << rs[i]) - 1u);
@@ -188,6 +201,8 @@ EMBER_UNUSED EMBER_INLINE void ember_qt8_oct(ember_qt8 *t, const int32_t *mult, 
         all = all && k >= 31;
     }
     t->ls0 = all;
+    t->hi32 = hi32;
+    t->s32 = *(const ember_qt8iu *)(const void *)s32;
     t->m = *(const ember_qt8iu *)(const void *)mult;
     t->mo = (ember_qt8i){mult[1], mult[1], mult[3], mult[3], mult[5], mult[5], mult[7], mult[7]};
     t->ls = *(const ember_qt8iu *)(const void *)ls;
@@ -222,6 +237,12 @@ EMBER_UNUSED EMBER_INLINE ember_qt8i ember_qt8_rq(ember_qt8i v, const ember_qt8 
     if (!t->dbl) {
         e = (ember_qt8q)__builtin_ia32_pmuldq256(v, t->m) + t->rnd_e;
         o = (ember_qt8q)__builtin_ia32_pmuldq256((ember_qt8i)((ember_qt8q)v >> 32), t->mo) + t->rnd_o;
+        if (t->hi32) { /* floor((p + 2^(k-1)) / 2^32), the high dwords, fits int32 (|p| < 2^62); a floor
+                          division by 2^(k-32) of that is the floor division by 2^k, and its result fits
+                          the 32-bit clamp: no 64-bit shift emulation or 64-bit clamp */
+            r = (ember_qt8i)__builtin_ia32_pblendd256((ember_qt8i)((ember_qt8u)e >> 32), (ember_qt8i)o, 0xAA);
+            return ember_qt8_clamp(r >> t->s32, t->l, t->h) + t->zp;
+        }
         e = ember_qt8_clamp64(ember_qt8_sra(e, t->k_e), t->l64, t->h64);
         o = ember_qt8_clamp64(ember_qt8_sra(o, t->k_o), t->l64, t->h64);
         r = (ember_qt8i)(((ember_qt8u)e & 0xFFFFFFFFull) | (ember_qt8u)o << 32);
