@@ -49,9 +49,13 @@ EMBER_INLINE ember_qdv_b16 ember_qdv_load16(const uint8_t *p, unsigned short mas
     __asm__("vmovdqu8 %1, %0%{%2%}%{z%}" : "=v"(r) : "m"(*(const ember_qdv_b16u *)(const void *)p), "Yk"(mask));
     return r;
 }
-/* v with x copied into its 128-bit lanes whose dword mask bits are set. */
+/* v with x copied into its 128-bit lanes whose dword mask bits are set. x is first inserted into the low
+ * lane of a 512-bit register t (whose other lanes are never read): operands name their own registers,
+ * no %g modifier for x's zmm register, which clang (zig cc, the x86_64 target's compiler) lacks. */
 EMBER_INLINE ember_qdv_b64 ember_qdv_put16(ember_qdv_b64 v, ember_qdv_b16 x, unsigned short lanes) {
-    __asm__("vshufi32x4 $0, %g1, %g1, %0%{%2%}" : "+v"(v) : "v"(x), "Yk"(lanes));
+    ember_qdv_b64 t;
+    __asm__("vinserti32x4 $0, %1, %0, %0" : "=v"(t) : "v"(x));
+    __asm__("vshufi32x4 $0, %1, %1, %0%{%2%}" : "+v"(v) : "v"(t), "Yk"(lanes));
     return v;
 }
 EMBER_INLINE void ember_qdv_store(uint8_t *p, ember_qdv_b64 v, ember_qdv_m64 mask) {
@@ -218,7 +222,9 @@ EMBER_INLINE ember_qv16_b ember_qdv_pixel(const uint8_t *px, const ember_qdv_blk
 /* Four 16-byte pixels as the 128-bit lanes of one vector. */
 EMBER_INLINE ember_qdv_b64 ember_qdv_join(ember_qv16_b p0, ember_qv16_b p1, ember_qv16_b p2, ember_qv16_b p3) {
     ember_qdv_b64 r;
-    __asm__("vinserti32x4 $1, %2, %g1, %0\n\tvinserti32x4 $2, %3, %0, %0\n\tvinserti32x4 $3, %4, %0, %0"
+    /* each lane inserted, the first too (no %g modifier: clang has none) */
+    __asm__("vinserti32x4 $0, %1, %0, %0\n\tvinserti32x4 $1, %2, %0, %0\n\tvinserti32x4 $2, %3, %0, %0\n\t"
+            "vinserti32x4 $3, %4, %0, %0"
             : "=&v"(r) : "v"(p0), "v"(p1), "v"(p2), "v"(p3));
     return r;
 }

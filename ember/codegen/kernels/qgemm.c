@@ -526,6 +526,7 @@ typedef uint64_t ember_qu64u __attribute__((may_alias, aligned(1)));
  * 64 + k or 128 + k, the same kind for every row), in registers too. */
 typedef struct {
     ember_qf8i off, lo, hi, lim;
+    ember_qf8i tl, th, tzp; /* TFLite's clamp before the zero point, and the zero point */
     int limit, tfl;
 } ember_qrq_out;
 /* As the AVX-512 ember_qrq_setup: whether o requantises in registers (in float, or TFLite's way), and its
@@ -538,6 +539,9 @@ static int ember_qrq_setup(const ember_qout *o, ember_qrq_out *r) {
     r->lim = (ember_qf8i){0} + out[EMBER_QOUT_LIMIT];
     r->limit = out[EMBER_QOUT_LIMIT] != 0;
     r->tfl = o->kind == 1 && o->shift[0] >= EMBER_Q_TFL && o->shift[0] < 3 * EMBER_Q_TFL;
+    r->tl = (ember_qf8i){0} + (out[EMBER_QOUT_LO] - out[EMBER_QOUT_ZP]);
+    r->th = (ember_qf8i){0} + (out[EMBER_QOUT_HI] - out[EMBER_QOUT_ZP]);
+    r->tzp = (ember_qf8i){0} + out[EMBER_QOUT_ZP];
     return o->kind == 1 && (o->ps == 1 || o->blk) && !o->wofs && (out[EMBER_QOUT_FLOAT] || r->tfl);
 }
 /* mult * 2^-shift as a float (exact: 24 significant bits). */
@@ -591,11 +595,23 @@ EMBER_INLINE void ember_qf8_put_words(uint8_t *y, ember_qf8i q0, ember_qf8i q1, 
         const int32_t *const mult = o->mult + m0, *const shift = o->shift + m0, *const corr = o->corr + m0; \
         ember_qf8i q[R][H];                                                                             \
         int qr, qh;                                                                                     \
-        if (rg.tfl) { /* TFLite's integer requantisation */                                             \
+        if (rg.tfl) { /* TFLite's integer requantisation; gemmlowp's rounding (Micro's, LiteRT's convolutions) \
+                         with k >= 31 from the row's 4 constants, where ember_qt8_init's 16 vectors took as long \
+                         as the sums of a tile of small K */                                           \
             EMBER_UNROLL for (qr = 0; qr < R; ++qr) {                                                   \
-                ember_qt8 t;                                                                            \
-                ember_qt8_init(&t, mult[qr], shift[qr], o->zp, o->lo, o->hi);                           \
-                EMBER_UNROLL for (qh = 0; qh < H; ++qh) q[qr][qh] = ember_qt8_rq(S[qr][qh] + corr[qr], &t); \
+                const int k = shift[qr] & 63;                                                           \
+                if (shift[qr] >= 2 * EMBER_Q_TFL && k >= 31) { /* gemmlowp's: the row's 4 constants */  \
+                    const int rsh = k - 31;                                                             \
+                    const int32_t msk = (int32_t)(((uint32_t)1 << rsh) - 1u);                           \
+                    const ember_qt8i qm = (ember_qt8i){0} + mult[qr], qs = (ember_qt8i){0} + rsh,        \
+                                     qk = (ember_qt8i){0} + msk, qh2 = (ember_qt8i){0} + (msk >> 1);     \
+                    EMBER_UNROLL for (qh = 0; qh < H; ++qh)                                             \
+                        q[qr][qh] = ember_qt8_rqd(S[qr][qh] + corr[qr], qm, qm, qs, qk, qh2, rg.tl, rg.th, rg.tzp); \
+                } else {                                                                                \
+                    ember_qt8 t;                                                                        \
+                    ember_qt8_init(&t, mult[qr], shift[qr], o->zp, o->lo, o->hi);                       \
+                    EMBER_UNROLL for (qh = 0; qh < H; ++qh) q[qr][qh] = ember_qt8_rq(S[qr][qh] + corr[qr], &t); \
+                }                                                                                       \
             }                                                                                           \
         } else {                                                                                        \
             EMBER_UNROLL for (qr = 0; qr < R; ++qr) {                                                   \
@@ -721,8 +737,18 @@ static void ember_qgemv8_rq(const ember_qout *o, int m0, const int8_t *W, int Kp
     int32_t tail[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     int r, k = 0;
     for (r = 0; r < 8; ++r) a[r] = (ember_qf8i){0};
+    const int8_t *pf = w + 8 * (ptrdiff_t)Kp; /* the next 8 rows, 8 * Kp contiguous bytes */
     for (; k + 32 <= Kp; k += 32) {
         const ember_qb32 xv = *(const ember_qb32u *)(const void *)(x + k), ax = __builtin_ia32_psignb256(xv, xv);
+        /* the next group's rows into cache while this one's are summed, 256 bytes a step (all of them over
+         * Kp / 32 steps): the 8 row streams are each too short (Kp bytes) for the hardware prefetchers, and
+         * a fully-connected layer's weights come from L3 or memory (without this, MobileNetV2's 1280 x 1000
+         * took longer than the single sequential stream of the row-by-row loop) */
+        __builtin_prefetch(pf, 0, 3);
+        __builtin_prefetch(pf + 64, 0, 3);
+        __builtin_prefetch(pf + 128, 0, 3);
+        __builtin_prefetch(pf + 192, 0, 3);
+        pf += 256;
         EMBER_UNROLL for (r = 0; r < 8; ++r) {
             const ember_qb32 wr = *(const ember_qb32u *)(const void *)(w + (ptrdiff_t)r * Kp + k);
             a[r] += (ember_qf8i)__builtin_ia32_pmaddwd256(

@@ -230,19 +230,41 @@ EMBER_UNUSED EMBER_INLINE ember_qt8q ember_qt8_sra(ember_qt8q x, ember_qt8q k) {
     const ember_qt8q s = x < (ember_qt8q){0};
     return (ember_qt8q)((ember_qt8u)(x ^ s) >> (ember_qt8u)k) ^ s;
 }
+/* LiteRT's single rounding of 8 lanes where every k >= 32 (multipliers below 1/2), from the products' high
+ * dwords: floor((p + 2^(k-1)) / 2^32) fits int32 (|p| < 2^62), and its floor division by 2^(k-32) (s) is
+ * the floor division by 2^k, which fits the 32-bit clamp: no 64-bit shift emulation or 64-bit clamp.
+ * m, mo, rnd_e, rnd_o as ember_qt8's; l, h the clamp before the zero point. */
+EMBER_UNUSED EMBER_INLINE ember_qt8i ember_qt8_rq32(ember_qt8i v, ember_qt8i m, ember_qt8i mo, ember_qt8q rnd_e,
+                                                    ember_qt8q rnd_o, ember_qt8i s, ember_qt8i l, ember_qt8i h,
+                                                    ember_qt8i zp) {
+    const ember_qt8q e = (ember_qt8q)__builtin_ia32_pmuldq256(v, m) + rnd_e,
+                     o = (ember_qt8q)__builtin_ia32_pmuldq256((ember_qt8i)((ember_qt8q)v >> 32), mo) + rnd_o;
+    const ember_qt8i r = (ember_qt8i)__builtin_ia32_pblendd256((ember_qt8i)((ember_qt8u)e >> 32), (ember_qt8i)o, 0xAA);
+    return ember_qt8_clamp(r >> s, l, h) + zp;
+}
+/* gemmlowp's doubling high multiply and rounding divide (TFLite Micro's, and LiteRT's convolutions') of 8 lanes
+ * where every k >= 31 (no saturating left shift): m, mo as ember_qt8's; rs, mask, half the divide's. */
+EMBER_UNUSED EMBER_INLINE ember_qt8i ember_qt8_rqd(ember_qt8i v, ember_qt8i m, ember_qt8i mo, ember_qt8i rs,
+                                                   ember_qt8i mask, ember_qt8i half, ember_qt8i l, ember_qt8i h,
+                                                   ember_qt8i zp) {
+    const ember_qt8q rnd = (ember_qt8q){0} + (1LL << 30),
+                     e = (ember_qt8q)__builtin_ia32_pmuldq256(v, m) + rnd,
+                     o = (ember_qt8q)__builtin_ia32_pmuldq256((ember_qt8i)((ember_qt8q)v >> 32), mo) + rnd;
+    /* bits 31..62 of each product: the even lanes' low dwords after a shift by 31, the odd lanes' high dwords
+     * after a shift by 1, one VPBLENDD */
+    ember_qt8i r = (ember_qt8i)__builtin_ia32_pblendd256((ember_qt8i)((ember_qt8u)e >> 31), (ember_qt8i)((ember_qt8u)o << 1), 0xAA);
+    /* RoundingDivideByPOT(r, rs): the comparisons' lanes are -1 where true */
+    r = (r >> rs) - ((r & mask) > half - (r < (ember_qt8i){0}));
+    return ember_qt8_clamp(r, l, h) + zp;
+}
 /* ember_q_requant(v[i], mult, shift, zp, lo, hi) of the 8 lanes, as int32 lanes. */
 EMBER_UNUSED EMBER_INLINE ember_qt8i ember_qt8_rq(ember_qt8i v, const ember_qt8 *t) {
     ember_qt8q e, o;
     ember_qt8i r;
     if (!t->dbl) {
+        if (t->hi32) return ember_qt8_rq32(v, t->m, t->mo, t->rnd_e, t->rnd_o, t->s32, t->l, t->h, t->zp);
         e = (ember_qt8q)__builtin_ia32_pmuldq256(v, t->m) + t->rnd_e;
         o = (ember_qt8q)__builtin_ia32_pmuldq256((ember_qt8i)((ember_qt8q)v >> 32), t->mo) + t->rnd_o;
-        if (t->hi32) { /* floor((p + 2^(k-1)) / 2^32), the high dwords, fits int32 (|p| < 2^62); a floor
-                          division by 2^(k-32) of that is the floor division by 2^k, and its result fits
-                          the 32-bit clamp: no 64-bit shift emulation or 64-bit clamp */
-            r = (ember_qt8i)__builtin_ia32_pblendd256((ember_qt8i)((ember_qt8u)e >> 32), (ember_qt8i)o, 0xAA);
-            return ember_qt8_clamp(r >> t->s32, t->l, t->h) + t->zp;
-        }
         e = ember_qt8_clamp64(ember_qt8_sra(e, t->k_e), t->l64, t->h64);
         o = ember_qt8_clamp64(ember_qt8_sra(o, t->k_o), t->l64, t->h64);
         r = (ember_qt8i)(((ember_qt8u)e & 0xFFFFFFFFull) | (ember_qt8u)o << 32);
@@ -253,14 +275,7 @@ EMBER_UNUSED EMBER_INLINE ember_qt8i ember_qt8_rq(ember_qt8i v, const ember_qt8 
         const ember_qt8i sat = (v >> 31) ^ 0x7FFFFFFF;
         v = EMBER_QT8_SEL((a >> t->ls) == v, a, sat);
     }
-    e = (ember_qt8q)__builtin_ia32_pmuldq256(v, t->m) + t->rnd_e;
-    o = (ember_qt8q)__builtin_ia32_pmuldq256((ember_qt8i)((ember_qt8q)v >> 32), t->mo) + t->rnd_o;
-    /* bits 31..62 of each product: the even lanes' low dwords after a shift by 31, the odd lanes' high dwords
-     * after a shift by 1, one VPBLENDD */
-    r = (ember_qt8i)__builtin_ia32_pblendd256((ember_qt8i)((ember_qt8u)e >> 31), (ember_qt8i)((ember_qt8u)o << 1), 0xAA);
-    /* RoundingDivideByPOT(r, rs): the comparisons' lanes are -1 where true */
-    r = (r >> t->rs) - ((r & t->mask) > t->half - (r < (ember_qt8i){0}));
-    return ember_qt8_clamp(r, t->l, t->h) + t->zp;
+    return ember_qt8_rqd(v, t->m, t->mo, t->rs, t->mask, t->half, t->l, t->h, t->zp); /* rnd_e, rnd_o: 2^30 */
 }
 #endif
 /* ember_q_scale + zero point, clamped to [lo, hi]. */
