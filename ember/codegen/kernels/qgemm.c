@@ -755,7 +755,21 @@ static void ember_qgemv8_rq(const ember_qout *o, int m0, const int8_t *W, int Kp
                 __builtin_ia32_pmaddubsw256(ax, __builtin_ia32_psignb256(wr, xv)), ones);
         }
     }
-    for (; k < Kp; ++k) /* the last Kp % 32 values */
+    if (k + 16 <= Kp) { /* 16 more values as a half step (a 1x1 of 112 input channels has 3.5 steps) */
+        typedef char b16 __attribute__((vector_size(16)));
+        typedef char b16u __attribute__((vector_size(16), aligned(1), may_alias));
+        typedef short h8 __attribute__((vector_size(16)));
+        typedef int32_t i4 __attribute__((vector_size(16)));
+        const b16 xv = *(const b16u *)(const void *)(x + k), ax = __builtin_ia32_psignb128(xv, xv);
+        EMBER_UNROLL for (r = 0; r < 8; ++r) {
+            const b16 wr = *(const b16u *)(const void *)(w + (ptrdiff_t)r * Kp + k);
+            const i4 p = (i4)__builtin_ia32_pmaddwd128(
+                (h8)__builtin_ia32_pmaddubsw128(ax, __builtin_ia32_psignb128(wr, xv)), (h8){1, 1, 1, 1, 1, 1, 1, 1});
+            a[r] += (ember_qf8i){p[0], p[1], p[2], p[3], 0, 0, 0, 0};
+        }
+        k += 16;
+    }
+    for (; k < Kp; ++k) /* the last Kp % 16 values */
         for (r = 0; r < 8; ++r) tail[r] += w[(ptrdiff_t)r * Kp + k] * (int8_t)x[k];
     { /* lane r of s: row r's sum (each horizontal add works within 128-bit halves) */
         const ember_qf8i h01 = (ember_qf8i)__builtin_ia32_phaddd256(a[0], a[1]),
