@@ -157,7 +157,7 @@ EMBER_INLINE void ember_qm_gemm(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n, c
 /*@end*/
 
 /*@kernel ember_qarm_conv_mul requires ember_qa_mul ember_qarm_conv*/
-/* Convolution: qarm.c's ember_qa_conv_t builds the columns as for the DSP cores, ember_qm_gemm multiplies.
+/* Convolution: qarm_conv.c's ember_qa_conv_t builds the columns as for the DSP cores, ember_qm_gemm multiplies.
  * Scratch: 8 * Kp bytes (the interleaved pair, then the two plain columns). ember_qa_gemm_fn: the output
  * pixels of a channel are consecutive. */
 static void ember_qa_gemm_mul(uint8_t *y, ptrdiff_t rs, int n, const int8_t *W, int M, int Kp, int16_t *cols,
@@ -171,7 +171,7 @@ static void ember_qarm_conv_mul(uint8_t *y, const uint8_t *x, int sgn, int32_t x
 /*@end*/
 
 /*@kernel ember_qarm_conv_mul_add requires ember_qarm_conv_mul ember_qa_res*/
-/* ember_qarm_conv_mul, then y = QAdd(y, res) as qarm.c's ember_qarm_conv_add. */
+/* ember_qarm_conv_mul, then y = QAdd(y, res) as qarm_conv.c's ember_qarm_conv_add. */
 static void ember_qarm_conv_mul_add(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
                                     int M, const int8_t *W, const int32_t *rq, const int32_t *out, int16_t *cols,
                                     const uint8_t *res, const int32_t *radd, uint8_t *stage) {
