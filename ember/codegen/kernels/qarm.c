@@ -150,6 +150,23 @@ EMBER_UNUSED EMBER_INLINE void ember_qa_fc_rows(int16_t *t0, int16_t *t1, const 
         for (k = K; k < Kp; ++k) t1[k] = 0;
     }
 }
+/* A fully-connected layer's loop (ember_qarm_fc; qarm_mul.c's ember_qarm_fc_mul), in a function of their
+ * parameters (y, a, sgn, az, R, Nout, K, cols): K rounded up to Kp = 4 k, the rows of A in pairs as the plain
+ * columns t0, t1 (after cols' interleaved pair, or for one row t0 at cols), then PRODUCT, which computes y's
+ * rows r and, where `two`, r + 1 from them. A macro: a function pointer would cost the M0 a call per row. */
+#define EMBER_QA_FC(PRODUCT)                                                      \
+    do {                                                                          \
+        const int Kp = (K + 3) & ~3;                                              \
+        const uint32_t flip = sgn ? 0x80u : 0u;                                   \
+        const int32_t z2 = az + (sgn ? 128 : 0);                                  \
+        int16_t *t0 = R > 1 ? cols + 2 * Kp : cols, *t1 = t0 + Kp;                \
+        int r;                                                                    \
+        for (r = 0; r < R; r += 2) {                                              \
+            const int two = r + 1 < R;                                            \
+            ember_qa_fc_rows(t0, t1, a + (ptrdiff_t)r * K, K, Kp, two, flip, z2); \
+            PRODUCT;                                                              \
+        }                                                                         \
+    } while (0)
 /* The columns t0, t1 (Kp int16 each, 4-byte aligned) as ember_qa_dot22 reads them: per 4 k, the words
  * (k0,k1) of both, then (k2,k3) of both. */
 EMBER_UNUSED static void ember_qa_pair_cols(int16_t *EMBER_RESTRICT cols, const int16_t *t0, const int16_t *t1, int Kp) {
@@ -193,16 +210,7 @@ EMBER_UNUSED static void ember_qa_pair_cols(int16_t *EMBER_RESTRICT cols, const 
  * only its plain column, 2 * Kp bytes (ops/qarm.py `fc_scratch`). */
 static void ember_qarm_fc(uint8_t *y, const uint8_t *a, int sgn, int32_t az, int R, int Nout, int K,
                           const int8_t *W, const int32_t *rq, const int32_t *out, int16_t *cols) {
-    const int Kp = (K + 3) & ~3;
-    const uint32_t flip = sgn ? 0x80u : 0u;
-    const int32_t z2 = az + (sgn ? 128 : 0);
-    int16_t *t0 = R > 1 ? cols + 2 * Kp : cols, *t1 = t0 + Kp;
-    int r;
-    for (r = 0; r < R; r += 2) {
-        const int two = r + 1 < R;
-        ember_qa_fc_rows(t0, t1, a + (ptrdiff_t)r * K, K, Kp, two, flip, z2);
-        if (two) ember_qa_pair_cols(cols, t0, t1, Kp);
-        ember_qa_gemm2(y + (ptrdiff_t)r * Nout, 1, Nout, 1 + two, W, Nout, Kp, two ? cols : t0, rq, out);
-    }
+    EMBER_QA_FC(if (two) ember_qa_pair_cols(cols, t0, t1, Kp);
+                ember_qa_gemm2(y + (ptrdiff_t)r * Nout, 1, Nout, 1 + two, W, Nout, Kp, two ? cols : t0, rq, out));
 }
 /*@end*/

@@ -37,6 +37,26 @@
     EMBER_QA_HALF22H EMBER_QA_HALF22H                      \
     "cmp %[w], %[end]\n\t"                                \
     "bne " L "b\n\t"
+/* The SMLAD loop of ember_qa_dot22 and ember_qa_gemm22s over int8 weights. */
+#define EMBER_QA_LOOP22B                                                                                               \
+        "1:\n\t"                                                                                                       \
+        "ldrd %[wa], %[wb], [%[w]], #8\n\t"                                                                            \
+        "ldrd %[x0], %[x1], [%[x]], #8\n\t"                                                                            \
+        "sxtb16 %[t], %[wa]\n\t"                                                                                       \
+        "smlad %[a00], %[t], %[x0], %[a00]\n\t"                                                                        \
+        "smlad %[a01], %[t], %[x1], %[a01]\n\t"                                                                        \
+        "sxtb16 %[t], %[wb]\n\t"                                                                                       \
+        "smlad %[a10], %[t], %[x0], %[a10]\n\t"                                                                        \
+        "smlad %[a11], %[t], %[x1], %[a11]\n\t"                                                                        \
+        "ldrd %[x0], %[x1], [%[x]], #8\n\t"                                                                            \
+        "sxtb16 %[t], %[wa], ror #8\n\t"                                                                               \
+        "smlad %[a00], %[t], %[x0], %[a00]\n\t"                                                                        \
+        "smlad %[a01], %[t], %[x1], %[a01]\n\t"                                                                        \
+        "sxtb16 %[t], %[wb], ror #8\n\t"                                                                               \
+        "smlad %[a10], %[t], %[x0], %[a10]\n\t"                                                                        \
+        "smlad %[a11], %[t], %[x1], %[a11]\n\t"                                                                        \
+        "cmp %[w], %[end]\n\t"                                                                                         \
+        "bne 1b\n\t"
 /* The four sums of a channel pair (wp: its G = Kp / 4 word pairs, or with h its G groups of int16) and a
  * column pair, from acc. `h` is a constant where inlined. */
 EMBER_INLINE void ember_qa_dot22(int32_t acc[4], const int8_t *wp, const int16_t *cols, int G, int h) {
@@ -60,24 +80,7 @@ EMBER_INLINE void ember_qa_dot22(int32_t acc[4], const int8_t *wp, const int16_t
     /* 18 instructions per 16 multiply-adds. In assembly: compilers spill a sum or the end pointer here
      * (12 live values, a frame pointer). G >= 1 (K >= 1). */
     uint32_t wa, wb, x0, x1, t;
-    __asm__("1:\n\t"
-            "ldrd %[wa], %[wb], [%[w]], #8\n\t"
-            "ldrd %[x0], %[x1], [%[x]], #8\n\t"
-            "sxtb16 %[t], %[wa]\n\t"
-            "smlad %[a00], %[t], %[x0], %[a00]\n\t"
-            "smlad %[a01], %[t], %[x1], %[a01]\n\t"
-            "sxtb16 %[t], %[wb]\n\t"
-            "smlad %[a10], %[t], %[x0], %[a10]\n\t"
-            "smlad %[a11], %[t], %[x1], %[a11]\n\t"
-            "ldrd %[x0], %[x1], [%[x]], #8\n\t"
-            "sxtb16 %[t], %[wa], ror #8\n\t"
-            "smlad %[a00], %[t], %[x0], %[a00]\n\t"
-            "smlad %[a01], %[t], %[x1], %[a01]\n\t"
-            "sxtb16 %[t], %[wb], ror #8\n\t"
-            "smlad %[a10], %[t], %[x0], %[a10]\n\t"
-            "smlad %[a11], %[t], %[x1], %[a11]\n\t"
-            "cmp %[w], %[end]\n\t"
-            "bne 1b"
+    __asm__(EMBER_QA_LOOP22B
             : [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11), [w] "+r"(w), [x] "+r"(x),
               [wa] "=&r"(wa), [wb] "=&r"(wb), [x0] "=&r"(x0), [x1] "=&r"(x1), [t] "=&r"(t)
             : [end] "r"(end)
@@ -204,26 +207,6 @@ EMBER_INLINE void ember_qa_gemm2_t(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n
         }
     }
 }
-/* The SMLAD loop of ember_qa_gemm22s over int8 weights (as ember_qa_dot22's). */
-#define EMBER_QA_LOOP22B                                                                                               \
-        "1:\n\t"                                                                                                       \
-        "ldrd %[wa], %[wb], [%[w]], #8\n\t"                                                                            \
-        "ldrd %[x0], %[x1], [%[x]], #8\n\t"                                                                            \
-        "sxtb16 %[t], %[wa]\n\t"                                                                                       \
-        "smlad %[a00], %[t], %[x0], %[a00]\n\t"                                                                        \
-        "smlad %[a01], %[t], %[x1], %[a01]\n\t"                                                                        \
-        "sxtb16 %[t], %[wb]\n\t"                                                                                       \
-        "smlad %[a10], %[t], %[x0], %[a10]\n\t"                                                                        \
-        "smlad %[a11], %[t], %[x1], %[a11]\n\t"                                                                        \
-        "ldrd %[x0], %[x1], [%[x]], #8\n\t"                                                                            \
-        "sxtb16 %[t], %[wa], ror #8\n\t"                                                                               \
-        "smlad %[a00], %[t], %[x0], %[a00]\n\t"                                                                        \
-        "smlad %[a01], %[t], %[x1], %[a01]\n\t"                                                                        \
-        "sxtb16 %[t], %[wb], ror #8\n\t"                                                                               \
-        "smlad %[a10], %[t], %[x0], %[a10]\n\t"                                                                        \
-        "smlad %[a11], %[t], %[x1], %[a11]\n\t"                                                                        \
-        "cmp %[w], %[end]\n\t"                                                                                         \
-        "bne 1b\n\t"
 /* ember_qa_gemm22s's assembly, its products' loop LOOP. */
 #define EMBER_QA_GEMM22S(LOOP)                                                                                         \
     __asm__ volatile("0:\n\t"                                                                                      \

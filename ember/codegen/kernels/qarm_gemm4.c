@@ -64,6 +64,15 @@ EMBER_UNUSED EMBER_NOINLINE __attribute__((naked)) static void ember_qa_dot42(EM
             "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}");
 }
 #endif
+/* One k pair of ember_qa_gemm4_t's one plain column: its word times the four rows' words. */
+#define EMBER_QA_STEP41                               \
+    "ldr %[x0], [%[x]], #4\n\t"                       \
+    "ldrd %[wa], %[wb], [%[w]], #8\n\t"               \
+    "smlad %[s0], %[wa], %[x0], %[s0]\n\t"            \
+    "smlad %[s1], %[wb], %[x0], %[s1]\n\t"            \
+    "ldrd %[wa], %[wb], [%[w]], #8\n\t"               \
+    "smlad %[s2], %[wa], %[x0], %[s2]\n\t"            \
+    "smlad %[s3], %[wb], %[x0], %[s3]\n\t"
 /* The general form (any requantisation, one or two columns: interleaved, or one plain). */
 EMBER_INLINE void ember_qa_gemm4_t(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n, const int16_t *W, int M4, int Kp,
                                    const int16_t *cols, const int32_t *rq, const int32_t *out, int fast) {
@@ -85,21 +94,7 @@ EMBER_INLINE void ember_qa_gemm4_t(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n
 #if EMBER_HAVE_ARM_DSP /* 16 instructions per two k pairs (compiled from C: 22); Kp / 2 is even (Kp % 4 == 0) */
             const ember_qa_u32 *const xend = x + Kp / 2;
             uint32_t x0, wa, wb;
-            __asm__("1:\n\t"
-                    "ldr %[x0], [%[x]], #4\n\t"
-                    "ldrd %[wa], %[wb], [%[w]], #8\n\t"
-                    "smlad %[s0], %[wa], %[x0], %[s0]\n\t"
-                    "smlad %[s1], %[wb], %[x0], %[s1]\n\t"
-                    "ldrd %[wa], %[wb], [%[w]], #8\n\t"
-                    "smlad %[s2], %[wa], %[x0], %[s2]\n\t"
-                    "smlad %[s3], %[wb], %[x0], %[s3]\n\t"
-                    "ldr %[x0], [%[x]], #4\n\t"
-                    "ldrd %[wa], %[wb], [%[w]], #8\n\t"
-                    "smlad %[s0], %[wa], %[x0], %[s0]\n\t"
-                    "smlad %[s1], %[wb], %[x0], %[s1]\n\t"
-                    "ldrd %[wa], %[wb], [%[w]], #8\n\t"
-                    "smlad %[s2], %[wa], %[x0], %[s2]\n\t"
-                    "smlad %[s3], %[wb], %[x0], %[s3]\n\t"
+            __asm__("1:\n\t" EMBER_QA_STEP41 EMBER_QA_STEP41
                     "cmp %[x], %[xend]\n\t"
                     "bne 1b"
                     : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [x] "+r"(x), [w] "+r"(w),

@@ -246,15 +246,6 @@ static void ember_qarm_dw3_mul(uint8_t *y, const uint8_t *x, int sgn, int32_t xz
  * `mul_weights` (int8) by ember_qm_gemm. Scratch: 8 * Kp bytes, 2 * Kp for one row (ops/qarm.py `fc_scratch`). */
 static void ember_qarm_fc_mul(uint8_t *y, const uint8_t *a, int sgn, int32_t az, int R, int Nout, int K,
                               const int8_t *W, const int32_t *rq, const int32_t *out, int16_t *cols) {
-    const int Kp = (K + 3) & ~3;
-    const uint32_t flip = sgn ? 0x80u : 0u;
-    const int32_t z2 = az + (sgn ? 128 : 0);
-    int16_t *t0 = R > 1 ? cols + 2 * Kp : cols, *t1 = t0 + Kp;
-    int r;
-    for (r = 0; r < R; r += 2) {
-        const int two = r + 1 < R;
-        ember_qa_fc_rows(t0, t1, a + (ptrdiff_t)r * K, K, Kp, two, flip, z2);
-        ember_qm_gemm(y + (ptrdiff_t)r * Nout, 1, Nout, 1 + two, W, Nout, Kp, cols, t0, t1, rq, out);
-    }
+    EMBER_QA_FC(ember_qm_gemm(y + (ptrdiff_t)r * Nout, 1, Nout, 1 + two, W, Nout, Kp, cols, t0, t1, rq, out));
 }
 /*@end*/
