@@ -13,6 +13,18 @@
 #else
 #define EMBER_QA_MVE 0
 #endif
+/* The sums a00 .. a11 of rows w0, w1 (int8) times columns t0, t1 (Kp int16), 8 k per step: VLDRB.S16 widens
+ * the weights, VMLADAVA.S16 adds a vector's products to a sum. A macro: as an inline function it changed
+ * the compiled loop of ember_qa_gemm_mve. */
+#define EMBER_QA_MDOT22(k, Kp, w0, w1, t0, t1, a00, a01, a10, a11)                           \
+    for (k = 0; k < Kp; k += 8) {                                                            \
+        const int16x8_t wa = vldrbq_s16(w0 + k), wb = vldrbq_s16(w1 + k);                    \
+        const int16x8_t x0 = vld1q_s16(t0 + k), x1 = vld1q_s16(t1 + k);                      \
+        a00 = vmladavaq_s16(a00, wa, x0);                                                    \
+        a01 = vmladavaq_s16(a01, wa, x1);                                                    \
+        a10 = vmladavaq_s16(a10, wb, x0);                                                    \
+        a11 = vmladavaq_s16(a11, wb, x1);                                                    \
+    }
 EMBER_INLINE void ember_qa_mgemm_t(uint8_t *y, ptrdiff_t rs, int n, const int8_t *W, int M, int Kp,
                                    const int16_t *t0, const int16_t *t1, const int32_t *rq, const int32_t *out, int fast) {
     const int32_t zp = out[0], lo = out[1], hi = out[2];
@@ -27,14 +39,7 @@ EMBER_INLINE void ember_qa_mgemm_t(uint8_t *y, ptrdiff_t rs, int n, const int8_t
         const int8_t *w0 = W, *w1 = W + Kp;
         int32_t a00 = rq[3], a01 = rq[3], a10 = two ? rq[7] : 0, a11 = a10;
 #if EMBER_QA_MVE
-        for (k = 0; k < Kp; k += 8) {
-            const int16x8_t wa = vldrbq_s16(w0 + k), wb = vldrbq_s16(w1 + k);
-            const int16x8_t x0 = vld1q_s16(t0 + k), x1 = vld1q_s16(t1 + k);
-            a00 = vmladavaq_s16(a00, wa, x0);
-            a01 = vmladavaq_s16(a01, wa, x1);
-            a10 = vmladavaq_s16(a10, wb, x0);
-            a11 = vmladavaq_s16(a11, wb, x1);
-        }
+        EMBER_QA_MDOT22(k, Kp, w0, w1, t0, t1, a00, a01, a10, a11);
 #else
         for (k = 0; k < Kp; ++k) {
             a00 += w0[k] * t0[k];
@@ -81,14 +86,7 @@ EMBER_INLINE void ember_qa_mgemm22(uint8_t *y, ptrdiff_t rs, const int8_t *W, in
         int32_t a00 = rq[3], a01 = rq[3], a10 = rq[7], a11 = rq[7];
         int k;
         int32x4_t v;
-        for (k = 0; k < Kp; k += 8) {
-            const int16x8_t wa = vldrbq_s16(w0 + k), wb = vldrbq_s16(w1 + k);
-            const int16x8_t x0 = vld1q_s16(t0 + k), x1 = vld1q_s16(t1 + k);
-            a00 = vmladavaq_s16(a00, wa, x0);
-            a01 = vmladavaq_s16(a01, wa, x1);
-            a10 = vmladavaq_s16(a10, wb, x0);
-            a11 = vmladavaq_s16(a11, wb, x1);
-        }
+        EMBER_QA_MDOT22(k, Kp, w0, w1, t0, t1, a00, a01, a10, a11);
         v = vsetq_lane_s32(a11, vsetq_lane_s32(a10, vsetq_lane_s32(a01, vdupq_n_s32(a00), 1), 2), 3);
         v = vmulhq_s32(v, vldrwq_gather_base_wb_s32(&base, 32));
         /* the fast form's + ra (2^(sh-1)) and >> sh in one rounding shift */
