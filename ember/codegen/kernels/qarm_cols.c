@@ -5,14 +5,15 @@
 
 /*@kernel ember_qa_cols requires ember_qarm ember_conv_geo*/
 #if EMBER_HAVE_ARM_DSP
-/* The bytes of w as int16 lanes less the zero point (zz: in both lanes), e = (b0, b2) and o = (b1, b3). */
-EMBER_INLINE void ember_qa_eo(uint32_t w, uint32_t zz, uint32_t *e, uint32_t *o) {
-    uint32_t a, b;
-    __asm__("uxtb16 %0, %1" : "=r"(a) : "r"(w));
-    __asm__("uxtb16 %0, %1, ror #8" : "=r"(b) : "r"(w));
-    __asm__("ssub16 %0, %1, %2" : "=r"(*e) : "r"(a), "r"(zz));
-    __asm__("ssub16 %0, %1, %2" : "=r"(*o) : "r"(b), "r"(zz));
-}
+/* The bytes of the word W as int16 lanes less the zero point (ZZ: in both lanes), E = (b0, b2) and O = (b1,
+ * b3). A macro: as an inline function it changed ember_qa_col2's code in some bundles. */
+#define EMBER_QA_EO(E, O, W, ZZ)                                         \
+    do {                                                                 \
+        __asm__("uxtb16 %0, %1" : "=r"(E) : "r"(W));                     \
+        __asm__("uxtb16 %0, %1, ror #8" : "=r"(O) : "r"(W));             \
+        __asm__("ssub16 %0, %1, %2" : "=r"(E) : "r"(E), "r"(ZZ));        \
+        __asm__("ssub16 %0, %1, %2" : "=r"(O) : "r"(O), "r"(ZZ));        \
+    } while (0)
 #endif
 /* col[0 .. Kp): the window of output pixel oh, ow of image xn (in the order channel, kernel row, kernel
  * column) minus the zero point, 0 where it leaves the image, zero-padded to Kp. */
@@ -33,7 +34,7 @@ static void ember_qa_col(int16_t *EMBER_RESTRICT col, const uint8_t *EMBER_RESTR
                 for (i = 0; i < KH; ++i, d += 3) {
                     const uint32_t w = *(const ember_qa_u8x4 *)(const void *)(xc + (ptrdiff_t)i * DH * Wd) ^ f4;
                     uint32_t e, o, a;
-                    ember_qa_eo(w, zz, &e, &o);
+                    EMBER_QA_EO(e, o, w, zz);
                     __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(a) : "r"(e), "r"(o));
                     *(ember_qa_u32 *)(void *)d = a;
                     d[2] = (int16_t)(e >> 16);
@@ -221,7 +222,7 @@ EMBER_NOINLINE static int ember_qa_col2(int16_t *EMBER_RESTRICT t0, int16_t *EMB
 #if EMBER_HAVE_ARM_DSP /* e = (b0, b2), o = (b1, b3) less the zero point */
                 const uint32_t w = *(const ember_qa_u8x4 *)(const void *)xr ^ f4;
                 uint32_t e, o, a, b;
-                ember_qa_eo(w, zz, &e, &o);
+                EMBER_QA_EO(e, o, w, zz);
                 __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(a) : "r"(e), "r"(o));
                 __asm__("pkhtb %0, %1, %2, asr #16" : "=r"(b) : "r"(o), "r"(e));
                 *(ember_qa_u32 *)(void *)d0 = a;
@@ -249,7 +250,7 @@ EMBER_NOINLINE static int ember_qa_col2(int16_t *EMBER_RESTRICT t0, int16_t *EMB
 #if EMBER_HAVE_ARM_DSP /* bytes b0..b3: e = (b0, b2), o = (b1, b3) less the zero point */
                 const uint32_t w = *(const ember_qa_u8x4 *)(const void *)xr ^ f4;
                 uint32_t e, o, a, b;
-                ember_qa_eo(w, zz, &e, &o);
+                EMBER_QA_EO(e, o, w, zz);
                 __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(a) : "r"(e), "r"(o));
                 __asm__("pkhbt %0, %1, %2" : "=r"(b) : "r"(o), "r"(e));
                 *(ember_qa_u32 *)(void *)d0 = a;

@@ -26,22 +26,19 @@ typedef void (*ember_qa_res_fn)(uint8_t *y, ptrdiff_t ys, const uint8_t *stage, 
 /* A fused residual add's staging, in the loops over pixel pairs q of ember_qa_conv_t and qarm_mve.c's
  * ember_qm8_conv_t (an image's outputs yn, its residual rn, their P, M, sgn, fin, res, radd, stage): YQ, RS
  * where the outputs of pixels q, q + 1 go, y's rows P apart or the stage's EMBER_QA_STAGE apart; where q
- * starts a stage, the full one before it is finished into y first. A macro: as an inline function it
+ * starts a stage, the full one before it is finished into y first. Macros: as inline functions they
  * changed how the compiler laid out the loop. */
 #define EMBER_QA_STAGE_Q(YQ, RS)                                                                            \
     uint8_t *const YQ = res ? stage + (q & (EMBER_QA_STAGE - 1)) : yn + q;                                  \
     const ptrdiff_t RS = res ? EMBER_QA_STAGE : P;                                                          \
     if (res && q && (q & (EMBER_QA_STAGE - 1)) == 0)                                                        \
         fin(yn + q - EMBER_QA_STAGE, P, stage, rn + q - EMBER_QA_STAGE, M, EMBER_QA_STAGE, sgn, radd)
-/* The image's last, maybe partial, stage into y. */
-EMBER_UNUSED EMBER_INLINE void ember_qa_stage_end(uint8_t *yn, const uint8_t *rn, int P, int M, int sgn,
-                                               ember_qa_res_fn fin, const uint8_t *res, const int32_t *radd,
-                                               uint8_t *stage) {
-    if (res && P) {
-        const int q0 = (P - 1) & ~(EMBER_QA_STAGE - 1);
-        fin(yn + q0, P, stage, rn + q0, M, P - q0, sgn, radd);
+/* After those loops: the image's last, maybe partial, stage into y. */
+#define EMBER_QA_STAGE_END()                                                                                \
+    if (res && P) {                                                                                         \
+        const int q0 = (P - 1) & ~(EMBER_QA_STAGE - 1);                                                     \
+        fin(yn + q0, P, stage, rn + q0, M, P - q0, sgn, radd);                                              \
     }
-}
 EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N, int M,
                                   const int8_t *W, const int32_t *rq, const int32_t *out, int16_t *cols, int kq,
                                   ember_qa_gemm_fn gemm, int dsp, ember_qa_res_fn fin, const uint8_t *res,
@@ -186,7 +183,7 @@ EMBER_INLINE void ember_qa_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t
 #endif
             gemm(yq, rs, 1 + two, W, M, Kp, cols, t0, t1, rq, out);
         }
-        ember_qa_stage_end(yn, rn, P, M, sgn, fin, res, radd, stage);
+        EMBER_QA_STAGE_END();
         oh = ow = 0;
     }
 }

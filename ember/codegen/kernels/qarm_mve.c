@@ -224,7 +224,7 @@ static void ember_qm8_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, 
             else
                 ember_qm8_gemm_t(yq, rs, 1 + two, W, M, Kp, t0, two ? t1 : t0, rq, out, 0);
         }
-        ember_qa_stage_end(yn, rn, P, M, sgn, fin, res, radd, stage);
+        EMBER_QA_STAGE_END();
         oh = ow = 0;
     }
 #else /* only a Helium target selects this kernel (passes/mcu_kernels.py) */
