@@ -77,6 +77,13 @@ class CpuFamily:
     # where a value enters or leaves the chain, if they hold at least this many convs per pair of reorders;
     # None: never.
     nhwc_min_convs: int | None = None
+    # 1x1 convs of a channels-last region with at most this many input channels and weights in panels take
+    # kernels/nhwc.c's ember_pw_nhwc_small_f32 (pixel tiles over every panel, K unrolled) instead of the
+    # general matmul; 0: never.
+    nhwc_small_k: int = 0
+    # One-row Gemms with constant weights (classifier heads) take their weights packed in panels
+    # (passes/gemv_panels.py, kernels/gemv.c's ember_gemv_panels_f32).
+    gemv_panels: bool = False
 
     def c_defines(self) -> dict[str, int]:
         """The macros NAME.c defines before its kernels (each kernel keeps its own default without one)."""

@@ -106,3 +106,55 @@ static void ember_gemv_cols_f32(float *EMBER_RESTRICT y, const float *EMBER_REST
     ember_act_apply_f32(y, N, act, act_a, act_b);
 }
 /*@end*/
+
+/*@kernel ember_gemv_panels_f32 requires ember_simd ember_act_apply_f32*/
+/* y[n] = act(sum_k x[k] B[k, n] + bias[n]) for n < N (a classifier head on one image: 1280 x 1000, 5 MB of
+ * weights read once per inference), with B packed at compile time in panels of EMBER_MM_PANEL columns
+ * ([ceil(N/P)][K][P], the last panel padded with zeros; passes/gemv_panels.py). Each panel's sums stay in
+ * registers over all of K (two vectors, four partial sums each: eight FMA chains), so the weights stream once,
+ * front to back, as one sequential run that the prefetcher follows, and y is written once, where
+ * ember_gemv_cols_f32 reads and writes all of y for every four rows of B. `bias` may be NULL. */
+#ifndef EMBER_MM_PANEL /* the CPU family's panel width (as in kernels/matmul.c) */
+#define EMBER_MM_PANEL 32
+#endif
+#define EMBER_GP_LD(ptr) (*(const ember_vf *)(const void *)(ptr))
+#define EMBER_GP_ST(ptr, v) (*(ember_vf *)(void *)(ptr) = (v))
+static void ember_gemv_panels_f32(float *EMBER_RESTRICT y, const float *EMBER_RESTRICT x,
+                                  const float *EMBER_RESTRICT B, const float *bias, int N, int K, int act, float act_a,
+                                  float act_b) {
+    int n0, k, j;
+    for (n0 = 0; n0 < N; n0 += EMBER_MM_PANEL) {
+        const float *b = B + (ptrdiff_t)n0 * K;
+        const int cols = N - n0 < EMBER_MM_PANEL ? N - n0 : EMBER_MM_PANEL;
+        float out[EMBER_MM_PANEL];
+#if EMBER_VL > 1 && EMBER_MM_PANEL == 2 * EMBER_VL
+        ember_vf a0 = {0}, a1 = {0}, c0 = {0}, c1 = {0}, d0 = {0}, d1 = {0}, e0 = {0}, e1 = {0};
+        for (k = 0; k + 4 <= K; k += 4, b += 4 * EMBER_MM_PANEL) {
+            const ember_vf x0 = x[k] - (ember_vf){0}, x1 = x[k + 1] - (ember_vf){0};
+            const ember_vf x2 = x[k + 2] - (ember_vf){0}, x3 = x[k + 3] - (ember_vf){0};
+            a0 += x0 * EMBER_GP_LD(b), a1 += x0 * EMBER_GP_LD(b + EMBER_VL);
+            c0 += x1 * EMBER_GP_LD(b + 2 * EMBER_VL), c1 += x1 * EMBER_GP_LD(b + 3 * EMBER_VL);
+            d0 += x2 * EMBER_GP_LD(b + 4 * EMBER_VL), d1 += x2 * EMBER_GP_LD(b + 5 * EMBER_VL);
+            e0 += x3 * EMBER_GP_LD(b + 6 * EMBER_VL), e1 += x3 * EMBER_GP_LD(b + 7 * EMBER_VL);
+        }
+        for (; k < K; ++k, b += EMBER_MM_PANEL) {
+            const ember_vf x0 = x[k] - (ember_vf){0};
+            a0 += x0 * EMBER_GP_LD(b), a1 += x0 * EMBER_GP_LD(b + EMBER_VL);
+        }
+        a0 += c0 + (d0 + e0), a1 += c1 + (d1 + e1);
+        if (bias && cols == EMBER_MM_PANEL) a0 += EMBER_GP_LD(bias + n0), a1 += EMBER_GP_LD(bias + n0 + EMBER_VL);
+        EMBER_GP_ST(out, a0), EMBER_GP_ST(out + EMBER_VL, a1);
+        if (bias && cols < EMBER_MM_PANEL)
+            for (j = 0; j < cols; ++j) out[j] += bias[n0 + j];
+#else
+        for (j = 0; j < cols; ++j) out[j] = 0.0f;
+        for (k = 0; k < K; ++k, b += EMBER_MM_PANEL)
+            for (j = 0; j < cols; ++j) out[j] += x[k] * b[j];
+        if (bias)
+            for (j = 0; j < cols; ++j) out[j] += bias[n0 + j];
+#endif
+        for (j = 0; j < cols; ++j) y[n0 + j] = out[j];
+    }
+    ember_act_apply_f32(y, N, act, act_a, act_b);
+}
+/*@end*/
