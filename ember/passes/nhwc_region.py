@@ -40,6 +40,13 @@ STEM_MAX_CHANNELS = 4
 STEM_MAX_K = 48
 
 
+# The small-K 1x1 kernel (ember_pw_nhwc_small_f32) on planes of at most 56x56. On Zen 3, per node in MobileNetV2
+# (instrumented builds, paired), the expand convs at 56x56 (24 -> 144) and 28x28 (32 -> 192) took 0.73-0.79x the
+# general matmul's time, but the one at 112x112 (16 -> 96, 4.8 MB out) 1.19-1.25x, though alone, in a loop, it
+# took 0.74-0.9x there too.
+SMALL_K_MAX_PIXELS = 3136
+
+
 def _conv_operands_ok(node: Node) -> bool:
     """A float32 2-D Conv with constant weights and bias."""
     if node.op != "Conv":
@@ -178,7 +185,7 @@ def _rewrite(graph: Graph, conv: Node, nhwc_of: dict[int, Value], panel: int, ma
     ins[1] = graph.constant(f"{conv.name}_w_nhwc", np.ascontiguousarray(wt, dtype=np.float32))
     y_nhwc = graph.value(f"{y.name}_nhwc", TensorType(y.dtype, (y.shape[0], *y.shape[2:], y.shape[1])))
     attrs = dict(conv.attrs)
-    small = bool(panel) and geo.channels <= small_k
+    small = bool(panel) and geo.channels <= small_k and geo.pixels <= SMALL_K_MAX_PIXELS
     attrs[NHWC_ATTR] = NhwcParams(geo, m, depthwise, panel, stem, nhwc_in, small)
     new = Node("ConvNHWC", conv.name, ins, [y_nhwc], attrs)
     back = _transpose(graph, y_nhwc, TO_NCHW, "nchw", out=y)

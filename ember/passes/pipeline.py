@@ -25,7 +25,6 @@ from ember.passes.fuse_elementwise import fuse_elementwise
 from ember.passes.fuse_irblock import fuse_irblocks
 from ember.passes.fuse_norm import fuse_decomposed_norms, fuse_skip_norm
 from ember.passes.fuse_residual import fuse_residual
-from ember.passes.gemv_panels import gemv_panels
 from ember.passes.int4_matmul import pack_int4_matmuls
 from ember.passes.int8_layout import choose_int8_layout
 from ember.passes.manager import PassFn, each_graph
@@ -146,10 +145,6 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
             panel = family.mm_panel if family.matmul_panels else 0
             passes.append(("nhwc_regions",
                            lambda g: nhwc_regions(g, family.nhwc_min_convs or 0, panel, family.nhwc_small_k)))
-        if family.gemv_panels:
-            # A classifier head (a Gemm of one row) streams its constant weights once, packed in panels; before
-            # the thread split, which divides the kernel chosen here.
-            passes.append(("gemv_panels", lambda g: gemv_panels(g, family.mm_panel)))
         passes.append(("choose_conv_algorithms", lambda g: choose_conv_algorithms(g, family, tuned)))
         passes.append(("choose_int8_layout", choose_int8_layout))
     if int8_isa:

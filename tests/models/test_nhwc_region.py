@@ -27,22 +27,21 @@ from tests.support import cdriver
 from tests.support.models import assert_close, onnxruntime_outputs
 
 KERNELS = ("ember_dwconv_nhwc_f32", "ember_pw_nhwc_f32", "ember_nhwc_reorder_f32", "ember_gap_nhwc_f32",
-           "ember_scale_nhwc_f32", "ember_pw_nhwc_small_f32", "ember_gemv_panels_f32")
+           "ember_scale_nhwc_f32", "ember_pw_nhwc_small_f32")
 STEM = "ember_conv_stem_nhwc_f32"
 
 
 @pytest.fixture
 def nhwc(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Regions of 3 Convs on, 1x1 weights in panels with the small-K kernel up to 32 input channels, and
-    classifier heads in panels, on every CPU family (toolchain/cpus.py): x86-64's (SSE2) 32-column panels are
-    four vectors, which those kernels run in their plain C."""
+    """Regions of 3 Convs on, and 1x1 weights in panels with the small-K kernel up to 32 input channels, on every
+    CPU family (toolchain/cpus.py): x86-64's (SSE2) 32-column panels are four vectors, which that kernel runs in
+    its plain C."""
     real = pipeline.resolve_cpu
 
     def resolve(target: str, cpu: str | None) -> CpuChoice | None:
         choice = real(target, cpu)
-        family = None if choice is None else replace(choice.family, nhwc_min_convs=3, matmul_panels=True,
-                                                     nhwc_small_k=32, gemv_panels=True)
-        return None if choice is None or family is None else replace(choice, family=family)
+        return None if choice is None else replace(choice, family=replace(
+            choice.family, nhwc_min_convs=3, matmul_panels=True, nhwc_small_k=32))
 
     monkeypatch.setattr(pipeline, "resolve_cpu", resolve)
 
@@ -56,12 +55,8 @@ def _model(path: Path, h: int = 19, w: int = 21) -> tuple[Path, list[str]]:
     d = _plain_block(net, c, 24, 4, 2, 1, "relu6", dilation=2)        # 4 output channels
     e = net.op("Clip", net.conv(d, 4, 4, k=5, group=4), "zero", "six")  # 5x5 on 4 channels: the scalar path
     f = _plain_block(net, net.conv(e, 4, 16), 16, 16, 2, 1, "swish", se=True)  # SE: GapNHWC, ScaleNHWC
-    # a classifier head: GemvPanels of 37 columns (a padded last panel), bias (n,); then 20 columns, bias (1, n),
-    # and a HardSwish epilogue
-    g = net.gemm(net.op("Flatten", net.op("GlobalAveragePool", f)), 16, 37, trans_b=1)
-    k = net.op("HardSwish", net.gemm(g, 37, 20))
     oh, ow = -(-h // 2), -(-w // 2)
-    shapes = {d: [1, 4, oh, ow], f: [1, 16, oh, ow], g: [1, 37], k: [1, 20]}
+    shapes = {d: [1, 4, oh, ow], f: [1, 16, oh, ow]}
     net.save(path, "nhwc", {"x": [1, 20, h, w]}, shapes)
     return path, list(shapes)
 
