@@ -42,7 +42,7 @@ class NhwcParams:
     # A stem reading NHWC activations (a TFLite model's input, whose NHWC -> NCHW Transpose the region left out).
     nhwc_in: bool = False
     # A 1x1 conv of few input channels in panels (kernels/nhwc.c's ember_pw_nhwc_small_f32: pixel tiles over all
-    # panels, K unrolled), where the CPU family's nhwc_small_k admits its channel count.
+    # panels, K a compile-time constant), where the CPU family's nhwc_small_k admits its channel count.
     small: bool = False
 
 

@@ -78,7 +78,7 @@ class CpuFamily:
     # None: never.
     nhwc_min_convs: int | None = None
     # 1x1 convs of a channels-last region with at most this many input channels and weights in panels take
-    # kernels/nhwc.c's ember_pw_nhwc_small_f32 (pixel tiles over every panel, K unrolled) instead of the
+    # kernels/nhwc.c's ember_pw_nhwc_small_f32 (pixel tiles over every panel, K constant) instead of the
     # general matmul; 0: never.
     nhwc_small_k: int = 0
 

@@ -3,7 +3,9 @@ inverted-residual blocks with ReLU6, HardSwish and Swish, stride 1 and 2, dilati
 expand ratio of 1, a Squeeze-Excitation block (its pool and Mul channels-last too), channel counts that
 are not whole vectors (20, 40, 60: the depthwise's overlapped last vector) and fewer than a vector (4: the
 scalar path), odd plane sizes (19x21), and stems (a dense Conv of 3 input channels reading the NCHW input and
-writing NHWC: 20 and 40 output channels, stride 2 and 1). Run on the host's vectors and on the x86-64
+writing NHWC: 20 and 40 output channels, stride 2 and 1); 1x1 convs of at most 32 input channels whose weights
+fill 16-column panels take the small-K kernel (16 -> 32 with Swish, 32 -> 16 with the residual, 24 -> 48: ragged
+last pixel tiles). Run on the host's vectors and on the x86-64
 baseline (no vectors: the scalar C), in-process and as sanitized C; the kernels also compile warning-free for
 AVX-512 and AArch64."""
 
