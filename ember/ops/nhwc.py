@@ -41,6 +41,9 @@ class NhwcParams:
     stem: bool = False
     # A stem reading NHWC activations (a TFLite model's input, whose NHWC -> NCHW Transpose the region left out).
     nhwc_in: bool = False
+    # A 1x1 conv of few input channels in panels (kernels/nhwc.c's ember_pw_nhwc_small_f32: pixel tiles over all
+    # panels, K a compile-time constant), where the CPU family's nhwc_small_k admits its channel count.
+    small: bool = False
 
 
 def params(node: Node) -> NhwcParams:
@@ -73,8 +76,13 @@ def _emit(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:
     def at(ptr: str, width: int) -> str:
         return f"{ptr} + (ptrdiff_t){lo * width}" if lo else ptr
 
-    k.call("ember_pw_nhwc_f32", at(k.out(0), m), at(k.inp(0), c), k.inp(1), int(p.panel > 0), bias,
-           at(k.inp(RESIDUAL), m) if has_res else "0", hi - lo, m, c, *epilogue_args(node))
+    res = at(k.inp(RESIDUAL), m) if has_res else "0"
+    if p.small:
+        k.call("ember_pw_nhwc_small_f32", at(k.out(0), m), at(k.inp(0), c), k.inp(1), bias, res, hi - lo, m, c,
+               *epilogue_args(node))
+        return
+    k.call("ember_pw_nhwc_f32", at(k.out(0), m), at(k.inp(0), c), k.inp(1), int(p.panel > 0), bias, res, hi - lo, m,
+           c, *epilogue_args(node))
 
 
 def _units(node: Node) -> int:
@@ -158,6 +166,6 @@ register(OpDef("ScaleNHWC", lower=_lower_scale, kernels=("ember_scale_nhwc_f32",
 # Not in place: the depthwise kernel's ragged last vector re-reads inputs of channels it has written.
 register(OpDef(
     "ConvNHWC", infer=_infer, lower=_lower,
-    kernels=("ember_dwconv_nhwc_f32", "ember_pw_nhwc_f32", "ember_conv_stem_nhwc_f32"),
+    kernels=("ember_dwconv_nhwc_f32", "ember_pw_nhwc_f32", "ember_pw_nhwc_small_f32", "ember_conv_stem_nhwc_f32"),
     takes_epilogue=True, flops=_flops, split=_split,
 ))

@@ -8,12 +8,12 @@ gets None, so it keeps its input and output apart, as does a call divided among 
 parts run at once, in no order). tests/unit/test_overlap.py runs every declared variant
 against a plan without overlap (host, and Cortex-M0/M4 under QEMU): an overlap bug is invisible to ASan.
 
-- Depthwise (one output channel per input channel), qarm.c ember_qarm_dw3 / ember_qarm_dw3_mve (DSP, MVE)
+- Depthwise (one output channel per input channel), qarm_dw3.c ember_qarm_dw3 / ember_qarm_dw3_mve (DSP, MVE)
   and qdwconv.c's planar ember_qdwconv (microcontrollers: the AVX-512 VNNI path is another order): channel
   c's input plane is read whole (widened into the int16 plane, or split into the phase planes, in scratch)
   before any byte of output channel c is written. Output channel c at offset 0 covers bytes
   [c * out_plane, (c + 1) * out_plane), inside input channels 0..c when out_plane <= in_plane: read already.
-- Pointwise (1x1, stride 1, unpadded, one group, one image, int8/uint8 in and out), qarm.c ember_qa_conv_t's
+- Pointwise (1x1, stride 1, unpadded, one group, one image, int8/uint8 in and out), qarm_conv.c ember_qa_conv_t's
   direct path (two pixels' columns of every channel built before their M outputs are stored) and qconv.c
   ember_qconv on planar layouts (a block of EMBER_QPB pixels of every channel packed before the block's
   outputs are stored): output (m, p) at offset 0 is input byte (m, p) when m < C, read with its pixel,
@@ -30,7 +30,7 @@ from ember.ops.matmul import present
 from ember.ops.parallel import PARTS_ATTR
 
 MCU = "_mcu"  # node attribute: compiled for a microcontroller (passes/scratch_budget.py sets it)
-ARM_ISAS = ("dsp", "mve")  # ops/qarm.py DSP, MVE: qarm.c's kernels
+ARM_ISAS = ("dsp", "mve")  # ops/qarm.py DSP, MVE: qarm*.c's kernels
 
 
 def qconv_overlap(node: Node) -> int | None:

@@ -1,4 +1,4 @@
-"""The Cortex-M DSP variants of the integer convolution, depthwise 3x3 and matrix product (kernels/qarm.c), and
+"""The Cortex-M DSP variants of the integer convolution, depthwise 3x3 and matrix product (kernels/qarm*.c), and
 Cortex-M55's Helium int8 convolution and depthwise 3x3 (kernels/qarm_mve.c, nodes marked `_mve8`), and the
 Cortex-M0/M3 ones without the DSP extension (kernels/qarm_mul.c, nodes marked `_mul8`).
 
@@ -21,7 +21,7 @@ from ember.ops.matmul import present
 
 DSP = "dsp"
 MVE = "mve"  # Helium: ember_qarm_conv_mve(8), ember_qarm_dw3_mve(8); fully-connected layers stay portable
-MUL = "mul"  # a core without DSP (Cortex-M0/M3): kernels/qarm_mul.c (on qarm.c's columns, planes, requantisation)
+MUL = "mul"  # a core without DSP (Cortex-M0/M3): kernels/qarm_mul.c (on qarm*.c's columns, planes, requantisation)
 MUL8 = "_mul8"  # node attribute (passes/mcu_kernels.py): qarm_mul.c's kernels (a convolution's int8 weights)
 
 
@@ -101,7 +101,7 @@ def dsp_weights(rows: np.ndarray) -> np.ndarray:
 def dsp_weights16(rows: np.ndarray) -> np.ndarray:
     """int8 rows M x K -> int16 ceil(M/2)*2 x Kp (as dsp_weights' padding) for a convolution's int16 product
     loops, so that SMLAD reads them with no SXTB16 (twice dsp_weights' flash): the first M // 4 * 4 rows in
-    quads, per quad and pair of k the words (k0, k1) of its four rows (qarm.c ember_qa_gemm4); the last
+    quads, per quad and pair of k the words (k0, k1) of its four rows (qarm_gemm4.c ember_qa_gemm4); the last
     M % 4 in pairs, per pair and group of 4 k, (k0, k1) of both rows, then (k2, k3) of both, the words the
     columns pair with (ember_qa_dot22)."""
     m, k = rows.shape
@@ -236,11 +236,11 @@ def dw3_admits(g: ConvGeometry) -> bool:
     return g.planar and tuple(g.kernel[1:]) == (3, 3) and tuple(g.dilations[1:]) == (1, 1)
 
 
-DW3_PITCH = 64  # qarm.c EMBER_QA_DW3_PITCH: the int16 per plane row of the DSP depthwise rows where they fit
+DW3_PITCH = 64  # qarm_dw3step.c EMBER_QA_DW3_PITCH: the int16 per plane row of the DSP depthwise rows where they fit
 
 
 def dw3_plane(out_h: int, out_w: int, stride_h: int, stride_w: int, transpose: bool = True) -> tuple[int, int]:
-    """Rows and row length (int16) of the zero-padded plane of one channel, as qarm.c's ember_qa_dw3_geo_tr
+    """Rows and row length (int16) of the zero-padded plane of one channel, as qarm_dw3.c's ember_qa_dw3_geo_tr
     lays it out: stride 1 transposes a map of more rows than columns (`transpose`: Helium's layout, not the
     DSP kernels'); column strides 1 and 2 round the row's outputs up to the 4 of a step (whose reads end 2
     past its last window); other strides read 2 past the last window."""
@@ -253,7 +253,7 @@ def dw3_plane(out_h: int, out_w: int, stride_h: int, stride_w: int, transpose: b
 
 
 def dw3_pitch(rows: int, cols: int) -> bool:
-    """Whether qarm.c's DSP depthwise rows take a plane of DW3_PITCH int16 per row (immediate offsets, 4
+    """Whether qarm_dw3step.c's DSP depthwise rows take a plane of DW3_PITCH int16 per row (immediate offsets, 4
     instructions a step less): where a row fits, unless that more than doubles a plane of many short rows."""
     return cols <= DW3_PITCH and (cols > 16 or rows <= 16)
 
@@ -264,13 +264,13 @@ def _tables(node: Node, k: KernelEmitter, w_rows: np.ndarray, bias: tuple[int, .
     per output channel (any order), for the sums' bound; `bias`: the one the kernel adds, where not the node's
     (mve8_bias). The DSP kernels' fast form takes the zero point in ra where it fits (`fold_zp`; out's zero
     point is then 0); Helium's rounding shift has no ra. `mixed` (the DSP convolutions' channel quads,
-    qarm.c ember_qa_gemm4): where only some channels may tie, the others stay fast and out is [1, lo, hi, 3,
+    qarm_gemm4.c ember_qa_gemm4): where only some channels may tie, the others stay fast and out is [1, lo, hi, 3,
     zero point, count, the quads holding an exact channel...] (a multiplier with many factors of 2, as
     per-channel quantisation makes, puts a single channel of a layer out of the proof). `pairs` (the DSP
-    convolutions): rq ends with each channel's bias twice, the words with which qarm.c's ember_qa_gemm42b starts
+    convolutions): rq ends with each channel's bias twice, the words with which qarm_gemm4.c's ember_qa_gemm42b starts
     a tile's eight sums (one LDM), then 1 where `fold` (a 1x1 layer, ConvGeometry.direct, of a constant input
     zero point) put in those words the zero point's share, -zp * (the row's weight sum), so that its columns
-    are the bytes' values as they are (qarm.c ember_qa_direct2's `fz`), otherwise 0."""
+    are the bytes' values as they are (qarm_cols.c ember_qa_direct2's `fz`), otherwise 0."""
     q = node.attrs["_q"]
     rq = q.requant
     if node.attrs["_isa"] == DSP and node.input(1) is None:
@@ -329,7 +329,7 @@ def conv_scratch(node: Node, g: ConvGeometry) -> int:
         hp, wp = dw3_plane(*g.out_size[1:], *g.strides[1:], transpose=not dsp)
         if node.attrs.get(MVE8) or node.attrs.get(MUL8):  # byte planes (qarm_mve.c, qarm_mul.c)
             return hp * wp
-        if dsp and dw3_pitch(hp, wp):  # qarm.c ember_qa_dw3_fast's rows of DW3_PITCH int16
+        if dsp and dw3_pitch(hp, wp):  # qarm_dw3.c ember_qa_dw3_fast's rows of DW3_PITCH int16
             wp = DW3_PITCH
         return 2 * hp * wp
     if node.attrs.get(MVE8):

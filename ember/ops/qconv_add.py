@@ -24,7 +24,7 @@ from ember.ops.qpointwise import QAddParams
 from ember.ops.registry import register
 
 QADD_ATTR = "_qadd"
-QA_STAGE = 16  # EMBER_QA_STAGE of qarm.c: pixels staged by ember_qa_conv_t
+QA_STAGE = 16  # EMBER_QA_STAGE of qarm_conv.c: pixels staged by ember_qa_conv_t
 
 
 def _conv_bytes(node: Node) -> int:

@@ -1,7 +1,7 @@
 """Pick the Cortex-M integer kernels per layer from the target table, and store their weights as they read them.
 
 On a target with the DSP extension (Target.dsp: Cortex-M4/M7/M33/M55, SMLAD), a requantising QConv (2-D,
-one group, or depthwise 3x3) or a QMatMul of constant weights becomes kernels/qarm.c's variant when its
+one group, or depthwise 3x3) or a QMatMul of constant weights becomes kernels/qarm*.c's variant when its
 int8 weights need no per-row offset (qlinear.pack_weights' wofs). Its weights are replaced by the DSP
 lane order (qarm.dsp_weights; a convolution's widened to int16, qarm.dsp_weights16); the other layers keep
 the portable kernels of qconv.c. Every path requantises exactly as quant.c does, so the bundle stays
@@ -44,7 +44,7 @@ def _admits(node: Node, isa: str) -> bool:
 
 
 def choose_mcu_kernels(graph: Graph, isa: str) -> None:
-    """`isa`: Target.int8_isa: "dsp" (qarm.c's SMLAD kernels), "mve" (its Helium ones) or "mul" (qarm_mul.c's,
+    """`isa`: Target.int8_isa: "dsp" (qarm*.c's SMLAD kernels), "mve" (its Helium ones) or "mul" (qarm_mul.c's,
     for cores without the DSP extension)."""
     mul = isa == qarm.MUL
     if mul:
@@ -83,7 +83,7 @@ def choose_mcu_kernels(graph: Graph, isa: str) -> None:
         elif mul:  # int8 in the order of qarm_mul.c's product loops (its convolution and fully connected)
             node.attrs[qarm.MUL8] = True
             packed = qarm.mul_weights(rows)
-        elif node.op == "QConv":  # int16: the product loop without SXTB16 (qarm.c ember_qa_gemm2h)
+        elif node.op == "QConv":  # int16: the product loop without SXTB16 (qarm_gemm4.c ember_qa_gemm2h)
             packed = qarm.dsp_weights16(rows)
         else:
             packed = qarm.dsp_weights(rows)

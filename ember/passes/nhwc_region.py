@@ -40,6 +40,13 @@ STEM_MAX_CHANNELS = 4
 STEM_MAX_K = 48
 
 
+# The small-K 1x1 kernel (ember_pw_nhwc_small_f32) on planes of at most 56x56. On Zen 3, per node in MobileNetV2
+# (instrumented builds, paired), the expand convs at 56x56 (24 -> 144) and 28x28 (32 -> 192) took 0.73-0.79x the
+# general matmul's time, but the one at 112x112 (16 -> 96, 4.8 MB out) 1.19-1.25x, though alone, in a loop, it
+# took 0.74-0.9x there too.
+SMALL_K_MAX_PIXELS = 3136
+
+
 def _conv_operands_ok(node: Node) -> bool:
     """A float32 2-D Conv with constant weights and bias."""
     if node.op != "Conv":
@@ -148,9 +155,10 @@ def _transpose(graph: Graph, v: Value, perm: list[int], name: str, out: Value | 
     return Node("Transpose", graph.unique_name(f"{v.name}_{name}"), [v], [out], {"perm": list(perm)})
 
 
-def _rewrite(graph: Graph, conv: Node, nhwc_of: dict[int, Value], panel: int, made: list[Node]) -> None:
+def _rewrite(graph: Graph, conv: Node, nhwc_of: dict[int, Value], panel: int, made: list[Node],
+             small_k: int = 0) -> None:
     """`nhwc_of`: the NHWC Transposes made so far, by id of their input (a value read twice is moved once);
-    `made`: every Transpose made."""
+    `made`: every Transpose made; `small_k`: see nhwc_regions."""
     geo, _, m, depthwise, _ = _conv_parts(conv)
     x, w, y = conv.input(0), conv.input(1), conv.outputs[0]
     assert x is not None and w is not None and w.const is not None and y is not None
@@ -177,7 +185,8 @@ def _rewrite(graph: Graph, conv: Node, nhwc_of: dict[int, Value], panel: int, ma
     ins[1] = graph.constant(f"{conv.name}_w_nhwc", np.ascontiguousarray(wt, dtype=np.float32))
     y_nhwc = graph.value(f"{y.name}_nhwc", TensorType(y.dtype, (y.shape[0], *y.shape[2:], y.shape[1])))
     attrs = dict(conv.attrs)
-    attrs[NHWC_ATTR] = NhwcParams(geo, m, depthwise, panel, stem, nhwc_in)
+    small = bool(panel) and geo.channels <= small_k and geo.pixels <= SMALL_K_MAX_PIXELS
+    attrs[NHWC_ATTR] = NhwcParams(geo, m, depthwise, panel, stem, nhwc_in, small)
     new = Node("ConvNHWC", conv.name, ins, [y_nhwc], attrs)
     back = _transpose(graph, y_nhwc, TO_NCHW, "nchw", out=y)
     at = graph.nodes.index(conv)
@@ -294,8 +303,9 @@ def _rewrite_se(graph: Graph, node: Node, nhwc_of: dict[int, Value], made: list[
     made += [*before, back]
 
 
-def nhwc_regions(graph: Graph, min_convs: int, panel: int = 0) -> None:
-    """`panel`: the CPU family's compile-time panel width for 1x1 weights (0: none; needs M % panel == 0)."""
+def nhwc_regions(graph: Graph, min_convs: int, panel: int = 0, small_k: int = 0) -> None:
+    """`panel`: the CPU family's compile-time panel width for 1x1 weights (0: none; needs M % panel == 0);
+    `small_k`: 1x1 convs in panels with at most this many input channels take the small-K kernel (0: none)."""
     _fuse_adds(graph)
     members = [n for n in graph.nodes if _member(n)]
     uses = graph.consumers()
@@ -304,7 +314,7 @@ def nhwc_regions(graph: Graph, min_convs: int, panel: int = 0) -> None:
     made: list[Node] = []
     for node in [n for n in members if id(n) in chosen]:  # in graph order: a Transpose lands before its readers
         if node.op == "Conv":
-            _rewrite(graph, node, nhwc_of, panel, made)
+            _rewrite(graph, node, nhwc_of, panel, made, small_k)
         else:
             _rewrite_se(graph, node, nhwc_of, made)
     _cancel(graph)

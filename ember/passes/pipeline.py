@@ -143,7 +143,8 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
             # Chains of depthwise/1x1 convs on channels-last activations; before the algorithm choice, which would
             # rewrite their Convs, and after residual and activation fusion, whose results they carry.
             panel = family.mm_panel if family.matmul_panels else 0
-            passes.append(("nhwc_regions", lambda g: nhwc_regions(g, family.nhwc_min_convs or 0, panel)))
+            passes.append(("nhwc_regions",
+                           lambda g: nhwc_regions(g, family.nhwc_min_convs or 0, panel, family.nhwc_small_k)))
         passes.append(("choose_conv_algorithms", lambda g: choose_conv_algorithms(g, family, tuned)))
         passes.append(("choose_int8_layout", choose_int8_layout))
     if int8_isa:

@@ -83,6 +83,10 @@ class CpuFamily:
     # where a value enters or leaves the chain, if they hold at least this many convs per pair of reorders;
     # None: never.
     nhwc_min_convs: int | None = None
+    # 1x1 convs of a channels-last region with at most this many input channels and weights in panels take
+    # kernels/nhwc.c's ember_pw_nhwc_small_f32 (pixel tiles over every panel, K constant) instead of the
+    # general matmul; 0: never.
+    nhwc_small_k: int = 0
 
     def c_defines(self) -> dict[str, int]:
         """The macros NAME.c defines before its kernels (each kernel keeps its own default without one)."""
@@ -114,11 +118,16 @@ FAMILIES: dict[str, CpuFamily] = {f.name: f for f in (
     # model, MobileNetV2 0.84x, MobileNetV3-Large 0.91x, EfficientNet-B0 0.96x, the TFLite fixture mobilenet_like
     # 0.78x and Keras' MobileNetV2 (alpha 0.35, 96x96) 0.88x. The KWS CNN's chain of 4 convs (16 channels at 25x5)
     # took 1.27x with its 2 reorders; since its 10x4 stem and whole-plane pool join it, it has none: 0.81x.
+    # Their 1x1 convs of at most 32 input channels (on planes up to 56x56: nhwc_region.SMALL_K_MAX_PIXELS) take
+    # the small-K kernel: on Zen 3, paired per node (instrumented builds), MobileNetV2's expand convs at 56x56
+    # (24 -> 144) and 28x28 (32 -> 192) 0.72-0.79x their general-matmul time, EfficientNet-B0's (with Swish)
+    # 0.91-0.94x; the sum of all nodes 0.97x (MobileNetV2) and 0.985x (EfficientNet-B0); the TFLite fixture
+    # mobilenet_like 0.88x whole (interleaved).
     CpuFamily("avx2", "AVX2 + FMA, 256-bit, two FMA units (Haswell to Alder Lake, Zen 1-3; x86-64-v3)", "avx2", 2,
               winograd_min_pixels=49, winograd4_min_tiles=16, shifted_strided_min_k=16, narrow_max_pixels=12,
               qwino_min_channels=32, qwino_min_pixels=49,
               matmul_panels=True, mm_prefetch=False, mm_panel=16, mm_strip_prefetch=True, mm_block_n=64,
-              nhwc_min_convs=5),
+              nhwc_min_convs=5, nhwc_small_k=32),
     CpuFamily("avx512", "AVX-512, two 512-bit FMA units (Xeon Skylake-SP to Granite Rapids, Zen 5; x86-64-v4)",
               "avx512", 2),
     CpuFamily("avx512-1fma", "AVX-512 at half rate: one 512-bit FMA unit (Ice/Tiger Lake client) or 2 x 256 (Zen 4)",

@@ -40,7 +40,7 @@ class Target:
     # bundles must still link into the shared library that the Python runtime loads.
     static_flags: tuple[str, ...] = ("-fno-PIC",)
     endian: str = "little"  # weights.bin is little-endian; only little-endian targets are listed
-    # Integer kernel variants (passes/mcu_kernels.py, kernels/qarm.c): the ARM DSP extension's SMLAD/SXTB16
+    # Integer kernel variants (passes/mcu_kernels.py, kernels/qarm*.c): the ARM DSP extension's SMLAD/SXTB16
     # (Cortex-M4/M7/M33/M55), and Helium (MVE, Cortex-M55), which takes precedence (int8_isa). `mul`: a
     # core without DSP (Cortex-M0/M3): kernels/qarm_mul.c (int8 weights in the order of its ARMv6-M and
     # ARMv7-M product loops, qarm.c's columns and requantisation): 1.3x to 4.2x fewer instructions than the

@@ -1,7 +1,7 @@
 """Outputs planned over their own input (OpDef.overlap, ember/ops/overlap.py): every declared kernel variant
 gives the same bytes as a plan that keeps input and output apart. An overlap in the wrong order corrupts
 values without touching memory outside the bundle's buffers, which ASan cannot see, so this comparison is the
-check: on the host (ember_qconv's pointwise path), under QEMU on the Cortex-M4 (qarm.c's ember_qarm_dw3 and
+check: on the host (ember_qconv's pointwise path), under QEMU on the Cortex-M4 (qarm_dw3.c's ember_qarm_dw3 and
 direct ember_qarm_conv), the Cortex-M55 (their Helium variants) and the Cortex-M0 with its integer kernel
 choice turned off (the portable ember_qdwconv and ember_qconv, which targets of no int8_isa run: RISC-V, the
 Cortex-A cores)."""

@@ -1,4 +1,4 @@
-"""The Cortex-M DSP and Helium int8 kernels (kernels/qarm.c, qarm_mve.c, picked by passes/mcu_kernels.py) run bare
+"""The Cortex-M DSP and Helium int8 kernels (kernels/qarm*.c, picked by passes/mcu_kernels.py) run bare
 metal on QEMU, bit-identical to the host build: convolutions of odd channel counts, strides, asymmetric padding and a
 non-square kernel, depthwise 3x3 of stride 1 and 2 with odd widths, a 1x1, a fully-connected layer of odd
 sizes, two images (pairs of rows); and tests/ops/test_quant_ties.py's chain (uint8, power-of-two scales:
@@ -127,7 +127,7 @@ def test_ties_chain_equals_reference(tmp_path: Path, target: str) -> None:
 
 def test_int16_weight_loop_entries_on_qemu_equal_host(tmp_path: Path) -> None:
     """Convolutions whose G = Kp / 4 groups leave each remainder mod 4 (K = 20, 6, 30, 12: G = 5, 2, 8, 3): the
-    int16-weight product loop of four groups entered at each of its four points (qarm.c EMBER_QA_LOOP22H)."""
+    int16-weight product loop of four groups entered at each of its four points (qarm_gemm2.c EMBER_QA_LOOP22H)."""
     target = "cortex-m4"
     require_tools(target, mcu.missing_tools(target))
     inits: list = []
@@ -148,7 +148,7 @@ def test_int16_weight_loop_entries_on_qemu_equal_host(tmp_path: Path) -> None:
 
 
 def test_channel_quads_on_qemu_equal_host(tmp_path: Path) -> None:
-    """The 4-channel x 2-pixel tile (qarm.c ember_qa_gemm42s, ember_qa_dot42) and its leftovers: M = 7, 9, 10, 4
+    """The 4-channel x 2-pixel tile (qarm_gemm4.c ember_qa_gemm42s, ember_qa_dot42) and its leftovers: M = 7, 9, 10, 4
     (quads, then a pair, a pair and a zero row, or none), Kp = 48, 8, 84, 12 (Kp / 4 mod 4 = 0, 2, 1, 3: the
     loop's four entries), an odd pixel count (the last pixel alone: ember_qa_gemm4_t's plain column), im2col and 1x1
     (direct) columns; depthwise 3x3 rows of stride 1 and 2 whose last step stores 3, 2 or 4 outputs. A broken
@@ -244,7 +244,7 @@ def _mixed_model() -> onnx.ModelProto:
 
 def test_mixed_requantisation_on_qemu_equals_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A layer whose one tie-prone channel keeps the exact (half to even) requantisation while the quads
-    around it take the SMLAD tile's fast form (ops/qarm.py `_tables`' mixed out table, qarm.c ember_qa_gemm4):
+    around it take the SMLAD tile's fast form (ops/qarm.py `_tables`' mixed out table, qarm_gemm4.c ember_qa_gemm4):
     the ties land in the exact quad, so a wrong split changes output bytes."""
     target = "cortex-m4"
     require_tools(target, mcu.missing_tools(target))
@@ -272,13 +272,13 @@ P1 = [1, 1, 1, 1]
 
 
 def _rows_model(name: str) -> onnx.ModelProto:
-    """Depthwise chains for qarm.c's assembly rows (ember_qa_dw3_fast) at every step count and tail. "six":
+    """Depthwise chains for qarm_dw3.c's assembly rows (ember_qa_dw3_fast) at every step count and tail. "six":
     [1, 5, 6, 6], rows of 6 (ember_qa_dw3_row6p), then of 3. "wide": [1, 3, 11, 70], rows longer than a plane
     of fixed pitch holds (ember_qa_dw3_row1, _row2): stride 1 (70 outputs: steps of four, two left), stride 2
     (35: three left), stride 2 unpadded left and top (17 of a fixed pitch, _row2p: one left), stride 1 (17),
     unpadded (15); a Relu after the second. "short": [1, 4, 19, 7], the fill's rows of 7, 5, 4 and 2 bytes and
     the rows' 7, 5, 4, 2 and 1 outputs (steps of two alone), many short rows (no fixed pitch, ops/qarm.py
-    dw3_pitch), two Relus, 1x1 layers of 4 channels (qarm.c ember_qa_direct4: 95 pixels, four at a time, then
+    dw3_pitch), two Relus, 1x1 layers of 4 channels (qarm_cols.c ember_qa_direct4: 95 pixels, four at a time, then
     a pair and one; 5 pixels) on the first Relu's output and at the end. A layer before a Relu takes the
     clamped fast form where the Relu's output is uint8 (the symmetric_with_uint8 schema): the C rows
     (ember_qa_dw3_quad, _quad2), and the next layer fills from uint8."""
@@ -335,7 +335,7 @@ SSAT = "0, -128, 127, 1"  # the assembly rows' form: fast, the zero point in ra,
                                               ("wide", "symmetric_with_uint8"), ("short", "asymmetric"),
                                               ("short", "symmetric_with_uint8")])
 def test_depthwise_rows_on_qemu_equal_host(tmp_path: Path, name: str, schema: str) -> None:
-    """qarm.c's depthwise assembly (ember_qa_dw3_fast: the fill, the rows' steps of four and two, TBB's tails)
+    """qarm_dw3.c's depthwise assembly (ember_qa_dw3_fast: the fill, the rows' steps of four and two, TBB's tails)
     and 1x1 column builder (ember_qa_direct4) on int8 and uint8 inputs, bit-identical to the host build."""
     target = "cortex-m4"
     require_tools(target, mcu.missing_tools(target))

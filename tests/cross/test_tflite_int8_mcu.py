@@ -1,4 +1,4 @@
-"""A full-integer TFLite network on Cortex-M4 and M33 (QEMU): the DSP kernels (kernels/qarm.c) requantise
+"""A full-integer TFLite network on Cortex-M4 and M33 (QEMU): the DSP kernels (kernels/qarm*.c) requantise
 with TFLite's arithmetic, so the firmware's outputs equal LiteRT's (`tflite_rounding="litert"`) and TFLite
 Micro's (`"micro"`) byte for byte, as the host build's do (tests/frontends/test_tflite_int8.py)."""
 

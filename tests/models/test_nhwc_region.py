@@ -3,7 +3,9 @@ inverted-residual blocks with ReLU6, HardSwish and Swish, stride 1 and 2, dilati
 expand ratio of 1, a Squeeze-Excitation block (its pool and Mul channels-last too), channel counts that
 are not whole vectors (20, 40, 60: the depthwise's overlapped last vector) and fewer than a vector (4: the
 scalar path), odd plane sizes (19x21), and stems (a dense Conv of 3 input channels reading the NCHW input and
-writing NHWC: 20 and 40 output channels, stride 2 and 1). Run on the host's vectors and on the x86-64
+writing NHWC: 20 and 40 output channels, stride 2 and 1); 1x1 convs of at most 32 input channels whose weights
+fill 16-column panels take the small-K kernel (16 -> 32 with Swish, 32 -> 16 with the residual, 24 -> 48: ragged
+last pixel tiles). Run on the host's vectors and on the x86-64
 baseline (no vectors: the scalar C), in-process and as sanitized C; the kernels also compile warning-free for
 AVX-512 and AArch64."""
 
@@ -27,18 +29,21 @@ from tests.support import cdriver
 from tests.support.models import assert_close, onnxruntime_outputs
 
 KERNELS = ("ember_dwconv_nhwc_f32", "ember_pw_nhwc_f32", "ember_nhwc_reorder_f32", "ember_gap_nhwc_f32",
-           "ember_scale_nhwc_f32")
+           "ember_scale_nhwc_f32", "ember_pw_nhwc_small_f32")
 STEM = "ember_conv_stem_nhwc_f32"
 
 
 @pytest.fixture
 def nhwc(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Regions of 3 Convs on (no CPU family turns them on yet: toolchain/cpus.py)."""
+    """Regions of 3 Convs on, and 1x1 weights in panels with the small-K kernel up to 32 input channels, on every
+    CPU family (toolchain/cpus.py): x86-64's (SSE2) 32-column panels are four vectors, which that kernel runs in
+    its plain C."""
     real = pipeline.resolve_cpu
 
     def resolve(target: str, cpu: str | None) -> CpuChoice | None:
         choice = real(target, cpu)
-        return None if choice is None else replace(choice, family=replace(choice.family, nhwc_min_convs=3))
+        return None if choice is None else replace(choice, family=replace(
+            choice.family, nhwc_min_convs=3, matmul_panels=True, nhwc_small_k=32))
 
     monkeypatch.setattr(pipeline, "resolve_cpu", resolve)
 

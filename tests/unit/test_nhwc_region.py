@@ -201,3 +201,15 @@ def test_a_pool_of_part_of_the_plane_stays_out() -> None:
     pool.outputs[0].type = TensorType(DType.FLOAT32, (1, 16, 5, 1))
     nhwc_regions(g, min_convs=3)
     assert [n.op for n in g.nodes] == ["ConvNHWC"] * 3 + ["NhwcReorder", "AveragePool"]
+
+
+def test_small_k_takes_only_1x1_convs_in_panels_of_few_input_channels() -> None:
+    """nhwc_small_k 8: the expand convs (8 -> 32 channels, M a multiple of the panel) take the small-K kernel;
+    the projections (32 -> 8) have too many input channels, and the depthwise convs are no matmul."""
+    g = _graph(blocks=2)
+    nhwc_regions(g, min_convs=3, panel=16, small_k=8)
+    convs = [n for n in g.nodes if n.op == "ConvNHWC"]
+    assert [params(n).small for n in convs] == [True, False, False] * 2
+    g = _graph(blocks=1)
+    nhwc_regions(g, min_convs=3, panel=0, small_k=32)  # no panels: the general matmul
+    assert not any(params(n).small for n in g.nodes if n.op == "ConvNHWC")

@@ -216,7 +216,7 @@ def test_tie_free_per_channel() -> None:
 
 
 def test_dw3_planes_of_the_dsp_rows_keep_the_image_rows() -> None:
-    """qarm.c ember_qa_dw3_geo_tr: Helium transposes a map of more rows than columns (KWS's 25 x 5), the DSP
+    """qarm_dw3.c ember_qa_dw3_geo_tr: Helium transposes a map of more rows than columns (KWS's 25 x 5), the DSP
     rows do not; their fixed pitch (ember_qa_dw3_fast) only where it does not more than double many short rows."""
     assert dw3_plane(25, 5, 1, 1) == (7, 30)
     assert dw3_plane(25, 5, 1, 1, transpose=False) == (27, 10)

@@ -25,8 +25,9 @@ EMBER_INLINE ember_vf ember_nhwc_clamp(ember_vf v, int clamp, float lo, float hi
 }
 #endif
 
-/* The valid taps [lo, hi) of a window starting at input coordinate `start` (k taps, dilation d, extent n). */
-EMBER_INLINE void ember_nhwc_taps(int start, int k, int d, int n, int *lo, int *hi) {
+/* The valid taps [lo, hi) of a window starting at input coordinate `start` (k taps, dilation d, extent n).
+ * Unused where a bundle's only channels-last kernel is ember_pw_nhwc_small_f32 (clang warns of that). */
+EMBER_INLINE EMBER_UNUSED void ember_nhwc_taps(int start, int k, int d, int n, int *lo, int *hi) {
     int a = 0, b = k;
     while (a < k && start + a * d < 0) ++a;
     while (b > a && start + (b - 1) * d >= n) --b;
@@ -418,6 +419,101 @@ static void ember_pw_nhwc_f32(float *y, const float *x, const float *w, int pane
             ember_matmul_core(y + o, M, x + (ptrdiff_t)p0 * C, C, 1, w, M, 0, panels, n, M, C, 1.0f, bias, 0, 1, 1.0f,
                               late ? EMBER_ACT_NONE : act, act_a, act_b);
         if (late) ember_act_apply_f32(y + o, (ptrdiff_t)n * M, act, act_a, act_b);
+    }
+}
+/*@end*/
+
+/*@kernel ember_pw_nhwc_small_f32 requires ember_nhwc_util ember_act_apply_f32*/
+/* The 1x1 conv of ember_pw_nhwc_f32 for few input channels (K = C <= 32: the expand convs of MobileNet-style
+ * nets, 24 or 32 channels to 144 or 192), with w packed at compile time in panels of EMBER_MM_PANEL columns
+ * ([M/P][C][P]). The general matmul runs strip by strip of 16 columns, each over a whole block of pixels, with a
+ * K loop of a run-time length. Here a tile of EMBER_PWS_R pixels (in L1) runs over every panel (the weights, at
+ * most 32 x M floats, stay in L1/L2 too), K is a compile-time constant in each case of the switch below, the
+ * accumulators start from the bias, and the output is written pixel after pixel, in memory order (on Zen 3,
+ * MobileNetV2's expand convs at 56x56 and 28x28: 0.72-0.79x the general matmul's time). A ragged last tile
+ * overlaps the one before it (its pixels recomputed to the same values), so y must not overlap x or res.
+ * Relu/Clip clamp in registers; another activation runs over each finished tile (6 x M floats, in L1). */
+#ifndef EMBER_MM_PANEL /* the CPU family's panel width (as in kernels/matmul.c) */
+#define EMBER_MM_PANEL 32
+#endif
+#if EMBER_VL > 1 && EMBER_MM_PANEL == 2 * EMBER_VL
+#define EMBER_PWS 1 /* a panel is two vectors (AVX2's 16 columns, AVX-512's 32): tiles of 6 pixels x 2 vectors */
+#define EMBER_PWS_R 6
+/* One tile: pixels x[0..6) (rows of K floats) times one panel w ([K][2 * VL]), 12 accumulators written out
+ * (GCC kept an accumulator array of this shape on the stack). A float splats as x - 0 (exact for every x, so the
+ * compiler drops the subtraction), not 0 + x (which it must keep: -0 + 0 is +0). */
+EMBER_INLINE void ember_pws_tile(float *y, const float *x, const float *w, const float *bias, const float *res,
+                                 int K, ptrdiff_t M, int clamp, float lo, float hi) {
+    const ember_vf b0 = bias ? EMBER_NHWC_LD(bias) : (ember_vf){0}, b1 = bias ? EMBER_NHWC_LD(bias + EMBER_VL) : (ember_vf){0};
+    ember_vf a00 = b0, a01 = b1, a10 = b0, a11 = b1, a20 = b0, a21 = b1, a30 = b0, a31 = b1, a40 = b0, a41 = b1, a50 = b0,
+             a51 = b1;
+    int k;
+    for (k = 0; k < K; ++k) {
+        const ember_vf w0 = EMBER_NHWC_LD(w + (ptrdiff_t)k * 2 * EMBER_VL), w1 = EMBER_NHWC_LD(w + (ptrdiff_t)k * 2 * EMBER_VL + EMBER_VL);
+        const float *xk = x + k;
+        ember_vf v;
+#define EMBER_PWS_FMA(I) (v = xk[(I) * K] - (ember_vf){0}, a##I##0 += v * w0, a##I##1 += v * w1)
+        EMBER_PWS_FMA(0), EMBER_PWS_FMA(1), EMBER_PWS_FMA(2), EMBER_PWS_FMA(3), EMBER_PWS_FMA(4), EMBER_PWS_FMA(5);
+#undef EMBER_PWS_FMA
+    }
+#define EMBER_PWS_PUT(I, J, A)                                                                   \
+    do {                                                                                           \
+        float *yo = y + (I) * M + (J) * EMBER_VL;                                                  \
+        ember_vf t = A;                                                                            \
+        if (res) t += EMBER_NHWC_LD(res + (I) * M + (J) * EMBER_VL);                               \
+        EMBER_NHWC_ST(yo, ember_nhwc_clamp(t, clamp, lo, hi));                                     \
+    } while (0)
+    EMBER_PWS_PUT(0, 0, a00); EMBER_PWS_PUT(0, 1, a01); EMBER_PWS_PUT(1, 0, a10); EMBER_PWS_PUT(1, 1, a11);
+    EMBER_PWS_PUT(2, 0, a20); EMBER_PWS_PUT(2, 1, a21); EMBER_PWS_PUT(3, 0, a30); EMBER_PWS_PUT(3, 1, a31);
+    EMBER_PWS_PUT(4, 0, a40); EMBER_PWS_PUT(4, 1, a41); EMBER_PWS_PUT(5, 0, a50); EMBER_PWS_PUT(5, 1, a51);
+#undef EMBER_PWS_PUT
+}
+/* Every tile of pixels [0, P), all panels; K constant where a case of the switch below inlines it. */
+EMBER_INLINE void ember_pws_run(float *y, const float *x, const float *w, const float *bias, const float *res, int P,
+                                int M, int K, int clamp, int act, float act_a, float act_b, float lo, float hi) {
+    int p0 = 0, n0;
+    while (p0 < P) {
+        const ptrdiff_t o = (ptrdiff_t)p0 * M;
+        for (n0 = 0; n0 < M; n0 += EMBER_MM_PANEL)
+            ember_pws_tile(y + o + n0, x + (ptrdiff_t)p0 * K, w + (ptrdiff_t)n0 * K, bias ? bias + n0 : 0,
+                           res ? res + o + n0 : 0, K, M, clamp, lo, hi);
+        if (!clamp) ember_act_apply_f32(y + o, (ptrdiff_t)EMBER_PWS_R * M, act, act_a, act_b);
+        p0 += EMBER_PWS_R;
+        if (p0 < P && p0 + EMBER_PWS_R > P) p0 = P - EMBER_PWS_R;
+    }
+}
+#else
+#define EMBER_PWS 0
+#endif
+/* y[P][M] = x[P][C] . w + bias[M] (+ res[P][M]), then the activation; M a multiple of EMBER_MM_PANEL. */
+static void ember_pw_nhwc_small_f32(float *y, const float *x, const float *w, const float *bias, const float *res, int P,
+                                    int M, int C, int act, float act_a, float act_b) {
+    const int clamp = act == EMBER_ACT_RELU ? 1 : act == EMBER_ACT_CLIP ? 2 : 0;
+    const float lo = act == EMBER_ACT_CLIP ? act_a : 0.0f, hi = act_b;
+    int p, m, c;
+#if EMBER_PWS
+    if (P >= EMBER_PWS_R) {
+        switch (C) {
+        case 8: ember_pws_run(y, x, w, bias, res, P, M, 8, clamp, act, act_a, act_b, lo, hi); return;
+        case 16: ember_pws_run(y, x, w, bias, res, P, M, 16, clamp, act, act_a, act_b, lo, hi); return;
+        case 24: ember_pws_run(y, x, w, bias, res, P, M, 24, clamp, act, act_a, act_b, lo, hi); return;
+        case 32: ember_pws_run(y, x, w, bias, res, P, M, 32, clamp, act, act_a, act_b, lo, hi); return;
+        default: ember_pws_run(y, x, w, bias, res, P, M, C, clamp, act, act_a, act_b, lo, hi); return;
+        }
+    }
+#endif
+    /* no vectors, or fewer pixels than a tile: one output at a time, the bias first as in the tiles */
+    for (p = 0; p < P; ++p) {
+        for (m = 0; m < M; ++m) {
+            const float *wm = w + (ptrdiff_t)(m / EMBER_MM_PANEL) * C * EMBER_MM_PANEL + m % EMBER_MM_PANEL;
+            float a = bias ? bias[m] : 0.0f;
+            for (c = 0; c < C; ++c) a += x[(ptrdiff_t)p * C + c] * wm[(ptrdiff_t)c * EMBER_MM_PANEL];
+            if (res) a += res[(ptrdiff_t)p * M + m];
+            if (clamp >= 1) a = a < lo ? lo : a;
+            if (clamp == 2) a = a > hi ? hi : a;
+            y[(ptrdiff_t)p * M + m] = a;
+        }
+        if (!clamp) ember_act_apply_f32(y + (ptrdiff_t)p * M, M, act, act_a, act_b);
     }
 }
 /*@end*/

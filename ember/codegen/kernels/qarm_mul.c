@@ -157,7 +157,7 @@ EMBER_INLINE void ember_qm_gemm(uint8_t *y, ptrdiff_t rs, ptrdiff_t cs, int n, c
 /*@end*/
 
 /*@kernel ember_qarm_conv_mul requires ember_qa_mul ember_qarm_conv*/
-/* Convolution: qarm.c's ember_qa_conv_t builds the columns as for the DSP cores, ember_qm_gemm multiplies.
+/* Convolution: qarm_conv.c's ember_qa_conv_t builds the columns as for the DSP cores, ember_qm_gemm multiplies.
  * Scratch: 8 * Kp bytes (the interleaved pair, then the two plain columns). ember_qa_gemm_fn: the output
  * pixels of a channel are consecutive. */
 static void ember_qa_gemm_mul(uint8_t *y, ptrdiff_t rs, int n, const int8_t *W, int M, int Kp, int16_t *cols,
@@ -171,7 +171,7 @@ static void ember_qarm_conv_mul(uint8_t *y, const uint8_t *x, int sgn, int32_t x
 /*@end*/
 
 /*@kernel ember_qarm_conv_mul_add requires ember_qarm_conv_mul ember_qa_res*/
-/* ember_qarm_conv_mul, then y = QAdd(y, res) as qarm.c's ember_qarm_conv_add. */
+/* ember_qarm_conv_mul, then y = QAdd(y, res) as qarm_conv.c's ember_qarm_conv_add. */
 static void ember_qarm_conv_mul_add(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
                                     int M, const int8_t *W, const int32_t *rq, const int32_t *out, int16_t *cols,
                                     const uint8_t *res, const int32_t *radd, uint8_t *stage) {
@@ -246,15 +246,6 @@ static void ember_qarm_dw3_mul(uint8_t *y, const uint8_t *x, int sgn, int32_t xz
  * `mul_weights` (int8) by ember_qm_gemm. Scratch: 8 * Kp bytes, 2 * Kp for one row (ops/qarm.py `fc_scratch`). */
 static void ember_qarm_fc_mul(uint8_t *y, const uint8_t *a, int sgn, int32_t az, int R, int Nout, int K,
                               const int8_t *W, const int32_t *rq, const int32_t *out, int16_t *cols) {
-    const int Kp = (K + 3) & ~3;
-    const uint32_t flip = sgn ? 0x80u : 0u;
-    const int32_t z2 = az + (sgn ? 128 : 0);
-    int16_t *t0 = R > 1 ? cols + 2 * Kp : cols, *t1 = t0 + Kp;
-    int r;
-    for (r = 0; r < R; r += 2) {
-        const int two = r + 1 < R;
-        ember_qa_fc_rows(t0, t1, a + (ptrdiff_t)r * K, K, Kp, two, flip, z2);
-        ember_qm_gemm(y + (ptrdiff_t)r * Nout, 1, Nout, 1 + two, W, Nout, Kp, cols, t0, t1, rq, out);
-    }
+    EMBER_QA_FC(ember_qm_gemm(y + (ptrdiff_t)r * Nout, 1, Nout, 1 + two, W, Nout, Kp, cols, t0, t1, rq, out));
 }
 /*@end*/

@@ -202,10 +202,7 @@ static void ember_qm8_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, 
         const uint8_t *rn = res ? res + (ptrdiff_t)n * M * P : 0;
         for (q = 0; q < P; q += 2) {
             const int two = q + 1 < P;
-            uint8_t *const yq = res ? stage + (q & (EMBER_QA_STAGE - 1)) : yn + q;
-            const ptrdiff_t rs = res ? EMBER_QA_STAGE : P;
-            if (res && q && (q & (EMBER_QA_STAGE - 1)) == 0)
-                fin(yn + q - EMBER_QA_STAGE, P, stage, rn + q - EMBER_QA_STAGE, M, EMBER_QA_STAGE, sgn, radd);
+            EMBER_QA_STAGE_Q(yq, rs);
             if (direct) {
                 ember_qm8_direct(t0, xn + q, S, C, flip);
                 if (two) ember_qm8_direct(t1, xn + q + 1, S, C, flip);
@@ -227,10 +224,7 @@ static void ember_qm8_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, 
             else
                 ember_qm8_gemm_t(yq, rs, 1 + two, W, M, Kp, t0, two ? t1 : t0, rq, out, 0);
         }
-        if (res && P) { /* the last, maybe partial, stage */
-            const int q0 = (P - 1) & ~(EMBER_QA_STAGE - 1);
-            fin(yn + q0, P, stage, rn + q0, M, P - q0, sgn, radd);
-        }
+        EMBER_QA_STAGE_END();
         oh = ow = 0;
     }
 #else /* only a Helium target selects this kernel (passes/mcu_kernels.py) */

@@ -32,6 +32,13 @@ static void ember_qgemv_rows(const ember_qout *o, const int8_t *W, int m0, int m
         }
     }
 #elif EMBER_Q_PATH == 2 && EMBER_QVL == 4
+#ifdef EMBER_QRQ2
+    {
+        ember_qrq_out rg;
+        if (m1 - m >= 8 && ember_qgemv8_ok(o, &rg)) /* eight rows at a time, requantised in registers */
+            for (; m + 8 <= m1; m += 8) ember_qgemv8_rq(o, m, W, Kp, x, pix, &rg);
+    }
+#endif
     for (; quads && m + 4 <= m1; m += 4) { /* AVX2: four rows share each widened 16 bytes of x */
         const int8_t *w = W + (ptrdiff_t)m * Kp;
         ember_qv acc[4] = {{0}, {0}, {0}, {0}};
@@ -131,6 +138,13 @@ static void ember_qgemm_part(const ember_qout *o, const int8_t *W, int M, int Kp
 #if defined(EMBER_QRQ) || defined(EMBER_QRQ2)
     ember_qrq_out range;
     if (ember_qrq_setup(o, &range)) { /* requantised in registers */
+#ifdef EMBER_QRQ2
+        /* AVX2: the tail pixels' rows eight at a time (ember_qgemv8_rq), after the tiles, instead of four rows
+         * after each quad's tiles with a scalar requantisation each */
+        const int late = tail && M >= 8 && ember_qgemv8_ok(o, &range);
+#else
+        const int late = 0;
+#endif
         for (m0 = 0; m0 < M;) {
             const int R = M - m0 >= EMBER_QMR ? EMBER_QMR : 1;
             const int8_t *w = W + (ptrdiff_t)m0 * Kp;
@@ -150,10 +164,12 @@ static void ember_qgemm_part(const ember_qout *o, const int8_t *W, int M, int Kp
                     j0 += width;
                 }
             }
-            for (j = 0; j < tail; ++j) /* while the rows' weights are in cache */
+            for (j = 0; j < tail && !late; ++j) /* while the rows' weights are in cache */
                 ember_qgemv_rows(o, W, m0, m0 + R, Kp, o->row + (ptrdiff_t)j * Kp, pix + pt + j, pt + j, 1);
             m0 += R;
         }
+        for (j = 0; j < tail && late; ++j)
+            ember_qgemv_rows(o, W, 0, M, Kp, o->row + (ptrdiff_t)j * Kp, pix + pt + j, pt + j, 1);
         return;
     }
 #endif

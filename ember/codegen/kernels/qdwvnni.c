@@ -49,9 +49,13 @@ EMBER_INLINE ember_qdv_b16 ember_qdv_load16(const uint8_t *p, unsigned short mas
     __asm__("vmovdqu8 %1, %0%{%2%}%{z%}" : "=v"(r) : "m"(*(const ember_qdv_b16u *)(const void *)p), "Yk"(mask));
     return r;
 }
-/* v with x copied into its 128-bit lanes whose dword mask bits are set. */
+/* v with x copied into its 128-bit lanes whose dword mask bits are set. x is first inserted into the low
+ * lane of a 512-bit register t (whose other lanes are never read): operands name their own registers,
+ * no %g modifier for x's zmm register, which clang (zig cc, the x86_64 target's compiler) lacks. */
 EMBER_INLINE ember_qdv_b64 ember_qdv_put16(ember_qdv_b64 v, ember_qdv_b16 x, unsigned short lanes) {
-    __asm__("vshufi32x4 $0, %g1, %g1, %0%{%2%}" : "+v"(v) : "v"(x), "Yk"(lanes));
+    ember_qdv_b64 t;
+    __asm__("vinserti32x4 $0, %1, %0, %0" : "=v"(t) : "v"(x));
+    __asm__("vshufi32x4 $0, %1, %1, %0%{%2%}" : "+v"(v) : "v"(t), "Yk"(lanes));
     return v;
 }
 EMBER_INLINE void ember_qdv_store(uint8_t *p, ember_qdv_b64 v, ember_qdv_m64 mask) {
@@ -83,19 +87,22 @@ EMBER_INLINE ember_qdv_i16 ember_qdv_blendd(ember_qdv_i16 a, ember_qdv_i16 b, un
 /* Four channel quads' words of 16 pixels (w[q], lane j: pixel j) as pixels of 16 bytes (b[h]: pixels
  * 4h .. 4h+3, quad q's word at dword q of each). */
 EMBER_INLINE void ember_qdv_quads_to_pixels(ember_qdv_b64 *b, const ember_qdv_i16 *w) {
-    ember_qdv_i16 idx;
-    int i, h;
+    /* lane i: word i % 4 % 2 * 16 + 4 * h + i / 4 (dword 4i' + q: quad q, pixel 4h + i'), one vector constant */
+    const ember_qdv_i16 base = {0, 16, 0, 16, 1, 17, 1, 17, 2, 18, 2, 18, 3, 19, 3, 19};
+    int h;
     for (h = 0; h < 4; ++h) {
-        for (i = 0; i < 16; ++i) idx[i] = i % 4 % 2 * 16 + 4 * h + i / 4; /* dword 4i' + q: quad q, pixel 4h + i' */
+        const ember_qdv_i16 idx = base + 4 * h;
         b[h] = (ember_qdv_b64)ember_qdv_blendd(ember_qdv_perm2d(w[0], idx, w[1]), ember_qdv_perm2d(w[2], idx, w[3]), 0xCCCC);
     }
 }
 /* The inverse: pixels of 16 bytes (a[h]: pixels 4h .. 4h+3) as the four quads' words (w[q], lane j: pixel j). */
 EMBER_INLINE void ember_qdv_pixels_to_quads(ember_qdv_i16 *w, const ember_qdv_b64 *a) {
-    ember_qdv_i16 idx;
-    int j, q;
+    /* lane j: word j % 8 / 4 * 16 + j % 4 * 4 + q (lanes 0-7 from a[0..1], 8-15 from a[2..3]); one vector
+     * constant, where lane-by-lane stores made GCC 12 warn that idx may be used uninitialized */
+    const ember_qdv_i16 base = {0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24, 28};
+    int q;
     for (q = 0; q < 4; ++q) {
-        for (j = 0; j < 16; ++j) idx[j] = j % 8 / 4 * 16 + j % 4 * 4 + q; /* lanes 0-7 from a[0..1], 8-15 from a[2..3] */
+        const ember_qdv_i16 idx = base + q;
         w[q] = ember_qdv_blendd(ember_qdv_perm2d((ember_qdv_i16)a[0], idx, (ember_qdv_i16)a[1]),
                                 ember_qdv_perm2d((ember_qdv_i16)a[2], idx, (ember_qdv_i16)a[3]), 0xFF00);
     }
@@ -215,7 +222,9 @@ EMBER_INLINE ember_qv16_b ember_qdv_pixel(const uint8_t *px, const ember_qdv_blk
 /* Four 16-byte pixels as the 128-bit lanes of one vector. */
 EMBER_INLINE ember_qdv_b64 ember_qdv_join(ember_qv16_b p0, ember_qv16_b p1, ember_qv16_b p2, ember_qv16_b p3) {
     ember_qdv_b64 r;
-    __asm__("vinserti32x4 $1, %2, %g1, %0\n\tvinserti32x4 $2, %3, %0, %0\n\tvinserti32x4 $3, %4, %0, %0"
+    /* each lane inserted, the first too (no %g modifier: clang has none) */
+    __asm__("vinserti32x4 $0, %1, %0, %0\n\tvinserti32x4 $1, %2, %0, %0\n\tvinserti32x4 $2, %3, %0, %0\n\t"
+            "vinserti32x4 $3, %4, %0, %0"
             : "=&v"(r) : "v"(p0), "v"(p1), "v"(p2), "v"(p3));
     return r;
 }

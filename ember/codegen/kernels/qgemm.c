@@ -526,6 +526,7 @@ typedef uint64_t ember_qu64u __attribute__((may_alias, aligned(1)));
  * 64 + k or 128 + k, the same kind for every row), in registers too. */
 typedef struct {
     ember_qf8i off, lo, hi, lim;
+    ember_qf8i tl, th, tzp; /* TFLite's clamp before the zero point, and the zero point */
     int limit, tfl;
 } ember_qrq_out;
 /* As the AVX-512 ember_qrq_setup: whether o requantises in registers (in float, or TFLite's way), and its
@@ -538,6 +539,9 @@ static int ember_qrq_setup(const ember_qout *o, ember_qrq_out *r) {
     r->lim = (ember_qf8i){0} + out[EMBER_QOUT_LIMIT];
     r->limit = out[EMBER_QOUT_LIMIT] != 0;
     r->tfl = o->kind == 1 && o->shift[0] >= EMBER_Q_TFL && o->shift[0] < 3 * EMBER_Q_TFL;
+    r->tl = (ember_qf8i){0} + (out[EMBER_QOUT_LO] - out[EMBER_QOUT_ZP]);
+    r->th = (ember_qf8i){0} + (out[EMBER_QOUT_HI] - out[EMBER_QOUT_ZP]);
+    r->tzp = (ember_qf8i){0} + out[EMBER_QOUT_ZP];
     return o->kind == 1 && (o->ps == 1 || o->blk) && !o->wofs && (out[EMBER_QOUT_FLOAT] || r->tfl);
 }
 /* mult * 2^-shift as a float (exact: 24 significant bits). */
@@ -591,11 +595,23 @@ EMBER_INLINE void ember_qf8_put_words(uint8_t *y, ember_qf8i q0, ember_qf8i q1, 
         const int32_t *const mult = o->mult + m0, *const shift = o->shift + m0, *const corr = o->corr + m0; \
         ember_qf8i q[R][H];                                                                             \
         int qr, qh;                                                                                     \
-        if (rg.tfl) { /* TFLite's integer requantisation */                                             \
+        if (rg.tfl) { /* TFLite's integer requantisation; gemmlowp's rounding (Micro's, LiteRT's convolutions) \
+                         with k >= 31 from the row's 4 constants, where ember_qt8_init's 16 vectors took as long \
+                         as the sums of a tile of small K */                                           \
             EMBER_UNROLL for (qr = 0; qr < R; ++qr) {                                                   \
-                ember_qt8 t;                                                                            \
-                ember_qt8_init(&t, mult[qr], shift[qr], o->zp, o->lo, o->hi);                           \
-                EMBER_UNROLL for (qh = 0; qh < H; ++qh) q[qr][qh] = ember_qt8_rq(S[qr][qh] + corr[qr], &t); \
+                const int k = shift[qr] & 63;                                                           \
+                if (shift[qr] >= 2 * EMBER_Q_TFL && k >= 31) { /* gemmlowp's: the row's 4 constants */  \
+                    const int rsh = k - 31;                                                             \
+                    const int32_t msk = (int32_t)(((uint32_t)1 << rsh) - 1u);                           \
+                    const ember_qt8i qm = (ember_qt8i){0} + mult[qr], qs = (ember_qt8i){0} + rsh,        \
+                                     qk = (ember_qt8i){0} + msk, qh2 = (ember_qt8i){0} + (msk >> 1);     \
+                    EMBER_UNROLL for (qh = 0; qh < H; ++qh)                                             \
+                        q[qr][qh] = ember_qt8_rqd(S[qr][qh] + corr[qr], qm, qm, qs, qk, qh2, rg.tl, rg.th, rg.tzp); \
+                } else {                                                                                \
+                    ember_qt8 t;                                                                        \
+                    ember_qt8_init(&t, mult[qr], shift[qr], o->zp, o->lo, o->hi);                       \
+                    EMBER_UNROLL for (qh = 0; qh < H; ++qh) q[qr][qh] = ember_qt8_rq(S[qr][qh] + corr[qr], &t); \
+                }                                                                                       \
             }                                                                                           \
         } else {                                                                                        \
             EMBER_UNROLL for (qr = 0; qr < R; ++qr) {                                                   \
@@ -701,6 +717,86 @@ EMBER_QTILE_PICK(ember_qtile_row_rq, ember_qtile_row_rqs, ember_qtile_row_rqw)
 EMBER_QTILE_PICK(ember_qtile_row_narrow_rq, ember_qtile_row_rqs, ember_qtile_row_narrow_rqw)
 EMBER_QTILE_PICK(ember_qtile_v2_rq, ember_qtile_narrow_rqs, ember_qtile_v2_rqw)
 EMBER_QTILE_PICK(ember_qtile_v3_rq, ember_qtile_full_rqs, ember_qtile_v3_rqw)
+/* Whether ember_qgemv8_rq applies to o: requantised bytes, no weight offsets, no weight -128, and the float
+ * path or TFLite's (rg: ember_qrq_setup's constants). */
+EMBER_INLINE int ember_qgemv8_ok(const ember_qout *o, ember_qrq_out *rg) {
+    ember_qrq_setup(o, rg);
+    return o->kind == 1 && !o->wofs && o->w127 && (rg->tfl || o->out[EMBER_QOUT_FLOAT]);
+}
+/* Rows m0 .. m0+7 of a matrix-vector product (one pixel, `pix`, whose Kp int8 view bytes are x; a fully-
+ * connected layer's one row), requantised in registers: VPMADDUBSW as the RQS tiles (|x| times w * sign(x)),
+ * 32 values of K a step, each load of x shared by the 8 rows; the 8 rows' sums reduced into one vector,
+ * lane r row m0 + r, requantised with each row's own constants and stored, 8 bytes at once where the rows'
+ * outputs are adjacent. Where each row's sum went alone through VPMADDWD on widened bytes, a scalar
+ * horizontal sum and ember_qstore, those were most of a layer of a few pixels. */
+static void ember_qgemv8_rq(const ember_qout *o, int m0, const int8_t *W, int Kp, const uint8_t *x, ptrdiff_t pix,
+                            const ember_qrq_out *rg) {
+    const ember_qh16 ones = (ember_qh16){0} + 1;
+    const int8_t *const w = W + (ptrdiff_t)m0 * Kp;
+    ember_qf8i a[8], s, q;
+    int32_t tail[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int r, k = 0;
+    for (r = 0; r < 8; ++r) a[r] = (ember_qf8i){0};
+    const int8_t *pf = w + 8 * (ptrdiff_t)Kp; /* the next 8 rows, 8 * Kp contiguous bytes */
+    for (; k + 32 <= Kp; k += 32) {
+        const ember_qb32 xv = *(const ember_qb32u *)(const void *)(x + k), ax = __builtin_ia32_psignb256(xv, xv);
+        /* the next group's rows into cache while this one's are summed, 256 bytes a step (all of them over
+         * Kp / 32 steps): the 8 row streams are each too short (Kp bytes) for the hardware prefetchers, and
+         * a fully-connected layer's weights come from L3 or memory (without this, MobileNetV2's 1280 x 1000
+         * took longer than the single sequential stream of the row-by-row loop) */
+        __builtin_prefetch(pf, 0, 3);
+        __builtin_prefetch(pf + 64, 0, 3);
+        __builtin_prefetch(pf + 128, 0, 3);
+        __builtin_prefetch(pf + 192, 0, 3);
+        pf += 256;
+        EMBER_UNROLL for (r = 0; r < 8; ++r) {
+            const ember_qb32 wr = *(const ember_qb32u *)(const void *)(w + (ptrdiff_t)r * Kp + k);
+            a[r] += (ember_qf8i)__builtin_ia32_pmaddwd256(
+                __builtin_ia32_pmaddubsw256(ax, __builtin_ia32_psignb256(wr, xv)), ones);
+        }
+    }
+    if (k + 16 <= Kp) { /* 16 more values as a half step (a 1x1 of 112 input channels has 3.5 steps) */
+        typedef char b16 __attribute__((vector_size(16)));
+        typedef char b16u __attribute__((vector_size(16), aligned(1), may_alias));
+        typedef short h8 __attribute__((vector_size(16)));
+        typedef int32_t i4 __attribute__((vector_size(16)));
+        const b16 xv = *(const b16u *)(const void *)(x + k), ax = __builtin_ia32_psignb128(xv, xv);
+        EMBER_UNROLL for (r = 0; r < 8; ++r) {
+            const b16 wr = *(const b16u *)(const void *)(w + (ptrdiff_t)r * Kp + k);
+            const i4 p = (i4)__builtin_ia32_pmaddwd128(
+                (h8)__builtin_ia32_pmaddubsw128(ax, __builtin_ia32_psignb128(wr, xv)), (h8){1, 1, 1, 1, 1, 1, 1, 1});
+            a[r] += (ember_qf8i){p[0], p[1], p[2], p[3], 0, 0, 0, 0};
+        }
+        k += 16;
+    }
+    for (; k < Kp; ++k) /* the last Kp % 16 values */
+        for (r = 0; r < 8; ++r) tail[r] += w[(ptrdiff_t)r * Kp + k] * (int8_t)x[k];
+    { /* lane r of s: row r's sum (each horizontal add works within 128-bit halves) */
+        const ember_qf8i h01 = (ember_qf8i)__builtin_ia32_phaddd256(a[0], a[1]),
+                         h23 = (ember_qf8i)__builtin_ia32_phaddd256(a[2], a[3]),
+                         h45 = (ember_qf8i)__builtin_ia32_phaddd256(a[4], a[5]),
+                         h67 = (ember_qf8i)__builtin_ia32_phaddd256(a[6], a[7]);
+        const ember_qf8i u = (ember_qf8i)__builtin_ia32_phaddd256(h01, h23), /* rows 0-3, low | high halves */
+            v = (ember_qf8i)__builtin_ia32_phaddd256(h45, h67);
+        s = (ember_qf8i)__builtin_ia32_permti256((ember_qf8q)u, (ember_qf8q)v, 0x20) +
+            (ember_qf8i)__builtin_ia32_permti256((ember_qf8q)u, (ember_qf8q)v, 0x31);
+    }
+    s += *(const ember_qf8iu *)(const void *)tail + *(const ember_qf8iu *)(const void *)(o->corr + m0);
+    if (rg->tfl) {
+        ember_qt8 t;
+        ember_qt8_init(&t, o->mult[m0], o->shift[m0], o->zp, o->lo, o->hi);
+        ember_qt8_oct(&t, o->mult + m0, o->shift + m0);
+        q = ember_qt8_rq(s, &t);
+    } else {
+        ember_qf8f mf;
+        for (r = 0; r < 8; ++r) mf[r] = ember_qf8_mult(o->mult[m0 + r], o->shift[m0 + r]);
+        q = ember_qf8_rq(s, mf, rg);
+    }
+    if (!o->blk && o->rs == 1) ember_qf8_put(o->y + m0 + pix * o->ps, q, 8);
+    else
+        for (r = 0; r < 8; ++r)
+            *(o->blk ? ember_qblk_at(o, m0 + r, pix) : o->y + (m0 + r) * o->rs + pix * o->ps) = (uint8_t)q[r];
+}
 #endif
 
 /*@end*/

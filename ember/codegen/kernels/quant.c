@@ -101,15 +101,20 @@ typedef uint64_t ember_qt8bu __attribute__((may_alias, aligned(1)));
  * lanes. dbl (gemmlowp's) is one for all lanes. */
 typedef struct {
     ember_qt8i m, mo, l, h, zp, half, mask, ls, rs;
+    ember_qt8i s32; /* k - 32 per lane (hi32) */
     ember_qt8q rnd_e, rnd_o, k_e, k_o, l64, h64;
     int dbl;
     int ls0; /* no lane shifts left (every k >= 31, as multipliers below 1 give): the saturating shift is the identity */
+    int hi32; /* single rounding with every k >= 32 (multipliers below 1/2): the result is the high dword of the
+                 rounded product shifted right by k - 32 in 32 bits (ember_qt8_rq) */
 } ember_qt8;
 EMBER_UNUSED EMBER_INLINE void ember_qt8_init(ember_qt8 *t, int32_t mult, int shift, int32_t zp, int32_t lo, int32_t hi) {
     const int k = shift & 63, rs = k > 31 ? k - 31 : 0;
     const int32_t mask = (int32_t)(((uint32_t)1 << rs) - 1u);
     t->dbl = shift >= 2 * EMBER_Q_TFL;
     t->ls0 = k >= 31;
+    t->hi32 = !t->dbl && k >= 32;
+    t->s32 = (ember_qt8i){0} + (k >= 32 ? k - 32 : 0);
     t->m = t->mo = (ember_qt8i){0} + mult;
     t->ls = (ember_qt8i){0} + (k < 31 ? 31 - k : 0);
     t->rs = (ember_qt8i){0} + rs;
@@ -131,6 +136,8 @@ EMBER_UNUSED EMBER_INLINE void ember_qt8_lane(ember_qt8 *t, int i, int32_t mult,
     t->m[i] = mult;
     t->ls[i] = k < 31 ? 31 - k : 0;
     t->ls0 = t->ls0 && k >= 31;
+    t->hi32 = t->hi32 && k >= 32;
+    t->s32[i] = k >= 32 ? k - 32 : 0;
     t->rs[i] = rs;
     t->mask[i] = mask;
     t->half[i] = mask >> 1;
@@ -148,11 +155,13 @@ EMBER_UNUSED EMBER_INLINE void ember_qt8_lane(ember_qt8 *t, int i, int32_t mult,
  * of vectors in memory and the next vector loads waited on those stores (per quad of a depthwise layer,
  * which on a 3x3 map was as long as the quad's sums). */
 EMBER_UNUSED EMBER_INLINE void ember_qt8_quad(ember_qt8 *t, const int32_t *mult, const int32_t *shift) {
-    int32_t ls[4], rs[4], mask[4];
+    int32_t ls[4], rs[4], mask[4], s32[4];
     long long kk[4], rnd[4];
-    int i, all = 1;
+    int i, all = 1, hi32 = !t->dbl;
     for (i = 0; i < 4; ++i) {
         const int k = shift[i] & 63;
+        s32[i] = k >= 32 ? k - 32 : 0;
+        hi32 = hi32 && k >= 32;
         ls[i] = k < 31 ? 31 - k : 0;
         rs[i] = k > 31 ? k - 31 : 0;
         mask[i] = (int32_t)(((uint32_t)1 << rs[i]) - 1u);
@@ -161,6 +170,8 @@ EMBER_UNUSED EMBER_INLINE void ember_qt8_quad(ember_qt8 *t, const int32_t *mult,
         all = all && k >= 31;
     }
     t->ls0 = all;
+    t->hi32 = hi32;
+    t->s32 = (ember_qt8i){s32[0], s32[1], s32[2], s32[3], s32[0], s32[1], s32[2], s32[3]};
     t->m = (ember_qt8i){mult[0], mult[1], mult[2], mult[3], mult[0], mult[1], mult[2], mult[3]};
     t->mo = (ember_qt8i){mult[1], mult[1], mult[3], mult[3], mult[1], mult[1], mult[3], mult[3]};
     t->ls = (ember_qt8i){ls[0], ls[1], ls[2], ls[3], ls[0], ls[1], ls[2], ls[3]};
@@ -171,6 +182,37 @@ EMBER_UNUSED EMBER_INLINE void ember_qt8_quad(ember_qt8 *t, const int32_t *mult,
     t->k_o = (ember_qt8q){kk[1], kk[3], kk[1], kk[3]};
     t->rnd_e = (ember_qt8q){rnd[0], rnd[2], rnd[0], rnd[2]};
     t->rnd_o = (ember_qt8q){rnd[1], rnd[3], rnd[1], rnd[3]};
+}
+/* ember_qt8_lane for all 8 lanes at once, lane i taking mult[i], shift[i] (8 rows of a matrix-vector
+ * product), each field built whole as in ember_qt8_quad. */
+EMBER_UNUSED EMBER_INLINE void ember_qt8_oct(ember_qt8 *t, const int32_t *mult, const int32_t *shift) {
+    int32_t ls[8], rs[8], mask[8], s32[8];
+    long long kk[8], rnd[8];
+    int i, all = 1, hi32 = !t->dbl;
+    for (i = 0; i < 8; ++i) {
+        const int k = shift[i] & 63;
+        s32[i] = k >= 32 ? k - 32 : 0;
+        hi32 = hi32 && k >= 32;
+        ls[i] = k < 31 ? 31 - k : 0;
+        rs[i] = k > 31 ? k - 31 : 0;
+        mask[i] = (int32_t)(((uint32_t)1 << rs[i]) - 1u);
+        kk[i] = t->dbl ? 31 : k;
+        rnd[i] = t->dbl ? (long long)1 << 30 : k ? (long long)1 << (k - 1) : 0;
+        all = all && k >= 31;
+    }
+    t->ls0 = all;
+    t->hi32 = hi32;
+    t->s32 = *(const ember_qt8iu *)(const void *)s32;
+    t->m = *(const ember_qt8iu *)(const void *)mult;
+    t->mo = (ember_qt8i){mult[1], mult[1], mult[3], mult[3], mult[5], mult[5], mult[7], mult[7]};
+    t->ls = *(const ember_qt8iu *)(const void *)ls;
+    t->rs = *(const ember_qt8iu *)(const void *)rs;
+    t->mask = *(const ember_qt8iu *)(const void *)mask;
+    t->half = t->mask >> 1;
+    t->k_e = (ember_qt8q){kk[0], kk[2], kk[4], kk[6]};
+    t->k_o = (ember_qt8q){kk[1], kk[3], kk[5], kk[7]};
+    t->rnd_e = (ember_qt8q){rnd[0], rnd[2], rnd[4], rnd[6]};
+    t->rnd_o = (ember_qt8q){rnd[1], rnd[3], rnd[5], rnd[7]};
 }
 /* Lanes of a where c (-1 lanes), else of b (C has no vector ?:; compilers make these VPBLENDVB, VPMINSD). */
 #define EMBER_QT8_SEL(c, a, b) (((a) & (c)) | ((b) & ~(c)))
@@ -188,11 +230,39 @@ EMBER_UNUSED EMBER_INLINE ember_qt8q ember_qt8_sra(ember_qt8q x, ember_qt8q k) {
     const ember_qt8q s = x < (ember_qt8q){0};
     return (ember_qt8q)((ember_qt8u)(x ^ s) >> (ember_qt8u)k) ^ s;
 }
+/* LiteRT's single rounding of 8 lanes where every k >= 32 (multipliers below 1/2), from the products' high
+ * dwords: floor((p + 2^(k-1)) / 2^32) fits int32 (|p| < 2^62), and its floor division by 2^(k-32) (s) is
+ * the floor division by 2^k, which fits the 32-bit clamp: no 64-bit shift emulation or 64-bit clamp.
+ * m, mo, rnd_e, rnd_o as ember_qt8's; l, h the clamp before the zero point. */
+EMBER_UNUSED EMBER_INLINE ember_qt8i ember_qt8_rq32(ember_qt8i v, ember_qt8i m, ember_qt8i mo, ember_qt8q rnd_e,
+                                                    ember_qt8q rnd_o, ember_qt8i s, ember_qt8i l, ember_qt8i h,
+                                                    ember_qt8i zp) {
+    const ember_qt8q e = (ember_qt8q)__builtin_ia32_pmuldq256(v, m) + rnd_e,
+                     o = (ember_qt8q)__builtin_ia32_pmuldq256((ember_qt8i)((ember_qt8q)v >> 32), mo) + rnd_o;
+    const ember_qt8i r = (ember_qt8i)__builtin_ia32_pblendd256((ember_qt8i)((ember_qt8u)e >> 32), (ember_qt8i)o, 0xAA);
+    return ember_qt8_clamp(r >> s, l, h) + zp;
+}
+/* gemmlowp's doubling high multiply and rounding divide (TFLite Micro's, and LiteRT's convolutions') of 8 lanes
+ * where every k >= 31 (no saturating left shift): m, mo as ember_qt8's; rs, mask, half the divide's. */
+EMBER_UNUSED EMBER_INLINE ember_qt8i ember_qt8_rqd(ember_qt8i v, ember_qt8i m, ember_qt8i mo, ember_qt8i rs,
+                                                   ember_qt8i mask, ember_qt8i half, ember_qt8i l, ember_qt8i h,
+                                                   ember_qt8i zp) {
+    const ember_qt8q rnd = (ember_qt8q){0} + (1LL << 30),
+                     e = (ember_qt8q)__builtin_ia32_pmuldq256(v, m) + rnd,
+                     o = (ember_qt8q)__builtin_ia32_pmuldq256((ember_qt8i)((ember_qt8q)v >> 32), mo) + rnd;
+    /* bits 31..62 of each product: the even lanes' low dwords after a shift by 31, the odd lanes' high dwords
+     * after a shift by 1, one VPBLENDD */
+    ember_qt8i r = (ember_qt8i)__builtin_ia32_pblendd256((ember_qt8i)((ember_qt8u)e >> 31), (ember_qt8i)((ember_qt8u)o << 1), 0xAA);
+    /* RoundingDivideByPOT(r, rs): the comparisons' lanes are -1 where true */
+    r = (r >> rs) - ((r & mask) > half - (r < (ember_qt8i){0}));
+    return ember_qt8_clamp(r, l, h) + zp;
+}
 /* ember_q_requant(v[i], mult, shift, zp, lo, hi) of the 8 lanes, as int32 lanes. */
 EMBER_UNUSED EMBER_INLINE ember_qt8i ember_qt8_rq(ember_qt8i v, const ember_qt8 *t) {
     ember_qt8q e, o;
     ember_qt8i r;
     if (!t->dbl) {
+        if (t->hi32) return ember_qt8_rq32(v, t->m, t->mo, t->rnd_e, t->rnd_o, t->s32, t->l, t->h, t->zp);
         e = (ember_qt8q)__builtin_ia32_pmuldq256(v, t->m) + t->rnd_e;
         o = (ember_qt8q)__builtin_ia32_pmuldq256((ember_qt8i)((ember_qt8q)v >> 32), t->mo) + t->rnd_o;
         e = ember_qt8_clamp64(ember_qt8_sra(e, t->k_e), t->l64, t->h64);
@@ -205,14 +275,7 @@ EMBER_UNUSED EMBER_INLINE ember_qt8i ember_qt8_rq(ember_qt8i v, const ember_qt8 
         const ember_qt8i sat = (v >> 31) ^ 0x7FFFFFFF;
         v = EMBER_QT8_SEL((a >> t->ls) == v, a, sat);
     }
-    e = (ember_qt8q)__builtin_ia32_pmuldq256(v, t->m) + t->rnd_e;
-    o = (ember_qt8q)__builtin_ia32_pmuldq256((ember_qt8i)((ember_qt8q)v >> 32), t->mo) + t->rnd_o;
-    /* bits 31..62 of each product: the even lanes' low dwords after a shift by 31, the odd lanes' high dwords
-     * after a shift by 1, one VPBLENDD */
-    r = (ember_qt8i)__builtin_ia32_pblendd256((ember_qt8i)((ember_qt8u)e >> 31), (ember_qt8i)((ember_qt8u)o << 1), 0xAA);
-    /* RoundingDivideByPOT(r, rs): the comparisons' lanes are -1 where true */
-    r = (r >> t->rs) - ((r & t->mask) > t->half - (r < (ember_qt8i){0}));
-    return ember_qt8_clamp(r, t->l, t->h) + t->zp;
+    return ember_qt8_rqd(v, t->m, t->mo, t->rs, t->mask, t->half, t->l, t->h, t->zp); /* rnd_e, rnd_o: 2^30 */
 }
 #endif
 /* ember_q_scale + zero point, clamped to [lo, hi]. */

@@ -87,7 +87,7 @@ EMBER_INLINE ember_qv16_i ember_qv16_limit(ember_qv16_i v, ember_qv16_i lim) {
     return v;
 }
 /* 16 int8 (sgn) or uint8 bytes at p as int32 lanes. */
-EMBER_INLINE ember_qv16_i ember_qv16_widen(const uint8_t *p, int sgn) {
+EMBER_UNUSED EMBER_INLINE ember_qv16_i ember_qv16_widen(const uint8_t *p, int sgn) {
     ember_qv16_i r;
     if (sgn) __asm__("vpmovsxbd %1, %0" : "=v"(r) : "m"(*(const ember_qv16_bu *)(const void *)p));
     else __asm__("vpmovzxbd %1, %0" : "=v"(r) : "m"(*(const ember_qv16_bu *)(const void *)p));
