@@ -2,9 +2,29 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+
 import pytest
 
+from ember import api
 from tests.support.cache import ArtifactCache, shared_root
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _whole_translation_units() -> Iterator[None]:
+    """Under xdist every core already runs a worker: a bundle's C parts (driver.C_PARTS), compiled at once, would
+    only take a core from the other worker, and each part compiles the kernels it shares with the others
+    (mobilenet_v2_small: 8.6 s of compiler CPU in two parts, 4.7 s as one translation unit). So in-process
+    compiles take NAME.c whole, as on a one-core machine; tests/unit/test_c_parts.py and
+    tests/cross/test_c_parts_cross.py set the core count themselves."""
+    if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) < 2:
+        yield
+        return
+    usable_cores = api._usable_cores
+    api._usable_cores = lambda: 1
+    yield
+    api._usable_cores = usable_cores
 
 
 @pytest.fixture(scope="session")
