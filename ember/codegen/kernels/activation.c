@@ -60,6 +60,14 @@ EMBER_INLINE ember_vf ember_act_vsel(ember_act_vi m, ember_vf a, ember_vf b) {
 #define EMBER_ACT_VMIN(v, hi) ember_act_vsel((v) > (hi), hi, v)
 #define EMBER_ACT_VMAX(v, lo) ember_act_vsel((v) < (lo), lo, v)
 #endif
+/* A fused multiply-add of 8 lanes where the compiler names one (GCC's builtin; clang's generic one). */
+#if EMBER_HAVE_AVX && EMBER_VL == 8 && defined(__FMA__) && defined(__has_builtin)
+#if __has_builtin(__builtin_ia32_vfmaddps256)
+#define EMBER_ACT_VFMA(a, b, c) __builtin_ia32_vfmaddps256(a, b, c)
+#elif __has_builtin(__builtin_elementwise_fma)
+#define EMBER_ACT_VFMA(a, b, c) __builtin_elementwise_fma(a, b, c)
+#endif
+#endif
 /* x * sigmoid(z) = x / (1 + e^-z), EMBER_VL lanes at a time (Sigmoid: x = 1; Swish: z = alpha * x). EfficientNet's
  * fused Swish took 2-3x its convolutions' matmul time in GCC's vectorization of ember_sigmoidf (0.8 ns an element
  * on Zen 3: e^-|x|, a degree-7 polynomial, a select of the sign and 2^k in two factors). Here: e^-z = 2^n e^r with
@@ -75,9 +83,9 @@ EMBER_INLINE ember_vf ember_act_vsig(ember_vf x, ember_vf t) {
     t = EMBER_ACT_VMAX(EMBER_ACT_VMIN(t, zero + 88.8f), zero - 87.3f); /* t = -z */
     kf = t * 1.44269502162933349609f + shift; /* n = round(t / ln2) in the low bits */
     k = kf - shift;
-#if EMBER_HAVE_AVX && EMBER_VL == 8 && defined(__FMA__)
+#ifdef EMBER_ACT_VFMA
     /* t - n ln2 rounded once: within 2.5e-7 of r where n = 127, 5.5e-8 for |z| < 20 */
-    r = __builtin_ia32_vfmaddps256(k, zero - 0.693147182464599609375f, t);
+    r = EMBER_ACT_VFMA(k, zero - 0.693147182464599609375f, t);
 #else
     r = t - k * 0.693145751953125f; /* ln2 in two parts: exact without a fused multiply-add */
     r = r - k * 1.428606765330187045e-06f;
