@@ -150,6 +150,7 @@ int main(int argc, char **argv) {
     for (; i < n; i += len, len = len % 19 + 1)
         ember_act_apply_f32(x + i, len < n - i ? len : n - i, kind, alpha, 0.0f);
     fwrite(x, sizeof(float), n, stdout);
+    free(x);
     return 0;
 }
 """
@@ -157,7 +158,8 @@ int main(int argc, char **argv) {
 
 @pytest.fixture(scope="module", params=["sse2", "native"])
 def actprog(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The epilogue built alone with the bundle's flags: x86-64's baseline (4 lanes) and this machine's (8 or 16)."""
+    """The epilogue built alone with the bundle's flags, under ASan/UBSan: x86-64's baseline (4 lanes) and this
+    machine's (8 or 16; the sanitized model test's driver builds the baseline only)."""
     cc = shutil.which("gcc") or shutil.which("cc")
     if cc is None:
         pytest.skip("no C compiler")
@@ -167,7 +169,8 @@ def actprog(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     (d / "a.c").write_text(src)
     march = [] if request.param == "sse2" else ["-march=native"]
     subprocess.run([cc, *march, "-std=c99", "-O2", "-ffp-contract=fast", "-ffreestanding", "-fno-math-errno",
-                    "-fno-trapping-math", "-Wall", "-Wextra", "-Werror", "-o", str(d / "a"), str(d / "a.c")],
+                    "-fno-trapping-math", "-Wall", "-Wextra", "-Werror", "-fsanitize=address,undefined",
+                    "-fno-sanitize-recover=all", "-o", str(d / "a"), str(d / "a.c")],
                    check=True, capture_output=True)
     return d / "a"
 
