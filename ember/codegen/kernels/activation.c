@@ -73,9 +73,9 @@ EMBER_INLINE ember_vf ember_act_vsel(ember_act_vi m, ember_vf a, ember_vf b) {
  * on Zen 3: e^-|x|, a degree-7 polynomial, a select of the sign and 2^k in two factors). Here: e^-z = 2^n e^r with
  * -z clamped to [-87.3, 88.8] (2^n stays a normal float or +inf: no sign select, no subnormal scaling), a degree-5
  * polynomial on |r| <= ln2/2 (relative error 9.5e-8, fitted for the least maximum relative error, e^0 = 1 exactly),
- * 2^n made from n's bits in kf, one division. Results are within 4 ulp (tests/ops/test_activations_more.py)
- * where they are normal floats; below 2^-126 (sigmoid(z) for z < -87.3, swish likewise) they may come out as 0,
- * as float32's own 1 / (1 + exp(-z)) does. sigmoid(+-inf) = 1 and 0, swish(+inf) = +inf, swish(-inf) = NaN
+ * 2^n made from n's bits in kf, one division. Results are within 4 ulp for |z| <= 20 and 6 ulp (the one-rounding
+ * reduction below) wherever they are normal floats (tests/ops/test_activations_more.py); below 2^-126 (sigmoid(z)
+ * for z < -87.3, swish likewise) they may come out as 0, as float32's own 1 / (1 + exp(-z)) does. sigmoid(+-inf) = 1 and 0, swish(+inf) = +inf, swish(-inf) = NaN
  * (-inf * 0, the ONNX ops' value); NaN propagates (it passes the clamps and poisons e). */
 EMBER_INLINE ember_vf ember_act_vsig(ember_vf x, ember_vf t) {
     const ember_vf zero = (ember_vf){0}, shift = zero + 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
