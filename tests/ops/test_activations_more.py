@@ -235,3 +235,23 @@ def test_sigmoid_and_swish_epilogues_match_onnxruntime(tmp_path: Path) -> None:
         inside = np.abs(np.broadcast_to(x, got[name].shape)) * scale <= 16
         np.testing.assert_allclose(got[name], ref[name], rtol=1e-6, atol=1e-37, err_msg=name)
         np.testing.assert_allclose(got[name][inside], theirs[name][inside], rtol=1e-5, atol=4e-6, err_msg=name)
+
+
+def test_hardswish_epilogue_over_every_magnitude(actprog: Path) -> None:
+    """HardSwish on whole vectors (MINPS/MAXPS clamps): x * clamp(x / 6 + 1/2, 0, 1) within 2 ulp plus |x| * 2^-24
+    (1/6 is rounded to a float), 0 below -3, x above 3, +inf -> +inf, -inf -> NaN (-inf * 0), NaN -> NaN."""
+    x = np.concatenate([_sweep(), np.linspace(-4, 4, 4001, dtype=np.float32)])
+    data = np.uint32(len(x)).tobytes() + x.tobytes()
+    res = subprocess.run([str(actprog), str(KIND_CODES["HardSwish"]), "0"], input=data, capture_output=True, check=True)
+    got = np.frombuffer(res.stdout, np.float32)
+    x64 = x.astype(np.float64)
+    with np.errstate(all="ignore"):
+        ref = x64 * np.clip(x64 / 6 + 0.5, 0.0, 1.0)
+        err = np.abs(got.astype(np.float64) - ref)
+        bound = 2 * np.spacing(np.abs(ref).astype(np.float32)).astype(np.float64) + np.abs(x64) * 2.0**-24
+    fin = np.isfinite(ref)
+    i = int(np.argmax(np.where(fin, err - bound, -np.inf)))
+    assert err[i] <= bound[i], f"HardSwish({x[i]!r}) = {got[i]!r}, expected {ref[i]!r}"
+    np.testing.assert_array_equal(got[~fin], ref[~fin].astype(np.float32))
+    outside = fin & (np.abs(x64) >= 3)
+    np.testing.assert_array_equal(got[outside], np.where(x[outside] > 0, x[outside], np.float32(0)))
