@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -15,8 +17,10 @@ import pytest
 from onnx import helper, numpy_helper
 
 import ember
+from ember.codegen import library
 from ember.ops.epilogue import KIND_CODES
 from tests.ops.opmodels import make_model, reference, sanitized_run
+from tests.ops.test_math import _sweep, ulp_error
 
 RNG = np.random.default_rng(11)
 ACTIVATIONS = [("Celu", {"alpha": 0.7}), ("Swish", {"alpha": 1.3}), ("Softsign", {}),
@@ -129,3 +133,125 @@ def test_cortex_m4_build(tmp_path: Path) -> None:
     source = (tmp_path / "out" / "m.c").read_text()
     assert all(f"ember_{f}(" in source for f in ("tanf", "asinhf", "fmodf", "sigmoidf"))
     assert (tmp_path / "out" / "m.o").stat().st_size > 0
+
+
+# The vectorized Sigmoid / Swish epilogue (kernels/activation.c, ember_act_vsig) ---------------------------------
+
+_ACT_MAIN = r"""
+int main(int argc, char **argv) {
+    const int kind = atoi(argv[1]);
+    const float alpha = (float)atof(argv[2]);
+    uint32_t n, i = 0, len = 1;
+    float *x;
+    (void)argc;
+    if (fread(&n, sizeof n, 1, stdin) != 1 || !(x = malloc(n * sizeof(float)))) return 2;
+    if (fread(x, sizeof(float), n, stdin) != n) return 2;
+    /* runs of 1 to 19 floats: every tail length after whole vectors, and the vectors themselves */
+    for (; i < n; i += len, len = len % 19 + 1)
+        ember_act_apply_f32(x + i, len < n - i ? len : n - i, kind, alpha, 0.0f);
+    fwrite(x, sizeof(float), n, stdout);
+    free(x);
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module", params=["sse2", "native"])
+def actprog(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The epilogue built alone with the bundle's flags, under ASan/UBSan: x86-64's baseline (4 lanes) and this
+    machine's (8 or 16; the sanitized model test's driver builds the baseline only)."""
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    d = tmp_path_factory.mktemp("act")
+    src = ("#include <stdint.h>\n#include <stddef.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
+           + library.assemble({"ember_act_apply_f32"}) + _ACT_MAIN)
+    (d / "a.c").write_text(src)
+    march = [] if request.param == "sse2" else ["-march=native"]
+    subprocess.run([cc, *march, "-std=c99", "-O2", "-ffp-contract=fast", "-ffreestanding", "-fno-math-errno",
+                    "-fno-trapping-math", "-Wall", "-Wextra", "-Werror", "-fsanitize=address,undefined",
+                    "-fno-sanitize-recover=all", "-o", str(d / "a"), str(d / "a.c")],
+                   check=True, capture_output=True)
+    return d / "a"
+
+
+@pytest.mark.parametrize(("op", "alpha"), [("Sigmoid", 0.0), ("Swish", 1.0), ("Swish", 1.7)])
+def test_sigmoid_and_swish_epilogues_over_every_magnitude(actprog: Path, op: str, alpha: float) -> None:
+    """Every 4099th float bit pattern, a fine grid over [-20, 20] and the edges: within 4 ulp of float64's
+    x / (1 + e^-z) (sigmoid: x = 1, z = x; swish: z = alpha x) wherever sigmoid(z) is a normal float; below 2^-126
+    (z < -87.3) within |x| * 2^-126, since e^-z may overflow there as it does in float32's 1 / (1 + exp(-z)).
+    Exact where the result is: sigmoid(+-inf) 1 and 0, swish(+inf) +inf, swish(-inf) NaN (-inf * 0, the ONNX
+    ops' value), NaN -> NaN, sigmoid(0) 0.5."""
+    x = np.concatenate([_sweep(), np.linspace(-20, 20, 4001, dtype=np.float32)])
+    data = np.uint32(len(x)).tobytes() + x.tobytes()
+    res = subprocess.run([str(actprog), str(KIND_CODES[op]), repr(alpha)], input=data, capture_output=True, check=True)
+    got = np.frombuffer(res.stdout, np.float32)
+    x64 = x.astype(np.float64)
+    z = (np.float32(alpha) * x).astype(np.float64) if op == "Swish" else x64
+    gain = np.abs(x64) if op == "Swish" else np.ones(len(x))
+    with np.errstate(all="ignore"):
+        sig = 1.0 / (1.0 + np.exp(-z))
+        ref = x64 * sig if op == "Swish" else sig
+        err = ulp_error(got, ref)
+        deep = (sig < 2.0**-126) & np.isfinite(x64)
+        deep_err = np.abs(got.astype(np.float64) - ref) / (gain * 2.0**-126)
+    assert np.all(deep_err[deep] <= 1.0), f"{op}: {x[deep][np.argmax(deep_err[deep])]!r}"
+    err[deep] = 0.0
+    for bound, where in ((4.0, np.abs(z) <= 20), (6.0, np.ones(len(x), bool))):
+        i = int(np.argmax(np.where(where, err, 0.0)))
+        assert err[i] <= bound, f"{op}({x[i]!r}) = {got[i]!r}, expected {ref[i]!r}: {err[i]:.2f} ulp > {bound}"
+    specials = np.float32([np.inf, -np.inf, np.nan, 0.0])
+    at = [int(np.flatnonzero((x == s) | (np.isnan(s) & np.isnan(x)))[0]) for s in specials]
+    want = [np.inf, np.nan, np.nan, 0.0] if op == "Swish" else [1.0, 0.0, np.nan, 0.5]
+    np.testing.assert_array_equal(got[at], np.float32(want))
+
+
+def test_sigmoid_and_swish_epilogues_match_onnxruntime(tmp_path: Path) -> None:
+    """Conv + Sigmoid and Conv * Sigmoid(Conv) (EfficientNet's Swish, fused into the conv) on values from 1e-30
+    to 1e30, infinities and NaN: the sanitized C driver's outputs against onnxruntime where its sigmoid is
+    accurate (|x| <= 16: MLAS's is a rational approximation within ~1e-7 absolute, so its swish within ~16 times
+    that) and against the ONNX reference everywhere."""
+    ort = pytest.importorskip("onnxruntime")
+    mags = np.float32([0.0, 1e-30, 1e-7, 0.01, 0.3, 1.0, 2.5, 7.0, 15.9, 20.0, 40.0, 87.5, 90.0, 103.9, 200.0, 1e30])
+    wide = np.concatenate([mags, -mags, np.float32([np.inf, -np.inf, np.nan, 3e-39])])  # 337: a ragged row end
+    x = np.concatenate([wide, np.linspace(-16, 16, 301, dtype=np.float32)]).reshape(1, 1, 1, -1)
+    feeds = {"x": x}
+    # weights of 1 and 2: the convs pass x and 2x on exactly (one input channel, no other products)
+    weights = [numpy_helper.from_array(np.full((3, 1, 1, 1), v, np.float32), n) for n, v in (("w", 1), ("w2", 2))]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Sigmoid", ["c"], ["s"]),
+             helper.make_node("Conv", ["x", "w2"], ["c2"]), helper.make_node("Sigmoid", ["c2"], ["g"]),
+             helper.make_node("Mul", ["c2", "g"], ["sw"])]
+    model = make_model(nodes, feeds, {"s": np.dtype(np.float32), "sw": np.dtype(np.float32)}, opset=13)
+    model.graph.initializer.extend(weights)
+    got = sanitized_run(model, feeds, tmp_path)
+    source = (tmp_path / "out" / "m.c").read_text()
+    for op in ("Sigmoid", "Swish"):  # both applied by the conv kernels, no loop of their own
+        assert re.search(rf"ember_\w+\(.*, {KIND_CODES[op]}, 0x[^,]*, 0x[^,]*\);", source), op
+    assert ": Sigmoid -> " not in source and ": Mul -> " not in source
+    ref = reference(model, feeds)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    theirs = dict(zip(["s", "sw"], sess.run(None, feeds), strict=True))
+    for name, scale in (("s", 1), ("sw", 2)):
+        inside = np.abs(np.broadcast_to(x, got[name].shape)) * scale <= 16
+        np.testing.assert_allclose(got[name], ref[name], rtol=1e-6, atol=1e-37, err_msg=name)
+        np.testing.assert_allclose(got[name][inside], theirs[name][inside], rtol=1e-5, atol=4e-6, err_msg=name)
+
+
+def test_hardswish_epilogue_over_every_magnitude(actprog: Path) -> None:
+    """HardSwish on whole vectors (MINPS/MAXPS clamps): x * clamp(x / 6 + 1/2, 0, 1) within 2 ulp plus |x| * 2^-24
+    (1/6 is rounded to a float), 0 below -3, x above 3, +inf -> +inf, -inf -> NaN (-inf * 0), NaN -> NaN."""
+    x = np.concatenate([_sweep(), np.linspace(-4, 4, 4001, dtype=np.float32)])
+    data = np.uint32(len(x)).tobytes() + x.tobytes()
+    res = subprocess.run([str(actprog), str(KIND_CODES["HardSwish"]), "0"], input=data, capture_output=True, check=True)
+    got = np.frombuffer(res.stdout, np.float32)
+    x64 = x.astype(np.float64)
+    with np.errstate(all="ignore"):
+        ref = x64 * np.clip(x64 / 6 + 0.5, 0.0, 1.0)
+        err = np.abs(got.astype(np.float64) - ref)
+        bound = 2 * np.spacing(np.abs(ref).astype(np.float32)).astype(np.float64) + np.abs(x64) * 2.0**-24
+    fin = np.isfinite(ref)
+    i = int(np.argmax(np.where(fin, err - bound, -np.inf)))
+    assert err[i] <= bound[i], f"HardSwish({x[i]!r}) = {got[i]!r}, expected {ref[i]!r}"
+    np.testing.assert_array_equal(got[~fin], ref[~fin].astype(np.float32))
+    outside = fin & (np.abs(x64) >= 3)
+    np.testing.assert_array_equal(got[outside], np.where(x[outside] > 0, x[outside], np.float32(0)))
