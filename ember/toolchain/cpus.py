@@ -73,10 +73,14 @@ class CpuFamily:
     # measured mixed on Zen 3 (paired whole ResNet-50 runs on a loaded machine: 0.98x, 0.99x, then 1.025x and 1.04x):
     # left out.
     mm_block_n: int = 0
-    # Plain convolutions (direct 1x1 and im2col, through kernels/matmul.c) whose weight rows hold at least this many
-    # floats (K = C * taps) get their weights packed at compile time in row panels, one per register tile of rows,
-    # k-major (passes/conv_algorithms.py row_panels): a tile's broadcasts read consecutive floats, one stream,
-    # instead of six rows K floats apart (4 or 8 KiB at K = 1024 or 2048: one L1 set). None: never.
+    # Plain convolutions (direct 1x1 and im2col, through kernels/matmul.c) on maps over EMBER_MM_BLOCK_N pixels whose
+    # weight rows hold at least this many floats (K = C * taps) get their weights packed at compile time in row
+    # panels (passes/conv_algorithms.py row_panels): K block by K block, each register tile's rows k-major, so a
+    # tile's broadcasts read consecutive floats and a pass over a K block reads one stream, instead of six rows K
+    # floats apart (4 or 8 KiB at K = 1024 or 2048: one L1 set). None: never. On Zen 3 (paired, a loaded machine),
+    # ResNet-50's 1x1 convs at 14x14 with K = 1024 0.92x their time, most others 0.95-1.0x; one panel per tile over
+    # all of K (tiles K x 6 floats apart) measured 1.0-1.08x, and the 7x7 maps' K-blocked path 1.09x (its column
+    # after the last whole vector then goes through a scalar tile): left out.
     row_panels_min_k: int | None = None
     # Inverted-residual blocks (passes/fuse_irblock.py) are computed band by band from input planes of this many
     # pixels on; None: never. Off in every family for now: on Zen 3 (AVX2, 512 KiB L2, 32 MiB L3) the fused
