@@ -255,7 +255,7 @@ def residual_arg(node: Node, k: KernelEmitter) -> str:
     return k.inp(RESIDUAL) if node.input(RESIDUAL) is not None else "0"
 
 
-# Set by passes/conv_algorithms.py (row_panels) on a Conv that ember_conv_f32 runs: its weights are in the
+# Set by passes/conv_algorithms.py on a Conv that ember_conv_f32 runs, or a ConvShifted: its weights are in the
 # matmul's row panels (kernels/matmul.c ember_matmul_core_ap `apack`), the same floats in another order.
 ROW_PANELS = "_row_panels"
 
@@ -445,7 +445,7 @@ def _lower_shifted(node: Node, k: KernelEmitter) -> None:
     bias = k.inp(2) if node.input(2) is not None else "0"
     k.call("ember_conv_shifted_f32", k.out(0), k.inp(0), k.inp(1), bias, residual_arg(node, k), k.scratch("float"),
            k.table(geo.table(), DType.INT32), k.table(b_row, DType.INT32), y.shape[0], y.shape[1], int(planes), rows,
-           *epilogue_args(node))
+           *epilogue_args(node), int(bool(node.attrs.get(ROW_PANELS))))
 
 
 # Internal (passes/conv_algorithms.py): a Conv with its weights rearranged for the algorithm.

@@ -22,10 +22,11 @@
   becomes `QConvWinograd` (ops/qwino.py: exact integer Winograd F(2x2, 3x3)) if its sums provably fit int32.
 - MatMul with a constant 2-D float32 B and N a multiple of 32, where the CPU family asks for it
   (`matmul_panels`): `MatMulPanels`, B packed in the matmul kernel's 32-column panels (no run-time packing).
-- Row panels: a Conv left to the plain kernel (direct or im2col) with weight rows of at least the CPU family's
-  `row_panels_min_k` floats keeps its op and shape, but its weights are stored in the matmul's row panels (one per
-  register tile of output channels, k-major: `row_panels`) and flagged (conv.py ROW_PANELS). Not with --threads,
-  whose parts cut the weights by rows.
+- Row panels: a Conv left to the plain kernel (direct or im2col), or a ConvShifted, with weight rows of at least the
+  CPU family's `row_panels_min_k` floats (ConvShifted: SHIFTED_ROWS_MIN_K) on maps over EMBER_MM_BLOCK_N pixels
+  keeps its op and shape, but its weights are stored in the matmul's row panels (`row_panels`: K block by K block,
+  one k-major panel per register tile) and flagged (conv.py ROW_PANELS). Not with --threads, whose parts cut the
+  weights by rows.
 All keep the original Conv's attributes (pads, the fused `_act`) and add `kernel_shape`.
 Winograd weights are 16/9 (F(4x4): 4x) the size of the originals, so api.py runs this pass only for targets
 with memory to spare (host and Linux).
@@ -109,13 +110,20 @@ def row_panels(w: np.ndarray, kc: int) -> np.ndarray:
     return np.concatenate(parts).reshape(w.shape)
 
 
+# ConvShifted takes row panels from this K on: ResNet-50's stride-2 3x3 layers at 56x56 and 28x28 (K = 1152, 2304)
+# measured 0.95-0.96x their least times inside the model on Zen 3 (0.87-0.99x alone), its 7x7 stem (K = 147, rows
+# of 112 pixels, one product each) 1.03x alone.
+SHIFTED_ROWS_MIN_K = 256
+
+
 def _pack_row_panels(graph: Graph, node: Node, cpu: CpuFamily) -> None:
     w, y = node.inputs[1], node.outputs[0]
     assert w is not None and w.const is not None and y is not None and cpu.row_panels_min_k is not None
     # Not products that pack B whole per K block (EMBER_MM_BLOCK_N: 7x7 maps): their column after the last whole
     # vector would go through a scalar tile (its dot product along K reads rows), 1.09x the time of 2048 -> 512.
-    if (node.op != "Conv" or math.prod(w.shape[1:]) < cpu.row_panels_min_k or math.prod(y.shape[2:]) <= cpu.mm_block_n
-            or not row_panels_fit(node)):
+    k = math.prod(w.shape[1:])
+    fits = row_panels_fit(node) if node.op == "Conv" else node.op == "ConvShifted" and k >= SHIFTED_ROWS_MIN_K
+    if not fits or k < cpu.row_panels_min_k or math.prod(y.shape[2:]) <= cpu.mm_block_n:
         return
     node.inputs[1] = graph.constant(f"{node.name}_w_rows", np.ascontiguousarray(row_panels(w.const, cpu.mm_kc)))
     node.attrs[ROW_PANELS] = 1

@@ -54,6 +54,7 @@ CASES = {
     # 4 + 4 + 1): K over a whole K block and a part of one (300 = 256 + 44), im2col (a 1x1 at stride 2, K = 96)
     "rows_1x1_14x14": (300, 14, 45, 1, 1, 0, True, "Conv"),
     "rows_im2col_1x1_s2": (96, 24, 45, 1, 2, 0, True, "Conv"),
+    "rows_shifted_s2": (32, 20, 20, 3, 2, 1, True, "ConvShifted"),  # K = 288: ConvShifted's b_row strips
 }
 # Conv + Add(shortcut) + Relu, the residual fused (ResNet's blocks; on maps over 64 pixels a pass after the
 # product), with weights in row panels: (input channels, size, output channels); K over three K blocks.
@@ -117,8 +118,9 @@ def test_avx2_choices_and_column_blocks_match_onnxruntime(tmp_path: Path) -> Non
     source = (bundle.path / "convavx2.c").read_text()
     assert "#define EMBER_MM_BLOCK_N 64" in source
     assert "#define EMBER_MM_ROW_PANELS 1" in source
-    # the three "rows_" convolutions, and no other, run on row panels (ember_conv_f32's last argument)
+    # the four "rows_" convolutions, and no other, run on row panels (ember_conv_f32's last argument)
     assert len(re.findall(r"ember_conv_f32\([^;]*, 1\);", source)) == 3
+    assert len(re.findall(r"ember_conv_shifted_f32\([^;]*, 1\);", source)) == 1
     assert source.count("ember_maxpool3s2_f32(") == len(POOL_CASES) + 1  # the calls and the definition
     ref = onnxruntime_outputs(path, feed)
     got = bundle.run(feed)
