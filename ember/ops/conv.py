@@ -255,11 +255,25 @@ def residual_arg(node: Node, k: KernelEmitter) -> str:
     return k.inp(RESIDUAL) if node.input(RESIDUAL) is not None else "0"
 
 
+# Set by passes/conv_algorithms.py on a Conv that ember_conv_f32 runs, or a ConvShifted: its weights are in the
+# matmul's row panels (kernels/matmul.c ember_matmul_core_ap `apack`), the same floats in another order.
+ROW_PANELS = "_row_panels"
+
+
+def row_panels_fit(node: Node) -> bool:
+    """Whether `node` (a plain Conv) runs as ember_conv_f32 on its whole weights, one group (the kernel that reads
+    row panels), rather than a matrix-vector product, kernels/pointwise.c or a depthwise kernel."""
+    geo, group, m, depthwise, direct = _conv_parts(node)
+    return (group == 1 and not depthwise and not (direct and geo.pixels == 1 and present(node.input(0)).shape[0] == 1)
+            and not blocked_pointwise(node, m))
+
+
 def _lower_conv(node: Node, k: KernelEmitter) -> None:
     geo, group, m, depthwise, direct = _conv_parts(node)
     n = present(node.input(0)).shape[0]
     bias = k.inp(2) if node.input(2) is not None else "0"
     res = node.input(RESIDUAL) is not None
+    apack = int(bool(node.attrs.get(ROW_PANELS)))
     if direct and geo.pixels == 1 and group == 1 and n == 1:
         # One pixel (Squeeze-Excitation's FCs): a matrix-vector product, weight rows streamed once.
         k.call("ember_gemv_rows_f32", k.out(0), k.inp(1), k.inp(0), bias, m, geo.channels,
@@ -284,12 +298,12 @@ def _lower_conv(node: Node, k: KernelEmitter) -> None:
         col = "0" if direct else k.scratch("float")
         k.call("ember_conv_f32", k.out(0), k.inp(0), k.inp(1), bias, residual_arg(node, k), col,
                k.table(geo.table(), DType.INT32), n, group, m, int(direct), _im2col_block(node, geo, group),
-               *epilogue_args(node))
+               *epilogue_args(node), apack)
         return
     else:
         col = "0" if direct else k.scratch("float")
         k.call("ember_conv_f32", k.out(0), k.inp(0), k.inp(1), bias, "0", col, k.table(geo.table(), DType.INT32),
-               n, group, m, int(direct), _im2col_block(node, geo, group), *_NO_ACT)
+               n, group, m, int(direct), _im2col_block(node, geo, group), *_NO_ACT, apack)
     if res:  # the kernels above add no residual: a pass over the output, then the activation
         k.call("ember_residual_act_f32", k.out(0), k.inp(RESIDUAL), present(node.outputs[0]).type.numel,
                *epilogue_args(node))
@@ -431,7 +445,7 @@ def _lower_shifted(node: Node, k: KernelEmitter) -> None:
     bias = k.inp(2) if node.input(2) is not None else "0"
     k.call("ember_conv_shifted_f32", k.out(0), k.inp(0), k.inp(1), bias, residual_arg(node, k), k.scratch("float"),
            k.table(geo.table(), DType.INT32), k.table(b_row, DType.INT32), y.shape[0], y.shape[1], int(planes), rows,
-           *epilogue_args(node))
+           *epilogue_args(node), int(bool(node.attrs.get(ROW_PANELS))))
 
 
 # Internal (passes/conv_algorithms.py): a Conv with its weights rearranged for the algorithm.

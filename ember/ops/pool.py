@@ -90,9 +90,21 @@ def _nc(node: Node) -> int:
     return x.shape[0] * x.shape[1]
 
 
+def _maxpool3s2(node: Node, geo: PoolGeometry) -> bool:
+    """A float 2-D MaxPool over 3x3 windows at stride 2 without indices (kernels/pool.c ember_maxpool3s2_f32)."""
+    indices = len(node.outputs) > 1 and node.outputs[1] is not None
+    return (present(node.input(0)).dtype is DType.FLOAT32 and not indices and geo.in_size[0] == 1
+            and geo.kernel == (1, 3, 3) and geo.strides[1:] == (2, 2) and geo.dilations == (1, 1, 1)
+            and geo.pads_begin[0] == 0)
+
+
 def _lower_maxpool(node: Node, k: KernelEmitter) -> None:
     x = present(node.input(0))
     idx = k.out(1) if len(node.outputs) > 1 and node.outputs[1] is not None else "0"
+    geo = pool_geometry(node)
+    if _maxpool3s2(node, geo):
+        k.call("ember_maxpool3s2_f32", k.out(0), k.inp(0), k.table(geo.table(), DType.INT32), _nc(node))
+        return
     k.call(f"ember_maxpool_{_MAXPOOL_TYPES[x.dtype]}", k.out(0), idx, k.inp(0),
            k.table(pool_geometry(node).table(), DType.INT32), _nc(node), node.attrs.get("storage_order", 0))
 
@@ -100,7 +112,7 @@ def _lower_maxpool(node: Node, k: KernelEmitter) -> None:
 register(OpDef(
     "MaxPool", infer=infer_pool, lower=_lower_maxpool,
     normalize=lambda n, g: _check_rank(n, tuple(_MAXPOOL_TYPES)),
-    kernels=tuple(f"ember_maxpool_{s}" for s in _MAXPOOL_TYPES.values()), int8=Int8.MOVE,
+    kernels=(*(f"ember_maxpool_{s}" for s in _MAXPOOL_TYPES.values()), "ember_maxpool3s2_f32"), int8=Int8.MOVE,
 ))
 
 

@@ -22,6 +22,11 @@
   becomes `QConvWinograd` (ops/qwino.py: exact integer Winograd F(2x2, 3x3)) if its sums provably fit int32.
 - MatMul with a constant 2-D float32 B and N a multiple of 32, where the CPU family asks for it
   (`matmul_panels`): `MatMulPanels`, B packed in the matmul kernel's 32-column panels (no run-time packing).
+- Row panels: a Conv left to the plain kernel (direct or im2col), or a ConvShifted, with weight rows of at least the
+  CPU family's `row_panels_min_k` floats (ConvShifted: SHIFTED_ROWS_MIN_K) on maps over EMBER_MM_BLOCK_N pixels
+  keeps its op and shape, but its weights are stored in the matmul's row panels (`row_panels`: K block by K block,
+  one k-major panel per register tile) and flagged (conv.py ROW_PANELS). Not with --threads, whose parts cut the
+  weights by rows.
 All keep the original Conv's attributes (pads, the fused `_act`) and add `kernel_shape`.
 Winograd weights are 16/9 (F(4x4): 4x) the size of the originals, so api.py runs this pass only for targets
 with memory to spare (host and Linux).
@@ -37,6 +42,7 @@ import numpy as np
 
 from ember.ir.dtypes import DType
 from ember.ir.graph import Graph, Node
+from ember.ops.conv import ROW_PANELS, row_panels_fit
 from ember.ops.qlinear import packed_bound
 from ember.ops.qshifted import qconv_shifted_fits, shifted_weights
 from ember.ops.qwino import BOUND_ATTR, qconv_wino_takes, real_weights, sums_fit, wino_weights
@@ -81,6 +87,46 @@ def narrow_panels(w: np.ndarray, panel: int = PANEL) -> np.ndarray:
     """(M, C, k...) weights -> their K x M transpose in panels of P columns: (M/P, K, P)."""
     m = w.shape[0]
     return w.reshape(m // panel, panel, -1).transpose(0, 2, 1)
+
+
+def row_tiles(m: int) -> list[int]:
+    """The rows of each register tile over `m` weight rows: kernels/matmul.c's ember_mm_rows6."""
+    tiles = []
+    while m > 0:
+        tiles.append(4 if m in (8, 9) else 6 if m >= 6 else 4 if m >= 4 else 1)
+        m -= tiles[-1]
+    return tiles
+
+
+def row_panels(w: np.ndarray, kc: int) -> np.ndarray:
+    """(M, C, k...) weights -> the same shape holding row panels (kernels/matmul.c `apack`): for each K block
+    [k0, k0 + kc), each row tile [m0, m0 + r) of row_tiles as its kn x r transpose, at k0 * M + m0 * kn."""
+    flat, parts = w.reshape(w.shape[0], -1), []
+    for k0 in range(0, flat.shape[1], kc):
+        m0 = 0
+        for r in row_tiles(w.shape[0]):
+            parts.append(flat[m0:m0 + r, k0:k0 + kc].T.reshape(-1))
+            m0 += r
+    return np.concatenate(parts).reshape(w.shape)
+
+
+# ConvShifted takes row panels from this K on: ResNet-50's stride-2 3x3 layers at 56x56 and 28x28 (K = 1152, 2304)
+# measured 0.95-0.96x their least times inside the model on Zen 3 (0.87-0.99x alone), its 7x7 stem (K = 147, rows
+# of 112 pixels, one product each) 1.03x alone.
+SHIFTED_ROWS_MIN_K = 256
+
+
+def _pack_row_panels(graph: Graph, node: Node, cpu: CpuFamily) -> None:
+    w, y = node.inputs[1], node.outputs[0]
+    assert w is not None and w.const is not None and y is not None and cpu.row_panels_min_k is not None
+    # Not products that pack B whole per K block (EMBER_MM_BLOCK_N: 7x7 maps): their column after the last whole
+    # vector would go through a scalar tile (its dot product along K reads rows), 1.09x the time of 2048 -> 512.
+    k = math.prod(w.shape[1:])
+    fits = row_panels_fit(node) if node.op == "Conv" else node.op == "ConvShifted" and k >= SHIFTED_ROWS_MIN_K
+    if not fits or k < cpu.row_panels_min_k or math.prod(y.shape[2:]) <= cpu.mm_block_n:
+        return
+    node.inputs[1] = graph.constant(f"{node.name}_w_rows", np.ascontiguousarray(row_panels(w.const, cpu.mm_kc)))
+    node.attrs[ROW_PANELS] = 1
 
 
 def _plain_conv(node: Node) -> bool:
@@ -220,8 +266,9 @@ def threshold_choice(node: Node, cpu: CpuFamily) -> str:
 
 
 def choose_conv_algorithms(graph: Graph, cpu: CpuFamily = DEFAULT_FAMILY,
-                           tuned: Mapping[str, str] | None = None) -> None:
-    """`tuned`: layer_key -> algorithm, from a choice file (`--tune`); other nodes get the thresholds' choice."""
+                           tuned: Mapping[str, str] | None = None, row_panels: bool = True) -> None:
+    """`tuned`: layer_key -> algorithm, from a choice file (`--tune`); other nodes get the thresholds' choice.
+    `row_panels`: whether the family's row panels may be used (not where --threads will cut the weights)."""
     for node in graph.nodes:
         if node.op == "QConv" and qconv_wino_fits(node, cpu) and _to_wino(graph, node):
             continue
@@ -240,6 +287,8 @@ def choose_conv_algorithms(graph: Graph, cpu: CpuFamily = DEFAULT_FAMILY,
             choice, source = tuned[key], "tuned"
         node.attrs[CHOICE_ATTR] = AlgorithmChoice(key, choice, source, options)
         _apply(graph, node, choice, cpu.mm_panel)
+        if row_panels and cpu.row_panels_min_k is not None:
+            _pack_row_panels(graph, node, cpu)
 
 
 def qconv_wino_fits(node: Node, cpu: CpuFamily) -> bool:

@@ -73,6 +73,15 @@ class CpuFamily:
     # measured mixed on Zen 3 (paired whole ResNet-50 runs on a loaded machine: 0.98x, 0.99x, then 1.025x and 1.04x):
     # left out.
     mm_block_n: int = 0
+    # Plain convolutions (direct 1x1 and im2col, through kernels/matmul.c) on maps over EMBER_MM_BLOCK_N pixels whose
+    # weight rows hold at least this many floats (K = C * taps) get their weights packed at compile time in row
+    # panels (passes/conv_algorithms.py row_panels): K block by K block, each register tile's rows k-major, so a
+    # tile's broadcasts read consecutive floats and a pass over a K block reads one stream, instead of six rows K
+    # floats apart (4 or 8 KiB at K = 1024 or 2048: one L1 set). None: never. On Zen 3 (paired, a loaded machine),
+    # ResNet-50's 1x1 convs at 14x14 with K = 1024 0.92x their time, most others 0.95-1.0x; one panel per tile over
+    # all of K (tiles K x 6 floats apart) measured 1.0-1.08x, and the 7x7 maps' K-blocked path 1.09x (its column
+    # after the last whole vector then goes through a scalar tile): left out.
+    row_panels_min_k: int | None = None
     # Inverted-residual blocks (passes/fuse_irblock.py) are computed band by band from input planes of this many
     # pixels on; None: never. Off in every family for now: on Zen 3 (AVX2, 512 KiB L2, 32 MiB L3) the fused
     # stride-1 blocks of MobileNetV2/V3 and EfficientNet at 56x56 took 1.00-1.05x their layers' time (the
@@ -91,7 +100,8 @@ class CpuFamily:
     def c_defines(self) -> dict[str, int]:
         """The macros NAME.c defines before its kernels (each kernel keeps its own default without one)."""
         return {"EMBER_MM_KC": self.mm_kc, "EMBER_MM_PREFETCH": int(self.mm_prefetch), "EMBER_MM_PANEL": self.mm_panel,
-                "EMBER_MM_STRIP_PREFETCH": int(self.mm_strip_prefetch), "EMBER_MM_BLOCK_N": self.mm_block_n}
+                "EMBER_MM_STRIP_PREFETCH": int(self.mm_strip_prefetch), "EMBER_MM_BLOCK_N": self.mm_block_n,
+                "EMBER_MM_ROW_PANELS": int(self.row_panels_min_k is not None)}
 
     def record(self) -> dict[str, Any]:
         return asdict(self)
@@ -127,7 +137,7 @@ FAMILIES: dict[str, CpuFamily] = {f.name: f for f in (
               winograd_min_pixels=49, winograd4_min_tiles=16, shifted_strided_min_k=16, narrow_max_pixels=12,
               qwino_min_channels=32, qwino_min_pixels=49,
               matmul_panels=True, mm_prefetch=False, mm_panel=16, mm_strip_prefetch=True, mm_block_n=64,
-              nhwc_min_convs=5, nhwc_small_k=32),
+              nhwc_min_convs=5, nhwc_small_k=32, row_panels_min_k=64),
     CpuFamily("avx512", "AVX-512, two 512-bit FMA units (Xeon Skylake-SP to Granite Rapids, Zen 5; x86-64-v4)",
               "avx512", 2),
     CpuFamily("avx512-1fma", "AVX-512 at half rate: one 512-bit FMA unit (Ice/Tiger Lake client) or 2 x 256 (Zen 4)",

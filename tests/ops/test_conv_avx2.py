@@ -8,6 +8,9 @@ K blocks the columns after the last whole vector (1 of 49, 5 of 61) are dot prod
 Strided ConvShifted layers fill both column phases of an input row in one pass (vectors of its even and odd
 floats inside the row, single floats at its ends: rows of 30 and 37, the stem's 128 with 3 columns of padding);
 im2col at stride 2 takes the even floats of vector pairs the same way.
+Convolutions with weight rows of at least the family's row_panels_min_k floats on maps over 64 pixels read their
+weights from row panels (K block by K block, one per register tile, k-major); MaxPool 3x3 at
+stride 2 takes its own kernel (row maxima, then the even, odd and next even floats of vector pairs).
 One model holds every case (one compile); it also runs in a C driver built for AVX2 with AddressSanitizer
 + UBSan, where a strip packed past the stack block or a B row read past the planes fails. Its C also compiles
 warning-free for AVX-512 (16-float vectors) and, with zig's clang, for AArch64 NEON (4-float vectors).
@@ -16,6 +19,7 @@ warning-free for AVX-512 (16-float vectors) and, with zig's clang, for AArch64 N
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
@@ -46,7 +50,18 @@ CASES = {
     # pairs inside the row, single floats at its ends (columns -1 and 40 with the padding)
     "im2col_1x1_s2": (8, 38, 16, 1, 2, 0, False, "Conv"),
     "im2col_s2_k9": (1, 40, 8, 3, 2, 1, True, "Conv"),
+    # weights in row panels (K >= the family's row_panels_min_k, more than 64 pixels; 45 rows: tiles of 6, then
+    # 4 + 4 + 1): K over a whole K block and a part of one (300 = 256 + 44), im2col (a 1x1 at stride 2, K = 96)
+    "rows_1x1_14x14": (300, 14, 45, 1, 1, 0, True, "Conv"),
+    "rows_im2col_1x1_s2": (96, 24, 45, 1, 2, 0, True, "Conv"),
+    "rows_shifted_s2": (32, 20, 20, 3, 2, 1, True, "ConvShifted"),  # K = 288: ConvShifted's b_row strips
 }
+# Conv + Add(shortcut) + Relu, the residual fused (ResNet's blocks; on maps over 64 pixels a pass after the
+# product), with weights in row panels: (input channels, size, output channels); K over three K blocks.
+RESIDUAL_CASES = {"rows_res_14x14": (520, 14, 13)}
+# MaxPool 3x3 stride 2 (kernels/pool.c ember_maxpool3s2_f32): (channels, size, pads, ceil_mode): ResNet's padded
+# one on an even and an odd plane, and windows past the bottom and right edges (ceil_mode).
+POOL_CASES = {"pool_even": (3, 40, 1, 0), "pool_odd": (2, 37, 1, 0), "pool_ceil": (2, 30, 0, 1)}
 
 
 def _have_avx2() -> bool:
@@ -68,6 +83,23 @@ def _model(path: Path) -> dict[str, np.ndarray]:
         inputs.append(helper.make_tensor_value_info(f"x_{name}", TensorProto.FLOAT, [1, c, hw, hw]))
         outs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, None))
         feed[f"x_{name}"] = rng.standard_normal((1, c, hw, hw)).astype(np.float32)
+    for name, (c, hw, m) in RESIDUAL_CASES.items():
+        inits += [numpy_helper.from_array(rng.standard_normal((m, c, 1, 1)).astype(np.float32), f"w_{name}"),
+                  numpy_helper.from_array(rng.standard_normal(m).astype(np.float32), f"b_{name}")]
+        nodes += [helper.make_node("Conv", [f"x_{name}", f"w_{name}", f"b_{name}"], [f"{name}_conv"]),
+                  helper.make_node("Add", [f"{name}_conv", f"s_{name}"], [f"{name}_sum"]),
+                  helper.make_node("Relu", [f"{name}_sum"], [name])]
+        inputs += [helper.make_tensor_value_info(f"x_{name}", TensorProto.FLOAT, [1, c, hw, hw]),
+                   helper.make_tensor_value_info(f"s_{name}", TensorProto.FLOAT, [1, m, hw, hw])]
+        outs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, None))
+        feed[f"x_{name}"] = rng.standard_normal((1, c, hw, hw)).astype(np.float32)
+        feed[f"s_{name}"] = rng.standard_normal((1, m, hw, hw)).astype(np.float32)
+    for name, (c, hw, pad, ceil) in POOL_CASES.items():
+        nodes.append(helper.make_node("MaxPool", [f"x_{name}"], [name], kernel_shape=[3, 3], strides=[2, 2],
+                                      pads=[pad] * 4, ceil_mode=ceil))
+        inputs.append(helper.make_tensor_value_info(f"x_{name}", TensorProto.FLOAT, [1, c, hw, hw]))
+        outs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, None))
+        feed[f"x_{name}"] = rng.standard_normal((1, c, hw, hw)).astype(np.float32)
     graph = helper.make_graph(nodes, "convavx2", inputs, outs, inits)
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
     return feed
@@ -81,13 +113,19 @@ def test_avx2_choices_and_column_blocks_match_onnxruntime(tmp_path: Path) -> Non
     bundle = ember.compile(path, tmp_path / "out", cpu="x86-64-v3")
     chosen = {a["node"]: a["choice"] for a in bundle.manifest["algorithms"]}
     ops = sorted(n["op"].split("+")[0] for n in bundle.manifest["nodes"])
-    assert ops == sorted(case[-1] for case in CASES.values()), chosen
+    expected = [case[-1] for case in CASES.values()] + ["Conv"] * len(RESIDUAL_CASES) + ["MaxPool"] * len(POOL_CASES)
+    assert ops == sorted(expected), chosen
     source = (bundle.path / "convavx2.c").read_text()
     assert "#define EMBER_MM_BLOCK_N 64" in source
+    assert "#define EMBER_MM_ROW_PANELS 1" in source
+    # the four "rows_" convolutions, and no other, run on row panels (ember_conv_f32's last argument)
+    assert len(re.findall(r"ember_conv_f32\([^;]*, 1\);", source)) == 3
+    assert len(re.findall(r"ember_conv_shifted_f32\([^;]*, 1\);", source)) == 1
+    assert source.count("ember_maxpool3s2_f32(") == len(POOL_CASES) + 1  # the calls and the definition
     ref = onnxruntime_outputs(path, feed)
     got = bundle.run(feed)
     sanitized = cdriver.run(bundle.path, tmp_path / "asan", feed, sanitize=True, cflags=("-march=x86-64-v3",))
-    for name in CASES:
+    for name in [*CASES, *RESIDUAL_CASES, *POOL_CASES]:
         for out, what in ((got, name), (sanitized, f"{name} (sanitized C driver)")):
             assert_close(out[name], ref[name], what)
     flags = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-ffreestanding", "-c", str(bundle.path / "convavx2.c"),

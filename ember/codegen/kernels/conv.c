@@ -186,15 +186,16 @@ static void ember_residual_act_f32(float *EMBER_RESTRICT y, const float *EMBER_R
 }
 /*@end*/
 
-/*@kernel ember_conv_f32 requires ember_matmul_f32 ember_matmul_res_f32 ember_im2col_f32 ember_conv_geo*/
+/*@kernel ember_conv_f32 requires ember_matmul_core ember_im2col_f32 ember_conv_geo*/
 /* Grouped convolution as matmuls per (image, group): y_g (Mg x OD*OH*OW) = w_g (Mg x K) * col (K x ...),
  * K = C/G * KD*KH*KW; bias and the fused activation are applied in the matmul epilogue. im2col runs
  * in blocks of `qb` output pixels (col holds K x qb floats, sized to stay in L2), each followed by
  * its matmul. `direct`: a 1x1, stride-1, unpadded conv reads the input itself as B (no im2col). `res` (else
- * NULL): a residual shaped as y, added in the matmul tiles before the activation (passes/fuse_residual.py). */
+ * NULL): a residual shaped as y, added in the matmul tiles before the activation (passes/fuse_residual.py).
+ * `apack`: w is in the matmul's row panels (kernels/matmul.c ember_matmul_core_ap; G = 1). */
 static void ember_conv_f32(float *y, const float *x, const float *w, const float *bias, const float *res, float *col,
                            const int32_t *p, int N, int G, int M, int direct, int qb, int act, float act_a,
-                           float act_b) {
+                           float act_b, int apack) {
     const int C = p[EMBER_GEO_C], Cg = C / G, Mg = M / G;
     const int K = Cg * p[EMBER_GEO_K_D] * p[EMBER_GEO_K_H] * p[EMBER_GEO_K_W];
     const ptrdiff_t s_in = (ptrdiff_t)p[EMBER_GEO_IN_D] * p[EMBER_GEO_IN_H] * p[EMBER_GEO_IN_W],
@@ -207,23 +208,16 @@ static void ember_conv_f32(float *y, const float *x, const float *w, const float
             float *yg = y + ((ptrdiff_t)n * M + (ptrdiff_t)g * Mg) * s_out;
             const float *wg = w + (ptrdiff_t)g * Mg * K, *bg = bias ? bias + (ptrdiff_t)g * Mg : bias;
             const float *rg = res ? res + ((ptrdiff_t)n * M + (ptrdiff_t)g * Mg) * s_out : 0;
-            if (direct && rg) {
-                ember_matmul_res_f32(yg, s_out, wg, K, 1, xg, s_out, Mg, (int)s_out, K, bg, rg, act, act_a, act_b);
-                continue;
-            }
             if (direct) {
-                ember_matmul_f32(yg, s_out, wg, K, 1, xg, s_out, Mg, (int)s_out, K, 1.0f, bg, 1, 0, 1.0f, act,
-                                 act_a, act_b);
+                ember_matmul_core_ap(yg, s_out, wg, K, 1, xg, s_out, 0, 0, Mg, (int)s_out, K, 1.0f, bg, 1, 0, 1.0f, rg,
+                                     act, act_a, act_b, apack);
                 continue;
             }
             for (q0 = 0; q0 < s_out; q0 += qb) {
                 const int nq = s_out - q0 < qb ? (int)(s_out - q0) : qb;
                 ember_im2col_f32(col, nq, xg, Cg, p, q0, nq);
-                if (rg)
-                    ember_matmul_res_f32(yg + q0, s_out, wg, K, 1, col, nq, Mg, nq, K, bg, rg + q0, act, act_a, act_b);
-                else
-                    ember_matmul_f32(yg + q0, s_out, wg, K, 1, col, nq, Mg, nq, K, 1.0f, bg, 1, 0, 1.0f, act, act_a,
-                                     act_b);
+                ember_matmul_core_ap(yg + q0, s_out, wg, K, 1, col, nq, 0, 0, Mg, nq, K, 1.0f, bg, 1, 0, 1.0f,
+                                     rg ? rg + q0 : 0, act, act_a, act_b, apack);
             }
         }
 }
@@ -241,12 +235,13 @@ static void ember_conv_f32(float *y, const float *x, const float *w, const float
  * while the block stays in cache; its rows are then copied out.
  * `scratch`: the planes (C*sh*sw*Hh*Wh floats, only if `planes`) then M*((rb-1)*Wh + OW) floats. `res` (else
  * NULL): a residual shaped as y, added (then the activation) as each row is copied out. Output rows of at least
- * EMBER_SHIFTED_ROW_MIN pixels fill the matmul's strips alone: there each row is one product into y itself. */
+ * EMBER_SHIFTED_ROW_MIN pixels fill the matmul's strips alone: there each row is one product into y itself.
+ * `apack`: w is in the matmul's row panels (kernels/matmul.c ember_matmul_core_ap). */
 #define EMBER_SHIFTED_ROW_MIN 64
 static void ember_conv_shifted_f32(float *y, const float *x, const float *w, const float *bias, const float *res,
                                    float *scratch,
                                    const int32_t *p, const int32_t *b_row, int N, int M, int planes, int rb,
-                                   int act, float act_a, float act_b) {
+                                   int act, float act_a, float act_b, int apack) {
     const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], KH = p[EMBER_GEO_K_H],
               KW = p[EMBER_GEO_K_W], OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W];
     const int sh = p[EMBER_GEO_STRIDE_H], sw = p[EMBER_GEO_STRIDE_W], pt = p[EMBER_GEO_PAD_H], pl = p[EMBER_GEO_PAD_W];
@@ -295,17 +290,18 @@ static void ember_conv_shifted_f32(float *y, const float *x, const float *w, con
              * plane stride: no copy of the output through scratch and no Wh - OW extra columns. */
             for (oh0 = 0; oh0 < OH; ++oh0) {
                 const ptrdiff_t at = (ptrdiff_t)n * M * OH * OW + (ptrdiff_t)oh0 * OW;
-                ember_matmul_core_res(y + at, (ptrdiff_t)OH * OW, w, C * KH * KW, 1, src + (ptrdiff_t)oh0 * Wh, 0, b_row,
-                                      0, M, OW, C * KH * KW, 1.0f, bias, 1, 0, 1.0f, res ? res + at : 0, act, act_a,
-                                      act_b);
+                ember_matmul_core_ap(y + at, (ptrdiff_t)OH * OW, w, C * KH * KW, 1, src + (ptrdiff_t)oh0 * Wh, 0, b_row,
+                                     0, M, OW, C * KH * KW, 1.0f, bias, 1, 0, 1.0f, res ? res + at : 0, act, act_a,
+                                     act_b, apack);
             }
             continue;
         }
         for (oh0 = 0; oh0 < OH; oh0 += rb) {
             const int nr = OH - oh0 < rb ? OH - oh0 : rb;
             const ptrdiff_t nq = (ptrdiff_t)(nr - 1) * Wh + OW;
-            ember_matmul_core(out, nq, w, C * KH * KW, 1, src + (ptrdiff_t)oh0 * Wh, 0, b_row, 0, M, (int)nq,
-                              C * KH * KW, 1.0f, bias, 1, 0, 1.0f, res ? EMBER_ACT_NONE : act, act_a, act_b);
+            ember_matmul_core_ap(out, nq, w, C * KH * KW, 1, src + (ptrdiff_t)oh0 * Wh, 0, b_row, 0, M, (int)nq,
+                                 C * KH * KW, 1.0f, bias, 1, 0, 1.0f, 0, res ? EMBER_ACT_NONE : act, act_a, act_b,
+                                 apack);
             for (m = 0; m < M; ++m)
                 for (r = 0; r < nr; ++r) {
                     const ptrdiff_t at = (((ptrdiff_t)n * M + m) * OH + oh0 + r) * OW;

@@ -44,6 +44,12 @@ typedef float ember_vf;
 #ifndef EMBER_MM_BLOCK_N /* the same: 64 packs B whole per K block when N <= 64 (0: never; 64 KiB of stack) */
 #define EMBER_MM_BLOCK_N 0
 #endif
+#ifndef EMBER_MM_ROW_PANELS /* the same: 1 where convolutions may have their weights in row panels (`apack`) */
+#define EMBER_MM_ROW_PANELS 0
+#endif
+#if EMBER_MM_ROW_PANELS && EMBER_MR < 6
+#error "weights in row panels need register tiles of 6 rows (EMBER_MR >= 6): a build without AVX/NEON vectors"
+#endif
 /* Clamp to [lo, hi] keeping NaN (the fused Relu/Clip epilogue, applied in registers). */
 EMBER_INLINE float ember_sclamp(float x, float lo, float hi) {
     x = x < lo ? lo : x;
@@ -188,6 +194,13 @@ static int ember_mm_rows(int r) {
     if (r >= EMBER_MR) return EMBER_MR;
     return r >= 4 ? 4 : 1;
 }
+/* The row tiles over weights packed in row panels (`apack` below): AVX2's ember_mm_rows (EMBER_MR 6, 8 floats a
+ * vector), whatever the build's, since the panels were laid out for these tiles at compile time
+ * (passes/conv_algorithms.py row_tiles mirrors it). */
+static int ember_mm_rows6(int r) {
+    if (r == 8 || r == 9) return 4;
+    return r >= 6 ? 6 : r >= 4 ? 4 : 1;
+}
 /* One tile: `rows` from ember_mm_rows, `strip` two vectors, one vector or one column. (Branches, not a
  * table of function pointers: a pointer table needs load-time relocations in PIC objects.) */
 #define EMBER_MM_ARGS C, c_sm, A, a_sm, a_sk, B, b_sk, kn, first, bias, bias_sm, clamp, lo, hi, res
@@ -267,13 +280,18 @@ static void ember_mm_epilogue(float *C, ptrdiff_t c_sm, int M, int n0, int nv, f
  * of the input's polyphase planes that make up a convolution's B (conv.c, ember_conv_shifted_f32). Each
  * strip of B is then always packed.
  * `res` (else NULL): a residual laid out as C (c_sm floats a row, not overlapping C), added after the bias
- * and before the activation, in registers when the epilogue is (a conv's Add(conv, shortcut) + Relu). */
-static void ember_matmul_core_res(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
-                                  const float *A, ptrdiff_t a_sm, ptrdiff_t a_sk,
-                                  const float *B, ptrdiff_t b_sk, const int32_t *b_row, int panels,
-                                  int M, int N, int K, float alpha,
-                                  const float *bias, ptrdiff_t bias_sm, ptrdiff_t bias_sn, float beta,
-                                  const float *res, int act, float act_a, float act_b) {
+ * and before the activation, in registers when the epilogue is (a conv's Add(conv, shortcut) + Relu).
+ * `apack`: A (a convolution's weights) was packed at compile time in row panels (passes/conv_algorithms.py
+ * row_panels): K block by K block (EMBER_MM_KC), the row tiles (ember_mm_rows6) one after the other, each k-major
+ * (kn x r floats), so a tile's broadcasts read consecutive floats and a pass of all row tiles over a K block
+ * reads one forward stream, where rows a row apart are K floats apart (with K = 1024 or 2048 exactly 4 or 8
+ * KiB: a tile's six rows in one L1 set). a_sm, a_sk are then unused. */
+static void ember_matmul_core_ap(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
+                                 const float *A, ptrdiff_t a_sm, ptrdiff_t a_sk,
+                                 const float *B, ptrdiff_t b_sk, const int32_t *b_row, int panels,
+                                 int M, int N, int K, float alpha,
+                                 const float *bias, ptrdiff_t bias_sm, ptrdiff_t bias_sn, float beta,
+                                 const float *res, int act, float act_a, float act_b, int apack) {
     /* a bias along n only (one value per column) is added in the tiles too: at bias + n0, flagged by a
      * negative row stride */
     const int colb = bias && beta == 1.0f && bias_sm == 0 && bias_sn == 1;
@@ -284,11 +302,16 @@ static void ember_matmul_core_res(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
     const float lo = act == EMBER_ACT_CLIP ? act_a : 0.0f, hi = act == EMBER_ACT_CLIP ? act_b : __builtin_inff();
     int n0, nv, k0, m0, strip, rows;
 #define EMBER_MM_CALL(B_, BS_)                                                                            \
-    ember_mm_tile(rows, strip, C + (ptrdiff_t)m0 * c_sm + n0, c_sm, A + (ptrdiff_t)m0 * a_sm + (ptrdiff_t)k0 * a_sk, \
-                  a_sm, a_sk, B_, BS_, kn, k0 == 0,                                                           \
+    ember_mm_tile(rows, strip, C + (ptrdiff_t)m0 * c_sm + n0, c_sm, EMBER_MM_A_AT(m0, k0),                       \
+                  apack ? 1 : a_sm, apack ? rows : a_sk, B_, BS_, kn, k0 == 0,                                \
                   in_tile && k0 + kn >= K && bias ? bias + (colb ? (ptrdiff_t)n0 : (ptrdiff_t)m0 * bias_sm) : 0,  \
                   tile_sm, in_tile && k0 + kn >= K && clamp, lo, hi,                                          \
                   in_tile && k0 + kn >= K && res ? res + (ptrdiff_t)m0 * c_sm + n0 : 0)
+/* A row tile's first float in K block k0 (kn long): with `apack`, the block's rows [m0, m0 + rows) are kn x rows
+ * floats at A + k0 * M + m0 * kn. */
+#define EMBER_MM_A_AT(M0, K0) \
+    (apack ? A + (ptrdiff_t)(K0) * M + (ptrdiff_t)(M0) * kn : A + (ptrdiff_t)(M0) * a_sm + (ptrdiff_t)(K0) * a_sk)
+#define EMBER_MM_ROWS(R) (apack ? ember_mm_rows6(R) : ember_mm_rows(R))
 #define EMBER_MM_PANEL_AT(N0, K0) \
     (B + (ptrdiff_t)((N0) / EMBER_MM_PANEL) * K * EMBER_MM_PANEL + (ptrdiff_t)(K0) * EMBER_MM_PANEL + (N0) % EMBER_MM_PANEL)
 #if EMBER_MM_BLOCK_N && EMBER_VL > 1 && EMBER_VL <= 8 /* at most 64 columns of strips: see below */
@@ -321,10 +344,10 @@ static void ember_matmul_core_res(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
             }
             for (m0 = 0; m0 < M; m0 += rows) {
                 const float *src = bblk;
-                rows = ember_mm_rows(M - m0);
+                rows = EMBER_MM_ROWS(M - m0);
                 for (n0 = 0; n0 < N; n0 += nv, src += kn * nv) {
                     strip = EMBER_MM_BLOCK_STRIP();
-                    if (strip == 2 && a_sk == 1) { /* the single columns after the last whole vector */
+                    if (strip == 2 && a_sk == 1 && (!apack || rows == 1)) { /* the columns after the last whole vector */
                         const int last = in_tile && k0 + kn >= K;
                         ember_mm_dot_cols(C + (ptrdiff_t)m0 * c_sm + n0, c_sm, A + (ptrdiff_t)m0 * a_sm + k0, a_sm, src,
                                           kn, rows, N - n0, k0 == 0,
@@ -344,7 +367,7 @@ static void ember_matmul_core_res(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
 #endif
     if (N <= 4 * EMBER_VL && M > EMBER_MR && !b_row) {
         for (m0 = 0; m0 < M; m0 += rows) {
-            rows = ember_mm_rows(M - m0);
+            rows = EMBER_MM_ROWS(M - m0);
             for (n0 = 0; n0 < N; n0 += nv) {
                 strip = ember_mm_strip(N, &n0, &nv);
                 for (k0 = 0; k0 < K || (K == 0 && k0 == 0); k0 += EMBER_MM_KC) {
@@ -404,7 +427,7 @@ static void ember_matmul_core_res(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
                 bs = nv;
             }
             for (m0 = 0; m0 < M; m0 += rows) {
-                rows = ember_mm_rows(M - m0);
+                rows = EMBER_MM_ROWS(M - m0);
                 EMBER_MM_CALL(b, bs);
             }
             if (K == 0) break;
@@ -413,12 +436,24 @@ static void ember_matmul_core_res(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
     }
 #undef EMBER_MM_CALL
 #undef EMBER_MM_PANEL_AT
+#undef EMBER_MM_A_AT
+#undef EMBER_MM_ROWS
+}
+/* A as a_sm / a_sk say (every product but a convolution's with weights in row panels). Inline: a kernel that calls
+ * only ember_matmul_core_ap leaves these wrappers unused, which must not warn. */
+EMBER_INLINE void ember_matmul_core_res(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A, ptrdiff_t a_sm,
+                                        ptrdiff_t a_sk, const float *B, ptrdiff_t b_sk, const int32_t *b_row,
+                                        int panels, int M, int N, int K, float alpha, const float *bias,
+                                        ptrdiff_t bias_sm, ptrdiff_t bias_sn, float beta, const float *res, int act,
+                                        float act_a, float act_b) {
+    ember_matmul_core_ap(C, c_sm, A, a_sm, a_sk, B, b_sk, b_row, panels, M, N, K, alpha, bias, bias_sm, bias_sn, beta,
+                         res, act, act_a, act_b, 0);
 }
 /* Without a residual (every product but a convolution's fused residual Add). */
-static void ember_matmul_core(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A, ptrdiff_t a_sm, ptrdiff_t a_sk,
-                              const float *B, ptrdiff_t b_sk, const int32_t *b_row, int panels, int M, int N, int K,
-                              float alpha, const float *bias, ptrdiff_t bias_sm, ptrdiff_t bias_sn, float beta,
-                              int act, float act_a, float act_b) {
+EMBER_INLINE void ember_matmul_core(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A, ptrdiff_t a_sm,
+                                    ptrdiff_t a_sk, const float *B, ptrdiff_t b_sk, const int32_t *b_row, int panels,
+                                    int M, int N, int K, float alpha, const float *bias, ptrdiff_t bias_sm,
+                                    ptrdiff_t bias_sn, float beta, int act, float act_a, float act_b) {
     ember_matmul_core_res(C, c_sm, A, a_sm, a_sk, B, b_sk, b_row, panels, M, N, K, alpha, bias, bias_sm, bias_sn,
                           beta, 0, act, act_a, act_b);
 }
