@@ -21,10 +21,9 @@ def _whole_translation_units() -> Iterator[None]:
     if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) < 2:
         yield
         return
-    usable_cores = api._usable_cores
-    api._usable_cores = lambda: 1
-    yield
-    api._usable_cores = usable_cores
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(api, "_usable_cores", lambda: 1)
+        yield
 
 
 @pytest.fixture(scope="session")

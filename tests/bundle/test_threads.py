@@ -199,7 +199,7 @@ def test_elementwise_pooling_and_row_kernels_divide(tmp_path: Path) -> None:
     for k in ("ap", "gap", "out", "conv"):
         assert_close(got[k], want[k], f"{k}: 2 threads vs 1", rel=1e-5)
         assert_close(got[k], ref[k], f"{k}: 2 threads vs onnxruntime")
-    got_c = cdriver.run(threaded.path, tmp_path / "c", x, sanitize=True, cflags=("-pthread",), opt="-O0")
+    got_c = cdriver.run(threaded.path, tmp_path / "c", x, sanitize=True, cflags=("-pthread",))
     for k in ("out", "conv"):
         assert_close(got_c[k], want[k], f"{k}: sanitized C driver, 2 threads", rel=1e-5)
 
@@ -247,7 +247,7 @@ def test_threaded_bundle_is_asan_ubsan_clean(convnet: tuple[Path, ember.Bundle, 
     """NAME.c with its pool, -Wall -Wextra -Werror, AddressSanitizer and UBSan, in a plain C driver."""
     _, serial, threaded = convnet
     x = _input(31)
-    got = cdriver.run(threaded.path, tmp_path, x, sanitize=True, cflags=("-pthread",), opt="-O0")
+    got = cdriver.run(threaded.path, tmp_path, x, sanitize=True, cflags=("-pthread",))
     assert_close(got["output"], serial.run(x)["output"], "sanitized, 3 threads", rel=1e-5)
 
 

@@ -152,7 +152,7 @@ def test_blocked_depthwise_and_pointwise_divide_among_threads(tmp_path: Path) ->
     want, ref = serial.run(x)[y], onnxruntime_outputs(path, x)[y]
     assert_close(want, ref, "blocked depthwise, 1 thread")
     assert_close(threaded.run(x)[y], want, "blocked depthwise: 2 threads vs 1", rel=1e-5)
-    sanitized = cdriver.run(threaded.path, tmp_path / "c", x, sanitize=True, cflags=("-pthread",), opt="-O0")
+    sanitized = cdriver.run(threaded.path, tmp_path / "c", x, sanitize=True, cflags=("-pthread",))
     assert_close(sanitized[y], want, "blocked depthwise: sanitized C driver, 2 threads", rel=1e-5)
 
 
@@ -278,7 +278,7 @@ def test_banded_blocks_divide_among_threads(tmp_path: Path, monkeypatch: pytest.
     x = _feeds(wide=24)
     want, ref = serial.run(x), onnxruntime_outputs(path, x)
     got = threaded.run(x)
-    sanitized = cdriver.run(threaded.path, tmp_path / "c", x, sanitize=True, cflags=("-pthread",), opt="-O0")
+    sanitized = cdriver.run(threaded.path, tmp_path / "c", x, sanitize=True, cflags=("-pthread",))
     for name in names:
         assert_close(want[name], ref[name], f"banded blocks, 1 thread: {name}")
         assert_close(got[name], want[name], f"banded blocks: 2 threads vs 1: {name}", rel=1e-5)

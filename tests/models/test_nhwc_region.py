@@ -176,7 +176,7 @@ def test_nhwc_regions_divide_among_threads(tmp_path: Path, nhwc: None) -> None:
     assert all(two.count(f"{k}(") > one.count(f"{k}(") for k in KERNELS[:2])  # the reorders stay whole
     x = {"x": (np.random.default_rng(4).standard_normal((1, 20, 57, 59)) * 3).astype(np.float32)}
     want, got = serial.run(x), threaded.run(x)
-    sanitized = cdriver.run(threaded.path, tmp_path / "c", x, sanitize=True, cflags=("-pthread",), opt="-O0")
+    sanitized = cdriver.run(threaded.path, tmp_path / "c", x, sanitize=True, cflags=("-pthread",))
     for name in outs:
         assert_close(got[name], want[name], f"nhwc region {name}: 2 threads vs 1", rel=1e-5)
         assert_close(sanitized[name], want[name], f"nhwc region {name}: sanitized C driver, 2 threads", rel=1e-5)
