@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import ember  # noqa: E402
 from benchmarks.machine import banner, describe  # noqa: E402
-from benchmarks.models import MODELS  # noqa: E402
+from benchmarks.models import MODELS, recipe  # noqa: E402
 from ember.runtime.inputs import random_inputs  # noqa: E402
 from tests.support import models as zoo  # noqa: E402
 
@@ -120,7 +120,8 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=200, help="timed samples per engine and model")
     ap.add_argument("--core", type=int, default=0, help="CPU core to pin to")
     ap.add_argument("--work", default="benchmarks/.work", help="bundles go here")
-    ap.add_argument("--cache", default="benchmarks/results/cache", help="exported models are kept here")
+    # Not bench_models.py's cache: "transformer" names another (smaller) model here.
+    ap.add_argument("--cache", default="benchmarks/results/cache/small", help="exported models are kept here")
     ap.add_argument("--json", default="benchmarks/results/python.json", help="write results here")
     args = ap.parse_args()
     os.sched_setaffinity(0, {args.core})
@@ -132,7 +133,7 @@ def main() -> int:
         for name in args.models.split(","):
             if name not in SMALL:
                 raise SystemExit(f"unknown model '{name}'; choose from {','.join(SMALL)}")
-            model = zoo.build(name, Path(args.cache), SMALL[name][0])
+            model = zoo.build(name, Path(args.cache), SMALL[name][0], recipe(name))
             bundle = ember.compile(model, Path(args.work) / "python" / name)
             rows.append(measure(name, model, bundle, loop, args.rounds))
             _print_row(rows[-1], "median", header=len(rows) == 1)

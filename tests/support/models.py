@@ -345,12 +345,17 @@ def dynamo_builder(path: Path) -> None:
     _export(_lenet(), (1, 1, 28, 28), path, dynamo=True)
 
 
-def build(name: str, folder: Path, builder: Callable[[Path], None] | None = None) -> Path:
-    """Write folder/NAME.onnx once; parallel callers wait on a lock and reuse the file."""
+def build(name: str, folder: Path, builder: Callable[[Path], None] | None = None, recipe: str | None = None) -> Path:
+    """Write folder/NAME.onnx once; parallel callers wait on a lock and reuse the file. With a `recipe` (a
+    fingerprint of how the model is made), a file written from another recipe, or by a caller that gave none,
+    is built again: folders kept across runs (the benchmarks' cache) never serve a model of another definition."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.onnx"
+    stamp = folder / f".{name}.recipe"
     with open(folder / f".{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        if recipe is not None and path.exists() and (not stamp.exists() or stamp.read_text() != recipe):
+            path.unlink()
         if not path.exists():
             sub = folder / f".{name}.building"
             sub.mkdir(exist_ok=True)
@@ -360,6 +365,8 @@ def build(name: str, folder: Path, builder: Callable[[Path], None] | None = None
                     os.replace(f, folder / f.name)
             os.replace(sub / path.name, path)
             sub.rmdir()
+            if recipe is not None:
+                stamp.write_text(recipe)
     return path
 
 
