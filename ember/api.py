@@ -193,7 +193,7 @@ def _uses_float64(graph: Graph) -> bool:
 
 def _target_info(target: Target, opts: CompileOptions) -> dict[str, Any]:
     abi = target.float_abi(opts.float_abi)
-    cpu = resolve_cpu(target.name, opts.cpu)
+    cpu = resolve_cpu(target.name, opts.cpu, opts.cpu_params)
     return {"name": target.name, "description": target.description, "cpu": opts.cpu or target.cpu,
             "cpu_choice": cpu.record() if cpu is not None else None,
             "float_abi": opts.float_abi or target.default_float_abi, "fpu": abi.fpu,

@@ -29,7 +29,8 @@ def _compile(args: argparse.Namespace) -> int:
     from ember.progress import Progress
 
     opts = CompileOptions(
-        name=args.name, target=args.target, cpu=args.cpu, float_abi=args.float_abi, reloc=args.reloc, cc=args.cc,
+        name=args.name, target=args.target, cpu=args.cpu, cpu_params=tuple(args.cpu_param), float_abi=args.float_abi,
+        reloc=args.reloc, cc=args.cc,
         api=args.api, defines=parse_defines(args.define),
         inputs=parse_inputs(args.input), consts=parse_consts(args.const), dump_graph=args.dump_graph,
         opt_level=args.opt_level,
@@ -472,6 +473,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="host (default), " + ", ".join(t for t in TARGETS if t != "host") + "; see `ember targets`")
     c.add_argument("--cpu", help="CPU to compile for (host default: native, detected), e.g. x86-64-v3 (AVX2), "
                    "x86-64-v4, znver4, cortex-a53; on host/x86_64 it also picks the kernel choices of its family")
+    c.add_argument("--cpu-param", action="append", default=[], metavar="KEY=VALUE",
+                   help="set one value of the CPU family's kernel choices (ember/toolchain/cpus.py, e.g. "
+                   "nhwc_min_convs=5, mm_kc=384, row_panels_min_k=none): tuning experiments on x86-64; "
+                   "recorded in NAME.json")
     c.add_argument("--float-abi", choices=("hard", "soft"), help="float ABI (ARM and RISC-V targets)")
     c.add_argument("--reloc", choices=("static", "pic"),
                    help="relocation model of NAME.o (default: pic for host/Linux targets, static for MCU/wasm)")

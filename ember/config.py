@@ -23,6 +23,8 @@ class CompileOptions:
     name: str | None = None  # network name (C prefix); default: model file stem
     target: str = "host"
     cpu: str | None = None
+    # --cpu-param KEY=VALUE: values of the CPU family (toolchain/cpus.py) replaced, for tuning experiments.
+    cpu_params: tuple[str, ...] = ()
     float_abi: str | None = None
     reloc: str | None = None  # static | pic; default: the target's (pic for host/Linux, static for MCU/wasm)
     cc: str | None = None  # user's own C compiler
@@ -82,6 +84,9 @@ class CompileOptions:
             from ember.codegen.bundle import check_network_name
 
             check_network_name(self.name)
+        if isinstance(self.cpu_params, str):
+            raise OptionError("cpu_params: a list of KEY=VALUE strings, not one string")
+        object.__setattr__(self, "cpu_params", tuple(self.cpu_params))
         for k, v in self.defines.items():
             if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
                 raise OptionError(f"--define {k}={v}: the value must be a positive integer")
@@ -99,6 +104,7 @@ class CompileOptions:
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["keep_float"] = list(self.keep_float)
+        d["cpu_params"] = list(self.cpu_params)
         d["consts"] = {k: v.tolist() for k, v in self.consts.items()}
         return d
 

@@ -149,7 +149,7 @@ def lower(model_path: str, options: CompileOptions, purpose: Purpose = Purpose.B
     check_memory(plan, target, options)
     t2 = time.perf_counter()
     say("generating C")
-    cpu = resolve_cpu(target.name, options.cpu)
+    cpu = resolve_cpu(target.name, options.cpu, options.cpu_params)
     defines = cpu.family.c_defines() if cpu is not None else {}
     if target.kind == "mcu":  # the block passes/scratch_budget.py sized the integer products' scratch for
         defines["EMBER_QPB"] = MCU_QPB

@@ -36,7 +36,7 @@ def choice_path(options: CompileOptions) -> Path:
 
 
 def context_key(options: CompileOptions) -> str:
-    cpu = resolve_cpu(options.target, options.cpu)
+    cpu = resolve_cpu(options.target, options.cpu, options.cpu_params)
     if cpu is None:
         where = f"cpu={options.cpu or 'default'}"
     else:

@@ -94,7 +94,8 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
     -> operator order for memory.
     """
     passes: Pipeline = [(name, fn) for name, fn, _ in _FLOAT]
-    cpu = resolve_cpu(options.target, options.cpu)  # first, so that a bad --cpu fails before any work
+    # First, so that a bad --cpu or --cpu-param fails before any work.
+    cpu = resolve_cpu(options.target, options.cpu, options.cpu_params)
     if purpose is Purpose.FLOAT:
         return passes
     if purpose is Purpose.PROFILE:

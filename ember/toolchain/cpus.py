@@ -5,6 +5,8 @@ compiler unchanged (it decides the instruction set, so the kernels' SIMD paths),
 it to a family, which holds every other per-CPU choice: the convolution algorithm thresholds
 (passes/conv_algorithms.py) and the kernel parameters written as macros at the top of NAME.c. `native`
 (the host's default) reads the flags and model name of /proc/cpuinfo. The choice is recorded in NAME.json.
+`--cpu-param KEY=VALUE` replaces one of the family's values (tuning experiments on a CPU the table does not
+measure yet, as benchmarks/bench_family.py runs them); the family's name then says so.
 
 A bundle compiled for one CPU runs correctly on any CPU with its instruction set: the family changes only
 speed. Other targets have no table: their --cpu goes to the compiler as before, with default choices.
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import platform
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -180,9 +182,54 @@ def choices() -> list[str]:
     return ["native", *CPUS]
 
 
-def resolve_cpu(target: str, cpu: str | None) -> CpuChoice | None:
-    """The family of `cpu` (None: the target's default) on `target`; None where the table does not apply
-    (not an x86-64 target, or a host that is not x86-64)."""
+def resolve_cpu(target: str, cpu: str | None, params: tuple[str, ...] = ()) -> CpuChoice | None:
+    """The family of `cpu` (None: the target's default) on `target`, with `params` (KEY=VALUE) replacing its
+    values; None where the table does not apply (not an x86-64 target, or a host that is not x86-64)."""
+    choice = _resolve(target, cpu)
+    if not params:
+        return choice
+    if choice is None:
+        raise OptionError(f"--cpu-param: target '{target}' has no CPU family to set values of (only "
+                          + ", ".join(TABLE_TARGETS) + " on an x86-64 host)")
+    return replace(choice, family=with_params(choice.family, params))
+
+
+# The family's values --cpu-param may set: all but its identity and instruction set.
+TUNABLE = tuple(f.name for f in fields(CpuFamily) if f.name not in ("name", "description", "simd"))
+
+
+_KERNEL_LIMITS: dict[str, Any] = {"mm_panel": (16, 32), "mm_block_n": (0, 64), "mm_kc": range(16, 1025),
+                                  "fma_units": (1, 2)}
+
+
+def with_params(family: CpuFamily, params: tuple[str, ...]) -> CpuFamily:
+    """`family` with each KEY=VALUE of `params` set (VALUE an integer, true/false, or none where the field
+    allows it), named after them so that NAME.json and --tune's choice file keep the variant apart."""
+    values: dict[str, Any] = {}
+    for param in params:
+        key, eq, text = param.partition("=")
+        key, text = key.strip(), text.strip().lower()
+        if not eq or key not in TUNABLE:
+            raise OptionError(f"--cpu-param '{param}': expected KEY=VALUE with KEY one of: " + ", ".join(TUNABLE))
+        kind = str(next(f.type for f in fields(CpuFamily) if f.name == key))
+        if text == "none" and "None" in kind:
+            values[key] = None
+        elif kind == "bool" and text in ("true", "false", "1", "0"):
+            values[key] = text in ("true", "1")
+        elif kind != "bool" and text.lstrip("-").isdigit():
+            values[key] = int(text)
+        else:
+            wants = "true or false" if kind == "bool" else "an integer" + (" or none" if "None" in kind else "")
+            raise OptionError(f"--cpu-param '{param}': {key} takes {wants}")
+    for key, allowed in _KERNEL_LIMITS.items():  # what the kernels' fixed-size buffers and layouts take
+        if key in values and values[key] not in allowed:
+            raise OptionError(f"--cpu-param {key}={values[key]}: the kernels take {allowed.start}..{allowed.stop - 1}"
+                              if isinstance(allowed, range) else f"--cpu-param {key}={values[key]}: one of {allowed}")
+    label = ",".join(f"{k}={v}" for k, v in values.items())
+    return replace(family, name=f"{family.name}+{label}", **values)
+
+
+def _resolve(target: str, cpu: str | None) -> CpuChoice | None:
     if target not in TABLE_TARGETS:
         return None
     name = cpu if cpu is not None else ("native" if target == "host" else "x86-64")

@@ -20,7 +20,7 @@ from ember.driver import load_graph
 from ember.errors import OptionError
 from ember.passes.conv_algorithms import choose_conv_algorithms
 from ember.reference import onnxruntime_session
-from ember.toolchain.cpus import CPUS, DEFAULT_FAMILY, FAMILIES, detect, resolve_cpu
+from ember.toolchain.cpus import CPUS, DEFAULT_FAMILY, FAMILIES, detect, resolve_cpu, with_params
 
 # /proc/cpuinfo's first processor, cut to the fields detection reads (flags shortened).
 EPYC_MILAN = """processor\t: 0
@@ -78,6 +78,46 @@ def test_unknown_cpu_on_the_command_line(tmp_path: Path) -> None:
     lines = res.stderr.strip().splitlines()
     assert res.returncode == 1 and len(lines) == 1 and lines[0].startswith("ember: error: --cpu 'zen3'")
     assert "znver3" in lines[0] and not (tmp_path / "out").exists()
+
+
+def test_cpu_params_replace_family_values() -> None:
+    family = with_params(FAMILIES["avx2"], ("mm_kc=384", "row_panels_min_k=none", "matmul_panels=false"))
+    assert (family.mm_kc, family.row_panels_min_k, family.matmul_panels) == (384, None, False)
+    assert family.name == "avx2+mm_kc=384,row_panels_min_k=None,matmul_panels=False"
+    back = dataclasses.replace(family, name="avx2", mm_kc=256, row_panels_min_k=64, matmul_panels=True)
+    assert back == FAMILIES["avx2"]  # nothing else changed
+
+
+@pytest.mark.parametrize(("target", "param", "words"), [
+    ("host", "mm_kcc=3", ["'mm_kcc=3'", "KEY=VALUE", "nhwc_min_convs"]),
+    ("host", "simd=avx512", ["'simd=avx512'", "KEY one of"]),
+    ("host", "matmul_panels=7", ["matmul_panels takes true or false"]),
+    ("host", "mm_kc=none", ["mm_kc takes an integer"]),
+    ("host", "mm_panel=24", ["mm_panel=24", "(16, 32)"]),
+    ("host", "mm_kc=4096", ["mm_kc=4096", "16..1024"]),
+    ("cortex-m4", "mm_kc=128", ["target 'cortex-m4' has no CPU family"]),
+])
+def test_bad_cpu_param_is_one_line(target: str, param: str, words: list[str]) -> None:
+    with pytest.raises(OptionError) as err:
+        resolve_cpu(target, "x86-64" if target == "host" else None, (param,))
+    assert "\n" not in str(err.value) and all(w in str(err.value) for w in words), str(err.value)
+
+
+def test_cpu_params_reach_the_bundle(tmp_path: Path) -> None:
+    # No Winograd, whatever the map; a K block of 128: in the conv choice, NAME.c's macros and NAME.json.
+    model, out = _conv_model(tmp_path / "c.onnx"), tmp_path / "out"
+    res = subprocess.run([sys.executable, "-m", "ember.cli", "compile", str(model), "-o", str(out), "--cpu", "x86-64",
+                          "--cpu-param", "mm_kc=128", "--cpu-param", "winograd_min_pixels=1000000"],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    manifest = json.loads((out / "c.json").read_text())
+    assert manifest["target_info"]["cpu_choice"]["family"]["name"] == "x86-64+mm_kc=128,winograd_min_pixels=1000000"
+    assert manifest["options"]["cpu_params"] == ["mm_kc=128", "winograd_min_pixels=1000000"]
+    assert "#define EMBER_MM_KC 128" in (out / "c.c").read_text()
+    assert [n["op"] for n in manifest["nodes"]] != ["ConvWinograd"]
+    x = np.random.default_rng(1).standard_normal((1, 16, 16, 16)).astype(np.float32)
+    (want,) = onnxruntime_session(str(model)).run(None, {"x": x})
+    np.testing.assert_allclose(ember.load(out).run({"x": x})["y"], want, rtol=1e-4, atol=1e-4)
 
 
 def _conv_model(path: Path, c: int = 16, m: int = 16, hw: int = 16, k: int = 3) -> Path:
