@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import ember  # noqa: E402
 from benchmarks.machine import banner, describe  # noqa: E402
-from benchmarks.models import MODELS, recipe  # noqa: E402
+from benchmarks.models import MODELS  # noqa: E402
 from ember.runtime.inputs import random_inputs  # noqa: E402
 from tests.support import models as zoo  # noqa: E402
 
@@ -133,7 +133,7 @@ def main() -> int:
         for name in args.models.split(","):
             if name not in SMALL:
                 raise SystemExit(f"unknown model '{name}'; choose from {','.join(SMALL)}")
-            model = zoo.build(name, Path(args.cache), SMALL[name][0], recipe(name))
+            model = zoo.build(name, Path(args.cache), SMALL[name][0], f"{name} {SMALL[name][1]}")
             bundle = ember.compile(model, Path(args.work) / "python" / name)
             rows.append(measure(name, model, bundle, loop, args.rounds))
             _print_row(rows[-1], "median", header=len(rows) == 1)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import inspect
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -59,6 +60,8 @@ def _resnet50(num_classes: int = 1000):
 
 def _bert(path: Path) -> None:
     """BERT encoder: 4 layers, hidden 256, 4 heads, sequence 128 (tests/support/models.py)."""
+    if importlib.util.find_spec("torchvision") is not None:
+        _torchvision()  # transformers imports it: a CPU torch beside PyPI's torchvision needs the workaround
     zoo.bert_fused_by_onnxruntime(path, hidden=256, layers=4, heads=4, seq=128, batch=1, vocab=1000, mask_input=False)
 
 
@@ -172,11 +175,24 @@ MODELS: dict[str, tuple[Callable[[Path], None], str]] = {
 }
 
 
+def _code(fn: object, depth: int = 0) -> str:
+    """The source of a builder and of what its closure holds (the `make` of zoo._torch_builder, a model's name,
+    the input shape), so a changed definition changes it; any other object by its repr."""
+    if not callable(fn) or depth > 3:
+        return repr(fn)
+    try:
+        text = inspect.getsource(fn)
+    except (OSError, TypeError):
+        text = getattr(fn, "__qualname__", repr(fn))
+    cells = getattr(fn, "__closure__", None) or ()
+    return text + "".join(_code(c.cell_contents, depth + 1) for c in cells)
+
+
 def recipe(name: str) -> str:
-    """The model's fingerprint in a kept cache: its name and the code that defines it (this file and the test
-    suite's model zoo), so an edited definition is exported again instead of timed from a stale file."""
-    code = hashlib.sha256(Path(__file__).read_bytes() + Path(zoo.__file__).read_bytes()).hexdigest()[:16]
-    return f"{name} {code}"
+    """The model's fingerprint in a kept cache: its name, note and the code that builds it, so that an edited
+    definition is exported again instead of timed from a stale file."""
+    builder, note = MODELS[name]
+    return f"{name} {hashlib.sha256((note + _code(builder)).encode()).hexdigest()[:16]}"
 
 
 def build(name: str, folder: Path) -> Path:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
+import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -347,19 +349,28 @@ def dynamo_builder(path: Path) -> None:
 
 def build(name: str, folder: Path, builder: Callable[[Path], None] | None = None, recipe: str | None = None) -> Path:
     """Write folder/NAME.onnx once; parallel callers wait on a lock and reuse the file. With a `recipe` (a
-    fingerprint of how the model is made), a file written from another recipe, or by a caller that gave none,
-    is built again: folders kept across runs (the benchmarks' cache) never serve a model of another definition."""
+    fingerprint of how the model is made), a file stamped with another recipe is built again: folders kept across
+    runs (the benchmarks' cache) never serve a model of another definition. A file from before stamps (none beside
+    it) is built again too, but kept, unstamped, where that cannot run (a package the builder needs is missing)."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.onnx"
     stamp = folder / f".{name}.recipe"
     with open(folder / f".{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if recipe is not None and path.exists() and (not stamp.exists() or stamp.read_text() != recipe):
-            path.unlink()
-        if not path.exists():
+        stale = recipe is not None and path.exists() and (not stamp.exists() or stamp.read_text() != recipe)
+        if not path.exists() or stale:
             sub = folder / f".{name}.building"
-            sub.mkdir(exist_ok=True)
-            (builder or SPECS[name].build)(sub / path.name)
+            shutil.rmtree(sub, ignore_errors=True)
+            sub.mkdir()
+            try:
+                (builder or SPECS[name].build)(sub / path.name)
+            except (ImportError, SystemExit) as e:
+                shutil.rmtree(sub, ignore_errors=True)
+                if not (stale and not stamp.exists()):
+                    raise
+                print(f"note: {path} kept as it is (from before recipe stamps; rebuilding it failed: {e})",
+                      file=sys.stderr)
+                return path
             for f in sorted(sub.iterdir()):  # the model last: its presence means "complete"
                 if f.name != path.name:
                     os.replace(f, folder / f.name)
