@@ -518,7 +518,8 @@ static void ember_q16_mean(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTR
 /*@kernel ember_q16_reduce requires ember_q16_base*/
 /* REDUCE_MAX / REDUCE_MIN (kind 2 / 3: the stored integers; TFLite requires one scale) and SUM / MEAN (kind 0:
  * the int64 sum requantised by ember_q_scale_tfl's (mult, shift), 1/n folded into a MEAN's multiplier as
- * TFLite's QuantizedMeanOrSum does), clamped to int16. Output o reads x[base[o] + off[r]] for r < R: the
+ * TFLite's QuantizedMeanOrSum does) and PROD (kind 4: QuantizedReduceProd, ember_q16_scale's mult and shift
+ * after each multiply and once more at the end; the int32 casts wrap as TFLite's do), clamped to int16. Output o reads x[base[o] + off[r]] for r < R: the
  * tables (ops/q16.py Q16Reduce) hold any set of reduced axes. */
 static void ember_q16_reduce(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTRICT x, const int32_t *base,
                              ptrdiff_t O, const int32_t *off, ptrdiff_t R, int32_t kind, int32_t mult,
@@ -526,13 +527,17 @@ static void ember_q16_reduce(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RES
     ptrdiff_t o, r;
     for (o = 0; o < O; ++o) {
         const int16_t *xo = x + base[o];
-        if (kind >= 2) {
+        if (kind == 2 || kind == 3) {
             int32_t v = xo[off[0]];
             for (r = 1; r < R; ++r) {
                 const int32_t e = xo[off[r]];
                 v = kind == 2 ? (e > v ? e : v) : (e < v ? e : v);
             }
             y[o] = (int16_t)v;
+        } else if (kind == 4) { /* TFLite's int32 running product: each step's int64 product requantised */
+            int32_t p = xo[off[0]];
+            for (r = 1; r < R; ++r) p = (int32_t)ember_q16_scale((int64_t)p * xo[off[r]], mult, shift);
+            y[o] = ember_q16_clamp((int32_t)ember_q16_scale(p, mult, shift), -32768, 32767);
         } else {
             int64_t sum = 0;
             for (r = 0; r < R; ++r) sum += xo[off[r]];
@@ -577,6 +582,31 @@ static void ember_q16_requant(void *EMBER_RESTRICT y, const void *EMBER_RESTRICT
             ((int8_t *)y)[i] = (int8_t)(r < -128 ? -128 : r > 127 ? 127 : r);
         else
             ((int16_t *)y)[i] = ember_q16_clamp(r, -32768, 32767);
+    }
+}
+/*@end*/
+
+/*@kernel ember_q16_sigmoid*/
+/* TFLite's int16 LOGISTIC and TANH (reference_integer_ops::Logistic / Tanh; output scale 2^-15): the input
+ * times mult, rounded right by shift, its magnitude split into a table index and a 9-bit (LOGISTIC) or 8-bit
+ * (TANH: tanh(x) = 2 sigmoid(2x) - 1) fraction that interpolates tab (sigmoid(i / 24), 0.16), saturating
+ * past the last entry; the sign folds the result about its middle. */
+static void ember_q16_sigmoid(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTRICT x, ptrdiff_t n,
+                              int32_t is_tanh, int32_t mult, int32_t shift, const uint16_t *tab) {
+    const int64_t round = shift > 0 ? (int64_t)1 << (shift - 1) : 0;
+    const uint32_t bits = is_tanh ? 8u : 9u;
+    ptrdiff_t i;
+    for (i = 0; i < n; ++i) {
+        const int32_t v = (int32_t)(((int64_t)x[i] * mult + round) >> shift);
+        const uint32_t a = (uint32_t)(v < 0 ? -v : v), hi = a >> bits, frac = a & ((1u << bits) - 1u);
+        const uint32_t r = hi >= 255u ? (is_tanh ? 0xFFFFu << 8 : 0x7FFFu << 10)
+                                      : ((uint32_t)tab[hi] << bits) + frac * (uint32_t)(tab[hi + 1] - tab[hi]);
+        if (is_tanh) {
+            const int32_t s = (int32_t)r, t = v >= 0 ? s - (1 << 23) + (1 << 7) : -s + (1 << 23) + (1 << 7) - 1;
+            y[i] = (int16_t)(t >> 8);
+        } else {
+            y[i] = (int16_t)((v >= 0 ? r + (1u << 9) : (1u << 25) - r + (1u << 9) - 1u) >> 10);
+        }
     }
 }
 /*@end*/

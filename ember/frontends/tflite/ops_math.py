@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.frontends.tflite import exact, exact_roots
+from ember.frontends.tflite import exact, exact16, exact_roots
 from ember.frontends.tflite.context import OpContext
 from ember.ir.dtypes import DType
 from ember.ops.q16 import INT16_MAX, INT16_MIN, Q16Softmax, Q16Spec
@@ -87,8 +87,13 @@ def _leaky_relu16(ctx: OpContext, alpha: float):
 
 
 def _sigmoid_like(fn: str, op: str):
-    """LOGISTIC / TANH: on int8, a table of the interpreter's own results (exact.py), else the float op."""
+    """LOGISTIC / TANH: on int8, a table of the interpreter's own results (exact.py); on int16, TFLite's int16
+    kernel (Q16Sigmoid, exact16.py); else the float op."""
     def convert(ctx: OpContext) -> None:
+        if exact16.int16_in_out(ctx):
+            spec = exact16.sigmoid_spec(ctx, fn == "tanh")
+            ctx.output(0, ctx.emit("Q16Sigmoid", [ctx.raw(0)], {"_q16s": spec}))
+            return
         if exact.int8_unary(ctx):
             table = exact.micro_table(ctx, fn) if ctx.b.rounding == "micro" else exact.float_table(ctx, fn)
             if table is not None:
@@ -138,6 +143,9 @@ def _reduce(op: str):
         t, out = ctx.info(0), ctx.out_info()
         int16 = (t.dtype is DType.INT16 and out.dtype is DType.INT16 and t.quant is not None
                  and out.quant is not None and t.quant.axis is None)
+        if op == "ReduceProd" and exact16.int16_in_out(ctx):  # TFLite's int16 running product (Q16Reduce)
+            ctx.output(0, ctx.emit("Q16Reduce", [ctx.raw(0)], {"_q16r": exact16.prod_spec(ctx, axes)}))
+            return
         if op == "ReduceMean" and rank == 4 and axes == [1, 2] and (exact.int8_unary(ctx) or int16):
             # a global average of int8 / int16: the integer kernel with TFLite's arithmetic
             # (passes/fold_qdq_ops.py, passes/fold_qdq16.py)

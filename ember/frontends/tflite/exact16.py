@@ -1,0 +1,74 @@
+"""The Prepare arithmetic of TFLite's int16 LOGISTIC, TANH and REDUCE_PROD (16x8 models): the constants their
+int16 kernels take (ops/q16.py Q16Sigmoid, Q16Reduce), or a one-line refusal where TFLite's own Prepare would
+reject the model. LiteRT's reference kernels and TFLite Micro compute these the same way."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ember.frontends.tflite.context import OpContext
+from ember.ir.dtypes import DType
+from ember.ops.q16 import Q16ReduceSpec, Q16SigmoidSpec, q15_multiplier
+
+
+def int16_in_out(ctx: OpContext) -> bool:
+    """Whether input 0 or the output is an int16 tensor (a 16x8 model's activation)."""
+    return DType.INT16 in (ctx.info(0).dtype, ctx.out_info().dtype)
+
+
+def _scale(ctx: OpContext, i: int | None, what: str) -> float:
+    """The per-tensor float32 scale of int16 tensor i (None: the output), zero point 0, as TFLite requires."""
+    t = ctx.out_info() if i is None else ctx.info(i)
+    q = t.quant
+    if (t.dtype is not DType.INT16 or q is None or q.axis is not None or q.scale.size != 1
+            or int(q.zero_point.reshape(-1)[0]) != 0):
+        raise ctx.unsupported(f"its int16 tensor '{t.name}': TFLite's int16 {ctx.opname} needs {what} int16 "
+                              f"tensors with one scale and zero point 0")
+    return float(np.float32(q.scale.reshape(-1)[0]))
+
+
+def _checked_log2(scale: float) -> tuple[bool, int]:
+    """TFLite's CheckedLog2 in float32: (whether the scale is a power of two within 1e-3 in log2, its log2)."""
+    x = np.float32(np.log(np.float32(scale))) * np.float32(1.0 / np.log(np.float32(2.0)))
+    r = np.float32(math.copysign(math.floor(abs(float(x)) + 0.5), float(x)))
+    return bool(abs(np.float32(x - r)) < np.float32(1e-3)), int(r)
+
+
+def sigmoid_spec(ctx: OpContext, tanh: bool) -> Q16SigmoidSpec:
+    """LOGISTIC / TANH's Prepare for int16: a power-of-two input scale 2^-12 (TANH also 2^-11) keeps the raw
+    value (times 3 << its shift: the table spans [-10.7, 10.7]); any other a multiplier of scale * 4096 * 3
+    doubled (its shift counted) until above 32767 / 2. The output scale must be 2^-15."""
+    sx = _scale(ctx, 0, "input and output")
+    _scale(ctx, None, "input and output")
+    out = ctx.out_info()
+    ok, log2 = _checked_log2(float(np.float32(out.quant.scale.reshape(-1)[0])))
+    if not ok or log2 != -15:
+        raise ctx.unsupported(f"its int16 tensor '{out.name}': TFLite's int16 {ctx.opname} needs the output "
+                              f"scale 2^-15")
+    pot, log2 = _checked_log2(sx)
+    shift = 12 + log2
+    if pot and shift in ((0, 1) if tanh else (0,)):
+        return Q16SigmoidSpec(tanh, 3 << shift, 0)
+    mult, shift = sx * 4096.0 * 3.0, 0
+    while mult <= 32767.0 / 2.0 and shift <= 30:
+        shift, mult = shift + 1, mult * 2.0
+    if int(mult) > 32767:  # TFLite Micro asserts this; the int32 product would overflow past it
+        raise ctx.unsupported(f"its int16 tensor '{ctx.info(0).name}': an input scale above 2^-4/3 is outside "
+                              f"TFLite's int16 {ctx.opname}")
+    return Q16SigmoidSpec(tanh, int(mult), shift)
+
+
+def prod_spec(ctx: OpContext, axes: list[int]) -> Q16ReduceSpec:
+    """REDUCE_PROD's Prepare for int16: every multiply (and the final value) scaled by input scale over the
+    n-th root of the output scale (n: the reduced elements), as the int64 MultiplyByQuantizedMultiplier's Q15
+    multiplier and right shift."""
+    sx, sy = _scale(ctx, 0, "input and output"), _scale(ctx, None, "input and output")
+    shape = ctx.info(0).shape
+    n = math.prod(shape[a] for a in axes)
+    pair = q15_multiplier(sx / math.pow(sy, 1.0 / n), ctx.rounding()) if n else None
+    if pair is None:
+        raise ctx.unsupported(f"its int16 tensor '{ctx.out_info().name}': the output scale is outside what "
+                              f"TFLite's int16 {ctx.opname} can requantise to")
+    return Q16ReduceSpec(4, pair[0], pair[1], tuple(axes), tuple(ctx.out_info().shape))
