@@ -14,6 +14,7 @@ passes/fold_qdq16.py from a TFLite model's QDQ form, with TFLite's arithmetic (k
 - Q16Reduce: REDUCE_MAX / REDUCE_MIN (the stored integers), SUM / MEAN over any axes (QuantizedMeanOrSum) and
   REDUCE_PROD (QuantizedReduceProd: each product requantised).
 - Q16Sigmoid: LOGISTIC and TANH (TFLite's int16 kernels: a 256-entry sigmoid table read with interpolation).
+- Q16Lookup: EXP and GELU (TFLite's LUTLookup of a 513-entry table of the function, filled as LUTPopulate does).
 """
 
 from __future__ import annotations
@@ -406,6 +407,11 @@ def _lower_sigmoid(node: Node, k: KernelEmitter) -> None:
            k.table(sigmoid_table(), DType.UINT16))
 
 
+def _lower_lookup(node: Node, k: KernelEmitter) -> None:
+    x = present(node.input(0))
+    k.call("ember_q16_lookup", k.out(0), k.inp(0), math.prod(x.shape), k.table(node.attrs["_q16lut"], DType.INT16))
+
+
 register(OpDef("Q16Conv", infer=_infer, lower=_lower_conv, scratch=_conv_scratch,
               kernels=("ember_q16_conv", "ember_q16_conv_v")))
 register(OpDef("Q16AvgPool", infer=_infer, lower=_lower_pool, kernels=("ember_q16_pool",)))
@@ -417,3 +423,4 @@ register(OpDef("Q16Reduce", infer=_infer_reduce, lower=_lower_reduce, kernels=("
 register(OpDef("Q16MatMul", infer=_infer_matmul, lower=_lower_matmul, kernels=("ember_q16_matmul",)))
 register(OpDef("Q16Requant", infer=_infer_requant, lower=_lower_requant, kernels=("ember_q16_requant",)))
 register(OpDef("Q16Sigmoid", infer=_infer_same, lower=_lower_sigmoid, kernels=("ember_q16_sigmoid",)))
+register(OpDef("Q16Lookup", infer=_infer_same, lower=_lower_lookup, kernels=("ember_q16_lookup",)))

@@ -33,7 +33,7 @@ OPS = ["add", "add_relu", "sub", "mul", "concat", "conv_relu6", "depthwise", "fu
        "logistic", "tanh", "logistic_alone", "tanh_alone"]
 # TFLite Micro has no int16 kernel for these (REDUCE_MAX / REDUCE_MIN: float32 and int8 only): bit-exact with LiteRT.
 LITERT_OPS = ["resize_bilinear", "gather", "reduce_max_min", "mirror_pad", "gather_nd", "space_batch",
-              "reduce_prod"]  # (nor REDUCE_PROD at all)
+              "reduce_prod", "exp", "gelu", "gelu_tanh"]  # (nor REDUCE_PROD at all; int16 EXP and GELU neither)
 
 
 def _draws(interp) -> list[list[np.ndarray]]:
@@ -159,7 +159,8 @@ def test_int16_network_runs_int16_kernels() -> None:
                                           ("gather_nd", "GatherND"), ("broadcast_to", "Expand"),
                                           ("space_batch", "Transpose"), ("reshapes", "Transpose"),
                                           ("logistic", "Q16Sigmoid"), ("tanh", "Q16Sigmoid"),
-                                          ("reduce_prod", "Q16Reduce")])
+                                          ("reduce_prod", "Q16Reduce"), ("exp", "Q16Lookup"),
+                                          ("gelu", "Q16Lookup")])
 def test_int16_operator_stays_integer(op: str, kernel: str) -> None:
     """RELU6, MAXIMUM / MINIMUM, PAD, STRIDED_SLICE, SPLIT_V, GATHER, PACK, UNPACK, ABS, the reductions,
     BATCH_MATMUL and the other data-movement ops run on the int16 integers: no float op between
@@ -227,6 +228,19 @@ def test_int16_reduce_prod_every_input(tmp_path: Path) -> None:
         _assert_same("reduce_prod", run_litert(interp, [x]), run_ember(bundle, interp, [x]), "LiteRT")
 
 
+@pytest.mark.parametrize("op", ["exp", "gelu", "gelu_tanh"])
+def test_int16_lut_every_input(op: str, tmp_path: Path) -> None:
+    """int16 EXP and GELU (exact and tanh-approximate): TFLite's LUTLookup of a 513-entry table filled in float32
+    as its LUTPopulate does; every int16 input gives LiteRT's reference output (TFLite Micro has neither)."""
+    path = FIXTURES / f"op_{op}_int16.tflite"
+    interp = litert(path)
+    bundle = ember.compile(path, tmp_path / "out", name=op, opt_level=1)
+    graph, _, _ = build_graph(str(path), CompileOptions())
+    assert "Q16Lookup" in graph.op_counts() and "DequantizeLinear" not in graph.op_counts(), graph.op_counts()
+    for x in _every_int16(interp):
+        _assert_same(op, run_litert(interp, [x]), run_ember(bundle, interp, [x]), "LiteRT")
+
+
 def test_int16_logistic_output_scale_refused(tmp_path: Path) -> None:
     """TFLite's int16 LOGISTIC requires the output scale 2^-15 (its Prepare fails otherwise): ember refuses such a
     model in one line naming the operator and the tensor."""
@@ -238,23 +252,21 @@ def test_int16_logistic_output_scale_refused(tmp_path: Path) -> None:
     assert "'LOGISTIC'" in msg and "'Identity'" in msg and "2^-15" in msg and "\n" not in msg, msg
 
 
-@pytest.mark.parametrize(("name", "op"), [("hard_swish_int16", "HARD_SWISH"), ("op_exp_int16", "EXP"),
-                                        ("op_gelu_int16", "GELU")])
-def test_int16_operator_without_exact_kernel_is_refused(name: str, op: str, tmp_path: Path) -> None:
+def test_int16_operator_without_exact_kernel_is_refused(tmp_path: Path) -> None:
     """An int16 HARD_SWISH (a hand-made model: the 16x8 converter writes none, and neither LiteRT nor TFLite Micro
-    has an int16 kernel for it), EXP or GELU (LiteRT's 513-entry int16 tables are not replicated): one error
-    naming the operator and its tensor, not a bundle that is off by a step."""
+    has an int16 kernel for it: both fail the model): one error naming the operator and its tensor, not a bundle
+    that computes what no interpreter does."""
     with pytest.raises(UnsupportedOperatorError) as e:
-        ember.compile(FIXTURES / f"{name}.tflite", tmp_path)
+        ember.compile(FIXTURES / "hard_swish_int16.tflite", tmp_path)
     msg = str(e.value)
-    assert f"'{op}'" in msg and "int16 tensor '" in msg and "\n" not in msg, msg
+    assert "'HARD_SWISH'" in msg and "int16 tensor '" in msg and "\n" not in msg, msg
 
 
 @pytest.mark.parametrize(("name", "native"), [("kws_cnn_int16", False), ("op_resize_bilinear_int16", False),
                                              ("op_add_relu_int16", False), ("mobilenet_like_int16", True),
                                              ("op_mean_axes_int16", False), ("op_batch_matmul_int16", False),
                                              ("op_abs_int16", False), ("op_tanh_int16", False),
-                                             ("op_reduce_prod_int16", False)])
+                                             ("op_reduce_prod_int16", False), ("op_gelu_int16", False)])
 def test_int16_kernels_sanitizer_clean(name: str, native: bool, tmp_path: Path) -> None:
     """The int16 kernels (and the integer RESIZE_BILINEAR; Q16Reduce, Q16MatMul, ABS) under ASan/UBSan, on inputs
     over the whole int16 range: no report, and LiteRT's outputs. `native`: built for this CPU (-march=native), so

@@ -610,3 +610,17 @@ static void ember_q16_sigmoid(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RE
     }
 }
 /*@end*/
+
+/*@kernel ember_q16_lookup*/
+/* TFLite's int16 LUTLookup (EXP, GELU): entry 256 + (x >> 7) of a 513-entry table plus the slope to the next
+ * entry times the low 7 bits, rounded; the slope and the sum kept in int16 as TFLite keeps them (they wrap). */
+static void ember_q16_lookup(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTRICT x, ptrdiff_t n,
+                             const int16_t *lut) {
+    ptrdiff_t i;
+    for (i = 0; i < n; ++i) {
+        const int32_t v = x[i], at = 256 + (v >> 7);
+        const int16_t slope = (int16_t)(lut[at + 1] - lut[at]);
+        y[i] = (int16_t)(lut[at] + ((slope * (v & 0x7f) + 64) >> 7));
+    }
+}
+/*@end*/

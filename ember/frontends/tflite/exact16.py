@@ -1,10 +1,11 @@
-"""The Prepare arithmetic of TFLite's int16 LOGISTIC, TANH and REDUCE_PROD (16x8 models): the constants their
-int16 kernels take (ops/q16.py Q16Sigmoid, Q16Reduce), or a one-line refusal where TFLite's own Prepare would
-reject the model. LiteRT's reference kernels and TFLite Micro compute these the same way."""
+"""The Prepare arithmetic of TFLite's int16 LOGISTIC, TANH, REDUCE_PROD, EXP and GELU (16x8 models): the constants
+their int16 kernels take (ops/q16.py Q16Sigmoid, Q16Reduce, Q16Lookup), or a one-line refusal where TFLite's own
+Prepare would reject the model."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -72,3 +73,55 @@ def prod_spec(ctx: OpContext, axes: list[int]) -> Q16ReduceSpec:
         raise ctx.unsupported(f"its int16 tensor '{ctx.out_info().name}': the output scale is outside what "
                               f"TFLite's int16 {ctx.opname} can requantise to")
     return Q16ReduceSpec(4, pair[0], pair[1], tuple(axes), tuple(ctx.out_info().shape))
+
+
+def _round(v: np.ndarray) -> np.ndarray:
+    """std::round of float32 values: half away from zero."""
+    return (np.sign(v) * np.floor(np.abs(v) + np.float32(0.5))).astype(np.float32)
+
+
+def lut_table(ctx: OpContext, fn: Callable[[np.ndarray], np.ndarray]) -> tuple[int, ...]:
+    """TFLite's LUTPopulate<int16_t> in float32 (zero points 0): fn sampled at 512 steps over the input's real
+    range plus its end, times 65536 over the output's range, each sample lowered by half (rounded) the
+    interpolation's error at its step's midpoint, saturated to int16. `fn` maps float32 arrays to float32."""
+    f = np.float32
+    sx, sy = f(_scale(ctx, 0, "input and output")), f(_scale(ctx, None, "input and output"))
+    lo, hi = f(sx * f(-32768)), f(sx * f(32767))
+    inv = f(f(65536) / f(f(sy * f(32767)) - f(sy * f(-32768))))
+    step = f(f(hi - lo) / f(512))
+    i = np.arange(512, dtype=np.float32)
+    at = (lo + (i * step).astype(f)).astype(f)
+    val = fn(at)
+    mid = fn((at + f(step / f(2))).astype(f))
+    nxt = fn((lo + ((i + f(1)) * step).astype(f)).astype(f))
+    sample = _round((val * inv).astype(f))
+    interp = _round(((((nxt * inv).astype(f) + sample).astype(f)) / f(2)).astype(f))
+    bias = _round(((interp - _round((mid * inv).astype(f))).astype(f) / f(2)).astype(f))
+    table = np.clip((sample - bias).astype(f), -32768, 32767)
+    last = np.clip(_round((fn(np.asarray([hi], f)) * inv).astype(f)), -32768, 32767)
+    return tuple(int(v) for v in np.concatenate([table, last]))
+
+
+def exp_f32(x: np.ndarray) -> np.ndarray:
+    """expf, correctly rounded (computed in double)."""
+    return np.exp(x.astype(np.float64)).astype(np.float32)
+
+
+_F = np.float32
+
+
+def _f32_map(fn: Callable[[float], float], x: np.ndarray) -> np.ndarray:
+    """A libm function of float32 values (erff, tanhf: computed in double, rounded to float32)."""
+    return np.asarray([fn(float(v)) for v in x], np.float64).astype(np.float32)
+
+
+def gelu_f32(x: np.ndarray) -> np.ndarray:
+    """TFLite's GeluTransform in float32: 0.5f * x * erfc(x * -(float)sqrt(1/2))."""
+    return (_F(0.5) * x * _f32_map(math.erfc, (x * _F(-math.sqrt(0.5))).astype(_F))).astype(_F)
+
+
+def gelu_tanh_f32(x: np.ndarray) -> np.ndarray:
+    """TFLite's GeluTransformApproximate in float32: 0.5f x (1 + tanh((float)sqrt(2/pi) (x + 0.044715f x^3)))."""
+    inner = (x + (((_F(0.044715) * x).astype(_F) * x).astype(_F) * x).astype(_F)).astype(_F)
+    t = _f32_map(math.tanh, (_F(math.sqrt(2.0 / math.pi)) * inner).astype(_F))
+    return ((_F(0.5) * x).astype(_F) * (_F(1) + t).astype(_F)).astype(_F)

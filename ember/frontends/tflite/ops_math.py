@@ -51,6 +51,13 @@ def sqrt(ctx: OpContext) -> None:
     ctx.output(0, ctx.emit("Sqrt", [ctx.input(0)]))
 
 
+def exp(ctx: OpContext) -> None:
+    if exact16.int16_in_out(ctx):  # TFLite's int16 EXP: LUTLookup of a LUTPopulate table (Q16Lookup)
+        ctx.output(0, ctx.emit("Q16Lookup", [ctx.raw(0)], {"_q16lut": exact16.lut_table(ctx, exact16.exp_f32)}))
+        return
+    ctx.output(0, ctx.emit("Exp", [ctx.input(0)]))
+
+
 def _clip(lo: float, hi: float):
     def convert(ctx: OpContext) -> None:
         bounds = [ctx.const(lo, np.float32, "lo"), ctx.const(hi, np.float32, "hi")]
@@ -115,6 +122,10 @@ def prelu(ctx: OpContext) -> None:
 
 def gelu(ctx: OpContext) -> None:
     approximate = ctx.options is not None and bool(ctx.options.Approximate())
+    if exact16.int16_in_out(ctx):  # TFLite's int16 GELU: LUTLookup of a LUTPopulate table (Q16Lookup)
+        fn = exact16.gelu_tanh_f32 if approximate else exact16.gelu_f32
+        ctx.output(0, ctx.emit("Q16Lookup", [ctx.raw(0)], {"_q16lut": exact16.lut_table(ctx, fn)}))
+        return
     ctx.output(0, ctx.emit("Gelu", [ctx.input(0)], {"approximate": "tanh" if approximate else "none"}))
 
 
@@ -252,7 +263,7 @@ CONVERTERS = {
     "ADD": _binary("Add"), "SUB": _binary("Sub"), "MUL": _binary("Mul"), "DIV": _binary("Div"),
     "MAXIMUM": _binary("Max"), "MINIMUM": _binary("Min"), "POW": _binary("Pow"),
     "SQUARED_DIFFERENCE": squared_difference,
-    "EXP": _unary("Exp"), "LOG": _unary("Log"), "SQRT": sqrt, "RSQRT": rsqrt, "ABS": _unary("Abs"),
+    "EXP": exp, "LOG": _unary("Log"), "SQRT": sqrt, "RSQRT": rsqrt, "ABS": _unary("Abs"),
     "NEG": _unary("Neg"), "FLOOR": _unary("Floor"), "CEIL": _unary("Ceil"),
     "RELU": _unary("Relu"), "RELU6": _clip(0.0, 6.0), "RELU_N1_TO_1": _clip(-1.0, 1.0),
     "LEAKY_RELU": leaky_relu, "PRELU": prelu, "LOGISTIC": _sigmoid_like("logistic", "Sigmoid"),
