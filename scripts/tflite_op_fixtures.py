@@ -96,14 +96,15 @@ INT16_OPS = ["add", "add_relu", "sub", "mul", "concat", "conv_relu6", "depthwise
 
 
 # 16x8 models added later (op_NAME_int16.tflite, converted after every other fixture): TANH, LOGISTIC / TANH
-# whose input is the model's (the tests give it scales of their own), EXP, and GELU (exact and tanh).
-INT16_LATE = ["tanh", "logistic_alone", "tanh_alone", "exp", "gelu", "gelu_tanh"]
+# whose input is the model's (the tests give it scales of their own), EXP, GELU (exact and tanh), LOG, RSQRT.
+INT16_LATE = ["tanh", "logistic_alone", "tanh_alone", "exp", "gelu", "gelu_tanh", "log", "rsqrt"]
 
 
 def late_int16_models() -> dict[str, tuple[Callable, int]]:
     """INT16_LATE's models that op_models has not."""
     return {"exp": (tf.exp, 1), "gelu": (tf.nn.gelu, 1),
-            "gelu_tanh": (lambda a: tf.nn.gelu(a * 2.0, approximate=True), 1)}
+            "gelu_tanh": (lambda a: tf.nn.gelu(a * 2.0, approximate=True), 1),
+            "log": (lambda a: tf.math.log(tf.abs(a) + 0.1), 1)}
 
 
 def op_specs(n: int) -> list[tf.TensorSpec]:

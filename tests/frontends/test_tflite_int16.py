@@ -33,7 +33,8 @@ OPS = ["add", "add_relu", "sub", "mul", "concat", "conv_relu6", "depthwise", "fu
        "logistic", "tanh", "logistic_alone", "tanh_alone"]
 # TFLite Micro has no int16 kernel for these (REDUCE_MAX / REDUCE_MIN: float32 and int8 only): bit-exact with LiteRT.
 LITERT_OPS = ["resize_bilinear", "gather", "reduce_max_min", "mirror_pad", "gather_nd", "space_batch",
-              "reduce_prod", "exp", "gelu", "gelu_tanh"]  # (nor REDUCE_PROD at all; int16 EXP and GELU neither)
+              # (nor REDUCE_PROD at all; no int16 EXP, GELU, LOG or RSQRT either)
+              "reduce_prod", "exp", "gelu", "gelu_tanh", "log", "rsqrt"]
 
 
 def _draws(interp) -> list[list[np.ndarray]]:
@@ -160,7 +161,7 @@ def test_int16_network_runs_int16_kernels() -> None:
                                           ("space_batch", "Transpose"), ("reshapes", "Transpose"),
                                           ("logistic", "Q16Sigmoid"), ("tanh", "Q16Sigmoid"),
                                           ("reduce_prod", "Q16Reduce"), ("exp", "Q16Lookup"),
-                                          ("gelu", "Q16Lookup")])
+                                          ("gelu", "Q16Lookup"), ("log", "Q16Lookup"), ("rsqrt", "Q16Lookup")])
 def test_int16_operator_stays_integer(op: str, kernel: str) -> None:
     """RELU6, MAXIMUM / MINIMUM, PAD, STRIDED_SLICE, SPLIT_V, GATHER, PACK, UNPACK, ABS, the reductions,
     BATCH_MATMUL and the other data-movement ops run on the int16 integers: no float op between
@@ -228,11 +229,33 @@ def test_int16_reduce_prod_every_input(tmp_path: Path) -> None:
         _assert_same("reduce_prod", run_litert(interp, [x]), run_ember(bundle, interp, [x]), "LiteRT")
 
 
-@pytest.mark.parametrize("op", ["exp", "gelu", "gelu_tanh"])
-def test_int16_lut_every_input(op: str, tmp_path: Path) -> None:
-    """int16 EXP and GELU (exact and tanh-approximate): TFLite's LUTLookup of a 513-entry table filled in float32
-    as its LUTPopulate does; every int16 input gives LiteRT's reference output (TFLite Micro has neither)."""
+def _alone(model: bytes, op: str) -> bytes:
+    """The model with operator `op` reading the model's input (its inputs vector's first entry rewritten in place):
+    an operator the converter puts behind others (LOG behind ABS and ADD) fed every int16 value directly."""
+    import tflite
+
+    m = tflite.Model.GetRootAs(model, 0)
+    sg = m.Subgraphs(0)
+    for i in range(sg.OperatorsLength()):
+        code = m.OperatorCodes(sg.Operators(i).OpcodeIndex())
+        if max(code.BuiltinCode(), code.DeprecatedBuiltinCode()) == getattr(tflite.BuiltinOperator, op):
+            tab = sg.Operators(i)._tab
+            at = tab.Vector(tab.Offset(6))  # Operator.inputs
+            return model[:at] + np.int32(sg.Inputs(0)).tobytes() + model[at + 4:]
+    raise KeyError(op)
+
+
+@pytest.mark.parametrize(("op", "alone"), [("exp", None), ("gelu", None), ("gelu_tanh", None), ("log", "LOG"),
+                                           ("rsqrt", None)])
+def test_int16_lut_every_input(op: str, alone: str | None, tmp_path: Path) -> None:
+    """int16 EXP, GELU (exact and tanh-approximate), LOG (its table's floor at and below zero) and RSQRT (after
+    ABS and ADD: LiteRT fails the model on an input below zero): TFLite's LUTLookup of a 513-entry table filled in
+    float32 as its LUTPopulate does; every int16 input gives LiteRT's reference output (TFLite Micro has none of
+    these in int16)."""
     path = FIXTURES / f"op_{op}_int16.tflite"
+    if alone is not None:
+        path = tmp_path / f"{op}.tflite"
+        path.write_bytes(_alone((FIXTURES / f"op_{op}_int16.tflite").read_bytes(), alone))
     interp = litert(path)
     bundle = ember.compile(path, tmp_path / "out", name=op, opt_level=1)
     graph, _, _ = build_graph(str(path), CompileOptions())

@@ -1,6 +1,6 @@
-"""The Prepare arithmetic of TFLite's int16 LOGISTIC, TANH, REDUCE_PROD, EXP and GELU (16x8 models): the constants
-their int16 kernels take (ops/q16.py Q16Sigmoid, Q16Reduce, Q16Lookup), or a one-line refusal where TFLite's own
-Prepare would reject the model."""
+"""The Prepare arithmetic of TFLite's int16 LOGISTIC, TANH, REDUCE_PROD, EXP, GELU, LOG and RSQRT (16x8 models):
+the constants their int16 kernels take (ops/q16.py Q16Sigmoid, Q16Reduce, Q16Lookup), or a one-line refusal where
+TFLite's own Prepare would reject the model."""
 
 from __future__ import annotations
 
@@ -125,3 +125,32 @@ def gelu_tanh_f32(x: np.ndarray) -> np.ndarray:
     inner = (x + (((_F(0.044715) * x).astype(_F) * x).astype(_F) * x).astype(_F)).astype(_F)
     t = _f32_map(math.tanh, (_F(math.sqrt(2.0 / math.pi)) * inner).astype(_F))
     return ((_F(0.5) * x).astype(_F) * (_F(1) + t).astype(_F)).astype(_F)
+
+
+def log_f32(out_scale: float) -> Callable[[np.ndarray], np.ndarray]:
+    """LiteRT's int16 LOG table function: logf, and the output's lowest real value (-32768 x its scale) at and
+    below zero."""
+    low = _F(_F(-32768) * _F(out_scale))
+
+    def fn(x: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            v = np.log(np.maximum(x, _F(1e-30)).astype(np.float64)).astype(_F)
+        return np.where(x <= 0, low, v).astype(_F)
+
+    return fn
+
+
+def rsqrt_f32(out_scale: float) -> Callable[[np.ndarray], np.ndarray]:
+    """LiteRT's int16 RSQRT table function: 1.0f / sqrtf(x), and 32767 x the output scale at and below zero."""
+    high = _F(_F(32767) * _F(out_scale))
+
+    def fn(x: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            v = (_F(1) / np.sqrt(np.maximum(x, _F(1e-30)))).astype(_F)
+        return np.where(x <= 0, high, v).astype(_F)
+
+    return fn
+
+
+def out_scale(ctx: OpContext) -> float:
+    return _scale(ctx, None, "input and output")

@@ -37,7 +37,24 @@ def _unary(op: str):
     return convert
 
 
+def _lookup16(ctx: OpContext, make) -> bool:
+    """An int16 operator as TFLite's LUTLookup of its LUTPopulate table (Q16Lookup); `make(output scale)` gives
+    the table's float32 function."""
+    if not exact16.int16_in_out(ctx):
+        return False
+    table = exact16.lut_table(ctx, make(exact16.out_scale(ctx)))
+    ctx.output(0, ctx.emit("Q16Lookup", [ctx.raw(0)], {"_q16lut": table}))
+    return True
+
+
+def log(ctx: OpContext) -> None:
+    if not _lookup16(ctx, exact16.log_f32):
+        ctx.output(0, ctx.emit("Log", [ctx.input(0)]))
+
+
 def rsqrt(ctx: OpContext) -> None:
+    if _lookup16(ctx, exact16.rsqrt_f32):
+        return
     if exact.int8_unary(ctx):  # LiteRT's fixed-point RSQRT, as a table
         ctx.output(0, exact.lut(ctx, exact_roots.rsqrt_table(ctx)))
         return
@@ -263,7 +280,7 @@ CONVERTERS = {
     "ADD": _binary("Add"), "SUB": _binary("Sub"), "MUL": _binary("Mul"), "DIV": _binary("Div"),
     "MAXIMUM": _binary("Max"), "MINIMUM": _binary("Min"), "POW": _binary("Pow"),
     "SQUARED_DIFFERENCE": squared_difference,
-    "EXP": exp, "LOG": _unary("Log"), "SQRT": sqrt, "RSQRT": rsqrt, "ABS": _unary("Abs"),
+    "EXP": exp, "LOG": log, "SQRT": sqrt, "RSQRT": rsqrt, "ABS": _unary("Abs"),
     "NEG": _unary("Neg"), "FLOOR": _unary("Floor"), "CEIL": _unary("Ceil"),
     "RELU": _unary("Relu"), "RELU6": _clip(0.0, 6.0), "RELU_N1_TO_1": _clip(-1.0, 1.0),
     "LEAKY_RELU": leaky_relu, "PRELU": prelu, "LOGISTIC": _sigmoid_like("logistic", "Sigmoid"),
