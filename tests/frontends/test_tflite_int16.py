@@ -264,6 +264,15 @@ def test_int16_lut_every_input(op: str, alone: str | None, tmp_path: Path) -> No
         _assert_same(op, run_litert(interp, [x]), run_ember(bundle, interp, [x]), "LiteRT")
 
 
+def test_int16_rsqrt_micro_refused(tmp_path: Path) -> None:
+    """TFLite Micro's int16 RSQRT computes otherwise than LiteRT's table (its int8 fixed-point arithmetic): a
+    --tflite-rounding micro build refuses it in one line rather than giving LiteRT's integers."""
+    with pytest.raises(UnsupportedOperatorError) as e:
+        ember.compile(FIXTURES / "op_rsqrt_int16.tflite", tmp_path, tflite_rounding="micro")
+    msg = str(e.value)
+    assert "'RSQRT'" in msg and "TFLite Micro" in msg and "\n" not in msg, msg
+
+
 def test_int16_logistic_output_scale_refused(tmp_path: Path) -> None:
     """TFLite's int16 LOGISTIC requires the output scale 2^-15 (its Prepare fails otherwise): ember refuses such a
     model in one line naming the operator and the tensor."""
