@@ -14,7 +14,8 @@ passes/fold_qdq16.py from a TFLite model's QDQ form, with TFLite's arithmetic (k
 - Q16Reduce: REDUCE_MAX / REDUCE_MIN (the stored integers), SUM / MEAN over any axes (QuantizedMeanOrSum) and
   REDUCE_PROD (QuantizedReduceProd: each product requantised).
 - Q16Sigmoid: LOGISTIC and TANH (TFLite's int16 kernels: a 256-entry sigmoid table read with interpolation).
-- Q16Lookup: EXP and GELU (TFLite's LUTLookup of a 513-entry table of the function, filled as LUTPopulate does).
+- Q16Lookup: EXP, GELU, LOG, RSQRT (LiteRT's LUTLookup of a 513-entry table, filled as LUTPopulate does).
+- Q16Rsqrt: TFLite Micro's int16 RSQRT (fixed-point Newton-Raphson, attribute `_q16rs`: its output multiplier).
 """
 
 from __future__ import annotations
@@ -412,6 +413,11 @@ def _lower_lookup(node: Node, k: KernelEmitter) -> None:
     k.call("ember_q16_lookup", k.out(0), k.inp(0), math.prod(x.shape), k.table(node.attrs["_q16lut"], DType.INT16))
 
 
+def _lower_rsqrt(node: Node, k: KernelEmitter) -> None:
+    mult, shift = node.attrs["_q16rs"]
+    k.call("ember_q16_rsqrt", k.out(0), k.inp(0), math.prod(present(node.input(0)).shape), mult, shift)
+
+
 register(OpDef("Q16Conv", infer=_infer, lower=_lower_conv, scratch=_conv_scratch,
               kernels=("ember_q16_conv", "ember_q16_conv_v")))
 register(OpDef("Q16AvgPool", infer=_infer, lower=_lower_pool, kernels=("ember_q16_pool",)))
@@ -424,3 +430,4 @@ register(OpDef("Q16MatMul", infer=_infer_matmul, lower=_lower_matmul, kernels=("
 register(OpDef("Q16Requant", infer=_infer_requant, lower=_lower_requant, kernels=("ember_q16_requant",)))
 register(OpDef("Q16Sigmoid", infer=_infer_same, lower=_lower_sigmoid, kernels=("ember_q16_sigmoid",)))
 register(OpDef("Q16Lookup", infer=_infer_same, lower=_lower_lookup, kernels=("ember_q16_lookup",)))
+register(OpDef("Q16Rsqrt", infer=_infer_same, lower=_lower_rsqrt, kernels=("ember_q16_rsqrt",)))

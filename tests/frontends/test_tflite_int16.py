@@ -246,7 +246,7 @@ def _alone(model: bytes, op: str) -> bytes:
 
 
 @pytest.mark.parametrize(("op", "alone"), [("exp", None), ("gelu", None), ("gelu_tanh", None), ("log", "LOG"),
-                                           ("rsqrt", None)])
+                                           ("rsqrt", None)])  # (RSQRT alone: LiteRT fails it below zero)
 def test_int16_lut_every_input(op: str, alone: str | None, tmp_path: Path) -> None:
     """int16 EXP, GELU (exact and tanh-approximate), LOG (its table's floor at and below zero) and RSQRT (after
     ABS and ADD: LiteRT fails the model on an input below zero): TFLite's LUTLookup of a 513-entry table filled in
@@ -264,13 +264,18 @@ def test_int16_lut_every_input(op: str, alone: str | None, tmp_path: Path) -> No
         _assert_same(op, run_litert(interp, [x]), run_ember(bundle, interp, [x]), "LiteRT")
 
 
-def test_int16_rsqrt_micro_refused(tmp_path: Path) -> None:
-    """TFLite Micro's int16 RSQRT computes otherwise than LiteRT's table (its int8 fixed-point arithmetic): a
-    --tflite-rounding micro build refuses it in one line rather than giving LiteRT's integers."""
-    with pytest.raises(UnsupportedOperatorError) as e:
-        ember.compile(FIXTURES / "op_rsqrt_int16.tflite", tmp_path, tflite_rounding="micro")
-    msg = str(e.value)
-    assert "'RSQRT'" in msg and "TFLite Micro" in msg and "\n" not in msg, msg
+def test_int16_rsqrt_micro_every_input(tmp_path: Path) -> None:
+    """TFLite Micro's int16 RSQRT is its int8 fixed-point arithmetic widened (Newton-Raphson, two requantisations),
+    not LiteRT's table: a --tflite-rounding micro build gives Micro's integers for every int16 input from 0 up
+    (Micro fails the model below zero), the default build LiteRT's (test_int16_lut_every_input)."""
+    path = tmp_path / "rsqrt.tflite"
+    path.write_bytes(_alone((FIXTURES / "op_rsqrt_int16.tflite").read_bytes(), "RSQRT"))
+    interp = litert(path)
+    bundle = ember.compile(path, tmp_path / "out", name="rsqrt", opt_level=1, tflite_rounding="micro")
+    graph, _, _ = build_graph(str(path), CompileOptions(tflite_rounding="micro"))
+    assert "Q16Rsqrt" in graph.op_counts(), graph.op_counts()
+    for x in _every_int16(interp)[128:]:
+        _assert_same("rsqrt", micro_outputs(path, [x], 1), run_ember(bundle, interp, [x]), "TFLite Micro")
 
 
 def test_int16_logistic_output_scale_refused(tmp_path: Path) -> None:
@@ -298,7 +303,8 @@ def test_int16_operator_without_exact_kernel_is_refused(tmp_path: Path) -> None:
                                              ("op_add_relu_int16", False), ("mobilenet_like_int16", True),
                                              ("op_mean_axes_int16", False), ("op_batch_matmul_int16", False),
                                              ("op_abs_int16", False), ("op_tanh_int16", False),
-                                             ("op_reduce_prod_int16", False), ("op_gelu_int16", False)])
+                                             ("op_reduce_prod_int16", False), ("op_gelu_int16", False),
+                                             ("op_rsqrt_int16", False)])
 def test_int16_kernels_sanitizer_clean(name: str, native: bool, tmp_path: Path) -> None:
     """The int16 kernels (and the integer RESIZE_BILINEAR; Q16Reduce, Q16MatMul, ABS) under ASan/UBSan, on inputs
     over the whole int16 range: no report, and LiteRT's outputs. `native`: built for this CPU (-march=native), so
@@ -315,3 +321,19 @@ def test_int16_kernels_sanitizer_clean(name: str, native: bool, tmp_path: Path) 
                       cflags=("-march=native",) if native else ())
     ref = run_litert(interp, xs)
     _assert_same(name, ref, [got[v["name"]] for v in bundle.manifest["outputs"]], "LiteRT (sanitized build)")
+
+
+def test_int16_rsqrt_micro_sanitizer_clean(tmp_path: Path) -> None:
+    """TFLite Micro's int16 RSQRT kernel (fixed point, shifts of both signs) under ASan/UBSan over the whole int16
+    range, negative inputs included: no report, and the integers of the plain build."""
+    from tests.support import cdriver
+
+    path = tmp_path / "rsqrt.tflite"
+    path.write_bytes(_alone((FIXTURES / "op_rsqrt_int16.tflite").read_bytes(), "RSQRT"))
+    interp = litert(path)
+    bundle = ember.compile(path, tmp_path / "out", name="m", opt_level=1, tflite_rounding="micro")
+    xs = _draws(interp)[2]
+    names = [v["name"] for v in bundle.manifest["inputs"]]
+    got = cdriver.run(bundle.path, tmp_path / "asan", dict(zip(names, xs, strict=True)), sanitize=True)
+    _assert_same("rsqrt", run_ember(bundle, interp, xs), [got[v["name"]] for v in bundle.manifest["outputs"]],
+                 "the plain build")

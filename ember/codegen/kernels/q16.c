@@ -624,3 +624,65 @@ static void ember_q16_lookup(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RES
     }
 }
 /*@end*/
+
+/*@kernel ember_q16_rsqrt*/
+/* TFLite Micro's int16 RSQRT (its int8 RsqrtEvalQuantized widened; zero points 0): 1/sqrt(v) as
+ * GetInvSqrtQuantizedMultiplierExp's fixed-point Newton-Raphson (five steps), then two
+ * MultiplyByQuantizedMultiplier with gemmlowp's double rounding: by 1 << 20 and by the output multiplier
+ * (mult, left shift `shift` - 20), saturated. v = 0 gives 32767; v < 0 (Micro fails the model) what v = 1 does. */
+EMBER_INLINE int32_t ember_q16r_wrap(int64_t v) {
+    return (int32_t)(uint32_t)(uint64_t)v;
+}
+EMBER_INLINE int32_t ember_q16r_mulhi(int32_t a, int32_t b) { /* SaturatingRoundingDoublingHighMul */
+    const int64_t ab = (int64_t)a * b;
+    if (a == b && a == -2147483647 - 1) return 2147483647;
+    return (int32_t)((ab + (ab >= 0 ? (1 << 30) : 1 - (1 << 30))) / ((int64_t)1 << 31));
+}
+EMBER_INLINE int32_t ember_q16r_rdiv(int32_t x, int32_t e) { /* RoundingDivideByPOT */
+    const int64_t mask = ((int64_t)1 << e) - 1, rem = (int64_t)x & mask;
+    return (int32_t)(((int64_t)x >> e) + (rem > (mask >> 1) + (x < 0)));
+}
+EMBER_INLINE int32_t ember_q16r_pot(int32_t x, int32_t e) { /* SaturatingRoundingMultiplyByPOT */
+    int64_t v;
+    if (e <= 0) return ember_q16r_rdiv(x, -e);
+    v = (int64_t)x * ((int64_t)1 << e);
+    return v > 2147483647 ? 2147483647 : v < -2147483647 - 1 ? -2147483647 - 1 : (int32_t)v;
+}
+EMBER_INLINE int32_t ember_q16r_mbqm(int32_t x, int32_t m, int32_t shift) {
+    const int32_t left = shift > 0 ? shift : 0, right = shift > 0 ? 0 : -shift;
+    return ember_q16r_rdiv(ember_q16r_mulhi(ember_q16r_wrap((int64_t)x * ((int64_t)1 << left)), m), right);
+}
+static void ember_q16_rsqrt(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTRICT x, ptrdiff_t n, int32_t mult,
+                            int32_t shift) {
+    ptrdiff_t i;
+    for (i = 0; i < n; ++i) {
+        int32_t v = x[i], inv = 2147483647, inv_shift = 0, out;
+        if (v == 0) {
+            y[i] = 32767;
+            continue;
+        }
+        if (v > 1) {
+            int32_t bits = 0, pairs, half, r = 1 << 28, k, e = 11;
+            while ((v >> bits) != 0) ++bits;
+            pairs = ((32 - bits) - 1) / 2 - 1;
+            e -= pairs;
+            v <<= 2 * pairs;
+            half = ember_q16r_rdiv(v >> 1, 1);
+            for (k = 0; k < 5; ++k) {
+                const int32_t r3 = ember_q16r_pot(ember_q16r_mulhi(ember_q16r_mulhi(r, r), r), 6);
+                r = ember_q16r_pot(ember_q16r_wrap((int64_t)ember_q16r_mulhi((1 << 28) + (1 << 27), r) -
+                                                   ember_q16r_mulhi(half, r3)), 3);
+            }
+            r = ember_q16r_mulhi(r, 1518500250); /* times sqrt(2) / 2 */
+            if (e < 0) {
+                r = ember_q16r_wrap((int64_t)r * ((int64_t)1 << -e));
+                e = 0;
+            }
+            inv = r;
+            inv_shift = -e;
+        }
+        out = ember_q16r_mbqm(ember_q16r_mbqm(1, inv, inv_shift + 20), mult, shift - 20);
+        y[i] = (int16_t)(out < -32768 ? -32768 : out > 32767 ? 32767 : out);
+    }
+}
+/*@end*/

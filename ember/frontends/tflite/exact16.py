@@ -12,6 +12,7 @@ import numpy as np
 from ember.frontends.tflite.context import OpContext
 from ember.ir.dtypes import DType
 from ember.ops.q16 import Q16ReduceSpec, Q16SigmoidSpec, q15_multiplier
+from ember.ops.qlinear import DOUBLE, tflite_multiplier
 
 
 def int16_in_out(ctx: OpContext) -> bool:
@@ -154,3 +155,11 @@ def rsqrt_f32(out_scale: float) -> Callable[[np.ndarray], np.ndarray]:
 
 def out_scale(ctx: OpContext) -> float:
     return _scale(ctx, None, "input and output")
+
+
+def rsqrt_micro(ctx: OpContext) -> tuple[int, int]:
+    """TFLite Micro's int16 RSQRT output multiplier: QuantizeMultiplier(1 / (sqrtf(input scale) x output
+    scale)) as (Q31 multiplier, left shift)."""
+    sx, sy = _F(_scale(ctx, 0, "input and output")), _F(out_scale(ctx))
+    m, k = tflite_multiplier(1.0 / float(_F(np.sqrt(sx) * sy)), DOUBLE)
+    return m, 31 - k

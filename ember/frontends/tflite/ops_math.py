@@ -55,8 +55,8 @@ def log(ctx: OpContext) -> None:
 def rsqrt(ctx: OpContext) -> None:
     if exact16.int16_in_out(ctx) and ctx.b.rounding == "micro":
         # TFLite Micro's int16 RSQRT is its fixed-point int8 arithmetic widened, not LiteRT's table
-        raise ctx.unsupported(f"its int16 tensor '{ctx.info(0).name}': TFLite Micro's int16 RSQRT (which differs "
-                              f"from LiteRT's) is not implemented; compile with --tflite-rounding litert")
+        ctx.output(0, ctx.emit("Q16Rsqrt", [ctx.raw(0)], {"_q16rs": exact16.rsqrt_micro(ctx)}))
+        return
     if _lookup16(ctx, exact16.rsqrt_f32):
         return
     if exact.int8_unary(ctx):  # LiteRT's fixed-point RSQRT, as a table
