@@ -245,17 +245,20 @@ def _alone(model: bytes, op: str) -> bytes:
     raise KeyError(op)
 
 
-@pytest.mark.parametrize(("op", "alone"), [("exp", None), ("gelu", None), ("gelu_tanh", None), ("log", "LOG"),
-                                           ("rsqrt", None)])  # (RSQRT alone: LiteRT fails it below zero)
-def test_int16_lut_every_input(op: str, alone: str | None, tmp_path: Path) -> None:
-    """int16 EXP, GELU (exact and tanh-approximate), LOG (its table's floor at and below zero) and RSQRT (after
-    ABS and ADD: LiteRT fails the model on an input below zero): TFLite's LUTLookup of a 513-entry table filled in
-    float32 as its LUTPopulate does; every int16 input gives LiteRT's reference output (TFLite Micro has none of
-    these in int16)."""
+@pytest.mark.parametrize(("op", "alone", "scale"), [("exp", None, None), ("exp", None, 0.01), ("gelu", None, None),
+                                                    ("gelu_tanh", None, None), ("log", "LOG", None),
+                                                    ("rsqrt", None, None)])  # (RSQRT alone: LiteRT fails it below 0)
+def test_int16_lut_every_input(op: str, alone: str | None, scale: float | None, tmp_path: Path) -> None:
+    """int16 EXP (also over [-328, 328], where expf overflows float32 and TFLite's table gets NaN entries), GELU
+    (exact and tanh-approximate), LOG (its table's floor at and below zero) and RSQRT (after ABS and ADD: LiteRT
+    fails the model on an input below zero): TFLite's LUTLookup of a 513-entry table filled in float32 as its
+    LUTPopulate does; every int16 input gives LiteRT's reference output (TFLite Micro has no int16 EXP, GELU or
+    LOG, and its RSQRT computes otherwise: test_int16_rsqrt_micro_every_input)."""
     path = FIXTURES / f"op_{op}_int16.tflite"
-    if alone is not None:
+    if alone is not None or scale is not None:
+        model = path.read_bytes()
         path = tmp_path / f"{op}.tflite"
-        path.write_bytes(_alone((FIXTURES / f"op_{op}_int16.tflite").read_bytes(), alone))
+        path.write_bytes(_alone(model, alone) if alone is not None else _with_scale(model, "x", scale))
     interp = litert(path)
     bundle = ember.compile(path, tmp_path / "out", name=op, opt_level=1)
     graph, _, _ = build_graph(str(path), CompileOptions())

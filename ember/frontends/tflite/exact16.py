@@ -85,6 +85,11 @@ def lut_table(ctx: OpContext, fn: Callable[[np.ndarray], np.ndarray]) -> tuple[i
     """TFLite's LUTPopulate<int16_t> in float32 (zero points 0): fn sampled at 512 steps over the input's real
     range plus its end, times 65536 over the output's range, each sample lowered by half (rounded) the
     interpolation's error at its step's midpoint, saturated to int16. `fn` maps float32 arrays to float32."""
+    with np.errstate(over="ignore", invalid="ignore"):  # exp past float32's range: inf, saturated below
+        return _lut_table(ctx, fn)
+
+
+def _lut_table(ctx: OpContext, fn: Callable[[np.ndarray], np.ndarray]) -> tuple[int, ...]:
     f = np.float32
     sx, sy = f(_scale(ctx, 0, "input and output")), f(_scale(ctx, None, "input and output"))
     lo, hi = f(sx * f(-32768)), f(sx * f(32767))
@@ -100,7 +105,9 @@ def lut_table(ctx: OpContext, fn: Callable[[np.ndarray], np.ndarray]) -> tuple[i
     bias = _round(((interp - _round((mid * inv).astype(f))).astype(f) / f(2)).astype(f))
     table = np.clip((sample - bias).astype(f), -32768, 32767)
     last = np.clip(_round((fn(np.asarray([hi], f)) * inv).astype(f)), -32768, 32767)
-    return tuple(int(v) for v in np.concatenate([table, last]))
+    # inf - inf where the function overflows float32 (EXP of a wide input range): a NaN entry, which std::min /
+    # std::max pass through and x86's float to int conversion (cvttss2si) turns into 0x80000000, int16 0
+    return tuple(0 if np.isnan(v) else int(v) for v in np.concatenate([table, last]))
 
 
 def exp_f32(x: np.ndarray) -> np.ndarray:
