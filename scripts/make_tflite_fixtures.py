@@ -21,7 +21,16 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from tflite_handmade import handmade  # noqa: E402
-from tflite_op_fixtures import INT16_OPS, RESCALED, int16_op_models, op_models, op_specs, rescale_input  # noqa: E402
+from tflite_op_fixtures import (  # noqa: E402
+    INT16_LATE,
+    INT16_OPS,
+    RESCALED,
+    int16_op_models,
+    late_int16_models,
+    op_models,
+    op_specs,
+    rescale_input,
+)
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "tflite"
 
@@ -375,6 +384,10 @@ def fixtures() -> dict[str, bytes]:
         model = make()
         _randomize_bn(model, 10 + seed)
         out[f"{name}_int16.tflite"] = _convert(model, [], True, 20 + seed, int16=True)
+    models.update(late_int16_models())
+    for name in INT16_LATE:  # converted last, so that the files above keep their bytes
+        fn, n = models[name]
+        out[f"op_{name}_int16.tflite"] = _convert(fn, op_specs(n), True, 61, int16=True)
     return out
 
 

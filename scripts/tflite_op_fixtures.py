@@ -50,8 +50,7 @@ def op_models() -> dict[str, tuple[Callable, int]]:
     }
 
 
-# The op_models converted in 16x8 mode as well (op_NAME_int16.tflite: int16 activations, int8 weights;
-# logistic for the error test: ember refuses int16 LOGISTIC).
+# The op_models converted in 16x8 mode as well (op_NAME_int16.tflite: int16 activations, int8 weights).
 def int16_op_models() -> dict[str, tuple[Callable, int]]:
     """Models made in 16x8 mode only (op_NAME_int16.tflite; no int8 twin)."""
     # (numpy, not a tf.constant: INT16_OPS calls this at import, and a TensorFlow object made then would shift
@@ -74,7 +73,7 @@ def int16_op_models() -> dict[str, tuple[Callable, int]]:
         "mean_axes": (lambda a: tf.reduce_mean(a, [1, 3]), 1),  # not H and W: QuantizedMeanOrSum's general path
         "batch_matmul": (lambda a, c: tf.matmul(a, c, transpose_b=True), 2),  # adj_y
         "batch_matmul_const": (lambda a: tf.matmul(a, bmm), 1),  # an int16 constant right-hand side
-        "reduce_prod": (lambda a: tf.reduce_prod(a, -1), 1),  # for the error test: ember refuses int16 REDUCE_PROD
+        "reduce_prod": (lambda a: tf.reduce_prod(a, -1), 1),  # LiteRT only: Micro has no REDUCE_PROD
         "resize_nearest": (lambda a: tf.compat.v1.image.resize_nearest_neighbor(a * 2.0, [7, 13],
                                                                                  half_pixel_centers=True), 1),
         "broadcast_to": (lambda a: tf.broadcast_to(a[:, :1] * 2.0, [1, 4, 8, 8]), 1),
@@ -94,6 +93,18 @@ def int16_op_models() -> dict[str, tuple[Callable, int]]:
 INT16_OPS = ["add", "add_relu", "sub", "mul", "concat", "conv_relu6", "depthwise", "fully_connected", "avgpool",
              "maxpool", "relu", "leaky_relu", "softmax", "mean", "transpose_conv", "resize_bilinear", "logistic",
              *int16_op_models()]
+
+
+# 16x8 models added later (op_NAME_int16.tflite, converted after every other fixture): TANH, LOGISTIC / TANH
+# whose input is the model's (the tests give it scales of their own), EXP, GELU (exact and tanh), LOG, RSQRT.
+INT16_LATE = ["tanh", "logistic_alone", "tanh_alone", "exp", "gelu", "gelu_tanh", "log", "rsqrt"]
+
+
+def late_int16_models() -> dict[str, tuple[Callable, int]]:
+    """INT16_LATE's models that op_models has not."""
+    return {"exp": (tf.exp, 1), "gelu": (tf.nn.gelu, 1),
+            "gelu_tanh": (lambda a: tf.nn.gelu(a * 2.0, approximate=True), 1),
+            "log": (lambda a: tf.math.log(tf.abs(a) + 0.1), 1)}
 
 
 def op_specs(n: int) -> list[tf.TensorSpec]:

@@ -11,7 +11,11 @@ passes/fold_qdq16.py from a TFLite model's QDQ form, with TFLite's arithmetic (k
   (also QUANTIZE from int16 to int16: a MUL by 1), LEAKY_RELU and ABS.
 - Q16MatMul: BATCH_MATMUL of two int16 tensors (int64 sums, the multiplier rounded to Q15 as in Q16Conv).
 - Q16Requant: QUANTIZE from int16 to int8 and from int8 to int16 (TFLite's Requantize).
-- Q16Reduce: REDUCE_MAX / REDUCE_MIN (the stored integers) and SUM / MEAN over any axes (QuantizedMeanOrSum).
+- Q16Reduce: REDUCE_MAX / REDUCE_MIN (the stored integers), SUM / MEAN over any axes (QuantizedMeanOrSum) and
+  REDUCE_PROD (QuantizedReduceProd: each product requantised).
+- Q16Sigmoid: LOGISTIC and TANH (TFLite's int16 kernels: a 256-entry sigmoid table read with interpolation).
+- Q16Lookup: EXP, GELU, LOG, RSQRT (LiteRT's LUTLookup of a 513-entry table, filled as LUTPopulate does).
+- Q16Rsqrt: TFLite Micro's int16 RSQRT (fixed-point Newton-Raphson, attribute `_q16rs`: its output multiplier).
 """
 
 from __future__ import annotations
@@ -280,8 +284,9 @@ def _lower_softmax(node: Node, k: KernelEmitter) -> None:
 @dataclass(frozen=True)
 class Q16ReduceSpec:
     """Attribute `_q16r` of a Q16Reduce (kernels/q16.c ember_q16_reduce): kind 0 (SUM / MEAN: the sum
-    requantised by mult and ember_q_scale_tfl's shift code), 2 (max) or 3 (min); the reduced axes of the input
-    and the output's shape."""
+    requantised by mult and ember_q_scale_tfl's shift code), 2 (max), 3 (min) or 4 (PROD: each product and the
+    result requantised by ember_q16_scale's Q15 mult and right shift); the reduced axes of the input and the
+    output's shape."""
 
     kind: int
     mult: int
@@ -373,6 +378,46 @@ def _lower_requant(node: Node, k: KernelEmitter) -> None:
            s.mult, s.shift, s.zin, s.zout)
 
 
+# Where TFLite's sigmoid table stands one step above sigmoid(i / 24) rounded to nearest (its entries are not
+# plain roundings; read off LiteRT's int16 TANH at inputs that land exactly on each entry, fraction 0).
+_SIGMOID_UP = (4, 8, 12, 14, 15, 16, 17, 19, 20, 21, 22, 25, 27, 28, 29, 30, 31, 33, 34, 35, 37, 39, 40, 41, 43,
+               44, 45, 46, 49, 50, 54, 62, 63, 64, 66, 82, 86, 93, 100, 103, 112, 116, 135, 255)
+
+
+def sigmoid_table() -> np.ndarray:
+    """The table TFLite's int16 LOGISTIC and TANH interpolate: sigmoid(i / 24) for i < 256 in unsigned 0.16
+    fixed point, rounded to nearest, one step higher at _SIGMOID_UP (the last entry: 65535)."""
+    v = np.floor(65536.0 / (1.0 + np.exp(-np.arange(256) / 24.0)) + 0.5).astype(np.int64)
+    v[list(_SIGMOID_UP)] += 1
+    return v.astype(np.uint16)
+
+
+@dataclass(frozen=True)
+class Q16SigmoidSpec:
+    """Attribute `_q16s` of a Q16Sigmoid (kernels/q16.c ember_q16_sigmoid): TANH (else LOGISTIC), and the input
+    multiplier and rounding right shift of TFLite's Prepare (its power-of-two case already as 3 << shift)."""
+
+    tanh: bool
+    mult: int
+    shift: int
+
+
+def _lower_sigmoid(node: Node, k: KernelEmitter) -> None:
+    s, x = node.attrs["_q16s"], present(node.input(0))
+    k.call("ember_q16_sigmoid", k.out(0), k.inp(0), math.prod(x.shape), int(s.tanh), s.mult, s.shift,
+           k.table(sigmoid_table(), DType.UINT16))
+
+
+def _lower_lookup(node: Node, k: KernelEmitter) -> None:
+    x = present(node.input(0))
+    k.call("ember_q16_lookup", k.out(0), k.inp(0), math.prod(x.shape), k.table(node.attrs["_q16lut"], DType.INT16))
+
+
+def _lower_rsqrt(node: Node, k: KernelEmitter) -> None:
+    mult, shift = node.attrs["_q16rs"]
+    k.call("ember_q16_rsqrt", k.out(0), k.inp(0), math.prod(present(node.input(0)).shape), mult, shift)
+
+
 register(OpDef("Q16Conv", infer=_infer, lower=_lower_conv, scratch=_conv_scratch,
               kernels=("ember_q16_conv", "ember_q16_conv_v")))
 register(OpDef("Q16AvgPool", infer=_infer, lower=_lower_pool, kernels=("ember_q16_pool",)))
@@ -383,3 +428,6 @@ register(OpDef("Q16Softmax", infer=_infer_same, lower=_lower_softmax, kernels=("
 register(OpDef("Q16Reduce", infer=_infer_reduce, lower=_lower_reduce, kernels=("ember_q16_reduce",)))
 register(OpDef("Q16MatMul", infer=_infer_matmul, lower=_lower_matmul, kernels=("ember_q16_matmul",)))
 register(OpDef("Q16Requant", infer=_infer_requant, lower=_lower_requant, kernels=("ember_q16_requant",)))
+register(OpDef("Q16Sigmoid", infer=_infer_same, lower=_lower_sigmoid, kernels=("ember_q16_sigmoid",)))
+register(OpDef("Q16Lookup", infer=_infer_same, lower=_lower_lookup, kernels=("ember_q16_lookup",)))
+register(OpDef("Q16Rsqrt", infer=_infer_same, lower=_lower_rsqrt, kernels=("ember_q16_rsqrt",)))

@@ -33,3 +33,16 @@ def test_tflite_int16_matmul_and_reduce_on_qemu_bit_exact(tmp_path: Path, name: 
     path = FIXTURES / f"{name}.tflite"
     bundle = ember.compile(path, tmp_path / "out", name="m", target=target, tflite_rounding="micro")
     assert_firmware_bit_exact(bundle, path, target, "micro", tmp_path / "run")
+
+
+@pytest.mark.parametrize(("name", "rounding"), [("op_tanh_int16", "micro"), ("op_reduce_prod_int16", "litert"),
+                                                ("op_gelu_int16", "litert"), ("op_rsqrt_int16", "micro")])
+def test_tflite_int16_activations_on_qemu_bit_exact(tmp_path: Path, name: str, rounding: str) -> None:
+    """TANH (ember_q16_sigmoid), REDUCE_PROD (ember_q16_reduce's running product), GELU (ember_q16_lookup) and TFLite
+    Micro's RSQRT (ember_q16_rsqrt) built for Cortex-M4 give the interpreter's outputs byte for byte (LiteRT's where
+    Micro has no int16 kernel)."""
+    target = "cortex-m4"
+    require_tools(target, mcu.missing_tools(target))
+    path = FIXTURES / f"{name}.tflite"
+    bundle = ember.compile(path, tmp_path / "out", name="m", target=target, tflite_rounding=rounding)
+    assert_firmware_bit_exact(bundle, path, target, rounding, tmp_path / "run")

@@ -28,9 +28,13 @@ OPS = ["add", "add_relu", "sub", "mul", "concat", "conv_relu6", "depthwise", "fu
        # BATCH_MATMUL of two int16 tensors (adj_y) and of an int16 constant
        "pack", "unpack", "abs", "mean_axes", "batch_matmul", "batch_matmul_const",
        # RESIZE_NEAREST_NEIGHBOR (half-pixel centres), BROADCAST_TO, RESHAPE and TRANSPOSE: the stored integers
-       "resize_nearest", "broadcast_to", "reshapes"]
+       "resize_nearest", "broadcast_to", "reshapes",
+       # LOGISTIC and TANH (after a MUL, and alone: the model's input is theirs)
+       "logistic", "tanh", "logistic_alone", "tanh_alone"]
 # TFLite Micro has no int16 kernel for these (REDUCE_MAX / REDUCE_MIN: float32 and int8 only): bit-exact with LiteRT.
-LITERT_OPS = ["resize_bilinear", "gather", "reduce_max_min", "mirror_pad", "gather_nd", "space_batch"]
+LITERT_OPS = ["resize_bilinear", "gather", "reduce_max_min", "mirror_pad", "gather_nd", "space_batch",
+              # (nor REDUCE_PROD at all; no int16 EXP, GELU, LOG or RSQRT either)
+              "reduce_prod", "exp", "gelu", "gelu_tanh", "log", "rsqrt"]
 
 
 def _draws(interp) -> list[list[np.ndarray]]:
@@ -154,7 +158,10 @@ def test_int16_network_runs_int16_kernels() -> None:
                                           ("batch_matmul", "Q16MatMul"), ("batch_matmul_const", "Q16MatMul"),
                                           ("mirror_pad", "Pad"), ("resize_nearest", "Gather"),
                                           ("gather_nd", "GatherND"), ("broadcast_to", "Expand"),
-                                          ("space_batch", "Transpose"), ("reshapes", "Transpose")])
+                                          ("space_batch", "Transpose"), ("reshapes", "Transpose"),
+                                          ("logistic", "Q16Sigmoid"), ("tanh", "Q16Sigmoid"),
+                                          ("reduce_prod", "Q16Reduce"), ("exp", "Q16Lookup"),
+                                          ("gelu", "Q16Lookup"), ("log", "Q16Lookup"), ("rsqrt", "Q16Lookup")])
 def test_int16_operator_stays_integer(op: str, kernel: str) -> None:
     """RELU6, MAXIMUM / MINIMUM, PAD, STRIDED_SLICE, SPLIT_V, GATHER, PACK, UNPACK, ABS, the reductions,
     BATCH_MATMUL and the other data-movement ops run on the int16 integers: no float op between
@@ -180,23 +187,127 @@ def test_int16_vector_kernels_only_for_x86_64() -> None:
     assert simd("host", "host") == {platform.machine().lower() in ("x86_64", "amd64")}
 
 
-@pytest.mark.parametrize(("name", "op"), [("op_logistic_int16", "LOGISTIC"), ("op_reduce_prod_int16", "REDUCE_PROD"),
-                                        ("hard_swish_int16", "HARD_SWISH")])
-def test_int16_operator_without_exact_kernel_is_refused(name: str, op: str, tmp_path: Path) -> None:
-    """An int16 LOGISTIC (TFLite's int16 lookup tables are not replicated), REDUCE_PROD, or HARD_SWISH (a
-    hand-made model: the 16x8 converter writes none): one error naming the operator and its tensor, not a bundle
-    that is off by a step."""
-    tf_model = FIXTURES / f"{name}.tflite"
+def _every_int16(interp) -> list[np.ndarray]:
+    """Every int16 value, in chunks of the (one) input's shape."""
+    shape = interp.get_input_details()[0]["shape"]
+    n = int(np.prod(shape))
+    every = np.arange(-32768, 32768, dtype=np.int16)
+    return [np.resize(every[i:i + n], shape) for i in range(0, every.size, n)]
+
+
+# The input scales LOGISTIC / TANH take in TFLite's int16 Prepare: the converter's (a multiplier, rounding
+# shift), a power of two kept raw (2^-12; 2^-11 for TANH only), a coarse one whose inputs run past the table's
+# end (saturation), and a fine one (the largest shift).
+@pytest.mark.parametrize(("op", "scale"), [("logistic", None), ("tanh", None), ("logistic", 2.0**-12),
+                                         ("tanh", 2.0**-12), ("tanh", 2.0**-11), ("logistic", 2.0**-11),
+                                         ("logistic", 0.0031), ("tanh", 1.7e-9)])
+def test_int16_logistic_tanh_every_input(op: str, scale: float | None, tmp_path: Path) -> None:
+    """int16 LOGISTIC and TANH (TFLite's 256-entry sigmoid table, read with interpolation): every one of the
+    65536 int16 inputs gives LiteRT's reference output and TFLite Micro's, byte for byte."""
+    path = FIXTURES / f"op_{op}_alone_int16.tflite"
+    if scale is not None:
+        path = tmp_path / f"{op}.tflite"
+        path.write_bytes(_with_scale((FIXTURES / f"op_{op}_alone_int16.tflite").read_bytes(), "x", scale))
+    interp = litert(path)
+    bundle = ember.compile(path, tmp_path / "out", name=op, opt_level=1)
+    graph, _, _ = build_graph(str(path), CompileOptions())
+    assert graph.op_counts() == {"Q16Sigmoid": 1}, graph.op_counts()
+    for x in _every_int16(interp):
+        got = run_ember(bundle, interp, [x])
+        _assert_same(op, run_litert(interp, [x]), got, "LiteRT")
+        _assert_same(op, micro_outputs(path, [x], 1), got, "TFLite Micro")
+
+
+def test_int16_reduce_prod_every_input(tmp_path: Path) -> None:
+    """int16 REDUCE_PROD (QuantizedReduceProd: the running product requantised after each multiply) over rows of
+    8, fed every int16 value: LiteRT's reference outputs (TFLite Micro has no REDUCE_PROD), saturations
+    included."""
+    path = FIXTURES / "op_reduce_prod_int16.tflite"
+    interp = litert(path)
+    bundle = ember.compile(path, tmp_path / "out", name="prod", opt_level=1)
+    for x in _every_int16(interp):
+        _assert_same("reduce_prod", run_litert(interp, [x]), run_ember(bundle, interp, [x]), "LiteRT")
+
+
+def _alone(model: bytes, op: str) -> bytes:
+    """The model with operator `op` reading the model's input (its inputs vector's first entry rewritten in place):
+    an operator the converter puts behind others (LOG behind ABS and ADD) fed every int16 value directly."""
+    import tflite
+
+    m = tflite.Model.GetRootAs(model, 0)
+    sg = m.Subgraphs(0)
+    for i in range(sg.OperatorsLength()):
+        code = m.OperatorCodes(sg.Operators(i).OpcodeIndex())
+        if max(code.BuiltinCode(), code.DeprecatedBuiltinCode()) == getattr(tflite.BuiltinOperator, op):
+            tab = sg.Operators(i)._tab
+            at = tab.Vector(tab.Offset(6))  # Operator.inputs
+            return model[:at] + np.int32(sg.Inputs(0)).tobytes() + model[at + 4:]
+    raise KeyError(op)
+
+
+@pytest.mark.parametrize(("op", "alone", "scale"), [("exp", None, None), ("exp", None, 0.01), ("gelu", None, None),
+                                                    ("gelu_tanh", None, None), ("log", "LOG", None),
+                                                    ("rsqrt", None, None)])  # (RSQRT alone: LiteRT fails it below 0)
+def test_int16_lut_every_input(op: str, alone: str | None, scale: float | None, tmp_path: Path) -> None:
+    """int16 EXP (also over [-328, 328], where expf overflows float32 and TFLite's table gets NaN entries), GELU
+    (exact and tanh-approximate), LOG (its table's floor at and below zero) and RSQRT (after ABS and ADD: LiteRT
+    fails the model on an input below zero): TFLite's LUTLookup of a 513-entry table filled in float32 as its
+    LUTPopulate does; every int16 input gives LiteRT's reference output (TFLite Micro has no int16 EXP, GELU or
+    LOG, and its RSQRT computes otherwise: test_int16_rsqrt_micro_every_input)."""
+    path = FIXTURES / f"op_{op}_int16.tflite"
+    if alone is not None or scale is not None:
+        model = path.read_bytes()
+        path = tmp_path / f"{op}.tflite"
+        path.write_bytes(_alone(model, alone) if alone is not None else _with_scale(model, "x", scale))
+    interp = litert(path)
+    bundle = ember.compile(path, tmp_path / "out", name=op, opt_level=1)
+    graph, _, _ = build_graph(str(path), CompileOptions())
+    assert "Q16Lookup" in graph.op_counts() and "DequantizeLinear" not in graph.op_counts(), graph.op_counts()
+    for x in _every_int16(interp):
+        _assert_same(op, run_litert(interp, [x]), run_ember(bundle, interp, [x]), "LiteRT")
+
+
+def test_int16_rsqrt_micro_every_input(tmp_path: Path) -> None:
+    """TFLite Micro's int16 RSQRT is its int8 fixed-point arithmetic widened (Newton-Raphson, two requantisations),
+    not LiteRT's table: a --tflite-rounding micro build gives Micro's integers for every int16 input from 0 up
+    (Micro fails the model below zero), the default build LiteRT's (test_int16_lut_every_input)."""
+    path = tmp_path / "rsqrt.tflite"
+    path.write_bytes(_alone((FIXTURES / "op_rsqrt_int16.tflite").read_bytes(), "RSQRT"))
+    interp = litert(path)
+    bundle = ember.compile(path, tmp_path / "out", name="rsqrt", opt_level=1, tflite_rounding="micro")
+    graph, _, _ = build_graph(str(path), CompileOptions(tflite_rounding="micro"))
+    assert "Q16Rsqrt" in graph.op_counts(), graph.op_counts()
+    for x in _every_int16(interp)[128:]:
+        _assert_same("rsqrt", micro_outputs(path, [x], 1), run_ember(bundle, interp, [x]), "TFLite Micro")
+
+
+def test_int16_logistic_output_scale_refused(tmp_path: Path) -> None:
+    """TFLite's int16 LOGISTIC requires the output scale 2^-15 (its Prepare fails otherwise): ember refuses such a
+    model in one line naming the operator and the tensor."""
+    path = tmp_path / "logistic.tflite"
+    path.write_bytes(_with_scale((FIXTURES / "op_logistic_alone_int16.tflite").read_bytes(), "Identity", 1e-4))
     with pytest.raises(UnsupportedOperatorError) as e:
-        ember.compile(tf_model, tmp_path)
+        ember.compile(path, tmp_path / "out")
     msg = str(e.value)
-    assert f"'{op}'" in msg and "int16 tensor '" in msg and "\n" not in msg, msg
+    assert "'LOGISTIC'" in msg and "'Identity'" in msg and "2^-15" in msg and "\n" not in msg, msg
+
+
+def test_int16_operator_without_exact_kernel_is_refused(tmp_path: Path) -> None:
+    """An int16 HARD_SWISH (a hand-made model: the 16x8 converter writes none, and neither LiteRT nor TFLite Micro
+    has an int16 kernel for it: both fail the model): one error naming the operator and its tensor, not a bundle
+    that computes what no interpreter does."""
+    with pytest.raises(UnsupportedOperatorError) as e:
+        ember.compile(FIXTURES / "hard_swish_int16.tflite", tmp_path)
+    msg = str(e.value)
+    assert "'HARD_SWISH'" in msg and "int16 tensor '" in msg and "\n" not in msg, msg
 
 
 @pytest.mark.parametrize(("name", "native"), [("kws_cnn_int16", False), ("op_resize_bilinear_int16", False),
                                              ("op_add_relu_int16", False), ("mobilenet_like_int16", True),
                                              ("op_mean_axes_int16", False), ("op_batch_matmul_int16", False),
-                                             ("op_abs_int16", False)])
+                                             ("op_abs_int16", False), ("op_tanh_int16", False),
+                                             ("op_reduce_prod_int16", False), ("op_gelu_int16", False),
+                                             ("op_rsqrt_int16", False)])
 def test_int16_kernels_sanitizer_clean(name: str, native: bool, tmp_path: Path) -> None:
     """The int16 kernels (and the integer RESIZE_BILINEAR; Q16Reduce, Q16MatMul, ABS) under ASan/UBSan, on inputs
     over the whole int16 range: no report, and LiteRT's outputs. `native`: built for this CPU (-march=native), so
@@ -213,3 +324,19 @@ def test_int16_kernels_sanitizer_clean(name: str, native: bool, tmp_path: Path) 
                       cflags=("-march=native",) if native else ())
     ref = run_litert(interp, xs)
     _assert_same(name, ref, [got[v["name"]] for v in bundle.manifest["outputs"]], "LiteRT (sanitized build)")
+
+
+def test_int16_rsqrt_micro_sanitizer_clean(tmp_path: Path) -> None:
+    """TFLite Micro's int16 RSQRT kernel (fixed point, shifts of both signs) under ASan/UBSan over the whole int16
+    range, negative inputs included: no report, and the integers of the plain build."""
+    from tests.support import cdriver
+
+    path = tmp_path / "rsqrt.tflite"
+    path.write_bytes(_alone((FIXTURES / "op_rsqrt_int16.tflite").read_bytes(), "RSQRT"))
+    interp = litert(path)
+    bundle = ember.compile(path, tmp_path / "out", name="m", opt_level=1, tflite_rounding="micro")
+    xs = _draws(interp)[2]
+    names = [v["name"] for v in bundle.manifest["inputs"]]
+    got = cdriver.run(bundle.path, tmp_path / "asan", dict(zip(names, xs, strict=True)), sanitize=True)
+    _assert_same("rsqrt", run_ember(bundle, interp, xs), [got[v["name"]] for v in bundle.manifest["outputs"]],
+                 "the plain build")

@@ -518,7 +518,8 @@ static void ember_q16_mean(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTR
 /*@kernel ember_q16_reduce requires ember_q16_base*/
 /* REDUCE_MAX / REDUCE_MIN (kind 2 / 3: the stored integers; TFLite requires one scale) and SUM / MEAN (kind 0:
  * the int64 sum requantised by ember_q_scale_tfl's (mult, shift), 1/n folded into a MEAN's multiplier as
- * TFLite's QuantizedMeanOrSum does), clamped to int16. Output o reads x[base[o] + off[r]] for r < R: the
+ * TFLite's QuantizedMeanOrSum does) and PROD (kind 4: QuantizedReduceProd, ember_q16_scale's mult and shift
+ * after each multiply and once more at the end; the int32 casts wrap as TFLite's do), clamped to int16. Output o reads x[base[o] + off[r]] for r < R: the
  * tables (ops/q16.py Q16Reduce) hold any set of reduced axes. */
 static void ember_q16_reduce(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTRICT x, const int32_t *base,
                              ptrdiff_t O, const int32_t *off, ptrdiff_t R, int32_t kind, int32_t mult,
@@ -526,13 +527,17 @@ static void ember_q16_reduce(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RES
     ptrdiff_t o, r;
     for (o = 0; o < O; ++o) {
         const int16_t *xo = x + base[o];
-        if (kind >= 2) {
+        if (kind == 2 || kind == 3) {
             int32_t v = xo[off[0]];
             for (r = 1; r < R; ++r) {
                 const int32_t e = xo[off[r]];
                 v = kind == 2 ? (e > v ? e : v) : (e < v ? e : v);
             }
             y[o] = (int16_t)v;
+        } else if (kind == 4) { /* TFLite's int32 running product: each step's int64 product requantised */
+            int32_t p = xo[off[0]];
+            for (r = 1; r < R; ++r) p = (int32_t)ember_q16_scale((int64_t)p * xo[off[r]], mult, shift);
+            y[o] = ember_q16_clamp((int32_t)ember_q16_scale(p, mult, shift), -32768, 32767);
         } else {
             int64_t sum = 0;
             for (r = 0; r < R; ++r) sum += xo[off[r]];
@@ -577,6 +582,107 @@ static void ember_q16_requant(void *EMBER_RESTRICT y, const void *EMBER_RESTRICT
             ((int8_t *)y)[i] = (int8_t)(r < -128 ? -128 : r > 127 ? 127 : r);
         else
             ((int16_t *)y)[i] = ember_q16_clamp(r, -32768, 32767);
+    }
+}
+/*@end*/
+
+/*@kernel ember_q16_sigmoid*/
+/* TFLite's int16 LOGISTIC and TANH (reference_integer_ops::Logistic / Tanh; output scale 2^-15): the input
+ * times mult, rounded right by shift, its magnitude split into a table index and a 9-bit (LOGISTIC) or 8-bit
+ * (TANH: tanh(x) = 2 sigmoid(2x) - 1) fraction that interpolates tab (sigmoid(i / 24), 0.16), saturating
+ * past the last entry; the sign folds the result about its middle. */
+static void ember_q16_sigmoid(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTRICT x, ptrdiff_t n,
+                              int32_t is_tanh, int32_t mult, int32_t shift, const uint16_t *tab) {
+    const int64_t round = shift > 0 ? (int64_t)1 << (shift - 1) : 0;
+    const uint32_t bits = is_tanh ? 8u : 9u;
+    ptrdiff_t i;
+    for (i = 0; i < n; ++i) {
+        const int32_t v = (int32_t)(((int64_t)x[i] * mult + round) >> shift);
+        const uint32_t a = (uint32_t)(v < 0 ? -v : v), hi = a >> bits, frac = a & ((1u << bits) - 1u);
+        const uint32_t r = hi >= 255u ? (is_tanh ? 0xFFFFu << 8 : 0x7FFFu << 10)
+                                      : ((uint32_t)tab[hi] << bits) + frac * (uint32_t)(tab[hi + 1] - tab[hi]);
+        if (is_tanh) {
+            const int32_t s = (int32_t)r, t = v >= 0 ? s - (1 << 23) + (1 << 7) : -s + (1 << 23) + (1 << 7) - 1;
+            y[i] = (int16_t)(t >> 8);
+        } else {
+            y[i] = (int16_t)((v >= 0 ? r + (1u << 9) : (1u << 25) - r + (1u << 9) - 1u) >> 10);
+        }
+    }
+}
+/*@end*/
+
+/*@kernel ember_q16_lookup*/
+/* TFLite's int16 LUTLookup (EXP, GELU): entry 256 + (x >> 7) of a 513-entry table plus the slope to the next
+ * entry times the low 7 bits, rounded; the slope and the sum kept in int16 as TFLite keeps them (they wrap). */
+static void ember_q16_lookup(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTRICT x, ptrdiff_t n,
+                             const int16_t *lut) {
+    ptrdiff_t i;
+    for (i = 0; i < n; ++i) {
+        const int32_t v = x[i], at = 256 + (v >> 7);
+        const int16_t slope = (int16_t)(lut[at + 1] - lut[at]);
+        y[i] = (int16_t)(lut[at] + ((slope * (v & 0x7f) + 64) >> 7));
+    }
+}
+/*@end*/
+
+/*@kernel ember_q16_rsqrt*/
+/* TFLite Micro's int16 RSQRT (its int8 RsqrtEvalQuantized widened; zero points 0): 1/sqrt(v) as
+ * GetInvSqrtQuantizedMultiplierExp's fixed-point Newton-Raphson (five steps), then two
+ * MultiplyByQuantizedMultiplier with gemmlowp's double rounding: by 1 << 20 and by the output multiplier
+ * (mult, left shift `shift` - 20), saturated. v = 0 gives 32767; v < 0 (Micro fails the model) what v = 1 does. */
+EMBER_INLINE int32_t ember_q16r_wrap(int64_t v) {
+    return (int32_t)(uint32_t)(uint64_t)v;
+}
+EMBER_INLINE int32_t ember_q16r_mulhi(int32_t a, int32_t b) { /* SaturatingRoundingDoublingHighMul */
+    const int64_t ab = (int64_t)a * b;
+    if (a == b && a == -2147483647 - 1) return 2147483647;
+    return (int32_t)((ab + (ab >= 0 ? (1 << 30) : 1 - (1 << 30))) / ((int64_t)1 << 31));
+}
+EMBER_INLINE int32_t ember_q16r_rdiv(int32_t x, int32_t e) { /* RoundingDivideByPOT */
+    const int64_t mask = ((int64_t)1 << e) - 1, rem = (int64_t)x & mask;
+    return (int32_t)(((int64_t)x >> e) + (rem > (mask >> 1) + (x < 0)));
+}
+EMBER_INLINE int32_t ember_q16r_pot(int32_t x, int32_t e) { /* SaturatingRoundingMultiplyByPOT */
+    int64_t v;
+    if (e <= 0) return ember_q16r_rdiv(x, -e);
+    v = (int64_t)x * ((int64_t)1 << e);
+    return v > 2147483647 ? 2147483647 : v < -2147483647 - 1 ? -2147483647 - 1 : (int32_t)v;
+}
+EMBER_INLINE int32_t ember_q16r_mbqm(int32_t x, int32_t m, int32_t shift) {
+    const int32_t left = shift > 0 ? shift : 0, right = shift > 0 ? 0 : -shift;
+    return ember_q16r_rdiv(ember_q16r_mulhi(ember_q16r_wrap((int64_t)x * ((int64_t)1 << left)), m), right);
+}
+static void ember_q16_rsqrt(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTRICT x, ptrdiff_t n, int32_t mult,
+                            int32_t shift) {
+    ptrdiff_t i;
+    for (i = 0; i < n; ++i) {
+        int32_t v = x[i], inv = 2147483647, inv_shift = 0, out;
+        if (v == 0) {
+            y[i] = 32767;
+            continue;
+        }
+        if (v > 1) {
+            int32_t bits = 0, pairs, half, r = 1 << 28, k, e = 11;
+            while ((v >> bits) != 0) ++bits;
+            pairs = ((32 - bits) - 1) / 2 - 1;
+            e -= pairs;
+            v <<= 2 * pairs;
+            half = ember_q16r_rdiv(v >> 1, 1);
+            for (k = 0; k < 5; ++k) {
+                const int32_t r3 = ember_q16r_pot(ember_q16r_mulhi(ember_q16r_mulhi(r, r), r), 6);
+                r = ember_q16r_pot(ember_q16r_wrap((int64_t)ember_q16r_mulhi((1 << 28) + (1 << 27), r) -
+                                                   ember_q16r_mulhi(half, r3)), 3);
+            }
+            r = ember_q16r_mulhi(r, 1518500250); /* times sqrt(2) / 2 */
+            if (e < 0) {
+                r = ember_q16r_wrap((int64_t)r * ((int64_t)1 << -e));
+                e = 0;
+            }
+            inv = r;
+            inv_shift = -e;
+        }
+        out = ember_q16r_mbqm(ember_q16r_mbqm(1, inv, inv_shift + 20), mult, shift - 20);
+        y[i] = (int16_t)(out < -32768 ? -32768 : out > 32767 ? 32767 : out);
     }
 }
 /*@end*/

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.frontends.tflite import exact, exact_roots
+from ember.frontends.tflite import exact, exact16, exact_roots
 from ember.frontends.tflite.context import OpContext
 from ember.ir.dtypes import DType
 from ember.ops.q16 import INT16_MAX, INT16_MIN, Q16Softmax, Q16Spec
@@ -37,7 +37,28 @@ def _unary(op: str):
     return convert
 
 
+def _lookup16(ctx: OpContext, make) -> bool:
+    """An int16 operator as TFLite's LUTLookup of its LUTPopulate table (Q16Lookup); `make(output scale)` gives
+    the table's float32 function."""
+    if not exact16.int16_in_out(ctx):
+        return False
+    table = exact16.lut_table(ctx, make(exact16.out_scale(ctx)))
+    ctx.output(0, ctx.emit("Q16Lookup", [ctx.raw(0)], {"_q16lut": table}))
+    return True
+
+
+def log(ctx: OpContext) -> None:
+    if not _lookup16(ctx, exact16.log_f32):
+        ctx.output(0, ctx.emit("Log", [ctx.input(0)]))
+
+
 def rsqrt(ctx: OpContext) -> None:
+    if exact16.int16_in_out(ctx) and ctx.b.rounding == "micro":
+        # TFLite Micro's int16 RSQRT is its fixed-point int8 arithmetic widened, not LiteRT's table
+        ctx.output(0, ctx.emit("Q16Rsqrt", [ctx.raw(0)], {"_q16rs": exact16.rsqrt_micro(ctx)}))
+        return
+    if _lookup16(ctx, exact16.rsqrt_f32):
+        return
     if exact.int8_unary(ctx):  # LiteRT's fixed-point RSQRT, as a table
         ctx.output(0, exact.lut(ctx, exact_roots.rsqrt_table(ctx)))
         return
@@ -49,6 +70,13 @@ def sqrt(ctx: OpContext) -> None:
         ctx.output(0, exact.lut(ctx, exact_roots.sqrt_table(ctx)))
         return
     ctx.output(0, ctx.emit("Sqrt", [ctx.input(0)]))
+
+
+def exp(ctx: OpContext) -> None:
+    if exact16.int16_in_out(ctx):  # TFLite's int16 EXP: LUTLookup of a LUTPopulate table (Q16Lookup)
+        ctx.output(0, ctx.emit("Q16Lookup", [ctx.raw(0)], {"_q16lut": exact16.lut_table(ctx, exact16.exp_f32)}))
+        return
+    ctx.output(0, ctx.emit("Exp", [ctx.input(0)]))
 
 
 def _clip(lo: float, hi: float):
@@ -87,8 +115,13 @@ def _leaky_relu16(ctx: OpContext, alpha: float):
 
 
 def _sigmoid_like(fn: str, op: str):
-    """LOGISTIC / TANH: on int8, a table of the interpreter's own results (exact.py), else the float op."""
+    """LOGISTIC / TANH: on int8, a table of the interpreter's own results (exact.py); on int16, TFLite's int16
+    kernel (Q16Sigmoid, exact16.py); else the float op."""
     def convert(ctx: OpContext) -> None:
+        if exact16.int16_in_out(ctx):
+            spec = exact16.sigmoid_spec(ctx, fn == "tanh")
+            ctx.output(0, ctx.emit("Q16Sigmoid", [ctx.raw(0)], {"_q16s": spec}))
+            return
         if exact.int8_unary(ctx):
             table = exact.micro_table(ctx, fn) if ctx.b.rounding == "micro" else exact.float_table(ctx, fn)
             if table is not None:
@@ -110,6 +143,10 @@ def prelu(ctx: OpContext) -> None:
 
 def gelu(ctx: OpContext) -> None:
     approximate = ctx.options is not None and bool(ctx.options.Approximate())
+    if exact16.int16_in_out(ctx):  # TFLite's int16 GELU: LUTLookup of a LUTPopulate table (Q16Lookup)
+        fn = exact16.gelu_tanh_f32 if approximate else exact16.gelu_f32
+        ctx.output(0, ctx.emit("Q16Lookup", [ctx.raw(0)], {"_q16lut": exact16.lut_table(ctx, fn)}))
+        return
     ctx.output(0, ctx.emit("Gelu", [ctx.input(0)], {"approximate": "tanh" if approximate else "none"}))
 
 
@@ -138,6 +175,9 @@ def _reduce(op: str):
         t, out = ctx.info(0), ctx.out_info()
         int16 = (t.dtype is DType.INT16 and out.dtype is DType.INT16 and t.quant is not None
                  and out.quant is not None and t.quant.axis is None)
+        if op == "ReduceProd" and exact16.int16_in_out(ctx):  # TFLite's int16 running product (Q16Reduce)
+            ctx.output(0, ctx.emit("Q16Reduce", [ctx.raw(0)], {"_q16r": exact16.prod_spec(ctx, axes)}))
+            return
         if op == "ReduceMean" and rank == 4 and axes == [1, 2] and (exact.int8_unary(ctx) or int16):
             # a global average of int8 / int16: the integer kernel with TFLite's arithmetic
             # (passes/fold_qdq_ops.py, passes/fold_qdq16.py)
@@ -244,7 +284,7 @@ CONVERTERS = {
     "ADD": _binary("Add"), "SUB": _binary("Sub"), "MUL": _binary("Mul"), "DIV": _binary("Div"),
     "MAXIMUM": _binary("Max"), "MINIMUM": _binary("Min"), "POW": _binary("Pow"),
     "SQUARED_DIFFERENCE": squared_difference,
-    "EXP": _unary("Exp"), "LOG": _unary("Log"), "SQRT": sqrt, "RSQRT": rsqrt, "ABS": _unary("Abs"),
+    "EXP": exp, "LOG": log, "SQRT": sqrt, "RSQRT": rsqrt, "ABS": _unary("Abs"),
     "NEG": _unary("Neg"), "FLOOR": _unary("Floor"), "CEIL": _unary("Ceil"),
     "RELU": _unary("Relu"), "RELU6": _clip(0.0, 6.0), "RELU_N1_TO_1": _clip(-1.0, 1.0),
     "LEAKY_RELU": leaky_relu, "PRELU": prelu, "LOGISTIC": _sigmoid_like("logistic", "Sigmoid"),
