@@ -334,7 +334,10 @@ static int ember_qdx_conv(uint8_t *y, const uint8_t *x, int x_sgn, int32_t xz, c
                     b0[l] = 0.0f;
                 }
             }
-            if (tfl) ember_qt8_quad(&tq, mult + c, shift + c); /* quant.c */
+            if (tfl) {
+                ember_qt8_quad(&tq, mult + c, shift + c); /* quant.c */
+                ember_qt8_one(&tq, out[EMBER_QOUT_ONE]);
+            }
             for (t = 0; t < taps; ++t)
                 for (l = 0; l < 8; ++l) wf[t][l] = (float)w[(ptrdiff_t)(c + l % 4) * taps + t];
             for (oh0 = 0; oh0 < OH; oh0 += band) {
