@@ -287,6 +287,26 @@ EMBER_INLINE ember_qdx_i8 ember_qdx_rq(ember_qdx_f8 a, ember_qdx_f8 m, ember_qdx
     __asm__("vpmaxsd %2, %1, %0\n\tvpminsd %3, %0, %0" : "=&x"(v) : "x"(v), "x"(lo), "x"(hi));
     return v;
 }
+/* The 8 accumulators a0..a3, c0..c3 of ember_qdx_conv summed over T taps (the even ones into a, the odd into c). */
+#define EMBER_QDX_SUMS(T)                                                                                           \
+    EMBER_UNROLL for (t = 0; t + 1 < T; t += 2) {                                                                   \
+        const float *s = row + toff[t] + 4 * ow0, *u = row + toff[t + 1] + 4 * ow0;                                 \
+        a0 += wf[t] * *(const ember_qdx_f8u *)(const void *)s;                                                      \
+        a1 += wf[t] * *(const ember_qdx_f8u *)(const void *)(s + 8);                                                \
+        a2 += wf[t] * *(const ember_qdx_f8u *)(const void *)(s + 16);                                               \
+        a3 += wf[t] * *(const ember_qdx_f8u *)(const void *)(s + 24);                                               \
+        c0 += wf[t + 1] * *(const ember_qdx_f8u *)(const void *)u;                                                  \
+        c1 += wf[t + 1] * *(const ember_qdx_f8u *)(const void *)(u + 8);                                            \
+        c2 += wf[t + 1] * *(const ember_qdx_f8u *)(const void *)(u + 16);                                           \
+        c3 += wf[t + 1] * *(const ember_qdx_f8u *)(const void *)(u + 24);                                           \
+    }                                                                                                               \
+    if (t < T) {                                                                                                    \
+        const float *s = row + toff[t] + 4 * ow0;                                                                   \
+        a0 += wf[t] * *(const ember_qdx_f8u *)(const void *)s;                                                      \
+        a1 += wf[t] * *(const ember_qdx_f8u *)(const void *)(s + 8);                                                \
+        a2 += wf[t] * *(const ember_qdx_f8u *)(const void *)(s + 16);                                               \
+        a3 += wf[t] * *(const ember_qdx_f8u *)(const void *)(s + 24);                                               \
+    }
 /* The layer on AVX2 if it takes this path (returns 0 where not: then the general path runs). */
 static int ember_qdx_conv(uint8_t *y, const uint8_t *x, int x_sgn, int32_t xz, const int32_t *p, int N, int M,
                           const int16_t *w, const int32_t *bias, const int32_t *mult, const int32_t *shift,
@@ -301,6 +321,10 @@ static int ember_qdx_conv(uint8_t *y, const uint8_t *x, int x_sgn, int32_t xz, c
     const ember_qdx_i8 off = (ember_qdx_i8){0} + (0x4B400000 - out[EMBER_QOUT_ZP]),
                        lo = (ember_qdx_i8){0} + out[EMBER_QOUT_LO], hi = (ember_qdx_i8){0} + out[EMBER_QOUT_HI];
     const int uns = out[EMBER_QOUT_LO] >= 0; /* bytes by unsigned saturation (the clamp holds them) */
+    /* lo, hi in every byte and the zero point in every int16 (ember_qt8_rqa's results: the clamp after the packs) */
+    const ember_qdx_i8 blo = (ember_qdx_i8){0} + (int32_t)(0x01010101u * (uint8_t)out[EMBER_QOUT_LO]),
+                       bhi = (ember_qdx_i8){0} + (int32_t)(0x01010101u * (uint8_t)out[EMBER_QOUT_HI]),
+                       wzp = (ember_qdx_i8){0} + (int32_t)(0x00010001u * (uint16_t)out[EMBER_QOUT_ZP]);
     /* TFLite's requantisation (quant.c ember_qt8_rq, a lane's channel's own multiplier and shift) of the
      * exact float sums made int32, the bias added in int32 (float could round it) */
     const int tfl = shift[0] >= EMBER_Q_TFL && shift[0] < 3 * EMBER_Q_TFL;
@@ -353,29 +377,36 @@ static int ember_qdx_conv(uint8_t *y, const uint8_t *x, int x_sgn, int32_t xz, c
                         /* the even taps into a0..a3, the odd ones into c0..c3: eight chains of FMAs, where four
                          * waited on each other's latency; every partial sum is an integer within the bound
                          * that makes the whole exact, so the order changes no bit */
-                        for (t = 0; t + 1 < taps; t += 2) {
-                            const float *s = row + toff[t] + 4 * ow0, *u = row + toff[t + 1] + 4 * ow0;
-                            a0 += wf[t] * *(const ember_qdx_f8u *)(const void *)s;
-                            a1 += wf[t] * *(const ember_qdx_f8u *)(const void *)(s + 8);
-                            a2 += wf[t] * *(const ember_qdx_f8u *)(const void *)(s + 16);
-                            a3 += wf[t] * *(const ember_qdx_f8u *)(const void *)(s + 24);
-                            c0 += wf[t + 1] * *(const ember_qdx_f8u *)(const void *)u;
-                            c1 += wf[t + 1] * *(const ember_qdx_f8u *)(const void *)(u + 8);
-                            c2 += wf[t + 1] * *(const ember_qdx_f8u *)(const void *)(u + 16);
-                            c3 += wf[t + 1] * *(const ember_qdx_f8u *)(const void *)(u + 24);
-                        }
-                        if (t < taps) {
-                            const float *s = row + toff[t] + 4 * ow0;
-                            a0 += wf[t] * *(const ember_qdx_f8u *)(const void *)s;
-                            a1 += wf[t] * *(const ember_qdx_f8u *)(const void *)(s + 8);
-                            a2 += wf[t] * *(const ember_qdx_f8u *)(const void *)(s + 16);
-                            a3 += wf[t] * *(const ember_qdx_f8u *)(const void *)(s + 24);
+                        if (taps == 9) { /* 3x3: a constant trip count, unrolled (no loop control per tap pair) */
+                            EMBER_QDX_SUMS(9)
+                        } else {
+                            EMBER_QDX_SUMS(taps)
                         }
                         a0 += c0;
                         a1 += c1;
                         a2 += c2;
                         a3 += c3;
-                        {
+                        if (tq.one) { /* gemmlowp's as one rounding (quant.c ember_qt8_rqa), the zero point added
+                                         saturating to int16 and the clamp on bytes (as qgemm.c ember_qf8_pack_words) */
+#define EMBER_QDX_RQA(a) ember_qt8_rqa(__builtin_convertvector(a, ember_qdx_i8) + bi, tq.m, tq.mo, tq.rnd_e, tq.rnd_o, \
+                                       tq.s32)
+                            ember_qdx_h16 h01 = (ember_qdx_h16)__builtin_ia32_packssdw256(EMBER_QDX_RQA(a0),
+                                                                                          EMBER_QDX_RQA(a1)),
+                                          h23 = (ember_qdx_h16)__builtin_ia32_packssdw256(EMBER_QDX_RQA(a2),
+                                                                                          EMBER_QDX_RQA(a3));
+#undef EMBER_QDX_RQA
+                            ember_qdx_b32 b8;
+                            __asm__("vpaddsw %1, %0, %0" : "+x"(h01) : "x"(wzp));
+                            __asm__("vpaddsw %1, %0, %0" : "+x"(h23) : "x"(wzp));
+                            if (uns) {
+                                b8 = (ember_qdx_b32)__builtin_ia32_packuswb256(h01, h23);
+                                __asm__("vpmaxub %1, %0, %0\n\tvpminub %2, %0, %0" : "+x"(b8) : "x"(blo), "x"(bhi));
+                            } else {
+                                b8 = (ember_qdx_b32)__builtin_ia32_packsswb256(h01, h23);
+                                __asm__("vpmaxsb %1, %0, %0\n\tvpminsb %2, %0, %0" : "+x"(b8) : "x"(blo), "x"(bhi));
+                            }
+                            q = (ember_qdx_i8)__builtin_ia32_permvarsi256((ember_qdx_i8)b8, order); /* pixel order */
+                        } else {
 #define EMBER_QDX_RQ(a) (tfl ? ember_qt8_rq(__builtin_convertvector(a, ember_qdx_i8) + bi, &tq) \
                              : ember_qdx_rq(a, m, off, lo, hi))
                             const ember_qdx_h16 h01 = (ember_qdx_h16)__builtin_ia32_packssdw256(EMBER_QDX_RQ(a0),
