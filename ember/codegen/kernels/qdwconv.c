@@ -287,26 +287,6 @@ EMBER_INLINE ember_qdx_i8 ember_qdx_rq(ember_qdx_f8 a, ember_qdx_f8 m, ember_qdx
     __asm__("vpmaxsd %2, %1, %0\n\tvpminsd %3, %0, %0" : "=&x"(v) : "x"(v), "x"(lo), "x"(hi));
     return v;
 }
-/* The 8 accumulators a0..a3, c0..c3 of ember_qdx_conv summed over T taps (the even ones into a, the odd into c). */
-#define EMBER_QDX_SUMS(T)                                                                                           \
-    EMBER_UNROLL for (t = 0; t + 1 < T; t += 2) {                                                                   \
-        const float *s = row + toff[t] + 4 * ow0, *u = row + toff[t + 1] + 4 * ow0;                                 \
-        a0 += wf[t] * *(const ember_qdx_f8u *)(const void *)s;                                                      \
-        a1 += wf[t] * *(const ember_qdx_f8u *)(const void *)(s + 8);                                                \
-        a2 += wf[t] * *(const ember_qdx_f8u *)(const void *)(s + 16);                                               \
-        a3 += wf[t] * *(const ember_qdx_f8u *)(const void *)(s + 24);                                               \
-        c0 += wf[t + 1] * *(const ember_qdx_f8u *)(const void *)u;                                                  \
-        c1 += wf[t + 1] * *(const ember_qdx_f8u *)(const void *)(u + 8);                                            \
-        c2 += wf[t + 1] * *(const ember_qdx_f8u *)(const void *)(u + 16);                                           \
-        c3 += wf[t + 1] * *(const ember_qdx_f8u *)(const void *)(u + 24);                                           \
-    }                                                                                                               \
-    if (t < T) {                                                                                                    \
-        const float *s = row + toff[t] + 4 * ow0;                                                                   \
-        a0 += wf[t] * *(const ember_qdx_f8u *)(const void *)s;                                                      \
-        a1 += wf[t] * *(const ember_qdx_f8u *)(const void *)(s + 8);                                                \
-        a2 += wf[t] * *(const ember_qdx_f8u *)(const void *)(s + 16);                                               \
-        a3 += wf[t] * *(const ember_qdx_f8u *)(const void *)(s + 24);                                               \
-    }
 /* The layer on AVX2 if it takes this path (returns 0 where not: then the general path runs). */
 static int ember_qdx_conv(uint8_t *y, const uint8_t *x, int x_sgn, int32_t xz, const int32_t *p, int N, int M,
                           const int16_t *w, const int32_t *bias, const int32_t *mult, const int32_t *shift,
@@ -377,10 +357,23 @@ static int ember_qdx_conv(uint8_t *y, const uint8_t *x, int x_sgn, int32_t xz, c
                         /* the even taps into a0..a3, the odd ones into c0..c3: eight chains of FMAs, where four
                          * waited on each other's latency; every partial sum is an integer within the bound
                          * that makes the whole exact, so the order changes no bit */
-                        if (taps == 9) { /* 3x3: a constant trip count, unrolled (no loop control per tap pair) */
-                            EMBER_QDX_SUMS(9)
-                        } else {
-                            EMBER_QDX_SUMS(taps)
+                        for (t = 0; t + 1 < taps; t += 2) {
+                            const float *s = row + toff[t] + 4 * ow0, *u = row + toff[t + 1] + 4 * ow0;
+                            a0 += wf[t] * *(const ember_qdx_f8u *)(const void *)s;
+                            a1 += wf[t] * *(const ember_qdx_f8u *)(const void *)(s + 8);
+                            a2 += wf[t] * *(const ember_qdx_f8u *)(const void *)(s + 16);
+                            a3 += wf[t] * *(const ember_qdx_f8u *)(const void *)(s + 24);
+                            c0 += wf[t + 1] * *(const ember_qdx_f8u *)(const void *)u;
+                            c1 += wf[t + 1] * *(const ember_qdx_f8u *)(const void *)(u + 8);
+                            c2 += wf[t + 1] * *(const ember_qdx_f8u *)(const void *)(u + 16);
+                            c3 += wf[t + 1] * *(const ember_qdx_f8u *)(const void *)(u + 24);
+                        }
+                        if (t < taps) {
+                            const float *s = row + toff[t] + 4 * ow0;
+                            a0 += wf[t] * *(const ember_qdx_f8u *)(const void *)s;
+                            a1 += wf[t] * *(const ember_qdx_f8u *)(const void *)(s + 8);
+                            a2 += wf[t] * *(const ember_qdx_f8u *)(const void *)(s + 16);
+                            a3 += wf[t] * *(const ember_qdx_f8u *)(const void *)(s + 24);
                         }
                         a0 += c0;
                         a1 += c1;
