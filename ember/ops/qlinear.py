@@ -195,20 +195,38 @@ def float_limit(rq: Requant, bound: np.ndarray | None) -> tuple[int, int]:
     return (1, lim) if 0 < lim < 2**24 and np.all(lim * m < 2.0**22) else (0, 0)
 
 
+def one_rounding(rq: Requant, bound: np.ndarray | None) -> bool:
+    """Whether gemmlowp's two roundings (DOUBLE) of every sum v with |v| <= bound (per row) are the one rounding
+    sign(v) floor((|v| M + 2^(k-1) + 2^30) / 2^k) of quant.c's ember_qt8_rqa: for k >= 32 they are
+    floor((v M + 2^(k-1) + 2^30 - [v < 0] 2^31) / 2^k) exactly, which the |v| form gives except for negative v
+    where |v| M + 2^(k-1) + 2^30 is a multiple of 2^k; that needs |v| M to have exactly 30 trailing zero bits, so
+    |v| >= 2^(30 - tz(M)), past the bound of every row checked here."""
+    if rq.rounding != DOUBLE or bound is None or not len(rq.mult):
+        return False
+    bound = np.broadcast_to(np.asarray(bound, np.float64), (len(rq.mult),))
+    for m, k, b in zip(rq.mult, rq.shift, bound, strict=True):
+        if k < 32 or k > 62:
+            return False
+        if m and b >= 2.0 ** (30 - ((m & -m).bit_length() - 1)):
+            return False
+    return True
+
+
 def _out_args(k: KernelEmitter, q: QSpec, bound: np.ndarray | None = None,
               packed: np.ndarray | None = None) -> list[str]:
-    """kind, then (after the caller's own arguments) mult, shift, out tables; out = [zp, lo, hi, f, ok, L, w]
-    with f = exact_in_float for sums within `bound` (None: unknown, f = 0), (ok, L) float_limit's, and w
+    """kind, then (after the caller's own arguments) mult, shift, out tables; out = [zp, lo, hi, f, ok, L, w, o]
+    with f = exact_in_float for sums within `bound` (None: unknown, f = 0), (ok, L) float_limit's, w
     whether no byte of the `packed` weights is -128 (qgemm.c's VPMADDUBSW tiles are exact then; -1: weights
-    known only at run time, which the kernel checks)."""
+    known only at run time, which the kernel checks), and o whether TFLite's two roundings are one there
+    (`one_rounding`)."""
     w127 = -1 if packed is None else int(not np.any(np.asarray(packed) == -128))
     rq = q.requant
     if rq is None:
-        return ["0", "0", k.table([0, 0, 0, 0, 0, 0, w127], DType.INT32)]
+        return ["0", "0", k.table([0, 0, 0, 0, 0, 0, w127, 0], DType.INT32)]
     f = int(bound is not None and exact_in_float(rq, bound))
     ok, lim = (1, 0) if f else float_limit(rq, bound)
     return [_table(k, rq.mult), _table(k, rq.shift_codes()),
-            k.table([rq.zp, rq.lo, rq.hi, f, ok, lim, w127], DType.INT32)]
+            k.table([rq.zp, rq.lo, rq.hi, f, ok, lim, w127, int(one_rounding(rq, bound))], DType.INT32)]
 
 
 def packed_bound(q: QSpec, packed: np.ndarray) -> np.ndarray:

@@ -301,6 +301,10 @@ static int ember_qdx_conv(uint8_t *y, const uint8_t *x, int x_sgn, int32_t xz, c
     const ember_qdx_i8 off = (ember_qdx_i8){0} + (0x4B400000 - out[EMBER_QOUT_ZP]),
                        lo = (ember_qdx_i8){0} + out[EMBER_QOUT_LO], hi = (ember_qdx_i8){0} + out[EMBER_QOUT_HI];
     const int uns = out[EMBER_QOUT_LO] >= 0; /* bytes by unsigned saturation (the clamp holds them) */
+    /* lo, hi in every byte and the zero point in every int16 (ember_qt8_rqa's results: the clamp after the packs) */
+    const ember_qdx_i8 blo = (ember_qdx_i8){0} + (int32_t)(0x01010101u * (uint8_t)out[EMBER_QOUT_LO]),
+                       bhi = (ember_qdx_i8){0} + (int32_t)(0x01010101u * (uint8_t)out[EMBER_QOUT_HI]),
+                       wzp = (ember_qdx_i8){0} + (int32_t)(0x00010001u * (uint16_t)out[EMBER_QOUT_ZP]);
     /* TFLite's requantisation (quant.c ember_qt8_rq, a lane's channel's own multiplier and shift) of the
      * exact float sums made int32, the bias added in int32 (float could round it) */
     const int tfl = shift[0] >= EMBER_Q_TFL && shift[0] < 3 * EMBER_Q_TFL;
@@ -334,7 +338,10 @@ static int ember_qdx_conv(uint8_t *y, const uint8_t *x, int x_sgn, int32_t xz, c
                     b0[l] = 0.0f;
                 }
             }
-            if (tfl) ember_qt8_quad(&tq, mult + c, shift + c); /* quant.c */
+            if (tfl) {
+                ember_qt8_quad(&tq, mult + c, shift + c); /* quant.c */
+                ember_qt8_one(&tq, out[EMBER_QOUT_ONE]);
+            }
             for (t = 0; t < taps; ++t)
                 for (l = 0; l < 8; ++l) wf[t][l] = (float)w[(ptrdiff_t)(c + l % 4) * taps + t];
             for (oh0 = 0; oh0 < OH; oh0 += band) {
@@ -372,7 +379,27 @@ static int ember_qdx_conv(uint8_t *y, const uint8_t *x, int x_sgn, int32_t xz, c
                         a1 += c1;
                         a2 += c2;
                         a3 += c3;
-                        {
+                        if (tq.one) { /* gemmlowp's as one rounding (quant.c ember_qt8_rqa), the zero point added
+                                         saturating to int16 and the clamp on bytes (as qgemm.c ember_qf8_pack_words) */
+#define EMBER_QDX_RQA(a) ember_qt8_rqa(__builtin_convertvector(a, ember_qdx_i8) + bi, tq.m, tq.mo, tq.rnd_e, tq.rnd_o, \
+                                       tq.s32)
+                            ember_qdx_h16 h01 = (ember_qdx_h16)__builtin_ia32_packssdw256(EMBER_QDX_RQA(a0),
+                                                                                          EMBER_QDX_RQA(a1)),
+                                          h23 = (ember_qdx_h16)__builtin_ia32_packssdw256(EMBER_QDX_RQA(a2),
+                                                                                          EMBER_QDX_RQA(a3));
+#undef EMBER_QDX_RQA
+                            ember_qdx_b32 b8;
+                            __asm__("vpaddsw %1, %0, %0" : "+x"(h01) : "x"(wzp));
+                            __asm__("vpaddsw %1, %0, %0" : "+x"(h23) : "x"(wzp));
+                            if (uns) {
+                                b8 = (ember_qdx_b32)__builtin_ia32_packuswb256(h01, h23);
+                                __asm__("vpmaxub %1, %0, %0\n\tvpminub %2, %0, %0" : "+x"(b8) : "x"(blo), "x"(bhi));
+                            } else {
+                                b8 = (ember_qdx_b32)__builtin_ia32_packsswb256(h01, h23);
+                                __asm__("vpmaxsb %1, %0, %0\n\tvpminsb %2, %0, %0" : "+x"(b8) : "x"(blo), "x"(bhi));
+                            }
+                            q = (ember_qdx_i8)__builtin_ia32_permvarsi256((ember_qdx_i8)b8, order); /* pixel order */
+                        } else {
 #define EMBER_QDX_RQ(a) (tfl ? ember_qt8_rq(__builtin_convertvector(a, ember_qdx_i8) + bi, &tq) \
                              : ember_qdx_rq(a, m, off, lo, hi))
                             const ember_qdx_h16 h01 = (ember_qdx_h16)__builtin_ia32_packssdw256(EMBER_QDX_RQ(a0),

@@ -528,6 +528,9 @@ typedef struct {
     ember_qf8i off, lo, hi, lim;
     ember_qf8i tl, th, tzp; /* TFLite's clamp before the zero point, and the zero point */
     int limit, tfl;
+    int one; /* gemmlowp's two roundings as one (quant.c ember_qt8_rqa; qlinear.py one_rounding proved it) */
+    int uns; /* lo >= 0: bytes by unsigned saturation (ember_qf8_pack_words) */
+    ember_qf8i blo, bhi, wzp; /* lo, hi in every byte, the zero point in every int16 */
 } ember_qrq_out;
 /* As the AVX-512 ember_qrq_setup: whether o requantises in registers (in float, or TFLite's way), and its
  * constants. */
@@ -542,6 +545,11 @@ static int ember_qrq_setup(const ember_qout *o, ember_qrq_out *r) {
     r->tl = (ember_qf8i){0} + (out[EMBER_QOUT_LO] - out[EMBER_QOUT_ZP]);
     r->th = (ember_qf8i){0} + (out[EMBER_QOUT_HI] - out[EMBER_QOUT_ZP]);
     r->tzp = (ember_qf8i){0} + out[EMBER_QOUT_ZP];
+    r->one = r->tfl && out[EMBER_QOUT_ONE];
+    r->uns = out[EMBER_QOUT_LO] >= 0;
+    r->blo = (ember_qf8i){0} + (int32_t)(0x01010101u * (uint8_t)out[EMBER_QOUT_LO]);
+    r->bhi = (ember_qf8i){0} + (int32_t)(0x01010101u * (uint8_t)out[EMBER_QOUT_HI]);
+    r->wzp = (ember_qf8i){0} + (int32_t)(0x00010001u * (uint16_t)out[EMBER_QOUT_ZP]);
     return o->kind == 1 && (o->ps == 1 || o->blk) && !o->wofs && (out[EMBER_QOUT_FLOAT] || r->tfl);
 }
 /* mult * 2^-shift as a float (exact: 24 significant bits). */
@@ -585,6 +593,36 @@ EMBER_INLINE void ember_qf8_put_words(uint8_t *y, ember_qf8i q0, ember_qf8i q1, 
     else
         for (j = 0; j < n; ++j) *(ember_qi32u *)(void *)(y + 4 * j) = (int32_t)w[j];
 }
+/* A channel quad's 8 pixels as the first n words at y (none if n <= 0) from q0 .. q3, its channels' lanes
+ * requantised before the zero point: packed to int16 with signed saturation, the zero point added saturating
+ * (the same as adding it first: sums past int16 saturate either way), packed to bytes (unsigned where lo >= 0,
+ * where [lo, hi] holds the same bytes either way) and clamped to [lo, hi] 32 bytes at once; one byte shuffle
+ * makes each pixel's word of four channels. 8 operations a quad where ember_qf8_put_words and the clamps and
+ * zero points of its int32 lanes took 21. */
+EMBER_INLINE void ember_qf8_pack_words(uint8_t *y, ember_qf8i q0, ember_qf8i q1, ember_qf8i q2, ember_qf8i q3, int n,
+                                       const ember_qrq_out *rg) {
+    typedef char b32 __attribute__((vector_size(32)));
+    typedef short h16 __attribute__((vector_size(32)));
+    /* bytes per 128-bit half: channel c of pixel j at 4c + j -> word j (pixels 0-3 low half, 4-7 high) */
+    const b32 order = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
+                       0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
+    h16 a = (h16)__builtin_ia32_packssdw256(q0, q1), b = (h16)__builtin_ia32_packssdw256(q2, q3);
+    b32 c;
+    int j;
+    __asm__("vpaddsw %1, %0, %0" : "+x"(a) : "x"(rg->wzp));
+    __asm__("vpaddsw %1, %0, %0" : "+x"(b) : "x"(rg->wzp));
+    if (rg->uns) {
+        c = (b32)__builtin_ia32_packuswb256(a, b);
+        __asm__("vpmaxub %1, %0, %0\n\tvpminub %2, %0, %0" : "+x"(c) : "x"(rg->blo), "x"(rg->bhi));
+    } else {
+        c = (b32)__builtin_ia32_packsswb256(a, b);
+        __asm__("vpmaxsb %1, %0, %0\n\tvpminsb %2, %0, %0" : "+x"(c) : "x"(rg->blo), "x"(rg->bhi));
+    }
+    c = (b32)__builtin_ia32_pshufb256(c, order);
+    if (n >= 8) *(ember_qf8iu *)(void *)y = (ember_qf8i)c;
+    else
+        for (j = 0; j < n; ++j) *(ember_qi32u *)(void *)(y + 4 * j) = ((ember_qf8i)c)[j];
+}
 /* A tile's epilogue: S[R][H] holds the sums of rows m0 .. m0+R-1 for H vectors of 8 pixels from pix (no
  * corrections yet); adds each row's correction, requantises in registers and stores the first n pixels, as
  * a channel quad's words into a channel-blocked y or as bytes into rows. */
@@ -594,13 +632,21 @@ EMBER_INLINE void ember_qf8_put_words(uint8_t *y, ember_qf8i q0, ember_qf8i q1, 
         const ptrdiff_t rs = o->rs;                                                                     \
         const int32_t *const mult = o->mult + m0, *const shift = o->shift + m0, *const corr = o->corr + m0; \
         ember_qf8i q[R][H];                                                                             \
+        const int pk = rg.one && R == 4 && o->blk; /* ember_qf8_pack_words' zero point and clamp */        \
         int qr, qh;                                                                                     \
         if (rg.tfl) { /* TFLite's integer requantisation; gemmlowp's rounding (Micro's, LiteRT's convolutions) \
                          with k >= 31 from the row's 4 constants, where ember_qt8_init's 16 vectors took as long \
                          as the sums of a tile of small K */                                           \
             EMBER_UNROLL for (qr = 0; qr < R; ++qr) {                                                   \
                 const int k = shift[qr] & 63;                                                           \
-                if (shift[qr] >= 2 * EMBER_Q_TFL && k >= 31) { /* gemmlowp's: the row's 4 constants */  \
+                if (rg.one) { /* gemmlowp's as one rounding (k >= 32): the row's 3 constants */         \
+                    const ember_qt8i qm = (ember_qt8i){0} + mult[qr], qs = (ember_qt8i){0} + (k - 32);   \
+                    const ember_qt8q qd = (ember_qt8q){0} + (((long long)1 << (k - 1)) + (1LL << 30));    \
+                    EMBER_UNROLL for (qh = 0; qh < H; ++qh) {                                           \
+                        q[qr][qh] = ember_qt8_rqa(S[qr][qh] + corr[qr], qm, qm, qd, qd, qs);             \
+                        if (!pk) q[qr][qh] = ember_qt8_clamp(q[qr][qh], rg.tl, rg.th) + rg.tzp;          \
+                    }                                                                                   \
+                } else if (shift[qr] >= 2 * EMBER_Q_TFL && k >= 31) { /* gemmlowp's: the row's 4 constants */ \
                     const int rsh = k - 31;                                                             \
                     const int32_t msk = (int32_t)(((uint32_t)1 << rsh) - 1u);                           \
                     const ember_qt8i qm = (ember_qt8i){0} + mult[qr], qs = (ember_qt8i){0} + rsh,        \
@@ -619,7 +665,11 @@ EMBER_INLINE void ember_qf8_put_words(uint8_t *y, ember_qf8i q0, ember_qf8i q1, 
                 EMBER_UNROLL for (qh = 0; qh < H; ++qh) q[qr][qh] = ember_qf8_rq(S[qr][qh] + corr[qr], mf, &rg); \
             }                                                                                           \
         }                                                                                               \
-        if (R == 4 && o->blk) { /* a channel quad's words (m0 % 4 == 0) */                              \
+        if (pk) {                                                                                       \
+            uint8_t *const y = ember_qblk_at(o, m0, pix);                                               \
+            EMBER_UNROLL for (qh = 0; qh < H; ++qh)                                                     \
+                ember_qf8_pack_words(y + 32 * qh, q[0][qh], q[1 % R][qh], q[2 % R][qh], q[3 % R][qh], n - 8 * qh, &rg); \
+        } else if (R == 4 && o->blk) { /* a channel quad's words (m0 % 4 == 0) */                       \
             uint8_t *const y = ember_qblk_at(o, m0, pix);                                               \
             EMBER_UNROLL for (qh = 0; qh < H; ++qh)                                                     \
                 ember_qf8_put_words(y + 32 * qh, q[0][qh], q[1 % R][qh], q[2 % R][qh], q[3 % R][qh], n - 8 * qh); \
@@ -786,6 +836,7 @@ static void ember_qgemv8_rq(const ember_qout *o, int m0, const int8_t *W, int Kp
         ember_qt8 t;
         ember_qt8_init(&t, o->mult[m0], o->shift[m0], o->zp, o->lo, o->hi);
         ember_qt8_oct(&t, o->mult + m0, o->shift + m0);
+        ember_qt8_one(&t, o->out[EMBER_QOUT_ONE]);
         q = ember_qt8_rq(s, &t);
     } else {
         ember_qf8f mf;

@@ -107,13 +107,22 @@ typedef struct {
     int ls0; /* no lane shifts left (every k >= 31, as multipliers below 1 give): the saturating shift is the identity */
     int hi32; /* single rounding with every k >= 32 (multipliers below 1/2): the result is the high dword of the
                  rounded product shifted right by k - 32 in 32 bits (ember_qt8_rq) */
+    int k32;  /* every k >= 32 */
+    int one;  /* gemmlowp's two roundings as ember_qt8_rqa's one (every k >= 32 and the layer's sums proven to
+                 allow it: out[EMBER_QOUT_ONE]); 0 from ember_qt8_init, callers set it (ember_qt8_one) */
 } ember_qt8;
+/* LiteRT's rounding constant of a lane's 64-bit product, or for gemmlowp's (dbl) ember_qt8_rqa's: 2^(k-1) + 2^30
+ * (ember_qt8_rqd keeps its own 2^30). */
+#define EMBER_QT8_RND(dbl, k) \
+    ((dbl) ? ((k) >= 32 ? ((long long)1 << ((k) - 1)) + (1LL << 30) : 1LL << 30) : (k) ? (long long)1 << ((k) - 1) : 0)
 EMBER_UNUSED EMBER_INLINE void ember_qt8_init(ember_qt8 *t, int32_t mult, int shift, int32_t zp, int32_t lo, int32_t hi) {
     const int k = shift & 63, rs = k > 31 ? k - 31 : 0;
     const int32_t mask = (int32_t)(((uint32_t)1 << rs) - 1u);
     t->dbl = shift >= 2 * EMBER_Q_TFL;
     t->ls0 = k >= 31;
     t->hi32 = !t->dbl && k >= 32;
+    t->k32 = k >= 32;
+    t->one = 0;
     t->s32 = (ember_qt8i){0} + (k >= 32 ? k - 32 : 0);
     t->m = t->mo = (ember_qt8i){0} + mult;
     t->ls = (ember_qt8i){0} + (k < 31 ? 31 - k : 0);
@@ -121,7 +130,7 @@ EMBER_UNUSED EMBER_INLINE void ember_qt8_init(ember_qt8 *t, int32_t mult, int sh
     t->mask = (ember_qt8i){0} + mask;
     t->half = (ember_qt8i){0} + (mask >> 1);
     t->k_e = t->k_o = (ember_qt8q){0} + (t->dbl ? 31 : k);
-    t->rnd_e = t->rnd_o = (ember_qt8q){0} + (t->dbl ? (long long)1 << 30 : k ? (long long)1 << (k - 1) : 0);
+    t->rnd_e = t->rnd_o = (ember_qt8q){0} + EMBER_QT8_RND(t->dbl, k);
     t->l = (ember_qt8i){0} + (lo - zp);
     t->h = (ember_qt8i){0} + (hi - zp);
     t->zp = (ember_qt8i){0} + zp;
@@ -132,11 +141,12 @@ EMBER_UNUSED EMBER_INLINE void ember_qt8_init(ember_qt8 *t, int32_t mult, int sh
 EMBER_UNUSED EMBER_INLINE void ember_qt8_lane(ember_qt8 *t, int i, int32_t mult, int shift) {
     const int k = shift & 63, rs = k > 31 ? k - 31 : 0;
     const int32_t mask = (int32_t)(((uint32_t)1 << rs) - 1u);
-    const long long rnd = t->dbl ? (long long)1 << 30 : k ? (long long)1 << (k - 1) : 0;
+    const long long rnd = EMBER_QT8_RND(t->dbl, k);
     t->m[i] = mult;
     t->ls[i] = k < 31 ? 31 - k : 0;
     t->ls0 = t->ls0 && k >= 31;
     t->hi32 = t->hi32 && k >= 32;
+    t->k32 = t->k32 && k >= 32;
     t->s32[i] = k >= 32 ? k - 32 : 0;
     t->rs[i] = rs;
     t->mask[i] = mask;
@@ -157,7 +167,7 @@ EMBER_UNUSED EMBER_INLINE void ember_qt8_lane(ember_qt8 *t, int i, int32_t mult,
 EMBER_UNUSED EMBER_INLINE void ember_qt8_quad(ember_qt8 *t, const int32_t *mult, const int32_t *shift) {
     int32_t ls[4], rs[4], mask[4], s32[4];
     long long kk[4], rnd[4];
-    int i, all = 1, hi32 = !t->dbl;
+    int i, all = 1, hi32 = !t->dbl, k32 = 1;
     for (i = 0; i < 4; ++i) {
         const int k = shift[i] & 63;
         s32[i] = k >= 32 ? k - 32 : 0;
@@ -166,11 +176,13 @@ EMBER_UNUSED EMBER_INLINE void ember_qt8_quad(ember_qt8 *t, const int32_t *mult,
         rs[i] = k > 31 ? k - 31 : 0;
         mask[i] = (int32_t)(((uint32_t)1 << rs[i]) - 1u);
         kk[i] = t->dbl ? 31 : k;
-        rnd[i] = t->dbl ? (long long)1 << 30 : k ? (long long)1 << (k - 1) : 0;
+        rnd[i] = EMBER_QT8_RND(t->dbl, k);
         all = all && k >= 31;
+        k32 = k32 && k >= 32;
     }
     t->ls0 = all;
     t->hi32 = hi32;
+    t->k32 = k32;
     t->s32 = (ember_qt8i){s32[0], s32[1], s32[2], s32[3], s32[0], s32[1], s32[2], s32[3]};
     t->m = (ember_qt8i){mult[0], mult[1], mult[2], mult[3], mult[0], mult[1], mult[2], mult[3]};
     t->mo = (ember_qt8i){mult[1], mult[1], mult[3], mult[3], mult[1], mult[1], mult[3], mult[3]};
@@ -188,7 +200,7 @@ EMBER_UNUSED EMBER_INLINE void ember_qt8_quad(ember_qt8 *t, const int32_t *mult,
 EMBER_UNUSED EMBER_INLINE void ember_qt8_oct(ember_qt8 *t, const int32_t *mult, const int32_t *shift) {
     int32_t ls[8], rs[8], mask[8], s32[8];
     long long kk[8], rnd[8];
-    int i, all = 1, hi32 = !t->dbl;
+    int i, all = 1, hi32 = !t->dbl, k32 = 1;
     for (i = 0; i < 8; ++i) {
         const int k = shift[i] & 63;
         s32[i] = k >= 32 ? k - 32 : 0;
@@ -197,11 +209,13 @@ EMBER_UNUSED EMBER_INLINE void ember_qt8_oct(ember_qt8 *t, const int32_t *mult, 
         rs[i] = k > 31 ? k - 31 : 0;
         mask[i] = (int32_t)(((uint32_t)1 << rs[i]) - 1u);
         kk[i] = t->dbl ? 31 : k;
-        rnd[i] = t->dbl ? (long long)1 << 30 : k ? (long long)1 << (k - 1) : 0;
+        rnd[i] = EMBER_QT8_RND(t->dbl, k);
         all = all && k >= 31;
+        k32 = k32 && k >= 32;
     }
     t->ls0 = all;
     t->hi32 = hi32;
+    t->k32 = k32;
     t->s32 = *(const ember_qt8iu *)(const void *)s32;
     t->m = *(const ember_qt8iu *)(const void *)mult;
     t->mo = (ember_qt8i){mult[1], mult[1], mult[3], mult[3], mult[5], mult[5], mult[7], mult[7]};
@@ -257,6 +271,24 @@ EMBER_UNUSED EMBER_INLINE ember_qt8i ember_qt8_rqd(ember_qt8i v, ember_qt8i m, e
     r = (r >> rs) - ((r & mask) > half - (r < (ember_qt8i){0}));
     return ember_qt8_clamp(r, l, h) + zp;
 }
+/* gemmlowp's two roundings of 8 lanes as one, where every k >= 32 and ops/qlinear.py `one_rounding` proved it for
+ * every sum the layer makes (out[EMBER_QOUT_ONE]): SaturatingRoundingDoublingHighMul rounds half up at 2^31,
+ * which moves RoundingDivideByPOT's half-away-from-zero thresholds toward zero by 2^30, so the result is
+ * sign(v) floor((|v| M + 2^(k-1) + 2^30) / 2^k) (rnd_e, rnd_o as ember_qt8's: EMBER_QT8_RND): VPMULUDQ of |v|
+ * (INT32_MIN's 2^31 too), the high dwords of the products shifted right by k - 32 (s) in 32 bits, VPSIGND; 10
+ * operations before the clamp where ember_qt8_rqd takes 14. The result before the zero point and clamp. */
+EMBER_UNUSED EMBER_INLINE ember_qt8i ember_qt8_rqa(ember_qt8i v, ember_qt8i m, ember_qt8i mo, ember_qt8q rnd_e,
+                                                   ember_qt8q rnd_o, ember_qt8i s) {
+    const ember_qt8i a = (ember_qt8i)__builtin_ia32_psignd256(v, v);
+    const ember_qt8q e = (ember_qt8q)__builtin_ia32_pmuludq256(a, m) + rnd_e,
+                     o = (ember_qt8q)__builtin_ia32_pmuludq256((ember_qt8i)((ember_qt8u)a >> 32), mo) + rnd_o;
+    const ember_qt8i r = (ember_qt8i)__builtin_ia32_pblendd256((ember_qt8i)((ember_qt8u)e >> 32), (ember_qt8i)o, 0xAA);
+    return (ember_qt8i)__builtin_ia32_psignd256(r >> s, v);
+}
+/* t->one for a layer's requantisation: ok (its out[EMBER_QOUT_ONE]) and every lane's k >= 32 (gemmlowp's rounding). */
+EMBER_UNUSED EMBER_INLINE void ember_qt8_one(ember_qt8 *t, int32_t ok) {
+    t->one = t->dbl && t->k32 && ok;
+}
 /* ember_q_requant(v[i], mult, shift, zp, lo, hi) of the 8 lanes, as int32 lanes. */
 EMBER_UNUSED EMBER_INLINE ember_qt8i ember_qt8_rq(ember_qt8i v, const ember_qt8 *t) {
     ember_qt8q e, o;
@@ -270,6 +302,7 @@ EMBER_UNUSED EMBER_INLINE ember_qt8i ember_qt8_rq(ember_qt8i v, const ember_qt8 
         r = (ember_qt8i)(((ember_qt8u)e & 0xFFFFFFFFull) | (ember_qt8u)o << 32);
         return r + t->zp;
     }
+    if (t->one) return ember_qt8_clamp(ember_qt8_rqa(v, t->m, t->mo, t->rnd_e, t->rnd_o, t->s32), t->l, t->h) + t->zp;
     if (!t->ls0) { /* acc * 2^ls saturated to int32, as ember_q_scale_tfl's clamp */
         const ember_qt8i a = (ember_qt8i)((ember_qt8w)v << (ember_qt8w)t->ls);
         const ember_qt8i sat = (v >> 31) ^ 0x7FFFFFFF;
@@ -286,7 +319,8 @@ EMBER_UNUSED EMBER_INLINE int32_t ember_q_requant(int64_t acc, int32_t mult, int
 /* Entries of a requantised result's `out` table (ember/ops/qpointwise.py QOut): zero point, clamp; the
  * integer products' (qlinear.py _out_args) add: sums exact in float, tiles may requantise in float
  * (qlinear.py float_limit's ok), after clamping sums to [-L, L] (its L; 0: no clamp), and whether no
- * weight byte is -128 (found at compile time; -1: run-time weights, qgemm.c ember_qout_w127 checks). */
+ * weight byte is -128 (found at compile time; -1: run-time weights, qgemm.c ember_qout_w127 checks), and whether
+ * TFLite's two roundings are one for every sum (qlinear.py one_rounding: ember_qt8_rqa). */
 #define EMBER_QOUT_ZP 0
 #define EMBER_QOUT_LO 1
 #define EMBER_QOUT_HI 2
@@ -294,6 +328,7 @@ EMBER_UNUSED EMBER_INLINE int32_t ember_q_requant(int64_t acc, int32_t mult, int
 #define EMBER_QOUT_FLOAT 4
 #define EMBER_QOUT_LIMIT 5
 #define EMBER_QOUT_W127 6
+#define EMBER_QOUT_ONE 7
 /* Element i of int8 (sgn = 1) or uint8 (sgn = 0) bytes, as an int. */
 EMBER_UNUSED EMBER_INLINE int32_t ember_q_load(const uint8_t *p, ptrdiff_t i, int sgn) {
     return sgn ? (int32_t)(int8_t)p[i] : (int32_t)p[i];
