@@ -42,7 +42,7 @@ import numpy as np
 
 from ember.ir.dtypes import DType
 from ember.ir.graph import Graph, Node
-from ember.ops.conv import ROW_PANELS, row_panels_fit
+from ember.ops.conv import ROW_PANELS, row_panels_fit, winograd_parts
 from ember.ops.qlinear import packed_bound
 from ember.ops.qshifted import qconv_shifted_fits, shifted_weights
 from ember.ops.qwino import BOUND_ATTR, qconv_wino_takes, real_weights, sums_fit, wino_weights
@@ -119,6 +119,9 @@ SHIFTED_ROWS_MIN_K = 256
 def _pack_row_panels(graph: Graph, node: Node, cpu: CpuFamily) -> None:
     w, y = node.inputs[1], node.outputs[0]
     assert w is not None and w.const is not None and y is not None and cpu.row_panels_min_k is not None
+    if node.op in ("ConvWinograd", "ConvWinograd4"):
+        _pack_winograd_rows(graph, node, cpu)
+        return
     # Not products that pack B whole per K block (EMBER_MM_BLOCK_N: 7x7 maps): their column after the last whole
     # vector would go through a scalar tile (its dot product along K reads rows), 1.09x the time of 2048 -> 512.
     k = math.prod(w.shape[1:])
@@ -126,6 +129,25 @@ def _pack_row_panels(graph: Graph, node: Node, cpu: CpuFamily) -> None:
     if not fits or k < cpu.row_panels_min_k or math.prod(y.shape[2:]) <= cpu.mm_block_n:
         return
     node.inputs[1] = graph.constant(f"{node.name}_w_rows", np.ascontiguousarray(row_panels(w.const, cpu.mm_kc)))
+    node.attrs[ROW_PANELS] = 1
+
+
+# Winograd's products (kernels/winograd.c: U[e] (M x C) times the transformed input, one column per tile) take row
+# panels where their columns run through the matmul's row-tile path (at most 4 vectors: 14x14 maps in F(4x4), 7x7 in
+# F(2x2)) or its strips (over EMBER_MM_BLOCK_N), not in between (28x28 in F(4x4): 49 tiles, whose column after the
+# last whole vector would go through a scalar tile). Inside a model U comes from memory (ResNet-50: 9 MiB a 14x14
+# layer, 16 MiB a 7x7 one), and a register tile's six rows, C floats each, are too short for the hardware
+# prefetchers; in row panels the 36 (16) products read it as one forward stream. On Zen 3 (per-node least times
+# inside ResNet-50, interleaved with the build without): see CHANGELOG.md 2026-11-28.
+def _pack_winograd_rows(graph: Graph, node: Node, cpu: CpuFamily) -> None:
+    u = node.inputs[1]
+    assert u is not None and u.const is not None and cpu.row_panels_min_k is not None
+    tiles = winograd_parts(node)[3]
+    vl = {"avx512": 16, "avx2": 8}.get(cpu.simd, 4)
+    if u.shape[2] < cpu.row_panels_min_k or 4 * vl < tiles <= cpu.mm_block_n:
+        return
+    packed = np.stack([row_panels(ue, cpu.mm_kc) for ue in u.const])
+    node.inputs[1] = graph.constant(f"{node.name}_u_rows", np.ascontiguousarray(packed))
     node.attrs[ROW_PANELS] = 1
 
 

@@ -442,21 +442,24 @@ static void ember_matmul_core_ap(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
 #undef EMBER_MM_A_AT
 #undef EMBER_MM_ROWS
 }
-/* A as a_sm / a_sk say (every product but a convolution's with weights in row panels). Inline: a kernel that calls
- * only ember_matmul_core_ap leaves these wrappers unused, which must not warn. */
-EMBER_INLINE void ember_matmul_core_res(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A, ptrdiff_t a_sm,
-                                        ptrdiff_t a_sk, const float *B, ptrdiff_t b_sk, const int32_t *b_row,
-                                        int panels, int M, int N, int K, float alpha, const float *bias,
-                                        ptrdiff_t bias_sm, ptrdiff_t bias_sn, float beta, const float *res, int act,
-                                        float act_a, float act_b) {
+/* A as a_sm / a_sk say (every product but a convolution's with weights in row panels). Inline and EMBER_UNUSED: a
+ * kernel that calls only ember_matmul_core_ap (Winograd's) leaves these wrappers unused, which must not warn (clang
+ * warns of an unused always_inline one). */
+EMBER_INLINE EMBER_UNUSED
+void ember_matmul_core_res(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A, ptrdiff_t a_sm,
+                           ptrdiff_t a_sk, const float *B, ptrdiff_t b_sk, const int32_t *b_row,
+                           int panels, int M, int N, int K, float alpha, const float *bias,
+                           ptrdiff_t bias_sm, ptrdiff_t bias_sn, float beta, const float *res, int act,
+                           float act_a, float act_b) {
     ember_matmul_core_ap(C, c_sm, A, a_sm, a_sk, B, b_sk, b_row, panels, M, N, K, alpha, bias, bias_sm, bias_sn, beta,
                          res, act, act_a, act_b, 0);
 }
 /* Without a residual (every product but a convolution's fused residual Add). */
-EMBER_INLINE void ember_matmul_core(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A, ptrdiff_t a_sm,
-                                    ptrdiff_t a_sk, const float *B, ptrdiff_t b_sk, const int32_t *b_row, int panels,
-                                    int M, int N, int K, float alpha, const float *bias, ptrdiff_t bias_sm,
-                                    ptrdiff_t bias_sn, float beta, int act, float act_a, float act_b) {
+EMBER_INLINE EMBER_UNUSED
+void ember_matmul_core(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A, ptrdiff_t a_sm,
+                       ptrdiff_t a_sk, const float *B, ptrdiff_t b_sk, const int32_t *b_row, int panels,
+                       int M, int N, int K, float alpha, const float *bias, ptrdiff_t bias_sm,
+                       ptrdiff_t bias_sn, float beta, int act, float act_a, float act_b) {
     ember_matmul_core_res(C, c_sm, A, a_sm, a_sk, B, b_sk, b_row, panels, M, N, K, alpha, bias, bias_sm, bias_sn,
                           beta, 0, act, act_a, act_b);
 }
