@@ -178,7 +178,7 @@ static void ember_mm_dot_cols(float *C, ptrdiff_t c_sm, const float *A, ptrdiff_
  * scalar FMA per row and k (1.09x the time of a 7x7 map's 1x1 conv, 49 = 48 + 1 columns, on Zen 3). A load of VL
  * floats at row k reads VL - rows floats of the rows after it: the last ones, which would pass the panel's end, go
  * one float at a time. */
-#if EMBER_MM_BLOCK_N && EMBER_MM_ROW_PANELS && EMBER_VL > 1 && EMBER_VL <= 8
+#if EMBER_MM_BLOCK_N && EMBER_MM_ROW_PANELS && EMBER_VL == 8 /* a tile's rows (at most 6) in one vector */
 static void ember_mm_dot_cols_ap(float *C, ptrdiff_t c_sm, const float *Ap, int rows, const float *b, int kn, int cols,
                                  int first, const float *bias, ptrdiff_t bias_sm, const float *res, int clamp, float lo,
                                  float hi) {
@@ -379,9 +379,10 @@ static void ember_matmul_core_ap(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
                 rows = EMBER_MM_ROWS(M - m0);
                 for (n0 = 0; n0 < N; n0 += nv, src += kn * nv) {
                     strip = EMBER_MM_BLOCK_STRIP();
-                    if (strip == 2 && (a_sk == 1 || apack)) { /* the columns after the last whole vector */
+                    /* the columns after the last whole vector (with `apack` and other vectors than AVX's: the tile) */
+                    if (strip == 2 && ((a_sk == 1 && !apack) || (EMBER_MM_ROW_PANELS && EMBER_VL == 8 && apack))) {
                         const int last = in_tile && k0 + kn >= K;
-#if EMBER_MM_ROW_PANELS
+#if EMBER_MM_ROW_PANELS && EMBER_VL == 8
                         if (apack) {
                             ember_mm_dot_cols_ap(C + (ptrdiff_t)m0 * c_sm + n0, c_sm, EMBER_MM_A_AT(m0, k0), rows, src,
                                                  kn, N - n0, k0 == 0,
