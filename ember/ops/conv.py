@@ -255,8 +255,9 @@ def residual_arg(node: Node, k: KernelEmitter) -> str:
     return k.inp(RESIDUAL) if node.input(RESIDUAL) is not None else "0"
 
 
-# Set by passes/conv_algorithms.py on a Conv that ember_conv_f32 runs, or a ConvShifted: its weights are in the
-# matmul's row panels (kernels/matmul.c ember_matmul_core_ap `apack`), the same floats in another order.
+# Set by passes/conv_algorithms.py on a Conv that ember_conv_f32 runs, a ConvShifted, or a ConvWinograd(4) (each of
+# its transformed weight matrices U[e]): its weights are in the matmul's row panels (kernels/matmul.c
+# ember_matmul_core_ap `apack`), the same floats in another order.
 ROW_PANELS = "_row_panels"
 
 
@@ -375,7 +376,8 @@ def _lower_winograd(node: Node, k: KernelEmitter) -> None:
     bias = k.inp(2) if node.input(2) is not None else "0"
     k.call("ember_conv_winograd4_f32" if size == 4 else "ember_conv_winograd_f32", k.out(0), k.inp(0), k.inp(1),
            bias, residual_arg(node, k), k.scratch("float"), k.table(geo.table(), DType.INT32),
-           present(node.input(0)).shape[0], m, *((0, 0) if size == 4 else ()), *epilogue_args(node))
+           present(node.input(0)).shape[0], m, *((0, 0) if size == 4 else ()), *epilogue_args(node),
+           int(bool(node.attrs.get(ROW_PANELS))))
 
 
 # Internal (passes/conv_algorithms.py): a Conv with its weights rearranged for the algorithm.

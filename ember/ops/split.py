@@ -32,7 +32,15 @@ from ember.ir.dtypes import DType
 from ember.ir.graph import Node, Value
 from ember.ops import qwino, registry
 from ember.ops.attention import split_rows
-from ember.ops.conv import RESIDUAL, _conv_parts, _im2col_block, blocked_pointwise, residual_arg, winograd_parts
+from ember.ops.conv import (
+    RESIDUAL,
+    ROW_PANELS,
+    _conv_parts,
+    _im2col_block,
+    blocked_pointwise,
+    residual_arg,
+    winograd_parts,
+)
 from ember.ops.epilogue import epilogue_args
 from ember.ops.parallel import Slice, Split, contiguous_axis, cuttable, with_part_scratch
 from ember.ops.qlinear import YCUT_ATTR, QSpec, lower_qconv, lower_qdwconv
@@ -191,7 +199,7 @@ def _lower_winograd4_band(node: Node, k: KernelEmitter, lo: int, hi: int) -> Non
     res = residual_arg(node, k)
     k.call("ember_conv_winograd4_f32", f"{k.out(0)} + {r0 * ow}", f"{k.inp(0)} + {min(first, h) * w}", k.inp(1), bias,
            res if res == "0" else f"{res} + {r0 * ow}", k.scratch("float"), k.table(band.table(), DType.INT32), 1, m,
-           h * w, oh * ow, *epilogue_args(node))
+           h * w, oh * ow, *epilogue_args(node), int(bool(node.attrs.get(ROW_PANELS))))
 
 
 def _split_qconv(node: Node) -> Split | None:

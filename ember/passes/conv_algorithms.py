@@ -25,7 +25,8 @@
 - Row panels: a Conv left to the plain kernel (direct or im2col), or a ConvShifted, with weight rows of at least the
   CPU family's `row_panels_min_k` floats (ConvShifted: SHIFTED_ROWS_MIN_K) on maps over EMBER_MM_BLOCK_N pixels
   keeps its op and shape, but its weights are stored in the matmul's row panels (`row_panels`: K block by K block,
-  one k-major panel per register tile) and flagged (conv.py ROW_PANELS). Not with --threads, whose parts cut the
+  one k-major panel per register tile) and flagged (conv.py ROW_PANELS); a ConvWinograd(4) with C at least
+  `row_panels_min_k` likewise, each of its transformed matrices U[e]. Not with --threads, whose parts cut the
   weights by rows.
 All keep the original Conv's attributes (pads, the fused `_act`) and add `kernel_shape`.
 Winograd weights are 16/9 (F(4x4): 4x) the size of the originals, so api.py runs this pass only for targets
@@ -119,13 +120,34 @@ SHIFTED_ROWS_MIN_K = 256
 def _pack_row_panels(graph: Graph, node: Node, cpu: CpuFamily) -> None:
     w, y = node.inputs[1], node.outputs[0]
     assert w is not None and w.const is not None and y is not None and cpu.row_panels_min_k is not None
-    # Not products that pack B whole per K block (EMBER_MM_BLOCK_N: 7x7 maps): their column after the last whole
-    # vector would go through a scalar tile (its dot product along K reads rows), 1.09x the time of 2048 -> 512.
+    if node.op in ("ConvWinograd", "ConvWinograd4"):
+        _pack_winograd_rows(graph, node, cpu)
+        return
+    # Not products that pack B whole per K block (EMBER_MM_BLOCK_N: 7x7 maps). With their column after the last whole
+    # vector through a scalar tile they took 1.09x the time (2048 -> 512); with it as vectors across the tile's rows
+    # (matmul.c ember_mm_dot_cols_ap, which Winograd's 49-tile products use), per-node least times inside ResNet-50 on
+    # Zen 3: 1x1 2048 -> 512 1.06-1.07x, 512 -> 2048 0.94-1.0x, the stride-2 3x3 onto 7x7 (im2col) 1.08x: no gain.
     k = math.prod(w.shape[1:])
     fits = row_panels_fit(node) if node.op == "Conv" else node.op == "ConvShifted" and k >= SHIFTED_ROWS_MIN_K
     if not fits or k < cpu.row_panels_min_k or math.prod(y.shape[2:]) <= cpu.mm_block_n:
         return
     node.inputs[1] = graph.constant(f"{node.name}_w_rows", np.ascontiguousarray(row_panels(w.const, cpu.mm_kc)))
+    node.attrs[ROW_PANELS] = 1
+
+
+# Winograd's products (kernels/winograd.c: U[e] (M x C) times the transformed input, one column per tile) take row
+# panels whatever their tiles. Inside a model U comes from memory (ResNet-50: 9 MiB a 14x14 layer, 16 MiB a 7x7
+# one), and a register tile's six rows, C floats each, are too short for the hardware prefetchers; in row panels the
+# 36 (16) products read it as one forward stream. On Zen 3, per-node least times inside ResNet-50 (interleaved with
+# the build without, a loaded machine): F(4x4) at 14x14 (256 ch) 0.70-0.75x, at 28x28 (128 ch, 49 tiles: the last
+# column as ember_mm_dot_cols_ap) 0.81-0.83x, at 56x56 (64 ch) 0.93-1.04x; F(2x2) at 7x7 (512 ch) 0.83-0.90x.
+def _pack_winograd_rows(graph: Graph, node: Node, cpu: CpuFamily) -> None:
+    u = node.inputs[1]
+    assert u is not None and u.const is not None and cpu.row_panels_min_k is not None
+    if u.shape[2] < cpu.row_panels_min_k:
+        return
+    packed = np.stack([row_panels(ue, cpu.mm_kc) for ue in u.const])
+    node.inputs[1] = graph.constant(f"{node.name}_u_rows", np.ascontiguousarray(packed))
     node.attrs[ROW_PANELS] = 1
 
 

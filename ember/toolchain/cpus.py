@@ -82,7 +82,10 @@ class CpuFamily:
     # floats apart (4 or 8 KiB at K = 1024 or 2048: one L1 set). None: never. On Zen 3 (paired, a loaded machine),
     # ResNet-50's 1x1 convs at 14x14 with K = 1024 0.92x their time, most others 0.95-1.0x; one panel per tile over
     # all of K (tiles K x 6 floats apart) measured 1.0-1.08x, and the 7x7 maps' K-blocked path 1.09x (its column
-    # after the last whole vector then goes through a scalar tile): left out.
+    # after the last whole vector then goes through a scalar tile): left out. Winograd's transformed weights with at
+    # least this many input channels too, every tile count (each U[e] is a product's A, read from memory inside a
+    # model): ResNet-50's F(4x4) layers at 14x14 0.70-0.75x, at 28x28 0.81-0.83x, F(2x2) at 7x7 0.83-0.90x (per-node
+    # least times inside the model, Zen 3, paired; conv_algorithms.py _pack_winograd_rows).
     row_panels_min_k: int | None = None
     # Inverted-residual blocks (passes/fuse_irblock.py) are computed band by band from input planes of this many
     # pixels on; None: never. Off in every family for now: on Zen 3 (AVX2, 512 KiB L2, 32 MiB L3) the fused

@@ -9,7 +9,8 @@ Strided ConvShifted layers fill both column phases of an input row in one pass (
 floats inside the row, single floats at its ends: rows of 30 and 37, the stem's 128 with 3 columns of padding);
 im2col at stride 2 takes the even floats of vector pairs the same way.
 Convolutions with weight rows of at least the family's row_panels_min_k floats on maps over 64 pixels read their
-weights from row panels (K block by K block, one per register tile, k-major); MaxPool 3x3 at
+weights from row panels (K block by K block, one per register tile, k-major), Winograd's transformed weights too
+(each position's matrix); MaxPool 3x3 at
 stride 2 takes its own kernel (row maxima, then the even, odd and next even floats of vector pairs).
 One model holds every case (one compile); it also runs in a C driver built for AVX2 with AddressSanitizer
 + UBSan, where a strip packed past the stack block or a B row read past the planes fails. Its C also compiles
@@ -55,6 +56,14 @@ CASES = {
     "rows_1x1_14x14": (300, 14, 45, 1, 1, 0, True, "Conv"),
     "rows_im2col_1x1_s2": (96, 24, 45, 1, 2, 0, True, "Conv"),
     "rows_shifted_s2": (32, 20, 20, 3, 2, 1, True, "ConvShifted"),  # K = 288: ConvShifted's b_row strips
+    # Winograd's U[e] in row panels (C >= row_panels_min_k): F(4x4) on 14x14 (16 tiles: the row-tile path; 20 rows:
+    # tiles 6, 6, 4, 4), F(2x2) on 7x7 with C over a whole K block and a part of one (300 = 256 + 44; 19 rows: 6,
+    # 6, 6, 1), F(4x4) on 36x36 (81 tiles: strips of 16 and an overlapping last one), and F(4x4) on 28x28 (49 tiles:
+    # B packed whole per K block, the last column as vectors across each tile's rows), with C over two K blocks
+    "rows_wino4_14x14": (96, 14, 20, 3, 1, 1, True, "ConvWinograd4"),
+    "rows_wino2_7x7": (300, 7, 19, 3, 1, 1, False, "ConvWinograd"),
+    "rows_wino4_36x36": (64, 36, 16, 3, 1, 1, True, "ConvWinograd4"),
+    "rows_wino4_28x28": (264, 28, 23, 3, 1, 1, True, "ConvWinograd4"),
 }
 # Conv + Add(shortcut) + Relu, the residual fused (ResNet's blocks; on maps over 64 pixels a pass after the
 # product), with weights in row panels: (input channels, size, output channels); K over three K blocks.
@@ -121,6 +130,7 @@ def test_avx2_choices_and_column_blocks_match_onnxruntime(tmp_path: Path) -> Non
     # the four "rows_" convolutions, and no other, run on row panels (ember_conv_f32's last argument)
     assert len(re.findall(r"ember_conv_f32\([^;]*, 1\);", source)) == 3
     assert len(re.findall(r"ember_conv_shifted_f32\([^;]*, 1\);", source)) == 1
+    assert len(re.findall(r"ember_conv_winograd4?_f32\([^;]*, 1\);", source)) == 4  # the "rows_wino" ones
     assert source.count("ember_maxpool3s2_f32(") == len(POOL_CASES) + 1  # the calls and the definition
     ref = onnxruntime_outputs(path, feed)
     got = bundle.run(feed)

@@ -73,41 +73,44 @@ EMBER_INLINE ember_vf ember_vclamp(ember_vf x, float lo, float hi) {
  * registers before the store: `bias` (row i adds bias[i * bias_sm]; with bias_sm < 0, column j adds
  * bias[j]; NULL for none), then `res` (a
  * residual laid out as C: the tile adds its own elements of it; NULL for none), then, if `clamp`, a
- * clamp to [lo, hi] (Relu, Clip). */
-#define EMBER_MM_TILE(NAME, T, CLAMP, R, V)                                                            \
-    EMBER_NOINLINE static void NAME(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A, ptrdiff_t a_sm, \
-                     ptrdiff_t a_sk, const float *B, ptrdiff_t b_sk, int kn, int first,              \
-                     const float *bias, ptrdiff_t bias_sm, int clamp, float lo, float hi,            \
-                     const float *res) {                                                             \
-        T acc[R][V];                                                                                 \
-        int i, j, k;                                                                                 \
-        for (i = 0; i < R; ++i)                                                                      \
-            for (j = 0; j < V; ++j)                                                                  \
-                acc[i][j] = first ? (T){0} : *(const T *)(C + i * c_sm + j * (ptrdiff_t)(sizeof(T) / 4)); \
-        for (k = 0; k < kn; ++k) {                                                                   \
-            const float *b = B + (ptrdiff_t)k * b_sk;                                                \
-            T bv[V];                                                                                 \
-            for (j = 0; j < V; ++j) bv[j] = *(const T *)(b + j * (ptrdiff_t)(sizeof(T) / 4));       \
-            for (i = 0; i < R; ++i) {                                                                \
-                const float a = A[i * a_sm + (ptrdiff_t)k * a_sk];                                   \
-                for (j = 0; j < V; ++j) acc[i][j] += a * bv[j];                                      \
-            }                                                                                        \
-        }                                                                                            \
-        if (bias && bias_sm < 0) /* a bias per column (channels-last 1x1 convs, Gemm's bias row) */   \
-            for (i = 0; i < R; ++i)                                                                  \
-                for (j = 0; j < V; ++j) acc[i][j] += *(const T *)(bias + j * (ptrdiff_t)(sizeof(T) / 4)); \
-        else if (bias)                                                                               \
-            for (i = 0; i < R; ++i)                                                                  \
-                for (j = 0; j < V; ++j) acc[i][j] += bias[i * bias_sm];                              \
-        if (res)                                                                                     \
-            for (i = 0; i < R; ++i)                                                                  \
-                for (j = 0; j < V; ++j)                                                              \
-                    acc[i][j] += *(const T *)(res + i * c_sm + j * (ptrdiff_t)(sizeof(T) / 4));      \
-        if (clamp)                                                                                   \
-            for (i = 0; i < R; ++i)                                                                  \
-                for (j = 0; j < V; ++j) acc[i][j] = CLAMP(acc[i][j], lo, hi);                        \
-        for (i = 0; i < R; ++i)                                                                      \
-            for (j = 0; j < V; ++j) *(T *)(C + i * c_sm + j * (ptrdiff_t)(sizeof(T) / 4)) = acc[i][j]; \
+ * clamp to [lo, hi] (Relu, Clip). Every loop over the tile's rows and vectors is unrolled whole (EMBER_UNROLL):
+ * GCC 12 at -O3 unrolled only the K loop's, so acc lived on the stack around it, every accumulator stored and
+ * reloaded once per call before the loop and once after (on Zen 3, 1x1 convs alone took 0.91-0.96x the time
+ * with acc in registers throughout). */
+#define EMBER_MM_TILE(NAME, T, CLAMP, R, V)                                                                            \
+    EMBER_NOINLINE static void NAME(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A, ptrdiff_t a_sm,           \
+                     ptrdiff_t a_sk, const float *B, ptrdiff_t b_sk, int kn, int first,                                \
+                     const float *bias, ptrdiff_t bias_sm, int clamp, float lo, float hi,                              \
+                     const float *res) {                                                                               \
+        T acc[R][V];                                                                                                   \
+        int i, j, k;                                                                                                   \
+        EMBER_UNROLL for (i = 0; i < R; ++i)                                                                           \
+            EMBER_UNROLL for (j = 0; j < V; ++j)                                                                       \
+                acc[i][j] = first ? (T){0} : *(const T *)(C + i * c_sm + j * (ptrdiff_t)(sizeof(T) / 4));              \
+        for (k = 0; k < kn; ++k) {                                                                                     \
+            const float *b = B + (ptrdiff_t)k * b_sk;                                                                  \
+            T bv[V];                                                                                                   \
+            EMBER_UNROLL for (j = 0; j < V; ++j) bv[j] = *(const T *)(b + j * (ptrdiff_t)(sizeof(T) / 4));             \
+            EMBER_UNROLL for (i = 0; i < R; ++i) {                                                                     \
+                const float a = A[i * a_sm + (ptrdiff_t)k * a_sk];                                                     \
+                EMBER_UNROLL for (j = 0; j < V; ++j) acc[i][j] += a * bv[j];                                           \
+            }                                                                                                          \
+        }                                                                                                              \
+        if (bias && bias_sm < 0) /* a bias per column (channels-last 1x1 convs, Gemm's bias row) */                    \
+            EMBER_UNROLL for (i = 0; i < R; ++i)                                                                       \
+                EMBER_UNROLL for (j = 0; j < V; ++j) acc[i][j] += *(const T *)(bias + j * (ptrdiff_t)(sizeof(T) / 4)); \
+        else if (bias)                                                                                                 \
+            EMBER_UNROLL for (i = 0; i < R; ++i)                                                                       \
+                EMBER_UNROLL for (j = 0; j < V; ++j) acc[i][j] += bias[i * bias_sm];                                   \
+        if (res)                                                                                                       \
+            EMBER_UNROLL for (i = 0; i < R; ++i)                                                                       \
+                EMBER_UNROLL for (j = 0; j < V; ++j)                                                                   \
+                    acc[i][j] += *(const T *)(res + i * c_sm + j * (ptrdiff_t)(sizeof(T) / 4));                        \
+        if (clamp)                                                                                                     \
+            EMBER_UNROLL for (i = 0; i < R; ++i)                                                                       \
+                EMBER_UNROLL for (j = 0; j < V; ++j) acc[i][j] = CLAMP(acc[i][j], lo, hi);                             \
+        EMBER_UNROLL for (i = 0; i < R; ++i)                                                                           \
+            EMBER_UNROLL for (j = 0; j < V; ++j) *(T *)(C + i * c_sm + j * (ptrdiff_t)(sizeof(T) / 4)) = acc[i][j];    \
     }
 EMBER_MM_TILE(ember_mm_tile_r2v, ember_vf, ember_vclamp, EMBER_MR, 2)
 EMBER_MM_TILE(ember_mm_tile_r1v, ember_vf, ember_vclamp, EMBER_MR, 1)
@@ -166,6 +169,35 @@ static void ember_mm_dot_cols(float *C, ptrdiff_t c_sm, const float *A, ptrdiff_
                 if (res) v += res[(ptrdiff_t)i * c_sm + j];
                 *c = clamp ? ember_sclamp(v, lo, hi) : v;
             }
+        }
+    }
+}
+#endif
+/* The same for a row tile of weights in row panels (`apack` below: Ap holds kn x rows floats, k-major): a vector
+ * across the tile's rows (rows <= 6 < EMBER_VL lanes) times b_j[k] per k, where the scalar one-column tile took a
+ * scalar FMA per row and k (1.09x the time of a 7x7 map's 1x1 conv, 49 = 48 + 1 columns, on Zen 3). A load of VL
+ * floats at row k reads VL - rows floats of the rows after it: the last ones, which would pass the panel's end, go
+ * one float at a time. */
+#if EMBER_MM_BLOCK_N && EMBER_MM_ROW_PANELS && EMBER_VL == 8 /* a tile's rows (at most 6) in one vector */
+static void ember_mm_dot_cols_ap(float *C, ptrdiff_t c_sm, const float *Ap, int rows, const float *b, int kn, int cols,
+                                 int first, const float *bias, ptrdiff_t bias_sm, const float *res, int clamp, float lo,
+                                 float hi) {
+    int i, j, k;
+    for (j = 0; j < cols; ++j) {
+        const float *bj = b + (ptrdiff_t)j * kn;
+        ember_vf acc = {0};
+        float sum[EMBER_VL];
+        for (k = 0; (ptrdiff_t)k * rows + EMBER_VL <= (ptrdiff_t)kn * rows; ++k)
+            acc += *(const ember_vf *)(Ap + (ptrdiff_t)k * rows) * bj[k];
+        for (i = 0; i < EMBER_VL; ++i) sum[i] = acc[i];
+        for (; k < kn; ++k)
+            for (i = 0; i < rows; ++i) sum[i] += Ap[(ptrdiff_t)k * rows + i] * bj[k];
+        for (i = 0; i < rows; ++i) {
+            float *c = C + (ptrdiff_t)i * c_sm + j;
+            float v = first ? sum[i] : *c + sum[i];
+            if (bias) v += bias_sm < 0 ? bias[j] : bias[i * bias_sm];
+            if (res) v += res[(ptrdiff_t)i * c_sm + j];
+            *c = clamp ? ember_sclamp(v, lo, hi) : v;
         }
     }
 }
@@ -347,8 +379,20 @@ static void ember_matmul_core_ap(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
                 rows = EMBER_MM_ROWS(M - m0);
                 for (n0 = 0; n0 < N; n0 += nv, src += kn * nv) {
                     strip = EMBER_MM_BLOCK_STRIP();
-                    if (strip == 2 && a_sk == 1 && (!apack || rows == 1)) { /* the columns after the last whole vector */
+                    /* the columns after the last whole vector (with `apack` and other vectors than AVX's: the tile) */
+                    if (strip == 2 && ((a_sk == 1 && !apack) || (EMBER_MM_ROW_PANELS && EMBER_VL == 8 && apack))) {
                         const int last = in_tile && k0 + kn >= K;
+#if EMBER_MM_ROW_PANELS && EMBER_VL == 8
+                        if (apack) {
+                            ember_mm_dot_cols_ap(C + (ptrdiff_t)m0 * c_sm + n0, c_sm, EMBER_MM_A_AT(m0, k0), rows, src,
+                                                 kn, N - n0, k0 == 0,
+                                                 last && bias ? bias + (colb ? (ptrdiff_t)n0 : (ptrdiff_t)m0 * bias_sm)
+                                                              : 0,
+                                                 tile_sm, last && res ? res + (ptrdiff_t)m0 * c_sm + n0 : 0,
+                                                 last && clamp, lo, hi);
+                            break;
+                        }
+#endif
                         ember_mm_dot_cols(C + (ptrdiff_t)m0 * c_sm + n0, c_sm, A + (ptrdiff_t)m0 * a_sm + k0, a_sm, src,
                                           kn, rows, N - n0, k0 == 0,
                                           last && bias ? bias + (colb ? (ptrdiff_t)n0 : (ptrdiff_t)m0 * bias_sm) : 0,
@@ -439,21 +483,24 @@ static void ember_matmul_core_ap(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
 #undef EMBER_MM_A_AT
 #undef EMBER_MM_ROWS
 }
-/* A as a_sm / a_sk say (every product but a convolution's with weights in row panels). Inline: a kernel that calls
- * only ember_matmul_core_ap leaves these wrappers unused, which must not warn. */
-EMBER_INLINE void ember_matmul_core_res(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A, ptrdiff_t a_sm,
-                                        ptrdiff_t a_sk, const float *B, ptrdiff_t b_sk, const int32_t *b_row,
-                                        int panels, int M, int N, int K, float alpha, const float *bias,
-                                        ptrdiff_t bias_sm, ptrdiff_t bias_sn, float beta, const float *res, int act,
-                                        float act_a, float act_b) {
+/* A as a_sm / a_sk say (every product but a convolution's with weights in row panels). Inline and EMBER_UNUSED: a
+ * kernel that calls only ember_matmul_core_ap (Winograd's) leaves these wrappers unused, which must not warn (clang
+ * warns of an unused always_inline one). */
+EMBER_INLINE EMBER_UNUSED
+void ember_matmul_core_res(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A, ptrdiff_t a_sm,
+                           ptrdiff_t a_sk, const float *B, ptrdiff_t b_sk, const int32_t *b_row,
+                           int panels, int M, int N, int K, float alpha, const float *bias,
+                           ptrdiff_t bias_sm, ptrdiff_t bias_sn, float beta, const float *res, int act,
+                           float act_a, float act_b) {
     ember_matmul_core_ap(C, c_sm, A, a_sm, a_sk, B, b_sk, b_row, panels, M, N, K, alpha, bias, bias_sm, bias_sn, beta,
                          res, act, act_a, act_b, 0);
 }
 /* Without a residual (every product but a convolution's fused residual Add). */
-EMBER_INLINE void ember_matmul_core(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A, ptrdiff_t a_sm,
-                                    ptrdiff_t a_sk, const float *B, ptrdiff_t b_sk, const int32_t *b_row, int panels,
-                                    int M, int N, int K, float alpha, const float *bias, ptrdiff_t bias_sm,
-                                    ptrdiff_t bias_sn, float beta, int act, float act_a, float act_b) {
+EMBER_INLINE EMBER_UNUSED
+void ember_matmul_core(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A, ptrdiff_t a_sm,
+                       ptrdiff_t a_sk, const float *B, ptrdiff_t b_sk, const int32_t *b_row, int panels,
+                       int M, int N, int K, float alpha, const float *bias, ptrdiff_t bias_sm,
+                       ptrdiff_t bias_sn, float beta, int act, float act_a, float act_b) {
     ember_matmul_core_res(C, c_sm, A, a_sm, a_sk, B, b_sk, b_row, panels, M, N, K, alpha, bias, bias_sm, bias_sn,
                           beta, 0, act, act_a, act_b);
 }

@@ -12,11 +12,15 @@
  * `scratch`: padded plane (2*TH+2) x 2*(TW+1), V (16*(C*T+16)), Z (16*(M*T+16)) and four output half-rows
  * (TW each) floats, T = TH*TW tiles, TH = ceil(OH/2), TW = ceil(OW/2). `res` (else NULL): a residual shaped
  * as y, added to each output row as it is stored, before the activation (passes/fuse_residual.py); both
- * kernels here take it. */
+ * kernels here take it. `apack` (both kernels): each U[e] is in the matmul's row panels (kernels/matmul.c
+ * ember_matmul_core_ap; passes/conv_algorithms.py row_panels), so that the products read the weights as one
+ * forward stream: a model's U comes from memory (4-16 MiB a layer in ResNet-50), and a register tile's six rows
+ * of C floats each are too short for the hardware prefetchers to follow. */
 
-/*@kernel ember_conv_winograd_f32 requires ember_matmul_f32 ember_conv_geo*/
+/*@kernel ember_conv_winograd_f32 requires ember_matmul_core ember_conv_geo*/
 static void ember_conv_winograd_f32(float *y, const float *x, const float *U, const float *bias, const float *res,
-                                    float *scratch, const int32_t *p, int N, int M, int act, float act_a, float act_b) {
+                                    float *scratch, const int32_t *p, int N, int M, int act, float act_a, float act_b,
+                                    int apack) {
     const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], OH = p[EMBER_GEO_OUT_H],
               OW = p[EMBER_GEO_OUT_W], pt = p[EMBER_GEO_PAD_H], pl = p[EMBER_GEO_PAD_W];
     const int TH = (OH + 1) / 2, TW = (OW + 1) / 2, Hp = 2 * TH + 2, Wh = TW + 1;
@@ -64,8 +68,8 @@ static void ember_conv_winograd_f32(float *y, const float *x, const float *U, co
             }
         }
         for (e = 0; e < 16; ++e)
-            ember_matmul_f32(Z + e * zs, T, U + e * (ptrdiff_t)M * C, C, 1, V + e * vs, T, M, (int)T, C, 1.0f,
-                             0, 0, 0, 0.0f, 0, 0.0f, 0.0f);
+            ember_matmul_core_ap(Z + e * zs, T, U + e * (ptrdiff_t)M * C, C, 1, V + e * vs, T, 0, 0, M, (int)T, C, 1.0f,
+                                 0, 0, 0, 0.0f, 0, 0, 0.0f, 0.0f, apack);
         for (m = 0; m < M; ++m) {
             const float b = bias ? bias[m] : 0.0f;
             float *ym = y + ((ptrdiff_t)n * M + m) * OH * OW;
@@ -103,7 +107,7 @@ static void ember_conv_winograd_f32(float *y, const float *x, const float *U, co
 }
 /*@end*/
 
-/*@kernel ember_conv_winograd4_f32 requires ember_matmul_f32 ember_conv_geo*/
+/*@kernel ember_conv_winograd4_f32 requires ember_matmul_core ember_conv_geo*/
 /* Winograd F(4x4, 3x3): 36 multiplies per 4x4 output tile and channel pair, 2.25 per output against
  * F(2x2, 3x3)'s 4, for maps big enough to fill the matmuls' vectors with whole tiles (the choice is in
  * ember/passes/conv_algorithms.py, which also guarantees T >= EMBER_VL). U[e][m][c] = (G g G^T)[e],
@@ -136,7 +140,7 @@ EMBER_INLINE void ember_wino4_at(const ember_vf x[6], ember_vf o[4]) {
 }
 static void ember_conv_winograd4_f32(float *y, const float *x, const float *U, const float *bias, const float *res,
                                      float *scratch, const int32_t *p, int N, int M, ptrdiff_t xs, ptrdiff_t ys, int act,
-                                     float act_a, float act_b) {
+                                     float act_a, float act_b, int apack) {
     const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], OH = p[EMBER_GEO_OUT_H],
               OW = p[EMBER_GEO_OUT_W], pt = p[EMBER_GEO_PAD_H], pl = p[EMBER_GEO_PAD_W];
     const int TH = (OH + 3) / 4, TW = (OW + 3) / 4, Hp = 4 * TH + 2, Wq = TW + 1;
@@ -187,8 +191,8 @@ static void ember_conv_winograd4_f32(float *y, const float *x, const float *U, c
             }
         }
         for (e = 0; e < 36; ++e)
-            ember_matmul_f32(Z + e * zs, T, U + e * (ptrdiff_t)M * C, C, 1, V + e * vs, T, M, (int)T, C, 1.0f,
-                             0, 0, 0, 0.0f, 0, 0.0f, 0.0f);
+            ember_matmul_core_ap(Z + e * zs, T, U + e * (ptrdiff_t)M * C, C, 1, V + e * vs, T, 0, 0, M, (int)T, C, 1.0f,
+                                 0, 0, 0, 0.0f, 0, 0, 0.0f, 0.0f, apack);
         for (m = 0; m < M; ++m) {
             const float b = bias ? bias[m] : 0.0f;
             float *ym = y + ((ptrdiff_t)n * M + m) * yplane;
