@@ -141,7 +141,9 @@ FAMILIES: dict[str, CpuFamily] = {f.name: f for f in (
     # At 112x112 (nhwc_small_big_m) the small-K kernel takes the 1x1 convs of at most 64 output channels: on Zen 3
     # (instrumented builds, least times per node), MobileNetV3-Large's 16 -> 64 expand 0.46 -> 0.32 ms (onnxruntime
     # 0.34) and 16 -> 16 project 0.134 -> 0.089 ms, MobileNetV2's 32 -> 16 project 0.17 -> 0.14 ms; but its 16 -> 96
-    # expand 0.68 -> 0.80 ms (as measured before: 1.19-1.25x), so not above 64 channels.
+    # expand 0.68 -> 0.80 ms (as measured before: 1.19-1.25x), so not above 64 channels. Whole runs, paired
+    # (bench_family.py, nhwc_small_big_m=0 against 64): MobileNetV3-Large 1.014x, EfficientNet-B0 1.025x,
+    # MobileNetV2 within noise. Measured and left out (Zen 3): nhwc_small_k=40 (the 40 -> 240 expands) 1.020x.
     CpuFamily("avx2", "AVX2 + FMA, 256-bit, two FMA units (Haswell to Alder Lake, Zen 1-3; x86-64-v3)", "avx2", 2,
               winograd_min_pixels=49, winograd4_min_tiles=16, shifted_strided_min_k=16, narrow_max_pixels=12,
               qwino_min_channels=32, qwino_min_pixels=49,
