@@ -43,7 +43,8 @@ STEM_MAX_K = 48
 # The small-K 1x1 kernel (ember_pw_nhwc_small_f32) on planes of at most 56x56. On Zen 3, per node in MobileNetV2
 # (instrumented builds, paired), the expand convs at 56x56 (24 -> 144) and 28x28 (32 -> 192) took 0.73-0.79x the
 # general matmul's time, but the one at 112x112 (16 -> 96, 4.8 MB out) 1.19-1.25x, though alone, in a loop, it
-# took 0.74-0.9x there too.
+# took 0.74-0.9x there too. Above that size only convs of at most the family's nhwc_small_big_m output channels take
+# it (MobileNetV3's 16 -> 64 and 16 -> 16 at 112x112: 0.67-0.69x; toolchain/cpus.py says what was measured).
 SMALL_K_MAX_PIXELS = 3136
 
 
@@ -156,9 +157,9 @@ def _transpose(graph: Graph, v: Value, perm: list[int], name: str, out: Value | 
 
 
 def _rewrite(graph: Graph, conv: Node, nhwc_of: dict[int, Value], panel: int, made: list[Node],
-             small_k: int = 0) -> None:
+             small_k: int = 0, small_big_m: int = 0) -> None:
     """`nhwc_of`: the NHWC Transposes made so far, by id of their input (a value read twice is moved once);
-    `made`: every Transpose made; `small_k`: see nhwc_regions."""
+    `made`: every Transpose made; `small_k`, `small_big_m`: see nhwc_regions."""
     geo, _, m, depthwise, _ = _conv_parts(conv)
     x, w, y = conv.input(0), conv.input(1), conv.outputs[0]
     assert x is not None and w is not None and w.const is not None and y is not None
@@ -185,7 +186,7 @@ def _rewrite(graph: Graph, conv: Node, nhwc_of: dict[int, Value], panel: int, ma
     ins[1] = graph.constant(f"{conv.name}_w_nhwc", np.ascontiguousarray(wt, dtype=np.float32))
     y_nhwc = graph.value(f"{y.name}_nhwc", TensorType(y.dtype, (y.shape[0], *y.shape[2:], y.shape[1])))
     attrs = dict(conv.attrs)
-    small = bool(panel) and geo.channels <= small_k and geo.pixels <= SMALL_K_MAX_PIXELS
+    small = bool(panel) and geo.channels <= small_k and (geo.pixels <= SMALL_K_MAX_PIXELS or m <= small_big_m)
     attrs[NHWC_ATTR] = NhwcParams(geo, m, depthwise, panel, stem, nhwc_in, small)
     new = Node("ConvNHWC", conv.name, ins, [y_nhwc], attrs)
     back = _transpose(graph, y_nhwc, TO_NCHW, "nchw", out=y)
@@ -303,9 +304,10 @@ def _rewrite_se(graph: Graph, node: Node, nhwc_of: dict[int, Value], made: list[
     made += [*before, back]
 
 
-def nhwc_regions(graph: Graph, min_convs: int, panel: int = 0, small_k: int = 0) -> None:
+def nhwc_regions(graph: Graph, min_convs: int, panel: int = 0, small_k: int = 0, small_big_m: int = 0) -> None:
     """`panel`: the CPU family's compile-time panel width for 1x1 weights (0: none; needs M % panel == 0);
-    `small_k`: 1x1 convs in panels with at most this many input channels take the small-K kernel (0: none)."""
+    `small_k`: 1x1 convs in panels with at most this many input channels take the small-K kernel (0: none), on
+    planes over SMALL_K_MAX_PIXELS only those of at most `small_big_m` output channels."""
     _fuse_adds(graph)
     members = [n for n in graph.nodes if _member(n)]
     uses = graph.consumers()
@@ -314,7 +316,7 @@ def nhwc_regions(graph: Graph, min_convs: int, panel: int = 0, small_k: int = 0)
     made: list[Node] = []
     for node in [n for n in members if id(n) in chosen]:  # in graph order: a Transpose lands before its readers
         if node.op == "Conv":
-            _rewrite(graph, node, nhwc_of, panel, made, small_k)
+            _rewrite(graph, node, nhwc_of, panel, made, small_k, small_big_m)
         else:
             _rewrite_se(graph, node, nhwc_of, made)
     _cancel(graph)

@@ -101,6 +101,9 @@ class CpuFamily:
     # kernels/nhwc.c's ember_pw_nhwc_small_f32 (pixel tiles over every panel, K constant) instead of the
     # general matmul; 0: never.
     nhwc_small_k: int = 0
+    # On planes over nhwc_region.SMALL_K_MAX_PIXELS (56x56), the small-K kernel only for 1x1 convs of at most this
+    # many output channels; 0: never there.
+    nhwc_small_big_m: int = 0
 
     def c_defines(self) -> dict[str, int]:
         """The macros NAME.c defines before its kernels (each kernel keeps its own default without one)."""
@@ -138,11 +141,17 @@ FAMILIES: dict[str, CpuFamily] = {f.name: f for f in (
     # (24 -> 144) and 28x28 (32 -> 192) 0.72-0.79x their general-matmul time, EfficientNet-B0's (with Swish)
     # 0.91-0.94x; the sum of all nodes 0.97x (MobileNetV2) and 0.985x (EfficientNet-B0); the TFLite fixture
     # mobilenet_like 0.88x whole (interleaved).
+    # At 112x112 (nhwc_small_big_m) the small-K kernel takes the 1x1 convs of at most 64 output channels: on Zen 3
+    # (instrumented builds, least times per node), MobileNetV3-Large's 16 -> 64 expand 0.46 -> 0.32 ms (onnxruntime
+    # 0.34) and 16 -> 16 project 0.134 -> 0.089 ms, MobileNetV2's 32 -> 16 project 0.17 -> 0.14 ms; but its 16 -> 96
+    # expand 0.68 -> 0.80 ms (as measured before: 1.19-1.25x), so not above 64 channels. Whole runs, paired
+    # (bench_family.py, nhwc_small_big_m=0 against 64): MobileNetV3-Large 1.014x, EfficientNet-B0 1.025x,
+    # MobileNetV2 within noise. Measured and left out (Zen 3): nhwc_small_k=40 (the 40 -> 240 expands) 1.020x.
     CpuFamily("avx2", "AVX2 + FMA, 256-bit, two FMA units (Haswell to Alder Lake, Zen 1-3; x86-64-v3)", "avx2", 2,
               winograd_min_pixels=49, winograd4_min_tiles=16, shifted_strided_min_k=16, narrow_max_pixels=12,
               qwino_min_channels=32, qwino_min_pixels=49,
               matmul_panels=True, mm_prefetch=False, mm_panel=16, mm_strip_prefetch=True, mm_block_n=64,
-              nhwc_min_convs=5, nhwc_small_k=32, row_panels_min_k=64),
+              nhwc_min_convs=5, nhwc_small_k=32, nhwc_small_big_m=64, row_panels_min_k=64),
     CpuFamily("avx512", "AVX-512, two 512-bit FMA units (Xeon Skylake-SP to Granite Rapids, Zen 5; x86-64-v4)",
               "avx512", 2),
     CpuFamily("avx512-1fma", "AVX-512 at half rate: one 512-bit FMA unit (Ice/Tiger Lake client) or 2 x 256 (Zen 4)",

@@ -111,8 +111,8 @@ def test_inverted_residual_blocks_match_onnxruntime(tmp_path: Path, monkeypatch:
     # The NCHW kernels this checks, with the channels-last regions off (tests/models/test_nhwc_region.py has those).
     real = pipeline.resolve_cpu
 
-    def resolve(target: str, cpu: str | None) -> CpuChoice | None:
-        choice = real(target, cpu)
+    def resolve(target: str, cpu: str | None, params: tuple[str, ...] = ()) -> CpuChoice | None:
+        choice = real(target, cpu, params)
         return None if choice is None else replace(choice, family=replace(choice.family, nhwc_min_convs=None))
 
     monkeypatch.setattr(pipeline, "resolve_cpu", resolve)
@@ -207,8 +207,8 @@ def irblocks(monkeypatch: pytest.MonkeyPatch) -> None:
     """The fusion on, from planes of 3136 pixels (no CPU family turns it on yet: toolchain/cpus.py)."""
     real = pipeline.resolve_cpu
 
-    def resolve(target: str, cpu: str | None) -> CpuChoice | None:
-        choice = real(target, cpu)
+    def resolve(target: str, cpu: str | None, params: tuple[str, ...] = ()) -> CpuChoice | None:
+        choice = real(target, cpu, params)
         return None if choice is None else replace(choice, family=replace(choice.family, irblock_min_pixels=3136))
 
     monkeypatch.setattr(pipeline, "resolve_cpu", resolve)

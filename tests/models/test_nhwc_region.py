@@ -35,15 +35,15 @@ STEM = "ember_conv_stem_nhwc_f32"
 
 @pytest.fixture
 def nhwc(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Regions of 3 Convs on, and 1x1 weights in panels with the small-K kernel up to 32 input channels, on every
-    CPU family (toolchain/cpus.py): x86-64's (SSE2) 32-column panels are four vectors, which that kernel runs in
-    its plain C."""
+    """Regions of 3 Convs on, and 1x1 weights in panels with the small-K kernel up to 32 input channels (on planes
+    over 56x56 up to 64 output channels), on every CPU family (toolchain/cpus.py): x86-64's (SSE2) 32-column
+    panels are four vectors, which that kernel runs in its plain C."""
     real = pipeline.resolve_cpu
 
-    def resolve(target: str, cpu: str | None) -> CpuChoice | None:
-        choice = real(target, cpu)
+    def resolve(target: str, cpu: str | None, params: tuple[str, ...] = ()) -> CpuChoice | None:
+        choice = real(target, cpu, params)
         return None if choice is None else replace(choice, family=replace(
-            choice.family, nhwc_min_convs=3, matmul_panels=True, nhwc_small_k=32))
+            choice.family, nhwc_min_convs=3, matmul_panels=True, nhwc_small_k=32, nhwc_small_big_m=64))
 
     monkeypatch.setattr(pipeline, "resolve_cpu", resolve)
 
@@ -148,6 +148,26 @@ def test_nhwc_regions_match_onnxruntime(tmp_path: Path, nhwc: None, cpu: str | N
         assert_close(got[name], ref[name], f"nhwc region {name}")
         assert_close(sanitized[name], ref[name], f"nhwc region {name} (sanitized C driver)")
     cdriver.compile_werror(bundle.path, tmp_path / "werror.o")
+
+
+@pytest.mark.parametrize("cpu", [None, "x86-64"])
+def test_small_k_on_big_planes_matches_onnxruntime(tmp_path: Path, nhwc: None, cpu: str | None) -> None:
+    """On a 60x61 plane (over 56x56) the 16 -> 32 expand and the 32 -> 16 project (with the residual; where 16
+    columns fill a panel) take the small-K kernel, the 16 -> 96 expand (over 64 output channels) and the 96 -> 16
+    project the general matmul; against onnxruntime."""
+    net = _Net()
+    net.inits += [numpy_helper.from_array(np.float32(v), name) for v, name in ((0.0, "zero"), (6.0, "six"))]
+    b = _plain_block(net, _plain_block(net, "x", 16, 16, 2, 1, "relu6"), 16, 16, 6, 1, "hardswish")
+    path = tmp_path / "big.onnx"
+    net.save(path, "big", {"x": [1, 16, 60, 61]}, {b: [1, 16, 60, 61]})
+    bundle = ember.compile(path, tmp_path / "out", cpu=cpu)
+    calls = [line.strip().split("(")[0] for line in (bundle.path / "big.c").read_text().splitlines()
+             if line.strip().startswith("ember_pw_nhwc")]
+    choice = pipeline.resolve_cpu("host", cpu)
+    small = 2 if choice is not None and choice.family.mm_panel == 16 else 1  # 32-column panels: 16 -> 32 only
+    assert calls == ["ember_pw_nhwc_small_f32"] * small + ["ember_pw_nhwc_f32"] * (4 - small), calls
+    x = {"x": (np.random.default_rng(6).standard_normal((1, 16, 60, 61)) * 3).astype(np.float32)}
+    assert_close(bundle.run(x)[b], onnxruntime_outputs(path, x)[b], "small-K on a 60x61 plane")
 
 
 def test_nhwc_kernels_compile_for_avx512_and_aarch64(tmp_path: Path) -> None:

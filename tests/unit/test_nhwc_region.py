@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from ember.frontends.onnx.loader import LoadOptions, load_onnx
@@ -10,6 +11,7 @@ from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph
 from ember.ops.conv import RESIDUAL
 from ember.ops.nhwc import params
+from ember.passes import nhwc_region
 from ember.passes.fold_constants import fold_constants
 from ember.passes.fuse_activation import fuse_activation
 from ember.passes.nhwc_region import TO_NCHW, TO_NHWC, nhwc_regions
@@ -213,3 +215,14 @@ def test_small_k_takes_only_1x1_convs_in_panels_of_few_input_channels() -> None:
     g = _graph(blocks=1)
     nhwc_regions(g, min_convs=3, panel=0, small_k=32)  # no panels: the general matmul
     assert not any(params(n).small for n in g.nodes if n.op == "ConvNHWC")
+
+
+def test_small_k_on_big_planes_takes_only_convs_of_few_output_channels(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On planes over SMALL_K_MAX_PIXELS (here lowered below the 14x14 plane) the small-K kernel takes a 1x1 conv
+    only where its output channels are at most small_big_m (the avx2 family's 64: MobileNetV3's 16 -> 64 at
+    112x112, not MobileNetV2's 16 -> 96)."""
+    monkeypatch.setattr(nhwc_region, "SMALL_K_MAX_PIXELS", 100)
+    for big_m, want in ((32, [True, False, False]), (16, [False, False, False]), (0, [False, False, False])):
+        g = _graph(blocks=1)
+        nhwc_regions(g, min_convs=3, panel=16, small_k=8, small_big_m=big_m)
+        assert [params(n).small for n in g.nodes if n.op == "ConvNHWC"] == want, big_m
