@@ -4,9 +4,10 @@ Loaded after every family (registry.FAMILIES), it sets `OpDef.split` on the oper
 call can be cut into independent calls by pointer offsets alone, and gives their scratch one region per
 part. Convolutions divide along output channels (their weights' rows, bias, output planes; a depthwise
 one also its input planes); matrix products along the rows of A and of the output (or, for a batch
-of products with per-batch B, along the batch). Everything is for one image (N = 1), since the output
-channels of several images are not one contiguous range. A 1x1 convolution over many pixels divides along its output
-pixels instead (matmul columns: pointer offsets with the whole row stride).
+of products with per-batch B, along the batch; a constant B in panels bigger than A, along whole panels of its
+columns). Everything is for one image (N = 1), since the output channels of several images are not one
+contiguous range. A 1x1 convolution over many pixels divides along its output pixels instead (matmul columns:
+pointer offsets with the whole row stride).
 
 Winograd convolutions' transformed weights interleave the output channels with the 16 or 36 tile
 positions; once divided they are stored part by part (parallel.relayout), so each part's are contiguous.
@@ -34,6 +35,7 @@ from ember.ops import qwino, registry
 from ember.ops.attention import split_rows
 from ember.ops.conv import RESIDUAL, _conv_parts, _im2col_block, blocked_pointwise, residual_arg, winograd_parts
 from ember.ops.epilogue import epilogue_args
+from ember.ops.matmul import _panels_dims
 from ember.ops.parallel import Slice, Split, contiguous_axis, cuttable, with_part_scratch
 from ember.ops.qlinear import YCUT_ATTR, QSpec, lower_qconv, lower_qdwconv
 from ember.ops.qwino import BOUND_ATTR
@@ -403,11 +405,28 @@ def _split_matmul(node: Node) -> Split | None:
 
 
 def _split_matmul_panels(node: Node) -> Split | None:
-    """A times constant B packed in panels (MatMulPanels): A's batch dims fold into rows."""
-    y = node.outputs[0]
-    if y is None or y.dtype is not DType.FLOAT32:
+    """A times constant B packed in panels (MatMulPanels): A's batch dims fold into rows. Where B is the bigger
+    operand (N > M: a transformer's projections at sequence 128, B 256 x 768 to 1024 x 256 floats), along whole
+    panels of its columns: each part reads its panels of B (contiguous) and all of A, where parts of the rows each
+    read all of B (twice the weights' traffic, from L3, with 2 threads). Else along A's rows."""
+    y, bp = node.outputs[0], node.input(1)
+    if y is None or y.dtype is not DType.FLOAT32 or bp is None:
         return None
+    m, n, _ = _panels_dims(node)
+    if n > m and bp.shape[0] > 1:
+        return Split(bp.shape[0], 1, (), lower=_lower_panel_columns)
     return _rows_split(node, 1, (DType.FLOAT32,), folded=True)
+
+
+def _lower_panel_columns(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:
+    """Panels [lo, hi) of B: the output's columns from lo * P on (the whole row stride), B from panel lo on."""
+    m, n, kk = _panels_dims(node)
+    bp = node.input(1)
+    assert bp is not None
+    p = bp.shape[2]
+    k.need("ember_matmul_panels_f32")
+    k.call("ember_matmul_panels_f32", f"{k.out(0)} + {lo * p}", n, k.inp(0), kk, 1, f"{k.inp(1)} + {lo * kk * p}", m,
+           (hi - lo) * p, kk, "0", 0, 0, *epilogue_args(node))
 
 
 def _split_qmatmul(node: Node) -> Split | None:

@@ -219,6 +219,43 @@ def test_int8_threaded_bundle_is_bit_identical(tmp_path: Path) -> None:
         assert np.abs(got[k].astype(np.int32) - ref[k].astype(np.int32)).max() <= 1, k
 
 
+def _projections(path: Path) -> Path:
+    """Two products with constant B (MatMulPanels): a transformer's projection, B (64 x 320) bigger than A (48 x
+    64), with Relu after it; then one of more rows than columns (320 x 48 by 48 x 64 after a Transpose)."""
+    rng = np.random.default_rng(17)
+    inits = [_const("w1", (rng.standard_normal((64, 320)) / 8).astype(np.float32)),
+             _const("w2", (rng.standard_normal((48, 64)) / 7).astype(np.float32))]
+    nodes = [helper.make_node("MatMul", ["input", "w1"], ["p"]), helper.make_node("Relu", ["p"], ["wide"]),
+             helper.make_node("Transpose", ["wide"], ["t"], perm=[0, 2, 1]),
+             helper.make_node("MatMul", ["t", "w2"], ["tall"])]
+    graph = helper.make_graph(nodes, "proj", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 48, 64])],
+                              [helper.make_tensor_value_info("wide", TensorProto.FLOAT, [1, 48, 320]),
+                               helper.make_tensor_value_info("tall", TensorProto.FLOAT, [1, 320, 64])], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_products_with_panels_divide_along_the_bigger_operand(tmp_path: Path) -> None:
+    """B bigger than A: whole panels of B's columns per part (3 calls of the kernel, each on its panels); A
+    bigger: rows (no column offsets). The same bytes as one thread either way."""
+    model = _projections(tmp_path / "proj.onnx")
+    serial = ember.compile(model, tmp_path / "t1")
+    threaded = ember.compile(model, tmp_path / "t3", threads=3)
+    ops = [n["op"] for n in threaded.manifest["nodes"]]
+    if ops.count("MatMulPanels+Relu") + ops.count("MatMulPanels") != 2:
+        pytest.skip(f"this CPU family packs no matmul panels: {ops}")
+    assert threaded.manifest["threads"]["divided"] == 2
+    c = (threaded.path / "proj.c").read_text()
+    assert c.count("ember_matmul_panels_f32(") - 1 == 6
+    if "EMBER_MM_PANEL 16" in c:  # AVX2's panels: 20 of them, parts of 6, 7 and 7
+        assert ")) + 96, 320," in c and ")) + 208, 320," in c
+    x = {"input": np.random.default_rng(3).standard_normal((1, 48, 64)).astype(np.float32)}
+    got, want, ref = threaded.run(x), serial.run(x), onnxruntime_outputs(model, x)
+    for k in ("wide", "tall"):
+        assert np.array_equal(got[k], want[k]), f"{k}: 3 threads vs 1"
+        assert_close(got[k], ref[k], f"{k}: 3 threads vs onnxruntime")
+
+
 def test_pool_is_thread_sanitizer_clean(convnet: tuple[Path, ember.Bundle, ember.Bundle], tmp_path: Path) -> None:
     """Two application threads, each running the multi-threaded bundle on its own regions, under TSan."""
     _, _, threaded = convnet
