@@ -33,7 +33,15 @@ from ember.ir.dtypes import DType
 from ember.ir.graph import Node, Value
 from ember.ops import qwino, registry
 from ember.ops.attention import split_rows
-from ember.ops.conv import RESIDUAL, _conv_parts, _im2col_block, blocked_pointwise, residual_arg, winograd_parts
+from ember.ops.conv import (
+    RESIDUAL,
+    ROW_PANELS,
+    _conv_parts,
+    _im2col_block,
+    blocked_pointwise,
+    residual_arg,
+    winograd_parts,
+)
 from ember.ops.epilogue import epilogue_args
 from ember.ops.matmul import _panels_dims
 from ember.ops.parallel import Slice, Split, contiguous_axis, cuttable, with_part_scratch
@@ -96,14 +104,29 @@ def _lower_im2col_columns(node: Node, k: KernelEmitter, lo: int, hi: int) -> Non
     qb, kk = _im2col_block(node, geo, 1), geo.channels * geo.taps
     col, tab = k.scratch("float"), k.table(geo.table(), DType.INT32)
     bias = k.inp(2) if node.input(2) is not None else "0"
-    k.need("ember_im2col_f32", "ember_matmul_f32")
+    k.need("ember_im2col_f32")
     q, nq = k.fresh("q0"), k.fresh("nq")
     with k.w.block(f"for (ptrdiff_t {q} = {lo}; {q} < {hi}; {q} += {qb})"):
         k.line(f"const int {nq} = {hi} - {q} < {qb} ? (int)({hi} - {q}) : {qb};")
         k.call("ember_im2col_f32", col, nq, k.inp(0), geo.channels, tab, q, nq)
-        k.call("ember_matmul_f32", f"{k.out(0)} + {q}", geo.pixels, k.inp(1), kk, 1, col, nq, m, nq, kk, "1.0f",
-               bias, 1, 0, "1.0f", *(_NO_ACT if node.input(RESIDUAL) is not None else epilogue_args(node)))
+        _matmul(node, k, f"{k.out(0)} + {q}", geo.pixels, kk, col, nq, m, nq, bias,
+                _NO_ACT if node.input(RESIDUAL) is not None else epilogue_args(node))
     _residual_columns(node, k, geo.pixels, m, lo, hi)
+
+
+def _matmul(node: Node, k: KernelEmitter, y: str, y_stride: int | str, kk: int, b: str, b_stride: int | str, m: int,
+            n: int | str, bias: str, act: tuple[object, ...]) -> None:
+    """y (m x n, rows y_stride apart) = the conv's weights (m x kk) times b (kk x n, rows b_stride apart) + bias
+    (per row), then `act`: ember_matmul_f32, or its core on weights in row panels (ROW_PANELS: a conv divided
+    along its pixels reads all of its weights, so they keep the layout the whole call reads)."""
+    if not node.attrs.get(ROW_PANELS):
+        k.call("ember_matmul_f32", y, y_stride, k.inp(1), kk, 1, b, b_stride, m, n, kk, "1.0f", bias, 1, 0, "1.0f",
+               *act)
+        return
+    k.need("ember_matmul_core")
+    args = (y, y_stride, k.inp(1), kk, 1, b, b_stride, 0, 0, m, n, kk, "1.0f", bias, 1, 0, "1.0f", 0, *act, 1)
+    k.line(f"ember_matmul_core_ap({', '.join(str(a) for a in args)});")
+
 
 
 def _lower_direct_columns(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:
@@ -112,17 +135,16 @@ def _lower_direct_columns(node: Node, k: KernelEmitter, lo: int, hi: int) -> Non
     assert x is not None and y is not None
     c, m, p = x.shape[1], y.shape[1], hi - lo
     pixels = y.type.numel // m
+    bias = k.inp(2) if b is not None else "0"
     if node.input(RESIDUAL) is not None:  # a pixel-divided conv's map is big: the residual in a pass after
-        k.call("ember_matmul_f32", f"{k.out(0)} + {lo}", pixels, k.inp(1), c, 1, f"{k.inp(0)} + {lo}", pixels, m, p, c,
-               "1.0f", k.inp(2) if b is not None else "0", 1, 0, "1.0f", *_NO_ACT)
+        _matmul(node, k, f"{k.out(0)} + {lo}", pixels, c, f"{k.inp(0)} + {lo}", pixels, m, p, bias, _NO_ACT)
         _residual_columns(node, k, pixels, m, lo, hi)
         return
     if blocked_pointwise(node, m):  # Swish, HardSwish, ...: as the whole call runs them (conv.py)
         k.call("ember_pointwise_act_f32", f"{k.out(0)} + {lo}", pixels, f"{k.inp(0)} + {lo}", pixels, k.inp(1),
                k.inp(2) if b is not None else "0", m, c, p, *epilogue_args(node))
         return
-    k.call("ember_matmul_f32", f"{k.out(0)} + {lo}", pixels, k.inp(1), c, 1, f"{k.inp(0)} + {lo}", pixels, m, p, c,
-           "1.0f", k.inp(2) if b is not None else "0", 1, 0, "1.0f", *epilogue_args(node))
+    _matmul(node, k, f"{k.out(0)} + {lo}", pixels, c, f"{k.inp(0)} + {lo}", pixels, m, p, bias, epilogue_args(node))
 
 
 def _residual_columns(node: Node, k: KernelEmitter, pixels: int, m: int, lo: int, hi: int) -> None:
