@@ -40,8 +40,8 @@ def nhwc(monkeypatch: pytest.MonkeyPatch) -> None:
     its plain C."""
     real = pipeline.resolve_cpu
 
-    def resolve(target: str, cpu: str | None) -> CpuChoice | None:
-        choice = real(target, cpu)
+    def resolve(target: str, cpu: str | None, params: tuple[str, ...] = ()) -> CpuChoice | None:
+        choice = real(target, cpu, params)
         return None if choice is None else replace(choice, family=replace(
             choice.family, nhwc_min_convs=3, matmul_panels=True, nhwc_small_k=32))
 
