@@ -215,11 +215,15 @@ def _attention_scratch(node: Node) -> int:
     return (_kernel_scratch(_Dims(node)) + sum(_cache_buffers(node))) * 4
 
 
-def _lower_attention(node: Node, k: KernelEmitter, lo: int = 0, hi: int | None = None) -> None:
-    """The whole node, or only its query rows [lo, hi) (a part of a node divided among threads, split_rows:
-    every head's rows, the same keys)."""
+def _lower_attention(node: Node, k: KernelEmitter, lo: int = 0, hi: int | None = None,
+                      heads: tuple[int, int] | None = None) -> None:
+    """The whole node, or only its query rows [lo, hi) of its query heads `heads` [h0, h1) (whole groups of the
+    heads that share a key/value head; a part of a node divided among threads, split_rows): pointer offsets along
+    the head and row strides, the same keys."""
     dims = _Dims(node)
     rows = (hi if hi is not None else dims.sq) - lo
+    h0, h1 = heads if heads is not None else (0, dims.hq)
+    group = dims.hq // dims.hkv
     mask, nonpad = node.input(3), node.input(6)
     block = min(rows, _QUERY_BLOCK)
     scratch = k.scratch("float")
@@ -250,7 +254,7 @@ def _lower_attention(node: Node, k: KernelEmitter, lo: int = 0, hi: int | None =
         mask_strides = (mshape[1] * head_stride if mshape[0] > 1 else 0, head_stride if mshape[1] > 1 else 0,
                         mask_len if mshape[2] > 1 else 0)
     geo = AttentionGeometry(
-        dims.batch, dims.hq, dims.hkv, rows, dims.total, dims.d, dims.dv,
+        dims.batch, h1 - h0, (h1 - h0) // group, rows, dims.total, dims.d, dims.dv,
         *dims.strides(dims.hq, dims.sq, dims.d), *k_strides, *v_strides, *dims.strides(dims.hq, dims.sq, dims.dv),
         *mask_strides, mask_len, int(bool(node.attrs.get("is_causal", 0))), dims.past,
         node.attrs.get("left_window_size", -1), node.attrs.get("right_window_size", -1),
@@ -259,9 +263,12 @@ def _lower_attention(node: Node, k: KernelEmitter, lo: int = 0, hi: int | None =
     scale = 1.0 / math.sqrt(dims.d) if scale is None else scale
     has_qk = len(node.outputs) > 3 and node.outputs[3] is not None
     is_bool = mask is not None and mask.dtype is DType.BOOL
-    # A part's rows: pointer offsets along the row strides (the mask's 0 where it broadcasts over rows).
-    q_ptr, y_ptr = f"({k.inp(0)} + {lo * geo.q_ss})", f"({k.out(0)} + {lo * geo.y_ss})"
-    mask_off = lo * geo.m_sq
+    # A part's heads and rows: pointer offsets along the head and row strides (the mask's 0 where it broadcasts);
+    # K and V: the first key/value head of the part's (no cache then: split_rows).
+    q_ptr, y_ptr = f"({k.inp(0)} + {h0 * geo.q_sh + lo * geo.q_ss})", f"({k.out(0)} + {h0 * geo.y_sh + lo * geo.y_ss})"
+    if h0:
+        k_ptr, v_ptr = f"({k_ptr} + {h0 // group * geo.k_sh})", f"({v_ptr} + {h0 // group * geo.v_sh})"
+    mask_off = h0 * geo.m_sh + lo * geo.m_sq
     k.call("ember_attention_f32", y_ptr, q_ptr, k_ptr, v_ptr, k.table(geo.table()), literal(scale, F32),
            literal(node.attrs.get("softcap", 0.0), F32),
            f"({k.inp(3)} + {mask_off})" if mask is not None and not is_bool else "0",
@@ -274,16 +281,38 @@ _ROW_ALIGN = 12
 
 
 def split_rows(node: Node) -> Split | None:
-    """Attention divided among threads (ops/split.py) along its query rows: every part reads all of K and V
-    (and packs them for itself) and writes its rows of Y, so the parts balance whatever the head count (ViT-
-    Tiny's 3 heads would split 2 : 1). Only where a row's result does not depend on its position: no causal
-    mask or window (the offsets count from the first row), no KV cache, no extra outputs."""
+    """Attention divided among threads (ops/split.py): its units are the row blocks (_ROW_ALIGN query rows) of
+    each key/value head, head after head, so a part is whole heads where it can be: every part packs K and V
+    (attention.c, once per head) only for the heads it touches, at most one of them shared with the next part,
+    where parts of the query rows each packed every head's (BERT's 4 heads on 2 threads: 2 + 2 heads, nothing
+    packed twice), and the parts still balance whatever the head count (ViT-Tiny's 3 heads: 1.5 each). Only
+    where a row's result does not depend on its position: no causal mask or window (the offsets count from the
+    first row), no KV cache, no extra outputs."""
     dims = _Dims(node)
     if (any(node.input(i) is not None for i in (4, 5, 6)) or any(o is not None for o in node.outputs[1:])
             or node.attrs.get("is_causal", 0) or node.attrs.get("left_window_size", -1) >= 0
             or node.attrs.get("right_window_size", -1) >= 0 or inp(node, 0).dtype is not F32):
         return None
-    return Split(dims.sq, _ROW_ALIGN, (), lower=_lower_attention)
+    return Split(dims.hkv * -(-dims.sq // _ROW_ALIGN), 1, (), lower=_lower_attention_part)
+
+
+def _lower_attention_part(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:
+    """Units [lo, hi) of split_rows: a call for each key/value head the range cuts (its query rows in the range,
+    of all its query heads), and one for each run of whole heads between."""
+    dims = _Dims(node)
+    blocks, group = -(-dims.sq // _ROW_ALIGN), dims.hq // dims.hkv
+    run: list[int] = []  # whole heads [run[0], run[-1]] not yet emitted
+    for hk in range(lo // blocks, -(-hi // blocks)):
+        r0, r1 = max(lo - hk * blocks, 0), min(hi - hk * blocks, blocks)
+        if (r0, r1) == (0, blocks):
+            run.append(hk)
+            continue
+        if run:
+            _lower_attention(node, k, heads=(run[0] * group, (run[-1] + 1) * group))
+            run = []
+        _lower_attention(node, k, r0 * _ROW_ALIGN, min(r1 * _ROW_ALIGN, dims.sq), (hk * group, (hk + 1) * group))
+    if run:
+        _lower_attention(node, k, heads=(run[0] * group, (run[-1] + 1) * group))
 
 
 def _attention_flops(node: Node) -> int:

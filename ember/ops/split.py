@@ -4,9 +4,10 @@ Loaded after every family (registry.FAMILIES), it sets `OpDef.split` on the oper
 call can be cut into independent calls by pointer offsets alone, and gives their scratch one region per
 part. Convolutions divide along output channels (their weights' rows, bias, output planes; a depthwise
 one also its input planes); matrix products along the rows of A and of the output (or, for a batch
-of products with per-batch B, along the batch). Everything is for one image (N = 1), since the output
-channels of several images are not one contiguous range. A 1x1 convolution over many pixels divides along its output
-pixels instead (matmul columns: pointer offsets with the whole row stride).
+of products with per-batch B, along the batch; a constant B in panels bigger than A, along whole panels of its
+columns). Everything is for one image (N = 1), since the output channels of several images are not one
+contiguous range. A 1x1 convolution over many pixels divides along its output pixels instead (matmul columns:
+pointer offsets with the whole row stride).
 
 Winograd convolutions' transformed weights interleave the output channels with the 16 or 36 tile
 positions; once divided they are stored part by part (parallel.relayout), so each part's are contiguous.
@@ -42,6 +43,7 @@ from ember.ops.conv import (
     winograd_parts,
 )
 from ember.ops.epilogue import epilogue_args
+from ember.ops.matmul import _panels_dims
 from ember.ops.parallel import Slice, Split, contiguous_axis, cuttable, with_part_scratch
 from ember.ops.qlinear import YCUT_ATTR, QSpec, lower_qconv, lower_qdwconv
 from ember.ops.qwino import BOUND_ATTR
@@ -102,14 +104,29 @@ def _lower_im2col_columns(node: Node, k: KernelEmitter, lo: int, hi: int) -> Non
     qb, kk = _im2col_block(node, geo, 1), geo.channels * geo.taps
     col, tab = k.scratch("float"), k.table(geo.table(), DType.INT32)
     bias = k.inp(2) if node.input(2) is not None else "0"
-    k.need("ember_im2col_f32", "ember_matmul_f32")
+    k.need("ember_im2col_f32")
     q, nq = k.fresh("q0"), k.fresh("nq")
     with k.w.block(f"for (ptrdiff_t {q} = {lo}; {q} < {hi}; {q} += {qb})"):
         k.line(f"const int {nq} = {hi} - {q} < {qb} ? (int)({hi} - {q}) : {qb};")
         k.call("ember_im2col_f32", col, nq, k.inp(0), geo.channels, tab, q, nq)
-        k.call("ember_matmul_f32", f"{k.out(0)} + {q}", geo.pixels, k.inp(1), kk, 1, col, nq, m, nq, kk, "1.0f",
-               bias, 1, 0, "1.0f", *(_NO_ACT if node.input(RESIDUAL) is not None else epilogue_args(node)))
+        _matmul(node, k, f"{k.out(0)} + {q}", geo.pixels, kk, col, nq, m, nq, bias,
+                _NO_ACT if node.input(RESIDUAL) is not None else epilogue_args(node))
     _residual_columns(node, k, geo.pixels, m, lo, hi)
+
+
+def _matmul(node: Node, k: KernelEmitter, y: str, y_stride: int | str, kk: int, b: str, b_stride: int | str, m: int,
+            n: int | str, bias: str, act: tuple[object, ...]) -> None:
+    """y (m x n, rows y_stride apart) = the conv's weights (m x kk) times b (kk x n, rows b_stride apart) + bias
+    (per row), then `act`: ember_matmul_f32, or its core on weights in row panels (ROW_PANELS: a conv divided
+    along its pixels reads all of its weights, so they keep the layout the whole call reads)."""
+    if not node.attrs.get(ROW_PANELS):
+        k.call("ember_matmul_f32", y, y_stride, k.inp(1), kk, 1, b, b_stride, m, n, kk, "1.0f", bias, 1, 0, "1.0f",
+               *act)
+        return
+    k.need("ember_matmul_core")
+    args = (y, y_stride, k.inp(1), kk, 1, b, b_stride, 0, 0, m, n, kk, "1.0f", bias, 1, 0, "1.0f", 0, *act, 1)
+    k.line(f"ember_matmul_core_ap({', '.join(str(a) for a in args)});")
+
 
 
 def _lower_direct_columns(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:
@@ -118,17 +135,16 @@ def _lower_direct_columns(node: Node, k: KernelEmitter, lo: int, hi: int) -> Non
     assert x is not None and y is not None
     c, m, p = x.shape[1], y.shape[1], hi - lo
     pixels = y.type.numel // m
+    bias = k.inp(2) if b is not None else "0"
     if node.input(RESIDUAL) is not None:  # a pixel-divided conv's map is big: the residual in a pass after
-        k.call("ember_matmul_f32", f"{k.out(0)} + {lo}", pixels, k.inp(1), c, 1, f"{k.inp(0)} + {lo}", pixels, m, p, c,
-               "1.0f", k.inp(2) if b is not None else "0", 1, 0, "1.0f", *_NO_ACT)
+        _matmul(node, k, f"{k.out(0)} + {lo}", pixels, c, f"{k.inp(0)} + {lo}", pixels, m, p, bias, _NO_ACT)
         _residual_columns(node, k, pixels, m, lo, hi)
         return
     if blocked_pointwise(node, m):  # Swish, HardSwish, ...: as the whole call runs them (conv.py)
         k.call("ember_pointwise_act_f32", f"{k.out(0)} + {lo}", pixels, f"{k.inp(0)} + {lo}", pixels, k.inp(1),
                k.inp(2) if b is not None else "0", m, c, p, *epilogue_args(node))
         return
-    k.call("ember_matmul_f32", f"{k.out(0)} + {lo}", pixels, k.inp(1), c, 1, f"{k.inp(0)} + {lo}", pixels, m, p, c,
-           "1.0f", k.inp(2) if b is not None else "0", 1, 0, "1.0f", *epilogue_args(node))
+    _matmul(node, k, f"{k.out(0)} + {lo}", pixels, c, f"{k.inp(0)} + {lo}", pixels, m, p, bias, epilogue_args(node))
 
 
 def _residual_columns(node: Node, k: KernelEmitter, pixels: int, m: int, lo: int, hi: int) -> None:
@@ -411,11 +427,28 @@ def _split_matmul(node: Node) -> Split | None:
 
 
 def _split_matmul_panels(node: Node) -> Split | None:
-    """A times constant B packed in panels (MatMulPanels): A's batch dims fold into rows."""
-    y = node.outputs[0]
-    if y is None or y.dtype is not DType.FLOAT32:
+    """A times constant B packed in panels (MatMulPanels): A's batch dims fold into rows. Where B is the bigger
+    operand (N > M: a transformer's projections at sequence 128, B 256 x 768 to 1024 x 256 floats), along whole
+    panels of its columns: each part reads its panels of B (contiguous) and all of A, where parts of the rows each
+    read all of B (twice the weights' traffic, from L3, with 2 threads). Else along A's rows."""
+    y, bp = node.outputs[0], node.input(1)
+    if y is None or y.dtype is not DType.FLOAT32 or bp is None:
         return None
+    m, n, _ = _panels_dims(node)
+    if n > m and bp.shape[0] > 1:
+        return Split(bp.shape[0], 1, (), lower=_lower_panel_columns)
     return _rows_split(node, 1, (DType.FLOAT32,), folded=True)
+
+
+def _lower_panel_columns(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:
+    """Panels [lo, hi) of B: the output's columns from lo * P on (the whole row stride), B from panel lo on."""
+    m, n, kk = _panels_dims(node)
+    bp = node.input(1)
+    assert bp is not None
+    p = bp.shape[2]
+    k.need("ember_matmul_panels_f32")
+    k.call("ember_matmul_panels_f32", f"{k.out(0)} + {lo * p}", n, k.inp(0), kk, 1, f"{k.inp(1)} + {lo * kk * p}", m,
+           (hi - lo) * p, kk, "0", 0, 0, *epilogue_args(node))
 
 
 def _split_qmatmul(node: Node) -> Split | None:

@@ -43,6 +43,7 @@ import numpy as np
 
 from ember.ir.dtypes import DType
 from ember.ir.graph import Graph, Node
+from ember.ops import registry
 from ember.ops.conv import ROW_PANELS, row_panels_fit
 from ember.ops.qlinear import packed_bound
 from ember.ops.qshifted import qconv_shifted_fits, shifted_weights
@@ -290,7 +291,9 @@ def threshold_choice(node: Node, cpu: CpuFamily) -> str:
 def choose_conv_algorithms(graph: Graph, cpu: CpuFamily = DEFAULT_FAMILY,
                            tuned: Mapping[str, str] | None = None, row_panels: bool = True) -> None:
     """`tuned`: layer_key -> algorithm, from a choice file (`--tune`); other nodes get the thresholds' choice.
-    `row_panels`: whether the family's row panels may be used (not where --threads will cut the weights)."""
+    `row_panels`: whether the family's row panels may be used everywhere; False (--threads): only on convs that
+    divide along their output pixels (ops/split.py), whose parts read all the weights, not on those whose parts
+    cut the weights' rows (row panels interleave the rows)."""
     for node in graph.nodes:
         if node.op == "QConv" and qconv_wino_fits(node, cpu) and _to_wino(graph, node):
             continue
@@ -309,8 +312,15 @@ def choose_conv_algorithms(graph: Graph, cpu: CpuFamily = DEFAULT_FAMILY,
             choice, source = tuned[key], "tuned"
         node.attrs[CHOICE_ATTR] = AlgorithmChoice(key, choice, source, options)
         _apply(graph, node, choice, cpu.mm_panel)
-        if row_panels and cpu.row_panels_min_k is not None:
+        if cpu.row_panels_min_k is not None and (row_panels or _parts_read_all_weights(node)):
             _pack_row_panels(graph, node, cpu)
+
+
+def _parts_read_all_weights(node: Node) -> bool:
+    """Whether no part of `node` divided among threads (ops/split.py) cuts its weights (input 1)."""
+    split_fn = registry.get(node.op).split
+    split = split_fn(node) if split_fn is not None else None
+    return split is None or all(s.out or s.index != 1 for s in split.slices)
 
 
 def qconv_wino_fits(node: Node, cpu: CpuFamily) -> bool:

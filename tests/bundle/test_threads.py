@@ -150,16 +150,17 @@ def test_python_threads_share_a_threaded_bundle(convnet: tuple[Path, ember.Bundl
 
 
 def _rowwise(path: Path) -> Path:
-    """What is divided besides convolutions by channels and matmuls by rows: an im2col convolution (by
-    output pixels), a fused elementwise chain with a per-channel operand
-    (broadcast along the divided axis), a plain Add, max and average pooling, global pooling, softmax over
-    rows, LayerNormalization and its skip form."""
+    """What is divided besides convolutions by channels and matmuls by rows: an im2col and a 1x1 convolution
+    (by output pixels; their weights in row panels where the CPU family has them, as with one thread), a fused
+    elementwise chain with a per-channel operand (broadcast along the divided axis), a plain Add, max and average
+    pooling, global pooling, softmax over rows, LayerNormalization and its skip form."""
     rng = np.random.default_rng(11)
     inits = [_const("bias", rng.standard_normal((64, 1, 1)).astype(np.float32)),
              _const("shape", np.array([1, 64, 64 * 64], np.int64)),
              _const("gamma", rng.standard_normal(4096).astype(np.float32)),
              _const("beta", rng.standard_normal(4096).astype(np.float32)),
-             _const("wc", (rng.standard_normal((8, 64, 3, 3)) / 24).astype(np.float32))]
+             _const("wc", (rng.standard_normal((8, 64, 3, 3)) / 24).astype(np.float32)),
+             _const("wp", (rng.standard_normal((32, 64, 1, 1)) / 8).astype(np.float32))]
     nodes = [
         helper.make_node("Add", ["input", "bias"], ["a"]),
         helper.make_node("Tanh", ["a"], ["t"]),
@@ -175,12 +176,15 @@ def _rowwise(path: Path) -> Path:
         helper.make_node("LayerNormalization", ["sum", "gamma"], ["out"], axis=-1),
         # Dilated 3x3 on a wide map: im2col (no Winograd, no ConvShifted), divided along its output pixels.
         helper.make_node("Conv", ["s", "wc"], ["conv"], dilations=[2, 2], pads=[2, 2, 2, 2]),
+        # 1x1 on the same map: one matmul, divided along its output pixels (columns).
+        helper.make_node("Conv", ["s", "wp"], ["pw"]),
     ]
     x = helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 64, 64, 64])
     outs = [helper.make_tensor_value_info("ap", TensorProto.FLOAT, [1, 64, 31, 31]),
             helper.make_tensor_value_info("gap", TensorProto.FLOAT, [1, 64, 1, 1]),
             helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 64, 4096]),
-            helper.make_tensor_value_info("conv", TensorProto.FLOAT, [1, 8, 64, 64])]
+            helper.make_tensor_value_info("conv", TensorProto.FLOAT, [1, 8, 64, 64]),
+            helper.make_tensor_value_info("pw", TensorProto.FLOAT, [1, 32, 64, 64])]
     graph = helper.make_graph(nodes, "rowwise", [x], outs, inits)
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
     return path
@@ -196,11 +200,15 @@ def test_elementwise_pooling_and_row_kernels_divide(tmp_path: Path) -> None:
     assert any(op.startswith("Fused(") for op in divided) and any("LayerNormalization" in op for op in divided)
     x = {"input": np.random.default_rng(41).standard_normal((1, 64, 64, 64)).astype(np.float32)}
     got, want, ref = threaded.run(x), serial.run(x), onnxruntime_outputs(model, x)
-    for k in ("ap", "gap", "out", "conv"):
+    family = (serial.manifest["target_info"].get("cpu_choice") or {}).get("family", {})
+    if family.get("row_panels_min_k") is not None:
+        # Pixel parts read all the weights: they keep the row panels one thread reads (ember_matmul_core_ap).
+        assert (threaded.path / "rowwise.c").read_text().count("ember_matmul_core_ap(((float") == 4
+    for k in ("ap", "gap", "out", "conv", "pw"):
         assert_close(got[k], want[k], f"{k}: 2 threads vs 1", rel=1e-5)
         assert_close(got[k], ref[k], f"{k}: 2 threads vs onnxruntime")
     got_c = cdriver.run(threaded.path, tmp_path / "c", x, sanitize=True, cflags=("-pthread",))
-    for k in ("out", "conv"):
+    for k in ("out", "conv", "pw"):
         assert_close(got_c[k], want[k], f"{k}: sanitized C driver, 2 threads", rel=1e-5)
 
 
@@ -217,6 +225,43 @@ def test_int8_threaded_bundle_is_bit_identical(tmp_path: Path) -> None:
     for k in ("conv", "product", "depthwise"):
         assert np.array_equal(got[k], want[k]), k
         assert np.abs(got[k].astype(np.int32) - ref[k].astype(np.int32)).max() <= 1, k
+
+
+def _projections(path: Path) -> Path:
+    """Two products with constant B (MatMulPanels): a transformer's projection, B (64 x 320) bigger than A (48 x
+    64), with Relu after it; then one of more rows than columns (320 x 48 by 48 x 64 after a Transpose)."""
+    rng = np.random.default_rng(17)
+    inits = [_const("w1", (rng.standard_normal((64, 320)) / 8).astype(np.float32)),
+             _const("w2", (rng.standard_normal((48, 64)) / 7).astype(np.float32))]
+    nodes = [helper.make_node("MatMul", ["input", "w1"], ["p"]), helper.make_node("Relu", ["p"], ["wide"]),
+             helper.make_node("Transpose", ["wide"], ["t"], perm=[0, 2, 1]),
+             helper.make_node("MatMul", ["t", "w2"], ["tall"])]
+    graph = helper.make_graph(nodes, "proj", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 48, 64])],
+                              [helper.make_tensor_value_info("wide", TensorProto.FLOAT, [1, 48, 320]),
+                               helper.make_tensor_value_info("tall", TensorProto.FLOAT, [1, 320, 64])], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_products_with_panels_divide_along_the_bigger_operand(tmp_path: Path) -> None:
+    """B bigger than A: whole panels of B's columns per part (3 calls of the kernel, each on its panels); A
+    bigger: rows (no column offsets). The same bytes as one thread either way."""
+    model = _projections(tmp_path / "proj.onnx")
+    serial = ember.compile(model, tmp_path / "t1")
+    threaded = ember.compile(model, tmp_path / "t3", threads=3)
+    ops = [n["op"] for n in threaded.manifest["nodes"]]
+    if ops.count("MatMulPanels+Relu") + ops.count("MatMulPanels") != 2:
+        pytest.skip(f"this CPU family packs no matmul panels: {ops}")
+    assert threaded.manifest["threads"]["divided"] == 2
+    c = (threaded.path / "proj.c").read_text()
+    assert c.count("ember_matmul_panels_f32(") - 1 == 6
+    if "EMBER_MM_PANEL 16" in c:  # AVX2's panels: 20 of them, parts of 6, 7 and 7
+        assert ")) + 96, 320," in c and ")) + 208, 320," in c
+    x = {"input": np.random.default_rng(3).standard_normal((1, 48, 64)).astype(np.float32)}
+    got, want, ref = threaded.run(x), serial.run(x), onnxruntime_outputs(model, x)
+    for k in ("wide", "tall"):
+        assert np.array_equal(got[k], want[k]), f"{k}: 3 threads vs 1"
+        assert_close(got[k], ref[k], f"{k}: 3 threads vs onnxruntime")
 
 
 def test_pool_is_thread_sanitizer_clean(convnet: tuple[Path, ember.Bundle, ember.Bundle], tmp_path: Path) -> None:
