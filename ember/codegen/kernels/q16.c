@@ -586,7 +586,7 @@ static void ember_q16_requant(void *EMBER_RESTRICT y, const void *EMBER_RESTRICT
 }
 /*@end*/
 
-/*@kernel ember_q16_sigmoid*/
+/*@kernel ember_q16_sigmoid requires ember_q16_base*/
 /* TFLite's int16 LOGISTIC and TANH (reference_integer_ops::Logistic / Tanh; output scale 2^-15): the input
  * times mult, rounded right by shift, its magnitude split into a table index and a 9-bit (LOGISTIC) or 8-bit
  * (TANH: tanh(x) = 2 sigmoid(2x) - 1) fraction that interpolates tab (sigmoid(i / 24), 0.16), saturating
@@ -611,7 +611,7 @@ static void ember_q16_sigmoid(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RE
 }
 /*@end*/
 
-/*@kernel ember_q16_lookup*/
+/*@kernel ember_q16_lookup requires ember_q16_base*/
 /* TFLite's int16 LUTLookup (EXP, GELU): entry 256 + (x >> 7) of a 513-entry table plus the slope to the next
  * entry times the low 7 bits, rounded; the slope and the sum kept in int16 as TFLite keeps them (they wrap). */
 static void ember_q16_lookup(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTRICT x, ptrdiff_t n,
@@ -625,7 +625,7 @@ static void ember_q16_lookup(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RES
 }
 /*@end*/
 
-/*@kernel ember_q16_rsqrt*/
+/*@kernel ember_q16_rsqrt requires ember_q16_base*/
 /* TFLite Micro's int16 RSQRT (its int8 RsqrtEvalQuantized widened; zero points 0): 1/sqrt(v) as
  * GetInvSqrtQuantizedMultiplierExp's fixed-point Newton-Raphson (five steps), then two
  * MultiplyByQuantizedMultiplier with gemmlowp's double rounding: by 1 << 20 and by the output multiplier
