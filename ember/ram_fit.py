@@ -47,6 +47,7 @@ def fit_ram(load: Callable[[], Graph], pipeline: list, options: CompileOptions,
     chain = stage_chain(base)
     best: tuple[int, tuple[int, int], int] | None = None  # (ram, grid, length)
     tries = 0
+    whole_ops: dict[str, str] | None = None  # each node's op in the unpatched graph once kernels are chosen
     for grid in GRIDS:
         if tries >= MAX_TRIES:
             break
@@ -56,12 +57,17 @@ def fit_ram(load: Callable[[], Graph], pipeline: list, options: CompileOptions,
                 break
             tries += 1
             graph = copy.deepcopy(base)
-            no_winograd = patch_stage(graph, grid, length)
-            if no_winograd is None:
+            patched_convs = patch_stage(graph, grid, length)
+            if patched_convs is None:
                 break
             PassManager(pipeline[cut:]).run(graph)
-            if any(n.name in no_winograd and n.op.startswith("ConvWinograd") for n in graph.nodes):
-                continue  # a Winograd map inside the stage would round otherwise than the whole's
+            if whole_ops is None:
+                whole = copy.deepcopy(base)
+                PassManager(pipeline[cut:]).run(whole)
+                whole_ops = {n.name: n.op for n in whole.nodes}
+            if any(n.op.startswith("ConvWinograd") and n.name in patched_convs
+                   and whole_ops.get(patched_convs[n.name] or "") != n.op for n in graph.nodes):
+                continue  # a Winograd patch would round otherwise than the whole's (inside the stage, or F(2x2)/F(4x4))
             plan = plan_memory(graph, inlined_constants(graph), options.reuse_inputs)
             need = ram_of(plan)
             if need <= limit:

@@ -179,6 +179,17 @@ def _winograd4_tiles(node: Node) -> int:
     return -(-y.shape[2] // 4) * -(-y.shape[3] // 4)
 
 
+# Floats per vector of each family's widest SIMD (EMBER_VL in kernels/matmul.c); "any": a target without a CPU
+# table, whose compiler flags may still ask for AVX-512.
+_VECTOR_LANES = {"sse2": 1, "avx2": 8, "avx512": 16, "any": 16}
+
+
+def _winograd4_takes(node: Node, cpu: CpuFamily) -> bool:
+    """ConvWinograd4's transforms run one vector of tiles at a time, the last group overlapping the one before:
+    the kernel needs at least a vector's worth of tiles (a 12x12 map has 9, under AVX-512's 16)."""
+    return _winograd4_tiles(node) >= _VECTOR_LANES[cpu.simd]
+
+
 def _narrow_fits(node: Node, cpu: CpuFamily) -> bool:
     w, y = node.inputs[1], node.outputs[0]
     assert w is not None and y is not None
@@ -247,7 +258,7 @@ def candidates(node: Node, cpu: CpuFamily = DEFAULT_FAMILY) -> tuple[str, ...]:
     found = []
     if x.type.rank == 4 and w.shape[2:] == (3, 3) and node.attrs.get("strides", [1, 1]) == [1, 1] \
             and node.attrs.get("dilations", [1, 1]) == [1, 1]:
-        found += ["winograd4", "winograd"]
+        found += ["winograd4", "winograd"] if _winograd4_takes(node, cpu) else ["winograd"]
     if x.type.rank == 4 and w.shape[0] % cpu.mm_panel == 0:
         found.append("narrow")
     if x.type.rank == 4 and w.shape[2:] != (1, 1):
@@ -277,7 +288,7 @@ def threshold_choice(node: Node, cpu: CpuFamily) -> str:
     """The CPU family's choice for a node with candidates (the thresholds above)."""
     if node.op == "MatMul":
         return "panels" if cpu.matmul_panels else "packed"
-    if _winograd_fits(node, cpu) and _winograd4_tiles(node) >= cpu.winograd4_min_tiles:
+    if _winograd_fits(node, cpu) and _winograd4_tiles(node) >= cpu.winograd4_min_tiles and _winograd4_takes(node, cpu):
         return "winograd4"
     if _winograd_fits(node, cpu):
         return "winograd"

@@ -100,14 +100,16 @@ def _back(node: Node, axis: int, lo: int, hi: int, size_in: int) -> tuple[int, i
     return max(a, 0), min(b, size_in), max(a, 0) - a, b - min(b, size_in)
 
 
-def patch_stage(graph: Graph, grid: tuple[int, int], length: int) -> set[str] | None:
+def patch_stage(graph: Graph, grid: tuple[int, int], length: int) -> dict[str, str | None] | None:
     """Rewrites the first `length` nodes of stage_chain into `grid` (rows x columns) patches; None if the chain
     is shorter or its output has fewer rows or columns than the grid.
 
-    Returns the names of the new float convolutions that must not become Winograd for the outputs to stay
-    bit-identical (passes/conv_algorithms.py may choose it after this pass): Winograd's tiles round as the whole's
-    only where the patch's map is cut on whole tiles, which holds for the stage's output where its cuts fall on
-    tiles, not for the maps inside the stage (their patches start where the halo does)."""
+    Returns, for each new float convolution, the name of the convolution it is a patch of where it may become
+    Winograd as that one does, else None: it must not become Winograd for the outputs to stay bit-identical
+    (passes/conv_algorithms.py chooses after this pass). Winograd's tiles round as the whole's only where the
+    patch's map is cut on whole tiles, which holds for the stage's output where its cuts fall on tiles, not for the
+    maps inside the stage (their patches start where the halo does); and only in the same variant (F(2x2) and
+    F(4x4) round differently), which the caller checks against the whole's choice."""
     chain = stage_chain(graph)[:length]
     if len(chain) < length or length < 1:
         return None
@@ -119,7 +121,7 @@ def patch_stage(graph: Graph, grid: tuple[int, int], length: int) -> set[str] | 
     source = _spatial_input(chain[0])
     assert source is not None
     new: list[Node] = []
-    no_winograd: set[str] = set()
+    patched_convs: dict[str, str | None] = {}
     bands: list[Value] = []
     rows = _cuts(h_out, grid[0], _align(end) if h_out >= TILE * grid[0] else 1)
     cols = _cuts(w_out, grid[1], _align(end) if w_out >= TILE * grid[1] else 1)
@@ -131,7 +133,7 @@ def patch_stage(graph: Graph, grid: tuple[int, int], length: int) -> set[str] | 
     for r, (r0, r1) in enumerate(rows):
         tiles: list[Value] = []
         for c, (c0, c1) in enumerate(cols):
-            tiles.append(_patch(graph, chain, source, (r0, r1), (c0, c1), f"p{r}_{c}", new, exact, no_winograd))
+            tiles.append(_patch(graph, chain, source, (r0, r1), (c0, c1), f"p{r}_{c}", new, exact, patched_convs))
         bands.append(_concat(graph, tiles, 3, f"{end.name}_band{r}", new) if len(tiles) > 1 else tiles[0])
     joined = _concat(graph, bands, 2, f"{end.name}_patched", new)
     at = graph.nodes.index(chain[0])
@@ -140,11 +142,11 @@ def patch_stage(graph: Graph, grid: tuple[int, int], length: int) -> set[str] | 
     for k, n in enumerate(new):
         graph.add_node(n, at + k)
     graph.replace_uses(end, joined)
-    return no_winograd
+    return patched_convs
 
 
 def _patch(graph: Graph, chain: list[Node], source: Value, rows: tuple[int, int], cols: tuple[int, int], tag: str,
-           new: list[Node], exact: list[bool], no_winograd: set[str]) -> Value:
+           new: list[Node], exact: list[bool], patched_convs: dict[str, str | None]) -> Value:
     """One patch's nodes appended to `new`; returns its output (rows x cols of the stage output)."""
     ranges = [(rows, cols)]
     pads: list[list[int]] = []
@@ -174,8 +176,8 @@ def _patch(graph: Graph, chain: list[Node], source: Value, rows: tuple[int, int]
             attrs["pads"] = pads[k]
         ins = [cur if v is _spatial_input(n) else v for v in n.inputs]
         new.append(Node(n.op, graph.unique_name(f"{n.name}_{tag}"), ins, [out], attrs))
-        if n.op == "Conv" and out.dtype.is_float and not exact[k]:
-            no_winograd.add(new[-1].name)
+        if n.op == "Conv" and out.dtype.is_float:
+            patched_convs[new[-1].name] = n.name if exact[k] else None
         cur = out
     return cur
 

@@ -87,6 +87,9 @@ class CpuFamily:
     # model): ResNet-50's F(4x4) layers at 14x14 0.70-0.75x, at 28x28 0.81-0.83x, F(2x2) at 7x7 0.83-0.90x (per-node
     # least times inside the model, Zen 3, paired; conv_algorithms.py _pack_winograd_rows).
     row_panels_min_k: int | None = None
+    # Software prefetch (to L2) of the next column strip's output lines and its residual's, row by row, on the last K
+    # block (EMBER_MM_OUT_PREFETCH). On Zen 3 prefetching a tile's own lines before its K loop measured mixed (above).
+    mm_out_prefetch: bool = False
     # Inverted-residual blocks (passes/fuse_irblock.py) are computed band by band from input planes of this many
     # pixels on; None: never. Off in every family for now: on Zen 3 (AVX2, 512 KiB L2, 32 MiB L3) the fused
     # stride-1 blocks of MobileNetV2/V3 and EfficientNet at 56x56 took 1.00-1.05x their layers' time (the
@@ -109,7 +112,8 @@ class CpuFamily:
         """The macros NAME.c defines before its kernels (each kernel keeps its own default without one)."""
         return {"EMBER_MM_KC": self.mm_kc, "EMBER_MM_PREFETCH": int(self.mm_prefetch), "EMBER_MM_PANEL": self.mm_panel,
                 "EMBER_MM_STRIP_PREFETCH": int(self.mm_strip_prefetch), "EMBER_MM_BLOCK_N": self.mm_block_n,
-                "EMBER_MM_ROW_PANELS": int(self.row_panels_min_k is not None)}
+                "EMBER_MM_ROW_PANELS": int(self.row_panels_min_k is not None),
+                "EMBER_MM_OUT_PREFETCH": int(self.mm_out_prefetch)}
 
     def record(self) -> dict[str, Any]:
         return asdict(self)
@@ -152,10 +156,29 @@ FAMILIES: dict[str, CpuFamily] = {f.name: f for f in (
               qwino_min_channels=32, qwino_min_pixels=49,
               matmul_panels=True, mm_prefetch=False, mm_panel=16, mm_strip_prefetch=True, mm_block_n=64,
               nhwc_min_convs=5, nhwc_small_k=32, nhwc_small_big_m=64, row_panels_min_k=64),
+    # Measured on a Sapphire Rapids class Xeon (AVX-512, VNNI, AMX, 2 MiB L2 a core; benchmarks/bench_family.py, each
+    # variant paired round by round against the family as it was, one model per physical core of a 16-core machine):
+    # - channels-last regions with the small-K kernel (nhwc_*): MobileNetV2 0.881x, EfficientNet-B0 0.895x,
+    #   MobileNetV3-Large 0.906x, the ResNets and transformers 1.00x;
+    # - row panels from K = 64: ResNet-50s 0.951x, ResNet-18 0.965x, MobileNetV2 0.981x;
+    # - compile-time MatMul panels: BERT 0.984x, ViT-Tiny 0.988x;
+    # - F(4x4) Winograd from 16 tiles (14x14 maps) after those: ResNet-18 0.949x, ResNet-50s 0.978-0.985x. F(2x2) on
+    #   the 7x7 maps too (winograd_min_pixels=49, as AVX2) took 2.52-2.55 ms a 512-channel 3x3 layer of ResNet-50
+    #   where ConvNarrow takes 2.24-2.36 (per-node least times): not taken;
+    # - the output-line prefetch (mm_out_prefetch) after those: MobileNetV2 0.981x, EfficientNet-B0 0.985x, the
+    #   ResNet-50s 0.986-0.988x, the others 0.996-1.004x.
+    # Measured there and left out: strip prefetch, mm_block_n=64, mm_kc=384/512, no panel prefetch (1.013-1.019x),
+    # shifted_strided_min_k=16 with narrow_max_pixels=12 (ResNets 1.02-1.07x), nhwc_small_k=48, nhwc_min_convs=3,
+    # no small-K kernel at 112x112 (MobileNetV3 1.030x), irblock_min_pixels=784 (1.01-1.05x), row_panels_min_k=256;
+    # row panels laid out for AVX-512's 12-row tiles instead of 6 (ResNet-50s 1.01x), and wide products packed
+    # in chunks of 256 or 512 columns with row tiles over the chunk's strips (1.00-1.03x).
     CpuFamily("avx512", "AVX-512, two 512-bit FMA units (Xeon Skylake-SP to Granite Rapids, Zen 5; x86-64-v4)",
-              "avx512", 2),
+              "avx512", 2, winograd4_min_tiles=16, matmul_panels=True, nhwc_min_convs=5,
+              nhwc_small_k=32, nhwc_small_big_m=64, row_panels_min_k=64, mm_out_prefetch=True),
+    # Not measured on such a CPU yet: the choices that gained both on Zen 3 (AVX2) and on the AVX-512 Xeon above.
     CpuFamily("avx512-1fma", "AVX-512 at half rate: one 512-bit FMA unit (Ice/Tiger Lake client) or 2 x 256 (Zen 4)",
-              "avx512", 1),
+              "avx512", 1, winograd4_min_tiles=16, matmul_panels=True, nhwc_min_convs=5, nhwc_small_k=32,
+              nhwc_small_big_m=64, row_panels_min_k=64),
 )}
 
 # Targets without a table (ARM, RISC-V, wasm, i386) and hosts that are not x86-64: the thresholds measured

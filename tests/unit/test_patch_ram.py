@@ -115,20 +115,31 @@ def _winograd_cnn(path: Path) -> Path:
     return path
 
 
-def test_winograd_inside_the_stage_is_refused(tmp_path: Path) -> None:
-    """A Winograd map inside the stage would start its tiles where the halo does (other roundings): at limits
-    whose fit would need one, ember fits otherwise or refuses; whatever compiles is bit-identical."""
+def _fits_bit_identical(tmp_path: Path, cpu_params: list[str]) -> int:
+    """How many of two --ram-limit compiles of _winograd_cnn fit; each that does computes the whole's bytes."""
     path = _winograd_cnn(tmp_path / "w.onnx")
-    whole = ember.compile(path, tmp_path / "whole")
+    whole = ember.compile(path, tmp_path / "whole", cpu_params=cpu_params)
     ram = whole.manifest["memory"]["mutable"] + whole.manifest["memory"]["activations"]
     x = {"x": np.random.default_rng(4).standard_normal((1, 3, 50, 50)).astype(np.float32)}
     want = whole.run(x)["y"]
     fitted = 0
     for tenths in (4, 3):
         try:
-            patched = ember.compile(path, tmp_path / f"p{tenths}", ram_limit=ram * tenths // 10)
+            patched = ember.compile(path, tmp_path / f"p{tenths}", ram_limit=ram * tenths // 10, cpu_params=cpu_params)
         except ResourceLimitError:
             continue
         fitted += 1
         assert patched.run(x)["y"].tobytes() == want.tobytes()
-    assert fitted
+    return fitted
+
+
+def test_winograd_inside_the_stage_is_refused(tmp_path: Path) -> None:
+    """A Winograd map inside the stage would start its tiles where the halo does (other roundings): at limits
+    whose fit would need one, ember fits otherwise or refuses; whatever compiles is bit-identical."""
+    assert _fits_bit_identical(tmp_path, [])
+
+
+def test_winograd_variant_of_a_patch_is_the_wholes(tmp_path: Path) -> None:
+    """With F(4x4) only from 49 tiles, the whole's 50x50 map takes F(4x4) but a row stripe of it has too few
+    tiles and would take F(2x2), which rounds otherwise: such a fit is refused (it was taken, one ulp off)."""
+    _fits_bit_identical(tmp_path, ["winograd_min_pixels=64", "winograd4_min_tiles=49"])

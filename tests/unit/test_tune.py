@@ -26,7 +26,8 @@ BUNDLE_FILES = ("c", "h", "o", "weights.bin")
 
 
 def _model(path: Path) -> Path:
-    """A 3x3 conv (5 candidates), a strided 3x3 (3), a 1x1 (2) and a MatMul with constant B (2)."""
+    """A 3x3 conv (5 candidates: its 16x16 map has the 16 tiles F(4x4) needs with AVX-512), a strided 3x3 (3), a
+    1x1 (2) and a MatMul with constant B (2)."""
     rng = np.random.default_rng(0)
 
     def w(name: str, *shape: int) -> onnx.TensorProto:
@@ -38,10 +39,10 @@ def _model(path: Path) -> Path:
              helper.make_node("Conv", ["y2", "w3"], ["y3"]),
              helper.make_node("Flatten", ["y3"], ["f"]),
              helper.make_node("MatMul", ["f", "wm"], ["out"])]
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 12, 12])],
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 16, 16])],
                               [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 64])],
                               [w("w1", 32, 16, 3, 3), w("b1", 32), w("w2", 32, 32, 3, 3), w("w3", 32, 32, 1, 1),
-                               w("wm", 32 * 6 * 6, 64)])
+                               w("wm", 32 * 8 * 8, 64)])
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
     return path
 
@@ -58,7 +59,7 @@ def plain(model: Path, tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
 
 
 def _check_outputs(bundle: ember.Bundle, model: Path) -> None:
-    x = {"x": np.random.default_rng(1).standard_normal((1, 16, 12, 12)).astype(np.float32)}
+    x = {"x": np.random.default_rng(1).standard_normal((1, 16, 16, 16)).astype(np.float32)}
     assert_outputs_match(bundle.run(x), onnxruntime_outputs(model, x), rtol=1e-4, atol=1e-4)
 
 
@@ -107,6 +108,28 @@ def test_every_candidate_matches_onnxruntime_and_one_file_gives_one_bundle(model
                 assert a.read_bytes() == b.read_bytes(), f"tuned.{ext} differs between two compiles"
             assert twice.manifest["tuning"]["file"] == str(choices)
     assert {"ConvWinograd4", "ConvWinograd", "ConvNarrow", "ConvShifted", "Conv", "MatMulPanels", "MatMul"} <= ops
+
+
+def test_winograd4_needs_a_vector_of_tiles() -> None:
+    """F(4x4)'s transforms run a vector of tiles at a time: a 12x12 map (9 tiles) is no candidate for it where
+    vectors hold 16 floats (AVX-512: it computed garbage there), and is one with AVX2's 8, whatever --cpu-param
+    asks of the thresholds."""
+    import dataclasses
+
+    from ember.frontends.onnx.loader import load_onnx
+    from ember.passes.conv_algorithms import candidates, threshold_choice
+    from ember.toolchain.cpus import FAMILIES
+
+    graph = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 12, 12])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 12, 12])],
+                              [numpy_helper.from_array(np.ones((16, 16, 3, 3), np.float32), "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    node = next(n for n in load_onnx(model).nodes if n.op == "Conv")
+    for name, takes in (("avx512", False), ("avx2", True)):
+        family = dataclasses.replace(FAMILIES[name], winograd4_min_tiles=1)
+        assert ("winograd4" in candidates(node, family)) is takes, name
+        assert (threshold_choice(node, family) == "winograd4") is takes, name
 
 
 def test_a_choice_that_does_not_fit_the_layer_falls_back_to_the_thresholds(model: Path, plain: list[dict],

@@ -47,6 +47,9 @@ typedef float ember_vf;
 #ifndef EMBER_MM_ROW_PANELS /* the same: 1 where convolutions may have their weights in row panels (`apack`) */
 #define EMBER_MM_ROW_PANELS 0
 #endif
+#ifndef EMBER_MM_OUT_PREFETCH /* the same: 1 prefetches the next strip's output and residual lines, row by row */
+#define EMBER_MM_OUT_PREFETCH 0
+#endif
 #if EMBER_MM_ROW_PANELS && EMBER_MR < 6
 #error "weights in row panels need register tiles of 6 rows (EMBER_MR >= 6): a build without AVX/NEON vectors"
 #endif
@@ -472,6 +475,22 @@ static void ember_matmul_core_ap(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
             }
             for (m0 = 0; m0 < M; m0 += rows) {
                 rows = EMBER_MM_ROWS(M - m0);
+#if EMBER_GNUC && EMBER_MM_OUT_PREFETCH
+                /* On the last K block, the next strip's output lines (to write) and its residual's, a strip ahead:
+                 * a strip writes a short run of every row of C, rows a whole output plane apart, one stream each,
+                 * more than the hardware prefetchers follow. The first 32 floats of the next strip (two lines). */
+                if (k0 + kn >= K && n0 + nv < N) {
+                    const int more = n0 + nv + 16 < N;
+                    int i;
+                    for (i = 0; i < rows; ++i) {
+                        const ptrdiff_t at = (ptrdiff_t)(m0 + i) * c_sm + n0 + nv;
+                        __builtin_prefetch(C + at, 1, 2);
+                        if (more) __builtin_prefetch(C + at + 16, 1, 2);
+                        if (res) __builtin_prefetch(res + at, 0, 2);
+                        if (res && more) __builtin_prefetch(res + at + 16, 0, 2);
+                    }
+                }
+#endif
                 EMBER_MM_CALL(b, bs);
             }
             if (K == 0) break;

@@ -74,34 +74,34 @@ EMBER_INLINE void ember_qadd_run32(uint8_t *y, const uint8_t *a, const uint8_t *
 }
 #ifdef EMBER_QV16_ROUND /* AVX-512 F, BW and VL: qvec.c's rounding */
 #define EMBER_QA_VEC 1
-typedef int32_t ember_qa_d __attribute__((vector_size(64)));
-typedef float ember_qa_f __attribute__((vector_size(64)));
-typedef int16_t ember_qa_w __attribute__((vector_size(64)));
-typedef int64_t ember_qa_q __attribute__((vector_size(64)));
-typedef uint8_t ember_qa_v __attribute__((vector_size(64)));
-typedef uint8_t ember_qa_vu __attribute__((vector_size(64), aligned(1), may_alias));
-typedef uint8_t ember_qa_hu __attribute__((vector_size(32), aligned(1), may_alias));
+typedef int32_t ember_qd_d __attribute__((vector_size(64)));
+typedef float ember_qd_f __attribute__((vector_size(64)));
+typedef int16_t ember_qd_w __attribute__((vector_size(64)));
+typedef int64_t ember_qd_q __attribute__((vector_size(64)));
+typedef uint8_t ember_qd_v __attribute__((vector_size(64)));
+typedef uint8_t ember_qd_vu __attribute__((vector_size(64), aligned(1), may_alias));
+typedef uint8_t ember_qd_hu __attribute__((vector_size(32), aligned(1), may_alias));
 typedef struct {
-    ember_qa_d mh, ml; /* the split multipliers (narrow: the multipliers, and 0) as int16 pairs (a's, b's) */
-    ember_qa_d ch, cl; /* H and L of the zero points, negated */
-    ember_qa_f scale;  /* 2^-k (narrow: 2^-shift) */
-    ember_qa_w zy;
-    ember_qa_v lo, hi;
+    ember_qd_d mh, ml; /* the split multipliers (narrow: the multipliers, and 0) as int16 pairs (a's, b's) */
+    ember_qd_d ch, cl; /* H and L of the zero points, negated */
+    ember_qd_f scale;  /* 2^-k (narrow: 2^-shift) */
+    ember_qd_w zy;
+    ember_qd_v lo, hi;
     int narrow, clamp; /* clamp: [lo, hi] narrower than the bytes' range, which the saturating packs give */
-} ember_qa_k;
+} ember_qd_k;
 /* 32 bytes at p as int16 lanes. */
-EMBER_INLINE ember_qa_w ember_qa_widen(const uint8_t *p, int sgn) {
-    ember_qa_w r;
-    if (sgn) __asm__("vpmovsxbw %1, %0" : "=v"(r) : "m"(*(const ember_qa_hu *)(const void *)p));
-    else __asm__("vpmovzxbw %1, %0" : "=v"(r) : "m"(*(const ember_qa_hu *)(const void *)p));
+EMBER_INLINE ember_qd_w ember_qd_widen(const uint8_t *p, int sgn) {
+    ember_qd_w r;
+    if (sgn) __asm__("vpmovsxbw %1, %0" : "=v"(r) : "m"(*(const ember_qd_hu *)(const void *)p));
+    else __asm__("vpmovzxbw %1, %0" : "=v"(r) : "m"(*(const ember_qd_hu *)(const void *)p));
     return r;
 }
 /* acc + the dot products of the word pairs p and m. */
-EMBER_INLINE ember_qa_d ember_qa_dot(ember_qa_d acc, ember_qa_w p, ember_qa_d m) {
+EMBER_INLINE ember_qd_d ember_qd_dot(ember_qd_d acc, ember_qd_w p, ember_qd_d m) {
 #if EMBER_HAVE_AVX512_VNNI
     __asm__("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(p), "v"(m));
 #else
-    ember_qa_d d;
+    ember_qd_d d;
     __asm__("vpmaddwd %2, %1, %0" : "=v"(d) : "v"(p), "v"(m));
     acc += d;
 #endif
@@ -110,53 +110,53 @@ EMBER_INLINE ember_qa_d ember_qa_dot(ember_qa_d acc, ember_qa_w p, ember_qa_d m)
 /* The rounded sums of 16 (a, b) word pairs (the raw bytes: the zero points' part starts the sums).
  * G is ember_qadd_split's, or, narrow, the whole sum: an integer below 2^24 in magnitude, exact as a
  * float, which one FMA rounds exactly: qvec.c's ember_qv16_round. */
-EMBER_INLINE ember_qa_d ember_qa_round(ember_qa_w pairs, const ember_qa_k *k, int narrow) {
-    ember_qa_d G = ember_qa_dot(k->ch, pairs, k->mh);
-    ember_qa_f t;
+EMBER_INLINE ember_qd_d ember_qd_round(ember_qd_w pairs, const ember_qd_k *k, int narrow) {
+    ember_qd_d G = ember_qd_dot(k->ch, pairs, k->mh);
+    ember_qd_f t;
     if (!narrow) {
-        const ember_qa_d L = ember_qa_dot(k->cl, pairs, k->ml);
+        const ember_qd_d L = ember_qd_dot(k->cl, pairs, k->ml);
         unsigned short f;
         G += L >> 16;
-        __asm__("vptestmd %2, %1, %0" : "=Yk"(f) : "v"(L), "v"((ember_qa_d){0} + 0xFFFF));
-        __asm__("vpord %2, %1, %0%{%3%}" : "+v"(G) : "v"(G), "v"((ember_qa_d){0} + 1), "Yk"(f));
+        __asm__("vptestmd %2, %1, %0" : "=Yk"(f) : "v"(L), "v"((ember_qd_d){0} + 0xFFFF));
+        __asm__("vpord %2, %1, %0%{%3%}" : "+v"(G) : "v"(G), "v"((ember_qd_d){0} + 1), "Yk"(f));
     }
-    t = __builtin_convertvector(G, ember_qa_f);
+    t = __builtin_convertvector(G, ember_qd_f);
     return ember_qv16_round(t, k->scale) - EMBER_QV16_BIAS;
 }
 /* 32 results as int16 in order, plus zy: the word unpacks pair a_i with b_i in 128-bit lanes
  * (elements 0-3 of each lane's eight in lo, 4-7 in hi) and the pack puts each lane's eight back. */
-EMBER_INLINE ember_qa_w ember_qa_half(const uint8_t *a, const uint8_t *b, const ember_qa_k *k, int sgn, int narrow) {
-    const ember_qa_w wa = ember_qa_widen(a, sgn), wb = ember_qa_widen(b, sgn);
-    ember_qa_w lo, hi;
-    ember_qa_d rl, rh;
+EMBER_INLINE ember_qd_w ember_qd_half(const uint8_t *a, const uint8_t *b, const ember_qd_k *k, int sgn, int narrow) {
+    const ember_qd_w wa = ember_qd_widen(a, sgn), wb = ember_qd_widen(b, sgn);
+    ember_qd_w lo, hi;
+    ember_qd_d rl, rh;
     __asm__("vpunpcklwd %2, %1, %0" : "=v"(lo) : "v"(wa), "v"(wb));
     __asm__("vpunpckhwd %2, %1, %0" : "=v"(hi) : "v"(wa), "v"(wb));
-    rl = ember_qa_round(lo, k, narrow);
-    rh = ember_qa_round(hi, k, narrow);
+    rl = ember_qd_round(lo, k, narrow);
+    rh = ember_qd_round(hi, k, narrow);
     __asm__("vpackssdw %2, %1, %0\n\tvpaddsw %3, %0, %0" : "=&v"(lo) : "v"(rl), "v"(rh), "v"(k->zy));
     return lo;
 }
 /* 64 outputs: every step saturates (packs, the zero point's add), so the clamp gives the exact clamped
  * value; the lane-wise byte pack's quadwords put back in order. */
-EMBER_INLINE void ember_qa_block(uint8_t *y, const uint8_t *a, const uint8_t *b, const ember_qa_k *k, int sgn,
+EMBER_INLINE void ember_qd_block(uint8_t *y, const uint8_t *a, const uint8_t *b, const ember_qd_k *k, int sgn,
                                  int narrow) {
-    const ember_qa_w w0 = ember_qa_half(a, b, k, sgn, narrow), w1 = ember_qa_half(a + 32, b + 32, k, sgn, narrow);
-    ember_qa_v v;
+    const ember_qd_w w0 = ember_qd_half(a, b, k, sgn, narrow), w1 = ember_qd_half(a + 32, b + 32, k, sgn, narrow);
+    ember_qd_v v;
     if (sgn) __asm__("vpacksswb %2, %1, %0" : "=v"(v) : "v"(w0), "v"(w1));
     else __asm__("vpackuswb %2, %1, %0" : "=v"(v) : "v"(w0), "v"(w1));
-    __asm__("vpermq %1, %2, %0" : "=v"(v) : "v"(v), "v"((ember_qa_q){0, 2, 4, 6, 1, 3, 5, 7}));
+    __asm__("vpermq %1, %2, %0" : "=v"(v) : "v"(v), "v"((ember_qd_q){0, 2, 4, 6, 1, 3, 5, 7}));
     if (k->clamp && sgn)
         __asm__("vpmaxsb %2, %1, %0\n\tvpminsb %3, %0, %0" : "=&v"(v) : "v"(v), "v"(k->lo), "v"(k->hi));
     else if (k->clamp)
         __asm__("vpmaxub %2, %1, %0\n\tvpminub %3, %0, %0" : "=&v"(v) : "v"(v), "v"(k->lo), "v"(k->hi));
-    *(ember_qa_vu *)(void *)y = v;
+    *(ember_qd_vu *)(void *)y = v;
 }
 /* A run in blocks of 64, the last partial block through zero-padded copies; a stepless b is a
  * 64-byte copy of its value. */
-EMBER_INLINE void ember_qa_run(uint8_t *y, const uint8_t *a, const uint8_t *b, int bstep, ptrdiff_t n,
-                               const ember_qa_k *k, int sgn, int narrow) {
+EMBER_INLINE void ember_qd_run(uint8_t *y, const uint8_t *a, const uint8_t *b, int bstep, ptrdiff_t n,
+                               const ember_qd_k *k, int sgn, int narrow) {
     ptrdiff_t i;
-    for (i = 0; i + 64 <= n; i += 64) ember_qa_block(y + i, a + i, b + bstep * i, k, sgn, narrow);
+    for (i = 0; i + 64 <= n; i += 64) ember_qd_block(y + i, a + i, b + bstep * i, k, sgn, narrow);
     if (i < n) {
         uint8_t ta[64], tb[64], ty[64];
         int j, rest = (int)(n - i);
@@ -164,14 +164,14 @@ EMBER_INLINE void ember_qa_run(uint8_t *y, const uint8_t *a, const uint8_t *b, i
             ta[j] = j < rest ? a[i + j] : 0;
             tb[j] = j < rest ? b[bstep * (i + j)] : 0;
         }
-        ember_qa_block(ty, ta, tb, k, sgn, narrow);
+        ember_qd_block(ty, ta, tb, k, sgn, narrow);
         for (j = 0; j < rest; ++j) y[i + j] = ty[j];
     }
 }
 /* The vector constants. Multipliers that are 15-bit integers once their common factors of 2 leave the
  * shift (as power-of-two scales make them) are `narrow`: their sum is below 2^24 in magnitude, made in
  * one dot product and rounded at once. */
-static void ember_qa_setup(ember_qa_k *v, const int32_t *r, int sgn, const ember_qadd_k *q) {
+static void ember_qd_setup(ember_qd_k *v, const int32_t *r, int sgn, const ember_qadd_k *q) {
     int32_t m[4] = {q->mh[0], q->mh[1], q->ml[0], q->ml[1]}, ma = r[EMBER_QADD_MA], mb = r[EMBER_QADD_MB],
             shift = r[EMBER_QADD_SHIFT];
     while (shift > 2 && ma % 2 == 0 && mb % 2 == 0) {
@@ -185,14 +185,14 @@ static void ember_qa_setup(ember_qa_k *v, const int32_t *r, int sgn, const ember
     } else {
         shift = q->k;
     }
-    v->mh = (ember_qa_d){0} + (int32_t)((uint32_t)(uint16_t)m[0] | ((uint32_t)(uint16_t)m[1] << 16));
-    v->ml = (ember_qa_d){0} + (int32_t)((uint32_t)(uint16_t)m[2] | ((uint32_t)(uint16_t)m[3] << 16));
-    v->ch = (ember_qa_d){0} - (r[EMBER_QADD_ZA] * m[0] + r[EMBER_QADD_ZB] * m[1]);
-    v->cl = (ember_qa_d){0} - (r[EMBER_QADD_ZA] * m[2] + r[EMBER_QADD_ZB] * m[3]);
-    v->scale = (ember_qa_f){0} + 1.0f / (float)((int32_t)1 << shift); /* exact: shift <= 30 */
-    v->zy = (ember_qa_w){0} + (int16_t)r[EMBER_QADD_ZY];
-    v->lo = (ember_qa_v){0} + (uint8_t)r[EMBER_QADD_LO];
-    v->hi = (ember_qa_v){0} + (uint8_t)r[EMBER_QADD_HI];
+    v->mh = (ember_qd_d){0} + (int32_t)((uint32_t)(uint16_t)m[0] | ((uint32_t)(uint16_t)m[1] << 16));
+    v->ml = (ember_qd_d){0} + (int32_t)((uint32_t)(uint16_t)m[2] | ((uint32_t)(uint16_t)m[3] << 16));
+    v->ch = (ember_qd_d){0} - (r[EMBER_QADD_ZA] * m[0] + r[EMBER_QADD_ZB] * m[1]);
+    v->cl = (ember_qd_d){0} - (r[EMBER_QADD_ZA] * m[2] + r[EMBER_QADD_ZB] * m[3]);
+    v->scale = (ember_qd_f){0} + 1.0f / (float)((int32_t)1 << shift); /* exact: shift <= 30 */
+    v->zy = (ember_qd_w){0} + (int16_t)r[EMBER_QADD_ZY];
+    v->lo = (ember_qd_v){0} + (uint8_t)r[EMBER_QADD_LO];
+    v->hi = (ember_qd_v){0} + (uint8_t)r[EMBER_QADD_HI];
     v->clamp = r[EMBER_QADD_LO] != (sgn ? -128 : 0) || r[EMBER_QADD_HI] != (sgn ? 127 : 255);
 }
 #endif
@@ -203,9 +203,9 @@ static void ember_qadd_runs(uint8_t *y, const uint8_t *a, const uint8_t *b, ptrd
     const ptrdiff_t len = b_mod == 1 ? n : b_div == 1 ? b_mod : b_div;
     ptrdiff_t i;
 #ifdef EMBER_QA_VEC
-    ember_qa_k k;
+    ember_qd_k k;
     uint8_t splat[64];
-    ember_qa_setup(&k, r, sgn, q);
+    ember_qd_setup(&k, r, sgn, q);
 #endif
     for (i = 0; i < n; i += len) {
         const ptrdiff_t m = n - i < len ? n - i : len;
@@ -218,10 +218,10 @@ static void ember_qadd_runs(uint8_t *y, const uint8_t *a, const uint8_t *b, ptrd
                 for (j = 0; j < 64; ++j) splat[j] = *bi;
                 bi = splat;
             }
-            if (sgn && k.narrow) ember_qa_run(y + i, a + i, bi, bstep, m, &k, 1, 1);
-            else if (sgn) ember_qa_run(y + i, a + i, bi, bstep, m, &k, 1, 0);
-            else if (k.narrow) ember_qa_run(y + i, a + i, bi, bstep, m, &k, 0, 1);
-            else ember_qa_run(y + i, a + i, bi, bstep, m, &k, 0, 0);
+            if (sgn && k.narrow) ember_qd_run(y + i, a + i, bi, bstep, m, &k, 1, 1);
+            else if (sgn) ember_qd_run(y + i, a + i, bi, bstep, m, &k, 1, 0);
+            else if (k.narrow) ember_qd_run(y + i, a + i, bi, bstep, m, &k, 0, 1);
+            else ember_qd_run(y + i, a + i, bi, bstep, m, &k, 0, 0);
             continue;
         }
 #endif

@@ -355,12 +355,13 @@ EMBER_INLINE void ember_qrun64(uint8_t *EMBER_RESTRICT y, const int32_t *EMBER_R
  * arithmetic over a zero-padded run of 16, which compilers vectorize whole. */
 EMBER_INLINE void ember_qrun16(uint8_t *EMBER_RESTRICT y, ptrdiff_t ps, const int32_t *EMBER_RESTRICT acc, int n, int32_t c,
                            int32_t mult, int shift, int32_t zp, int32_t lo, int32_t hi) {
-    const int64_t l = lo - zp, h = hi - zp, rnd = EMBER_Q_RND(int64_t, shift);
+    const int64_t l = lo - zp, h = hi - zp;
+    int64_t rnd;
     int32_t a[16];
     uint8_t b[16];
     int j;
     for (j = 0; j < 16; ++j) a[j] = j < n ? acc[j] : 0;
-    if (shift >= EMBER_Q_TFL) { /* TFLite's rounding (ember_q_scale_tfl) */
+    if (shift >= EMBER_Q_TFL) { /* TFLite's rounding (ember_q_scale_tfl); its shifts are no bit counts */
 #ifdef EMBER_QT8
         if (shift < 3 * EMBER_Q_TFL) {
             ember_qt8 t;
@@ -374,6 +375,7 @@ EMBER_INLINE void ember_qrun16(uint8_t *EMBER_RESTRICT y, ptrdiff_t ps, const in
         for (j = 0; j < n; ++j) y[j * ps] = (uint8_t)ember_q_requant(acc[j] + c, mult, shift, zp, lo, hi);
         return;
     }
+    rnd = EMBER_Q_RND(int64_t, shift);
     for (j = 0; j < 16; ++j) {
         const int64_t p = (int64_t)(a[j] + c) * mult;
         int64_t r = EMBER_Q_ROUND_SHIFT(p, shift, rnd);
