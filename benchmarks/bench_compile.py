@@ -21,7 +21,7 @@ import onnx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.machine import banner, describe  # noqa: E402
+from benchmarks.machine import banner, describe, write_json  # noqa: E402
 from benchmarks.models import MODELS, build  # noqa: E402
 
 # The child's own peak resident set: VmHWM, which starts afresh at exec. Not getrusage's ru_maxrss, which
@@ -102,9 +102,7 @@ def main() -> int:
                 print(f"{name:<14}{wb / 1e6:>11.1f}{variant:>18}{row['wall_s']:>8.2f}{row['peak_bytes'] / 1e6:>9.0f}"
                       f"{row['peak_over_weights']:>13.2f}  {phases}")
     result = {"cpu": machine["cpu_model"], "cpu_count": machine["cpu_count"], "median_of": args.repeat, "rows": rows}
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.json}")
+    write_json(args.json, result)
     return 0
 
 

@@ -17,7 +17,6 @@ family's build twice, as a control.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -31,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import ember  # noqa: E402
 from benchmarks.bench_int8 import interleave_all  # noqa: E402
 from benchmarks.bench_models import _max_error  # noqa: E402
-from benchmarks.machine import banner, describe  # noqa: E402
+from benchmarks.machine import banner, describe, write_json  # noqa: E402
 from benchmarks.models import MODELS, build  # noqa: E402
 from benchmarks.timing import EmberTimer, OrtTimer  # noqa: E402
 from ember.runtime.inputs import random_inputs  # noqa: E402
@@ -120,9 +119,7 @@ def main() -> int:
     result = {**machine, "onnxruntime": onnxruntime.__version__, "ember": ember.__version__, "core": args.core,
               "cpu_option": args.cpu, "variants": {k: list(v) for k, v in variants.items()}, "summary": summary,
               "models": rows}
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.json}")
+    write_json(args.json, result)
     return 0
 
 

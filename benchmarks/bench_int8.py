@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
 import os
 import platform
 import statistics
@@ -38,7 +37,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import ember  # noqa: E402
-from benchmarks.machine import banner, describe  # noqa: E402
+from benchmarks.machine import banner, describe, write_json  # noqa: E402
 from benchmarks.models import MODELS, build  # noqa: E402
 from benchmarks.timing import EmberTimer, OrtTimer  # noqa: E402
 from ember import cli  # noqa: E402
@@ -85,9 +84,7 @@ def main() -> int:
               "calibration": f"{args.samples} fixed-seed standard-normal inputs (.npy), min-max",
               "ort_qdq": "quantize_static QDQ, per-channel QInt8 weights, QUInt8 activations, MinMax",
               "models": rows}
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.json}")
+    write_json(args.json, result)
     return 0
 
 

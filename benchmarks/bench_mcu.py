@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
 import sys
 import time
 from pathlib import Path
@@ -43,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import ember  # noqa: E402
 from benchmarks import mlperf_tiny, tflm_arena  # noqa: E402
+from benchmarks.machine import write_json  # noqa: E402
 from ember import cli  # noqa: E402
 from tests.support import mcu  # noqa: E402
 
@@ -208,9 +208,7 @@ def main() -> int:
         "boards": {c: {"machine": mcu.BOARDS[c].machine, "core": mcu.BOARDS[c].core} for c in cores},
         "rows": rows, "criteria": checks, "tflm_errors": tflm_errors,
     }
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.json} ({time.perf_counter() - start:.0f} s)")
+    write_json(args.json, result, f" ({time.perf_counter() - start:.0f} s)")
     return 0
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import inspect
-import json
 import os
 import statistics
 import sys
@@ -32,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import ember  # noqa: E402
 from benchmarks.bench_int8 import interleave_all  # noqa: E402
-from benchmarks.machine import banner, describe  # noqa: E402
+from benchmarks.machine import banner, describe, write_json  # noqa: E402
 from benchmarks.models import MODELS, build  # noqa: E402
 from benchmarks.timing import EmberTimer, OrtTimer  # noqa: E402
 from ember.config import CompileOptions  # noqa: E402
@@ -147,9 +146,7 @@ def main() -> int:
     result = {**machine, "onnxruntime": ort.__version__, "ember": ember.__version__, "core": args.core,
               "cpu_option": args.cpu, "threads": thread_counts, "ember_compile_takes_threads": takes_threads,
               "geomean_ratio": summary[f"ratio_t{thread_counts[0]}"]["geomean"], "summary": summary, "models": rows}
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.json}")
+    write_json(args.json, result)
     return 0
 
 

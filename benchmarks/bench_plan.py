@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
 import sys
 import time
 from pathlib import Path
@@ -23,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import models, tiny_models  # noqa: E402
 from benchmarks.bench_int8 import calibration_set  # noqa: E402
+from benchmarks.machine import write_json  # noqa: E402
 from ember import cli  # noqa: E402
 from ember.config import CompileOptions  # noqa: E402
 from ember.driver import build_graph  # noqa: E402
@@ -79,9 +79,7 @@ def main() -> int:
                      "plan_s": seconds, "greedy_by_size": greedy})
         print(f"{name:<16}{len(graph.nodes):>6}{plan.lower_bound:>13,}{plan.activations_size:>13,}"
               f"{plan.activations_size / bound:>11.3f}{seconds:>8.3f}{greedy:>13,}{greedy / bound:>13.3f}", flush=True)
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
-    print(f"wrote {args.json}")
+    write_json(args.json, rows)
     return 0
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import json
 import os
 import statistics
 import subprocess
@@ -28,7 +27,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import ember  # noqa: E402
-from benchmarks.machine import banner, describe  # noqa: E402
+from benchmarks.machine import banner, describe, write_json  # noqa: E402
 from benchmarks.models import MODELS  # noqa: E402
 from ember.runtime.inputs import random_inputs  # noqa: E402
 from tests.support import models as zoo  # noqa: E402
@@ -144,9 +143,7 @@ def main() -> int:
 
     result = {**machine, "onnxruntime": ort.__version__, "ember": ember.__version__, "core": args.core,
               "unit": "median milliseconds per call", "models": rows}
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.json}")
+    write_json(args.json, result)
     return 0
 
 

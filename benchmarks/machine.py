@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 from pathlib import Path
@@ -38,3 +39,10 @@ def describe() -> dict[str, object]:
 
 def banner(info: dict[str, object]) -> str:
     return f"CPU: {info['cpu_model']} ({info['simd']}, {info['cpu_count']} logical cores)"
+
+
+def write_json(path: str | Path, result: object, note: str = "") -> None:
+    """A benchmark's results as indented JSON at `path` (its folder made), and a line saying so."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {path}{note}")
