@@ -56,6 +56,8 @@ def main() -> int:
     ap.add_argument("--threads", default="1", help="thread counts: 1 (the table above), and for each N > 1 ember "
                     "int8 threads=N vs onnxruntime QDQ with N intra-op threads: 1,2")
     ap.add_argument("--cpu", default=None, help="ember --cpu (default: the host's, -march=native)")
+    ap.add_argument("--cpu-param", action="append", default=[], metavar="KEY=VALUE",
+                    help="ember --cpu-param for every ember build (a CPU family value, e.g. qwino_min_channels=32)")
     ap.add_argument("--work", default="benchmarks/.work", help="models, calibration data and bundles go here")
     ap.add_argument("--json", default="benchmarks/results/int8.json", help="write results here")
     args = ap.parse_args()
@@ -92,7 +94,7 @@ def bench_model(name: str, work: Path, args: argparse.Namespace) -> dict:
     model = build(name, work / "models")
     bundles = work / "bundles_int8" / name
     t0 = time.perf_counter()
-    f32 = ember.compile(model, bundles / "float32", cpu=args.cpu, weights_txt=False)
+    f32 = ember.compile(model, bundles / "float32", cpu=args.cpu, cpu_params=args.cpu_param, weights_txt=False)
     compile_f32 = time.perf_counter() - t0
     calib = calibration_set(work / "calib" / name, f32.inputs[0]["shape"], args.samples)
     profile = bundles / "profile.yaml"
@@ -102,7 +104,8 @@ def bench_model(name: str, work: Path, args: argparse.Namespace) -> dict:
             raise SystemExit(f"ember profile failed on {model}")
     profile_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    q8 = ember.compile(model, bundles / "int8", cpu=args.cpu, quantize="int8", profile=str(profile), weights_txt=False)
+    q8 = ember.compile(model, bundles / "int8", cpu=args.cpu, cpu_params=args.cpu_param, quantize="int8",
+                       profile=str(profile), weights_txt=False)
     compile_q8 = time.perf_counter() - t0
     t0 = time.perf_counter()
     qdq = ort_qdq_model(model, calib, bundles / f"{model.stem}.qdq.onnx")
@@ -136,8 +139,8 @@ def bench_model(name: str, work: Path, args: argparse.Namespace) -> dict:
 def bench_threads(model: Path, bundles: Path, profile: Path, qdq: Path, q8: ember.Bundle,
                   feeds: dict[str, np.ndarray], n: int, args: argparse.Namespace) -> dict:
     """ember int8 with threads=n vs ORT QDQ with n intra-op threads, interleaved, pinned to n cores."""
-    qn = ember.compile(model, bundles / f"int8_t{n}", cpu=args.cpu, quantize="int8", profile=str(profile), threads=n,
-                       weights_txt=False)
+    qn = ember.compile(model, bundles / f"int8_t{n}", cpu=args.cpu, cpu_params=args.cpu_param, quantize="int8",
+                       profile=str(profile), threads=n, weights_txt=False)
     same = all(np.array_equal(a, b) for a, b in zip(qn.run(feeds).values(), q8.run(feeds).values(), strict=True))
     if not same:
         raise SystemExit(f"bench_int8: {qn.name} with {n} threads differs from its single-thread bundle")

@@ -23,12 +23,15 @@ PANEL_SHAPES = [(1, 33, 32), (8, 300, 64), (9, 70, 96), (13, 9, 32), (32, 64, 12
 # with more than 6 rows packs B whole per K block on AVX2 (EMBER_MM_BLOCK_N): one K block with overlapping
 # strips (9 x 40 x 50, 32 x 64 x 33), several without (13 x 300 x 49: 3 strips + 1 column, 40 x 520 x 61:
 # 3 strips + 1 vector + 5 columns; 7 x 257 x 64: whole strips).
-RUNTIME_SHAPES = [(8, 300, 20), (9, 40, 50), (32, 64, 33), (17, 5, 7), (13, 300, 49), (40, 520, 61), (7, 257, 64)]
+# N of 8 to 15 with 16-float vectors (AVX-512) go in half-vector strips, the last one overlapping the first: one K
+# block (30 x 40 x 8, 9 x 20 x 15) and several (13 x 300 x 12).
+RUNTIME_SHAPES = [(8, 300, 20), (9, 40, 50), (32, 64, 33), (17, 5, 7), (13, 300, 49), (40, 520, 61), (7, 257, 64),
+                  (30, 40, 8), (9, 20, 15), (13, 300, 12)]
 
 
-def _have_avx2() -> bool:
-    flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-    return " avx2" in flags and " fma" in flags
+def _have(*flags: str) -> bool:
+    text = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    return all(f" {flag}" in text for flag in flags)
 
 
 def _model(path: Path, rng: np.random.Generator) -> tuple[dict[str, np.ndarray], list[str]]:
@@ -60,16 +63,18 @@ def _model(path: Path, rng: np.random.Generator) -> tuple[dict[str, np.ndarray],
     return feed, [o.name for o in outputs]
 
 
-@pytest.mark.parametrize("cpu", ["x86-64-v3", "x86-64"])
+@pytest.mark.parametrize("cpu", ["x86-64-v4", "x86-64-v3", "x86-64"])
 def test_tile_edges_match_onnxruntime(tmp_path: Path, cpu: str) -> None:
-    if cpu == "x86-64-v3" and not _have_avx2():
+    if cpu == "x86-64-v3" and not _have("avx2", "fma"):
         pytest.skip("needs AVX2 + FMA to run an x86-64-v3 bundle")
+    if cpu == "x86-64-v4" and not _have("avx512f", "avx512bw", "avx512dq", "avx512vl"):
+        pytest.skip("needs AVX-512 to run an x86-64-v4 bundle")
 
     feed, names = _model(tmp_path / "tiles.onnx", np.random.default_rng(7))
     bundle = ember.compile(tmp_path / "tiles.onnx", tmp_path / "out", cpu=cpu)
     ops = [n["op"] for n in bundle.manifest["nodes"]]
-    if cpu == "x86-64-v3":
-        assert ops.count("MatMulPanels") == len(PANEL_SHAPES)
+    if cpu != "x86-64":
+        assert ops.count("MatMulPanels") == sum(n % (16 if cpu == "x86-64-v3" else 32) == 0 for _, _, n in PANEL_SHAPES)
     got = bundle.run(feed)
     want = onnxruntime_session(str(tmp_path / "tiles.onnx")).run(names, feed)
     for name, w in zip(names, want, strict=True):

@@ -128,6 +128,28 @@ EMBER_MM_TILE(ember_mm_tile_82v, ember_vf, ember_vclamp, 8, 2)
 EMBER_MM_TILE(ember_mm_tile_81v, ember_vf, ember_vclamp, 8, 1)
 EMBER_MM_TILE(ember_mm_tile_81s, float, ember_sclamp, 8, 1)
 #endif
+#if EMBER_VL == 16
+/* Half vectors (8 floats, AVX's ymm) for strips of 8 to 15 columns, which 16-float vectors would otherwise leave to
+ * the one-column scalar tile: an NHWC 1x1 conv to 8 channels (TFLite's small models) took 10x the AVX2 build's time. */
+typedef float ember_vh __attribute__((vector_size(32), aligned(4)));
+typedef int32_t ember_vhi __attribute__((vector_size(32)));
+EMBER_INLINE ember_vh ember_vhclamp(ember_vh x, float lo, float hi) {
+    const ember_vh lv = (ember_vh){0} + lo, hv = (ember_vh){0} + hi;
+    ember_vhi m = x < lv;
+    x = (ember_vh)(((ember_vhi)lv & m) | ((ember_vhi)x & ~m));
+    m = x > hv;
+    return (ember_vh)(((ember_vhi)hv & m) | ((ember_vhi)x & ~m));
+}
+EMBER_MM_TILE(ember_mm_tile_r1h, ember_vh, ember_vhclamp, EMBER_MR, 1)
+EMBER_MM_TILE(ember_mm_tile_131h, ember_vh, ember_vhclamp, 13, 1)
+EMBER_MM_TILE(ember_mm_tile_81h, ember_vh, ember_vhclamp, 8, 1)
+EMBER_MM_TILE(ember_mm_tile_61h, ember_vh, ember_vhclamp, 6, 1)
+EMBER_MM_TILE(ember_mm_tile_41h, ember_vh, ember_vhclamp, 4, 1)
+EMBER_MM_TILE(ember_mm_tile_11h, ember_vh, ember_vhclamp, 1, 1)
+#define EMBER_MM_HALF(R_) else if (strip == 3) ember_mm_tile_##R_##1h(EMBER_MM_ARGS);
+#else
+#define EMBER_MM_HALF(R_)
+#endif
 #if EMBER_MR > 6
 EMBER_MM_TILE(ember_mm_tile_62v, ember_vf, ember_vclamp, 6, 2)
 EMBER_MM_TILE(ember_mm_tile_61v, ember_vf, ember_vclamp, 6, 1)
@@ -243,6 +265,7 @@ static int ember_mm_rows6(int r) {
     do {                                                              \
         if (strip == 0) ember_mm_tile_##R_##2v(EMBER_MM_ARGS);        \
         else if (strip == 1) ember_mm_tile_##R_##1v(EMBER_MM_ARGS);   \
+        EMBER_MM_HALF(R_)                                             \
         else ember_mm_tile_##R_##1s(EMBER_MM_ARGS);                   \
         return;                                                       \
     } while (0)
@@ -265,7 +288,7 @@ static void ember_mm_tile(int rows, int strip, float *EMBER_RESTRICT C, ptrdiff_
 #undef EMBER_MM_PICK
 #undef EMBER_MM_ARGS
 
-/* The strip at column n0: two vectors, else one, else one column (scalar). A ragged last strip overlaps
+/* The strip at column n0: two vectors, else one, (AVX-512) half of one, else one column (scalar). A ragged last strip overlaps
  * the previous one instead (starting at N - 2 vectors or N - 1 vector, so *n0 may move back): the
  * shared columns are recomputed from scratch to the same values, at full vector speed. A rest of at
  * most one vector takes a one-vector strip, so fewer columns are computed twice (N = 196: 208, not 224). */
@@ -276,6 +299,13 @@ static int ember_mm_strip(int N, int *n0, int *nv) {
     else if (EMBER_VL > 1 && rest < EMBER_VL && N >= EMBER_VL) *n0 = N - EMBER_VL;
     strip = N - *n0 >= 2 * EMBER_VL ? 0 : N - *n0 >= EMBER_VL && EMBER_VL > 1 ? 1 : 2;
     *nv = strip == 0 ? 2 * EMBER_VL : strip == 1 ? EMBER_VL : 1;
+#if EMBER_VL == 16
+    if (strip == 2 && N >= 8) { /* N of 8 to 15 (N >= 16 moved back to a whole vector above): half vectors */
+        if (N - *n0 < 8) *n0 = N - 8;
+        strip = 3;
+        *nv = 8;
+    }
+#endif
     return strip;
 }
 

@@ -156,7 +156,7 @@ EMBER_QNOINLINE static void ember_qdw_requant(uint8_t *q, const float *acc, ptrd
 }
 #endif
 
-#if EMBER_HAVE_AVX2 && defined(__FMA__) && !EMBER_HAVE_AVX512 && !defined(EMBER_QDW_VNNI)
+#if EMBER_HAVE_AVX2 && defined(__FMA__)
 /* AVX2, channel-blocked input and output (lay 3, multiplier 1): a channel quad at a time, never a
  * channel plane. The quad's input rows for a band of output rows are laid out once as floats x - xz
  * (4 channels a pixel, zero padding, columns split by stride phase as EMBER_QDW_PLANES does), so that

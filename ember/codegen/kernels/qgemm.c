@@ -433,11 +433,20 @@ static void ember_qstore(const ember_qout *o, int m, ptrdiff_t pix, int j0, cons
             return;
         }
 #endif
-        if (!wo && n > 4 && n <= 16) { /* a narrow tile's row (AVX2, SSE2), or strided (channel-blocked
-                                          rows: ps 4): the scalar int64 loop took most of their time */
-            ember_qrun16(y, ps, acc, n, c, mult, shift, zp, lo, hi);
-        } else if (ps == 1 && !wo && n > 8) { /* vectorized in runs of 64: not worth it for a few sums */
+        if (ps == 1 && !wo && n > 16) { /* vectorized in runs of 64: not worth it for a few sums */
             ember_qrun(y, acc, n, c, mult, shift, zp, lo, hi);
+        } else if (!wo && n > 16) { /* strided (channel-blocked rows: ps 4) AVX-512 rows of up to 64 pixels: as a
+                                       run, then placed (scalar: most of a TFLite model's time on VNNI hosts) */
+            uint8_t b[64];
+            int t;
+            for (j = 0; j < n; j += 64) {
+                const int r = n - j < 64 ? n - j : 64;
+                ember_qrun(b, acc + j, r, c, mult, shift, zp, lo, hi);
+                for (t = 0; t < r; ++t) y[(j + t) * ps] = b[t];
+            }
+        } else if (!wo && n > 4) { /* a narrow tile's row (AVX2, SSE2), or strided (channel-blocked rows: ps 4):
+                                      the scalar int64 loop took most of their time */
+            ember_qrun16(y, ps, acc, n, c, mult, shift, zp, lo, hi);
         } else
             for (j = 0; j < n; ++j)
                 y[j * ps] = (uint8_t)ember_q_requant((int64_t)acc[j] + c + (int64_t)wo * cs[j], mult, shift, zp, lo,
@@ -468,6 +477,20 @@ static void ember_qstore_rows(const ember_qout *o, int m0, int R, ptrdiff_t pix,
         return;
     }
 #endif
+    if (R == 4 && o->blk && o->kind == 1 && !o->wofs && n > 16 && n <= 64 && (m0 & 3) == 0) {
+        /* AVX-512's rows of up to 64 pixels: each row requantised as a run, a channel quad then written as whole
+         * words (byte t of a pixel's word: row m0 + t), not byte by byte 4 bytes apart */
+        uint8_t b[4][64];
+        uint8_t *const y = ember_qblk_at(o, m0, pix);
+        int j;
+        for (r = 0; r < 4; ++r)
+            ember_qrun(b[r], acc + r * EMBER_QNR, n, o->corr[m0 + r], o->mult[m0 + r], o->shift[m0 + r], o->zp, o->lo,
+                       o->hi);
+        for (j = 0; j < n; ++j)
+            *(ember_qi32u *)(void *)(y + 4 * j) = (int32_t)((uint32_t)b[0][j] | (uint32_t)b[1][j] << 8 |
+                                                            (uint32_t)b[2][j] << 16 | (uint32_t)b[3][j] << 24);
+        return;
+    }
     for (r = 0; r < R; ++r) ember_qstore(o, m0 + r, pix, j0, acc + r * EMBER_QNR, n);
 }
 
