@@ -34,8 +34,9 @@ def _infer(node: Node) -> list[TensorType]:
     x, wx, wh, bias, h0, c0 = (inp(node, i) for i in (0, 1, 2, 3, 5, 6))
     gates, hidden, n_in = wx.shape
     steps, batch = x.shape[:2] if node.attrs["time_major"] else x.shape[1::-1]
-    if x.type.rank != 3 or x.shape[2] != n_in or wh.shape != (gates, hidden, hidden) or gates != 4 - node.attrs[
-            "cifg"] or bias.shape != (2 * gates, hidden) or h0.type.numel != batch * hidden \
+    weights_fit = wh.shape == (gates, hidden, hidden) and gates == 4 - node.attrs["cifg"] \
+        and bias.shape == (2 * gates, hidden)
+    if x.type.rank != 3 or x.shape[2] != n_in or not weights_fit or h0.type.numel != batch * hidden \
             or c0.type.numel != batch * hidden:
         raise ShapeError(f"LstmInteger {node.name}: input {list(x.shape)}, weights {list(wx.shape)} and "
                          f"{list(wh.shape)}, states {list(h0.shape)} and {list(c0.shape)}")

@@ -134,21 +134,37 @@ static int16_t ember_lq_act(int16_t v, int tanh, int micro, const uint16_t *tab)
     return out;
 }
 
+/* Gate g (0..3: i, f, c, o; k its index among the present ones) of one batch row, activated, into out. */
+static void ember_lq_gate(int16_t *out, int g, int k, const int8_t *xt, const int8_t *wx, const int8_t *wh,
+                          const int32_t *bias, const int16_t *peep, const int8_t *hb, const int16_t *cb,
+                          const int32_t *p, const uint16_t *tab, int n_in, int n_cell, int micro) {
+    const size_t hw = (size_t)n_cell;
+    const int16_t *pw = peep && g != 2 ? peep + (size_t)(g == 3 ? 2 : g) * hw : 0;
+    int r;
+    for (r = 0; r < n_cell; ++r) {
+        const int16_t pre = ember_lq_pre(xt, wx + (size_t)k * hw * (size_t)n_in, hb, wh + (size_t)k * hw * hw,
+                                         bias + (size_t)(2 * k) * hw, bias + (size_t)(2 * k + 1) * hw, pw, cb[r],
+                                         p, g, r, n_in, n_cell, micro);
+        out[r] = ember_lq_act(pre, g == 2, micro, tab);
+    }
+}
+
 /* steps x batch rows of TFLite's LSTM step, from the states h0 (int8) and c0 (int16) [batch, n_cell]; each
  * step's hidden state goes to y ([steps, batch, n_cell] if time_major, else [batch, steps, n_cell]), the
- * last states to h and c (each unless 0: a bundle that does not return the state). wx [G, n_cell, n_in] and wh [G, n_cell, n_cell] hold the G present gates
- * of i, f, c, o (CIFG: no i, which is 1 - f); bias [2G, n_cell] their effective input and recurrent biases;
- * peep [3, n_cell] (or 0) the i, f, o peephole weights; tab: TFLite's int16 sigmoid table (ops/q16.py).
- * work: scratch of (4 + batch) n_cell int16 and batch n_cell int8 (the gates of a row, the states). micro: TFLite Micro's arithmetic, else LiteRT's. */
+ * last states to h and c (each unless 0: a bundle that does not return the state). wx [G, n_cell, n_in]
+ * and wh [G, n_cell, n_cell] hold the G present gates of i, f, c, o (CIFG: no i, which is 1 - f); bias
+ * [2G, n_cell] their effective input and recurrent biases; peep [3, n_cell] (or 0) the i, f, o peephole
+ * weights; tab: TFLite's int16 sigmoid table (ops/q16.py). work: scratch of (4 + batch) n_cell int16 and
+ * batch n_cell int8 (a row's gates, the states). micro: TFLite Micro's arithmetic, else LiteRT's. */
 static void ember_lstm_int(const int8_t *x, const int8_t *wx, const int8_t *wh, const int32_t *bias,
                            const int16_t *peep, const int8_t *h0, const int16_t *c0, int8_t *y, int8_t *h,
                            int16_t *c, int16_t *work, const int32_t *p, const uint16_t *tab, int steps, int batch,
                            int n_in, int n_cell, int time_major, int cifg, int micro) {
     const size_t hw = (size_t)n_cell;
     const int32_t clip = p[EMBER_LQ_CLIP];
-    int16_t *gate = work, *cs = work + 4 * hw;
+    int16_t *gi = work, *gf = work + hw, *gc = work + 2 * hw, *go = work + 3 * hw, *cs = work + 4 * hw;
     int8_t *hs = (int8_t *)(cs + (size_t)batch * hw);
-    int t, b, g, r;
+    int t, b, r;
     for (r = 0; r < batch * n_cell; ++r) {
         hs[r] = h0[r];
         cs[r] = c0[r];
@@ -160,40 +176,28 @@ static void ember_lstm_int(const int8_t *x, const int8_t *wx, const int8_t *wh, 
             const int8_t *xt = x + row * (size_t)n_in;
             int8_t *hb = hs + (size_t)b * hw;
             int16_t *cb = cs + (size_t)b * hw;
-            const int16_t *gi = gate, *gf = gate + hw, *gc = gate + 2 * hw, *go = gate + 3 * hw;
-            /* i, f and the cell gate from the old states; the output gate after the cell update, which its
-             * peephole reads (LiteRT's order; the hidden state changes only at the end) */
-            for (g = 0; g < 4; ++g) {
-                const int k = cifg ? g - 1 : g; /* the gate's index among the present ones */
-                const int16_t *pw = peep && g != 2 ? peep + (size_t)(g == 3 ? 2 : g) * hw : 0;
-                if (k < 0) continue;
-                if (g == 3) {
-                    for (r = 0; r < n_cell; ++r) {
-                        const int16_t fr = gf[r], cr = gc[r];
-                        int32_t fc, ig;
-                        if (micro) {
-                            fc = (int32_t)ember_lq_sat64(ember_lq_rescale((int32_t)fr * cb[r], p[EMBER_LQ_FC_M],
-                                                                          p[EMBER_LQ_FC_S]));
-                            ig = (int32_t)ember_lq_sat64(ember_lq_rescale((int32_t)gi[r] * cr, p[EMBER_LQ_IG_M],
-                                                                          p[EMBER_LQ_IG_S]));
-                        } else {
-                            fc = ember_lq_wrap(ember_lq_rdiv((int32_t)fr * cb[r], 15));
-                            ig = ember_lq_wrap(ember_lq_rdiv((int32_t)(cifg ? 32767 - fr : gi[r]) * cr,
-                                                             p[EMBER_LQ_IG_SHIFT]));
-                        }
-                        fc = ember_lq_sat(fc + ig);
-                        if (clip >= 0) fc = fc < -clip ? -clip : fc > clip ? clip : fc;
-                        cb[r] = (int16_t)fc;
-                    }
-                }
-                for (r = 0; r < n_cell; ++r) {
-                    gate[(size_t)g * hw + (size_t)r] = ember_lq_act(
-                        ember_lq_pre(xt, wx + (size_t)k * hw * (size_t)n_in, hb, wh + (size_t)k * hw * hw,
-                                     bias + (size_t)(2 * k) * hw, bias + (size_t)(2 * k + 1) * hw, pw, cb[r], p, g,
-                                     r, n_in, n_cell, micro), g == 2, micro, tab);
-                }
-            }
+            /* i, f and the cell gate read the old states; the output gate comes after the cell update, which
+             * its peephole reads (LiteRT's order); the hidden state changes last */
+            if (!cifg) ember_lq_gate(gi, 0, 0, xt, wx, wh, bias, peep, hb, cb, p, tab, n_in, n_cell, micro);
+            ember_lq_gate(gf, 1, 1 - cifg, xt, wx, wh, bias, peep, hb, cb, p, tab, n_in, n_cell, micro);
+            ember_lq_gate(gc, 2, 2 - cifg, xt, wx, wh, bias, peep, hb, cb, p, tab, n_in, n_cell, micro);
             for (r = 0; r < n_cell; ++r) {
+                int32_t fc, ig;
+                if (micro) {
+                    fc = (int32_t)ember_lq_sat64(ember_lq_rescale((int32_t)gf[r] * cb[r], p[EMBER_LQ_FC_M],
+                                                                  p[EMBER_LQ_FC_S]));
+                    ig = (int32_t)ember_lq_sat64(ember_lq_rescale((int32_t)gi[r] * gc[r], p[EMBER_LQ_IG_M],
+                                                                  p[EMBER_LQ_IG_S]));
+                } else { /* products rounded by a shift and narrowed to int16 as LiteRT's CwiseMul casts */
+                    fc = ember_lq_wrap(ember_lq_rdiv((int32_t)gf[r] * cb[r], 15));
+                    ig = ember_lq_wrap(ember_lq_rdiv((int32_t)(cifg ? 32767 - gf[r] : gi[r]) * gc[r],
+                                                     p[EMBER_LQ_IG_SHIFT]));
+                }
+                fc = ember_lq_sat(fc + ig);
+                cb[r] = (int16_t)(clip < 0 ? fc : fc < -clip ? -clip : fc > clip ? clip : fc);
+            }
+            ember_lq_gate(go, 3, 3 - cifg, xt, wx, wh, bias, peep, hb, cb, p, tab, n_in, n_cell, micro);
+            for (r = 0; r < n_cell; ++r) { /* h = o x tanh(c), rescaled to the hidden state's int8 */
                 int16_t th;
                 int64_t v;
                 if (micro) {

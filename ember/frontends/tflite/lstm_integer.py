@@ -35,11 +35,12 @@ def is_integer_lstm(ctx: OpContext) -> bool:
 
 
 def _scale(ctx: OpContext, i: int, what: str, dtype: DType) -> np.float32:
-    """Input i's per-tensor scale; it must be stored as `dtype` with zero point 0 (a weight) or any (state)."""
+    """Input i's per-tensor scale; it must be stored as `dtype`."""
     t = ctx.info(i)
     if t.dtype is not dtype or t.quant is None or t.quant.scale.size != 1:
+        kind = "not quantized" if t.quant is None else "per-channel" if t.quant.scale.size != 1 else t.dtype.short
         raise ctx.unsupported(f"integer LSTM: the {what} ('{t.name}') must be per-tensor quantized "
-                              f"{dtype.short}, not {t.dtype.short}{'' if t.quant is None else ' per-channel'}")
+                              f"{dtype.short}, not {kind}")
     return np.float32(t.quant.scale.reshape(-1)[0])
 
 
@@ -47,9 +48,9 @@ def _zp(q: Quant | None) -> int:
     return 0 if q is None else int(q.zero_point.reshape(-1)[0])
 
 
-def lstm_integer(ctx: OpContext) -> None:
+def _check_form(ctx: OpContext, micro: bool) -> tuple[bool, bool]:
+    """(CIFG, peephole), or a one-line refusal of what TFLite's integer kernel (or TFLite Micro's) lacks."""
     o = ctx.options
-    micro = ctx.b.rounding == "micro"
     if any(ctx.has_input(i) for i in _PROJECTION):
         raise ctx.unsupported("integer LSTM with a projection layer is not supported")
     if any(ctx.has_input(i) for i in _LAYER_NORM):
@@ -59,96 +60,117 @@ def lstm_integer(ctx: OpContext) -> None:
     if o.FusedActivationFunction() != _TANH:
         raise ctx.unsupported(f"integer LSTM with fused activation {o.FusedActivationFunction()} (TFLite's "
                               "integer kernel has only TANH)")
-    cifg = not ctx.has_input(_W["i"])
-    peephole = ctx.has_input(_PEEP["o"])
+    cifg, peephole = not ctx.has_input(_W["i"]), ctx.has_input(_PEEP["o"])
     if micro and (cifg or peephole):
         raise ctx.unsupported("integer LSTM under --tflite-rounding micro: TFLite Micro's LSTM has no "
                               f"{'CIFG' if cifg else 'peephole'} form")
-    gates = "fco" if cifg else "ifco"
+    return cifg, peephole
+
+
+def _cell_scale(ctx: OpContext, c_scale: np.float32) -> int:
+    """TFLite's CheckedLog2 of the cell state's scale: a power of two, 2^-15 .. 2^-9 (LiteRT's tanh of it
+    has 0 to 6 integer bits)."""
+    log2 = float(np.float32(math.log(float(c_scale))) * np.float32(1 / math.log(2.0)))
+    cell_scale = round(log2)
+    if abs(log2 - cell_scale) >= 1e-3 or not 0 <= 15 + cell_scale <= 6:
+        raise ctx.unsupported(f"integer LSTM: the cell state's scale {float(c_scale)} is not a power of two "
+                              "between 2^-15 and 2^-9")
+    return cell_scale
+
+
+def _gate(ctx: OpContext, g: str, x_scale: np.float32, h_scale: np.float32, zps: tuple[int, int],
+          cell_scale: int, micro: bool) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], list[int]]:
+    """Gate g's input and recurrent weights, its effective biases (PrecomputeZeroPointTimesWeightWithBias:
+    the bias minus the zero points times the row sums, int32 wrapping later) and its GATE_PARAMS rescales."""
+    w, r = ctx.const_array(_W[g], f"input-to-{g} weights"), ctx.const_array(_R[g], f"recurrent-to-{g} weights")
+    ws = _scale(ctx, _W[g], f"input-to-{g} weights", DType.INT8)
+    rs = _scale(ctx, _R[g], f"recurrent-to-{g} weights", DType.INT8)
+    for i in (_W[g], _R[g]):
+        if _zp(ctx.info(i).quant):
+            raise ctx.unsupported(f"integer LSTM: weights '{ctx.info(i).name}' have a nonzero zero point")
+    b = np.zeros(w.shape[0], np.int64)
+    if ctx.has_input(_BIAS[g]):
+        if ctx.info(_BIAS[g]).dtype is not DType.INT32:
+            raise ctx.unsupported(f"integer LSTM: the {g} gate bias ('{ctx.info(_BIAS[g]).name}') must be int32")
+        b = ctx.const_array(_BIAS[g], f"{g} gate bias").astype(np.int64)
+    biases = [b - zps[0] * w.astype(np.int64).sum(1), -zps[1] * r.astype(np.int64).sum(1)]
+    if micro:  # GetQuantizedConvolutionMultipler: the scales' float32 product, then in double
+        eff_x = float(np.float32(x_scale * ws)) / float(_Q312)
+        eff_h = float(np.float32(h_scale * rs)) / float(_Q312)
+    else:  # PopulateQuantizedLstmParams8x8_16: all in float32
+        eff_x, eff_h = float(np.float32(ws * x_scale) / _Q312), float(np.float32(rs * h_scale) / _Q312)
+    params = [*quantize_multiplier(eff_x), *quantize_multiplier(eff_h), 0, 0]
+    if g != "c" and ctx.has_input(_PEEP[g]):  # 2^cell_scale x weight scale / 2^-12 in double, kept as float
+        ps = _scale(ctx, _PEEP[g], f"cell-to-{g} weights", DType.INT16)
+        params[4:] = quantize_multiplier(float(np.float32(2.0 ** cell_scale * float(ps) / float(_Q312))))
+    return w, r, biases, params
+
+
+def _cell_params(ctx: OpContext, c_scale: np.float32, cell_scale: int, h_scale: np.float32, h_zp: int,
+                 micro: bool) -> dict[str, int]:
+    """LSTM_PARAMS: the cell clip, the hidden state's rescale and zero point, and each interpreter's cell
+    update and tanh constants."""
+    clip = float(ctx.options.CellClip())
+    hidden = ctx.intermediate(4)  # LiteRT's hidden scale and zero point; TFLite Micro's: the output state's
+    hq = hidden.quant if hidden is not None and hidden.quant is not None and not micro else None
+    hid_scale = float(hq.scale.reshape(-1)[0]) if hq is not None else float(h_scale)
+    named = {"ig_shift": 30 + cell_scale, "tanh_bits": 15 + cell_scale, "hidden_zp": _zp(hq) if hq is not None else h_zp}
+    if micro:  # lstm_eval_common.cc: CreateLstmCellStateInfo, CreateInterGateMulParams (double), Tanh
+        q_clip = int(min(max(float(np.float32(clip)) / float(c_scale), -32768.0), 32767.0))
+        hid = quantize_multiplier(_Q015 * _Q015 / hid_scale)
+        fc = quantize_multiplier(_Q015 * float(c_scale) / float(c_scale))
+        ig = quantize_multiplier(_Q015 * _Q015 / float(c_scale))
+        left = 15 + cell_scale - 3
+        named.update(clip=q_clip if clip > 0 else -1, tanh_mult=3 if left < 0 else 3 << left,
+                     tanh_shift=-left if left < 0 else 0, fc_m=fc[0], fc_s=fc[1], ig_m=ig[0], ig_s=ig[1])
+    else:  # float32 clip, truncated; the hidden scale in double, kept as float
+        q_clip = int(np.float32(min(max(np.float32(clip) / c_scale, np.float32(-32768)), np.float32(32767))))
+        hid = quantize_multiplier(float(np.float32(_Q015 / hid_scale * _Q015)))
+        named.update(clip=q_clip if clip > 0 and q_clip > 0 else -1, tanh_mult=0, tanh_shift=0, fc_m=0, fc_s=0,
+                     ig_m=0, ig_s=0)
+    named.update(hidden_m=hid[0], hidden_s=hid[1])
+    return named
+
+
+def _wrap32(a: np.ndarray) -> np.ndarray:
+    return ((a + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)
+
+
+def lstm_integer(ctx: OpContext) -> None:
+    micro = ctx.b.rounding == "micro"
+    cifg, peephole = _check_form(ctx, micro)
     x_scale = _scale(ctx, 0, "input", DType.INT8)
     h_scale = _scale(ctx, _OUT_STATE, "output state", DType.INT8)
     c_scale = _scale(ctx, _CELL_STATE, "cell state", DType.INT16)
     out = ctx.out_info()
     if out.dtype is not DType.INT8 or out.quant is None:
         raise ctx.unsupported(f"integer LSTM: the output ('{out.name}') must be quantized int8")
-    x_zp, h_zp = _zp(ctx.info(0).quant), _zp(ctx.info(_OUT_STATE).quant)
-    # CheckedLog2: the cell state's scale is a power of two, 2^cell_scale
-    log2 = float(np.float32(math.log(float(c_scale))) * np.float32(1 / math.log(2.0)))
-    cell_scale = round(log2)
-    if abs(log2 - cell_scale) >= 1e-3 or not 0 <= 15 + cell_scale <= 6:
-        raise ctx.unsupported(f"integer LSTM: the cell state's scale {float(c_scale)} is not a power of two "
-                              "between 2^-15 and 2^-9")
-
+    h_zp = _zp(ctx.info(_OUT_STATE).quant)
+    cell_scale = _cell_scale(ctx, c_scale)
     wx, wh, bias = [], [], []
     params = np.zeros(4 * GATE_PARAMS + len(LSTM_PARAMS), np.int64)
-    for g in gates:
-        w, r = ctx.const_array(_W[g], f"input-to-{g} weights"), ctx.const_array(_R[g], f"recurrent-to-{g} weights")
-        ws = _scale(ctx, _W[g], f"input-to-{g} weights", DType.INT8)
-        rs = _scale(ctx, _R[g], f"recurrent-to-{g} weights", DType.INT8)
-        for i in (_W[g], _R[g]):
-            if _zp(ctx.info(i).quant):
-                raise ctx.unsupported(f"integer LSTM: weights '{ctx.info(i).name}' have a nonzero zero point")
-        b = np.zeros(w.shape[0], np.int64)
-        if ctx.has_input(_BIAS[g]):
-            if ctx.info(_BIAS[g]).dtype is not DType.INT32:
-                raise ctx.unsupported(f"integer LSTM: the {g} gate bias ('{ctx.info(_BIAS[g]).name}') must be int32")
-            b = ctx.const_array(_BIAS[g], f"{g} gate bias").astype(np.int64)
-        # PrecomputeZeroPointTimesWeightWithBias: the zero points times the row sums, in wrapping int32
-        bias.append(b - x_zp * w.astype(np.int64).sum(1))
-        bias.append(-h_zp * r.astype(np.int64).sum(1))
+    for g in "fco" if cifg else "ifco":
+        w, r, biases, gate_params = _gate(ctx, g, x_scale, h_scale, (_zp(ctx.info(0).quant), h_zp), cell_scale,
+                                          micro)
         wx.append(w)
         wh.append(r)
+        bias += biases
         k = "ifco".index(g) * GATE_PARAMS
-        if micro:  # GetQuantizedConvolutionMultipler: the float32 product of the scales, then double
-            eff_x = float(np.float32(x_scale * ws)) / float(_Q312)
-            eff_h = float(np.float32(h_scale * rs)) / float(_Q312)
-        else:  # all float32
-            eff_x, eff_h = float(np.float32(ws * x_scale) / _Q312), float(np.float32(rs * h_scale) / _Q312)
-        params[k:k + 4] = [*quantize_multiplier(eff_x), *quantize_multiplier(eff_h)]
-        if peephole and g != "c" and ctx.has_input(_PEEP[g]):
-            ps = _scale(ctx, _PEEP[g], f"cell-to-{g} weights", DType.INT16)
-            eff_p = float(np.float32(2.0 ** cell_scale * float(ps) / float(_Q312)))  # double, stored as float
-            params[k + 4:k + 6] = quantize_multiplier(eff_p)
-
-    hidden = ctx.intermediate(4)  # LiteRT's hidden scale and zero point; TFLite Micro's: the output state's
-    hq = hidden.quant if hidden is not None and hidden.quant is not None and not micro else None
-    hid_scale = float(hq.scale.reshape(-1)[0]) if hq is not None else float(h_scale)
-    hid_zp = _zp(hq) if hq is not None else h_zp
-    clip = float(o.CellClip())
-    if micro:
-        q_clip = int(min(max(float(np.float32(clip)) / float(c_scale), -32768.0), 32767.0))
-        hid = quantize_multiplier(_Q015 * _Q015 / hid_scale)
-        left = 15 + cell_scale - 3
-        tanh_mult, tanh_shift = (3, -left) if left < 0 else (3 << left, 0)
-        fc = quantize_multiplier(_Q015 * float(c_scale) / float(c_scale))
-        ig = quantize_multiplier(_Q015 * _Q015 / float(c_scale))
-        q_clip = q_clip if clip > 0 else -1
-    else:
-        q_clip = int(np.float32(min(max(np.float32(clip) / c_scale, np.float32(-32768)), np.float32(32767))))
-        q_clip = q_clip if clip > 0 and q_clip > 0 else -1
-        hid = quantize_multiplier(float(np.float32(_Q015 / hid_scale * _Q015)))
-        tanh_mult = tanh_shift = 0
-        fc = ig = (0, 0)
-    named = {"ig_shift": 30 + cell_scale, "clip": q_clip, "hidden_m": hid[0], "hidden_s": hid[1],
-             "hidden_zp": hid_zp, "tanh_bits": 15 + cell_scale, "fc_m": fc[0], "fc_s": fc[1], "ig_m": ig[0],
-             "ig_s": ig[1], "tanh_mult": tanh_mult, "tanh_shift": tanh_shift}
+        params[k:k + GATE_PARAMS] = gate_params
+    named = _cell_params(ctx, c_scale, cell_scale, h_scale, h_zp, micro)
     params[4 * GATE_PARAMS:] = [named[n] for n in LSTM_PARAMS]
-
-    def wrap32(a: np.ndarray) -> np.ndarray:
-        return ((a + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)
-
     peep = None
     if peephole:
         rows = [ctx.const_array(_PEEP[g], f"cell-to-{g} weights") if ctx.has_input(_PEEP[g])
                 else np.zeros(wx[0].shape[0], np.int16) for g in "ifo"]
         peep = ctx.graph.constant(f"{ctx.label}_peep", np.stack(rows).astype(np.int16))
-    attrs = {"time_major": int(bool(o.TimeMajor())), "cifg": int(cifg), "micro": int(micro),
+    attrs = {"time_major": int(bool(ctx.options.TimeMajor())), "cifg": int(cifg), "micro": int(micro),
              "out_scale": float(out.quant.scale.reshape(-1)[0]), "out_zp": _zp(out.quant),
              "_lstm_params": tuple(int(v) for v in params)}
     y, h, c = ctx.emit("LstmInteger", [
         ctx.raw(0), ctx.graph.constant(f"{ctx.label}_wx", np.stack(wx).astype(np.int8)),
         ctx.graph.constant(f"{ctx.label}_wh", np.stack(wh).astype(np.int8)),
-        ctx.graph.constant(f"{ctx.label}_bias", wrap32(np.stack(bias))), peep, ctx.raw(_OUT_STATE),
+        ctx.graph.constant(f"{ctx.label}_bias", _wrap32(np.stack(bias))), peep, ctx.raw(_OUT_STATE),
         ctx.raw(_CELL_STATE)], attrs, n_out=3)
     ctx.output(0, y)
     ctx.b.write_state(ctx.inputs[_OUT_STATE], h)
