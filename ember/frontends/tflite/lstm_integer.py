@@ -114,7 +114,8 @@ def _cell_params(ctx: OpContext, c_scale: np.float32, cell_scale: int, h_scale: 
     hidden = ctx.intermediate(4)  # LiteRT's hidden scale and zero point; TFLite Micro's: the output state's
     hq = hidden.quant if hidden is not None and hidden.quant is not None and not micro else None
     hid_scale = float(hq.scale.reshape(-1)[0]) if hq is not None else float(h_scale)
-    named = {"ig_shift": 30 + cell_scale, "tanh_bits": 15 + cell_scale, "hidden_zp": _zp(hq) if hq is not None else h_zp}
+    named = {"ig_shift": 30 + cell_scale, "tanh_bits": 15 + cell_scale,
+             "hidden_zp": _zp(hq) if hq is not None else h_zp}
     if micro:  # lstm_eval_common.cc: CreateLstmCellStateInfo, CreateInterGateMulParams (double), Tanh
         q_clip = int(min(max(float(np.float32(clip)) / float(c_scale), -32768.0), 32767.0))
         hid = quantize_multiplier(_Q015 * _Q015 / hid_scale)
