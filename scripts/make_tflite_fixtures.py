@@ -20,7 +20,7 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-from tflite_handmade import handmade  # noqa: E402
+from tflite_handmade import clear_unused_buffers, handmade, int8_lstm_cifg_peephole  # noqa: E402
 from tflite_op_fixtures import (  # noqa: E402
     INT16_LATE,
     INT16_OPS,
@@ -308,19 +308,37 @@ def _randomize_bn(model: tf.keras.Model, seed: int) -> None:
             layer.set_weights([s.astype(np.float32) for s in stats])
 
 
+def int8_keras_lstm(time_major: bool, batch: int, steps: int, features: int, units: int, seed: int) -> bytes:
+    """A Keras 2 LSTM (tf_keras: Keras 3's LSTM does not convert to the fused operator), return_sequences,
+    converted to full int8: TFLite's integer UNIDIRECTIONAL_SEQUENCE_LSTM. The converter leaves arbitrary
+    bytes in unused buffers (the states' initial values), which are zeroed so that the file is reproducible."""
+    import tf_keras as keras
+
+    r = _rng(seed)
+    shape = (batch, features) if time_major else (steps, features)
+    inp = keras.Input(shape, batch_size=steps if time_major else batch)
+    layer = keras.layers.LSTM(units, return_sequences=True, time_major=time_major)
+    model = keras.Model(inp, layer(inp))
+    layer.set_weights([r.normal(0, 0.4, w.shape).astype(np.float32) for w in layer.get_weights()])
+    spec = tf.TensorSpec(model.inputs[0].shape, tf.float32)
+    return clear_unused_buffers(_convert(lambda x: model(x, training=False), [spec], True, seed, trackable=model))
+
+
 # ---- conversion -------------------------------------------------------------------------------------------
 
 def _convert(fn: Callable | tf.keras.Model, specs: list[tf.TensorSpec], int8: bool, seed: int,
              fp16: bool = False, signature: bool = False, custom: bool = False, int8_io: bool = True,
-             sparse: bool = False, int16: bool = False) -> bytes:
-    """int8: full-integer int8 (int16: 16x8, int16 activations with int8 weights, int16 I/O)."""
+             sparse: bool = False, int16: bool = False, trackable: object = None) -> bytes:
+    """int8: full-integer int8 (int16: 16x8, int16 activations with int8 weights, int16 I/O). trackable: the
+    object the converter reads the function's variables from (a Keras model)."""
     if isinstance(fn, tf.keras.Model):
         specs = [tf.TensorSpec(t.shape, t.dtype) for t in fn.inputs]
         model = fn
         fn = tf.function(lambda *xs: model(*xs, training=False))
     concrete = tf.function(fn).get_concrete_function(*specs)
     # With a trackable object the converter writes a serving signature (names for the inputs and outputs).
-    conv = tf.lite.TFLiteConverter.from_concrete_functions([concrete], tf.Module() if signature else None)
+    conv = tf.lite.TFLiteConverter.from_concrete_functions(
+        [concrete], trackable if trackable is not None else tf.Module() if signature else None)
     conv.allow_custom_ops = custom
     if int8:
         def data():
@@ -388,6 +406,9 @@ def fixtures() -> dict[str, bytes]:
     for name in INT16_LATE:  # converted last, so that the files above keep their bytes
         fn, n = models[name]
         out[f"op_{name}_int16.tflite"] = _convert(fn, op_specs(n), True, 61, int16=True)
+    out["lstm_int8.tflite"] = int8_keras_lstm(False, 1, 8, 12, 16, 70)
+    out["lstm_int8_time_major.tflite"] = int8_keras_lstm(True, 2, 5, 6, 8, 71)
+    out["lstm_int8_cifg_peephole.tflite"] = int8_lstm_cifg_peephole(out["lstm_int8_time_major.tflite"])
     return out
 
 

@@ -155,6 +155,54 @@ def lstm(time_major: bool, cifg: bool, peephole: bool) -> bytes:
     return m.finish([y])
 
 
+def clear_unused_buffers(model: bytes) -> bytes:
+    """The model with the buffers that no tensor or metadata entry names zeroed: the converter leaves the
+    LSTM state's (uninitialized) initial values there, which differ from run to run. Patched in place."""
+    out = bytearray(model)
+    m = fb.Model.GetRootAs(model, 0)
+    used = {m.Metadata(k).Buffer() for k in range(m.MetadataLength())}
+    for s in range(m.SubgraphsLength()):
+        sg = m.Subgraphs(s)
+        used |= {sg.Tensors(i).Buffer() for i in range(sg.TensorsLength())}
+    for j in range(m.BuffersLength()):
+        buf = m.Buffers(j)
+        if j not in used and buf.DataLength():
+            start = buf._tab.Vector(buf._tab.Offset(4))  # the data vector's first byte
+            out[start:start + buf.DataLength()] = bytes(buf.DataLength())
+    return bytes(out)
+
+
+def int8_lstm_cifg_peephole(model: bytes) -> bytes:
+    """A converted full-integer LSTM made CIFG (no input gate: its weights and bias dropped) with peephole
+    weights (int16, symmetric) on the forget and output gates, which no Keras layer converts to; LiteRT's
+    integer kernel runs it (TFLite Micro's has neither form)."""
+    r = np.random.default_rng(66)
+    m = fb.ModelT.InitFromPackedBuf(model, 0)
+    sg = m.subgraphs[0]
+    op = sg.operators[0]
+    inputs = list(op.inputs)
+    n_cell = int(sg.tensors[inputs[2]].shape[0])
+    for slot in (1, 5, 12):  # input-to-input and recurrent-to-input weights, input gate bias
+        inputs[slot] = -1
+    for slot, name in ((10, "cell_to_forget"), (11, "cell_to_output")):
+        w = r.normal(0, 0.5, n_cell)
+        scale = float(np.abs(w).max()) / 32767
+        t = fb.TensorT()
+        t.name, t.shape, t.type = name.encode(), np.array([n_cell], np.int32), fb.TensorType.INT16
+        t.quantization = fb.QuantizationParametersT()
+        t.quantization.scale, t.quantization.zeroPoint = [scale], [0]
+        b = fb.BufferT()
+        b.data = np.frombuffer(np.round(w / scale).astype(np.int16).tobytes(), np.uint8)
+        m.buffers.append(b)
+        t.buffer = len(m.buffers) - 1
+        sg.tensors.append(t)
+        inputs[slot] = len(sg.tensors) - 1
+    op.inputs = inputs
+    b = flatbuffers.Builder(1024)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
 def legacy_ops() -> bytes:
     """L2_POOL_2D, EMBEDDING_LOOKUP, SHAPE, FILL and ZEROS_LIKE on tiny inputs."""
     r = np.random.default_rng(62)

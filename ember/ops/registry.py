@@ -16,7 +16,7 @@ FAMILIES = (
     "resize", "misc", "quantize", "qlinear", "qshifted", "qwino", "qpointwise", "qconv_add", "ml", "dynamic", "bitwise",
     "loss",
     "signal", "einsum", "normalize", "spatial", "linalg", "indexing", "reorder", "control", "attention",
-    "linear_attention", "recurrent", "random", "svdf", "q16", "irblock", "nhwc",
+    "linear_attention", "recurrent", "random", "svdf", "lstm_int", "q16", "irblock", "nhwc",
     "split",  # last: how the other families' kernel calls divide among threads (--threads)
 )
 

@@ -53,6 +53,7 @@ class OpContext:
         self.label = f"{opname}_{index}"
         self.graph: Graph = builder.graph
         self.atrous: Any = None  # a convolution folded with the space/batch moves around it (atrous.py)
+        self.intermediates: list[int] = []  # the operator's intermediate tensors (an integer LSTM's scales)
 
     # ---- errors -------------------------------------------------------------------------------------
     def unsupported(self, detail: str) -> UnsupportedOperatorError:
@@ -64,6 +65,12 @@ class OpContext:
 
     def info(self, i: int) -> TensorInfo:
         return self.b.tensors[self.inputs[i]]
+
+    def intermediate(self, i: int) -> TensorInfo | None:
+        """Intermediate tensor i of the operator (TFLite records an integer LSTM's internal scales so)."""
+        if i >= len(self.intermediates) or self.intermediates[i] < 0:
+            return None
+        return self.b.tensors[self.intermediates[i]]
 
     def out_info(self, i: int = 0) -> TensorInfo:
         return self.b.tensors[self.outputs[i]]

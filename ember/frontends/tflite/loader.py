@@ -326,6 +326,7 @@ class _Builder:
                 self._tensor_at(t, f"operator {i} ({name})")
         ctx = OpContext(self, i, name, inputs, outputs, options_of(op, name))
         ctx.atrous = atrous
+        ctx.intermediates = op.IntermediatesAsNumpy().tolist() if op.IntermediatesLength() else []
         if name not in INT16_EXACT:
             for t in [*inputs, *outputs]:
                 info = self.tensors[t] if t >= 0 else None

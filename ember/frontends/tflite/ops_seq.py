@@ -1,4 +1,5 @@
-"""Sequence operators: UNIDIRECTIONAL_SEQUENCE_LSTM (onto ember's LSTM) and SVDF (the keyword-spotting
+"""Sequence operators: UNIDIRECTIONAL_SEQUENCE_LSTM (float onto ember's LSTM; full-integer onto LstmInteger,
+TFLite's integer kernel, in lstm_integer.py) and SVDF (the keyword-spotting
 layer: float onto Gemm, Concat and reductions; full-integer onto SvdfInteger, TFLite's integer kernel).
 
 Both read a state tensor LiteRT keeps between invocations (a variable tensor) and write its next value
@@ -12,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember.frontends.tflite.context import OpContext
+from ember.frontends.tflite.lstm_integer import is_integer_lstm, lstm_integer
 from ember.ir.dtypes import DType
 from ember.ir.graph import Value
 from ember.ops.svdf import quantize_multiplier
@@ -40,6 +42,9 @@ def _dense(ctx: OpContext, i: int, what: str) -> np.ndarray | None:
 
 
 def unidirectional_sequence_lstm(ctx: OpContext) -> None:
+    if is_integer_lstm(ctx):
+        lstm_integer(ctx)
+        return
     o = ctx.options
     for i in (*_PROJECTION, *_LAYER_NORM):
         if ctx.has_input(i):
