@@ -3,9 +3,9 @@
 LiteRT runs its default CPU path, XNNPACK (float and int8), with `num_threads=1`; ember the bundle built at
 the default optimization level for the host. Models: the float and int8 fixtures of tests/fixtures/tflite
 (the DS-CNN keyword spotter, a MobileNet-like net, conv_pool) and Keras' MobileNetV2 (alpha 0.35, 96x96,
-weights=None, fixed seed), float and full-int8 (16 fixed-seed calibration inputs), converted here with
-tensorflow (skipped without it, or with --no-keras). Both engines get the same inputs bound once and are
-timed interleaved round by round after warm-up (benchmarks/timing.py). Prints a table and writes JSON.
+weights=None, fixed seed), float and full-int8 (16 fixed-seed calibration inputs), converted with tensorflow
+once and kept in --cache (skipped without either, or with --no-keras). Both engines get the same inputs bound
+once and are timed interleaved round by round after warm-up (benchmarks/timing.py). Prints a table and writes JSON.
 
     python benchmarks/bench_tflite.py [--models kws_cnn,mobilenet_v2_035] [--rounds N] [--json out.json]
 """
@@ -13,7 +13,7 @@ timed interleaved round by round after warm-up (benchmarks/timing.py). Prints a 
 from __future__ import annotations
 
 import argparse
-import json
+import importlib.util
 import os
 import platform
 import statistics
@@ -26,7 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import ember  # noqa: E402
-from benchmarks.machine import describe  # noqa: E402
+from benchmarks.machine import describe, write_json  # noqa: E402
 from benchmarks.timing import EmberTimer, interleave  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "tflite"
@@ -52,10 +52,13 @@ class LiteRTTimer:
         return [self.interp.get_tensor(d["index"]) for d in self.interp.get_output_details()]
 
 
-def keras_mobilenet(work: Path, int8: bool) -> Path:
+def keras_mobilenet(work: Path, int8: bool) -> Path | None:
+    """The converted model in `work` (converted there once); None without it and without tensorflow."""
     path = work / f"mobilenet_v2_035{'_int8' if int8 else ''}.tflite"
     if path.exists():
         return path
+    if importlib.util.find_spec("tensorflow") is None:
+        return None
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import tensorflow as tf
 
@@ -112,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=0, help="timed rounds (default: about 3 s per model)")
     ap.add_argument("--no-keras", action="store_true", help="skip the models converted with tensorflow")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--cache", type=Path, default=Path("benchmarks/results/cache/tflite"),
+                    help="the Keras models converted with tensorflow are kept here (converted once)")
     args = ap.parse_args(argv)
     names = [m for m in args.models.split(",") if m] or [*FIXTURE_MODELS, *([] if args.no_keras else KERAS_MODELS)]
     rows = []
@@ -119,7 +124,11 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         for name in names:
             if name in KERAS_MODELS:
-                path = keras_mobilenet(work, name.endswith("_int8"))
+                args.cache.mkdir(parents=True, exist_ok=True)
+                path = keras_mobilenet(args.cache, name.endswith("_int8"))
+                if path is None:
+                    print(f"{name:<24} skipped: needs tensorflow once, to convert it into {args.cache}", flush=True)
+                    continue
             else:
                 path = FIXTURES / f"{name}.tflite"
             rows.append(bench(name, path, work, args.rounds))
@@ -130,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
               "litert": "ai-edge-litert, XNNPACK delegate, num_threads=1", "models": rows}
     print(f"CPU: {result['cpu']}")
     if args.json:
-        args.json.write_text(json.dumps(result, indent=2) + "\n")
+        write_json(args.json, result)
     return 0
 
 
