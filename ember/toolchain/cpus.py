@@ -162,9 +162,10 @@ FAMILIES: dict[str, CpuFamily] = {f.name: f for f in (
     #   MobileNetV3-Large 0.906x, the ResNets and transformers 1.00x;
     # - row panels from K = 64: ResNet-50s 0.951x, ResNet-18 0.965x, MobileNetV2 0.981x;
     # - compile-time MatMul panels: BERT 0.984x, ViT-Tiny 0.988x;
-    # - F(4x4) Winograd from 16 tiles (14x14 maps) after those: ResNet-18 0.949x, ResNet-50s 0.978-0.985x. F(2x2) on
-    #   the 7x7 maps too (winograd_min_pixels=49, as AVX2) took 2.52-2.55 ms a 512-channel 3x3 layer of ResNet-50
-    #   where ConvNarrow takes 2.24-2.36 (per-node least times): not taken;
+    # - F(4x4) Winograd from 16 tiles (14x14 maps), as AVX2: there ResNet-18 0.949x, ResNet-50s 0.978-0.985x (with
+    #   F(2x2) on 7x7 maps too), but on a 2-core VM of the same class 1.09x and 1.06x (paired, alone): left at 49.
+    #   F(2x2) on the 7x7 maps (winograd_min_pixels=49) took 2.52-2.55 ms a 512-channel 3x3 layer of ResNet-50 there
+    #   where ConvNarrow takes 2.24-2.36 (per-node least times): not taken. `--tune` measures these per machine;
     # - the output-line prefetch (mm_out_prefetch) after those: MobileNetV2 0.981x, EfficientNet-B0 0.985x, the
     #   ResNet-50s 0.986-0.988x, the others 0.996-1.004x.
     # Measured there and left out: strip prefetch, mm_block_n=64, mm_kc=384/512, no panel prefetch (1.013-1.019x),
@@ -173,12 +174,12 @@ FAMILIES: dict[str, CpuFamily] = {f.name: f for f in (
     # row panels laid out for AVX-512's 12-row tiles instead of 6 (ResNet-50s 1.01x), and wide products packed
     # in chunks of 256 or 512 columns with row tiles over the chunk's strips (1.00-1.03x).
     CpuFamily("avx512", "AVX-512, two 512-bit FMA units (Xeon Skylake-SP to Granite Rapids, Zen 5; x86-64-v4)",
-              "avx512", 2, winograd4_min_tiles=16, matmul_panels=True, nhwc_min_convs=5,
+              "avx512", 2, matmul_panels=True, nhwc_min_convs=5,
               nhwc_small_k=32, nhwc_small_big_m=64, row_panels_min_k=64, mm_out_prefetch=True),
     # Not measured on such a CPU yet: the choices that gained both on Zen 3 (AVX2) and on the AVX-512 Xeon above.
     CpuFamily("avx512-1fma", "AVX-512 at half rate: one 512-bit FMA unit (Ice/Tiger Lake client) or 2 x 256 (Zen 4)",
-              "avx512", 1, winograd4_min_tiles=16, matmul_panels=True, nhwc_min_convs=5, nhwc_small_k=32,
-              nhwc_small_big_m=64, row_panels_min_k=64),
+              "avx512", 1, matmul_panels=True, nhwc_min_convs=5, nhwc_small_k=32, nhwc_small_big_m=64,
+              row_panels_min_k=64),
 )}
 
 # Targets without a table (ARM, RISC-V, wasm, i386) and hosts that are not x86-64: the thresholds measured
