@@ -288,8 +288,9 @@ static void ember_mm_tile(int rows, int strip, float *EMBER_RESTRICT C, ptrdiff_
 #undef EMBER_MM_PICK
 #undef EMBER_MM_ARGS
 
-/* The strip at column n0: two vectors, else one, (AVX-512) half of one, else one column (scalar). A ragged last strip overlaps
- * the previous one instead (starting at N - 2 vectors or N - 1 vector, so *n0 may move back): the
+/* The strip at column n0: two vectors, else one, else (AVX-512, N of 8 to 15) half of one, else one column
+ * (scalar). A ragged last strip overlaps the previous one instead (starting at N - 2 vectors or N - 1 vector,
+ * so *n0 may move back): the
  * shared columns are recomputed from scratch to the same values, at full vector speed. A rest of at
  * most one vector takes a one-vector strip, so fewer columns are computed twice (N = 196: 208, not 224). */
 static int ember_mm_strip(int N, int *n0, int *nv) {

@@ -157,8 +157,9 @@ EMBER_QNOINLINE static void ember_qdw_requant(uint8_t *q, const float *acc, ptrd
 #endif
 
 #if EMBER_HAVE_AVX2 && defined(__FMA__)
-/* AVX2, channel-blocked input and output (lay 3, multiplier 1): a channel quad at a time, never a
- * channel plane. The quad's input rows for a band of output rows are laid out once as floats x - xz
+/* AVX2 (and AVX-512 builds, for the layers qdwvnni.c's VNNI kernel does not take: TFLite's roundings, whose
+ * planes path took 3-5x this one's time), channel-blocked input and output (lay 3, multiplier 1): a channel
+ * quad at a time, never a channel plane. The quad's input rows for a band of output rows are laid out once as floats x - xz
  * (4 channels a pixel, zero padding, columns split by stride phase as EMBER_QDW_PLANES does), so that
  * 8 consecutive output pixels of a tap are 4 contiguous 8-float vectors (2 pixels x 4 channels): one
  * fused multiply-add each by the tap's 4 weights. The sums (bias first) are exact integers in float
