@@ -58,15 +58,18 @@ EMBER_INLINE float ember_sclamp(float x, float lo, float hi) {
     x = x < lo ? lo : x;
     return x > hi ? hi : x;
 }
+/* The same for vectors of type T (TI: int32 lanes of its size), lane by lane. */
+#define EMBER_VCLAMP(NAME, T, TI)                                        \
+    EMBER_INLINE T NAME(T x, float lo, float hi) {                       \
+        const T lv = (T){0} + lo, hv = (T){0} + hi;                      \
+        TI m = x < lv;                                                   \
+        x = (T)(((TI)lv & m) | ((TI)x & ~m));                            \
+        m = x > hv;                                                      \
+        return (T)(((TI)hv & m) | ((TI)x & ~m));                         \
+    }
 #if EMBER_VL > 1
 typedef int32_t ember_vi __attribute__((vector_size(EMBER_VL * 4)));
-EMBER_INLINE ember_vf ember_vclamp(ember_vf x, float lo, float hi) {
-    const ember_vf lv = (ember_vf){0} + lo, hv = (ember_vf){0} + hi;
-    ember_vi m = x < lv;
-    x = (ember_vf)(((ember_vi)lv & m) | ((ember_vi)x & ~m));
-    m = x > hv;
-    return (ember_vf)(((ember_vi)hv & m) | ((ember_vi)x & ~m));
-}
+EMBER_VCLAMP(ember_vclamp, ember_vf, ember_vi)
 #else
 #define ember_vclamp ember_sclamp
 #endif
@@ -133,13 +136,7 @@ EMBER_MM_TILE(ember_mm_tile_81s, float, ember_sclamp, 8, 1)
  * the one-column scalar tile: an NHWC 1x1 conv to 8 channels (TFLite's small models) took 10x the AVX2 build's time. */
 typedef float ember_vh __attribute__((vector_size(32), aligned(4)));
 typedef int32_t ember_vhi __attribute__((vector_size(32)));
-EMBER_INLINE ember_vh ember_vhclamp(ember_vh x, float lo, float hi) {
-    const ember_vh lv = (ember_vh){0} + lo, hv = (ember_vh){0} + hi;
-    ember_vhi m = x < lv;
-    x = (ember_vh)(((ember_vhi)lv & m) | ((ember_vhi)x & ~m));
-    m = x > hv;
-    return (ember_vh)(((ember_vhi)hv & m) | ((ember_vhi)x & ~m));
-}
+EMBER_VCLAMP(ember_vhclamp, ember_vh, ember_vhi)
 EMBER_MM_TILE(ember_mm_tile_r1h, ember_vh, ember_vhclamp, EMBER_MR, 1)
 EMBER_MM_TILE(ember_mm_tile_131h, ember_vh, ember_vhclamp, 13, 1)
 EMBER_MM_TILE(ember_mm_tile_81h, ember_vh, ember_vhclamp, 8, 1)
