@@ -143,7 +143,7 @@ def lower(model_path: str, options: CompileOptions, purpose: Purpose = Purpose.B
     plan = plan_memory(graph, inlined_constants(graph), options.reuse_inputs)
     if options.ram_limit is not None and ram_of(plan) > options.ram_limit and purpose is Purpose.BUNDLE:
         fitted = fit_ram(lambda: load_graph(model_path, options)[0],
-                         build_pipeline(options, purpose, target.kind, sha, target.int8_isa), options, plan)
+                         build_pipeline(options, purpose, target.kind, sha, target.int8_isa), options, plan, graph)
         if fitted is not None:
             graph, plan = fitted
     check_memory(plan, target, options)

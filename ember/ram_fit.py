@@ -33,11 +33,12 @@ def ram_of(plan: MemoryPlan) -> int:
     return plan.mutable_size + plan.activations_size
 
 
-def fit_ram(load: Callable[[], Graph], pipeline: list, options: CompileOptions,
-            unpatched: MemoryPlan) -> tuple[Graph, MemoryPlan] | None:
+def fit_ram(load: Callable[[], Graph], pipeline: list, options: CompileOptions, unpatched: MemoryPlan,
+            whole: Graph) -> tuple[Graph, MemoryPlan] | None:
     """The patched graph and its plan with the fewest patches, then the shortest stage, whose RAM is within
-    options.ram_limit; None where patches reach no less than `unpatched` (the caller's error states that plan).
-    Raises the one-line error when patches help but not enough."""
+    options.ram_limit; None where patches reach no less than `unpatched`, the plan of `whole` (the unpatched graph
+    after every pass; the caller's error states that plan). Raises the one-line error when patches help but not
+    enough."""
     limit = options.ram_limit
     assert limit is not None
     names = [name for name, _ in pipeline]
@@ -47,7 +48,7 @@ def fit_ram(load: Callable[[], Graph], pipeline: list, options: CompileOptions,
     chain = stage_chain(base)
     best: tuple[int, tuple[int, int], int] | None = None  # (ram, grid, length)
     tries = 0
-    whole_ops: dict[str, str] | None = None  # each node's op in the unpatched graph once kernels are chosen
+    whole_ops = {n.name: n.op for n in whole.nodes}  # each node's op in the unpatched graph, kernels chosen
     for grid in GRIDS:
         if tries >= MAX_TRIES:
             break
@@ -61,10 +62,6 @@ def fit_ram(load: Callable[[], Graph], pipeline: list, options: CompileOptions,
             if patched_convs is None:
                 break
             PassManager(pipeline[cut:]).run(graph)
-            if whole_ops is None:
-                whole = copy.deepcopy(base)
-                PassManager(pipeline[cut:]).run(whole)
-                whole_ops = {n.name: n.op for n in whole.nodes}
             if any(n.op.startswith("ConvWinograd") and n.name in patched_convs
                    and whole_ops.get(patched_convs[n.name] or "") != n.op for n in graph.nodes):
                 continue  # a Winograd patch would round otherwise than the whole's (inside the stage, or F(2x2)/F(4x4))
