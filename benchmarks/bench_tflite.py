@@ -98,8 +98,8 @@ def inputs(path: Path) -> list[np.ndarray]:
     return out
 
 
-def bench(name: str, path: Path, work: Path, rounds: int) -> dict:
-    bundle = ember.compile(path, work / name, name=name)
+def bench(name: str, path: Path, work: Path, rounds: int, cpu: str | None = None) -> dict:
+    bundle = ember.compile(path, work / name, name=name, cpu=cpu)
     xs = inputs(path)
     em = EmberTimer(bundle, dict(zip([e["name"] for e in bundle.manifest["inputs"]], xs, strict=True)))
     lt = LiteRTTimer(path, xs)
@@ -115,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=0, help="timed rounds (default: about 3 s per model)")
     ap.add_argument("--no-keras", action="store_true", help="skip the models converted with tensorflow")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--cpu", default=None, help="ember --cpu (default: the host's), e.g. x86-64-v3 for the AVX2 "
+                    "build against the same LiteRT")
     ap.add_argument("--cache", type=Path, default=Path("benchmarks/results/cache/tflite"),
                     help="the Keras models converted with tensorflow are kept here (converted once)")
     args = ap.parse_args(argv)
@@ -131,11 +133,11 @@ def main(argv: list[str] | None = None) -> int:
                     continue
             else:
                 path = FIXTURES / f"{name}.tflite"
-            rows.append(bench(name, path, work, args.rounds))
+            rows.append(bench(name, path, work, args.rounds, args.cpu))
             r = rows[-1]
             print(f"{r['model']:<24} ember {r['ember_ms']:9.4f} ms   LiteRT {r['litert_ms']:9.4f} ms   "
                   f"{r['ratio']:5.2f}x", flush=True)
-    result = {"cpu": describe()["cpu_model"], "machine": platform.machine(), "threads": 1,
+    result = {"cpu": describe()["cpu_model"], "machine": platform.machine(), "threads": 1, "ember_cpu": args.cpu,
               "litert": "ai-edge-litert, XNNPACK delegate, num_threads=1", "models": rows}
     print(f"CPU: {result['cpu']}")
     if args.json:

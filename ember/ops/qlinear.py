@@ -370,6 +370,28 @@ def lower_qconv(node: Node, k: KernelEmitter, add: tuple[str, ...] = (), pixels:
            lay, k.scratch(), *(add or (lo, hi, my)))
 
 
+# A depthwise QConv whose weight words qdwvnni.c reads from a table made here (passes/int8_layout.py).
+DW_WORDS_ATTR = "_dw_words"
+
+
+def dw_words(w: np.ndarray, kh: int, kw: int, bias: tuple[int, ...] | None, zv: int) -> np.ndarray:
+    """qdwvnni.c's constants of each block of 16 channels (ember_qdv_blk's wv and c), as int32: per kernel row, its
+    groups of four taps as one word per channel (the taps' bytes; a missing fourth tap 0), then bias - zv * sum(w)
+    per channel (zv: the input's zero point in the uint8 view). A last block's lanes past M hold zero weights and its
+    first channel's bias, as the kernel's own setup made them. w: M x (kh * kw) weights that fit int8."""
+    m, groups = w.shape[0], (kw + 3) // 4
+    blocks = []
+    for m0 in range(0, m, 16):
+        live = np.arange(m0, m0 + 16) < m
+        lanes = np.where(live, np.arange(m0, m0 + 16), m0)
+        taps = np.zeros((16, kh, 4 * groups), np.int64)
+        taps[:, :, :kw] = w[lanes].reshape(16, kh, kw) * live[:, None, None]
+        words = ((taps & 0xFF).reshape(16, kh, groups, 4) << np.array([0, 8, 16, 24])).sum(axis=3)
+        corr = (np.asarray(bias, np.int64)[lanes] if bias is not None else 0) - zv * taps.sum(axis=(1, 2))
+        blocks += [words.reshape(16, kh * groups).T.ravel(), corr]
+    return np.concatenate(blocks).astype(np.uint32).view(np.int32) if blocks else np.zeros(0, np.int32)
+
+
 def lower_qdwconv(node: Node, k: KernelEmitter, q: QSpec, channels: tuple[int, int] | None = None) -> None:
     """ember_qdwconv for the output channels [lo, hi) (`channels`; q: their spec, its per-channel tables cut so;
     a thread's part of a depthwise convolution of multiplier 1, ops/split.py), else all of them. A part's
@@ -393,9 +415,13 @@ def lower_qdwconv(node: Node, k: KernelEmitter, q: QSpec, channels: tuple[int, i
     exact = int(kvol * int(np.abs(w).max(initial=0)) * 255 < 2**24)
     exact |= 2 * int(w.size == 0 or (w.min() >= -128 and w.max() <= 127))
     mult, shift, out = _out_args(k, q, sum_bound(np.abs(w).sum(axis=1), q.bias))
+    words = "0"
+    if node.attrs.get(DW_WORDS_ATTR) and q.requant is not None and g.planar:
+        zv = (q.x_zp + (128 if x.dtype is DType.INT8 else 0)) & 0xFF
+        words = k.table(list(dw_words(w, g.kernel[1], g.kernel[2], q.bias, zv)), DType.INT32)
     k.call("ember_qdwconv", y_ptr, "0" if q.requant is None else "1", x_ptr, int(x.dtype is DType.INT8),
            _zp_arg(node, k, q), k.table(g.table(), DType.INT32), x.shape[0], hi - lo, w_ptr, _table(k, q.bias), mult,
-           shift, out, exact, int(x.blocked) | 2 * int(y.blocked), k.scratch(), 4 * _dw_work(node), m)
+           shift, out, exact, int(x.blocked) | 2 * int(y.blocked), k.scratch(), 4 * _dw_work(node), m, words)
 
 
 # A thread's part of the output channels [c0, c0 + rows) of a channel-blocked output of M channels (ops/split.py):

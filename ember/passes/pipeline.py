@@ -26,7 +26,7 @@ from ember.passes.fuse_irblock import fuse_irblocks
 from ember.passes.fuse_norm import fuse_decomposed_norms, fuse_skip_norm
 from ember.passes.fuse_residual import fuse_residual
 from ember.passes.int4_matmul import pack_int4_matmuls
-from ember.passes.int8_layout import choose_int8_layout
+from ember.passes.int8_layout import choose_int8_layout, dw_words_at_compile_time
 from ember.passes.manager import PassFn, each_graph
 from ember.passes.mcu_kernels import choose_mcu_kernels
 from ember.passes.nhwc_region import nhwc_regions
@@ -150,6 +150,8 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
         passes.append(("choose_conv_algorithms",
                        lambda g: choose_conv_algorithms(g, family, tuned, row_panels=options.threads == 1)))
         passes.append(("choose_int8_layout", choose_int8_layout))
+        if family.simd == "avx512":
+            passes.append(("dw_words_at_compile_time", each_graph(dw_words_at_compile_time)))
     if int8_isa:
         # Once the integer nodes and their weights are final; before scheduling, which reads the scratch
         # sizes of the kernels chosen here. `int8_isa`: the target's (Target.int8_isa).

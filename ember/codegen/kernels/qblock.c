@@ -137,7 +137,7 @@ static void ember_qgemm_part(const ember_qout *o, const int8_t *W, int M, int Kp
                 *(const ember_qi32u *)(const void *)(EMBER_QXG(X, g) + 4 * (pt + j));
 #if defined(EMBER_QRQ) || defined(EMBER_QRQ2)
     ember_qrq_out range;
-    if (ember_qrq_setup(o, &range)) { /* requantised in registers */
+    if (ember_qrq_setup(o, &range, M)) { /* requantised in registers */
 #ifdef EMBER_QRQ2
         /* AVX2: the tail pixels' rows eight at a time (ember_qgemv8_rq), after the tiles, instead of four rows
          * after each quad's tiles with a scalar requantisation each */
@@ -212,7 +212,7 @@ static void ember_qgemm_block(const ember_qout *o, const int8_t *W, int M, int K
     }
 #if defined(EMBER_QRQ) || defined(EMBER_QRQ2)
     ember_qrq_out range;
-    if (ember_qrq_setup(o, &range)) { /* requantised in registers */
+    if (ember_qrq_setup(o, &range, M)) { /* requantised in registers */
         for (m0 = 0; m0 < M;) {
             const int R = M - m0 >= EMBER_QMR ? EMBER_QMR : 1;
             const int8_t *w = W + (ptrdiff_t)m0 * Kp;

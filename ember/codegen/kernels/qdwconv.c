@@ -468,10 +468,12 @@ static void ember_qdw_store(void *y, int kind, ptrdiff_t at, const int32_t *EMBE
 /* lay (2-D, kind 1 for y; passes/int8_layout.py): bit 0, x is channel-blocked (multiplier 1), bit 1, y;
  * scratch then also holds the input plane and one output row, past the planes and sums. mb: the channels of
  * a blocked x's and y's blocks: M, or more where x and y point at a thread's part of the channel quads
- * (ops/split.py; each channel is computed as the whole call computes it, at the whole block stride). */
+ * (ops/split.py; each channel is computed as the whole call computes it, at the whole block stride). words: the
+ * VNNI path's weight words made at compile time, or NULL (qdwvnni.c ember_qdv_conv). */
 static void ember_qdwconv(void *y, int kind, const void *x, int x_sgn, int32_t xz, const int32_t *p, int N, int M,
                           const int16_t *w, const int32_t *bias, const int32_t *mult, const int32_t *shift,
-                          const int32_t *out, int exact, int lay, void *scratch, ptrdiff_t room, int mb) {
+                          const int32_t *out, int exact, int lay, void *scratch, ptrdiff_t room, int mb,
+                          const int32_t *words) {
     const int C = p[EMBER_GEO_C], KH = p[EMBER_GEO_K_H], KW = p[EMBER_GEO_K_W], OD = p[EMBER_GEO_OUT_D],
               OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W], mult_c = M / C;
     const int planar = p[EMBER_GEO_IN_D] == 1 && p[EMBER_GEO_K_D] == 1 && p[EMBER_GEO_OUT_D] == 1; /* 2-D */
@@ -498,13 +500,14 @@ static void ember_qdwconv(void *y, int kind, const void *x, int x_sgn, int32_t x
     (void)exact;
 #endif
 #ifdef EMBER_QDW_VNNI
-    if ((exact & 2) && kind == 1 && out[EMBER_QOUT_EXACT] && ember_qdv_fits(p)) { /* qdwvnni.c */
+    if ((exact & 2) && kind == 1 && ember_qdv_fits(p) &&
+        (shift[0] < EMBER_Q_TFL ? out[EMBER_QOUT_EXACT] : ember_qt16_kind(shift, M, out) >= 0)) { /* qdwvnni.c */
         ember_qdv_conv((uint8_t *)y, (const uint8_t *)x, x_sgn, xz, p, N, M, w, bias, mult, shift, out, lay,
-                       (uint8_t *)scratch, room, mb);
+                       (uint8_t *)scratch, room, mb, words);
         return;
     }
 #else
-    (void)room;
+    (void)room, (void)words;
 #endif
 #ifdef EMBER_QDW_AVX2
     if (lay == 3 && kind == 1 && (exact & 1) &&

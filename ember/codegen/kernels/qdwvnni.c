@@ -200,8 +200,9 @@ typedef struct {
     ember_qdv_i16 c;       /* bias - zv * sum(w) */
     ember_qv16_f mf;       /* ember_qv16_mult */
     ember_qv16_out range;
+    ember_qt16 tq;         /* TFLite's requantisation instead (tfl) */
     ptrdiff_t rs;          /* bytes from one kernel row to the next in Xb */
-    int KH, G;
+    int KH, G, tfl;
 } ember_qdv_blk;
 /* The 16 channels' requantised output at the pixel whose first tap is at px; k3: a 3x3 (or narrower). */
 EMBER_INLINE ember_qv16_b ember_qdv_pixel(const uint8_t *px, const ember_qdv_blk *k, int k3) {
@@ -217,6 +218,7 @@ EMBER_INLINE ember_qv16_b ember_qdv_pixel(const uint8_t *px, const ember_qdv_blk
                 acc = ember_qdv_dot(acc, *(const ember_qdv_b64u *)(const void *)(px + kh * k->rs + 64 * t), k->idx,
                                     k->wv[kh * k->G + t]);
     }
+    if (k->tfl) return __builtin_convertvector(ember_qt16_rq(acc, &k->tq), ember_qv16_b);
     return ember_qv16_requant(acc, k->mf, &k->range);
 }
 /* Four 16-byte pixels as the 128-bit lanes of one vector. */
@@ -256,13 +258,15 @@ static int ember_qdv_fits(const int32_t *p) {
            p[EMBER_GEO_K_H] * ((p[EMBER_GEO_K_W] + 3) / 4) <= 16;
 }
 /* Depthwise, kind 1 (requantised int8/uint8 outputs), M = C * multiplier channels; w: M x kh x kw int16
- * weights (minus their zero point) that fit int8; out = [zp, lo, hi, sums below 2^24 (qvec.c)]. scratch: `room` bytes, at least
+ * weights (minus their zero point) that fit int8; out = [zp, lo, hi, sums below 2^24 (qvec.c)], or TFLite's shift
+ * codes that ember_qt16_kind takes (then the sums need no bound). scratch: `room` bytes, at least
  * one band of input rows (Xb pixel rows for one output row). lay: bit 0, x is channel-blocked, bit 1, y
  * (channels in fours; for x, multiplier 1), their blocks of mb channels (M, or more where x and y point at a
- * thread's part of the channel quads). */
+ * thread's part of the channel quads). words (or NULL): each block's wv and c as ember_qdv_blk holds them, made at
+ * compile time (ops/qlinear.py dw_words): (KH * G + 1) x 16 int32 a block. */
 static void ember_qdv_conv(uint8_t *y, const uint8_t *x, int x_sgn, int32_t xz, const int32_t *p, int N, int M,
                            const int16_t *w, const int32_t *bias, const int32_t *mult, const int32_t *shift,
-                           const int32_t *out, int lay, uint8_t *scratch, ptrdiff_t room, int mb) {
+                           const int32_t *out, int lay, uint8_t *scratch, ptrdiff_t room, int mb, const int32_t *words) {
     const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], KH = p[EMBER_GEO_K_H],
               KW = p[EMBER_GEO_K_W], OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W];
     const int sh = p[EMBER_GEO_STRIDE_H], sw = p[EMBER_GEO_STRIDE_W], dh = p[EMBER_GEO_DIL_H], G = (KW + 3) / 4,
@@ -275,6 +279,8 @@ static void ember_qdv_conv(uint8_t *y, const uint8_t *x, int x_sgn, int32_t xz, 
     const int band = (int)((room / prow - span) / sh + 1) < OH ? (int)((room / prow - span) / sh + 1) : OH;
     const uint8_t flip = x_sgn ? 0x80 : 0, zv = (uint8_t)(xz + (x_sgn ? 128 : 0));
     ember_qdv_blk blk, *k = &blk;
+    const int tkind = ember_qt16_kind(shift, M, out);
+    int32_t lane_mult[16], lane_shift[16];
     int n, m0, l, kh, t, b, oh0, j;
     for (l = 0; l < 16; ++l) /* the word of channel l: its bytes at pixels 0 .. 3 of a 64-byte load */
         for (b = 0; b < 4; ++b) k->idx[4 * l + b] = (uint8_t)(16 * b + l);
@@ -282,6 +288,7 @@ static void ember_qdv_conv(uint8_t *y, const uint8_t *x, int x_sgn, int32_t xz, 
     k->rs = (ptrdiff_t)dh * prow;
     k->KH = KH;
     k->G = G;
+    k->tfl = tkind >= 0;
     for (n = 0; n < N; ++n)
         for (m0 = 0; m0 < M; m0 += 16) {
             const int L = M - m0 < 16 ? M - m0 : 16;
@@ -292,6 +299,10 @@ static void ember_qdv_conv(uint8_t *y, const uint8_t *x, int x_sgn, int32_t xz, 
                 const int16_t *wm = w + (ptrdiff_t)m * KH * KW;
                 rows[l] = xbs ? x + n * x_img + (l < 4 ? (m0 + 4 * l < M ? m0 + 4 * l : m0) : 0) / 4 * 256
                               : x + n * x_img + (ptrdiff_t)(m / mult_c) * H * W;
+                k->mf[l] = k->tfl ? 0.0f : ember_qv16_mult(mult[m], shift[m]);
+                lane_mult[l] = mult[m];
+                lane_shift[l] = shift[m];
+                if (words) continue;
                 sumw = 0;
                 for (kh = 0; kh < KH; ++kh)
                     for (t = 0; t < G; ++t) {
@@ -303,8 +314,15 @@ static void ember_qdv_conv(uint8_t *y, const uint8_t *x, int x_sgn, int32_t xz, 
                         k->wv[kh * G + t][l] = (int32_t)word;
                     }
                 k->c[l] = (bias ? bias[m] : 0) - (int32_t)zv * sumw;
-                k->mf[l] = ember_qv16_mult(mult[m], shift[m]);
             }
+            if (words) { /* the block's words and corrections, made at compile time (ops/qlinear.py dw_words) */
+                const int32_t *bw = words + (ptrdiff_t)(m0 / 16) * (KH * G + 1) * 16;
+                for (t = 0; t < KH * G; ++t) k->wv[t] = *(const ember_qv16_iu *)(const void *)(bw + 16 * t);
+                k->c = *(const ember_qv16_iu *)(const void *)(bw + 16 * KH * G);
+            }
+            if (k->tfl)
+                ember_qt16_init(&k->tq, tkind, *(const ember_qv16_iu *)(const void *)lane_mult,
+                                *(const ember_qv16_iu *)(const void *)lane_shift, out);
             for (oh0 = 0; oh0 < OH; oh0 += band) { /* output rows [oh0, oh0 + band): Xb from input row oh0*sh */
                 const int nr = OH - oh0 < band ? OH - oh0 : band;
                 const ptrdiff_t q0 = (ptrdiff_t)oh0 * OW, q1 = q0 + (ptrdiff_t)nr * OW;

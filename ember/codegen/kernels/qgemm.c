@@ -272,6 +272,7 @@ typedef struct {
     ember_qv16_out q;
     ember_qv16_i lim;
     int limit;
+    int tfl; /* TFLite's requantisation instead: ember_qt16_kind of every row (qvec.c), else -1 */
 } ember_qrq_out;
 #define EMBER_QTILE_RQ(NAME, R, V)                                                                      \
     static void NAME(const ember_qout *o, int m0, const int8_t *W, int Kp, const uint8_t *X,            \
@@ -300,7 +301,26 @@ typedef struct {
             const ember_qrq_out rg = *range;                                                            \
             const ptrdiff_t rs = o->rs;                                                                 \
             const int32_t *const mult = o->mult + m0, *const shift = o->shift + m0;                     \
-            if (R == 4 && o->blk) { /* a channel quad's words (m0 % 4 == 0), one vector per 16 pixels */ \
+            if (rg.tfl >= 0) { /* TFLite's integer requantisation, each row its own constants */         \
+                ember_qv16_i q[R][V];                                                                   \
+                EMBER_UNROLL for (r = 0; r < R; ++r) {                                                  \
+                    ember_qt16 t;                                                                       \
+                    ember_qt16_init(&t, rg.tfl, (ember_qv16_i){0} + mult[r], (ember_qv16_i){0} + shift[r], o->out); \
+                    EMBER_UNROLL for (v = 0; v < V; ++v) q[r][v] = ember_qt16_rq((ember_qv16_i)a[r][v], &t); \
+                }                                                                                       \
+                if (R == 4 && o->blk) {                                                                 \
+                    uint8_t *const y = ember_qblk_at(o, m0, pix);                                       \
+                    EMBER_UNROLL for (v = 0; v < V; ++v)                                                \
+                        ember_qv16_store_words(y + 64 * v, ember_qv16_words(q[0][v], q[1 % R][v], q[2 % R][v], \
+                                                                            q[3 % R][v]), n - 16 * v);   \
+                } else {                                                                                \
+                    uint8_t *const y = o->y + m0 * rs + pix;                                            \
+                    EMBER_UNROLL for (r = 0; r < R; ++r)                                                \
+                        EMBER_UNROLL for (v = 0; v < V; ++v)                                            \
+                            ember_qv16_store(y + r * rs + 16 * v, __builtin_convertvector(q[r][v], ember_qv16_b), \
+                                             n - 16 * v <= 0 ? 0 : n - 16 * v < 16 ? n - 16 * v : 16);   \
+                }                                                                                       \
+            } else if (R == 4 && o->blk) { /* a channel quad's words (m0 % 4 == 0), one vector per 16 pixels */ \
                 uint8_t *const y = ember_qblk_at(o, m0, pix);                                           \
                 ember_qv16_f mf[4];                                                                     \
                 EMBER_UNROLL for (r = 0; r < 4; ++r) mf[r] = (ember_qv16_f){0} + ember_qv16_mult(mult[r], shift[r]); \
@@ -495,14 +515,16 @@ static void ember_qstore_rows(const ember_qout *o, int m0, int R, ptrdiff_t pix,
 }
 
 #ifdef EMBER_QRQ
-/* Whether the float path applies to the product o (requantised bytes, pixels contiguous, no weight
- * offsets, and out = [zp, lo, hi, exact, ok, lim] saying so: qlinear.py `float_limit`), and its constants. */
-static int ember_qrq_setup(const ember_qout *o, ember_qrq_out *r) {
+/* Whether the tiles of the product o (M rows) requantise in registers: requantised bytes, pixels contiguous, no
+ * weight offsets, and out = [zp, lo, hi, exact, ok, lim] saying the float path holds (qlinear.py `float_limit`) or
+ * TFLite's shift codes that ember_qt16_kind takes; and its constants. */
+static int ember_qrq_setup(const ember_qout *o, ember_qrq_out *r, int M) {
     const int32_t *out = o->out;
     r->q = ember_qv16_range(out);
     r->limit = out[EMBER_QOUT_LIMIT] != 0;
     r->lim = (ember_qv16_i){0} + out[EMBER_QOUT_LIMIT];
-    return o->kind == 1 && (o->ps == 1 || o->blk) && !o->wofs && out[EMBER_QOUT_FLOAT];
+    r->tfl = o->kind == 1 ? ember_qt16_kind(o->shift, M, out) : -1;
+    return o->kind == 1 && (o->ps == 1 || o->blk) && !o->wofs && (r->tfl >= 0 || out[EMBER_QOUT_FLOAT]);
 }
 /* Sums v (corrections included) of one output row requantised and stored at y: min(n, 16) of them
  * (none if n <= 0). */
@@ -557,8 +579,9 @@ typedef struct {
 } ember_qrq_out;
 /* As the AVX-512 ember_qrq_setup: whether o requantises in registers (in float, or TFLite's way), and its
  * constants. */
-static int ember_qrq_setup(const ember_qout *o, ember_qrq_out *r) {
+static int ember_qrq_setup(const ember_qout *o, ember_qrq_out *r, int M) {
     const int32_t *out = o->out;
+    (void)M;
     r->off = (ember_qf8i){0} + (0x4B400000 - out[EMBER_QOUT_ZP]);
     r->lo = (ember_qf8i){0} + out[EMBER_QOUT_LO];
     r->hi = (ember_qf8i){0} + out[EMBER_QOUT_HI];
@@ -793,7 +816,7 @@ EMBER_QTILE_PICK(ember_qtile_v3_rq, ember_qtile_full_rqs, ember_qtile_v3_rqw)
 /* Whether ember_qgemv8_rq applies to o: requantised bytes, no weight offsets, no weight -128, and the float
  * path or TFLite's (rg: ember_qrq_setup's constants). */
 EMBER_INLINE int ember_qgemv8_ok(const ember_qout *o, ember_qrq_out *rg) {
-    ember_qrq_setup(o, rg);
+    ember_qrq_setup(o, rg, 0);
     return o->kind == 1 && !o->wofs && o->w127 && (rg->tfl || o->out[EMBER_QOUT_FLOAT]);
 }
 /* Rows m0 .. m0+7 of a matrix-vector product (one pixel, `pix`, whose Kp int8 view bytes are x; a fully-

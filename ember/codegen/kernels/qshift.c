@@ -351,7 +351,7 @@ static void ember_qconv_shifted(void *y, int kind, const void *x, int x_sgn, int
             /* the positions of output pixels p0 and pend (the end of the output: OH * Wq); bytes between quads */
             const ptrdiff_t Q = pend / OW * Wq + pend % OW, qb = 4 * qs;
             ptrdiff_t q0;
-            if (ember_qrq_setup(&o, &range)) {
+            if (ember_qrq_setup(&o, &range, M) && range.tfl < 0) { /* the float path's (TFLite's: below) */
                 for (q0 = p0 / OW * Wq + p0 % OW, pix = p0; q0 < Q; q0 += 64) {
                     const uint8_t *xq = (const uint8_t *)(xp + q0);
                     const int nv = Q - q0 >= 64 ? 4 : (int)((Q - q0 + 15) / 16);
