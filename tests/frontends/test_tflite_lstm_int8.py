@@ -75,28 +75,47 @@ def test_lstm_int8_cifg_peephole_bit_exact_with_litert(tmp_path: Path) -> None:
     assert "\n" not in msg
 
 
-def test_lstm_int8_streaming_equals_litert_invocations(tmp_path: Path) -> None:
+@pytest.mark.parametrize("rounding", ["litert", "micro"])
+def test_lstm_int8_streaming_equals_interpreter_invocations(rounding: str, tmp_path: Path) -> None:
     """--state io: the hidden (int8, reset to its zero point) and cell (int16) states are inputs and outputs;
-    two calls carrying them equal LiteRT's two invocations without a reset between them."""
+    three calls carrying them equal three invocations of the interpreter whose arithmetic the bundle follows
+    (LiteRT's, or TFLite Micro's under --tflite-rounding micro), without a reset between them."""
     model = FIXTURES / "lstm_int8_time_major.tflite"
-    bundle = ember.compile(model, tmp_path, state="io", opt_level=1)
+    if rounding == "micro":
+        runtime = pytest.importorskip("tflite_micro.python.tflite_micro.runtime")
+        micro = runtime.Interpreter.from_file(str(model))
+        micro.reset()
+
+        def invoke(x: np.ndarray) -> np.ndarray:
+            micro.set_input(x, 0)
+            micro.invoke()
+            return micro.get_output(0)
+    else:
+        interp = litert(model)
+        interp.reset_all_variables()
+        xd, yd = interp.get_input_details()[0], interp.get_output_details()[0]
+
+        def invoke(x: np.ndarray) -> np.ndarray:
+            interp.set_tensor(xd["index"], x)
+            interp.invoke()
+            return interp.get_tensor(yd["index"])
+    bundle = ember.compile(model, tmp_path, state="io", opt_level=1, tflite_rounding=rounding)
     states = bundle.manifest["state"]
     assert [s["output"] for s in states] == [s["input"] + "_next" for s in states]
     by_input = {i["name"]: i for i in bundle.manifest["inputs"]}
     feed = {s["input"]: np.full(by_input[s["input"]]["shape"], s["reset"], by_input[s["input"]]["dtype"])
             for s in states}
     assert sorted(str(v.dtype) for v in feed.values()) == ["int16", "int8"]
-    interp = litert(model)
-    interp.reset_all_variables()
-    xd, yd = interp.get_input_details()[0], interp.get_output_details()[0]
+    reset = dict(feed)
     for k, x in enumerate(_inputs((5, 2, 6), 3, 7)):
-        interp.set_tensor(xd["index"], x)
-        interp.invoke()
+        want = invoke(x)
         got = bundle.run({"x": x, **feed})
-        np.testing.assert_array_equal(got["output_0"], interp.get_tensor(yd["index"]), err_msg=f"call {k}")
+        np.testing.assert_array_equal(got["output_0"], want, err_msg=f"call {k} ({rounding})")
         hidden = got[states[0]["output"]]
         # the hidden state is the last step's output
         np.testing.assert_array_equal(hidden, got["output_0"][-1].reshape(hidden.shape))
+        if k:  # the carried state changes what the interpreter's later invocations give
+            assert (want != bundle.run({"x": x, **reset})["output_0"]).any(), f"call {k}"
         feed = {s["input"]: got[s["output"]] for s in states}
     assert (feed[states[1]["input"]] != 0).any()
 
