@@ -404,7 +404,8 @@ def _lower_narrow(node: Node, k: KernelEmitter) -> None:
     geo, y = _chosen_geometry(node), present(node.outputs[0])
     bias = k.inp(2) if node.input(2) is not None else "0"
     k.call("ember_conv_narrow_f32", k.out(0), k.inp(0), k.inp(1), bias, residual_arg(node, k), k.scratch("float"),
-           k.table(geo.table(), DType.INT32), y.shape[0], y.shape[1], int(geo.direct), *epilogue_args(node))
+           k.table(geo.table(), DType.INT32), y.shape[0], y.shape[1], present(node.input(1)).shape[2], int(geo.direct),
+           *epilogue_args(node))
 
 
 # Internal (passes/conv_algorithms.py): a Conv with its weights rearranged for the algorithm.

@@ -194,7 +194,8 @@ def _narrow_fits(node: Node, cpu: CpuFamily) -> bool:
     w, y = node.inputs[1], node.outputs[0]
     assert w is not None and y is not None
     m = w.shape[0]
-    return math.prod(y.shape[2:]) <= cpu.narrow_max_pixels and m >= cpu.narrow_min_channels and m % cpu.mm_panel == 0
+    return (math.prod(y.shape[2:]) <= cpu.narrow_max_pixels and m >= cpu.narrow_min_channels
+            and m % (cpu.narrow_panel or cpu.mm_panel) == 0)
 
 
 def _shifted_fits(node: Node, cpu: CpuFamily) -> bool:
@@ -259,7 +260,7 @@ def candidates(node: Node, cpu: CpuFamily = DEFAULT_FAMILY) -> tuple[str, ...]:
     if x.type.rank == 4 and w.shape[2:] == (3, 3) and node.attrs.get("strides", [1, 1]) == [1, 1] \
             and node.attrs.get("dilations", [1, 1]) == [1, 1]:
         found += ["winograd4", "winograd"] if _winograd4_takes(node, cpu) else ["winograd"]
-    if x.type.rank == 4 and w.shape[0] % cpu.mm_panel == 0:
+    if x.type.rank == 4 and w.shape[0] % (cpu.narrow_panel or cpu.mm_panel) == 0:
         found.append("narrow")
     if x.type.rank == 4 and w.shape[2:] != (1, 1):
         found.append("shifted")
@@ -322,7 +323,7 @@ def choose_conv_algorithms(graph: Graph, cpu: CpuFamily = DEFAULT_FAMILY,
         if tuned is not None and tuned.get(key) in options:
             choice, source = tuned[key], "tuned"
         node.attrs[CHOICE_ATTR] = AlgorithmChoice(key, choice, source, options)
-        _apply(graph, node, choice, cpu.mm_panel)
+        _apply(graph, node, choice, cpu)
         if cpu.row_panels_min_k is not None and (row_panels or _parts_read_all_weights(node)):
             _pack_row_panels(graph, node, cpu)
 
@@ -360,7 +361,8 @@ def _to_wino(graph: Graph, node: Node) -> bool:
     return True
 
 
-def _apply(graph: Graph, node: Node, choice: str, panel: int) -> None:
+def _apply(graph: Graph, node: Node, choice: str, cpu: CpuFamily) -> None:
+    panel = cpu.mm_panel
     w = node.inputs[1]
     assert w is not None and w.const is not None
     if choice == "panels":
@@ -379,5 +381,5 @@ def _apply(graph: Graph, node: Node, choice: str, panel: int) -> None:
     elif choice == "winograd":
         node.op, data, suffix = "ConvWinograd", winograd_weights(w.const), "winograd"
     else:
-        node.op, data, suffix = "ConvNarrow", narrow_panels(w.const, panel), "panels"
+        node.op, data, suffix = "ConvNarrow", narrow_panels(w.const, cpu.narrow_panel or panel), "panels"
     node.inputs[1] = graph.constant(f"{node.name}_w_{suffix}", np.ascontiguousarray(data))

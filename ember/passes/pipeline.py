@@ -7,6 +7,7 @@ build, the tests), so a pass added here runs everywhere it should and nowhere el
 from __future__ import annotations
 
 import platform
+from dataclasses import replace
 from enum import Enum
 from typing import TYPE_CHECKING
 
@@ -138,6 +139,9 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
     if target_kind in SPEED_TARGET_KINDS and options.opt_level >= 2:
         # Thresholds of the CPU family that --cpu names (toolchain/cpus.py).
         family = cpu.family if cpu is not None else DEFAULT_FAMILY
+        if options.threads > 1:
+            # ConvNarrow divides in whole weight panels (ops/split.py): 64-channel ones leave a 64-channel layer whole
+            family = replace(family, narrow_panel=0)
         # --tune / --tune-file: the measured choices of a choice file win over the thresholds.
         tuned = read_choices(options) if options.tune or options.tune_file else None
         if family.nhwc_min_convs is not None:

@@ -87,6 +87,9 @@ class CpuFamily:
     # model): ResNet-50's F(4x4) layers at 14x14 0.70-0.75x, at 28x28 0.81-0.83x, F(2x2) at 7x7 0.83-0.90x (per-node
     # least times inside the model, Zen 3, paired; conv_algorithms.py _pack_winograd_rows).
     row_panels_min_k: int | None = None
+    # ConvNarrow's weight panels (passes/conv_algorithms.py narrow_panels): 64 columns for AVX-512's 7 x 4-vector
+    # tiles (kernels/matmul.c ember_matmul_wide_f32); 0: the family's mm_panel and the general matmul's strips.
+    narrow_panel: int = 0
     # Software prefetch (to L2) of the next column strip's output lines and its residual's, row by row, on the last K
     # block (EMBER_MM_OUT_PREFETCH). On Zen 3 prefetching a tile's own lines before its K loop measured mixed (above).
     mm_out_prefetch: bool = False
@@ -173,9 +176,14 @@ FAMILIES: dict[str, CpuFamily] = {f.name: f for f in (
     # no small-K kernel at 112x112 (MobileNetV3 1.030x), irblock_min_pixels=784 (1.01-1.05x), row_panels_min_k=256;
     # row panels laid out for AVX-512's 12-row tiles instead of 6 (ResNet-50s 1.01x), and wide products packed
     # in chunks of 256 or 512 columns with row tiles over the chunk's strips (1.00-1.03x).
+    # ConvNarrow in 64-channel panels for 7 x 4-vector tiles (narrow_panel=64), on the 2-core VM, one layer alone
+    # against the 32-channel strips (paired): 7x7 maps' 128 -> 128 3x3 0.84x, 512 -> 2048 1x1 0.88x, 512 -> 512 3x3
+    # (9 MiB of weights from memory) 0.93-1.01x. In whole models it is within the noise (bench_family.py, where the
+    # family against itself measured 0.96-1.03x): the 32-channel strips again took ResNet-50 1.012x, ResNet-18
+    # 0.984x, ResNet-50 (torchvision) 0.988x, MobileNetV2 1.002x, EfficientNet-B0 0.997x.
     CpuFamily("avx512", "AVX-512, two 512-bit FMA units (Xeon Skylake-SP to Granite Rapids, Zen 5; x86-64-v4)",
               "avx512", 2, matmul_panels=True, nhwc_min_convs=5,
-              nhwc_small_k=32, nhwc_small_big_m=64, row_panels_min_k=64, mm_out_prefetch=True),
+              nhwc_small_k=32, nhwc_small_big_m=64, row_panels_min_k=64, mm_out_prefetch=True, narrow_panel=64),
     # Not measured on such a CPU yet: the choices that gained both on Zen 3 (AVX2) and on the AVX-512 Xeon above.
     CpuFamily("avx512-1fma", "AVX-512 at half rate: one 512-bit FMA unit (Ice/Tiger Lake client) or 2 x 256 (Zen 4)",
               "avx512", 1, matmul_panels=True, nhwc_min_convs=5, nhwc_small_k=32, nhwc_small_big_m=64,
@@ -235,7 +243,7 @@ TUNABLE = tuple(f.name for f in fields(CpuFamily) if f.name not in ("name", "des
 
 
 _KERNEL_LIMITS: dict[str, Any] = {"mm_panel": (16, 32), "mm_block_n": (0, 64), "mm_kc": range(16, 1025),
-                                  "fma_units": (1, 2)}
+                                  "fma_units": (1, 2), "narrow_panel": (0, 64)}
 
 
 def with_params(family: CpuFamily, params: tuple[str, ...]) -> CpuFamily:
@@ -261,6 +269,8 @@ def with_params(family: CpuFamily, params: tuple[str, ...]) -> CpuFamily:
         if key in values and values[key] not in allowed:
             raise OptionError(f"--cpu-param {key}={values[key]}: the kernels take {allowed.start}..{allowed.stop - 1}"
                               if isinstance(allowed, range) else f"--cpu-param {key}={values[key]}: one of {allowed}")
+    if values.get("narrow_panel") and family.simd != "avx512":
+        raise OptionError(f"--cpu-param narrow_panel={values['narrow_panel']}: only AVX-512 families have its tiles")
     label = ",".join(f"{k}={v}" for k, v in values.items())
     return replace(family, name=f"{family.name}+{label}", **values)
 

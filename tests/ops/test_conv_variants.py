@@ -75,6 +75,8 @@ def _model(path: Path, shape: tuple[int, ...], m: int, kernel: tuple[int, ...], 
     nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c" if act else "y"], **attrs)]
     if act == "Relu":
         nodes.append(helper.make_node("Relu", ["c"], ["y"]))
+    elif act == "Sigmoid":
+        nodes.append(helper.make_node("Sigmoid", ["c"], ["y"]))
     elif act == "Clip":
         inits += [numpy_helper.from_array(np.float32(0.0), "lo"), numpy_helper.from_array(np.float32(1.5), "hi")]
         nodes.append(helper.make_node("Clip", ["c", "lo", "hi"], ["y"]))
@@ -101,3 +103,37 @@ def test_conv_variant_matches_onnxruntime(case: str, tmp_path: Path) -> None:
     assert [n["op"] for n in bundle.manifest["nodes"]] == [f"{op}+{act}" if act else op]
     assert_close(bundle.run({"x": x})["y"], ref, case)
     assert_close(cdriver.run(bundle.path, tmp_path / "drv", {"x": x}, sanitize=True)["y"], ref, f"{case} (ASan)")
+
+
+# AVX-512's pixel-major path (kernels/matmul.c ember_matmul_wide_f32: 64-channel weight panels, tiles of up to 7 rows
+# by 4 vectors, the rows split evenly): 49 pixels (7 tiles of 7), 64 (7 x 8 + 4 x 2), two images of 30 (6 x 5), and
+# an activation its tiles do not apply (Sigmoid: after each strip).
+WIDE_CASES: dict[str, tuple[tuple[int, ...], int, tuple[int, ...], dict, str | None]] = {
+    "wide_3x3_49": ((1, 48, 7, 7), 128, (3, 3), {"pads": [1, 1, 1, 1]}, "Relu"),
+    "wide_pointwise_64": ((1, 40, 8, 8), 64, (1, 1), {}, "Clip"),
+    "wide_s2_batch2": ((2, 24, 9, 12), 64, (3, 3), {"strides": [2, 2], "pads": [0, 1, 1, 0]}, None),
+    "wide_sigmoid": ((1, 32, 5, 5), 192, (3, 3), {"pads": [1, 1, 1, 1]}, "Sigmoid"),
+}
+
+
+def _host_avx512() -> bool:
+    try:
+        return " avx512f" in Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _host_avx512(), reason="needs a host that runs AVX-512 code")
+@pytest.mark.parametrize("case", sorted(WIDE_CASES))
+def test_wide_pixel_major_path_matches_onnxruntime(case: str, tmp_path: Path) -> None:
+    shape, m, kernel, attrs, act = WIDE_CASES[case]
+    path = tmp_path / "conv.onnx"
+    _model(path, shape, m, kernel, attrs, act)
+    x = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
+    ref = onnxruntime_outputs(path, {"x": x})["y"]
+    bundle = ember.compile(path, tmp_path / "out", cpu="x86-64-v4", cpu_params=["narrow_panel=64"])
+    assert [n["op"] for n in bundle.manifest["nodes"]] == [f"ConvNarrow+{act}" if act else "ConvNarrow"]
+    assert "ember_matmul_wide_f32(" in next((tmp_path / "out").glob("*.c")).read_text()
+    assert_close(bundle.run({"x": x})["y"], ref, case)
+    assert_close(cdriver.run(bundle.path, tmp_path / "drv", {"x": x}, sanitize=True,
+                             cflags=("-march=x86-64-v4",))["y"], ref, f"{case} (ASan)")

@@ -313,16 +313,17 @@ static void ember_conv_shifted_f32(float *y, const float *x, const float *w, con
 }
 /*@end*/
 
-/*@kernel ember_conv_narrow_f32 requires ember_matmul_panels_f32 ember_im2col_f32 ember_transpose2d_f32 ember_conv_geo ember_residual_act_f32*/
+/*@kernel ember_conv_narrow_f32 requires ember_matmul_core ember_matmul_wide_f32 ember_im2col_f32 ember_transpose2d_f32 ember_conv_geo ember_residual_act_f32*/
 /* Pixel-major convolution for few output pixels P and many channels M (ember/passes/conv_algorithms.py):
  * yt (P x M) = col^T (P x K) * w^T (K x M), then y = yt^T. The vectors run along the output channels
  * and the pixels are broadcast, so P = 49 wastes no lanes. The weights, the big operand here, were
- * transposed and packed in 32-channel panels at compile time, so they stream from memory once, in
- * order. `scratch`: im2col (K x P, unless `direct`) then yt. `res` (else NULL): a residual shaped as y, added
- * (then the activation) after the transpose. */
+ * transposed and packed in panels of pw channels at compile time, so they stream from memory once, in
+ * order: EMBER_MM_PANEL wide for the general matmul's strips, or 64 (the CPU family's narrow_panel) for AVX-512's
+ * 4-vector tiles (ember_matmul_wide_f32). `scratch`: im2col (K x P, unless `direct`) then yt. `res` (else NULL): a
+ * residual shaped as y, added (then the activation) after the transpose. */
 static void ember_conv_narrow_f32(float *y, const float *x, const float *wp, const float *bias, const float *res,
-                                  float *scratch,
-                                  const int32_t *p, int N, int M, int direct, int act, float act_a, float act_b) {
+                                  float *scratch, const int32_t *p, int N, int M, int pw, int direct, int act,
+                                  float act_a, float act_b) {
     const int C = p[EMBER_GEO_C], K = C * p[EMBER_GEO_K_D] * p[EMBER_GEO_K_H] * p[EMBER_GEO_K_W],
               P = p[EMBER_GEO_OUT_D] * p[EMBER_GEO_OUT_H] * p[EMBER_GEO_OUT_W];
     const ptrdiff_t s_in = (ptrdiff_t)p[EMBER_GEO_IN_D] * p[EMBER_GEO_IN_H] * p[EMBER_GEO_IN_W];
@@ -334,7 +335,14 @@ static void ember_conv_narrow_f32(float *y, const float *x, const float *wp, con
             ember_im2col_f32(scratch, P, col, C, p, 0, P);
             col = scratch;
         }
-        ember_matmul_panels_f32(yt, M, col, 1, P, wp, P, M, K, bias, 0, 1, res ? EMBER_ACT_NONE : act, act_a, act_b);
+#if EMBER_VL == 16
+        if (pw % 64 == 0)
+            ember_matmul_wide_f32(yt, M, col, 1, P, wp, pw, P, M, K, bias, res ? EMBER_ACT_NONE : act, act_a, act_b);
+        else
+#endif
+            /* the general matmul's strips, in panels of pw columns (any build: its vectors divide the panel) */
+            ember_matmul_core(yt, M, col, 1, P, wp, 0, 0, pw, P, M, K, 1.0f, bias, 0, 1, 1.0f,
+                              res ? EMBER_ACT_NONE : act, act_a, act_b);
         ember_transpose2d_f32(y + (ptrdiff_t)n * M * P, yt, P, M);
         if (res)
             ember_residual_act_f32(y + (ptrdiff_t)n * M * P, res + (ptrdiff_t)n * M * P, (ptrdiff_t)M * P, act, act_a,

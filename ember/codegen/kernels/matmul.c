@@ -336,7 +336,8 @@ static void ember_mm_epilogue(float *C, ptrdiff_t c_sm, int M, int n0, int nv, f
  * once for all strips. The epilogue runs in registers on the last K block when it is a per-row bias
  * and/or Relu/Clip (convolutions); anything else (alpha, beta, a bias varying along n, other
  * activations) runs on each strip after. `bias` may be NULL; bias_sm / bias_sn of 0 broadcast it.
- * `panels`: B was packed at compile time in panels of EMBER_MM_PANEL columns (panel j holds columns
+ * `panels`: B was packed at compile time in panels of EMBER_MM_PANEL columns (or, where `panels` is more than 1, of
+ * that many: ConvNarrow's 64 where its AVX-512 tiles are not built, kernels/conv.c) (panel j holds columns
  * [32j, 32j + 32) as K rows of 32, contiguous; N is a multiple of 32), so no strip is packed here and
  * the whole B streams from memory in order. b_sk is then unused.
  * `b_row` (else NULL): B row k starts at B + b_row[k] instead of B + k * b_sk, e.g. the shifted views
@@ -359,6 +360,7 @@ static void ember_matmul_core_ap(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
      * negative row stride */
     const int colb = bias && beta == 1.0f && bias_sm == 0 && bias_sn == 1;
     const ptrdiff_t tile_sm = colb ? -1 : bias_sm;
+    const int pw = panels > 1 ? panels : EMBER_MM_PANEL; /* columns per compile-time panel */
     const int simple = alpha == 1.0f && (!bias || (beta == 1.0f && bias_sn == 0) || colb);
     const int clamp = simple && (act == EMBER_ACT_RELU || act == EMBER_ACT_CLIP);
     const int in_tile = simple && (clamp || act == EMBER_ACT_NONE);
@@ -376,7 +378,7 @@ static void ember_matmul_core_ap(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
     (apack ? A + (ptrdiff_t)(K0) * M + (ptrdiff_t)(M0) * kn : A + (ptrdiff_t)(M0) * a_sm + (ptrdiff_t)(K0) * a_sk)
 #define EMBER_MM_ROWS(R) (apack ? ember_mm_rows6(R) : ember_mm_rows(R))
 #define EMBER_MM_PANEL_AT(N0, K0) \
-    (B + (ptrdiff_t)((N0) / EMBER_MM_PANEL) * K * EMBER_MM_PANEL + (ptrdiff_t)(K0) * EMBER_MM_PANEL + (N0) % EMBER_MM_PANEL)
+    (B + (ptrdiff_t)((N0) / pw) * K * pw + (ptrdiff_t)(K0) * pw + (N0) % pw)
 #if EMBER_MM_BLOCK_N && EMBER_VL > 1 && EMBER_VL <= 8 /* at most 64 columns of strips: see below */
     /* A few strips (the 49 pixels of a 7x7 map, ConvShifted's 61 columns there), many rows (the output
      * channels) and a long K: A, the weights (4-9 MiB in ResNet-50's last stage), would stream from memory
@@ -448,7 +450,7 @@ static void ember_matmul_core_ap(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
                 for (k0 = 0; k0 < K || (K == 0 && k0 == 0); k0 += EMBER_MM_KC) {
                     const int kn = K - k0 < EMBER_MM_KC ? K - k0 : EMBER_MM_KC;
                     if (panels)
-                        EMBER_MM_CALL(EMBER_MM_PANEL_AT(n0, k0), EMBER_MM_PANEL);
+                        EMBER_MM_CALL(EMBER_MM_PANEL_AT(n0, k0), pw);
                     else
                         EMBER_MM_CALL(B + (ptrdiff_t)k0 * b_sk + n0, b_sk);
                     if (K == 0) break;
@@ -466,14 +468,14 @@ static void ember_matmul_core_ap(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
         for (k0 = 0; k0 < K || (K == 0 && k0 == 0); k0 += EMBER_MM_KC) {
             const int kn = K - k0 < EMBER_MM_KC ? K - k0 : EMBER_MM_KC;
             const float *b = panels ? EMBER_MM_PANEL_AT(n0, k0) : B + (ptrdiff_t)k0 * b_sk + n0;
-            ptrdiff_t bs = panels ? EMBER_MM_PANEL : b_sk;
+            ptrdiff_t bs = panels ? pw : b_sk;
 #if EMBER_GNUC && EMBER_MM_PREFETCH
             /* Compile-time panels stream through memory in this loop's order: ask for the next block
              * while this one is multiplied (the weights of late layers come from L3 or DRAM). */
             if (panels && (n0 + nv < N || k0 + kn < K)) {
-                const float *next = b + (ptrdiff_t)kn * EMBER_MM_PANEL;
+                const float *next = b + (ptrdiff_t)kn * pw;
                 int line;
-                for (line = 0; line < kn * EMBER_MM_PANEL; line += 16) __builtin_prefetch(next + line);
+                for (line = 0; line < kn * pw; line += 16) __builtin_prefetch(next + line);
             }
 #endif
             if (b_row || (EMBER_VL > 1 && !panels && M > EMBER_MR && strip != 2)) {
@@ -581,6 +583,81 @@ static void ember_matmul_panels_f32(float *EMBER_RESTRICT C, ptrdiff_t c_sm, con
     ember_matmul_core(C, c_sm, A, a_sm, a_sk, Bp, 0, 0, 1, M, N, K, 1.0f, bias, bias_sm, bias_sn, 1.0f, act, act_a,
                       act_b);
 }
+/*@end*/
+
+/*@kernel ember_matmul_wide_f32 requires ember_matmul_core*/
+#if EMBER_VL == 16
+/* Register tiles of R rows x 4 vectors (64 columns), R = 1 .. 7: 28 accumulators and the 4 vectors of B fill AVX-512's
+ * 32 registers, A broadcast from memory. Per K step 4 loads of B and R broadcasts feed 4R FMAs, where the 12 x 2 tile
+ * loads 14 for 24: alone in L1, 6 x 4 ran at 207 GFLOP/s and 12 x 2 at 188 on a Sapphire Rapids core, and the 49
+ * pixels of a 7x7 map are seven tiles of 7 rows with no lane or row wasted (a 49 x 1152 x 128 product: 159 GFLOP/s
+ * against 136 in 12 x 2 tiles). */
+EMBER_MM_TILE(ember_mm_tile_74v, ember_vf, ember_vclamp, 7, 4)
+EMBER_MM_TILE(ember_mm_tile_64v, ember_vf, ember_vclamp, 6, 4)
+EMBER_MM_TILE(ember_mm_tile_54v, ember_vf, ember_vclamp, 5, 4)
+EMBER_MM_TILE(ember_mm_tile_44v, ember_vf, ember_vclamp, 4, 4)
+EMBER_MM_TILE(ember_mm_tile_34v, ember_vf, ember_vclamp, 3, 4)
+EMBER_MM_TILE(ember_mm_tile_24v, ember_vf, ember_vclamp, 2, 4)
+EMBER_MM_TILE(ember_mm_tile_14v, ember_vf, ember_vclamp, 1, 4)
+/* C (M x N, c_sm floats a row) = A (a_sm, a_sk) times B packed in panels of pw columns (N / pw panels of K rows of
+ * pw, pw a multiple of 64: conv_algorithms.py narrow_panels), plus bias[n] (or NULL), then the activation: strips of
+ * 64 columns, each K block of a strip (EMBER_MM_KC x 64, 64 KiB, in L2) read by every row tile in turn, the rows
+ * split evenly in tiles of at most 7 (64 = 7 x 8 + 4 x 2 rather than 7 x 9 + 1). ConvNarrow's pixel-major products
+ * (ResNet's 7x7 stage: 49 x 4608 x 512) took 1.16-1.22x onnxruntime's time in 2-vector strips of 12 and 13 rows. */
+static void ember_matmul_wide_f32(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A, ptrdiff_t a_sm,
+                                  ptrdiff_t a_sk, const float *Bp, int pw, int M, int N, int K, const float *bias,
+                                  int act, float act_a, float act_b) {
+    const int clamp = act == EMBER_ACT_RELU || act == EMBER_ACT_CLIP, in_tile = clamp || act == EMBER_ACT_NONE;
+    const float lo = act == EMBER_ACT_CLIP ? act_a : 0.0f, hi = act == EMBER_ACT_CLIP ? act_b : __builtin_inff();
+    int n0, k0, m0, rows;
+    for (n0 = 0; n0 < N; n0 += 64) {
+        const float *panel = Bp + (ptrdiff_t)(n0 / pw) * K * pw + n0 % pw;
+        for (k0 = 0; k0 < K || (K == 0 && k0 == 0); k0 += EMBER_MM_KC) {
+            const int kn = K - k0 < EMBER_MM_KC ? K - k0 : EMBER_MM_KC, last = k0 + kn >= K;
+            const float *b = panel + (ptrdiff_t)k0 * pw, *tb = last && bias ? bias + n0 : 0;
+            /* the next K block of this strip, or the next strip's first: its rows of 64 floats (4 lines each) */
+            const float *next = !last ? b + (ptrdiff_t)kn * pw
+                                : n0 + 64 < N ? Bp + (ptrdiff_t)((n0 + 64) / pw) * K * pw + (n0 + 64) % pw : 0;
+            const int next_rows = !last ? (K - k0 - kn < EMBER_MM_KC ? K - k0 - kn : EMBER_MM_KC)
+                                        : K < EMBER_MM_KC ? K : EMBER_MM_KC;
+            const int share = M ? (next_rows + (M + 6) / 7 - 1) / ((M + 6) / 7) : 0; /* rows a tile prefetches */
+            int pf = 0;
+            for (m0 = 0; m0 < M; m0 += rows) {
+                const int r = M - m0, tiles = (r + 6) / 7, cl = last && in_tile && clamp;
+                float *c = C + (ptrdiff_t)m0 * c_sm + n0;
+                const float *a = A + (ptrdiff_t)m0 * a_sm + (ptrdiff_t)k0 * a_sk;
+#if EMBER_GNUC && EMBER_MM_PREFETCH
+                /* The weights stream from memory (ResNet-50's 3x3 at 7x7: 9 MiB): each row tile asks for its share
+                 * of the next block's rows, so the block arrives while this one is multiplied. */
+                if (next) {
+                    const int upto = pf + share;
+                    for (; pf < upto && pf < next_rows; ++pf) {
+                        const float *row = next + (ptrdiff_t)pf * pw;
+                        __builtin_prefetch(row);
+                        __builtin_prefetch(row + 16);
+                        __builtin_prefetch(row + 32);
+                        __builtin_prefetch(row + 48);
+                    }
+                }
+#endif
+                rows = (r + tiles - 1) / tiles;
+#define EMBER_MM_WIDE_TILE(R_) \
+    ember_mm_tile_##R_##4v(c, c_sm, a, a_sm, a_sk, b, pw, kn, k0 == 0, tb, -1, cl, lo, hi, 0)
+                if (rows == 7) EMBER_MM_WIDE_TILE(7);
+                else if (rows == 6) EMBER_MM_WIDE_TILE(6);
+                else if (rows == 5) EMBER_MM_WIDE_TILE(5);
+                else if (rows == 4) EMBER_MM_WIDE_TILE(4);
+                else if (rows == 3) EMBER_MM_WIDE_TILE(3);
+                else if (rows == 2) EMBER_MM_WIDE_TILE(2);
+                else EMBER_MM_WIDE_TILE(1);
+#undef EMBER_MM_WIDE_TILE
+            }
+            if (K == 0) break;
+        }
+        if (!in_tile) ember_mm_epilogue(C, c_sm, M, n0, 64, 1.0f, 0, 0, 0, 1.0f, 0, act, act_a, act_b);
+    }
+}
+#endif
 /*@end*/
 
 /*@kernel ember_transpose2d_f32 requires ember_prelude*/
