@@ -362,11 +362,10 @@ def _to_wino(graph: Graph, node: Node) -> bool:
 
 
 def _apply(graph: Graph, node: Node, choice: str, cpu: CpuFamily) -> None:
-    panel = cpu.mm_panel
     w = node.inputs[1]
     assert w is not None and w.const is not None
     if choice == "panels":
-        panels = w.const.reshape(w.shape[0], -1, panel).transpose(1, 0, 2)  # (N/P, K, P)
+        panels = w.const.reshape(w.shape[0], -1, cpu.mm_panel).transpose(1, 0, 2)  # (N/P, K, P)
         node.inputs[1] = graph.constant(f"{node.name}_b_panels", np.ascontiguousarray(panels))
         node.op = "MatMulPanels"
         return
@@ -381,5 +380,5 @@ def _apply(graph: Graph, node: Node, choice: str, cpu: CpuFamily) -> None:
     elif choice == "winograd":
         node.op, data, suffix = "ConvWinograd", winograd_weights(w.const), "winograd"
     else:
-        node.op, data, suffix = "ConvNarrow", narrow_panels(w.const, cpu.narrow_panel or panel), "panels"
+        node.op, data, suffix = "ConvNarrow", narrow_panels(w.const, cpu.narrow_panel or cpu.mm_panel), "panels"
     node.inputs[1] = graph.constant(f"{node.name}_w_{suffix}", np.ascontiguousarray(data))

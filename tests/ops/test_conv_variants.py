@@ -87,22 +87,30 @@ def _model(path: Path, shape: tuple[int, ...], m: int, kernel: tuple[int, ...], 
     onnx.save(model, path)
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_conv_variant_matches_onnxruntime(case: str, tmp_path: Path) -> None:
-    shape, m, kernel, attrs, act = CASES[case]
+def _check(case: str, spec: tuple, op: str, tmp_path: Path, cflags: tuple[str, ...] = (), **options: object
+           ) -> ember.Bundle:
+    """The case's conv compiled with `options` is one `op` node (its activation in the epilogue, not a node of its
+    own) and matches onnxruntime, in Python and in a C driver under ASan/UBSan."""
+    shape, m, kernel, attrs, act = spec
     path = tmp_path / "conv.onnx"
     _model(path, shape, m, kernel, attrs, act)
     x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
     ref = onnxruntime_outputs(path, {"x": x})["y"]
+    bundle = ember.compile(path, tmp_path / "out", **options)
+    assert [n["op"] for n in bundle.manifest["nodes"]] == [f"{op}+{act}" if act else op]
+    assert_close(bundle.run({"x": x})["y"], ref, case)
+    assert_close(cdriver.run(bundle.path, tmp_path / "drv", {"x": x}, sanitize=True, cflags=cflags)["y"], ref,
+                 f"{case} (ASan)")
+    return bundle
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_conv_variant_matches_onnxruntime(case: str, tmp_path: Path) -> None:
     # The pixel-major cases build for the x86-64 family, which takes that path on any x86 host (the AVX2
     # family never does: toolchain/cpus.py), so its kernel is covered everywhere.
     x86 = platform.machine().lower() in ("x86_64", "amd64")
-    bundle = ember.compile(path, tmp_path / "out", cpu="x86-64" if x86 and case.startswith("narrow") else None)
-    op = ALGORITHM.get(case, "Conv")
-    # The activation is applied in the conv's epilogue, not as its own node.
-    assert [n["op"] for n in bundle.manifest["nodes"]] == [f"{op}+{act}" if act else op]
-    assert_close(bundle.run({"x": x})["y"], ref, case)
-    assert_close(cdriver.run(bundle.path, tmp_path / "drv", {"x": x}, sanitize=True)["y"], ref, f"{case} (ASan)")
+    _check(case, CASES[case], ALGORITHM.get(case, "Conv"), tmp_path,
+           cpu="x86-64" if x86 and case.startswith("narrow") else None)
 
 
 # AVX-512's pixel-major path (kernels/matmul.c ember_matmul_wide_f32: 64-channel weight panels, tiles of up to 7 rows
@@ -126,14 +134,14 @@ def _host_avx512() -> bool:
 @pytest.mark.skipif(not _host_avx512(), reason="needs a host that runs AVX-512 code")
 @pytest.mark.parametrize("case", sorted(WIDE_CASES))
 def test_wide_pixel_major_path_matches_onnxruntime(case: str, tmp_path: Path) -> None:
-    shape, m, kernel, attrs, act = WIDE_CASES[case]
-    path = tmp_path / "conv.onnx"
-    _model(path, shape, m, kernel, attrs, act)
-    x = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
-    ref = onnxruntime_outputs(path, {"x": x})["y"]
-    bundle = ember.compile(path, tmp_path / "out", cpu="x86-64-v4", cpu_params=["narrow_panel=64"])
-    assert [n["op"] for n in bundle.manifest["nodes"]] == [f"ConvNarrow+{act}" if act else "ConvNarrow"]
-    assert "ember_matmul_wide_f32(" in next((tmp_path / "out").glob("*.c")).read_text()
-    assert_close(bundle.run({"x": x})["y"], ref, case)
-    assert_close(cdriver.run(bundle.path, tmp_path / "drv", {"x": x}, sanitize=True,
-                             cflags=("-march=x86-64-v4",))["y"], ref, f"{case} (ASan)")
+    bundle = _check(case, WIDE_CASES[case], "ConvNarrow", tmp_path, cflags=("-march=x86-64-v4",), cpu="x86-64-v4",
+                    cpu_params=["narrow_panel=64"])
+    assert "ember_matmul_wide_f32(" in next(bundle.path.glob("*.c")).read_text()
+
+
+@pytest.mark.skipif(not _host_avx512(), reason="needs a host that runs AVX-512 code")
+def test_wide_panels_are_right_without_avx512_tiles(tmp_path: Path) -> None:
+    """A bundle whose ConvNarrow weights are in 64-channel panels, its C built without AVX-512 (the sanitized driver's
+    plain x86-64 build), takes the general matmul's strips over those panels."""
+    _check("wide_3x3_49", WIDE_CASES["wide_3x3_49"], "ConvNarrow", tmp_path, cpu="x86-64-v4",
+           cpu_params=["narrow_panel=64"])

@@ -259,7 +259,8 @@ EMBER_QTILE(ember_qtile_v3, EMBER_QMR, 3)
 
 #if EMBER_Q_PATH == 1 && EMBER_QVL == 16 && defined(EMBER_QV16)
 /* The tile of EMBER_QTILE requantised in registers (qvec.c) and stored as bytes: tile row r is output
- * row m0 + r at pixels pix .. pix + n - 1 (n <= V * 16). Where the caller's float check holds.
+ * row m0 + r at pixels pix .. pix + n - 1 (n <= V * 16). Where the caller's float check holds, or TFLite's integer
+ * requantisation (ember_qrq_setup: qvec.c ember_qt16).
  * While it runs, it prefetches the next tile's rows of weights (contiguous, 4 * Kp bytes) into L2: a
  * layer's weights are otherwise first read from DRAM or L3 by 4 short strided streams that the hardware
  * prefetchers follow late (a 7x7 map's one block of pixels reads each weight once; measured with caches
