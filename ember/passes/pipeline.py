@@ -35,7 +35,7 @@ from ember.passes.schedule import schedule_for_memory
 from ember.passes.scratch_budget import budget_scratch
 from ember.passes.simplify import materialize_outputs, remove_identities
 from ember.passes.threads import split_for_threads
-from ember.passes.transposes import optimize_transposes
+from ember.passes.transposes import fold_flatten_transposes, optimize_transposes
 from ember.passes.widen_dtypes import widen_storage_types
 from ember.toolchain.cpus import DEFAULT_FAMILY, resolve_cpu
 
@@ -114,6 +114,9 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
     passes.append(("fold_qdq", fold_qdq))
     # Nodes whose results nobody reads cost time and memory.
     passes.append(("remove_dead_nodes", each_graph(remove_dead_nodes)))
+    # A Transpose left between an integer layer and the flatten into an integer matmul (TFLite's NHWC flatten)
+    # becomes an order of the matmul's weights; once the dead DequantizeLinears no longer read the flatten.
+    passes.append(("fold_flatten_transposes", each_graph(fold_flatten_transposes)))
     if options.weights:
         # After fold_qdq, which would turn the widening DequantizeLinear nodes back into float constants.
         passes.append(("compress_weights", _compress_pass(options.weights)))

@@ -547,3 +547,36 @@ def optimize_transposes(graph: Graph) -> None:
         if not _push_all(graph) and not changed:
             break
     _unit_moves_to_reshape(graph)
+
+
+def fold_flatten_transposes(graph: Graph) -> None:
+    """A Transpose whose only reader flattens it (Reshape to [N, K]) for an integer matmul with constant packed
+    weights (QMatMul: a TFLite model's NHWC flatten into FULLY_CONNECTED, after an int8 layer that runs NCHW)
+    becomes an order of the weights' K columns instead: Reshape(Transpose(x)) @ W = Reshape(x) @ W', W' the
+    columns of W permuted as the Transpose moves the flattened elements, so no Transpose runs. After fold_qdq,
+    on the integer graph; the zero-point corrections (sums over K) do not change."""
+    uses = graph.consumers()
+    for t in list(graph.nodes):
+        x, y = t.input(0), t.outputs[0] if t.outputs else None
+        if t.op != "Transpose" or x is None or y is None or graph.is_output(y) or x.type.rank < 2:
+            continue
+        perm = perm_of(t)
+        readers = uses.get(id(y), [])
+        if perm[0] != 0 or len(readers) != 1 or readers[0].op != "Reshape" or readers[0].input(0) is not y:
+            continue
+        flat = readers[0].outputs[0]
+        matmuls = uses.get(id(flat), [])
+        if (flat is None or graph.is_output(flat) or flat.shape != (x.shape[0], x.type.numel // max(x.shape[0], 1))
+                or len(matmuls) != 1 or matmuls[0].op != "QMatMul" or matmuls[0].input(0) is not flat):
+            continue
+        w = matmuls[0].input(2)
+        if w is None or w.const is None or matmuls[0].input(1) is not None:
+            continue
+        k = flat.shape[1]
+        # element j of the flattened Transpose is element src[j] of the flattened x
+        src = np.arange(k).reshape(x.shape[1:]).transpose([a - 1 for a in perm[1:]]).ravel()
+        packed = w.const.copy()
+        packed[:, src] = w.const[:, :k]
+        matmuls[0].inputs[2] = graph.constant(f"{w.name}_unpermuted", packed)
+        readers[0].inputs[0] = x
+        graph.remove_node(t)
