@@ -549,12 +549,37 @@ def optimize_transposes(graph: Graph) -> None:
     _unit_moves_to_reshape(graph)
 
 
+def _permuted_k(node: Node, src: np.ndarray) -> np.ndarray | None:
+    """The constant weights of matmul `node` with their K index i moved to src[i], or None where it has none: a
+    QMatMul's packed N x Kp (qlinear.py: K along rows), a MatMul's K x N B, a Gemm's B (K x N, or N x K with
+    transB)."""
+    if node.op == "QMatMul":
+        w = node.input(2)
+        if w is None or w.const is None or node.input(1) is not None:
+            return None
+        out = w.const.copy()
+        out[:, src] = w.const[:, :len(src)]
+        return out
+    w = node.input(1)
+    if w is None or w.const is None or w.type.rank != 2:
+        return None
+    k_axis = 1 if node.op == "Gemm" and node.attrs.get("transB", 0) else 0
+    if node.op == "Gemm" and node.attrs.get("transA", 0):
+        return None
+    out = np.empty_like(w.const)
+    if k_axis:
+        out[:, src] = w.const
+    else:
+        out[src] = w.const
+    return out
+
+
 def fold_flatten_transposes(graph: Graph) -> None:
-    """A Transpose whose only reader flattens it (Reshape to [N, K]) for an integer matmul with constant packed
-    weights (QMatMul: a TFLite model's NHWC flatten into FULLY_CONNECTED, after an int8 layer that runs NCHW)
-    becomes an order of the weights' K columns instead: Reshape(Transpose(x)) @ W = Reshape(x) @ W', W' the
-    columns of W permuted as the Transpose moves the flattened elements, so no Transpose runs. After fold_qdq,
-    on the integer graph; the zero-point corrections (sums over K) do not change."""
+    """A Transpose whose only reader flattens it (Reshape to [N, K]) for a matmul with constant weights (a TFLite
+    model's NHWC flatten into FULLY_CONNECTED after layers that run NCHW: QMatMul, MatMul, Gemm) becomes an order of
+    the weights' K axis instead: Reshape(Transpose(x)) @ W = Reshape(x) @ W', W' W's K rows permuted as the
+    Transpose moves the flattened elements, so no Transpose runs. After fold_qdq, on the integer graph; a
+    QMatMul's zero-point corrections (sums over K) do not change."""
     uses = graph.consumers()
     for t in list(graph.nodes):
         x, y = t.input(0), t.outputs[0] if t.outputs else None
@@ -567,16 +592,17 @@ def fold_flatten_transposes(graph: Graph) -> None:
         flat = readers[0].outputs[0]
         matmuls = uses.get(id(flat), [])
         if (flat is None or graph.is_output(flat) or flat.shape != (x.shape[0], x.type.numel // max(x.shape[0], 1))
-                or len(matmuls) != 1 or matmuls[0].op != "QMatMul" or matmuls[0].input(0) is not flat):
+                or len(matmuls) != 1 or matmuls[0].op not in ("QMatMul", "MatMul", "Gemm")
+                or matmuls[0].input(0) is not flat):
             continue
-        w = matmuls[0].input(2)
-        if w is None or w.const is None or matmuls[0].input(1) is not None:
-            continue
-        k = flat.shape[1]
         # element j of the flattened Transpose is element src[j] of the flattened x
-        src = np.arange(k).reshape(x.shape[1:]).transpose([a - 1 for a in perm[1:]]).ravel()
-        packed = w.const.copy()
-        packed[:, src] = w.const[:, :k]
-        matmuls[0].inputs[2] = graph.constant(f"{w.name}_unpermuted", packed)
+        src = np.arange(flat.shape[1]).reshape(x.shape[1:]).transpose([a - 1 for a in perm[1:]]).ravel()
+        weights = _permuted_k(matmuls[0], src)
+        if weights is None:
+            continue
+        i = 2 if matmuls[0].op == "QMatMul" else 1
+        w = matmuls[0].inputs[i]
+        assert w is not None
+        matmuls[0].inputs[i] = graph.constant(f"{w.name}_unpermuted", weights)
         readers[0].inputs[0] = x
         graph.remove_node(t)

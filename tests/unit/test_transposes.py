@@ -261,6 +261,23 @@ def test_a_real_permutation_feeding_matmul_stays(tmp_path: Path) -> None:
     assert len(_inner_transposes(graph)) == 1
 
 
+@pytest.mark.parametrize("head", ["MatMul", "Gemm", "Gemm_transB"])
+def test_nhwc_flatten_becomes_an_order_of_the_weights(tmp_path: Path, head: str) -> None:
+    """A conv's output flattened in NHWC order (Transpose, Reshape to [N, H*W*C]) into a matmul with constant
+    weights: the weights' K rows are permuted at compile time, no Transpose runs, the outputs are onnxruntime's."""
+    net = Net()
+    x = net.conv("image", 3, 6)  # NHWC out
+    flat = net.op("Reshape", [x, net.const(np.array([2, 5 * 4 * 6], np.int64))])
+    if head == "MatMul":
+        y = net.op("MatMul", [flat, net.w(120, 7)])
+    else:
+        trans = head == "Gemm_transB"
+        y = net.op("Gemm", [flat, net.w(*((7, 120) if trans else (120, 7))), net.w(7)], transB=int(trans))
+    path = net.save(tmp_path / "m.onnx", [("image", [2, 5, 4, 3])], [y])
+    graph = _check(path, tmp_path)
+    assert _inner_transposes(graph) == [] and _transposes(graph) == 1  # the input's
+
+
 def test_graph_outputs_stay_produced(tmp_path: Path) -> None:
     """An identity pair whose result is a graph output, and a Transpose output read by a later layer too."""
     net = Net()
