@@ -416,7 +416,7 @@ def lower_qdwconv(node: Node, k: KernelEmitter, q: QSpec, channels: tuple[int, i
     exact |= 2 * int(w.size == 0 or (w.min() >= -128 and w.max() <= 127))
     mult, shift, out = _out_args(k, q, sum_bound(np.abs(w).sum(axis=1), q.bias))
     words = "0"
-    if node.attrs.get(DW_WORDS_ATTR) and q.requant is not None and g.planar:
+    if node.attrs.get(DW_WORDS_ATTR) and exact & 2 and q.requant is not None and g.planar:
         zv = (q.x_zp + (128 if x.dtype is DType.INT8 else 0)) & 0xFF
         words = k.table(list(dw_words(w, g.kernel[1], g.kernel[2], q.bias, zv)), DType.INT32)
     k.call("ember_qdwconv", y_ptr, "0" if q.requant is None else "1", x_ptr, int(x.dtype is DType.INT8),

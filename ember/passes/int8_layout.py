@@ -90,12 +90,11 @@ def choose_int8_layout(graph: Graph) -> None:
 
 
 def dw_words_at_compile_time(graph: Graph) -> None:
-    """Depthwise integer convolutions whose weights fit int8 get qdwvnni.c's per-block weight words and corrections
-    as a table made at compile time (ops/qlinear.py dw_words), where the AVX-512 VNNI kernel built them for every
-    block of 16 channels on every call: most of a small map's time (TFLite MobileNetV2's 3x3 maps of 336 channels
-    took 7x the float model's depthwise time). Only for AVX-512 families: elsewhere the table would be unread."""
+    """Depthwise integer convolutions with a constant input zero point get qdwvnni.c's per-block weight words and
+    corrections as a table made at compile time (ops/qlinear.py dw_words; where the weights fit int8, which its
+    lowering checks), where the AVX-512 VNNI kernel built them for every block of 16 channels on every call: most of
+    a small map's time (TFLite MobileNetV2's 3x3 maps of 336 channels took 7x the float model's depthwise time).
+    Only for AVX-512 families: elsewhere the table would be unread."""
     for node in graph.nodes:
         if node.op == "QConv" and node.attrs["_q"].depthwise and node.input(1) is None:
-            w = present(node.input(2)).const
-            if w is not None and w.size and w.min() >= -128 and w.max() <= 127:
-                node.attrs[DW_WORDS_ATTR] = True
+            node.attrs[DW_WORDS_ATTR] = True

@@ -114,8 +114,8 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
     passes.append(("fold_qdq", fold_qdq))
     # Nodes whose results nobody reads cost time and memory.
     passes.append(("remove_dead_nodes", each_graph(remove_dead_nodes)))
-    # A Transpose left between an integer layer and the flatten into an integer matmul (TFLite's NHWC flatten)
-    # becomes an order of the matmul's weights; once the dead DequantizeLinears no longer read the flatten.
+    # A Transpose whose only reader is a flatten into a matmul with constant weights (TFLite's NHWC flatten into
+    # FULLY_CONNECTED) becomes an order of the weights; once the dead DequantizeLinears no longer read the flatten.
     passes.append(("fold_flatten_transposes", each_graph(fold_flatten_transposes)))
     if options.weights:
         # After fold_qdq, which would turn the widening DequantizeLinear nodes back into float constants.

@@ -551,8 +551,8 @@ def optimize_transposes(graph: Graph) -> None:
 
 def _permuted_k(node: Node, src: np.ndarray) -> np.ndarray | None:
     """The constant weights of matmul `node` with their K index i moved to src[i], or None where it has none: a
-    QMatMul's packed N x Kp (qlinear.py: K along rows), a MatMul's K x N B, a Gemm's B (K x N, or N x K with
-    transB)."""
+    QMatMul's packed N x Kp (qlinear.py: K along each row, padded), a MatMul's K x N B, a Gemm's B (K x N, or N x K
+    with transB)."""
     if node.op == "QMatMul":
         w = node.input(2)
         if w is None or w.const is None or node.input(1) is not None:

@@ -500,11 +500,14 @@ static void ember_qdwconv(void *y, int kind, const void *x, int x_sgn, int32_t x
     (void)exact;
 #endif
 #ifdef EMBER_QDW_VNNI
-    if ((exact & 2) && kind == 1 && ember_qdv_fits(p) &&
-        (shift[0] < EMBER_Q_TFL ? out[EMBER_QOUT_EXACT] : ember_qt16_kind(shift, M, out) >= 0)) { /* qdwvnni.c */
-        ember_qdv_conv((uint8_t *)y, (const uint8_t *)x, x_sgn, xz, p, N, M, w, bias, mult, shift, out, lay,
-                       (uint8_t *)scratch, room, mb, words);
-        return;
+    {
+        const int tfl = kind == 1 ? ember_qt16_kind(shift, M, out) : -1; /* TFLite's requantisation, or -1 */
+        if ((exact & 2) && kind == 1 && ember_qdv_fits(p) &&
+            (shift[0] < EMBER_Q_TFL ? out[EMBER_QOUT_EXACT] : tfl >= 0)) { /* qdwvnni.c */
+            ember_qdv_conv((uint8_t *)y, (const uint8_t *)x, x_sgn, xz, p, N, M, w, bias, mult, shift, out, tfl, lay,
+                           (uint8_t *)scratch, room, mb, words);
+            return;
+        }
     }
 #else
     (void)room, (void)words;

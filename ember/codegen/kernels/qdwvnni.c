@@ -259,14 +259,15 @@ static int ember_qdv_fits(const int32_t *p) {
 }
 /* Depthwise, kind 1 (requantised int8/uint8 outputs), M = C * multiplier channels; w: M x kh x kw int16
  * weights (minus their zero point) that fit int8; out = [zp, lo, hi, sums below 2^24 (qvec.c)], or TFLite's shift
- * codes that ember_qt16_kind takes (then the sums need no bound). scratch: `room` bytes, at least
- * one band of input rows (Xb pixel rows for one output row). lay: bit 0, x is channel-blocked, bit 1, y
+ * codes that ember_qt16_kind takes (tkind, its result; -1: ember's own, then out[3] holds). scratch: `room` bytes,
+ * at least one band of input rows (Xb pixel rows for one output row). lay: bit 0, x is channel-blocked, bit 1, y
  * (channels in fours; for x, multiplier 1), their blocks of mb channels (M, or more where x and y point at a
  * thread's part of the channel quads). words (or NULL): each block's wv and c as ember_qdv_blk holds them, made at
  * compile time (ops/qlinear.py dw_words): (KH * G + 1) x 16 int32 a block. */
 static void ember_qdv_conv(uint8_t *y, const uint8_t *x, int x_sgn, int32_t xz, const int32_t *p, int N, int M,
                            const int16_t *w, const int32_t *bias, const int32_t *mult, const int32_t *shift,
-                           const int32_t *out, int lay, uint8_t *scratch, ptrdiff_t room, int mb, const int32_t *words) {
+                           const int32_t *out, int tkind, int lay, uint8_t *scratch, ptrdiff_t room, int mb,
+                           const int32_t *words) {
     const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], KH = p[EMBER_GEO_K_H],
               KW = p[EMBER_GEO_K_W], OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W];
     const int sh = p[EMBER_GEO_STRIDE_H], sw = p[EMBER_GEO_STRIDE_W], dh = p[EMBER_GEO_DIL_H], G = (KW + 3) / 4,
@@ -279,7 +280,6 @@ static void ember_qdv_conv(uint8_t *y, const uint8_t *x, int x_sgn, int32_t xz, 
     const int band = (int)((room / prow - span) / sh + 1) < OH ? (int)((room / prow - span) / sh + 1) : OH;
     const uint8_t flip = x_sgn ? 0x80 : 0, zv = (uint8_t)(xz + (x_sgn ? 128 : 0));
     ember_qdv_blk blk, *k = &blk;
-    const int tkind = ember_qt16_kind(shift, M, out);
     int32_t lane_mult[16], lane_shift[16];
     int n, m0, l, kh, t, b, oh0, j;
     for (l = 0; l < 16; ++l) /* the word of channel l: its bytes at pixels 0 .. 3 of a 64-byte load */
