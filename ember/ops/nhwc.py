@@ -33,8 +33,9 @@ class NhwcParams:
     geometry: ConvGeometry  # the Conv's (channels: C)
     out_channels: int  # M: C for a depthwise conv
     depthwise: bool
-    # A 1x1 conv's weights packed at compile time in panels of this many columns (kernels/matmul.c's
-    # EMBER_MM_PANEL: [M/P, C, P]), so the matmul packs no B strip at run time; 0: plain [C, M].
+    # A 1x1 conv's weights packed at compile time in panels of this many columns ([M/P, C, P]: kernels/matmul.c's
+    # EMBER_MM_PANEL, or the family's narrow_panel for AVX-512's 4-vector tiles), so the matmul packs no B strip at
+    # run time; 0: plain [C, M].
     panel: int = 0
     # A network's stem (nhwc_region._stem): a dense Conv of few input channels reading NCHW activations (the
     # model's input) and writing NHWC ones; weights [C*KH*KW, M].
@@ -81,8 +82,8 @@ def _emit(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:
         k.call("ember_pw_nhwc_small_f32", at(k.out(0), m), at(k.inp(0), c), k.inp(1), bias, res, hi - lo, m, c,
                *epilogue_args(node))
         return
-    k.call("ember_pw_nhwc_f32", at(k.out(0), m), at(k.inp(0), c), k.inp(1), int(p.panel > 0), bias, res, hi - lo, m,
-           c, *epilogue_args(node))
+    k.call("ember_pw_nhwc_f32", at(k.out(0), m), at(k.inp(0), c), k.inp(1), p.panel, bias, res, hi - lo, m, c,
+           *epilogue_args(node))
 
 
 def _units(node: Node) -> int:

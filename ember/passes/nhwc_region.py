@@ -157,9 +157,9 @@ def _transpose(graph: Graph, v: Value, perm: list[int], name: str, out: Value | 
 
 
 def _rewrite(graph: Graph, conv: Node, nhwc_of: dict[int, Value], panel: int, made: list[Node],
-             small_k: int = 0, small_big_m: int = 0) -> None:
+             small_k: int = 0, small_big_m: int = 0, wide_panel: int = 0) -> None:
     """`nhwc_of`: the NHWC Transposes made so far, by id of their input (a value read twice is moved once);
-    `made`: every Transpose made; `small_k`, `small_big_m`: see nhwc_regions."""
+    `made`: every Transpose made; `small_k`, `small_big_m`, `wide_panel`: see nhwc_regions."""
     geo, _, m, depthwise, _ = _conv_parts(conv)
     x, w, y = conv.input(0), conv.input(1), conv.outputs[0]
     assert x is not None and w is not None and w.const is not None and y is not None
@@ -168,6 +168,9 @@ def _rewrite(graph: Graph, conv: Node, nhwc_of: dict[int, Value], panel: int, ma
     # stem [M, C, KH, KW] -> [C*KH*KW, M]
     wt = w.const.reshape(m, -1).T
     panel = panel if panel and not depthwise and not stem and m % panel == 0 else 0
+    small = bool(panel) and geo.channels <= small_k and (geo.pixels <= SMALL_K_MAX_PIXELS or m <= small_big_m)
+    if panel and not small and wide_panel and m % wide_panel == 0:
+        panel = wide_panel
     if panel:
         wt = narrow_panels(w.const, panel)
     before: list[Node] = []
@@ -186,7 +189,6 @@ def _rewrite(graph: Graph, conv: Node, nhwc_of: dict[int, Value], panel: int, ma
     ins[1] = graph.constant(f"{conv.name}_w_nhwc", np.ascontiguousarray(wt, dtype=np.float32))
     y_nhwc = graph.value(f"{y.name}_nhwc", TensorType(y.dtype, (y.shape[0], *y.shape[2:], y.shape[1])))
     attrs = dict(conv.attrs)
-    small = bool(panel) and geo.channels <= small_k and (geo.pixels <= SMALL_K_MAX_PIXELS or m <= small_big_m)
     attrs[NHWC_ATTR] = NhwcParams(geo, m, depthwise, panel, stem, nhwc_in, small)
     new = Node("ConvNHWC", conv.name, ins, [y_nhwc], attrs)
     back = _transpose(graph, y_nhwc, TO_NCHW, "nchw", out=y)
@@ -304,10 +306,12 @@ def _rewrite_se(graph: Graph, node: Node, nhwc_of: dict[int, Value], made: list[
     made += [*before, back]
 
 
-def nhwc_regions(graph: Graph, min_convs: int, panel: int = 0, small_k: int = 0, small_big_m: int = 0) -> None:
+def nhwc_regions(graph: Graph, min_convs: int, panel: int = 0, small_k: int = 0, small_big_m: int = 0,
+                 wide_panel: int = 0) -> None:
     """`panel`: the CPU family's compile-time panel width for 1x1 weights (0: none; needs M % panel == 0);
     `small_k`: 1x1 convs in panels with at most this many input channels take the small-K kernel (0: none), on
-    planes over SMALL_K_MAX_PIXELS only those of at most `small_big_m` output channels."""
+    planes over SMALL_K_MAX_PIXELS only those of at most `small_big_m` output channels; `wide_panel`: the family's
+    narrow_panel, the panel width of AVX-512's 4-vector tiles, for the other 1x1 convs whose M it divides (0: none)."""
     _fuse_adds(graph)
     members = [n for n in graph.nodes if _member(n)]
     uses = graph.consumers()
@@ -316,7 +320,7 @@ def nhwc_regions(graph: Graph, min_convs: int, panel: int = 0, small_k: int = 0,
     made: list[Node] = []
     for node in [n for n in members if id(n) in chosen]:  # in graph order: a Transpose lands before its readers
         if node.op == "Conv":
-            _rewrite(graph, node, nhwc_of, panel, made, small_k, small_big_m)
+            _rewrite(graph, node, nhwc_of, panel, made, small_k, small_big_m, wide_panel)
         else:
             _rewrite_se(graph, node, nhwc_of, made)
     _cancel(graph)

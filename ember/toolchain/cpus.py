@@ -90,6 +90,11 @@ class CpuFamily:
     # ConvNarrow's weight panels (passes/conv_algorithms.py narrow_panels): 64 columns for AVX-512's 7 x 4-vector
     # tiles (kernels/matmul.c ember_matmul_wide_f32); 0: the family's mm_panel and the general matmul's strips.
     narrow_panel: int = 0
+    # Convolutions with weights in row panels run 4-vector strips (64 columns) in 6 x 4 tiles where their B has 64
+    # columns left (EMBER_MM_QUAD_STRIPS; AVX-512 only): 6 broadcasts and 4 loads feed 24 FMAs, where the 12 x 2
+    # tile loads 14 for 24. Per-node sums over ResNet-50 (instrumented builds, one core of the Sapphire Rapids class
+    # Xeon): its 1x1 convs 1.32 -> 1.23x onnxruntime's time, ConvShifted 1.40 -> 1.25x, Winograd F(4x4) 0.87 -> 0.83x.
+    mm_quad_strips: bool = False
     # Software prefetch (to L2) of the next column strip's output lines and its residual's, row by row, on the last K
     # block (EMBER_MM_OUT_PREFETCH). On Zen 3 prefetching a tile's own lines before its K loop measured mixed (above).
     mm_out_prefetch: bool = False
@@ -116,7 +121,7 @@ class CpuFamily:
         return {"EMBER_MM_KC": self.mm_kc, "EMBER_MM_PREFETCH": int(self.mm_prefetch), "EMBER_MM_PANEL": self.mm_panel,
                 "EMBER_MM_STRIP_PREFETCH": int(self.mm_strip_prefetch), "EMBER_MM_BLOCK_N": self.mm_block_n,
                 "EMBER_MM_ROW_PANELS": int(self.row_panels_min_k is not None),
-                "EMBER_MM_OUT_PREFETCH": int(self.mm_out_prefetch)}
+                "EMBER_MM_OUT_PREFETCH": int(self.mm_out_prefetch), "EMBER_MM_QUAD_STRIPS": int(self.mm_quad_strips)}
 
     def record(self) -> dict[str, Any]:
         return asdict(self)
@@ -183,7 +188,8 @@ FAMILIES: dict[str, CpuFamily] = {f.name: f for f in (
     # 0.984x, ResNet-50 (torchvision) 0.988x, MobileNetV2 1.002x, EfficientNet-B0 0.997x.
     CpuFamily("avx512", "AVX-512, two 512-bit FMA units (Xeon Skylake-SP to Granite Rapids, Zen 5; x86-64-v4)",
               "avx512", 2, matmul_panels=True, nhwc_min_convs=5,
-              nhwc_small_k=32, nhwc_small_big_m=64, row_panels_min_k=64, mm_out_prefetch=True, narrow_panel=64),
+              nhwc_small_k=32, nhwc_small_big_m=64, row_panels_min_k=64, mm_out_prefetch=True, narrow_panel=64,
+              mm_quad_strips=True),
     # Not measured on such a CPU yet: the choices that gained both on Zen 3 (AVX2) and on the AVX-512 Xeon above.
     CpuFamily("avx512-1fma", "AVX-512 at half rate: one 512-bit FMA unit (Ice/Tiger Lake client) or 2 x 256 (Zen 4)",
               "avx512", 1, matmul_panels=True, nhwc_min_convs=5, nhwc_small_k=32, nhwc_small_big_m=64,
@@ -269,8 +275,9 @@ def with_params(family: CpuFamily, params: tuple[str, ...]) -> CpuFamily:
         if key in values and values[key] not in allowed:
             raise OptionError(f"--cpu-param {key}={values[key]}: the kernels take {allowed.start}..{allowed.stop - 1}"
                               if isinstance(allowed, range) else f"--cpu-param {key}={values[key]}: one of {allowed}")
-    if values.get("narrow_panel") and family.simd != "avx512":
-        raise OptionError(f"--cpu-param narrow_panel={values['narrow_panel']}: only AVX-512 families have its tiles")
+    for key in ("narrow_panel", "mm_quad_strips"):
+        if values.get(key) and family.simd != "avx512":
+            raise OptionError(f"--cpu-param {key}={values[key]}: only AVX-512 families have its tiles")
     label = ",".join(f"{k}={v}" for k, v in values.items())
     return replace(family, name=f"{family.name}+{label}", **values)
 

@@ -170,6 +170,29 @@ def test_small_k_on_big_planes_matches_onnxruntime(tmp_path: Path, nhwc: None, c
     assert_close(bundle.run(x)[b], onnxruntime_outputs(path, x)[b], "small-K on a 60x61 plane")
 
 
+def test_wide_panels_match_onnxruntime(tmp_path: Path, nhwc: None) -> None:
+    """On AVX-512 (the family's narrow_panel: 64) the 1x1 convs whose output channels fill 64-column panels run in
+    4-vector tiles (ember_matmul_wide_f32): an expand with HardSwish (applied after the tiles), one with ReLU6 (in
+    them), projects with the residual, one of them over two K blocks (320 -> 64); 11x13 pixels, no whole number of
+    7-row tiles. Against onnxruntime, in-process and as sanitized C."""
+    net = _Net()
+    net.inits += [numpy_helper.from_array(np.float32(v), name) for v, name in ((0.0, "zero"), (6.0, "six"))]
+    b = _plain_block(net, _plain_block(net, "x", 64, 64, 2, 1, "hardswish"), 64, 64, 5, 1, "relu6")
+    path = tmp_path / "wide.onnx"
+    net.save(path, "wide", {"x": [1, 64, 11, 13]}, {b: [1, 64, 11, 13]})
+    bundle = ember.compile(path, tmp_path / "out")
+    choice = pipeline.resolve_cpu("host", None)
+    calls = [line.strip() for line in (bundle.path / "wide.c").read_text().splitlines()
+             if line.strip().startswith("ember_pw_nhwc_f32(")]
+    assert len(calls) == 4, calls
+    if choice is not None and choice.family.narrow_panel == 64:
+        assert all(call.split(", ")[3] == "64" for call in calls), calls
+    x = {"x": (np.random.default_rng(8).standard_normal((1, 64, 11, 13)) * 3).astype(np.float32)}
+    ref = onnxruntime_outputs(path, x)[b]
+    assert_close(bundle.run(x)[b], ref, "wide panels")
+    assert_close(cdriver.run(bundle.path, tmp_path / "asan", x, sanitize=True)[b], ref, "wide panels (sanitized C)")
+
+
 def test_nhwc_kernels_compile_for_avx512_and_aarch64(tmp_path: Path) -> None:
     """The AVX-512 (16-float vectors) and NEON paths, which this machine cannot run, warning-free."""
     src = tmp_path / "nhwc.c"

@@ -337,7 +337,8 @@ static void ember_conv_narrow_f32(float *y, const float *x, const float *wp, con
         }
 #if EMBER_VL == 16
         if (pw % 64 == 0)
-            ember_matmul_wide_f32(yt, M, col, 1, P, wp, pw, P, M, K, bias, res ? EMBER_ACT_NONE : act, act_a, act_b);
+            ember_matmul_wide_f32(yt, M, col, 1, P, wp, pw, P, M, K, bias, 0, res ? EMBER_ACT_NONE : act, act_a,
+                                  act_b);
         else
 #endif
             /* the general matmul's strips, in panels of pw columns (any build: its vectors divide the panel) */

@@ -50,6 +50,9 @@ typedef float ember_vf;
 #ifndef EMBER_MM_OUT_PREFETCH /* the same: 1 prefetches the next strip's output and residual lines, row by row */
 #define EMBER_MM_OUT_PREFETCH 0
 #endif
+#ifndef EMBER_MM_QUAD_STRIPS /* the same: 1 runs 4-vector strips over weights in row panels (AVX-512) */
+#define EMBER_MM_QUAD_STRIPS 0
+#endif
 #if EMBER_MM_ROW_PANELS && EMBER_MR < 6
 #error "weights in row panels need register tiles of 6 rows (EMBER_MR >= 6): a build without AVX/NEON vectors"
 #endif
@@ -146,6 +149,16 @@ EMBER_MM_TILE(ember_mm_tile_11h, ember_vh, ember_vhclamp, 1, 1)
 #define EMBER_MM_HALF(R_) else if (strip == 3) ember_mm_tile_##R_##1h(EMBER_MM_ARGS);
 #else
 #define EMBER_MM_HALF(R_)
+#endif
+#if EMBER_VL == 16 && EMBER_MM_ROW_PANELS && EMBER_MM_QUAD_STRIPS
+/* 4-vector strips (64 columns) over weights in row panels, whose tiles are 6, 4 or 1 rows (ember_mm_rows6): per K
+ * step 6 broadcasts and 4 loads feed 24 FMAs, where 12 x 2 loads 14 for 24 (see ember_matmul_wide_f32). */
+#define EMBER_MM_QUAD 1
+EMBER_MM_TILE(ember_mm_tile_64v, ember_vf, ember_vclamp, 6, 4)
+EMBER_MM_TILE(ember_mm_tile_44v, ember_vf, ember_vclamp, 4, 4)
+EMBER_MM_TILE(ember_mm_tile_14v, ember_vf, ember_vclamp, 1, 4)
+#else
+#define EMBER_MM_QUAD 0
 #endif
 #if EMBER_MR > 6
 EMBER_MM_TILE(ember_mm_tile_62v, ember_vf, ember_vclamp, 6, 2)
@@ -269,6 +282,14 @@ static int ember_mm_rows6(int r) {
 static void ember_mm_tile(int rows, int strip, float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A,
                           ptrdiff_t a_sm, ptrdiff_t a_sk, const float *B, ptrdiff_t b_sk, int kn, int first,
                           const float *bias, ptrdiff_t bias_sm, int clamp, float lo, float hi, const float *res) {
+#if EMBER_MM_QUAD
+    if (strip == 4) { /* rows from ember_mm_rows6 */
+        if (rows == 6) ember_mm_tile_64v(EMBER_MM_ARGS);
+        else if (rows == 4) ember_mm_tile_44v(EMBER_MM_ARGS);
+        else ember_mm_tile_14v(EMBER_MM_ARGS);
+        return;
+    }
+#endif
     if (rows == EMBER_MR) EMBER_MM_PICK(r);
 #if EMBER_MR == 12
     if (rows == 13) EMBER_MM_PICK(13);
@@ -463,8 +484,14 @@ static void ember_matmul_core_ap(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
     for (n0 = 0; n0 < N; n0 += nv) {
         /* The B strip block, copied contiguous when several row tiles will read it: rows of B that are
          * a power-of-two bytes apart would otherwise share a few L1 sets and evict each other. */
-        float bpack[EMBER_MM_KC * 2 * EMBER_VL] __attribute__((aligned(64)));
+        float bpack[EMBER_MM_KC * (EMBER_MM_QUAD ? 4 : 2) * EMBER_VL] __attribute__((aligned(64)));
         strip = ember_mm_strip(N, &n0, &nv);
+#if EMBER_MM_QUAD
+        if (apack && !panels && strip == 0 && N - n0 >= 4 * EMBER_VL) {
+            strip = 4;
+            nv = 4 * EMBER_VL;
+        }
+#endif
         for (k0 = 0; k0 < K || (K == 0 && k0 == 0); k0 += EMBER_MM_KC) {
             const int kn = K - k0 < EMBER_MM_KC ? K - k0 : EMBER_MM_KC;
             const float *b = panels ? EMBER_MM_PANEL_AT(n0, k0) : B + (ptrdiff_t)k0 * b_sk + n0;
@@ -486,6 +513,10 @@ static void ember_matmul_core_ap(float *EMBER_RESTRICT C, ptrdiff_t c_sm,
                     if (nv == 2 * EMBER_VL) { /* a whole strip (nearly every one): two vector copies, not a loop */
                         *(ember_vf *)(bpack + k * nv) = *(const ember_vf *)bk;
                         *(ember_vf *)(bpack + k * nv + EMBER_VL) = *(const ember_vf *)(bk + EMBER_VL);
+                    } else if (EMBER_MM_QUAD && nv == 4 * EMBER_VL) {
+                        int v;
+                        for (v = 0; v < 4; ++v)
+                            *(ember_vf *)(bpack + k * nv + v * EMBER_VL) = *(const ember_vf *)(bk + v * EMBER_VL);
                     } else
 #endif
                         for (j = 0; j < nv; ++j) bpack[k * nv + j] = bk[j];
@@ -592,21 +623,24 @@ static void ember_matmul_panels_f32(float *EMBER_RESTRICT C, ptrdiff_t c_sm, con
  * loads 14 for 24: alone in L1, 6 x 4 ran at 207 GFLOP/s and 12 x 2 at 188 on a Sapphire Rapids core, and the 49
  * pixels of a 7x7 map are seven tiles of 7 rows with no lane or row wasted (a 49 x 1152 x 128 product: 159 GFLOP/s
  * against 136 in 12 x 2 tiles). */
-EMBER_MM_TILE(ember_mm_tile_74v, ember_vf, ember_vclamp, 7, 4)
+#if !EMBER_MM_QUAD /* else the core has these */
 EMBER_MM_TILE(ember_mm_tile_64v, ember_vf, ember_vclamp, 6, 4)
-EMBER_MM_TILE(ember_mm_tile_54v, ember_vf, ember_vclamp, 5, 4)
 EMBER_MM_TILE(ember_mm_tile_44v, ember_vf, ember_vclamp, 4, 4)
+EMBER_MM_TILE(ember_mm_tile_14v, ember_vf, ember_vclamp, 1, 4)
+#endif
+EMBER_MM_TILE(ember_mm_tile_74v, ember_vf, ember_vclamp, 7, 4)
+EMBER_MM_TILE(ember_mm_tile_54v, ember_vf, ember_vclamp, 5, 4)
 EMBER_MM_TILE(ember_mm_tile_34v, ember_vf, ember_vclamp, 3, 4)
 EMBER_MM_TILE(ember_mm_tile_24v, ember_vf, ember_vclamp, 2, 4)
-EMBER_MM_TILE(ember_mm_tile_14v, ember_vf, ember_vclamp, 1, 4)
 /* C (M x N, c_sm floats a row) = A (a_sm, a_sk) times B packed in panels of pw columns (N / pw panels of K rows of
- * pw, pw a multiple of 64: conv_algorithms.py narrow_panels), plus bias[n] (or NULL), then the activation: strips of
+ * pw, pw a multiple of 64: conv_algorithms.py narrow_panels), plus bias[n] and res (laid out as C; each NULL for
+ * none), then the activation: strips of
  * 64 columns, each K block of a strip (EMBER_MM_KC x 64, 64 KiB, in L2) read by every row tile in turn, the rows
  * split evenly in tiles of at most 7 (64 = 7 x 8 + 4 x 2 rather than 7 x 9 + 1). ConvNarrow's pixel-major products
  * (ResNet's 7x7 stage: 49 x 4608 x 512) took 1.16-1.22x onnxruntime's time in 2-vector strips of 12 and 13 rows. */
 static void ember_matmul_wide_f32(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A, ptrdiff_t a_sm,
                                   ptrdiff_t a_sk, const float *Bp, int pw, int M, int N, int K, const float *bias,
-                                  int act, float act_a, float act_b) {
+                                  const float *res, int act, float act_a, float act_b) {
     const int clamp = act == EMBER_ACT_RELU || act == EMBER_ACT_CLIP, in_tile = clamp || act == EMBER_ACT_NONE;
     const float lo = act == EMBER_ACT_CLIP ? act_a : 0.0f, hi = act == EMBER_ACT_CLIP ? act_b : __builtin_inff();
     int n0, k0, m0, rows;
@@ -625,6 +659,7 @@ static void ember_matmul_wide_f32(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const
             for (m0 = 0; m0 < M; m0 += rows) {
                 const int r = M - m0, tiles = (r + 6) / 7, cl = last && in_tile && clamp;
                 float *c = C + (ptrdiff_t)m0 * c_sm + n0;
+                const float *tr = last && in_tile && res ? res + (ptrdiff_t)m0 * c_sm + n0 : 0;
                 const float *a = A + (ptrdiff_t)m0 * a_sm + (ptrdiff_t)k0 * a_sk;
 #if EMBER_GNUC && EMBER_MM_PREFETCH
                 /* The weights stream from memory (ResNet-50's 3x3 at 7x7: 9 MiB): each row tile asks for its share
@@ -642,7 +677,7 @@ static void ember_matmul_wide_f32(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const
 #endif
                 rows = (r + tiles - 1) / tiles;
 #define EMBER_MM_WIDE_TILE(R_) \
-    ember_mm_tile_##R_##4v(c, c_sm, a, a_sm, a_sk, b, pw, kn, k0 == 0, tb, -1, cl, lo, hi, 0)
+    ember_mm_tile_##R_##4v(c, c_sm, a, a_sm, a_sk, b, pw, kn, k0 == 0, tb, -1, cl, lo, hi, tr)
                 if (rows == 7) EMBER_MM_WIDE_TILE(7);
                 else if (rows == 6) EMBER_MM_WIDE_TILE(6);
                 else if (rows == 5) EMBER_MM_WIDE_TILE(5);
@@ -654,7 +689,7 @@ static void ember_matmul_wide_f32(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const
             }
             if (K == 0) break;
         }
-        if (!in_tile) ember_mm_epilogue(C, c_sm, M, n0, 64, 1.0f, 0, 0, 0, 1.0f, 0, act, act_a, act_b);
+        if (!in_tile) ember_mm_epilogue(C, c_sm, M, n0, 64, 1.0f, 0, 0, 0, 1.0f, res, act, act_a, act_b);
     }
 }
 #endif

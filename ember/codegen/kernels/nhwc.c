@@ -393,10 +393,11 @@ static void ember_conv_stem_nhwc_f32(float *y, const float *x, const float *w, c
 /*@end*/
 
 
-/*@kernel ember_pw_nhwc_f32 requires ember_matmul_core*/
+/*@kernel ember_pw_nhwc_f32 requires ember_matmul_core ember_matmul_wide_f32*/
 /* A 1x1 stride-1 conv on NHWC activations: y[P][M] = x[P][C] . w[C][M] + bias[M] (+ res[P][M]), then the
  * activation; P = N * H * W pixels. `panels`: w was packed at compile time in panels of EMBER_MM_PANEL columns
- * (kernels/matmul.c). The matmul runs strip by strip of columns, each strip passing over all of A: one product
+ * (1), or of that many (a multiple of 64 on AVX-512: the 4-vector tiles of ember_matmul_wide_f32; kernels/matmul.c),
+ * or not (0). The matmul runs strip by strip of columns, each strip passing over all of A: one product
  * over a whole plane read A (the activations, up to MiBs) once per strip from L3, and the 1x1 expand convs of
  * MobileNetV2 took 1.4-1.7x their NCHW time. In blocks of pixels whose rows of A fill about 128 KiB (an L2
  * share), each block of A is read from memory once. The bias (a row vector here), the residual and Relu/Clip
@@ -412,6 +413,12 @@ static void ember_pw_nhwc_f32(float *y, const float *x, const float *w, int pane
     for (p0 = 0; p0 < P; p0 += rows) {
         const int n = P - p0 < rows ? P - p0 : rows;
         const ptrdiff_t o = (ptrdiff_t)p0 * M;
+#if EMBER_VL == 16
+        if (panels % 64 == 0 && panels) {
+            ember_matmul_wide_f32(y + o, M, x + (ptrdiff_t)p0 * C, C, 1, w, panels, n, M, C, bias, res ? res + o : 0,
+                                  late ? EMBER_ACT_NONE : act, act_a, act_b);
+        } else
+#endif
         if (res)
             ember_matmul_core_res(y + o, M, x + (ptrdiff_t)p0 * C, C, 1, w, M, 0, panels, n, M, C, 1.0f, bias, 0, 1,
                                   1.0f, res + o, late ? EMBER_ACT_NONE : act, act_a, act_b);
