@@ -91,6 +91,21 @@ EMBER_VCLAMP(ember_vclamp, ember_vf, ember_vi)
                      ptrdiff_t a_sk, const float *B, ptrdiff_t b_sk, int kn, int first,                                \
                      const float *bias, ptrdiff_t bias_sm, int clamp, float lo, float hi,                              \
                      const float *res) {                                                                               \
+        EMBER_MM_TILE_BODY(T, CLAMP, R, V, (void)0)                                                                    \
+    }
+/* The same with one prefetch per K step (k < pf_n): line pf_lo + k of rows of 4 lines (64 floats) pf_sk floats
+ * apart from pf, a share of the next block of weights (ember_matmul_wide_f32), so they stream in while this block is
+ * multiplied: issued in a burst between tiles, the prefetches waited on each other (16 lines in flight at most).
+ * (Not in the general matmul's tiles: its 12-row tiles' extra arguments slowed Winograd's products 1.04-1.09x.) */
+#define EMBER_MM_TILE_PF(NAME, T, CLAMP, R, V)                                                                         \
+    EMBER_NOINLINE static void NAME(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A, ptrdiff_t a_sm,           \
+                     ptrdiff_t a_sk, const float *B, ptrdiff_t b_sk, int kn, int first,                                \
+                     const float *bias, ptrdiff_t bias_sm, int clamp, float lo, float hi,                              \
+                     const float *res, const float *pf, ptrdiff_t pf_sk, int pf_lo, int pf_n) {                        \
+        EMBER_MM_TILE_BODY(T, CLAMP, R, V, if (k < pf_n) __builtin_prefetch(pf + (ptrdiff_t)((pf_lo + k) >> 2) * pf_sk \
+                                                                             + ((pf_lo + k) & 3) * 16))                \
+    }
+#define EMBER_MM_TILE_BODY(T, CLAMP, R, V, PREFETCH)                                                                   \
         T acc[R][V];                                                                                                   \
         int i, j, k;                                                                                                   \
         EMBER_UNROLL for (i = 0; i < R; ++i)                                                                           \
@@ -99,6 +114,7 @@ EMBER_VCLAMP(ember_vclamp, ember_vf, ember_vi)
         for (k = 0; k < kn; ++k) {                                                                                     \
             const float *b = B + (ptrdiff_t)k * b_sk;                                                                  \
             T bv[V];                                                                                                   \
+            PREFETCH;                                                                                                  \
             EMBER_UNROLL for (j = 0; j < V; ++j) bv[j] = *(const T *)(b + j * (ptrdiff_t)(sizeof(T) / 4));             \
             EMBER_UNROLL for (i = 0; i < R; ++i) {                                                                     \
                 const float a = A[i * a_sm + (ptrdiff_t)k * a_sk];                                                     \
@@ -119,8 +135,7 @@ EMBER_VCLAMP(ember_vclamp, ember_vf, ember_vi)
             EMBER_UNROLL for (i = 0; i < R; ++i)                                                                       \
                 EMBER_UNROLL for (j = 0; j < V; ++j) acc[i][j] = CLAMP(acc[i][j], lo, hi);                             \
         EMBER_UNROLL for (i = 0; i < R; ++i)                                                                           \
-            EMBER_UNROLL for (j = 0; j < V; ++j) *(T *)(C + i * c_sm + j * (ptrdiff_t)(sizeof(T) / 4)) = acc[i][j];    \
-    }
+            EMBER_UNROLL for (j = 0; j < V; ++j) *(T *)(C + i * c_sm + j * (ptrdiff_t)(sizeof(T) / 4)) = acc[i][j];
 EMBER_MM_TILE(ember_mm_tile_r2v, ember_vf, ember_vclamp, EMBER_MR, 2)
 EMBER_MM_TILE(ember_mm_tile_r1v, ember_vf, ember_vclamp, EMBER_MR, 1)
 EMBER_MM_TILE(ember_mm_tile_r1s, float, ember_sclamp, EMBER_MR, 1)
@@ -623,15 +638,13 @@ static void ember_matmul_panels_f32(float *EMBER_RESTRICT C, ptrdiff_t c_sm, con
  * loads 14 for 24: alone in L1, 6 x 4 ran at 207 GFLOP/s and 12 x 2 at 188 on a Sapphire Rapids core, and the 49
  * pixels of a 7x7 map are seven tiles of 7 rows with no lane or row wasted (a 49 x 1152 x 128 product: 159 GFLOP/s
  * against 136 in 12 x 2 tiles). */
-#if !EMBER_MM_QUAD /* else the core has these */
-EMBER_MM_TILE(ember_mm_tile_64v, ember_vf, ember_vclamp, 6, 4)
-EMBER_MM_TILE(ember_mm_tile_44v, ember_vf, ember_vclamp, 4, 4)
-EMBER_MM_TILE(ember_mm_tile_14v, ember_vf, ember_vclamp, 1, 4)
-#endif
-EMBER_MM_TILE(ember_mm_tile_74v, ember_vf, ember_vclamp, 7, 4)
-EMBER_MM_TILE(ember_mm_tile_54v, ember_vf, ember_vclamp, 5, 4)
-EMBER_MM_TILE(ember_mm_tile_34v, ember_vf, ember_vclamp, 3, 4)
-EMBER_MM_TILE(ember_mm_tile_24v, ember_vf, ember_vclamp, 2, 4)
+EMBER_MM_TILE_PF(ember_mm_tile_74w, ember_vf, ember_vclamp, 7, 4)
+EMBER_MM_TILE_PF(ember_mm_tile_64w, ember_vf, ember_vclamp, 6, 4)
+EMBER_MM_TILE_PF(ember_mm_tile_54w, ember_vf, ember_vclamp, 5, 4)
+EMBER_MM_TILE_PF(ember_mm_tile_44w, ember_vf, ember_vclamp, 4, 4)
+EMBER_MM_TILE_PF(ember_mm_tile_34w, ember_vf, ember_vclamp, 3, 4)
+EMBER_MM_TILE_PF(ember_mm_tile_24w, ember_vf, ember_vclamp, 2, 4)
+EMBER_MM_TILE_PF(ember_mm_tile_14w, ember_vf, ember_vclamp, 1, 4)
 /* C (M x N, c_sm floats a row) = A (a_sm, a_sk) times B packed in panels of pw columns (N / pw panels of K rows of
  * pw, pw a multiple of 64: conv_algorithms.py narrow_panels), plus bias[n] and res (laid out as C; each NULL for
  * none), then the activation: strips of
@@ -649,35 +662,25 @@ static void ember_matmul_wide_f32(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const
         for (k0 = 0; k0 < K || (K == 0 && k0 == 0); k0 += EMBER_MM_KC) {
             const int kn = K - k0 < EMBER_MM_KC ? K - k0 : EMBER_MM_KC, last = k0 + kn >= K;
             const float *b = panel + (ptrdiff_t)k0 * pw, *tb = last && bias ? bias + n0 : 0;
-            /* the next K block of this strip, or the next strip's first: its rows of 64 floats (4 lines each) */
+            /* The next K block of this strip, or the next strip's first: its rows of 64 floats, 4 lines each. The
+             * weights stream from memory (ResNet-50's 3x3 at 7x7: 9 MiB), so each row tile prefetches the next
+             * block's lines, one per K step, while it multiplies this one: issued in a burst of a tile's share
+             * between tiles, they took ResNet-50's 7x7 stage 1.16-1.21x its time now (per-node sums, paired). */
             const float *next = !last ? b + (ptrdiff_t)kn * pw
                                 : n0 + 64 < N ? Bp + (ptrdiff_t)((n0 + 64) / pw) * K * pw + (n0 + 64) % pw : 0;
-            const int next_rows = !last ? (K - k0 - kn < EMBER_MM_KC ? K - k0 - kn : EMBER_MM_KC)
-                                        : K < EMBER_MM_KC ? K : EMBER_MM_KC;
-            const int share = M ? (next_rows + (M + 6) / 7 - 1) / ((M + 6) / 7) : 0; /* rows a tile prefetches */
+            const int next_lines = EMBER_GNUC && EMBER_MM_PREFETCH && next
+                                       ? 4 * (!last ? (K - k0 - kn < EMBER_MM_KC ? K - k0 - kn : EMBER_MM_KC)
+                                                    : K < EMBER_MM_KC ? K : EMBER_MM_KC) : 0;
             int pf = 0;
             for (m0 = 0; m0 < M; m0 += rows) {
                 const int r = M - m0, tiles = (r + 6) / 7, cl = last && in_tile && clamp;
+                const int pf_n = next_lines - pf < kn ? next_lines - pf : kn;
                 float *c = C + (ptrdiff_t)m0 * c_sm + n0;
                 const float *tr = last && in_tile && res ? res + (ptrdiff_t)m0 * c_sm + n0 : 0;
                 const float *a = A + (ptrdiff_t)m0 * a_sm + (ptrdiff_t)k0 * a_sk;
-#if EMBER_GNUC && EMBER_MM_PREFETCH
-                /* The weights stream from memory (ResNet-50's 3x3 at 7x7: 9 MiB): each row tile asks for its share
-                 * of the next block's rows, so the block arrives while this one is multiplied. */
-                if (next) {
-                    const int upto = pf + share;
-                    for (; pf < upto && pf < next_rows; ++pf) {
-                        const float *row = next + (ptrdiff_t)pf * pw;
-                        __builtin_prefetch(row);
-                        __builtin_prefetch(row + 16);
-                        __builtin_prefetch(row + 32);
-                        __builtin_prefetch(row + 48);
-                    }
-                }
-#endif
                 rows = (r + tiles - 1) / tiles;
 #define EMBER_MM_WIDE_TILE(R_) \
-    ember_mm_tile_##R_##4v(c, c_sm, a, a_sm, a_sk, b, pw, kn, k0 == 0, tb, -1, cl, lo, hi, tr)
+    ember_mm_tile_##R_##4w(c, c_sm, a, a_sm, a_sk, b, pw, kn, k0 == 0, tb, -1, cl, lo, hi, tr, next, pw, pf, pf_n)
                 if (rows == 7) EMBER_MM_WIDE_TILE(7);
                 else if (rows == 6) EMBER_MM_WIDE_TILE(6);
                 else if (rows == 5) EMBER_MM_WIDE_TILE(5);
@@ -686,6 +689,7 @@ static void ember_matmul_wide_f32(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const
                 else if (rows == 2) EMBER_MM_WIDE_TILE(2);
                 else EMBER_MM_WIDE_TILE(1);
 #undef EMBER_MM_WIDE_TILE
+                pf += pf_n;
             }
             if (K == 0) break;
         }
