@@ -273,8 +273,8 @@ register(float16_via_f32(OpDef(
 # MatMulPanels (internal: a MatMul with a constant 2-D B, rewritten by ember/passes/conv_algorithms.py where
 # the CPU family asks for it) -----------------------------------------------------------------------------
 # Inputs: (A float32 [..., K], Bp float32 [N / P, K, P]: B packed at compile time in the P-column panels of
-# kernels/matmul.c (P = EMBER_MM_PANEL, the CPU family's mm_panel), so no strip of B is packed at run time and
-# B streams from memory once, in order.
+# kernels/matmul.c (P = EMBER_MM_PANEL, the CPU family's mm_panel, or its narrow_panel, 64, for AVX-512's 4-vector
+# tiles), so no strip of B is packed at run time and B streams from memory once, in order.
 
 def _panels_dims(node: Node) -> tuple[int, int, int]:
     """(M: A's rows with its batch dims folded in, N, K)."""
@@ -284,8 +284,8 @@ def _panels_dims(node: Node) -> tuple[int, int, int]:
 
 def _lower_matmul_panels(node: Node, k: KernelEmitter) -> None:
     m, n, kk = _panels_dims(node)
-    k.call("ember_matmul_panels_f32", k.out(0), n, k.inp(0), kk, 1, k.inp(1), m, n, kk, "0", 0, 0,
-           *epilogue_args(node))
+    k.call("ember_matmul_panels_f32", k.out(0), n, k.inp(0), kk, 1, k.inp(1), present(node.input(1)).shape[2], m, n,
+           kk, "0", 0, 0, *epilogue_args(node))
 
 
 def _infer_matmul_panels(node: Node) -> list[TensorType | None]:

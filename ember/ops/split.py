@@ -447,8 +447,8 @@ def _lower_panel_columns(node: Node, k: KernelEmitter, lo: int, hi: int) -> None
     assert bp is not None
     p = bp.shape[2]
     k.need("ember_matmul_panels_f32")
-    k.call("ember_matmul_panels_f32", f"{k.out(0)} + {lo * p}", n, k.inp(0), kk, 1, f"{k.inp(1)} + {lo * kk * p}", m,
-           (hi - lo) * p, kk, "0", 0, 0, *epilogue_args(node))
+    k.call("ember_matmul_panels_f32", f"{k.out(0)} + {lo * p}", n, k.inp(0), kk, 1, f"{k.inp(1)} + {lo * kk * p}", p,
+           m, (hi - lo) * p, kk, "0", 0, 0, *epilogue_args(node))
 
 
 def _split_qmatmul(node: Node) -> Split | None:

@@ -365,7 +365,9 @@ def _apply(graph: Graph, node: Node, choice: str, cpu: CpuFamily) -> None:
     w = node.inputs[1]
     assert w is not None and w.const is not None
     if choice == "panels":
-        panels = w.const.reshape(w.shape[0], -1, cpu.mm_panel).transpose(1, 0, 2)  # (N/P, K, P)
+        # AVX-512's 7 x 4-vector tiles where 64-column panels divide N (cpu.narrow_panel), else the matmul's strips
+        width = cpu.narrow_panel if cpu.narrow_panel and w.shape[-1] % cpu.narrow_panel == 0 else cpu.mm_panel
+        panels = w.const.reshape(w.shape[0], -1, width).transpose(1, 0, 2)  # (N/P, K, P)
         node.inputs[1] = graph.constant(f"{node.name}_b_panels", np.ascontiguousarray(panels))
         node.op = "MatMulPanels"
         return

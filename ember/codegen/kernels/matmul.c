@@ -621,12 +621,19 @@ static void ember_matmul_f32(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const floa
 }
 /*@end*/
 
-/*@kernel ember_matmul_panels_f32 requires ember_matmul_core*/
-/* The same with B packed in EMBER_MM_PANEL-column panels (see `panels` above); N must be a multiple of it. */
+/*@kernel ember_matmul_panels_f32 requires ember_matmul_core ember_matmul_wide_f32*/
+/* The same with B packed in panels of pw columns (see `panels` above; N a multiple of pw): on AVX-512, panels of a
+ * multiple of 64 columns go to the 4-vector tiles of ember_matmul_wide_f32 (a bias along n only). */
 static void ember_matmul_panels_f32(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A, ptrdiff_t a_sm,
-                                    ptrdiff_t a_sk, const float *Bp, int M, int N, int K, const float *bias,
+                                    ptrdiff_t a_sk, const float *Bp, int pw, int M, int N, int K, const float *bias,
                                     ptrdiff_t bias_sm, ptrdiff_t bias_sn, int act, float act_a, float act_b) {
-    ember_matmul_core(C, c_sm, A, a_sm, a_sk, Bp, 0, 0, 1, M, N, K, 1.0f, bias, bias_sm, bias_sn, 1.0f, act, act_a,
+#if EMBER_VL == 16
+    if (pw % 64 == 0 && (!bias || (bias_sm == 0 && bias_sn == 1))) {
+        ember_matmul_wide_f32(C, c_sm, A, a_sm, a_sk, Bp, pw, M, N, K, bias, 0, act, act_a, act_b);
+        return;
+    }
+#endif
+    ember_matmul_core(C, c_sm, A, a_sm, a_sk, Bp, 0, 0, pw, M, N, K, 1.0f, bias, bias_sm, bias_sn, 1.0f, act, act_a,
                       act_b);
 }
 /*@end*/
