@@ -85,16 +85,19 @@ static int ember_attention_bias(float *bias, const int32_t *g, const float *mask
     return live;
 }
 
+#if EMBER_VL > 1
+typedef int32_t ember_att_vi __attribute__((vector_size(EMBER_VL * 4)));
+typedef uint32_t ember_att_vu __attribute__((vector_size(EMBER_VL * 4)));
+#endif
 /* s[j] += bias[j] over T scores (bias NULL: none, the scores are only scanned); returns the largest (-inf for
- * none; NaN is passed over). With 8-float vectors (AVX2) the maximum is taken in vector lanes: GCC leaves a
- * float max reduction scalar, and this loop and the sum below were most of the row's time in a BERT encoder
- * (T = 128). */
+ * none; NaN is passed over). With vectors (AVX2, AVX-512, NEON) the maximum is taken in vector lanes: GCC leaves a
+ * float max reduction scalar, and this loop and the exponentials below were most of the row's time in a BERT
+ * encoder (T = 128). */
 EMBER_INLINE float ember_attention_add_max(float *s, const float *bias, int T) {
     float m = -__builtin_inff();
     int j = 0;
-#if EMBER_VL == 8
+#if EMBER_VL > 1
     if (T >= EMBER_VL) {
-        typedef int32_t ember_att_vi __attribute__((vector_size(EMBER_VL * 4)));
         ember_vf mv = (ember_vf){0} + m;
         for (; j + EMBER_VL <= T; j += EMBER_VL) {
             ember_vf v = *(const ember_vf *)(s + j);
@@ -116,20 +119,6 @@ EMBER_INLINE float ember_attention_add_max(float *s, const float *bias, int T) {
     return m;
 }
 
-/* The sum of T floats (in vector lanes with 8-float vectors, see above). */
-EMBER_INLINE float ember_attention_sum(const float *s, int T) {
-    float sum = 0.0f;
-    int j = 0;
-#if EMBER_VL == 8
-    if (T >= EMBER_VL) {
-        ember_vf sv = (ember_vf){0};
-        for (; j + EMBER_VL <= T; j += EMBER_VL) sv += *(const ember_vf *)(s + j);
-        for (int l = 0; l < EMBER_VL; ++l) sum += sv[l];
-    }
-#endif
-    for (; j < T; ++j) sum += s[j];
-    return sum;
-}
 
 /* e^x for the softmax's x = s - max <= 0 (or NaN): x clamped at -87 (a weight of 2^-126 where the true one
  * is smaller, against a row sum of at least 1), so 2^k is one exponent field: half of ember_expf's
@@ -144,6 +133,47 @@ EMBER_INLINE float ember_attention_exp(float x) {
                                        r2 * ((4.16666666666666667e-2f + r * 8.33333333333333333e-3f) +
                                              r2 * (1.38888888888888889e-3f + r * 1.98412698412698413e-4f)));
     return p * ember_as_f32((ki + 127u) << 23);
+}
+
+#if EMBER_VL > 1
+/* ember_attention_exp of s - m on a vector, and 0 where s is -inf (a masked key), as the row pass below takes it
+ * (GCC left the scalar loop scalar: on AVX-512 the row pass was half of ViT-Tiny's attention time). */
+EMBER_INLINE ember_vf ember_attention_vexp(ember_vf s, float m) {
+    const ember_vf shift = (ember_vf){0} + 12582912.0f, lo = (ember_vf){0} - 87.0f, x = s - m;
+    const ember_att_vi below = x < lo, masked = s == -__builtin_inff();
+    const ember_vf xc = (ember_vf)((below & (ember_att_vi)lo) | (~below & (ember_att_vi)x));
+    const ember_vf kf = xc * 1.44269502162933349609f + shift, k = kf - shift;
+    const ember_att_vu ki = (ember_att_vu)kf - (ember_att_vu)shift;
+    const ember_vf r = (xc - k * 0.693145751953125f) - k * 1.428606765330187045e-06f, r2 = r * r;
+    const ember_vf p = (1.0f + r) + r2 * ((0.5f + r * 1.66666666666666667e-1f) +
+                                          r2 * ((4.16666666666666667e-2f + r * 8.33333333333333333e-3f) +
+                                                r2 * (1.38888888888888889e-3f + r * 1.98412698412698413e-4f)));
+    return (ember_vf)((ember_att_vi)(p * (ember_vf)((ki + 127u) << 23)) & ~masked);
+}
+#endif
+
+/* s[j] = e^(s[j] - m) over T scores, 0 for a masked key (-inf); returns their sum (in vector lanes, then the
+ * rest). */
+EMBER_INLINE float ember_attention_exp_sum(float *s, int T, float m) {
+    const float ninf = -__builtin_inff();
+    float sum = 0.0f;
+    int j = 0;
+#if EMBER_VL > 1
+    if (T >= EMBER_VL) {
+        ember_vf sv = (ember_vf){0};
+        for (; j + EMBER_VL <= T; j += EMBER_VL) {
+            const ember_vf e = ember_attention_vexp(*(const ember_vf *)(s + j), m);
+            *(ember_vf *)(s + j) = e;
+            sv += e;
+        }
+        for (int l = 0; l < EMBER_VL; ++l) sum += sv[l];
+    }
+#endif
+    for (; j < T; ++j) {
+        s[j] = s[j] == ninf ? 0.0f : ember_attention_exp(s[j] - m);
+        sum += s[j];
+    }
+    return sum;
 }
 
 /* Softcap, bias (NULL: none) and a numerically stable softmax over one row of T scores, in place; the stage
@@ -170,8 +200,7 @@ static float ember_attention_row(float *s, float *qk, const float *bias, int T, 
         r = 0.0f;
     } else {
         /* Masked keys (-inf) weigh exactly 0; the largest score is subtracted so nothing overflows. */
-        for (j = 0; j < T; ++j) s[j] = s[j] == ninf ? 0.0f : ember_attention_exp(s[j] - m);
-        r = 1.0f / ember_attention_sum(s, T);
+        r = 1.0f / ember_attention_exp_sum(s, T, m);
     }
     if (qk && mode == 3) {
         for (j = 0; j < T; ++j) s[j] *= r;
