@@ -94,6 +94,10 @@ class CpuFamily:
     # columns left (EMBER_MM_QUAD_STRIPS; AVX-512 only): 6 broadcasts and 4 loads feed 24 FMAs, where the 12 x 2
     # tile loads 14 for 24. Per-node sums over ResNet-50 (instrumented builds, one core of the Sapphire Rapids class
     # Xeon): its 1x1 convs 1.32 -> 1.23x onnxruntime's time, ConvShifted 1.40 -> 1.25x, Winograd F(4x4) 0.87 -> 0.83x.
+    # Whole runs there (bench_family.py, paired): without them ResNet-50 1.025x, ResNet-18 1.038x, where the family
+    # against itself measured 0.975-0.990x. Tried with them and left out: B read in place (no packing) in K sub-blocks
+    # that stay in L1 (ResNet-50's 1x1 convs 1.09x), packed sub-blocks of 128 rows (1.05-1.09x), the next strip's
+    # rows prefetched by the tiles (1.00x).
     mm_quad_strips: bool = False
     # Software prefetch (to L2) of the next column strip's output lines and its residual's, row by row, on the last K
     # block (EMBER_MM_OUT_PREFETCH). On Zen 3 prefetching a tile's own lines before its K loop measured mixed (above).
@@ -277,7 +281,7 @@ def with_params(family: CpuFamily, params: tuple[str, ...]) -> CpuFamily:
                               if isinstance(allowed, range) else f"--cpu-param {key}={values[key]}: one of {allowed}")
     for key in ("narrow_panel", "mm_quad_strips"):
         if values.get(key) and family.simd != "avx512":
-            raise OptionError(f"--cpu-param {key}={values[key]}: only AVX-512 families have its tiles")
+            raise OptionError(f"--cpu-param {key}={str(values[key]).lower()}: only AVX-512 families have its tiles")
     label = ",".join(f"{k}={v}" for k, v in values.items())
     return replace(family, name=f"{family.name}+{label}", **values)
 

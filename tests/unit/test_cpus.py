@@ -98,6 +98,8 @@ def test_cpu_params_replace_family_values() -> None:
     ("host", "mm_panel=24", ["mm_panel=24", "(16, 32)"]),
     ("host", "mm_kc=4096", ["mm_kc=4096", "16..1024"]),
     ("cortex-m4", "mm_kc=128", ["target 'cortex-m4' has no CPU family"]),
+    ("host", "narrow_panel=64", ["narrow_panel=64", "only AVX-512 families"]),
+    ("host", "mm_quad_strips=true", ["mm_quad_strips=true", "only AVX-512 families"]),
 ])
 def test_bad_cpu_param_is_one_line(target: str, param: str, words: list[str]) -> None:
     with pytest.raises(OptionError) as err:

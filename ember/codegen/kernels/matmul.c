@@ -96,7 +96,7 @@ EMBER_VCLAMP(ember_vclamp, ember_vf, ember_vi)
 /* The same with one prefetch per K step (k < pf_n): line pf_lo + k of rows of 4 lines (64 floats) pf_sk floats
  * apart from pf, a share of the next block of weights (ember_matmul_wide_f32), so they stream in while this block is
  * multiplied: issued in a burst between tiles, the prefetches waited on each other (16 lines in flight at most).
- * (Not in the general matmul's tiles: its 12-row tiles' extra arguments slowed Winograd's products 1.04-1.09x.) */
+ * (The general matmul's tiles keep a burst per K block: spread there, BERT-base's products measured 0.995x.) */
 #define EMBER_MM_TILE_PF(NAME, T, CLAMP, R, V)                                                                         \
     EMBER_NOINLINE static void NAME(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const float *A, ptrdiff_t a_sm,           \
                      ptrdiff_t a_sk, const float *B, ptrdiff_t b_sk, int kn, int first,                                \
@@ -672,7 +672,7 @@ static void ember_matmul_wide_f32(float *EMBER_RESTRICT C, ptrdiff_t c_sm, const
             /* The next K block of this strip, or the next strip's first: its rows of 64 floats, 4 lines each. The
              * weights stream from memory (ResNet-50's 3x3 at 7x7: 9 MiB), so each row tile prefetches the next
              * block's lines, one per K step, while it multiplies this one: issued in a burst of a tile's share
-             * between tiles, they took ResNet-50's 7x7 stage 1.16-1.21x its time now (per-node sums, paired). */
+             * between tiles, they took ResNet-50's 7x7 stage 1.16-1.21x the time it takes now (per-node sums, paired). */
             const float *next = !last ? b + (ptrdiff_t)kn * pw
                                 : n0 + 64 < N ? Bp + (ptrdiff_t)((n0 + 64) / pw) * K * pw + (n0 + 64) % pw : 0;
             const int next_lines = EMBER_GNUC && EMBER_MM_PREFETCH && next
