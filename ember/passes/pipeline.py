@@ -142,8 +142,11 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
     if target_kind in SPEED_TARGET_KINDS and options.opt_level >= 2:
         # Thresholds of the CPU family that --cpu names (toolchain/cpus.py).
         family = cpu.family if cpu is not None else DEFAULT_FAMILY
+        # Channels-last 1x1 convs divide along pixels, so any panel width divides among threads
+        wide_panel = family.narrow_panel
         if options.threads > 1:
-            # ConvNarrow divides in whole weight panels (ops/split.py): 64-channel ones leave a 64-channel layer whole
+            # ConvNarrow and MatMulPanels divide in whole weight panels (ops/split.py): 64-channel ones leave a
+            # 64-channel layer whole
             family = replace(family, narrow_panel=0)
         # --tune / --tune-file: the measured choices of a choice file win over the thresholds.
         tuned = read_choices(options) if options.tune or options.tune_file else None
@@ -153,7 +156,7 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
             panel = family.mm_panel if family.matmul_panels else 0
             passes.append(("nhwc_regions",
                            lambda g: nhwc_regions(g, family.nhwc_min_convs or 0, panel, family.nhwc_small_k,
-                                                  family.nhwc_small_big_m, family.narrow_panel if panel else 0)))
+                                                  family.nhwc_small_big_m, wide_panel if panel else 0)))
         passes.append(("choose_conv_algorithms",
                        lambda g: choose_conv_algorithms(g, family, tuned, row_panels=options.threads == 1)))
         passes.append(("choose_int8_layout", choose_int8_layout))
