@@ -184,6 +184,14 @@ def _quant(node: Node, p: Perm) -> Rewrite | None:
     return Rewrite((0,), [p], {"axis": p[_axis(int(node.attrs.get("axis", 1)), len(p))]})
 
 
+def _resize(node: Node, p: Perm) -> Rewrite:
+    """Resize names its axes (scales, sizes and roi are listed in that order): the axes are remapped, the
+    lists stay, so each axis is resized in the same order as before."""
+    rank = len(p)
+    axes = [_axis(int(a), rank) for a in node.attrs.get("axes", range(rank))]
+    return Rewrite((0,), [p], {"axes": [p[a] for a in axes]})
+
+
 _REDUCE = ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
            "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp")
 
@@ -198,12 +206,20 @@ _AXIS_OPS: dict[str, Handler] = {
     "ArgMax": _arg, "ArgMin": _arg,  # axis, keepdims
     "Softmax": _softmax, "LogSoftmax": _softmax,  # axis (one axis only)
     "QuantizeLinear": _quant, "DequantizeLinear": _quant,  # per-axis: axis
+    "Resize": _resize,  # axes (its scales, sizes and roi follow them)
 }
+
+
+# Elementwise ops that the registry gives no `expr`: the integer lookup tables the TFLite frontend emits for
+# TFLite's exact LOGISTIC, TANH, HARD_SWISH, ... (one element in, one out).
+_TABLES = ("QLut", "Q16Lookup", "Q16Rsqrt", "Q16Sigmoid")
 
 
 def handler(op: str) -> Handler | None:
     if op in _AXIS_OPS:
         return _AXIS_OPS[op]
+    if op in _TABLES:
+        return _elementwise
     if op == "Transpose":
         return None
     return _elementwise if registry.get(op).expr is not None else None

@@ -86,3 +86,16 @@ def test_signature_names_name_the_io(bundles) -> None:
     bundle, _ = bundles("elementwise")
     assert sorted(v["name"] for v in bundle.manifest["inputs"]) == sorted(runner.get_input_details())
     assert sorted(v["name"] for v in bundle.manifest["outputs"]) == sorted(runner.get_output_details())
+
+
+@pytest.mark.parametrize("name", ["resize_space", "resize_space_int8"])
+def test_resize_and_depth_space_keep_no_layout_transposes(name: str) -> None:
+    """RESIZE_BILINEAR runs on the NHWC tensor as it is; DEPTH_TO_SPACE and SPACE_TO_DEPTH are the one 6-D
+    Transpose each of them is, on the stored integers in the int8 model (their outputs against LiteRT:
+    test_float_model_matches_litert and test_tflite_int8.py)."""
+    graph, _, _ = build_graph(str(FIXTURES / f"{name}.tflite"), CompileOptions())
+    transposes = [n for n in graph.nodes if n.op == "Transpose"]
+    assert [n.attrs["perm"] for n in transposes] == [[0, 1, 3, 2, 4, 5]] * 2, graph.op_counts()
+    integer = name.endswith("int8")
+    assert all((n.inputs[0].dtype.short == "int8") == integer for n in transposes)
+    assert not {"DepthToSpace", "SpaceToDepth"} & set(graph.op_counts())

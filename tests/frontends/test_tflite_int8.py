@@ -152,6 +152,16 @@ def test_int8_transpose_conv_and_resize_stay_integer() -> None:
     assert counts.get("QConv") == 1 and "ConvTranspose" not in counts and "QuantizeLinear" not in counts, counts
 
 
+def test_int8_lookup_tables_follow_the_nhwc_layout() -> None:
+    """TFLite's exact TANH and LEAKY_RELU tables (QLut) sit between an NCHW convolution or pool and what follows in
+    NHWC: the Transposes move through them instead of one pair around each (conv_variants_int8 stays bit-exact:
+    test_int8_network_bit_exact)."""
+    graph, _, _ = build_graph(str(FIXTURES / "conv_variants_int8.tflite"), CompileOptions())
+    luts = [n for n in graph.nodes if n.op == "QLut"]
+    assert len(luts) == 2 and all(n.inputs[0].producer.op != "Transpose" for n in luts), graph.op_counts()
+    assert graph.op_counts().get("Transpose") == 3, graph.op_counts()  # the input's, the output's, the flatten's
+
+
 def test_int8_rgb_stem_skips_im2col_bit_exact(tmp_path: Path) -> None:
     """At the default -O level the 3-channel stride-2 stem of a TFLite model (TFLite's rounding, which
     qgemm.c's float requantisation cannot take) runs as QConvShifted, gathered from its stride-phase planes,

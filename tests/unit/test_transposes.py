@@ -228,6 +228,20 @@ def test_quantize_dequantize_per_tensor_and_per_axis(tmp_path: Path) -> None:
     assert _inner_transposes(graph) == []
 
 
+@pytest.mark.parametrize("mode", ["linear", "nearest"])
+def test_resize_runs_on_the_nhwc_tensor(tmp_path: Path, mode: str) -> None:
+    """Resizes of H and W (by scales, then to sizes) from an NHWC input to an NHWC output: their
+    axes are remapped to the NHWC tensor, no Transpose is left, and the outputs are onnxruntime's."""
+    net = Net()
+    up = net.nchw("x", "Resize", ["", net.const(np.array([1, 1, 2, 1.5], np.float32))], mode=mode)
+    sized = net.nchw(net.op("Relu", [up]), "Resize", ["", "", net.const(np.array([1, 3, 7, 5], np.int64))],
+                     mode=mode, coordinate_transformation_mode="align_corners")
+    path = net.save(tmp_path / "m.onnx", [("x", [1, 4, 6, 3])], [sized], opset=18)
+    graph = _check(path, tmp_path)
+    assert _transposes(graph) == 0
+    assert [n.attrs["axes"] for n in graph.nodes if n.op == "Resize"] == [[0, 3, 1, 2]] * 2
+
+
 def test_attribute_forms_of_old_opsets(tmp_path: Path) -> None:
     """Pad, Slice, Split and ReduceMean with their axes and pads as attributes (opset 9)."""
     net = Net()

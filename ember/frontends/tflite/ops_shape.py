@@ -199,26 +199,30 @@ def _reversed(ctx: OpContext, v: Value, axis: int, start: int, end: int) -> Valu
                               ctx.const([axis], what="axes"), ctx.const([-1], what="steps")])
 
 
+def _same_quant(ctx: OpContext) -> bool:
+    """Input 0 and the output quantized alike, one scale each (int8 or int16): the stored integers can be moved
+    or interpolated as they are."""
+    t, out = ctx.info(0), ctx.out_info()
+    return (t.quant is not None and t.dtype in (DType.INT8, DType.INT16) and t.quant.axis is None
+            and out.dtype is t.dtype and out.quant is not None and out.quant.axis is None
+            and np.array_equal(t.quant.scale, out.quant.scale)
+            and np.array_equal(t.quant.zero_point, out.quant.zero_point))
+
+
 def _resize_bilinear(ctx: OpContext) -> None:
+    """Resized along H and W of the NHWC tensor as it is (no layout Transposes)."""
     o = ctx.options
-    x = ctx.input(0, nchw=True)
     size = [int(s) for s in np.asarray(ctx.const_array(1, "size")).reshape(-1)]
     align, half = bool(o.AlignCorners()), bool(o.HalfPixelCenters())
     ctm = "align_corners" if align else "half_pixel" if half else "asymmetric"
-    t, out = ctx.info(0), ctx.out_info()
-    if (t.quant is not None and t.dtype in (DType.INT8, DType.INT16) and t.quant.axis is None
-            and out.dtype is t.dtype and out.quant is not None and out.quant.axis is None
-            and np.array_equal(t.quant.scale, out.quant.scale)
-            and np.array_equal(t.quant.zero_point, out.quant.zero_point)):
-        # TFLite interpolates the stored integers (ResizeBilinearInteger): the same arithmetic, in NHWC.
-        raw = ctx.raw(0)
-        sizes = ctx.const([raw.shape[0], *size, raw.shape[3]], what="sizes")
-        ctx.output(0, ctx.emit("Resize", [raw, None, None, sizes], {
-            "mode": "linear", "coordinate_transformation_mode": ctm, TFLITE_INTEGER: 1}))
-        return
-    sizes = ctx.const([*x.shape[:2], *size], what="sizes")
-    y = ctx.emit("Resize", [x, None, None, sizes], {"mode": "linear", "coordinate_transformation_mode": ctm})
-    ctx.output(0, y, nchw=True)
+    attrs: dict = {"mode": "linear", "coordinate_transformation_mode": ctm}
+    # TFLite interpolates the stored integers (ResizeBilinearInteger) where the quantization stays
+    integer = _same_quant(ctx)
+    x = ctx.raw(0) if integer else ctx.input(0)
+    if integer:
+        attrs[TFLITE_INTEGER] = 1
+    sizes = ctx.const([x.shape[0], *size, x.shape[3]], what="sizes")
+    ctx.output(0, ctx.emit("Resize", [x, None, None, sizes], attrs))
 
 
 def nearest_indices(n_in: int, n_out: int, align: bool, half: bool) -> np.ndarray:
@@ -246,12 +250,18 @@ def _resize_nearest(ctx: OpContext) -> None:
 
 
 def _depth_space(op: str):
+    """DEPTH_TO_SPACE / SPACE_TO_DEPTH on the NHWC tensor as it is: a Reshape that splits the block offsets out, the
+    one Transpose the operator is, and a Reshape back (no layout Transposes around an NCHW DepthToSpace). TensorFlow's
+    order: the block offset (i, j) is the outer part of the channel, (i * b + j) * C' + c. The stored integers move
+    as they are where the quantization stays."""
     def convert(ctx: OpContext) -> None:
-        attrs = {"blocksize": ctx.options.BlockSize()}
-        if op == "DepthToSpace":
-            attrs["mode"] = "DCR"  # TensorFlow's order: the block offset is the outer part of the channel
-        ctx.output(0, ctx.emit(op, [ctx.input(0, nchw=True)], attrs),
-                   nchw=True)
+        b = ctx.options.BlockSize()
+        x = ctx.raw(0) if _same_quant(ctx) else ctx.input(0)
+        n, h, w, c = x.shape
+        split = [n, h, w, b, b, c // (b * b)] if op == "DepthToSpace" else [n, h // b, b, w // b, b, c]
+        y = ctx.emit("Reshape", [x, ctx.const(split, what="split")])
+        y = ctx.transpose(y, (0, 1, 3, 2, 4, 5))
+        ctx.output(0, ctx.emit("Reshape", [y, ctx.const(list(ctx.out_info().shape), what="shape")]))
 
     return convert
 
