@@ -2,6 +2,12 @@
 
 The window geometry is a PoolGeometry, which the kernels read as a static int32 table (kernels/pool.c names
 its entries EMBER_POOL_*).
+
+A MaxPool (without Indices), AveragePool or GlobalAveragePool, float or int8 (QMaxPool, QAvgPool, QMean in
+ops/qpointwise.py), may carry
+CHANNELS_LAST: its input and output are [N, spatial..., C] (a TFLite model's NHWC tensors, where Transpose
+optimization moved the layout Transposes through it: passes/transposes.py) and it runs on the channels-last
+kernels (kernels/pool.c EMBER_POOL_NHWC).
 """
 
 from __future__ import annotations
@@ -20,21 +26,34 @@ from ember.ops.opdef import Int8, OpDef
 from ember.ops.registry import register
 
 _MAXPOOL_TYPES = {DType.FLOAT32: "f32", DType.UINT8: "u8", DType.INT8: "s8"}
+CHANNELS_LAST = "channels_last"
+
+
+def channels_last(node: Node) -> bool:
+    return bool(node.attrs.get(CHANNELS_LAST, 0))
+
+
+def spatial_dims(node: Node, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The dims a pool's window moves over: after N and C, or between them where the node is CHANNELS_LAST."""
+    return tuple(shape[1:-1]) if channels_last(node) else tuple(shape[2:])
 
 
 def infer_pool(node: Node) -> list[TensorType | None]:
-    """[N, C, windows...] (ceil_mode rounds the window count up); MaxPool's Indices (int64) alike."""
+    """[N, C, windows...] ([N, windows..., C] if CHANNELS_LAST; ceil_mode rounds the window count up); MaxPool's
+    Indices (int64) alike."""
     x = inp(node, 0)
     if x.type.rank < 3:
         raise ShapeError(f"node '{node.name}' ({node.op}): input {list(x.shape)} has no spatial dims")
-    spatial = conv_out(node, x.shape[2:], node.attrs["kernel_shape"], bool(node.attrs.get("ceil_mode", 0)))
-    shape = [*x.shape[:2], *spatial]
+    spatial = conv_out(node, spatial_dims(node, x.shape), node.attrs["kernel_shape"],
+                       bool(node.attrs.get("ceil_mode", 0)))
+    shape = [x.shape[0], *spatial, x.shape[-1]] if channels_last(node) else [*x.shape[:2], *spatial]
     return [typed(x.dtype, shape), *[typed(DType.INT64, shape) if o is not None else None for o in node.outputs[1:2]]]
 
 
 def infer_global(node: Node) -> list[TensorType | None]:
     x = inp(node, 0)
-    return [typed(x.dtype, [*x.shape[:2], *[1] * (x.type.rank - 2)])]
+    ones = [1] * (x.type.rank - 2)
+    return [typed(x.dtype, [x.shape[0], *ones, x.shape[-1]] if channels_last(node) else [*x.shape[:2], *ones])]
 
 
 @dataclass(frozen=True)
@@ -57,7 +76,7 @@ class PoolGeometry:
 def pool_geometry(node: Node) -> PoolGeometry:
     """`node`'s window geometry from its input and output shapes and its attributes (auto_pad resolved)."""
     x, y = present(node.input(0)), present(node.outputs[0])
-    ins, outs = list(x.shape[2:]), list(y.shape[2:])
+    ins, outs = list(spatial_dims(node, x.shape)), list(spatial_dims(node, y.shape))
     r = len(ins)
     kernel = list(node.attrs["kernel_shape"])
     strides = list(node.attrs.get("strides", [1] * r))
@@ -90,6 +109,12 @@ def _nc(node: Node) -> int:
     return x.shape[0] * x.shape[1]
 
 
+def channels(node: Node) -> tuple[int, int]:
+    """(N, C) of a CHANNELS_LAST pool's input."""
+    x = present(node.input(0))
+    return x.shape[0], x.shape[-1]
+
+
 def _maxpool3s2(node: Node, geo: PoolGeometry) -> bool:
     """A float 2-D MaxPool over 3x3 windows at stride 2 without indices (kernels/pool.c ember_maxpool3s2_f32)."""
     indices = len(node.outputs) > 1 and node.outputs[1] is not None
@@ -102,6 +127,10 @@ def _lower_maxpool(node: Node, k: KernelEmitter) -> None:
     x = present(node.input(0))
     idx = k.out(1) if len(node.outputs) > 1 and node.outputs[1] is not None else "0"
     geo = pool_geometry(node)
+    if channels_last(node):
+        k.call(f"ember_maxpool_nhwc_{_MAXPOOL_TYPES[x.dtype]}", k.out(0), k.inp(0), k.table(geo.table(), DType.INT32),
+               *channels(node))
+        return
     if _maxpool3s2(node, geo):
         k.call("ember_maxpool3s2_f32", k.out(0), k.inp(0), k.table(geo.table(), DType.INT32), _nc(node))
         return
@@ -112,7 +141,8 @@ def _lower_maxpool(node: Node, k: KernelEmitter) -> None:
 register(OpDef(
     "MaxPool", infer=infer_pool, lower=_lower_maxpool,
     normalize=lambda n, g: _check_rank(n, tuple(_MAXPOOL_TYPES)),
-    kernels=(*(f"ember_maxpool_{s}" for s in _MAXPOOL_TYPES.values()), "ember_maxpool3s2_f32"), int8=Int8.MOVE,
+    kernels=(*(f"ember_maxpool{layout}_{s}" for s in _MAXPOOL_TYPES.values() for layout in ("", "_nhwc")),
+             "ember_maxpool3s2_f32"), int8=Int8.MOVE,
 ))
 
 
@@ -124,6 +154,10 @@ def _whole_window(geo: PoolGeometry) -> bool:
 
 def _lower_avgpool(node: Node, k: KernelEmitter) -> None:
     geo = pool_geometry(node)
+    if channels_last(node):
+        k.call("ember_avgpool_nhwc_f32", k.out(0), k.inp(0), k.table(geo.table(), DType.INT32), *channels(node),
+               node.attrs.get("count_include_pad", 0))
+        return
     if _whole_window(geo):
         # The plane's mean in vector partial sums: the windowed kernel's bounds checks per tap and one
         # chain of dependent adds made a 25x5 window 10x slower.
@@ -135,7 +169,7 @@ def _lower_avgpool(node: Node, k: KernelEmitter) -> None:
 
 register(OpDef(
     "AveragePool", infer=infer_pool, lower=_lower_avgpool, normalize=lambda n, g: _check_rank(n),
-    kernels=("ember_avgpool_f32", "ember_global_pool_f32"), int8=Int8.AVERAGE,
+    kernels=("ember_avgpool_f32", "ember_avgpool_nhwc_f32", "ember_global_pool_f32"), int8=Int8.AVERAGE,
 ))
 
 
@@ -153,6 +187,10 @@ register(OpDef(
 def _global(is_max: int):
     def lower(node: Node, k: KernelEmitter) -> None:
         x = present(node.input(0))
+        if channels_last(node):  # only GlobalAveragePool takes CHANNELS_LAST
+            n, c = channels(node)
+            k.call("ember_gap_nhwc_f32", k.out(0), k.inp(0), n, math.prod(x.shape[1:-1]), c)
+            return
         k.call("ember_global_pool_f32", k.out(0), k.inp(0), _nc(node), math.prod(x.shape[2:]), is_max)
 
     return lower
@@ -160,7 +198,7 @@ def _global(is_max: int):
 
 register(OpDef(
     "GlobalAveragePool", infer=infer_global, lower=_global(0), normalize=lambda n, g: _check_rank(n),
-    kernels=("ember_global_pool_f32",), int8=Int8.AVERAGE,
+    kernels=("ember_global_pool_f32", "ember_gap_nhwc_f32"), int8=Int8.AVERAGE,
 ))
 register(OpDef(
     "GlobalMaxPool", infer=infer_global, lower=_global(1), normalize=lambda n, g: _check_rank(n),

@@ -26,7 +26,7 @@ from ember.ir.graph import Node
 from ember.ops.infer import broadcast_infer, same_as_input
 from ember.ops.matmul import present
 from ember.ops.opdef import OpDef
-from ember.ops.pool import infer_global, infer_pool, pool_geometry
+from ember.ops.pool import channels, channels_last, infer_global, infer_pool, pool_geometry
 from ember.ops.registry import register
 
 
@@ -156,6 +156,10 @@ register(OpDef("QMul", infer=broadcast_infer(0), lower=_lower_binary("ember_qmul
 
 def _lower_maxpool(node: Node, k: KernelEmitter) -> None:
     x = present(node.input(0))
+    if channels_last(node):  # the max of the bytes as their type orders them
+        k.call(f"ember_maxpool_nhwc_{'s8' if x.dtype is DType.INT8 else 'u8'}", k.out(0), k.inp(0),
+               k.table(pool_geometry(node).table(), DType.INT32), *channels(node))
+        return
     k.call("ember_qmaxpool", k.out(0, "uint8_t"), _bytes(k, 0), k.table(pool_geometry(node).table(), DType.INT32),
            x.shape[0] * x.shape[1], _sgn(node), k.scratch())
 
@@ -170,25 +174,35 @@ def _maxpool_row(node: Node) -> int:
     return max(phases, vectors)
 
 
-register(OpDef("QMaxPool", infer=infer_pool, lower=_lower_maxpool, scratch=_maxpool_row, kernels=("ember_qmaxpool",)))
+register(OpDef("QMaxPool", infer=infer_pool, lower=_lower_maxpool, scratch=_maxpool_row,
+               kernels=("ember_qmaxpool", "ember_maxpool_nhwc_s8", "ember_maxpool_nhwc_u8")))
 
 
 def _lower_avgpool(node: Node, k: KernelEmitter) -> None:
     x = present(node.input(0))
     q: QAvgPoolParams = node.attrs["_qpool"]
+    tables = (k.table(q.mult, DType.INT32), k.table(q.shift, DType.INT32), k.table(q.out.table(), DType.INT32))
+    if channels_last(node):
+        k.call("ember_qavgpool_nhwc", k.out(0, "uint8_t"), _bytes(k, 0), k.table(pool_geometry(node).table(),
+               DType.INT32), *channels(node), _sgn(node), q.zx, int(node.attrs.get("count_include_pad", 0)), *tables)
+        return
     k.call("ember_qavgpool", k.out(0, "uint8_t"), _bytes(k, 0), k.table(pool_geometry(node).table(), DType.INT32),
-           x.shape[0] * x.shape[1], _sgn(node), q.zx, int(node.attrs.get("count_include_pad", 0)),
-           k.table(q.mult, DType.INT32), k.table(q.shift, DType.INT32), k.table(q.out.table(), DType.INT32))
+           x.shape[0] * x.shape[1], _sgn(node), q.zx, int(node.attrs.get("count_include_pad", 0)), *tables)
 
 
-register(OpDef("QAvgPool", infer=infer_pool, lower=_lower_avgpool, kernels=("ember_qavgpool",)))
+register(OpDef("QAvgPool", infer=infer_pool, lower=_lower_avgpool, kernels=("ember_qavgpool", "ember_qavgpool_nhwc")))
 
 
 def _lower_mean(node: Node, k: KernelEmitter) -> None:
     x = present(node.input(0))
     q: QMeanParams = node.attrs["_qmean"]
+    if channels_last(node):
+        n, c = channels(node)
+        k.call("ember_qmean_nhwc", k.out(0, "uint8_t"), _bytes(k, 0), n, math.prod(x.shape[1:-1]), c, _sgn(node),
+               q.zx, q.mult, q.shift, k.table(q.out.table(), DType.INT32))
+        return
     k.call("ember_qmean", k.out(0, "uint8_t"), _bytes(k, 0), x.shape[0] * x.shape[1], math.prod(x.shape[2:]),
            _sgn(node), q.zx, q.mult, q.shift, k.table(q.out.table(), DType.INT32))
 
 
-register(OpDef("QMean", infer=infer_global, lower=_lower_mean, kernels=("ember_qmean",)))
+register(OpDef("QMean", infer=infer_global, lower=_lower_mean, kernels=("ember_qmean", "ember_qmean_nhwc")))

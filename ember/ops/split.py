@@ -45,6 +45,7 @@ from ember.ops.conv import (
 from ember.ops.epilogue import epilogue_args
 from ember.ops.matmul import _panels_dims
 from ember.ops.parallel import Slice, Split, contiguous_axis, cuttable, with_part_scratch
+from ember.ops.pool import channels_last
 from ember.ops.qlinear import YCUT_ATTR, QSpec, lower_qconv, lower_qdwconv
 from ember.ops.qwino import BOUND_ATTR
 
@@ -530,10 +531,11 @@ def _split_layernorm(node: Node) -> Split | None:
 
 def _split_pool(node: Node) -> Split | None:
     """Pooling is plane by plane: whole channels of one image (not MaxPool's Indices output, whose values
-    count from the whole input's start); int8 pooling (QMaxPool, QAvgPool) alike."""
+    count from the whole input's start); int8 pooling (QMaxPool, QAvgPool) alike. Channels-last pools stay whole
+    (their channels are not planes)."""
     x, y = node.input(0), node.outputs[0]
     ok = (DType.UINT8, DType.INT8) if node.op.startswith("Q") else (DType.FLOAT32,)
-    if (x is None or y is None or x.dtype not in ok or x.shape[0] != 1 or not cuttable(x, 1)
+    if (x is None or y is None or x.dtype not in ok or x.shape[0] != 1 or channels_last(node) or not cuttable(x, 1)
             or not cuttable(y, 1) or any(o is not None for o in node.outputs[1:])):
         return None
     window = math.prod(node.attrs.get("kernel_shape") or x.shape[2:])

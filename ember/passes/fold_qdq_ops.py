@@ -17,6 +17,7 @@ from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node, Value
 from ember.ops import registry
 from ember.ops.opdef import Int8
+from ember.ops.pool import CHANNELS_LAST, channels_last, spatial_dims
 from ember.ops.qlinear import BYTE_TYPES, DOUBLE, TFL_DIVIDE, fixed_point, tflite_multiplier
 from ember.ops.qpointwise import QAddParams, QAvgPoolParams, QLutTable, QMeanParams, QMulParams, QOut
 
@@ -158,10 +159,10 @@ def fold_pointwise(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> Non
     elif node.op == "GlobalAveragePool" and q.rounding:
         new = _tflite_mean(graph, node, x, q)
     elif node.op == "GlobalAveragePool":
-        s = math.prod(x.q.shape[2:])
+        s = math.prod(spatial_dims(node, x.q.shape))
         mult, shift = fixed_point(float(x.scale[0]) / (float(q.scale) * s))
         new = Node("QMean", graph.unique_name(f"{node.name}_int8"), [x.q], [q.out],
-                   {"_qmean": QMeanParams(int(x.zp[0]), mult, shift, _out(q))})
+                   {"_qmean": QMeanParams(int(x.zp[0]), mult, shift, _out(q)), **_layout(node)})
     else:
         return
     _swap(graph, node, q, new)
@@ -170,12 +171,17 @@ def fold_pointwise(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> Non
 def _tflite_mean(graph: Graph, node: Node, x: DQ, q: Q) -> Node:
     """TFLite's int8 MEAN (QuantizedMeanOrSum): the multiplier of x_scale / y_scale with 1/n folded into
     it in integers, (M << s) / n for s = floor(log2 n) (at most 32), and the shift raised by s."""
-    n = math.prod(x.q.shape[2:])
+    n = math.prod(spatial_dims(node, x.q.shape))
     mult, k = tflite_multiplier(float(x.scale[0]) / float(q.scale), q.rounding)
     s = min(n.bit_length() - 1, 32, 31 + (31 - k))
     mult, k = ((mult << s) // n, k + s) if k + s <= 62 else (0, 1)  # past 2^-62: every mean is 0
     return Node("QMean", graph.unique_name(f"{node.name}_int8"), [x.q], [q.out],
-                {"_qmean": QMeanParams(int(x.zp[0]), mult, k + 64 * q.rounding, _out(q))})
+                {"_qmean": QMeanParams(int(x.zp[0]), mult, k + 64 * q.rounding, _out(q)), **_layout(node)})
+
+
+def _layout(node: Node) -> dict[str, int]:
+    """A channels-last pool's attribute, for the integer node made of it."""
+    return {CHANNELS_LAST: 1} if channels_last(node) else {}
 
 
 def _swap(graph: Graph, node: Node, q: Q, new: Node, before: list[Node] | None = None) -> None:

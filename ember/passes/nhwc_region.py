@@ -27,6 +27,7 @@ from ember.ir.graph import Graph, Node, Value
 from ember.ops.conv import RESIDUAL, _conv_parts
 from ember.ops.epilogue import epilogue_of
 from ember.ops.nhwc import NHWC_ATTR, NhwcParams
+from ember.ops.pool import channels_last
 from ember.ops.reduce import reduce_axes
 from ember.passes.conv_algorithms import narrow_panels
 
@@ -102,7 +103,7 @@ def _pool(node: Node) -> bool:
     """A GlobalAveragePool, or a ReduceMean over H and W (TFLite's MEAN): its output has the same bytes from
     NHWC activations as from NCHW ones."""
     x = node.input(0)
-    if (x is None or x.type.rank != 4 or x.dtype is not DType.FLOAT32 or node.outputs[0] is None
+    if (x is None or x.type.rank != 4 or x.dtype is not DType.FLOAT32 or node.outputs[0] is None or channels_last(node)
             or node.outputs[0].dtype is not DType.FLOAT32):
         return False
     if node.op == "AveragePool":  # one window over the whole plane (TFLite's AVERAGE_POOL_2D at the end of a net)

@@ -16,6 +16,7 @@ import numpy as np
 
 from ember.ir.graph import Graph, Node, Value
 from ember.ops import registry
+from ember.ops.pool import channels_last
 
 # Ops with a window: (kernel, stride, dilation, pads) from their attributes.
 _WINDOWED = {"Conv", "QConv", "MaxPool", "QMaxPool"}
@@ -32,8 +33,8 @@ def _patchable(node: Node) -> bool:
     x, y = _spatial_input(node), node.outputs[0] if len(node.outputs) == 1 else None
     if x is None or y is None or x.type.rank != 4 or y.type.rank != 4 or x.shape[0] != 1 or x.blocked or y.blocked:
         return False
-    if node.subgraphs or any(k.startswith("_parts") for k in node.attrs):
-        return False
+    if node.subgraphs or any(k.startswith("_parts") for k in node.attrs) or channels_last(node):
+        return False  # a channels-last pool's rows are not dim 2
     if node.op in _WINDOWED:
         return (node.attrs.get("auto_pad", "NOTSET") == "NOTSET" and not node.attrs.get("ceil_mode", 0)
                 and len(_window(node)[0]) == 2)

@@ -32,6 +32,7 @@ from ember.ir.dtypes import DType, QuantParams, TensorType
 from ember.ir.graph import Graph, Node, Value
 from ember.ops import registry
 from ember.ops.movement import pad_params
+from ember.ops.pool import CHANNELS_LAST, channels_last
 from ember.ops.reduce import reduce_axes
 
 Perm = tuple[int, ...]
@@ -192,6 +193,20 @@ def _resize(node: Node, p: Perm) -> Rewrite:
     return Rewrite((0,), [p], {"axes": [p[a] for a in axes]})
 
 
+def _pool(node: Node, p: Perm) -> Rewrite | None:
+    """A channels-first pool of a channels-last value runs on it as it is (ops/pool.py CHANNELS_LAST). Not with
+    MaxPool's Indices (flat NCHW positions), nor on a dequantized int16 value: fold_qdq16's int16 pools (TFLite
+    16x8 models) have NCHW kernels only."""
+    rank = len(p)
+    x = node.inputs[0]
+    dq = x.producer if x is not None else None
+    if (p != (0, rank - 1, *range(1, rank - 1)) or channels_last(node) or any(o is not None for o in node.outputs[1:])
+            or (dq is not None and dq.op == "DequantizeLinear" and dq.inputs[0] is not None
+                and dq.inputs[0].dtype is DType.INT16)):
+        return None
+    return Rewrite((0,), [p], {CHANNELS_LAST: 1})
+
+
 _REDUCE = ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
            "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp")
 
@@ -207,6 +222,8 @@ _AXIS_OPS: dict[str, Handler] = {
     "Softmax": _softmax, "LogSoftmax": _softmax,  # axis (one axis only)
     "QuantizeLinear": _quant, "DequantizeLinear": _quant,  # per-axis: axis
     "Resize": _resize,  # axes (its scales, sizes and roi follow them)
+    **dict.fromkeys(("MaxPool", "AveragePool", "GlobalAveragePool", "QMaxPool", "QAvgPool", "QMean"),
+                    _pool),  # the layout: channels last
 }
 
 
@@ -483,12 +500,6 @@ def _simplify(graph: Graph) -> bool:
             changed = True
             continue
         p = perm_of(t)
-        twin = seen.setdefault((id(x), p), y)
-        if twin is not y:  # the same Transpose of the same value again
-            graph.remove_node(t)
-            graph.replace_uses(y, twin)
-            changed = True
-            continue
         if x.is_const and not graph.is_output(y):
             y.const = np.ascontiguousarray(np.transpose(np.asarray(x.const), p))
             y.type = TensorType(DType.from_numpy(y.const.dtype), tuple(y.const.shape))
@@ -507,6 +518,14 @@ def _simplify(graph: Graph) -> bool:
         if is_identity(p):
             graph.remove_node(t)
             graph.replace_uses(y, x)
+            changed = True
+            continue
+        # Last, once t is what it stays: a twin found earlier must still be in the graph (one composed away to the
+        # identity, as above, is not).
+        twin = seen.setdefault((id(x), p), y)
+        if twin is not y:  # the same Transpose of the same value again
+            graph.remove_node(t)
+            graph.replace_uses(y, twin)
             changed = True
     # `uses` goes stale as this runs, but only ever claims a use that is gone: a dead Transpose waits a round.
     return changed

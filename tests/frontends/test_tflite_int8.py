@@ -162,6 +162,15 @@ def test_int8_lookup_tables_follow_the_nhwc_layout() -> None:
     assert graph.op_counts().get("Transpose") == 3, graph.op_counts()  # the input's, the output's, the flatten's
 
 
+@pytest.mark.parametrize("name", ["op_maxpool_int8", "op_avgpool_int8"])
+def test_int8_pools_run_channels_last(name: str) -> None:
+    """MAX_POOL_2D and AVERAGE_POOL_2D run on the NHWC bytes as they are (channels-last QMaxPool and QAvgPool): no
+    Transpose at the input or the output (their bytes against LiteRT and TFLite Micro: test_int8_operator_bit_exact)."""
+    graph, _, _ = build_graph(str(FIXTURES / f"{name}.tflite"), CompileOptions())
+    pools = [n for n in graph.nodes if n.op in ("QMaxPool", "QAvgPool")]
+    assert len(pools) == 1 and pools[0].attrs.get("channels_last") and "Transpose" not in graph.op_counts()
+
+
 def test_int8_rgb_stem_skips_im2col_bit_exact(tmp_path: Path) -> None:
     """At the default -O level the 3-channel stride-2 stem of a TFLite model (TFLite's rounding, which
     qgemm.c's float requantisation cannot take) runs as QConvShifted, gathered from its stride-phase planes,

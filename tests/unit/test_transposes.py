@@ -18,6 +18,7 @@ from ember.ir.graph import Graph
 from ember.passes.transposes import compose, invert, moves_only_unit_axes, optimize_transposes
 from ember.passes.verify import verify
 from ember.reference import onnxruntime_session
+from tests.support import cdriver
 
 F = TensorProto.FLOAT
 TO_NCHW, TO_NHWC = [0, 3, 1, 2], [0, 2, 3, 1]
@@ -240,6 +241,76 @@ def test_resize_runs_on_the_nhwc_tensor(tmp_path: Path, mode: str) -> None:
     graph = _check(path, tmp_path)
     assert _transposes(graph) == 0
     assert [n.attrs["axes"] for n in graph.nodes if n.op == "Resize"] == [[0, 3, 1, 2]] * 2
+
+
+def test_pools_run_on_the_nhwc_tensor(tmp_path: Path) -> None:
+    """MaxPool and AveragePool (padded, strided, dilated, ceil_mode, count_include_pad both ways) and
+    GlobalAveragePool between an NHWC input and NHWC outputs run channels-last: no Transpose is left, and the
+    outputs are onnxruntime's."""
+    net = Net()
+    mx = net.nchw("x", "MaxPool", [], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    av = net.nchw(net.op("Relu", [mx]), "AveragePool", [], kernel_shape=[3, 2], strides=[1, 2], pads=[1, 0, 1, 1],
+                  ceil_mode=1)
+    inc = net.nchw(mx, "AveragePool", [], kernel_shape=[2, 2], pads=[1, 1, 0, 0], count_include_pad=1)
+    dil = net.nchw("x", "MaxPool", [], kernel_shape=[2, 2], dilations=[2, 1])
+    gap = net.nchw(mx, "GlobalAveragePool", [])
+    path = net.save(tmp_path / "m.onnx", [("x", [2, 9, 7, 70])], [av, inc, dil, gap], opset=17)
+    graph = _check(path, tmp_path)
+    assert _transposes(graph) == 0
+    assert all(n.attrs.get("channels_last") for n in graph.nodes if "Pool" in n.op)
+    # the bundle as C, -Wall -Wextra -Werror, under AddressSanitizer and UndefinedBehaviorSanitizer
+    feeds = _feeds(path)
+    got = cdriver.run(ember.compile(path, tmp_path / "c").path, tmp_path / "drv", feeds, sanitize=True)
+    for o, r in zip(onnx.load(path).graph.output, onnxruntime_session(str(path)).run(None, feeds), strict=True):
+        np.testing.assert_allclose(got[o.name], r, rtol=1e-5, atol=1e-5)
+
+
+def test_one_dimensional_pool_on_the_nwc_tensor(tmp_path: Path) -> None:
+    net = Net()
+    t = net.op("Transpose", ["x"], perm=[0, 2, 1])
+    y = net.op("Transpose", [net.op("MaxPool", [t], kernel_shape=[3], strides=[2], pads=[1, 1])], perm=[0, 2, 1])
+    path = net.save(tmp_path / "m.onnx", [("x", [1, 11, 5])], [y])
+    assert _transposes(_check(path, tmp_path)) == 0
+
+
+@pytest.mark.parametrize(("pool", "int8_op"), [("AveragePool", "QAvgPool"), ("MaxPool", "QMaxPool"),
+                                              ("GlobalAveragePool", "QMean")])
+def test_int8_pools_on_nhwc_bytes_give_the_nchw_kernels_bytes(tmp_path: Path, pool: str, int8_op: str) -> None:
+    """A QDQ pool of 70 channels (more than the channels-last kernels' block of 64) on an NHWC tensor runs
+    channels-last on the int8 bytes, and gives exactly the values of the same model laid out NCHW."""
+    def model(nhwc: bool) -> Path:
+        net = Net()
+        scale, zp = net.const(np.float32(0.04)), net.const(np.int8(-5))
+        x = net.op("DequantizeLinear", [net.op("QuantizeLinear", ["x", scale, zp]), scale, zp])
+        attrs = {"kernel_shape": [3, 3], "strides": [2, 1], "pads": [1, 1, 1, 0]} if "Global" not in pool else {}
+        y = net.nchw(x, pool, [], **attrs) if nhwc else net.op(pool, [x], **attrs)
+        # MaxPool folds where its scale stays (a max of the bytes)
+        oscale, ozp = (scale, zp) if pool == "MaxPool" else (net.const(np.float32(0.03)), net.const(np.int8(2)))
+        out = net.op("DequantizeLinear", [net.op("QuantizeLinear", [y, oscale, ozp]), oscale, ozp])
+        shape = [1, 9, 7, 70] if nhwc else [1, 70, 9, 7]
+        return net.save(tmp_path / f"{nhwc}.onnx", [("x", shape)], [out])
+
+    x = np.random.default_rng(5).standard_normal((1, 9, 7, 70)).astype(np.float32) * 2
+    got = ember.compile(model(True), tmp_path / "nhwc").run({"x": x})
+    want = ember.compile(model(False), tmp_path / "nchw").run({"x": x.transpose(0, 3, 1, 2).copy()})
+    graph, _, _ = build_graph(str(model(True)), CompileOptions())
+    assert _transposes(graph) == 0 and graph.op_counts().get(int8_op) == 1
+    np.testing.assert_array_equal(next(iter(got.values())), next(iter(want.values())).transpose(0, 2, 3, 1))
+    c = cdriver.run(ember.compile(model(True), tmp_path / "c").path, tmp_path / "drv", {"x": x}, sanitize=True)
+    np.testing.assert_array_equal(next(iter(c.values())), next(iter(got.values())))  # under ASan and UBSan
+
+
+def test_two_readers_transposing_one_nhwc_value_back(tmp_path: Path) -> None:
+    """Two NCHW ops (no Transpose moves through LRN) each read their own Transpose of one NHWC conv output back to
+    NCHW: the first pair composes to nothing, and the second Transpose, its twin, must then read the conv output
+    too (it was once left reading the removed first one)."""
+    net = Net()
+    a = net.conv("x", 3, 4, act=None)
+    y1 = net.nchw(a, "LRN", [], size=3)
+    y2 = net.nchw(a, "LRN", [], size=5)
+    path = net.save(tmp_path / "m.onnx", [("x", [1, 5, 6, 3])], [y1, y2])
+    graph = _check(path, tmp_path)
+    assert _inner_transposes(graph) == []
 
 
 def test_attribute_forms_of_old_opsets(tmp_path: Path) -> None:

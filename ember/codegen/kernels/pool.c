@@ -178,6 +178,82 @@ EMBER_DEFINE_MAXPOOL(u8, uint8_t, 0)
 EMBER_DEFINE_MAXPOOL(s8, int8_t, (-128))
 /*@end*/
 
+/*@kernel ember_pool_nhwc_loop requires ember_pool_geo*/
+/* Channels-last pooling (ops/pool.py CHANNELS_LAST): y [N, OD, OH, OW, C] from x [N, D, H, W, C]. Every output
+ * pixel's window is walked once, and each tap inside the input is a run of C contiguous values, so the loops over
+ * channels vectorize and every line of x is read once per window that covers it (a plane-by-plane walk would read
+ * the whole tensor once per channel). EMBER_POOL_NHWC(T, BODY_BEFORE, BODY, BODY_AFTER) runs BODY for each tap inside the input with `xp` at
+ * its first channel, BODY_BEFORE before the first tap (`y` at the pixel's first channel) and BODY_AFTER after the
+ * last, with `count` the taps inside the input and `padded` those inside the padded input (as ember_avgpool_f32
+ * counts them); then `y` moves on by C. */
+#define EMBER_POOL_NHWC(T, BODY_BEFORE, BODY, BODY_AFTER)                                                            \
+    const int D = p[EMBER_POOL_IN_D], H = p[EMBER_POOL_IN_H], W = p[EMBER_POOL_IN_W];                               \
+    ptrdiff_t n, c;                                                                                                  \
+    int od, oh, ow, kd, kh, kw;                                                                                      \
+    for (n = 0; n < N; ++n)                                                                                          \
+        for (od = 0; od < p[EMBER_POOL_OUT_D]; ++od)                                                                 \
+            for (oh = 0; oh < p[EMBER_POOL_OUT_H]; ++oh)                                                             \
+                for (ow = 0; ow < p[EMBER_POOL_OUT_W]; ++ow, y += C) {                                               \
+                    int count = 0, padded = 0;                                                                       \
+                    BODY_BEFORE;                                                                                     \
+                    for (kd = 0; kd < p[EMBER_POOL_K_D]; ++kd) {                                                     \
+                        const int id = od * p[EMBER_POOL_STRIDE_D] - p[EMBER_POOL_PAD_D] + kd * p[EMBER_POOL_DIL_D]; \
+                        const int din = id >= 0 && id < D,                                                           \
+                                  dpad = id >= -p[EMBER_POOL_PAD_D] && id < D + p[EMBER_POOL_PAD_END_D];             \
+                        for (kh = 0; kh < p[EMBER_POOL_K_H]; ++kh) {                                                 \
+                            const int ih = oh * p[EMBER_POOL_STRIDE_H] - p[EMBER_POOL_PAD_H]                         \
+                                           + kh * p[EMBER_POOL_DIL_H];                                               \
+                            const int hin = din && ih >= 0 && ih < H,                                                \
+                                      hpad = dpad && ih >= -p[EMBER_POOL_PAD_H] && ih < H + p[EMBER_POOL_PAD_END_H]; \
+                            for (kw = 0; kw < p[EMBER_POOL_K_W]; ++kw) {                                             \
+                                const int iw = ow * p[EMBER_POOL_STRIDE_W] - p[EMBER_POOL_PAD_W]                     \
+                                               + kw * p[EMBER_POOL_DIL_W];                                           \
+                                if (hpad && iw >= -p[EMBER_POOL_PAD_W] && iw < W + p[EMBER_POOL_PAD_END_W]) ++padded; \
+                                if (hin && iw >= 0 && iw < W) {                                                      \
+                                    const T *xp = x + (((n * D + id) * (ptrdiff_t)H + ih) * W + iw) * C;             \
+                                    ++count;                                                                         \
+                                    BODY;                                                                            \
+                                }                                                                                    \
+                            }                                                                                        \
+                        }                                                                                            \
+                    }                                                                                                \
+                    BODY_AFTER;                                                                                      \
+                }
+/*@end*/
+
+/*@kernel ember_maxpool_nhwc_tpl requires ember_pool_nhwc_loop*/
+/* Channels-last max pooling of one element type (no Indices output). */
+#define EMBER_DEFINE_MAXPOOL_NHWC(SUFFIX, T, LOWEST)                                                              \
+static void ember_maxpool_nhwc_##SUFFIX(T *EMBER_RESTRICT y, const T *EMBER_RESTRICT x, const int32_t *p,        \
+                                        ptrdiff_t N, ptrdiff_t C) {                                                \
+    EMBER_POOL_NHWC(T, for (c = 0; c < C; ++c) y[c] = LOWEST,                                                      \
+                    for (c = 0; c < C; ++c) y[c] = xp[c] > y[c] ? xp[c] : y[c], ((void)count, (void)padded))                       \
+}
+/*@end*/
+
+/*@kernel ember_maxpool_nhwc_f32 requires ember_maxpool_nhwc_tpl*/
+EMBER_DEFINE_MAXPOOL_NHWC(f32, float, (-__builtin_inff()))
+/*@end*/
+
+/*@kernel ember_maxpool_nhwc_u8 requires ember_maxpool_nhwc_tpl*/
+EMBER_DEFINE_MAXPOOL_NHWC(u8, uint8_t, 0)
+/*@end*/
+
+/*@kernel ember_maxpool_nhwc_s8 requires ember_maxpool_nhwc_tpl*/
+EMBER_DEFINE_MAXPOOL_NHWC(s8, int8_t, (-128))
+/*@end*/
+
+/*@kernel ember_avgpool_nhwc_f32 requires ember_pool_nhwc_loop*/
+/* Channels-last average pooling: ember_avgpool_f32's sums (the same taps in the same order) and divisors. */
+static void ember_avgpool_nhwc_f32(float *EMBER_RESTRICT y, const float *EMBER_RESTRICT x, const int32_t *p,
+                                   ptrdiff_t N, ptrdiff_t C, int count_include_pad) {
+    EMBER_POOL_NHWC(float, for (c = 0; c < C; ++c) y[c] = 0.0f, for (c = 0; c < C; ++c) y[c] += xp[c], {
+        const int k = count_include_pad ? padded : count;
+        for (c = 0; c < C; ++c) y[c] = k > 0 ? y[c] / (float)k : 0.0f;
+    })
+}
+/*@end*/
+
 /*@kernel ember_avgpool_f32 requires ember_pool_geo*/
 /* Average pooling. The divisor counts the window taps inside the input (count_include_pad = 0) or
  * inside the explicitly padded input (1); taps that only exist because of ceil_mode never count. */

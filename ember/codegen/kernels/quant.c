@@ -621,6 +621,55 @@ static void ember_qavgpool(uint8_t *y, const uint8_t *x, const int32_t *p, ptrdi
 }
 /*@end*/
 
+/*@kernel ember_qavgpool_nhwc requires ember_qround ember_pool_nhwc_loop*/
+/* ember_qavgpool on channels-last bytes (y [N, OD, OH, OW, C] from x [N, D, H, W, C], pool.c
+ * EMBER_POOL_NHWC): each window's int32 sums for up to 64 channels at a time, in a block on the stack. */
+static void ember_qavgpool_nhwc(uint8_t *EMBER_RESTRICT y, const uint8_t *EMBER_RESTRICT x, const int32_t *p,
+                                ptrdiff_t N, ptrdiff_t C, int sgn, int zx, int include_pad, const int32_t *mult,
+                                const int32_t *shift, const int32_t *out) {
+    int32_t acc[64];
+    ptrdiff_t c0, cn;
+    for (c0 = 0; c0 < C; c0 += 64) {
+        uint8_t *y0 = y;
+        cn = C - c0 < 64 ? C - c0 : 64;
+        y += c0;
+        x += c0;
+        {
+            EMBER_POOL_NHWC(uint8_t, for (c = 0; c < cn; ++c) acc[c] = 0,
+                            for (c = 0; c < cn; ++c) acc[c] += ember_q_load(xp, c, sgn) - zx, {
+                const int k = include_pad ? padded : count;
+                for (c = 0; c < cn; ++c)
+                    y[c] = (uint8_t)ember_q_requant(acc[c], mult[k], shift[k], out[EMBER_QOUT_ZP], out[EMBER_QOUT_LO],
+                                                    out[EMBER_QOUT_HI]);
+            })
+        }
+        x -= c0;
+        y = y0;
+    }
+}
+/*@end*/
+
+/*@kernel ember_qmean_nhwc requires ember_qround*/
+/* ember_qmean on channels-last bytes: y[n][c] from the S pixels x[n][i][c] (C channels), their sums for up to 64
+ * channels at a time, so each pixel's run of channels is read in order. */
+static void ember_qmean_nhwc(uint8_t *EMBER_RESTRICT y, const uint8_t *EMBER_RESTRICT x, ptrdiff_t N, ptrdiff_t S,
+                             ptrdiff_t C, int sgn, int zx, int32_t mult, int shift, const int32_t *out) {
+    int64_t acc[64];
+    ptrdiff_t n, i, c, c0;
+    for (n = 0; n < N; ++n)
+        for (c0 = 0; c0 < C; c0 += 64) {
+            const ptrdiff_t cn = C - c0 < 64 ? C - c0 : 64;
+            const uint8_t *xn = x + n * S * C + c0;
+            for (c = 0; c < cn; ++c) acc[c] = 0;
+            for (i = 0; i < S; ++i)
+                for (c = 0; c < cn; ++c) acc[c] += ember_q_load(xn, i * C + c, sgn);
+            for (c = 0; c < cn; ++c)
+                y[n * C + c0 + c] = (uint8_t)ember_q_requant(acc[c] - (int64_t)S * zx, mult, shift, out[EMBER_QOUT_ZP],
+                                                             out[EMBER_QOUT_LO], out[EMBER_QOUT_HI]);
+        }
+}
+/*@end*/
+
 /*@kernel ember_qmean requires ember_qround*/
 /* GlobalAveragePool / ReduceMean over each of NC planes of S int8 (sgn = 1) / uint8 bytes:
  * zy + round((sum - S*zx) * mult * 2^-shift), the multiplier folding x_scale / (y_scale * S). */
