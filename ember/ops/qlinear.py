@@ -31,6 +31,7 @@ from ember.ops.matmul import matmul_shape, present
 from ember.ops.opdef import OpDef
 from ember.ops.overlap import qconv_overlap
 from ember.ops.registry import register
+from ember.ops.shape import stored_nhwc
 
 QPB = 64  # EMBER_QPB of qgemm.c: pixels per packed activation block
 # On microcontrollers (NAME.c defines EMBER_QPB so, driver.py; passes/scratch_budget.py marks the nodes with
@@ -358,7 +359,8 @@ def lower_qconv(node: Node, k: KernelEmitter, add: tuple[str, ...] = (), pixels:
     mult, shift, out = _out_args(k, q, packed_bound(q, wq.const), wq.const)
     y_ptr, m, my = blocked_part(node, k)
     head = [y_ptr, kind, k.inp(0), int(x.dtype is DType.INT8), _zp_arg(node, k, q), geo, x.shape[0]]
-    lay = int(x.blocked) | 2 * int(y.blocked)  # passes/int8_layout.py
+    # passes/int8_layout.py; passes/nhwc_input.py (QConvShifted only)
+    lay = int(x.blocked) | 2 * int(y.blocked) | 4 * int(stored_nhwc(x))
     lo, hi = pixels if pixels is not None else (0, math.prod(y.shape[2:]))
     if node.op == "QConvShifted":
         k.call("ember_qconv_shifted", *head, m, k.inp(2), _table(k, q.bias), _table(k, q.rowsum), mult,

@@ -13,7 +13,7 @@ import numpy as np
 from ember.codegen.emitter import KernelEmitter
 from ember.errors import ShapeError
 from ember.ir.dtypes import TensorType
-from ember.ir.graph import Node
+from ember.ir.graph import Node, Value
 from ember.ops.infer import axis, broadcast, const_ints, inp, typed
 from ember.ops.movement import contiguous_strides, emit_strided
 from ember.ops.opdef import Int8, OpDef
@@ -51,6 +51,26 @@ def _eval_bitcast(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
 # The same bytes read as another type of the same width (attribute `to`: a DType): a view like Reshape.
 register(OpDef("BitCast", lower=_lower_view, alias=True, kernels=("ember_copy",), infer=_infer_bitcast,
                evaluate=_eval_bitcast))
+
+
+# NhwcView (internal, passes/nhwc_input.py): an NHWC tensor read as the NCHW one that a Transpose would make of it,
+# with no copy: its output has the NCHW shape but keeps the NHWC bytes, and only convolutions that read their input
+# through a copy of their own (ConvShifted's planes, QConvShifted's words) read it, knowing the layout
+# (`stored_nhwc`). Attribute perm: the Transpose's.
+NHWC_VIEW = "NhwcView"
+
+
+def stored_nhwc(v: Value | None) -> bool:
+    """Whether v is an NhwcView's output: NCHW by its shape, NHWC in memory."""
+    return v is not None and v.producer is not None and v.producer.op == NHWC_VIEW
+
+
+def _infer_nhwc_view(node: Node) -> list[TensorType | None]:
+    x = inp(node, 0)
+    return [typed(x.dtype, [x.shape[a] for a in node.attrs["perm"]])]
+
+
+register(OpDef(NHWC_VIEW, lower=_lower_view, alias=True, kernels=("ember_copy",), infer=_infer_nhwc_view))
 
 
 def _fail(node: Node, detail: str) -> ShapeError:

@@ -30,6 +30,7 @@ from ember.passes.int4_matmul import pack_int4_matmuls
 from ember.passes.int8_layout import choose_int8_layout, dw_words_at_compile_time
 from ember.passes.manager import PassFn, each_graph
 from ember.passes.mcu_kernels import choose_mcu_kernels
+from ember.passes.nhwc_input import nhwc_input_views
 from ember.passes.nhwc_region import nhwc_regions
 from ember.passes.schedule import schedule_for_memory
 from ember.passes.scratch_budget import budget_scratch
@@ -160,6 +161,9 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
         passes.append(("choose_conv_algorithms",
                        lambda g: choose_conv_algorithms(g, family, tuned, row_panels=options.threads == 1)))
         passes.append(("choose_int8_layout", choose_int8_layout))
+        # An NHWC image's Transpose to NCHW, read only by convolutions that copy their input into planes or words
+        # anyway, becomes a view they gather from; once the algorithms and the int8 layouts are chosen.
+        passes.append(("nhwc_input_views", nhwc_input_views))
         if family.simd == "avx512":
             passes.append(("dw_words_at_compile_time", each_graph(dw_words_at_compile_time)))
     if int8_isa:

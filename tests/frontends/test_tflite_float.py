@@ -99,3 +99,27 @@ def test_resize_and_depth_space_keep_no_layout_transposes(name: str) -> None:
     integer = name.endswith("int8")
     assert all((n.inputs[0].dtype.short == "int8") == integer for n in transposes)
     assert not {"DepthToSpace", "SpaceToDepth"} & set(graph.op_counts())
+
+
+@pytest.mark.parametrize("name", ["conv_pool", "conv_pool_fp16", "atrous"])
+def test_shifted_stem_reads_the_nhwc_image(name: str, tmp_path: Path) -> None:
+    """At the default -O level a stem left to ConvShifted (no channels-last region pays there) gathers its
+    polyphase planes from the NHWC image itself: no Transpose at the input, outputs as LiteRT's, and the C bundle
+    clean under AddressSanitizer and UndefinedBehaviorSanitizer."""
+    from tests.support import cdriver
+
+    path = FIXTURES / f"{name}.tflite"
+    graph, _, _ = build_graph(str(path), CompileOptions())
+    views = [n for n in graph.nodes if n.op == "NhwcView"]
+    assert len(views) == 1 and graph.is_input(views[0].inputs[0]), graph.op_counts()
+    assert not any(n.op == "Transpose" and graph.is_input(n.inputs[0]) for n in graph.nodes), graph.op_counts()
+    interp = litert(path)
+    bundle = ember.compile(path, tmp_path / "b", name=name)
+    xs = inputs_for(interp, 3)
+    ref = run_litert(interp, xs)
+    for i, (r, g) in enumerate(zip(ref, run_ember(bundle, interp, xs), strict=True)):
+        compare_float(r, g, f"{name} output {i}")
+    names = [v["name"] for v in bundle.manifest["inputs"]]
+    got = cdriver.run(bundle.path, tmp_path / "drv", dict(zip(names, xs, strict=True)), sanitize=True)
+    for i, (r, g) in enumerate(zip(ref, got.values(), strict=True)):
+        compare_float(r, g, f"{name} output {i} (sanitized C)")

@@ -230,7 +230,9 @@ static void ember_conv_f32(float *y, const float *x, const float *w, const float
  * rows i*sh + a and columns j*sw + b (Hh x Wh). Then output pixel q = oh*Wh + ow reads, for tap
  * (kh, kw), plane (kh*dh % sh, kw*dw % sw) at q + (kh*dh / sh)*Wh + kw*dw / sw: row k = (c, kh, kw) of
  * the matmul's B is a plane shifted by b_row[k] (a compile-time table), and nothing is copied per tap.
- * A stride-1 unpadded conv reads the input itself (`planes` = 0). The matmul runs over blocks of `rb`
+ * A stride-1 unpadded conv reads the input itself (`planes` = 0); `planes` = 2: the input is stored channels-last
+ * (ops/shape.py NhwcView: a TFLite model's NHWC image), each plane row gathered C floats apart. The matmul runs
+ * over blocks of `rb`
  * output rows, computing all Wh columns of each row into `scratch` (the last Wh - OW are discarded)
  * while the block stays in cache; its rows are then copied out.
  * `scratch`: the planes (C*sh*sw*Hh*Wh floats, only if `planes`) then M*((rb-1)*Wh + OW) floats. `res` (else
@@ -252,7 +254,7 @@ static void ember_conv_shifted_f32(float *y, const float *x, const float *w, con
     int n, c, a, b, i, j, m, r, oh0;
     for (n = 0; n < N; ++n) {
         const float *src = x + (ptrdiff_t)n * C * H * W;
-        if (planes && sw == 2) {
+        if (planes == 1 && sw == 2) {
             /* Both column phases of each row in one pass (ember_phase_rows2_f32). */
             for (c = 0; c < C; ++c)
                 for (a = 0; a < sh; ++a)
@@ -267,6 +269,8 @@ static void ember_conv_shifted_f32(float *y, const float *x, const float *w, con
                     }
             src = scratch;
         } else if (planes) {
+            /* where input (c, ih, iw) is: NCHW, or channels-last (planes == 2) */
+            const ptrdiff_t cs = planes == 2 ? 1 : (ptrdiff_t)H * W, ps = planes == 2 ? C : 1;
             for (c = 0; c < C; ++c)
                 for (a = 0; a < sh; ++a)
                     for (b = 0; b < sw; ++b)
@@ -274,13 +278,14 @@ static void ember_conv_shifted_f32(float *y, const float *x, const float *w, con
                             /* Plane column j is input column j*sw + b - pl: inside for j in [lo, hi). */
                             float *EMBER_RESTRICT row = scratch + ((ptrdiff_t)(c * sh + a) * sw + b) * plane + (ptrdiff_t)i * Wh;
                             const int ih = i * sh + a - pt;
-                            const float *xr = src + ((ptrdiff_t)c * H + ih) * W + b - pl;
                             int lo = 0, hi = 0;
                             if (ih >= 0 && ih < H) ember_window_bounds(W, Wh, sw, b - pl, &lo, &hi);
                             for (j = 0; j < lo; ++j) row[j] = 0.0f;
-                            if (sw == 1) ember_copy_run_f32(row + lo, xr + lo, hi - lo);
+                            if (sw == 1 && ps == 1)
+                                ember_copy_run_f32(row + lo, src + (c * H + ih) * (ptrdiff_t)W + b - pl + lo, hi - lo);
                             else
-                                for (j = lo; j < hi; ++j) row[j] = xr[(ptrdiff_t)j * sw];
+                                for (j = lo; j < hi; ++j)
+                                    row[j] = src[c * cs + ((ptrdiff_t)ih * W + (ptrdiff_t)j * sw + b - pl) * ps];
                             for (j = hi; j < Wh; ++j) row[j] = 0.0f;
                         }
             src = scratch;
