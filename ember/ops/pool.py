@@ -4,10 +4,9 @@ The window geometry is a PoolGeometry, which the kernels read as a static int32 
 its entries EMBER_POOL_*).
 
 A MaxPool (without Indices), AveragePool or GlobalAveragePool, float or int8 (QMaxPool, QAvgPool, QMean in
-ops/qpointwise.py), may carry
-CHANNELS_LAST: its input and output are [N, spatial..., C] (a TFLite model's NHWC tensors, where Transpose
-optimization moved the layout Transposes through it: passes/transposes.py) and it runs on the channels-last
-kernels (kernels/pool.c EMBER_POOL_NHWC).
+ops/qpointwise.py), or an LRN may carry CHANNELS_LAST: its input and output are [N, spatial..., C] (a TFLite
+model's NHWC tensors, where Transpose optimization moved the layout Transposes through it: passes/transposes.py)
+and it runs on the channels-last kernels (kernels/pool.c EMBER_POOL_NHWC; LRN: each pixel's run of channels).
 """
 
 from __future__ import annotations
@@ -209,7 +208,10 @@ register(OpDef(
 def _lower_lrn(node: Node, k: KernelEmitter) -> None:
     x = present(node.input(0))
     f32 = DType.FLOAT32
-    k.call("ember_lrn_f32", k.out(0), k.inp(0), x.shape[0], x.shape[1], math.prod(x.shape[2:]),
+    # channels-last: every pixel a one-pixel image of C channels
+    n, c, s = (math.prod(x.shape[:-1]), x.shape[-1], 1) if channels_last(node) else (
+        x.shape[0], x.shape[1], math.prod(x.shape[2:]))
+    k.call("ember_lrn_f32", k.out(0), k.inp(0), n, c, s,
            node.attrs["size"], literal(node.attrs.get("alpha", 1e-4), f32), literal(node.attrs.get("beta", 0.75), f32),
            literal(node.attrs.get("bias", 1.0), f32))
 

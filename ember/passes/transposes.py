@@ -222,7 +222,7 @@ _AXIS_OPS: dict[str, Handler] = {
     "Softmax": _softmax, "LogSoftmax": _softmax,  # axis (one axis only)
     "QuantizeLinear": _quant, "DequantizeLinear": _quant,  # per-axis: axis
     "Resize": _resize,  # axes (its scales, sizes and roi follow them)
-    **dict.fromkeys(("MaxPool", "AveragePool", "GlobalAveragePool", "QMaxPool", "QAvgPool", "QMean"),
+    **dict.fromkeys(("MaxPool", "AveragePool", "GlobalAveragePool", "QMaxPool", "QAvgPool", "QMean", "LRN"),
                     _pool),  # the layout: channels last
 }
 

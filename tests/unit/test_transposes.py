@@ -244,8 +244,8 @@ def test_resize_runs_on_the_nhwc_tensor(tmp_path: Path, mode: str) -> None:
 
 
 def test_pools_run_on_the_nhwc_tensor(tmp_path: Path) -> None:
-    """MaxPool and AveragePool (padded, strided, dilated, ceil_mode, count_include_pad both ways) and
-    GlobalAveragePool between an NHWC input and NHWC outputs run channels-last: no Transpose is left, and the
+    """MaxPool and AveragePool (padded, strided, dilated, ceil_mode, count_include_pad both ways),
+    GlobalAveragePool and LRN between an NHWC input and NHWC outputs run channels-last: no Transpose is left, and the
     outputs are onnxruntime's."""
     net = Net()
     mx = net.nchw("x", "MaxPool", [], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
@@ -254,10 +254,11 @@ def test_pools_run_on_the_nhwc_tensor(tmp_path: Path) -> None:
     inc = net.nchw(mx, "AveragePool", [], kernel_shape=[2, 2], pads=[1, 1, 0, 0], count_include_pad=1)
     dil = net.nchw("x", "MaxPool", [], kernel_shape=[2, 2], dilations=[2, 1])
     gap = net.nchw(mx, "GlobalAveragePool", [])
-    path = net.save(tmp_path / "m.onnx", [("x", [2, 9, 7, 70])], [av, inc, dil, gap], opset=17)
+    lrn = net.nchw(dil, "LRN", [], size=5, alpha=0.01, beta=0.6, bias=1.5)
+    path = net.save(tmp_path / "m.onnx", [("x", [2, 9, 7, 70])], [av, inc, dil, gap, lrn], opset=17)
     graph = _check(path, tmp_path)
     assert _transposes(graph) == 0
-    assert all(n.attrs.get("channels_last") for n in graph.nodes if "Pool" in n.op)
+    assert all(n.attrs.get("channels_last") for n in graph.nodes if "Pool" in n.op or n.op == "LRN")
     # the bundle as C, -Wall -Wextra -Werror, under AddressSanitizer and UndefinedBehaviorSanitizer
     feeds = _feeds(path)
     got = cdriver.run(ember.compile(path, tmp_path / "c").path, tmp_path / "drv", feeds, sanitize=True)
