@@ -32,6 +32,7 @@ from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Node
 from ember.ops.matmul import present
 from ember.ops.opdef import OpDef
+from ember.ops.pool import channels_last
 from ember.ops.qlinear import tflite_multiplier
 from ember.ops.registry import register
 
@@ -104,6 +105,9 @@ def _infer(node: Node) -> list[TensorType | None]:
     s = _spec(node)
     if s.geometry is None:
         return [TensorType(DType.INT16, s.shape)]
+    if channels_last(node):  # a Q16AvgPool / Q16MaxPool on NHWC (ops/pool.py CHANNELS_LAST)
+        g = s.geometry
+        return [TensorType(DType.INT16, (g.n, g.oh, g.ow, g.m))]
     return [TensorType(DType.INT16, s.geometry.out_shape(s.flat))]
 
 
@@ -201,7 +205,7 @@ def _lower_pool(node: Node, k: KernelEmitter) -> None:
     s = _spec(node)
     assert s.geometry is not None
     k.call("ember_q16_pool", k.out(0), k.inp(0), k.table(s.geometry.table(), DType.INT32), s.lo, s.hi,
-           int(node.op == "Q16MaxPool"))
+           int(node.op == "Q16MaxPool"), int(channels_last(node)))
 
 
 def broadcast_of(b_shape: tuple[int, ...], y_shape: tuple[int, ...]) -> tuple[int, int] | None:
@@ -264,8 +268,10 @@ def _infer_same(node: Node) -> list[TensorType | None]:
 
 def _lower_mean(node: Node, k: KernelEmitter) -> None:
     s, x = _spec(node), present(node.input(0))
-    k.call("ember_q16_mean", k.out(0), k.inp(0), x.shape[0] * x.shape[1], math.prod(x.shape[2:]), s.m15[0],
-           s.shift[0], s.lo, s.hi)
+    last = channels_last(node)
+    k.call("ember_q16_mean", k.out(0), k.inp(0), x.shape[0] * (1 if last else x.shape[1]),
+           math.prod(x.shape[1:-1] if last else x.shape[2:]), x.shape[-1] if last else 0, s.m15[0], s.shift[0], s.lo,
+           s.hi)
 
 
 def _lower_softmax(node: Node, k: KernelEmitter) -> None:

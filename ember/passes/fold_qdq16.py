@@ -35,6 +35,7 @@ from ember.ir.graph import Graph, Node, Value
 from ember.ops import q16, registry
 from ember.ops.epilogue import EPILOGUE_ATTR, epilogue_of
 from ember.ops.opdef import Int8
+from ember.ops.pool import CHANNELS_LAST, channels_last, spatial_dims
 from ember.ops.q16 import INT16_MAX, INT16_MIN, Q16Geometry, Q16Spec, broadcast_of, q15_multiplier
 from ember.ops.qlinear import DOUBLE, SINGLE, tflite_multiplier
 from ember.passes.fold_qdq_ops import DQ, Q, dq_of, q_of, replace
@@ -189,14 +190,15 @@ def _fold_pool(graph: Graph, node: Node, uses: Uses) -> None:
     if (x is None or q is None or x.scale[0] != q.scale or x.q.type.rank != 4 or a.get("count_include_pad")
             or any(o is not None for o in node.outputs[1:])):
         return
-    (n, c, h, wd), y = x.q.shape, node.outputs[0].shape
+    last = channels_last(node)  # NHWC in and out (ops/pool.py CHANNELS_LAST)
+    (n, h, wd, c), y = (x.q.shape, node.outputs[0].shape) if last else (_nhwc(x.q.shape), _nhwc(node.outputs[0].shape))
     k, st, pads = list(a["kernel_shape"]), list(a.get("strides", [1, 1])), list(a.get("pads", [0, 0, 0, 0]))
     if a.get("ceil_mode") or list(a.get("dilations", [1, 1])) != [1, 1]:
         return
-    geo = Q16Geometry(n, c, h, wd, c, y[2], y[3], k[0], k[1], st[0], st[1], 1, 1, pads[0], pads[1], c)
+    geo = Q16Geometry(n, c, h, wd, c, y[1], y[2], k[0], k[1], st[0], st[1], 1, 1, pads[0], pads[1], c)
     op = "Q16AvgPool" if node.op == "AveragePool" else "Q16MaxPool"
     new = Node(op, graph.unique_name(f"{node.name}_int16"), [x.q], [q.out],
-               {"_q16": Q16Spec(geo, (), (), INT16_MIN, INT16_MAX)})
+               {"_q16": Q16Spec(geo, (), (), INT16_MIN, INT16_MAX), **({CHANNELS_LAST: 1} if last else {})})
     replace(graph, [node, q.node], [new])
 
 
@@ -206,10 +208,18 @@ def _fold_mean(graph: Graph, node: Node, uses: Uses) -> None:
     x, q = _x16(node.input(0)), _q16(graph, node.outputs[0], uses)
     if x is None or q is None or x.q.type.rank != 4:
         return
-    mult, k = _mean_multiplier(x, q, math.prod(x.q.shape[2:]))
-    spec = Q16Spec(None, (mult,), (k,), INT16_MIN, INT16_MAX, shape=(*x.q.shape[:2], 1, 1))
-    new = Node("Q16Mean", graph.unique_name(f"{node.name}_int16"), [x.q], [q.out], {"_q16": spec})
+    last = channels_last(node)
+    mult, k = _mean_multiplier(x, q, math.prod(spatial_dims(node, x.q.shape)))
+    n, c = (x.q.shape[0], x.q.shape[-1]) if last else x.q.shape[:2]
+    spec = Q16Spec(None, (mult,), (k,), INT16_MIN, INT16_MAX, shape=(n, 1, 1, c) if last else (n, c, 1, 1))
+    new = Node("Q16Mean", graph.unique_name(f"{node.name}_int16"), [x.q], [q.out],
+               {"_q16": spec, **({CHANNELS_LAST: 1} if last else {})})
     replace(graph, [node, q.node], [new])
+
+
+def _nhwc(shape: tuple[int, ...]) -> tuple[int, ...]:
+    n, c, h, w = shape
+    return n, h, w, c
 
 
 def _mean_multiplier(x: DQ, q: Q, n: int) -> tuple[int, int]:

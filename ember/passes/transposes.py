@@ -194,15 +194,10 @@ def _resize(node: Node, p: Perm) -> Rewrite:
 
 
 def _pool(node: Node, p: Perm) -> Rewrite | None:
-    """A channels-first pool of a channels-last value runs on it as it is (ops/pool.py CHANNELS_LAST). Not with
-    MaxPool's Indices (flat NCHW positions), nor on a dequantized int16 value: fold_qdq16's int16 pools (TFLite
-    16x8 models) have NCHW kernels only."""
+    """A channels-first pool of a channels-last value runs on it as it is (ops/pool.py CHANNELS_LAST; fold_qdq and
+    fold_qdq16 keep it in the integer pools they make). Not with MaxPool's Indices (flat NCHW positions)."""
     rank = len(p)
-    x = node.inputs[0]
-    dq = x.producer if x is not None else None
-    if (p != (0, rank - 1, *range(1, rank - 1)) or channels_last(node) or any(o is not None for o in node.outputs[1:])
-            or (dq is not None and dq.op == "DequantizeLinear" and dq.inputs[0] is not None
-                and dq.inputs[0].dtype is DType.INT16)):
+    if p != (0, rank - 1, *range(1, rank - 1)) or channels_last(node) or any(o is not None for o in node.outputs[1:]):
         return None
     return Rewrite((0,), [p], {CHANNELS_LAST: 1})
 

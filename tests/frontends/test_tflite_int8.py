@@ -162,13 +162,17 @@ def test_int8_lookup_tables_follow_the_nhwc_layout() -> None:
     assert graph.op_counts().get("Transpose") == 3, graph.op_counts()  # the input's, the output's, the flatten's
 
 
-@pytest.mark.parametrize("name", ["op_maxpool_int8", "op_avgpool_int8"])
-def test_int8_pools_run_channels_last(name: str) -> None:
-    """MAX_POOL_2D and AVERAGE_POOL_2D run on the NHWC bytes as they are (channels-last QMaxPool and QAvgPool): no
-    Transpose at the input or the output (their bytes against LiteRT and TFLite Micro: test_int8_operator_bit_exact)."""
+@pytest.mark.parametrize(("name", "op"), [("op_maxpool_int8", "QMaxPool"), ("op_avgpool_int8", "QAvgPool"),
+                                        ("op_mean_int8", "QMean"), ("op_maxpool_int16", "Q16MaxPool"),
+                                        ("op_avgpool_int16", "Q16AvgPool"), ("op_mean_int16", "Q16Mean")])
+def test_integer_pools_run_channels_last(name: str, op: str) -> None:
+    """MAX_POOL_2D, AVERAGE_POOL_2D and MEAN over H and W run on the NHWC integers as they are (channels-last
+    integer pools): no Transpose at the input or the output (their outputs against LiteRT and TFLite Micro:
+    test_int8_operator_bit_exact, test_tflite_int16.py)."""
     graph, _, _ = build_graph(str(FIXTURES / f"{name}.tflite"), CompileOptions())
-    pools = [n for n in graph.nodes if n.op in ("QMaxPool", "QAvgPool")]
-    assert len(pools) == 1 and pools[0].attrs.get("channels_last") and "Transpose" not in graph.op_counts()
+    pools = [n for n in graph.nodes if n.op == op]
+    assert len(pools) == 1 and pools[0].attrs.get("channels_last") and "Transpose" not in graph.op_counts(), \
+        graph.op_counts()
 
 
 @pytest.mark.parametrize("cpu", [None, "x86-64-v4", "x86-64-v3"])

@@ -364,11 +364,16 @@ static void ember_q16_conv_v(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RES
 
 /*@kernel ember_q16_pool requires ember_q16_base*/
 /* AVERAGE_POOL_2D (TFLite's: the valid elements' int32 sum divided by their count, half away from zero)
- * or MAX_POOL_2D (`max`) on NCHW int16, then the clamp; input and output share their scale. M = C. */
+ * or MAX_POOL_2D (`max`) on NCHW int16 (or NHWC: `nhwc`, ops/pool.py CHANNELS_LAST), then the clamp; input and
+ * output share their scale. M = C. */
 static void ember_q16_pool(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTRICT x, const int32_t *g,
-                           int32_t lo, int32_t hi, int32_t max) {
-    const int32_t H = g[EMBER_Q16_H], W = g[EMBER_Q16_W], OH = g[EMBER_Q16_OH], OW = g[EMBER_Q16_OW];
-    const ptrdiff_t planes = (ptrdiff_t)g[EMBER_Q16_N] * g[EMBER_Q16_C];
+                           int32_t lo, int32_t hi, int32_t max, int32_t nhwc) {
+    const int32_t H = g[EMBER_Q16_H], W = g[EMBER_Q16_W], OH = g[EMBER_Q16_OH], OW = g[EMBER_Q16_OW],
+                  C = g[EMBER_Q16_C];
+    const ptrdiff_t planes = (ptrdiff_t)g[EMBER_Q16_N] * C;
+    /* element (row, col) of plane p = (n, c) in an HH x WW map */
+#define EMBER_Q16_AT(p, row, col, HH, WW) \
+    (nhwc ? (((p) / C * (HH) + (row)) * (ptrdiff_t)(WW) + (col)) * C + (p) % C : ((p) * (HH) + (row)) * (ptrdiff_t)(WW) + (col))
     ptrdiff_t p;
     int32_t oy, ox, ky, kx;
     for (p = 0; p < planes; ++p)
@@ -381,14 +386,15 @@ static void ember_q16_pool(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTR
                     for (kx = 0; kx < g[EMBER_Q16_KW]; ++kx) {
                         const int32_t ix = ox * g[EMBER_Q16_SW] - g[EMBER_Q16_PW] + kx;
                         if (ix < 0 || ix >= W) continue;
-                        const int32_t v = x[(p * H + iy) * W + ix];
+                        const int32_t v = x[EMBER_Q16_AT(p, iy, ix, H, W)];
                         sum = max ? (v > sum ? v : sum) : sum + v;
                         ++count;
                     }
                 }
                 if (count && !max) sum = sum > 0 ? (sum + count / 2) / count : (sum - count / 2) / count;
-                y[(p * OH + oy) * OW + ox] = ember_q16_clamp(sum, lo, hi);
+                y[EMBER_Q16_AT(p, oy, ox, OH, OW)] = ember_q16_clamp(sum, lo, hi);
             }
+#undef EMBER_Q16_AT
 }
 /*@end*/
 
@@ -503,10 +509,20 @@ static void ember_q16_softmax(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RE
 
 /*@kernel ember_q16_mean requires ember_q16_base*/
 /* MEAN over each of NC planes of S int16 values (TFLite's QuantizedMeanOrSum: the int sum times a
- * multiplier with 1/S folded in, ember_q_scale_tfl's shift code), clamped to [lo, hi]. */
+ * multiplier with 1/S folded in, ember_q_scale_tfl's shift code), clamped to [lo, hi]; with C_last, over the S
+ * pixels of each of NC channels-last images, per channel (ops/pool.py CHANNELS_LAST). */
 static void ember_q16_mean(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTRICT x, ptrdiff_t NC, ptrdiff_t S,
-                           int32_t mult, int32_t shift, int32_t lo, int32_t hi) {
-    ptrdiff_t p, i;
+                           ptrdiff_t C_last, int32_t mult, int32_t shift, int32_t lo, int32_t hi) {
+    ptrdiff_t p, i, c;
+    if (C_last) { /* channels-last: NC images of S pixels of C_last channels */
+        for (p = 0; p < NC; ++p)
+            for (c = 0; c < C_last; ++c) {
+                int64_t sum = 0;
+                for (i = 0; i < S; ++i) sum += x[(p * S + i) * C_last + c];
+                y[p * C_last + c] = ember_q16_clamp(ember_q_scale_tfl(sum, mult, shift), lo, hi);
+            }
+        return;
+    }
     for (p = 0; p < NC; ++p) {
         int64_t sum = 0;
         for (i = 0; i < S; ++i) sum += x[p * S + i];
