@@ -3,10 +3,11 @@
 The window geometry is a PoolGeometry, which the kernels read as a static int32 table (kernels/pool.c names
 its entries EMBER_POOL_*).
 
-A MaxPool (without Indices), AveragePool or GlobalAveragePool, float or int8 (QMaxPool, QAvgPool, QMean in
-ops/qpointwise.py), or an LRN may carry CHANNELS_LAST: its input and output are [N, spatial..., C] (a TFLite
-model's NHWC tensors, where Transpose optimization moved the layout Transposes through it: passes/transposes.py)
-and it runs on the channels-last kernels (kernels/pool.c EMBER_POOL_NHWC; LRN: each pixel's run of channels).
+A MaxPool (without Indices), AveragePool or GlobalAveragePool, float, int8 (QMaxPool, QAvgPool, QMean in
+ops/qpointwise.py) or int16 (ops/q16.py), or an LRN may carry CHANNELS_LAST: its input and output are
+[N, spatial..., C] (a TFLite model's NHWC tensors, where Transpose optimization moved the layout Transposes
+through it: passes/transposes.py) and it runs on the channels-last kernels (kernels/pool.c EMBER_POOL_NHWC; LRN:
+each pixel's run of channels).
 """
 
 from __future__ import annotations

@@ -193,9 +193,10 @@ def _resize(node: Node, p: Perm) -> Rewrite:
     return Rewrite((0,), [p], {"axes": [p[a] for a in axes]})
 
 
-def _pool(node: Node, p: Perm) -> Rewrite | None:
-    """A channels-first pool of a channels-last value runs on it as it is (ops/pool.py CHANNELS_LAST; fold_qdq and
-    fold_qdq16 keep it in the integer pools they make). Not with MaxPool's Indices (flat NCHW positions)."""
+def _channels_last(node: Node, p: Perm) -> Rewrite | None:
+    """A channels-first pool (or LRN) of a channels-last value runs on it as it is (ops/pool.py CHANNELS_LAST;
+    fold_qdq and fold_qdq16 keep it in the integer pools they make). Not with MaxPool's Indices (flat NCHW
+    positions)."""
     rank = len(p)
     if p != (0, rank - 1, *range(1, rank - 1)) or channels_last(node) or any(o is not None for o in node.outputs[1:]):
         return None
@@ -218,7 +219,7 @@ _AXIS_OPS: dict[str, Handler] = {
     "QuantizeLinear": _quant, "DequantizeLinear": _quant,  # per-axis: axis
     "Resize": _resize,  # axes (its scales, sizes and roi follow them)
     **dict.fromkeys(("MaxPool", "AveragePool", "GlobalAveragePool", "QMaxPool", "QAvgPool", "QMean", "LRN"),
-                    _pool),  # the layout: channels last
+                    _channels_last),  # the layout: channels last
 }
 
 

@@ -333,7 +333,7 @@ static void ember_qsh_gather(uint8_t *X, const uint32_t *xp, const int32_t *p, c
 
 /* ember_qconv's arguments for a 2-D, one-group convolution with C % 4 == 0, requantised, no weight
  * offsets, its weights in the K order (c/4, kh, kw, c%4) (qshifted.py qconv_shifted_fits); lay as for
- * ember_qconv (x channel-blocked: C % 4 == 0; y: M % 4 == 0), and bit 2: x stored channels-last (ops/nhwc.py
+ * ember_qconv (x channel-blocked: C % 4 == 0; y: M % 4 == 0), and bit 2: x stored channels-last (ops/shape.py
  * NhwcView: a TFLite model's NHWC image); scratch:
  * Kp * EMBER_QPB bytes, EMBER_QPB + M int32, then (from a 64-byte boundary) C/4 times ember_qsh_planes
  * planes of ember_qsh_plane words, then 4 * ember_qsh_cols bytes. With AVX-512 VNNI and the float

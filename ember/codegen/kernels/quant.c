@@ -623,29 +623,27 @@ static void ember_qavgpool(uint8_t *y, const uint8_t *x, const int32_t *p, ptrdi
 
 /*@kernel ember_qavgpool_nhwc requires ember_qround ember_pool_nhwc_loop*/
 /* ember_qavgpool on channels-last bytes (y [N, OD, OH, OW, C] from x [N, D, H, W, C], pool.c
- * EMBER_POOL_NHWC): each window's int32 sums for up to 64 channels at a time, in a block on the stack. */
+ * EMBER_POOL_NHWC): each window's int32 sums for up to 64 channels at a time (channels [0, cn) from y and x),
+ * in a block on the stack. */
+static void ember_qavgpool_nhwc_block(uint8_t *y, const uint8_t *x, const int32_t *p, ptrdiff_t N, ptrdiff_t C,
+                                      ptrdiff_t cn, int sgn, int zx, int include_pad, const int32_t *mult,
+                                      const int32_t *shift, const int32_t *out) {
+    int32_t acc[64];
+    EMBER_POOL_NHWC(uint8_t, for (c = 0; c < cn; ++c) acc[c] = 0,
+                    for (c = 0; c < cn; ++c) acc[c] += ember_q_load(xp, c, sgn) - zx, {
+        const int k = include_pad ? padded : count;
+        for (c = 0; c < cn; ++c)
+            y[c] = (uint8_t)ember_q_requant(acc[c], mult[k], shift[k], out[EMBER_QOUT_ZP], out[EMBER_QOUT_LO],
+                                            out[EMBER_QOUT_HI]);
+    })
+}
 static void ember_qavgpool_nhwc(uint8_t *EMBER_RESTRICT y, const uint8_t *EMBER_RESTRICT x, const int32_t *p,
                                 ptrdiff_t N, ptrdiff_t C, int sgn, int zx, int include_pad, const int32_t *mult,
                                 const int32_t *shift, const int32_t *out) {
-    int32_t acc[64];
-    ptrdiff_t c0, cn;
-    for (c0 = 0; c0 < C; c0 += 64) {
-        uint8_t *y0 = y;
-        cn = C - c0 < 64 ? C - c0 : 64;
-        y += c0;
-        x += c0;
-        {
-            EMBER_POOL_NHWC(uint8_t, for (c = 0; c < cn; ++c) acc[c] = 0,
-                            for (c = 0; c < cn; ++c) acc[c] += ember_q_load(xp, c, sgn) - zx, {
-                const int k = include_pad ? padded : count;
-                for (c = 0; c < cn; ++c)
-                    y[c] = (uint8_t)ember_q_requant(acc[c], mult[k], shift[k], out[EMBER_QOUT_ZP], out[EMBER_QOUT_LO],
-                                                    out[EMBER_QOUT_HI]);
-            })
-        }
-        x -= c0;
-        y = y0;
-    }
+    ptrdiff_t c0;
+    for (c0 = 0; c0 < C; c0 += 64)
+        ember_qavgpool_nhwc_block(y + c0, x + c0, p, N, C, C - c0 < 64 ? C - c0 : 64, sgn, zx, include_pad, mult, shift,
+                                  out);
 }
 /*@end*/
 
