@@ -270,6 +270,21 @@ def row_panels_fit(node: Node) -> bool:
             and not blocked_pointwise(node, m))
 
 
+def im2col_reader(node: Node) -> bool:
+    """Whether `node` (a Conv) runs im2col on its whole input, one group (ember_conv_f32 or ember_conv_act_f32): the
+    convolutions that read an NhwcView (passes/nhwc_input.py) through ember_im2col_f32's pixel stride."""
+    if node.op != "Conv":
+        return False
+    _, group, _, depthwise, direct = _conv_parts(node)
+    return group == 1 and not depthwise and not direct
+
+
+def im2col_pixel_stride(node: Node) -> int:
+    """ember_im2col_f32's `ps`: the channel count where the input is stored channels-last, else 1."""
+    x = present(node.input(0))
+    return x.shape[1] if stored_nhwc(x) else 1
+
+
 def _lower_conv(node: Node, k: KernelEmitter) -> None:
     geo, group, m, depthwise, direct = _conv_parts(node)
     n = present(node.input(0)).shape[0]
@@ -294,18 +309,18 @@ def _lower_conv(node: Node, k: KernelEmitter) -> None:
         # A stem's im2col conv + Swish/HardSwish: the same, im2col block by block.
         k.call("ember_conv_act_f32", k.out(0), k.inp(0), k.inp(1), bias, k.scratch("float"),
                k.table(geo.table(), DType.INT32), m, _im2col_block(node, geo, group),
-               *(_NO_ACT if res else epilogue_args(node)))
+               *(_NO_ACT if res else epilogue_args(node)), im2col_pixel_stride(node))
     elif not res or residual_in_tiles(geo.pixels):
         # The matmul tiles add the residual in registers, before the activation.
         col = "0" if direct else k.scratch("float")
         k.call("ember_conv_f32", k.out(0), k.inp(0), k.inp(1), bias, residual_arg(node, k), col,
                k.table(geo.table(), DType.INT32), n, group, m, int(direct), _im2col_block(node, geo, group),
-               *epilogue_args(node), apack)
+               *epilogue_args(node), apack, im2col_pixel_stride(node))
         return
     else:
         col = "0" if direct else k.scratch("float")
         k.call("ember_conv_f32", k.out(0), k.inp(0), k.inp(1), bias, "0", col, k.table(geo.table(), DType.INT32),
-               n, group, m, int(direct), _im2col_block(node, geo, group), *_NO_ACT, apack)
+               n, group, m, int(direct), _im2col_block(node, geo, group), *_NO_ACT, apack, im2col_pixel_stride(node))
     if res:  # the kernels above add no residual: a pass over the output, then the activation
         k.call("ember_residual_act_f32", k.out(0), k.inp(RESIDUAL), present(node.outputs[0]).type.numel,
                *epilogue_args(node))

@@ -39,6 +39,7 @@ from ember.ops.conv import (
     _conv_parts,
     _im2col_block,
     blocked_pointwise,
+    im2col_pixel_stride,
     residual_arg,
     winograd_parts,
 )
@@ -109,7 +110,7 @@ def _lower_im2col_columns(node: Node, k: KernelEmitter, lo: int, hi: int) -> Non
     q, nq = k.fresh("q0"), k.fresh("nq")
     with k.w.block(f"for (ptrdiff_t {q} = {lo}; {q} < {hi}; {q} += {qb})"):
         k.line(f"const int {nq} = {hi} - {q} < {qb} ? (int)({hi} - {q}) : {qb};")
-        k.call("ember_im2col_f32", col, nq, k.inp(0), geo.channels, tab, q, nq)
+        k.call("ember_im2col_f32", col, nq, k.inp(0), geo.channels, im2col_pixel_stride(node), tab, q, nq)
         _matmul(node, k, f"{k.out(0)} + {q}", geo.pixels, kk, col, nq, m, nq, bias,
                 _NO_ACT if node.input(RESIDUAL) is not None else epilogue_args(node))
     _residual_columns(node, k, geo.pixels, m, lo, hi)

@@ -101,11 +101,11 @@ def test_resize_and_depth_space_keep_no_layout_transposes(name: str) -> None:
     assert not {"DepthToSpace", "SpaceToDepth"} & set(graph.op_counts())
 
 
-@pytest.mark.parametrize("name", ["conv_pool", "conv_pool_fp16", "atrous"])
-def test_shifted_stem_reads_the_nhwc_image(name: str, tmp_path: Path) -> None:
-    """At the default -O level a stem left to ConvShifted (no channels-last region pays there) gathers its
-    polyphase planes from the NHWC image itself: no Transpose at the input, outputs as LiteRT's, and the C bundle
-    clean under AddressSanitizer and UndefinedBehaviorSanitizer."""
+@pytest.mark.parametrize("name", ["conv_pool", "conv_pool_fp16", "atrous", "conv_variants"])
+def test_stem_reads_the_nhwc_image(name: str, tmp_path: Path) -> None:
+    """At the default -O level a stem left to ConvShifted or im2col (no channels-last region pays there) gathers its
+    polyphase planes or columns from the NHWC image itself: no Transpose at the input, outputs as LiteRT's, and the C
+    bundle clean under AddressSanitizer and UndefinedBehaviorSanitizer."""
     from tests.support import cdriver
 
     path = FIXTURES / f"{name}.tflite"

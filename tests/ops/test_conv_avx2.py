@@ -127,8 +127,9 @@ def test_avx2_choices_and_column_blocks_match_onnxruntime(tmp_path: Path) -> Non
     source = (bundle.path / "convavx2.c").read_text()
     assert "#define EMBER_MM_BLOCK_N 64" in source
     assert "#define EMBER_MM_ROW_PANELS 1" in source
-    # the four "rows_" convolutions, and no other, run on row panels (ember_conv_f32's last argument)
-    assert len(re.findall(r"ember_conv_f32\([^;]*, 1\);", source)) == 3
+    # the four "rows_" convolutions, and no other, run on row panels (ember_conv_f32's argument before the last, its
+    # input's pixel stride)
+    assert len(re.findall(r"ember_conv_f32\([^;]*, 1, 1\);", source)) == 3
     assert len(re.findall(r"ember_conv_shifted_f32\([^;]*, 1\);", source)) == 1
     assert len(re.findall(r"ember_conv_winograd4?_f32\([^;]*, 1\);", source)) == 4  # the "rows_wino" ones
     assert source.count("ember_maxpool3s2_f32(") == len(POOL_CASES) + 1  # the calls and the definition

@@ -314,6 +314,29 @@ def test_two_readers_transposing_one_nhwc_value_back(tmp_path: Path) -> None:
     assert _inner_transposes(graph) == []
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_convs_gather_from_an_nhwc_input(tmp_path: Path, threads: int) -> None:
+    """An NHWC input read only by convolutions that copy it anyway (a stride-2 ConvShifted and a padded 5x5
+    through im2col): no Transpose runs, each gathers from the NHWC floats (NhwcView), with threads too, and the
+    outputs are onnxruntime's; the C bundle clean under AddressSanitizer and UndefinedBehaviorSanitizer."""
+    net = Net()
+    t = net.op("Transpose", ["x"], perm=TO_NCHW)
+    a = net.op("Conv", [t, net.w(16, 16, 3, 3), net.w(16)], strides=[2, 2], pads=[1, 1, 1, 1])
+    b = net.op("Conv", [t, net.w(24, 16, 5, 5), net.w(24)], pads=[2, 2, 2, 2])
+    path = net.save(tmp_path / "m.onnx", [("x", [1, 40, 33, 16])], [a, b])
+    feeds = _feeds(path)
+    ref = onnxruntime_session(str(path)).run(None, feeds)
+    bundle = ember.compile(path, tmp_path / "out", threads=threads)
+    graph, _, _ = build_graph(str(path), CompileOptions(threads=threads))
+    assert _transposes(graph) == 0 and graph.op_counts().get("NhwcView") == 1, graph.op_counts()
+    assert {"ConvShifted", "Conv"} <= set(graph.op_counts()), graph.op_counts()
+    got = bundle.run(feeds)
+    c = cdriver.run(bundle.path, tmp_path / "drv", feeds, sanitize=True) if threads == 1 else got
+    for o, r in zip(onnx.load(path).graph.output, ref, strict=True):
+        np.testing.assert_allclose(got[o.name], r, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(c[o.name], r, rtol=1e-4, atol=1e-4)
+
+
 def test_attribute_forms_of_old_opsets(tmp_path: Path) -> None:
     """Pad, Slice, Split and ReduceMean with their axes and pads as attributes (opset 9)."""
     net = Net()

@@ -117,9 +117,11 @@ static void ember_phase_rows2_f32(float *EMBER_RESTRICT r0, float *EMBER_RESTRIC
 /*@kernel ember_im2col_f32 requires ember_window_bounds ember_copy_run_f32 ember_conv_geo ember_phase_pick*/
 /* Columns [q0, q0 + nq) of the convolution-as-matmul's B operand (ldc floats per row):
  *   col[(c*KD + kd)*KH*KW + kh*KW + kw][q - q0] = x[c][id][ih][iw] (0 outside the input), q = (od*OH + oh)*OW + ow.
- * Each output-row run is zeros, a (strided) copy, zeros, with the copy's bounds solved per tap. */
+ * Each output-row run is zeros, a (strided) copy, zeros, with the copy's bounds solved per tap. `ps`: 1 for NCHW x;
+ * for x stored channels-last (ops/shape.py NhwcView: a TFLite model's NHWC image) its channel count, the floats
+ * from one pixel to the next (x at the first channel this call reads). */
 static void ember_im2col_f32(float *EMBER_RESTRICT col, ptrdiff_t ldc, const float *EMBER_RESTRICT x, int C,
-                             const int32_t *p, ptrdiff_t q0, ptrdiff_t nq) {
+                             ptrdiff_t ps, const int32_t *p, ptrdiff_t q0, ptrdiff_t nq) {
     const int D = p[EMBER_GEO_IN_D], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], KD = p[EMBER_GEO_K_D],
               KH = p[EMBER_GEO_K_H], KW = p[EMBER_GEO_K_W], OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W];
     const int sw = p[EMBER_GEO_STRIDE_W], start_ow = (int)(q0 % OW), start_oh = (int)(q0 / OW % OH),
@@ -129,7 +131,7 @@ static void ember_im2col_f32(float *EMBER_RESTRICT col, ptrdiff_t ldc, const flo
         for (kd = 0; kd < KD; ++kd)
             for (kh = 0; kh < KH; ++kh)
                 for (kw = 0; kw < KW; ++kw, col += ldc) {
-                    const float *xc = x + (ptrdiff_t)c * D * H * W;
+                    const float *xc = x + (ps > 1 ? (ptrdiff_t)c : (ptrdiff_t)c * D * H * W);
                     const int off = kw * p[EMBER_GEO_DIL_W] - p[EMBER_GEO_PAD_W];
                     int lo, hi, ow0 = start_ow, oh = start_oh, od = start_od;
                     ptrdiff_t q = q0;
@@ -140,7 +142,7 @@ static void ember_im2col_f32(float *EMBER_RESTRICT col, ptrdiff_t ldc, const flo
                         const int id = od * p[EMBER_GEO_STRIDE_D] - p[EMBER_GEO_PAD_D] + kd * p[EMBER_GEO_DIL_D],
                                   ih = oh * p[EMBER_GEO_STRIDE_H] - p[EMBER_GEO_PAD_H] + kh * p[EMBER_GEO_DIL_H];
                         float *EMBER_RESTRICT dst = col + (q - q0) - ow0; /* dst[ow] for ow in [ow0, ow1) */
-                        const float *xr = xc + ((ptrdiff_t)id * H + ih) * W + off;
+                        const float *xr = xc + (((ptrdiff_t)id * H + ih) * W + off) * ps;
                         const int l = lo > ow0 ? (lo < ow1 ? lo : ow1) : ow0, h = hi < ow1 ? (hi > l ? hi : l) : ow1;
                         q += ow1 - ow0;
                         if (id < 0 || id >= D || ih < 0 || ih >= H) {
@@ -148,7 +150,9 @@ static void ember_im2col_f32(float *EMBER_RESTRICT col, ptrdiff_t ldc, const flo
                             continue;
                         }
                         for (ow = ow0; ow < l; ++ow) dst[ow] = 0.0f;
-                        if (sw == 1)
+                        if (ps > 1)
+                            for (ow = l; ow < h; ++ow) dst[ow] = xr[(ptrdiff_t)ow * sw * ps];
+                        else if (sw == 1)
                             ember_copy_run_f32(dst + l, xr + l, h - l);
                         else if (sw == 2) {
                             ow = l;
@@ -192,10 +196,11 @@ static void ember_residual_act_f32(float *EMBER_RESTRICT y, const float *EMBER_R
  * in blocks of `qb` output pixels (col holds K x qb floats, sized to stay in L2), each followed by
  * its matmul. `direct`: a 1x1, stride-1, unpadded conv reads the input itself as B (no im2col). `res` (else
  * NULL): a residual shaped as y, added in the matmul tiles before the activation (passes/fuse_residual.py).
- * `apack`: w is in the matmul's row panels (kernels/matmul.c ember_matmul_core_ap; G = 1). */
+ * `apack`: w is in the matmul's row panels (kernels/matmul.c ember_matmul_core_ap; G = 1). `ps`: as for
+ * ember_im2col_f32 (C for a channels-last x, not `direct`). */
 static void ember_conv_f32(float *y, const float *x, const float *w, const float *bias, const float *res, float *col,
                            const int32_t *p, int N, int G, int M, int direct, int qb, int act, float act_a,
-                           float act_b, int apack) {
+                           float act_b, int apack, ptrdiff_t ps) {
     const int C = p[EMBER_GEO_C], Cg = C / G, Mg = M / G;
     const int K = Cg * p[EMBER_GEO_K_D] * p[EMBER_GEO_K_H] * p[EMBER_GEO_K_W];
     const ptrdiff_t s_in = (ptrdiff_t)p[EMBER_GEO_IN_D] * p[EMBER_GEO_IN_H] * p[EMBER_GEO_IN_W],
@@ -204,7 +209,7 @@ static void ember_conv_f32(float *y, const float *x, const float *w, const float
     int n, g;
     for (n = 0; n < N; ++n)
         for (g = 0; g < G; ++g) {
-            const float *xg = x + ((ptrdiff_t)n * C + (ptrdiff_t)g * Cg) * s_in;
+            const float *xg = x + (ptrdiff_t)n * C * s_in + (ptrdiff_t)g * Cg * (ps > 1 ? 1 : s_in);
             float *yg = y + ((ptrdiff_t)n * M + (ptrdiff_t)g * Mg) * s_out;
             const float *wg = w + (ptrdiff_t)g * Mg * K, *bg = bias ? bias + (ptrdiff_t)g * Mg : bias;
             const float *rg = res ? res + ((ptrdiff_t)n * M + (ptrdiff_t)g * Mg) * s_out : 0;
@@ -215,7 +220,7 @@ static void ember_conv_f32(float *y, const float *x, const float *w, const float
             }
             for (q0 = 0; q0 < s_out; q0 += qb) {
                 const int nq = s_out - q0 < qb ? (int)(s_out - q0) : qb;
-                ember_im2col_f32(col, nq, xg, Cg, p, q0, nq);
+                ember_im2col_f32(col, nq, xg, Cg, ps, p, q0, nq);
                 ember_matmul_core_ap(yg + q0, s_out, wg, K, 1, col, nq, 0, 0, Mg, nq, K, 1.0f, bg, 1, 0, 1.0f,
                                      rg ? rg + q0 : 0, act, act_a, act_b, apack);
             }
@@ -337,7 +342,7 @@ static void ember_conv_narrow_f32(float *y, const float *x, const float *wp, con
     for (n = 0; n < N; ++n) {
         const float *col = x + (ptrdiff_t)n * C * s_in;
         if (!direct) {
-            ember_im2col_f32(scratch, P, col, C, p, 0, P);
+            ember_im2col_f32(scratch, P, col, C, 1, p, 0, P);
             col = scratch;
         }
 #if EMBER_VL == 16

@@ -31,9 +31,9 @@ static void ember_pointwise_act_f32(float *y, ptrdiff_t y_sm, const float *x, pt
 /*@kernel ember_conv_act_f32 requires ember_matmul_f32 ember_im2col_f32 ember_conv_geo ember_pw_block*/
 /* The same for an ungrouped im2col convolution of one image (the stems: EfficientNet's 3x3 stride-2 + Swish,
  * MobileNetV3's + HardSwish): ember_conv_f32's im2col blocks, cut to EMBER_PW_BLOCK_BYTES of output (at most
- * `qb`, the pixels `col` has room for), each product then its activation row by row. */
+ * `qb`, the pixels `col` has room for), each product then its activation row by row. `ps`: ember_im2col_f32's. */
 static void ember_conv_act_f32(float *y, const float *x, const float *w, const float *bias, float *col,
-                               const int32_t *p, int M, int qb, int act, float act_a, float act_b) {
+                               const int32_t *p, int M, int qb, int act, float act_a, float act_b, ptrdiff_t ps) {
     const int C = p[EMBER_GEO_C], K = C * p[EMBER_GEO_K_D] * p[EMBER_GEO_K_H] * p[EMBER_GEO_K_W];
     const ptrdiff_t s_out = (ptrdiff_t)p[EMBER_GEO_OUT_D] * p[EMBER_GEO_OUT_H] * p[EMBER_GEO_OUT_W];
     int block = (int)(EMBER_PW_BLOCK_BYTES / (4 * (ptrdiff_t)M)) / 64 * 64, nq, m;
@@ -42,7 +42,7 @@ static void ember_conv_act_f32(float *y, const float *x, const float *w, const f
     if (block > qb) block = qb;
     for (q0 = 0; q0 < s_out; q0 += block) {
         nq = s_out - q0 < block ? (int)(s_out - q0) : block;
-        ember_im2col_f32(col, nq, x, C, p, q0, nq);
+        ember_im2col_f32(col, nq, x, C, ps, p, q0, nq);
         ember_matmul_f32(y + q0, s_out, w, K, 1, col, nq, M, nq, K, 1.0f, bias, 1, 0, 1.0f, EMBER_ACT_NONE, 0.0f, 0.0f);
         for (m = 0; m < M; ++m) ember_act_apply_f32(y + (ptrdiff_t)m * s_out + q0, nq, act, act_a, act_b);
     }
