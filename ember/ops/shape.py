@@ -55,8 +55,8 @@ register(OpDef("BitCast", lower=_lower_view, alias=True, kernels=("ember_copy",)
 
 # NhwcView (internal, passes/nhwc_input.py): an NHWC tensor read as the NCHW one that a Transpose would make of it,
 # with no copy: its output has the NCHW shape but keeps the NHWC bytes, and only convolutions that read their input
-# through a copy of their own (ConvShifted's planes, QConvShifted's words) read it, knowing the layout
-# (`stored_nhwc`). Attribute perm: the Transpose's.
+# through a copy of their own (ConvShifted's planes, im2col's columns, QConvShifted's words) read it, knowing the
+# layout (`stored_nhwc`). Attribute perm: the Transpose's.
 NHWC_VIEW = "NhwcView"
 
 
