@@ -2,17 +2,19 @@
 
 A TFLite model's NHWC input reaches the IR transposed to NCHW (frontends/tflite), and where its first operator has
 no channels-last kernel that Transpose stays: one copy of the image per run. ConvShifted builds polyphase planes of
-its input, QConvShifted words of four channels and a Conv through im2col its columns (kernels/conv.c, qshift.c):
-each copies the input before it multiplies, so it can as well gather from the NHWC bytes. Where every reader of such
-a Transpose is one of them (reading it as its data input), the Transpose becomes an NhwcView (ops/shape.py): the
-same NCHW shape, the NHWC bytes left where they are, and the readers' fills take the channel stride. On AVX-512 VBMI
-QConvShifted's words of an RGB stem come 16 at a time from one byte permute (qshift.c ember_qsh_nhwc_words).
+its input, QConvShifted words of four channels, a Conv through im2col its columns and a QConv of channels in fours
+its rows of words (kernels/conv.c, qshift.c, qpack.c): each copies the input before it multiplies, so it can as well
+gather from the NHWC bytes. Where every reader of such a Transpose is one of them (reading it as its data input),
+the Transpose becomes an NhwcView (ops/shape.py): the same NCHW shape, the NHWC bytes left where they are, and the
+readers' fills take the channel stride. On AVX-512 VBMI QConvShifted's words of an RGB stem come 16 at a time from
+one byte permute (qpack.c ember_qnhwc_words).
 """
 
 from __future__ import annotations
 
 from ember.ir.graph import Graph, Node, Value
 from ember.ops.conv import im2col_reader
+from ember.ops.qlinear import qconv_packs_rows
 from ember.ops.shape import NHWC_VIEW
 
 TO_NCHW = [0, 3, 1, 2]
@@ -22,8 +24,8 @@ _READERS = ("ConvShifted", "QConvShifted")
 def _reads_in_place(node: Node, v: Value) -> bool:
     """`node` lays v out again from its NCHW positions: v is its data input (and nothing else), not channel-blocked
     (passes/int8_layout.py)."""
-    return ((node.op in _READERS or im2col_reader(node)) and node.inputs[0] is v and not v.blocked
-            and not any(u is v for u in node.inputs[1:]))
+    return ((node.op in _READERS or im2col_reader(node) or qconv_packs_rows(node)) and node.inputs[0] is v
+            and not v.blocked and not any(u is v for u in node.inputs[1:]))
 
 
 def nhwc_input_views(graph: Graph) -> None:

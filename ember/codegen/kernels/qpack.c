@@ -136,7 +136,49 @@ EMBER_UNUSED static void ember_qgather2(uint8_t *r, const uint8_t *x, int count)
 #endif
 /*@end*/
 
-/*@kernel ember_qpack requires ember_qinterleave ember_window_bounds ember_conv_geo*/
+/*@kernel ember_qnhwc_words requires ember_qinterleave*/
+/* d[j] (j < n) = the word of channels 4 cq .. 4 cq + 3 of pixel j * s of the channels-last row px (at channel 4 cq;
+ * C channels a pixel; channels past C repeat channel 4 cq, whose weights are 0), XOR flip4: a TFLite model's NHWC
+ * image read as it is, with no Transpose before the convolution (qshift.c's planes, ember_qpack_rows' rows). With
+ * AVX-512 VBMI, where 16 words span at most two vectors (C <= 4, s <= 2: an image's stem), 16 words per two-table
+ * byte permute. */
+static void ember_qnhwc_words(uint32_t *d, const uint8_t *px, int C, int cq, int s, int n, uint32_t flip4) {
+    const int step = s * C, cn = C - 4 * cq < 4 ? C - 4 * cq : 4;
+    int j = 0, t;
+#if EMBER_HAVE_AVX512_VBMI
+    if (C <= 4 && s <= 2) {
+        const ember_qz64 f = (ember_qz64){0} + (uint8_t)flip4;
+        ember_qz64 idx, a, b, w;
+        for (t = 0; t < 64; ++t) idx[t] = (uint8_t)(t / 4 * step + (t % 4 < cn ? t % 4 : 0));
+        for (; j < n; j += 16) {
+            const int m = n - j < 16 ? n - j : 16, bytes = (m - 1) * step + cn; /* at most 15 * 8 + 4 */
+            const unsigned long long ka = bytes >= 64 ? ~0ull : (1ull << bytes) - 1,
+                                     kb = bytes <= 64 ? 0ull : (1ull << (bytes - 64)) - 1;
+            const uint8_t *src = px + (ptrdiff_t)j * step;
+            __asm__("vmovdqu8 %1, %0%{%2%}%{z%}" : "=v"(a) : "m"(*(const ember_qz64u *)src), "Yk"(ka));
+            __asm__("vmovdqu8 %1, %0%{%2%}%{z%}" : "=v"(b) : "m"(*(const ember_qz64u *)(src + 64)), "Yk"(kb));
+            w = ember_qz_perm2(a, idx, b) ^ f;
+            __asm__("vmovdqu32 %1, %0%{%2%}" : "+m"(*(ember_qz64u *)(void *)(d + j)) : "v"(w),
+                    "Yk"((unsigned short)((1u << m) - 1)));
+        }
+        return;
+    }
+#endif
+    for (; j < n; ++j, px += step) {
+        uint8_t w4[4];
+        uint32_t w;
+        if (cn == 4) { /* a whole quad: one load */
+            __builtin_memcpy(&w, px, 4);
+        } else {
+            for (t = 0; t < 4; ++t) w4[t] = px[t < cn ? t : 0];
+            __builtin_memcpy(&w, w4, 4);
+        }
+        d[j] = w ^ flip4;
+    }
+}
+/*@end*/
+
+/*@kernel ember_qpack requires ember_qinterleave ember_qnhwc_words ember_window_bounds ember_conv_geo*/
 /* One tap's im2col row for the pb pixels from output pixel (od, oh, ow0): each output row's segment
  * is padding, a copy, padding ([lo, hi): the outputs whose input column is inside the row).
  * Returns the row: the input itself when the whole block is one stride-1 copy, else tmp. */
@@ -300,7 +342,7 @@ static void ember_qrows_geometry(const int32_t *p, int *rows, int *wq) {
     *wq = ((OW - 1) * sw + (KW - 1) * dw + 1 + sw - 1) / sw; /* words per phase */
 }
 static void ember_qpack_rows(uint8_t *X, const uint8_t *x, int Cg, const int32_t *p, ptrdiff_t pix, int pb,
-                             uint8_t flip, uint8_t xz, uint32_t *EMBER_RESTRICT wr) {
+                             uint8_t flip, uint8_t xz, uint32_t *EMBER_RESTRICT wr, int nhwc) {
     const int H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], KH = p[EMBER_GEO_K_H], KW = p[EMBER_GEO_K_W],
               OW = p[EMBER_GEO_OUT_W], sh = p[EMBER_GEO_STRIDE_H], sw = p[EMBER_GEO_STRIDE_W], dh = p[EMBER_GEO_DIL_H],
               dw = p[EMBER_GEO_DIL_W];
@@ -314,7 +356,7 @@ static void ember_qpack_rows(uint8_t *X, const uint8_t *x, int Cg, const int32_t
     ember_qrows_geometry(p, &rows, &wq);
     tmp = wr + (ptrdiff_t)rows * sw * wq; /* stride > 1: four channel rows' bytes of one phase */
     for (cq = 0; cq < Cg / 4; ++cq) {
-        const uint8_t *r = x + (ptrdiff_t)4 * cq * s_in;
+        const uint8_t *r = x + (ptrdiff_t)4 * cq * (nhwc ? 1 : s_in);
         for (i = 0; i < nrows; ++i) {
             const int ih = ih0 + i, len = sw * wq;
             uint32_t *row = wr + (ptrdiff_t)i * len;
@@ -327,14 +369,16 @@ static void ember_qpack_rows(uint8_t *X, const uint8_t *x, int Cg, const int32_t
                 for (c = 0; c < len; ++c) row[c] = pad4;
                 continue;
             }
-            xr = r + (ptrdiff_t)ih * W;
+            xr = r + (ptrdiff_t)ih * W * (nhwc ? Cg : 1);
             for (ph = 0; ph < sw; ++ph, row += wq) { /* index c: input column c * sw + ph - pl */
                 const int c0 = pl - ph > 0 ? (pl - ph + sw - 1) / sw : 0;
                 const int last = W - 1 + pl - ph < 0 ? -1 : (W - 1 + pl - ph) / sw;
                 const int c1 = last + 1 < wq ? last + 1 : wq;
-                const uint8_t *src = xr + (ptrdiff_t)c0 * sw + ph - pl;
+                const uint8_t *src = xr + ((ptrdiff_t)c0 * sw + ph - pl) * (nhwc ? Cg : 1);
                 for (c = 0; c < c0 && c < wq; ++c) row[c] = pad4;
-                if (c1 > c0 && sw == 1) {
+                if (c1 > c0 && nhwc) {
+                    ember_qnhwc_words(row + c0, src, Cg, cq, sw, c1 - c0, flip4);
+                } else if (c1 > c0 && sw == 1) {
                     ember_qinterleave((uint8_t *)(void *)(row + c0), src, src + s_in, src + 2 * s_in, src + 3 * s_in,
                                       c1 - c0, flip4);
                 } else if (c1 > c0) { /* every sw-th byte of the four channel rows first (tmp: 4 rows of wq) */

@@ -15,7 +15,7 @@
  * (qshifted.py checks that the layer takes it); elsewhere each block's pixels are gathered from the
  * planes into a packed block (runs of words, no per-tap bounds) for ember_qgemm_block. */
 
-/*@kernel ember_qconv_shifted requires ember_qgemm ember_qblock ember_qinterleave ember_conv_geo*/
+/*@kernel ember_qconv_shifted requires ember_qgemm ember_qblock ember_qinterleave ember_qnhwc_words ember_conv_geo*/
 #define EMBER_QSH_TAPS 64 /* most kernel taps (qshifted.py checks) */
 #if defined(EMBER_QRQ) && EMBER_QMR == 4
 /* The first n words of w to channel quad m0 / 4 of the channel-blocked o at pixels pix .. pix + n - 1,
@@ -217,45 +217,10 @@ static void ember_qblk_words(uint32_t *EMBER_RESTRICT d, const uint8_t *xq, ptrd
     }
 }
 
-/* d[j] (j < n) = the word of channels 4 cq .. 4 cq + 3 of pixel j * s of the channels-last row px (at channel 4 cq;
- * C channels a pixel; channels past C repeat channel 4 cq, whose weights are 0), XOR flip4: a TFLite model's NHWC
- * image read as it is, with no Transpose before the convolution. With AVX-512 VBMI, where 16 words span at most
- * two vectors (C <= 4, s <= 2: an image's stem), 16 words per two-table byte permute. */
-static void ember_qsh_nhwc_words(uint32_t *d, const uint8_t *px, int C, int cq, int s, int n, uint32_t flip4) {
-    const int step = s * C, cn = C - 4 * cq < 4 ? C - 4 * cq : 4;
-    int j = 0, t;
-#if EMBER_HAVE_AVX512_VBMI
-    if (C <= 4 && s <= 2) {
-        const ember_qz64 f = (ember_qz64){0} + (uint8_t)flip4;
-        ember_qz64 idx, a, b, w;
-        for (t = 0; t < 64; ++t) idx[t] = (uint8_t)(t / 4 * step + (t % 4 < cn ? t % 4 : 0));
-        for (; j < n; j += 16) {
-            const int m = n - j < 16 ? n - j : 16, bytes = (m - 1) * step + cn; /* at most 15 * 8 + 4 */
-            const unsigned long long ka = bytes >= 64 ? ~0ull : (1ull << bytes) - 1,
-                                     kb = bytes <= 64 ? 0ull : (1ull << (bytes - 64)) - 1;
-            const uint8_t *src = px + (ptrdiff_t)j * step;
-            __asm__("vmovdqu8 %1, %0%{%2%}%{z%}" : "=v"(a) : "m"(*(const ember_qz64u *)src), "Yk"(ka));
-            __asm__("vmovdqu8 %1, %0%{%2%}%{z%}" : "=v"(b) : "m"(*(const ember_qz64u *)(src + 64)), "Yk"(kb));
-            w = ember_qz_perm2(a, idx, b) ^ f;
-            __asm__("vmovdqu32 %1, %0%{%2%}" : "+m"(*(ember_qz64u *)(void *)(d + j)) : "v"(w),
-                    "Yk"((unsigned short)((1u << m) - 1)));
-        }
-        return;
-    }
-#endif
-    for (; j < n; ++j, px += step) {
-        uint8_t w4[4];
-        uint32_t w;
-        for (t = 0; t < 4; ++t) w4[t] = px[t < cn ? t : 0];
-        __builtin_memcpy(&w, w4, 4);
-        d[j] = w ^ flip4;
-    }
-}
-
 /* Xp for the C channels of one image x (zero point in the view: pad4's bytes): per channel quad, the
  * planes of the phases taps read, in row-phase then column-phase order. tmp: 4 * cols bytes. blk: x is
  * channel-blocked (qgemm.c ember_qblk_at; C % 4 == 0), its words copied instead of interleaved; nhwc: x is
- * channels-last (ember_qsh_nhwc_words). */
+ * channels-last (qpack.c ember_qnhwc_words). */
 static void ember_qsh_fill(uint32_t *xp, const uint8_t *x, const int32_t *p, uint32_t flip4, uint32_t pad4,
                            uint8_t *tmp, int blk, int nhwc) {
     const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], sh = p[EMBER_GEO_STRIDE_H],
@@ -288,7 +253,7 @@ static void ember_qsh_fill(uint32_t *xp, const uint8_t *x, const int32_t *p, uin
                     }
                     for (c = 0; c < c0; ++c) d[c] = pad4;
                     if (nhwc) {
-                        ember_qsh_nhwc_words(d + c0, x + ((ptrdiff_t)ih * W + (ptrdiff_t)c0 * sw + b - pl) * C + 4 * cq,
+                        ember_qnhwc_words(d + c0, x + ((ptrdiff_t)ih * W + (ptrdiff_t)c0 * sw + b - pl) * C + 4 * cq,
                                              C, cq, sw, e1 - c0, flip4);
                     } else if (blk) {
                         ember_qblk_words(d + c0, x + (ptrdiff_t)256 * cq, (ptrdiff_t)64 * C,
