@@ -343,14 +343,14 @@ def _dw_work(node: Node) -> int:
 
 
 def qconv_packs_rows(node: Node) -> bool:
-    """Whether QConv `node` packs its input by rows of words (qpack.c ember_qpack_rows: one group, 2-D, channels in
-    fours, not a direct 1x1), on the host's kernels: the packing that can read an NhwcView (passes/nhwc_input.py)."""
+    """Whether QConv `node` packs its input by rows (qpack.c ember_qpack_rows, words for channels in fours, else
+    ember_qpack_rows1: one group, 2-D, not a direct 1x1), on the host's kernels: the packings that can read an
+    NhwcView (passes/nhwc_input.py)."""
     if node.op != "QConv" or node.attrs.get("_isa") in (qarm.DSP, qarm.MVE):
         return False
     q: QSpec = node.attrs["_q"]
     g = qconv_geometry(node)
-    return (not q.depthwise and int(node.attrs.get("group", 1)) == 1 and g.planar and g.channels % 4 == 0
-            and not g.direct)
+    return not q.depthwise and int(node.attrs.get("group", 1)) == 1 and g.planar and not g.direct
 
 
 def lower_qconv(node: Node, k: KernelEmitter, add: tuple[str, ...] = (), pixels: tuple[int, int] | None = None) -> None:

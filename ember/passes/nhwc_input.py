@@ -2,8 +2,8 @@
 
 A TFLite model's NHWC input reaches the IR transposed to NCHW (frontends/tflite), and where its first operator has
 no channels-last kernel that Transpose stays: one copy of the image per run. ConvShifted builds polyphase planes of
-its input, QConvShifted words of four channels, a Conv through im2col its columns and a QConv of channels in fours
-its rows of words (kernels/conv.c, qshift.c, qpack.c): each copies the input before it multiplies, so it can as well
+its input, QConvShifted words of four channels, a Conv through im2col its columns and a QConv its rows of words
+or bytes (kernels/conv.c, qshift.c, qpack.c): each copies the input before it multiplies, so it can as well
 gather from the NHWC bytes. Where every reader of such a Transpose is one of them (reading it as its data input),
 the Transpose becomes an NhwcView (ops/shape.py): the same NCHW shape, the NHWC bytes left where they are, and the
 readers' fills take the channel stride. On AVX-512 VBMI QConvShifted's words of an RGB stem come 16 at a time from

@@ -203,11 +203,12 @@ def test_int8_rgb_stem_skips_im2col_bit_exact(tmp_path: Path, cpu: str | None) -
 
 
 @pytest.mark.parametrize("cpu", [None, "x86-64-v4"])
-@pytest.mark.parametrize("name", ["conv_variants_int8", "op_conv_relu6_int8"])
+@pytest.mark.parametrize("name", ["conv_variants_int8", "op_conv_relu6_int8", "conv_pool_int8"])
 def test_int8_row_packing_reads_the_nhwc_image_bit_exact(tmp_path: Path, name: str, cpu: str | None) -> None:
-    """At the default -O level a first QConv of channels in fours (4 at stride 2, 8 at stride 1) packs its rows of
-    words from the NHWC image itself (qpack.c ember_qpack_rows; NhwcView, no Transpose): bit-exact with LiteRT on
-    the host's build (AVX-512 VBMI for 4 channels) and on x86-64-v4 (no VBMI), and as sanitized C."""
+    """At the default -O level a first QConv packs its rows from the NHWC image itself (NhwcView, no Transpose):
+    rows of words where its channels come in fours (4 at stride 2, 8 at stride 1: qpack.c ember_qpack_rows), rows of
+    bytes otherwise (an RGB stem at stride 1: ember_qpack_rows1). Bit-exact with LiteRT on the host's build (AVX-512
+    VBMI for 4 channels) and on x86-64-v4 (no VBMI), and as sanitized C."""
     from tests.support import cdriver
 
     path = FIXTURES / f"{name}.tflite"

@@ -12,7 +12,7 @@
  * ember_qpack_rows' words for a 2-D convolution (channels in fours: ember_qpack_rows; others:
  * ember_qpack_rows1). lay: bit 0, x is channel-blocked (qgemm.c ember_qblk_at; one group, channels in
  * fours, 2-D); bit 1, y is (requantised, M % 4 == 0); bit 2, x is stored channels-last (ops/shape.py NhwcView;
- * one group, the rows of words: ember_qpack_rows). p0, p1: the output pixels [p0, p1) of each image are
+ * one group, 2-D, packed by rows: ember_qpack_rows, ember_qpack_rows1). p0, p1: the output pixels [p0, p1) of each image are
  * computed (0, P: all; a thread's part, ops/split.py: p0 on a whole block of EMBER_QPB pixels), each block
  * exactly as the whole call computes it, so the bytes do not depend on the split. my: the channels of a
  * channel-blocked y's blocks (M, or more where y points at a thread's part of its channels: the block stride
@@ -89,7 +89,7 @@ EMBER_INLINE void ember_qconv_t(void *y, int kind, const void *x, int x_sgn, int
                 else if (rows)
                     ember_qpack_rows(X, xg, Cg, p, pix, pb, flip, (uint8_t)xz, wr, lay >> 2 & 1);
                 else if (!direct && p[EMBER_GEO_IN_D] == 1 && p[EMBER_GEO_K_D] == 1 && p[EMBER_GEO_OUT_D] == 1)
-                    ember_qpack_rows1(X, xg, Cg, p, pix, pb, K, Kp, flip, (uint8_t)xz, (uint8_t *)wr);
+                    ember_qpack_rows1(X, xg, Cg, p, pix, pb, K, Kp, flip, (uint8_t)xz, (uint8_t *)wr, lay >> 2 & 1);
                 else if (cl && !direct)
                     ember_qpack_conv_cl(X, xg, Cg, p, pix, pb, flip, (uint8_t)xz, p[EMBER_GEO_K_W] <= 16 ? kwb : 0);
                 else

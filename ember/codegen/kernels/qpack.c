@@ -457,14 +457,16 @@ static void ember_qpack_gather(uint8_t *X, const uint8_t *x, int C, const int32_
 /* X block for a 2-D convolution with the (c, kh, kw) K order (any channel count) by rows: per output row
  * segment of the block, each (channel, kernel row) input row is split once into its column phases
  * (column c at phase c % sw, index c / sw; padding: the zero point), so that every tap's run of pixels is
- * a slice of a phase row, and four taps' slices interleave into the block's words. rowbuf: Cg * KH * sw * ember_qrows_geometry's wq bytes. */
+ * a slice of a phase row, and four taps' slices interleave into the block's words. rowbuf: Cg * KH * sw * ember_qrows_geometry's wq bytes.
+ * nhwc: x is stored channels-last (one group). */
 static void ember_qpack_rows1(uint8_t *X, const uint8_t *x, int Cg, const int32_t *p, ptrdiff_t pix, int pb, int K,
-                              int Kp, uint8_t flip, uint8_t xz, uint8_t *EMBER_RESTRICT rowbuf) {
+                              int Kp, uint8_t flip, uint8_t xz, uint8_t *EMBER_RESTRICT rowbuf, int nhwc) {
     const int H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], KH = p[EMBER_GEO_K_H], KW = p[EMBER_GEO_K_W],
               OW = p[EMBER_GEO_OUT_W], sh = p[EMBER_GEO_STRIDE_H], sw = p[EMBER_GEO_STRIDE_W], dh = p[EMBER_GEO_DIL_H],
               dw = p[EMBER_GEO_DIL_W];
     const int pt = p[EMBER_GEO_PAD_H], pl = p[EMBER_GEO_PAD_W];
-    const ptrdiff_t s_in = (ptrdiff_t)H * W;
+    /* where channel c's pixel (ih, iw) is: NCHW, or channels-last (nhwc: one group, Cg = C) */
+    const ptrdiff_t s_in = (ptrdiff_t)H * W, cs = nhwc ? 1 : s_in, ps = nhwc ? Cg : 1;
     const uint8_t *rows[4];
     uint8_t zero[EMBER_QPB]; /* rows past K: bytes that the flip turns into 0 (the column sums need them) */
     int rws, wq, oh = (int)(pix / OW), ow0 = (int)(pix % OW), j = 0, c, kh, ph, i, k0, t;
@@ -476,7 +478,7 @@ static void ember_qpack_rows1(uint8_t *X, const uint8_t *x, int Cg, const int32_
             for (kh = 0; kh < KH; ++kh) {
                 uint8_t *pr = rowbuf + ((ptrdiff_t)c * KH + kh) * sw * wq;
                 const int ih = oh * sh - pt + kh * dh;
-                const uint8_t *xr = x + c * s_in + (ptrdiff_t)ih * W;
+                const uint8_t *xr = x + c * cs + (ptrdiff_t)ih * W * ps;
                 if (ih < 0 || ih >= H) {
                     for (i = 0; i < sw * wq; ++i) pr[i] = xz;
                     continue;
@@ -487,8 +489,10 @@ static void ember_qpack_rows1(uint8_t *X, const uint8_t *x, int Cg, const int32_
                     const int i1 = last + 1 < wq ? last + 1 : wq;
                     for (i = 0; i < i0 && i < wq; ++i) pr[i] = xz;
                     if (i1 > i0) {
-                        const uint8_t *src = xr + (ptrdiff_t)i0 * sw + ph - pl;
-                        if (sw == 1)
+                        const uint8_t *src = xr + ((ptrdiff_t)i0 * sw + ph - pl) * ps;
+                        if (ps > 1)
+                            for (i = i0; i < i1; ++i) pr[i] = src[(ptrdiff_t)(i - i0) * sw * ps];
+                        else if (sw == 1)
                             for (i = i0; i < i1; ++i) pr[i] = src[i - i0];
 #ifdef EMBER_QGATHER2
                         else if (sw == 2)
