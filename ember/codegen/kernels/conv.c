@@ -237,9 +237,8 @@ static void ember_conv_f32(float *y, const float *x, const float *w, const float
  * the matmul's B is a plane shifted by b_row[k] (a compile-time table), and nothing is copied per tap.
  * A stride-1 unpadded conv reads the input itself (`planes` = 0); `planes` = 2: the input is stored channels-last
  * (ops/shape.py NhwcView: a TFLite model's NHWC image), each plane row gathered C floats apart. The matmul runs
- * over blocks of `rb`
- * output rows, computing all Wh columns of each row into `scratch` (the last Wh - OW are discarded)
- * while the block stays in cache; its rows are then copied out.
+ * over blocks of `rb` output rows, computing all Wh columns of each row into `scratch` (the last Wh - OW are
+ * discarded) while the block stays in cache; its rows are then copied out.
  * `scratch`: the planes (C*sh*sw*Hh*Wh floats, only if `planes`) then M*((rb-1)*Wh + OW) floats. `res` (else
  * NULL): a residual shaped as y, added (then the activation) as each row is copied out. Output rows of at least
  * EMBER_SHIFTED_ROW_MIN pixels fill the matmul's strips alone: there each row is one product into y itself.

@@ -182,10 +182,10 @@ EMBER_DEFINE_MAXPOOL(s8, int8_t, (-128))
 /* Channels-last pooling (ops/pool.py CHANNELS_LAST): y [N, OD, OH, OW, C] from x [N, D, H, W, C]. Every output
  * pixel's window is walked once, and each tap inside the input is a run of C contiguous values, so the loops over
  * channels vectorize and every line of x is read once per window that covers it (a plane-by-plane walk would read
- * the whole tensor once per channel). EMBER_POOL_NHWC(T, BODY_BEFORE, BODY, BODY_AFTER) runs BODY for each tap inside the input with `xp` at
- * its first channel, BODY_BEFORE before the first tap (`y` at the pixel's first channel) and BODY_AFTER after the
- * last, with `count` the taps inside the input and `padded` those inside the padded input (as ember_avgpool_f32
- * counts them); then `y` moves on by C. */
+ * the whole tensor once per channel). EMBER_POOL_NHWC(T, BODY_BEFORE, BODY, BODY_AFTER) runs BODY for each tap
+ * inside the input with `xp` at its first channel, BODY_BEFORE before the first tap (`y` at the pixel's first
+ * channel) and BODY_AFTER after the last, with `count` the taps inside the input and `padded` those inside the
+ * padded input (as ember_avgpool_f32 counts them); then `y` moves on by C. */
 #define EMBER_POOL_NHWC(T, BODY_BEFORE, BODY, BODY_AFTER)                                                            \
     const int D = p[EMBER_POOL_IN_D], H = p[EMBER_POOL_IN_H], W = p[EMBER_POOL_IN_W];                               \
     ptrdiff_t n, c;                                                                                                  \
@@ -227,7 +227,7 @@ EMBER_DEFINE_MAXPOOL(s8, int8_t, (-128))
 static void ember_maxpool_nhwc_##SUFFIX(T *EMBER_RESTRICT y, const T *EMBER_RESTRICT x, const int32_t *p,        \
                                         ptrdiff_t N, ptrdiff_t C) {                                                \
     EMBER_POOL_NHWC(T, for (c = 0; c < C; ++c) y[c] = LOWEST,                                                      \
-                    for (c = 0; c < C; ++c) y[c] = xp[c] > y[c] ? xp[c] : y[c], ((void)count, (void)padded))                       \
+                    for (c = 0; c < C; ++c) y[c] = xp[c] > y[c] ? xp[c] : y[c], ((void)count, (void)padded))      \
 }
 /*@end*/
 

@@ -372,8 +372,9 @@ static void ember_q16_pool(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTR
                   C = g[EMBER_Q16_C];
     const ptrdiff_t planes = (ptrdiff_t)g[EMBER_Q16_N] * C;
     /* element (row, col) of plane p = (n, c) in an HH x WW map */
-#define EMBER_Q16_AT(p, row, col, HH, WW) \
-    (nhwc ? (((p) / C * (HH) + (row)) * (ptrdiff_t)(WW) + (col)) * C + (p) % C : ((p) * (HH) + (row)) * (ptrdiff_t)(WW) + (col))
+#define EMBER_Q16_AT(p, row, col, HH, WW)                                        \
+    (nhwc ? (((p) / C * (HH) + (row)) * (ptrdiff_t)(WW) + (col)) * C + (p) % C \
+          : ((p) * (HH) + (row)) * (ptrdiff_t)(WW) + (col))
     ptrdiff_t p;
     int32_t oy, ox, ky, kx;
     for (p = 0; p < planes; ++p)

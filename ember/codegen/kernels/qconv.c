@@ -2,21 +2,19 @@
  * integer matrix product. Depthwise convolution is in qdwconv.c. */
 
 /*@kernel ember_qconv requires ember_qgemm ember_qblock ember_window_bounds ember_qpack ember_conv_geo*/
-/* Integer convolution, groups G, NC(D)HW, on packed weights W (M x Kp; group g's rows from g*M/G).
- * x: int8 (x_sgn) or uint8 bytes with zero point xz. Per-row tables (offset by group): bias (or NULL),
- * rowsum, wofs (or NULL), mult/shift (kind 1); out = [zp, lo, hi, the sums are below 2^24 (qvec.c), then
- * qgemm.c's float requantisation holds, after a clamp to +-out[5] if out[5] (qlinear.py float_limit), no
- * weight is -128 (-1: scan W)]. cl: the weights' K order is (kd, kh, kw, c) (Cg % 4 == 0), else (c, kd, kh,
- * kw). scratch: Kp * EMBER_QPB bytes,
- * EMBER_QPB + M int32, EMBER_QTAIL_ROWS * Kp bytes (qblock.c's tail pixels), then (from a 64-byte boundary)
- * ember_qpack_rows' words for a 2-D convolution (channels in fours: ember_qpack_rows; others:
- * ember_qpack_rows1). lay: bit 0, x is channel-blocked (qgemm.c ember_qblk_at; one group, channels in
- * fours, 2-D); bit 1, y is (requantised, M % 4 == 0); bit 2, x is stored channels-last (ops/shape.py NhwcView;
- * one group, 2-D, packed by rows: ember_qpack_rows, ember_qpack_rows1). p0, p1: the output pixels [p0, p1) of each image are
- * computed (0, P: all; a thread's part, ops/split.py: p0 on a whole block of EMBER_QPB pixels), each block
- * exactly as the whole call computes it, so the bytes do not depend on the split. my: the channels of a
- * channel-blocked y's blocks (M, or more where y points at a thread's part of its channels: the block stride
- * stays 64 * my bytes). */
+/* Integer convolution, groups G, NC(D)HW, on packed weights W (M x Kp; group g's rows from g*M/G). x: int8 (x_sgn)
+ * or uint8 bytes with zero point xz. Per-row tables (offset by group): bias (or NULL), rowsum, wofs (or NULL),
+ * mult/shift (kind 1); out = [zp, lo, hi, the sums are below 2^24 (qvec.c), then qgemm.c's float requantisation
+ * holds, after a clamp to +-out[5] if out[5] (qlinear.py float_limit), no weight is -128 (-1: scan W)]. cl: the
+ * weights' K order is (kd, kh, kw, c) (Cg % 4 == 0), else (c, kd, kh, kw). scratch: Kp * EMBER_QPB bytes, EMBER_QPB
+ * + M int32, EMBER_QTAIL_ROWS * Kp bytes (qblock.c's tail pixels), then (from a 64-byte boundary) ember_qpack_rows'
+ * words for a 2-D convolution (channels in fours: ember_qpack_rows; others: ember_qpack_rows1). lay: bit 0, x is
+ * channel-blocked (qgemm.c ember_qblk_at; one group, channels in fours, 2-D); bit 1, y is (requantised, M % 4 == 0);
+ * bit 2, x is stored channels-last (ops/shape.py NhwcView; one group, 2-D, packed by rows: ember_qpack_rows,
+ * ember_qpack_rows1). p0, p1: the output pixels [p0, p1) of each image are computed (0, P: all; a thread's part,
+ * ops/split.py: p0 on a whole block of EMBER_QPB pixels), each block exactly as the whole call computes it, so the
+ * bytes do not depend on the split. my: the channels of a channel-blocked y's blocks (M, or more where y points at a
+ * thread's part of its channels: the block stride stays 64 * my bytes). */
 /* A residual add fused into the requantisation (ember_qconv_add): the outputs of each block of pixels go to
  * `stage` (M rows of EMBER_QPB bytes), then `fin` writes y[m * ys + j] = QAdd(stage[m][j], r[m * ys + j])
  * for j < n, element by element, so y may be r. */

@@ -457,8 +457,8 @@ static void ember_qpack_gather(uint8_t *X, const uint8_t *x, int C, const int32_
 /* X block for a 2-D convolution with the (c, kh, kw) K order (any channel count) by rows: per output row
  * segment of the block, each (channel, kernel row) input row is split once into its column phases
  * (column c at phase c % sw, index c / sw; padding: the zero point), so that every tap's run of pixels is
- * a slice of a phase row, and four taps' slices interleave into the block's words. rowbuf: Cg * KH * sw * ember_qrows_geometry's wq bytes.
- * nhwc: x is stored channels-last (one group). */
+ * a slice of a phase row, and four taps' slices interleave into the block's words. rowbuf: Cg * KH * sw *
+ * ember_qrows_geometry's wq bytes. nhwc: x is stored channels-last (one group). */
 static void ember_qpack_rows1(uint8_t *X, const uint8_t *x, int Cg, const int32_t *p, ptrdiff_t pix, int pb, int K,
                               int Kp, uint8_t flip, uint8_t xz, uint8_t *EMBER_RESTRICT rowbuf, int nhwc) {
     const int H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], KH = p[EMBER_GEO_K_H], KW = p[EMBER_GEO_K_W],
