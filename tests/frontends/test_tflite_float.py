@@ -14,7 +14,7 @@ import pytest
 import ember
 from ember.config import CompileOptions
 from ember.driver import build_graph
-from tests.frontends.tflite_support import FIXTURES, inputs_for, litert, run_ember, run_litert
+from tests.frontends.tflite_support import FIXTURES, inputs_for, litert, run_ember, run_litert, run_sanitized
 
 # One tiny model per operator group (built at -O1: the C compiler's time dominates the tests), and two small
 # networks at the default level (its convolution algorithms and layouts).
@@ -106,8 +106,6 @@ def test_stem_reads_the_nhwc_image(name: str, tmp_path: Path) -> None:
     """At the default -O level a stem left to ConvShifted or im2col (no channels-last region pays there) gathers its
     polyphase planes or columns from the NHWC image itself: no Transpose at the input, outputs as LiteRT's, and the C
     bundle clean under AddressSanitizer and UndefinedBehaviorSanitizer."""
-    from tests.support import cdriver
-
     path = FIXTURES / f"{name}.tflite"
     graph, _, _ = build_graph(str(path), CompileOptions())
     views = [n for n in graph.nodes if n.op == "NhwcView"]
@@ -119,7 +117,5 @@ def test_stem_reads_the_nhwc_image(name: str, tmp_path: Path) -> None:
     ref = run_litert(interp, xs)
     for i, (r, g) in enumerate(zip(ref, run_ember(bundle, interp, xs), strict=True)):
         compare_float(r, g, f"{name} output {i}")
-    names = [v["name"] for v in bundle.manifest["inputs"]]
-    got = cdriver.run(bundle.path, tmp_path / "drv", dict(zip(names, xs, strict=True)), sanitize=True)
-    for i, (r, g) in enumerate(zip(ref, got.values(), strict=True)):
+    for i, (r, g) in enumerate(zip(ref, run_sanitized(bundle, interp, xs, tmp_path / "drv"), strict=True)):
         compare_float(r, g, f"{name} output {i} (sanitized C)")

@@ -15,7 +15,7 @@ from ember.config import CompileOptions
 from ember.driver import build_graph
 from ember.errors import UnsupportedOperatorError
 from tests.frontends.test_tflite_int8 import _assert_same, micro_outputs
-from tests.frontends.tflite_support import FIXTURES, inputs_for, litert, run_ember, run_litert
+from tests.frontends.tflite_support import FIXTURES, inputs_for, litert, run_ember, run_litert, run_sanitized
 
 # One-operator models (scripts/tflite_op_fixtures.py INT16_OPS) and two networks (a keyword-spotting DS-CNN
 # and a MobileNetV2-like net: scripts/make_tflite_fixtures.py), bit-exact with both.
@@ -313,30 +313,21 @@ def test_int16_kernels_sanitizer_clean(name: str, native: bool, tmp_path: Path) 
     over the whole int16 range: no report, and LiteRT's outputs. `native`: built for this CPU (-march=native), so
     that an AVX2 host runs the vector kernels (ember_q16_conv_v's padded copy and its reads past a row's end among them)
     under the sanitizers too, -Wall -Wextra -Werror."""
-    from tests.support import cdriver
-
     path = FIXTURES / f"{name}.tflite"
     interp = litert(path)
     bundle = ember.compile(path, tmp_path / "out", name="m", opt_level=1)
     xs = _draws(interp)[2]
-    names = [v["name"] for v in bundle.manifest["inputs"]]
-    got = cdriver.run(bundle.path, tmp_path / "asan", dict(zip(names, xs, strict=True)), sanitize=True,
-                      cflags=("-march=native",) if native else ())
-    ref = run_litert(interp, xs)
-    _assert_same(name, ref, [got[v["name"]] for v in bundle.manifest["outputs"]], "LiteRT (sanitized build)")
+    got = run_sanitized(bundle, interp, xs, tmp_path / "asan", cflags=("-march=native",) if native else ())
+    _assert_same(name, run_litert(interp, xs), got, "LiteRT (sanitized build)")
 
 
 def test_int16_rsqrt_micro_sanitizer_clean(tmp_path: Path) -> None:
     """TFLite Micro's int16 RSQRT kernel (fixed point, shifts of both signs) under ASan/UBSan over the whole int16
     range, negative inputs included: no report, and the integers of the plain build."""
-    from tests.support import cdriver
-
     path = tmp_path / "rsqrt.tflite"
     path.write_bytes(_alone((FIXTURES / "op_rsqrt_int16.tflite").read_bytes(), "RSQRT"))
     interp = litert(path)
     bundle = ember.compile(path, tmp_path / "out", name="m", opt_level=1, tflite_rounding="micro")
     xs = _draws(interp)[2]
-    names = [v["name"] for v in bundle.manifest["inputs"]]
-    got = cdriver.run(bundle.path, tmp_path / "asan", dict(zip(names, xs, strict=True)), sanitize=True)
-    _assert_same("rsqrt", run_ember(bundle, interp, xs), [got[v["name"]] for v in bundle.manifest["outputs"]],
+    _assert_same("rsqrt", run_ember(bundle, interp, xs), run_sanitized(bundle, interp, xs, tmp_path / "asan"),
                  "the plain build")

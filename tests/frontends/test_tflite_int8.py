@@ -19,7 +19,8 @@ import ember
 from ember.config import CompileOptions
 from ember.driver import build_graph
 from ember.ir.dtypes import DType
-from tests.frontends.tflite_support import FIXTURES, inputs_for, litert, run_ember, run_litert
+from tests.frontends.tflite_support import FIXTURES, inputs_for, litert, run_ember, run_litert, run_sanitized
+from tests.support.host import cpu_has
 
 # One-operator models (scripts/tflite_op_fixtures.py), each bit-exact with both interpreters.
 EXACT_OPS = ["add", "add_relu", "sub", "mul", "concat", "conv_relu6", "depthwise", "fully_connected", "avgpool",
@@ -183,9 +184,7 @@ def test_int8_rgb_stem_skips_im2col_bit_exact(tmp_path: Path, cpu: str | None) -
     and stays bit-exact with LiteRT. It reads the NHWC image as it is (no Transpose): 16 words per byte permute
     with AVX-512 VBMI (this host's build, where it has VBMI), a word at a time without it (x86-64-v4: AVX-512
     without VBMI; x86-64-v3: AVX2)."""
-    from tests.support import cdriver
-
-    if cpu is None and not _cpu_has("avx512vbmi"):
+    if cpu is None and not cpu_has("avx512vbmi"):
         pytest.skip("this CPU lacks AVX-512 VBMI")
     path = FIXTURES / "mobilenet_like_int8.tflite"
     interp = litert(path)
@@ -197,9 +196,8 @@ def test_int8_rgb_stem_skips_im2col_bit_exact(tmp_path: Path, cpu: str | None) -
         _assert_same("mobilenet_like_int8", run_litert(interp, xs), run_ember(bundle, interp, xs), "LiteRT")
     if cpu is None:  # the C bundle under AddressSanitizer and UndefinedBehaviorSanitizer
         xs = inputs_for(interp, 0)
-        got = cdriver.run(bundle.path, tmp_path / "drv", dict(zip([v["name"] for v in bundle.manifest["inputs"]], xs,
-                                                                   strict=True)), sanitize=True)
-        _assert_same("mobilenet_like_int8", run_litert(interp, xs), list(got.values()), "LiteRT (sanitized C)")
+        _assert_same("mobilenet_like_int8", run_litert(interp, xs), run_sanitized(bundle, interp, xs, tmp_path / "drv"),
+                     "LiteRT (sanitized C)")
 
 
 @pytest.mark.parametrize("cpu", [None, "x86-64-v4"])
@@ -209,8 +207,6 @@ def test_int8_row_packing_reads_the_nhwc_image_bit_exact(tmp_path: Path, name: s
     rows of words where its channels come in fours (4 at stride 2, 8 at stride 1: qpack.c ember_qpack_rows), rows of
     bytes otherwise (an RGB stem at stride 1: ember_qpack_rows1). Bit-exact with LiteRT on the host's build (AVX-512
     VBMI for 4 channels) and on x86-64-v4 (no VBMI), and as sanitized C."""
-    from tests.support import cdriver
-
     path = FIXTURES / f"{name}.tflite"
     opts = {"cpu": cpu} if cpu else {}
     graph, _, _ = build_graph(str(path), CompileOptions(**opts))
@@ -222,32 +218,20 @@ def test_int8_row_packing_reads_the_nhwc_image_bit_exact(tmp_path: Path, name: s
         _assert_same(name, run_litert(interp, xs), run_ember(bundle, interp, xs), "LiteRT")
     if cpu is None:
         xs = inputs_for(interp, 0)
-        names = [v["name"] for v in bundle.manifest["inputs"]]
-        got = cdriver.run(bundle.path, tmp_path / "drv", dict(zip(names, xs, strict=True)), sanitize=True)
-        _assert_same(name, run_litert(interp, xs), list(got.values()), "LiteRT (sanitized C)")
-
-
-def _cpu_has(flag: str) -> bool:
-    try:
-        return flag in Path("/proc/cpuinfo").read_text().split()
-    except OSError:
-        return False
+        _assert_same(name, run_litert(interp, xs), run_sanitized(bundle, interp, xs, tmp_path / "drv"),
+                     "LiteRT (sanitized C)")
 
 
 def test_int8_depthwise_avx2_sanitized_bit_exact(tmp_path: Path) -> None:
     """The host's channel-blocked depthwise kernel (qdwconv.c ember_qdx_conv on AVX2: channel quads whose lanes
     take each channel's TFLite multiplier and shift, quant.c ember_qt8_quad; the small maps' whole-image bands,
     qlinear.py _dw_work) built for this CPU under ASan/UBSan: no report, and LiteRT's bytes."""
-    from tests.support import cdriver
-
     path = FIXTURES / "mobilenet_like_int8.tflite"
     interp = litert(path)
     bundle = ember.compile(path, tmp_path / "out", name="m")
     src = (tmp_path / "out" / "m.c").read_text()
     assert src.count("ember_qdwconv(") >= 3, "no depthwise call"
-    names = [v["name"] for v in bundle.manifest["inputs"]]
     for xs in _inputs(interp)[:1]:
-        got = cdriver.run(bundle.path, tmp_path / "asan", dict(zip(names, xs, strict=True)), sanitize=True,
-                          cflags=("-march=native",))
         _assert_same("mobilenet_like_int8", run_litert(interp, xs),
-                     [got[v["name"]] for v in bundle.manifest["outputs"]], "LiteRT (sanitized build)")
+                     run_sanitized(bundle, interp, xs, tmp_path / "asan", cflags=("-march=native",)),
+                     "LiteRT (sanitized build)")

@@ -61,6 +61,17 @@ def run_ember(bundle: Any, interp: Any, xs: list[np.ndarray]) -> list[np.ndarray
     return [by_name[n] for n in _output_names(bundle, interp)]
 
 
+def run_sanitized(bundle: Any, interp: Any, xs: list[np.ndarray], work: Path,
+                  cflags: tuple[str, ...] = ()) -> list[np.ndarray]:
+    """run_ember's outputs from the bundle built as C into a driver under AddressSanitizer and
+    UndefinedBehaviorSanitizer (-Wall -Wextra -Werror), run in `work`."""
+    from tests.support import cdriver
+
+    names = [v["name"] for v in bundle.manifest["inputs"]]
+    got = cdriver.run(bundle.path, work, dict(zip(names, xs, strict=True)), sanitize=True, cflags=cflags)
+    return [got[n] for n in _output_names(bundle, interp)]
+
+
 def _output_names(bundle: Any, interp: Any) -> list[str]:
     """LiteRT orders outputs by the subgraph's output list, ember too: the same order, ember's names."""
     return [v["name"] for v in bundle.manifest["outputs"]]

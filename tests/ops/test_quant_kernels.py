@@ -19,6 +19,7 @@ from ember.codegen import library
 from ember.ops import registry
 from ember.ops.qlinear import fixed_point
 from tests.support import cdriver
+from tests.support.host import cpu_has
 
 RNG = np.random.default_rng(5)
 
@@ -191,15 +192,6 @@ _INTEGER_OPS = ("QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "
                 "QMul", "QAvgPool", "QMean")
 
 
-def _cpu_has(*flags: str) -> bool:
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    have = set(next((ln.split(":", 1)[1].split() for ln in text.splitlines() if ln.startswith("flags")), []))
-    return all(f in have for f in flags)
-
-
 # (target, cpu, the integer product's path it selects, what it needs): every path of qgemm.c.
 PATHS = [
     ("host", "x86-64", "SSE2 PMADDWD", ("sse2",)),
@@ -239,7 +231,7 @@ def test_integer_paths_are_bit_identical(tmp_path: Path, qdq_models: list, targe
     from tests.cross import require_tools
     from tests.support import crossrun, mcu
 
-    if target == "host" and not _cpu_has(*flags):
+    if target == "host" and not cpu_has(*flags):
         pytest.skip(f"this CPU lacks {flags}")
     for i, (model, feeds, ref) in enumerate(qdq_models):
         bundle = ember.compile(model, tmp_path / f"b{i}", target=target, **({"cpu": cpu} if cpu else {}))
