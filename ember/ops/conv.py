@@ -436,15 +436,16 @@ register(OpDef(
 SHIFTED_BLOCK_BYTES = 512 * 1024
 
 
-def _shifted_parts(node: Node) -> tuple[ConvGeometry, bool, int, int, int]:
-    """(geometry, polyphase planes needed, plane rows Hh, plane pitch Wh, output rows per block)."""
+def _shifted_parts(node: Node) -> tuple[ConvGeometry, int, int, int, int]:
+    """(geometry, ember_conv_shifted_f32's `planes` (0: none, 1: from NCHW, 2: from a channels-last input), plane rows
+    Hh, plane pitch Wh, output rows per block)."""
     geo = _chosen_geometry(node)
     (oh, ow), (kh, kw), (sh, sw), (dh, dw) = geo.out_size[1:], geo.kernel[1:], geo.strides[1:], geo.dilations[1:]
     hh, wh = oh + (kh - 1) * dh // sh, ow + (kw - 1) * dw // sw
     # Stride 1 and unpadded (explicitly or by auto_pad): the windows read exactly the input plane, unless it is
     # stored channels-last (an NhwcView: the planes are where its channels come apart).
-    planes = ((sh, sw) != (1, 1) or geo.pads_begin[1:] != (0, 0) or (hh, wh) != geo.in_size[1:]
-              or stored_nhwc(node.input(0)))
+    planes = 2 if stored_nhwc(node.input(0)) else int(
+        (sh, sw) != (1, 1) or geo.pads_begin[1:] != (0, 0) or (hh, wh) != geo.in_size[1:])
     m = present(node.outputs[0]).shape[1]
     rows = max(1, min(oh, SHIFTED_BLOCK_BYTES // (4 * m * wh)))
     return geo, planes, hh, wh, rows
@@ -465,8 +466,7 @@ def _lower_shifted(node: Node, k: KernelEmitter) -> None:
              for ci in range(c) for i in range(kh) for j in range(kw)]
     bias = k.inp(2) if node.input(2) is not None else "0"
     k.call("ember_conv_shifted_f32", k.out(0), k.inp(0), k.inp(1), bias, residual_arg(node, k), k.scratch("float"),
-           k.table(geo.table(), DType.INT32), k.table(b_row, DType.INT32), y.shape[0], y.shape[1],
-           2 if stored_nhwc(node.input(0)) else int(planes), rows,
+           k.table(geo.table(), DType.INT32), k.table(b_row, DType.INT32), y.shape[0], y.shape[1], planes, rows,
            *epilogue_args(node), int(bool(node.attrs.get(ROW_PANELS))))
 
 

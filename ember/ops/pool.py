@@ -33,6 +33,11 @@ def channels_last(node: Node) -> bool:
     return bool(node.attrs.get(CHANNELS_LAST, 0))
 
 
+def layout_attrs(node: Node) -> dict[str, int]:
+    """The attribute a node made of `node` keeps (fold_qdq's and fold_qdq16's integer pools): CHANNELS_LAST or none."""
+    return {CHANNELS_LAST: 1} if channels_last(node) else {}
+
+
 def spatial_dims(node: Node, shape: tuple[int, ...]) -> tuple[int, ...]:
     """The dims a pool's window moves over: after N and C, or between them where the node is CHANNELS_LAST."""
     return tuple(shape[1:-1]) if channels_last(node) else tuple(shape[2:])

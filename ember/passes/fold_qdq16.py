@@ -35,7 +35,7 @@ from ember.ir.graph import Graph, Node, Value
 from ember.ops import q16, registry
 from ember.ops.epilogue import EPILOGUE_ATTR, epilogue_of
 from ember.ops.opdef import Int8
-from ember.ops.pool import CHANNELS_LAST, channels_last, spatial_dims
+from ember.ops.pool import channels_last, layout_attrs, spatial_dims
 from ember.ops.q16 import INT16_MAX, INT16_MIN, Q16Geometry, Q16Spec, broadcast_of, q15_multiplier
 from ember.ops.qlinear import DOUBLE, SINGLE, tflite_multiplier
 from ember.passes.fold_qdq_ops import DQ, Q, dq_of, q_of, replace
@@ -198,7 +198,7 @@ def _fold_pool(graph: Graph, node: Node, uses: Uses) -> None:
     geo = Q16Geometry(n, c, h, wd, c, y[1], y[2], k[0], k[1], st[0], st[1], 1, 1, pads[0], pads[1], c)
     op = "Q16AvgPool" if node.op == "AveragePool" else "Q16MaxPool"
     new = Node(op, graph.unique_name(f"{node.name}_int16"), [x.q], [q.out],
-               {"_q16": Q16Spec(geo, (), (), INT16_MIN, INT16_MAX), **({CHANNELS_LAST: 1} if last else {})})
+               {"_q16": Q16Spec(geo, (), (), INT16_MIN, INT16_MAX), **layout_attrs(node)})
     replace(graph, [node, q.node], [new])
 
 
@@ -213,7 +213,7 @@ def _fold_mean(graph: Graph, node: Node, uses: Uses) -> None:
     n, c = (x.q.shape[0], x.q.shape[-1]) if last else x.q.shape[:2]
     spec = Q16Spec(None, (mult,), (k,), INT16_MIN, INT16_MAX, shape=(n, 1, 1, c) if last else (n, c, 1, 1))
     new = Node("Q16Mean", graph.unique_name(f"{node.name}_int16"), [x.q], [q.out],
-               {"_q16": spec, **({CHANNELS_LAST: 1} if last else {})})
+               {"_q16": spec, **layout_attrs(node)})
     replace(graph, [node, q.node], [new])
 
 

@@ -17,7 +17,7 @@ from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node, Value
 from ember.ops import registry
 from ember.ops.opdef import Int8
-from ember.ops.pool import CHANNELS_LAST, channels_last, spatial_dims
+from ember.ops.pool import layout_attrs, spatial_dims
 from ember.ops.qlinear import BYTE_TYPES, DOUBLE, TFL_DIVIDE, fixed_point, tflite_multiplier
 from ember.ops.qpointwise import QAddParams, QAvgPoolParams, QLutTable, QMeanParams, QMulParams, QOut
 
@@ -162,7 +162,7 @@ def fold_pointwise(graph: Graph, node: Node, uses: dict[int, list[Node]]) -> Non
         s = math.prod(spatial_dims(node, x.q.shape))
         mult, shift = fixed_point(float(x.scale[0]) / (float(q.scale) * s))
         new = Node("QMean", graph.unique_name(f"{node.name}_int8"), [x.q], [q.out],
-                   {"_qmean": QMeanParams(int(x.zp[0]), mult, shift, _out(q)), **_layout(node)})
+                   {"_qmean": QMeanParams(int(x.zp[0]), mult, shift, _out(q)), **layout_attrs(node)})
     else:
         return
     _swap(graph, node, q, new)
@@ -176,12 +176,7 @@ def _tflite_mean(graph: Graph, node: Node, x: DQ, q: Q) -> Node:
     s = min(n.bit_length() - 1, 32, 31 + (31 - k))
     mult, k = ((mult << s) // n, k + s) if k + s <= 62 else (0, 1)  # past 2^-62: every mean is 0
     return Node("QMean", graph.unique_name(f"{node.name}_int8"), [x.q], [q.out],
-                {"_qmean": QMeanParams(int(x.zp[0]), mult, k + 64 * q.rounding, _out(q)), **_layout(node)})
-
-
-def _layout(node: Node) -> dict[str, int]:
-    """A channels-last pool's attribute, for the integer node made of it."""
-    return {CHANNELS_LAST: 1} if channels_last(node) else {}
+                {"_qmean": QMeanParams(int(x.zp[0]), mult, k + 64 * q.rounding, _out(q)), **layout_attrs(node)})
 
 
 def _swap(graph: Graph, node: Node, q: Q, new: Node, before: list[Node] | None = None) -> None:
