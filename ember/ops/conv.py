@@ -272,7 +272,7 @@ def row_panels_fit(node: Node) -> bool:
 
 def im2col_reader(node: Node) -> bool:
     """Whether `node` (a Conv) runs im2col on its whole input, one group (ember_conv_f32 or ember_conv_act_f32): the
-    convolutions that read an NhwcView (passes/nhwc_input.py) through ember_im2col_f32's pixel stride."""
+    convolutions that read an NhwcView (passes/nhwc_views.py) through ember_im2col_f32's pixel stride."""
     if node.op != "Conv":
         return False
     _, group, _, depthwise, direct = _conv_parts(node)

@@ -31,7 +31,7 @@ from ember.ops.matmul import matmul_shape, present
 from ember.ops.opdef import OpDef
 from ember.ops.overlap import qconv_overlap
 from ember.ops.registry import register
-from ember.ops.shape import stored_nhwc
+from ember.ops.shape import stored_nhwc, writes_nhwc
 
 QPB = 64  # EMBER_QPB of qgemm.c: pixels per packed activation block
 # On microcontrollers (NAME.c defines EMBER_QPB so, driver.py; passes/scratch_budget.py marks the nodes with
@@ -342,15 +342,24 @@ def _dw_work(node: Node) -> int:
     return max(planes, (band + 3) // 4)
 
 
-def qconv_packs_rows(node: Node) -> bool:
-    """Whether QConv `node` packs its input by rows (qpack.c ember_qpack_rows, words for channels in fours, else
-    ember_qpack_rows1: one group, 2-D, not a direct 1x1), on the host's kernels: the packings that can read an
-    NhwcView (passes/nhwc_input.py)."""
+def qconv_reads_nhwc(node: Node) -> bool:
+    """Whether QConv `node` can pack its input from channels-last bytes (an NhwcView: passes/nhwc_views.py): one
+    group, 2-D, on the host's kernels; by rows (qpack.c ember_qpack_rows, words for channels in fours, else
+    ember_qpack_rows1), or for a direct 1x1 each pixel's channels as a row of the product (ember_qpack_pixels)."""
     if node.op != "QConv" or node.attrs.get("_isa") in (qarm.DSP, qarm.MVE):
         return False
     q: QSpec = node.attrs["_q"]
-    g = qconv_geometry(node)
-    return not q.depthwise and int(node.attrs.get("group", 1)) == 1 and g.planar and not g.direct
+    return not q.depthwise and int(node.attrs.get("group", 1)) == 1 and qconv_geometry(node).planar
+
+
+def qconv_stores_nhwc(node: Node) -> bool:
+    """Whether QConv `node` can store its output channels-last (qconv.c lay bit 3: each sum stored at its channel and
+    pixel stride): not depthwise (qdwconv.c), not fused with an add, on the host's kernels, its output not
+    channel-blocked (passes/nhwc_views.py)."""
+    if node.op != "QConv" or node.attrs.get("_isa") in (qarm.DSP, qarm.MVE):
+        return False
+    y = present(node.outputs[0])
+    return not node.attrs["_q"].depthwise and not y.blocked and y.type.rank >= 3
 
 
 def lower_qconv(node: Node, k: KernelEmitter, add: tuple[str, ...] = (), pixels: tuple[int, int] | None = None) -> None:
@@ -370,14 +379,14 @@ def lower_qconv(node: Node, k: KernelEmitter, add: tuple[str, ...] = (), pixels:
     mult, shift, out = _out_args(k, q, packed_bound(q, wq.const), wq.const)
     y_ptr, m, my = blocked_part(node, k)
     head = [y_ptr, kind, k.inp(0), int(x.dtype is DType.INT8), _zp_arg(node, k, q), geo, x.shape[0]]
-    # passes/int8_layout.py; passes/nhwc_input.py (QConvShifted only)
-    lay = int(x.blocked) | 2 * int(y.blocked) | 4 * int(stored_nhwc(x))
+    # passes/int8_layout.py; passes/nhwc_views.py
+    lay = int(x.blocked) | 2 * int(y.blocked) | 4 * int(stored_nhwc(x)) | 8 * int(writes_nhwc(node))
     lo, hi = pixels if pixels is not None else (0, math.prod(y.shape[2:]))
     if node.op == "QConvShifted":
         k.call("ember_qconv_shifted", *head, m, k.inp(2), _table(k, q.bias), _table(k, q.rowsum), mult,
                shift, out, lay, k.scratch(), lo, hi, my)
         return
-    assert not (add and (pixels or m != my)), "ember_qconv_add is never divided"
+    assert not (add and (pixels or m != my or lay & 8)), "ember_qconv_add is never divided, nor stores channels-last"
     k.call("ember_qconv_add" if add else "ember_qconv", *head, int(node.attrs.get("group", 1)), m,
            int(q.channels_last), k.inp(2), _table(k, q.bias), _table(k, q.rowsum), _table(k, q.wofs), mult, shift, out,
            lay, k.scratch(), *(add or (lo, hi, my)))

@@ -53,16 +53,26 @@ register(OpDef("BitCast", lower=_lower_view, alias=True, kernels=("ember_copy",)
                evaluate=_eval_bitcast))
 
 
-# NhwcView (internal, passes/nhwc_input.py): an NHWC tensor read as the NCHW one that a Transpose would make of it,
-# with no copy: its output has the NCHW shape but keeps the NHWC bytes, and only convolutions that read their input
-# through a copy of their own (ConvShifted's planes, im2col's columns, QConvShifted's words) read it, knowing the
-# layout (`stored_nhwc`). Attribute perm: the Transpose's.
+# NhwcView (internal, passes/nhwc_views.py): the zero-copy form of a Transpose between NCHW and NHWC where the NCHW
+# side is a convolution's own data that it reads or writes channels-last. Perm (0, 3, 1, 2): an NHWC tensor read as
+# the NCHW one the Transpose would make of it: its output has the NCHW shape but keeps the NHWC bytes, and only
+# convolutions that read their input through a copy of their own (ConvShifted's planes, im2col's columns,
+# QConvShifted's words, QConv's rows) read it, knowing the layout (`stored_nhwc`). Perm (0, 2, 3, 1): its input is
+# a convolution's output that the convolution stored channels-last (attribute NHWC_OUT): NCHW by its shape, NHWC in
+# memory, and read only by this view, whose output is the NHWC tensor.
 NHWC_VIEW = "NhwcView"
+NHWC_OUT = "_nhwc_out"
 
 
 def stored_nhwc(v: Value | None) -> bool:
-    """Whether v is an NhwcView's output: NCHW by its shape, NHWC in memory."""
-    return v is not None and v.producer is not None and v.producer.op == NHWC_VIEW
+    """Whether v is the output of an NhwcView to NCHW: NCHW by its shape, NHWC in memory."""
+    return (v is not None and v.producer is not None and v.producer.op == NHWC_VIEW
+            and list(v.producer.attrs["perm"]) == [0, 3, 1, 2])
+
+
+def writes_nhwc(node: Node) -> bool:
+    """Whether `node` stores its output channels-last for the NhwcView that reads it (NCHW by its shape)."""
+    return bool(node.attrs.get(NHWC_OUT))
 
 
 def _infer_nhwc_view(node: Node) -> list[TensorType | None]:

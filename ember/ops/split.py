@@ -49,6 +49,7 @@ from ember.ops.parallel import Slice, Split, contiguous_axis, cuttable, with_par
 from ember.ops.pool import channels_last
 from ember.ops.qlinear import YCUT_ATTR, QSpec, lower_qconv, lower_qdwconv
 from ember.ops.qwino import BOUND_ATTR
+from ember.ops.shape import writes_nhwc
 
 _NO_ACT = (0, "0.0f", "0.0f")  # kernel activation arguments: none (applied after the residual)
 # Output channels per part boundary: whole row tiles of the matmul kernels and whole vectors of the
@@ -232,6 +233,8 @@ def _split_qconv(node: Node) -> Split | None:
         return None  # a channel multiplier: output channel m reads input channel m / multiplier
     if q.depthwise and (x.blocked or y.blocked):
         return _split_qdw_blocked(node)
+    if writes_nhwc(node):  # channels-last output (passes/nhwc_views.py): a part's pixels are one run of it
+        return _split_qpixels(node)
     blocked = not q.depthwise and (x.blocked or y.blocked)
     if (blocked or node.op == "QConvShifted") and math.prod(y.shape[2:]) >= QPIXEL_MIN_BLOCKS * QPIXEL_ALIGN:
         return _split_qpixels(node)

@@ -30,8 +30,8 @@ from ember.passes.int4_matmul import pack_int4_matmuls
 from ember.passes.int8_layout import choose_int8_layout, dw_words_at_compile_time
 from ember.passes.manager import PassFn, each_graph
 from ember.passes.mcu_kernels import choose_mcu_kernels
-from ember.passes.nhwc_input import nhwc_input_views
 from ember.passes.nhwc_region import nhwc_regions
+from ember.passes.nhwc_views import nhwc_input_views, nhwc_output_views
 from ember.passes.schedule import schedule_for_memory
 from ember.passes.scratch_budget import budget_scratch
 from ember.passes.simplify import materialize_outputs, remove_identities
@@ -164,6 +164,9 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
         # An NHWC image's Transpose to NCHW, read only by convolutions that copy their input into planes or words
         # anyway, becomes a view they gather from; once the algorithms and the int8 layouts are chosen.
         passes.append(("nhwc_input_views", nhwc_input_views))
+        # A Transpose to NHWC of a convolution's output that the convolution can store channels-last anyway becomes
+        # a view of the channels-last bytes it stores.
+        passes.append(("nhwc_output_views", nhwc_output_views))
         if family.simd == "avx512":
             passes.append(("dw_words_at_compile_time", each_graph(dw_words_at_compile_time)))
     if int8_isa:

@@ -225,13 +225,13 @@ _AXIS_OPS: dict[str, Handler] = {
 
 # Elementwise ops that the registry gives no `expr`: the integer lookup tables the TFLite frontend emits for
 # TFLite's exact LOGISTIC, TANH, HARD_SWISH, ... (one element in, one out).
-_TABLES = ("QLut", "Q16Lookup", "Q16Rsqrt", "Q16Sigmoid")
+LOOKUP_TABLES = ("QLut", "Q16Lookup", "Q16Rsqrt", "Q16Sigmoid")
 
 
 def handler(op: str) -> Handler | None:
     if op in _AXIS_OPS:
         return _AXIS_OPS[op]
-    if op in _TABLES:
+    if op in LOOKUP_TABLES:
         return _elementwise
     if op == "Transpose":
         return None

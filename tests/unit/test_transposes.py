@@ -95,7 +95,7 @@ def _check(path: Path, tmp_path: Path) -> Graph:
 
 def _transposes(graph: Graph) -> int:
     """The Transposes left, an input's counted whether it runs or became the NhwcView its convolutions gather from
-    (passes/nhwc_input.py: test_convs_gather_from_an_nhwc_input)."""
+    (passes/nhwc_views.py: test_convs_gather_from_an_nhwc_input)."""
     counts = graph.op_counts()
     return counts.get("Transpose", 0) + counts.get("NhwcView", 0)
 

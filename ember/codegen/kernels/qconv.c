@@ -1,7 +1,7 @@
 /* Integer convolution (im2col into the packed layout of qgemm.c by qpack.c, then the int8 product) and
  * integer matrix product. Depthwise convolution is in qdwconv.c. */
 
-/*@kernel ember_qconv requires ember_qgemm ember_qblock ember_window_bounds ember_qpack ember_conv_geo*/
+/*@kernel ember_qconv requires ember_qgemm ember_qblock ember_window_bounds ember_qpack ember_qpack_pixels ember_conv_geo*/
 /* Integer convolution, groups G, NC(D)HW, on packed weights W (M x Kp; group g's rows from g*M/G). x: int8 (x_sgn)
  * or uint8 bytes with zero point xz. Per-row tables (offset by group): bias (or NULL), rowsum, wofs (or NULL),
  * mult/shift (kind 1); out = [zp, lo, hi, the sums are below 2^24 (qvec.c), then qgemm.c's float requantisation
@@ -11,7 +11,8 @@
  * words for a 2-D convolution (channels in fours: ember_qpack_rows; others: ember_qpack_rows1). lay: bit 0, x is
  * channel-blocked (qgemm.c ember_qblk_at; one group, channels in fours, 2-D); bit 1, y is (requantised, M % 4 == 0);
  * bit 2, x is stored channels-last (ops/shape.py NhwcView; one group, 2-D, packed by rows: ember_qpack_rows,
- * ember_qpack_rows1). p0, p1: the output pixels [p0, p1) of each image are computed (0, P: all; a thread's part,
+ * ember_qpack_rows1); bit 3, y is stored channels-last (ops/shape.py NhwcView of a QConv's output: sums stored at
+ * the pixel stride M, none fused, y not blocked). p0, p1: the output pixels [p0, p1) of each image are computed (0, P: all; a thread's part,
  * ops/split.py: p0 on a whole block of EMBER_QPB pixels), each block exactly as the whole call computes it, so the
  * bytes do not depend on the split. my: the channels of a channel-blocked y's blocks (M, or more where y points at a
  * thread's part of its channels: the block stride stays 64 * my bytes). */
@@ -58,8 +59,8 @@ EMBER_INLINE void ember_qconv_t(void *y, int kind, const void *x, int x_sgn, int
     o.w127 = ember_qw127(out, W, (ptrdiff_t)M * Kp);
 #endif
     o.blk = lay >> 1 & 1;
-    o.rs = o.blk ? 64 * my : res ? EMBER_QPB : P;
-    o.ps = o.blk ? 4 : 1;
+    o.rs = o.blk ? 64 * my : res ? EMBER_QPB : lay & 8 ? 1 : P;
+    o.ps = o.blk ? 4 : lay & 8 ? M : 1;
     o.corr = corr;
     o.colsum = colsum;
     o.row = (uint8_t *)(corr + M);
@@ -68,7 +69,7 @@ EMBER_INLINE void ember_qconv_t(void *y, int kind, const void *x, int x_sgn, int
             const ptrdiff_t m0 = (ptrdiff_t)g * Mg;
             const uint8_t *xg = (const uint8_t *)x + n * x_img + (ptrdiff_t)g * Cg * s_in;
             ember_qcorr(corr, Mg, K, zv, bias ? bias + m0 : bias, rowsum + m0, wofs ? wofs + m0 : wofs);
-            uint8_t *const yg = (uint8_t *)y + (n * y_img + m0 * P) * (kind == 0 ? 4 : 1);
+            uint8_t *const yg = (uint8_t *)y + (n * y_img + m0 * (lay & 8 ? 1 : P)) * (kind == 0 ? 4 : 1);
             const uint8_t *const rg = res ? res + n * y_img + m0 * P : 0;
             o.y = res ? stage : yg;
             o.wofs = wofs ? wofs + m0 : wofs;
@@ -82,7 +83,9 @@ EMBER_INLINE void ember_qconv_t(void *y, int kind, const void *x, int x_sgn, int
                     if (flip) ember_qwords((uint32_t *)(void *)X, (const uint32_t *)(const void *)(xg + pix * C),
                                            Kp * EMBER_QPB / 4, flip * 0x01010101u);
                     else Xb = xg + pix * C;
-                } else if (lay & 1)
+                } else if (lay & 4 && direct) /* a channels-last 1x1's pixels are the product's rows */
+                    ember_qpack_pixels(X, xg + pix * C, C, K, pb, flip);
+                else if (lay & 1)
                     ember_qpack_gather(X, xg, C, p, pix, pb, flip * 0x01010101u, (uint32_t)(uint8_t)(xz ^ flip) * 0x01010101u);
                 else if (rows)
                     ember_qpack_rows(X, xg, Cg, p, pix, pb, flip, (uint8_t)xz, wr, lay >> 2 & 1);
@@ -135,7 +138,7 @@ static void ember_qconv_add(void *y, int kind, const void *x, int x_sgn, int32_t
 }
 /*@end*/
 
-/*@kernel ember_qmatmul requires ember_qgemm ember_qblock*/
+/*@kernel ember_qmatmul requires ember_qgemm ember_qblock ember_qpack_pixels*/
 /* Y (M x N, row-major) = A (M x K, row-major bytes, int8 if a_sgn, zero point az) times the weights W
  * packed N x Kp (tables per output column n as for ember_qconv). Pixels of the product are A's rows. */
 static void ember_qmatmul(void *y, int kind, const void *a, int a_sgn, int32_t az, int M, int N, int K,
@@ -147,9 +150,8 @@ static void ember_qmatmul(void *y, int kind, const void *a, int a_sgn, int32_t a
     int32_t *colsum = (int32_t *)(void *)(scratch + (M <= 2 ? Kp : EMBER_QSCRATCH_X(Kp))), *corr = colsum + EMBER_QPB;
     uint8_t flip;
     const int32_t zv = ember_qview(a_sgn, az, &flip);
-    const uint32_t flip4 = flip * 0x01010101u;
     ember_qout o;
-    int m0, j, k;
+    int m0, k;
     ember_qout_init(&o, kind, mult, shift, out);
 #ifdef EMBER_QRQ2
     o.w127 = ember_qw127(out, W, (ptrdiff_t)N * Kp);
@@ -176,19 +178,7 @@ static void ember_qmatmul(void *y, int kind, const void *a, int a_sgn, int32_t a
     }
     for (m0 = 0; m0 < M; m0 += EMBER_QPB) {
         const int pb = M - m0 < EMBER_QPB ? M - m0 : EMBER_QPB;
-        /* word g of pixel j: A[m0 + j][4g .. 4g+3], already four consecutive bytes */
-        for (j = 0; j < pb; ++j) {
-            const uint8_t *ar = (const uint8_t *)a + (ptrdiff_t)(m0 + j) * K;
-            uint32_t *d = (uint32_t *)(void *)X + j;
-            for (k = 0; k + 4 <= K; k += 4)
-                d[(ptrdiff_t)k * EMBER_QPB / 4] = (uint32_t)*(const ember_qi32u *)(ar + k) ^ flip4;
-            if (k < K) { /* the last partial word: bytes past K are view zeros */
-                uint32_t w = 0;
-                int t;
-                for (t = 0; k + t < K; ++t) w |= (uint32_t)(uint8_t)(ar[k + t] ^ flip) << (8 * t);
-                d[(ptrdiff_t)k * EMBER_QPB / 4] = w;
-            }
-        }
+        ember_qpack_pixels(X, (const uint8_t *)a + (ptrdiff_t)m0 * K, K, K, pb, flip);
         if (wofs) ember_qcolsum(colsum, X, Kp, pb);
         ember_qgemm_block(&o, W, N, Kp, X, m0, pb);
     }

@@ -136,6 +136,26 @@ EMBER_UNUSED static void ember_qgather2(uint8_t *r, const uint8_t *x, int count)
 #endif
 /*@end*/
 
+/*@kernel ember_qpack_pixels requires ember_qgemm*/
+/* A packed block (qgemm.c) of pb pixels whose K bytes each are a row of `a` (rows lda bytes apart): word g of pixel
+ * j is bytes 4g .. 4g+3 of row j, XOR flip; the bytes of the last word past K are view zeros. A matrix product's
+ * rows (ember_qmatmul), or a channels-last 1x1 convolution's pixels (ember_qconv). */
+static void ember_qpack_pixels(uint8_t *X, const uint8_t *a, ptrdiff_t lda, int K, int pb, uint8_t flip) {
+    const uint32_t flip4 = flip * 0x01010101u;
+    int j, k, t;
+    for (j = 0; j < pb; ++j) {
+        const uint8_t *ar = a + (ptrdiff_t)j * lda;
+        uint32_t *d = (uint32_t *)(void *)X + j;
+        for (k = 0; k + 4 <= K; k += 4) d[(ptrdiff_t)k * EMBER_QPB / 4] = (uint32_t)*(const ember_qi32u *)(ar + k) ^ flip4;
+        if (k < K) {
+            uint32_t w = 0;
+            for (t = 0; k + t < K; ++t) w |= (uint32_t)(uint8_t)(ar[k + t] ^ flip) << (8 * t);
+            d[(ptrdiff_t)k * EMBER_QPB / 4] = w;
+        }
+    }
+}
+/*@end*/
+
 /*@kernel ember_qnhwc_words requires ember_qinterleave*/
 /* d[j] (j < n) = the word of channels 4 cq .. 4 cq + 3 of pixel j * s of the channels-last row px (at channel 4 cq;
  * C channels a pixel; channels past C repeat channel 4 cq, whose weights are 0), XOR flip4: a TFLite model's NHWC

@@ -119,17 +119,18 @@ def _integer_transpose_conv(ctx: OpContext, xi: int, wi: int, w: np.ndarray, b, 
     if (t.quant is None or t.quant.axis is not None or t.dtype not in (DType.INT8, DType.UINT8, DType.INT16)
             or wq is None or w.dtype.kind == "f" or ctx.out_info().quant is None or min(conv_pads) < 0):
         return False
-    x = ctx.transpose(ctx.raw(xi), (0, 3, 1, 2))  # NCHW, stored bytes
-    n, c, h, wd = x.shape
+    x = ctx.raw(xi)  # NHWC, stored bytes: spread where they are, so the Conv's packing reads them in place
+    n, h, wd, c = x.shape
     if stride != [1, 1]:
         zp = t.dtype.np.type(t.quant.zero_point.reshape(-1)[0])
-        x = ctx.emit("Reshape", [x, ctx.const([n, c, h, 1, wd, 1], what="cells")])
-        x = ctx.emit("Pad", [x, ctx.const([0, 0, 0, 0, 0, 0, 0, 0, 0, stride[0] - 1, 0, stride[1] - 1], what="gaps"),
+        x = ctx.emit("Reshape", [x, ctx.const([n, h, 1, wd, 1, c], what="cells")])
+        x = ctx.emit("Pad", [x, ctx.const([0, 0, 0, 0, 0, 0, 0, 0, stride[0] - 1, 0, stride[1] - 1, 0], what="gaps"),
                              ctx.const(zp, t.dtype.np, "zp_fill")], {"mode": "constant"})
-        x = ctx.emit("Reshape", [x, ctx.const([n, c, h * stride[0], wd * stride[1]], what="spread")])
+        x = ctx.emit("Reshape", [x, ctx.const([n, h * stride[0], wd * stride[1], c], what="spread")])
         x = ctx.emit("Slice", [x, ctx.const([0, 0], what="starts"),
                                ctx.const([(h - 1) * stride[0] + 1, (wd - 1) * stride[1] + 1], what="ends"),
-                               ctx.const([2, 3], what="axes")])
+                               ctx.const([1, 2], what="axes")])
+    x = ctx.transpose(x, (0, 3, 1, 2))
     x = ctx.dequantize(x, t.quant, None)
     flipped = np.ascontiguousarray(w.transpose(0, 3, 1, 2)[:, :, ::-1, ::-1])  # [O, I, H, W]
     weight = ctx.weight(flipped, wq, 0, "w")

@@ -1,0 +1,74 @@
+"""Channels-last images read and written in place by the convolutions that lay their data out again anyway.
+
+A TFLite model's NHWC tensors reach the IR as NCHW ops between Transposes (frontends/tflite), and where an operator
+next to a graph input or output (or a flatten, a Reshape over the channels) has no channels-last kernel, its
+Transpose stays: one copy of the tensor per run.
+
+- In: ConvShifted builds polyphase planes of its input, QConvShifted words of four channels, a Conv through
+  im2col its columns and a QConv its rows of words or bytes, or a 1x1's pixels (kernels/conv.c, qshift.c,
+  qpack.c): each copies the
+  input before it multiplies, so it can as well gather from the NHWC bytes. Where every reader of a Transpose to
+  NCHW is one of them (reading it as its data input), the Transpose becomes an NhwcView (ops/shape.py): the same
+  NCHW shape, the NHWC bytes left where they are, and the readers' fills take the channel stride. On AVX-512 VBMI
+  QConvShifted's words of an RGB stem come 16 at a time from one byte permute (qpack.c ember_qnhwc_words).
+- Out: a QConv stores each requantised sum on its own (qgemm.c ember_qstore: an output row and pixel stride), so it
+  can as well store its output channels-last. Where a Transpose to NHWC is the only reader of such a QConv's
+  output (or of a chain of lookup tables after it: TFLite's exact activations, layout-blind), the QConv writes
+  the NHWC bytes (attribute NHWC_OUT), the tables map them as they are, and the Transpose becomes an NhwcView.
+"""
+
+from __future__ import annotations
+
+from ember.ir.graph import Graph, Node, Value
+from ember.ops.conv import im2col_reader
+from ember.ops.qlinear import qconv_reads_nhwc, qconv_stores_nhwc
+from ember.ops.shape import NHWC_OUT, NHWC_VIEW
+from ember.passes.transposes import LOOKUP_TABLES
+
+TO_NCHW = [0, 3, 1, 2]
+TO_NHWC = [0, 2, 3, 1]
+_READERS = ("ConvShifted", "QConvShifted")
+
+
+def _reads_in_place(node: Node, v: Value) -> bool:
+    """`node` lays v out again from its NCHW positions: v is its data input (and nothing else), not channel-blocked
+    (passes/int8_layout.py)."""
+    return ((node.op in _READERS or im2col_reader(node) or qconv_reads_nhwc(node)) and node.inputs[0] is v
+            and not v.blocked and not any(u is v for u in node.inputs[1:]))
+
+
+def nhwc_input_views(graph: Graph) -> None:
+    uses = graph.consumers()
+    for t in graph.nodes:
+        y = t.outputs[0] if t.outputs else None
+        if t.op != "Transpose" or t.attrs.get("perm") != TO_NCHW or y is None or graph.is_output(y):
+            continue
+        readers = uses.get(id(y), [])
+        if readers and all(_reads_in_place(n, y) for n in readers):
+            t.op = NHWC_VIEW
+
+
+def _stored_by(x: Value, graph: Graph, uses: dict[int, list[Node]]) -> list[Node] | None:
+    """The nodes that would store x channels-last: a QConv that can (ops/qlinear.py qconv_stores_nhwc), then the
+    lookup tables between it and x (one value in, one out: layout-blind), each value read by the next node only."""
+    chain: list[Node] = []
+    while True:
+        node = x.producer
+        if node is None or graph.is_output(x) or len(uses.get(id(x), [])) != 1:
+            return None
+        chain.append(node)
+        if qconv_stores_nhwc(node):
+            return chain
+        if node.op not in LOOKUP_TABLES or node.inputs[0] is None:
+            return None
+        x = node.inputs[0]
+
+
+def nhwc_output_views(graph: Graph) -> None:
+    uses = graph.consumers()
+    for t in graph.nodes:
+        x = t.inputs[0] if t.op == "Transpose" and t.attrs.get("perm") == TO_NHWC else None
+        chain = _stored_by(x, graph, uses) if x is not None else None
+        if chain:
+            chain[-1].attrs[NHWC_OUT] = 1
+            t.op = NHWC_VIEW
