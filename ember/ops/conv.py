@@ -21,6 +21,19 @@ from ember.ops.opdef import Int8, OpDef, WeightLayout
 from ember.ops.registry import register
 from ember.ops.shape import stored_nhwc
 
+# A channels-first op (a pool, LRN, ConvTranspose) whose data input and output are stored channels-last: Transpose
+# optimization moved the layout through it (passes/transposes.py); its kernel takes the channel stride.
+CHANNELS_LAST = "channels_last"
+
+
+def channels_last(node: Node) -> bool:
+    return bool(node.attrs.get(CHANNELS_LAST, 0))
+
+
+def nchw_shape(node: Node, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """`shape` of a data input or output of `node` in the channels-first order its attributes describe."""
+    return (shape[0], shape[-1], *shape[1:-1]) if channels_last(node) else tuple(shape)
+
 
 def pad3(xs: list[int], fill: int) -> list[int]:
     """Spatial values of a 1-D/2-D op as 3-D ones: leading unit dims (the kernels are 3-D)."""
@@ -100,7 +113,7 @@ def conv_geometry(node: Node, x_spatial: list[int], k_spatial: list[int], out_sp
     else:
         pads = list(node.attrs.get("pads", [0] * (2 * r)))[:r]
     x = present(node.input(0))
-    return ConvGeometry(x.shape[1], dims3(x_spatial, 1), dims3(k_spatial, 1), dims3(out_spatial, 1),
+    return ConvGeometry(nchw_shape(node, x.shape)[1], dims3(x_spatial, 1), dims3(k_spatial, 1), dims3(out_spatial, 1),
                         dims3(strides, 1), dims3(dil, 1), dims3(pads, 0))
 
 
@@ -116,7 +129,7 @@ def _conv_flops(node: Node) -> int:
     x, w, y = node.inputs[0], node.inputs[1], node.outputs[0]
     if x is None or w is None or y is None:
         return 0
-    spatial = y.shape[2:] if node.op == "Conv" else x.shape[2:]
+    spatial = y.shape[2:] if node.op == "Conv" else nchw_shape(node, x.shape)[2:]
     # w: (M, C/G, k...) for Conv and (C, M/G, k...) for ConvTranspose: either way one output
     # (or input) element costs prod(w.shape[1:]) MACs per channel of w.shape[0].
     return 2 * x.shape[0] * w.shape[0] * math.prod(w.shape[1:]) * math.prod(spatial)
@@ -482,9 +495,10 @@ register(OpDef(
 
 def _convt_parts(node: Node) -> tuple[ConvGeometry, int, int]:
     x, w, y = present(node.input(0)), present(node.input(1)), present(node.outputs[0])
-    geo = conv_geometry(node, list(x.shape[2:]), list(w.shape[2:]), list(y.shape[2:]), transpose=True)
+    xs, ys = nchw_shape(node, x.shape), nchw_shape(node, y.shape)
+    geo = conv_geometry(node, list(xs[2:]), list(w.shape[2:]), list(ys[2:]), transpose=True)
     group = node.attrs.get("group", 1)
-    return geo, group, y.shape[1]
+    return geo, group, ys[1]
 
 
 def _convt_scratch(node: Node) -> int:
@@ -497,26 +511,32 @@ def _lower_convt(node: Node, k: KernelEmitter) -> None:
     n = present(node.input(0)).shape[0]
     bias = k.inp(2) if node.input(2) is not None else "0"
     k.call("ember_convtranspose_f32", k.out(0), k.inp(0), k.inp(1), bias, k.scratch("float"),
-           k.table(geo.table(), DType.INT32), n, group, m, *epilogue_args(node))
+           k.table(geo.table(), DType.INT32), n, group, m, int(channels_last(node)), *epilogue_args(node))
 
 
 def _infer_convt(node: Node) -> list[TensorType | None]:
     x, w = inp(node, 0), inp(node, 1)
-    r = x.type.rank - 2
-    kernel = list(node.attrs.get("kernel_shape", w.shape[2:]))
+    y = _infer_convt_nchw(node, nchw_shape(node, x.shape), w.shape)
+    shape = [y[0], *y[2:], y[1]] if channels_last(node) else y
+    return [typed(x.dtype, shape)]
+
+
+def _infer_convt_nchw(node: Node, xs: tuple[int, ...], ws: tuple[int, ...]) -> list[int]:
+    r = len(xs) - 2
+    kernel = list(node.attrs.get("kernel_shape", ws[2:]))
     strides = list(node.attrs.get("strides", [1] * r))
     dil = list(node.attrs.get("dilations", [1] * r))
     opad = list(node.attrs.get("output_padding", [0] * r))
-    m = w.shape[1] * node.attrs.get("group", 1)
+    m = ws[1] * node.attrs.get("group", 1)
     if "output_shape" in node.attrs:
         spatial = list(node.attrs["output_shape"])[-r:]
     elif node.attrs.get("auto_pad", "NOTSET") in ("SAME_UPPER", "SAME_LOWER"):
-        spatial = [i * s for i, s in zip(x.shape[2:], strides, strict=True)]
+        spatial = [i * s for i, s in zip(xs[2:], strides, strict=True)]
     else:
         pads = [0] * (2 * r) if node.attrs.get("auto_pad") == "VALID" else list(node.attrs.get("pads", [0] * 2 * r))
         spatial = [s * (i - 1) + op + (k - 1) * d + 1 - pads[j] - pads[r + j]
-                   for j, (s, i, op, k, d) in enumerate(zip(strides, x.shape[2:], opad, kernel, dil, strict=True))]
-    return [typed(x.dtype, [x.shape[0], m, *spatial])]
+                   for j, (s, i, op, k, d) in enumerate(zip(strides, xs[2:], opad, kernel, dil, strict=True))]
+    return [xs[0], m, *spatial]
 
 
 # Inputs: (X, W [C, M/group, kernel...], B (optional)). Attributes as Conv, and output_padding, output_shape.

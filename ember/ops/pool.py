@@ -19,19 +19,13 @@ from ember.codegen.emitter import KernelEmitter, literal
 from ember.errors import ShapeError, UnsupportedOperatorError
 from ember.ir.dtypes import DType, TensorType
 from ember.ir.graph import Graph, Node
-from ember.ops.conv import Dims, dims3, same_pads_begin
+from ember.ops.conv import CHANNELS_LAST, Dims, channels_last, dims3, same_pads_begin
 from ember.ops.infer import conv_out, inp, same_as_input, typed
 from ember.ops.matmul import present
 from ember.ops.opdef import Int8, OpDef
 from ember.ops.registry import register
 
 _MAXPOOL_TYPES = {DType.FLOAT32: "f32", DType.UINT8: "u8", DType.INT8: "s8"}
-CHANNELS_LAST = "channels_last"
-
-
-def channels_last(node: Node) -> bool:
-    return bool(node.attrs.get(CHANNELS_LAST, 0))
-
 
 def layout_attrs(node: Node) -> dict[str, int]:
     """The attribute a node made of `node` keeps (fold_qdq's and fold_qdq16's integer pools): CHANNELS_LAST or none."""

@@ -31,8 +31,8 @@ import numpy as np
 from ember.ir.dtypes import DType, QuantParams, TensorType
 from ember.ir.graph import Graph, Node, Value
 from ember.ops import registry
+from ember.ops.conv import CHANNELS_LAST, channels_last
 from ember.ops.movement import pad_params
-from ember.ops.pool import CHANNELS_LAST, channels_last
 from ember.ops.reduce import reduce_axes
 
 Perm = tuple[int, ...]
@@ -194,9 +194,9 @@ def _resize(node: Node, p: Perm) -> Rewrite:
 
 
 def _channels_last(node: Node, p: Perm) -> Rewrite | None:
-    """A channels-first pool (or LRN) of a channels-last value runs on it as it is (ops/pool.py CHANNELS_LAST;
-    fold_qdq and fold_qdq16 keep it in the integer pools they make). Not with MaxPool's Indices (flat NCHW
-    positions)."""
+    """A channels-first pool (or LRN, or ConvTranspose: its weights and bias are no data) of a channels-last value
+    runs on it as it is (ops/conv.py CHANNELS_LAST; fold_qdq and fold_qdq16 keep it in the integer pools they make).
+    Not with MaxPool's Indices (flat NCHW positions)."""
     rank = len(p)
     if p != (0, rank - 1, *range(1, rank - 1)) or channels_last(node) or any(o is not None for o in node.outputs[1:]):
         return None
@@ -218,8 +218,8 @@ _AXIS_OPS: dict[str, Handler] = {
     "Softmax": _softmax, "LogSoftmax": _softmax,  # axis (one axis only)
     "QuantizeLinear": _quant, "DequantizeLinear": _quant,  # per-axis: axis
     "Resize": _resize,  # axes (its scales, sizes and roi follow them)
-    **dict.fromkeys(("MaxPool", "AveragePool", "GlobalAveragePool", "QMaxPool", "QAvgPool", "QMean", "LRN"),
-                    _channels_last),  # the layout: channels last
+    **dict.fromkeys(("MaxPool", "AveragePool", "GlobalAveragePool", "QMaxPool", "QAvgPool", "QMean", "LRN",
+                     "ConvTranspose"), _channels_last),  # the layout: channels last
 }
 
 

@@ -304,6 +304,30 @@ def test_int8_pools_on_nhwc_bytes_give_the_nchw_kernels_bytes(tmp_path: Path, po
     np.testing.assert_array_equal(next(iter(c.values())), next(iter(got.values())))  # under ASan and UBSan
 
 
+@pytest.mark.parametrize("rank", [3, 4])
+def test_conv_transpose_runs_on_the_channels_last_tensor(tmp_path: Path, rank: int) -> None:
+    """A ConvTranspose between an NHWC input and output (TFLite's TRANSPOSE_CONV, MediaPipe's segmentation heads)
+    runs channels-last: its product takes the input pixels as rows and its col2im adds them at the channel stride,
+    with groups, strides, dilations, asymmetric pads, output padding, a bias and a fused Relu; 1-D and 2-D;
+    against onnxruntime, and as C under AddressSanitizer and UndefinedBehaviorSanitizer."""
+    net = Net()
+    r = rank - 2
+    to_first, to_last = (TO_NCHW, TO_NHWC) if rank == 4 else ([0, 2, 1], [0, 2, 1])
+    t = net.op("Transpose", ["x"], perm=to_first)
+    y = net.op("ConvTranspose", [t, net.w(6, 5, *[3] * r), net.w(10)], group=2, strides=[2] * r,
+               dilations=[2, 1][:r] if r == 2 else [2], pads=[1, 0, 0, 2][:2 * r] if r == 2 else [1, 0],
+               output_padding=[1] * r)
+    out = net.op("Transpose", [net.op("Relu", [y])], perm=to_last)
+    shape = [1, 5, 7, 6] if rank == 4 else [2, 9, 6]
+    path = net.save(tmp_path / "m.onnx", [("x", shape)], [out])
+    graph = _check(path, tmp_path)
+    convs = [n for n in graph.nodes if n.op == "ConvTranspose"]
+    assert _transposes(graph) == 0 and convs[0].attrs.get("channels_last") == 1, graph.op_counts()
+    feeds = _feeds(path)
+    c = cdriver.run(ember.compile(path, tmp_path / "c").path, tmp_path / "drv", feeds, sanitize=True)
+    np.testing.assert_allclose(c[out], onnxruntime_session(str(path)).run(None, feeds)[0], rtol=1e-4, atol=1e-4)
+
+
 def test_two_readers_transposing_one_nhwc_value_back(tmp_path: Path) -> None:
     """Two NCHW ops (no Transpose moves through LRN) each read their own Transpose of one NHWC conv output back to
     NCHW: the first pair composes to nothing, and the second Transpose, its twin, must then read the conv output

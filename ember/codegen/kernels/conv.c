@@ -364,45 +364,80 @@ static void ember_conv_narrow_f32(float *y, const float *x, const float *wp, con
 /*@kernel ember_convtranspose_f32 requires ember_matmul_f32 ember_conv_geo*/
 /* Transposed convolution: per (image, group) col (Mg*KD*KH*KW x D*H*W) = w_g^T * x_g by the matmul kernel
  * (w_g is Cg x Mg*kvol, read transposed through strides), then col2im scatters-adds col into y, which
- * starts at the bias. Here p[1..3] are the input dims and p[7..9] the output dims. */
+ * starts at the bias. Here p[1..3] are the input dims and p[7..9] the output dims. cl: x and y are stored
+ * channels-last (ops/pool.py CHANNELS_LAST, where Transpose optimization moved the layout through): then the
+ * product is col^T (D*H*W x Mg*kvol) = x_g * w_g, x_g's rows the input pixels, and col2im adds each input pixel's
+ * row into the output pixels its taps reach, the channels M apart. */
+EMBER_INLINE int ember_convt_out(int i, int k, const int32_t *p, int axis) {
+    return i * p[EMBER_GEO_STRIDE_D + axis] - p[EMBER_GEO_PAD_D + axis] + k * p[EMBER_GEO_DIL_D + axis];
+}
 static void ember_convtranspose_f32(float *y, const float *x, const float *w, const float *bias, float *col,
-                                    const int32_t *p, int N, int G, int M, int act, float act_a, float act_b) {
+                                    const int32_t *p, int N, int G, int M, int cl, int act, float act_a,
+                                    float act_b) {
     const int C = p[EMBER_GEO_C], D = p[EMBER_GEO_IN_D], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W],
               KD = p[EMBER_GEO_K_D], KH = p[EMBER_GEO_K_H], KW = p[EMBER_GEO_K_W];
     const int OD = p[EMBER_GEO_OUT_D], OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W], Cg = C / G, Mg = M / G,
               kvol = KD * KH * KW;
     const ptrdiff_t s_in = (ptrdiff_t)D * H * W, s_out = (ptrdiff_t)OD * OH * OW;
+    const ptrdiff_t ym = cl ? 1 : s_out, yq = cl ? M : 1; /* y's channel and pixel strides */
     int n, g, m, kd, kh, kw, id, ih, iw;
     ptrdiff_t i;
     for (n = 0; n < N; ++n) {
         float *yn = y + (ptrdiff_t)n * M * s_out;
+        const float *xn = x + (ptrdiff_t)n * C * s_in;
         for (m = 0; m < M; ++m) {
             float b0 = bias ? bias[m] : 0.0f;
-            for (i = 0; i < s_out; ++i) yn[(ptrdiff_t)m * s_out + i] = b0;
+            for (i = 0; i < s_out; ++i) yn[m * ym + i * yq] = b0;
         }
         for (g = 0; g < G; ++g) {
-            const float *row = col;
-            ember_matmul_f32(col, s_in, w + (ptrdiff_t)g * Cg * Mg * kvol, 1, (ptrdiff_t)Mg * kvol,
-                             x + ((ptrdiff_t)n * C + (ptrdiff_t)g * Cg) * s_in, s_in, Mg * kvol, (int)s_in, Cg,
-                             1.0f, 0, 0, 0, 0.0f, 0, 0.0f, 0.0f);
-            for (m = 0; m < Mg; ++m) {
-                float *ym = yn + ((ptrdiff_t)g * Mg + m) * s_out;
+            const float *wg = w + (ptrdiff_t)g * Cg * Mg * kvol, *xg = xn + (ptrdiff_t)g * Cg * (cl ? 1 : s_in);
+            if (cl)
+                ember_matmul_f32(col, (ptrdiff_t)Mg * kvol, xg, C, 1, wg, (ptrdiff_t)Mg * kvol, (int)s_in, Mg * kvol, Cg,
+                                 1.0f, 0, 0, 0, 0.0f, 0, 0.0f, 0.0f);
+            else
+                ember_matmul_f32(col, s_in, wg, 1, (ptrdiff_t)Mg * kvol, xg, s_in, Mg * kvol, (int)s_in, Cg, 1.0f, 0, 0,
+                                 0, 0.0f, 0, 0.0f, 0.0f);
+            if (cl) { /* each input pixel's row: Mg channels of each tap, added at the channel stride 1 */
+                for (id = 0; id < D; ++id)
+                    for (ih = 0; ih < H; ++ih)
+                        for (iw = 0; iw < W; ++iw) {
+                            const float *ci = col + (((ptrdiff_t)id * H + ih) * W + iw) * Mg * kvol;
+                            for (kd = 0; kd < KD; ++kd) {
+                                const int od = ember_convt_out(id, kd, p, 0);
+                                if (od < 0 || od >= OD) continue;
+                                for (kh = 0; kh < KH; ++kh) {
+                                    const int oh = ember_convt_out(ih, kh, p, 1);
+                                    if (oh < 0 || oh >= OH) continue;
+                                    for (kw = 0; kw < KW; ++kw) {
+                                        const int ow = ember_convt_out(iw, kw, p, 2);
+                                        const float *c0 = ci + (kd * KH + kh) * KW + kw;
+                                        float *y0;
+                                        if (ow < 0 || ow >= OW) continue;
+                                        y0 = yn + (((ptrdiff_t)od * OH + oh) * OW + ow) * M + (ptrdiff_t)g * Mg;
+                                        for (m = 0; m < Mg; ++m) y0[m] += c0[(ptrdiff_t)m * kvol];
+                                    }
+                                }
+                            }
+                        }
+                continue;
+            }
+            for (m = 0; m < Mg; ++m) { /* each channel's rows of each tap, added along the output rows */
+                const float *row = col + (ptrdiff_t)m * kvol * s_in;
+                float *ymg = yn + ((ptrdiff_t)g * Mg + m) * s_out;
                 for (kd = 0; kd < KD; ++kd)
                     for (kh = 0; kh < KH; ++kh)
                         for (kw = 0; kw < KW; ++kw, row += s_in)
                             for (id = 0; id < D; ++id) {
-                                int od = id * p[EMBER_GEO_STRIDE_D] - p[EMBER_GEO_PAD_D] + kd * p[EMBER_GEO_DIL_D];
+                                const int od = ember_convt_out(id, kd, p, 0);
                                 if (od < 0 || od >= OD) continue;
                                 for (ih = 0; ih < H; ++ih) {
-                                    int oh = ih * p[EMBER_GEO_STRIDE_H] - p[EMBER_GEO_PAD_H] + kh * p[EMBER_GEO_DIL_H];
-                                    const float *r;
+                                    const int oh = ember_convt_out(ih, kh, p, 1);
+                                    const float *r = row + ((ptrdiff_t)id * H + ih) * W;
                                     float *yr;
                                     if (oh < 0 || oh >= OH) continue;
-                                    r = row + ((ptrdiff_t)id * H + ih) * W;
-                                    yr = ym + ((ptrdiff_t)od * OH + oh) * OW;
+                                    yr = ymg + ((ptrdiff_t)od * OH + oh) * OW;
                                     for (iw = 0; iw < W; ++iw) {
-                                        int ow =
-                                            iw * p[EMBER_GEO_STRIDE_W] - p[EMBER_GEO_PAD_W] + kw * p[EMBER_GEO_DIL_W];
+                                        const int ow = ember_convt_out(iw, kw, p, 2);
                                         if (ow >= 0 && ow < OW) yr[ow] += r[iw];
                                     }
                                 }
