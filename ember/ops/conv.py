@@ -19,7 +19,7 @@ from ember.ops.infer import conv_out, inp, typed
 from ember.ops.matmul import float16_via_f32, present, require_f32
 from ember.ops.opdef import Int8, OpDef, WeightLayout
 from ember.ops.registry import register
-from ember.ops.shape import stored_nhwc
+from ember.ops.shape import stored_nhwc, writes_nhwc
 
 # A channels-first op (a pool, LRN, ConvTranspose) whose data input and output are stored channels-last: Transpose
 # optimization moved the layout through it (passes/transposes.py); its kernel takes the channel stride.
@@ -480,7 +480,13 @@ def _lower_shifted(node: Node, k: KernelEmitter) -> None:
     bias = k.inp(2) if node.input(2) is not None else "0"
     k.call("ember_conv_shifted_f32", k.out(0), k.inp(0), k.inp(1), bias, residual_arg(node, k), k.scratch("float"),
            k.table(geo.table(), DType.INT32), k.table(b_row, DType.INT32), y.shape[0], y.shape[1], planes, rows,
-           *epilogue_args(node), int(bool(node.attrs.get(ROW_PANELS))))
+           *epilogue_args(node), int(bool(node.attrs.get(ROW_PANELS))), int(writes_nhwc(node)))
+
+
+def shifted_stores_nhwc(node: Node) -> bool:
+    """Whether `node` is a ConvShifted that can store its output channels-last (passes/nhwc_views.py): its blocks of
+    output rows are copied out of scratch anyway, transposed instead (no residual to add as they go)."""
+    return node.op == "ConvShifted" and node.input(RESIDUAL) is None and present(node.outputs[0]).type.rank == 4
 
 
 # Internal (passes/conv_algorithms.py): a Conv with its weights rearranged for the algorithm.

@@ -162,7 +162,7 @@ def _residual_columns(node: Node, k: KernelEmitter, pixels: int, m: int, lo: int
 
 
 def _split_shifted(node: Node) -> Split | None:
-    if not _float_image(node):
+    if not _float_image(node) or writes_nhwc(node):  # a channels-last output is not cut along its channels
         return None
     y = node.outputs[0]
     assert y is not None

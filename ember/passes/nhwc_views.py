@@ -11,16 +11,17 @@ Transpose stays: one copy of the tensor per run.
   NCHW is one of them (reading it as its data input), the Transpose becomes an NhwcView (ops/shape.py): the same
   NCHW shape, the NHWC bytes left where they are, and the readers' fills take the channel stride. On AVX-512 VBMI
   QConvShifted's words of an RGB stem come 16 at a time from one byte permute (qpack.c ember_qnhwc_words).
-- Out: a QConv stores each requantised sum on its own (qgemm.c ember_qstore: an output row and pixel stride), so it
-  can as well store its output channels-last. Where a Transpose to NHWC is the only reader of such a QConv's
-  output (or of a chain of lookup tables after it: TFLite's exact activations, layout-blind), the QConv writes
-  the NHWC bytes (attribute NHWC_OUT), the tables map them as they are, and the Transpose becomes an NhwcView.
+- Out: a QConv stores each requantised sum on its own (qgemm.c ember_qstore: an output row and pixel stride), and
+  ConvShifted copies its blocks of output rows out of scratch, so each can as well store its output channels-last.
+  Where a Transpose to NHWC is the only reader of such a convolution's output (or of a chain of lookup tables after
+  it: TFLite's exact activations, layout-blind), the convolution writes the NHWC bytes (attribute NHWC_OUT), the
+  tables map them as they are, and the Transpose becomes an NhwcView.
 """
 
 from __future__ import annotations
 
 from ember.ir.graph import Graph, Node, Value
-from ember.ops.conv import im2col_reader
+from ember.ops.conv import im2col_reader, shifted_stores_nhwc
 from ember.ops.qlinear import qconv_reads_nhwc, qconv_stores_nhwc
 from ember.ops.shape import NHWC_OUT, NHWC_VIEW
 from ember.passes.transposes import LOOKUP_TABLES
@@ -49,15 +50,16 @@ def nhwc_input_views(graph: Graph) -> None:
 
 
 def _stored_by(x: Value, graph: Graph, uses: dict[int, list[Node]]) -> list[Node] | None:
-    """The nodes that would store x channels-last: a QConv that can (ops/qlinear.py qconv_stores_nhwc), then the
-    lookup tables between it and x (one value in, one out: layout-blind), each value read by the next node only."""
+    """The nodes that would store x channels-last: a convolution that can (ops/qlinear.py qconv_stores_nhwc,
+    ops/conv.py shifted_stores_nhwc), then the lookup tables between it and x (one value in, one out: layout-blind),
+    each value read by the next node only."""
     chain: list[Node] = []
     while True:
         node = x.producer
         if node is None or graph.is_output(x) or len(uses.get(id(x), [])) != 1:
             return None
         chain.append(node)
-        if qconv_stores_nhwc(node):
+        if qconv_stores_nhwc(node) or shifted_stores_nhwc(node):
             return chain
         if node.op not in LOOKUP_TABLES or node.inputs[0] is None:
             return None

@@ -130,7 +130,8 @@ def test_avx2_choices_and_column_blocks_match_onnxruntime(tmp_path: Path) -> Non
     # the four "rows_" convolutions, and no other, run on row panels (ember_conv_f32's argument before the last, its
     # input's pixel stride)
     assert len(re.findall(r"ember_conv_f32\([^;]*, 1, 1\);", source)) == 3
-    assert len(re.findall(r"ember_conv_shifted_f32\([^;]*, 1\);", source)) == 1
+    # (ember_conv_shifted_f32's argument before the last: row panels; the last: a channels-last output)
+    assert len(re.findall(r"ember_conv_shifted_f32\([^;]*, 1, 0\);", source)) == 1
     assert len(re.findall(r"ember_conv_winograd4?_f32\([^;]*, 1\);", source)) == 4  # the "rows_wino" ones
     assert source.count("ember_maxpool3s2_f32(") == len(POOL_CASES) + 1  # the calls and the definition
     ref = onnxruntime_outputs(path, feed)

@@ -15,6 +15,7 @@ from ember.config import CompileOptions
 from ember.driver import build_graph
 from ember.frontends.onnx.loader import LoadOptions, load_onnx
 from ember.ir.graph import Graph
+from ember.ops.shape import NHWC_OUT
 from ember.passes.transposes import compose, invert, moves_only_unit_axes, optimize_transposes
 from ember.passes.verify import verify
 from ember.reference import onnxruntime_session
@@ -302,6 +303,30 @@ def test_int8_pools_on_nhwc_bytes_give_the_nchw_kernels_bytes(tmp_path: Path, po
     np.testing.assert_array_equal(next(iter(got.values())), next(iter(want.values())).transpose(0, 2, 3, 1))
     c = cdriver.run(ember.compile(model(True), tmp_path / "c").path, tmp_path / "drv", {"x": x}, sanitize=True)
     np.testing.assert_array_equal(next(iter(c.values())), next(iter(got.values())))  # under ASan and UBSan
+
+
+@pytest.mark.parametrize(("shape", "m", "stride"), [((1, 20, 18, 8), 20, 1), ((2, 15, 140, 16), 12, 2)],
+                         ids=["blocks_of_rows", "wide_rows"])
+def test_shifted_conv_stores_the_nhwc_output(tmp_path: Path, shape: tuple[int, ...], m: int, stride: int) -> None:
+    """A ConvShifted between an NHWC input and output reads the input in place and copies its blocks of output rows
+    out transposed (an NhwcView of its output: no Transpose runs), also where its rows are wide enough (70) that an
+    NCHW output would take each row's product straight into y, and for two images; with 2 threads (it then runs
+    whole); against onnxruntime, and as sanitized C."""
+    net = Net()
+    t = net.op("Transpose", ["x"], perm=TO_NCHW)
+    y = net.op("Conv", [t, net.w(m, shape[3], 3, 3), net.w(m)], strides=[stride, stride], pads=[1, 1, 1, 1])
+    out = net.op("Transpose", [net.op("Relu", [y])], perm=TO_NHWC)
+    path = net.save(tmp_path / "m.onnx", [("x", list(shape))], [out])
+    graph = _check(path, tmp_path)
+    convs = [n for n in graph.nodes if n.op == "ConvShifted"]
+    assert "Transpose" not in graph.op_counts() and len(convs) == 1 and convs[0].attrs.get(NHWC_OUT), \
+        graph.op_counts()
+    feeds = _feeds(path)
+    want = onnxruntime_session(str(path)).run(None, feeds)[0]
+    c = cdriver.run(ember.compile(path, tmp_path / "c").path, tmp_path / "drv", feeds, sanitize=True)
+    np.testing.assert_allclose(c[out], want, rtol=1e-4, atol=1e-4)
+    two = ember.compile(path, tmp_path / "t2", threads=2).run(feeds)
+    np.testing.assert_allclose(two[out], want, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("rank", [3, 4])

@@ -242,12 +242,13 @@ static void ember_conv_f32(float *y, const float *x, const float *w, const float
  * `scratch`: the planes (C*sh*sw*Hh*Wh floats, only if `planes`) then M*((rb-1)*Wh + OW) floats. `res` (else
  * NULL): a residual shaped as y, added (then the activation) as each row is copied out. Output rows of at least
  * EMBER_SHIFTED_ROW_MIN pixels fill the matmul's strips alone: there each row is one product into y itself.
- * `apack`: w is in the matmul's row panels (kernels/matmul.c ember_matmul_core_ap). */
+ * `apack`: w is in the matmul's row panels (kernels/matmul.c ember_matmul_core_ap). `nhwc`: y is stored
+ * channels-last (ops/shape.py NhwcView of the output; no res): each block's rows are copied out transposed. */
 #define EMBER_SHIFTED_ROW_MIN 64
 static void ember_conv_shifted_f32(float *y, const float *x, const float *w, const float *bias, const float *res,
                                    float *scratch,
                                    const int32_t *p, const int32_t *b_row, int N, int M, int planes, int rb,
-                                   int act, float act_a, float act_b, int apack) {
+                                   int act, float act_a, float act_b, int apack, int nhwc) {
     const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], KH = p[EMBER_GEO_K_H],
               KW = p[EMBER_GEO_K_W], OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W];
     const int sh = p[EMBER_GEO_STRIDE_H], sw = p[EMBER_GEO_STRIDE_W], pt = p[EMBER_GEO_PAD_H], pl = p[EMBER_GEO_PAD_W];
@@ -294,7 +295,7 @@ static void ember_conv_shifted_f32(float *y, const float *x, const float *w, con
                         }
             src = scratch;
         }
-        if (OW >= EMBER_SHIFTED_ROW_MIN) {
+        if (OW >= EMBER_SHIFTED_ROW_MIN && !nhwc) {
             /* Wide rows (a stem's 112): one product per output row, straight into y (and its residual) at the
              * plane stride: no copy of the output through scratch and no Wh - OW extra columns. */
             for (oh0 = 0; oh0 < OH; ++oh0) {
@@ -311,6 +312,15 @@ static void ember_conv_shifted_f32(float *y, const float *x, const float *w, con
             ember_matmul_core_ap(out, nq, w, C * KH * KW, 1, src + (ptrdiff_t)oh0 * Wh, 0, b_row, 0, M, (int)nq,
                                  C * KH * KW, 1.0f, bias, 1, 0, 1.0f, 0, res ? EMBER_ACT_NONE : act, act_a, act_b,
                                  apack);
+            if (nhwc) {
+                for (r = 0; r < nr; ++r)
+                    for (j = 0; j < OW; ++j) {
+                        float *EMBER_RESTRICT yp = y + (((ptrdiff_t)n * OH + oh0 + r) * OW + j) * M;
+                        const float *op = out + (ptrdiff_t)r * Wh + j;
+                        for (m = 0; m < M; ++m) yp[m] = op[m * nq];
+                    }
+                continue;
+            }
             for (m = 0; m < M; ++m)
                 for (r = 0; r < nr; ++r) {
                     const ptrdiff_t at = (((ptrdiff_t)n * M + m) * OH + oh0 + r) * OW;
