@@ -28,7 +28,7 @@ from ember.ir.graph import Node
 from ember.ops.conv import conv_geometry
 from ember.ops.matmul import present
 from ember.ops.parallel import PARTS_ATTR
-from ember.ops.shape import writes_nhwc
+from ember.ops.shape import stored_nhwc, writes_nhwc
 
 MCU = "_mcu"  # node attribute: compiled for a microcontroller (passes/scratch_budget.py sets it)
 ARM_ISAS = ("dsp", "mve")  # ops/qarm.py DSP, MVE: qarm*.c's kernels
@@ -38,7 +38,7 @@ def qconv_overlap(node: Node) -> int | None:
     x, y = present(node.input(0)), present(node.outputs[0])
     if x.blocked or y.blocked or node.attrs.get(PARTS_ATTR, 1) > 1:  # divided among threads: parts run at once
         return None
-    if writes_nhwc(node):  # channels-last output: a block's sums land all over the input's planes
+    if stored_nhwc(x) or writes_nhwc(node):  # a channels-last side: the orders below do not hold
         return None
     g = conv_geometry(node, list(x.shape[2:]), list(node.attrs["kernel_shape"]), list(y.shape[2:]))
     if not g.planar:

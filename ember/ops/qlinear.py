@@ -327,8 +327,10 @@ def _dw_work(node: Node) -> int:
     wh = ((ow - 1) * sw + (kw - 1) * dw + sw) // sw
     planes = sh * sw * hh * wh + (oh - 1) * wh + ow
     x, y = present(node.input(0)), present(node.outputs[0])
-    if x.blocked or y.blocked:  # then also a channel plane of the input and a row of the output, in bytes
-        planes += (x.blocked * g.in_size[1] * g.in_size[2] + y.blocked * ow + 3) // 4
+    # a channel-blocked or channels-last side: then also a channel plane of the input and a row of the output, in bytes
+    x_plane, y_row = x.blocked or stored_nhwc(x), y.blocked or writes_nhwc(node)
+    if x_plane or y_row:
+        planes += (x_plane * g.in_size[1] * g.in_size[2] + y_row * ow + 3) // 4
     band_row = ((ow - 1) * sw + 4 * ((kw + 3) // 4)) * 16  # ember_qdv_conv: Wp pixels of 16 bytes
     band = ((min(oh, 8) - 1) * sh + (kh - 1) * dh + 1) * band_row
     if x.blocked and y.blocked and g.channels % 4 == 0:
@@ -343,23 +345,37 @@ def _dw_work(node: Node) -> int:
 
 
 def qconv_reads_nhwc(node: Node) -> bool:
-    """Whether QConv `node` can pack its input from channels-last bytes (an NhwcView: passes/nhwc_views.py): one
-    group, 2-D, on the host's kernels; by rows (qpack.c ember_qpack_rows, words for channels in fours, else
-    ember_qpack_rows1), or for a direct 1x1 each pixel's channels as a row of the product (ember_qpack_pixels)."""
-    if node.op != "QConv" or node.attrs.get("_isa") in (qarm.DSP, qarm.MVE):
+    """Whether QConv `node` can pack its input from channels-last bytes (an NhwcView: passes/nhwc_views.py): 2-D, on
+    the host's kernels; one group, by rows (qpack.c ember_qpack_rows, words for channels in fours, else
+    ember_qpack_rows1), or for a direct 1x1 each pixel's channels as a row of the product (ember_qpack_pixels); or
+    depthwise of multiplier 1 (qdwvnni.c: a pixel's 16 channels in one load; qdwconv.c: a channel's plane gathered)."""
+    if node.op != "QConv" or node.attrs.get("_isa") in (qarm.DSP, qarm.MVE) or not qconv_geometry(node).planar:
         return False
     q: QSpec = node.attrs["_q"]
-    return not q.depthwise and int(node.attrs.get("group", 1)) == 1 and qconv_geometry(node).planar
+    if q.depthwise:
+        return present(node.input(0)).shape[1] == present(node.outputs[0]).shape[1]
+    return int(node.attrs.get("group", 1)) == 1
 
 
 def qconv_stores_nhwc(node: Node) -> bool:
-    """Whether QConv `node` can store its output channels-last (qconv.c lay bit 3: each sum stored at its channel and
-    pixel stride): not depthwise (qdwconv.c), not fused with an add, on the host's kernels, its output not
-    channel-blocked (passes/nhwc_views.py)."""
+    """Whether QConv `node` can store its output channels-last (lay bit 3: qconv.c stores each sum at its channel
+    and pixel stride, qdwvnni.c a pixel's channels in one store, qdwconv.c a channel's row at the pixel stride):
+    not fused with an add, on the host's kernels, its output not channel-blocked; a depthwise one 2-D, requantised
+    (passes/nhwc_views.py)."""
     if node.op != "QConv" or node.attrs.get("_isa") in (qarm.DSP, qarm.MVE):
         return False
+    q: QSpec = node.attrs["_q"]
     y = present(node.outputs[0])
-    return not node.attrs["_q"].depthwise and not y.blocked and y.type.rank >= 3
+    if q.depthwise:
+        return not y.blocked and q.requant is not None and qconv_geometry(node).planar
+    return not y.blocked and y.type.rank >= 3
+
+
+def _layout_bits(node: Node) -> int:
+    """The kernels' `lay`: bit 0, x is channel-blocked (passes/int8_layout.py), bit 1, y; bit 2, x is stored
+    channels-last, bit 3, y (passes/nhwc_views.py)."""
+    x, y = present(node.input(0)), present(node.outputs[0])
+    return int(x.blocked) | 2 * int(y.blocked) | 4 * int(stored_nhwc(x)) | 8 * int(writes_nhwc(node))
 
 
 def lower_qconv(node: Node, k: KernelEmitter, add: tuple[str, ...] = (), pixels: tuple[int, int] | None = None) -> None:
@@ -380,7 +396,7 @@ def lower_qconv(node: Node, k: KernelEmitter, add: tuple[str, ...] = (), pixels:
     y_ptr, m, my = blocked_part(node, k)
     head = [y_ptr, kind, k.inp(0), int(x.dtype is DType.INT8), _zp_arg(node, k, q), geo, x.shape[0]]
     # passes/int8_layout.py; passes/nhwc_views.py
-    lay = int(x.blocked) | 2 * int(y.blocked) | 4 * int(stored_nhwc(x)) | 8 * int(writes_nhwc(node))
+    lay = _layout_bits(node)
     lo, hi = pixels if pixels is not None else (0, math.prod(y.shape[2:]))
     if node.op == "QConvShifted":
         k.call("ember_qconv_shifted", *head, m, k.inp(2), _table(k, q.bias), _table(k, q.rowsum), mult,
@@ -443,7 +459,7 @@ def lower_qdwconv(node: Node, k: KernelEmitter, q: QSpec, channels: tuple[int, i
         words = k.table(list(dw_words(w, g.kernel[1], g.kernel[2], q.bias, zv)), DType.INT32)
     k.call("ember_qdwconv", y_ptr, "0" if q.requant is None else "1", x_ptr, int(x.dtype is DType.INT8),
            _zp_arg(node, k, q), k.table(g.table(), DType.INT32), x.shape[0], hi - lo, w_ptr, _table(k, q.bias), mult,
-           shift, out, exact, int(x.blocked) | 2 * int(y.blocked), k.scratch(), 4 * _dw_work(node), m, words)
+           shift, out, exact, _layout_bits(node), k.scratch(), 4 * _dw_work(node), m, words)
 
 
 # A thread's part of the output channels [c0, c0 + rows) of a channel-blocked output of M channels (ops/split.py):

@@ -49,7 +49,7 @@ from ember.ops.parallel import Slice, Split, contiguous_axis, cuttable, with_par
 from ember.ops.pool import channels_last
 from ember.ops.qlinear import YCUT_ATTR, QSpec, lower_qconv, lower_qdwconv
 from ember.ops.qwino import BOUND_ATTR
-from ember.ops.shape import writes_nhwc
+from ember.ops.shape import stored_nhwc, writes_nhwc
 
 _NO_ACT = (0, "0.0f", "0.0f")  # kernel activation arguments: none (applied after the residual)
 # Output channels per part boundary: whole row tiles of the matmul kernels and whole vectors of the
@@ -231,6 +231,8 @@ def _split_qconv(node: Node) -> Split | None:
         return None  # the microcontroller kernels (qarm.py): no threads there
     if q.depthwise and x.shape[1] != y.shape[1]:
         return None  # a channel multiplier: output channel m reads input channel m / multiplier
+    if q.depthwise and (stored_nhwc(x) or writes_nhwc(node)):
+        return None  # a channels-last side: its channels are not a part's run of planes
     if q.depthwise and (x.blocked or y.blocked):
         return _split_qdw_blocked(node)
     if writes_nhwc(node):  # channels-last output (passes/nhwc_views.py): a part's pixels are one run of it

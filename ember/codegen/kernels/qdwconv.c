@@ -425,10 +425,15 @@ static int ember_qdx_conv(uint8_t *y, const uint8_t *x, int x_sgn, int32_t xz, c
 }
 #endif
 
-/* Channel c's n pixels of the channel-blocked image xi (bs bytes per block) as a plane d. */
+/* Channel c's n pixels of the channel-blocked image xi (bs bytes per block), or of one stored channels-last (bs < 0:
+ * -bs channels a pixel), as a plane d. */
 static void ember_qdw_unblock(uint8_t *EMBER_RESTRICT d, const uint8_t *EMBER_RESTRICT xi, ptrdiff_t bs, int c,
                               ptrdiff_t n) {
     ptrdiff_t i, b;
+    if (bs < 0) {
+        for (i = 0; i < n; ++i) d[i] = xi[i * -bs + c];
+        return;
+    }
     for (b = 0; b < n; b += 64) { /* a block of 64 pixels at a time: a plain stride-4 gather */
         const uint8_t *s = xi + ember_qblk_off(b, c, bs);
         const ptrdiff_t e = n - b < 64 ? n - b : 64;
@@ -436,11 +441,13 @@ static void ember_qdw_unblock(uint8_t *EMBER_RESTRICT d, const uint8_t *EMBER_RE
     }
 }
 /* n bytes s to channel m of the image yi from pixel pix: its plane of P pixels, or channel-blocked
- * (bs > 0 bytes per block). */
+ * (bs > 0 bytes per block), or stored channels-last (bs < 0: -bs channels a pixel). */
 static void ember_qdw_put(uint8_t *EMBER_RESTRICT yi, ptrdiff_t bs, int m, ptrdiff_t P, ptrdiff_t pix,
                           const uint8_t *EMBER_RESTRICT s, int n) {
     int j, e;
-    if (bs)
+    if (bs < 0)
+        for (j = 0; j < n; ++j) yi[(pix + j) * -bs + m] = s[j];
+    else if (bs)
         for (j = 0; j < n; j += e) { /* up to the end of each block of 64 pixels: a plain stride-4 scatter */
             uint8_t *d = yi + ember_qblk_off(pix + j, m, bs);
             int i;
@@ -465,8 +472,9 @@ static void ember_qdw_store(void *y, int kind, ptrdiff_t at, const int32_t *EMBE
     }
 }
 
-/* lay (2-D, kind 1 for y; passes/int8_layout.py): bit 0, x is channel-blocked (multiplier 1), bit 1, y;
- * scratch then also holds the input plane and one output row, past the planes and sums. mb: the channels of
+/* lay (2-D, kind 1 for y; passes/int8_layout.py): bit 0, x is channel-blocked (multiplier 1), bit 1, y; bit 2,
+ * x is stored channels-last (multiplier 1), bit 3, y (ops/shape.py NhwcView; passes/nhwc_views.py); scratch then
+ * also holds the input plane and one output row, past the planes and sums. mb: the channels of
  * a blocked x's and y's blocks: M, or more where x and y point at a thread's part of the channel quads
  * (ops/split.py; each channel is computed as the whole call computes it, at the whole block stride). words: the
  * VNNI path's weight words made at compile time, or NULL (qdwvnni.c ember_qdv_conv). */
@@ -483,14 +491,18 @@ static void ember_qdwconv(void *y, int kind, const void *x, int x_sgn, int32_t x
                    p[EMBER_GEO_STRIDE_H];
     const ptrdiff_t s_in = (ptrdiff_t)p[EMBER_GEO_IN_D] * p[EMBER_GEO_IN_H] * p[EMBER_GEO_IN_W],
                     s_out = (ptrdiff_t)OD * OH * OW;
-    const ptrdiff_t xbs = lay & 1 ? 64 * (ptrdiff_t)mb : 0, ybs = lay & 2 ? 64 * (ptrdiff_t)mb : 0;
-    const ptrdiff_t x_img = xbs ? (s_in + 63) / 64 * xbs : C * s_in, y_img = ybs ? (s_out + 63) / 64 * ybs : M * s_out;
+    /* the planes' and rows' layouts for ember_qdw_unblock and ember_qdw_put: blocks (bytes each) or, negative,
+     * channels-last (channels a pixel) */
+    const ptrdiff_t xbs = lay & 1 ? 64 * (ptrdiff_t)mb : lay & 4 ? -(ptrdiff_t)C : 0,
+                    ybs = lay & 2 ? 64 * (ptrdiff_t)mb : lay & 8 ? -(ptrdiff_t)M : 0;
+    const ptrdiff_t x_img = xbs > 0 ? (s_in + 63) / 64 * xbs : C * s_in,
+                    y_img = ybs > 0 ? (s_out + 63) / 64 * ybs : M * s_out;
     /* past EMBER_QDW_PLANES's planes and sums: a blocked input's channel plane, a blocked output's row */
     uint8_t *const xplane =
         lay ? (uint8_t *)scratch + 4 * ((ptrdiff_t)p[EMBER_GEO_STRIDE_H] * p[EMBER_GEO_STRIDE_W] * Hh * Wh +
                                         (ptrdiff_t)(OH - 1) * Wh + OW)
             : (uint8_t *)scratch;
-    uint8_t *const yrow = xplane + (lay & 1 ? s_in : 0);
+    uint8_t *const yrow = xplane + (xbs ? s_in : 0);
     int32_t *xi = (int32_t *)scratch, *ai = xi + s_in;
     int n, m, od, oh, ow, kw, kwb[32];
     ptrdiff_t i;

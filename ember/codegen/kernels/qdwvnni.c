@@ -138,9 +138,11 @@ EMBER_INLINE void ember_qdv_put_words(uint8_t *yq, ptrdiff_t bs, ptrdiff_t pix, 
 
 /* Xb: Hp x Wp pixels of 16 bytes, padded rows r0 .. r0 + Hp - 1, for the channels whose planes start at
  * rows[l]: input row ih, column iw at padded pixel (ih + pt, iw + pl); everything else zv. bs > 0: the
- * input is channel-blocked (bs bytes per block), rows[q] the first blocks of the four channel quads. */
-static void ember_qdv_fill(uint8_t *EMBER_RESTRICT xb, const uint8_t *const *rows, ptrdiff_t bs, const int32_t *p,
-                           int r0, int Hp, int Wp, uint8_t flip, uint8_t zv) {
+ * input is channel-blocked (bs bytes per block), rows[q] the first blocks of the four channel quads. cs > 0: the
+ * input is stored channels-last (cs bytes per pixel), rows[0] at the block's first channel: each pixel's channels
+ * are one load, of the L channels the block has. */
+static void ember_qdv_fill(uint8_t *EMBER_RESTRICT xb, const uint8_t *const *rows, ptrdiff_t bs, ptrdiff_t cs, int L,
+                           const int32_t *p, int r0, int Hp, int Wp, uint8_t flip, uint8_t zv) {
     const int H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], pt = p[EMBER_GEO_PAD_H], pl = p[EMBER_GEO_PAD_W];
     const int w1 = pl + W < Wp ? pl + W : Wp;
     const ember_qdv_b64 fz = (ember_qdv_b64){0} + zv, ff = (ember_qdv_b64){0} + flip;
@@ -155,6 +157,14 @@ static void ember_qdv_fill(uint8_t *EMBER_RESTRICT xb, const uint8_t *const *row
         }
         for (c = 0; c < pl; ++c) ember_qdv_store(d + 16 * c, fz, 0xFFFF);
         for (c = w1; c < Wp; ++c) ember_qdv_store(d + 16 * c, fz, 0xFFFF);
+        if (cs) {
+            const ember_qdv_b16 f16 = (ember_qdv_b16){0} + flip;
+            const uint8_t *src = rows[0] + ((ptrdiff_t)ih * W - pl) * cs;
+            const unsigned short lanes = (unsigned short)((1u << L) - 1);
+            for (c = pl; c < w1; ++c)
+                *(ember_qdv_b16u *)(void *)(d + 16 * c) = ember_qdv_load16(src + (ptrdiff_t)c * cs, lanes) ^ f16;
+            continue;
+        }
         for (c = pl; c < w1; c += 16) { /* 16 columns of the 16 channels, transposed */
             const int n = w1 - c < 16 ? w1 - c : 16;
             const unsigned short in = (unsigned short)((1u << n) - 1);
@@ -233,8 +243,9 @@ EMBER_INLINE ember_qdv_b64 ember_qdv_join(ember_qv16_b p0, ember_qv16_b p1, embe
 #define EMBER_QDV_PX(j) ember_qdv_pixel(px[j], k, k3)
 /* Sixteen output pixels (first taps at px[j]) of the block's L channels, the first nq stored at y
  * (channel l at y + l * P); bs > 0: y is channel-blocked (bs bytes per block), y the first block of the
- * first quad, the pixels from pix. */
-EMBER_INLINE void ember_qdv_tile(uint8_t *y, ptrdiff_t P, ptrdiff_t bs, ptrdiff_t pix, int L, int nq,
+ * first quad, the pixels from pix; ps > 0: y is stored channels-last (ps bytes per pixel), y at the first pixel's
+ * first channel of the block. */
+EMBER_INLINE void ember_qdv_tile(uint8_t *y, ptrdiff_t P, ptrdiff_t bs, ptrdiff_t ps, ptrdiff_t pix, int L, int nq,
                                  const uint8_t *const *px, const ember_qdv_blk *k, int k3) {
     ember_qdv_b64 a[4], b[4];
     int l;
@@ -242,6 +253,10 @@ EMBER_INLINE void ember_qdv_tile(uint8_t *y, ptrdiff_t P, ptrdiff_t bs, ptrdiff_
     a[1] = ember_qdv_join(EMBER_QDV_PX(4), EMBER_QDV_PX(5), EMBER_QDV_PX(6), EMBER_QDV_PX(7));
     a[2] = ember_qdv_join(EMBER_QDV_PX(8), EMBER_QDV_PX(9), EMBER_QDV_PX(10), EMBER_QDV_PX(11));
     a[3] = ember_qdv_join(EMBER_QDV_PX(12), EMBER_QDV_PX(13), EMBER_QDV_PX(14), EMBER_QDV_PX(15));
+    if (ps) { /* pixel j's channels are lane j % 4 of a[j / 4] */
+        for (l = 0; l < nq; ++l) ember_qdv_put(y + l * ps, a, l, L);
+        return;
+    }
     if (bs) {
         ember_qdv_i16 w[4];
         ember_qdv_pixels_to_quads(w, a);
@@ -261,7 +276,8 @@ static int ember_qdv_fits(const int32_t *p) {
  * weights (minus their zero point) that fit int8; out = [zp, lo, hi, sums below 2^24 (qvec.c)], or TFLite's shift
  * codes that ember_qt16_kind takes (tkind, its result; -1: ember's own, then out[3] holds). scratch: `room` bytes,
  * at least one band of input rows (Xb pixel rows for one output row). lay: bit 0, x is channel-blocked, bit 1, y
- * (channels in fours; for x, multiplier 1), their blocks of mb channels (M, or more where x and y point at a
+ * (channels in fours; for x, multiplier 1); bit 2, x is stored channels-last (multiplier 1), bit 3, y (ops/shape.py
+ * NhwcView); blocks of mb channels (M, or more where x and y point at a
  * thread's part of the channel quads). words (or NULL): each block's wv and c as ember_qdv_blk holds them, made at
  * compile time (ops/qlinear.py dw_words): (KH * G + 1) x 16 int32 a block. */
 static void ember_qdv_conv(uint8_t *y, const uint8_t *x, int x_sgn, int32_t xz, const int32_t *p, int N, int M,
@@ -297,8 +313,9 @@ static void ember_qdv_conv(uint8_t *y, const uint8_t *x, int x_sgn, int32_t xz, 
             for (l = 0; l < 16; ++l) {
                 const int m = m0 + (l < L ? l : 0);
                 const int16_t *wm = w + (ptrdiff_t)m * KH * KW;
-                rows[l] = xbs ? x + n * x_img + (l < 4 ? (m0 + 4 * l < M ? m0 + 4 * l : m0) : 0) / 4 * 256
-                              : x + n * x_img + (ptrdiff_t)(m / mult_c) * H * W;
+                rows[l] = xbs      ? x + n * x_img + (l < 4 ? (m0 + 4 * l < M ? m0 + 4 * l : m0) : 0) / 4 * 256
+                          : lay & 4 ? x + n * x_img + m0
+                                    : x + n * x_img + (ptrdiff_t)(m / mult_c) * H * W;
                 k->mf[l] = k->tfl ? 0.0f : ember_qv16_mult(mult[m], shift[m]);
                 lane_mult[l] = mult[m];
                 lane_shift[l] = shift[m];
@@ -327,12 +344,14 @@ static void ember_qdv_conv(uint8_t *y, const uint8_t *x, int x_sgn, int32_t xz, 
                 const int nr = OH - oh0 < band ? OH - oh0 : band;
                 const ptrdiff_t q0 = (ptrdiff_t)oh0 * OW, q1 = q0 + (ptrdiff_t)nr * OW;
                 ptrdiff_t qb;
-                ember_qdv_fill(scratch, rows, xbs, p, oh0 * sh, (nr - 1) * sh + span, Wp, flip, zv);
+                ember_qdv_fill(scratch, rows, xbs, lay & 4 ? C : 0, L, p, oh0 * sh, (nr - 1) * sh + span, Wp, flip, zv);
                 for (qb = q0; qb < q1; qb += 16) {
                     const int nq = q1 - qb < 16 ? (int)(q1 - qb) : 16;
                     const uint8_t *px[16]; /* each pixel's first tap (past nq: the last pixel again) */
                     int oh = (int)(qb / OW) - oh0, ow = (int)(qb % OW);
-                    uint8_t *yb = ybs ? y + n * y_img + m0 / 4 * 256 : y + n * y_img + m0 * P + qb;
+                    uint8_t *yb = ybs ? y + n * y_img + m0 / 4 * 256
+                                : lay & 8 ? y + n * y_img + qb * M + m0
+                                          : y + n * y_img + m0 * P + qb;
                     for (j = 0; j < 16; ++j) {
                         px[j] = scratch + (ptrdiff_t)oh * sh * prow + (ptrdiff_t)ow * sw * 16;
                         if (j + 1 < nq && ++ow == OW) {
@@ -340,8 +359,8 @@ static void ember_qdv_conv(uint8_t *y, const uint8_t *x, int x_sgn, int32_t xz, 
                             ++oh;
                         }
                     }
-                    if (KH == 3 && G == 1) ember_qdv_tile(yb, P, ybs, qb, L, nq, px, k, 1);
-                    else ember_qdv_tile(yb, P, ybs, qb, L, nq, px, k, 0);
+                    if (KH == 3 && G == 1) ember_qdv_tile(yb, P, ybs, lay & 8 ? M : 0, qb, L, nq, px, k, 1);
+                    else ember_qdv_tile(yb, P, ybs, lay & 8 ? M : 0, qb, L, nq, px, k, 0);
                 }
             }
         }
