@@ -35,6 +35,7 @@ from ember.ops.opdef import OpDef
 from ember.ops.pool import channels_last
 from ember.ops.qlinear import tflite_multiplier
 from ember.ops.registry import register
+from ember.ops.shape import stored_nhwc, writes_nhwc
 
 INT16_MIN, INT16_MAX = -(1 << 15), (1 << 15) - 1
 
@@ -134,11 +135,13 @@ def int32_block(weight_sums: np.ndarray, step_max: int, steps: int) -> int:
     return INT32_MAX // (32768 * step_max)
 
 
-def vec_tables(spec: Q16Spec, weights: np.ndarray, bias: np.ndarray | None = None) -> Q16VecTables | None:
+def vec_tables(spec: Q16Spec, weights: np.ndarray, bias: np.ndarray | None = None,
+               copy: bool = False) -> Q16VecTables | None:
     """The tables of ember_q16_conv_v for a Q16Conv with int8 weights [M, C / G, KH, KW] ([M, K] fully
     connected) and its int64 bias; None where it has no vector path (a stride above 2 along W). `fits`: no
     channel's bias plus sum of products can leave int32 for any int16 input, so the accumulators stay
-    int32 lanes to the end."""
+    int32 lanes to the end. `copy`: the input is read through the zero-padded copy even where the convolution
+    could read it as it is (a channels-last input)."""
     g = spec.geometry
     assert g is not None
     w = np.asarray(weights, np.int64).reshape(g.m, -1)
@@ -148,7 +151,7 @@ def vec_tables(spec: Q16Spec, weights: np.ndarray, bias: np.ndarray | None = Non
         return Q16VecTables([0, 0, blk, 1, 1, 0, 0], np.zeros(1, np.int64), np.zeros(1, np.int64))
     if g.sw > 2 or spec.full:
         return None
-    flat = g.kh == g.kw == g.sh == g.sw == 1 and g.ph == g.pw == 0
+    flat = g.kh == g.kw == g.sh == g.sw == 1 and g.ph == g.pw == 0 and not copy
     if flat:
         hp, wd, size = g.h, g.w, 0
     else:
@@ -180,19 +183,31 @@ def _bias(node: Node) -> np.ndarray | None:
     return None if b is None else np.asarray(b.const)
 
 
-def _conv_scratch(node: Node) -> int:
+def _vec_tables(node: Node) -> Q16VecTables | None:
     s = _spec(node)
-    t = vec_tables(s, _weights(node), _bias(node)) if s.simd else None
+    return vec_tables(s, _weights(node), _bias(node), copy=stored_nhwc(node.input(0))) if s.simd else None
+
+
+def _conv_scratch(node: Node) -> int:
+    t = _vec_tables(node)
     return 0 if t is None else 2 * t.v[5]
+
+
+def q16_conv_nhwc(node: Node) -> bool:
+    """Whether `node` is a Q16Conv that can read and store channels-last values (q16.c's `lay`: the scalar kernel at
+    the strides, the AVX2 one through its padded copy and pixel-strided stores; passes/nhwc_views.py): a 2-D
+    convolution, not a fully connected layer."""
+    return node.op == "Q16Conv" and not _spec(node).flat and not _spec(node).full
 
 
 def _lower_conv(node: Node, k: KernelEmitter) -> None:
     s = _spec(node)
     assert s.geometry is not None
     bias = k.inp(2) if node.input(2) is not None else "(const int64_t *)0"
+    lay = 4 * int(stored_nhwc(node.input(0))) | 8 * int(writes_nhwc(node))
     args = [k.out(0), k.inp(0), k.inp(1), bias, k.table(s.m15, DType.INT32), k.table(s.shift, DType.INT32),
-            k.table(s.geometry.table(), DType.INT32), s.lo, s.hi, int(s.full)]
-    t = vec_tables(s, _weights(node), _bias(node)) if s.simd else None
+            k.table(s.geometry.table(), DType.INT32), s.lo, s.hi, int(s.full), lay]
+    t = _vec_tables(node)
     if t is None:
         k.call("ember_q16_conv", *args)
         return

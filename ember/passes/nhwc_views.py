@@ -5,23 +5,26 @@ next to a graph input or output (or a flatten, a Reshape over the channels) has 
 Transpose stays: one copy of the tensor per run.
 
 - In: ConvShifted builds polyphase planes of its input, QConvShifted words of four channels, a Conv through
-  im2col its columns and a QConv its rows of words or bytes, or a 1x1's pixels (kernels/conv.c, qshift.c,
-  qpack.c): each copies the
-  input before it multiplies, so it can as well gather from the NHWC bytes. Where every reader of a Transpose to
-  NCHW is one of them (reading it as its data input), the Transpose becomes an NhwcView (ops/shape.py): the same
-  NCHW shape, the NHWC bytes left where they are, and the readers' fills take the channel stride. On AVX-512 VBMI
-  QConvShifted's words of an RGB stem come 16 at a time from one byte permute (qpack.c ember_qnhwc_words).
-- Out: a QConv stores each requantised sum on its own (qgemm.c ember_qstore: an output row and pixel stride), and
-  ConvShifted copies its blocks of output rows out of scratch, so each can as well store its output channels-last.
-  Where a Transpose to NHWC is the only reader of such a convolution's output (or of a chain of lookup tables after
-  it: TFLite's exact activations, layout-blind), the convolution writes the NHWC bytes (attribute NHWC_OUT), the
-  tables map them as they are, and the Transpose becomes an NhwcView.
+  im2col its columns, a QConv its rows of words or bytes (or a 1x1 its pixels), an int8 depthwise convolution its
+  pixels of 16 channels or its planes, and int16's Q16Conv its zero-padded copy (kernels/conv.c, qshift.c,
+  qpack.c, qdwvnni.c, qdwconv.c, q16.c): each copies the input before it multiplies, so it can as well gather from
+  the NHWC bytes. Where every reader of a Transpose to NCHW is one of them (reading it as its data input), the
+  Transpose becomes an NhwcView (ops/shape.py): the same NCHW shape, the NHWC bytes left where they are, and the
+  readers' fills take the channel stride. On AVX-512 VBMI QConvShifted's words of an RGB stem come 16 at a time
+  from one byte permute (qpack.c ember_qnhwc_words).
+- Out: a QConv and a Q16Conv store each requantised sum on their own (qgemm.c ember_qstore: an output row and
+  pixel stride), an int8 depthwise convolution a pixel's 16 channels or a channel's row, and ConvShifted copies
+  its blocks of output rows out of scratch: each can as well store its output channels-last. Where a Transpose to
+  NHWC is the only reader of such a convolution's output (or of a chain of lookup tables after it: TFLite's exact
+  activations, layout-blind), the convolution writes the NHWC bytes (attribute NHWC_OUT), the tables map them as
+  they are, and the Transpose becomes an NhwcView.
 """
 
 from __future__ import annotations
 
 from ember.ir.graph import Graph, Node, Value
 from ember.ops.conv import im2col_reader, shifted_stores_nhwc
+from ember.ops.q16 import q16_conv_nhwc
 from ember.ops.qlinear import qconv_reads_nhwc, qconv_stores_nhwc
 from ember.ops.shape import NHWC_OUT, NHWC_VIEW
 from ember.passes.transposes import LOOKUP_TABLES
@@ -34,7 +37,8 @@ _READERS = ("ConvShifted", "QConvShifted")
 def _reads_in_place(node: Node, v: Value) -> bool:
     """`node` lays v out again from its NCHW positions: v is its data input (and nothing else), not channel-blocked
     (passes/int8_layout.py)."""
-    return ((node.op in _READERS or im2col_reader(node) or qconv_reads_nhwc(node)) and node.inputs[0] is v
+    return ((node.op in _READERS or im2col_reader(node) or qconv_reads_nhwc(node) or q16_conv_nhwc(node))
+            and node.inputs[0] is v
             and not v.blocked and not any(u is v for u in node.inputs[1:]))
 
 
@@ -59,7 +63,7 @@ def _stored_by(x: Value, graph: Graph, uses: dict[int, list[Node]]) -> list[Node
         if node is None or graph.is_output(x) or len(uses.get(id(x), [])) != 1:
             return None
         chain.append(node)
-        if qconv_stores_nhwc(node) or shifted_stores_nhwc(node):
+        if qconv_stores_nhwc(node) or shifted_stores_nhwc(node) or q16_conv_nhwc(node):
             return chain
         if node.op not in LOOKUP_TABLES or node.inputs[0] is None:
             return None

@@ -37,13 +37,13 @@ void q16_requant(const int64_t *acc, int n, int32_t mult, int32_t shift, int32_t
 int q16_have_avx2 = 0;
 #endif
 void q16_scalar(int16_t *y, const int16_t *x, const int8_t *w, const int64_t *b, const int32_t *m15,
-                const int32_t *sh, const int32_t *g, int32_t lo, int32_t hi, int32_t full) {
-    ember_q16_conv(y, x, w, b, m15, sh, g, lo, hi, full);
+                const int32_t *sh, const int32_t *g, int32_t lo, int32_t hi, int32_t full, int lay) {
+    ember_q16_conv(y, x, w, b, m15, sh, g, lo, hi, full, lay);
 }
 void q16_vector(int16_t *y, const int16_t *x, const int8_t *w, const int64_t *b, const int32_t *m15,
-                const int32_t *sh, const int32_t *g, int32_t lo, int32_t hi, int32_t full, int16_t *scratch,
+                const int32_t *sh, const int32_t *g, int32_t lo, int32_t hi, int32_t full, int lay, int16_t *scratch,
                 const int32_t *v, const int32_t *off, const int32_t *wp) {
-    ember_q16_conv_v(y, x, w, b, m15, sh, g, lo, hi, full, scratch, v, off, wp);
+    ember_q16_conv_v(y, x, w, b, m15, sh, g, lo, hi, full, lay, scratch, v, off, wp);
 }
 """
 
@@ -120,10 +120,25 @@ def _run(lib: ctypes.CDLL, geo: Q16Geometry, rng: np.random.Generator, x: np.nda
     scratch = np.full(max(t.v[5], 1), 777, np.int16)  # not zeroed: the kernel must write its padding
     v, off, wp = (np.ascontiguousarray(a, np.int32) for a in (t.v, t.off, t.wp))
     args = [_ptr(x), _ptr(w), _ptr(bias), _ptr(m15), _ptr(shift), _ptr(g), lo, hi, 0]
-    lib.q16_scalar(_ptr(ref), *args)
-    lib.q16_vector(_ptr(got), *args, _ptr(scratch), _ptr(v), _ptr(off), _ptr(wp))
+    lib.q16_scalar(_ptr(ref), *args, 0)
+    lib.q16_vector(_ptr(got), *args, 0, _ptr(scratch), _ptr(v), _ptr(off), _ptr(wp))
     bad = np.nonzero(got != ref)[0]
     assert bad.size == 0, f"{geo}: output {bad[0]}: {got[bad[0]]} != {ref[bad[0]]} (mode {t.v[0]})"
+    if not flat:  # channels-last input and output (lay 12): the vector kernel through its padded copy, and scalar
+        tc = vec_tables(spec, w, bias, copy=True)
+        assert tc is not None
+        xl = np.ascontiguousarray(x.reshape(geo.n, geo.c, geo.h, geo.w).transpose(0, 2, 3, 1)).ravel()
+        want = ref.reshape(geo.n, geo.m, geo.oh, geo.ow).transpose(0, 2, 3, 1).ravel()
+        args[0] = _ptr(xl)
+        vc, offc, wpc = (np.ascontiguousarray(a, np.int32) for a in (tc.v, tc.off, tc.wp))
+        scratch = np.full(max(tc.v[5], 1), 777, np.int16)
+        for name, run in (("scalar", lambda y: lib.q16_scalar(_ptr(y), *args, 12)),
+                          ("vector", lambda y: lib.q16_vector(_ptr(y), *args, 12, _ptr(scratch), _ptr(vc), _ptr(offc),
+                                                              _ptr(wpc)))):
+            got = np.full(n_out, 12345, np.int16)
+            run(got)
+            bad = np.nonzero(got != want)[0]
+            assert bad.size == 0, f"{geo} channels-last {name}: output {bad[0]}: {got[bad[0]]} != {want[bad[0]]}"
     return t.v[6]
 
 

@@ -36,26 +36,29 @@ EMBER_INLINE int16_t ember_q16_clamp(int64_t v, int32_t lo, int32_t hi) {
  * zeros (the int16 zero point). `full`: (m15, shift) are a Q31 multiplier and ember_q_scale_tfl's shift
  * code (LiteRT's int16 FULLY_CONNECTED); else the Q15 multiplier and right shift of ember_q16_scale.
  * Products (at most 2^22 in magnitude) are summed in int32 runs of at most 256 (one kernel row, or 256
- * channels of a 1x1 window; ops/q16.py keeps rows that short), then in int64: the same exact sum. */
+ * channels of a 1x1 window; ops/q16.py keeps rows that short), then in int64: the same exact sum. lay: bit 2, x
+ * is stored channels-last, bit 3, y (ops/shape.py NhwcView; passes/nhwc_views.py). */
 EMBER_INLINE int16_t ember_q16_out(int64_t acc, int32_t m15, int32_t shift, int32_t lo, int32_t hi, int32_t full) {
     return ember_q16_clamp(full ? ember_q_scale_tfl(acc, m15, shift) : ember_q16_scale(acc, m15, shift), lo, hi);
 }
 EMBER_UNUSED static void ember_q16_conv(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTRICT x, const int8_t *w,
                            const int64_t *bias, const int32_t *m15, const int32_t *shift, const int32_t *g,
-                           int32_t lo, int32_t hi, int32_t full) {
+                           int32_t lo, int32_t hi, int32_t full, int lay) {
     const int32_t C = g[EMBER_Q16_C], H = g[EMBER_Q16_H], W = g[EMBER_Q16_W], M = g[EMBER_Q16_M];
     const int32_t OH = g[EMBER_Q16_OH], OW = g[EMBER_Q16_OW], KH = g[EMBER_Q16_KH], KW = g[EMBER_Q16_KW];
     const int32_t SH = g[EMBER_Q16_SH], SW = g[EMBER_Q16_SW], DH = g[EMBER_Q16_DH], DW = g[EMBER_Q16_DW];
     const int32_t PH = g[EMBER_Q16_PH], PW = g[EMBER_Q16_PW];
     const int32_t cg = C / g[EMBER_Q16_G], mg = M / g[EMBER_Q16_G];
-    const ptrdiff_t HW = (ptrdiff_t)H * W;
+    const ptrdiff_t HW = (ptrdiff_t)H * W, P = (ptrdiff_t)OH * OW;
+    /* channel and pixel strides of x and y: NCHW, or channels-last */
+    const ptrdiff_t xc = lay & 4 ? 1 : HW, xp1 = lay & 4 ? C : 1, yc = lay & 8 ? 1 : P, yp = lay & 8 ? M : 1;
     int32_t n, m, oy, ox, c, ky, kx;
     for (n = 0; n < g[EMBER_Q16_N]; ++n)
         for (m = 0; m < M; ++m) {
-            const int16_t *xg = x + ((ptrdiff_t)n * C + (ptrdiff_t)(m / mg) * cg) * HW;
+            const int16_t *xg = x + (ptrdiff_t)n * C * HW + (ptrdiff_t)(m / mg) * cg * xc;
             const int8_t *wm = w + (ptrdiff_t)m * cg * KH * KW;
             const int64_t b = bias ? bias[m] : 0;
-            int16_t *ym = y + ((ptrdiff_t)n * M + m) * OH * OW;
+            int16_t *ym = y + (ptrdiff_t)n * M * P + m * yc;
             for (oy = 0; oy < OH; ++oy)
                 for (ox = 0; ox < OW; ++ox) {
                     const int32_t iy0 = oy * SH - PH, ix0 = ox * SW - PW;
@@ -63,9 +66,9 @@ EMBER_UNUSED static void ember_q16_conv(int16_t *EMBER_RESTRICT y, const int16_t
                     if (KH == 1 && KW == 1) { /* 1x1 and fully connected: one tap per channel */
                         int32_t part = 0;
                         if (iy0 >= 0 && iy0 < H && ix0 >= 0 && ix0 < W) {
-                            const int16_t *xp = xg + (ptrdiff_t)iy0 * W + ix0;
+                            const int16_t *xp = xg + ((ptrdiff_t)iy0 * W + ix0) * xp1;
                             for (c = 0; c < cg; ++c) {
-                                part += (int32_t)xp[c * HW] * wm[c];
+                                part += (int32_t)xp[c * xc] * wm[c];
                                 if ((c & 255) == 255) acc += part, part = 0;
                             }
                         }
@@ -79,19 +82,19 @@ EMBER_UNUSED static void ember_q16_conv(int16_t *EMBER_RESTRICT y, const int16_t
                                 const int16_t *row;
                                 int32_t part = 0;
                                 if (iy < 0 || iy >= H) continue;
-                                row = xg + (c * H + (ptrdiff_t)iy) * W;
+                                row = xg + c * xc + (ptrdiff_t)iy * W * xp1;
                                 if (inside) {
-                                    for (kx = 0; kx < KW; ++kx) part += (int32_t)row[ix0 + kx * DW] * wr[kx];
+                                    for (kx = 0; kx < KW; ++kx) part += (int32_t)row[(ix0 + kx * DW) * xp1] * wr[kx];
                                 } else {
                                     for (kx = 0; kx < KW; ++kx) {
                                         const int32_t ix = ix0 + kx * DW;
-                                        if (ix >= 0 && ix < W) part += (int32_t)row[ix] * wr[kx];
+                                        if (ix >= 0 && ix < W) part += (int32_t)row[ix * xp1] * wr[kx];
                                     }
                                 }
                                 acc += part;
                             }
                     }
-                    ym[(ptrdiff_t)oy * OW + ox] = ember_q16_out(acc, m15[m], shift[m], lo, hi, full);
+                    ym[((ptrdiff_t)oy * OW + ox) * yp] = ember_q16_out(acc, m15[m], shift[m], lo, hi, full);
                 }
         }
 }
@@ -198,9 +201,9 @@ EMBER_INLINE ember_q16v8 ember_q16v_pair(const int16_t *a, const int16_t *b, int
 /* nb (1 or 4) channels from m of one group, np (1 or 2) vectors of 8 pixels (n of them stored) whose window
  * origins are base + j * stride: each step's weights broadcast once for up to 8 VPMADDWD. */
 static inline __attribute__((always_inline)) void ember_q16v_block(
-    int16_t *y, ptrdiff_t ystride, int n, const int16_t *base, int s2, const int32_t *off, const int32_t *wp,
-    int32_t steps, int32_t blk, int fits, const int64_t *bias, const int32_t *m15, const int32_t *shift,
-    int32_t m, int32_t lo, int32_t hi, const int nb, const int np) {
+    int16_t *y, ptrdiff_t ystride, ptrdiff_t ps, int n, const int16_t *base, int s2, const int32_t *off,
+    const int32_t *wp, int32_t steps, int32_t blk, int fits, const int64_t *bias, const int32_t *m15,
+    const int32_t *shift, int32_t m, int32_t lo, int32_t hi, const int nb, const int np) {
     const ptrdiff_t next = s2 ? 16 : 8; /* the second vector's origins */
     ember_q16v8 acc[4][2];
     ember_q16v4 wide[4][2][2];
@@ -231,23 +234,30 @@ static inline __attribute__((always_inline)) void ember_q16v_block(
     }
     for (j = 0; j < nb; ++j)
         for (v = 0; v < np; ++v) {
-            int16_t *yv = y + j * ystride + v * 8;
+            int16_t *yv = y + j * ystride + v * 8 * ps;
             const int nv = v ? n - 8 : n < 8 ? n : 8;
+            ember_q16v8 r;
             if (fits) {
                 ember_qt8 t;
                 ember_qt8_init(&t, m15[m + j], EMBER_Q_TFL + shift[m + j], 0, lo, hi);
-                ember_q16v_store(yv, ember_qt8_rq(acc[j][v], &t), nv);
+                r = ember_qt8_rq(acc[j][v], &t);
             } else {
                 const ember_q16v4 a = wide[j][v][0] + ember_q16v_lo64(acc[j][v]);
                 const ember_q16v4 b = wide[j][v][1] + ember_q16v_hi64(acc[j][v]);
-                ember_q16v_store(yv, ember_q16v_narrow(ember_q16v_scale(a, m15[m + j], shift[m + j], lo, hi),
-                                                       ember_q16v_scale(b, m15[m + j], shift[m + j], lo, hi)), nv);
+                r = ember_q16v_narrow(ember_q16v_scale(a, m15[m + j], shift[m + j], lo, hi),
+                                      ember_q16v_scale(b, m15[m + j], shift[m + j], lo, hi));
+            }
+            if (ps == 1) {
+                ember_q16v_store(yv, r, nv);
+            } else { /* channels-last: the pixels ps apart */
+                int t;
+                for (t = 0; t < nv; ++t) yv[t * ps] = (int16_t)r[t];
             }
         }
 }
 /* ember_q16v_block with nb and np as constants (each its own unrolled copy). */
 #define EMBER_Q16V_BLOCK(NB, NP) \
-    ember_q16v_block(yb, out, nv, base, s2, off, wp, steps, blk, fits, bias, m15, shift, m, lo, hi, NB, NP)
+    ember_q16v_block(yb, yc, yp, nv, base, s2, off, wp, steps, blk, fits, bias, m15, shift, m, lo, hi, NB, NP)
 #define EMBER_Q16V_BLOCKS(nb, np)                                         \
     do {                                                                  \
         if ((nb) == 4) {                                                  \
@@ -286,7 +296,7 @@ static void ember_q16v_fc(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTRI
 #endif
 static void ember_q16_conv_v(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTRICT x, const int8_t *w,
                              const int64_t *bias, const int32_t *m15, const int32_t *shift, const int32_t *g,
-                             int32_t lo, int32_t hi, int32_t full, int16_t *scratch, const int32_t *v,
+                             int32_t lo, int32_t hi, int32_t full, int lay, int16_t *scratch, const int32_t *v,
                              const int32_t *off, const int32_t *wp) {
 #if EMBER_HAVE_AVX2
     const int32_t C = g[EMBER_Q16_C], H = g[EMBER_Q16_H], W = g[EMBER_Q16_W], M = g[EMBER_Q16_M];
@@ -294,6 +304,8 @@ static void ember_q16_conv_v(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RES
     const int32_t SH = g[EMBER_Q16_SH], s2 = g[EMBER_Q16_SW] == 2, mode = v[0], steps = v[1], blk = v[2];
     const int32_t Hp = v[3], Wp = v[4], fits = v[6], cg = C / G, mg = M / G;
     const ptrdiff_t plane = (ptrdiff_t)Hp * Wp, out = (ptrdiff_t)OH * OW;
+    /* y's channel and pixel strides (channels-last: lay bit 3); a channels-last x (bit 2) takes the copy (mode 2) */
+    const ptrdiff_t yc = lay & 8 ? 1 : out, yp = lay & 8 ? M : 1;
     int32_t n, gi, m, oy, ox, c, h;
     if (mode == 0) {
         ember_q16v_fc(y, x, w, bias, m15, shift, g, lo, hi, full, blk);
@@ -309,10 +321,15 @@ static void ember_q16_conv_v(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RES
             for (; i < size; ++i) scratch[i] = 0;
             for (c = 0; c < C; ++c)
                 for (h = 0; h < H; ++h) {
-                    const int16_t *src = xs + ((ptrdiff_t)c * H + h) * W;
                     int16_t *dst = scratch + c * plane + (ptrdiff_t)(h + g[EMBER_Q16_PH]) * Wp + g[EMBER_Q16_PW];
-                    for (i = 0; i < w16; i += 16) *(ember_q16v16u *)(dst + i) = *(const ember_q16v16u *)(src + i);
-                    for (; i < W; ++i) dst[i] = src[i];
+                    if (lay & 4) { /* channel c's row h, C values apart */
+                        const int16_t *src = xs + (ptrdiff_t)h * W * C + c;
+                        for (i = 0; i < W; ++i) dst[i] = src[i * C];
+                    } else {
+                        const int16_t *src = xs + ((ptrdiff_t)c * H + h) * W;
+                        for (i = 0; i < w16; i += 16) *(ember_q16v16u *)(dst + i) = *(const ember_q16v16u *)(src + i);
+                        for (; i < W; ++i) dst[i] = src[i];
+                    }
                 }
             xs = scratch;
         }
@@ -320,11 +337,11 @@ static void ember_q16_conv_v(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RES
             const int16_t *xg = xs + (ptrdiff_t)gi * cg * plane;
             for (m = gi * mg; m < (gi + 1) * mg;) {
                 const int nb = m + 4 <= (gi + 1) * mg ? 4 : 1;
-                int16_t *ym = yn + (ptrdiff_t)m * out;
+                int16_t *ym = yn + (ptrdiff_t)m * yc;
                 if (mode == 1) { /* one row of H * W pixels; the last partial block one pixel at a time */
                     for (ox = 0; ox + 8 <= out;) {
                         const int np = ox + 16 <= out ? 2 : 1, nv = 8 * np;
-                        int16_t *yb = ym + ox;
+                        int16_t *yb = ym + ox * yp;
                         const int16_t *base = xg + ox;
                         EMBER_Q16V_BLOCKS(nb, np);
                         ox += nv;
@@ -338,14 +355,14 @@ static void ember_q16_conv_v(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RES
                                 acc += (int64_t)xg[ox + off[2 * s]] * (int16_t)(pw & 0xFFFF) +
                                        (int64_t)xg[ox + off[2 * s + 1]] * (int16_t)((uint32_t)pw >> 16);
                             }
-                            ym[j * out + ox] = ember_q16_out(acc, m15[m + j], shift[m + j], lo, hi, full);
+                            ym[j * yc + ox * yp] = ember_q16_out(acc, m15[m + j], shift[m + j], lo, hi, full);
                         }
                     }
                 } else {
                     for (oy = 0; oy < OH; ++oy)
                         for (ox = 0; ox < OW;) { /* 16 pixels while more than 8 remain (within the slack) */
                             const int np = OW - ox > 8 ? 2 : 1, nv = OW - ox < 8 * np ? OW - ox : 8 * np;
-                            int16_t *yb = ym + (ptrdiff_t)oy * OW + ox;
+                            int16_t *yb = ym + ((ptrdiff_t)oy * OW + ox) * yp;
                             const int16_t *base = xg + (ptrdiff_t)oy * SH * Wp + (ptrdiff_t)ox * (s2 ? 2 : 1);
                             EMBER_Q16V_BLOCKS(nb, np);
                             ox += 8 * np;
@@ -357,7 +374,7 @@ static void ember_q16_conv_v(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RES
     }
 #else
     (void)scratch, (void)v, (void)off, (void)wp;
-    ember_q16_conv(y, x, w, bias, m15, shift, g, lo, hi, full);
+    ember_q16_conv(y, x, w, bias, m15, shift, g, lo, hi, full, lay);
 #endif
 }
 /*@end*/

@@ -1,0 +1,46 @@
+"""A TFLite convolution between NHWC tensors runs no layout Transpose: it reads its NHWC input in place and stores
+its output channels-last (passes/nhwc_views.py; float TRANSPOSE_CONV runs channels-last through Transpose
+optimization), and gives LiteRT's reference results, as the host's build and as portable C under AddressSanitizer and
+UndefinedBehaviorSanitizer (the channels-last paths of qdwconv.c's planes and q16.c's scalar kernel)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ember
+from ember.config import CompileOptions
+from ember.driver import build_graph
+from tests.frontends.tflite_support import FIXTURES, inputs_for, litert, run_ember, run_litert, run_sanitized
+
+LAYOUT_PERMS = ([0, 3, 1, 2], [0, 2, 3, 1])
+INTEGER = ["op_conv_relu6_int8", "op_depthwise_int8", "op_transpose_conv_int8", "op_conv_relu6_int16",
+           "op_depthwise_int16", "op_transpose_conv_int16", "mobilenet_like_int16"]
+
+
+def _layout_transposes(name: str) -> list[str]:
+    graph, _, _ = build_graph(str(FIXTURES / f"{name}.tflite"), CompileOptions())
+    return [n.name for n in graph.nodes if n.op == "Transpose" and list(n.attrs.get("perm", [])) in LAYOUT_PERMS]
+
+
+@pytest.mark.parametrize("name", [*INTEGER, "transpose_conv_bias", "transpose_conv_bias_ref"])
+def test_convolutions_keep_no_layout_transpose(name: str) -> None:
+    assert _layout_transposes(name) == []
+
+
+@pytest.mark.parametrize("name", INTEGER)
+def test_integer_convolutions_in_place_bit_exact(tmp_path: Path, name: str) -> None:
+    path = FIXTURES / f"{name}.tflite"
+    interp = litert(path)
+    bundle = ember.compile(path, tmp_path / "b", name="m")
+    for seed in (0, 1):
+        xs = inputs_for(interp, seed)
+        want = run_litert(interp, xs)
+        builds = {"host": run_ember(bundle, interp, xs)}
+        if seed == 0:
+            builds["sanitized"] = run_sanitized(bundle, interp, xs, tmp_path / "drv")
+        for build, got in builds.items():
+            for w, g in zip(want, got, strict=True):
+                np.testing.assert_array_equal(g, w, err_msg=f"{name} {build}")
