@@ -17,7 +17,8 @@ Transpose stays: one copy of the tensor per run.
   its blocks of output rows out of scratch: each can as well store its output channels-last. Where a Transpose to
   NHWC is the only reader of such a convolution's output (or of a chain of lookup tables after it: TFLite's exact
   activations, layout-blind), the convolution writes the NHWC bytes (attribute NHWC_OUT), the tables map them as
-  they are, and the Transpose becomes an NhwcView.
+  they are, and the Transpose becomes an NhwcView. A Slice between them (a dilated convolution's crop) then slices
+  the NHWC value.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from ember.ops.conv import im2col_reader, shifted_stores_nhwc
 from ember.ops.q16 import q16_conv_nhwc
 from ember.ops.qlinear import qconv_reads_nhwc, qconv_stores_nhwc
 from ember.ops.shape import NHWC_OUT, NHWC_VIEW
-from ember.passes.transposes import LOOKUP_TABLES
+from ember.passes.transposes import LOOKUP_TABLES, permuted_slice, source_type
 
 TO_NCHW = [0, 3, 1, 2]
 TO_NHWC = [0, 2, 3, 1]
@@ -70,11 +71,52 @@ def _stored_by(x: Value, graph: Graph, uses: dict[int, list[Node]]) -> list[Node
         x = node.inputs[0]
 
 
+def _slice_between(t: Node, graph: Graph, uses: dict[int, list[Node]]) -> Node | None:
+    """A Slice with constant axes whose output only `t` reads (the crop of a TFLite dilated convolution), of a value
+    only it reads."""
+    x = t.inputs[0]
+    sl = x.producer if x is not None else None
+    if sl is None or sl.op != "Slice" or graph.is_output(x) or len(uses.get(id(x), [])) != 1:
+        return None
+    src = sl.inputs[0]
+    if src is None or graph.is_output(src) or len(uses.get(id(src), [])) != 1:
+        return None
+    return sl if permuted_slice(sl, tuple(TO_NCHW)) is not None else None
+
+
+def _slice_after_view(graph: Graph, t: Node, sl: Node) -> None:
+    """Slice -> Transpose to NHWC becomes NhwcView -> the Slice on the NHWC value (its axes remapped): the Slice's copy
+    stays, the Transpose's goes."""
+    rw = permuted_slice(sl, tuple(TO_NCHW))
+    assert rw is not None
+    src = sl.inputs[0]
+    assert src is not None
+    nhwc = graph.value(f"{src.name}_nhwc", source_type(src.type, tuple(TO_NCHW)))
+    view = Node(NHWC_VIEW, graph.unique_name(f"view_{src.name}"), [src], [nhwc], {"perm": list(TO_NHWC)})
+    nhwc.producer = view
+    graph.add_node(view, graph.nodes.index(sl))
+    sl.inputs[0] = nhwc
+    while len(sl.inputs) <= max(rw.consts):
+        sl.inputs.append(None)
+    for i, arr in rw.consts.items():
+        sl.inputs[i] = graph.constant(f"{sl.name}_in{i}", arr)
+    z = t.outputs[0]
+    assert z is not None
+    sl.outputs[0], z.producer = z, sl
+    graph.remove_node(t)
+
+
 def nhwc_output_views(graph: Graph) -> None:
     uses = graph.consumers()
-    for t in graph.nodes:
-        x = t.inputs[0] if t.op == "Transpose" and t.attrs.get("perm") == TO_NHWC else None
-        chain = _stored_by(x, graph, uses) if x is not None else None
-        if chain:
-            chain[-1].attrs[NHWC_OUT] = 1
+    for t in list(graph.nodes):
+        if t.op != "Transpose" or t.attrs.get("perm") != TO_NHWC or t.inputs[0] is None:
+            continue
+        sl = _slice_between(t, graph, uses)
+        chain = _stored_by(sl.inputs[0] if sl is not None else t.inputs[0], graph, uses)
+        if not chain:
+            continue
+        chain[-1].attrs[NHWC_OUT] = 1
+        if sl is not None:
+            _slice_after_view(graph, t, sl)
+        else:
             t.op = NHWC_VIEW
