@@ -314,6 +314,18 @@ typedef struct {
                     EMBER_UNROLL for (v = 0; v < V; ++v)                                                \
                         ember_qv16_store_words(y + 64 * v, ember_qv16_words(q[0][v], q[1 % R][v], q[2 % R][v], \
                                                                             q[3 % R][v]), n - 16 * v);   \
+                } else if (o->ps > 1) { /* pixels ps apart (rs 1): a channel quad's words, or each row's bytes */ \
+                    const ptrdiff_t ps = o->ps;                                                         \
+                    uint8_t *const y = o->y + m0 + pix * ps;                                            \
+                    EMBER_UNROLL for (v = 0; v < V; ++v) {                                              \
+                        if (R == 4)                                                                     \
+                            ember_qv16_scatter_words(y + 16 * v * ps, ps, ember_qv16_words(q[0][v], q[1 % R][v], \
+                                                     q[2 % R][v], q[3 % R][v]), n - 16 * v);            \
+                        else                                                                            \
+                            EMBER_UNROLL for (r = 0; r < R; ++r)                                        \
+                                ember_qv16_scatter(y + r + 16 * v * ps, ps,                             \
+                                                   __builtin_convertvector(q[r][v], ember_qv16_b), n - 16 * v); \
+                    }                                                                                   \
                 } else {                                                                                \
                     uint8_t *const y = o->y + m0 * rs + pix;                                            \
                     EMBER_UNROLL for (r = 0; r < R; ++r)                                                \
@@ -328,6 +340,20 @@ typedef struct {
                 EMBER_UNROLL for (v = 0; v < V; ++v)                                                    \
                     ember_qv16_store_words(y + 64 * v, ember_qrq_words(a[0][v], a[1 % R][v], a[2 % R][v], \
                                                                        a[3 % R][v], mf, &rg), n - 16 * v); \
+            } else if (o->ps > 1) { /* pixels ps apart (rs 1), as above */                              \
+                const ptrdiff_t ps = o->ps;                                                             \
+                uint8_t *const y = o->y + m0 + pix * ps;                                                \
+                ember_qv16_f mf[R];                                                                     \
+                EMBER_UNROLL for (r = 0; r < R; ++r) mf[r] = (ember_qv16_f){0} + ember_qv16_mult(mult[r], shift[r]); \
+                EMBER_UNROLL for (v = 0; v < V; ++v) {                                                  \
+                    if (R == 4)                                                                         \
+                        ember_qv16_scatter_words(y + 16 * v * ps, ps, ember_qrq_words(a[0][v], a[1 % R][v], \
+                                                 a[2 % R][v], a[3 % R][v], mf, &rg), n - 16 * v);       \
+                    else                                                                                \
+                        EMBER_UNROLL for (r = 0; r < R; ++r)                                            \
+                            ember_qv16_scatter(y + r + 16 * v * ps, ps, ember_qrq_bytes((ember_qv16_i)a[r][v], mf[r], &rg), \
+                                               n - 16 * v);                                             \
+                }                                                                                       \
             } else {                                                                                    \
                 uint8_t *const y = o->y + m0 * rs + pix;                                                \
                 EMBER_UNROLL for (r = 0; r < R; ++r) {                                                  \
@@ -525,13 +551,16 @@ static int ember_qrq_setup(const ember_qout *o, ember_qrq_out *r, int M) {
     r->limit = out[EMBER_QOUT_LIMIT] != 0;
     r->lim = (ember_qv16_i){0} + out[EMBER_QOUT_LIMIT];
     r->tfl = o->kind == 1 ? ember_qt16_kind(o->shift, M, out) : -1;
-    return o->kind == 1 && (o->ps == 1 || o->blk) && !o->wofs && (r->tfl >= 0 || out[EMBER_QOUT_FLOAT]);
+    return o->kind == 1 && (o->ps == 1 || o->blk || o->rs == 1) && !o->wofs && (r->tfl >= 0 || out[EMBER_QOUT_FLOAT]);
 }
-/* Sums v (corrections included) of one output row requantised and stored at y: min(n, 16) of them
- * (none if n <= 0). */
-EMBER_INLINE void ember_qrq_put(uint8_t *y, int n, ember_qv16_i v, ember_qv16_f mf, const ember_qrq_out *range) {
+/* Sums v (corrections included) of one output row requantised. */
+EMBER_INLINE ember_qv16_b ember_qrq_bytes(ember_qv16_i v, ember_qv16_f mf, const ember_qrq_out *range) {
     if (range->limit) v = ember_qv16_limit(v, range->lim);
-    ember_qv16_store(y, ember_qv16_requant(v, mf, &range->q), n < 0 ? 0 : n < 16 ? n : 16);
+    return ember_qv16_requant(v, mf, &range->q);
+}
+/* ... and stored at y: min(n, 16) of them (none if n <= 0). */
+EMBER_INLINE void ember_qrq_put(uint8_t *y, int n, ember_qv16_i v, ember_qv16_f mf, const ember_qrq_out *range) {
+    ember_qv16_store(y, ember_qrq_bytes(v, mf, range), n < 0 ? 0 : n < 16 ? n : 16);
 }
 /* Sums v0 .. v3 of a channel quad requantised into the quad's words (ember_qv16_words). */
 EMBER_INLINE ember_qv16_i ember_qrq_words(ember_qv v0, ember_qv v1, ember_qv v2, ember_qv v3, const ember_qv16_f *mf,

@@ -80,6 +80,20 @@ EMBER_INLINE void ember_qv16_store_words(uint8_t *y, ember_qv16_i w, int n) {
     const unsigned short k = n <= 0 ? 0 : n >= 16 ? 0xFFFF : (unsigned short)((1u << n) - 1);
     __asm__("vmovdqu32 %1, %0%{%2%}" : "+m"(*(ember_qv16_iu *)(void *)y) : "v"(w), "Yk"(k));
 }
+/* The first n (none if n <= 0, at most 16) words of w to y, y + ps, y + 2 ps, ...: a channel quad of 16 pixels of a
+ * channels-last output (ps bytes a pixel), or of 16 rows of a matrix product's output. */
+EMBER_INLINE void ember_qv16_scatter_words(uint8_t *y, ptrdiff_t ps, ember_qv16_i w, int n) {
+    int j;
+    for (j = 0; j < n && j < 16; ++j) {
+        const int32_t v = w[j];
+        __builtin_memcpy(y + j * ps, &v, 4);
+    }
+}
+/* The first n (none if n <= 0, at most 16) bytes of b to y, y + ps, y + 2 ps, ...: one channel of 16 pixels. */
+EMBER_INLINE void ember_qv16_scatter(uint8_t *y, ptrdiff_t ps, ember_qv16_b b, int n) {
+    int j;
+    for (j = 0; j < n && j < 16; ++j) y[j * ps] = b[j];
+}
 /* v clamped to [-lim, lim]. */
 EMBER_INLINE ember_qv16_i ember_qv16_limit(ember_qv16_i v, ember_qv16_i lim) {
     __asm__("vpminsd %2, %1, %0" : "=v"(v) : "v"(v), "v"(lim));
