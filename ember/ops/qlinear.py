@@ -318,7 +318,7 @@ def _dw_work(node: Node) -> int:
     """4-byte values of ember_qdwconv's scratch: stride-phase planes and sums (2-D), or the input
     channel and one output row (3-D), and a channel-blocked input's plane and output's row in bytes;
     at least a band of 8 output rows of qdwvnni.c's pixel-major input block where the image has them
-    (one band when it is all of the image)."""
+    (one band when it is all of the image); then NCHW copies of a channels-last input and output."""
     g = qconv_geometry(node)
     if not g.planar:
         return math.prod(g.in_size) + g.out_size[2]
@@ -327,10 +327,8 @@ def _dw_work(node: Node) -> int:
     wh = ((ow - 1) * sw + (kw - 1) * dw + sw) // sw
     planes = sh * sw * hh * wh + (oh - 1) * wh + ow
     x, y = present(node.input(0)), present(node.outputs[0])
-    # a channel-blocked or channels-last side: then also a channel plane of the input and a row of the output, in bytes
-    x_plane, y_row = x.blocked or stored_nhwc(x), y.blocked or writes_nhwc(node)
-    if x_plane or y_row:
-        planes += (x_plane * g.in_size[1] * g.in_size[2] + y_row * ow + 3) // 4
+    if x.blocked or y.blocked:  # then also a channel plane of the input and a row of the output, in bytes
+        planes += (x.blocked * g.in_size[1] * g.in_size[2] + y.blocked * ow + 3) // 4
     band_row = ((ow - 1) * sw + 4 * ((kw + 3) // 4)) * 16  # ember_qdv_conv: Wp pixels of 16 bytes
     band = ((min(oh, 8) - 1) * sh + (kh - 1) * dh + 1) * band_row
     if x.blocked and y.blocked and g.channels % 4 == 0:
@@ -341,7 +339,9 @@ def _dw_work(node: Node) -> int:
         whole = ((oh - 1) * sh + (kh - 1) * dh + 1) * sw * wq * 16
         if whole <= _QDX_WHOLE:
             band = max(band, whole)
-    return max(planes, (band + 3) // 4)
+    # a channels-last side outside qdwvnni.c: the NCHW copies the other paths run on, at the end
+    copies = stored_nhwc(x) * x.type.numel + writes_nhwc(node) * y.type.numel
+    return max(planes, (band + 3) // 4) + (copies + 3) // 4
 
 
 def qconv_reads_nhwc(node: Node) -> bool:

@@ -293,6 +293,14 @@ static void ember_q16v_fc(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTRI
             y[(ptrdiff_t)n * M + m] = ember_q16_out(acc, m15[m], shift[m], lo, hi, full);
         }
 }
+/* Row src of W channels-last pixels of C channels to C plane rows dst, plane elements apart. */
+static inline __attribute__((always_inline)) void ember_q16_unpack_row(int16_t *EMBER_RESTRICT dst, ptrdiff_t plane,
+                                                                      const int16_t *EMBER_RESTRICT src, int W,
+                                                                      const int C) {
+    int i, c;
+    for (c = 0; c < C; ++c)
+        for (i = 0; i < W; ++i) dst[c * plane + i] = src[i * C + c];
+}
 #endif
 static void ember_q16_conv_v(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTRICT x, const int8_t *w,
                              const int64_t *bias, const int32_t *m15, const int32_t *shift, const int32_t *g,
@@ -319,17 +327,20 @@ static void ember_q16_conv_v(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RES
             ptrdiff_t i;
             for (i = 0; i < size16; i += 16) *(ember_q16v16u *)(scratch + i) = (ember_q16v16){0};
             for (; i < size; ++i) scratch[i] = 0;
-            for (c = 0; c < C; ++c)
+            for (h = 0; h < H && (lay & 4); ++h) { /* channels-last: row h's pixels in order, each to C planes */
+                const int16_t *src = xs + (ptrdiff_t)h * W * C;
+                int16_t *dst = scratch + (ptrdiff_t)(h + g[EMBER_Q16_PH]) * Wp + g[EMBER_Q16_PW];
+                if (C == 3) /* an image: the compiler's shuffles for a constant channel count */
+                    ember_q16_unpack_row(dst, plane, src, W, 3);
+                else
+                    ember_q16_unpack_row(dst, plane, src, W, C);
+            }
+            for (c = 0; c < C && !(lay & 4); ++c)
                 for (h = 0; h < H; ++h) {
+                    const int16_t *src = xs + ((ptrdiff_t)c * H + h) * W;
                     int16_t *dst = scratch + c * plane + (ptrdiff_t)(h + g[EMBER_Q16_PH]) * Wp + g[EMBER_Q16_PW];
-                    if (lay & 4) { /* channel c's row h, C values apart */
-                        const int16_t *src = xs + (ptrdiff_t)h * W * C + c;
-                        for (i = 0; i < W; ++i) dst[i] = src[i * C];
-                    } else {
-                        const int16_t *src = xs + ((ptrdiff_t)c * H + h) * W;
-                        for (i = 0; i < w16; i += 16) *(ember_q16v16u *)(dst + i) = *(const ember_q16v16u *)(src + i);
-                        for (; i < W; ++i) dst[i] = src[i];
-                    }
+                    for (i = 0; i < w16; i += 16) *(ember_q16v16u *)(dst + i) = *(const ember_q16v16u *)(src + i);
+                    for (; i < W; ++i) dst[i] = src[i];
                 }
             xs = scratch;
         }

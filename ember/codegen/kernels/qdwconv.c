@@ -425,15 +425,10 @@ static int ember_qdx_conv(uint8_t *y, const uint8_t *x, int x_sgn, int32_t xz, c
 }
 #endif
 
-/* Channel c's n pixels of the channel-blocked image xi (bs bytes per block), or of one stored channels-last (bs < 0:
- * -bs channels a pixel), as a plane d. */
+/* Channel c's n pixels of the channel-blocked image xi (bs bytes per block) as a plane d. */
 static void ember_qdw_unblock(uint8_t *EMBER_RESTRICT d, const uint8_t *EMBER_RESTRICT xi, ptrdiff_t bs, int c,
                               ptrdiff_t n) {
     ptrdiff_t i, b;
-    if (bs < 0) {
-        for (i = 0; i < n; ++i) d[i] = xi[i * -bs + c];
-        return;
-    }
     for (b = 0; b < n; b += 64) { /* a block of 64 pixels at a time: a plain stride-4 gather */
         const uint8_t *s = xi + ember_qblk_off(b, c, bs);
         const ptrdiff_t e = n - b < 64 ? n - b : 64;
@@ -441,13 +436,11 @@ static void ember_qdw_unblock(uint8_t *EMBER_RESTRICT d, const uint8_t *EMBER_RE
     }
 }
 /* n bytes s to channel m of the image yi from pixel pix: its plane of P pixels, or channel-blocked
- * (bs > 0 bytes per block), or stored channels-last (bs < 0: -bs channels a pixel). */
+ * (bs > 0 bytes per block). */
 static void ember_qdw_put(uint8_t *EMBER_RESTRICT yi, ptrdiff_t bs, int m, ptrdiff_t P, ptrdiff_t pix,
                           const uint8_t *EMBER_RESTRICT s, int n) {
     int j, e;
-    if (bs < 0)
-        for (j = 0; j < n; ++j) yi[(pix + j) * -bs + m] = s[j];
-    else if (bs)
+    if (bs)
         for (j = 0; j < n; j += e) { /* up to the end of each block of 64 pixels: a plain stride-4 scatter */
             uint8_t *d = yi + ember_qblk_off(pix + j, m, bs);
             int i;
@@ -472,9 +465,20 @@ static void ember_qdw_store(void *y, int kind, ptrdiff_t at, const int32_t *EMBE
     }
 }
 
-/* lay (2-D, kind 1 for y; passes/int8_layout.py): bit 0, x is channel-blocked (multiplier 1), bit 1, y; bit 2,
- * x is stored channels-last (multiplier 1), bit 3, y (ops/shape.py NhwcView; passes/nhwc_views.py); scratch then
- * also holds the input plane and one output row, past the planes and sums. mb: the channels of
+/* d = the rows x cols bytes s transposed (d[c][r] = s[r][c]), in 16 x 16 tiles. */
+static void ember_qdw_transpose(uint8_t *EMBER_RESTRICT d, const uint8_t *EMBER_RESTRICT s, ptrdiff_t rows,
+                                ptrdiff_t cols) {
+    ptrdiff_t r0, c0, r, c;
+    for (r0 = 0; r0 < rows; r0 += 16)
+        for (c0 = 0; c0 < cols; c0 += 16)
+            for (c = c0; c < cols && c < c0 + 16; ++c)
+                for (r = r0; r < rows && r < r0 + 16; ++r) d[c * rows + r] = s[r * cols + c];
+}
+/* lay (2-D, kind 1 for y; passes/int8_layout.py): bit 0, x is channel-blocked (multiplier 1), bit 1, y;
+ * scratch then also holds the input plane and one output row, past the planes and sums. Bit 2, x is stored
+ * channels-last (multiplier 1), bit 3, y (ops/shape.py NhwcView): qdwvnni.c reads and writes a pixel's 16 channels at
+ * once; the other paths run on NCHW copies at the end of scratch (its last N * (C * s_in + M * s_out) bytes), one
+ * transpose each way, as the Transposes they replace would. mb: the channels of
  * a blocked x's and y's blocks: M, or more where x and y point at a thread's part of the channel quads
  * (ops/split.py; each channel is computed as the whole call computes it, at the whole block stride). words: the
  * VNNI path's weight words made at compile time, or NULL (qdwvnni.c ember_qdv_conv). */
@@ -491,18 +495,14 @@ static void ember_qdwconv(void *y, int kind, const void *x, int x_sgn, int32_t x
                    p[EMBER_GEO_STRIDE_H];
     const ptrdiff_t s_in = (ptrdiff_t)p[EMBER_GEO_IN_D] * p[EMBER_GEO_IN_H] * p[EMBER_GEO_IN_W],
                     s_out = (ptrdiff_t)OD * OH * OW;
-    /* the planes' and rows' layouts for ember_qdw_unblock and ember_qdw_put: blocks (bytes each) or, negative,
-     * channels-last (channels a pixel) */
-    const ptrdiff_t xbs = lay & 1 ? 64 * (ptrdiff_t)mb : lay & 4 ? -(ptrdiff_t)C : 0,
-                    ybs = lay & 2 ? 64 * (ptrdiff_t)mb : lay & 8 ? -(ptrdiff_t)M : 0;
-    const ptrdiff_t x_img = xbs > 0 ? (s_in + 63) / 64 * xbs : C * s_in,
-                    y_img = ybs > 0 ? (s_out + 63) / 64 * ybs : M * s_out;
+    const ptrdiff_t xbs = lay & 1 ? 64 * (ptrdiff_t)mb : 0, ybs = lay & 2 ? 64 * (ptrdiff_t)mb : 0;
+    const ptrdiff_t x_img = xbs ? (s_in + 63) / 64 * xbs : C * s_in, y_img = ybs ? (s_out + 63) / 64 * ybs : M * s_out;
     /* past EMBER_QDW_PLANES's planes and sums: a blocked input's channel plane, a blocked output's row */
     uint8_t *const xplane =
         lay ? (uint8_t *)scratch + 4 * ((ptrdiff_t)p[EMBER_GEO_STRIDE_H] * p[EMBER_GEO_STRIDE_W] * Hh * Wh +
                                         (ptrdiff_t)(OH - 1) * Wh + OW)
             : (uint8_t *)scratch;
-    uint8_t *const yrow = xplane + (xbs ? s_in : 0);
+    uint8_t *const yrow = xplane + (lay & 1 ? s_in : 0);
     int32_t *xi = (int32_t *)scratch, *ai = xi + s_in;
     int n, m, od, oh, ow, kw, kwb[32];
     ptrdiff_t i;
@@ -524,6 +524,17 @@ static void ember_qdwconv(void *y, int kind, const void *x, int x_sgn, int32_t x
 #else
     (void)room, (void)words;
 #endif
+    if (lay & 12) {
+        const ptrdiff_t xn = lay & 4 ? (ptrdiff_t)N * C * s_in : 0, yn = lay & 8 ? (ptrdiff_t)N * M * s_out : 0;
+        uint8_t *const xt = (uint8_t *)scratch + room - xn - yn, *const yt = xt + xn;
+        for (n = 0; n < N && (lay & 4); ++n)
+            ember_qdw_transpose(xt + n * C * s_in, (const uint8_t *)x + n * C * s_in, s_in, C);
+        ember_qdwconv(lay & 8 ? (void *)yt : y, kind, lay & 4 ? (const void *)xt : x, x_sgn, xz, p, N, M, w, bias, mult,
+                      shift, out, exact & 1, lay & 3, scratch, room - xn - yn, mb, words);
+        for (n = 0; n < N && (lay & 8); ++n)
+            ember_qdw_transpose((uint8_t *)y + n * M * s_out, yt + n * M * s_out, M, s_out);
+        return;
+    }
 #ifdef EMBER_QDW_AVX2
     if (lay == 3 && kind == 1 && (exact & 1) &&
         (out[EMBER_QOUT_EXACT] || (shift[0] >= EMBER_Q_TFL && shift[0] < 3 * EMBER_Q_TFL)) &&

@@ -626,7 +626,7 @@ static int ember_qrq_setup(const ember_qout *o, ember_qrq_out *r, int M) {
     r->blo = (ember_qf8i){0} + (int32_t)(0x01010101u * (uint8_t)out[EMBER_QOUT_LO]);
     r->bhi = (ember_qf8i){0} + (int32_t)(0x01010101u * (uint8_t)out[EMBER_QOUT_HI]);
     r->wzp = (ember_qf8i){0} + (int32_t)(0x00010001u * (uint16_t)out[EMBER_QOUT_ZP]);
-    return o->kind == 1 && (o->ps == 1 || o->blk) && !o->wofs && (out[EMBER_QOUT_FLOAT] || r->tfl);
+    return o->kind == 1 && (o->ps == 1 || o->blk || o->rs == 1) && !o->wofs && (out[EMBER_QOUT_FLOAT] || r->tfl);
 }
 /* mult * 2^-shift as a float (exact: 24 significant bits). */
 EMBER_INLINE float ember_qf8_mult(int32_t mult, int shift) {
@@ -668,6 +668,20 @@ EMBER_INLINE void ember_qf8_put_words(uint8_t *y, ember_qf8i q0, ember_qf8i q1, 
     if (n >= 8) *(ember_qf8iu *)(void *)y = (ember_qf8i)w;
     else
         for (j = 0; j < n; ++j) *(ember_qi32u *)(void *)(y + 4 * j) = (int32_t)w[j];
+}
+/* The same words (or one row's bytes: ember_qf8_scatter) to y, y + ps, y + 2 ps, ...: a channels-last output's
+ * pixels ps bytes apart, or a matrix product's rows. */
+EMBER_INLINE void ember_qf8_scatter_words(uint8_t *y, ptrdiff_t ps, ember_qf8i q0, ember_qf8i q1, ember_qf8i q2,
+                                          ember_qf8i q3, int n) {
+    typedef uint32_t u8v __attribute__((vector_size(32)));
+    const u8v b = (u8v){0} + 255u;
+    const u8v w = ((u8v)q0 & b) | ((u8v)q1 & b) << 8 | ((u8v)q2 & b) << 16 | (u8v)q3 << 24;
+    int j;
+    for (j = 0; j < n && j < 8; ++j) *(ember_qi32u *)(void *)(y + j * ps) = (int32_t)w[j];
+}
+EMBER_INLINE void ember_qf8_scatter(uint8_t *y, ptrdiff_t ps, ember_qf8i q, int n) {
+    int j;
+    for (j = 0; j < n && j < 8; ++j) y[j * ps] = (uint8_t)q[j];
 }
 /* A channel quad's 8 pixels as the first n words at y (none if n <= 0) from q0 .. q3, its channels' lanes
  * requantised before the zero point: packed to int16 with signed saturation, the zero point added saturating
@@ -749,6 +763,16 @@ EMBER_INLINE void ember_qf8_pack_words(uint8_t *y, ember_qf8i q0, ember_qf8i q1,
             uint8_t *const y = ember_qblk_at(o, m0, pix);                                               \
             EMBER_UNROLL for (qh = 0; qh < H; ++qh)                                                     \
                 ember_qf8_put_words(y + 32 * qh, q[0][qh], q[1 % R][qh], q[2 % R][qh], q[3 % R][qh], n - 8 * qh); \
+        } else if (o->ps > 1) { /* pixels ps apart (rs 1): a channel quad's words, or each row's bytes */ \
+            const ptrdiff_t ps = o->ps;                                                                 \
+            uint8_t *const y = o->y + m0 + pix * ps;                                                    \
+            EMBER_UNROLL for (qh = 0; qh < H; ++qh) {                                                   \
+                if (R == 4)                                                                             \
+                    ember_qf8_scatter_words(y + 8 * qh * ps, ps, q[0][qh], q[1 % R][qh], q[2 % R][qh], q[3 % R][qh], \
+                                            n - 8 * qh);                                                \
+                else                                                                                    \
+                    EMBER_UNROLL for (qr = 0; qr < R; ++qr) ember_qf8_scatter(y + qr + 8 * qh * ps, ps, q[qr][qh], n - 8 * qh); \
+            }                                                                                           \
         } else {                                                                                        \
             uint8_t *const y = o->y + m0 * rs + pix;                                                    \
             EMBER_UNROLL for (qr = 0; qr < R; ++qr)                                                     \
