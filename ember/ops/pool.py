@@ -27,6 +27,7 @@ from ember.ops.registry import register
 
 _MAXPOOL_TYPES = {DType.FLOAT32: "f32", DType.UINT8: "u8", DType.INT8: "s8"}
 
+
 def layout_attrs(node: Node) -> dict[str, int]:
     """The attribute a node made of `node` keeps (fold_qdq's and fold_qdq16's integer pools): CHANNELS_LAST or none."""
     return {CHANNELS_LAST: 1} if channels_last(node) else {}

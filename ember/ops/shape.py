@@ -57,7 +57,8 @@ register(OpDef("BitCast", lower=_lower_view, alias=True, kernels=("ember_copy",)
 # side is a convolution's own data that it reads or writes channels-last. Perm (0, 3, 1, 2): an NHWC tensor read as
 # the NCHW one the Transpose would make of it: its output has the NCHW shape but keeps the NHWC bytes, and only
 # convolutions that read their input through a copy of their own (ConvShifted's planes, im2col's columns,
-# QConvShifted's words, QConv's rows) read it, knowing the layout (`stored_nhwc`). Perm (0, 2, 3, 1): its input is
+# QConvShifted's words, QConv's rows, the int8 depthwise and int16 convolutions' copies) read it, knowing the layout
+# (`stored_nhwc`). Perm (0, 2, 3, 1): its input is
 # a convolution's output that the convolution stored channels-last (attribute NHWC_OUT): NCHW by its shape, NHWC in
 # memory, and read only by this view, whose output is the NHWC tensor.
 NHWC_VIEW = "NhwcView"

@@ -56,8 +56,8 @@ def nhwc_input_views(graph: Graph) -> None:
 
 def _stored_by(x: Value, graph: Graph, uses: dict[int, list[Node]]) -> list[Node] | None:
     """The nodes that would store x channels-last: a convolution that can (ops/qlinear.py qconv_stores_nhwc,
-    ops/conv.py shifted_stores_nhwc), then the lookup tables between it and x (one value in, one out: layout-blind),
-    each value read by the next node only."""
+    ops/conv.py shifted_stores_nhwc, ops/q16.py q16_conv_nhwc), then the lookup tables between it and x (one value
+    in, one out: layout-blind), each value read by the next node only."""
     chain: list[Node] = []
     while True:
         node = x.producer
