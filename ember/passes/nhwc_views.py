@@ -27,8 +27,16 @@ from ember.ir.graph import Graph, Node, Value
 from ember.ops.conv import im2col_reader, shifted_stores_nhwc
 from ember.ops.q16 import q16_conv_nhwc
 from ember.ops.qlinear import qconv_reads_nhwc, qconv_stores_nhwc
-from ember.ops.shape import NHWC_OUT, NHWC_VIEW
-from ember.passes.transposes import LOOKUP_TABLES, permuted_slice, source_type
+from ember.ops.shape import NHWC_OUT, NHWC_VIEW, writes_nhwc
+from ember.passes.transposes import (
+    LOOKUP_TABLES,
+    commit_push,
+    permuted_slice,
+    plan_push,
+    push_cost,
+    simplify_transposes,
+    source_type,
+)
 
 TO_NCHW = [0, 3, 1, 2]
 TO_NHWC = [0, 2, 3, 1]
@@ -64,7 +72,7 @@ def _stored_by(x: Value, graph: Graph, uses: dict[int, list[Node]]) -> list[Node
         if node is None or graph.is_output(x) or len(uses.get(id(x), [])) != 1:
             return None
         chain.append(node)
-        if qconv_stores_nhwc(node) or shifted_stores_nhwc(node) or q16_conv_nhwc(node):
+        if _stores_nhwc(node):
             return chain
         if node.op not in LOOKUP_TABLES or node.inputs[0] is None:
             return None
@@ -106,7 +114,52 @@ def _slice_after_view(graph: Graph, t: Node, sl: Node) -> None:
     graph.remove_node(t)
 
 
+def _stores_nhwc(node: Node) -> bool:
+    return qconv_stores_nhwc(node) or shifted_stores_nhwc(node) or q16_conv_nhwc(node)
+
+
+def _pull(graph: Graph, conv: Node) -> bool:
+    """Store conv's output channels-last where Transpose optimization can then carry that layout forward through its
+    readers (channels-last pools, elementwise ops, lookup tables: transposes.py's handlers) into the Transposes to
+    NHWC after them, leaving fewer Transposes than there are. Transpose optimization only pushes Transposes towards
+    the outputs; this starts one at the convolution (its output the view of NHWC bytes, Transposed back for its
+    readers) and keeps the push only where it pays. True if kept."""
+    y = conv.outputs[0]
+    if y is None or graph.is_output(y) or y.type.rank != 4:
+        return False
+    nhwc = graph.value(f"{y.name}_nhwc", source_type(y.type, tuple(TO_NCHW)))
+    back_out = graph.value(f"{y.name}_nchw", y.type)
+    graph.replace_uses(y, back_out)
+    view = Node(NHWC_VIEW, graph.unique_name(f"view_{y.name}"), [y], [nhwc], {"perm": list(TO_NHWC)})
+    back = Node("Transpose", graph.unique_name(f"back_{y.name}"), [nhwc], [back_out], {"perm": list(TO_NCHW)})
+    nhwc.producer, back_out.producer = view, back
+    at = graph.nodes.index(conv) + 1
+    graph.add_node(view, at)
+    graph.add_node(back, at + 1)
+    uses = graph.consumers()
+    plans = [pl for pl in (plan_push(graph, back, uses, side) for side in (False, True)) if pl is not None]
+    best = min(plans, key=lambda pl: pl.after, default=None)
+    started = push_cost(tuple(TO_NCHW), back_out)  # the Transpose made here, which `before` counts
+    if best is not None and best.after < (best.before[0] - started[0], best.before[1] - started[1]):
+        conv.attrs[NHWC_OUT] = 1
+        commit_push(graph, best)
+        return True
+    graph.remove_node(back)
+    graph.remove_node(view)
+    graph.replace_uses(back_out, y)
+    y.producer = conv
+    return False
+
+
 def nhwc_output_views(graph: Graph) -> None:
+    pulled = False
+    # only a channels-last model has Transposes to NHWC for a pulled layout to meet (an NCHW one compiles as fast)
+    if any(t.op == "Transpose" and t.attrs.get("perm") == TO_NHWC for t in graph.nodes):
+        for conv in list(graph.nodes):
+            if _stores_nhwc(conv) and not writes_nhwc(conv):
+                pulled = _pull(graph, conv) or pulled
+    if pulled:
+        simplify_transposes(graph)
     uses = graph.consumers()
     for t in list(graph.nodes):
         if t.op != "Transpose" or t.attrs.get("perm") != TO_NHWC or t.inputs[0] is None:

@@ -78,7 +78,7 @@ def source_type(t: TensorType, p: Perm) -> TensorType:
     return TensorType(t.dtype, tuple(t.shape[inv[j]] for j in range(len(p))), q)
 
 
-def _cost(p: Perm, v: Value) -> tuple[int, int]:
+def push_cost(p: Perm, v: Value) -> tuple[int, int]:
     """(Transposes, bytes moved) of one Transpose of v by p."""
     if is_identity(p) or moves_only_unit_axes(p, v.shape):
         return 0, 0
@@ -326,7 +326,7 @@ def _try_member(node: Node, carried: dict[int, _Carried], uses: dict[int, list[N
     return _Member(node, p, rw, feed), sources
 
 
-def _plan(graph: Graph, start: Node, uses: dict[int, list[Node]], allow_side: bool) -> _Plan | None:
+def plan_push(graph: Graph, start: Node, uses: dict[int, list[Node]], allow_side: bool) -> _Plan | None:
     y, x = start.outputs[0], start.inputs[0]
     assert y is not None and x is not None
     carried = {id(y): _Carried(y, perm_of(start), x, start)}
@@ -374,16 +374,16 @@ def _score(graph: Graph, carried: dict[int, _Carried], members: list[_Member],
         # What the region computes instead of c.value (its type; the value itself is made later).
         src = c.new if c.new is not None else Value(c.value.name, source_type(c.value.type, c.perm))
         if c.source is not None:
-            add(before, _cost(c.perm, src))
+            add(before, push_cost(c.perm, src))
         outside = [n for n in uses.get(id(c.value), []) if id(n) not in inside]
         for t in outside:
             if t.op == "Transpose":
-                add(before, _cost(perm_of(t), c.value))
-                add(after, _cost(compose(c.perm, perm_of(t)), src))
+                add(before, push_cost(perm_of(t), c.value))
+                add(after, push_cost(compose(c.perm, perm_of(t)), src))
         if any(t.op != "Transpose" for t in outside):
             inner_copies = True
         if graph.is_output(c.value) or any(t.op != "Transpose" for t in outside):
-            add(after, _cost(c.perm, src))
+            add(after, push_cost(c.perm, src))
     new_side = 0
     for m in members:
         for i, how in m.feed.items():
@@ -391,7 +391,7 @@ def _score(graph: Graph, carried: dict[int, _Carried], members: list[_Member],
                 v = m.node.inputs[i]
                 assert v is not None
                 new_side += 1
-                add(after, _cost(invert(m.perm), v))
+                add(after, push_cost(invert(m.perm), v))
     return _Plan(carried, members, new_side, (before[0], before[1]), (after[0], after[1]), inner_copies)
 
 
@@ -456,7 +456,7 @@ def _rewrite_member(graph: Graph, m: _Member, carried: dict[int, _Carried]) -> N
         carried[id(o)].new = new
 
 
-def _commit(graph: Graph, plan: _Plan) -> None:
+def commit_push(graph: Graph, plan: _Plan) -> None:
     for m in plan.members:
         _rewrite_member(graph, m, plan.carried)
     uses = graph.consumers()
@@ -482,7 +482,7 @@ def _commit(graph: Graph, plan: _Plan) -> None:
 
 # ---- local clean-ups --------------------------------------------------------------------------------------
 
-def _simplify(graph: Graph) -> bool:
+def simplify_transposes(graph: Graph) -> bool:
     """Folds, composes and removes Transposes; True if anything changed."""
     changed = False
     uses = graph.consumers()
@@ -547,11 +547,11 @@ def _push_all(graph: Graph) -> bool:
             continue
         best: _Plan | None = None
         for allow_side in (False, True):
-            plan = _plan(graph, t, uses, allow_side)
+            plan = plan_push(graph, t, uses, allow_side)
             if plan is not None and _worth(plan) and (best is None or plan.after < best.after):
                 best = plan
         if best is not None:
-            _commit(graph, best)
+            commit_push(graph, best)
             changed = True
             uses = graph.consumers()
             alive = {id(n) for n in graph.nodes}
@@ -575,7 +575,7 @@ def optimize_transposes(graph: Graph) -> None:
     # Each push lowers (Transposes, bytes moved) or takes Transposes to the outputs, where they stop: this
     # ends; the bound is a safety net.
     for _ in range(4 * len(graph.nodes) + 16):
-        changed = _simplify(graph)
+        changed = simplify_transposes(graph)
         if not _push_all(graph) and not changed:
             break
     _unit_moves_to_reshape(graph)

@@ -1,8 +1,10 @@
 """A TFLite convolution between NHWC tensors runs no layout Transpose: it reads its NHWC input in place and stores
 its output channels-last (passes/nhwc_views.py: `atrous`'s dilated convolution before the crop of its
-SPACE_TO_BATCH_ND / BATCH_TO_SPACE_ND pair too; float TRANSPOSE_CONV runs channels-last through Transpose
-optimization), and gives LiteRT's reference results, as the host's build and as portable C under AddressSanitizer and
-UndefinedBehaviorSanitizer (the channels-last paths of qdwconv.c's planes and q16.c's scalar kernel)."""
+SPACE_TO_BATCH_ND / BATCH_TO_SPACE_ND pair too, and `conv_variants`' convolution, whose NHWC output then runs
+through channels-last pools to a FULLY_CONNECTED over its channels; float TRANSPOSE_CONV runs channels-last through
+Transpose optimization), and gives LiteRT's reference results, as the host's build and as portable C under
+AddressSanitizer and UndefinedBehaviorSanitizer (the channels-last paths of qdwconv.c's planes and q16.c's scalar
+kernel)."""
 
 from __future__ import annotations
 
@@ -26,7 +28,8 @@ def _layout_transposes(name: str) -> list[str]:
     return [n.name for n in graph.nodes if n.op == "Transpose" and list(n.attrs.get("perm", [])) in LAYOUT_PERMS]
 
 
-@pytest.mark.parametrize("name", [*INTEGER, "transpose_conv_bias", "transpose_conv_bias_ref", "atrous"])
+@pytest.mark.parametrize("name", [*INTEGER, "transpose_conv_bias", "transpose_conv_bias_ref", "atrous", "conv_variants",
+                                  "conv_variants_int8"])
 def test_convolutions_keep_no_layout_transpose(name: str) -> None:
     assert _layout_transposes(name) == []
 

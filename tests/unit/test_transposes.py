@@ -329,6 +329,34 @@ def test_shifted_conv_stores_the_nhwc_output(tmp_path: Path, shape: tuple[int, .
     np.testing.assert_allclose(two[out], want, rtol=1e-4, atol=1e-4)
 
 
+def test_a_convolution_output_pulled_channels_last_through_pools(tmp_path: Path) -> None:
+    """An NCHW ConvShifted whose output reaches NHWC only through an AveragePool, a LeakyRelu and then both a MaxPool
+    and a Reshape over the channels (TFLite's FULLY_CONNECTED on an image's channels): the convolution stores NHWC and
+    the layout moves forward through the channels-last pools, so no Transpose runs (where Transpose optimization
+    alone, pushing only forward, kept two); against onnxruntime and as sanitized C. Without a Transpose to meet, an
+    NCHW model's convolution keeps its NCHW output."""
+    net = Net()
+    t = net.op("Transpose", ["x"], perm=TO_NCHW)
+    c = net.op("Conv", [t, net.w(12, 8, 3, 3), net.w(12)], strides=[2, 2], pads=[1, 1, 1, 1])
+    a = net.op("LeakyRelu", [net.op("AveragePool", [c], kernel_shape=[3, 2], strides=[2, 1])], alpha=0.2)
+    pooled = net.op("Transpose", [net.op("MaxPool", [a], kernel_shape=[2, 2], strides=[2, 2])], perm=TO_NHWC)
+    rows = net.op("Reshape", [net.op("Transpose", [a], perm=TO_NHWC), net.const(np.array([-1, 12], np.int64))])
+    fc = net.op("MatMul", [rows, net.w(12, 5)])
+    path = net.save(tmp_path / "m.onnx", [("x", [1, 21, 19, 8])], [pooled, fc])
+    graph = _check(path, tmp_path)
+    convs = [n for n in graph.nodes if n.op == "ConvShifted"]
+    assert "Transpose" not in graph.op_counts() and convs and convs[0].attrs.get(NHWC_OUT), graph.op_counts()
+    assert all(n.attrs.get("channels_last") for n in graph.nodes if n.op in ("AveragePool", "MaxPool"))
+    feeds = _feeds(path)
+    c_out = cdriver.run(ember.compile(path, tmp_path / "c").path, tmp_path / "drv", feeds, sanitize=True)
+    for o, r in zip((pooled, fc), onnxruntime_session(str(path)).run(None, feeds), strict=True):
+        np.testing.assert_allclose(c_out[o], r, rtol=1e-4, atol=1e-4)
+    plain = Net()
+    y = plain.op("AveragePool", [plain.op("Conv", ["x", plain.w(12, 8, 3, 3)], strides=[2, 2])], kernel_shape=[2, 2])
+    graph = _check(plain.save(tmp_path / "nchw.onnx", [("x", [1, 8, 21, 19])], [y]), tmp_path / "nchw")
+    assert not any(n.attrs.get(NHWC_OUT) or n.attrs.get("channels_last") for n in graph.nodes), graph.op_counts()
+
+
 @pytest.mark.parametrize("rank", [3, 4])
 def test_conv_transpose_runs_on_the_channels_last_tensor(tmp_path: Path, rank: int) -> None:
     """A ConvTranspose between an NHWC input and output (TFLite's TRANSPOSE_CONV, MediaPipe's segmentation heads)
