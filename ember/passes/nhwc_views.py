@@ -152,14 +152,6 @@ def _pull(graph: Graph, conv: Node) -> bool:
 
 
 def nhwc_output_views(graph: Graph) -> None:
-    pulled = False
-    # only a channels-last model has Transposes to NHWC for a pulled layout to meet (an NCHW one compiles as fast)
-    if any(t.op == "Transpose" and t.attrs.get("perm") == TO_NHWC for t in graph.nodes):
-        for conv in list(graph.nodes):
-            if _stores_nhwc(conv) and not writes_nhwc(conv):
-                pulled = _pull(graph, conv) or pulled
-    if pulled:
-        simplify_transposes(graph)
     uses = graph.consumers()
     for t in list(graph.nodes):
         if t.op != "Transpose" or t.attrs.get("perm") != TO_NHWC or t.inputs[0] is None:
@@ -173,3 +165,12 @@ def nhwc_output_views(graph: Graph) -> None:
             _slice_after_view(graph, t, sl)
         else:
             t.op = NHWC_VIEW
+    # then the outputs that reach their Transposes through other ops; only a channels-last model has Transposes to
+    # NHWC for a pulled layout to meet (an NCHW one compiles as fast)
+    if any(t.op == "Transpose" and t.attrs.get("perm") == TO_NHWC for t in graph.nodes):
+        pulled = False
+        for conv in list(graph.nodes):
+            if _stores_nhwc(conv) and not writes_nhwc(conv):
+                pulled = _pull(graph, conv) or pulled
+        if pulled:
+            simplify_transposes(graph)

@@ -161,12 +161,13 @@ def test_int8_lookup_tables_follow_the_nhwc_layout() -> None:
     graph, _, _ = build_graph(str(FIXTURES / "conv_variants_int8.tflite"), CompileOptions())
     luts = [n for n in graph.nodes if n.op == "QLut"]
     assert len(luts) == 2 and all(n.inputs[0].producer.op != "Transpose" for n in luts), graph.op_counts()
-    # no Transpose; four views: the input, read in place by the stem's rows of words; the stem's output, which it
-    # stores channels-last for the TANH table; the TRANSPOSE_CONV's spread input, read in place by its rows; and the
-    # last convolution's output, stored channels-last for the pools, the LEAKY_RELU table and the flatten
+    # no Transpose; four views: the input, read in place by the stem's rows of words; the TANH table's output, which
+    # the stem stores channels-last and the table maps as it is; the TRANSPOSE_CONV's spread input, read in place by
+    # its rows; and the last convolution's output, stored channels-last for the pools, the LEAKY_RELU table and the
+    # flatten
     assert "Transpose" not in graph.op_counts() and graph.op_counts().get("NhwcView") == 4, graph.op_counts()
-    tanh_view, pool = luts[0].inputs[0].producer, luts[1].inputs[0].producer
-    assert tanh_view.op == "NhwcView" and tanh_view.inputs[0].producer.attrs.get(NHWC_OUT) == 1
+    stem, pool = luts[0].inputs[0].producer, luts[1].inputs[0].producer
+    assert stem.op == "QConv" and stem.attrs.get(NHWC_OUT) == 1
     pool_view = pool.inputs[0].producer
     assert pool.op == "QAvgPool" and pool.attrs.get("channels_last") == 1 and pool_view.op == "NhwcView"
     assert pool_view.inputs[0].producer.attrs.get(NHWC_OUT) == 1
