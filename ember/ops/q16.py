@@ -35,7 +35,7 @@ from ember.ops.opdef import OpDef
 from ember.ops.pool import channels_last
 from ember.ops.qlinear import tflite_multiplier
 from ember.ops.registry import register
-from ember.ops.shape import stored_nhwc, writes_nhwc
+from ember.ops.shape import nhwc_bits, stored_nhwc
 
 INT16_MIN, INT16_MAX = -(1 << 15), (1 << 15) - 1
 
@@ -106,7 +106,7 @@ def _infer(node: Node) -> list[TensorType | None]:
     s = _spec(node)
     if s.geometry is None:
         return [TensorType(DType.INT16, s.shape)]
-    if channels_last(node):  # a Q16AvgPool / Q16MaxPool on NHWC (ops/pool.py CHANNELS_LAST)
+    if channels_last(node):  # a Q16AvgPool / Q16MaxPool on NHWC (ops/conv.py CHANNELS_LAST)
         g = s.geometry
         return [TensorType(DType.INT16, (g.n, g.oh, g.ow, g.m))]
     return [TensorType(DType.INT16, s.geometry.out_shape(s.flat))]
@@ -204,9 +204,8 @@ def _lower_conv(node: Node, k: KernelEmitter) -> None:
     s = _spec(node)
     assert s.geometry is not None
     bias = k.inp(2) if node.input(2) is not None else "(const int64_t *)0"
-    lay = 4 * int(stored_nhwc(node.input(0))) | 8 * int(writes_nhwc(node))
     args = [k.out(0), k.inp(0), k.inp(1), bias, k.table(s.m15, DType.INT32), k.table(s.shift, DType.INT32),
-            k.table(s.geometry.table(), DType.INT32), s.lo, s.hi, int(s.full), lay]
+            k.table(s.geometry.table(), DType.INT32), s.lo, s.hi, int(s.full), nhwc_bits(node)]
     t = _vec_tables(node)
     if t is None:
         k.call("ember_q16_conv", *args)

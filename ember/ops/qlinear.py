@@ -31,7 +31,7 @@ from ember.ops.matmul import matmul_shape, present
 from ember.ops.opdef import OpDef
 from ember.ops.overlap import qconv_overlap
 from ember.ops.registry import register
-from ember.ops.shape import stored_nhwc, writes_nhwc
+from ember.ops.shape import nhwc_bits, stored_nhwc, writes_nhwc
 
 QPB = 64  # EMBER_QPB of qgemm.c: pixels per packed activation block
 # On microcontrollers (NAME.c defines EMBER_QPB so, driver.py; passes/scratch_budget.py marks the nodes with
@@ -375,7 +375,7 @@ def _layout_bits(node: Node) -> int:
     """The kernels' `lay`: bit 0, x is channel-blocked (passes/int8_layout.py), bit 1, y; bit 2, x is stored
     channels-last, bit 3, y (passes/nhwc_views.py)."""
     x, y = present(node.input(0)), present(node.outputs[0])
-    return int(x.blocked) | 2 * int(y.blocked) | 4 * int(stored_nhwc(x)) | 8 * int(writes_nhwc(node))
+    return int(x.blocked) | 2 * int(y.blocked) | nhwc_bits(node)
 
 
 def lower_qconv(node: Node, k: KernelEmitter, add: tuple[str, ...] = (), pixels: tuple[int, int] | None = None) -> None:

@@ -76,6 +76,12 @@ def writes_nhwc(node: Node) -> bool:
     return bool(node.attrs.get(NHWC_OUT))
 
 
+def nhwc_bits(node: Node) -> int:
+    """Bits 2 and 3 of the integer convolutions' `lay` (qconv.c, qdwconv.c, q16.c): the data input stored
+    channels-last, the output."""
+    return 4 * int(stored_nhwc(node.input(0))) | 8 * int(writes_nhwc(node))
+
+
 def _infer_nhwc_view(node: Node) -> list[TensorType | None]:
     x = inp(node, 0)
     return [typed(x.dtype, [x.shape[a] for a in node.attrs["perm"]])]

@@ -190,7 +190,7 @@ def _fold_pool(graph: Graph, node: Node, uses: Uses) -> None:
     if (x is None or q is None or x.scale[0] != q.scale or x.q.type.rank != 4 or a.get("count_include_pad")
             or any(o is not None for o in node.outputs[1:])):
         return
-    last = channels_last(node)  # NHWC in and out (ops/pool.py CHANNELS_LAST)
+    last = channels_last(node)  # NHWC in and out (ops/conv.py CHANNELS_LAST)
     (n, h, wd, c), y = (x.q.shape, node.outputs[0].shape) if last else (_nhwc(x.q.shape), _nhwc(node.outputs[0].shape))
     k, st, pads = list(a["kernel_shape"]), list(a.get("strides", [1, 1])), list(a.get("pads", [0, 0, 0, 0]))
     if a.get("ceil_mode") or list(a.get("dilations", [1, 1])) != [1, 1]:

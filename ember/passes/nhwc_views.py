@@ -17,8 +17,8 @@ Transpose stays: one copy of the tensor per run.
   its blocks of output rows out of scratch: each can as well store its output channels-last. Where a Transpose to
   NHWC is the only reader of such a convolution's output (or of a chain of lookup tables after it: TFLite's exact
   activations, layout-blind), the convolution writes the NHWC bytes (attribute NHWC_OUT), the tables map them as
-  they are, and the Transpose becomes an NhwcView. A Slice between them (a dilated convolution's crop) then slices
-  the NHWC value.
+  they are, and the Transpose becomes an NhwcView. Where other ops lie between them that can run channels-last (a
+  dilated convolution's crop, pools, elementwise ops), the layout is pulled: see `_pull`.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ from ember.ops.shape import NHWC_OUT, NHWC_VIEW, writes_nhwc
 from ember.passes.transposes import (
     LOOKUP_TABLES,
     commit_push,
-    permuted_slice,
     plan_push,
     push_cost,
     simplify_transposes,
@@ -79,41 +78,6 @@ def _stored_by(x: Value, graph: Graph, uses: dict[int, list[Node]]) -> list[Node
         x = node.inputs[0]
 
 
-def _slice_between(t: Node, graph: Graph, uses: dict[int, list[Node]]) -> Node | None:
-    """A Slice with constant axes whose output only `t` reads (the crop of a TFLite dilated convolution), of a value
-    only it reads."""
-    x = t.inputs[0]
-    sl = x.producer if x is not None else None
-    if sl is None or sl.op != "Slice" or graph.is_output(x) or len(uses.get(id(x), [])) != 1:
-        return None
-    src = sl.inputs[0]
-    if src is None or graph.is_output(src) or len(uses.get(id(src), [])) != 1:
-        return None
-    return sl if permuted_slice(sl, tuple(TO_NCHW)) is not None else None
-
-
-def _slice_after_view(graph: Graph, t: Node, sl: Node) -> None:
-    """Slice -> Transpose to NHWC becomes NhwcView -> the Slice on the NHWC value (its axes remapped): the Slice's copy
-    stays, the Transpose's goes."""
-    rw = permuted_slice(sl, tuple(TO_NCHW))
-    assert rw is not None
-    src = sl.inputs[0]
-    assert src is not None
-    nhwc = graph.value(f"{src.name}_nhwc", source_type(src.type, tuple(TO_NCHW)))
-    view = Node(NHWC_VIEW, graph.unique_name(f"view_{src.name}"), [src], [nhwc], {"perm": list(TO_NHWC)})
-    nhwc.producer = view
-    graph.add_node(view, graph.nodes.index(sl))
-    sl.inputs[0] = nhwc
-    while len(sl.inputs) <= max(rw.consts):
-        sl.inputs.append(None)
-    for i, arr in rw.consts.items():
-        sl.inputs[i] = graph.constant(f"{sl.name}_in{i}", arr)
-    z = t.outputs[0]
-    assert z is not None
-    sl.outputs[0], z.producer = z, sl
-    graph.remove_node(t)
-
-
 def _stores_nhwc(node: Node) -> bool:
     return qconv_stores_nhwc(node) or shifted_stores_nhwc(node) or q16_conv_nhwc(node)
 
@@ -132,9 +96,8 @@ def _pull(graph: Graph, conv: Node) -> bool:
     graph.replace_uses(y, back_out)
     view = Node(NHWC_VIEW, graph.unique_name(f"view_{y.name}"), [y], [nhwc], {"perm": list(TO_NHWC)})
     back = Node("Transpose", graph.unique_name(f"back_{y.name}"), [nhwc], [back_out], {"perm": list(TO_NCHW)})
-    nhwc.producer, back_out.producer = view, back
     at = graph.nodes.index(conv) + 1
-    graph.add_node(view, at)
+    graph.add_node(view, at)  # (add_node sets the outputs' producers)
     graph.add_node(back, at + 1)
     uses = graph.consumers()
     plans = [pl for pl in (plan_push(graph, back, uses, side) for side in (False, True)) if pl is not None]
@@ -153,20 +116,15 @@ def _pull(graph: Graph, conv: Node) -> bool:
 
 def nhwc_output_views(graph: Graph) -> None:
     uses = graph.consumers()
-    for t in list(graph.nodes):
+    for t in graph.nodes:
         if t.op != "Transpose" or t.attrs.get("perm") != TO_NHWC or t.inputs[0] is None:
             continue
-        sl = _slice_between(t, graph, uses)
-        chain = _stored_by(sl.inputs[0] if sl is not None else t.inputs[0], graph, uses)
-        if not chain:
-            continue
-        chain[-1].attrs[NHWC_OUT] = 1
-        if sl is not None:
-            _slice_after_view(graph, t, sl)
-        else:
+        chain = _stored_by(t.inputs[0], graph, uses)
+        if chain:
+            chain[-1].attrs[NHWC_OUT] = 1
             t.op = NHWC_VIEW
-    # then the outputs that reach their Transposes through other ops; only a channels-last model has Transposes to
-    # NHWC for a pulled layout to meet (an NCHW one compiles as fast)
+    # then the outputs that reach their Transposes through other ops (a dilated convolution's crop, pools, ...); only
+    # a channels-last model has Transposes to NHWC for a pulled layout to meet (an NCHW one compiles as fast)
     if any(t.op == "Transpose" and t.attrs.get("perm") == TO_NHWC for t in graph.nodes):
         pulled = False
         for conv in list(graph.nodes):

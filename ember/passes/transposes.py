@@ -128,7 +128,7 @@ def _split(node: Node, p: Perm) -> Rewrite:
     return Rewrite((0,), [p] * len(node.outputs), {"axis": p[_axis(int(node.attrs.get("axis", 0)), len(p))]})
 
 
-def permuted_slice(node: Node, p: Perm) -> Rewrite | None:
+def _slice(node: Node, p: Perm) -> Rewrite | None:
     """A Slice of Transpose(x2, p) as a Slice of x2 (its axes remapped), or None where its axes are not constant."""
     rank = len(p)
     starts, axes_in = node.input(1), node.input(3)
@@ -212,7 +212,7 @@ _REDUCE = ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "R
 _AXIS_OPS: dict[str, Handler] = {
     "Concat": _concat,  # axis
     "Split": _split,  # axis
-    "Slice": permuted_slice,  # axes (input 3, or attribute before opset 10)
+    "Slice": _slice,  # axes (input 3, or attribute before opset 10)
     "Pad": _pad,  # pads (input 1, attribute before opset 11), axes dropped
     **dict.fromkeys(_REDUCE, _reduce),  # axes, keepdims
     "ArgMax": _arg, "ArgMin": _arg,  # axis, keepdims

@@ -375,7 +375,7 @@ static void ember_conv_narrow_f32(float *y, const float *x, const float *wp, con
 /* Transposed convolution: per (image, group) col (Mg*KD*KH*KW x D*H*W) = w_g^T * x_g by the matmul kernel
  * (w_g is Cg x Mg*kvol, read transposed through strides), then col2im scatters-adds col into y, which
  * starts at the bias. Here p[1..3] are the input dims and p[7..9] the output dims. cl: x and y are stored
- * channels-last (ops/pool.py CHANNELS_LAST, where Transpose optimization moved the layout through): then the
+ * channels-last (ops/conv.py CHANNELS_LAST, where Transpose optimization moved the layout through): then the
  * product is col^T (D*H*W x Mg*kvol) = x_g * w_g, x_g's rows the input pixels, and col2im adds each input pixel's
  * row into the output pixels its taps reach, the channels M apart. */
 EMBER_INLINE int ember_convt_out(int i, int k, const int32_t *p, int axis) {

@@ -179,7 +179,7 @@ EMBER_DEFINE_MAXPOOL(s8, int8_t, (-128))
 /*@end*/
 
 /*@kernel ember_pool_nhwc_loop requires ember_pool_geo*/
-/* Channels-last pooling (ops/pool.py CHANNELS_LAST): y [N, OD, OH, OW, C] from x [N, D, H, W, C]. Every output
+/* Channels-last pooling (ops/conv.py CHANNELS_LAST): y [N, OD, OH, OW, C] from x [N, D, H, W, C]. Every output
  * pixel's window is walked once, and each tap inside the input is a run of C contiguous values, so the loops over
  * channels vectorize and every line of x is read once per window that covers it (a plane-by-plane walk would read
  * the whole tensor once per channel). EMBER_POOL_NHWC(T, BODY_BEFORE, BODY, BODY_AFTER) runs BODY for each tap

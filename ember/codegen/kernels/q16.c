@@ -392,7 +392,7 @@ static void ember_q16_conv_v(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RES
 
 /*@kernel ember_q16_pool requires ember_q16_base*/
 /* AVERAGE_POOL_2D (TFLite's: the valid elements' int32 sum divided by their count, half away from zero)
- * or MAX_POOL_2D (`max`) on NCHW int16 (or NHWC: `nhwc`, ops/pool.py CHANNELS_LAST), then the clamp; input and
+ * or MAX_POOL_2D (`max`) on NCHW int16 (or NHWC: `nhwc`, ops/conv.py CHANNELS_LAST), then the clamp; input and
  * output share their scale. M = C. */
 static void ember_q16_pool(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTRICT x, const int32_t *g,
                            int32_t lo, int32_t hi, int32_t max, int32_t nhwc) {
@@ -539,7 +539,7 @@ static void ember_q16_softmax(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RE
 /*@kernel ember_q16_mean requires ember_q16_base*/
 /* MEAN over each of NC planes of S int16 values (TFLite's QuantizedMeanOrSum: the int sum times a
  * multiplier with 1/S folded in, ember_q_scale_tfl's shift code), clamped to [lo, hi]; with C_last, over the S
- * pixels of each of NC channels-last images, per channel (ops/pool.py CHANNELS_LAST). */
+ * pixels of each of NC channels-last images, per channel (ops/conv.py CHANNELS_LAST). */
 static void ember_q16_mean(int16_t *EMBER_RESTRICT y, const int16_t *EMBER_RESTRICT x, ptrdiff_t NC, ptrdiff_t S,
                            ptrdiff_t C_last, int32_t mult, int32_t shift, int32_t lo, int32_t hi) {
     ptrdiff_t p, i, c;

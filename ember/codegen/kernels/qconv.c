@@ -10,11 +10,11 @@
  * + M int32, EMBER_QTAIL_ROWS * Kp bytes (qblock.c's tail pixels), then (from a 64-byte boundary) ember_qpack_rows'
  * words for a 2-D convolution (channels in fours: ember_qpack_rows; others: ember_qpack_rows1). lay: bit 0, x is
  * channel-blocked (qgemm.c ember_qblk_at; one group, channels in fours, 2-D); bit 1, y is (requantised, M % 4 == 0);
- * bit 2, x is stored channels-last (ops/shape.py NhwcView; one group, 2-D, packed by rows: ember_qpack_rows,
- * ember_qpack_rows1); bit 3, y is stored channels-last (ops/shape.py NhwcView of a QConv's output: sums stored at
- * the pixel stride M, none fused, y not blocked). p0, p1: the output pixels [p0, p1) of each image are computed (0, P: all; a thread's part,
- * ops/split.py: p0 on a whole block of EMBER_QPB pixels), each block exactly as the whole call computes it, so the
- * bytes do not depend on the split. my: the channels of a channel-blocked y's blocks (M, or more where y points at a
+ * bit 2, x is stored channels-last (ops/shape.py NhwcView; one group, 2-D: packed by rows, ember_qpack_rows and
+ * ember_qpack_rows1, or a direct 1x1's pixels, ember_qpack_pixels); bit 3, y is stored channels-last (an NhwcView of
+ * a QConv's output: sums stored at the pixel stride M, none fused, y not blocked). p0, p1: the output pixels
+ * [p0, p1) of each image are computed (0, P: all; a thread's part, ops/split.py: p0 on a whole block of EMBER_QPB
+ * pixels), each block exactly as the whole call computes it, so the bytes do not depend on the split. my: the channels of a channel-blocked y's blocks (M, or more where y points at a
  * thread's part of its channels: the block stride stays 64 * my bytes). */
 /* A residual add fused into the requantisation (ember_qconv_add): the outputs of each block of pixels go to
  * `stage` (M rows of EMBER_QPB bytes), then `fin` writes y[m * ys + j] = QAdd(stage[m][j], r[m * ys + j])

@@ -659,25 +659,27 @@ EMBER_INLINE void ember_qf8_put(uint8_t *y, ember_qf8i q, int n) {
     else
         for (j = 0; j < n; ++j) y[j] = (uint8_t)q[j];
 }
-/* A channel quad's 8 pixels (q0 .. q3: its channels' lanes) as the first n words at y (none if n <= 0). */
-EMBER_INLINE void ember_qf8_put_words(uint8_t *y, ember_qf8i q0, ember_qf8i q1, ember_qf8i q2, ember_qf8i q3, int n) {
+/* A channel quad's 8 pixels (q0 .. q3: its channels' lanes) as words: byte t of word j is q[t]'s lane j. */
+EMBER_INLINE ember_qf8i ember_qf8_words(ember_qf8i q0, ember_qf8i q1, ember_qf8i q2, ember_qf8i q3) {
     typedef uint32_t u8v __attribute__((vector_size(32)));
     const u8v b = (u8v){0} + 255u;
-    const u8v w = ((u8v)q0 & b) | ((u8v)q1 & b) << 8 | ((u8v)q2 & b) << 16 | (u8v)q3 << 24;
+    return (ember_qf8i)(((u8v)q0 & b) | ((u8v)q1 & b) << 8 | ((u8v)q2 & b) << 16 | (u8v)q3 << 24);
+}
+/* Those words, the first n at y (none if n <= 0). */
+EMBER_INLINE void ember_qf8_put_words(uint8_t *y, ember_qf8i q0, ember_qf8i q1, ember_qf8i q2, ember_qf8i q3, int n) {
+    const ember_qf8i w = ember_qf8_words(q0, q1, q2, q3);
     int j;
-    if (n >= 8) *(ember_qf8iu *)(void *)y = (ember_qf8i)w;
+    if (n >= 8) *(ember_qf8iu *)(void *)y = w;
     else
-        for (j = 0; j < n; ++j) *(ember_qi32u *)(void *)(y + 4 * j) = (int32_t)w[j];
+        for (j = 0; j < n; ++j) *(ember_qi32u *)(void *)(y + 4 * j) = w[j];
 }
 /* The same words (or one row's bytes: ember_qf8_scatter) to y, y + ps, y + 2 ps, ...: a channels-last output's
  * pixels ps bytes apart, or a matrix product's rows. */
 EMBER_INLINE void ember_qf8_scatter_words(uint8_t *y, ptrdiff_t ps, ember_qf8i q0, ember_qf8i q1, ember_qf8i q2,
                                           ember_qf8i q3, int n) {
-    typedef uint32_t u8v __attribute__((vector_size(32)));
-    const u8v b = (u8v){0} + 255u;
-    const u8v w = ((u8v)q0 & b) | ((u8v)q1 & b) << 8 | ((u8v)q2 & b) << 16 | (u8v)q3 << 24;
+    const ember_qf8i w = ember_qf8_words(q0, q1, q2, q3);
     int j;
-    for (j = 0; j < n && j < 8; ++j) *(ember_qi32u *)(void *)(y + j * ps) = (int32_t)w[j];
+    for (j = 0; j < n && j < 8; ++j) *(ember_qi32u *)(void *)(y + j * ps) = w[j];
 }
 EMBER_INLINE void ember_qf8_scatter(uint8_t *y, ptrdiff_t ps, ember_qf8i q, int n) {
     int j;
