@@ -49,11 +49,14 @@ def fit_ram(load: Callable[[], Graph], pipeline: list, options: CompileOptions, 
     best: tuple[int, tuple[int, int], int] | None = None  # (ram, grid, length)
     tries = 0
     whole_ops = {n.name: n.op for n in whole.nodes}  # each node's op in the unpatched graph, kernels chosen
+    # A stage conv the whole runs channels-last (passes/nhwc_region.py) sums its products in another order than
+    # its NCHW patches would (a dense conv's window tap-major, Winograd on vectors of channels): no stage holds one.
+    reach = next((k for k, n in enumerate(chain) if whole_ops.get(n.name) == "ConvNHWC"), len(chain))
     for grid in GRIDS:
         if tries >= MAX_TRIES:
             break
         here, worse = None, 0  # this grid's least RAM; lengths in a row that did not reach it
-        for length in range(1, len(chain) + 1):
+        for length in range(1, reach + 1):
             if tries == MAX_TRIES:
                 break
             tries += 1

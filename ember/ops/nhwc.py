@@ -1,11 +1,12 @@
-"""ConvNHWC (internal): a depthwise or 1x1 Conv on channels-last activations (kernels/nhwc.c).
+"""ConvNHWC (internal): a Conv on channels-last activations (kernels/nhwc.c, kernels/nhwc_dense.c).
 
-passes/nhwc_region.py rewrites chains of float depthwise (multiplier 1) and 1x1 stride-1 Convs into this op,
+passes/nhwc_region.py rewrites chains of float depthwise (multiplier 1) and 1x1 stride-1 Convs (and dense ones,
+where the CPU family sets nhwc_dense) into this op,
 with Transposes at the region's boundaries. Inputs: (X [N, H, W, C], W', B [M] (optional), residual [N, OH,
 OW, M] (optional: a fused residual Add, added before the activation)). W' is the weights rearranged so that a
 channel vector is contiguous: depthwise [KH*KW, C] (tap-major), 1x1 [C, M] (the matmul's B) or that in panels,
 a stem [C*KH*KW, M] (its X is NCHW, or NHWC where it was a Transpose's input: the region's way in without a
-reorder).
+reorder); a dense conv's as NhwcParams.dense says.
 The geometry is the Conv's (attribute `_nhwc`, an NhwcParams); the fused activation comes along as the Conv's
 epilogue.
 """
@@ -21,7 +22,7 @@ from ember.ops.conv import ConvGeometry
 from ember.ops.epilogue import epilogue_args
 from ember.ops.infer import inp, typed
 from ember.ops.opdef import OpDef
-from ember.ops.parallel import Split
+from ember.ops.parallel import Split, with_part_scratch
 from ember.ops.registry import register
 
 NHWC_ATTR = "_nhwc"
@@ -45,6 +46,9 @@ class NhwcParams:
     # A 1x1 conv of few input channels in panels (kernels/nhwc.c's ember_pw_nhwc_small_f32: pixel tiles over all
     # panels, K a compile-time constant), where the CPU family's nhwc_small_k admits its channel count.
     small: bool = False
+    # A dense conv (nhwc_region.dense_kind; kernels/nhwc_dense.c): "winograd4", weights [36][C][M] (each U[e] as a
+    # 1x1 conv's, in `panel`s), or "im2col", weights [KH*KW*C][M] likewise; "" for the kinds above.
+    dense: str = ""
 
 
 def params(node: Node) -> NhwcParams:
@@ -68,6 +72,15 @@ def _emit(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:
         k.call("ember_conv_stem_nhwc_f32", k.out(0), k.inp(0), k.inp(1), bias, k.table(p.geometry.table(), DType.INT32),
                p.out_channels, int(p.nhwc_in), x.shape[0], lo, hi, *epilogue_args(node))
         return
+    if p.dense:
+        table, res = k.table(p.geometry.table(), DType.INT32), k.inp(RESIDUAL) if has_res else "0"
+        if p.dense == "winograd4":
+            k.call("ember_conv_wino4_nhwc_f32", k.out(0), k.inp(0), k.inp(1), p.panel, bias, res, k.scratch("float"),
+                   table, p.out_channels, x.shape[0], lo, hi, *epilogue_args(node))
+        else:
+            k.call("ember_conv_im2col_nhwc_f32", k.out(0), k.inp(0), k.inp(1), p.panel, bias, res,
+                   k.scratch("float"), table, p.out_channels, lo, hi, *epilogue_args(node))
+        return
     if p.depthwise:
         k.call("ember_dwconv_nhwc_f32", k.out(0), k.inp(0), k.inp(1), bias, k.inp(RESIDUAL) if has_res else "0",
                k.table(p.geometry.table(), DType.INT32), x.shape[0], lo, hi, *epilogue_args(node))
@@ -87,8 +100,38 @@ def _emit(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:
 
 
 def _units(node: Node) -> int:
+    """Output rows (depthwise, stem), 4-row tile rows (Winograd) or pixels of all images (1x1, im2col)."""
     p, x = params(node), inp(node, 0)
+    if p.dense == "winograd4":
+        return -(-p.geometry.out_size[1] // 4)
     return p.geometry.out_size[1] if p.depthwise or p.stem else x.shape[0] * p.geometry.pixels
+
+
+# A thread's part of a dense conv: how many units it computes, which sizes its scratch.
+PART_UNITS = "_part_units"
+
+# kernels/nhwc.c's ember_pw_nhwc_rows: the pixels of an im2col block.
+_PW_BLOCK_FLOATS, _PW_BIG_FLOATS = 32768, 262144
+
+
+def _pw_rows(p: int, k: int, m: int, mr: int = 12) -> int:
+    """At least ember_pw_nhwc_rows(p, k, m) for any EMBER_MR (at most 12)."""
+    budget = _PW_BIG_FLOATS if k * m > _PW_BIG_FLOATS else _PW_BLOCK_FLOATS
+    rows = max(budget // max(k, 1), mr)
+    return p if p <= rows + rows // 2 else rows
+
+
+def _scratch(node: Node) -> int:
+    """Bytes: Winograd's V and Z over the part's tiles; im2col's one block of rows."""
+    p = params(node)
+    units = node.attrs.get(PART_UNITS, _units(node))
+    if p.dense == "winograd4":
+        tiles = units * -(-p.geometry.out_size[2] // 4)
+        return 4 * 36 * (tiles * (p.geometry.channels + p.out_channels) + 32)
+    if p.dense == "im2col":
+        k = p.geometry.taps * p.geometry.channels
+        return 4 * min(_pw_rows(units, k, p.out_channels), units) * k
+    return 0
 
 
 def _lower(node: Node, k: KernelEmitter) -> None:
@@ -96,11 +139,13 @@ def _lower(node: Node, k: KernelEmitter) -> None:
 
 
 def _split(node: Node) -> Split | None:
-    """Depthwise and stem: ranges of output rows of one image; 1x1: ranges of pixels. Each part computes its elements
-    exactly as the whole call does (the same taps, the same K order)."""
-    if (params(node).depthwise or params(node).stem) and inp(node, 0).shape[0] != 1:
+    """Depthwise and stem: ranges of output rows of one image; Winograd: of its 4-row tile rows (each part
+    transforms the input its tiles read, scratch of its own); 1x1 and im2col: ranges of pixels. Each part computes its
+    elements exactly as the whole call does (the same taps, the same K order)."""
+    p = params(node)
+    if (p.depthwise or p.stem or p.dense == "winograd4") and inp(node, 0).shape[0] != 1:
         return None
-    return Split(_units(node), 1, (), lower=_emit)
+    return Split(_units(node), 1, (), lower=_emit, attrs=lambda lo, hi: {PART_UNITS: hi - lo})
 
 
 def _flops(node: Node) -> int:
@@ -167,6 +212,7 @@ register(OpDef("ScaleNHWC", lower=_lower_scale, kernels=("ember_scale_nhwc_f32",
 # Not in place: the depthwise kernel's ragged last vector re-reads inputs of channels it has written.
 register(OpDef(
     "ConvNHWC", infer=_infer, lower=_lower,
-    kernels=("ember_dwconv_nhwc_f32", "ember_pw_nhwc_f32", "ember_pw_nhwc_small_f32", "ember_conv_stem_nhwc_f32"),
-    takes_epilogue=True, flops=_flops, split=_split,
+    kernels=("ember_dwconv_nhwc_f32", "ember_pw_nhwc_f32", "ember_pw_nhwc_small_f32", "ember_conv_stem_nhwc_f32",
+             "ember_conv_wino4_nhwc_f32", "ember_conv_im2col_nhwc_f32"),
+    takes_epilogue=True, flops=_flops, split=_split, scratch=with_part_scratch(_scratch, _split),
 ))

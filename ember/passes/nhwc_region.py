@@ -1,4 +1,5 @@
-"""Channels-last regions: chains of float depthwise and 1x1 Convs run on NHWC activations (ops/nhwc.py).
+"""Channels-last regions: chains of float depthwise and 1x1 Convs (and, where the CPU family says so, dense ones)
+run on NHWC activations (ops/nhwc.py).
 
 In NCHW a depthwise conv reads each channel as its own plane: the channel-blocked kernels (dwblock.c,
 dwconv3.c's ember_dw3_blocked) gather EMBER_VL planes into a grid of channel vectors and scatter the outputs
@@ -7,7 +8,8 @@ already there, and a 1x1 conv is one matmul with the activations as its A operan
 between its convs and XNNPACK NHWC for the same reason.
 
 The pass takes the eligible Convs (float32, 2-D, constant weights and bias: depthwise with multiplier 1, or
-1x1 stride-1 unpadded ungrouped), groups them into connected regions (a Conv's input, its fused residual
+1x1 stride-1 unpadded ungrouped; with `dense`, any other ungrouped one whose channels come in whole vectors, as
+channels-last Winograd or an im2col product: dense_kind), groups them into connected regions (a Conv's input, its fused residual
 and its output link it to its neighbours) and rewrites each region that pays for its reorders (`_pays`): every Conv
 becomes a ConvNHWC between a Transpose of each input to NHWC and one of its output back to NCHW; then every
 NCHW -> NHWC Transpose of such an output is the value it came from (the pair cancels), so what is left is one
@@ -29,7 +31,7 @@ from ember.ops.epilogue import epilogue_of
 from ember.ops.nhwc import NHWC_ATTR, NhwcParams
 from ember.ops.pool import channels_last
 from ember.ops.reduce import reduce_axes
-from ember.passes.conv_algorithms import narrow_panels
+from ember.passes.conv_algorithms import narrow_panels, winograd_weights
 
 TO_NHWC = [0, 2, 3, 1]
 TO_NCHW = [0, 3, 1, 2]
@@ -47,6 +49,13 @@ STEM_MAX_K = 48
 # took 0.74-0.9x there too. Above that size only convs of at most the family's nhwc_small_big_m output channels take
 # it (MobileNetV3's 16 -> 64 and 16 -> 16 at 112x112: 0.67-0.69x; toolchain/cpus.py says what was measured).
 SMALL_K_MAX_PIXELS = 3136
+
+# Dense convs (the CPU family's nhwc_dense): a 3x3 stride-1 one runs channels-last Winograd F(4x4) on maps of at
+# least this many 4x4 tiles (14x14 and up); on smaller maps its 36 products would each stream their transformed
+# weights for a handful of rows, so there (and for every other window or stride) it is an im2col product. Both
+# need whole vectors of channels (16 floats: every vector width divides it).
+NHWC_WINO_MIN_TILES = 16
+NHWC_DENSE_CHANNELS = 16
 
 
 def _conv_operands_ok(node: Node) -> bool:
@@ -71,7 +80,22 @@ def _stem(node: Node) -> bool:
             and m >= 8 and geo.channels * geo.taps <= STEM_MAX_K)
 
 
-def _eligible(node: Node) -> bool:
+def dense_kind(node: Node) -> str:
+    """How a dense Conv runs channels-last: "winograd4", "im2col", or "" where it is no dense Conv (depthwise,
+    1x1 stride-1, a stem, grouped, not 2-D, or channels not in whole vectors)."""
+    if not _conv_operands_ok(node) or _stem(node):
+        return ""
+    geo, group, m, depthwise, direct = _conv_parts(node)
+    if not geo.planar or geo.pixels <= 1 or group != 1 or depthwise or direct:
+        return ""
+    if geo.channels % NHWC_DENSE_CHANNELS or m % NHWC_DENSE_CHANNELS:
+        return ""
+    tiles = -(-geo.out_size[1] // 4) * -(-geo.out_size[2] // 4)
+    winograd = geo.kernel[1:] == (3, 3) and geo.strides[1:] == (1, 1) and geo.dilations[1:] == (1, 1)
+    return "winograd4" if winograd and tiles >= NHWC_WINO_MIN_TILES else "im2col"
+
+
+def _eligible(node: Node, dense: bool = False) -> bool:
     if node.op != "Conv":
         return False
     x, w, b, y = node.input(0), node.input(1), node.input(2), node.outputs[0]
@@ -82,7 +106,8 @@ def _eligible(node: Node) -> bool:
         return False
     geo, group, m, depthwise, direct = _conv_parts(node)
     # one pixel (Squeeze-Excitation's FCs): a matrix-vector product either way, ember_gemv_rows_f32 in NCHW
-    return geo.planar and geo.pixels > 1 and ((depthwise and m == geo.channels) or (direct and group == 1))
+    return geo.planar and geo.pixels > 1 and ((depthwise and m == geo.channels) or (direct and group == 1)
+                                              or (dense and bool(dense_kind(node))))
 
 
 def _se_slot(node: Node) -> int | None:
@@ -113,8 +138,8 @@ def _pool(node: Node) -> bool:
     return node.op == "GlobalAveragePool" or (node.op == "ReduceMean" and reduce_axes(node) == (2, 3))
 
 
-def _member(node: Node) -> bool:
-    return _eligible(node) or _stem(node) or _se_slot(node) is not None or _pool(node)
+def _member(node: Node, dense: bool) -> bool:
+    return _eligible(node, dense) or _stem(node) or _se_slot(node) is not None or _pool(node)
 
 
 def _activations(node: Node) -> list[Value]:
@@ -164,16 +189,25 @@ def _rewrite(graph: Graph, conv: Node, nhwc_of: dict[int, Value], panel: int, ma
     geo, _, m, depthwise, _ = _conv_parts(conv)
     x, w, y = conv.input(0), conv.input(1), conv.outputs[0]
     assert x is not None and w is not None and w.const is not None and y is not None
-    stem = _stem(conv)
+    stem, dense = _stem(conv), dense_kind(conv)
     # depthwise [C, 1, KH, KW] -> [KH*KW, C] (a tap's channel vector contiguous); 1x1 [M, C, 1, 1] -> [C, M];
-    # stem [M, C, KH, KW] -> [C*KH*KW, M]
-    wt = w.const.reshape(m, -1).T
+    # stem [M, C, KH, KW] -> [C*KH*KW, M]; dense: im2col [KH*KW*C, M] (tap-major, as its rows), Winograd
+    # [36][C][M] (each transformed U[e] a product's B); the products' B in panels as a 1x1 conv's
     panel = panel if panel and not depthwise and not stem and m % panel == 0 else 0
-    small = bool(panel) and geo.channels <= small_k and (geo.pixels <= SMALL_K_MAX_PIXELS or m <= small_big_m)
+    small = not dense and bool(panel) and geo.channels <= small_k and (geo.pixels <= SMALL_K_MAX_PIXELS
+                                                                         or m <= small_big_m)
     if panel and not small and wide_panel and m % wide_panel == 0:
         panel = wide_panel
-    if panel:
-        wt = narrow_panels(w.const, panel)
+
+    def as_b(mk: np.ndarray) -> np.ndarray:  # [M, K] -> the product's B
+        return narrow_panels(mk, panel) if panel else mk.T
+
+    if dense == "winograd4":
+        wt = np.stack([as_b(u) for u in winograd_weights(w.const, 4)])
+    elif dense == "im2col":
+        wt = as_b(w.const.transpose(0, 2, 3, 1).reshape(m, -1))
+    else:
+        wt = as_b(w.const.reshape(m, -1))
     before: list[Node] = []
     ins: list[Value | None] = list(conv.inputs)
     nhwc_in = False
@@ -190,7 +224,7 @@ def _rewrite(graph: Graph, conv: Node, nhwc_of: dict[int, Value], panel: int, ma
     ins[1] = graph.constant(f"{conv.name}_w_nhwc", np.ascontiguousarray(wt, dtype=np.float32))
     y_nhwc = graph.value(f"{y.name}_nhwc", TensorType(y.dtype, (y.shape[0], *y.shape[2:], y.shape[1])))
     attrs = dict(conv.attrs)
-    attrs[NHWC_ATTR] = NhwcParams(geo, m, depthwise, panel, stem, nhwc_in, small)
+    attrs[NHWC_ATTR] = NhwcParams(geo, m, depthwise, panel, stem, nhwc_in, small, dense)
     new = Node("ConvNHWC", conv.name, ins, [y_nhwc], attrs)
     back = _transpose(graph, y_nhwc, TO_NCHW, "nchw", out=y)
     at = graph.nodes.index(conv)
@@ -225,7 +259,7 @@ def _cancel(graph: Graph) -> None:
             graph.remove_node(t)
 
 
-def _fuse_adds(graph: Graph) -> None:
+def _fuse_adds(graph: Graph, dense: bool) -> None:
     """Add(conv, shortcut) into the conv as its residual where fuse_residual left it: MobileNet's projections
     after a depthwise conv, kept for the inverted-residual fusion. Here the sum is taken in the matmul's
     epilogue, and the Add's output stays in the region."""
@@ -235,7 +269,7 @@ def _fuse_adds(graph: Graph) -> None:
         for slot in (0, 1):
             v, other = add.inputs[slot], add.inputs[1 - slot]
             conv = v.producer if v is not None else None
-            if (v is None or other is None or out is None or conv is None or not _eligible(conv)
+            if (v is None or other is None or out is None or conv is None or not _eligible(conv, dense)
                     or conv.input(RESIDUAL) is not None or epilogue_of(conv) is not None
                     or int(conv.attrs.get("group", 1)) != 1 or len(uses.get(id(v), [])) != 1 or graph.is_output(v)
                     or other is v or other.shape != v.shape or out.shape != v.shape
@@ -308,13 +342,14 @@ def _rewrite_se(graph: Graph, node: Node, nhwc_of: dict[int, Value], made: list[
 
 
 def nhwc_regions(graph: Graph, min_convs: int, panel: int = 0, small_k: int = 0, small_big_m: int = 0,
-                 wide_panel: int = 0) -> None:
+                 wide_panel: int = 0, dense: bool = False) -> None:
     """`panel`: the CPU family's compile-time panel width for 1x1 weights (0: none; needs M % panel == 0);
     `small_k`: 1x1 convs in panels with at most this many input channels take the small-K kernel (0: none), on
     planes over SMALL_K_MAX_PIXELS only those of at most `small_big_m` output channels; `wide_panel`: the family's
-    narrow_panel, the panel width of AVX-512's 4-vector tiles, for the other 1x1 convs whose M it divides (0: none)."""
-    _fuse_adds(graph)
-    members = [n for n in graph.nodes if _member(n)]
+    narrow_panel, the panel width of AVX-512's 4-vector tiles, for the other 1x1 convs whose M it divides (0: none);
+    `dense`: dense convs join the regions too (dense_kind)."""
+    _fuse_adds(graph, dense)
+    members = [n for n in graph.nodes if _member(n, dense)]
     uses = graph.consumers()
     chosen = {id(n) for region in _regions(graph, members) if _pays(graph, region, uses, min_convs) for n in region}
     nhwc_of: dict[int, Value] = {}

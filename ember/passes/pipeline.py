@@ -157,7 +157,8 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
             panel = family.mm_panel if family.matmul_panels else 0
             passes.append(("nhwc_regions",
                            lambda g: nhwc_regions(g, family.nhwc_min_convs or 0, panel, family.nhwc_small_k,
-                                                  family.nhwc_small_big_m, wide_panel if panel else 0)))
+                                                  family.nhwc_small_big_m, wide_panel if panel else 0,
+                                                  family.nhwc_dense)))
         passes.append(("choose_conv_algorithms",
                        lambda g: choose_conv_algorithms(g, family, tuned, row_panels=options.threads == 1)))
         passes.append(("choose_int8_layout", choose_int8_layout))

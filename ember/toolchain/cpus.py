@@ -119,6 +119,14 @@ class CpuFamily:
     # On planes over nhwc_region.SMALL_K_MAX_PIXELS (56x56), the small-K kernel only for 1x1 convs of at most this
     # many output channels; 0: never there.
     nhwc_small_big_m: int = 0
+    # Dense convs (any window and stride, one group) join those regions too (kernels/nhwc_dense.c): 3x3 stride-1
+    # ones as channels-last Winograd F(4x4) where the map has at least NHWC_WINO_MIN_TILES tiles, the others as a
+    # per-block im2col (each tap a contiguous run of channels) and the 1x1 product. A ResNet then runs channels-last
+    # from its first block to its pool, and no product packs its activations at run time. Measured on the Sapphire
+    # Rapids class Xeon (per-node least sums, paired against the same build without, one process): ResNet-50
+    # (torchvision) 0.86x, the AVX2 build there (--cpu x86-64-v3) ResNet-50 0.90x and ResNet-18 0.85x; its Winograd
+    # layers at 56x56 and 28x28 0.6x their NCHW F(4x4)'s time. The avx512-1fma family takes it on that evidence.
+    nhwc_dense: bool = False
 
     def c_defines(self) -> dict[str, int]:
         """The macros NAME.c defines before its kernels (each kernel keeps its own default without one)."""
@@ -167,7 +175,7 @@ FAMILIES: dict[str, CpuFamily] = {f.name: f for f in (
               winograd_min_pixels=49, winograd4_min_tiles=16, shifted_strided_min_k=16, narrow_max_pixels=12,
               qwino_min_channels=32, qwino_min_pixels=49,
               matmul_panels=True, mm_prefetch=False, mm_panel=16, mm_strip_prefetch=True, mm_block_n=64,
-              nhwc_min_convs=5, nhwc_small_k=32, nhwc_small_big_m=64, row_panels_min_k=64),
+              nhwc_min_convs=5, nhwc_small_k=32, nhwc_small_big_m=64, row_panels_min_k=64, nhwc_dense=True),
     # Measured on a Sapphire Rapids class Xeon (AVX-512, VNNI, AMX, 2 MiB L2 a core; benchmarks/bench_family.py, each
     # variant paired round by round against the family as it was, one model per physical core of a 16-core machine):
     # - channels-last regions with the small-K kernel (nhwc_*): MobileNetV2 0.881x, EfficientNet-B0 0.895x,
@@ -193,11 +201,11 @@ FAMILIES: dict[str, CpuFamily] = {f.name: f for f in (
     CpuFamily("avx512", "AVX-512, two 512-bit FMA units (Xeon Skylake-SP to Granite Rapids, Zen 5; x86-64-v4)",
               "avx512", 2, matmul_panels=True, nhwc_min_convs=5,
               nhwc_small_k=32, nhwc_small_big_m=64, row_panels_min_k=64, mm_out_prefetch=True, narrow_panel=64,
-              mm_quad_strips=True),
+              mm_quad_strips=True, nhwc_dense=True),
     # Not measured on such a CPU yet: the choices that gained both on Zen 3 (AVX2) and on the AVX-512 Xeon above.
     CpuFamily("avx512-1fma", "AVX-512 at half rate: one 512-bit FMA unit (Ice/Tiger Lake client) or 2 x 256 (Zen 4)",
               "avx512", 1, matmul_panels=True, nhwc_min_convs=5, nhwc_small_k=32, nhwc_small_big_m=64,
-              row_panels_min_k=64),
+              row_panels_min_k=64, nhwc_dense=True),
 )}
 
 # Targets without a table (ARM, RISC-V, wasm, i386) and hosts that are not x86-64: the thresholds measured

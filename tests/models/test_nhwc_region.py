@@ -194,9 +194,10 @@ def test_wide_panels_match_onnxruntime(tmp_path: Path, nhwc: None) -> None:
 
 
 def test_nhwc_kernels_compile_for_avx512_and_aarch64(tmp_path: Path) -> None:
-    """The AVX-512 (16-float vectors) and NEON paths, which this machine cannot run, warning-free."""
+    """The AVX-512 (16-float vectors) and NEON paths, which this machine cannot run, warning-free; the dense convs'
+    kernels (kernels/nhwc_dense.c) too."""
     src = tmp_path / "nhwc.c"
-    kernels = (*KERNELS, STEM)
+    kernels = (*KERNELS, STEM, "ember_conv_wino4_nhwc_f32", "ember_conv_im2col_nhwc_f32")
     src.write_text("#include <stdint.h>\n#include <stddef.h>\n" + library.assemble(set(kernels))
                    + "void ember_use(void);\nvoid ember_use(void) {" + "".join(f" (void){k};" for k in kernels)
                    + " }\n")

@@ -226,3 +226,47 @@ def test_small_k_on_big_planes_takes_only_convs_of_few_output_channels(monkeypat
         g = _graph(blocks=1)
         nhwc_regions(g, min_convs=3, panel=16, small_k=8, small_big_m=big_m)
         assert [params(n).small for n in g.nodes if n.op == "ConvNHWC"] == want, big_m
+
+
+def _dense_graph(convs: list[tuple[int, int, int, int, int]], hw: int = 14) -> Graph:
+    """A chain of Convs + Relu from a [1, C, hw, hw] input: (in, out, kernel, stride, group) each."""
+    inits: list = []
+    nodes: list = []
+    x = "x"
+    for i, (ci, co, kk, stride, group) in enumerate(convs):
+        w = RNG.standard_normal((co, ci // group, kk, kk)).astype(np.float32)
+        inits.append(numpy_helper.from_array(w, f"w{i}"))
+        nodes += [helper.make_node("Conv", [x, f"w{i}"], [f"c{i}"], kernel_shape=[kk, kk], pads=[kk // 2] * 4,
+                                   strides=[stride] * 2, group=group), helper.make_node("Relu", [f"c{i}"], [f"r{i}"])]
+        x = f"r{i}"
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                         [1, convs[0][0], hw, hw])],
+                              [helper.make_tensor_value_info(x, TensorProto.FLOAT, None)], inits)
+    g = load_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), LoadOptions(), "net")
+    fold_constants(g)
+    fuse_activation(g)
+    return g
+
+
+def test_dense_convs_join_a_region_only_where_the_family_says() -> None:
+    """3x3 stride 1 on 14x14 (16 tiles): Winograd F(4x4); stride 2, then a 3x3 on the 7x7 map (4 tiles), a 5x5:
+    im2col; weights [36][C][M] and [KH*KW*C][M] (tap-major). Without nhwc_dense, or with channels that are not whole
+    vectors, or grouped, they stay NCHW."""
+    chain = [(16, 32, 1, 1, 1), (32, 32, 3, 1, 1), (32, 48, 3, 2, 1), (48, 32, 3, 1, 1), (32, 32, 5, 1, 1)]
+    g = _dense_graph(chain)
+    w = [n for n in g.nodes if n.op == "Conv"][2].inputs[1].const
+    nhwc_regions(g, min_convs=3, dense=True)
+    convs = [n for n in g.nodes if n.op == "ConvNHWC"]
+    assert [params(n).dense for n in convs] == ["", "winograd4", "im2col", "im2col", "im2col"]
+    assert [n.op for n in g.nodes] == ["NhwcReorder", *["ConvNHWC"] * 5, "NhwcReorder"]
+    assert convs[1].inputs[1].shape == (36, 32, 32) and convs[2].inputs[1].shape == (288, 48)
+    # tap-major rows: row (kh * 3 + kw) * C + c of the im2col weights is w[:, c, kh, kw]
+    assert np.array_equal(convs[2].inputs[1].const[(1 * 3 + 2) * 32 + 5], w[:, 5, 1, 2])
+    for chain_out in ([(16, 32, 1, 1, 1), (32, 24, 3, 1, 1), (24, 32, 3, 1, 1)],  # 24 channels
+                      [(16, 32, 1, 1, 1), (32, 32, 3, 1, 2), (32, 32, 3, 2, 2)]):  # grouped
+        g = _dense_graph(chain_out)
+        nhwc_regions(g, min_convs=1, dense=True)
+        assert [n.op for n in g.nodes if n.op.startswith("Conv")] == ["ConvNHWC", "Conv", "Conv"]
+    g = _dense_graph(chain)
+    nhwc_regions(g, min_convs=1)
+    assert [n.op for n in g.nodes if n.op.startswith("Conv")] == ["ConvNHWC", "Conv", "Conv", "Conv", "Conv"]

@@ -140,11 +140,18 @@ def test_winograd_inside_the_stage_is_refused(tmp_path: Path) -> None:
     whose fit would need one, ember fits otherwise or refuses; whatever compiles is bit-identical. With F(4x4)
     from 16 tiles and F(2x2) from 49 pixels (as the AVX2 family sets them, whatever the host's family), the stage's
     last patches keep the whole's F(4x4), so some limit fits."""
-    assert _fits_bit_identical(tmp_path, ["winograd4_min_tiles=16", "winograd_min_pixels=49"])
+    assert _fits_bit_identical(tmp_path, ["winograd4_min_tiles=16", "winograd_min_pixels=49", "nhwc_dense=false"])
 
 
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="--cpu-param: x86-64 CPU families")
 def test_winograd_variant_of_a_patch_is_the_wholes(tmp_path: Path) -> None:
     """With F(4x4) only from 49 tiles, the whole's 50x50 map takes F(4x4) but a row stripe of it has too few
     tiles and would take F(2x2), which rounds otherwise: such a fit is refused (it was taken, one ulp off)."""
-    _fits_bit_identical(tmp_path, ["winograd_min_pixels=64", "winograd4_min_tiles=49"])
+    _fits_bit_identical(tmp_path, ["winograd_min_pixels=64", "winograd4_min_tiles=49", "nhwc_dense=false"])
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="--cpu-param: x86-64 CPU families")
+def test_a_stage_the_whole_runs_channels_last_is_not_patched(tmp_path: Path) -> None:
+    """Where the whole runs the stage's convs channels-last (dense convs in a region: the stem, Winograd on vectors of
+    channels, the strided conv as an im2col product), NCHW patches would sum in other orders: no fit is taken."""
+    assert _fits_bit_identical(tmp_path, ["nhwc_dense=true", "nhwc_min_convs=3"]) == 0

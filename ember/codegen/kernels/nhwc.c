@@ -403,13 +403,24 @@ static void ember_conv_stem_nhwc_f32(float *y, const float *x, const float *w, c
  * share), each block of A is read from memory once. The bias (a row vector here), the residual and Relu/Clip
  * are applied in the matmul's registers; another activation (HardSwish, Swish) runs over each finished block,
  * one contiguous run, where the matmul would apply it strip by strip in rows of a few vectors (MobileNetV3's
- * expand convs: 1.1-1.25x). */
+ * expand convs: 1.1-1.25x). Weights over 1 MiB (C*M floats: ResNet's 7x7 stage, a dense conv's KH*KW*C rows)
+ * no longer stay in L2 between blocks, so there the blocks grow to 1 MiB of A: each block streams the weights
+ * from memory once; and P up to half a block more than that is one block (a 7x7 map's 49 pixels of K = 4608 are 48 + 1
+ * rows of 1 MiB blocks: the last row alone would stream the 9 MiB of weights again). */
 #define EMBER_PW_NHWC_BLOCK_FLOATS 32768
+#define EMBER_PW_NHWC_BIG_FLOATS 262144
+EMBER_INLINE int ember_pw_nhwc_rows(int P, int C, int M) {
+    const ptrdiff_t budget = (ptrdiff_t)C * M > EMBER_PW_NHWC_BIG_FLOATS ? EMBER_PW_NHWC_BIG_FLOATS
+                                                                          : EMBER_PW_NHWC_BLOCK_FLOATS;
+    int rows = (int)(budget / (C > 0 ? C : 1)) / EMBER_MR * EMBER_MR;
+    if (rows < EMBER_MR) rows = EMBER_MR;
+    return P <= rows + rows / 2 ? P : rows;
+}
 static void ember_pw_nhwc_f32(float *y, const float *x, const float *w, int panels, const float *bias,
                               const float *res, int P, int M, int C, int act, float act_a, float act_b) {
     const int late = act != EMBER_ACT_NONE && act != EMBER_ACT_RELU && act != EMBER_ACT_CLIP;
-    int rows = EMBER_PW_NHWC_BLOCK_FLOATS / (C > 0 ? C : 1) / EMBER_MR * EMBER_MR, p0;
-    if (rows < EMBER_MR) rows = EMBER_MR;
+    const int rows = ember_pw_nhwc_rows(P, C, M);
+    int p0;
     for (p0 = 0; p0 < P; p0 += rows) {
         const int n = P - p0 < rows ? P - p0 : rows;
         const ptrdiff_t o = (ptrdiff_t)p0 * M;

@@ -107,22 +107,10 @@ static void ember_conv_winograd_f32(float *y, const float *x, const float *U, co
 }
 /*@end*/
 
-/*@kernel ember_conv_winograd4_f32 requires ember_matmul_core ember_conv_geo*/
-/* Winograd F(4x4, 3x3): 36 multiplies per 4x4 output tile and channel pair, 2.25 per output against
- * F(2x2, 3x3)'s 4, for maps big enough to fill the matmuls' vectors with whole tiles (the choice is in
- * ember/passes/conv_algorithms.py, which also guarantees T >= EMBER_VL). U[e][m][c] = (G g G^T)[e],
- * e = 6i + j over the 36 positions. Transforms (Lavin and Gray's points 0, +-1, +-2):
- *   B^T rows (4,0,-5,0,1,0) (0,-4,-4,1,1,0) (0,4,-4,-1,1,0) (0,-2,-1,2,1,0) (0,2,-1,-2,1,0) (0,4,0,-5,0,1)
- *   A^T rows (1,1,1,1,1,0) (0,1,-1,2,-2,0) (0,1,1,4,4,0) (0,1,-1,8,-8,1)
- * Both transforms run in vectors across tiles, over the flat tile index t = th*TW + tw, so 28x28 maps
- * (7 tiles a row) fill 16 lanes too. For that, each channel's padded input is first stored as four
- * column phases P_r[j] = row[4j + r] (then a tile's six columns are contiguous runs in tw) and
- * gathered into D[6i + k][t] = patch t's element (i, k); the outputs go through 16 planes O[4r + k][t]
- * on their way back to rows. `scratch`: padded plane (4*TH+2) x 4*(TW+1), D (36*T), V (36*(C*T+16)),
- * Z (36*(M*T+16)), O (16*T) floats, T = TH*TW tiles, TH = ceil(OH/4), TW = ceil(OW/4).
- * `xs`, `ys` (0: H*W, OH*OW): floats between the channel planes of x, and of y and `res`. With them a call
- * computes a band of output rows of a bigger map (ops/split.py: a thread's part, whose table states the
- * band's rows, and the input rows from the band's first window row), transforming only the input it reads. */
+/*@kernel ember_wino4_tf requires ember_simd*/
+/* F(4x4, 3x3)'s transforms on six vectors of one line: B^T (input) and A^T (output), points 0, +-1, +-2.
+ * Both ConvWinograd4 (vectors of tiles) and the channels-last kernel (vectors of channels) apply them twice,
+ * along the rows and then down the columns. */
 EMBER_INLINE void ember_wino4_bt(const ember_vf x[6], ember_vf t[6]) {
     t[0] = 4.0f * x[0] - 5.0f * x[2] + x[4];
     t[1] = x[3] + x[4] - 4.0f * (x[1] + x[2]);
@@ -138,6 +126,24 @@ EMBER_INLINE void ember_wino4_at(const ember_vf x[6], ember_vf o[4]) {
     o[2] = s12 + 4.0f * s34;
     o[3] = d12 + 8.0f * d34 + x[5];
 }
+/*@end*/
+
+/*@kernel ember_conv_winograd4_f32 requires ember_matmul_core ember_conv_geo ember_wino4_tf*/
+/* Winograd F(4x4, 3x3): 36 multiplies per 4x4 output tile and channel pair, 2.25 per output against
+ * F(2x2, 3x3)'s 4, for maps big enough to fill the matmuls' vectors with whole tiles (the choice is in
+ * ember/passes/conv_algorithms.py, which also guarantees T >= EMBER_VL). U[e][m][c] = (G g G^T)[e],
+ * e = 6i + j over the 36 positions. Transforms (Lavin and Gray's points 0, +-1, +-2):
+ *   B^T rows (4,0,-5,0,1,0) (0,-4,-4,1,1,0) (0,4,-4,-1,1,0) (0,-2,-1,2,1,0) (0,2,-1,-2,1,0) (0,4,0,-5,0,1)
+ *   A^T rows (1,1,1,1,1,0) (0,1,-1,2,-2,0) (0,1,1,4,4,0) (0,1,-1,8,-8,1)
+ * Both transforms run in vectors across tiles, over the flat tile index t = th*TW + tw, so 28x28 maps
+ * (7 tiles a row) fill 16 lanes too. For that, each channel's padded input is first stored as four
+ * column phases P_r[j] = row[4j + r] (then a tile's six columns are contiguous runs in tw) and
+ * gathered into D[6i + k][t] = patch t's element (i, k); the outputs go through 16 planes O[4r + k][t]
+ * on their way back to rows. `scratch`: padded plane (4*TH+2) x 4*(TW+1), D (36*T), V (36*(C*T+16)),
+ * Z (36*(M*T+16)), O (16*T) floats, T = TH*TW tiles, TH = ceil(OH/4), TW = ceil(OW/4).
+ * `xs`, `ys` (0: H*W, OH*OW): floats between the channel planes of x, and of y and `res`. With them a call
+ * computes a band of output rows of a bigger map (ops/split.py: a thread's part, whose table states the
+ * band's rows, and the input rows from the band's first window row), transforming only the input it reads. */
 static void ember_conv_winograd4_f32(float *y, const float *x, const float *U, const float *bias, const float *res,
                                      float *scratch, const int32_t *p, int N, int M, ptrdiff_t xs, ptrdiff_t ys, int act,
                                      float act_a, float act_b, int apack) {

@@ -1,0 +1,91 @@
+"""Dense convolutions in channels-last regions (the CPU family's nhwc_dense; passes/nhwc_region.py dense_kind,
+kernels/nhwc_dense.c) against onnxruntime: a ResNet-like chain with 3x3 stride-1 convs as channels-last Winograd
+F(4x4) (Relu, the fused residual, HardSwish after the tiles; odd maps whose last tiles are cut at the edge), a
+stride-2 3x3, a 5x5 with dilation 2 and a strided 1x1 as im2col products, and a 3x3 on a map of few tiles (im2col
+too); batches of 1 and 2. Run on the host's vectors, on AVX2 (8-float vectors) and on the x86-64 baseline (no
+vectors: the scalar C), in-process and as sanitized C, and divided among 2 threads."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from onnx import numpy_helper
+
+import ember
+from ember.passes import pipeline
+from ember.toolchain.cpus import CpuChoice
+from tests.models.test_inverted_residual import _Net
+from tests.support import cdriver
+from tests.support.models import assert_close, onnxruntime_outputs
+
+WINOGRAD, IM2COL = "ember_conv_wino4_nhwc_f32", "ember_conv_im2col_nhwc_f32"
+
+
+@pytest.fixture
+def dense(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Regions of 3 Convs with dense convs in them, on every CPU family (toolchain/cpus.py)."""
+    real = pipeline.resolve_cpu
+
+    def resolve(target: str, cpu: str | None, params: tuple[str, ...] = ()) -> CpuChoice | None:
+        choice = real(target, cpu, params)
+        return None if choice is None else replace(choice, family=replace(
+            choice.family, nhwc_min_convs=3, nhwc_dense=True))
+
+    monkeypatch.setattr(pipeline, "resolve_cpu", resolve)
+
+
+def _model(path: Path, n: int, h: int, w: int) -> tuple[Path, list[str]]:
+    """1x1 32 -> 48 + Relu; Winograd 48 -> 64 + HardSwish; Winograd 64 -> 64 + the residual + Relu (read outside
+    the region too: a way out); 3x3 stride 2 64 -> 32 + Clip; 5x5 dilation 2 32 -> 32; strided 1x1 32 -> 64 + Relu;
+    3x3 64 -> 32 on the quarter map; the plane's mean."""
+    net = _Net()
+    net.inits += [numpy_helper.from_array(np.float32(v), name) for v, name in ((0.0, "zero"), (6.0, "six"))]
+    a = net.op("Relu", net.conv("x", 32, 48))
+    b = net.op("HardSwish", net.conv(a, 48, 64, k=3))
+    c = net.op("Relu", net.op("Add", net.conv(b, 64, 64, k=3), b))
+    d = net.op("Clip", net.conv(c, 64, 32, k=3, stride=2), "zero", "six")
+    e = net.conv(d, 32, 32, k=5, dilation=2)
+    f = net.op("Relu", net.conv(e, 32, 64, k=1, stride=2))
+    g = net.op("GlobalAveragePool", net.conv(f, 64, 32, k=3))
+    shapes = {c: [n, 64, h, w], g: [n, 32, 1, 1]}
+    net.save(path, "dense", {"x": [n, 32, h, w]}, shapes)
+    return path, list(shapes)
+
+
+def _calls(bundle: ember.Bundle, kernel: str) -> int:
+    return sum(line.strip().startswith(f"{kernel}(") for line in (bundle.path / "dense.c").read_text().splitlines())
+
+
+@pytest.mark.parametrize("cpu", [None, "x86-64-v3", "x86-64"])
+@pytest.mark.parametrize("n", [1, 2])
+def test_dense_convs_run_channels_last(tmp_path: Path, dense: None, cpu: str | None, n: int) -> None:
+    path, outs = _model(tmp_path / "dense.onnx", n, 19, 21)  # 5 x 6 tiles of 4x4
+    bundle = ember.compile(path, tmp_path / "out", cpu=cpu)
+    assert _calls(bundle, WINOGRAD) == 2 and _calls(bundle, IM2COL) == 4
+    # the way in and the residual value's way out: nothing else leaves NHWC
+    assert bundle.manifest["ops"].get("NhwcReorder") == 2, bundle.manifest["ops"]
+    x = {"x": (np.random.default_rng(3).standard_normal((n, 32, 19, 21)) * 2).astype(np.float32)}
+    ref, got = onnxruntime_outputs(path, x), bundle.run(x)
+    sanitized = cdriver.run(bundle.path, tmp_path / "asan", x, sanitize=True)
+    for name in outs:
+        assert_close(got[name], ref[name], f"dense region {name}")
+        assert_close(sanitized[name], ref[name], f"dense region {name} (sanitized C driver)")
+    cdriver.compile_werror(bundle.path, tmp_path / "werror.o")
+
+
+def test_dense_convs_divide_among_threads(tmp_path: Path, dense: None) -> None:
+    """Compiled for 2 threads, Winograd divides by rows of tiles and im2col by pixels, each part with scratch of its
+    own; results as 1 thread's, also as sanitized C with its thread pool."""
+    path, outs = _model(tmp_path / "dense.onnx", 1, 45, 47)
+    serial = ember.compile(path, tmp_path / "t1")
+    threaded = ember.compile(path, tmp_path / "t2", threads=2)
+    assert _calls(threaded, WINOGRAD) > _calls(serial, WINOGRAD) and _calls(threaded, IM2COL) > _calls(serial, IM2COL)
+    x = {"x": (np.random.default_rng(4).standard_normal((1, 32, 45, 47)) * 2).astype(np.float32)}
+    want, got = serial.run(x), threaded.run(x)
+    sanitized = cdriver.run(threaded.path, tmp_path / "c", x, sanitize=True, cflags=("-pthread",))
+    for name in outs:
+        assert_close(got[name], want[name], f"dense region {name}: 2 threads vs 1", rel=1e-5)
+        assert_close(sanitized[name], want[name], f"dense region {name}: sanitized C driver, 2 threads", rel=1e-5)
