@@ -7,16 +7,16 @@ back on every call, and a stride-2 one splits its planes into phases. In NHWC th
 already there, and a 1x1 conv is one matmul with the activations as its A operand. onnxruntime keeps NCHWc
 between its convs and XNNPACK NHWC for the same reason.
 
-The pass takes the eligible Convs (float32, 2-D, constant weights and bias: depthwise with multiplier 1, or
-1x1 stride-1 unpadded ungrouped; with `dense`, any other ungrouped one whose channels come in whole vectors, as
-channels-last Winograd or an im2col product: dense_kind), groups them into connected regions (a Conv's input, its fused residual
-and its output link it to its neighbours) and rewrites each region that pays for its reorders (`_pays`): every Conv
-becomes a ConvNHWC between a Transpose of each input to NHWC and one of its output back to NCHW; then every
-NCHW -> NHWC Transpose of such an output is the value it came from (the pair cancels), so what is left is one
-Transpose where a value enters or leaves the region (lowered as NhwcReorder). A channels-last model (TFLite's)
-reaches the pass with a Transpose to NCHW after its input and one back to NHWC before its output: the region's
-way in and way out cancel with those, and a stem reads the NHWC input itself, so such a model keeps no reorder.
-`min_convs`, the Convs a region needs for each pair of reorders at its edge, is the CPU family's
+The pass takes the eligible Convs (float32, 2-D, constant weights and bias: depthwise with multiplier 1, or 1x1
+stride-1 unpadded ungrouped; with `dense`, any other ungrouped one whose channels come in whole vectors, as
+channels-last Winograd or an im2col product: dense_kind), groups them into connected regions (a Conv's input, its
+fused residual and its output link it to its neighbours) and rewrites each region that pays for its reorders
+(`_pays`): every Conv becomes a ConvNHWC between a Transpose of each input to NHWC and one of its output back to
+NCHW; then every NCHW -> NHWC Transpose of such an output is the value it came from (the pair cancels), so what is
+left is one Transpose where a value enters or leaves the region (lowered as NhwcReorder). A channels-last model
+(TFLite's) reaches the pass with a Transpose to NCHW after its input and one back to NHWC before its output: the
+region's way in and way out cancel with those, and a stem reads the NHWC input itself, so such a model keeps no
+reorder. `min_convs`, the Convs a region needs for each pair of reorders at its edge, is the CPU family's
 `nhwc_min_convs` (toolchain/cpus.py).
 """
 
