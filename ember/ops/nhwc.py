@@ -75,17 +75,27 @@ def _emit(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:
     if p.dense:
         table, res = k.table(p.geometry.table(), DType.INT32), k.inp(RESIDUAL) if has_res else "0"
         if p.dense == "winograd4":
+            cols, rows = ((lo * p.panel, hi * p.panel), (0, _tile_rows(node))) if by_columns(node) else \
+                ((0, p.out_channels), (lo, hi))
             k.call("ember_conv_wino4_nhwc_f32", k.out(0), k.inp(0), k.inp(1), p.panel, bias, res, k.scratch("float"),
-                   table, p.out_channels, x.shape[0], lo, hi, *epilogue_args(node))
+                   table, p.out_channels, *cols, x.shape[0], *rows, *epilogue_args(node))
         else:
+            cols, pixels = ((lo * p.panel, hi * p.panel), (0, _pixels(node))) if by_columns(node) else \
+                ((0, p.out_channels), (lo, hi))
             k.call("ember_conv_im2col_nhwc_f32", k.out(0), k.inp(0), k.inp(1), p.panel, bias, res,
-                   k.scratch("float"), table, p.out_channels, lo, hi, *epilogue_args(node))
+                   k.scratch("float"), table, p.out_channels, *cols, *pixels, *epilogue_args(node))
         return
     if p.depthwise:
         k.call("ember_dwconv_nhwc_f32", k.out(0), k.inp(0), k.inp(1), bias, k.inp(RESIDUAL) if has_res else "0",
                k.table(p.geometry.table(), DType.INT32), x.shape[0], lo, hi, *epilogue_args(node))
         return
     m, c = p.out_channels, p.geometry.channels
+    if by_columns(node):  # columns [m0, m0 + n) of every pixel: w's panels from m0 on
+        m0, n = lo * p.panel, (hi - lo) * p.panel
+        k.call("ember_pw_nhwc_ld_f32", f"{k.out(0)} + {m0}", m, k.inp(0), f"{k.inp(1)} + (ptrdiff_t){m0 * c}", p.panel,
+               f"{bias} + {m0}" if bias != "0" else "0", f"{k.inp(RESIDUAL)} + {m0}" if has_res else "0",
+               _pixels(node), n, c, *epilogue_args(node))
+        return
 
     def at(ptr: str, width: int) -> str:
         return f"{ptr} + (ptrdiff_t){lo * width}" if lo else ptr
@@ -100,11 +110,48 @@ def _emit(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:
 
 
 def _units(node: Node) -> int:
-    """Output rows (depthwise, stem), 4-row tile rows (Winograd) or pixels of all images (1x1, im2col)."""
-    p, x = params(node), inp(node, 0)
+    """Output rows (depthwise, stem), 4-row tile rows (Winograd), weight panels (by_columns) or pixels of all images
+    (1x1, im2col)."""
+    p = params(node)
+    if by_columns(node):
+        return p.out_channels // p.panel
     if p.dense == "winograd4":
-        return -(-p.geometry.out_size[1] // 4)
-    return p.geometry.out_size[1] if p.depthwise or p.stem else x.shape[0] * p.geometry.pixels
+        return _tile_rows(node)
+    return p.geometry.out_size[1] if p.depthwise or p.stem else _pixels(node)
+
+
+def _pixels(node: Node) -> int:
+    return inp(node, 0).shape[0] * params(node).geometry.pixels
+
+
+def _tile_rows(node: Node) -> int:
+    return -(-params(node).geometry.out_size[1] // 4)
+
+
+def _tiles(node: Node) -> int:
+    return _tile_rows(node) * -(-params(node).geometry.out_size[2] // 4)
+
+
+# Winograd's transformed weights (36 x C x M floats) over which a map of at most WINO_COLUMNS_MAX_TILES tiles divides
+# by columns: ResNet-50's 14x14 layers (9 MiB of U, 16 tiles), whose halves of 2 tile rows each streamed all of U
+# (2 threads: 0.85 ms a layer where 1 thread took 0.98).
+WINO_COLUMNS_MIN_FLOATS = 4 * 262144
+WINO_COLUMNS_MAX_TILES = 64
+
+
+def by_columns(node: Node) -> bool:
+    """A 1x1 or im2col product whose weights are over 1 MiB and whose pixels are one block (ResNet's 7x7 stage), or a
+    Winograd conv of few tiles and big transformed weights (WINO_COLUMNS_*): its threads divide the weight panels,
+    each streaming its share of the weights once, where parts of the pixels would each stream them all. A call over
+    all panels computes what the pixel-wise call does, element for element."""
+    p = params(node)
+    if p.depthwise or p.stem or p.small or not p.panel or p.out_channels // p.panel < 2:
+        return False
+    if p.dense == "winograd4":
+        return (36 * p.geometry.channels * p.out_channels > WINO_COLUMNS_MIN_FLOATS
+                and _tiles(node) <= WINO_COLUMNS_MAX_TILES and inp(node, 0).shape[0] == 1)
+    k, pixels = p.geometry.taps * p.geometry.channels, _pixels(node)
+    return k * p.out_channels > _PW_BIG_FLOATS and _pw_rows(pixels, k, p.out_channels) >= pixels
 
 
 # A thread's part of a dense conv: how many units it computes, which sizes its scratch.
@@ -126,11 +173,13 @@ def _scratch(node: Node) -> int:
     p = params(node)
     units = node.attrs.get(PART_UNITS, _units(node))
     if p.dense == "winograd4":
+        if by_columns(node):  # all tiles, the part's columns
+            return 4 * 36 * (_tiles(node) * (p.geometry.channels + units * p.panel) + 32)
         tiles = units * -(-p.geometry.out_size[2] // 4)
         return 4 * 36 * (tiles * (p.geometry.channels + p.out_channels) + 32)
     if p.dense == "im2col":
-        k = p.geometry.taps * p.geometry.channels
-        return 4 * min(_pw_rows(units, k, p.out_channels), units) * k
+        k, pixels = p.geometry.taps * p.geometry.channels, units if not by_columns(node) else _pixels(node)
+        return 4 * min(_pw_rows(pixels, k, p.out_channels), pixels) * k
     return 0
 
 
@@ -140,8 +189,8 @@ def _lower(node: Node, k: KernelEmitter) -> None:
 
 def _split(node: Node) -> Split | None:
     """Depthwise and stem: ranges of output rows of one image; Winograd: of its 4-row tile rows (each part
-    transforms the input its tiles read, scratch of its own); 1x1 and im2col: ranges of pixels. Each part computes its
-    elements exactly as the whole call does (the same taps, the same K order)."""
+    transforms the input its tiles read, scratch of its own); 1x1 and im2col: ranges of pixels, or of weight panels
+    (by_columns). Each part computes its elements exactly as the whole call does (the same taps, the same K order)."""
     p = params(node)
     if (p.depthwise or p.stem or p.dense == "winograd4") and inp(node, 0).shape[0] != 1:
         return None
@@ -213,6 +262,6 @@ register(OpDef("ScaleNHWC", lower=_lower_scale, kernels=("ember_scale_nhwc_f32",
 register(OpDef(
     "ConvNHWC", infer=_infer, lower=_lower,
     kernels=("ember_dwconv_nhwc_f32", "ember_pw_nhwc_f32", "ember_pw_nhwc_small_f32", "ember_conv_stem_nhwc_f32",
-             "ember_conv_wino4_nhwc_f32", "ember_conv_im2col_nhwc_f32"),
+             "ember_pw_nhwc_ld_f32", "ember_conv_wino4_nhwc_f32", "ember_conv_im2col_nhwc_f32"),
     takes_epilogue=True, flops=_flops, split=_split, scratch=with_part_scratch(_scratch, _split),
 ))

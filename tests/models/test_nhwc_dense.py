@@ -89,3 +89,36 @@ def test_dense_convs_divide_among_threads(tmp_path: Path, dense: None) -> None:
     for name in outs:
         assert_close(got[name], want[name], f"dense region {name}: 2 threads vs 1", rel=1e-5)
         assert_close(sanitized[name], want[name], f"dense region {name}: sanitized C driver, 2 threads", rel=1e-5)
+
+
+def test_big_weights_on_few_pixels_divide_by_columns(tmp_path: Path, dense: None) -> None:
+    """Products whose weights pass 1 MiB over few pixels divide among 2 threads by weight panels (ops/nhwc.py
+    by_columns), each thread streaming half the weights: Winograd 256 -> 256 on 14x14 (16 tiles, 9 MiB of U; with
+    HardSwish, applied by each part to its channels), then on 7x7 an im2col 3x3 512 -> 256 and a 1x1 1024 -> 512.
+    Results as 1 thread's, also as sanitized C with the thread pool."""
+    net = _Net()
+    a = net.op("HardSwish", net.conv("x", 256, 256, k=3))
+    b = net.op("Relu", net.conv(net.op("Relu", net.conv(a, 256, 512, stride=2)), 512, 256, k=3))
+    c = net.op("Relu", net.conv(net.conv(b, 256, 1024), 1024, 512))
+    g = net.op("GlobalAveragePool", c)
+    path = tmp_path / "dense.onnx"
+    net.save(path, "dense", {"x": [1, 256, 14, 14]}, {a: [1, 256, 14, 14], b: [1, 256, 7, 7], g: [1, 512, 1, 1]})
+    serial = ember.compile(path, tmp_path / "t1")
+    threaded = ember.compile(path, tmp_path / "t2", threads=2)
+    choice = pipeline.resolve_cpu("host", None)
+    if choice is not None and choice.family.matmul_panels:  # weights in panels: the columns divide
+        source = (threaded.path / "dense.c").read_text()
+        assert source.count("ember_pw_nhwc_ld_f32(") - (serial.path / "dense.c").read_text().count(
+            "ember_pw_nhwc_ld_f32(") == 1  # the 1x1's second part
+        assert _calls(threaded, IM2COL) == 4 and _calls(threaded, WINOGRAD) == 2
+        first = [line for line in source.splitlines() if line.strip().startswith(f"{WINOGRAD}(")][0]
+        assert first.split(", ")[9:11] == ["0", "128"], first  # columns [0, 128) of 256, every tile row
+    x = {"x": (np.random.default_rng(9).standard_normal((1, 256, 14, 14))).astype(np.float32)}
+    want, got = serial.run(x), threaded.run(x)
+    ref = onnxruntime_outputs(path, x)
+    for name in (a, g):
+        assert_close(want[name], ref[name], f"{name}: 1 thread")
+    sanitized = cdriver.run(threaded.path, tmp_path / "c", x, sanitize=True, cflags=("-pthread",))
+    for name in (a, b, g):
+        assert_close(got[name], want[name], f"{name}: 2 threads vs 1", rel=1e-5)
+        assert_close(sanitized[name], want[name], f"{name}: sanitized C driver, 2 threads", rel=1e-5)

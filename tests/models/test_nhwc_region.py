@@ -162,7 +162,7 @@ def test_small_k_on_big_planes_matches_onnxruntime(tmp_path: Path, nhwc: None, c
     net.save(path, "big", {"x": [1, 16, 60, 61]}, {b: [1, 16, 60, 61]})
     bundle = ember.compile(path, tmp_path / "out", cpu=cpu)
     calls = [line.strip().split("(")[0] for line in (bundle.path / "big.c").read_text().splitlines()
-             if line.strip().startswith("ember_pw_nhwc")]
+             if line.strip().startswith(("ember_pw_nhwc_f32(", "ember_pw_nhwc_small_f32("))]
     choice = pipeline.resolve_cpu("host", cpu)
     small = 2 if choice is not None and choice.family.mm_panel == 16 else 1  # 32-column panels: 16 -> 32 only
     assert calls == ["ember_pw_nhwc_small_f32"] * small + ["ember_pw_nhwc_f32"] * (4 - small), calls

@@ -393,7 +393,7 @@ static void ember_conv_stem_nhwc_f32(float *y, const float *x, const float *w, c
 /*@end*/
 
 
-/*@kernel ember_pw_nhwc_f32 requires ember_matmul_core ember_matmul_wide_f32*/
+/*@kernel ember_pw_nhwc_ld_f32 requires ember_matmul_core ember_matmul_wide_f32 ember_act_apply_f32*/
 /* A 1x1 stride-1 conv on NHWC activations: y[P][M] = x[P][C] . w[C][M] + bias[M] (+ res[P][M]), then the
  * activation; P = N * H * W pixels. `panels`: w was packed at compile time in panels of EMBER_MM_PANEL columns
  * (1), or of that many (a multiple of 64 on AVX-512: the 4-vector tiles of ember_matmul_wide_f32; kernels/matmul.c),
@@ -405,8 +405,8 @@ static void ember_conv_stem_nhwc_f32(float *y, const float *x, const float *w, c
  * one contiguous run, where the matmul would apply it strip by strip in rows of a few vectors (MobileNetV3's
  * expand convs: 1.1-1.25x). Weights over 1 MiB (C*M floats: ResNet's 7x7 stage, a dense conv's KH*KW*C rows)
  * no longer stay in L2 between blocks, so there the blocks grow to 1 MiB of A: each block streams the weights
- * from memory once; and P up to half a block more than that is one block (a 7x7 map's 49 pixels of K = 4608 are 48 + 1
- * rows of 1 MiB blocks: the last row alone would stream the 9 MiB of weights again). */
+ * from memory once; and P up to half a block more than that is one block (a 7x7 map's 49 pixels of K = 4608 are
+ * 48 + 1 rows of 1 MiB blocks: the last row alone would stream the 9 MiB of weights again). */
 #define EMBER_PW_NHWC_BLOCK_FLOATS 32768
 #define EMBER_PW_NHWC_BIG_FLOATS 262144
 EMBER_INLINE int ember_pw_nhwc_rows(int P, int C, int M) {
@@ -416,28 +416,42 @@ EMBER_INLINE int ember_pw_nhwc_rows(int P, int C, int M) {
     if (rows < EMBER_MR) rows = EMBER_MR;
     return P <= rows + rows / 2 ? P : rows;
 }
-static void ember_pw_nhwc_f32(float *y, const float *x, const float *w, int panels, const float *bias,
-                              const float *res, int P, int M, int C, int act, float act_a, float act_b) {
+/* Columns [0, M) of rows ldy floats apart in y and res (M < ldy: a thread's columns of a wider product, w and bias
+ * at its first column; its blocks of pixels are the whole product's, sized by ldy). */
+static void ember_pw_nhwc_ld_f32(float *y, ptrdiff_t ldy, const float *x, const float *w, int panels,
+                                 const float *bias, const float *res, int P, int M, int C, int act, float act_a,
+                                 float act_b) {
     const int late = act != EMBER_ACT_NONE && act != EMBER_ACT_RELU && act != EMBER_ACT_CLIP;
-    const int rows = ember_pw_nhwc_rows(P, C, M);
-    int p0;
+    const int rows = ember_pw_nhwc_rows(P, C, (int)ldy);
+    int p0, r;
     for (p0 = 0; p0 < P; p0 += rows) {
         const int n = P - p0 < rows ? P - p0 : rows;
-        const ptrdiff_t o = (ptrdiff_t)p0 * M;
+        const ptrdiff_t o = (ptrdiff_t)p0 * ldy;
 #if EMBER_VL == 16
         if (panels % 64 == 0 && panels) {
-            ember_matmul_wide_f32(y + o, M, x + (ptrdiff_t)p0 * C, C, 1, w, panels, n, M, C, bias, res ? res + o : 0,
-                                  late ? EMBER_ACT_NONE : act, act_a, act_b);
+            ember_matmul_wide_f32(y + o, ldy, x + (ptrdiff_t)p0 * C, C, 1, w, panels, n, M, C, bias,
+                                  res ? res + o : 0, late ? EMBER_ACT_NONE : act, act_a, act_b);
         } else
 #endif
         if (res)
-            ember_matmul_core_res(y + o, M, x + (ptrdiff_t)p0 * C, C, 1, w, M, 0, panels, n, M, C, 1.0f, bias, 0, 1,
+            ember_matmul_core_res(y + o, ldy, x + (ptrdiff_t)p0 * C, C, 1, w, M, 0, panels, n, M, C, 1.0f, bias, 0, 1,
                                   1.0f, res + o, late ? EMBER_ACT_NONE : act, act_a, act_b);
         else
-            ember_matmul_core(y + o, M, x + (ptrdiff_t)p0 * C, C, 1, w, M, 0, panels, n, M, C, 1.0f, bias, 0, 1, 1.0f,
-                              late ? EMBER_ACT_NONE : act, act_a, act_b);
-        if (late) ember_act_apply_f32(y + o, (ptrdiff_t)n * M, act, act_a, act_b);
+            ember_matmul_core(y + o, ldy, x + (ptrdiff_t)p0 * C, C, 1, w, M, 0, panels, n, M, C, 1.0f, bias, 0, 1,
+                              1.0f, late ? EMBER_ACT_NONE : act, act_a, act_b);
+        if (late) {
+            if (ldy == M) ember_act_apply_f32(y + o, (ptrdiff_t)n * M, act, act_a, act_b);
+            else
+                for (r = 0; r < n; ++r) ember_act_apply_f32(y + o + r * ldy, M, act, act_a, act_b);
+        }
     }
+}
+/*@end*/
+
+/*@kernel ember_pw_nhwc_f32 requires ember_pw_nhwc_ld_f32*/
+static void ember_pw_nhwc_f32(float *y, const float *x, const float *w, int panels, const float *bias,
+                              const float *res, int P, int M, int C, int act, float act_a, float act_b) {
+    ember_pw_nhwc_ld_f32(y, M, x, w, panels, bias, res, P, M, C, act, act_a, act_b);
 }
 /*@end*/
 

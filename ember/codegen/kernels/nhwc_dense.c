@@ -4,15 +4,16 @@
  * weights, packed at compile time, as B: nothing is packed at run time. In NCHW the activations are B, and
  * packing their strips took a fifth of ResNet-50's 1x1 convs' time. */
 
-/*@kernel ember_conv_im2col_nhwc_f32 requires ember_conv_geo ember_pw_nhwc_f32*/
+/*@kernel ember_conv_im2col_nhwc_f32 requires ember_conv_geo ember_pw_nhwc_ld_f32*/
 /* Any 2-D window, stride, dilation and padding, one group: x [N][H][W][C] -> y [N][OH][OW][M], output pixels
- * [q0, q1) of the N*OH*OW. Block by block of pixels (ember_pw_nhwc_rows of them), each pixel's window is
- * copied into `scratch` as a row of K = KH*KW*C floats, tap-major (channels inner), zeros outside the input;
- * then the block is one ember_pw_nhwc_f32 product with the weights w [K][M] (in its panels), bias, residual
- * (laid out as y) and activation. `scratch`: ember_pw_nhwc_rows(q1 - q0, K, M) * K floats. */
+ * [q0, q1) of the N*OH*OW, output channels [m0, m1) (whole panels: a thread's part). Block by block of pixels
+ * (ember_pw_nhwc_rows of them), each pixel's window is copied into `scratch` as a row of K = KH*KW*C floats,
+ * tap-major (channels inner), zeros outside the input; then the block is one ember_pw_nhwc_ld_f32 product with
+ * the weights w [K][M] (in its panels), bias, residual (laid out as y) and activation. `scratch`:
+ * ember_pw_nhwc_rows(q1 - q0, K, M) * K floats. */
 static void ember_conv_im2col_nhwc_f32(float *y, const float *x, const float *w, int panels, const float *bias,
-                                       const float *res, float *scratch, const int32_t *p, int M, ptrdiff_t q0,
-                                       ptrdiff_t q1, int act, float act_a, float act_b) {
+                                       const float *res, float *scratch, const int32_t *p, int M, int m0, int m1,
+                                       ptrdiff_t q0, ptrdiff_t q1, int act, float act_a, float act_b) {
     const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], KH = p[EMBER_GEO_K_H],
               KW = p[EMBER_GEO_K_W], OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W];
     const int sh = p[EMBER_GEO_STRIDE_H], sw = p[EMBER_GEO_STRIDE_W], dh = p[EMBER_GEO_DIL_H],
@@ -41,28 +42,32 @@ static void ember_conv_im2col_nhwc_f32(float *y, const float *x, const float *w,
                 }
             }
         }
-        ember_pw_nhwc_f32(y + b * M, scratch, w, panels, bias, res ? res + b * M : 0, n, M, K, act, act_a, act_b);
+        ember_pw_nhwc_ld_f32(y + b * M + m0, M, scratch, w + (ptrdiff_t)m0 * K, panels, bias ? bias + m0 : 0,
+                             res ? res + b * M + m0 : 0, n, m1 - m0, K, act, act_a, act_b);
     }
 }
 /*@end*/
 
 /*@kernel ember_conv_wino4_nhwc_f32 requires ember_conv_geo ember_pw_nhwc_f32 ember_wino4_tf ember_nhwc_util ember_act_apply_f32*/
 /* Winograd F(4x4, 3x3) for a 3x3, stride-1, undilated, one-group conv on NHWC activations (C and M multiples
- * of EMBER_VL), tile rows [th0, th1) of each image (4 output rows each; TW = ceil(OW/4) tiles a row). Both
+ * of EMBER_VL), tile rows [th0, th1) of each image (4 output rows each; TW = ceil(OW/4) tiles a row), output
+ * channels [m0, m1) (whole panels; a thread's part of a map with few tiles and big weights, which transforms the
+ * whole input and streams its share of U, where parts of the tile rows would each stream all of it). Both
  * transforms run in vectors of channels, so a tile's 36 input vectors are loads from x as it is (no padded
  * copy, no phase planes, no gather):
  *   V[e][t][c] = (B^T d B)[e]   for the 6x6 patch d of tile t (zeros outside the input)
  *   Z[e][t][m] = sum_c V[e][t][c] U[e][c][m]   36 products, ember_pw_nhwc_f32 (U: [36][C][M] in its panels)
  *   y tile     = A^T Z A + bias (+ res), then the activation; Relu and Clip in registers, others on the band.
- * The transforms are kernels/winograd.c's (ember_wino4_tf). `scratch`: 36*(T*C + 16) + 36*(T*M + 16) floats,
- * T = (th1 - th0) * TW (64 bytes more than their size apart: no 4 KiB-aligned streams). */
+ * The transforms are kernels/winograd.c's (ember_wino4_tf). `scratch`: 36*(T*C + 16) + 36*(T*(m1 - m0) + 16)
+ * floats, T = (th1 - th0) * TW (64 bytes more than their size apart: no 4 KiB-aligned streams). */
 static void ember_conv_wino4_nhwc_f32(float *y, const float *x, const float *U, int panels, const float *bias,
-                                      const float *res, float *scratch, const int32_t *p, int M, int N, int th0,
-                                      int th1, int act, float act_a, float act_b) {
+                                      const float *res, float *scratch, const int32_t *p, int M, int m0, int m1,
+                                      int N, int th0, int th1, int act, float act_a, float act_b) {
     const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], OH = p[EMBER_GEO_OUT_H],
               OW = p[EMBER_GEO_OUT_W], pt = p[EMBER_GEO_PAD_H], pl = p[EMBER_GEO_PAD_W];
     const int TW = (OW + 3) / 4, oh1 = 4 * th1 < OH ? 4 * th1 : OH;
-    const ptrdiff_t T = (ptrdiff_t)(th1 - th0) * TW, vs = T * C + 16, zs = T * M + 16;
+    const int Mp = m1 - m0; /* Z's columns: this call's channels */
+    const ptrdiff_t T = (ptrdiff_t)(th1 - th0) * TW, vs = T * C + 16, zs = T * Mp + 16;
 #if EMBER_VL > 1
     const int clamp = act == EMBER_ACT_RELU ? 1 : act == EMBER_ACT_CLIP ? 2 : 0;
     const float lo = act == EMBER_ACT_CLIP ? act_a : 0.0f, hi = act_b;
@@ -100,17 +105,17 @@ static void ember_conv_wino4_nhwc_f32(float *y, const float *x, const float *U, 
                 }
             }
         for (e = 0; e < 36; ++e)
-            ember_pw_nhwc_f32(Z + e * zs, V + e * vs, U + (ptrdiff_t)e * C * M, panels, 0, 0, (int)T, M, C,
-                              EMBER_ACT_NONE, 0.0f, 0.0f);
+            ember_pw_nhwc_f32(Z + e * zs, V + e * vs, U + (ptrdiff_t)e * C * M + (ptrdiff_t)m0 * C, panels, 0, 0,
+                              (int)T, Mp, C, EMBER_ACT_NONE, 0.0f, 0.0f);
         for (th = th0; th < th1; ++th)
             for (tw = 0; tw < TW; ++tw) {
                 const ptrdiff_t t = (ptrdiff_t)(th - th0) * TW + tw;
                 const int rows = OH - 4 * th < 4 ? OH - 4 * th : 4, cols = OW - 4 * tw < 4 ? OW - 4 * tw : 4;
-                for (m = 0; m < M; m += EMBER_VL) {
+                for (m = m0; m < m1; m += EMBER_VL) {
                     ember_vf z[6], s[6][4], col[6], o[4];
                     const ember_vf bv = bias ? *(const ember_vf *)(bias + m) : zero;
                     for (i = 0; i < 6; ++i) { /* A^T along each row of the tile's Z, then down the columns */
-                        for (j = 0; j < 6; ++j) z[j] = *(const ember_vf *)(Z + (6 * i + j) * zs + t * M + m);
+                        for (j = 0; j < 6; ++j) z[j] = *(const ember_vf *)(Z + (6 * i + j) * zs + t * Mp + m - m0);
                         ember_wino4_at(z, s[i]);
                     }
                     for (k = 0; k < cols; ++k) {
@@ -128,9 +133,13 @@ static void ember_conv_wino4_nhwc_f32(float *y, const float *x, const float *U, 
                     }
                 }
             }
-        if (act != EMBER_ACT_NONE && !clamp)
-            ember_act_apply_f32(yn + (ptrdiff_t)4 * th0 * OW * M, (ptrdiff_t)(oh1 - 4 * th0) * OW * M, act, act_a,
-                                act_b);
+        if (act != EMBER_ACT_NONE && !clamp) { /* the band's pixels, this call's channels */
+            const ptrdiff_t px0 = (ptrdiff_t)4 * th0 * OW, px1 = (ptrdiff_t)oh1 * OW;
+            ptrdiff_t px;
+            if (Mp == M) ember_act_apply_f32(yn + px0 * M, (px1 - px0) * M, act, act_a, act_b);
+            else
+                for (px = px0; px < px1; ++px) ember_act_apply_f32(yn + px * M + m0, Mp, act, act_a, act_b);
+        }
     }
 }
 /*@end*/
