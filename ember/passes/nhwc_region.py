@@ -50,11 +50,20 @@ STEM_MAX_K = 48
 # it (MobileNetV3's 16 -> 64 and 16 -> 16 at 112x112: 0.67-0.69x; toolchain/cpus.py says what was measured).
 SMALL_K_MAX_PIXELS = 3136
 
-# Dense convs (the CPU family's nhwc_dense): a 3x3 stride-1 one runs channels-last Winograd F(4x4) on maps of at
-# least this many 4x4 tiles (14x14 and up); on smaller maps its 36 products would each stream their transformed
-# weights for a handful of rows, so there (and for every other window or stride) it is an im2col product. Both
-# need whole vectors of channels (16 floats: every vector width divides it).
+# Dense convs (the CPU family's nhwc_dense): a 3x3 stride-1 one runs channels-last Winograd F(4x4) with at least a
+# vector of channels each side (16 floats: every vector width divides it; a ragged last vector overlaps the one
+# before), on maps of at least NHWC_WINO_MIN_TILES 4x4 tiles (14x14 and up), or of NHWC_WINO_SMALL_MIN_TILES where its
+# transformed weights U (36 x C x M floats) are at most NHWC_WINO_SMALL_U_FLOATS. On smaller maps big U would be
+# streamed by each of the 36 products for a handful of rows: there (and for every other window or stride) it is an
+# im2col product, which needs whole vectors of channels. Measured on the Sapphire Rapids class Xeon (per-node least
+# times, one conv between an NHWC model's Transposes, against the build without): Winograd at 56x56 24 -> 24 and 28x28
+# 40 -> 40 took 0.44-0.47x NCHW F(4x4) with its reorders; on 10x10 96 -> 24 0.61x NCHW F(2x2) with its reorders, on
+# 7x7 128 -> 128 and 8x8 64 -> 64 0.32-0.67x the im2col product, but on 10x10 256 -> 546 (20 MiB of U) 1.28x. The
+# im2col product with ragged or few channels (8 -> 12, 96 -> 24, 24 -> 24 at 56x56) took 1.1-2x the time of
+# ConvShifted or NCHW Winograd with their reorders.
 NHWC_WINO_MIN_TILES = 16
+NHWC_WINO_SMALL_MIN_TILES = 4
+NHWC_WINO_SMALL_U_FLOATS = 1 << 20
 NHWC_DENSE_CHANNELS = 16
 
 
@@ -88,11 +97,12 @@ def dense_kind(node: Node) -> str:
     geo, group, m, depthwise, direct = _conv_parts(node)
     if not geo.planar or geo.pixels <= 1 or group != 1 or depthwise or direct:
         return ""
-    if geo.channels % NHWC_DENSE_CHANNELS or m % NHWC_DENSE_CHANNELS:
-        return ""
     tiles = -(-geo.out_size[1] // 4) * -(-geo.out_size[2] // 4)
     winograd = geo.kernel[1:] == (3, 3) and geo.strides[1:] == (1, 1) and geo.dilations[1:] == (1, 1)
-    return "winograd4" if winograd and tiles >= NHWC_WINO_MIN_TILES else "im2col"
+    small_u = 36 * geo.channels * m <= NHWC_WINO_SMALL_U_FLOATS and tiles >= NHWC_WINO_SMALL_MIN_TILES
+    if winograd and (tiles >= NHWC_WINO_MIN_TILES or small_u) and min(geo.channels, m) >= NHWC_DENSE_CHANNELS:
+        return "winograd4"
+    return "im2col" if not geo.channels % NHWC_DENSE_CHANNELS and not m % NHWC_DENSE_CHANNELS else ""
 
 
 def _eligible(node: Node, dense: bool = False) -> bool:

@@ -120,7 +120,7 @@ class CpuFamily:
     # many output channels; 0: never there.
     nhwc_small_big_m: int = 0
     # Dense convs (any window and stride, one group) join those regions too (kernels/nhwc_dense.c): 3x3 stride-1
-    # ones as channels-last Winograd F(4x4) where the map has at least NHWC_WINO_MIN_TILES tiles, the others as a
+    # ones as channels-last Winograd F(4x4) (nhwc_region.dense_kind says on which maps and channels), the others as a
     # per-block im2col (each tap a contiguous run of channels) and the 1x1 product. A ResNet then runs channels-last
     # from its first block to its pool, and no product packs its activations at run time. Measured on the Sapphire
     # Rapids class Xeon (per-node least sums, paired against the same build without, one process): ResNet-50

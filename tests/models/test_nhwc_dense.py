@@ -1,9 +1,9 @@
 """Dense convolutions in channels-last regions (the CPU family's nhwc_dense; passes/nhwc_region.py dense_kind,
 kernels/nhwc_dense.c) against onnxruntime: a ResNet-like chain with 3x3 stride-1 convs as channels-last Winograd
 F(4x4) (Relu, the fused residual, HardSwish after the tiles; odd maps whose last tiles are cut at the edge), a
-stride-2 3x3, a 5x5 with dilation 2 and a strided 1x1 as im2col products, and a 3x3 on a map of few tiles (im2col
-too); batches of 1 and 2. Run on the host's vectors, on AVX2 (8-float vectors) and on the x86-64 baseline (no
-vectors: the scalar C), in-process and as sanitized C, and divided among 2 threads."""
+stride-2 3x3, a 5x5 with dilation 2 and a strided 1x1 as im2col products, and a 3x3 on a map of few tiles (Winograd:
+its transformed weights are small); batches of 1 and 2. Run on the host's vectors, on AVX2 (8-float vectors) and on
+the x86-64 baseline (no vectors: the scalar C), in-process and as sanitized C, and divided among 2 threads."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def _calls(bundle: ember.Bundle, kernel: str) -> int:
 def test_dense_convs_run_channels_last(tmp_path: Path, dense: None, cpu: str | None, n: int) -> None:
     path, outs = _model(tmp_path / "dense.onnx", n, 19, 21)  # 5 x 6 tiles of 4x4
     bundle = ember.compile(path, tmp_path / "out", cpu=cpu)
-    assert _calls(bundle, WINOGRAD) == 2 and _calls(bundle, IM2COL) == 4
+    assert _calls(bundle, WINOGRAD) == 3 and _calls(bundle, IM2COL) == 3
     # the way in and the residual value's way out: nothing else leaves NHWC
     assert bundle.manifest["ops"].get("NhwcReorder") == 2, bundle.manifest["ops"]
     x = {"x": (np.random.default_rng(3).standard_normal((n, 32, 19, 21)) * 2).astype(np.float32)}
@@ -122,3 +122,29 @@ def test_big_weights_on_few_pixels_divide_by_columns(tmp_path: Path, dense: None
     for name in (a, b, g):
         assert_close(got[name], want[name], f"{name}: 2 threads vs 1", rel=1e-5)
         assert_close(sanitized[name], want[name], f"{name}: sanitized C driver, 2 threads", rel=1e-5)
+
+
+@pytest.mark.parametrize("cpu", [None, "x86-64-v3", "x86-64"])
+def test_winograd_on_ragged_channels_and_small_maps(tmp_path: Path, cpu: str | None) -> None:
+    """Between an NHWC model's Transposes (TFLite's layout: the region's way in and out cancel with them), channels-
+    last Winograd with ragged vectors of channels (24 -> 40 on 19x21: the last vector overlaps the one before) and on
+    a 10x10 map of 9 tiles whose transformed weights are small (96 -> 24): no Transpose is left, and the outputs
+    match onnxruntime's, also as sanitized C. The host family's own rules (nhwc_dense on AVX2 and AVX-512)."""
+    from tests.unit.test_transposes import TO_NCHW, TO_NHWC, Net
+
+    choice = pipeline.resolve_cpu("host", cpu)
+    for shape, m in (((1, 19, 21, 24), 40), ((1, 10, 10, 96), 24)):
+        net = Net()
+        t = net.op("Transpose", ["x"], perm=TO_NCHW)
+        y = net.op("Relu", [net.op("Conv", [t, net.w(m, shape[3], 3, 3), net.w(m)], pads=[1] * 4)])
+        out = net.op("Transpose", [y], perm=TO_NHWC)
+        path = net.save(tmp_path / f"w{m}.onnx", [("x", list(shape))], [out])
+        bundle = ember.compile(path, tmp_path / f"b{m}", cpu=cpu)
+        if choice is not None and choice.family.nhwc_dense:
+            assert bundle.manifest["ops"] == {"ConvNHWC": 1}, bundle.manifest["ops"]
+            assert (bundle.path / f"w{m}.c").read_text().count(f"{WINOGRAD}(") == 2
+        x = {"x": np.random.default_rng(m).standard_normal(shape).astype(np.float32)}
+        ref = onnxruntime_outputs(path, x)[out]
+        assert_close(bundle.run(x)[out], ref, f"Winograd {shape} -> {m}")
+        assert_close(cdriver.run(bundle.path, tmp_path / f"asan{m}", x, sanitize=True)[out], ref,
+                     f"Winograd {shape} -> {m} (sanitized C)")

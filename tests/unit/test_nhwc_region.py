@@ -249,20 +249,24 @@ def _dense_graph(convs: list[tuple[int, int, int, int, int]], hw: int = 14) -> G
 
 
 def test_dense_convs_join_a_region_only_where_the_family_says() -> None:
-    """3x3 stride 1 on 14x14 (16 tiles): Winograd F(4x4); stride 2, then a 3x3 on the 7x7 map (4 tiles), a 5x5:
-    im2col; weights [36][C][M] and [KH*KW*C][M] (tap-major). Without nhwc_dense, or with channels that are not whole
-    vectors, or grouped, they stay NCHW."""
+    """3x3 stride 1 on 14x14 (16 tiles): Winograd F(4x4); stride 2 and a 5x5: im2col; a 3x3 on the 7x7 map (4 tiles):
+    Winograd where its transformed weights are small (48 -> 32), im2col where they are big (256 -> 128); weights
+    [36][C][M] and [KH*KW*C][M] (tap-major). Without nhwc_dense, or with channels that are not whole vectors (not
+    Winograd: fewer than a vector), or grouped, they stay NCHW."""
     chain = [(16, 32, 1, 1, 1), (32, 32, 3, 1, 1), (32, 48, 3, 2, 1), (48, 32, 3, 1, 1), (32, 32, 5, 1, 1)]
     g = _dense_graph(chain)
     w = [n for n in g.nodes if n.op == "Conv"][2].inputs[1].const
     nhwc_regions(g, min_convs=3, dense=True)
     convs = [n for n in g.nodes if n.op == "ConvNHWC"]
-    assert [params(n).dense for n in convs] == ["", "winograd4", "im2col", "im2col", "im2col"]
+    assert [params(n).dense for n in convs] == ["", "winograd4", "im2col", "winograd4", "im2col"]
     assert [n.op for n in g.nodes] == ["NhwcReorder", *["ConvNHWC"] * 5, "NhwcReorder"]
     assert convs[1].inputs[1].shape == (36, 32, 32) and convs[2].inputs[1].shape == (288, 48)
     # tap-major rows: row (kh * 3 + kw) * C + c of the im2col weights is w[:, c, kh, kw]
     assert np.array_equal(convs[2].inputs[1].const[(1 * 3 + 2) * 32 + 5], w[:, 5, 1, 2])
-    for chain_out in ([(16, 32, 1, 1, 1), (32, 24, 3, 1, 1), (24, 32, 3, 1, 1)],  # 24 channels
+    g = _dense_graph([(16, 256, 1, 1, 1), (256, 256, 3, 2, 1), (256, 128, 3, 1, 1)])
+    nhwc_regions(g, min_convs=1, dense=True)
+    assert [params(n).dense for n in g.nodes if n.op == "ConvNHWC"] == ["", "im2col", "im2col"]
+    for chain_out in ([(16, 32, 1, 1, 1), (32, 24, 5, 1, 1), (24, 32, 5, 1, 1)],  # 24 channels
                       [(16, 32, 1, 1, 1), (32, 32, 3, 1, 2), (32, 32, 3, 2, 2)]):  # grouped
         g = _dense_graph(chain_out)
         nhwc_regions(g, min_convs=1, dense=True)

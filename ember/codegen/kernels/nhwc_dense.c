@@ -49,8 +49,8 @@ static void ember_conv_im2col_nhwc_f32(float *y, const float *x, const float *w,
 /*@end*/
 
 /*@kernel ember_conv_wino4_nhwc_f32 requires ember_conv_geo ember_pw_nhwc_f32 ember_wino4_tf ember_nhwc_util ember_act_apply_f32*/
-/* Winograd F(4x4, 3x3) for a 3x3, stride-1, undilated, one-group conv on NHWC activations (C and M multiples
- * of EMBER_VL), tile rows [th0, th1) of each image (4 output rows each; TW = ceil(OW/4) tiles a row), output
+/* Winograd F(4x4, 3x3) for a 3x3, stride-1, undilated, one-group conv on NHWC activations (C and m1 - m0 at
+ * least EMBER_VL; a ragged last vector of channels overlaps the one before, recomputing equal values), tile rows [th0, th1) of each image (4 output rows each; TW = ceil(OW/4) tiles a row), output
  * channels [m0, m1) (whole panels; a thread's part of a map with few tiles and big weights, which transforms the
  * whole input and streams its share of U, where parts of the tile rows would each stream all of it). Both
  * transforms run in vectors of channels, so a tile's 36 input vectors are loads from x as it is (no padded
@@ -88,10 +88,11 @@ static void ember_conv_wino4_nhwc_f32(float *y, const float *x, const float *U, 
                 const int ih0 = 4 * th - pt, iw0 = 4 * tw - pl;
                 const int inside = ih0 >= 0 && ih0 + 6 <= H && iw0 >= 0 && iw0 + 6 <= W;
                 for (c = 0; c < C; c += EMBER_VL) {
+                    const int cv = c + EMBER_VL > C ? C - EMBER_VL : c;
                     ember_vf d[6], tr[6][6], col[6], o[6];
                     for (i = 0; i < 6; ++i) {
                         const int ih = ih0 + i, row_in = ih >= 0 && ih < H;
-                        const float *xr = xn + ((ptrdiff_t)ih * W + iw0) * C + c;
+                        const float *xr = xn + ((ptrdiff_t)ih * W + iw0) * C + cv;
                         for (k = 0; k < 6; ++k)
                             d[k] = inside || (row_in && iw0 + k >= 0 && iw0 + k < W) ? *(const ember_vf *)(xr + k * C)
                                                                                       : zero;
@@ -100,7 +101,7 @@ static void ember_conv_wino4_nhwc_f32(float *y, const float *x, const float *U, 
                     for (j = 0; j < 6; ++j) {
                         for (i = 0; i < 6; ++i) col[i] = tr[i][j];
                         ember_wino4_bt(col, o);
-                        for (i = 0; i < 6; ++i) *(ember_vf *)(V + (6 * i + j) * vs + t * C + c) = o[i];
+                        for (i = 0; i < 6; ++i) *(ember_vf *)(V + (6 * i + j) * vs + t * C + cv) = o[i];
                     }
                 }
             }
@@ -112,17 +113,18 @@ static void ember_conv_wino4_nhwc_f32(float *y, const float *x, const float *U, 
                 const ptrdiff_t t = (ptrdiff_t)(th - th0) * TW + tw;
                 const int rows = OH - 4 * th < 4 ? OH - 4 * th : 4, cols = OW - 4 * tw < 4 ? OW - 4 * tw : 4;
                 for (m = m0; m < m1; m += EMBER_VL) {
+                    const int mv = m + EMBER_VL > m1 ? m1 - EMBER_VL : m;
                     ember_vf z[6], s[6][4], col[6], o[4];
-                    const ember_vf bv = bias ? *(const ember_vf *)(bias + m) : zero;
+                    const ember_vf bv = bias ? *(const ember_vf *)(bias + mv) : zero;
                     for (i = 0; i < 6; ++i) { /* A^T along each row of the tile's Z, then down the columns */
-                        for (j = 0; j < 6; ++j) z[j] = *(const ember_vf *)(Z + (6 * i + j) * zs + t * Mp + m - m0);
+                        for (j = 0; j < 6; ++j) z[j] = *(const ember_vf *)(Z + (6 * i + j) * zs + t * Mp + mv - m0);
                         ember_wino4_at(z, s[i]);
                     }
                     for (k = 0; k < cols; ++k) {
                         for (i = 0; i < 6; ++i) col[i] = s[i][k];
                         ember_wino4_at(col, o);
                         for (r = 0; r < rows; ++r) {
-                            const ptrdiff_t at = ((ptrdiff_t)(4 * th + r) * OW + 4 * tw + k) * M + m;
+                            const ptrdiff_t at = ((ptrdiff_t)(4 * th + r) * OW + 4 * tw + k) * M + mv;
                             ember_vf v = o[r] + bv;
                             if (rn) v += *(const ember_vf *)(rn + at);
 #if EMBER_VL > 1
