@@ -19,7 +19,7 @@ from ember.passes import pipeline
 from ember.toolchain.cpus import CpuChoice
 from tests.models.test_inverted_residual import _Net
 from tests.support import cdriver
-from tests.support.models import assert_close, onnxruntime_outputs
+from tests.support.models import assert_close, assert_threads_match, onnxruntime_outputs
 
 WINOGRAD, IM2COL = "ember_conv_wino4_nhwc_f32", "ember_conv_im2col_nhwc_f32"
 
@@ -84,11 +84,7 @@ def test_dense_convs_divide_among_threads(tmp_path: Path, dense: None) -> None:
     threaded = ember.compile(path, tmp_path / "t2", threads=2)
     assert _calls(threaded, WINOGRAD) > _calls(serial, WINOGRAD) and _calls(threaded, IM2COL) > _calls(serial, IM2COL)
     x = {"x": (np.random.default_rng(4).standard_normal((1, 32, 45, 47)) * 2).astype(np.float32)}
-    want, got = serial.run(x), threaded.run(x)
-    sanitized = cdriver.run(threaded.path, tmp_path / "c", x, sanitize=True, cflags=("-pthread",))
-    for name in outs:
-        assert_close(got[name], want[name], f"dense region {name}: 2 threads vs 1", rel=1e-5)
-        assert_close(sanitized[name], want[name], f"dense region {name}: sanitized C driver, 2 threads", rel=1e-5)
+    assert_threads_match(serial, threaded, x, outs, tmp_path / "c", "dense region")
 
 
 def test_big_weights_on_few_pixels_divide_by_columns(tmp_path: Path, dense: None) -> None:
@@ -114,14 +110,10 @@ def test_big_weights_on_few_pixels_divide_by_columns(tmp_path: Path, dense: None
         first = [line for line in source.splitlines() if line.strip().startswith(f"{WINOGRAD}(")][0]
         assert first.split(", ")[9:11] == ["0", "128"], first  # columns [0, 128) of 256, every tile row
     x = {"x": (np.random.default_rng(9).standard_normal((1, 256, 14, 14))).astype(np.float32)}
-    want, got = serial.run(x), threaded.run(x)
-    ref = onnxruntime_outputs(path, x)
+    want, ref = serial.run(x), onnxruntime_outputs(path, x)
     for name in (a, g):
         assert_close(want[name], ref[name], f"{name}: 1 thread")
-    sanitized = cdriver.run(threaded.path, tmp_path / "c", x, sanitize=True, cflags=("-pthread",))
-    for name in (a, b, g):
-        assert_close(got[name], want[name], f"{name}: 2 threads vs 1", rel=1e-5)
-        assert_close(sanitized[name], want[name], f"{name}: sanitized C driver, 2 threads", rel=1e-5)
+    assert_threads_match(serial, threaded, x, [a, b, g], tmp_path / "c", "big weights")
 
 
 @pytest.mark.parametrize("cpu", [None, "x86-64-v3", "x86-64"])

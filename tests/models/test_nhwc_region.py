@@ -26,7 +26,7 @@ from ember.passes import pipeline
 from ember.toolchain.cpus import CpuChoice
 from tests.models.test_inverted_residual import _Net, _plain_block
 from tests.support import cdriver
-from tests.support.models import assert_close, onnxruntime_outputs
+from tests.support.models import assert_close, assert_threads_match, onnxruntime_outputs
 
 KERNELS = ("ember_dwconv_nhwc_f32", "ember_pw_nhwc_f32", "ember_nhwc_reorder_f32", "ember_gap_nhwc_f32",
            "ember_scale_nhwc_f32", "ember_pw_nhwc_small_f32")
@@ -219,11 +219,7 @@ def test_nhwc_regions_divide_among_threads(tmp_path: Path, nhwc: None) -> None:
     one, two = ((b.path / "nhwc.c").read_text() for b in (serial, threaded))
     assert all(two.count(f"{k}(") > one.count(f"{k}(") for k in KERNELS[:2])  # the reorders stay whole
     x = {"x": (np.random.default_rng(4).standard_normal((1, 20, 57, 59)) * 3).astype(np.float32)}
-    want, got = serial.run(x), threaded.run(x)
-    sanitized = cdriver.run(threaded.path, tmp_path / "c", x, sanitize=True, cflags=("-pthread",))
-    for name in outs:
-        assert_close(got[name], want[name], f"nhwc region {name}: 2 threads vs 1", rel=1e-5)
-        assert_close(sanitized[name], want[name], f"nhwc region {name}: sanitized C driver, 2 threads", rel=1e-5)
+    assert_threads_match(serial, threaded, x, outs, tmp_path / "c", "nhwc region")
 
 
 def test_stems_divide_among_threads(tmp_path: Path, nhwc: None) -> None:

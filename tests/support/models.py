@@ -447,6 +447,19 @@ def assert_close(got: np.ndarray, ref: np.ndarray, what: str, rel: float = 1e-4)
     assert err <= tol, f"{what}: max abs error {err:.3g} > {tol:.3g} (= {rel} x output range {span:.4g})"
 
 
+def assert_threads_match(serial, threaded, x: dict[str, np.ndarray], names: list[str], work: Path,
+                         what: str) -> None:
+    """A 2-thread bundle's outputs `names` as its 1-thread build's (within 1e-5 of the range), in-process and as the
+    sanitized C driver with its thread pool (in `work`)."""
+    from tests.support import cdriver
+
+    want, got = serial.run(x), threaded.run(x)
+    sanitized = cdriver.run(threaded.path, work, x, sanitize=True, cflags=("-pthread",))
+    for name in names:
+        assert_close(got[name], want[name], f"{what} {name}: 2 threads vs 1", rel=1e-5)
+        assert_close(sanitized[name], want[name], f"{what} {name}: sanitized C driver, 2 threads", rel=1e-5)
+
+
 def assert_outputs_match(got: dict[str, np.ndarray], want: dict[str, np.ndarray], *, rtol: float = 1e-4,
                          atol: float = 1e-5, steps: int = 0) -> None:
     """Every output of `want` (onnxruntime's) in `got`: the same shape and dtype; integers within `steps`
