@@ -19,7 +19,7 @@ from ember.passes import pipeline
 from ember.toolchain.cpus import CpuChoice
 from tests.models.test_inverted_residual import _Net
 from tests.support import cdriver
-from tests.support.models import assert_close, assert_threads_match, onnxruntime_outputs
+from tests.support.models import assert_bundle_matches, assert_close, assert_threads_match, onnxruntime_outputs
 
 WINOGRAD, IM2COL = "ember_conv_wino4_nhwc_f32", "ember_conv_im2col_nhwc_f32"
 
@@ -68,11 +68,7 @@ def test_dense_convs_run_channels_last(tmp_path: Path, dense: None, cpu: str | N
     # the way in and the residual value's way out: nothing else leaves NHWC
     assert bundle.manifest["ops"].get("NhwcReorder") == 2, bundle.manifest["ops"]
     x = {"x": (np.random.default_rng(3).standard_normal((n, 32, 19, 21)) * 2).astype(np.float32)}
-    ref, got = onnxruntime_outputs(path, x), bundle.run(x)
-    sanitized = cdriver.run(bundle.path, tmp_path / "asan", x, sanitize=True)
-    for name in outs:
-        assert_close(got[name], ref[name], f"dense region {name}")
-        assert_close(sanitized[name], ref[name], f"dense region {name} (sanitized C driver)")
+    assert_bundle_matches(bundle, path, x, outs, tmp_path / "asan", "dense region")
     cdriver.compile_werror(bundle.path, tmp_path / "werror.o")
 
 
@@ -136,7 +132,4 @@ def test_winograd_on_ragged_channels_and_small_maps(tmp_path: Path, cpu: str | N
             assert bundle.manifest["ops"] == {"ConvNHWC": 1}, bundle.manifest["ops"]
             assert (bundle.path / f"w{m}.c").read_text().count(f"{WINOGRAD}(") == 2
         x = {"x": np.random.default_rng(m).standard_normal(shape).astype(np.float32)}
-        ref = onnxruntime_outputs(path, x)[out]
-        assert_close(bundle.run(x)[out], ref, f"Winograd {shape} -> {m}")
-        assert_close(cdriver.run(bundle.path, tmp_path / f"asan{m}", x, sanitize=True)[out], ref,
-                     f"Winograd {shape} -> {m} (sanitized C)")
+        assert_bundle_matches(bundle, path, x, [out], tmp_path / f"asan{m}", f"Winograd {shape} -> {m}")

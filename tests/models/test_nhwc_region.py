@@ -26,7 +26,7 @@ from ember.passes import pipeline
 from ember.toolchain.cpus import CpuChoice
 from tests.models.test_inverted_residual import _Net, _plain_block
 from tests.support import cdriver
-from tests.support.models import assert_close, assert_threads_match, onnxruntime_outputs
+from tests.support.models import assert_bundle_matches, assert_close, assert_threads_match, onnxruntime_outputs
 
 KERNELS = ("ember_dwconv_nhwc_f32", "ember_pw_nhwc_f32", "ember_nhwc_reorder_f32", "ember_gap_nhwc_f32",
            "ember_scale_nhwc_f32", "ember_pw_nhwc_small_f32")
@@ -108,11 +108,7 @@ def test_channels_last_models_run_their_regions_without_reorders(tmp_path: Path,
     rng = np.random.default_rng(7)
     x = {"x": (rng.standard_normal((1, 23, 19, 3)) * 3).astype(np.float32),
          "s": (rng.standard_normal((1, 1, 49, 10)) * 3).astype(np.float32)}
-    ref, got = onnxruntime_outputs(path, x), bundle.run(x)
-    sanitized = cdriver.run(bundle.path, tmp_path / "asan", x, sanitize=True)
-    for name in ("image_out", "kws_out"):
-        assert_close(got[name], ref[name], f"channels-last {name}")
-        assert_close(sanitized[name], ref[name], f"channels-last {name} (sanitized C driver)")
+    assert_bundle_matches(bundle, path, x, ["image_out", "kws_out"], tmp_path / "asan", "channels-last")
 
 
 @pytest.mark.parametrize("cpu", [None, "x86-64"])
@@ -123,11 +119,7 @@ def test_stems_write_the_region_channels_last(tmp_path: Path, nhwc: None, cpu: s
     source = (bundle.path / "stem.c").read_text()
     assert source.count(f"{STEM}(") == 3 and source.count("ember_nhwc_reorder_f32(") == 3  # 2 ways out
     x = {"x": (np.random.default_rng(5).standard_normal((1, 3, 23, 19)) * 3).astype(np.float32)}
-    ref, got = onnxruntime_outputs(path, x), bundle.run(x)
-    sanitized = cdriver.run(bundle.path, tmp_path / "asan", x, sanitize=True)
-    for name in outs:
-        assert_close(got[name], ref[name], f"stem region {name}")
-        assert_close(sanitized[name], ref[name], f"stem region {name} (sanitized C driver)")
+    assert_bundle_matches(bundle, path, x, outs, tmp_path / "asan", "stem region")
     cdriver.compile_werror(bundle.path, tmp_path / "werror.o")
 
 
@@ -142,11 +134,7 @@ def test_nhwc_regions_match_onnxruntime(tmp_path: Path, nhwc: None, cpu: str | N
     args = call.strip()[len("ember_scale_nhwc_f32("):].split(", ")
     assert args[0] == args[1], call
     x = {"x": (np.random.default_rng(3).standard_normal((1, 20, 19, 21)) * 3).astype(np.float32)}
-    ref, got = onnxruntime_outputs(path, x), bundle.run(x)
-    sanitized = cdriver.run(bundle.path, tmp_path / "asan", x, sanitize=True)
-    for name in outs:
-        assert_close(got[name], ref[name], f"nhwc region {name}")
-        assert_close(sanitized[name], ref[name], f"nhwc region {name} (sanitized C driver)")
+    assert_bundle_matches(bundle, path, x, outs, tmp_path / "asan", "nhwc region")
     cdriver.compile_werror(bundle.path, tmp_path / "werror.o")
 
 

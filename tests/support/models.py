@@ -447,6 +447,19 @@ def assert_close(got: np.ndarray, ref: np.ndarray, what: str, rel: float = 1e-4)
     assert err <= tol, f"{what}: max abs error {err:.3g} > {tol:.3g} (= {rel} x output range {span:.4g})"
 
 
+def assert_bundle_matches(bundle, model: Path, x: dict[str, np.ndarray], names: list[str], work: Path,
+                          what: str) -> None:
+    """The bundle's outputs `names` as onnxruntime's on `model`, in-process and as the sanitized C driver (in
+    `work`)."""
+    from tests.support import cdriver
+
+    ref, got = onnxruntime_outputs(model, x), bundle.run(x)
+    sanitized = cdriver.run(bundle.path, work, x, sanitize=True)
+    for name in names:
+        assert_close(got[name], ref[name], f"{what} {name}")
+        assert_close(sanitized[name], ref[name], f"{what} {name} (sanitized C driver)")
+
+
 def assert_threads_match(serial, threaded, x: dict[str, np.ndarray], names: list[str], work: Path,
                          what: str) -> None:
     """A 2-thread bundle's outputs `names` as its 1-thread build's (within 1e-5 of the range), in-process and as the

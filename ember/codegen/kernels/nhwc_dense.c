@@ -49,12 +49,12 @@ static void ember_conv_im2col_nhwc_f32(float *y, const float *x, const float *w,
 /*@end*/
 
 /*@kernel ember_conv_wino4_nhwc_f32 requires ember_conv_geo ember_pw_nhwc_f32 ember_wino4_tf ember_nhwc_util ember_act_apply_f32*/
-/* Winograd F(4x4, 3x3) for a 3x3, stride-1, undilated, one-group conv on NHWC activations (C and m1 - m0 at
- * least EMBER_VL; a ragged last vector of channels overlaps the one before, recomputing equal values), tile rows [th0, th1) of each image (4 output rows each; TW = ceil(OW/4) tiles a row), output
- * channels [m0, m1) (whole panels; a thread's part of a map with few tiles and big weights, which transforms the
- * whole input and streams its share of U, where parts of the tile rows would each stream all of it). Both
- * transforms run in vectors of channels, so a tile's 36 input vectors are loads from x as it is (no padded
- * copy, no phase planes, no gather):
+/* Winograd F(4x4, 3x3) for a 3x3, stride-1, undilated, one-group conv on NHWC activations (C and m1 - m0 at least
+ * EMBER_VL; a ragged last vector of channels overlaps the one before, recomputing equal values), tile rows [th0,
+ * th1) of each image (4 output rows each; TW = ceil(OW/4) tiles a row), output channels [m0, m1) (whole panels; a
+ * thread's part of a map with few tiles and big weights, which transforms the whole input and streams its share of
+ * U, where parts of the tile rows would each stream all of it). Both transforms run in vectors of channels, so a
+ * tile's 36 input vectors are loads from x as it is (no padded copy, no phase planes, no gather):
  *   V[e][t][c] = (B^T d B)[e]   for the 6x6 patch d of tile t (zeros outside the input)
  *   Z[e][t][m] = sum_c V[e][t][c] U[e][c][m]   36 products, ember_pw_nhwc_f32 (U: [36][C][M] in its panels)
  *   y tile     = A^T Z A + bias (+ res), then the activation; Relu and Clip in registers, others on the band.
