@@ -45,7 +45,7 @@ from ember.ir.dtypes import DType
 from ember.ir.graph import Graph, Node
 from ember.ops import registry
 from ember.ops.conv import ROW_PANELS, row_panels_fit
-from ember.ops.qlinear import packed_bound
+from ember.ops.qlinear import packed_bound, qconv_geometry
 from ember.ops.qshifted import qconv_shifted_fits, shifted_weights
 from ember.ops.qwino import BOUND_ATTR, qconv_wino_takes, real_weights, sums_fit, wino_weights
 from ember.toolchain.cpus import DEFAULT_FAMILY, CpuFamily
@@ -309,7 +309,7 @@ def choose_conv_algorithms(graph: Graph, cpu: CpuFamily = DEFAULT_FAMILY,
     for node in graph.nodes:
         if node.op == "QConv" and qconv_wino_fits(node, cpu) and _to_wino(graph, node):
             continue
-        if node.op == "QConv" and qconv_shifted_fits(node):
+        if node.op == "QConv" and not qconv_amx_fits(node, cpu) and qconv_shifted_fits(node):
             wq = node.inputs[2]
             assert wq is not None and wq.const is not None
             node.inputs[2] = graph.constant(f"{node.name}_wq_shifted", shifted_weights(node, wq.const))
@@ -333,6 +333,20 @@ def _parts_read_all_weights(node: Node) -> bool:
     split_fn = registry.get(node.op).split
     split = split_fn(node) if split_fn is not None else None
     return split is None or all(s.out or s.index != 1 for s in split.slices)
+
+
+def qconv_amx_fits(node: Node, cpu: CpuFamily) -> bool:
+    """Whether QConv `node` runs its product on AMX tiles (kernels/qamx.c), so stays a QConv: the CPU has them, the
+    family uses them, and each group's product is whole tiles, 16 output channels and 64 bytes of K (channels x taps,
+    in fours). There an im2col copy and the tiles take a fraction of QConvShifted's AVX-512 time (ResNet-18's 3x3
+    convs: 0.43x with the copy included)."""
+    q = node.attrs["_q"]
+    if not (cpu.qamx and cpu.amx_int8) or q.depthwise:
+        return False
+    g, y = qconv_geometry(node), node.outputs[0]
+    groups = int(node.attrs.get("group", 1))
+    assert y is not None
+    return (y.shape[1] // groups) % 16 == 0 and -(-(g.channels // groups * g.taps) // 4) * 4 % 64 == 0
 
 
 def qconv_wino_fits(node: Node, cpu: CpuFamily) -> bool:

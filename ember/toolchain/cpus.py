@@ -127,13 +127,21 @@ class CpuFamily:
     # (torchvision) 0.86x, the AVX2 build there (--cpu x86-64-v3) ResNet-50 0.90x and ResNet-18 0.85x; its Winograd
     # layers at 56x56 and 28x28 0.6x their NCHW F(4x4)'s time. The avx512-1fma family takes it on that evidence.
     nhwc_dense: bool = False
+    # int8 products on AMX tiles (kernels/qamx.c) where the compiler targets AMX-INT8 (Sapphire Rapids and later Xeons)
+    # and Linux grants the tile state: whole tiles of 16 output channels and 64 bytes of K. False keeps them on the
+    # AVX-512 VNNI tiles (the same bytes out).
+    qamx: bool = True
+    # Whether the CPU has AMX-INT8 (from the CPU's name or its /proc/cpuinfo flags, not from the table): the Python side
+    # of what the compiler's -march then enables, for choices that depend on it (conv_algorithms.qconv_amx_fits).
+    amx_int8: bool = False
 
     def c_defines(self) -> dict[str, int]:
         """The macros NAME.c defines before its kernels (each kernel keeps its own default without one)."""
         return {"EMBER_MM_KC": self.mm_kc, "EMBER_MM_PREFETCH": int(self.mm_prefetch), "EMBER_MM_PANEL": self.mm_panel,
                 "EMBER_MM_STRIP_PREFETCH": int(self.mm_strip_prefetch), "EMBER_MM_BLOCK_N": self.mm_block_n,
                 "EMBER_MM_ROW_PANELS": int(self.row_panels_min_k is not None),
-                "EMBER_MM_OUT_PREFETCH": int(self.mm_out_prefetch), "EMBER_MM_QUAD_STRIPS": int(self.mm_quad_strips)}
+                "EMBER_MM_OUT_PREFETCH": int(self.mm_out_prefetch), "EMBER_MM_QUAD_STRIPS": int(self.mm_quad_strips),
+                "EMBER_QAMX_ENABLE": int(self.qamx)}
 
     def record(self) -> dict[str, Any]:
         return asdict(self)
@@ -240,6 +248,10 @@ class CpuChoice:
         return {"cpu": self.name, "model": self.model, "family": self.family.record()}
 
 
+# The CPUs of the table with AMX-INT8 (CpuFamily.amx_int8).
+AMX_CPUS = ("sapphirerapids", "emeraldrapids", "graniterapids")
+
+
 def choices() -> list[str]:
     return ["native", *CPUS]
 
@@ -257,7 +269,7 @@ def resolve_cpu(target: str, cpu: str | None, params: tuple[str, ...] = ()) -> C
 
 
 # The family's values --cpu-param may set: all but its identity and instruction set.
-TUNABLE = tuple(f.name for f in fields(CpuFamily) if f.name not in ("name", "description", "simd"))
+TUNABLE = tuple(f.name for f in fields(CpuFamily) if f.name not in ("name", "description", "simd", "amx_int8"))
 
 
 _KERNEL_LIMITS: dict[str, Any] = {"mm_panel": (16, 32), "mm_block_n": (0, 64), "mm_kc": range(16, 1025),
@@ -306,7 +318,8 @@ def _resolve(target: str, cpu: str | None) -> CpuChoice | None:
     if name not in CPUS:
         raise OptionError(f"--cpu '{name}' is not a CPU ember knows for target '{target}'; choose from: "
                           + ", ".join(choices()))
-    return CpuChoice(name, FAMILIES[CPUS[name]])
+    family = FAMILIES[CPUS[name]]
+    return CpuChoice(name, replace(family, amx_int8=True) if name in AMX_CPUS else family)
 
 
 @functools.cache
@@ -333,12 +346,14 @@ def detect(cpuinfo: str) -> tuple[CpuFamily, str | None]:
         fields.setdefault(key.strip(), value.strip())
     flags = set(fields.get("flags", "").split())
     model = fields.get("model name")
+    amx = {"amx_tile", "amx_int8"} <= flags
     if "avx512f" in flags:
         # Zen 4 (AMD family 25, 0x19) executes 512-bit operations as two 256-bit halves; Intel client cores
         # (Core, not Xeon) with AVX-512 have one 512-bit FMA unit.
         amd_zen4 = fields.get("vendor_id") == "AuthenticAMD" and fields.get("cpu family") == "25"
         intel_client = fields.get("vendor_id") == "GenuineIntel" and "Core" in (model or "")
-        return FAMILIES["avx512-1fma" if amd_zen4 or intel_client else "avx512"], model
+        family = FAMILIES["avx512-1fma" if amd_zen4 or intel_client else "avx512"]
+        return (replace(family, amx_int8=True) if amx else family), model
     if {"avx2", "fma"} <= flags:
         return FAMILIES["avx2"], model
     return FAMILIES["x86-64"], model

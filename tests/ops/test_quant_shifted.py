@@ -74,6 +74,7 @@ def every_takeable(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every convolution qshift.c can compute becomes QConvShifted, whether or not it pays (the kernel's
     geometry, not the choice, is under test)."""
     monkeypatch.setattr(conv_algorithms, "qconv_shifted_fits", qshifted.qconv_shifted_takes)
+    monkeypatch.setattr(conv_algorithms, "qconv_amx_fits", lambda node, cpu: False)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

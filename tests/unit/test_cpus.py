@@ -51,6 +51,18 @@ def test_native_detection_reads_flags_and_model(text: str, family: str, model: s
         assert name == model
 
 
+def test_amx_int8_comes_from_the_cpu_not_the_table() -> None:
+    """CpuFamily.amx_int8 (what conv_algorithms.qconv_amx_fits reads) is set by the CPU's flags or name, and
+    --cpu-param cannot set it (the compiler's -march decides whether the tiles exist)."""
+    assert detect(XEON.replace("avx512f", "avx512f amx_bf16 amx_tile amx_int8"))[0].amx_int8
+    assert not detect(XEON)[0].amx_int8 and not detect(XEON.replace("avx512f", "avx512f amx_tile"))[0].amx_int8
+    assert resolve_cpu("host", "sapphirerapids").family.amx_int8
+    assert not resolve_cpu("host", "cascadelake").family.amx_int8
+    assert not resolve_cpu("host", "sapphirerapids", ("qamx=false",)).family.qamx
+    with pytest.raises(OptionError, match="amx_int8=true"):
+        resolve_cpu("host", "cascadelake", ("amx_int8=true",))
+
+
 def test_table_names_map_to_families() -> None:
     assert resolve_cpu("host", "x86-64-v3").family.name == "avx2"
     assert resolve_cpu("x86_64", "znver3").family.name == "avx2"

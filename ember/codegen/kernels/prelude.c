@@ -42,6 +42,13 @@
 #else
 #define EMBER_HAVE_AVX_VNNI 0
 #endif
+/* AMX with int8 tiles, on Linux x86-64 only: a process must ask the kernel for the tile state (a system call, made
+ * by qamx.c) before its first tile instruction, and Linux is where ember knows how. */
+#if EMBER_GNUC && defined(__AMX_TILE__) && defined(__AMX_INT8__) && defined(__x86_64__) && defined(__linux__)
+#define EMBER_HAVE_AMX_INT8 1
+#else
+#define EMBER_HAVE_AMX_INT8 0
+#endif
 #if EMBER_GNUC && defined(__AVX2__)
 #define EMBER_HAVE_AVX2 1
 #else

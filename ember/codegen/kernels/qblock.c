@@ -2,7 +2,7 @@
  * pixels, matrix-vector products for one pixel, and the per-row and per-pixel corrections of the zero
  * points (qgemm.c explains the algebra). */
 
-/*@kernel ember_qblock requires ember_qgemm*/
+/*@kernel ember_qblock requires ember_qgemm ember_qamx*/
 /* Rows m0 .. m1-1 of the product (W: all rows) for one pixel whose Kp view bytes are contiguous at x (a
  * matrix-vector product, so vectorized along K instead of across pixels): sums -> ember_qstore as pixel
  * `pix` (j0 in the block). */
@@ -206,6 +206,12 @@ static void ember_qgemm_block(const ember_qout *o, const int8_t *W, int M, int K
                               ptrdiff_t pix, int pb) {
     int32_t acc[EMBER_QMR * EMBER_QNR];
     int m0, j0;
+#if EMBER_QAMX
+    if (o->amx) {
+        ember_qamx_block(o, W, M, Kp, X, pix, pb);
+        return;
+    }
+#endif
     if (pb % EMBER_QNR) {
         ember_qgemm_part(o, W, M, Kp, X, pix, pb);
         return;

@@ -64,6 +64,9 @@ EMBER_INLINE void ember_qconv_t(void *y, int kind, const void *x, int x_sgn, int
     o.corr = corr;
     o.colsum = colsum;
     o.row = (uint8_t *)(corr + M);
+#if EMBER_QAMX
+    o.amx = P > 2 && ember_qamx_ok(Mg, Kp);
+#endif
     for (n = 0; n < N; ++n)
         for (g = 0; g < G; ++g) {
             const ptrdiff_t m0 = (ptrdiff_t)g * Mg;
@@ -164,6 +167,9 @@ static void ember_qmatmul(void *y, int kind, const void *a, int a_sgn, int32_t a
     o.colsum = colsum;
     o.row = 0;
     ember_qcorr(corr, N, K, zv, bias, rowsum, wofs);
+#if EMBER_QAMX
+    o.amx = M > 2 && ember_qamx_ok(N, Kp);
+#endif
     if (M <= 2) { /* one or two rows of A: matrix-vector products, each row packed as plain view bytes */
         for (m0 = 0; m0 < M; ++m0) {
             const uint8_t *ar = (const uint8_t *)a + (ptrdiff_t)m0 * K;

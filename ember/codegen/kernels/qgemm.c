@@ -275,28 +275,9 @@ typedef struct {
     int limit;
     int tfl; /* TFLite's requantisation instead: ember_qt16_kind of every row (qvec.c), else -1 */
 } ember_qrq_out;
-#define EMBER_QTILE_RQ(NAME, R, V)                                                                      \
-    static void NAME(const ember_qout *o, int m0, const int8_t *W, int Kp, const uint8_t *X,            \
-                     ptrdiff_t pix, int n, const ember_qrq_out *range) {                                \
-        ember_qv a[R][V], x[V];                                                                         \
-        const uint8_t *xg = X, *const end = X + (ptrdiff_t)Kp * EMBER_QPB;                             \
-        const int8_t *w = W, *pf = W + (ptrdiff_t)R * Kp;                                              \
-        int r, v, step = 0;                                                                             \
-        EMBER_UNROLL for (r = 0; r < R; ++r) /* the sums start at the row's corrections */             \
-            EMBER_UNROLL for (v = 0; v < V; ++v) a[r][v] = (ember_qv){0} + o->corr[m0 + r];             \
-        do { /* Kp >= 4: a loop with no zero-trip path keeps the sums in registers */                  \
-            if ((step++ & 3) == 0) { /* the next 4 rows of weights into L2, a line per 4 steps (below) */ \
-                __builtin_prefetch(pf, 0, 2);                                                           \
-                pf += 64;                                                                               \
-            }                                                                                           \
-            EMBER_UNROLL for (v = 0; v < V; ++v) x[v] = ((const ember_qv *)(const void *)xg)[v];        \
-            EMBER_UNROLL for (r = 0; r < R; ++r) {                                                      \
-                const ember_qv wr = (ember_qv){0} + *(const ember_qi32u *)(const void *)(w + (ptrdiff_t)r * Kp); \
-                EMBER_UNROLL for (v = 0; v < V; ++v) a[r][v] = ember_qdot(a[r][v], x[v], wr);           \
-            }                                                                                           \
-            xg += 4 * EMBER_QPB;                                                                        \
-            w += 4;                                                                                     \
-        } while (xg != end);                                                                            \
+/* The epilogue of EMBER_QTILE_RQ: the sums a[R][V] (corrections included) of rows m0 .. m0+R-1 for the n pixels
+ * from pix requantised and stored (o, m0, pix, n, range, r, v in scope); qamx.c's tiles end with it too. */
+#define EMBER_QRQ_EPILOGUE(R, V)                                                                        \
         { /* the layer's constants copied first: stores through byte pointers may alias anything not \
              visibly local, and the compiler would reload them after every vector */                   \
             const ember_qrq_out rg = *range;                                                            \
@@ -362,7 +343,30 @@ typedef struct {
                         ember_qrq_put(y + r * rs + 16 * v, n - 16 * v, (ember_qv16_i)a[r][v], mf, &rg);  \
                 }                                                                                       \
             }                                                                                           \
-        }                                                                                               \
+        }
+#define EMBER_QTILE_RQ(NAME, R, V)                                                                      \
+    static void NAME(const ember_qout *o, int m0, const int8_t *W, int Kp, const uint8_t *X,            \
+                     ptrdiff_t pix, int n, const ember_qrq_out *range) {                                \
+        ember_qv a[R][V], x[V];                                                                         \
+        const uint8_t *xg = X, *const end = X + (ptrdiff_t)Kp * EMBER_QPB;                             \
+        const int8_t *w = W, *pf = W + (ptrdiff_t)R * Kp;                                              \
+        int r, v, step = 0;                                                                             \
+        EMBER_UNROLL for (r = 0; r < R; ++r) /* the sums start at the row's corrections */             \
+            EMBER_UNROLL for (v = 0; v < V; ++v) a[r][v] = (ember_qv){0} + o->corr[m0 + r];             \
+        do { /* Kp >= 4: a loop with no zero-trip path keeps the sums in registers */                  \
+            if ((step++ & 3) == 0) { /* the next 4 rows of weights into L2, a line per 4 steps (below) */ \
+                __builtin_prefetch(pf, 0, 2);                                                           \
+                pf += 64;                                                                               \
+            }                                                                                           \
+            EMBER_UNROLL for (v = 0; v < V; ++v) x[v] = ((const ember_qv *)(const void *)xg)[v];        \
+            EMBER_UNROLL for (r = 0; r < R; ++r) {                                                      \
+                const ember_qv wr = (ember_qv){0} + *(const ember_qi32u *)(const void *)(w + (ptrdiff_t)r * Kp); \
+                EMBER_UNROLL for (v = 0; v < V; ++v) a[r][v] = ember_qdot(a[r][v], x[v], wr);           \
+            }                                                                                           \
+            xg += 4 * EMBER_QPB;                                                                        \
+            w += 4;                                                                                     \
+        } while (xg != end);                                                                            \
+        EMBER_QRQ_EPILOGUE(R, V)                                                                        \
     }
 #endif
 
@@ -380,6 +384,7 @@ typedef struct {
     uint8_t *row;       /* EMBER_QTAIL * Kp bytes for qblock.c's tail pixels, or NULL */
     int blk;            /* y is channel-blocked (ember_qblk_at; rs: bytes per block of pixels), else rows */
     int w127;           /* no weight is -128 (ember_qw127): AVX2's VPMADDUBSW tiles are exact */
+    int amx;            /* the blocks run on AMX tiles (qamx.c ember_qamx_ok) */
 } ember_qout;
 /* The output kind and requantisation of o (its other fields are the caller's). */
 static void ember_qout_init(ember_qout *o, int kind, const int32_t *mult, const int32_t *shift, const int32_t *out) {
@@ -392,6 +397,7 @@ static void ember_qout_init(ember_qout *o, int kind, const int32_t *mult, const 
     o->out = out;
     o->blk = 0;
     o->w127 = 0;
+    o->amx = 0;
 }
 /* Whether none of the n weight bytes W is -128 (set by callers where the tiles may use it): the compiler's
  * answer in out[EMBER_QOUT_W127], or for weights known only at run time, a scan. */
