@@ -35,8 +35,8 @@ class NhwcParams:
     out_channels: int  # M: C for a depthwise conv
     depthwise: bool
     # A 1x1 conv's weights packed at compile time in panels of this many columns ([M/P, C, P]: kernels/matmul.c's
-    # EMBER_MM_PANEL, or the family's narrow_panel for AVX-512's 4-vector tiles), so the matmul packs no B strip at
-    # run time; 0: plain [C, M].
+    # EMBER_MM_PANEL, or the family's narrow_panel for AVX-512's 4-vector tiles, then a narrower last panel where it
+    # does not divide M: nhwc_region.RAGGED_STEP), so the matmul packs no B strip at run time; 0: plain [C, M].
     panel: int = 0
     # A network's stem (nhwc_region._stem): a dense Conv of few input channels reading NCHW activations (the
     # model's input) and writing NHWC ones; weights [C*KH*KW, M].
@@ -145,7 +145,7 @@ def by_columns(node: Node) -> bool:
     each streaming its share of the weights once, where parts of the pixels would each stream them all. A call over
     all panels computes what the pixel-wise call does, element for element."""
     p = params(node)
-    if p.depthwise or p.stem or p.small or not p.panel or p.out_channels // p.panel < 2:
+    if p.depthwise or p.stem or p.small or not p.panel or p.out_channels // p.panel < 2 or p.out_channels % p.panel:
         return False
     if p.dense == "winograd4":
         return (36 * p.geometry.channels * p.out_channels > WINO_COLUMNS_MIN_FLOATS

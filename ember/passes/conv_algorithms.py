@@ -86,8 +86,13 @@ def winograd_weights(w: np.ndarray, tile: int = 2) -> np.ndarray:
 
 
 def narrow_panels(w: np.ndarray, panel: int = PANEL) -> np.ndarray:
-    """(M, C, k...) weights -> their K x M transpose in panels of P columns: (M/P, K, P)."""
+    """(M, C, k...) weights -> their K x M transpose in panels of P columns: (M/P, K, P). Where P does not divide M,
+    flat: the whole panels, then the last M % P columns as one narrower panel, K rows of them (kernels/matmul.c
+    ember_matmul_wide_f32 takes it)."""
     m = w.shape[0]
+    if m % panel:
+        whole, flat = m - m % panel, w.reshape(m, -1)
+        return np.concatenate([narrow_panels(flat[:whole], panel).reshape(-1), flat[whole:].T.reshape(-1)])
     return w.reshape(m // panel, panel, -1).transpose(0, 2, 1)
 
 

@@ -50,6 +50,11 @@ STEM_MAX_K = 48
 # it (MobileNetV3's 16 -> 64 and 16 -> 16 at 112x112: 0.67-0.69x; toolchain/cpus.py says what was measured).
 SMALL_K_MAX_PIXELS = 3136
 
+# A 1x1 conv of more output channels than the family's wide panel (AVX-512's 64) that it does not divide, in steps of
+# this many, has its weights in wide panels too, the last one narrower (conv_algorithms.narrow_panels): the 4-vector
+# tiles take the whole panels, the general matmul the rest, and no product packs B strips at run time.
+RAGGED_STEP = 8
+
 # Dense convs (the CPU family's nhwc_dense): a 3x3 stride-1 one runs channels-last Winograd F(4x4) with at least a
 # vector of channels each side (16 floats: every vector width divides it; a ragged last vector overlaps the one
 # before), on maps of at least NHWC_WINO_MIN_TILES 4x4 tiles (14x14 and up), or of NHWC_WINO_SMALL_MIN_TILES where its
@@ -208,6 +213,8 @@ def _rewrite(graph: Graph, conv: Node, nhwc_of: dict[int, Value], panel: int, ma
                                                                          or m <= small_big_m)
     if panel and not small and wide_panel and m % wide_panel == 0:
         panel = wide_panel
+    elif wide_panel and not (depthwise or stem or dense or small) and m > wide_panel and m % RAGGED_STEP == 0:
+        panel = wide_panel  # whole 4-vector panels, then one of the rest (narrow_panels)
 
     def as_b(mk: np.ndarray) -> np.ndarray:  # [M, K] -> the product's B
         return narrow_panels(mk, panel) if panel else mk.T

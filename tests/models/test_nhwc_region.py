@@ -181,6 +181,30 @@ def test_wide_panels_match_onnxruntime(tmp_path: Path, nhwc: None) -> None:
     assert_close(cdriver.run(bundle.path, tmp_path / "asan", x, sanitize=True)[b], ref, "wide panels (sanitized C)")
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_ragged_wide_panels_match_onnxruntime(tmp_path: Path, nhwc: None, threads: int) -> None:
+    """1x1 convs of more output channels than a 64-column panel that 64 does not divide (in steps of 8) keep their
+    weights in 64-column panels and a narrower last one (AVX-512: the 4-vector tiles, then the general matmul's strips
+    over the rest): a projection to 112 (64 + 48) with the residual, an expand to 224 (192 + 32) with HardSwish after
+    the tiles, a projection to 72 (64 + 8: the half-vector strip) and one to 40 (under a panel: no change); 7x9
+    pixels. With 2 threads too (divided by pixels: a ragged panel is never divided by columns). Against
+    onnxruntime, in-process and as sanitized C."""
+    net = _Net()
+    net.inits += [numpy_helper.from_array(np.float32(v), name) for v, name in ((0.0, "zero"), (6.0, "six"))]
+    a = _plain_block(net, _plain_block(net, "x", 112, 112, 2, 1, "hardswish"), 112, 72, 1, 1, "relu6")
+    b = net.conv(a, 72, 40)
+    path = tmp_path / "ragged.onnx"
+    net.save(path, "ragged", {"x": [1, 112, 7, 9]}, {b: [1, 40, 7, 9]})
+    bundle = ember.compile(path, tmp_path / "out", threads=threads)
+    choice = pipeline.resolve_cpu("host", None)
+    calls = [line.strip() for line in (bundle.path / "ragged.c").read_text().splitlines()
+             if line.strip().startswith("ember_pw_nhwc_f32(")]
+    if choice is not None and choice.family.narrow_panel == 64 and threads == 1:
+        assert [call.split(", ")[3] for call in calls] == ["64", "64", "64", "0"], calls
+    x = {"x": (np.random.default_rng(9).standard_normal((1, 112, 7, 9)) * 3).astype(np.float32)}
+    assert_bundle_matches(bundle, path, x, [b], tmp_path / "asan", "ragged wide panels")
+
+
 def test_nhwc_kernels_compile_for_avx512_and_aarch64(tmp_path: Path) -> None:
     """The AVX-512 (16-float vectors) and NEON paths, which this machine cannot run, warning-free; the dense convs'
     kernels (kernels/nhwc_dense.c) too."""

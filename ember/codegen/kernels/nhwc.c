@@ -416,29 +416,40 @@ EMBER_INLINE int ember_pw_nhwc_rows(int P, int C, int M) {
     if (rows < EMBER_MR) rows = EMBER_MR;
     return P <= rows + rows / 2 ? P : rows;
 }
+/* Columns [0, N) of n pixels' rows: B in panels of pw columns (N a multiple of pw), or plain (pw 0, b_sk floats a row). */
+EMBER_INLINE void ember_pw_nhwc_cols(float *y, ptrdiff_t ldy, const float *x, int C, const float *w, int pw,
+                                     ptrdiff_t b_sk, const float *bias, const float *res, int n, int N, int act,
+                                     float act_a, float act_b) {
+#if EMBER_VL == 16
+    if (pw % 64 == 0 && pw) {
+        ember_matmul_wide_f32(y, ldy, x, C, 1, w, pw, n, N, C, bias, res, act, act_a, act_b);
+        return;
+    }
+#endif
+    if (res)
+        ember_matmul_core_res(y, ldy, x, C, 1, w, b_sk, 0, pw, n, N, C, 1.0f, bias, 0, 1, 1.0f, res, act, act_a, act_b);
+    else
+        ember_matmul_core(y, ldy, x, C, 1, w, b_sk, 0, pw, n, N, C, 1.0f, bias, 0, 1, 1.0f, act, act_a, act_b);
+}
 /* Columns [0, M) of rows ldy floats apart in y and res (M < ldy: a thread's columns of a wider product, w and bias
- * at its first column; its blocks of pixels are the whole product's, sized by ldy). */
+ * at its first column; its blocks of pixels are the whole product's, sized by ldy). Where `panels` does not divide M,
+ * the columns after the last whole panel are one narrower panel (conv_algorithms.py narrow_panels), a product of
+ * their own. */
 static void ember_pw_nhwc_ld_f32(float *y, ptrdiff_t ldy, const float *x, const float *w, int panels,
                                  const float *bias, const float *res, int P, int M, int C, int act, float act_a,
                                  float act_b) {
     const int late = act != EMBER_ACT_NONE && act != EMBER_ACT_RELU && act != EMBER_ACT_CLIP;
-    const int rows = ember_pw_nhwc_rows(P, C, (int)ldy);
+    const int rows = ember_pw_nhwc_rows(P, C, (int)ldy), whole = panels ? M / panels * panels : M;
+    const int in = late ? EMBER_ACT_NONE : act;
     int p0, r;
     for (p0 = 0; p0 < P; p0 += rows) {
         const int n = P - p0 < rows ? P - p0 : rows;
         const ptrdiff_t o = (ptrdiff_t)p0 * ldy;
-#if EMBER_VL == 16
-        if (panels % 64 == 0 && panels) {
-            ember_matmul_wide_f32(y + o, ldy, x + (ptrdiff_t)p0 * C, C, 1, w, panels, n, M, C, bias,
-                                  res ? res + o : 0, late ? EMBER_ACT_NONE : act, act_a, act_b);
-        } else
-#endif
-        if (res)
-            ember_matmul_core_res(y + o, ldy, x + (ptrdiff_t)p0 * C, C, 1, w, M, 0, panels, n, M, C, 1.0f, bias, 0, 1,
-                                  1.0f, res + o, late ? EMBER_ACT_NONE : act, act_a, act_b);
-        else
-            ember_matmul_core(y + o, ldy, x + (ptrdiff_t)p0 * C, C, 1, w, M, 0, panels, n, M, C, 1.0f, bias, 0, 1,
-                              1.0f, late ? EMBER_ACT_NONE : act, act_a, act_b);
+        const float *xb = x + (ptrdiff_t)p0 * C;
+        ember_pw_nhwc_cols(y + o, ldy, xb, C, w, panels, M, bias, res ? res + o : 0, n, whole, in, act_a, act_b);
+        if (whole < M)
+            ember_pw_nhwc_cols(y + o + whole, ldy, xb, C, w + (ptrdiff_t)whole * C, M - whole, 0,
+                               bias ? bias + whole : 0, res ? res + o + whole : 0, n, M - whole, in, act_a, act_b);
         if (late) {
             if (ldy == M) ember_act_apply_f32(y + o, (ptrdiff_t)n * M, act, act_a, act_b);
             else
