@@ -181,6 +181,25 @@ def test_wide_panels_match_onnxruntime(tmp_path: Path, nhwc: None) -> None:
     assert_close(cdriver.run(bundle.path, tmp_path / "asan", x, sanitize=True)[b], ref, "wide panels (sanitized C)")
 
 
+@pytest.mark.parametrize(("h", "w"), [(7, 7), (5, 6), (9, 28)])
+def test_depthwise_row_ends_in_groups_match_onnxruntime(tmp_path: Path, nhwc: None, h: int, w: int) -> None:
+    """Stride-1 depthwise rows where at least four outputs' windows reach past the row's ends compute them four at a
+    time with zero columns there (kernels/nhwc.c ember_nhwc_dw4_s1_edge; the last group moved back over outputs
+    already computed): 5x5 windows on 7 and 6 columns (every output at an end) and on 28, and 3x3 on each; 40
+    channels (a ragged last vector), ReLU6 in the tiles. Against onnxruntime, in-process and as sanitized C."""
+    net = _Net()
+    net.inits += [numpy_helper.from_array(np.float32(v), name) for v, name in ((0.0, "zero"), (6.0, "six"))]
+    a = net.conv("x", 40, 40)
+    b = net.op("Clip", net.conv(a, 40, 40, k=5, group=40), "zero", "six")
+    c = net.op("Add", a, net.conv(net.conv(b, 40, 40, k=3, group=40), 40, 40))
+    path = tmp_path / "rowends.onnx"
+    net.save(path, "rowends", {"x": [1, 40, h, w]}, {c: [1, 40, h, w]})
+    bundle = ember.compile(path, tmp_path / "out")
+    assert sum(n["op"].startswith("ConvNHWC") for n in bundle.manifest["nodes"]) == 4
+    x = {"x": (np.random.default_rng(10).standard_normal((1, 40, h, w)) * 3).astype(np.float32)}
+    assert_bundle_matches(bundle, path, x, [c], tmp_path / "asan", f"depthwise row ends {h}x{w}")
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 def test_ragged_wide_panels_match_onnxruntime(tmp_path: Path, nhwc: None, threads: int) -> None:
     """1x1 convs of more output channels than a 64-column panel that 64 does not divide (in steps of 8) keep their
