@@ -456,7 +456,8 @@ EMBER_INLINE int ember_pw_nhwc_rows(int P, int C, int M) {
     if (rows < EMBER_MR) rows = EMBER_MR;
     return P <= rows + rows / 2 ? P : rows;
 }
-/* Columns [0, N) of n pixels' rows: B in panels of pw columns (N a multiple of pw), or plain (pw 0, b_sk floats a row). */
+/* Columns [0, N) of n pixels' rows: B in panels of pw columns (N a multiple of pw), or plain (pw 0, b_sk floats a
+ * row). */
 EMBER_INLINE void ember_pw_nhwc_cols(float *y, ptrdiff_t ldy, const float *x, int C, const float *w, int pw,
                                      ptrdiff_t b_sk, const float *bias, const float *res, int n, int N, int act,
                                      float act_a, float act_b) {
