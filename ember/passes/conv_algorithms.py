@@ -87,8 +87,8 @@ def winograd_weights(w: np.ndarray, tile: int = 2) -> np.ndarray:
 
 def narrow_panels(w: np.ndarray, panel: int = PANEL) -> np.ndarray:
     """(M, C, k...) weights -> their K x M transpose in panels of P columns: (M/P, K, P). Where P does not divide M,
-    flat: the whole panels, then the last M % P columns as one narrower panel, K rows of them (kernels/matmul.c
-    ember_matmul_wide_f32 takes it)."""
+    flat: the whole panels, then the last M % P columns as one narrower panel, K rows of them (kernels/nhwc.c
+    ember_pw_nhwc_ld_f32 takes it)."""
     m = w.shape[0]
     if m % panel:
         whole, flat = m - m % panel, w.reshape(m, -1)
