@@ -79,38 +79,20 @@ EMBER_INLINE void ember_nhwc_dw4(float *y, const float *x, const float *w, const
 }
 
 /* The same at stride 1, undilated (KW <= 5): the windows of the four outputs overlap, so each row's KW + 3
- * input vectors are loaded once for all of them (5x5: 8 loads instead of 20 a row). */
+ * input vectors are loaded once for all of them (5x5: 8 loads instead of 20 a row). `x` points at the first
+ * window (iw0 0); with `edge`, some windows reach past the row's ends: `x` points at the row's column 0, the first
+ * window at column iw0 of W, and the columns past the ends read as zeros (w * 0 adds nothing). An output whose window
+ * lies inside the row adds the same taps in the same order either way, so it comes out the same. */
 EMBER_INLINE void ember_nhwc_dw4_s1(float *y, const float *x, const float *w, const float *res, ember_vf bv,
-                                    ember_nhwc_st s, int KW, int khl, int khh, ptrdiff_t C, int clamp, float lo,
-                                    float hi) {
-    ember_vf a0 = bv, a1 = bv, a2 = bv, a3 = bv, col[8];
-    int kh, kw;
-    for (kh = khl; kh < khh; ++kh) {
-        const float *xk = x + (ptrdiff_t)(kh - khl) * s.krow, *wk = w + (ptrdiff_t)kh * KW * s.tap;
-        for (kw = 0; kw < KW + 3; ++kw) col[kw] = EMBER_NHWC_LD(xk + kw * C);
-        for (kw = 0; kw < KW; ++kw) {
-            const ember_vf wv = EMBER_NHWC_LD(wk + kw * s.tap);
-            a0 += wv * col[kw];
-            a1 += wv * col[kw + 1];
-            a2 += wv * col[kw + 2];
-            a3 += wv * col[kw + 3];
-        }
-    }
-    ember_nhwc_put4(y, C, res, a0, a1, a2, a3, clamp, lo, hi);
-}
-
-/* ember_nhwc_dw4_s1 for four outputs (from input column iw0) some of whose windows reach past the row's ends: the
- * columns there are zeros (w * 0 adds nothing). `x` points at the row's column 0, channel c. An output whose window
- * lies inside the row adds the same taps in the same order as in ember_nhwc_dw4_s1, so it comes out the same. */
-EMBER_INLINE void ember_nhwc_dw4_s1_edge(float *y, const float *x, const float *w, const float *res, ember_vf bv,
-                                         ember_nhwc_st s, int KW, int khl, int khh, int iw0, int W, ptrdiff_t C,
-                                         int clamp, float lo, float hi) {
+                                    ember_nhwc_st s, int KW, int khl, int khh, int edge, int iw0, int W, ptrdiff_t C,
+                                    int clamp, float lo, float hi) {
     ember_vf a0 = bv, a1 = bv, a2 = bv, a3 = bv, col[8];
     int kh, kw;
     for (kh = khl; kh < khh; ++kh) {
         const float *xk = x + (ptrdiff_t)(kh - khl) * s.krow, *wk = w + (ptrdiff_t)kh * KW * s.tap;
         for (kw = 0; kw < KW + 3; ++kw)
-            col[kw] = iw0 + kw >= 0 && iw0 + kw < W ? EMBER_NHWC_LD(xk + (ptrdiff_t)(iw0 + kw) * C) : (ember_vf){0};
+            col[kw] = !edge || (iw0 + kw >= 0 && iw0 + kw < W) ? EMBER_NHWC_LD(xk + (ptrdiff_t)(iw0 + kw) * C)
+                                                               : (ember_vf){0};
         for (kw = 0; kw < KW; ++kw) {
             const ember_vf wv = EMBER_NHWC_LD(wk + kw * s.tap);
             a0 += wv * col[kw];
@@ -145,7 +127,7 @@ EMBER_INLINE void ember_nhwc_dw_row(float *y, const float *x, const float *w, co
                 bv = bias ? EMBER_NHWC_LD(bias + c) : (ember_vf){0};
                 if (unit)
                     ember_nhwc_dw4_s1(y + o, x + (ptrdiff_t)(ow - pl) * C + c, w + c, res ? res + o : 0, bv, s, KW, khl,
-                                      khh, C, clamp, lo, hi);
+                                      khh, 0, 0, W, C, clamp, lo, hi);
                 else
                     ember_nhwc_dw4(y + o, x + (ptrdiff_t)(ow * sw - pl) * C + c, w + c, res ? res + o : 0, bv, s, KW,
                                    khl, khh, C, clamp, lo, hi);
@@ -160,9 +142,9 @@ EMBER_INLINE void ember_nhwc_dw_row(float *y, const float *x, const float *w, co
                 ptrdiff_t o;
                 if (c > C - EMBER_VL) c = C - EMBER_VL;
                 o = (ptrdiff_t)og * C + c;
-                ember_nhwc_dw4_s1_edge(y + o, x + c, w + c, res ? res + o : 0,
-                                       bias ? EMBER_NHWC_LD(bias + c) : (ember_vf){0}, s, KW, khl, khh, og - pl, W, C,
-                                       clamp, lo, hi);
+                ember_nhwc_dw4_s1(y + o, x + c, w + c, res ? res + o : 0,
+                                  bias ? EMBER_NHWC_LD(bias + c) : (ember_vf){0}, s, KW, khl, khh, 1, og - pl, W, C,
+                                  clamp, lo, hi);
             }
             ow = og + 4;
         } else {
