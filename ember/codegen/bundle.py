@@ -388,6 +388,7 @@ def _source(graph: Graph, ctx: CodeContext, name: str, api: str, banner: str,
                                           "uint8_t *activations)"):
         if pool is not None:
             w.line(f"const int {pool} = ember_tp_enter(); /* threads this call uses; 0: alone */")
+            w.line("(void)ember_tp_run; /* (where no node divides, nothing calls it) */")
         w.line("(void)constantWeight;")
         w.line("(void)mutableWeight;")
         w.line("(void)activations;")

@@ -89,6 +89,10 @@ class KernelEmitter:
     def same_buffer(self, a: Value, b: Value) -> bool:
         return self.where(a) == self.where(b)
 
+    def has_scratch(self) -> bool:
+        """Whether the node was given scratch (its OpDef's scratch size is not 0)."""
+        return self.scratch_at is not None or id(self.node) in self.ctx.plan.scratch
+
     def scratch(self, ctype: str = "uint8_t") -> str:
         off = self.scratch_at if self.scratch_at is not None else self.ctx.plan.scratch[id(self.node)]
         return f"(({ctype} *)({self.ctx.plan.scratch_region.value} + {off}))"

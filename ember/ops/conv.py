@@ -204,6 +204,65 @@ def _dw_blocked_floats(node: Node, geo: ConvGeometry, m: int) -> int:
     return vl * (gh * gw + oh * ow + kh * kw + 2)
 
 
+def _lines(floats: int) -> int:
+    """`floats` rounded up to whole 64-byte lines."""
+    return -(-floats // 16) * 16
+
+
+# A float convolution's channels-last input (an NhwcView: passes/nhwc_views.py) is read where it is by im2col, a run
+# of pixels' channels at a time (ember_im2col_f32), by ConvShifted's planes and by ConvNarrow, but a window of several
+# taps over more channels than an image's, a depthwise convolution and a Winograd one read it from an NCHW copy at the
+# start of their scratch, made by the blocked register transpose (kernels/matmul.c ember_transpose2d_f32): gathered
+# tap by tap, the same bytes were moved once a tap, and a 3x3 of 16 -> 32 channels in 2 groups on a 16x16 map took
+# 1.33x the time of the Transpose and the NCHW kernel (AVX-512), a 28x28 x 32 depthwise one 1.26x (SSE2, where the
+# gather lost dwconv3.c's fast path). A depthwise or Winograd convolution's channels-last output is stored NCHW in
+# scratch after the copy and transposed out the same way: their outputs go a channel plane at a time, and stored at
+# the pixel stride a 56x56 x 16 F(4x4) took 1.08x (SSE2).
+NHWC_GATHER_MAX_CHANNELS = 4
+_COPYING = ("Conv", "ConvWinograd", "ConvWinograd4")
+
+
+def nchw_copies(node: Node) -> tuple[int, int]:
+    """Floats (whole 64-byte lines) of the NCHW copies of `node`'s channels-last input and output at the start of its
+    scratch, in that order (0: none; see above)."""
+    if node.op not in _COPYING:
+        return 0, 0
+    x, y = present(node.input(0)), present(node.outputs[0])
+    geo, _, _, depthwise, _ = _conv_parts(node) if node.op == "Conv" else (None, 1, 0, False, False)
+    whole = geo is None or depthwise  # Winograd or depthwise
+    copy_in = stored_nhwc(x) and (whole or (geo is not None and geo.taps > 1 and set(geo.strides) == {1}
+                                            and geo.channels > NHWC_GATHER_MAX_CHANNELS))
+    return _lines(x.type.numel) if copy_in else 0, _lines(y.type.numel) if whole and writes_nhwc(node) else 0
+
+
+def nchw_sides(node: Node, k: KernelEmitter) -> tuple[str, int, str, str]:
+    """(the data input's C pointer, its pixel stride: ember_im2col_f32's `ps`, the output's C pointer, where the
+    kernel's own scratch starts: "0" where the node has none): the NCHW copies' where nchw_copies says so, the
+    input's made here image by image (store_nchw_output transposes the output's out)."""
+    x = present(node.input(0))
+    copy_in, copy_out = nchw_copies(node)
+    if not (copy_in or copy_out):
+        return k.inp(0), im2col_pixel_stride(node), k.out(0), k.scratch("float") if k.has_scratch() else "0"
+    base = k.scratch("float")
+    n, c, hw = x.shape[0], x.shape[1], math.prod(x.shape[2:])
+    for i in range(n) if copy_in else ():
+        k.call("ember_transpose2d_f32", f"{base} + {i * c * hw}", f"{k.inp(0)} + {i * c * hw}", hw, c)
+    return (base if copy_in else k.inp(0), 1 if copy_in else im2col_pixel_stride(node),
+            f"{base} + {copy_in}" if copy_out else k.out(0), f"{base} + {copy_in + copy_out}")
+
+
+def store_nchw_output(node: Node, k: KernelEmitter, y: str, first: int = 0, pixels: int = 0) -> None:
+    """The NCHW output copy `y` (nchw_sides) transposed into the channels-last output, image by image; `pixels`: a
+    band of one image's output pixels from `first` on (else every pixel)."""
+    if not nchw_copies(node)[1]:
+        return
+    out = present(node.outputs[0])
+    m, hw = out.shape[1], math.prod(out.shape[2:])
+    for i in range(out.shape[0] if not pixels else 1):
+        k.call("ember_transpose2d_f32", f"{k.out(0)} + {(i * hw + first) * m}", f"{y} + {i * m * hw}", m,
+               pixels or hw)
+
+
 # im2col runs in blocks of output pixels whose columns fit in about this many bytes (an L2 share).
 IM2COL_BLOCK_BYTES = 1024 * 1024
 # Set by passes/scratch_budget.py on targets without a cache to fill (microcontrollers): the bytes a
@@ -223,13 +282,16 @@ def _im2col_block(node: Node, geo: ConvGeometry, group: int) -> int:
 
 
 def _conv_scratch(node: Node) -> int:
+    """The NCHW copies of a channels-last side (nchw_copies), then the kernel's own: a depthwise kernel's planes,
+    im2col's columns, and for a channels-last output its blocks of product (ember_conv_nhwc_f32)."""
     geo, group, m, depthwise, direct = _conv_parts(node)
+    lay, copies = conv_lay(node), sum(nchw_copies(node))
     if depthwise:
-        return max(_dw_padded_floats(geo), _dw_blocked_floats(node, geo, m)) * 4
-    if direct:
-        return 0
-    return geo.channels // group * geo.taps * _im2col_block(node, geo, group) * 4
-
+        return (copies + max(_dw_padded_floats(geo), _dw_blocked_floats(node, geo, m))) * 4
+    direct = direct and not lay & 1
+    qb = _im2col_block(node, geo, group)
+    col = 0 if direct else geo.channels // group * geo.taps * qb
+    return (copies + col + (m // group * qb if lay & 2 else 0)) * 4
 
 # kernels/pointwise.c's blocks hold 128 KiB of output, at least 64 columns: past 256 output channels they
 # grow beyond L2's share, and on Zen 3 the matmul's own strip-wise activation measured faster there
@@ -283,13 +345,30 @@ def row_panels_fit(node: Node) -> bool:
             and not blocked_pointwise(node, m))
 
 
-def im2col_reader(node: Node) -> bool:
-    """Whether `node` (a Conv) runs im2col on its whole input, one group (ember_conv_f32 or ember_conv_act_f32): the
-    convolutions that read an NhwcView (passes/nhwc_views.py) through ember_im2col_f32's pixel stride."""
-    if node.op != "Conv":
-        return False
-    _, group, _, depthwise, direct = _conv_parts(node)
-    return group == 1 and not depthwise and not direct
+# The float convolutions that take either side channels-last (passes/nhwc_views.py): a Conv's im2col gathers its
+# columns at a pixel stride (a 1x1's too, which then runs im2col) or reads the NCHW copy of nchw_sides, and
+# ember_conv_nhwc_f32 stores its blocks of product transposed (a depthwise one runs between NCHW copies); ConvShifted
+# builds its planes and stores its row blocks at the strides, ConvNarrow gathers its columns (or reads a 1x1's pixels
+# as its product's rows) and its pixel-major product is the NHWC output, and the Winograd kernels run between NCHW
+# copies.
+NHWC_FLOAT_CONVS = ("Conv", "ConvShifted", "ConvWinograd", "ConvWinograd4", "ConvNarrow")
+
+
+def float_conv_reads_nhwc(node: Node) -> bool:
+    """Whether `node` is a float32 2-D convolution whose kernel can read its data input stored channels-last."""
+    x, w, y = node.input(0), node.input(1), node.outputs[0]
+    return (node.op in NHWC_FLOAT_CONVS and x is not None and w is not None and y is not None and x.type.rank == 4
+            and (w.type.rank == 4 or node.op != "Conv") and x.dtype is DType.FLOAT32 and y.dtype is DType.FLOAT32)
+
+
+def float_conv_stores_nhwc(node: Node) -> bool:
+    """Whether `node` is such a convolution that can store its output channels-last (no residual to add)."""
+    return float_conv_reads_nhwc(node) and node.input(RESIDUAL) is None
+
+
+def conv_lay(node: Node) -> int:
+    """The float kernels' `lay`: bit 0 the data input stored channels-last (an NhwcView), bit 1 the output."""
+    return int(stored_nhwc(node.input(0))) | 2 * int(writes_nhwc(node))
 
 
 def im2col_pixel_stride(node: Node) -> int:
@@ -298,12 +377,43 @@ def im2col_pixel_stride(node: Node) -> int:
     return x.shape[1] if stored_nhwc(x) else 1
 
 
+def lower_conv_nhwc(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:
+    """Output pixels [lo, hi) of each image of a Conv whose output is stored channels-last (ember_conv_nhwc_f32; a
+    thread's part, or all of them)."""
+    geo, group, m, _, direct = _conv_parts(node)
+    x, ps, _, scratch = nchw_sides(node, k)
+    bias = k.inp(2) if node.input(2) is not None else "0"
+    k.call("ember_conv_nhwc_f32", k.out(0), x, k.inp(1), bias, scratch, k.table(geo.table(), DType.INT32),
+           present(node.input(0)).shape[0], group, m, int(direct and not stored_nhwc(node.input(0))),
+           _im2col_block(node, geo, group), *epilogue_args(node), int(bool(node.attrs.get(ROW_PANELS))), ps, lo, hi)
+
+
+def _lower_dw_nhwc(node: Node, k: KernelEmitter) -> None:
+    """A depthwise convolution with a channels-last side: the NCHW kernel (dwconv3.c's fast paths and the
+    channel-blocked grid included) between the NCHW copies of nchw_sides."""
+    geo, _, m, _, _ = _conv_parts(node)
+    x, _, y, scratch = nchw_sides(node, k)
+    bias = k.inp(2) if node.input(2) is not None else "0"
+    fn = "ember_dwconv_blocked_f32" if _dw_blocked_floats(node, geo, m) else "ember_dwconv_f32"
+    k.call(fn, y, x, k.inp(1), bias, scratch, k.table(geo.table(), DType.INT32), present(node.input(0)).shape[0], m,
+           *epilogue_args(node))
+    store_nchw_output(node, k, y)
+
 def _lower_conv(node: Node, k: KernelEmitter) -> None:
     geo, group, m, depthwise, direct = _conv_parts(node)
     n = present(node.input(0)).shape[0]
     bias = k.inp(2) if node.input(2) is not None else "0"
     res = node.input(RESIDUAL) is not None
     apack = int(bool(node.attrs.get(ROW_PANELS)))
+    lay = conv_lay(node)
+    if lay and depthwise:
+        _lower_dw_nhwc(node, k)
+        return
+    if lay & 2:
+        lower_conv_nhwc(node, k, 0, geo.pixels)
+        return
+    x, ps, _, scratch = nchw_sides(node, k)
+    direct = direct and not lay  # a channels-last input is gathered by im2col, a 1x1's too
     if direct and geo.pixels == 1 and group == 1 and n == 1:
         # One pixel (Squeeze-Excitation's FCs): a matrix-vector product, weight rows streamed once.
         k.call("ember_gemv_rows_f32", k.out(0), k.inp(1), k.inp(0), bias, m, geo.channels,
@@ -314,26 +424,23 @@ def _lower_conv(node: Node, k: KernelEmitter) -> None:
         k.call("ember_pointwise_act_f32", k.out(0), s, k.inp(0), s, k.inp(1), bias, m, geo.channels, s,
                *(_NO_ACT if res else epilogue_args(node)))
     elif depthwise:
-        pad = k.scratch("float") if _dw_padded_floats(geo) else "0"
+        pad = scratch
         fn = "ember_dwconv_blocked_f32" if _dw_blocked_floats(node, geo, m) else "ember_dwconv_f32"
-        k.call(fn, k.out(0), k.inp(0), k.inp(1), bias, pad, k.table(geo.table(), DType.INT32), n, m,
+        k.call(fn, k.out(0), x, k.inp(1), bias, pad, k.table(geo.table(), DType.INT32), n, m,
                *(_NO_ACT if res else epilogue_args(node)))
     elif not direct and group == 1 and n == 1 and blocked_pointwise(node, m):
         # A stem's im2col conv + Swish/HardSwish: the same, im2col block by block.
-        k.call("ember_conv_act_f32", k.out(0), k.inp(0), k.inp(1), bias, k.scratch("float"),
-               k.table(geo.table(), DType.INT32), m, _im2col_block(node, geo, group),
-               *(_NO_ACT if res else epilogue_args(node)), im2col_pixel_stride(node))
+        k.call("ember_conv_act_f32", k.out(0), x, k.inp(1), bias, scratch, k.table(geo.table(), DType.INT32), m,
+               _im2col_block(node, geo, group), *(_NO_ACT if res else epilogue_args(node)), ps)
     elif not res or residual_in_tiles(geo.pixels):
         # The matmul tiles add the residual in registers, before the activation.
-        col = "0" if direct else k.scratch("float")
-        k.call("ember_conv_f32", k.out(0), k.inp(0), k.inp(1), bias, residual_arg(node, k), col,
+        k.call("ember_conv_f32", k.out(0), x, k.inp(1), bias, residual_arg(node, k), scratch,
                k.table(geo.table(), DType.INT32), n, group, m, int(direct), _im2col_block(node, geo, group),
-               *epilogue_args(node), apack, im2col_pixel_stride(node))
+               *epilogue_args(node), apack, ps)
         return
     else:
-        col = "0" if direct else k.scratch("float")
-        k.call("ember_conv_f32", k.out(0), k.inp(0), k.inp(1), bias, "0", col, k.table(geo.table(), DType.INT32),
-               n, group, m, int(direct), _im2col_block(node, geo, group), *_NO_ACT, apack, im2col_pixel_stride(node))
+        k.call("ember_conv_f32", k.out(0), x, k.inp(1), bias, "0", scratch, k.table(geo.table(), DType.INT32),
+               n, group, m, int(direct), _im2col_block(node, geo, group), *_NO_ACT, apack, ps)
     if res:  # the kernels above add no residual: a pass over the output, then the activation
         k.call("ember_residual_act_f32", k.out(0), k.inp(RESIDUAL), present(node.outputs[0]).type.numel,
                *epilogue_args(node))
@@ -364,8 +471,9 @@ def conv_infer(channels):
 register(float16_via_f32(OpDef(
     "Conv", lower=_lower_conv, normalize=_normalize, scratch=_conv_scratch,
     infer=conv_infer(lambda n: inp(n, 1).shape[0]),
-    kernels=("ember_conv_f32", "ember_dwconv_f32", "ember_dwconv_blocked_f32", "ember_gemv_rows_f32",
-             "ember_pointwise_act_f32", "ember_conv_act_f32", "ember_residual_act_f32"),
+    kernels=("ember_conv_f32", "ember_conv_nhwc_f32", "ember_dwconv_f32", "ember_dwconv_blocked_f32",
+             "ember_gemv_rows_f32", "ember_pointwise_act_f32", "ember_conv_act_f32", "ember_residual_act_f32",
+             "ember_transpose2d_f32"),
     takes_epilogue=True, weights=WeightLayout(lambda n, w: 0, per_channel_default=True), flops=_conv_flops,
     int8=Int8.LINEAR,
 )))
@@ -394,19 +502,22 @@ def _winograd_scratch(node: Node) -> int:
     th, tw = -(-geo.out_size[1] // size), -(-geo.out_size[2] // size)
     positions = (size + 2) ** 2
     plane = (size * th + 2) * size * (tw + 1)
+    copy = sum(nchw_copies(node))  # a channels-last side's NCHW copies, ahead
     if size == 2:  # + four output half-rows
-        return (plane + positions * ((geo.channels + m) * tiles + 32) + 4 * tw) * 4
+        return (copy + plane + positions * ((geo.channels + m) * tiles + 32) + 4 * tw) * 4
     # + the gathered patches D and the output phase planes O
-    return (plane + 36 * tiles + positions * ((geo.channels + m) * tiles + 32) + 16 * tiles) * 4
+    return (copy + plane + 36 * tiles + positions * ((geo.channels + m) * tiles + 32) + 16 * tiles) * 4
 
 
 def _lower_winograd(node: Node, k: KernelEmitter) -> None:
     geo, m, size, _ = winograd_parts(node)
     bias = k.inp(2) if node.input(2) is not None else "0"
-    k.call("ember_conv_winograd4_f32" if size == 4 else "ember_conv_winograd_f32", k.out(0), k.inp(0), k.inp(1),
-           bias, residual_arg(node, k), k.scratch("float"), k.table(geo.table(), DType.INT32),
+    x, _, y, scratch = nchw_sides(node, k)
+    k.call("ember_conv_winograd4_f32" if size == 4 else "ember_conv_winograd_f32", y, x, k.inp(1),
+           bias, residual_arg(node, k), scratch, k.table(geo.table(), DType.INT32),
            present(node.input(0)).shape[0], m, *((0, 0) if size == 4 else ()), *epilogue_args(node),
            int(bool(node.attrs.get(ROW_PANELS))))
+    store_nchw_output(node, k, y)
 
 
 # Internal (passes/conv_algorithms.py): a Conv with its weights rearranged for the algorithm.
@@ -424,17 +535,19 @@ register(OpDef(
 
 
 def _narrow_scratch(node: Node) -> int:
+    """im2col's columns (none for a 1x1), then the pixel-major result (none where it is the channels-last output)."""
     geo, m = _chosen_geometry(node), present(node.outputs[0]).shape[1]
     col = 0 if geo.direct else geo.channels * geo.taps * geo.pixels
-    return (col + geo.pixels * m) * 4
+    return (col + (0 if writes_nhwc(node) else geo.pixels * m)) * 4
 
 
 def _lower_narrow(node: Node, k: KernelEmitter) -> None:
     geo, y = _chosen_geometry(node), present(node.outputs[0])
     bias = k.inp(2) if node.input(2) is not None else "0"
-    k.call("ember_conv_narrow_f32", k.out(0), k.inp(0), k.inp(1), bias, residual_arg(node, k), k.scratch("float"),
+    scratch = k.scratch("float") if k.has_scratch() else "0"  # none: a 1x1 into a channels-last output
+    k.call("ember_conv_narrow_f32", k.out(0), k.inp(0), k.inp(1), bias, residual_arg(node, k), scratch,
            k.table(geo.table(), DType.INT32), y.shape[0], y.shape[1], present(node.input(1)).shape[2], int(geo.direct),
-           *epilogue_args(node))
+           *epilogue_args(node), conv_lay(node))
 
 
 # Internal (passes/conv_algorithms.py): a Conv with its weights rearranged for the algorithm.
@@ -481,12 +594,6 @@ def _lower_shifted(node: Node, k: KernelEmitter) -> None:
     k.call("ember_conv_shifted_f32", k.out(0), k.inp(0), k.inp(1), bias, residual_arg(node, k), k.scratch("float"),
            k.table(geo.table(), DType.INT32), k.table(b_row, DType.INT32), y.shape[0], y.shape[1], planes, rows,
            *epilogue_args(node), int(bool(node.attrs.get(ROW_PANELS))), int(writes_nhwc(node)))
-
-
-def shifted_stores_nhwc(node: Node) -> bool:
-    """Whether `node` is a ConvShifted that can store its output channels-last (passes/nhwc_views.py): its blocks of
-    output rows are copied out of scratch anyway, transposed instead (no residual to add as they go)."""
-    return node.op == "ConvShifted" and node.input(RESIDUAL) is None and present(node.outputs[0]).type.rank == 4
 
 
 # Internal (passes/conv_algorithms.py): a Conv with its weights rearranged for the algorithm.

@@ -39,8 +39,11 @@ from ember.ops.conv import (
     _conv_parts,
     _im2col_block,
     blocked_pointwise,
-    im2col_pixel_stride,
+    conv_lay,
+    lower_conv_nhwc,
+    nchw_sides,
     residual_arg,
+    store_nchw_output,
     winograd_parts,
 )
 from ember.ops.epilogue import epilogue_args
@@ -83,11 +86,19 @@ def _split_conv(node: Node) -> Split | None:
         return None
     geo, group, m, depthwise, direct = _conv_parts(node)
     bias, out = Slice(2, 0), Slice(0, 1, out=True)
-    if depthwise and m == geo.channels:
+    lay = conv_lay(node)
+    if depthwise and m == geo.channels and not lay:  # (a channels-last side's channels are no run of planes)
         return Split(m, CHANNEL_ALIGN, (Slice(0, 1), Slice(1, 0), bias, out, _RES),
                      attrs=lambda lo, hi: {"group": hi - lo})
-    if group != 1:
+    if group != 1 or depthwise:
         return None
+    direct = direct and not lay & 1  # a channels-last input: im2col gathers it, a 1x1's too
+    if lay & 2:  # a channels-last output: only a part's pixels are one run of it
+        least = max(m, PIXEL_ALIGN * 4) if direct else max(m, IM2COL_MIN_PIXELS)
+        if geo.pixels < least:
+            return None
+        return Split(geo.pixels, PIXEL_ALIGN if direct else IM2COL_ALIGN, (),
+                     lower=lambda node, k, lo, hi: lower_conv_nhwc(node, k, lo, hi))
     if direct and geo.pixels >= max(m, PIXEL_ALIGN * 4):
         # A 1x1 conv is one matmul y (M x P) = w (M x C) * x (C x P): parts of the P columns share nothing,
         # where parts of the M rows would each pack all of x for the kernel again.
@@ -105,13 +116,14 @@ def _lower_im2col_columns(node: Node, k: KernelEmitter, lo: int, hi: int) -> Non
     on this part's pixels only, into this part's scratch."""
     geo, _, m, _, _ = _conv_parts(node)
     qb, kk = _im2col_block(node, geo, 1), geo.channels * geo.taps
-    col, tab = k.scratch("float"), k.table(geo.table(), DType.INT32)
+    x, ps, _, col = nchw_sides(node, k)  # (each part copies a channels-last input it would gather tap by tap)
+    tab = k.table(geo.table(), DType.INT32)
     bias = k.inp(2) if node.input(2) is not None else "0"
     k.need("ember_im2col_f32")
     q, nq = k.fresh("q0"), k.fresh("nq")
     with k.w.block(f"for (ptrdiff_t {q} = {lo}; {q} < {hi}; {q} += {qb})"):
         k.line(f"const int {nq} = {hi} - {q} < {qb} ? (int)({hi} - {q}) : {qb};")
-        k.call("ember_im2col_f32", col, nq, k.inp(0), geo.channels, im2col_pixel_stride(node), tab, q, nq)
+        k.call("ember_im2col_f32", col, nq, x, geo.channels, ps, tab, q, nq)
         _matmul(node, k, f"{k.out(0)} + {q}", geo.pixels, kk, col, nq, m, nq, bias,
                 _NO_ACT if node.input(RESIDUAL) is not None else epilogue_args(node))
     _residual_columns(node, k, geo.pixels, m, lo, hi)
@@ -172,7 +184,7 @@ def _split_shifted(node: Node) -> Split | None:
 def _split_narrow(node: Node) -> Split | None:
     """Weights (M/P, K, P): whole panels of P output channels (P = 32, passes/conv_algorithms.py)."""
     w = node.input(1)
-    if not _float_image(node) or w is None or w.type.rank != 3:
+    if not _float_image(node) or w is None or w.type.rank != 3 or writes_nhwc(node):  # (its output's channels cut)
         return None
     y, panel = node.outputs[0], w.shape[2]
     assert y is not None
@@ -202,6 +214,8 @@ def _split_winograd(node: Node) -> Split | None:
     if size == 4 and tiles >= WINOGRAD_BAND_MIN_TILES:
         tw = -(-geo.out_size[2] // 4)
         return Split(-(-geo.out_size[1] // 4), -(-WINOGRAD_BAND_MIN_BAND // tw), (), lower=_lower_winograd4_band)
+    if writes_nhwc(node):  # a channels-last output is not cut along its channels
+        return None
     return Split(y.shape[1], CHANNEL_ALIGN, (Slice(1, 1, part_major=True), Slice(2, 0), Slice(0, 1, out=True), _RES))
 
 
@@ -216,9 +230,14 @@ def _lower_winograd4_band(node: Node, k: KernelEmitter, lo: int, hi: int) -> Non
                    pads_begin=(0, max(pt - r0, 0), geo.pads_begin[2]))
     bias = k.inp(2) if node.input(2) is not None else "0"
     res = residual_arg(node, k)
-    k.call("ember_conv_winograd4_f32", f"{k.out(0)} + {r0 * ow}", f"{k.inp(0)} + {min(first, h) * w}", k.inp(1), bias,
-           res if res == "0" else f"{res} + {r0 * ow}", k.scratch("float"), k.table(band.table(), DType.INT32), 1, m,
-           h * w, oh * ow, *epilogue_args(node), int(bool(node.attrs.get(ROW_PANELS))))
+    # A channels-last side: each band copies all of the input to NCHW (a part's scratch is its own) and stores its rows
+    # NCHW in its own output copy, then transposed into its pixels of the output (one run of it)
+    x, _, y, scratch = nchw_sides(node, k)
+    nhwc = writes_nhwc(node)
+    k.call("ember_conv_winograd4_f32", y if nhwc else f"{y} + {r0 * ow}", f"{x} + {min(first, h) * w}", k.inp(1),
+           bias, res if res == "0" else f"{res} + {r0 * ow}", scratch, k.table(band.table(), DType.INT32), 1, m,
+           h * w, (r1 - r0) * ow if nhwc else oh * ow, *epilogue_args(node), int(bool(node.attrs.get(ROW_PANELS))))
+    store_nchw_output(node, k, y, r0 * ow, (r1 - r0) * ow)
 
 
 def _split_qconv(node: Node) -> Split | None:

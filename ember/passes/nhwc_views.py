@@ -4,27 +4,31 @@ A TFLite model's NHWC tensors reach the IR as NCHW ops between Transposes (front
 next to a graph input or output (or a flatten, a Reshape over the channels) has no channels-last kernel, its
 Transpose stays: one copy of the tensor per run.
 
-- In: ConvShifted builds polyphase planes of its input, QConvShifted words of four channels, a Conv through
-  im2col its columns, a QConv its rows of words or bytes (or a 1x1 its pixels), an int8 depthwise convolution its
-  pixels of 16 channels or its planes, and int16's Q16Conv its zero-padded copy (kernels/conv.c, qshift.c,
-  qpack.c, qdwvnni.c, qdwconv.c, q16.c): each copies the input before it multiplies, so it can as well gather from
-  the NHWC bytes. Where every reader of a Transpose to NCHW is one of them (reading it as its data input), the
-  Transpose becomes an NhwcView (ops/shape.py): the same NCHW shape, the NHWC bytes left where they are, and the
-  readers' fills take the channel stride. On AVX-512 VBMI QConvShifted's words of an RGB stem come 16 at a time
-  from one byte permute (qpack.c ember_qnhwc_words).
+- In: every float 2-D convolution copies its input before it multiplies (ops/conv.py float_conv_reads_nhwc): a Conv
+  into im2col columns (a 1x1's too), ConvShifted into polyphase planes, ConvNarrow into columns (a 1x1 reads its
+  pixels as its product's rows), and a depthwise or Winograd one, or a dense window over many channels, into an NCHW
+  copy made by one register transpose (conv.py nchw_sides). So do QConvShifted (words of four channels), a QConv
+  (rows of words or bytes, or a 1x1 its pixels), an int8 depthwise convolution (pixels of 16 channels or its planes)
+  and int16's Q16Conv (its zero-padded copy): each can as well gather from the NHWC bytes. Where every reader of a
+  Transpose to NCHW is one of them (reading it as its data input), the Transpose becomes an NhwcView (ops/shape.py):
+  the same NCHW shape, the NHWC bytes left where they are, and the readers' fills take the channel stride. On
+  AVX-512 VBMI QConvShifted's words of an RGB stem come 16 at a time from one byte permute (qpack.c
+  ember_qnhwc_words).
 - Out: a QConv and a Q16Conv store each requantised sum on their own (qgemm.c ember_qstore: an output row and
-  pixel stride), an int8 depthwise convolution a pixel's 16 channels or a channel's row, and ConvShifted copies
-  its blocks of output rows out of scratch: each can as well store its output channels-last. Where a Transpose to
-  NHWC is the only reader of such a convolution's output (or of a chain of lookup tables after it: TFLite's exact
-  activations, layout-blind), the convolution writes the NHWC bytes (attribute NHWC_OUT), the tables map them as
-  they are, and the Transpose becomes an NhwcView. Where other ops lie between them that can run channels-last (a
-  dilated convolution's crop, pools, elementwise ops), the layout is pulled: see `_pull`.
+  pixel stride), an int8 depthwise convolution a pixel's 16 channels or a channel's row; of the float ones
+  (float_conv_stores_nhwc, no residual) ConvShifted copies its blocks of output rows out of scratch, a Conv stores
+  each block of its product transposed from scratch (ember_conv_nhwc_f32), ConvNarrow's pixel-major product is the
+  NHWC output, and a depthwise or Winograd one transposes its output out of an NCHW copy in scratch. Where a
+  Transpose to NHWC is the only reader of such a convolution's output (or of a chain of lookup tables after it:
+  TFLite's exact activations, layout-blind), the convolution writes the NHWC bytes (attribute NHWC_OUT), the tables
+  map them as they are, and the Transpose becomes an NhwcView. Where other ops lie between them that can run
+  channels-last (a dilated convolution's crop, pools, elementwise ops), the layout is pulled: see `_pull`.
 """
 
 from __future__ import annotations
 
 from ember.ir.graph import Graph, Node, Value
-from ember.ops.conv import im2col_reader, shifted_stores_nhwc
+from ember.ops.conv import float_conv_reads_nhwc, float_conv_stores_nhwc
 from ember.ops.q16 import q16_conv_nhwc
 from ember.ops.qlinear import qconv_reads_nhwc, qconv_stores_nhwc
 from ember.ops.shape import NHWC_OUT, NHWC_VIEW, writes_nhwc
@@ -39,13 +43,12 @@ from ember.passes.transposes import (
 
 TO_NCHW = [0, 3, 1, 2]
 TO_NHWC = [0, 2, 3, 1]
-_READERS = ("ConvShifted", "QConvShifted")
 
 
 def _reads_in_place(node: Node, v: Value) -> bool:
     """`node` lays v out again from its NCHW positions: v is its data input (and nothing else), not channel-blocked
     (passes/int8_layout.py)."""
-    return ((node.op in _READERS or im2col_reader(node) or qconv_reads_nhwc(node) or q16_conv_nhwc(node))
+    return ((node.op == "QConvShifted" or float_conv_reads_nhwc(node) or qconv_reads_nhwc(node) or q16_conv_nhwc(node))
             and node.inputs[0] is v
             and not v.blocked and not any(u is v for u in node.inputs[1:]))
 
@@ -63,7 +66,7 @@ def nhwc_input_views(graph: Graph) -> None:
 
 def _stored_by(x: Value, graph: Graph, uses: dict[int, list[Node]]) -> list[Node] | None:
     """The nodes that would store x channels-last: a convolution that can (ops/qlinear.py qconv_stores_nhwc,
-    ops/conv.py shifted_stores_nhwc, ops/q16.py q16_conv_nhwc), then the lookup tables between it and x (one value
+    ops/conv.py float_conv_stores_nhwc, ops/q16.py q16_conv_nhwc), then the lookup tables between it and x (one value
     in, one out: layout-blind), each value read by the next node only."""
     chain: list[Node] = []
     while True:
@@ -79,7 +82,7 @@ def _stored_by(x: Value, graph: Graph, uses: dict[int, list[Node]]) -> list[Node
 
 
 def _stores_nhwc(node: Node) -> bool:
-    return qconv_stores_nhwc(node) or shifted_stores_nhwc(node) or q16_conv_nhwc(node)
+    return qconv_stores_nhwc(node) or float_conv_stores_nhwc(node) or q16_conv_nhwc(node)
 
 
 def _pull(graph: Graph, conv: Node) -> bool:

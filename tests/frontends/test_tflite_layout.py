@@ -34,6 +34,27 @@ def test_convolutions_keep_no_layout_transpose(name: str) -> None:
     assert _layout_transposes(name) == []
 
 
+# The fixtures refused on purpose (test_tflite_errors.py, test_tflite_ops_more.py; test_tflite_int16.py: HARD_SWISH).
+REFUSED = {"refused_ops", "hard_swish_int16"}
+TARGETS = ["host", "x86_64", "i386", "aarch64", "armv7", "cortex-m4", "cortex-m55", "riscv32", "riscv64", "wasm32"]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_no_fixture_keeps_a_layout_transpose_on_any_target(target: str) -> None:
+    """Every TFLite fixture, float, int8 and int16, compiles with no NHWC <-> NCHW Transpose for each target: where the
+    target's CPU family runs no channels-last regions, the NCHW convolutions at the model's edges read and store NHWC
+    themselves."""
+    kept = {}
+    for path in sorted(FIXTURES.glob("*.tflite")):
+        if path.stem in REFUSED:
+            continue
+        graph, _, _ = build_graph(str(path), CompileOptions(target=target))
+        names = [n.name for n in graph.nodes if n.op == "Transpose" and list(n.attrs.get("perm", [])) in LAYOUT_PERMS]
+        if names:
+            kept[path.stem] = names
+    assert kept == {}
+
+
 @pytest.mark.parametrize("name", INTEGER)
 def test_integer_convolutions_in_place_bit_exact(tmp_path: Path, name: str) -> None:
     path = FIXTURES / f"{name}.tflite"

@@ -114,24 +114,28 @@ static void ember_phase_rows2_f32(float *EMBER_RESTRICT r0, float *EMBER_RESTRIC
 }
 /*@end*/
 
-/*@kernel ember_im2col_f32 requires ember_window_bounds ember_copy_run_f32 ember_conv_geo ember_phase_pick*/
+/*@kernel ember_im2col_f32 requires ember_window_bounds ember_copy_run_f32 ember_conv_geo ember_phase_pick ember_transpose2d_ld_f32*/
 /* Columns [q0, q0 + nq) of the convolution-as-matmul's B operand (ldc floats per row):
  *   col[(c*KD + kd)*KH*KW + kh*KW + kw][q - q0] = x[c][id][ih][iw] (0 outside the input), q = (od*OH + oh)*OW + ow.
  * Each output-row run is zeros, a (strided) copy, zeros, with the copy's bounds solved per tap. `ps`: 1 for NCHW x;
  * for x stored channels-last (ops/shape.py NhwcView: a TFLite model's NHWC image) its channel count, the floats
- * from one pixel to the next (x at the first channel this call reads). */
+ * from one pixel to the next (x at the first channel this call reads): then a run's pixels, C channels each, are one
+ * block transposed into the tap's C rows (a gather per float: a 1x1 of 32 channels at 19x19 took 1.24-1.35x the time
+ * of its input's Transpose and the direct product). */
 static void ember_im2col_f32(float *EMBER_RESTRICT col, ptrdiff_t ldc, const float *EMBER_RESTRICT x, int C,
                              ptrdiff_t ps, const int32_t *p, ptrdiff_t q0, ptrdiff_t nq) {
     const int D = p[EMBER_GEO_IN_D], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], KD = p[EMBER_GEO_K_D],
               KH = p[EMBER_GEO_K_H], KW = p[EMBER_GEO_K_W], OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W];
     const int sw = p[EMBER_GEO_STRIDE_W], start_ow = (int)(q0 % OW), start_oh = (int)(q0 / OW % OH),
               start_od = (int)(q0 / OW / OH);
-    int c, kd, kh, kw, ow;
-    for (c = 0; c < C; ++c)
+    const int cn = ps > 1 ? C : 1; /* the channels a pass over the taps fills: all of a channels-last x's */
+    const ptrdiff_t crow = (ptrdiff_t)KD * KH * KW * ldc; /* from a channel's rows to the next one's */
+    int c, i, kd, kh, kw, ow;
+    for (c = 0; c < C; c += cn)
         for (kd = 0; kd < KD; ++kd)
             for (kh = 0; kh < KH; ++kh)
                 for (kw = 0; kw < KW; ++kw, col += ldc) {
-                    const float *xc = x + (ps > 1 ? (ptrdiff_t)c : (ptrdiff_t)c * D * H * W);
+                    const float *xc = x + (ptrdiff_t)c * D * H * W; /* (c = 0 where channels-last) */
                     const int off = kw * p[EMBER_GEO_DIL_W] - p[EMBER_GEO_PAD_W];
                     int lo, hi, ow0 = start_ow, oh = start_oh, od = start_od;
                     ptrdiff_t q = q0;
@@ -145,14 +149,23 @@ static void ember_im2col_f32(float *EMBER_RESTRICT col, ptrdiff_t ldc, const flo
                         const float *xr = xc + (((ptrdiff_t)id * H + ih) * W + off) * ps;
                         const int l = lo > ow0 ? (lo < ow1 ? lo : ow1) : ow0, h = hi < ow1 ? (hi > l ? hi : l) : ow1;
                         q += ow1 - ow0;
+                        if (ps > 1) {
+                            const int inside = id >= 0 && id < D && ih >= 0 && ih < H;
+                            for (i = 0; i < C; ++i) {
+                                float *EMBER_RESTRICT d = dst + i * crow;
+                                for (ow = ow0; ow < (inside ? l : ow1); ++ow) d[ow] = 0.0f;
+                                for (ow = inside ? h : ow1; ow < ow1; ++ow) d[ow] = 0.0f;
+                            }
+                            if (inside)
+                                ember_transpose2d_ld_f32(dst + l, crow, xr + (ptrdiff_t)l * sw * ps, sw * ps, h - l, C);
+                            continue;
+                        }
                         if (id < 0 || id >= D || ih < 0 || ih >= H) {
                             for (ow = ow0; ow < ow1; ++ow) dst[ow] = 0.0f;
                             continue;
                         }
                         for (ow = ow0; ow < l; ++ow) dst[ow] = 0.0f;
-                        if (ps > 1)
-                            for (ow = l; ow < h; ++ow) dst[ow] = xr[(ptrdiff_t)ow * sw * ps];
-                        else if (sw == 1)
+                        if (sw == 1)
                             ember_copy_run_f32(dst + l, xr + l, h - l);
                         else if (sw == 2) {
                             ow = l;
@@ -223,6 +236,40 @@ static void ember_conv_f32(float *y, const float *x, const float *w, const float
                 ember_im2col_f32(col, nq, xg, Cg, ps, p, q0, nq);
                 ember_matmul_core_ap(yg + q0, s_out, wg, K, 1, col, nq, 0, 0, Mg, nq, K, 1.0f, bg, 1, 0, 1.0f,
                                      rg ? rg + q0 : 0, act, act_a, act_b, apack);
+            }
+        }
+}
+/*@end*/
+
+/*@kernel ember_conv_nhwc_f32 requires ember_matmul_core ember_im2col_f32 ember_transpose2d_ld_f32 ember_act_apply_f32 ember_conv_geo*/
+/* ember_conv_f32's convolution with y stored channels-last (M floats a pixel: ops/shape.py NhwcView, a TFLite model's
+ * NHWC output), for output pixels [q0, q1) of each image (a thread's part, or all). Each block of `qb` pixels is
+ * multiplied into `out` (Mg x qb floats of scratch after im2col's K x qb, or from the start of `col` where
+ * `direct`), as ember_conv_f32 does into y, then stored transposed while it is in cache (an activation the matmul
+ * tiles do not apply in registers, such as HardSwish, in one pass over the block before). `ps`: ember_im2col_f32's
+ * (a channels-last x is never `direct`). No residual. */
+static void ember_conv_nhwc_f32(float *y, const float *x, const float *w, const float *bias, float *col,
+                                const int32_t *p, int N, int G, int M, int direct, int qb, int act, float act_a,
+                                float act_b, int apack, ptrdiff_t ps, ptrdiff_t q0, ptrdiff_t q1) {
+    const int C = p[EMBER_GEO_C], Cg = C / G, Mg = M / G;
+    const int K = Cg * p[EMBER_GEO_K_D] * p[EMBER_GEO_K_H] * p[EMBER_GEO_K_W];
+    const ptrdiff_t s_in = (ptrdiff_t)p[EMBER_GEO_IN_D] * p[EMBER_GEO_IN_H] * p[EMBER_GEO_IN_W],
+                    s_out = (ptrdiff_t)p[EMBER_GEO_OUT_D] * p[EMBER_GEO_OUT_H] * p[EMBER_GEO_OUT_W];
+    float *out = direct ? col : col + (ptrdiff_t)K * qb;
+    const int in_tile = act == EMBER_ACT_NONE || act == EMBER_ACT_RELU || act == EMBER_ACT_CLIP;
+    ptrdiff_t q;
+    int n, g;
+    for (n = 0; n < N; ++n)
+        for (g = 0; g < G; ++g) {
+            const float *xg = x + (ptrdiff_t)n * C * s_in + (ptrdiff_t)g * Cg * (ps > 1 ? 1 : s_in);
+            const float *wg = w + (ptrdiff_t)g * Mg * K, *bg = bias ? bias + (ptrdiff_t)g * Mg : bias;
+            for (q = q0; q < q1; q += qb) {
+                const int nq = q1 - q < qb ? (int)(q1 - q) : qb;
+                if (!direct) ember_im2col_f32(col, nq, xg, Cg, ps, p, q, nq);
+                ember_matmul_core_ap(out, nq, wg, K, 1, direct ? xg + q : col, direct ? s_out : nq, 0, 0, Mg, nq, K,
+                                     1.0f, bg, 1, 0, 1.0f, 0, in_tile ? act : EMBER_ACT_NONE, act_a, act_b, apack);
+                if (!in_tile) ember_act_apply_f32(out, (ptrdiff_t)Mg * nq, act, act_a, act_b);
+                ember_transpose2d_ld_f32(y + ((ptrdiff_t)n * s_out + q) * M + (ptrdiff_t)g * Mg, M, out, nq, Mg, nq);
             }
         }
 }
@@ -339,30 +386,39 @@ static void ember_conv_shifted_f32(float *y, const float *x, const float *w, con
  * transposed and packed in panels of pw channels at compile time, so they stream from memory once, in
  * order: EMBER_MM_PANEL wide for the general matmul's strips, or 64 (the CPU family's narrow_panel) for AVX-512's
  * 4-vector tiles (ember_matmul_wide_f32). `scratch`: im2col (K x P, unless `direct`) then yt. `res` (else NULL): a
- * residual shaped as y, added (then the activation) after the transpose. */
+ * residual shaped as y, added (then the activation) after the transpose. `lay` bit 0: x stored channels-last (an
+ * NhwcView: im2col gathers at the pixel stride, and a 1x1's x is col^T itself); bit 1: y stored channels-last (no
+ * res), which yt is: it is computed there, and nothing is transposed. */
 static void ember_conv_narrow_f32(float *y, const float *x, const float *wp, const float *bias, const float *res,
                                   float *scratch, const int32_t *p, int N, int M, int pw, int direct, int act,
-                                  float act_a, float act_b) {
+                                  float act_a, float act_b, int lay) {
     const int C = p[EMBER_GEO_C], K = C * p[EMBER_GEO_K_D] * p[EMBER_GEO_K_H] * p[EMBER_GEO_K_W],
               P = p[EMBER_GEO_OUT_D] * p[EMBER_GEO_OUT_H] * p[EMBER_GEO_OUT_W];
     const ptrdiff_t s_in = (ptrdiff_t)p[EMBER_GEO_IN_D] * p[EMBER_GEO_IN_H] * p[EMBER_GEO_IN_W];
+    const ptrdiff_t ps = lay & 1 ? C : 1; /* a channels-last x: C floats a pixel */
     float *yt = direct ? scratch : scratch + (ptrdiff_t)K * P;
     int n;
     for (n = 0; n < N; ++n) {
         const float *col = x + (ptrdiff_t)n * C * s_in;
+        ptrdiff_t a_sm = 1, a_sk = P; /* col^T: pixel p's K products, a column of col */
         if (!direct) {
-            ember_im2col_f32(scratch, P, col, C, 1, p, 0, P);
+            ember_im2col_f32(scratch, P, col, C, ps, p, 0, P);
             col = scratch;
+        } else if (ps > 1) { /* a channels-last 1x1's input is col^T itself */
+            a_sm = C;
+            a_sk = 1;
         }
+        if (lay & 2) yt = y + (ptrdiff_t)n * M * P; /* the pixel-major result is the channels-last output */
 #if EMBER_VL == 16
         if (pw % 64 == 0)
-            ember_matmul_wide_f32(yt, M, col, 1, P, wp, pw, P, M, K, bias, 0, res ? EMBER_ACT_NONE : act, act_a,
+            ember_matmul_wide_f32(yt, M, col, a_sm, a_sk, wp, pw, P, M, K, bias, 0, res ? EMBER_ACT_NONE : act, act_a,
                                   act_b);
         else
 #endif
             /* the general matmul's strips, in panels of pw columns (any build: its vectors divide the panel) */
-            ember_matmul_core(yt, M, col, 1, P, wp, 0, 0, pw, P, M, K, 1.0f, bias, 0, 1, 1.0f,
+            ember_matmul_core(yt, M, col, a_sm, a_sk, wp, 0, 0, pw, P, M, K, 1.0f, bias, 0, 1, 1.0f,
                               res ? EMBER_ACT_NONE : act, act_a, act_b);
+        if (lay & 2) continue;
         ember_transpose2d_f32(y + (ptrdiff_t)n * M * P, yt, P, M);
         if (res)
             ember_residual_act_f32(y + (ptrdiff_t)n * M * P, res + (ptrdiff_t)n * M * P, (ptrdiff_t)M * P, act, act_a,

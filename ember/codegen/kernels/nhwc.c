@@ -584,58 +584,10 @@ static void ember_pw_nhwc_small_f32(float *y, const float *x, const float *w, co
 }
 /*@end*/
 
-/*@kernel ember_nhwc_reorder_f32 requires ember_simd*/
-/* dst[c][r] = src[r][c] for a rows x cols matrix: a region boundary's NCHW <-> NHWC reorder of one image
- * ([C][H*W] <-> [H*W][C]). Blocks of EMBER_VL x EMBER_VL are transposed in registers (log2(VL) rounds of
- * zipping row i with row i + VL/2), so each load and store moves a whole vector; the ragged edges go one
- * element at a time. Without vectors, a plain loop over the columns (MCUs keep NCHW: no family enables
- * the regions there). */
-#if EMBER_VL > 1
-#if EMBER_VL == 16
-#define EMBER_NHWC_ZIPLO 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23
-#define EMBER_NHWC_ZIPHI 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31
-#elif EMBER_VL == 8
-#define EMBER_NHWC_ZIPLO 0, 8, 1, 9, 2, 10, 3, 11
-#define EMBER_NHWC_ZIPHI 4, 12, 5, 13, 6, 14, 7, 15
-#else
-#define EMBER_NHWC_ZIPLO 0, 4, 1, 5
-#define EMBER_NHWC_ZIPHI 2, 6, 3, 7
-#endif
-#if EMBER_CLANG
-#define EMBER_NHWC_PICK(a, b, IDX) __builtin_shufflevector(a, b, IDX)
-#else
-typedef int ember_nhwc_vidx __attribute__((vector_size(EMBER_VL * 4)));
-#define EMBER_NHWC_PICK(a, b, IDX) __builtin_shuffle(a, b, (ember_nhwc_vidx){IDX})
-#endif
-#endif
-static void ember_nhwc_reorder_f32(float *EMBER_RESTRICT dst, const float *EMBER_RESTRICT src, int rows, int cols) {
-    /* rv rows and cv columns in whole blocks (computed up front, so that with constant sizes the compiler sees
-     * the edge loops' bounds: GCC warned of undefined iterations in a tail loop after the block loop) */
-    const int rv = EMBER_VL > 1 ? rows - rows % EMBER_VL : 0, cv = EMBER_VL > 1 ? cols - cols % EMBER_VL : 0;
-    int r, c;
-#if EMBER_VL > 1
-    int c0, r0;
-    /* a block of VL columns at a time, all its rows: each store fills the destination's lines in turn (rows
-     * outermost, every pass over the columns wrote a part of each line: 0.11 ms for MobileNetV2's stem output) */
-    for (c0 = 0; c0 < cv; c0 += EMBER_VL)
-        for (r0 = 0; r0 < rv; r0 += EMBER_VL) {
-            ember_vf v[EMBER_VL], u[EMBER_VL];
-            int i, round;
-            for (i = 0; i < EMBER_VL; ++i) v[i] = *(const ember_vf *)(const void *)(src + (ptrdiff_t)(r0 + i) * cols + c0);
-            for (round = 1; round < EMBER_VL; round *= 2) {
-                for (i = 0; i < EMBER_VL / 2; ++i) {
-                    u[2 * i] = EMBER_NHWC_PICK(v[i], v[i + EMBER_VL / 2], EMBER_NHWC_ZIPLO);
-                    u[2 * i + 1] = EMBER_NHWC_PICK(v[i], v[i + EMBER_VL / 2], EMBER_NHWC_ZIPHI);
-                }
-                for (i = 0; i < EMBER_VL; ++i) v[i] = u[i];
-            }
-            for (i = 0; i < EMBER_VL; ++i) *(ember_vf *)(void *)(dst + (ptrdiff_t)(c0 + i) * rows + r0) = v[i];
-        }
-#endif
-    for (r = rv; r < rows; ++r) /* the rows after the whole blocks (all of them without vectors), every column */
-        for (c = 0; c < cols; ++c) dst[(ptrdiff_t)c * rows + r] = src[(ptrdiff_t)r * cols + c];
-    for (c = cv; c < cols; ++c) /* the columns after the whole blocks, of the rows in blocks */
-        for (r = 0; r < rv; ++r) dst[(ptrdiff_t)c * rows + r] = src[(ptrdiff_t)r * cols + c];
+/*@kernel ember_nhwc_reorder_f32 requires ember_transpose2d_f32*/
+/* A region boundary's NCHW <-> NHWC reorder of one image ([C][H*W] <-> [H*W][C]): matmul.c's register transpose. */
+EMBER_INLINE void ember_nhwc_reorder_f32(float *EMBER_RESTRICT dst, const float *EMBER_RESTRICT src, int rows, int cols) {
+    ember_transpose2d_f32(dst, src, rows, cols);
 }
 /*@end*/
 
