@@ -222,17 +222,25 @@ NHWC_GATHER_MAX_CHANNELS = 4
 _COPYING = ("Conv", "ConvWinograd", "ConvWinograd4")
 
 
+def nhwc_copies(node: Node) -> tuple[bool, bool]:
+    """Whether `node` (a float convolution) would read a channels-last input, and store a channels-last output,
+    through an NCHW copy in its scratch (see above)."""
+    if node.op not in _COPYING:
+        return False, False
+    if node.op != "Conv":
+        return True, True
+    geo, _, _, depthwise, _ = _conv_parts(node)
+    return depthwise or (geo.taps > 1 and set(geo.strides) == {1} and geo.channels > NHWC_GATHER_MAX_CHANNELS), \
+        depthwise
+
+
 def nchw_copies(node: Node) -> tuple[int, int]:
     """Floats (whole 64-byte lines) of the NCHW copies of `node`'s channels-last input and output at the start of its
-    scratch, in that order (0: none; see above)."""
-    if node.op not in _COPYING:
-        return 0, 0
-    x, y = present(node.input(0)), present(node.outputs[0])
-    geo, _, _, depthwise, _ = _conv_parts(node) if node.op == "Conv" else (None, 1, 0, False, False)
-    whole = geo is None or depthwise  # Winograd or depthwise
-    copy_in = stored_nhwc(x) and (whole or (geo is not None and geo.taps > 1 and set(geo.strides) == {1}
-                                            and geo.channels > NHWC_GATHER_MAX_CHANNELS))
-    return _lines(x.type.numel) if copy_in else 0, _lines(y.type.numel) if whole and writes_nhwc(node) else 0
+    scratch, in that order (0: none)."""
+    copy_in, copy_out = nhwc_copies(node)
+    x, y = node.input(0), node.outputs[0]
+    return (_lines(present(x).type.numel) if copy_in and stored_nhwc(x) else 0,
+            _lines(present(y).type.numel) if copy_out and writes_nhwc(node) else 0)
 
 
 def nchw_sides(node: Node, k: KernelEmitter) -> tuple[str, int, str, str]:

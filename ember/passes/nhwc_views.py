@@ -28,7 +28,7 @@ Transpose stays: one copy of the tensor per run.
 from __future__ import annotations
 
 from ember.ir.graph import Graph, Node, Value
-from ember.ops.conv import float_conv_reads_nhwc, float_conv_stores_nhwc
+from ember.ops.conv import float_conv_reads_nhwc, float_conv_stores_nhwc, nhwc_copies
 from ember.ops.q16 import q16_conv_nhwc
 from ember.ops.qlinear import qconv_reads_nhwc, qconv_stores_nhwc
 from ember.ops.shape import NHWC_OUT, NHWC_VIEW, writes_nhwc
@@ -45,26 +45,31 @@ TO_NCHW = [0, 3, 1, 2]
 TO_NHWC = [0, 2, 3, 1]
 
 
-def _reads_in_place(node: Node, v: Value) -> bool:
+def _reads_in_place(node: Node, v: Value, no_copies: bool) -> bool:
     """`node` lays v out again from its NCHW positions: v is its data input (and nothing else), not channel-blocked
-    (passes/int8_layout.py)."""
+    (passes/int8_layout.py); `no_copies`: and it gathers from v itself, not from an NCHW copy in its scratch."""
+    if no_copies and (nhwc_copies(node)[0] or (node.op == "QConv" and node.attrs["_q"].depthwise)):
+        return False
     return ((node.op == "QConvShifted" or float_conv_reads_nhwc(node) or qconv_reads_nhwc(node) or q16_conv_nhwc(node))
             and node.inputs[0] is v
             and not v.blocked and not any(u is v for u in node.inputs[1:]))
 
 
-def nhwc_input_views(graph: Graph) -> None:
+def nhwc_input_views(graph: Graph, no_copies: bool = False) -> None:
+    """`no_copies` (microcontrollers, where scratch is RAM the plan holds): only where the readers gather from the
+    NHWC bytes themselves, not through an NCHW copy (which, alive beside the NHWC input, could raise the peak that
+    the Transpose's NCHW value does not)."""
     uses = graph.consumers()
     for t in graph.nodes:
         y = t.outputs[0] if t.outputs else None
         if t.op != "Transpose" or t.attrs.get("perm") != TO_NCHW or y is None or graph.is_output(y):
             continue
         readers = uses.get(id(y), [])
-        if readers and all(_reads_in_place(n, y) for n in readers):
+        if readers and all(_reads_in_place(n, y, no_copies) for n in readers):
             t.op = NHWC_VIEW
 
 
-def _stored_by(x: Value, graph: Graph, uses: dict[int, list[Node]]) -> list[Node] | None:
+def _stored_by(x: Value, graph: Graph, uses: dict[int, list[Node]], no_copies: bool) -> list[Node] | None:
     """The nodes that would store x channels-last: a convolution that can (ops/qlinear.py qconv_stores_nhwc,
     ops/conv.py float_conv_stores_nhwc, ops/q16.py q16_conv_nhwc), then the lookup tables between it and x (one value
     in, one out: layout-blind), each value read by the next node only."""
@@ -74,14 +79,19 @@ def _stored_by(x: Value, graph: Graph, uses: dict[int, list[Node]]) -> list[Node
         if node is None or graph.is_output(x) or len(uses.get(id(x), [])) != 1:
             return None
         chain.append(node)
-        if _stores_nhwc(node):
+        if _stores_nhwc(node, no_copies):
             return chain
         if node.op not in LOOKUP_TABLES or node.inputs[0] is None:
             return None
         x = node.inputs[0]
 
 
-def _stores_nhwc(node: Node) -> bool:
+def _stores_nhwc(node: Node, no_copies: bool = False) -> bool:
+    """`no_copies`: only where each output is stored channels-last as it is computed, with no scratch for it (no
+    NCHW copy, no block of a float product: ConvShifted's and ConvNarrow's, the integer ones but a depthwise QConv)."""
+    if no_copies:
+        return ((qconv_stores_nhwc(node) and not node.attrs["_q"].depthwise) or q16_conv_nhwc(node)
+                or (float_conv_stores_nhwc(node) and node.op in ("ConvShifted", "ConvNarrow")))
     return qconv_stores_nhwc(node) or float_conv_stores_nhwc(node) or q16_conv_nhwc(node)
 
 
@@ -117,12 +127,13 @@ def _pull(graph: Graph, conv: Node) -> bool:
     return False
 
 
-def nhwc_output_views(graph: Graph) -> None:
+def nhwc_output_views(graph: Graph, no_copies: bool = False) -> None:
+    """`no_copies`: as nhwc_input_views'."""
     uses = graph.consumers()
     for t in graph.nodes:
         if t.op != "Transpose" or t.attrs.get("perm") != TO_NHWC or t.inputs[0] is None:
             continue
-        chain = _stored_by(t.inputs[0], graph, uses)
+        chain = _stored_by(t.inputs[0], graph, uses, no_copies)
         if chain:
             chain[-1].attrs[NHWC_OUT] = 1
             t.op = NHWC_VIEW
@@ -131,7 +142,7 @@ def nhwc_output_views(graph: Graph) -> None:
     if any(t.op == "Transpose" and t.attrs.get("perm") == TO_NHWC for t in graph.nodes):
         pulled = False
         for conv in list(graph.nodes):
-            if _stores_nhwc(conv) and not writes_nhwc(conv):
+            if _stores_nhwc(conv, no_copies) and not writes_nhwc(conv):
                 pulled = _pull(graph, conv) or pulled
         if pulled:
             simplify_transposes(graph)

@@ -16,6 +16,7 @@ import pytest
 import ember
 from ember.config import CompileOptions
 from ember.driver import build_graph
+from ember.toolchain.targets import get_target
 from tests.support.models import assert_bundle_matches, assert_threads_match
 from tests.unit.test_transposes import TO_NCHW, TO_NHWC, Net
 
@@ -70,14 +71,17 @@ EDGES = [
     Edge("narrow_1x1", 1, 4, 4, 16, 64, 1, act="Relu"),  # ConvNarrow: its pixel-major result is the NHWC output
     Edge("narrow_3x3", 1, 7, 7, 128, 128, 3),
     Edge("shifted_dilated", 1, 20, 20, 6, 10, 5, dilation=2),  # ConvShifted
+    Edge("stem_rgb_nchw_out", 1, 32, 32, 3, 16, 3, stride=2, act="Relu", nhwc_out=False),  # im2col's gather
 ]
 LAYOUT_PERMS = (TO_NCHW, TO_NHWC)
-TARGETS = [("host", None), ("x86_64", None), ("x86_64", "x86-64-v3"), ("aarch64", None), ("cortex-m4", None),
-           ("riscv64", None), ("wasm32", None)]
+TARGETS = [("host", None), ("x86_64", None), ("x86_64", "x86-64-v3"), ("aarch64", None), ("riscv64", None),
+           ("wasm32", None)]
 
 
-def _layout_transposes(path: Path, target: str, cpu: str | None) -> list[str]:
-    graph, _, _ = build_graph(str(path), CompileOptions(target=target, cpu=cpu))
+def _layout_transposes(path: Path, target: str, cpu: str | None = None) -> list[str]:
+    t = get_target(target)
+    graph, _, _ = build_graph(str(path), CompileOptions(target=target, cpu=cpu), target_kind=t.kind,
+                              int8_isa=t.int8_isa)
     return [f"{n.name} ({n.op})" for n in graph.nodes
             if n.op == "Transpose" and list(n.attrs.get("perm", [])) in LAYOUT_PERMS]
 
@@ -87,6 +91,16 @@ def test_no_layout_transpose_on_any_target(tmp_path: Path, edge: Edge) -> None:
     path, _ = edge.save(tmp_path / "m.onnx")
     for target, cpu in TARGETS:
         assert _layout_transposes(path, target, cpu) == [], f"{edge.name} on {target} {cpu or ''}"
+
+
+@pytest.mark.parametrize("target", ["cortex-m4", "riscv32"])
+def test_microcontrollers_view_only_without_scratch_copies(tmp_path: Path, target: str) -> None:
+    """A microcontroller's scratch is RAM the plan holds: there an edge is read in place only by a gather (an RGB
+    stem's im2col), and the Transposes stay where the kernel would copy the NHWC value into scratch beside it (a
+    depthwise convolution) or store the product through blocks of scratch."""
+    stem, depthwise = (next(e for e in EDGES if e.name == n) for n in ("stem_rgb_nchw_out", "depthwise"))
+    assert _layout_transposes(stem.save(tmp_path / "stem.onnx")[0], target) == []
+    assert len(_layout_transposes(depthwise.save(tmp_path / "dw.onnx")[0], target)) == 2
 
 
 @pytest.mark.parametrize("cpu", [None, "x86-64"], ids=["host", "x86-64"])
