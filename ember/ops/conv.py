@@ -301,6 +301,7 @@ def _conv_scratch(node: Node) -> int:
     col = 0 if direct else geo.channels // group * geo.taps * qb
     return (copies + col + (m // group * qb if lay & 2 else 0)) * 4
 
+
 # kernels/pointwise.c's blocks hold 128 KiB of output, at least 64 columns: past 256 output channels they
 # grow beyond L2's share, and on Zen 3 the matmul's own strip-wise activation measured faster there
 # (MobileNetV3's 14x14 expand layers, 480-672 channels: 0.20 -> 0.24 ms, 0.37 -> 0.46 ms).
@@ -407,6 +408,7 @@ def _lower_dw_nhwc(node: Node, k: KernelEmitter) -> None:
            *epilogue_args(node))
     store_nchw_output(node, k, y)
 
+
 def _lower_conv(node: Node, k: KernelEmitter) -> None:
     geo, group, m, depthwise, direct = _conv_parts(node)
     n = present(node.input(0)).shape[0]
@@ -432,9 +434,8 @@ def _lower_conv(node: Node, k: KernelEmitter) -> None:
         k.call("ember_pointwise_act_f32", k.out(0), s, k.inp(0), s, k.inp(1), bias, m, geo.channels, s,
                *(_NO_ACT if res else epilogue_args(node)))
     elif depthwise:
-        pad = scratch
         fn = "ember_dwconv_blocked_f32" if _dw_blocked_floats(node, geo, m) else "ember_dwconv_f32"
-        k.call(fn, k.out(0), x, k.inp(1), bias, pad, k.table(geo.table(), DType.INT32), n, m,
+        k.call(fn, k.out(0), x, k.inp(1), bias, scratch, k.table(geo.table(), DType.INT32), n, m,
                *(_NO_ACT if res else epilogue_args(node)))
     elif not direct and group == 1 and n == 1 and blocked_pointwise(node, m):
         # A stem's im2col conv + Swish/HardSwish: the same, im2col block by block.
