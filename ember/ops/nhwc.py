@@ -204,9 +204,9 @@ def _flops(node: Node) -> int:
 
 
 # NhwcReorder (internal): a region boundary's Transpose of a 4-D float32 tensor, NCHW -> NHWC (perm 0, 2, 3, 1)
-# or back (0, 3, 1, 2), as passes/nhwc_region.py leaves it: per image a 2-D transpose ([C, H*W] <-> [H*W, C])
-# of vector blocks in registers, where the generic strided copy moved one element at a time a whole plane apart
-# (MobileNetV2's 112x112x32 stem output: 0.12 ms, 1.2% of the model).
+# or back (0, 3, 1, 2), as passes/nhwc_region.py leaves it: per image a 2-D transpose ([C, H*W] <-> [H*W, C]) of
+# vector blocks in registers (kernels/matmul.c ember_transpose2d_f32), where the generic strided copy moved one element
+# at a time a whole plane apart (MobileNetV2's 112x112x32 stem output: 0.12 ms, 1.2% of the model).
 REORDER_PERMS = ((0, 2, 3, 1), (0, 3, 1, 2))
 
 
@@ -214,9 +214,9 @@ def _lower_reorder(node: Node, k: KernelEmitter) -> None:
     x = inp(node, 0)
     n, (a, b, c) = x.shape[0], x.shape[1:]
     rows, cols = (a, b * c) if tuple(node.attrs["perm"]) == REORDER_PERMS[0] else (a * b, c)
-    k.need("ember_nhwc_reorder_f32")
+    k.need("ember_transpose2d_f32")
     with k.w.block(f"for (int ember_n = 0; ember_n < {n}; ++ember_n)"):
-        k.call("ember_nhwc_reorder_f32", f"{k.out(0)} + (ptrdiff_t)ember_n * {rows * cols}",
+        k.call("ember_transpose2d_f32", f"{k.out(0)} + (ptrdiff_t)ember_n * {rows * cols}",
                f"{k.inp(0)} + (ptrdiff_t)ember_n * {rows * cols}", rows, cols)
 
 
@@ -225,7 +225,7 @@ def _infer_reorder(node: Node) -> list[TensorType | None]:
     return [typed(x.dtype, [x.shape[p] for p in node.attrs["perm"]])]
 
 
-register(OpDef("NhwcReorder", infer=_infer_reorder, lower=_lower_reorder, kernels=("ember_nhwc_reorder_f32",)))
+register(OpDef("NhwcReorder", infer=_infer_reorder, lower=_lower_reorder, kernels=("ember_transpose2d_f32",)))
 
 
 # GapNHWC and ScaleNHWC (internal): a Squeeze-Excitation block's GlobalAveragePool and Mul inside a region, so

@@ -98,7 +98,7 @@ def _split_conv(node: Node) -> Split | None:
         if geo.pixels < least:
             return None
         return Split(geo.pixels, PIXEL_ALIGN if direct else IM2COL_ALIGN, (),
-                     lower=lambda node, k, lo, hi: lower_conv_nhwc(node, k, lo, hi))
+                     lower=lower_conv_nhwc)
     if direct and geo.pixels >= max(m, PIXEL_ALIGN * 4):
         # A 1x1 conv is one matmul y (M x P) = w (M x C) * x (C x P): parts of the P columns share nothing,
         # where parts of the M rows would each pack all of x for the kernel again.

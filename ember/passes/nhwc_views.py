@@ -45,10 +45,18 @@ TO_NCHW = [0, 3, 1, 2]
 TO_NHWC = [0, 2, 3, 1]
 
 
+def _through_scratch(node: Node, output: bool) -> bool:
+    """Whether `node` would read (`output`: store) the NHWC bytes through its scratch: an NCHW copy (ops/conv.py
+    nhwc_copies; an int8 depthwise convolution's, ops/qlinear.py) or a float product's blocks (ember_conv_nhwc_f32)."""
+    if node.op == "QConv":
+        return bool(node.attrs["_q"].depthwise)
+    return node.op in ("Conv", "ConvWinograd", "ConvWinograd4") if output else nhwc_copies(node)[0]
+
+
 def _reads_in_place(node: Node, v: Value, no_copies: bool) -> bool:
     """`node` lays v out again from its NCHW positions: v is its data input (and nothing else), not channel-blocked
     (passes/int8_layout.py); `no_copies`: and it gathers from v itself, not from an NCHW copy in its scratch."""
-    if no_copies and (nhwc_copies(node)[0] or (node.op == "QConv" and node.attrs["_q"].depthwise)):
+    if no_copies and _through_scratch(node, output=False):
         return False
     return ((node.op == "QConvShifted" or float_conv_reads_nhwc(node) or qconv_reads_nhwc(node) or q16_conv_nhwc(node))
             and node.inputs[0] is v
@@ -87,12 +95,10 @@ def _stored_by(x: Value, graph: Graph, uses: dict[int, list[Node]], no_copies: b
 
 
 def _stores_nhwc(node: Node, no_copies: bool = False) -> bool:
-    """`no_copies`: only where each output is stored channels-last as it is computed, with no scratch for it (no
-    NCHW copy, no block of a float product: ConvShifted's and ConvNarrow's, the integer ones but a depthwise QConv)."""
-    if no_copies:
-        return ((qconv_stores_nhwc(node) and not node.attrs["_q"].depthwise) or q16_conv_nhwc(node)
-                or (float_conv_stores_nhwc(node) and node.op in ("ConvShifted", "ConvNarrow")))
-    return qconv_stores_nhwc(node) or float_conv_stores_nhwc(node) or q16_conv_nhwc(node)
+    """`no_copies`: only where each output is stored channels-last as it is computed, with no scratch for it
+    (ConvShifted's, ConvNarrow's, the integer ones but a depthwise QConv's)."""
+    stores = qconv_stores_nhwc(node) or float_conv_stores_nhwc(node) or q16_conv_nhwc(node)
+    return stores and not (no_copies and _through_scratch(node, output=True))
 
 
 def _pull(graph: Graph, conv: Node) -> bool:

@@ -28,7 +28,7 @@ from tests.models.test_inverted_residual import _Net, _plain_block
 from tests.support import cdriver
 from tests.support.models import assert_bundle_matches, assert_close, assert_threads_match, onnxruntime_outputs
 
-KERNELS = ("ember_dwconv_nhwc_f32", "ember_pw_nhwc_f32", "ember_nhwc_reorder_f32", "ember_gap_nhwc_f32",
+KERNELS = ("ember_dwconv_nhwc_f32", "ember_pw_nhwc_f32", "ember_transpose2d_f32", "ember_gap_nhwc_f32",
            "ember_scale_nhwc_f32", "ember_pw_nhwc_small_f32")
 STEM = "ember_conv_stem_nhwc_f32"
 
@@ -117,7 +117,7 @@ def test_stems_write_the_region_channels_last(tmp_path: Path, nhwc: None, cpu: s
     path, outs = _stem_model(tmp_path / "stem.onnx")
     bundle = ember.compile(path, tmp_path / "out", cpu=cpu)
     source = (bundle.path / "stem.c").read_text()
-    assert source.count(f"{STEM}(") == 3 and source.count("ember_nhwc_reorder_f32(") == 3  # 2 ways out
+    assert source.count(f"{STEM}(") == 3 and source.count("ember_transpose2d_f32(") == 3  # 2 ways out
     x = {"x": (np.random.default_rng(5).standard_normal((1, 3, 23, 19)) * 3).astype(np.float32)}
     assert_bundle_matches(bundle, path, x, outs, tmp_path / "asan", "stem region")
     cdriver.compile_werror(bundle.path, tmp_path / "werror.o")

@@ -584,13 +584,6 @@ static void ember_pw_nhwc_small_f32(float *y, const float *x, const float *w, co
 }
 /*@end*/
 
-/*@kernel ember_nhwc_reorder_f32 requires ember_transpose2d_f32*/
-/* A region boundary's NCHW <-> NHWC reorder of one image ([C][H*W] <-> [H*W][C]): matmul.c's register transpose. */
-EMBER_INLINE void ember_nhwc_reorder_f32(float *EMBER_RESTRICT dst, const float *EMBER_RESTRICT src, int rows, int cols) {
-    ember_transpose2d_f32(dst, src, rows, cols);
-}
-/*@end*/
-
 /*@kernel ember_gap_nhwc_f32 requires ember_simd*/
 /* Squeeze-Excitation on NHWC activations. Pool: y[n][c] = mean over the P pixels of x[n][p][c] (the pooled
  * [N, C, 1, 1] tensor has the same bytes either way). Scale: y[n][p][c] = x[n][p][c] * s[n * s_n + c] (the
