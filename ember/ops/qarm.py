@@ -15,9 +15,10 @@ import numpy as np
 
 from ember.codegen.emitter import KernelEmitter
 from ember.ir.dtypes import DType
-from ember.ir.graph import Node
+from ember.ir.graph import Graph, Node
 from ember.ops.conv import ConvGeometry
 from ember.ops.matmul import present
+from ember.ops.shape import nhwc_bits, writes_nhwc
 
 DSP = "dsp"
 MVE = "mve"  # Helium: ember_qarm_conv_mve(8), ember_qarm_dw3_mve(8); fully-connected layers stay portable
@@ -321,9 +322,43 @@ def _zp(node: Node, k: KernelEmitter) -> str:
     return f"(int32_t){k.inp(1)}[0]" if node.input(1) is not None else str(node.attrs["_q"].x_zp)
 
 
+def reads_nhwc(node: Node) -> bool:
+    """Whether this family's kernel for QConv `node` gathers from a channels-last input (EMBER_QA_HWC_IN): those of
+    the DSP cores and of Cortex-M0/M3, the convolution's columns (qarm_cols.c ember_qa_col_hwc, on `tap_major`
+    weights) and the depthwise planes (ember_qa_dw3_t, ember_qm_dw3_t). Helium's (qarm_mve*.c) take NCHW only."""
+    return node.attrs["_isa"] == DSP
+
+
+def stores_nhwc(node: Node) -> bool:
+    """Whether it can store its output channels-last (EMBER_QA_HWC_OUT): those kernels, each pixel pair's outputs
+    through a stage of 2 * M bytes (a convolution's, ember_qa_hwc_store) or each output at the pixel stride."""
+    return reads_nhwc(node)
+
+
+def tap_major(node: Node, graph: Graph) -> None:
+    """Store a convolution's weights in the order (kernel row, kernel column, channel) of ember_qa_col_hwc's
+    columns (its input NHWC), from the (channel, kernel row, kernel column) of mcu_kernels' packing."""
+    if node.attrs["_q"].depthwise or node.attrs.get("_tap_major"):
+        return
+    w = present(node.input(2)).const
+    m, c = node.attrs["_rows"], present(node.input(0)).shape[1]
+    k = c * math.prod(node.attrs["kernel_shape"])
+    mul = node.attrs.get(MUL8)
+    rows = (_mul_rows(w) if mul else _pair_rows(w, m))[:m, :k]
+    rows = rows.reshape(m, c, k // c).transpose(0, 2, 1).reshape(m, k)
+    pack = mul_weights if mul else dsp_weights16
+    node.inputs[2] = graph.constant(f"{node.name}_w_hwc", pack(rows).astype(w.dtype))
+    node.attrs["_tap_major"] = True
+
+
+def geo_table(node: Node, g: ConvGeometry) -> list[int]:
+    """The geometry, then the layouts (EMBER_QA_LAY: ops/shape.py nhwc_bits)."""
+    return [*g.table(), nhwc_bits(node)]
+
+
 def conv_scratch(node: Node, g: ConvGeometry) -> int:
-    """Two interleaved int16 columns of Kp and the two plain ones they come from (conv), or one channel's
-    zero-padded int16 plane (depthwise 3x3)."""
+    """Two interleaved int16 columns of Kp and the two plain ones they come from (conv), then an NHWC output's
+    pixel pair (2 * M bytes), or one channel's zero-padded int16 plane (depthwise 3x3)."""
     if node.attrs["_q"].depthwise:
         dsp = node.attrs["_isa"] == DSP
         hp, wp = dw3_plane(*g.out_size[1:], *g.strides[1:], transpose=not dsp)
@@ -334,7 +369,8 @@ def conv_scratch(node: Node, g: ConvGeometry) -> int:
         return 2 * hp * wp
     if node.attrs.get(MVE8):
         return 2 * ((g.channels * g.taps + 15) // 16 * 16)
-    return 8 * ((g.channels * g.taps + 7) // 8 * 8)
+    stage = 2 * present(node.outputs[0]).shape[1] if writes_nhwc(node) else 0
+    return 8 * ((g.channels * g.taps + 7) // 8 * 8) + stage
 
 
 def fc_scratch(k_dim: int, rows: int) -> int:
@@ -352,7 +388,7 @@ def lower_conv(node: Node, k: KernelEmitter, g: ConvGeometry, add: tuple[str, ..
         rows = w[:y.shape[1], :16]  # the first output's lanes: the 9 weights (their sum, their bound)
         rq, out = _tables(node, k, rows, mve8_bias(node, rows))
         k.call("ember_qarm_dw3_mve8", f"(uint8_t *){k.out(0)}", f"(const uint8_t *){k.inp(0)}",
-               int(x.dtype is DType.INT8), node.attrs["_q"].x_zp, k.table(g.table(), DType.INT32), x.shape[0],
+               int(x.dtype is DType.INT8), node.attrs["_q"].x_zp, k.table(geo_table(node, g), DType.INT32), x.shape[0],
                k.inp(2), rq, out, k.scratch("int8_t"))
         return
     if node.attrs.get(MVE8):
@@ -360,28 +396,31 @@ def lower_conv(node: Node, k: KernelEmitter, g: ConvGeometry, add: tuple[str, ..
         rq, out = _tables(node, k, rows, mve8_bias(node, rows))
         k.call("ember_qarm_conv_mve8" + ("_add" if add else ""), f"(uint8_t *){k.out(0)}",
                f"(const uint8_t *){k.inp(0)}", int(x.dtype is DType.INT8), node.attrs["_q"].x_zp,
-               k.table(g.table(), DType.INT32), x.shape[0], y.shape[1], k.inp(2), rq, out, k.scratch("int8_t"), *add)
+               k.table(geo_table(node, g), DType.INT32), x.shape[0], y.shape[1], k.inp(2), rq, out, k.scratch("int8_t"),
+               *add)
         return
     m = y.shape[1]
+    # qarm_conv.c ember_qarm_conv_hwc, qarm_dw3.c ember_qarm_dw3_hwc (never with a fused add: fuse_conv_add)
+    hwc = "_hwc" if nhwc_bits(node) else ""
     if node.attrs.get(MUL8) and not node.attrs["_q"].depthwise:  # plain tables: no quads, no bias pairs
         rq, out = _tables(node, k, _mul_rows(w)[:m])
-        k.call("ember_qarm_conv_mul" + ("_add" if add else ""), f"(uint8_t *){k.out(0)}",
+        k.call("ember_qarm_conv_mul" + ("_add" if add else hwc), f"(uint8_t *){k.out(0)}",
                f"(const uint8_t *){k.inp(0)}", int(x.dtype is DType.INT8), _zp(node, k),
-               k.table(g.table(), DType.INT32), x.shape[0], m, k.inp(2), rq, out, k.scratch("int16_t"), *add)
+               k.table(geo_table(node, g), DType.INT32), x.shape[0], m, k.inp(2), rq, out, k.scratch("int16_t"), *add)
         return
     quads = not node.attrs["_q"].depthwise and not mve and m % 4 == 0  # all rows in ember_qa_gemm4's quads
     conv = not node.attrs["_q"].depthwise and not mve
     rq, out = _tables(node, k, w[:m] if not conv else _pair_rows(w, m)[:m], mixed=quads, pairs=conv,
                       fold=conv and g.direct)
-    geo = k.table(g.table(), DType.INT32)
+    geo = k.table(geo_table(node, g), DType.INT32)
     sgn = int(x.dtype is DType.INT8)
     if node.attrs["_q"].depthwise:
         name = "ember_qarm_dw3_mve" if mve else "ember_qarm_dw3_mul" if node.attrs.get(MUL8) else "ember_qarm_dw3"
-        k.call(name, f"(uint8_t *){k.out(0)}",
+        k.call(name + hwc, f"(uint8_t *){k.out(0)}",
                f"(const uint8_t *){k.inp(0)}", sgn, _zp(node, k), geo,
                x.shape[0], k.inp(2), rq, out, k.scratch("uint8_t" if node.attrs.get(MUL8) else "int16_t"))
         return
-    k.call(("ember_qarm_conv_mve" if mve else "ember_qarm_conv") + ("_add" if add else ""), f"(uint8_t *){k.out(0)}",
+    k.call(("ember_qarm_conv_mve" if mve else "ember_qarm_conv") + ("_add" if add else hwc), f"(uint8_t *){k.out(0)}",
            f"(const uint8_t *){k.inp(0)}", sgn, _zp(node, k), geo,
            x.shape[0], y.shape[1], k.inp(2), rq, out, k.scratch("int16_t"), *add)
 

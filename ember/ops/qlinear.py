@@ -348,9 +348,12 @@ def qconv_reads_nhwc(node: Node) -> bool:
     """Whether QConv `node` can pack its input from channels-last bytes (an NhwcView: passes/nhwc_views.py): 2-D, on
     the host's kernels; one group, by rows (qpack.c ember_qpack_rows, words for channels in fours, else
     ember_qpack_rows1), or for a direct 1x1 each pixel's channels as a row of the product (ember_qpack_pixels); or
-    depthwise of multiplier 1 (qdwvnni.c: a pixel's 16 channels in one load; qdwconv.c: a channel's plane gathered)."""
-    if node.op != "QConv" or node.attrs.get("_isa") in (qarm.DSP, qarm.MVE) or not qconv_geometry(node).planar:
+    depthwise of multiplier 1 (qdwvnni.c: a pixel's 16 channels in one load; qdwconv.c: a channel's plane gathered).
+    The Cortex-M kernels: where ops/qarm.py reads_nhwc."""
+    if node.op != "QConv" or not qconv_geometry(node).planar:
         return False
+    if node.attrs.get("_isa") in (qarm.DSP, qarm.MVE):
+        return qarm.reads_nhwc(node)
     q: QSpec = node.attrs["_q"]
     if q.depthwise:
         return present(node.input(0)).shape[1] == present(node.outputs[0]).shape[1]
@@ -361,9 +364,11 @@ def qconv_stores_nhwc(node: Node) -> bool:
     """Whether QConv `node` can store its output channels-last (lay bit 3: qconv.c stores each sum at its channel
     and pixel stride, qdwvnni.c a pixel's channels in one store, qdwconv.c a channel's row at the pixel stride):
     not fused with an add, on the host's kernels, its output not channel-blocked; a depthwise one 2-D, requantised
-    (passes/nhwc_views.py)."""
-    if node.op != "QConv" or node.attrs.get("_isa") in (qarm.DSP, qarm.MVE):
+    (passes/nhwc_views.py). The Cortex-M kernels: where ops/qarm.py stores_nhwc, 2-D."""
+    if node.op != "QConv":
         return False
+    if node.attrs.get("_isa") in (qarm.DSP, qarm.MVE):
+        return qarm.stores_nhwc(node) and qconv_geometry(node).planar
     q: QSpec = node.attrs["_q"]
     y = present(node.outputs[0])
     if q.depthwise:

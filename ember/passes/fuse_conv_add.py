@@ -21,6 +21,7 @@ from ember.ops.parallel import PARTS_ATTR
 from ember.ops.qconv_add import QADD_ATTR
 from ember.ops.qlinear import BYTE_TYPES, QSpec
 from ember.ops.qpointwise import QAddParams
+from ember.ops.shape import nhwc_bits
 
 _TFL = 64  # QAddParams.shift of TFLite's ADD/SUB (quant.c EMBER_Q_TFL)
 
@@ -52,7 +53,7 @@ def _fusable(graph: Graph, uses: dict[int, list[Node]], add: Node, slot: int) ->
         return None
     x = present(conv.input(0))
     if (conv.outputs[0] is not v or len(uses.get(id(v), [])) != 1 or graph.is_output(v) or x.type.rank != 4
-            or int(conv.attrs.get("group", 1)) != 1 or conv.attrs.get(PARTS_ATTR, 1) > 1):
+            or int(conv.attrs.get("group", 1)) != 1 or conv.attrs.get(PARTS_ATTR, 1) > 1 or nhwc_bits(conv)):
         return None
     if len({x.dtype, v.dtype, other.dtype, out.dtype}) != 1 or v.dtype not in BYTE_TYPES:
         return None

@@ -8,14 +8,16 @@ Transpose stays: one copy of the tensor per run.
   into im2col columns (a 1x1's too), ConvShifted into polyphase planes, ConvNarrow into columns (a 1x1 reads its
   pixels as its product's rows), and a depthwise or Winograd one, or a dense window over many channels, into an NCHW
   copy made by one register transpose (conv.py nchw_sides). So do QConvShifted (words of four channels), a QConv
-  (rows of words or bytes, or a 1x1 its pixels), an int8 depthwise convolution (pixels of 16 channels or its planes)
-  and int16's Q16Conv (its zero-padded copy): each can as well gather from the NHWC bytes. Where every reader of a
-  Transpose to NCHW is one of them (reading it as its data input), the Transpose becomes an NhwcView (ops/shape.py):
-  the same NCHW shape, the NHWC bytes left where they are, and the readers' fills take the channel stride. On
-  AVX-512 VBMI QConvShifted's words of an RGB stem come 16 at a time from one byte permute (qpack.c
+  (rows of words or bytes, or a 1x1 its pixels), an int8 depthwise convolution (pixels of 16 channels or its planes),
+  the Cortex-M int8 kernels (ops/qarm.py: columns, whose weights `tap_major` then stores in the NHWC order, and
+  planes) and int16's Q16Conv (its zero-padded copy): each can as well gather from the NHWC bytes. Where every reader
+  of a Transpose to NCHW is one of them (reading it as its data input), the Transpose becomes an NhwcView
+  (ops/shape.py): the same NCHW shape, the NHWC bytes left where they are, and the readers' fills take the channel
+  stride. On AVX-512 VBMI QConvShifted's words of an RGB stem come 16 at a time from one byte permute (qpack.c
   ember_qnhwc_words).
 - Out: a QConv and a Q16Conv store each requantised sum on their own (qgemm.c ember_qstore: an output row and
-  pixel stride), an int8 depthwise convolution a pixel's 16 channels or a channel's row; of the float ones
+  pixel stride; the Cortex-M kernels a pixel pair's through a stage), an int8 depthwise convolution a pixel's 16
+  channels or a channel's row; of the float ones
   (float_conv_stores_nhwc, no residual) ConvShifted copies its blocks of output rows out of scratch, a Conv stores
   each block of its product transposed from scratch (ember_conv_nhwc_f32), ConvNarrow's pixel-major product is the
   NHWC output, and a depthwise or Winograd one transposes its output out of an NCHW copy in scratch. Where a
@@ -28,6 +30,7 @@ Transpose stays: one copy of the tensor per run.
 from __future__ import annotations
 
 from ember.ir.graph import Graph, Node, Value
+from ember.ops import qarm
 from ember.ops.conv import float_conv_reads_nhwc, float_conv_stores_nhwc, nhwc_copies
 from ember.ops.q16 import q16_conv_nhwc
 from ember.ops.qlinear import qconv_reads_nhwc, qconv_stores_nhwc
@@ -47,9 +50,10 @@ TO_NHWC = [0, 2, 3, 1]
 
 def _through_scratch(node: Node, output: bool) -> bool:
     """Whether `node` would read (`output`: store) the NHWC bytes through its scratch: an NCHW copy (ops/conv.py
-    nhwc_copies; an int8 depthwise convolution's, ops/qlinear.py) or a float product's blocks (ember_conv_nhwc_f32)."""
+    nhwc_copies; a portable int8 depthwise convolution's, ops/qlinear.py) or a float product's blocks
+    (ember_conv_nhwc_f32). The Cortex-M kernels' planes and columns are built from either layout (ops/qarm.py)."""
     if node.op == "QConv":
-        return bool(node.attrs["_q"].depthwise)
+        return bool(node.attrs["_q"].depthwise) and node.attrs.get("_isa") is None
     return node.op in ("Conv", "ConvWinograd", "ConvWinograd4") if output else nhwc_copies(node)[0]
 
 
@@ -75,6 +79,9 @@ def nhwc_input_views(graph: Graph, no_copies: bool = False) -> None:
         readers = uses.get(id(y), [])
         if readers and all(_reads_in_place(n, y, no_copies) for n in readers):
             t.op = NHWC_VIEW
+            for n in readers:
+                if n.attrs.get("_isa"):  # the Cortex-M convolutions' columns from NHWC: weights in their order
+                    qarm.tap_major(n, graph)
 
 
 def _stored_by(x: Value, graph: Graph, uses: dict[int, list[Node]], no_copies: bool) -> list[Node] | None:

@@ -61,12 +61,14 @@ def geometry_model() -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
-def _int8_pair(tmp_path: Path, model: onnx.ModelProto, calib: np.ndarray,
+def _int8_pair(tmp_path: Path, model: onnx.ModelProto, calib: np.ndarray | dict[str, np.ndarray],
                target: str, schema: str = "asymmetric") -> tuple[ember.Bundle, ember.Bundle]:
-    """`model` quantized to int8 (int8 I/O) from `ember profile` on `calib`, compiled for the host and for target."""
+    """`model` quantized to int8 (int8 I/O) from `ember profile` on `calib` (per input name where a dict), compiled
+    for the host and for target."""
     onnx.save(model, tmp_path / "m.onnx")
-    np.save(tmp_path / "calib.npy", calib)
-    assert main(["profile", str(tmp_path / "m.onnx"), str(tmp_path / "calib.npy"), "-o", str(tmp_path / "p.yaml")]) == 0
+    data = tmp_path / ("calib.npz" if isinstance(calib, dict) else "calib.npy")
+    np.savez(data, **calib) if isinstance(calib, dict) else np.save(data, calib)
+    assert main(["profile", str(tmp_path / "m.onnx"), str(data), "-o", str(tmp_path / "p.yaml")]) == 0
     opts = {"quantize": "int8", "profile": str(tmp_path / "p.yaml"), "io": "int8", "schema": schema}
     host = ember.compile(tmp_path / "m.onnx", tmp_path / "host", **opts)
     return host, ember.compile(tmp_path / "m.onnx", tmp_path / target, target=target, **opts)
@@ -78,14 +80,17 @@ def _qarm_calls(bundle: ember.Bundle) -> dict[str, int]:
     kernels = ("ember_qarm_conv", "ember_qarm_conv_mve", "ember_qarm_dw3", "ember_qarm_dw3_mve", "ember_qarm_fc",
                "ember_qarm_conv_add", "ember_qarm_conv_mve_add", "ember_qarm_conv_mve8", "ember_qarm_conv_mve8_add",
                "ember_qarm_dw3_mve8", "ember_qarm_conv_mul", "ember_qarm_conv_mul_add", "ember_qarm_dw3_mul",
-               "ember_qarm_fc_mul")
+               "ember_qarm_fc_mul", "ember_qarm_conv_hwc", "ember_qarm_conv_mul_hwc", "ember_qarm_dw3_hwc",
+               "ember_qarm_dw3_mul_hwc")
     return {k: len(re.findall(rf"^    {k}\(\(uint8_t \*\)", text, re.M)) for k in kernels}
 
 
 # The layers each core's kernels take: the M55's convolutions and depthwise layers Helium's, its
 # fully-connected layer the portable (compiler-vectorized) one.
 NONE = dict.fromkeys(("ember_qarm_conv_add", "ember_qarm_conv_mve_add", "ember_qarm_conv_mve8_add",
-                      "ember_qarm_conv_mul", "ember_qarm_conv_mul_add", "ember_qarm_dw3_mul", "ember_qarm_fc_mul"), 0)
+                      "ember_qarm_conv_mul", "ember_qarm_conv_mul_add", "ember_qarm_dw3_mul", "ember_qarm_fc_mul",
+                      "ember_qarm_conv_hwc", "ember_qarm_conv_mul_hwc", "ember_qarm_dw3_hwc",
+                      "ember_qarm_dw3_mul_hwc"), 0)
 CALLS = {"cortex-m4": {"ember_qarm_conv": 3, "ember_qarm_conv_mve": 0, "ember_qarm_conv_mve8": 0, "ember_qarm_dw3": 3,
                        "ember_qarm_dw3_mve": 0, "ember_qarm_dw3_mve8": 0, "ember_qarm_fc": 1, **NONE},
          "cortex-m55": {"ember_qarm_conv": 0, "ember_qarm_conv_mve": 0, "ember_qarm_conv_mve8": 3, "ember_qarm_dw3": 0,

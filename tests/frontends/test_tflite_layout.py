@@ -26,13 +26,16 @@ INTEGER = ["op_conv_relu6_int8", "op_depthwise_int8", "op_transpose_conv_int8", 
 
 # The fixtures refused on purpose (test_tflite_errors.py, test_tflite_ops_more.py; test_tflite_int16.py: HARD_SWISH).
 REFUSED = {"refused_ops", "hard_swish_int16"}
-# On a microcontroller a Transpose stays where no kernel stores or gathers the NHWC bytes in place: the Cortex-M int8
-# kernels (qarm*.c) take NCHW only, and a float depthwise or dense window over many channels, an int8 depthwise
-# convolution or a float product's transposed blocks would need scratch (RAM) beside the NHWC value
-# (passes/nhwc_views.py `no_copies`).
+# On a microcontroller a Transpose stays where no kernel stores or gathers the NHWC bytes in place: a float depthwise
+# or dense window over many channels, a portable int8 depthwise convolution (riscv32's) or a float product's transposed
+# blocks would need scratch (RAM) beside the NHWC value (passes/nhwc_views.py `no_copies`), and Helium's int8 kernels
+# (Cortex-M55: qarm_mve*.c) take NCHW only. The DSP and Cortex-M0/M3 int8 ones read and store NHWC (ops/qarm.py).
+HELIUM_KEPT = {"conv_pool_int8", "conv_variants_int8", "mobilenet_like_int8", "op_conv_relu6_int8", "op_depthwise_int8",
+               "op_transpose_conv_int8"}
 MCU_KEPT = {
-    "cortex-m4": {"atrous", "conv_variants", "conv_pool_int8", "conv_variants_int8", "mobilenet_like_int8",
-                  "op_conv_relu6_int8", "op_depthwise_int8", "op_transpose_conv_int8"},
+    "cortex-m4": {"atrous", "conv_variants"},
+    "cortex-m3": {"atrous", "conv_variants"},
+    "cortex-m55": {"atrous", "conv_variants", *HELIUM_KEPT},
     "riscv32": {"atrous", "conv_variants", "op_depthwise_int8"},
 }
 TARGETS = ["host", "x86_64", "i386", "aarch64", "armv7", "riscv64", "wasm32", *MCU_KEPT]

@@ -2,9 +2,10 @@
  * (M4, M7, M33: SMLAD dual 16-bit multiply-accumulate, SXTB16 dual sign extension). passes/mcu_kernels.py
  * picks them per layer from the target table (Target.int8_isa), and packs their weights at compile time.
  *
- * Activations stay NCHW bytes. A layer first widens what one output needs into int16 minus the zero point
- * (a column of the convolution's window, or a padded plane of one channel), so that padding is 0 and the
- * sums need no zero-point correction; two int16 of a word are the two lanes SMLAD multiplies. Weights
+ * Activations are NCHW bytes, or NHWC at a channels-last model's edges (EMBER_QA_LAY). A layer first
+ * widens what one output needs into int16 minus the zero point (a column of the convolution's window, or a
+ * padded plane of one channel), so that padding is 0 and the sums need no zero-point correction; two int16
+ * of a word are the two lanes SMLAD multiplies. Weights
  * are int8 in the order k0 k2 k1 k3 per group of 4 (ops/qarm.py `dsp_weights`): SXTB16 of the word gives
  * the lanes (k0, k1), of the word rotated by 8 (k2, k3), matching a column's two words. Convolutions
  * store them widened to int16 instead (`dsp_weights16`, twice the flash): no SXTB16 in the product loop,
@@ -23,6 +24,11 @@
 /*@kernel ember_qa_rq requires ember_prelude ember_qround*/
 typedef uint32_t ember_qa_u32 __attribute__((may_alias, aligned(2)));
 typedef uint32_t ember_qa_u8x4 __attribute__((may_alias, aligned(1)));
+/* The geometry tables of this family's convolutions end with the layouts (ops/qarm.py `geo_table`): bit 2, the
+ * input is stored channels-last (NHWC), bit 3, the output (passes/nhwc_views.py). */
+#define EMBER_QA_LAY 19
+#define EMBER_QA_HWC_IN(p) ((p)[EMBER_QA_LAY] & 4)
+#define EMBER_QA_HWC_OUT(p) ((p)[EMBER_QA_LAY] & 8)
 #if EMBER_HAVE_ARM_DSP
 EMBER_UNUSED EMBER_INLINE uint32_t ember_qa_sx02(uint32_t x) {
     uint32_t r;

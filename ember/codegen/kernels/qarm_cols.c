@@ -1,7 +1,7 @@
 /* The Cortex-M int8 kernels (qarm.c lists their files): the convolution's columns (ember_qa_cols), an output
- * pixel's window widened to int16 less the zero point (ember_qa_col), two neighbouring windows from shared reads
- * (ember_qa_col2, ember_qa_col2i_t), and a 1x1 layer's columns straight from the channel planes
- * (ember_qa_direct2, ember_qa_direct4). */
+ * pixel's window widened to int16 less the zero point (ember_qa_col; from an NHWC image ember_qa_col_hwc), two
+ * neighbouring windows from shared reads (ember_qa_col2, ember_qa_col2i_t), and a 1x1 layer's columns straight
+ * from the channel planes (ember_qa_direct2, ember_qa_direct4). */
 
 /*@kernel ember_qa_cols requires ember_qarm ember_conv_geo*/
 #if EMBER_HAVE_ARM_DSP
@@ -97,6 +97,36 @@ static void ember_qa_col(int16_t *EMBER_RESTRICT col, const uint8_t *EMBER_RESTR
                 for (; j < jhi; ++j) *d++ = EMBER_QA_VAL(xr[j * DW], flip, z2);
                 for (; j < KW; ++j) *d++ = 0;
             }
+    }
+    while (d != end) *d++ = 0;
+}
+/* ember_qa_col's window from an NHWC image (EMBER_QA_HWC_IN), in the order kernel row, kernel column, channel
+ * (the weights are stored so: ops/qarm.py `tap_major`): a kernel row of a window inside the image's columns is
+ * one run of KW * C bytes (dilation 1), otherwise each tap's C bytes, widened by ember_qa_widen. */
+static void ember_qa_col_hwc(int16_t *EMBER_RESTRICT col, const uint8_t *EMBER_RESTRICT xn, uint32_t flip, int32_t z2,
+                             const int32_t *p, int oh, int ow, int Kp) {
+    const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], Wd = p[EMBER_GEO_IN_W];
+    const int KH = p[EMBER_GEO_K_H], KW = p[EMBER_GEO_K_W], DH = p[EMBER_GEO_DIL_H], DW = p[EMBER_GEO_DIL_W];
+    const int ih0 = oh * p[EMBER_GEO_STRIDE_H] - p[EMBER_GEO_PAD_H], iw0 = ow * p[EMBER_GEO_STRIDE_W] - p[EMBER_GEO_PAD_W];
+    const int run = DW == 1 && iw0 >= 0 && iw0 + KW <= Wd; /* every kernel row one run */
+    int16_t *d = col, *const end = col + Kp;
+    int i, j, c;
+    for (i = 0; i < KH; ++i) {
+        const int ih = ih0 + i * DH;
+        if (ih < 0 || ih >= H) {
+            for (c = 0; c < KW * C; ++c) *d++ = 0;
+        } else if (run) {
+            ember_qa_widen(d, xn + ((ptrdiff_t)ih * Wd + iw0) * C, KW * C, flip, z2);
+            d += KW * C;
+        } else {
+            for (j = 0; j < KW; ++j, d += C) {
+                const int iw = iw0 + j * DW;
+                if (iw < 0 || iw >= Wd)
+                    for (c = 0; c < C; ++c) d[c] = 0;
+                else
+                    ember_qa_widen(d, xn + ((ptrdiff_t)ih * Wd + iw) * C, C, flip, z2);
+            }
+        }
     }
     while (d != end) *d++ = 0;
 }

@@ -220,3 +220,82 @@ static void ember_qarm_conv_add(uint8_t *y, const uint8_t *x, int sgn, int32_t x
                     ember_qa_res_rows, res, radd, stage);
 }
 /*@end*/
+
+/*@kernel ember_qarm_conv_hwc requires ember_qarm_conv*/
+/* An NHWC output (EMBER_QA_HWC_OUT): the outputs of pixels q, q + 1, staged as M rows of 2 bytes (st), stored at the
+ * pixel stride M (y: pixel q's channel 0; n: 1 or 2 pixels). */
+EMBER_INLINE void ember_qa_hwc_store(uint8_t *EMBER_RESTRICT y, const uint8_t *EMBER_RESTRICT st, int M, int n) {
+    int m;
+    if (n == 2)
+        for (m = 0; m < M; ++m) y[m] = st[2 * m], y[M + m] = st[2 * m + 1];
+    else
+        for (m = 0; m < M; ++m) y[m] = st[2 * m];
+}
+/* ember_qa_conv_t at a channels-last model's edge (EMBER_QA_LAY, ops/qarm.py reads_nhwc): each pixel's column from
+ * the NHWC bytes (ember_qa_col_hwc, in the `tap_major` order of the weights) or the NCHW planes (ember_qa_col), the
+ * same products, and where the output is NHWC each pixel pair's outputs through the stage after the columns. Its own
+ * kernel, so that the NCHW layers' loop keeps its paths and registers. Scratch: 8 * Kp + 2 * M bytes. */
+EMBER_INLINE void ember_qa_conv_hwc_t(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
+                                      int M, const int8_t *W, const int32_t *rq, const int32_t *out, int16_t *cols,
+                                      ember_qa_gemm_fn gemm, int dsp) {
+    const int C = p[EMBER_GEO_C], OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W];
+    const int K = C * p[EMBER_GEO_K_H] * p[EMBER_GEO_K_W], Kp = (K + 3) / 4 * 4, P = OH * OW;
+    const ptrdiff_t S = (ptrdiff_t)p[EMBER_GEO_IN_H] * p[EMBER_GEO_IN_W];
+    const int hin = EMBER_QA_HWC_IN(p) != 0, hout = EMBER_QA_HWC_OUT(p) != 0;
+    const uint32_t flip = sgn ? 0x80u : 0u;
+    const int32_t z2 = xz + (sgn ? 128 : 0);
+    int16_t *t0 = cols + 2 * Kp, *t1 = t0 + Kp;
+    uint8_t *const st = (uint8_t *)(t1 + Kp);
+    int32_t zp2 = z2; /* a column pair's zero point */
+    int n, q, oh = 0, ow = 0;
+#if EMBER_HAVE_ARM_DSP
+    /* qarm_gemm4.c's tile straight where the layer allows, as ember_qa_conv_t's; a 1x1 layer's bias pairs may hold
+     * the zero point's share (ops/qarm.py `_tables`' fold), its pairs' columns then the bytes' values as they are */
+    ember_qa_q42_t q42;
+    const int s42 = dsp && M % 4 == 0 && out[3] != 3 && ember_qa_mode(out) == 2 && out[0] == 0;
+    const ember_qa_q42_fn g42b = Kp <= 64 ? ember_qa_gemm42b1 : ember_qa_gemm42b;
+    q42.cols = cols, q42.kb = 8 * Kp, q42.rq = rq, q42.w = (const int16_t *)(const void *)W;
+    q42.wend = q42.w + (ptrdiff_t)M * Kp, q42.entry = 0, q42.bq = rq + 4 * M;
+    if (s42 && K == C && S == P && p[EMBER_GEO_PAD_H] == 0 && p[EMBER_GEO_PAD_W] == 0 && rq[6 * M])
+        zp2 = (int32_t)flip;
+#else
+    (void)dsp;
+#endif
+    for (n = 0; n < N; ++n) {
+        const uint8_t *xn = x + (ptrdiff_t)n * C * S;
+        uint8_t *yn = y + (ptrdiff_t)n * M * P;
+        for (q = 0; q < P; q += 2) {
+            const int two = q + 1 < P;
+            const int32_t zc = two ? zp2 : z2; /* a lone last pixel takes the plain product (gemm) */
+            uint8_t *const yq = hout ? st : yn + q;
+            const ptrdiff_t rs = hout ? 2 : P;
+            if (hin)
+                ember_qa_col_hwc(t0, xn, flip, zc, p, oh, ow, Kp);
+            else
+                ember_qa_col(t0, xn, flip, zc, p, oh, ow, Kp);
+            if (++ow == OW) ow = 0, ++oh;
+            if (two) {
+                if (hin)
+                    ember_qa_col_hwc(t1, xn, flip, zc, p, oh, ow, Kp);
+                else
+                    ember_qa_col(t1, xn, flip, zc, p, oh, ow, Kp);
+                if (++ow == OW) ow = 0, ++oh;
+            }
+#if EMBER_HAVE_ARM_DSP
+            if (s42 && two) {
+                ember_qa_pair_cols(cols, t0, t1, Kp);
+                q42.y = yq, q42.rs = (int32_t)rs;
+                g42b(&q42);
+            } else
+#endif
+                gemm(yq, rs, 1 + two, W, M, Kp, cols, t0, t1, rq, out);
+            if (hout) ember_qa_hwc_store(yn + (ptrdiff_t)q * M, st, M, 1 + two);
+        }
+        oh = ow = 0;
+    }
+}
+static void ember_qarm_conv_hwc(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N, int M,
+                                const int16_t *W, const int32_t *rq, const int32_t *out, int16_t *cols) {
+    ember_qa_conv_hwc_t(y, x, sgn, xz, p, N, M, (const int8_t *)(const void *)W, rq, out, cols, ember_qa_gemm_dsp, 1);
+}
+/*@end*/

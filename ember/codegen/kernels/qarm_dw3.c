@@ -7,12 +7,14 @@
  * (ops/qarm.py `dw3_plane`, which sizes the scratch). A layer of stride 1 with more output rows than
  * columns works on the transposed plane (`t`: its rows are the image's columns, the weights transposed),
  * so that its rows are the long axis: KWS's 25 x 5 maps are 5 rows of 25, not 25 rows of 5. The loops
- * then run over (oh, ow) of that plane and store output (oh, ow) at oh * ys_row + ow * ys_col. */
+ * then run over (oh, ow) of that plane and store output (oh, ow) at oh * ys_row + ow * ys_col (C times as far
+ * on an NHWC side: ember_qa_dw3_geo_lay). */
 typedef struct {
     int t, H, W, OH, OW, PH, PW, SH, SW, Hp, Wp;
     ptrdiff_t xs_row, xs_col, ys_row, ys_col;
 } ember_qa_dw3_geo_t;
-EMBER_INLINE ember_qa_dw3_geo_t ember_qa_dw3_geo_tr(const int32_t *p, int tr) {
+/* `hwc` (a constant where inlined): the layouts from EMBER_QA_LAY, otherwise NCHW (the strides constants). */
+EMBER_INLINE ember_qa_dw3_geo_t ember_qa_dw3_geo_lay(const int32_t *p, int tr, int hwc) {
     ember_qa_dw3_geo_t g;
     const int s1 = p[EMBER_GEO_STRIDE_H] == 1 && p[EMBER_GEO_STRIDE_W] == 1;
     g.t = tr && s1 && p[EMBER_GEO_OUT_H] > p[EMBER_GEO_OUT_W];
@@ -22,9 +24,14 @@ EMBER_INLINE ember_qa_dw3_geo_t ember_qa_dw3_geo_tr(const int32_t *p, int tr) {
     g.SH = p[EMBER_GEO_STRIDE_H], g.SW = p[EMBER_GEO_STRIDE_W];
     g.Hp = (g.OH - 1) * g.SH + 3;
     g.Wp = g.SW <= 2 ? g.SW * ((g.OW + 3) / 4 * 4) + 2 : ((g.OW - 1) * g.SW + 5) & ~1;
-    g.xs_row = g.t ? 1 : p[EMBER_GEO_IN_W], g.xs_col = g.t ? p[EMBER_GEO_IN_W] : 1;
-    g.ys_row = g.t ? 1 : p[EMBER_GEO_OUT_W], g.ys_col = g.t ? p[EMBER_GEO_OUT_W] : 1;
+    const ptrdiff_t xc = hwc && EMBER_QA_HWC_IN(p) ? p[EMBER_GEO_C] : 1;
+    const ptrdiff_t yc = hwc && EMBER_QA_HWC_OUT(p) ? p[EMBER_GEO_C] : 1;
+    g.xs_row = (g.t ? 1 : p[EMBER_GEO_IN_W]) * xc, g.xs_col = (g.t ? p[EMBER_GEO_IN_W] : 1) * xc;
+    g.ys_row = (g.t ? 1 : p[EMBER_GEO_OUT_W]) * yc, g.ys_col = (g.t ? p[EMBER_GEO_OUT_W] : 1) * yc;
     return g;
+}
+EMBER_INLINE ember_qa_dw3_geo_t ember_qa_dw3_geo_tr(const int32_t *p, int tr) {
+    return ember_qa_dw3_geo_lay(p, tr, 0);
 }
 /* Helium's layout (ember_qarm_dw3_mve, _mve8): transposed where that makes the rows longer. The DSP kernels
  * keep the image's rows (`tr` 0): their steps of four and two fit short rows, and their stores stay in order. */
@@ -163,7 +170,7 @@ EMBER_INLINE void ember_qa_dw3_fill(int16_t *plane, const ember_qa_dw3_geo_t *g,
     int r, j;
     if (r_end <= g->PH || wd <= 0) return;
 #if EMBER_HAVE_ARM_DSP
-    if (!g->t) {
+    if (!g->t && g->xs_col == 1) {
         const int32_t f[6] = {r_end - g->PH, ((wd >> 2) + 1) >> 1, (wd >> 2) & 1, wd & 3, 2 * (g->Wp - wd),
                               (int32_t)g->xs_row - wd};
         if (flip)
@@ -216,7 +223,7 @@ EMBER_INLINE void ember_qa_dw3_rows(uint8_t *yc, const int16_t *plane, const emb
                 int32_t a = b;
                 for (i = 0; i < 3; ++i, s0 += Wp)
                     a = ember_qa_smlad(*(const ember_qa_u32 *)(const void *)s0, wv[4 * i], a) + s0[2] * w[3 * i + 2];
-                yr[ow] = ember_qa_requant(a, c, zp, lo, hi, fast);
+                yr[ow * cs] = ember_qa_requant(a, c, zp, lo, hi, fast);
             }
         }
     }
@@ -280,10 +287,12 @@ EMBER_NOINLINE static void ember_qa_dw3_fast(uint8_t *y, const uint8_t *x, uint3
  * (ember_qa_requant). */
 EMBER_INLINE void ember_qa_dw3_t(uint8_t *y, const uint8_t *x, uint32_t flip, int32_t z2, const int32_t *p, int N,
                                  const int16_t *Wt, const int32_t *rq, const int32_t *out, int16_t *plane, int fast,
-                                 int tr) {
-    const ember_qa_dw3_geo_t g = ember_qa_dw3_geo_tr(p, tr);
-    const int C = p[EMBER_GEO_C], SW = g.SW;
+                                 int tr, int hwc) {
+    const ember_qa_dw3_geo_t g = ember_qa_dw3_geo_lay(p, tr, hwc);
+    const int C = p[EMBER_GEO_C], SW = g.SW, lay = hwc ? p[EMBER_QA_LAY] & 12 : 0;
     const ptrdiff_t in_plane = (ptrdiff_t)g.H * g.W, out_plane = (ptrdiff_t)g.OH * g.OW;
+    /* where channel c's plane starts: c planes on, or c bytes on an NHWC side */
+    const ptrdiff_t xs_ch = lay & 4 ? 1 : in_plane, ys_ch = lay & 8 ? 1 : out_plane;
     /* the plane holds the bytes' values, zero point included (ember_qa_dw3_fill), and the padding the zero
      * point itself, so that each channel's sums exceed those of (x - zero point) by zero point times the
      * sum of its weights, which its bias gives back: exactly the same sums, without a subtraction per pixel */
@@ -292,7 +301,7 @@ EMBER_INLINE void ember_qa_dw3_t(uint8_t *y, const uint8_t *x, uint32_t flip, in
     uint32_t *pw = (uint32_t *)(void *)plane; /* Hp * Wp is even (Wp is) */
     int n, c, i;
 #if EMBER_HAVE_ARM_DSP
-    if (fast == 2 && !tr && out[0] == 0 && (SW == 1 || SW == 2)) {
+    if (fast == 2 && !tr && !lay && out[0] == 0 && (SW == 1 || SW == 2)) {
         ember_qa_dw3_fast(y, x, flip, xz, &g, C, N, Wt, rq, plane);
         return;
     }
@@ -302,11 +311,11 @@ EMBER_INLINE void ember_qa_dw3_t(uint8_t *y, const uint8_t *x, uint32_t flip, in
         for (c = 0; c < C; ++c) {
             const int16_t *w = Wt + 9 * c;
             int32_t cq[4], sw = 0;
-            uint8_t *yc = y + ((ptrdiff_t)n * C + c) * out_plane;
+            uint8_t *yc = y + (ptrdiff_t)n * C * out_plane + c * ys_ch;
             uint32_t wv[12]; /* the weights' words */
             for (i = 0; i < 9; ++i) sw += w[i];
             cq[0] = rq[4 * c], cq[1] = rq[4 * c + 1], cq[2] = rq[4 * c + 2], cq[3] = rq[4 * c + 3] - xz * sw;
-            ember_qa_dw3_fill(plane, &g, x + ((ptrdiff_t)n * C + c) * in_plane, flip);
+            ember_qa_dw3_fill(plane, &g, x + (ptrdiff_t)n * C * in_plane + c * xs_ch, flip);
             ember_qa_dw3_words(&g, w, wv);
             if (SW == 1)
                 ember_qa_dw3_rows(yc, plane, &g, wv, w, cq, out, fast, 1);
@@ -316,22 +325,31 @@ EMBER_INLINE void ember_qa_dw3_t(uint8_t *y, const uint8_t *x, uint32_t flip, in
                 ember_qa_dw3_rows(yc, plane, &g, wv, w, cq, out, fast, 0);
         }
 }
-/* `tr`: Helium's plane layout (ember_qa_dw3_geo), for ember_qarm_dw3_mve's layers. */
+/* `tr`: Helium's plane layout (ember_qa_dw3_geo), for ember_qarm_dw3_mve's layers; `hwc`: ember_qarm_dw3_hwc's. */
 EMBER_UNUSED static void ember_qa_dw3_any(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
                                           const int16_t *Wt, const int32_t *rq, const int32_t *out, int16_t *plane,
-                                          int tr) {
+                                          int tr, int hwc) {
     const uint32_t flip = sgn ? 0x80u : 0u;
     const int32_t z2 = xz + (sgn ? 128 : 0);
     const int mode = ember_qa_mode(out);
     if (mode == 2)
-        ember_qa_dw3_t(y, x, flip, z2, p, N, Wt, rq, out, plane, 2, tr);
+        ember_qa_dw3_t(y, x, flip, z2, p, N, Wt, rq, out, plane, 2, tr, hwc);
     else if (mode == 1)
-        ember_qa_dw3_t(y, x, flip, z2, p, N, Wt, rq, out, plane, 1, tr);
+        ember_qa_dw3_t(y, x, flip, z2, p, N, Wt, rq, out, plane, 1, tr, hwc);
     else
-        ember_qa_dw3_t(y, x, flip, z2, p, N, Wt, rq, out, plane, 0, tr);
+        ember_qa_dw3_t(y, x, flip, z2, p, N, Wt, rq, out, plane, 0, tr, hwc);
 }
 EMBER_UNUSED static void ember_qarm_dw3(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
                            const int16_t *Wt, const int32_t *rq, const int32_t *out, int16_t *plane) {
-    ember_qa_dw3_any(y, x, sgn, xz, p, N, Wt, rq, out, plane, 0);
+    ember_qa_dw3_any(y, x, sgn, xz, p, N, Wt, rq, out, plane, 0, 0);
+}
+/*@end*/
+
+/*@kernel ember_qarm_dw3_hwc requires ember_qarm_dw3*/
+/* ember_qarm_dw3 at a channels-last model's edge (EMBER_QA_LAY): the planes filled from, the rows stored at, the
+ * pixel stride C where a side is NHWC. Its own kernel, so that the NCHW layers keep their constant strides. */
+static void ember_qarm_dw3_hwc(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
+                               const int16_t *Wt, const int32_t *rq, const int32_t *out, int16_t *plane) {
+    ember_qa_dw3_any(y, x, sgn, xz, p, N, Wt, rq, out, plane, 0, 1);
 }
 /*@end*/

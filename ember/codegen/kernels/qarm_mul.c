@@ -170,6 +170,14 @@ static void ember_qarm_conv_mul(uint8_t *y, const uint8_t *x, int sgn, int32_t x
 }
 /*@end*/
 
+/*@kernel ember_qarm_conv_mul_hwc requires ember_qarm_conv_mul ember_qarm_conv_hwc*/
+/* ember_qarm_conv_mul at a channels-last model's edge, as qarm_conv.c's ember_qarm_conv_hwc. */
+static void ember_qarm_conv_mul_hwc(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N, int M,
+                                    const int8_t *W, const int32_t *rq, const int32_t *out, int16_t *cols) {
+    ember_qa_conv_hwc_t(y, x, sgn, xz, p, N, M, W, rq, out, cols, ember_qa_gemm_mul, 0);
+}
+/*@end*/
+
 /*@kernel ember_qarm_conv_mul_add requires ember_qarm_conv_mul ember_qa_res*/
 /* ember_qarm_conv_mul, then y = QAdd(y, res) as qarm_conv.c's ember_qarm_conv_add. */
 static void ember_qarm_conv_mul_add(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
@@ -199,44 +207,60 @@ EMBER_INLINE void ember_qm_dw3_rows(uint8_t *yc, const uint8_t *plane, const emb
         for (ow = 0; ow < OW; ++ow, r0 += SW, r1 += SW, r2 += SW) {
             const int32_t a = cq[3] + w0 * r0[0] + w1 * r0[1] + w2 * r0[2] + w3 * r1[0] + w4 * r1[1] + w5 * r1[2] +
                               w6 * r2[0] + w7 * r2[1] + w8 * r2[2];
-            yr[ow] = ember_qm_requant(a, cq, zp, lo, hi, fast);
+            yr[ow * g->ys_col] = ember_qm_requant(a, cq, zp, lo, hi, fast);
         }
     }
 }
 EMBER_INLINE void ember_qm_dw3_t(uint8_t *y, const uint8_t *x, uint32_t flip, int32_t xz, const int32_t *p, int N,
-                                 const int16_t *Wt, const int32_t *rq, const int32_t *out, uint8_t *plane, int fast) {
-    const ember_qa_dw3_geo_t g = ember_qa_dw3_geo_tr(p, 0);
+                                 const int16_t *Wt, const int32_t *rq, const int32_t *out, uint8_t *plane, int fast,
+                                 int hwc) {
+    const ember_qa_dw3_geo_t g = ember_qa_dw3_geo_lay(p, 0, hwc);
     const int C = p[EMBER_GEO_C], Wp = g.Wp;
     const int r_end = g.H + g.PH < g.Hp ? g.H + g.PH : g.Hp, wd = g.W + g.PW < Wp ? g.W : Wp - g.PW;
+    const int lay = hwc ? p[EMBER_QA_LAY] : 0;
     const ptrdiff_t in_plane = (ptrdiff_t)g.H * g.W, out_plane = (ptrdiff_t)g.OH * g.OW;
+    const ptrdiff_t xs_ch = lay & 4 ? 1 : in_plane, ys_ch = lay & 8 ? 1 : out_plane; /* as ember_qa_dw3_t's */
     const int32_t zb = xz + (int32_t)flip; /* the zero point as a byte b ^ flip */
     int n, c, i, r, j;
     for (i = 0; i < g.Hp * Wp; ++i) plane[i] = (uint8_t)zb;
     for (n = 0; n < N; ++n)
         for (c = 0; c < C; ++c) {
             const int16_t *w = Wt + 9 * c;
-            const uint8_t *xc = x + ((ptrdiff_t)n * C + c) * in_plane;
+            const uint8_t *xc = x + (ptrdiff_t)n * C * in_plane + c * xs_ch;
             int32_t cq[4], sw = 0;
             for (i = 0; i < 9; ++i) sw += w[i];
             cq[0] = rq[4 * c], cq[1] = rq[4 * c + 1], cq[2] = rq[4 * c + 2], cq[3] = rq[4 * c + 3] - zb * sw;
             for (r = g.PH; r < r_end; ++r) {
                 uint8_t *d = plane + (ptrdiff_t)r * Wp + g.PW;
-                const uint8_t *s = xc + (ptrdiff_t)(r - g.PH) * g.W;
-                for (j = 0; j < wd; ++j) d[j] = (uint8_t)(s[j] ^ flip);
+                const uint8_t *s = xc + (ptrdiff_t)(r - g.PH) * g.xs_row;
+                for (j = 0; j < wd; ++j) d[j] = (uint8_t)(s[j * g.xs_col] ^ flip);
             }
-            ember_qm_dw3_rows(y + ((ptrdiff_t)n * C + c) * out_plane, plane, &g, w, cq, out, fast);
+            ember_qm_dw3_rows(y + (ptrdiff_t)n * C * out_plane + c * ys_ch, plane, &g, w, cq, out, fast);
         }
 }
-static void ember_qarm_dw3_mul(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
-                               const int16_t *Wt, const int32_t *rq, const int32_t *out, uint8_t *plane) {
+/* `hwc` (a constant where inlined): ember_qarm_dw3_mul_hwc's layouts. */
+EMBER_INLINE void ember_qm_dw3_any(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
+                                   const int16_t *Wt, const int32_t *rq, const int32_t *out, uint8_t *plane, int hwc) {
     const uint32_t flip = sgn ? 0x80u : 0u;
     const int mode = ember_qa_mode(out);
     if (mode == 2)
-        ember_qm_dw3_t(y, x, flip, xz, p, N, Wt, rq, out, plane, 2);
+        ember_qm_dw3_t(y, x, flip, xz, p, N, Wt, rq, out, plane, 2, hwc);
     else if (mode == 1)
-        ember_qm_dw3_t(y, x, flip, xz, p, N, Wt, rq, out, plane, 1);
+        ember_qm_dw3_t(y, x, flip, xz, p, N, Wt, rq, out, plane, 1, hwc);
     else
-        ember_qm_dw3_t(y, x, flip, xz, p, N, Wt, rq, out, plane, 0);
+        ember_qm_dw3_t(y, x, flip, xz, p, N, Wt, rq, out, plane, 0, hwc);
+}
+static void ember_qarm_dw3_mul(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
+                               const int16_t *Wt, const int32_t *rq, const int32_t *out, uint8_t *plane) {
+    ember_qm_dw3_any(y, x, sgn, xz, p, N, Wt, rq, out, plane, 0);
+}
+/*@end*/
+
+/*@kernel ember_qarm_dw3_mul_hwc requires ember_qarm_dw3_mul*/
+/* ember_qarm_dw3_mul at a channels-last model's edge, as qarm_dw3.c's ember_qarm_dw3_hwc. */
+static void ember_qarm_dw3_mul_hwc(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
+                                   const int16_t *Wt, const int32_t *rq, const int32_t *out, uint8_t *plane) {
+    ember_qm_dw3_any(y, x, sgn, xz, p, N, Wt, rq, out, plane, 1);
 }
 /*@end*/
 

@@ -187,7 +187,7 @@ static void ember_qarm_dw3_mve(uint8_t *y, const uint8_t *x, int sgn, int32_t xz
     const int32_t z2 = xz + (sgn ? 128 : 0);
     int n, c, i;
     if (!out[3]) {
-        ember_qa_dw3_any(y, x, sgn, xz, p, N, Wt, rq, out, plane, 1);
+        ember_qa_dw3_any(y, x, sgn, xz, p, N, Wt, rq, out, plane, 1, 0);
         return;
     }
     for (i = 0; i < g.Hp * g.Wp; ++i) plane[i] = 0;
@@ -207,7 +207,7 @@ static void ember_qarm_dw3_mve(uint8_t *y, const uint8_t *x, int sgn, int32_t xz
                 ember_qa_dw3_mve_rows(yc, plane, &g, wk, rq + 4 * c, out, 0, 0);
         }
 #else
-    ember_qa_dw3_any(y, x, sgn, xz, p, N, Wt, rq, out, plane, 1);
+    ember_qa_dw3_any(y, x, sgn, xz, p, N, Wt, rq, out, plane, 1, 0);
 #endif
 }
 /*@end*/
