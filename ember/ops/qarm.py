@@ -323,10 +323,11 @@ def _zp(node: Node, k: KernelEmitter) -> str:
 
 
 def reads_nhwc(node: Node) -> bool:
-    """Whether this family's kernel for QConv `node` gathers from a channels-last input (EMBER_QA_HWC_IN): those of
-    the DSP cores and of Cortex-M0/M3, the convolution's columns (qarm_cols.c ember_qa_col_hwc, on `tap_major`
-    weights) and the depthwise planes (ember_qa_dw3_t, ember_qm_dw3_t). Helium's (qarm_mve*.c) take NCHW only."""
-    return node.attrs["_isa"] == DSP
+    """Whether this family's kernel for QConv `node` gathers from a channels-last input (EMBER_QA_HWC_IN): the
+    convolution's columns (qarm_cols.c ember_qa_col_hwc, qarm_mve.c ember_qm8_col_hwc, on `tap_major` weights) and
+    the depthwise planes (ember_qa_dw3_t, ember_qm_dw3_t, ember_qm8_dw_t, ember_qa_dw3_mve_t): every kernel but
+    Helium's int16 convolution (qarm_mve16.c ember_qarm_conv_mve, for a layer whose zero point is an input)."""
+    return node.attrs["_isa"] == DSP or bool(node.attrs.get(MVE8)) or bool(node.attrs["_q"].depthwise)
 
 
 def stores_nhwc(node: Node) -> bool:
@@ -343,10 +344,10 @@ def tap_major(node: Node, graph: Graph) -> None:
     w = present(node.input(2)).const
     m, c = node.attrs["_rows"], present(node.input(0)).shape[1]
     k = c * math.prod(node.attrs["kernel_shape"])
-    mul = node.attrs.get(MUL8)
-    rows = (_mul_rows(w) if mul else _pair_rows(w, m))[:m, :k]
+    mul, mve8 = node.attrs.get(MUL8), node.attrs.get(MVE8)
+    rows = (_mul_rows(w) if mul else _mve8_rows(w) if mve8 else _pair_rows(w, m))[:m, :k]
     rows = rows.reshape(m, c, k // c).transpose(0, 2, 1).reshape(m, k)
-    pack = mul_weights if mul else dsp_weights16
+    pack = mul_weights if mul else mve8_weights if mve8 else dsp_weights16
     node.inputs[2] = graph.constant(f"{node.name}_w_hwc", pack(rows).astype(w.dtype))
     node.attrs["_tap_major"] = True
 
@@ -367,9 +368,9 @@ def conv_scratch(node: Node, g: ConvGeometry) -> int:
         if dsp and dw3_pitch(hp, wp):  # qarm_dw3.c ember_qa_dw3_fast's rows of DW3_PITCH int16
             wp = DW3_PITCH
         return 2 * hp * wp
-    if node.attrs.get(MVE8):
-        return 2 * ((g.channels * g.taps + 15) // 16 * 16)
     stage = 2 * present(node.outputs[0]).shape[1] if writes_nhwc(node) else 0
+    if node.attrs.get(MVE8):
+        return 2 * ((g.channels * g.taps + 15) // 16 * 16) + stage
     return 8 * ((g.channels * g.taps + 7) // 8 * 8) + stage
 
 
@@ -384,24 +385,24 @@ def lower_conv(node: Node, k: KernelEmitter, g: ConvGeometry, add: tuple[str, ..
     x, y = present(node.input(0)), present(node.outputs[0])
     w = present(node.input(2)).const
     mve = node.attrs["_isa"] == MVE
+    # qarm_conv.c ember_qarm_conv_hwc, qarm_dw3.c ember_qarm_dw3_hwc, ... (never with a fused add: fuse_conv_add)
+    hwc = "_hwc" if nhwc_bits(node) else ""
     if node.attrs.get(MVE8) and node.attrs["_q"].depthwise:
         rows = w[:y.shape[1], :16]  # the first output's lanes: the 9 weights (their sum, their bound)
         rq, out = _tables(node, k, rows, mve8_bias(node, rows))
-        k.call("ember_qarm_dw3_mve8", f"(uint8_t *){k.out(0)}", f"(const uint8_t *){k.inp(0)}",
+        k.call("ember_qarm_dw3_mve8" + hwc, f"(uint8_t *){k.out(0)}", f"(const uint8_t *){k.inp(0)}",
                int(x.dtype is DType.INT8), node.attrs["_q"].x_zp, k.table(geo_table(node, g), DType.INT32), x.shape[0],
                k.inp(2), rq, out, k.scratch("int8_t"))
         return
     if node.attrs.get(MVE8):
         rows = _mve8_rows(w)[:y.shape[1]]
         rq, out = _tables(node, k, rows, mve8_bias(node, rows))
-        k.call("ember_qarm_conv_mve8" + ("_add" if add else ""), f"(uint8_t *){k.out(0)}",
+        k.call("ember_qarm_conv_mve8" + ("_add" if add else hwc), f"(uint8_t *){k.out(0)}",
                f"(const uint8_t *){k.inp(0)}", int(x.dtype is DType.INT8), node.attrs["_q"].x_zp,
                k.table(geo_table(node, g), DType.INT32), x.shape[0], y.shape[1], k.inp(2), rq, out, k.scratch("int8_t"),
                *add)
         return
     m = y.shape[1]
-    # qarm_conv.c ember_qarm_conv_hwc, qarm_dw3.c ember_qarm_dw3_hwc (never with a fused add: fuse_conv_add)
-    hwc = "_hwc" if nhwc_bits(node) else ""
     if node.attrs.get(MUL8) and not node.attrs["_q"].depthwise:  # plain tables: no quads, no bias pairs
         rq, out = _tables(node, k, _mul_rows(w)[:m])
         k.call("ember_qarm_conv_mul" + ("_add" if add else hwc), f"(uint8_t *){k.out(0)}",

@@ -500,7 +500,10 @@ def infer_qconv(node: Node) -> list[TensorType | None]:
 register(OpDef("QConv", lower=lower_qconv, scratch=_qconv_scratch, overlap=qconv_overlap,
                kernels=("ember_qconv", "ember_qdwconv", "ember_qarm_conv", "ember_qarm_dw3",
                         "ember_qarm_conv_mve", "ember_qarm_dw3_mve", "ember_qarm_conv_mve8",
-                        "ember_qarm_dw3_mve8"), infer=infer_qconv))
+                        "ember_qarm_dw3_mve8", "ember_qarm_conv_mul", "ember_qarm_dw3_mul", "ember_qarm_conv_hwc",
+                        "ember_qarm_dw3_hwc", "ember_qarm_conv_mul_hwc", "ember_qarm_dw3_mul_hwc",
+                        "ember_qarm_conv_mve8_hwc", "ember_qarm_dw3_mve8_hwc", "ember_qarm_dw3_mve_hwc"),
+               infer=infer_qconv))
 
 
 # QMatMul ---------------------------------------------------------------------------------------

@@ -176,9 +176,9 @@ def build_pipeline(options: CompileOptions, purpose: Purpose = Purpose.BUNDLE, t
         passes.append(("choose_mcu_kernels", each_graph(lambda g: choose_mcu_kernels(g, int8_isa))))
     if target_kind not in SPEED_TARGET_KINDS and options.opt_level >= 2:
         # Microcontrollers and WebAssembly: the same views of a channels-last model's edges, once the integer kernels
-        # are chosen (of the Cortex-M ones, qarm*.c, Helium's take NCHW only: ops/qarm.py reads_nhwc; the others then
-        # store their weights in their NHWC columns' order); on a microcontroller only where no NCHW copy in scratch
-        # takes the Transpose's place (RAM the plan holds).
+        # are chosen (the Cortex-M ones, qarm*.c, take NHWC in their own kernels, ops/qarm.py reads_nhwc, and their
+        # weights in their NHWC columns' order); on a microcontroller only where no NCHW copy in scratch takes the
+        # Transpose's place (RAM the plan holds).
         mcu = target_kind == "mcu"
         passes.append(("nhwc_input_views", lambda g: nhwc_input_views(g, no_copies=mcu)))
         passes.append(("nhwc_output_views", lambda g: nhwc_output_views(g, no_copies=mcu)))

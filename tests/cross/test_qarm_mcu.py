@@ -74,14 +74,18 @@ def _int8_pair(tmp_path: Path, model: onnx.ModelProto, calib: np.ndarray | dict[
     return host, ember.compile(tmp_path / "m.onnx", tmp_path / target, target=target, **opts)
 
 
+# The kernels for a layer at a channels-last model's edge (ops/qarm.py reads_nhwc): tests/cross/test_qarm_nhwc_mcu.py.
+HWC = ("ember_qarm_conv_hwc", "ember_qarm_conv_mul_hwc", "ember_qarm_conv_mve8_hwc", "ember_qarm_dw3_hwc",
+       "ember_qarm_dw3_mul_hwc", "ember_qarm_dw3_mve8_hwc", "ember_qarm_dw3_mve_hwc")
+
+
 def _qarm_calls(bundle: ember.Bundle) -> dict[str, int]:
     """Calls in the entry point's body (whose first argument is a cast output pointer, ops/qarm.py)."""
     text = (bundle.path / f"{bundle.name}.c").read_text()
     kernels = ("ember_qarm_conv", "ember_qarm_conv_mve", "ember_qarm_dw3", "ember_qarm_dw3_mve", "ember_qarm_fc",
                "ember_qarm_conv_add", "ember_qarm_conv_mve_add", "ember_qarm_conv_mve8", "ember_qarm_conv_mve8_add",
                "ember_qarm_dw3_mve8", "ember_qarm_conv_mul", "ember_qarm_conv_mul_add", "ember_qarm_dw3_mul",
-               "ember_qarm_fc_mul", "ember_qarm_conv_hwc", "ember_qarm_conv_mul_hwc", "ember_qarm_dw3_hwc",
-               "ember_qarm_dw3_mul_hwc")
+               "ember_qarm_fc_mul", *HWC)
     return {k: len(re.findall(rf"^    {k}\(\(uint8_t \*\)", text, re.M)) for k in kernels}
 
 
@@ -89,8 +93,7 @@ def _qarm_calls(bundle: ember.Bundle) -> dict[str, int]:
 # fully-connected layer the portable (compiler-vectorized) one.
 NONE = dict.fromkeys(("ember_qarm_conv_add", "ember_qarm_conv_mve_add", "ember_qarm_conv_mve8_add",
                       "ember_qarm_conv_mul", "ember_qarm_conv_mul_add", "ember_qarm_dw3_mul", "ember_qarm_fc_mul",
-                      "ember_qarm_conv_hwc", "ember_qarm_conv_mul_hwc", "ember_qarm_dw3_hwc",
-                      "ember_qarm_dw3_mul_hwc"), 0)
+                      *HWC), 0)
 CALLS = {"cortex-m4": {"ember_qarm_conv": 3, "ember_qarm_conv_mve": 0, "ember_qarm_conv_mve8": 0, "ember_qarm_dw3": 3,
                        "ember_qarm_dw3_mve": 0, "ember_qarm_dw3_mve8": 0, "ember_qarm_fc": 1, **NONE},
          "cortex-m55": {"ember_qarm_conv": 0, "ember_qarm_conv_mve": 0, "ember_qarm_conv_mve8": 3, "ember_qarm_dw3": 0,

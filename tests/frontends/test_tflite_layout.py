@@ -28,14 +28,12 @@ INTEGER = ["op_conv_relu6_int8", "op_depthwise_int8", "op_transpose_conv_int8", 
 REFUSED = {"refused_ops", "hard_swish_int16"}
 # On a microcontroller a Transpose stays where no kernel stores or gathers the NHWC bytes in place: a float depthwise
 # or dense window over many channels, a portable int8 depthwise convolution (riscv32's) or a float product's transposed
-# blocks would need scratch (RAM) beside the NHWC value (passes/nhwc_views.py `no_copies`), and Helium's int8 kernels
-# (Cortex-M55: qarm_mve*.c) take NCHW only. The DSP and Cortex-M0/M3 int8 ones read and store NHWC (ops/qarm.py).
-HELIUM_KEPT = {"conv_pool_int8", "conv_variants_int8", "mobilenet_like_int8", "op_conv_relu6_int8", "op_depthwise_int8",
-               "op_transpose_conv_int8"}
+# blocks would need scratch (RAM) beside the NHWC value (passes/nhwc_views.py `no_copies`). The Cortex-M int8 kernels
+# (qarm*.c: DSP, Cortex-M0/M3, Helium) read and store NHWC themselves (ops/qarm.py reads_nhwc).
 MCU_KEPT = {
     "cortex-m4": {"atrous", "conv_variants"},
     "cortex-m3": {"atrous", "conv_variants"},
-    "cortex-m55": {"atrous", "conv_variants", *HELIUM_KEPT},
+    "cortex-m55": {"atrous", "conv_variants"},
     "riscv32": {"atrous", "conv_variants", "op_depthwise_int8"},
 }
 TARGETS = ["host", "x86_64", "i386", "aarch64", "armv7", "riscv64", "wasm32", *MCU_KEPT]

@@ -103,8 +103,8 @@ static void ember_qa_col(int16_t *EMBER_RESTRICT col, const uint8_t *EMBER_RESTR
 /* ember_qa_col's window from an NHWC image (EMBER_QA_HWC_IN), in the order kernel row, kernel column, channel
  * (the weights are stored so: ops/qarm.py `tap_major`): a kernel row of a window inside the image's columns is
  * one run of KW * C bytes (dilation 1), otherwise each tap's C bytes, widened by ember_qa_widen. */
-static void ember_qa_col_hwc(int16_t *EMBER_RESTRICT col, const uint8_t *EMBER_RESTRICT xn, uint32_t flip, int32_t z2,
-                             const int32_t *p, int oh, int ow, int Kp) {
+EMBER_UNUSED static void ember_qa_col_hwc(int16_t *EMBER_RESTRICT col, const uint8_t *EMBER_RESTRICT xn, uint32_t flip,
+                                          int32_t z2, const int32_t *p, int oh, int ow, int Kp) {
     const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], Wd = p[EMBER_GEO_IN_W];
     const int KH = p[EMBER_GEO_K_H], KW = p[EMBER_GEO_K_W], DH = p[EMBER_GEO_DIL_H], DW = p[EMBER_GEO_DIL_W];
     const int ih0 = oh * p[EMBER_GEO_STRIDE_H] - p[EMBER_GEO_PAD_H], iw0 = ow * p[EMBER_GEO_STRIDE_W] - p[EMBER_GEO_PAD_W];

@@ -294,8 +294,9 @@ EMBER_INLINE void ember_qa_conv_hwc_t(uint8_t *y, const uint8_t *x, int sgn, int
         oh = ow = 0;
     }
 }
-static void ember_qarm_conv_hwc(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N, int M,
-                                const int16_t *W, const int32_t *rq, const int32_t *out, int16_t *cols) {
+EMBER_UNUSED static void ember_qarm_conv_hwc(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
+                                             int M, const int16_t *W, const int32_t *rq, const int32_t *out,
+                                             int16_t *cols) {
     ember_qa_conv_hwc_t(y, x, sgn, xz, p, N, M, (const int8_t *)(const void *)W, rq, out, cols, ember_qa_gemm_dsp, 1);
 }
 /*@end*/

@@ -57,7 +57,7 @@ EMBER_UNUSED EMBER_INLINE void ember_qa_dw3_load(int16_t *plane, const ember_qa_
                                     int32_t z2, const int16_t *w, uint32_t wv[12]) {
     const int r_end = g->H + g->PH < g->Hp ? g->H + g->PH : g->Hp, wd = g->W + g->PW < g->Wp ? g->W : g->Wp - g->PW;
     int r, j;
-    if (!g->t) {
+    if (g->xs_col == 1) {
         for (r = g->PH; r < r_end; ++r)
             ember_qa_widen(plane + (ptrdiff_t)r * g->Wp + g->PW, xc + (ptrdiff_t)(r - g->PH) * g->xs_row, wd, flip, z2);
     } else {

@@ -164,8 +164,9 @@ static void ember_qa_gemm_mul(uint8_t *y, ptrdiff_t rs, int n, const int8_t *W, 
                               const int16_t *t0, const int16_t *t1, const int32_t *rq, const int32_t *out) {
     ember_qm_gemm(y, rs, 1, n, W, M, Kp, cols, t0, t1, rq, out);
 }
-static void ember_qarm_conv_mul(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N, int M,
-                                const int8_t *W, const int32_t *rq, const int32_t *out, int16_t *cols) {
+EMBER_UNUSED static void ember_qarm_conv_mul(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
+                                             int M, const int8_t *W, const int32_t *rq, const int32_t *out,
+                                             int16_t *cols) {
     ember_qa_conv_t(y, x, sgn, xz, p, N, M, W, rq, out, cols, 4, ember_qa_gemm_mul, 0, 0, 0, 0, 0);
 }
 /*@end*/
@@ -250,8 +251,8 @@ EMBER_INLINE void ember_qm_dw3_any(uint8_t *y, const uint8_t *x, int sgn, int32_
     else
         ember_qm_dw3_t(y, x, flip, xz, p, N, Wt, rq, out, plane, 0, hwc);
 }
-static void ember_qarm_dw3_mul(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
-                               const int16_t *Wt, const int32_t *rq, const int32_t *out, uint8_t *plane) {
+EMBER_UNUSED static void ember_qarm_dw3_mul(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
+                                            const int16_t *Wt, const int32_t *rq, const int32_t *out, uint8_t *plane) {
     ember_qm_dw3_any(y, x, sgn, xz, p, N, Wt, rq, out, plane, 0);
 }
 /*@end*/

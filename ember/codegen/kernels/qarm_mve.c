@@ -172,6 +172,19 @@ EMBER_INLINE void ember_qm8_gemm22(uint8_t *y, ptrdiff_t rs, const int8_t *W, in
         y += 2 * rs;
     }
 }
+/* The M outputs of the columns t0 (and t1 where `two`) into y[m * rs + j], by ember_qm8_gemm22 in the common case. */
+EMBER_INLINE void ember_qm8_product(uint8_t *y, ptrdiff_t rs, int two, const int8_t *W, int M, int Kp, const int8_t *t0,
+                                    const int8_t *t1, const int32_t *rq, const int32_t *out, int fast) {
+    if (fast && two) {
+        const int M2 = M / 2;
+        ember_qm8_gemm22(y, rs, W, M2, Kp / 16, t0, t1, rq, out);
+        if (M & 1)
+            ember_qm8_gemm_t(y + 2 * M2 * rs, rs, 2, W + (ptrdiff_t)M2 * 2 * Kp, 1, Kp, t0, t1, rq + 8 * M2, out, 1);
+    } else if (fast)
+        ember_qm8_gemm_t(y, rs, 1 + two, W, M, Kp, t0, two ? t1 : t0, rq, out, 1);
+    else
+        ember_qm8_gemm_t(y, rs, 1 + two, W, M, Kp, t0, two ? t1 : t0, rq, out, 0);
+}
 #endif
 /* Convolution (2-D, one group) of N images, two output pixels at a time, as ember_qa_conv_t (its staging of
  * a fused residual add included: fin, res, radd, stage); xz: the input's zero point (its byte pads). */
@@ -214,15 +227,7 @@ static void ember_qm8_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, 
                     if (++ow == OW) ow = 0, ++oh;
                 }
             }
-            if (fast && two) {
-                const int M2 = M / 2;
-                ember_qm8_gemm22(yq, rs, W, M2, Kp / 16, t0, t1, rq, out);
-                if (M & 1)
-                    ember_qm8_gemm_t(yq + 2 * M2 * rs, rs, 2, W + (ptrdiff_t)M2 * 2 * Kp, 1, Kp, t0, t1, rq + 8 * M2, out, 1);
-            } else if (fast)
-                ember_qm8_gemm_t(yq, rs, 1 + two, W, M, Kp, t0, two ? t1 : t0, rq, out, 1);
-            else
-                ember_qm8_gemm_t(yq, rs, 1 + two, W, M, Kp, t0, two ? t1 : t0, rq, out, 0);
+            ember_qm8_product(yq, rs, two, W, M, Kp, t0, t1, rq, out, fast);
         }
         EMBER_QA_STAGE_END();
         oh = ow = 0;
@@ -232,8 +237,9 @@ static void ember_qm8_conv_t(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, 
     (void)fin, (void)res, (void)radd, (void)stage;
 #endif
 }
-static void ember_qarm_conv_mve8(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N, int M,
-                                 const int8_t *W, const int32_t *rq, const int32_t *out, int8_t *cols) {
+EMBER_UNUSED static void ember_qarm_conv_mve8(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p,
+                                              int N, int M, const int8_t *W, const int32_t *rq, const int32_t *out,
+                                              int8_t *cols) {
     ember_qm8_conv_t(y, x, sgn, xz, p, N, M, W, rq, out, cols, 0, 0, 0, 0);
 }
 /*@end*/
@@ -244,6 +250,82 @@ static void ember_qarm_conv_mve8_add(uint8_t *y, const uint8_t *x, int sgn, int3
                                      int M, const int8_t *W, const int32_t *rq, const int32_t *out, int8_t *cols,
                                      const uint8_t *res, const int32_t *radd, uint8_t *stage) {
     ember_qm8_conv_t(y, x, sgn, xz, p, N, M, W, rq, out, cols, ember_qa_res_rows, res, radd, stage);
+}
+/*@end*/
+
+/*@kernel ember_qarm_conv_mve8_hwc requires ember_qarm_conv_mve8 ember_qarm_conv_hwc*/
+/* ember_qarm_conv_mve8 at a channels-last model's edge (EMBER_QA_LAY), as qarm_conv.c's ember_qarm_conv_hwc: each
+ * window from the NHWC bytes in the order kernel row, kernel column, channel (the weights' `tap_major` order; a
+ * kernel row inside the image one run of KW * C bytes, 16 per predicated step), or from the NCHW planes; an NHWC
+ * output through a pixel pair's stage. Scratch: 2 * Kp + 2 * M bytes. */
+#if EMBER_QM8
+/* n bytes from s ^ flip (s 0: the byte b) into t, 16 per predicated step. */
+static void ember_qm8_copy(int8_t *EMBER_RESTRICT t, const uint8_t *EMBER_RESTRICT s, int n, uint8_t flip, uint8_t b) {
+    const uint8x16_t vf = vdupq_n_u8(flip), vb = vdupq_n_u8((uint8_t)(b ^ flip));
+    int i;
+    for (i = 0; i < n; i += 16) {
+        const mve_pred16_t live = vctp8q((uint32_t)(n - i));
+        vstrbq_p_u8((uint8_t *)t + i, s ? veorq_u8(vldrbq_z_u8(s + i, live), vf) : vb, live);
+    }
+}
+static void ember_qm8_col_hwc(int8_t *EMBER_RESTRICT t, const uint8_t *EMBER_RESTRICT xn, uint8_t flip, uint8_t zb,
+                              const int32_t *p, int oh, int ow) {
+    const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], Wd = p[EMBER_GEO_IN_W];
+    const int KH = p[EMBER_GEO_K_H], KW = p[EMBER_GEO_K_W], DH = p[EMBER_GEO_DIL_H], DW = p[EMBER_GEO_DIL_W];
+    const int ih0 = oh * p[EMBER_GEO_STRIDE_H] - p[EMBER_GEO_PAD_H], iw0 = ow * p[EMBER_GEO_STRIDE_W] - p[EMBER_GEO_PAD_W];
+    const int run = DW == 1 && iw0 >= 0 && iw0 + KW <= Wd;
+    int i, j;
+    for (i = 0; i < KH; ++i, t += KW * C) {
+        const int ih = ih0 + i * DH;
+        if (ih < 0 || ih >= H)
+            ember_qm8_copy(t, 0, KW * C, flip, zb);
+        else if (run)
+            ember_qm8_copy(t, xn + ((ptrdiff_t)ih * Wd + iw0) * C, KW * C, flip, zb);
+        else
+            for (j = 0; j < KW; ++j) {
+                const int iw = iw0 + j * DW;
+                ember_qm8_copy(t + j * C, iw < 0 || iw >= Wd ? 0 : xn + ((ptrdiff_t)ih * Wd + iw) * C, C, flip, zb);
+            }
+    }
+}
+#endif
+static void ember_qarm_conv_mve8_hwc(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
+                                     int M, const int8_t *W, const int32_t *rq, const int32_t *out, int8_t *cols) {
+#if EMBER_QM8
+    const int C = p[EMBER_GEO_C], OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W];
+    const int K = C * p[EMBER_GEO_K_H] * p[EMBER_GEO_K_W], Kp = (K + 15) & ~15, P = OH * OW;
+    const ptrdiff_t S = (ptrdiff_t)p[EMBER_GEO_IN_H] * p[EMBER_GEO_IN_W];
+    const int hin = EMBER_QA_HWC_IN(p) != 0, hout = EMBER_QA_HWC_OUT(p) != 0, fast = ember_qa_mode(out) != 0;
+    const uint8_t flip = sgn ? 0u : 0x80u, zb = (uint8_t)xz;
+    int8_t *t0 = cols, *t1 = cols + Kp;
+    uint8_t *const st = (uint8_t *)(t1 + Kp);
+    int n, q, k, oh = 0, ow = 0;
+    for (k = K; k < Kp; ++k) t0[k] = t1[k] = 0;
+    for (n = 0; n < N; ++n) {
+        const uint8_t *xn = x + (ptrdiff_t)n * C * S;
+        uint8_t *yn = y + (ptrdiff_t)n * M * P;
+        for (q = 0; q < P; q += 2) {
+            const int two = q + 1 < P;
+            if (hin)
+                ember_qm8_col_hwc(t0, xn, flip, zb, p, oh, ow);
+            else
+                ember_qm8_col(t0, xn, flip, zb, p, oh, ow, 0);
+            if (++ow == OW) ow = 0, ++oh;
+            if (two) {
+                if (hin)
+                    ember_qm8_col_hwc(t1, xn, flip, zb, p, oh, ow);
+                else
+                    ember_qm8_col(t1, xn, flip, zb, p, oh, ow, 0);
+                if (++ow == OW) ow = 0, ++oh;
+            }
+            ember_qm8_product(hout ? st : yn + q, hout ? 2 : P, two, W, M, Kp, t0, t1, rq, out, fast);
+            if (hout) ember_qa_hwc_store(yn + (ptrdiff_t)q * M, st, M, 1 + two);
+        }
+        oh = ow = 0;
+    }
+#else /* only a Helium target selects this kernel (passes/mcu_kernels.py) */
+    (void)y, (void)x, (void)sgn, (void)xz, (void)p, (void)N, (void)M, (void)W, (void)rq, (void)out, (void)cols;
+#endif
 }
 /*@end*/
 
@@ -264,17 +346,17 @@ static void ember_qarm_conv_mve8_add(uint8_t *y, const uint8_t *x, int sgn, int3
 #endif
 #if EMBER_QM8_DW
 /* Channel xc into the plane's image positions (ember_qa_dw3_load's rows), 16 bytes per predicated step; the
- * transposed plane's rows by byte gathers down the image's columns. */
+ * transposed plane's rows, or an NHWC image's, by byte gathers xs_col apart. */
 static void ember_qm8_dw_load(int8_t *plane, const ember_qa_dw3_geo_t *g, const uint8_t *xc, uint8_t flip) {
     const int r_end = g->H + g->PH < g->Hp ? g->H + g->PH : g->Hp, wd = g->W + g->PW < g->Wp ? g->W : g->Wp - g->PW;
     const uint8x16_t vf = vdupq_n_u8(flip);
-    const int gather = g->t && g->xs_col <= 255 / 15;
+    const int gather = g->xs_col > 1 && g->xs_col <= 255 / 15; /* the transposed plane's, or an NHWC image's */
     const uint8x16_t down = vmulq_n_u8(vidupq_n_u8(0, 1), (uint8_t)(gather ? g->xs_col : 0));
     int r, j;
     for (r = g->PH; r < r_end; ++r) {
         uint8_t *d = (uint8_t *)plane + (ptrdiff_t)r * g->Wp + g->PW;
         const uint8_t *s = xc + (ptrdiff_t)(r - g->PH) * g->xs_row;
-        if (!g->t) {
+        if (g->xs_col == 1) {
             for (j = 0; j < wd; j += 16) {
                 const mve_pred16_t live = vctp8q((uint32_t)(wd - j));
                 vstrbq_p_u8(d + j, veorq_u8(vldrbq_z_u8(s + j, live), vf), live);
@@ -290,7 +372,8 @@ static void ember_qm8_dw_load(int8_t *plane, const ember_qa_dw3_geo_t *g, const 
     }
 }
 /* One channel's output rows from its plane: 4 outputs per step (the last ones predicated), stored along a row
- * or, `t` (a constant where inlined), down a column of the map (the transposed plane). The bias, shift and
+ * or, `t` (a constant where inlined), ys_col apart (down a column of the map for the transposed plane, or at
+ * an NHWC output's pixel stride). The bias, shift and
  * zero point stay scalars (VADD, VRSHL by a register): 8 vectors live in the loop, no spills. */
 EMBER_INLINE void ember_qm8_dw_rows(uint8_t *yc, const int8_t *plane, const ember_qa_dw3_geo_t *g, uint8x16_t offs,
                                     const int8_t *wc, const int32_t *cq, const int32_t *out, int t) {
@@ -318,12 +401,15 @@ EMBER_INLINE void ember_qm8_dw_rows(uint8_t *yc, const int8_t *plane, const embe
     }
 }
 #endif
-static void ember_qarm_dw3_mve8(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
-                                const int8_t *W, const int32_t *rq, const int32_t *out, int8_t *plane) {
+/* `hwc` (a constant where inlined): ember_qarm_dw3_mve8_hwc's layouts (EMBER_QA_LAY): the plane's rows gathered at,
+ * the outputs scattered to, the pixel stride C on an NHWC side. */
+EMBER_INLINE void ember_qm8_dw_t(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
+                                 const int8_t *W, const int32_t *rq, const int32_t *out, int8_t *plane, int hwc) {
 #if EMBER_QM8_DW
-    const ember_qa_dw3_geo_t g = ember_qa_dw3_geo(p);
-    const int C = p[EMBER_GEO_C], Ww = g.SW == 1 ? 4 : 5;
+    const ember_qa_dw3_geo_t g = ember_qa_dw3_geo_lay(p, 1, hwc);
+    const int C = p[EMBER_GEO_C], Ww = g.SW == 1 ? 4 : 5, lay = hwc ? p[EMBER_QA_LAY] : 0;
     const ptrdiff_t in_plane = (ptrdiff_t)g.H * g.W, out_plane = (ptrdiff_t)g.OH * g.OW;
+    const ptrdiff_t xs_ch = lay & 4 ? 1 : in_plane, ys_ch = lay & 8 ? 1 : out_plane; /* as ember_qa_dw3_t's */
     const uint8_t flip = sgn ? 0u : 0x80u;
     uint8_t off[16];
     uint8x16_t offs;
@@ -333,15 +419,28 @@ static void ember_qarm_dw3_mve8(uint8_t *y, const uint8_t *x, int sgn, int32_t x
     for (i = 0; i < g.Hp * g.Wp; ++i) plane[i] = (int8_t)((uint8_t)xz ^ flip);
     for (n = 0; n < N; ++n)
         for (c = 0; c < C; ++c) {
-            uint8_t *yc = y + ((ptrdiff_t)n * C + c) * out_plane;
-            ember_qm8_dw_load(plane, &g, x + ((ptrdiff_t)n * C + c) * in_plane, flip);
-            if (g.t)
+            uint8_t *yc = y + (ptrdiff_t)n * C * out_plane + c * ys_ch;
+            ember_qm8_dw_load(plane, &g, x + (ptrdiff_t)n * C * in_plane + c * xs_ch, flip);
+            if (g.ys_col != 1)
                 ember_qm8_dw_rows(yc, plane, &g, offs, W + 32 * c, rq + 4 * c, out, 1);
             else
                 ember_qm8_dw_rows(yc, plane, &g, offs, W + 32 * c, rq + 4 * c, out, 0);
         }
 #else /* only a Helium target selects this kernel (passes/mcu_kernels.py) */
-    (void)y, (void)x, (void)sgn, (void)xz, (void)p, (void)N, (void)W, (void)rq, (void)out, (void)plane;
+    (void)y, (void)x, (void)sgn, (void)xz, (void)p, (void)N, (void)W, (void)rq, (void)out, (void)plane, (void)hwc;
 #endif
+}
+EMBER_UNUSED static void ember_qarm_dw3_mve8(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p,
+                                             int N, const int8_t *W, const int32_t *rq, const int32_t *out,
+                                             int8_t *plane) {
+    ember_qm8_dw_t(y, x, sgn, xz, p, N, W, rq, out, plane, 0);
+}
+/*@end*/
+
+/*@kernel ember_qarm_dw3_mve8_hwc requires ember_qarm_dw3_mve8*/
+/* ember_qarm_dw3_mve8 at a channels-last model's edge, as qarm_dw3.c's ember_qarm_dw3_hwc. */
+static void ember_qarm_dw3_mve8_hwc(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
+                                    const int8_t *W, const int32_t *rq, const int32_t *out, int8_t *plane) {
+    ember_qm8_dw_t(y, x, sgn, xz, p, N, W, rq, out, plane, 1);
 }
 /*@end*/

@@ -177,38 +177,57 @@ EMBER_INLINE void ember_qa_dw3_mve_rows(uint8_t *yc, const int16_t *plane, const
     }
 }
 #endif
-static void ember_qarm_dw3_mve(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
-                               const int16_t *Wt, const int32_t *rq, const int32_t *out, int16_t *plane) {
+/* `hwc` (a constant where inlined): ember_qarm_dw3_mve_hwc's layouts (EMBER_QA_LAY): an NHWC output's rows stored
+ * as the transposed plane's columns are, by scatters ys_col apart. */
+EMBER_INLINE void ember_qa_dw3_mve_t(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
+                                     const int16_t *Wt, const int32_t *rq, const int32_t *out, int16_t *plane, int hwc) {
 #if EMBER_QA_MVE_DW
-    const ember_qa_dw3_geo_t g = ember_qa_dw3_geo(p);
-    const int C = p[EMBER_GEO_C];
+    const ember_qa_dw3_geo_t g = ember_qa_dw3_geo_lay(p, 1, hwc);
+    const int C = p[EMBER_GEO_C], lay = hwc ? p[EMBER_QA_LAY] : 0;
     const ptrdiff_t in_plane = (ptrdiff_t)g.H * g.W, out_plane = (ptrdiff_t)g.OH * g.OW;
+    const ptrdiff_t xs_ch = lay & 4 ? 1 : in_plane, ys_ch = lay & 8 ? 1 : out_plane; /* as ember_qa_dw3_t's */
     const uint32_t flip = sgn ? 0x80u : 0u;
     const int32_t z2 = xz + (sgn ? 128 : 0);
     int n, c, i;
     if (!out[3]) {
-        ember_qa_dw3_any(y, x, sgn, xz, p, N, Wt, rq, out, plane, 1, 0);
+        ember_qa_dw3_any(y, x, sgn, xz, p, N, Wt, rq, out, plane, 1, hwc);
         return;
     }
     for (i = 0; i < g.Hp * g.Wp; ++i) plane[i] = 0;
     for (n = 0; n < N; ++n)
         for (c = 0; c < C; ++c) {
             const int16_t *w = Wt + 9 * c;
-            uint8_t *yc = y + ((ptrdiff_t)n * C + c) * out_plane;
+            uint8_t *yc = y + (ptrdiff_t)n * C * out_plane + c * ys_ch;
             int16_t wk[9];
             uint32_t wv[12];
-            ember_qa_dw3_load(plane, &g, x + ((ptrdiff_t)n * C + c) * in_plane, flip, z2, w, wv);
+            ember_qa_dw3_load(plane, &g, x + (ptrdiff_t)n * C * in_plane + c * xs_ch, flip, z2, w, wv);
             for (i = 0; i < 9; ++i) wk[i] = g.t ? w[i % 3 * 3 + i / 3] : w[i]; /* (kernel row, column) of the plane */
             if (g.t) /* stride 1 */
                 ember_qa_dw3_mve_rows(yc, plane, &g, wk, rq + 4 * c, out, 1, 1);
+            else if (hwc && g.ys_col != 1 && g.SW == 1) /* an NHWC output */
+                ember_qa_dw3_mve_rows(yc, plane, &g, wk, rq + 4 * c, out, 1, 1);
+            else if (hwc && g.ys_col != 1)
+                ember_qa_dw3_mve_rows(yc, plane, &g, wk, rq + 4 * c, out, 0, 1);
             else if (g.SW == 1)
                 ember_qa_dw3_mve_rows(yc, plane, &g, wk, rq + 4 * c, out, 1, 0);
             else
                 ember_qa_dw3_mve_rows(yc, plane, &g, wk, rq + 4 * c, out, 0, 0);
         }
 #else
-    ember_qa_dw3_any(y, x, sgn, xz, p, N, Wt, rq, out, plane, 1, 0);
+    ember_qa_dw3_any(y, x, sgn, xz, p, N, Wt, rq, out, plane, 1, hwc);
 #endif
+}
+EMBER_UNUSED static void ember_qarm_dw3_mve(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
+                                            const int16_t *Wt, const int32_t *rq, const int32_t *out, int16_t *plane) {
+    ember_qa_dw3_mve_t(y, x, sgn, xz, p, N, Wt, rq, out, plane, 0);
+}
+/*@end*/
+
+/*@kernel ember_qarm_dw3_mve_hwc requires ember_qarm_dw3_mve*/
+/* ember_qarm_dw3_mve at a channels-last model's edge, as qarm_dw3.c's ember_qarm_dw3_hwc. */
+static void ember_qarm_dw3_mve_hwc(uint8_t *y, const uint8_t *x, int sgn, int32_t xz, const int32_t *p, int N,
+                                   const int16_t *Wt, const int32_t *rq, const int32_t *out, int16_t *plane) {
+    ember_qa_dw3_mve_t(y, x, sgn, xz, p, N, Wt, rq, out, plane, 1);
 }
 /*@end*/
 
