@@ -217,9 +217,23 @@ def _lines(floats: int) -> int:
 # 1.33x the time of the Transpose and the NCHW kernel (AVX-512), a 28x28 x 32 depthwise one 1.26x (SSE2, where the
 # gather lost dwconv3.c's fast path). A depthwise or Winograd convolution's channels-last output is stored NCHW in
 # scratch after the copy and transposed out the same way: their outputs go a channel plane at a time, and stored at
-# the pixel stride a 56x56 x 16 F(4x4) took 1.08x (SSE2).
+# the pixel stride a 56x56 x 16 F(4x4) took 1.08x (SSE2). On a microcontroller (SCRATCH_BUDGET), where scratch is
+# RAM and no cache line is wasted, none of them copies: im2col gathers every window, and a depthwise convolution fills
+# each channel's planes from, and stores its rows to, the NHWC tensor itself (`dw_strided`).
 NHWC_GATHER_MAX_CHANNELS = 4
 _COPYING = ("Conv", "ConvWinograd", "ConvWinograd4")
+
+
+def conv_is_depthwise(node: Node) -> bool:
+    """Whether Conv `node` is depthwise (a group per input channel)."""
+    return _conv_parts(node)[3]
+
+
+def dw_strided(node: Node) -> bool:
+    """Whether depthwise Conv `node` with a channels-last side runs ember_dwconv_strided_f32 (dwconv.c: its planes at
+    the pixel stride, no NCHW copies): 2-D, on a microcontroller."""
+    return (node.op == "Conv" and SCRATCH_BUDGET in node.attrs and bool(conv_lay(node)) and conv_is_depthwise(node)
+            and _conv_parts(node)[0].planar)
 
 
 def nhwc_copies(node: Node) -> tuple[bool, bool]:
@@ -230,6 +244,8 @@ def nhwc_copies(node: Node) -> tuple[bool, bool]:
     if node.op != "Conv":
         return True, True
     geo, _, _, depthwise, _ = _conv_parts(node)
+    if SCRATCH_BUDGET in node.attrs and (geo.planar or not depthwise):  # a microcontroller's: see above
+        return False, False
     return depthwise or (geo.taps > 1 and set(geo.strides) == {1} and geo.channels > NHWC_GATHER_MAX_CHANNELS), \
         depthwise
 
@@ -399,10 +415,16 @@ def lower_conv_nhwc(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:
 
 def _lower_dw_nhwc(node: Node, k: KernelEmitter) -> None:
     """A depthwise convolution with a channels-last side: the NCHW kernel (dwconv3.c's fast paths and the
-    channel-blocked grid included) between the NCHW copies of nchw_sides."""
+    channel-blocked grid included) between the NCHW copies of nchw_sides, or on a microcontroller its planes at the
+    pixel stride (`dw_strided`)."""
     geo, _, m, _, _ = _conv_parts(node)
-    x, _, y, scratch = nchw_sides(node, k)
     bias = k.inp(2) if node.input(2) is not None else "0"
+    if dw_strided(node):
+        k.call("ember_dwconv_strided_f32", k.out(0), k.inp(0), k.inp(1), bias, k.scratch("float"),
+               k.table(geo.table(), DType.INT32), present(node.input(0)).shape[0], m, conv_lay(node),
+               *epilogue_args(node))
+        return
+    x, _, y, scratch = nchw_sides(node, k)
     fn = "ember_dwconv_blocked_f32" if _dw_blocked_floats(node, geo, m) else "ember_dwconv_f32"
     k.call(fn, y, x, k.inp(1), bias, scratch, k.table(geo.table(), DType.INT32), present(node.input(0)).shape[0], m,
            *epilogue_args(node))

@@ -29,7 +29,7 @@ from ember.ops.conv import ConvGeometry, conv_geometry
 from ember.ops.infer import conv_out
 from ember.ops.matmul import matmul_shape, present
 from ember.ops.opdef import OpDef
-from ember.ops.overlap import qconv_overlap
+from ember.ops.overlap import MCU, qconv_overlap
 from ember.ops.registry import register
 from ember.ops.shape import nhwc_bits, stored_nhwc, writes_nhwc
 
@@ -318,7 +318,8 @@ def _dw_work(node: Node) -> int:
     """4-byte values of ember_qdwconv's scratch: stride-phase planes and sums (2-D), or the input
     channel and one output row (3-D), and a channel-blocked input's plane and output's row in bytes;
     at least a band of 8 output rows of qdwvnni.c's pixel-major input block where the image has them
-    (one band when it is all of the image); then NCHW copies of a channels-last input and output."""
+    (one band when it is all of the image); then NCHW copies of a channels-last input and output, or on a
+    microcontroller (`_dw_per_channel`) a plane and a row of them as a blocked one's."""
     g = qconv_geometry(node)
     if not g.planar:
         return math.prod(g.in_size) + g.out_size[2]
@@ -327,8 +328,10 @@ def _dw_work(node: Node) -> int:
     wh = ((ow - 1) * sw + (kw - 1) * dw + sw) // sw
     planes = sh * sw * hh * wh + (oh - 1) * wh + ow
     x, y = present(node.input(0)), present(node.outputs[0])
-    if x.blocked or y.blocked:  # then also a channel plane of the input and a row of the output, in bytes
-        planes += (x.blocked * g.in_size[1] * g.in_size[2] + y.blocked * ow + 3) // 4
+    per_channel = _dw_per_channel(node)
+    x_plane, y_row = x.blocked or (per_channel and stored_nhwc(x)), y.blocked or (per_channel and writes_nhwc(node))
+    if x_plane or y_row:  # then also a channel plane of the input and a row of the output, in bytes
+        planes += (x_plane * g.in_size[1] * g.in_size[2] + y_row * ow + 3) // 4
     band_row = ((ow - 1) * sw + 4 * ((kw + 3) // 4)) * 16  # ember_qdv_conv: Wp pixels of 16 bytes
     band = ((min(oh, 8) - 1) * sh + (kh - 1) * dh + 1) * band_row
     if x.blocked and y.blocked and g.channels % 4 == 0:
@@ -340,8 +343,15 @@ def _dw_work(node: Node) -> int:
         if whole <= _QDX_WHOLE:
             band = max(band, whole)
     # a channels-last side outside qdwvnni.c: the NCHW copies the other paths run on, at the end
-    copies = stored_nhwc(x) * x.type.numel + writes_nhwc(node) * y.type.numel
+    copies = 0 if per_channel else stored_nhwc(x) * x.type.numel + writes_nhwc(node) * y.type.numel
     return max(planes, (band + 3) // 4) + (copies + 3) // 4
+
+
+def _dw_per_channel(node: Node) -> bool:
+    """ember_qdwconv's channels-last sides a plane and a row at a time (lay bit 4), not through NCHW copies of the
+    tensors: on a microcontroller, whose scratch is RAM beside them (its SRAM has no cache lines that a strided
+    gather per channel would waste)."""
+    return bool(node.attrs.get(MCU)) and bool(nhwc_bits(node))
 
 
 def qconv_reads_nhwc(node: Node) -> bool:
@@ -464,7 +474,8 @@ def lower_qdwconv(node: Node, k: KernelEmitter, q: QSpec, channels: tuple[int, i
         words = k.table(list(dw_words(w, g.kernel[1], g.kernel[2], q.bias, zv)), DType.INT32)
     k.call("ember_qdwconv", y_ptr, "0" if q.requant is None else "1", x_ptr, int(x.dtype is DType.INT8),
            _zp_arg(node, k, q), k.table(g.table(), DType.INT32), x.shape[0], hi - lo, w_ptr, _table(k, q.bias), mult,
-           shift, out, exact, _layout_bits(node), k.scratch(), 4 * _dw_work(node), m, words)
+           shift, out, exact, _layout_bits(node) | 16 * _dw_per_channel(node), k.scratch(), 4 * _dw_work(node), m,
+           words)
 
 
 # A thread's part of the output channels [c0, c0 + rows) of a channel-blocked output of M channels (ops/split.py):

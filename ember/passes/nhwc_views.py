@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from ember.ir.graph import Graph, Node, Value
 from ember.ops import qarm
-from ember.ops.conv import float_conv_reads_nhwc, float_conv_stores_nhwc, nhwc_copies
+from ember.ops.conv import conv_is_depthwise, float_conv_reads_nhwc, float_conv_stores_nhwc, nhwc_copies
 from ember.ops.q16 import q16_conv_nhwc
 from ember.ops.qlinear import qconv_reads_nhwc, qconv_stores_nhwc
 from ember.ops.shape import NHWC_OUT, NHWC_VIEW, writes_nhwc
@@ -49,12 +49,17 @@ TO_NHWC = [0, 2, 3, 1]
 
 
 def _through_scratch(node: Node, output: bool) -> bool:
-    """Whether `node` would read (`output`: store) the NHWC bytes through its scratch: an NCHW copy (ops/conv.py
-    nhwc_copies; a portable int8 depthwise convolution's, ops/qlinear.py) or a float product's blocks
-    (ember_conv_nhwc_f32). The Cortex-M kernels' planes and columns are built from either layout (ops/qarm.py)."""
+    """Whether `node`, compiled for a microcontroller, would read (`output`: store) the NHWC bytes through its
+    scratch: an NCHW copy, or a float product's blocks (ember_conv_nhwc_f32, beside im2col's columns: they raised
+    conv_variants' RAM by 7% where they took the place of two small Transposes). There the convolutions build their
+    columns and planes from either layout: the integer ones (ops/qarm.py; a portable depthwise convolution a channel
+    at a time, ops/qlinear.py _dw_per_channel) and the float Conv (im2col's gather, a depthwise one's strided planes
+    in and out: ops/conv.py dw_strided). Others (no microcontroller picks them) as ops/conv.py nhwc_copies says."""
     if node.op == "QConv":
-        return bool(node.attrs["_q"].depthwise) and node.attrs.get("_isa") is None
-    return node.op in ("Conv", "ConvWinograd", "ConvWinograd4") if output else nhwc_copies(node)[0]
+        return False
+    if node.op == "Conv":
+        return output and not conv_is_depthwise(node)
+    return node.op in ("ConvWinograd", "ConvWinograd4") if output else nhwc_copies(node)[0]
 
 
 def _reads_in_place(node: Node, v: Value, no_copies: bool) -> bool:

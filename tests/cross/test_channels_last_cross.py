@@ -1,8 +1,9 @@
 """A convolution at a channels-last model's edge on the targets without channels-last regions: its NCHW kernel reads
 the NHWC input and stores the NHWC output itself (tests/models/test_channels_last_edges.py), compiled for aarch64
-(NEON), riscv64 (scalar) and wasm32 and run under qemu-user or wasmtime. Criterion: float, onnxruntime's outputs
-within 1e-4 of their range, as the host's model tests; the int8 and int16 TFLite fixtures on WebAssembly (which took
-no in-place edge before), LiteRT's reference kernels' bytes."""
+(NEON), riscv64 (scalar) and wasm32 and run under qemu-user or wasmtime, and for Cortex-M4 and RISC-V 32
+microcontrollers under qemu-system. Criterion: float, onnxruntime's outputs within 1e-4 of their range, as the host's
+model tests; the int8 and int16 TFLite fixtures on WebAssembly (which took no in-place edge before), LiteRT's
+reference kernels' bytes."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ import pytest
 import ember
 from tests.cross import require_tools
 from tests.frontends.tflite_support import FIXTURES, inputs_for, litert, run_litert
-from tests.models.test_channels_last_edges import EDGES
-from tests.support import crossrun
+from tests.models.test_channels_last_edges import EDGES, Edge, _layout_transposes
+from tests.support import crossrun, mcu
 from tests.support.models import assert_close, onnxruntime_outputs
 
 # One of each kernel path: a Conv's transposed product blocks, a 1x1 gathered by register transposes, a grouped one
@@ -36,6 +37,29 @@ def test_edges_on_cross_targets_match_onnxruntime(tmp_path: Path, target: str) -
         got = (crossrun.run_wasm(bundle.path, x, work) if target == "wasm32"
                else crossrun.run_linux(bundle.path, target, x, work))
         assert_close(got[out], onnxruntime_outputs(path, x)[out], f"{edge.name} on {target}", rel=REL)
+
+
+# A microcontroller's float edges (small: they run on the board's RAM): depthwise planes filled and stored at the
+# pixel stride (ops/conv.py dw_strided) of stride 1 with an activation, stride 2 (the planes' deinterleave),
+# multiplier 2, 5x5 dilated; a dense window over 6 channels gathered by im2col (its output Transpose stays).
+MCU_EDGES = [Edge("dw_s1", 1, 9, 11, 6, 6, 3, group=6, act="Relu"),
+             Edge("dw_s2", 1, 10, 9, 5, 5, 3, stride=2, group=5),
+             Edge("dw_mult2", 2, 8, 7, 4, 8, 3, group=4),
+             Edge("dw_dilated_5x5", 1, 12, 11, 3, 3, 5, group=3, dilation=2),
+             Edge("dense_6_to_5", 1, 9, 9, 6, 5, 3, act="Relu")]
+
+
+@pytest.mark.parametrize("target", ["cortex-m4", "riscv32"])
+def test_microcontroller_edges_match_onnxruntime(tmp_path: Path, target: str) -> None:
+    require_tools(target, mcu.missing_tools(target))
+    for edge in MCU_EDGES:
+        path, out = edge.save(tmp_path / f"{edge.name}.onnx")
+        assert len(_layout_transposes(path, target)) == (edge.name == "dense_6_to_5"), edge.name
+        bundle = ember.compile(path, tmp_path / edge.name, target=target)
+        x = edge.input()
+        got = mcu.run_firmware(bundle.path, target, x, tmp_path / f"{edge.name}_run").outputs[out]
+        want = onnxruntime_outputs(path, x)[out]
+        assert_close(np.asarray(got).reshape(want.shape), want, f"{edge.name} on {target}", rel=REL)
 
 
 @pytest.mark.parametrize("name", ["op_conv_relu6_int8", "op_depthwise_int8", "op_conv_relu6_int16"])

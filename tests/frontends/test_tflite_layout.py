@@ -27,14 +27,14 @@ INTEGER = ["op_conv_relu6_int8", "op_depthwise_int8", "op_transpose_conv_int8", 
 # The fixtures refused on purpose (test_tflite_errors.py, test_tflite_ops_more.py; test_tflite_int16.py: HARD_SWISH).
 REFUSED = {"refused_ops", "hard_swish_int16"}
 # On a microcontroller a Transpose stays where no kernel stores or gathers the NHWC bytes in place: a float depthwise
-# or dense window over many channels, a portable int8 depthwise convolution (riscv32's) or a float product's transposed
-# blocks would need scratch (RAM) beside the NHWC value (passes/nhwc_views.py `no_copies`). The Cortex-M int8 kernels
-# (qarm*.c: DSP, Cortex-M0/M3, Helium) read and store NHWC themselves (ops/qarm.py reads_nhwc).
+# or dense window over many channels or a float product's transposed blocks would need scratch (RAM) beside the NHWC
+# value (passes/nhwc_views.py `no_copies`). The integer kernels read and store NHWC themselves: the Cortex-M ones
+# (qarm*.c, ops/qarm.py reads_nhwc), the portable ones (a depthwise a channel at a time: qlinear.py _dw_per_channel).
 MCU_KEPT = {
     "cortex-m4": {"atrous", "conv_variants"},
     "cortex-m3": {"atrous", "conv_variants"},
     "cortex-m55": {"atrous", "conv_variants"},
-    "riscv32": {"atrous", "conv_variants", "op_depthwise_int8"},
+    "riscv32": {"atrous", "conv_variants"},
 }
 TARGETS = ["host", "x86_64", "i386", "aarch64", "armv7", "riscv64", "wasm32", *MCU_KEPT]
 

@@ -95,12 +95,15 @@ def test_no_layout_transpose_on_any_target(tmp_path: Path, edge: Edge) -> None:
 
 @pytest.mark.parametrize("target", ["cortex-m4", "riscv32"])
 def test_microcontrollers_view_only_without_scratch_copies(tmp_path: Path, target: str) -> None:
-    """A microcontroller's scratch is RAM the plan holds: there an edge is read in place only by a gather (an RGB
-    stem's im2col), and the Transposes stay where the kernel would copy the NHWC value into scratch beside it (a
-    depthwise convolution) or store the product through blocks of scratch."""
-    stem, depthwise = (next(e for e in EDGES if e.name == n) for n in ("stem_rgb_nchw_out", "depthwise"))
+    """A microcontroller's scratch is RAM the plan holds: there an edge is read in place only where no NCHW copy
+    goes into scratch beside it: im2col gathers every window (an RGB stem's, and 8 channels' that a host copies), a
+    depthwise convolution fills its planes and stores its rows at the pixel stride (ops/conv.py dw_strided), and the
+    Transpose after a dense one stays (its product would go through blocks of scratch)."""
+    stem, depthwise, dense = (next(e for e in EDGES if e.name == n)
+                              for n in ("stem_rgb_nchw_out", "depthwise", "im2col_3x3_8_to_12"))
     assert _layout_transposes(stem.save(tmp_path / "stem.onnx")[0], target) == []
-    assert len(_layout_transposes(depthwise.save(tmp_path / "dw.onnx")[0], target)) == 2
+    assert _layout_transposes(depthwise.save(tmp_path / "dw.onnx")[0], target) == []
+    assert _layout_transposes(dense.save(tmp_path / "dense.onnx")[0], target) == ["Transpose_3 (Transpose)"]  # out
 
 
 @pytest.mark.parametrize("cpu", [None, "x86-64"], ids=["host", "x86-64"])

@@ -148,9 +148,12 @@ static void ember_dw3_blocked(float *y, const float *x, const float *w, const fl
  *   xp[oh*sh + kh*dh][ow*sw + kw*dw] = P[(kh*dh) % sh][(kw*dw) % sw][oh + kh*dh/sh][ow + kw*dw/sw],
  * i.e. tap t reads its plane at flat index q + off_t for output q = oh*Wh + ow. Outputs are computed
  * flat at pitch Wh (columns past OW are never copied out); 3x3 windows keep all nine taps in one pass.
- * `pad`: scratch of sh*sw*Hh*Wh + OH*Wh floats. 2-D only. */
-static void ember_dwconv_planes_f32(float *y, const float *x, const float *w, const float *bias, float *pad,
-                                    const int32_t *p, int N, int M, int act, float act_a, float act_b) {
+ * `pad`: scratch of sh*sw*Hh*Wh + OH*Wh floats. 2-D only. `xps`, `yps` (constants where inlined): the pixel
+ * strides, 1 for NCHW planes, the channel count where a side is stored channels-last (NHWC: ember_dwconv_strided_f32),
+ * whose planes are then filled and stored at that stride. */
+EMBER_INLINE void ember_dwconv_planes_t(float *y, const float *x, const float *w, const float *bias, float *pad,
+                                        const int32_t *p, int N, int M, int act, float act_a, float act_b,
+                                        ptrdiff_t xps, ptrdiff_t yps) {
     const int C = p[EMBER_GEO_C], H = p[EMBER_GEO_IN_H], W = p[EMBER_GEO_IN_W], KH = p[EMBER_GEO_K_H],
               KW = p[EMBER_GEO_K_W], OH = p[EMBER_GEO_OUT_H], OW = p[EMBER_GEO_OUT_W];
     const int sh = p[EMBER_GEO_STRIDE_H], sw = p[EMBER_GEO_STRIDE_W], dh = p[EMBER_GEO_DIL_H], dw = p[EMBER_GEO_DIL_W],
@@ -163,10 +166,13 @@ static void ember_dwconv_planes_f32(float *y, const float *x, const float *w, co
     ptrdiff_t q;
     for (n = 0; n < N; ++n)
         for (m = 0; m < M; ++m) {
-            const float *EMBER_RESTRICT xc = x + ((ptrdiff_t)n * C + m / mult) * H * W;
+            /* channel m / mult's plane, or its first byte of an NHWC image (then its pixels xps apart) */
+            const float *EMBER_RESTRICT xc = xps == 1 ? x + ((ptrdiff_t)n * C + m / mult) * H * W
+                                                      : x + (ptrdiff_t)n * C * H * W + m / mult;
             const float *wm = w + (ptrdiff_t)m * KH * KW;
             const float b0 = bias ? bias[m] : 0.0f;
-            float *EMBER_RESTRICT ym = y + ((ptrdiff_t)n * M + m) * OH * OW;
+            float *EMBER_RESTRICT ym = yps == 1 ? y + ((ptrdiff_t)n * M + m) * OH * OW
+                                                : y + (ptrdiff_t)n * M * OH * OW + m;
             /* Row i of plane (a, b) holds padded row r = i*sh + a, columns c = j*sw + b: input row r - pt,
              * column c - pl where those are inside the input, else zero (columns at c >= Wp are never read
              * for a valid output). At sw == 2 both column phases of a row are filled in one pass over it
@@ -174,7 +180,7 @@ static void ember_dwconv_planes_f32(float *y, const float *x, const float *w, co
             for (a = 0; a < sh; ++a)
                 for (i = 0; i < Hh; ++i) {
                     const int ih = i * sh + a - pt, in_row = i * sh + a < Hp && ih >= 0 && ih < H;
-                    const float *xr = xc + (ptrdiff_t)ih * W - pl;
+                    const float *xr = xps == 1 ? xc + (ptrdiff_t)ih * W - pl : xc + ((ptrdiff_t)ih * W - pl) * xps;
                     if (sw == 2) {
                         float *EMBER_RESTRICT ev = pad + (a * 2) * plane + (ptrdiff_t)i * Wh, *EMBER_RESTRICT od = ev + plane;
                         int lo = in_row ? (pl + 1) / 2 : 0, hi = in_row ? (W - 2 + pl) / 2 + 1 : 0;
@@ -182,17 +188,17 @@ static void ember_dwconv_planes_f32(float *y, const float *x, const float *w, co
                         if (lo > hi) lo = hi;
                         for (j = 0; j < lo; ++j) {
                             const int c = 2 * j - pl;
-                            ev[j] = in_row && c >= 0 && c < W ? xr[2 * j] : 0.0f;
-                            od[j] = in_row && c + 1 >= 0 && c + 1 < W ? xr[2 * j + 1] : 0.0f;
+                            ev[j] = in_row && c >= 0 && c < W ? xr[2 * j * xps] : 0.0f;
+                            od[j] = in_row && c + 1 >= 0 && c + 1 < W ? xr[(2 * j + 1) * xps] : 0.0f;
                         }
                         for (j = lo; j < hi; ++j) {
-                            ev[j] = xr[2 * (ptrdiff_t)j];
-                            od[j] = xr[2 * (ptrdiff_t)j + 1];
+                            ev[j] = xr[2 * (ptrdiff_t)j * xps];
+                            od[j] = xr[(2 * (ptrdiff_t)j + 1) * xps];
                         }
                         for (j = hi; j < Wh; ++j) {
                             const int c = 2 * j - pl;
-                            ev[j] = in_row && c >= 0 && c < W ? xr[2 * j] : 0.0f;
-                            od[j] = in_row && c + 1 >= 0 && c + 1 < W ? xr[2 * j + 1] : 0.0f;
+                            ev[j] = in_row && c >= 0 && c < W ? xr[2 * j * xps] : 0.0f;
+                            od[j] = in_row && c + 1 >= 0 && c + 1 < W ? xr[(2 * j + 1) * xps] : 0.0f;
                         }
                         continue;
                     }
@@ -206,7 +212,7 @@ static void ember_dwconv_planes_f32(float *y, const float *x, const float *w, co
                             if (lo > hi) lo = hi;
                         }
                         for (j = 0; j < lo; ++j) dst[j] = 0.0f;
-                        for (j = lo; j < hi; ++j) dst[j] = xr[(ptrdiff_t)j * sw + b];
+                        for (j = lo; j < hi; ++j) dst[j] = xr[((ptrdiff_t)j * sw + b) * xps];
                         for (j = hi; j < Wh; ++j) dst[j] = 0.0f;
                     }
                 }
@@ -252,10 +258,21 @@ static void ember_dwconv_planes_f32(float *y, const float *x, const float *w, co
                     }
             }
 #undef EMBER_DW_TAP
+            if (yps != 1) { /* each row's activation in acc, then the row at the pixel stride */
+                for (oh = 0; oh < OH; ++oh) {
+                    ember_act_apply_f32(acc + (ptrdiff_t)oh * Wh, OW, act, act_a, act_b);
+                    for (ow = 0; ow < OW; ++ow) ym[((ptrdiff_t)oh * OW + ow) * yps] = acc[(ptrdiff_t)oh * Wh + ow];
+                }
+                continue;
+            }
             for (oh = 0; oh < OH; ++oh)
                 for (ow = 0; ow < OW; ++ow) ym[(ptrdiff_t)oh * OW + ow] = acc[(ptrdiff_t)oh * Wh + ow];
             ember_act_apply_f32(ym, (ptrdiff_t)OH * OW, act, act_a, act_b);
         }
+}
+static void ember_dwconv_planes_f32(float *y, const float *x, const float *w, const float *bias, float *pad,
+                                    const int32_t *p, int N, int M, int act, float act_a, float act_b) {
+    ember_dwconv_planes_t(y, x, w, bias, pad, p, N, M, act, act_a, act_b, 1, 1);
 }
 
 static void ember_dwconv_f32(float *y, const float *x, const float *w, const float *bias, float *pad,
@@ -264,5 +281,16 @@ static void ember_dwconv_f32(float *y, const float *x, const float *w, const flo
         ember_dwconv_rows_f32(y, x, w, bias, p, N, M, act, act_a, act_b);
     else if (!ember_dwconv3_f32(y, x, w, bias, pad, p, N, M, act, act_a, act_b))
         ember_dwconv_planes_f32(y, x, w, bias, pad, p, N, M, act, act_a, act_b);
+}
+/*@end*/
+
+/*@kernel ember_dwconv_strided_f32 requires ember_dwconv_f32*/
+/* ember_dwconv_f32's planes (2-D) at a channels-last model's edge on a microcontroller (ops/conv.py
+ * dw_strided): each channel's padded planes filled from, and its output rows stored to, NHWC at the pixel stride
+ * (lay bit 0: the input, bit 1: the output), so that no NCHW copy of either tensor takes RAM. */
+static void ember_dwconv_strided_f32(float *y, const float *x, const float *w, const float *bias, float *pad,
+                                     const int32_t *p, int N, int M, int lay, int act, float act_a, float act_b) {
+    ember_dwconv_planes_t(y, x, w, bias, pad, p, N, M, act, act_a, act_b, lay & 1 ? p[EMBER_GEO_C] : 1,
+                          lay & 2 ? M : 1);
 }
 /*@end*/

@@ -435,12 +435,14 @@ static void ember_qdw_unblock(uint8_t *EMBER_RESTRICT d, const uint8_t *EMBER_RE
         for (i = 0; i < e; ++i) d[b + i] = s[4 * i];
     }
 }
-/* n bytes s to channel m of the image yi from pixel pix: its plane of P pixels, or channel-blocked
- * (bs > 0 bytes per block). */
+/* n bytes s to channel m of the image yi from pixel pix: its plane of P pixels, channel-blocked (bs > 0 bytes per
+ * block), or channels-last (ps > 0: the pixel stride, its channel count). */
 static void ember_qdw_put(uint8_t *EMBER_RESTRICT yi, ptrdiff_t bs, int m, ptrdiff_t P, ptrdiff_t pix,
-                          const uint8_t *EMBER_RESTRICT s, int n) {
+                          const uint8_t *EMBER_RESTRICT s, int n, ptrdiff_t ps) {
     int j, e;
-    if (bs)
+    if (ps)
+        for (j = 0; j < n; ++j) yi[(pix + j) * ps + m] = s[j];
+    else if (bs)
         for (j = 0; j < n; j += e) { /* up to the end of each block of 64 pixels: a plain stride-4 scatter */
             uint8_t *d = yi + ember_qblk_off(pix + j, m, bs);
             int i;
@@ -481,7 +483,10 @@ static void ember_qdw_transpose(uint8_t *EMBER_RESTRICT d, const uint8_t *EMBER_
  * transpose each way, as the Transposes they replace would. mb: the channels of
  * a blocked x's and y's blocks: M, or more where x and y point at a thread's part of the channel quads
  * (ops/split.py; each channel is computed as the whole call computes it, at the whole block stride). words: the
- * VNNI path's weight words made at compile time, or NULL (qdwvnni.c ember_qdv_conv). */
+ * VNNI path's weight words made at compile time, or NULL (qdwvnni.c ember_qdv_conv). Bit 4 with bit 2 or 3 (a
+ * microcontroller's, ops/qlinear.py): no copies, but a channel's plane gathered at a time into scratch as a blocked
+ * input's is, and its rows stored at the pixel stride as a blocked output's are (multiplier 1, 2-D), so that the
+ * scratch holds a plane and a row, not the tensors. */
 static void ember_qdwconv(void *y, int kind, const void *x, int x_sgn, int32_t xz, const int32_t *p, int N, int M,
                           const int16_t *w, const int32_t *bias, const int32_t *mult, const int32_t *shift,
                           const int32_t *out, int exact, int lay, void *scratch, ptrdiff_t room, int mb,
@@ -502,7 +507,9 @@ static void ember_qdwconv(void *y, int kind, const void *x, int x_sgn, int32_t x
         lay ? (uint8_t *)scratch + 4 * ((ptrdiff_t)p[EMBER_GEO_STRIDE_H] * p[EMBER_GEO_STRIDE_W] * Hh * Wh +
                                         (ptrdiff_t)(OH - 1) * Wh + OW)
             : (uint8_t *)scratch;
-    uint8_t *const yrow = xplane + (lay & 1 ? s_in : 0);
+    const int hin = (lay & 20) == 20, hout = (lay & 24) == 24; /* channels-last, a plane or row at a time */
+    const ptrdiff_t yps = hout ? M : 0;
+    uint8_t *const yrow = xplane + (lay & 1 || hin ? s_in : 0);
     int32_t *xi = (int32_t *)scratch, *ai = xi + s_in;
     int n, m, od, oh, ow, kw, kwb[32];
     ptrdiff_t i;
@@ -524,7 +531,7 @@ static void ember_qdwconv(void *y, int kind, const void *x, int x_sgn, int32_t x
 #else
     (void)room, (void)words;
 #endif
-    if (lay & 12) {
+    if ((lay & 12) && !(lay & 16)) {
         const ptrdiff_t xn = lay & 4 ? (ptrdiff_t)N * C * s_in : 0, yn = lay & 8 ? (ptrdiff_t)N * M * s_out : 0;
         uint8_t *const xt = (uint8_t *)scratch + room - xn - yn, *const yt = xt + xn;
         for (n = 0; n < N && (lay & 4); ++n)
@@ -548,12 +555,14 @@ static void ember_qdwconv(void *y, int kind, const void *x, int x_sgn, int32_t x
                             &kwb[2 * kw], &kwb[2 * kw + 1]);
     for (n = 0; n < N; ++n)
         for (m = 0; m < M; ++m) {
-            const uint8_t *xc = xbs ? xplane : (const uint8_t *)x + n * x_img + (ptrdiff_t)(m / mult_c) * s_in;
+            const uint8_t *xc = xbs || hin ? xplane : (const uint8_t *)x + n * x_img + (ptrdiff_t)(m / mult_c) * s_in;
             const int16_t *wm = w + (ptrdiff_t)m * p[EMBER_GEO_K_D] * p[EMBER_GEO_K_H] * KW;
             const int32_t b0 = bias ? bias[m] : 0, mu = mult ? mult[m] : 0, sh = shift ? shift[m] : 1;
             const ptrdiff_t ym = ((ptrdiff_t)n * M + m) * s_out;
             uint8_t *const yi = (uint8_t *)y + n * y_img;
             if (xbs) ember_qdw_unblock(xplane, (const uint8_t *)x + n * x_img, xbs, m / mult_c, s_in);
+            if (hin) /* channel m of the NHWC image (multiplier 1) */
+                for (i = 0; i < s_in; ++i) xplane[i] = ((const uint8_t *)x)[n * x_img + i * C + m];
             if (m % mult_c == 0 && !planar) /* a new input channel: its values minus the zero point */
                 for (i = 0; i < s_in; ++i) {
                     const int32_t v = (x_sgn ? (int32_t)(int8_t)xc[i] : (int32_t)xc[i]) - xz;
@@ -576,7 +585,7 @@ static void ember_qdwconv(void *y, int kind, const void *x, int x_sgn, int32_t x
                         uint8_t *q8 = (uint8_t *)(void *)accf;
                         ember_qdw_requant(q8, accf, len, b0, mu, sh, out);
                         for (oh = 0; oh < OH; ++oh)
-                            ember_qdw_put(yi, ybs, m, s_out, (ptrdiff_t)oh * OW, q8 + (ptrdiff_t)oh * Wh, OW);
+                            ember_qdw_put(yi, ybs, m, s_out, (ptrdiff_t)oh * OW, q8 + (ptrdiff_t)oh * Wh, OW, yps);
                         continue;
                     }
                     {
@@ -588,10 +597,10 @@ static void ember_qdwconv(void *y, int kind, const void *x, int x_sgn, int32_t x
 #endif
                 sums = ember_qdw_planes_i32(xi, xc, x_sgn, xz, wm, p, m % mult_c == 0);
                 for (oh = 0; oh < OH; ++oh)
-                    if (ybs) { /* kind 1 */
+                    if (ybs || hout) { /* kind 1 */
                         ember_qrun(yrow, sums + (ptrdiff_t)oh * Wh, OW, b0, mu, sh, out[EMBER_QOUT_ZP],
                                    out[EMBER_QOUT_LO], out[EMBER_QOUT_HI]);
-                        ember_qdw_put(yi, ybs, m, s_out, (ptrdiff_t)oh * OW, yrow, OW);
+                        ember_qdw_put(yi, ybs, m, s_out, (ptrdiff_t)oh * OW, yrow, OW, yps);
                     } else {
                         ember_qdw_store(y, kind, ym + (ptrdiff_t)oh * OW, sums + (ptrdiff_t)oh * Wh, OW, b0, mu, sh, out);
                     }
