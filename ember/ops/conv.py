@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import astuple, dataclass
 
+import numpy as np
+
 from ember.codegen.emitter import KernelEmitter
 from ember.errors import ShapeError, UnsupportedOperatorError
 from ember.ir.dtypes import DType, TensorType
@@ -229,6 +231,20 @@ def conv_is_depthwise(node: Node) -> bool:
     return _conv_parts(node)[3]
 
 
+# Set by passes/nhwc_views.py on a microcontroller's (not depthwise) Conv that stores its output channels-last: its
+# weights are stored group by group Kg x Mg (the same floats transposed, in the Conv's shape, as ROW_PANELS keeps
+# it), so that ember_conv_hwc_f32 computes each block's product transposed, straight into the NHWC output.
+WEIGHTS_KM = "_weights_km"
+
+
+def store_weights_km(node: Node, graph: Graph) -> None:
+    """Put `node`'s weights in ember_conv_hwc_f32's order (WEIGHTS_KM)."""
+    w, group = present(node.input(1)), _conv_parts(node)[1]
+    km = w.const.reshape(group, w.shape[0] // group, -1).transpose(0, 2, 1)
+    node.inputs[1] = graph.constant(f"{node.name}_w_km", np.ascontiguousarray(km).reshape(w.shape))
+    node.attrs[WEIGHTS_KM] = 1
+
+
 def dw_strided(node: Node) -> bool:
     """Whether depthwise Conv `node` with a channels-last side runs ember_dwconv_strided_f32 (dwconv.c: its planes at
     the pixel stride, no NCHW copies): 2-D, on a microcontroller."""
@@ -315,7 +331,7 @@ def _conv_scratch(node: Node) -> int:
     direct = direct and not lay & 1
     qb = _im2col_block(node, geo, group)
     col = 0 if direct else geo.channels // group * geo.taps * qb
-    return (copies + col + (m // group * qb if lay & 2 else 0)) * 4
+    return (copies + col + (m // group * qb if lay & 2 and not node.attrs.get(WEIGHTS_KM) else 0)) * 4
 
 
 # kernels/pointwise.c's blocks hold 128 KiB of output, at least 64 columns: past 256 output channels they
@@ -440,6 +456,12 @@ def _lower_conv(node: Node, k: KernelEmitter) -> None:
     lay = conv_lay(node)
     if lay and depthwise:
         _lower_dw_nhwc(node, k)
+        return
+    assert lay & 2 or not node.attrs.get(WEIGHTS_KM), f"{node.name}: K x M weights, but an NCHW output"
+    if lay & 2 and node.attrs.get(WEIGHTS_KM):
+        x, ps, _, scratch = nchw_sides(node, k)
+        k.call("ember_conv_hwc_f32", k.out(0), x, k.inp(1), bias, scratch, k.table(geo.table(), DType.INT32), n, group,
+               m, int(direct and not lay & 1), _im2col_block(node, geo, group), *epilogue_args(node), ps)
         return
     if lay & 2:
         lower_conv_nhwc(node, k, 0, geo.pixels)

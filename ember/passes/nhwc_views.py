@@ -17,21 +17,29 @@ Transpose stays: one copy of the tensor per run.
   ember_qnhwc_words).
 - Out: a QConv and a Q16Conv store each requantised sum on their own (qgemm.c ember_qstore: an output row and
   pixel stride; the Cortex-M kernels a pixel pair's through a stage), an int8 depthwise convolution a pixel's 16
-  channels or a channel's row; of the float ones
-  (float_conv_stores_nhwc, no residual) ConvShifted copies its blocks of output rows out of scratch, a Conv stores
-  each block of its product transposed from scratch (ember_conv_nhwc_f32), ConvNarrow's pixel-major product is the
-  NHWC output, and a depthwise or Winograd one transposes its output out of an NCHW copy in scratch. Where a
-  Transpose to NHWC is the only reader of such a convolution's output (or of a chain of lookup tables after it:
-  TFLite's exact activations, layout-blind), the convolution writes the NHWC bytes (attribute NHWC_OUT), the tables
-  map them as they are, and the Transpose becomes an NhwcView. Where other ops lie between them that can run
-  channels-last (a dilated convolution's crop, pools, elementwise ops), the layout is pulled: see `_pull`.
+  channels or a channel's row; of the float ones (float_conv_stores_nhwc, no residual) ConvShifted copies its blocks
+  of output rows out of scratch, a Conv stores each block of its product transposed from scratch
+  (ember_conv_nhwc_f32; on a microcontroller it computes the product transposed, ember_conv_hwc_f32 on the weights
+  `store_weights_km` orders), ConvNarrow's pixel-major product is the NHWC output, and a depthwise or Winograd one
+  transposes its output out of an NCHW copy in scratch (a microcontroller's depthwise one stores its rows at the
+  pixel stride, ops/conv.py dw_strided). Where a Transpose to NHWC is the only reader of such a convolution's output
+  (or of a chain of lookup tables after it: TFLite's exact activations, layout-blind), the convolution writes the
+  NHWC bytes (attribute NHWC_OUT), the tables map them as they are, and the Transpose becomes an NhwcView. Where other
+  ops lie between them that can run channels-last (a dilated convolution's crop, pools, elementwise ops), the layout
+  is pulled: see `_pull`.
 """
 
 from __future__ import annotations
 
 from ember.ir.graph import Graph, Node, Value
 from ember.ops import qarm
-from ember.ops.conv import conv_is_depthwise, float_conv_reads_nhwc, float_conv_stores_nhwc, nhwc_copies
+from ember.ops.conv import (
+    conv_is_depthwise,
+    float_conv_reads_nhwc,
+    float_conv_stores_nhwc,
+    nhwc_copies,
+    store_weights_km,
+)
 from ember.ops.q16 import q16_conv_nhwc
 from ember.ops.qlinear import qconv_reads_nhwc, qconv_stores_nhwc
 from ember.ops.shape import NHWC_OUT, NHWC_VIEW, writes_nhwc
@@ -53,12 +61,11 @@ def _through_scratch(node: Node, output: bool) -> bool:
     scratch: an NCHW copy, or a float product's blocks (ember_conv_nhwc_f32, beside im2col's columns: they raised
     conv_variants' RAM by 7% where they took the place of two small Transposes). There the convolutions build their
     columns and planes from either layout: the integer ones (ops/qarm.py; a portable depthwise convolution a channel
-    at a time, ops/qlinear.py _dw_per_channel) and the float Conv (im2col's gather, a depthwise one's strided planes
-    in and out: ops/conv.py dw_strided). Others (no microcontroller picks them) as ops/conv.py nhwc_copies says."""
-    if node.op == "QConv":
+    at a time, ops/qlinear.py _dw_per_channel) and the float Conv (im2col's gather; a depthwise one's strided planes
+    in and out, ops/conv.py dw_strided; the others' products transposed into the output, ember_conv_hwc_f32 on
+    `store_weights_km`). Others (no microcontroller picks them) as ops/conv.py nhwc_copies says."""
+    if node.op in ("QConv", "Conv"):
         return False
-    if node.op == "Conv":
-        return output and not conv_is_depthwise(node)
     return node.op in ("ConvWinograd", "ConvWinograd4") if output else nhwc_copies(node)[0]
 
 
@@ -164,3 +171,7 @@ def nhwc_output_views(graph: Graph, no_copies: bool = False) -> None:
                 pulled = _pull(graph, conv) or pulled
         if pulled:
             simplify_transposes(graph)
+    if no_copies:  # a microcontroller's float Conv that stores NHWC: its weights as ember_conv_hwc_f32 reads them
+        for conv in graph.nodes:
+            if conv.op == "Conv" and writes_nhwc(conv) and not conv_is_depthwise(conv):
+                store_weights_km(conv, graph)

@@ -27,3 +27,16 @@ def test_tflite_int8_network_on_qemu_bit_exact(tmp_path: Path, target: str, roun
     text = (bundle.path / "kws.c").read_text()
     assert len(re.findall(r"^    ember_qarm_(conv|dw3|fc)\(", text, re.M)) >= 3  # not the portable path alone
     assert_firmware_bit_exact(bundle, path, target, rounding, tmp_path / "run")
+
+
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
+def test_channels_last_edges_in_place_on_qemu_bit_exact(tmp_path: Path, target: str) -> None:
+    """mobilenet_like_int8's NHWC image goes into its stem convolution as it is (ops/qarm.py reads_nhwc: no layout
+    Transpose in the bundle), and its outputs stay LiteRT's bytes."""
+    require_tools(target, mcu.missing_tools(target))
+    path = FIXTURES / "mobilenet_like_int8.tflite"
+    bundle = ember.compile(path, tmp_path / "out", name="m", target=target)
+    text = (bundle.path / "m.c").read_text()
+    assert "Transpose" not in bundle.manifest["ops"], bundle.manifest["ops"]
+    assert len(re.findall(r"^    ember_qarm_conv(_mve8)?_hwc\(", text, re.M)) == 1  # the stem
+    assert_firmware_bit_exact(bundle, path, target, "litert", tmp_path / "run")

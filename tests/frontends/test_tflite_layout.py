@@ -26,17 +26,14 @@ INTEGER = ["op_conv_relu6_int8", "op_depthwise_int8", "op_transpose_conv_int8", 
 
 # The fixtures refused on purpose (test_tflite_errors.py, test_tflite_ops_more.py; test_tflite_int16.py: HARD_SWISH).
 REFUSED = {"refused_ops", "hard_swish_int16"}
-# On a microcontroller a Transpose stays where no kernel stores or gathers the NHWC bytes in place: a float depthwise
-# or dense window over many channels or a float product's transposed blocks would need scratch (RAM) beside the NHWC
-# value (passes/nhwc_views.py `no_copies`). The integer kernels read and store NHWC themselves: the Cortex-M ones
-# (qarm*.c, ops/qarm.py reads_nhwc), the portable ones (a depthwise a channel at a time: qlinear.py _dw_per_channel).
-MCU_KEPT = {
-    "cortex-m4": {"atrous", "conv_variants"},
-    "cortex-m3": {"atrous", "conv_variants"},
-    "cortex-m55": {"atrous", "conv_variants"},
-    "riscv32": {"atrous", "conv_variants"},
-}
-TARGETS = ["host", "x86_64", "i386", "aarch64", "armv7", "riscv64", "wasm32", *MCU_KEPT]
+# Microcontrollers (the DSP, Cortex-M0/M3 and Helium int8 kernels, and RISC-V 32's portable ones): there no kernel
+# reads or stores the NHWC bytes through an NCHW copy in scratch (passes/nhwc_views.py `no_copies`), and yet none is
+# left with a layout Transpose: the integer kernels build their columns and planes from NHWC (ops/qarm.py reads_nhwc;
+# a portable depthwise a channel at a time, qlinear.py _dw_per_channel), a float depthwise convolution fills its
+# planes at the pixel stride (conv.py dw_strided) and a float Conv's product goes transposed into its output
+# (conv.py WEIGHTS_KM).
+MCUS = ["cortex-m4", "cortex-m3", "cortex-m55", "riscv32"]
+TARGETS = ["host", "x86_64", "i386", "aarch64", "armv7", "riscv64", "wasm32", *MCUS]
 
 
 def _kept(path: Path, target: str) -> list[str]:
@@ -53,12 +50,12 @@ def test_convolutions_keep_no_layout_transpose(name: str) -> None:
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_no_fixture_keeps_a_layout_transpose_on_any_target(target: str) -> None:
-    """Every TFLite fixture, float, int8 and int16, compiles with no NHWC <-> NCHW Transpose for each target but the
-    microcontrollers' known ones: where the target's CPU family runs no channels-last regions, the NCHW convolutions at
-    the model's edges read and store NHWC themselves."""
+    """Every TFLite fixture, float, int8 and int16, compiles with no NHWC <-> NCHW Transpose for each target: where the
+    target's CPU family runs no channels-last regions, the NCHW convolutions at the model's edges read and store NHWC
+    themselves."""
     kept = {path.stem for path in sorted(FIXTURES.glob("*.tflite"))
             if path.stem not in REFUSED and _kept(path, target)}
-    assert kept == MCU_KEPT.get(target, set())
+    assert kept == set()
 
 
 @pytest.mark.parametrize("name", INTEGER)

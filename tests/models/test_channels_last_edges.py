@@ -95,15 +95,13 @@ def test_no_layout_transpose_on_any_target(tmp_path: Path, edge: Edge) -> None:
 
 @pytest.mark.parametrize("target", ["cortex-m4", "riscv32"])
 def test_microcontrollers_view_only_without_scratch_copies(tmp_path: Path, target: str) -> None:
-    """A microcontroller's scratch is RAM the plan holds: there an edge is read in place only where no NCHW copy
-    goes into scratch beside it: im2col gathers every window (an RGB stem's, and 8 channels' that a host copies), a
-    depthwise convolution fills its planes and stores its rows at the pixel stride (ops/conv.py dw_strided), and the
-    Transpose after a dense one stays (its product would go through blocks of scratch)."""
-    stem, depthwise, dense = (next(e for e in EDGES if e.name == n)
-                              for n in ("stem_rgb_nchw_out", "depthwise", "im2col_3x3_8_to_12"))
-    assert _layout_transposes(stem.save(tmp_path / "stem.onnx")[0], target) == []
-    assert _layout_transposes(depthwise.save(tmp_path / "dw.onnx")[0], target) == []
-    assert _layout_transposes(dense.save(tmp_path / "dense.onnx")[0], target) == ["Transpose_3 (Transpose)"]  # out
+    """A microcontroller's scratch is RAM the plan holds: there an edge is read in place only where no NCHW copy or
+    product block goes into scratch beside it, and it is, every one: im2col gathers every window (an RGB stem's, and 8
+    channels' that a host copies), a depthwise convolution fills its planes and stores its rows at the pixel stride
+    (ops/conv.py dw_strided), and a dense one computes its product transposed into the output (WEIGHTS_KM)."""
+    for name in ("stem_rgb_nchw_out", "depthwise", "im2col_3x3_8_to_12", "grouped", "direct_1x1"):
+        edge = next(e for e in EDGES if e.name == name)
+        assert _layout_transposes(edge.save(tmp_path / f"{name}.onnx")[0], target) == [], name
 
 
 @pytest.mark.parametrize("cpu", [None, "x86-64"], ids=["host", "x86-64"])

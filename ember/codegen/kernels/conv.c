@@ -275,6 +275,39 @@ static void ember_conv_nhwc_f32(float *y, const float *x, const float *w, const 
 }
 /*@end*/
 
+/*@kernel ember_conv_hwc_f32 requires ember_matmul_core ember_im2col_f32 ember_act_apply_f32 ember_conv_geo*/
+/* ember_conv_nhwc_f32 on a microcontroller (ops/conv.py WEIGHTS_KM): each block of qb output pixels' product, group
+ * by group, computed transposed, y[q][g Mg + m] = bias[g Mg + m] + sum_k col[k][q] wt[g][k][m], straight into the
+ * channels-last output (the matmul's A read down im2col's columns, its B the group's weights stored Kg x Mg), so that
+ * no block of product takes scratch beside the columns: there scratch is RAM, and a product block raised a model's
+ * peak. */
+static void ember_conv_hwc_f32(float *y, const float *x, const float *wt, const float *bias, float *col,
+                               const int32_t *p, int N, int G, int M, int direct, int qb, int act, float act_a,
+                               float act_b, ptrdiff_t ps) {
+    const int C = p[EMBER_GEO_C], Cg = C / G, Mg = M / G;
+    const int K = Cg * p[EMBER_GEO_K_D] * p[EMBER_GEO_K_H] * p[EMBER_GEO_K_W];
+    const ptrdiff_t s_in = (ptrdiff_t)p[EMBER_GEO_IN_D] * p[EMBER_GEO_IN_H] * p[EMBER_GEO_IN_W],
+                    s_out = (ptrdiff_t)p[EMBER_GEO_OUT_D] * p[EMBER_GEO_OUT_H] * p[EMBER_GEO_OUT_W];
+    const int in_tile = act == EMBER_ACT_NONE || act == EMBER_ACT_RELU || act == EMBER_ACT_CLIP;
+    ptrdiff_t q;
+    int n, g;
+    for (n = 0; n < N; ++n)
+        for (q = 0; q < s_out; q += qb) {
+            const int nq = s_out - q < qb ? (int)(s_out - q) : qb;
+            float *yq = y + ((ptrdiff_t)n * s_out + q) * M;
+            for (g = 0; g < G; ++g) {
+                const float *xg = x + (ptrdiff_t)n * C * s_in + (ptrdiff_t)g * Cg * (ps > 1 ? 1 : s_in);
+                if (!direct) ember_im2col_f32(col, nq, xg, Cg, ps, p, q, nq);
+                ember_matmul_core_ap(yq + (ptrdiff_t)g * Mg, M, direct ? xg + q : col, 1, direct ? s_in : nq,
+                                     wt + (ptrdiff_t)g * K * Mg, Mg, 0, 0, nq, Mg, K, 1.0f,
+                                     bias ? bias + (ptrdiff_t)g * Mg : bias, 0, 1, 1.0f, 0,
+                                     in_tile ? act : EMBER_ACT_NONE, act_a, act_b, 0);
+            }
+            if (!in_tile) ember_act_apply_f32(yq, (ptrdiff_t)nq * M, act, act_a, act_b);
+        }
+}
+/*@end*/
+
 /*@kernel ember_conv_shifted_f32 requires ember_matmul_core ember_copy_run_f32 ember_window_bounds ember_conv_geo ember_residual_act_f32 ember_phase_rows2_f32*/
 /* 2-D convolution without im2col (ember/passes/conv_algorithms.py picks it for strided convolutions and
  * for stride-1 ones on small maps, where im2col's many short row copies cost more than the matmul).
