@@ -248,8 +248,10 @@ def store_weights_km(node: Node, graph: Graph) -> None:
 def dw_strided(node: Node) -> bool:
     """Whether depthwise Conv `node` with a channels-last side runs ember_dwconv_strided_f32 (dwconv.c: its planes at
     the pixel stride, no NCHW copies): 2-D, on a microcontroller."""
-    return (node.op == "Conv" and SCRATCH_BUDGET in node.attrs and bool(conv_lay(node)) and conv_is_depthwise(node)
-            and _conv_parts(node)[0].planar)
+    if node.op != "Conv" or SCRATCH_BUDGET not in node.attrs or not conv_lay(node):
+        return False
+    geo, _, _, depthwise, _ = _conv_parts(node)
+    return depthwise and geo.planar
 
 
 def nhwc_copies(node: Node) -> tuple[bool, bool]:
@@ -420,10 +422,17 @@ def im2col_pixel_stride(node: Node) -> int:
 
 def lower_conv_nhwc(node: Node, k: KernelEmitter, lo: int, hi: int) -> None:
     """Output pixels [lo, hi) of each image of a Conv whose output is stored channels-last (ember_conv_nhwc_f32; a
-    thread's part, or all of them)."""
+    thread's part, or all of them), or on a microcontroller its products transposed into it (ember_conv_hwc_f32 on
+    WEIGHTS_KM; never divided)."""
     geo, group, m, _, direct = _conv_parts(node)
     x, ps, _, scratch = nchw_sides(node, k)
     bias = k.inp(2) if node.input(2) is not None else "0"
+    if node.attrs.get(WEIGHTS_KM):
+        assert (lo, hi) == (0, geo.pixels), f"{node.name}: ember_conv_hwc_f32 runs whole"
+        k.call("ember_conv_hwc_f32", k.out(0), x, k.inp(1), bias, scratch, k.table(geo.table(), DType.INT32),
+               present(node.input(0)).shape[0], group, m, int(direct and not stored_nhwc(node.input(0))),
+               _im2col_block(node, geo, group), *epilogue_args(node), ps)
+        return
     k.call("ember_conv_nhwc_f32", k.out(0), x, k.inp(1), bias, scratch, k.table(geo.table(), DType.INT32),
            present(node.input(0)).shape[0], group, m, int(direct and not stored_nhwc(node.input(0))),
            _im2col_block(node, geo, group), *epilogue_args(node), int(bool(node.attrs.get(ROW_PANELS))), ps, lo, hi)
@@ -458,11 +467,6 @@ def _lower_conv(node: Node, k: KernelEmitter) -> None:
         _lower_dw_nhwc(node, k)
         return
     assert lay & 2 or not node.attrs.get(WEIGHTS_KM), f"{node.name}: K x M weights, but an NCHW output"
-    if lay & 2 and node.attrs.get(WEIGHTS_KM):
-        x, ps, _, scratch = nchw_sides(node, k)
-        k.call("ember_conv_hwc_f32", k.out(0), x, k.inp(1), bias, scratch, k.table(geo.table(), DType.INT32), n, group,
-               m, int(direct and not lay & 1), _im2col_block(node, geo, group), *epilogue_args(node), ps)
-        return
     if lay & 2:
         lower_conv_nhwc(node, k, 0, geo.pixels)
         return
@@ -524,9 +528,9 @@ def conv_infer(channels):
 register(float16_via_f32(OpDef(
     "Conv", lower=_lower_conv, normalize=_normalize, scratch=_conv_scratch,
     infer=conv_infer(lambda n: inp(n, 1).shape[0]),
-    kernels=("ember_conv_f32", "ember_conv_nhwc_f32", "ember_dwconv_f32", "ember_dwconv_blocked_f32",
-             "ember_gemv_rows_f32", "ember_pointwise_act_f32", "ember_conv_act_f32", "ember_residual_act_f32",
-             "ember_transpose2d_f32"),
+    kernels=("ember_conv_f32", "ember_conv_nhwc_f32", "ember_conv_hwc_f32", "ember_dwconv_f32",
+             "ember_dwconv_blocked_f32", "ember_dwconv_strided_f32", "ember_gemv_rows_f32", "ember_pointwise_act_f32",
+             "ember_conv_act_f32", "ember_residual_act_f32", "ember_transpose2d_f32"),
     takes_epilogue=True, weights=WeightLayout(lambda n, w: 0, per_channel_default=True), flops=_conv_flops,
     int8=Int8.LINEAR,
 )))

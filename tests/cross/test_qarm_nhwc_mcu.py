@@ -20,15 +20,13 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from ember.config import CompileOptions
-from ember.driver import build_graph
-from ember.toolchain.targets import get_target
 from tests.cross import require_tools
 from tests.cross.test_qarm_mcu import _conv, _int8_pair, _qarm_calls
+from tests.models.test_channels_last_edges import _layout_transposes
 from tests.support import mcu
+from tests.unit.test_transposes import TO_NCHW, TO_NHWC
 
 RNG = np.random.default_rng(41)
-TO_NCHW, TO_NHWC = [0, 3, 1, 2], [0, 2, 3, 1]
 INPUTS = {"a": (1, 9, 13, 3), "b": (1, 5, 7, 8), "c": (1, 7, 9, 4), "d": (2, 8, 10, 6), "e": (1, 9, 9, 5),
           "f": (1, 9, 8, 4)}
 
@@ -56,13 +54,6 @@ def edges_model() -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
-def _layout_transposes(path: Path, target: str) -> list[str]:
-    t = get_target(target)
-    opts = CompileOptions(target=target, quantize="int8", profile=str(path.parent / "p.yaml"), io="int8")
-    graph, _, _ = build_graph(str(path), opts, target_kind=t.kind, int8_isa=t.int8_isa)
-    return [n.name for n in graph.nodes if n.op == "Transpose" and list(n.attrs["perm"]) in (TO_NCHW, TO_NHWC)]
-
-
 # Each core's kernels for the model's layers: every one has an NHWC side (d2's input is d1's NCHW output). On
 # Helium e1's stride of 3 takes the int16 depthwise kernel, the others the int8 ones. RISC-V's are the portable
 # ones (qconv.c; qdwconv.c a channel at a time, ops/qlinear.py _dw_per_channel).
@@ -77,7 +68,8 @@ def test_nhwc_edges_in_place_on_qemu_equal_host(tmp_path: Path, target: str) -> 
     require_tools(target, mcu.missing_tools(target))
     calib = {k: RNG.normal(0, 1, (4 * s[0], *s[1:])).astype(np.float32) for k, s in INPUTS.items()}
     host, bundle = _int8_pair(tmp_path, edges_model(), calib, target)
-    assert _layout_transposes(tmp_path / "m.onnx", target) == []
+    assert _layout_transposes(tmp_path / "m.onnx", target, quantize="int8", profile=str(tmp_path / "p.yaml"),
+                              io="int8") == []
     assert {k: v for k, v in _qarm_calls(bundle).items() if v} == KERNELS[target]
     for seed in range(2):
         rng = np.random.default_rng(seed)

@@ -78,9 +78,11 @@ TARGETS = [("host", None), ("x86_64", None), ("x86_64", "x86-64-v3"), ("aarch64"
            ("wasm32", None)]
 
 
-def _layout_transposes(path: Path, target: str, cpu: str | None = None) -> list[str]:
+def _layout_transposes(path: Path, target: str, cpu: str | None = None, **options: object) -> list[str]:
+    """The layout Transposes left in `path`'s graph as `target` builds it (its kind, its int8 kernels; `options`: more
+    CompileOptions)."""
     t = get_target(target)
-    graph, _, _ = build_graph(str(path), CompileOptions(target=target, cpu=cpu), target_kind=t.kind,
+    graph, _, _ = build_graph(str(path), CompileOptions(target=target, cpu=cpu, **options), target_kind=t.kind,
                               int8_isa=t.int8_isa)
     return [f"{n.name} ({n.op})" for n in graph.nodes
             if n.op == "Transpose" and list(n.attrs.get("perm", [])) in LAYOUT_PERMS]

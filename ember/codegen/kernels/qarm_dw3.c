@@ -30,6 +30,11 @@ EMBER_INLINE ember_qa_dw3_geo_t ember_qa_dw3_geo_lay(const int32_t *p, int tr, i
     g.ys_row = (g.t ? 1 : p[EMBER_GEO_OUT_W]) * yc, g.ys_col = (g.t ? p[EMBER_GEO_OUT_W] : 1) * yc;
     return g;
 }
+/* How far apart a side's channels start: a plane (plane bytes), or a byte where the side is NHWC (`hwc`, a constant
+ * where inlined, and EMBER_QA_LAY's `bit`: 4 for the input, 8 for the output). */
+EMBER_INLINE ptrdiff_t ember_qa_dw3_chan(const int32_t *p, int hwc, int bit, ptrdiff_t plane) {
+    return hwc && (p[EMBER_QA_LAY] & bit) ? 1 : plane;
+}
 EMBER_INLINE ember_qa_dw3_geo_t ember_qa_dw3_geo_tr(const int32_t *p, int tr) {
     return ember_qa_dw3_geo_lay(p, tr, 0);
 }
@@ -289,10 +294,9 @@ EMBER_INLINE void ember_qa_dw3_t(uint8_t *y, const uint8_t *x, uint32_t flip, in
                                  const int16_t *Wt, const int32_t *rq, const int32_t *out, int16_t *plane, int fast,
                                  int tr, int hwc) {
     const ember_qa_dw3_geo_t g = ember_qa_dw3_geo_lay(p, tr, hwc);
-    const int C = p[EMBER_GEO_C], SW = g.SW, lay = hwc ? p[EMBER_QA_LAY] & 12 : 0;
+    const int C = p[EMBER_GEO_C], SW = g.SW;
     const ptrdiff_t in_plane = (ptrdiff_t)g.H * g.W, out_plane = (ptrdiff_t)g.OH * g.OW;
-    /* where channel c's plane starts: c planes on, or c bytes on an NHWC side */
-    const ptrdiff_t xs_ch = lay & 4 ? 1 : in_plane, ys_ch = lay & 8 ? 1 : out_plane;
+    const ptrdiff_t xs_ch = ember_qa_dw3_chan(p, hwc, 4, in_plane), ys_ch = ember_qa_dw3_chan(p, hwc, 8, out_plane);
     /* the plane holds the bytes' values, zero point included (ember_qa_dw3_fill), and the padding the zero
      * point itself, so that each channel's sums exceed those of (x - zero point) by zero point times the
      * sum of its weights, which its bias gives back: exactly the same sums, without a subtraction per pixel */
@@ -301,7 +305,7 @@ EMBER_INLINE void ember_qa_dw3_t(uint8_t *y, const uint8_t *x, uint32_t flip, in
     uint32_t *pw = (uint32_t *)(void *)plane; /* Hp * Wp is even (Wp is) */
     int n, c, i;
 #if EMBER_HAVE_ARM_DSP
-    if (fast == 2 && !tr && !lay && out[0] == 0 && (SW == 1 || SW == 2)) {
+    if (fast == 2 && !tr && !hwc && out[0] == 0 && (SW == 1 || SW == 2)) {
         ember_qa_dw3_fast(y, x, flip, xz, &g, C, N, Wt, rq, plane);
         return;
     }

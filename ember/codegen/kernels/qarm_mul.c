@@ -218,9 +218,8 @@ EMBER_INLINE void ember_qm_dw3_t(uint8_t *y, const uint8_t *x, uint32_t flip, in
     const ember_qa_dw3_geo_t g = ember_qa_dw3_geo_lay(p, 0, hwc);
     const int C = p[EMBER_GEO_C], Wp = g.Wp;
     const int r_end = g.H + g.PH < g.Hp ? g.H + g.PH : g.Hp, wd = g.W + g.PW < Wp ? g.W : Wp - g.PW;
-    const int lay = hwc ? p[EMBER_QA_LAY] : 0;
     const ptrdiff_t in_plane = (ptrdiff_t)g.H * g.W, out_plane = (ptrdiff_t)g.OH * g.OW;
-    const ptrdiff_t xs_ch = lay & 4 ? 1 : in_plane, ys_ch = lay & 8 ? 1 : out_plane; /* as ember_qa_dw3_t's */
+    const ptrdiff_t xs_ch = ember_qa_dw3_chan(p, hwc, 4, in_plane), ys_ch = ember_qa_dw3_chan(p, hwc, 8, out_plane);
     const int32_t zb = xz + (int32_t)flip; /* the zero point as a byte b ^ flip */
     int n, c, i, r, j;
     for (i = 0; i < g.Hp * Wp; ++i) plane[i] = (uint8_t)zb;

@@ -407,9 +407,9 @@ EMBER_INLINE void ember_qm8_dw_t(uint8_t *y, const uint8_t *x, int sgn, int32_t 
                                  const int8_t *W, const int32_t *rq, const int32_t *out, int8_t *plane, int hwc) {
 #if EMBER_QM8_DW
     const ember_qa_dw3_geo_t g = ember_qa_dw3_geo_lay(p, 1, hwc);
-    const int C = p[EMBER_GEO_C], Ww = g.SW == 1 ? 4 : 5, lay = hwc ? p[EMBER_QA_LAY] : 0;
+    const int C = p[EMBER_GEO_C], Ww = g.SW == 1 ? 4 : 5;
     const ptrdiff_t in_plane = (ptrdiff_t)g.H * g.W, out_plane = (ptrdiff_t)g.OH * g.OW;
-    const ptrdiff_t xs_ch = lay & 4 ? 1 : in_plane, ys_ch = lay & 8 ? 1 : out_plane; /* as ember_qa_dw3_t's */
+    const ptrdiff_t xs_ch = ember_qa_dw3_chan(p, hwc, 4, in_plane), ys_ch = ember_qa_dw3_chan(p, hwc, 8, out_plane);
     const uint8_t flip = sgn ? 0u : 0x80u;
     uint8_t off[16];
     uint8x16_t offs;

@@ -183,9 +183,9 @@ EMBER_INLINE void ember_qa_dw3_mve_t(uint8_t *y, const uint8_t *x, int sgn, int3
                                      const int16_t *Wt, const int32_t *rq, const int32_t *out, int16_t *plane, int hwc) {
 #if EMBER_QA_MVE_DW
     const ember_qa_dw3_geo_t g = ember_qa_dw3_geo_lay(p, 1, hwc);
-    const int C = p[EMBER_GEO_C], lay = hwc ? p[EMBER_QA_LAY] : 0;
+    const int C = p[EMBER_GEO_C];
     const ptrdiff_t in_plane = (ptrdiff_t)g.H * g.W, out_plane = (ptrdiff_t)g.OH * g.OW;
-    const ptrdiff_t xs_ch = lay & 4 ? 1 : in_plane, ys_ch = lay & 8 ? 1 : out_plane; /* as ember_qa_dw3_t's */
+    const ptrdiff_t xs_ch = ember_qa_dw3_chan(p, hwc, 4, in_plane), ys_ch = ember_qa_dw3_chan(p, hwc, 8, out_plane);
     const uint32_t flip = sgn ? 0x80u : 0u;
     const int32_t z2 = xz + (sgn ? 128 : 0);
     int n, c, i;
